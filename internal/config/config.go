@@ -1,0 +1,90 @@
+// Package config resolves where fieldwork connects: brokers, TLS, SASL and the store DSN,
+// from flags, FIELDWORK_* environment variables and a YAML file of named contexts, in that
+// order of precedence (flag beats environment beats context).
+//
+// Passwords never come from a flag value: only from an environment variable or a file. The
+// resolved Connection can be printed with Redacted.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TLS is the client TLS configuration for brokers.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled" json:"enabled"`
+	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
+}
+
+// SASL is the client SASL configuration for brokers. The password is read from PasswordEnv
+// (an environment variable's name) or PasswordFile when the connection is resolved.
+type SASL struct {
+	Mechanism    string `yaml:"mechanism" json:"mechanism,omitempty"`
+	Username     string `yaml:"username" json:"username,omitempty"`
+	PasswordEnv  string `yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
+}
+
+// Context is one named environment in the config file.
+type Context struct {
+	Brokers []string `yaml:"brokers"`
+	DSN     string   `yaml:"dsn"`
+	TLS     TLS      `yaml:"tls"`
+	SASL    SASL     `yaml:"sasl"`
+}
+
+// File is the config file: named contexts and the one used when none is named.
+type File struct {
+	CurrentContext string             `yaml:"current_context"`
+	Contexts       map[string]Context `yaml:"contexts"`
+}
+
+// DefaultPath is $FIELDWORK_CONFIG, else $XDG_CONFIG_HOME/fieldwork/config.yaml, else
+// ~/.config/fieldwork/config.yaml.
+func DefaultPath(getenv func(string) string) string {
+	if p := getenv("FIELDWORK_CONFIG"); p != "" {
+		return p
+	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "fieldwork", "config.yaml")
+}
+
+// Load reads a config file. A file that does not exist is an empty config, not an error.
+func Load(path string) (*File, error) {
+	f := &File{}
+	if path == "" {
+		return f, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("parse config %s: %w", path, err)
+	}
+	return f, nil
+}

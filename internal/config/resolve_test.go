@@ -1,0 +1,102 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestPrecedence(t *testing.T) {
+	file := &File{
+		CurrentContext: "staging",
+		Contexts: map[string]Context{
+			"staging": {Brokers: []string{"ctx:9092"}, DSN: "sqlite:ctx.db"},
+			"prod":    {Brokers: []string{"prod:9092"}, DSN: "postgres://prod"},
+		},
+	}
+	cases := []struct {
+		name    string
+		flags   Flags
+		env     map[string]string
+		brokers []string
+		dsn     string
+		context string
+	}{
+		{"context only", Flags{}, nil, []string{"ctx:9092"}, "sqlite:ctx.db", "staging"},
+		{"env beats context", Flags{}, map[string]string{"FIELDWORK_BROKERS": "env1:9092, env2:9092"}, []string{"env1:9092", "env2:9092"}, "sqlite:ctx.db", "staging"},
+		{"flag beats env", Flags{Brokers: []string{"flag:9092"}, DSN: "sqlite:flag.db"}, map[string]string{"FIELDWORK_BROKERS": "env:9092", "FIELDWORK_DSN": "sqlite:env.db"}, []string{"flag:9092"}, "sqlite:flag.db", "staging"},
+		{"env context", Flags{}, map[string]string{"FIELDWORK_CONTEXT": "prod"}, []string{"prod:9092"}, "postgres://prod", "prod"},
+		{"flag context beats env context", Flags{Context: "staging"}, map[string]string{"FIELDWORK_CONTEXT": "prod"}, []string{"ctx:9092"}, "sqlite:ctx.db", "staging"},
+	}
+	for _, c := range cases {
+		got, err := Resolve(c.flags, env(c.env), file)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got.Brokers, c.brokers) || got.DSN != c.dsn || got.Context != c.context {
+			t.Errorf("%s: got brokers %v dsn %q context %q", c.name, got.Brokers, got.DSN, got.Context)
+		}
+	}
+}
+
+func TestUnknownContext(t *testing.T) {
+	_, err := Resolve(Flags{Context: "nope"}, env(nil), &File{Contexts: map[string]Context{"a": {}}})
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "known: a") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSASLPassword(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Resolve(Flags{SASLMechanism: "scram-sha-256", SASLUsername: "u", SASLPasswordFile: pwFile}, env(nil), nil)
+	if err != nil || c.Password != "from-file" || c.SASL.Mechanism != "SCRAM-SHA-256" {
+		t.Fatalf("file: %+v %v", c, err)
+	}
+	c, err = Resolve(Flags{SASLMechanism: "PLAIN", SASLUsername: "u"}, env(map[string]string{"FIELDWORK_SASL_PASSWORD": "from-env"}), nil)
+	if err != nil || c.Password != "from-env" {
+		t.Fatalf("env: %+v %v", c, err)
+	}
+	file := &File{Contexts: map[string]Context{"x": {SASL: SASL{Mechanism: "PLAIN", Username: "u", PasswordEnv: "MY_PW"}}}}
+	c, err = Resolve(Flags{Context: "x"}, env(map[string]string{"MY_PW": "ctx-env"}), file)
+	if err != nil || c.Password != "ctx-env" {
+		t.Fatalf("context env: %+v %v", c, err)
+	}
+	if _, err = Resolve(Flags{SASLMechanism: "PLAIN", SASLUsername: "u"}, env(nil), nil); err == nil {
+		t.Fatal("missing password accepted")
+	}
+	if _, err = Resolve(Flags{SASLMechanism: "GSSAPI", SASLUsername: "u"}, env(nil), nil); err == nil {
+		t.Fatal("unknown mechanism accepted")
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	if f, err := Load(filepath.Join(dir, "missing.yaml")); err != nil || len(f.Contexts) != 0 {
+		t.Fatalf("missing file: %v", err)
+	}
+	p := filepath.Join(dir, "config.yaml")
+	_ = os.WriteFile(p, []byte("current_context: dev\ncontexts:\n  dev:\n    brokers: [127.0.0.1:9092]\n    dsn: sqlite:dev.db\n    tls: {ca_file: /ca.pem}\n"), 0o600)
+	f, err := Load(p)
+	if err != nil || f.CurrentContext != "dev" || f.Contexts["dev"].TLS.CAFile != "/ca.pem" {
+		t.Fatalf("load: %+v %v", f, err)
+	}
+	_ = os.WriteFile(p, []byte("contexts:\n  dev:\n    brokerz: [x]\n"), 0o600)
+	if _, err := Load(p); err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	_ = os.WriteFile(p, nil, 0o600)
+	if _, err := Load(p); err != nil {
+		t.Fatalf("empty file: %v", err)
+	}
+	if got := DefaultPath(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); got != "/x/fieldwork/config.yaml" {
+		t.Errorf("DefaultPath = %s", got)
+	}
+}

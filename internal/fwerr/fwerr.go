@@ -1,0 +1,65 @@
+// Package fwerr classifies errors by what they mean to the person (or script) that ran
+// fieldwork. Domain packages wrap their errors with a Kind; the command layer maps kinds to
+// exit codes in exactly one place (cmd.Main).
+package fwerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is the class of a failure, as an operator's runbook branches on it.
+type Kind int
+
+const (
+	// KindError is any failure not classified otherwise (exit 1).
+	KindError Kind = iota
+	// KindUsage is a wrong flag, argument or value: the command never started (exit 2).
+	KindUsage
+	// KindCheck means a check ran and found problems (exit 3).
+	KindCheck
+	// KindConnect means a broker or database could not be reached or refused the credentials (exit 4).
+	KindConnect
+	// KindInterrupted means the run was stopped by SIGINT or SIGTERM (exit 130).
+	KindInterrupted
+)
+
+// Error carries a Kind beside the underlying error.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap marks err with kind. A nil err stays nil.
+func Wrap(kind Kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Kind: kind, Err: err}
+}
+
+// Usagef is a usage error (exit 2).
+func Usagef(format string, args ...any) error {
+	return &Error{Kind: KindUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// Connect marks err as a failure to reach or authenticate to a service (exit 4).
+func Connect(err error) error { return Wrap(KindConnect, err) }
+
+// Checkf reports that a check found problems (exit 3). The findings themselves have
+// already been printed; the message is a one-line summary for stderr.
+func Checkf(format string, args ...any) error {
+	return &Error{Kind: KindCheck, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf returns the outermost Kind found in err's chain, KindError when none is.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindError
+}

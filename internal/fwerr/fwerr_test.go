@@ -1,0 +1,33 @@
+package fwerr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestKindOf(t *testing.T) {
+	base := errors.New("boom")
+	cases := []struct {
+		name string
+		err  error
+		want Kind
+	}{
+		{"plain", base, KindError},
+		{"usage", Usagef("bad flag %q", "--x"), KindUsage},
+		{"connect wrapped twice", fmt.Errorf("inspect: %w", Connect(base)), KindConnect},
+		{"check", Checkf("3 problems"), KindCheck},
+		{"interrupted", Wrap(KindInterrupted, base), KindInterrupted},
+	}
+	for _, c := range cases {
+		if got := KindOf(c.err); got != c.want {
+			t.Errorf("%s: KindOf = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if Wrap(KindUsage, nil) != nil {
+		t.Error("Wrap(nil) must stay nil")
+	}
+	if !errors.Is(Connect(base), base) {
+		t.Error("Connect must keep the chain")
+	}
+}

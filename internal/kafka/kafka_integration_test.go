@@ -1,0 +1,197 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+func connect(t *testing.T) *kafka.Cluster {
+	t.Helper()
+	c, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func readAll(t *testing.T, c *kafka.Cluster, ranges []kafka.PartitionRange) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var offsets []int64
+	err := c.Read(ctx, ranges, func(r *kgo.Record) error {
+		offsets = append(offsets, r.Offset)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return offsets
+}
+
+func TestPlanAndReadRanges(t *testing.T) {
+	c := connect(t)
+	topic := testenv.Topic(t, 2, nil)
+	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := 0; i < 10; i++ {
+		testenv.Produce(t, prod, &kgo.Record{Partition: 0, Value: []byte(fmt.Sprint(i))})
+	}
+	ctx := context.Background()
+	all, err := c.Plan(ctx, topic, kafka.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Len() != 10 || all[1].Len() != 0 {
+		t.Fatalf("plan = %+v", all)
+	}
+	if got := readAll(t, c, all); len(got) != 10 {
+		t.Fatalf("read %d records, want 10", len(got))
+	}
+	s, e := int64(3), int64(6)
+	some, err := c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{0}, StartOffset: &s, EndOffset: &e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, some); fmt.Sprint(got) != "[3 4 5 6]" {
+		t.Fatalf("offsets 3..6 read %v", got)
+	}
+	// Records produced after the plan are not read.
+	testenv.Produce(t, prod, &kgo.Record{Partition: 0, Value: []byte("late")})
+	if got := readAll(t, c, all); len(got) != 10 {
+		t.Fatalf("bounded read saw %d records, want 10", len(got))
+	}
+	// Bad offsets are usage errors that give the valid range.
+	bad := int64(99)
+	_, err = c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{0}, StartOffset: &bad})
+	if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "0..10") {
+		t.Fatalf("out of range: %v", err)
+	}
+	_, err = c.Plan(ctx, topic, kafka.Selection{StartOffset: &e, EndOffset: &s})
+	if fwerr.KindOf(err) != fwerr.KindUsage {
+		t.Fatalf("inverted: %v", err)
+	}
+	_, err = c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{7}})
+	if fwerr.KindOf(err) != fwerr.KindUsage {
+		t.Fatalf("unknown partition: %v", err)
+	}
+}
+
+func TestPlanByTime(t *testing.T) {
+	c := connect(t)
+	topic := testenv.Topic(t, 1, nil)
+	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := 0; i < 6; i++ {
+		testenv.Produce(t, prod, &kgo.Record{Timestamp: base.Add(time.Duration(i) * time.Minute), Value: []byte{byte(i)}})
+	}
+	r, err := c.Plan(context.Background(), topic, kafka.Selection{Since: base.Add(2 * time.Minute), Until: base.Add(4 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, c, r); fmt.Sprint(got) != "[2 3]" {
+		t.Fatalf("time window read %v", got)
+	}
+}
+
+// A transaction's commit marker ends the log: the read must not wait for a record at the
+// marker's offset. An aborted transaction's records are not delivered.
+func TestReadStopsAtTransactionMarkers(t *testing.T) {
+	c := connect(t)
+	topic := testenv.Topic(t, 1, nil)
+	plain := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	testenv.Produce(t, plain, &kgo.Record{Value: []byte("plain")})
+	txn := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(testenv.Name(t, "txn")))
+	ctx := context.Background()
+	for _, commit := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Produce(t, txn, &kgo.Record{Value: []byte(fmt.Sprint(commit))})
+		if err := txn.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ranges, err := c.Plan(ctx, topic, kafka.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// offsets: 0 plain, 1 aborted, 2 abort marker, 3 committed, 4 commit marker
+	if ranges[0].End != 5 {
+		t.Fatalf("end offset = %d, want 5", ranges[0].End)
+	}
+	done := make(chan []int64, 1)
+	go func() { done <- readAll(t, c, ranges) }()
+	select {
+	case got := <-done:
+		if fmt.Sprint(got) != "[0 3]" {
+			t.Fatalf("read %v, want [0 3]", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("read hung on a transaction marker")
+	}
+}
+
+func TestUnknownTopic(t *testing.T) {
+	c := connect(t)
+	_, err := c.Plan(context.Background(), topic404(t), kafka.Selection{})
+	var ute *kafka.UnknownTopicError
+	if err == nil || !errors.As(err, &ute) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func topic404(t *testing.T) string { return testenv.Name(t, "missing") }
+
+func TestUnreachableBroker(t *testing.T) {
+	testenv.Brokers(t) // an integration test: runs beside the others
+	start := time.Now()
+	_, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{"127.0.0.1:1"}}, 3*time.Second)
+	if fwerr.KindOf(err) != fwerr.KindConnect {
+		t.Fatalf("err = %v (kind %v)", err, fwerr.KindOf(err))
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("message does not name broker and cause: %v", err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestSASL(t *testing.T) {
+	addr, user, pw := testenv.SASLBrokers(t)
+	for _, mech := range config.Mechanisms {
+		t.Run(mech, func(t *testing.T) {
+			conn := config.Connection{Brokers: []string{addr}, SASL: config.SASL{Mechanism: mech, Username: user}, Password: pw}
+			c, err := kafka.Connect(context.Background(), conn, 10*time.Second)
+			if err != nil {
+				t.Fatalf("right password: %v", err)
+			}
+			c.Close()
+			conn.Password = "wrong-" + pw
+			start := time.Now()
+			_, err = kafka.Connect(context.Background(), conn, 10*time.Second)
+			if fwerr.KindOf(err) != fwerr.KindConnect {
+				t.Fatalf("wrong password: %v", err)
+			}
+			if strings.Contains(err.Error(), conn.Password) {
+				t.Fatalf("error shows the password: %v", err)
+			}
+			if !strings.Contains(err.Error(), "authenticate") {
+				t.Errorf("error does not say authentication failed: %v", err)
+			}
+			t.Logf("%s wrong password after %s: %v", mech, time.Since(start).Round(time.Millisecond), err)
+		})
+	}
+}

@@ -1,0 +1,305 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// ErrUnknownTopic is returned (wrapped) when a topic does not exist.
+var ErrUnknownTopic = errors.New("topic does not exist")
+
+// UnknownTopicError names the missing topic.
+type UnknownTopicError struct{ Topic string }
+
+func (e *UnknownTopicError) Error() string { return fmt.Sprintf("topic %q does not exist", e.Topic) }
+func (e *UnknownTopicError) Unwrap() error { return ErrUnknownTopic }
+
+// Selection says which records of a topic to read. Offsets are inclusive on both ends, as an
+// operator says "offsets 100 to 200". Times select records whose timestamp t satisfies
+// Since <= t < Until (by the broker's time index). Nil/zero fields mean "from the start" and
+// "to the end as of now".
+type Selection struct {
+	Partitions  []int32 // empty: every partition
+	StartOffset *int64
+	EndOffset   *int64
+	Since       time.Time
+	Until       time.Time
+}
+
+// PartitionRange is the half-open offset range [Start, End) of one partition, fixed when the
+// plan is made. LogStart and HighWatermark are the partition's bounds at that time.
+type PartitionRange struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Start         int64  `json:"start_offset"`
+	End           int64  `json:"end_offset"`
+	LogStart      int64  `json:"log_start_offset"`
+	HighWatermark int64  `json:"high_watermark"`
+}
+
+// Len is the number of offsets in the range (records, less compacted or control ones).
+func (r PartitionRange) Len() int64 { return max(0, r.End-r.Start) }
+
+// PartitionBounds are a partition's log start, last stable offset and high watermark.
+type PartitionBounds struct {
+	Partition     int32
+	LogStart      int64
+	LastStable    int64
+	HighWatermark int64
+}
+
+// Bounds lists every partition's offsets of topic, sorted by partition. A missing topic is an
+// *UnknownTopicError.
+func (c *Cluster) Bounds(ctx context.Context, topic string) ([]PartitionBounds, error) {
+	starts, err := c.Admin.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	if err := topicErr(topic, starts[topic]); err != nil {
+		return nil, err
+	}
+	ends, err := c.Admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	stable, err := c.Admin.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list stable offsets of %s: %w", topic, err)
+	}
+	var out []PartitionBounds
+	for p, s := range starts[topic] {
+		if s.Err != nil {
+			return nil, fmt.Errorf("start offset of %s/%d: %w", topic, p, s.Err)
+		}
+		e, ok := ends[topic][p]
+		if !ok || e.Err != nil {
+			return nil, fmt.Errorf("end offset of %s/%d: %v", topic, p, e.Err)
+		}
+		ls := e.Offset
+		if st, ok := stable[topic][p]; ok && st.Err == nil {
+			ls = st.Offset
+		}
+		out = append(out, PartitionBounds{Partition: p, LogStart: s.Offset, LastStable: ls, HighWatermark: e.Offset})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out, nil
+}
+
+// topicErr turns kadm's marker for a missing topic (partition -1 with
+// UNKNOWN_TOPIC_OR_PARTITION, or no partitions at all) into an *UnknownTopicError.
+func topicErr(topic string, parts map[int32]kadm.ListedOffset) error {
+	if len(parts) == 0 {
+		return &UnknownTopicError{Topic: topic}
+	}
+	if o, ok := parts[-1]; ok {
+		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+			return &UnknownTopicError{Topic: topic}
+		}
+		return fmt.Errorf("topic %s: %w", topic, o.Err)
+	}
+	return nil
+}
+
+// Plan fixes the ranges to read for sel, taking the end offsets now: records that arrive later
+// are never read. Offsets outside a partition's bounds, an inverted range or an unknown
+// partition are usage errors whose message gives the valid range.
+func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]PartitionRange, error) {
+	bounds, err := c.Bounds(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	byPart := make(map[int32]PartitionBounds, len(bounds))
+	for _, b := range bounds {
+		byPart[b.Partition] = b
+	}
+	parts := sel.Partitions
+	if len(parts) == 0 {
+		for _, b := range bounds {
+			parts = append(parts, b.Partition)
+		}
+	}
+	if sel.StartOffset != nil && sel.EndOffset != nil && *sel.EndOffset < *sel.StartOffset {
+		return nil, fwerr.Usagef("end offset %d is before start offset %d", *sel.EndOffset, *sel.StartOffset)
+	}
+	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
+		return nil, fwerr.Usagef("--until %s is not after --since %s", sel.Until.Format(time.RFC3339), sel.Since.Format(time.RFC3339))
+	}
+	var sinceOffsets, untilOffsets map[int32]int64
+	if !sel.Since.IsZero() {
+		if sinceOffsets, err = c.offsetsAfter(ctx, topic, sel.Since); err != nil {
+			return nil, err
+		}
+	}
+	if !sel.Until.IsZero() {
+		if untilOffsets, err = c.offsetsAfter(ctx, topic, sel.Until); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PartitionRange, 0, len(parts))
+	for _, p := range parts {
+		b, ok := byPart[p]
+		if !ok {
+			return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, p, len(bounds)-1)
+		}
+		r := PartitionRange{Topic: topic, Partition: p, Start: b.LogStart, End: b.LastStable, LogStart: b.LogStart, HighWatermark: b.HighWatermark}
+		if sel.StartOffset != nil {
+			s := *sel.StartOffset
+			if s < b.LogStart || s >= b.HighWatermark {
+				return nil, fwerr.Usagef("start offset %d is outside %s/%d, whose records are at offsets %s", s, topic, p, validRange(b))
+			}
+			r.Start = s
+		}
+		if sel.EndOffset != nil {
+			e := *sel.EndOffset
+			if e < b.LogStart || e >= b.HighWatermark {
+				return nil, fwerr.Usagef("end offset %d is outside %s/%d, whose records are at offsets %s", e, topic, p, validRange(b))
+			}
+			r.End = min(e+1, b.LastStable)
+		}
+		if o, ok := sinceOffsets[p]; ok {
+			r.Start = max(r.Start, o)
+		}
+		if o, ok := untilOffsets[p]; ok {
+			r.End = min(r.End, o)
+		}
+		if r.End < r.Start {
+			r.End = r.Start
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func validRange(b PartitionBounds) string {
+	if b.HighWatermark <= b.LogStart {
+		return "none (the partition is empty)"
+	}
+	return fmt.Sprintf("%d..%d", b.LogStart, b.HighWatermark-1)
+}
+
+// offsetsAfter returns, per partition, the first offset whose timestamp is >= t (the end
+// offset when there is none).
+func (c *Cluster) offsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+	listed, err := c.Admin.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err)
+	}
+	out := make(map[int32]int64)
+	for p, o := range listed[topic] {
+		if o.Err != nil {
+			if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+				return nil, &UnknownTopicError{Topic: topic}
+			}
+			return nil, fmt.Errorf("offset of %s/%d at %s: %w", topic, p, t.Format(time.RFC3339), o.Err)
+		}
+		out[p] = o.Offset
+	}
+	return out, nil
+}
+
+// Total is the number of offsets in all ranges.
+func Total(ranges []PartitionRange) int64 {
+	var n int64
+	for _, r := range ranges {
+		n += r.Len()
+	}
+	return n
+}
+
+// Read calls fn for every record in ranges, per partition in offset order (partitions
+// interleave), and returns when every range is exhausted. It never waits for records beyond
+// the planned end offsets: it reads committed data with control records kept, so a
+// transaction marker at the end of a range still moves the position past it, and an empty
+// range is never fetched. Aborted transactional records are not delivered. A non-nil error
+// from fn stops the read and is returned.
+func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error) error {
+	remaining := make(map[string]map[int32]int64) // topic → partition → end (exclusive)
+	consume := make(map[string]map[int32]kgo.Offset)
+	for _, r := range ranges {
+		if r.Len() == 0 {
+			continue
+		}
+		if remaining[r.Topic] == nil {
+			remaining[r.Topic] = map[int32]int64{}
+			consume[r.Topic] = map[int32]kgo.Offset{}
+		}
+		remaining[r.Topic][r.Partition] = r.End
+		consume[r.Topic][r.Partition] = kgo.NewOffset().At(r.Start)
+	}
+	if len(consume) == 0 {
+		return nil
+	}
+	opts := append(c.Options(),
+		kgo.ConsumePartitions(consume),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(32<<20),
+		kgo.FetchMaxPartitionBytes(8<<20),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka reader: %w", err)
+	}
+	defer cl.Close()
+	left := 0
+	for _, ps := range remaining {
+		left += len(ps)
+	}
+	for left > 0 {
+		fetches := cl.PollRecords(ctx, 10000)
+		if err := ctx.Err(); err != nil {
+			return fwerr.Wrap(fwerr.KindInterrupted, err)
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if ferr == nil && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var stop error
+		fetches.EachPartition(func(ft kgo.FetchTopicPartition) {
+			if stop != nil {
+				return
+			}
+			end, ok := remaining[ft.Topic][ft.Partition]
+			if !ok {
+				return
+			}
+			for _, rec := range ft.Records {
+				if rec.Offset >= end {
+					break
+				}
+				if !rec.Attrs.IsControl() {
+					if err := fn(rec); err != nil {
+						stop = err
+						return
+					}
+				}
+				if rec.Offset >= end-1 {
+					break
+				}
+			}
+			if n := len(ft.Records); n > 0 && ft.Records[n-1].Offset >= end-1 {
+				delete(remaining[ft.Topic], ft.Partition)
+				cl.PauseFetchPartitions(map[string][]int32{ft.Topic: {ft.Partition}})
+				left--
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+	}
+	return nil
+}

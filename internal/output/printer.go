@@ -1,0 +1,214 @@
+package output
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Printer writes command results to stdout in the chosen format.
+type Printer struct {
+	Streams *Streams
+	Format  Format
+	Styles  Styles
+}
+
+// NewPrinter returns a printer for s in format f, with colour when s allows it.
+func NewPrinter(s *Streams, f Format) *Printer {
+	color := s.ColorEnabled() && f == FormatTable
+	return &Printer{Streams: s, Format: f, Styles: NewStyles(s.Out, color)}
+}
+
+// Column is one column of a list: its header and how a cell is made from an item.
+type Column[T any] struct {
+	Name  string
+	Value func(T) string
+}
+
+// List writes items. JSON and JSON Lines encode the items themselves (their json tags are the
+// stable field names); table and CSV use columns. An empty list is a valid result: JSON gives
+// [], JSON Lines and CSV nothing but the CSV header, a table the message empty (to stderr).
+func List[T any](p *Printer, items []T, columns []Column[T], empty string) error {
+	switch p.Format {
+	case FormatJSON:
+		if items == nil {
+			items = []T{}
+		}
+		return writeJSON(p.Streams.Out, items, true)
+	case FormatJSONL:
+		for _, it := range items {
+			if err := writeJSON(p.Streams.Out, it, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	case FormatCSV:
+		return writeCSV(p.Streams.Out, columns, items)
+	default:
+		if len(items) == 0 {
+			if empty != "" {
+				fmt.Fprintln(p.Streams.ErrOut, empty)
+			}
+			return nil
+		}
+		header := make([]string, len(columns))
+		for i, c := range columns {
+			header[i] = c.Name
+		}
+		rows := make([][]string, len(items))
+		for i, it := range items {
+			rows[i] = make([]string, len(columns))
+			for j, c := range columns {
+				rows[i][j] = c.Value(it)
+			}
+		}
+		return p.Table(header, rows)
+	}
+}
+
+// Table renders a borderless table with a bold header (plain without colour).
+func (p *Printer) Table(header []string, rows [][]string) error {
+	styled := make([]string, len(header))
+	for i, h := range header {
+		styled[i] = p.Styles.Header.Render(strings.ToUpper(h))
+	}
+	t := tablewriter.NewTable(p.Streams.Out,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	t.Header(anySlice(styled)...)
+	for _, r := range rows {
+		if err := t.Append(anySlice(r)...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// Section is one block of a detail view in table format: a title and either key/value fields
+// or a small table, or preformatted text.
+type Section struct {
+	Title  string
+	Fields [][2]string
+	Header []string
+	Rows   [][]string
+	Text   string
+}
+
+// Object writes one result. JSON and JSON Lines encode v; table renders the sections; CSV
+// renders the first section that has a table (or its fields as key,value rows).
+func (p *Printer) Object(v any, sections []Section) error {
+	switch p.Format {
+	case FormatJSON:
+		return writeJSON(p.Streams.Out, v, true)
+	case FormatJSONL:
+		return writeJSON(p.Streams.Out, v, false)
+	case FormatCSV:
+		w := csv.NewWriter(p.Streams.Out)
+		for _, s := range sections {
+			if len(s.Header) > 0 {
+				_ = w.Write(s.Header)
+				for _, r := range s.Rows {
+					_ = w.Write(r)
+				}
+				w.Flush()
+				return w.Error()
+			}
+		}
+		_ = w.Write([]string{"field", "value"})
+		for _, s := range sections {
+			for _, f := range s.Fields {
+				_ = w.Write([]string{f[0], f[1]})
+			}
+		}
+		w.Flush()
+		return w.Error()
+	}
+	out := p.Streams.Out
+	for i, s := range sections {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		if s.Title != "" {
+			fmt.Fprintln(out, p.Styles.Title.Render(s.Title))
+		}
+		if len(s.Fields) > 0 {
+			width := 0
+			for _, f := range s.Fields {
+				width = max(width, len(f[0]))
+			}
+			for _, f := range s.Fields {
+				fmt.Fprintf(out, "%s  %s\n", p.Styles.Header.Render(fmt.Sprintf("%-*s", width, f[0])), f[1])
+			}
+		}
+		if len(s.Header) > 0 {
+			if len(s.Rows) == 0 {
+				fmt.Fprintln(out, p.Styles.Dim.Render("(none)"))
+			} else if err := p.Table(s.Header, s.Rows); err != nil {
+				return err
+			}
+		}
+		if s.Text != "" {
+			fmt.Fprintln(out, strings.TrimRight(s.Text, "\n"))
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any, indent bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
+}
+
+func writeCSV[T any](w io.Writer, columns []Column[T], items []T) error {
+	cw := csv.NewWriter(w)
+	header := make([]string, len(columns))
+	for i, c := range columns {
+		header[i] = c.Name
+	}
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for _, it := range items {
+		row := make([]string, len(columns))
+		for j, c := range columns {
+			row[j] = c.Value(it)
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

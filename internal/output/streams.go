@@ -1,0 +1,54 @@
+// Package output renders what commands return: tables on a terminal, JSON, JSON Lines or CSV
+// for scripts. Data goes to Out; progress, warnings and logs go to ErrOut. Nothing here knows
+// about Kafka or the dedup store.
+package output
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/mattn/go-isatty"
+)
+
+// Streams are the process's standard streams and what is known about them.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	InTTY  bool
+	OutTTY bool
+	ErrTTY bool
+
+	// NoColor is set when the NO_COLOR environment variable is present (any value).
+	NoColor bool
+}
+
+// System returns the process's streams.
+func System() *Streams {
+	_, noColor := os.LookupEnv("NO_COLOR")
+	return &Streams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		InTTY:   isTerminal(os.Stdin),
+		OutTTY:  isTerminal(os.Stdout),
+		ErrTTY:  isTerminal(os.Stderr),
+		NoColor: noColor,
+	}
+}
+
+// Test returns streams backed by buffers, all non-terminal, for tests.
+func Test() (s *Streams, in, out, errOut *bytes.Buffer) {
+	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &Streams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}
+
+// ColorEnabled reports whether stdout may carry colour: only on a terminal, never with NO_COLOR.
+func (s *Streams) ColorEnabled() bool { return s.OutTTY && !s.NoColor }
+
+// Interactive reports whether a person can answer a prompt: stdin and stderr are terminals.
+func (s *Streams) Interactive() bool { return s.InTTY && s.ErrTTY }
+
+func isTerminal(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}

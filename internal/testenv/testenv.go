@@ -1,0 +1,105 @@
+// Package testenv gives integration tests the real services started by scripts/services.sh.
+//
+// Tests read FIELDWORK_TEST_BROKERS, FIELDWORK_TEST_SASL_BROKERS and FIELDWORK_TEST_DSN. When
+// a variable is unset a test skips, except under CI (CI=true) or FIELDWORK_TEST_REQUIRE=1,
+// where it fails: in CI a test that cannot reach its service never passes silently.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func required() bool {
+	return os.Getenv("CI") != "" || os.Getenv("FIELDWORK_TEST_REQUIRE") == "1"
+}
+
+func need(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if required() {
+			t.Fatalf("%s is not set: start the services with scripts/services.sh start and export what it prints", name)
+		}
+		t.Skipf("%s is not set (scripts/services.sh start prints it)", name)
+	}
+	return v
+}
+
+// Brokers returns the real Kafka broker's address.
+func Brokers(t testing.TB) string { t.Helper(); return need(t, "FIELDWORK_TEST_BROKERS") }
+
+// SASLBrokers returns the broker's SASL_PLAINTEXT listener and its user and password.
+func SASLBrokers(t testing.TB) (addr, user, password string) {
+	t.Helper()
+	return need(t, "FIELDWORK_TEST_SASL_BROKERS"), need(t, "FIELDWORK_TEST_SASL_USER"), need(t, "FIELDWORK_TEST_SASL_PASSWORD")
+}
+
+// DSN returns the real PostgreSQL's connection string.
+func DSN(t testing.TB) string { t.Helper(); return need(t, "FIELDWORK_TEST_DSN") }
+
+var seq atomic.Int64
+
+var unsafe = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+
+// Name returns a name unique to this test run, usable as a topic or group name.
+func Name(t testing.TB, prefix string) string {
+	base := unsafe.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(base) > 60 {
+		base = base[:60]
+	}
+	return fmt.Sprintf("%s-%s-%d-%d", prefix, base, time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+}
+
+// Client returns a franz-go client on the real broker, closed at cleanup.
+func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(Brokers(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Topic creates a topic with the given partitions on the real broker and deletes it at
+// cleanup. It fails the test when the broker cannot be reached.
+func Topic(t testing.TB, partitions int32, configs map[string]*string) string {
+	t.Helper()
+	name := Name(t, "fw")
+	adm := kadm.NewClient(Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s on %s: %v", name, Brokers(t), err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, name)
+	})
+	return name
+}
+
+// Produce writes records synchronously to the real broker, failing the test on error.
+func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
