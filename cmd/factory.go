@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// Factory hands commands their streams and, lazily, their connections: nothing dials a broker
+// or a database until a command's run function asks, so --help and usage errors never do.
+type Factory struct {
+	Streams *output.Streams
+	Getenv  func(string) string
+
+	// Values of the root's persistent flags.
+	Conn           config.Flags
+	ConfigPath     string
+	OutputFormat   string
+	ConnectTimeout time.Duration
+
+	// running is set once flags and arguments are parsed; an error before that is a usage error.
+	running bool
+}
+
+// NewFactory returns a factory on the process's streams and environment.
+func NewFactory() *Factory {
+	return &Factory{Streams: output.System(), Getenv: os.Getenv}
+}
+
+// Connection resolves flags, environment and the config file.
+func (f *Factory) Connection() (config.Connection, error) {
+	path := f.ConfigPath
+	if path == "" {
+		path = config.DefaultPath(f.Getenv)
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	conn, err := config.Resolve(f.Conn, f.Getenv, file)
+	if err != nil {
+		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	return conn, nil
+}
+
+// Kafka connects to the configured cluster, bounded by --connect-timeout.
+func (f *Factory) Kafka(ctx context.Context) (*kafka.Cluster, error) {
+	conn, err := f.Connection()
+	if err != nil {
+		return nil, err
+	}
+	return kafka.Connect(ctx, conn, f.ConnectTimeout)
+}
+
+// Printer returns a printer for the -o format (table on a terminal, JSON Lines when piped).
+func (f *Factory) Printer() (*output.Printer, error) {
+	format, err := output.ParseFormat(f.OutputFormat, f.Streams.OutTTY)
+	if err != nil {
+		return nil, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	return output.NewPrinter(f.Streams, format), nil
+}
