@@ -1,0 +1,215 @@
+// Package dedupdriver is the seam between the driver-agnostic dedup core
+// (package dedup) and its drivers (pgdriver for PostgreSQL through pgx/v5,
+// sqlitedriver for SQLite through modernc.org/sqlite).
+//
+// The layering follows River's riverdriver: the core imports the drivers and
+// this package; the drivers import only this package. Nothing here runs SQL.
+// Callers outside internal/dedup use the aliases that package dedup
+// re-exports and never import this package directly.
+//
+// Contract for drivers: every identifier a driver puts into SQL comes from
+// Names, which the core has validated against ^[A-Za-z_][A-Za-z0-9_]{0,62}$
+// before the driver is constructed, and the driver still double-quotes it.
+// Values always travel as bind parameters.
+package dedupdriver
+
+import (
+	"context"
+	"time"
+)
+
+// Names are the validated identifiers a driver builds its SQL from.
+type Names struct {
+	Schema  string
+	Table   string
+	Columns Columns
+}
+
+// Columns maps the logical marker columns to the column names of the table.
+type Columns struct {
+	Consumer         string
+	EventID          string
+	ProcessedAt      string
+	Topic            string
+	Partition        string
+	Offset           string
+	AggregateID      string
+	AggregateVersion string
+}
+
+// DefaultColumns are the column names created by the migrations (DESIGN 3.4).
+var DefaultColumns = Columns{
+	Consumer:         "consumer",
+	EventID:          "event_id",
+	ProcessedAt:      "processed_at",
+	Topic:            "topic",
+	Partition:        "partition",
+	Offset:           "offset",
+	AggregateID:      "aggregate_id",
+	AggregateVersion: "aggregate_version",
+}
+
+// Config is what the core hands a driver's Open.
+type Config struct {
+	// DSN is the driver's own connection string: a pgx connection string for
+	// Postgres, a file path (with optional ?query) for SQLite.
+	DSN string
+	// Names are validated identifiers.
+	Names Names
+	// ConnectTimeout bounds connecting and the first ping when the DSN sets
+	// no timeout of its own.
+	ConnectTimeout time.Duration
+}
+
+// Marker is one event to claim for a consumer.
+//
+// Topic, Partition and Offset record where the event was read; when Topic is
+// empty the three are stored as NULL. AggregateID and AggregateVersion are
+// stored as NULL when AggregateID is empty. A zero ProcessedAt means the
+// database's current time (now(): the transaction's start on Postgres).
+type Marker struct {
+	EventID          string
+	Topic            string
+	Partition        int32
+	Offset           int64
+	AggregateID      string
+	AggregateVersion int64
+	ProcessedAt      time.Time
+}
+
+// MarkerRow is a stored marker. Columns that are NULL in the table are the
+// empty string (Topic, AggregateID) or nil (Partition, Offset,
+// AggregateVersion). EventID is the stored key: see dedup.EventKey for ids
+// longer than dedup.MaxInlineEventIDBytes.
+type MarkerRow struct {
+	Consumer         string    `json:"consumer"`
+	EventID          string    `json:"event_id"`
+	ProcessedAt      time.Time `json:"processed_at"`
+	Topic            string    `json:"topic,omitempty"`
+	Partition        *int32    `json:"partition,omitempty"`
+	Offset           *int64    `json:"offset,omitempty"`
+	AggregateID      string    `json:"aggregate_id,omitempty"`
+	AggregateVersion *int64    `json:"aggregate_version,omitempty"`
+}
+
+// Cursor is a position in the newest-first order of List: rows strictly
+// older than it (by processed_at, then consumer, then event_id, all
+// descending) come next.
+type Cursor struct {
+	ProcessedAt time.Time
+	Consumer    string
+	EventID     string
+}
+
+// ListFilter selects markers for List. Zero values do not filter.
+type ListFilter struct {
+	Consumer    string
+	Since       time.Time // processed_at >= Since
+	Until       time.Time // processed_at < Until
+	AggregateID string
+	Limit       int
+	Before      *Cursor
+}
+
+// StatsFilter selects the consumers for Stats; Window is the span, ending
+// now, over which the per-hour rate is computed.
+type StatsFilter struct {
+	Consumer string
+	Window   time.Duration
+}
+
+// ConsumerStats are one consumer's figures.
+type ConsumerStats struct {
+	Consumer string    `json:"consumer"`
+	Count    int64     `json:"count"`
+	First    time.Time `json:"first_processed_at"`
+	Last     time.Time `json:"last_processed_at"`
+	InWindow int64     `json:"in_window"`
+	PerHour  float64   `json:"per_hour"`
+}
+
+// Sizes are the on-disk sizes of the marker table, in bytes.
+type Sizes struct {
+	TableBytes int64 `json:"table_bytes"`
+	IndexBytes int64 `json:"index_bytes"`
+	TotalBytes int64 `json:"total_bytes"`
+}
+
+// Migration is one embedded migration, rendered with the store's names.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// AppliedMigration is a row of the migrations table.
+type AppliedMigration struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time
+}
+
+// Rows is the common subset of pgx.Rows and *sql.Rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Row is the common subset of pgx.Row and *sql.Row.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Tx is an open transaction of a driver. Both drivers accept $1-style
+// positional placeholders.
+type Tx interface {
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+	Commit(ctx context.Context) error
+	// Rollback is a no-op returning nil once the transaction has ended.
+	Rollback(ctx context.Context) error
+	// Unwrap returns the driver's transaction: pgx.Tx or *sql.Tx.
+	Unwrap() any
+}
+
+// Driver is implemented by pgdriver and sqlitedriver. Event ids handed to a
+// driver are already validated, deduplicated and mapped to their storage key
+// by the core.
+type Driver interface {
+	// Name is "postgres" or "sqlite".
+	Name() string
+	// Table is the quoted, qualified marker table name, for messages.
+	Table() string
+	Close() error
+
+	Begin(ctx context.Context) (Tx, error)
+
+	// Migrations are the driver's embedded migrations, rendered, in order.
+	Migrations() ([]Migration, error)
+	// BeginMigration begins a transaction holding the store's migration
+	// lock, so that concurrent migrators apply each migration once.
+	BeginMigration(ctx context.Context) (Tx, error)
+	// AppliedMigrations reads the migrations table, through tx when it is
+	// not nil; it returns no rows and no error when the table is absent.
+	AppliedMigrations(ctx context.Context, tx Tx) ([]AppliedMigration, error)
+	RecordMigration(ctx context.Context, tx Tx, m Migration) error
+
+	// Claim inserts the markers in one statement (or, on SQLite, one per
+	// chunk of bind variables) and returns the keys that were inserted.
+	Claim(ctx context.Context, tx Tx, consumer string, markers []Marker) ([]string, error)
+	Unclaim(ctx context.Context, tx Tx, consumer, key string) (bool, error)
+
+	Get(ctx context.Context, key, consumer string) ([]MarkerRow, error)
+	List(ctx context.Context, f ListFilter) ([]MarkerRow, error)
+	Stats(ctx context.Context, f StatsFilter, now time.Time) ([]ConsumerStats, *Sizes, error)
+	Lookup(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+	PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error)
+	Forget(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+
+	// IsTransient reports whether err is worth retrying (connection lost,
+	// serialization failure, deadlock, database busy).
+	IsTransient(err error) bool
+}

@@ -1,0 +1,62 @@
+// Package dedup is fieldwork's durable deduplication core: the store of
+// processed-event markers (consumer, event_id) that a consumer writes in its
+// own database, in the same transaction as its side effects (DESIGN 1, 3.4).
+//
+// # Layout (the driver seam)
+//
+// Following River, the core is driver-agnostic and each database has a
+// driver package with its own SQL and migrations:
+//
+//	internal/dedup                   Store, Tx, Options, typed errors, Open (picks the driver from the DSN)
+//	internal/dedup/dedupdriver       the Driver interface and the shared types (imported by both sides)
+//	internal/dedup/pgdriver          PostgreSQL, pgx/v5 + pgxpool (production)
+//	internal/dedup/sqlitedriver      SQLite, modernc.org/sqlite via database/sql (embedded, no cgo)
+//	internal/dedup/dedupconformance  the conformance suite both drivers' tests run
+//
+// Drivers import only dedupdriver; dedup imports the drivers, so Open can
+// choose one explicitly from the DSN without a registry: sqlite:PATH or
+// sqlite://PATH → SQLite; postgres://, postgresql:// or key=value → Postgres.
+//
+// # Using it
+//
+//	st, err := dedup.Open(ctx, dsn, dedup.Options{})   // *InvalidIdentifierError, *InvalidDSNError, *ConnectError
+//	err = st.Verify(ctx)                                // ErrNotMigrated, *VersionMismatchError
+//	err = st.InTx(ctx, func(tx *dedup.Tx) error {
+//		fresh, err := st.Claim(ctx, tx, "billing", markers)
+//		// apply exactly the fresh events with tx.Exec / tx.Pgx() / tx.SQL(),
+//		// each under tx.Savepoint so one failure rolls back only itself
+//		return err
+//	})
+//
+// # Decisions
+//
+// Names. Schema (default "fieldwork"), table (default "processed_events")
+// and every mapped column are validated against
+// ^[A-Za-z_][A-Za-z0-9_]{0,62}$ before any SQL runs and are double-quoted in
+// the SQL; values are always bind parameters. Migration SQL is templated
+// with those validated names only.
+//
+// SQLite naming. SQLite has no schemas, so the schema becomes a table-name
+// prefix: fieldwork_processed_events, fieldwork_fieldwork_migrations; the
+// schema "main" means no prefix (for existing tables). Details in the
+// sqlitedriver package documentation.
+//
+// Migrations. Numbered .sql files embedded per driver
+// (pgdriver/migrations, sqlitedriver/migrations), recorded in the table
+// fieldwork_migrations of the schema, keyed by (line, version) where line is
+// the marker table's name, so several stores can share a schema. All
+// pending migrations apply in one transaction under a lock.
+//
+// Long event ids. PostgreSQL cannot index a key of more than about 2.7 KB,
+// so ids longer than MaxInlineEventIDBytes (1 KB) are stored as
+// "fw-sha256:<hex>" (EventKey), on both drivers. Callers always pass the
+// original ids; only rows read back show the key.
+//
+// Lock order. Claim sorts each batch by key before inserting, so concurrent
+// claimers of overlapping batches take row locks in the same order and wait
+// for each other rather than deadlock.
+//
+// Column mapping. Options.Columns lets every query (and Claim) run on an
+// existing table of the same shape with other column names; Migrate refuses
+// a mapping because it creates the default columns.
+package dedup

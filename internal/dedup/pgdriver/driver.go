@@ -1,0 +1,342 @@
+// Package pgdriver is the PostgreSQL driver of the dedup store, on pgx/v5 and
+// pgxpool. Callers use package dedup; this package holds the Postgres SQL and
+// the Postgres migrations (migrations/NNN_name.sql, embedded).
+package pgdriver
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Name is the driver's name.
+const Name = "postgres"
+
+// migrationsTable is the base name of the migrations table in the schema.
+// It is prefixed so that it never collides with another tool's
+// schema_migrations in a shared schema such as public.
+const migrationsTable = "fieldwork_migrations"
+
+// Driver is the Postgres implementation of dedupdriver.Driver.
+type Driver struct {
+	pool   *pgxpool.Pool
+	names  dedupdriver.Names
+	table  string // "schema"."table"
+	migTab string // "schema"."fieldwork_migrations"
+	sql    statements
+}
+
+var _ dedupdriver.Driver = (*Driver)(nil)
+
+// Open parses the pgx connection string, applies cfg.ConnectTimeout when the
+// DSN sets no connect_timeout, creates the pool and pings.
+//
+// A DSN pgx cannot parse is a *dedupdriver.InvalidDSNError; a failed ping
+// (refused, unknown host, timeout, authentication failure) is a
+// *dedupdriver.ConnectError naming host:port. Neither carries the password.
+func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, &dedupdriver.InvalidDSNError{DSN: dedupdriver.RedactDSN(cfg.DSN), Reason: parseReason(err)}
+	}
+	timeout := pcfg.ConnConfig.ConnectTimeout
+	if timeout == 0 {
+		timeout = cfg.ConnectTimeout
+		pcfg.ConnConfig.ConnectTimeout = timeout
+	}
+	addr := address(pcfg.ConnConfig.Config)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err)}
+	}
+	// The connect timeout covers dialling and authenticating one host; a
+	// little more allows for the ping and for a fallback host.
+	pingCtx, cancel := context.WithTimeout(ctx, 2*timeout+time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err)}
+	}
+	return New(pool, cfg.Names), nil
+}
+
+// New wraps an existing pool. names must have been validated (package dedup
+// does that). Close closes the pool.
+func New(pool *pgxpool.Pool, names dedupdriver.Names) *Driver {
+	d := &Driver{
+		pool:   pool,
+		names:  names,
+		table:  qualify(names.Schema, names.Table),
+		migTab: qualify(names.Schema, migrationsTable),
+	}
+	d.sql = buildStatements(d.table, names.Columns)
+	return d
+}
+
+// Pool is the driver's connection pool.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+func (d *Driver) Name() string  { return Name }
+func (d *Driver) Table() string { return d.table }
+
+func (d *Driver) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// quote double-quotes a validated identifier.
+func quote(id string) string { return `"` + id + `"` }
+
+func qualify(schema, name string) string { return quote(schema) + "." + quote(name) }
+
+// address names the first host (and any fallbacks) as host:port.
+func address(c pgconn.Config) string {
+	hosts := []string{net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))}
+	for _, f := range c.Fallbacks {
+		hp := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port)))
+		if hp != hosts[len(hosts)-1] {
+			hosts = append(hosts, hp)
+		}
+	}
+	return strings.Join(hosts, ",")
+}
+
+// connectCause strips pgconn's "failed to connect to `user=… database=…`"
+// prefix: ConnectError says where, the cause says why.
+func connectCause(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		if inner := ce.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+var parseErrPrefix = regexp.MustCompile("^cannot parse `[^`]*`: ")
+
+func parseReason(err error) string {
+	return dedupdriver.RedactText(parseErrPrefix.ReplaceAllString(err.Error(), ""))
+}
+
+// Begin starts a READ COMMITTED transaction on a pooled connection.
+func (d *Driver) Begin(ctx context.Context) (dedupdriver.Tx, error) {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return &pgTx{tx: tx}, nil
+}
+
+// BeginMigration begins a transaction holding a transaction-scoped advisory
+// lock on the store's name, released by commit or rollback.
+func (d *Driver) BeginMigration(ctx context.Context) (dedupdriver.Tx, error) {
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := "fieldwork migrate " + d.names.Schema + "." + d.names.Table
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, key); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("take migration lock: %w", d.classify(err))
+	}
+	return tx, nil
+}
+
+// Migrations renders the embedded migrations with the store's names.
+func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
+	data := map[string]string{
+		"Schema":           quote(d.names.Schema),
+		"Table":            d.table,
+		"Migrations":       d.migTab,
+		"ProcessedAtIndex": quote(indexName(d.names.Table, "_processed_at_idx")),
+	}
+	return renderMigrations(migrationFS, data)
+}
+
+// indexName appends suffix to table, cut (as Postgres would) to 63 bytes.
+func indexName(table, suffix string) string {
+	n := table + suffix
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return n
+}
+
+var migrationName = regexp.MustCompile(`^(\d+)_([a-z0-9_]+)\.sql$`)
+
+func renderMigrations(fsys embed.FS, data map[string]string) ([]dedupdriver.Migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []dedupdriver.Migration
+	for _, e := range entries { // ReadDir sorts by name; names are zero-padded
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %s: name is not NNN_name.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		src, err := fsys.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		tpl, err := template.New(e.Name()).Option("missingkey=error").Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		var b strings.Builder
+		if err := tpl.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		out = append(out, dedupdriver.Migration{Version: v, Name: m[2], SQL: b.String()})
+	}
+	return out, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func (d *Driver) on(tx dedupdriver.Tx) (querier, error) {
+	if tx == nil {
+		return d.pool, nil
+	}
+	t, ok := tx.(*pgTx)
+	if !ok {
+		return nil, fmt.Errorf("not a postgres transaction: %T", tx)
+	}
+	return t.tx, nil
+}
+
+func (d *Driver) AppliedMigrations(ctx context.Context, tx dedupdriver.Tx) ([]dedupdriver.AppliedMigration, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	rows, err := q.Query(ctx, `SELECT to_regclass($1) IS NOT NULL`, d.migTab)
+	if err == nil {
+		exists, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+	}
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	if !exists {
+		return nil, nil
+	}
+	rows, err = q.Query(ctx, `SELECT version, name, applied_at FROM `+d.migTab+` WHERE line = $1 ORDER BY version`, d.names.Table)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dedupdriver.AppliedMigration, error) {
+		var a dedupdriver.AppliedMigration
+		err := r.Scan(&a.Version, &a.Name, &a.AppliedAt)
+		a.AppliedAt = a.AppliedAt.UTC()
+		return a, err
+	})
+	return out, d.classify(err)
+}
+
+func (d *Driver) RecordMigration(ctx context.Context, tx dedupdriver.Tx, m dedupdriver.Migration) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+d.migTab+` (line, version, name) VALUES ($1, $2, $3)`, d.names.Table, m.Version, m.Name)
+	return d.classify(err)
+}
+
+// classify turns a missing table or schema into ErrNotMigrated and leaves
+// every other error as it is.
+func (d *Driver) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
+		return dedupdriver.NotMigrated(d.table, err)
+	}
+	return err
+}
+
+// IsTransient reports errors worth retrying: connection failures, a broken
+// connection, serialization failures, deadlocks, lock timeouts, too many
+// connections, server shutdown or start-up.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "40001", pe.Code == "40P01", // serialization failure, deadlock
+			pe.Code == "55P03",                                         // lock not available
+			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutdown, crash, starting
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func (d *Driver) IsTransient(err error) bool { return IsTransient(err) }
+
+// pgTx adapts pgx.Tx to dedupdriver.Tx.
+type pgTx struct{ tx pgx.Tx }
+
+func (t *pgTx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t *pgTx) Query(ctx context.Context, sql string, args ...any) (dedupdriver.Rows, error) {
+	rows, err := t.tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+func (t *pgTx) QueryRow(ctx context.Context, sql string, args ...any) dedupdriver.Row {
+	return t.tx.QueryRow(ctx, sql, args...)
+}
+
+func (t *pgTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+
+func (t *pgTx) Rollback(ctx context.Context) error {
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
+
+func (t *pgTx) Unwrap() any { return t.tx }
+
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
+}

@@ -1,0 +1,274 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+)
+
+// claimChunk bounds the markers per INSERT: 7 bind variables each, plus the
+// consumer, stays under SQLite's limit of 32,766 variables.
+const claimChunk = 4000
+
+type statements struct {
+	cols      string
+	insert    string // INSERT … (cols) VALUES, rows appended per chunk
+	conflict  string
+	unclaim   string
+	getAll    string
+	getOne    string
+	lookup    string
+	forgetAll string
+	forgetOne string
+	pruneAll  string
+	pruneOne  string
+	c         dedupdriver.Columns // quoted
+}
+
+func buildStatements(table string, raw dedupdriver.Columns) statements {
+	c := dedupdriver.Columns{
+		Consumer: quote(raw.Consumer), EventID: quote(raw.EventID), ProcessedAt: quote(raw.ProcessedAt),
+		Topic: quote(raw.Topic), Partition: quote(raw.Partition), Offset: quote(raw.Offset),
+		AggregateID: quote(raw.AggregateID), AggregateVersion: quote(raw.AggregateVersion),
+	}
+	cols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
+	s := statements{cols: cols, c: c}
+	s.insert = fmt.Sprintf(`INSERT INTO %s (%s) VALUES `, table, cols)
+	s.conflict = fmt.Sprintf(` ON CONFLICT (%s, %s) DO NOTHING RETURNING %s`, c.Consumer, c.EventID, c.EventID)
+	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
+	s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 ORDER BY %s`, cols, table, c.EventID, c.Consumer)
+	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s = $2`, cols, table, c.EventID, c.Consumer)
+	// A JSON array of ids, unpacked by json_each, is one bind variable
+	// however many ids it holds.
+	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2))`, cols, table, c.Consumer, c.EventID)
+	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.EventID, cols)
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.Consumer, c.EventID, cols)
+	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
+	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
+	return s
+}
+
+// nowExpr is the default processed_at, as in the migration.
+const nowExpr = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
+
+// Claim inserts the markers with one INSERT … VALUES … ON CONFLICT DO
+// NOTHING RETURNING per 4,000 markers.
+func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker) ([]string, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []string
+	for start := 0; start < len(markers); start += claimChunk {
+		chunk := markers[start:min(start+claimChunk, len(markers))]
+		var b strings.Builder
+		b.WriteString(d.sql.insert)
+		args := make([]any, 1, 1+7*len(chunk))
+		args[0] = consumer
+		for i, m := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			n := len(args) + 1
+			fmt.Fprintf(&b, "($1, $%d, COALESCE($%d, %s), $%d, $%d, $%d, $%d, $%d)", n, n+1, nowExpr, n+2, n+3, n+4, n+5, n+6)
+			var at, topic, part, off, aggID, ver any
+			if !m.ProcessedAt.IsZero() {
+				at = formatStored(m.ProcessedAt)
+			}
+			if m.Topic != "" {
+				topic, part, off = m.Topic, int64(m.Partition), m.Offset
+			}
+			if m.AggregateID != "" {
+				aggID, ver = m.AggregateID, m.AggregateVersion
+			}
+			args = append(args, m.EventID, at, topic, part, off, aggID, ver)
+		}
+		b.WriteString(d.sql.conflict)
+		rows, err := q.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return nil, d.classify(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			fresh = append(fresh, id)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, d.classify(err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, d.classify(err)
+		}
+	}
+	return fresh, nil
+}
+
+func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return false, err
+	}
+	res, err := q.ExecContext(ctx, d.sql.unclaim, consumer, key)
+	if err != nil {
+		return false, d.classify(err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+func (d *Driver) collect(rows *sql.Rows, err error) ([]dedupdriver.MarkerRow, error) {
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.MarkerRow
+	for rows.Next() {
+		var m dedupdriver.MarkerRow
+		var at any
+		var topic, aggID sql.NullString
+		var part, off, ver sql.NullInt64
+		if err := rows.Scan(&m.Consumer, &m.EventID, &at, &topic, &part, &off, &aggID, &ver); err != nil {
+			return nil, err
+		}
+		if m.ProcessedAt, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		m.Topic, m.AggregateID = topic.String, aggID.String
+		if part.Valid {
+			p := int32(part.Int64)
+			m.Partition = &p
+		}
+		if off.Valid {
+			m.Offset = &off.Int64
+		}
+		if ver.Valid {
+			m.AggregateVersion = &ver.Int64
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
+
+func (d *Driver) Get(ctx context.Context, key, consumer string) ([]dedupdriver.MarkerRow, error) {
+	if consumer == "" {
+		return d.collect(d.db.QueryContext(ctx, d.sql.getAll, key))
+	}
+	return d.collect(d.db.QueryContext(ctx, d.sql.getOne, key, consumer))
+}
+
+func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdriver.MarkerRow, error) {
+	c := d.sql.c
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Consumer != "" {
+		where = append(where, c.Consumer+" = "+arg(f.Consumer))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, c.ProcessedAt+" >= "+arg(formatBound(f.Since)))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, c.ProcessedAt+" < "+arg(formatBound(f.Until)))
+	}
+	if f.AggregateID != "" {
+		where = append(where, c.AggregateID+" = "+arg(f.AggregateID))
+	}
+	if f.Before != nil {
+		where = append(where, fmt.Sprintf("(%s, %s, %s) < (%s, %s, %s)", c.ProcessedAt, c.Consumer, c.EventID,
+			arg(formatBound(f.Before.ProcessedAt)), arg(f.Before.Consumer), arg(f.Before.EventID)))
+	}
+	query := "SELECT " + d.sql.cols + " FROM " + d.table
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += fmt.Sprintf(" ORDER BY %s DESC, %s DESC, %s DESC LIMIT %s", c.ProcessedAt, c.Consumer, c.EventID, arg(f.Limit))
+	return d.collect(d.db.QueryContext(ctx, query, args...))
+}
+
+// Stats has no sizes on SQLite: the file holds the application's tables too.
+func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.Time) ([]dedupdriver.ConsumerStats, *dedupdriver.Sizes, error) {
+	c := d.sql.c
+	args := []any{formatBound(now.Add(-f.Window))}
+	query := fmt.Sprintf(`SELECT %[1]s, count(*), min(%[2]s), max(%[2]s), count(*) FILTER (WHERE %[2]s >= $1) FROM %[3]s`,
+		c.Consumer, c.ProcessedAt, d.table)
+	if f.Consumer != "" {
+		query += " WHERE " + c.Consumer + " = $2"
+		args = append(args, f.Consumer)
+	}
+	query += " GROUP BY 1 ORDER BY 1"
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, d.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.ConsumerStats
+	for rows.Next() {
+		var s dedupdriver.ConsumerStats
+		var first, last any
+		if err := rows.Scan(&s.Consumer, &s.Count, &first, &last, &s.InWindow); err != nil {
+			return nil, nil, err
+		}
+		if s.First, err = parseTime(first); err != nil {
+			return nil, nil, err
+		}
+		if s.Last, err = parseTime(last); err != nil {
+			return nil, nil, err
+		}
+		s.PerHour = float64(s.InWindow) / f.Window.Hours()
+		out = append(out, s)
+	}
+	return out, nil, d.classify(rows.Err())
+}
+
+func jsonArray(keys []string) (string, error) {
+	b, err := json.Marshal(keys)
+	return string(b), err
+}
+
+func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
+	arr, err := jsonArray(keys)
+	if err != nil {
+		return nil, err
+	}
+	return d.collect(d.db.QueryContext(ctx, d.sql.lookup, consumer, arr))
+}
+
+// PruneBatch deletes up to n rows in one autocommitted statement.
+func (d *Driver) PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error) {
+	args := []any{formatBound(olderThan), n}
+	query := d.sql.pruneAll
+	if consumer != "" {
+		query = d.sql.pruneOne
+		args = append(args, consumer)
+	}
+	res, err := d.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, d.classify(err)
+	}
+	return res.RowsAffected()
+}
+
+func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
+	arr, err := jsonArray(keys)
+	if err != nil {
+		return nil, err
+	}
+	if consumer == "" {
+		return d.collect(d.db.QueryContext(ctx, d.sql.forgetAll, arr))
+	}
+	return d.collect(d.db.QueryContext(ctx, d.sql.forgetOne, arr, consumer))
+}

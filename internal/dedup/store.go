@@ -1,0 +1,348 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/dedup/pgdriver"
+	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
+)
+
+// Marker is one event to claim; see dedupdriver.Marker for how empty fields
+// are stored.
+type Marker = dedupdriver.Marker
+
+// MarkerRow is a stored marker as the queries return it.
+type MarkerRow = dedupdriver.MarkerRow
+
+// Cursor is a position in List's newest-first order.
+type Cursor = dedupdriver.Cursor
+
+// ListFilter selects markers for List; zero fields do not filter.
+type ListFilter = dedupdriver.ListFilter
+
+// StatsFilter selects consumers for Stats; Window defaults to 24h.
+type StatsFilter = dedupdriver.StatsFilter
+
+// ConsumerStats are one consumer's figures in Stats.
+type ConsumerStats = dedupdriver.ConsumerStats
+
+// Sizes are the marker table's on-disk sizes (Postgres only).
+type Sizes = dedupdriver.Sizes
+
+// Defaults for the queries.
+const (
+	DefaultListLimit   = 100
+	DefaultStatsWindow = 24 * time.Hour
+	DefaultPruneBatch  = 10_000
+	// lookupChunk bounds the ids sent in one statement by Lookup and Forget.
+	lookupChunk = 10_000
+)
+
+// Store is the durable marker store of one table. It is safe for concurrent
+// use; transactions (Tx) are not.
+type Store struct {
+	drv           dedupdriver.Driver
+	names         dedupdriver.Names
+	customColumns bool
+}
+
+// Open validates opts, picks the driver from dsn, connects and pings.
+//
+// dsn is sqlite:PATH or sqlite://PATH for SQLite; postgres://…,
+// postgresql://… or a key=value pgx connection string for Postgres.
+//
+// Failures, in the order they are checked, before anything touches the
+// network: *InvalidIdentifierError (opts), *InvalidDSNError (dsn); then
+// *ConnectError when the database cannot be reached or refuses the
+// credentials. Connecting is bounded by the DSN's connect_timeout or else
+// opts.ConnectTimeout (5s). Open does not check the schema version (so that
+// `fieldwork db migrate` can run on an empty database): see Verify.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	names, err := opts.names()
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	kind, rest, err := splitDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout}
+	var drv dedupdriver.Driver
+	switch kind {
+	case driverPostgres:
+		drv, err = pgdriver.Open(ctx, cfg)
+	case driverSQLite:
+		drv, err = sqlitedriver.Open(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Store{drv: drv, names: names, customColumns: names.Columns != DefaultColumns}, nil
+}
+
+// Close releases the connections. Open transactions must be ended first.
+func (s *Store) Close() error { return s.drv.Close() }
+
+// Driver is "postgres" or "sqlite".
+func (s *Store) Driver() string { return s.drv.Name() }
+
+// Table is the quoted, qualified marker table, as the SQL names it.
+func (s *Store) Table() string { return s.drv.Table() }
+
+// Begin opens a transaction. On SQLite it takes the database's write lock at
+// once (BEGIN IMMEDIATE), waiting up to the busy timeout for another writer.
+func (s *Store) Begin(ctx context.Context) (*Tx, error) {
+	tx, err := s.drv.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction on %s: %w", s.Table(), err)
+	}
+	return &Tx{store: s, tx: tx}, nil
+}
+
+// InTx runs fn in a transaction: it commits when fn returns nil and rolls
+// back when fn returns an error or panics (the panic is re-raised). When the
+// commit fails nothing fn did is durable, except when the commit reached the
+// database but its acknowledgement was lost with the connection.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (s *Store) driverTx(tx *Tx) (dedupdriver.Tx, error) {
+	if tx == nil || tx.store != s {
+		return nil, ErrForeignTx
+	}
+	return tx.tx, nil
+}
+
+// Claim marks events as processed by consumer inside tx and returns the ids
+// that were not marked before (fresh), in the order of events. The caller
+// then applies exactly the fresh events in the same transaction.
+//
+// The batch is deduplicated in memory first (the first occurrence of an id
+// wins), then inserted with one statement (on SQLite one per 4,000 markers)
+// that skips existing markers: a marker that exists never raises an error,
+// so the transaction stays usable. An empty batch runs no SQL.
+//
+// Guarantees under failure: the markers become durable only with the
+// commit of tx; after a rollback (or a failed commit) none of them exists.
+// When a concurrent transaction has inserted the same (consumer, id) and not
+// yet committed, Claim waits for it: if it commits, the id is not fresh
+// here; if it rolls back, the id is fresh here. So of any number of
+// concurrent claimers exactly one gets each id. An *InvalidInputError (bad
+// consumer or id) comes before any SQL and leaves tx untouched; any other
+// error leaves tx in an unknown state: roll it back.
+func (s *Store) Claim(ctx context.Context, tx *Tx, consumer string, events []Marker) ([]string, error) {
+	dtx, err := s.driverTx(tx)
+	if err != nil {
+		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	order, sorted, err := dedupeMarkers(events)
+	if err != nil {
+		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	inserted, err := s.drv.Claim(ctx, dtx, consumer, sorted)
+	if err != nil {
+		return nil, fmt.Errorf("claim batch of %d for %q in %s: %w", len(sorted), consumer, s.Table(), err)
+	}
+	got := make(map[string]struct{}, len(inserted))
+	for _, k := range inserted {
+		got[k] = struct{}{}
+	}
+	fresh := make([]string, 0, len(inserted))
+	for _, m := range order {
+		if _, ok := got[m.key]; ok {
+			fresh = append(fresh, m.id)
+		}
+	}
+	return fresh, nil
+}
+
+// Unclaim deletes consumer's marker for eventID inside tx and reports
+// whether there was one. Rolling back to a savepoint taken after Claim does
+// not remove a marker that Claim inserted before it; Unclaim does, so that a
+// consumer can leave a dead-lettered event unmarked. Like Claim, it takes
+// effect only with the commit of tx.
+func (s *Store) Unclaim(ctx context.Context, tx *Tx, consumer, eventID string) (bool, error) {
+	dtx, err := s.driverTx(tx)
+	if err == nil {
+		err = errors.Join(checkText("consumer", -1, consumer, MaxConsumerBytes), ValidateEventID(eventID))
+	}
+	if err != nil {
+		return false, fmt.Errorf("unclaim %q for %q: %w", eventID, consumer, err)
+	}
+	ok, err := s.drv.Unclaim(ctx, dtx, consumer, EventKey(eventID))
+	if err != nil {
+		return false, fmt.Errorf("unclaim %q for %q in %s: %w", eventID, consumer, s.Table(), err)
+	}
+	return ok, nil
+}
+
+// Get returns the markers of eventID, one per consumer that processed it
+// (only consumer's when consumer is not empty), ordered by consumer. No
+// marker is an empty result, not an error.
+func (s *Store) Get(ctx context.Context, eventID, consumer string) ([]MarkerRow, error) {
+	if err := ValidateEventID(eventID); err != nil {
+		return nil, fmt.Errorf("get markers of %q: %w", eventID, err)
+	}
+	rows, err := s.drv.Get(ctx, EventKey(eventID), consumer)
+	if err != nil {
+		return nil, fmt.Errorf("get markers of %q in %s: %w", eventID, s.Table(), err)
+	}
+	return rows, nil
+}
+
+// ListPage is one page of List. Next is set when more rows may follow; pass
+// it as ListFilter.Before to read them.
+type ListPage struct {
+	Rows []MarkerRow
+	Next *Cursor
+}
+
+// List returns markers newest first (processed_at, then consumer, then
+// event_id, descending), at most f.Limit of them (default 100).
+func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultListLimit
+	}
+	limit := f.Limit
+	f.Limit++ // one more tells whether there is a next page
+	rows, err := s.drv.List(ctx, f)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list markers in %s: %w", s.Table(), err)
+	}
+	page := ListPage{Rows: rows}
+	if len(rows) > limit {
+		page.Rows = rows[:limit]
+		last := page.Rows[limit-1]
+		page.Next = &Cursor{ProcessedAt: last.ProcessedAt, Consumer: last.Consumer, EventID: last.EventID}
+	}
+	return page, nil
+}
+
+// Stats are the figures of `fieldwork processed stats`.
+type Stats struct {
+	Window    time.Duration
+	Consumers []ConsumerStats
+	// Sizes is nil on SQLite.
+	Sizes *Sizes
+}
+
+// Stats returns, per consumer (ordered by name), the marker count, the first
+// and last processed_at, and the markers per hour over the window ending
+// now (default 24h); on Postgres also the table and index sizes. It reads the
+// whole table (or the consumer's part of it).
+func (s *Store) Stats(ctx context.Context, f StatsFilter) (Stats, error) {
+	if f.Window <= 0 {
+		f.Window = DefaultStatsWindow
+	}
+	cs, sizes, err := s.drv.Stats(ctx, f, time.Now())
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of %s: %w", s.Table(), err)
+	}
+	return Stats{Window: f.Window, Consumers: cs, Sizes: sizes}, nil
+}
+
+// Lookup returns consumer's markers among eventIDs, keyed by the ids as
+// given; an id without a marker is absent from the map. It sends one query
+// per 10,000 distinct ids; callers checking millions of events send chunks
+// (of about 1,000) and keep memory bounded.
+func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) (map[string]MarkerRow, error) {
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+	}
+	keys, orig, err := keysOf(eventIDs)
+	if err != nil {
+		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+	}
+	out := make(map[string]MarkerRow, len(keys))
+	for start := 0; start < len(keys); start += lookupChunk {
+		chunk := keys[start:min(start+lookupChunk, len(keys))]
+		rows, err := s.drv.Lookup(ctx, consumer, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("look up %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
+		}
+		for _, r := range rows {
+			for _, id := range orig[r.EventID] {
+				out[id] = r
+			}
+		}
+	}
+	return out, nil
+}
+
+// Prune deletes the markers with processed_at strictly before olderThan
+// (only consumer's when consumer is not empty), batchSize rows at a time
+// (default 10,000), each batch in its own transaction, and calls progress
+// (when not nil) with the running total after each batch.
+//
+// Under failure or cancellation the batches already deleted stay deleted:
+// the count returned with the error is how many rows are gone. Whether a
+// window is safe to prune (the replay horizon) is the caller's decision.
+func (s *Store) Prune(ctx context.Context, consumer string, olderThan time.Time, batchSize int, progress func(deleted int64)) (int64, error) {
+	if batchSize <= 0 {
+		batchSize = DefaultPruneBatch
+	}
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("prune %s after %d markers: %w", s.Table(), total, err)
+		}
+		n, err := s.drv.PruneBatch(ctx, consumer, olderThan.UTC(), batchSize)
+		if err != nil {
+			return total, fmt.Errorf("prune %s after %d markers: %w", s.Table(), total, err)
+		}
+		total += n
+		if progress != nil && n > 0 {
+			progress(total)
+		}
+		if n < int64(batchSize) {
+			return total, nil
+		}
+	}
+}
+
+// Forget deletes consumer's markers of eventIDs (every consumer's when
+// consumer is empty) in one transaction and returns the rows it removed, so
+// that the events are processed again when redelivered or replayed. Either
+// all the listed markers are removed or, on error, none.
+func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) ([]MarkerRow, error) {
+	keys, _, err := keysOf(eventIDs)
+	if err != nil {
+		return nil, fmt.Errorf("forget markers for %q: %w", consumer, err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := s.drv.Forget(ctx, consumer, keys)
+	if err != nil {
+		return nil, fmt.Errorf("forget %d markers for %q in %s: %w", len(keys), consumer, s.Table(), err)
+	}
+	return rows, nil
+}
