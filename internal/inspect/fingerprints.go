@@ -1,0 +1,199 @@
+package inspect
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
+)
+
+// DefaultMemoryEntries is how many fingerprints each of Validate's two tables (event ids,
+// aggregates) keeps in memory before spilling to disk: about 50 bytes each in a Go map, so
+// roughly 25 MiB per table.
+const DefaultMemoryEntries = 1 << 19
+
+// fingerprint is the fixed-size value kept per key; its fields' meaning belongs to the table.
+type fingerprint [4]int64
+
+// hash64 is FNV-1a over the parts, each followed by a NUL so that ("ab","c") and ("a","bc")
+// differ. 64 bits: the chance of any collision among n keys is about n²/2⁶⁵ (one in 37 for a
+// billion distinct ids, one in 3.7 million for ten million).
+func hash64(parts ...[]byte) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		_, _ = h.Write(p)
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// fingerprintTable maps 64-bit keys to fingerprints with bounded memory. It keeps at most
+// limit entries in a Go map. When a Put would take the map past limit, every entry of the
+// map is written to a table of a temporary SQLite database in one transaction (replacing
+// older rows of the same keys) and the map is emptied. Get looks in the map, then — when a
+// fixed-size Bloom filter over the keys written to disk says the key may be there — in
+// SQLite. An entry in the map is always newer than its row on disk, because Get of a spilled
+// key is followed by a Put of its new value into the map, and the next spill replaces the row.
+type fingerprintTable struct {
+	name   string
+	limit  int
+	mem    map[uint64]fingerprint
+	spill  *spillDB
+	filter *bloom
+	get    *sql.Stmt
+}
+
+func newFingerprintTable(name string, limit int, spill *spillDB) *fingerprintTable {
+	return &fingerprintTable{name: name, limit: max(limit, 1), mem: make(map[uint64]fingerprint), spill: spill}
+}
+
+func (t *fingerprintTable) Get(ctx context.Context, k uint64) (fingerprint, bool, error) {
+	if v, ok := t.mem[k]; ok {
+		return v, true, nil
+	}
+	if t.filter == nil || !t.filter.mayContain(k) {
+		return fingerprint{}, false, nil
+	}
+	var v fingerprint
+	err := t.get.QueryRowContext(ctx, int64(k)).Scan(&v[0], &v[1], &v[2], &v[3])
+	if errors.Is(err, sql.ErrNoRows) {
+		return fingerprint{}, false, nil
+	}
+	if err != nil {
+		return fingerprint{}, false, fmt.Errorf("spill store %s: %w", t.name, err)
+	}
+	return v, true, nil
+}
+
+func (t *fingerprintTable) Put(ctx context.Context, k uint64, v fingerprint) error {
+	if _, ok := t.mem[k]; !ok && len(t.mem) >= t.limit {
+		if err := t.flush(ctx); err != nil {
+			return err
+		}
+	}
+	t.mem[k] = v
+	return nil
+}
+
+// Spilled reports whether any entry has been written to disk.
+func (t *fingerprintTable) Spilled() bool { return t.filter != nil }
+
+func (t *fingerprintTable) flush(ctx context.Context) error {
+	if t.filter == nil {
+		db, err := t.spill.open()
+		if err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE %s (k INTEGER PRIMARY KEY, a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER NOT NULL, d INTEGER NOT NULL)`, t.name)); err != nil {
+			return fmt.Errorf("spill store %s: %w", t.name, err)
+		}
+		if t.get, err = db.PrepareContext(ctx, fmt.Sprintf(`SELECT a, b, c, d FROM %s WHERE k = ?`, t.name)); err != nil {
+			return fmt.Errorf("spill store %s: %w", t.name, err)
+		}
+		t.filter = newBloom()
+	}
+	tx, err := t.spill.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("spill store %s: %w", t.name, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT OR REPLACE INTO %s (k, a, b, c, d) VALUES (?, ?, ?, ?, ?)`, t.name))
+	if err != nil {
+		return fmt.Errorf("spill store %s: %w", t.name, err)
+	}
+	for k, v := range t.mem {
+		if _, err := stmt.ExecContext(ctx, int64(k), v[0], v[1], v[2], v[3]); err != nil {
+			return fmt.Errorf("spill store %s: %w", t.name, err)
+		}
+		t.filter.add(k)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("spill store %s: %w", t.name, err)
+	}
+	clear(t.mem)
+	return nil
+}
+
+// spillDB is the temporary SQLite file behind the fingerprint tables, created on the first
+// spill and removed by Close. Journaling and fsync are off: the file dies with the run.
+// SQLite's own page cache is its default 2 MB.
+type spillDB struct {
+	dir  string
+	path string
+	db   *sql.DB
+}
+
+func (s *spillDB) open() (*sql.DB, error) {
+	if s.db != nil {
+		return s.db, nil
+	}
+	f, err := os.CreateTemp(s.dir, "fieldwork-validate-*.db")
+	if err != nil {
+		return nil, fmt.Errorf("create spill store: %w", err)
+	}
+	s.path = f.Name()
+	_ = f.Close()
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(s.path)}).EscapedPath() +
+		"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)&_pragma=locking_mode(EXCLUSIVE)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		_ = os.Remove(s.path)
+		return nil, fmt.Errorf("open spill store %s: %w", s.path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s.db = db
+	return db, nil
+}
+
+// Close closes and deletes the spill file, if one was made.
+func (s *spillDB) Close() error {
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	if rerr := os.Remove(s.path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
+	s.db = nil
+	return err
+}
+
+// bloom is a fixed 8 MiB Bloom filter with 3 probes over 64-bit keys that are already hashes.
+// With ten million keys on disk it answers "maybe" for about 5% of absent keys, so most new
+// keys are known to be new without a disk read.
+type bloom struct{ bits []uint64 }
+
+const bloomBits = 1 << 26
+
+func newBloom() *bloom { return &bloom{bits: make([]uint64, bloomBits/64)} }
+
+func bloomProbes(k uint64) (h1, h2 uint64) {
+	h := k * 0x9E3779B97F4A7C15
+	h ^= h >> 29
+	return h, (k >> 32) | 1
+}
+
+func (b *bloom) add(k uint64) {
+	h1, h2 := bloomProbes(k)
+	for i := uint64(0); i < 3; i++ {
+		p := (h1 + i*h2) % bloomBits
+		b.bits[p/64] |= 1 << (p % 64)
+	}
+}
+
+func (b *bloom) mayContain(k uint64) bool {
+	h1, h2 := bloomProbes(k)
+	for i := uint64(0); i < 3; i++ {
+		p := (h1 + i*h2) % bloomBits
+		if b.bits[p/64]&(1<<(p%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,76 @@
+// Package inspect looks at a topic the way an operator on call needs to: its partitions, the
+// envelopes its records carry and how far behind each consumer group is (Topic); one record,
+// decoded (Record); the events of one aggregate with their version continuity (Aggregate); and
+// a lint of the whole event stream (Validate).
+//
+// Everything here is read-only and bounded: scans read the offset ranges fixed by
+// kafka.Cluster.Plan when they start, never records that arrive during the scan. Results are
+// plain structs whose JSON field names are snake_case and stable; this package never renders.
+package inspect
+
+import (
+	"encoding/base64"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// ProgressFunc is told, during a scan, how many records have been read out of how many
+// offsets were planned (control records and compacted gaps make the total an upper bound).
+type ProgressFunc func(done, total int64)
+
+// Blob is a key, header value or record value as text: the bytes themselves when they are
+// valid UTF-8, else their standard base64 encoding with Base64 set.
+type Blob struct {
+	Text   string `json:"text"`
+	Base64 bool   `json:"base64"`
+	Size   int    `json:"size"`
+}
+
+// blobOf returns nil for a nil slice (no key, a null value), else the Blob of b.
+func blobOf(b []byte) *Blob {
+	if b == nil {
+		return nil
+	}
+	if utf8.Valid(b) {
+		return &Blob{Text: string(b), Size: len(b)}
+	}
+	return &Blob{Text: base64.StdEncoding.EncodeToString(b), Base64: true, Size: len(b)}
+}
+
+// Position locates a record in a topic's partition.
+type Position struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// MalformedRecord is a record that is not a recognisable event, and precisely why.
+type MalformedRecord struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Format    string `json:"format,omitempty"`
+	Field     string `json:"field,omitempty"`
+	Reason    string `json:"reason"`
+	EventID   string `json:"event_id,omitempty"`
+	// Message is the decoder's one-line error, position included.
+	Message string `json:"message"`
+}
+
+// malformedOf describes a decode error of rec.
+func malformedOf(rec *kgo.Record, err error) MalformedRecord {
+	m := MalformedRecord{Partition: rec.Partition, Offset: rec.Offset, Reason: err.Error(), Message: err.Error()}
+	if me, ok := errors.AsType[*envelope.MalformedError](err); ok {
+		m.Format, m.Field, m.Reason, m.EventID = string(me.Format), me.Field, me.Reason, me.EventID
+	}
+	return m
+}
+
+// FormatMalformed is the name under which format counts list records that do not decode.
+const FormatMalformed = "malformed"
+
+// recordTime is a record's timestamp in UTC, to the millisecond as Kafka keeps it.
+func recordTime(rec *kgo.Record) time.Time { return rec.Timestamp.UTC() }

@@ -1,0 +1,118 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// ErrNoRecord is returned (wrapped) when an offset inside a partition's bounds holds no
+// readable record: it was compacted away, belongs to an aborted transaction or is a
+// transaction marker.
+var ErrNoRecord = errors.New("no record at this offset")
+
+// RecordReport is one record, decoded as far as it goes.
+type RecordReport struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	// TimestampType is "create" (set by the producer) or "log-append" (set by the broker).
+	TimestampType string   `json:"timestamp_type"`
+	Key           *Blob    `json:"key"`
+	Headers       []Header `json:"headers"`
+	// Format is the envelope the record looks like (Detect), "" when none is recognised.
+	Format string `json:"format"`
+	// Event is the decoded envelope; nil when the record is malformed.
+	Event *envelope.Event `json:"event"`
+	// Malformed says why the record does not decode; nil when it does.
+	Malformed *MalformedRecord `json:"malformed"`
+	Value     *Blob            `json:"value"`
+	// ValueJSON is the value itself when it is valid JSON, for tools to read without decoding
+	// Value.Text again.
+	ValueJSON json.RawMessage `json:"value_json,omitempty"`
+}
+
+// Header is one record header; Value is nil for a header with a null value.
+type Header struct {
+	Key   string `json:"key"`
+	Value *Blob  `json:"value"`
+}
+
+// PrettyValue returns the value indented when it is JSON, else its text (or base64).
+func (r *RecordReport) PrettyValue() string {
+	if len(r.ValueJSON) > 0 {
+		var b bytes.Buffer
+		if json.Indent(&b, r.ValueJSON, "", "  ") == nil {
+			return b.String()
+		}
+	}
+	if r.Value == nil {
+		return ""
+	}
+	return r.Value.Text
+}
+
+// Record reads the record at topic/partition@offset. An offset outside the partition is a
+// usage error that gives the valid range (from kafka.Cluster.Plan); an offset inside it with
+// no readable record wraps ErrNoRecord; an offset beyond the last stable offset (an open
+// transaction) says so.
+func Record(ctx context.Context, c *kafka.Cluster, topic string, partition int32, offset int64) (*RecordReport, error) {
+	ranges, err := c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{partition}, StartOffset: &offset, EndOffset: &offset})
+	if err != nil {
+		return nil, err
+	}
+	r := ranges[0]
+	if r.Len() == 0 {
+		return nil, fmt.Errorf("%s/%d@%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, r.End)
+	}
+	var found *kgo.Record
+	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
+		if rec.Offset == offset {
+			found = rec
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s/%d@%d: %w", topic, partition, offset, err)
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%s/%d@%d: %w (compacted away, aborted, or a transaction marker)", topic, partition, offset, ErrNoRecord)
+	}
+	return recordReport(found), nil
+}
+
+func recordReport(rec *kgo.Record) *RecordReport {
+	rep := &RecordReport{
+		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Timestamp: recordTime(rec), TimestampType: "create",
+		Key: blobOf(rec.Key), Headers: []Header{}, Value: blobOf(rec.Value),
+	}
+	if rec.Attrs.TimestampType() == 1 {
+		rep.TimestampType = "log-append"
+	}
+	hs := make([]envelope.Header, len(rec.Headers))
+	for i, h := range rec.Headers {
+		rep.Headers = append(rep.Headers, Header{Key: h.Key, Value: blobOf(h.Value)})
+		hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
+	}
+	rep.Format = string(envelope.Detect(hs, rec.Value))
+	if ev, err := envelope.DecodeRecord(rec); err != nil {
+		m := malformedOf(rec, err)
+		rep.Malformed = &m
+	} else {
+		rep.Event = &ev
+	}
+	if len(rec.Value) > 0 && json.Valid(rec.Value) {
+		rep.ValueJSON = json.RawMessage(bytes.Clone(rec.Value))
+	}
+	return rep
+}

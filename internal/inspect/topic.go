@@ -1,0 +1,296 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// DefaultSampleSize is how many of the newest records per partition Topic decodes to detect
+// the envelope formats in use.
+const DefaultSampleSize = 100
+
+// maxSampleMalformed bounds how many malformed records of the sample Topic lists.
+const maxSampleMalformed = 10
+
+// TopicConfigKeys are the topic configs Topic reports: the ones that decide how long a
+// record can be replayed and whether old versions of a key survive.
+var TopicConfigKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes"}
+
+// TopicOptions tune Topic.
+type TopicOptions struct {
+	// SampleSize is how many of the newest records per partition are decoded (DefaultSampleSize
+	// when 0; negative disables sampling).
+	SampleSize int
+	Progress   ProgressFunc
+}
+
+// TopicReport is what `inspect topic` shows.
+type TopicReport struct {
+	Topic      string          `json:"topic"`
+	Partitions []PartitionInfo `json:"partitions"`
+	Totals     TopicTotals     `json:"totals"`
+	Configs    []ConfigValue   `json:"configs"`
+	Sample     FormatSample    `json:"sample"`
+	Groups     []GroupLag      `json:"groups"`
+	// GroupsError says why consumer groups could not be listed (for example missing ACLs);
+	// the rest of the report stands.
+	GroupsError string `json:"groups_error,omitempty"`
+}
+
+// PartitionInfo is one partition's placement and offsets. Records is HighWatermark-LogStart:
+// the number of offsets, an upper bound on the records (transaction markers and compacted
+// records take offsets too).
+type PartitionInfo struct {
+	Partition     int32   `json:"partition"`
+	Leader        int32   `json:"leader"`
+	Replicas      []int32 `json:"replicas"`
+	ISR           []int32 `json:"isr"`
+	LogStart      int64   `json:"log_start_offset"`
+	LastStable    int64   `json:"last_stable_offset"`
+	HighWatermark int64   `json:"high_watermark"`
+	Records       int64   `json:"records"`
+}
+
+// TopicTotals sums the partitions.
+type TopicTotals struct {
+	Partitions int   `json:"partitions"`
+	Records    int64 `json:"records"`
+}
+
+// ConfigValue is one topic config and where its value comes from: "topic" (set on the
+// topic), "broker", "cluster" (a dynamic cluster-wide default) or "default" (Kafka's).
+type ConfigValue struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// FormatSample counts the envelope formats among the newest PerPartition records of each
+// partition. Malformed lists the first few records of the sample that do not decode.
+type FormatSample struct {
+	PerPartition int               `json:"per_partition"`
+	Records      int64             `json:"records"`
+	Formats      []FormatCount     `json:"formats"`
+	Malformed    []MalformedRecord `json:"malformed"`
+}
+
+// FormatCount is how many sampled records decoded as Format ("malformed" for none).
+type FormatCount struct {
+	Format string `json:"format"`
+	Count  int64  `json:"count"`
+}
+
+// GroupLag is one consumer group that has committed offsets on the topic.
+type GroupLag struct {
+	Group      string           `json:"group"`
+	State      string           `json:"state"`
+	Partitions []GroupPartition `json:"partitions"`
+	TotalLag   int64            `json:"total_lag"`
+}
+
+// GroupPartition is a group's committed offset on one partition and its lag: how many offsets
+// lie between the commit and the high watermark.
+type GroupPartition struct {
+	Partition int32 `json:"partition"`
+	Committed int64 `json:"committed_offset"`
+	Lag       int64 `json:"lag"`
+}
+
+// Topic describes topic: partitions and offsets, configs, envelope formats from a bounded
+// sample of the newest records, and the lag of each consumer group with commits on it. A
+// missing topic is a *kafka.UnknownTopicError.
+func Topic(ctx context.Context, c *kafka.Cluster, topic string, opts TopicOptions) (*TopicReport, error) {
+	bounds, err := c.Bounds(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	rep := &TopicReport{Topic: topic, Partitions: []PartitionInfo{}, Configs: []ConfigValue{}, Groups: []GroupLag{}}
+
+	details, err := c.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic %s: %w", topic, err)
+	}
+	td := details[topic]
+	if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, &kafka.UnknownTopicError{Topic: topic}
+	}
+	hwm := make(map[int32]int64, len(bounds))
+	for _, b := range bounds {
+		pi := PartitionInfo{Partition: b.Partition, Leader: -1, Replicas: []int32{}, ISR: []int32{},
+			LogStart: b.LogStart, LastStable: b.LastStable, HighWatermark: b.HighWatermark,
+			Records: max(0, b.HighWatermark-b.LogStart)}
+		if pd, ok := td.Partitions[b.Partition]; ok {
+			pi.Leader = pd.Leader
+			pi.Replicas = sortedCopy(pd.Replicas)
+			pi.ISR = sortedCopy(pd.ISR)
+		}
+		rep.Partitions = append(rep.Partitions, pi)
+		rep.Totals.Records += pi.Records
+		hwm[b.Partition] = b.HighWatermark
+	}
+	rep.Totals.Partitions = len(rep.Partitions)
+
+	if rep.Configs, err = topicConfigs(ctx, c, topic); err != nil {
+		return nil, err
+	}
+	if rep.Sample, err = sampleFormats(ctx, c, topic, bounds, opts); err != nil {
+		return nil, err
+	}
+	rep.Groups, err = groupLags(ctx, c, topic, hwm)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.GroupsError = err.Error()
+		rep.Groups = []GroupLag{}
+	}
+	return rep, nil
+}
+
+func sortedCopy(s []int32) []int32 {
+	out := append([]int32{}, s...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func topicConfigs(ctx context.Context, c *kafka.Cluster, topic string) ([]ConfigValue, error) {
+	rcs, err := c.Admin.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("describe configs of %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe configs of %s: %w", topic, err)
+	}
+	byName := make(map[string]kadm.Config, len(rc.Configs))
+	for _, cf := range rc.Configs {
+		byName[cf.Key] = cf
+	}
+	out := []ConfigValue{}
+	for _, k := range TopicConfigKeys {
+		cf, ok := byName[k]
+		if !ok {
+			continue
+		}
+		out = append(out, ConfigValue{Name: k, Value: cf.MaybeValue(), Source: configSource(cf.Source)})
+	}
+	return out, nil
+}
+
+func configSource(s kmsg.ConfigSource) string {
+	switch s {
+	case kmsg.ConfigSourceDynamicTopicConfig:
+		return "topic"
+	case kmsg.ConfigSourceDynamicBrokerConfig, kmsg.ConfigSourceStaticBrokerConfig:
+		return "broker"
+	case kmsg.ConfigSourceDynamicDefaultBrokerConfig:
+		return "cluster"
+	case kmsg.ConfigSourceDefaultConfig:
+		return "default"
+	}
+	return "unknown"
+}
+
+// sampleFormats decodes the newest SampleSize records (below the last stable offset) of each
+// partition: at most partitions×SampleSize records, whatever the topic's size.
+func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds []kafka.PartitionBounds, opts TopicOptions) (FormatSample, error) {
+	n := opts.SampleSize
+	if n == 0 {
+		n = DefaultSampleSize
+	}
+	s := FormatSample{PerPartition: max(n, 0), Formats: []FormatCount{}, Malformed: []MalformedRecord{}}
+	if n < 0 {
+		return s, nil
+	}
+	var ranges []kafka.PartitionRange
+	for _, b := range bounds {
+		start := max(b.LogStart, b.LastStable-int64(n))
+		ranges = append(ranges, kafka.PartitionRange{Topic: topic, Partition: b.Partition, Start: start, End: b.LastStable,
+			LogStart: b.LogStart, HighWatermark: b.HighWatermark})
+	}
+	counts := map[string]int64{}
+	err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
+		s.Records++
+		ev, err := envelope.DecodeRecord(rec)
+		if err != nil {
+			counts[FormatMalformed]++
+			if len(s.Malformed) < maxSampleMalformed {
+				s.Malformed = append(s.Malformed, malformedOf(rec, err))
+			}
+			return nil
+		}
+		counts[string(ev.Format)]++
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("sample %s: %w", topic, err)
+	}
+	for f, n := range counts {
+		s.Formats = append(s.Formats, FormatCount{Format: f, Count: n})
+	}
+	sort.Slice(s.Formats, func(i, j int) bool {
+		if s.Formats[i].Count != s.Formats[j].Count {
+			return s.Formats[i].Count > s.Formats[j].Count
+		}
+		return s.Formats[i].Format < s.Formats[j].Format
+	})
+	return s, nil
+}
+
+// groupLags lists every consumer group, fetches all their commits in one batch, and keeps the
+// groups with a commit on topic. Groups whose commits cannot be fetched (another group type,
+// no permission) are left out: nothing says they read this topic.
+func groupLags(ctx context.Context, c *kafka.Cluster, topic string, hwm map[int32]int64) ([]GroupLag, error) {
+	listed, err := c.Admin.ListGroups(ctx)
+	if err != nil && len(listed) == 0 {
+		return nil, fmt.Errorf("list consumer groups: %w", err)
+	}
+	names := listed.Groups()
+	out := []GroupLag{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	fetched := c.Admin.FetchManyOffsets(ctx, names...)
+	for _, name := range names {
+		fr, ok := fetched[name]
+		if !ok || fr.Err != nil {
+			continue
+		}
+		parts := fr.Fetched[topic]
+		if len(parts) == 0 {
+			continue
+		}
+		g := GroupLag{Group: name, State: listed[name].State, Partitions: []GroupPartition{}}
+		for p, o := range parts {
+			if o.Err != nil || o.At < 0 {
+				continue
+			}
+			end, known := hwm[p]
+			lag := int64(0)
+			if known {
+				lag = max(0, end-o.At)
+			}
+			g.Partitions = append(g.Partitions, GroupPartition{Partition: p, Committed: o.At, Lag: lag})
+			g.TotalLag += lag
+		}
+		if len(g.Partitions) == 0 {
+			continue
+		}
+		sort.Slice(g.Partitions, func(i, j int) bool { return g.Partitions[i].Partition < g.Partitions[j].Partition })
+		out = append(out, g)
+	}
+	return out, nil
+}

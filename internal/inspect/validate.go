@@ -1,0 +1,328 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// Kinds of Validate findings. Each is a problem: a clean stream has none.
+const (
+	// KindMalformed: the record is not a recognisable event (no event id, bad JSON, a version
+	// that is not an integer, …). Consumers dead-letter it.
+	KindMalformed = "malformed"
+	// KindMissingVersion: the event carries no aggregate version, so a projection cannot order it.
+	KindMissingVersion = "missing_version"
+	// KindMissingAggregate: neither the envelope nor the Kafka key names an aggregate.
+	KindMissingAggregate = "missing_aggregate_id"
+	// KindConflictingPayload: an event id seen before arrives with a different payload; the
+	// consumers' dedup will silently drop one of the two.
+	KindConflictingPayload = "conflicting_payload"
+	// KindVersionRegression: an aggregate's version is lower than the highest seen before it
+	// in the same partition.
+	KindVersionRegression = "version_regression"
+	// KindDuplicateVersion: two different events claim the same version of an aggregate.
+	KindDuplicateVersion = "duplicate_version"
+	// KindSplitAggregate: one aggregate's events are in several partitions, so their order is
+	// lost: the partition key is not the aggregate id.
+	KindSplitAggregate = "split_aggregate"
+)
+
+// FindingKinds lists the kinds in the order reports show them, with what each means.
+var FindingKinds = []struct{ Kind, Description string }{
+	{KindMalformed, "records with no recognisable event (no event id, invalid JSON, bad field)"},
+	{KindMissingVersion, "events with no aggregate version"},
+	{KindMissingAggregate, "events with no aggregate id and no key"},
+	{KindConflictingPayload, "event ids seen again with a different payload"},
+	{KindVersionRegression, "aggregate versions lower than one seen before"},
+	{KindDuplicateVersion, "aggregate versions claimed by two different events"},
+	{KindSplitAggregate, "aggregates spread over several partitions (broken partition key)"},
+}
+
+// DefaultMaxExamples is how many findings of each kind Validate keeps.
+const DefaultMaxExamples = 10
+
+// ValidateOptions tune Validate.
+type ValidateOptions struct {
+	// MaxExamples is how many findings of each kind are kept (DefaultMaxExamples when 0);
+	// every finding is counted.
+	MaxExamples int
+	// MemoryEntries bounds the fingerprints each table keeps in memory before it spills to a
+	// temporary SQLite file (DefaultMemoryEntries when 0).
+	MemoryEntries int
+	// TempDir is where the spill file goes (os.TempDir() when empty).
+	TempDir  string
+	Progress ProgressFunc
+}
+
+// ValidateReport is the result of the lint.
+type ValidateReport struct {
+	Topic          string                 `json:"topic"`
+	Ranges         []kafka.PartitionRange `json:"ranges"`
+	RecordsScanned int64                  `json:"records_scanned"`
+	Events         int64                  `json:"events"`
+	// Redeliveries counts events whose id and payload were seen before: ordinary under
+	// at-least-once delivery, not a problem.
+	Redeliveries int64 `json:"redeliveries"`
+	// Aggregates is the number of distinct aggregate ids seen (64-bit fingerprints).
+	Aggregates int64       `json:"aggregates"`
+	Problems   int64       `json:"problems"`
+	Summary    []KindCount `json:"summary"`
+	// Findings holds up to MaxExamples findings of each kind, kind by kind in Summary's order,
+	// each kind in scan order (partition by partition, offset order).
+	Findings      []Finding `json:"findings"`
+	MaxExamples   int       `json:"max_examples"`
+	SpilledToDisk bool      `json:"spilled_to_disk"`
+}
+
+// Clean reports whether the lint found no problem.
+func (r *ValidateReport) Clean() bool { return r.Problems == 0 }
+
+// KindCount is how many findings of Kind the lint made.
+type KindCount struct {
+	Kind        string `json:"kind"`
+	Count       int64  `json:"count"`
+	Description string `json:"description"`
+}
+
+// Finding is one problem at one record. Related, when set, is the earlier record it conflicts
+// with (the first payload of an event id, the highest version of an aggregate, the aggregate
+// in its other partition).
+type Finding struct {
+	Kind        string    `json:"kind"`
+	Partition   int32     `json:"partition"`
+	Offset      int64     `json:"offset"`
+	EventID     string    `json:"event_id,omitempty"`
+	AggregateID string    `json:"aggregate_id,omitempty"`
+	Version     *int64    `json:"version,omitempty"`
+	Related     *Position `json:"related,omitempty"`
+	Message     string    `json:"message"`
+}
+
+// Validate lints the records sel selects, bounded by the plan.
+//
+// Memory stays bounded whatever the topic's size. Per record it keeps nothing but two kinds
+// of fixed-size fingerprints, each keyed by a 64-bit FNV-1a hash: per event id, the hash of
+// its payload (type, aggregate, version and data, with JSON whitespace removed) and where it
+// was first seen; per aggregate id, the highest version, the event at it, its partition and
+// flags (32 bytes). Each table holds at most MemoryEntries entries in a Go map; past that,
+// the whole map is written in one transaction to a table of a temporary SQLite file
+// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) and
+// emptied, and lookups that miss the map go to SQLite only when a fixed 8 MiB Bloom filter
+// over the spilled keys says the key may be there. Findings are counted per kind and only
+// MaxExamples of each are kept. So memory is about 2 × MemoryEntries × 50 bytes, plus 16 MiB
+// of filters and SQLite's 2 MB page cache once spilled, and disk grows with the number of
+// distinct event ids and aggregates (about 40 bytes each). Two ids whose hashes collide (for
+// n distinct ids the chance of any collision is about n²/2⁶⁵) are treated as one, which can
+// make or hide a finding about that pair only.
+//
+// Partitions are read one after another, so results are deterministic. An aggregate's
+// version order is judged within the partition it was first seen in; its events in other
+// partitions are reported as split_aggregate (once per aggregate) and not ordered against it.
+func Validate(ctx context.Context, c *kafka.Cluster, topic string, sel kafka.Selection, opts ValidateOptions) (*ValidateReport, error) {
+	ranges, err := c.Plan(ctx, topic, sel)
+	if err != nil {
+		return nil, err
+	}
+	v := newValidator(opts)
+	defer v.close()
+	v.rep.Topic, v.rep.Ranges = topic, ranges
+	if err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error { return v.record(ctx, rec) }); err != nil {
+		return nil, err
+	}
+	return v.finish(), nil
+}
+
+// aggregate fingerprint fields and flags.
+const (
+	aggMaxVersion = 0 // highest version seen in the aggregate's partition
+	aggEventAtMax = 1 // hash of the event id at that version
+	aggPartFlags  = 2 // partition in the low 32 bits, flags above
+	aggOffset     = 3 // offset of the event at the highest version (or the first event)
+
+	flagHasVersion    = 1 << 32
+	flagSplitReported = 1 << 33
+)
+
+// event fingerprint fields.
+const (
+	evPayload   = 0
+	evPartition = 1
+	evOffset    = 2
+)
+
+type validator struct {
+	opts   ValidateOptions
+	rep    ValidateReport
+	counts map[string]int64
+	kept   map[string]int
+	spill  *spillDB
+	events *fingerprintTable
+	aggs   *fingerprintTable
+}
+
+func newValidator(opts ValidateOptions) *validator {
+	if opts.MaxExamples <= 0 {
+		opts.MaxExamples = DefaultMaxExamples
+	}
+	if opts.MemoryEntries <= 0 {
+		opts.MemoryEntries = DefaultMemoryEntries
+	}
+	spill := &spillDB{dir: opts.TempDir}
+	return &validator{
+		opts: opts, counts: map[string]int64{}, kept: map[string]int{}, spill: spill,
+		events: newFingerprintTable("events", opts.MemoryEntries, spill),
+		aggs:   newFingerprintTable("aggregates", opts.MemoryEntries, spill),
+		rep:    ValidateReport{Findings: []Finding{}, MaxExamples: opts.MaxExamples},
+	}
+}
+
+func (v *validator) close() { _ = v.spill.Close() }
+
+func (v *validator) find(f Finding) {
+	v.counts[f.Kind]++
+	if v.kept[f.Kind] < v.opts.MaxExamples {
+		v.kept[f.Kind]++
+		v.rep.Findings = append(v.rep.Findings, f)
+	}
+}
+
+func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
+	v.rep.RecordsScanned++
+	ev, err := envelope.DecodeRecord(rec)
+	if err != nil {
+		m := malformedOf(rec, err)
+		v.find(Finding{Kind: KindMalformed, Partition: rec.Partition, Offset: rec.Offset, EventID: m.EventID, Message: m.Message})
+		return nil
+	}
+	v.rep.Events++
+	at := func(kind, msg string) Finding {
+		f := Finding{Kind: kind, Partition: rec.Partition, Offset: rec.Offset, EventID: ev.ID, AggregateID: ev.AggregateID, Message: msg}
+		if ev.HasVersion {
+			ver := ev.Version
+			f.Version = &ver
+		}
+		return f
+	}
+	if !ev.HasVersion {
+		v.find(at(KindMissingVersion, fmt.Sprintf("event %s has no aggregate version", ev.ID)))
+	}
+
+	// Event ids: a redelivery or a conflicting payload is judged here and goes no further, so
+	// a redelivered old event is not also a version regression.
+	idKey := hash64([]byte(ev.ID))
+	payload := int64(payloadHash(ev))
+	seen, ok, err := v.events.Get(ctx, idKey)
+	if err != nil {
+		return err
+	}
+	if ok {
+		first := &Position{Partition: int32(seen[evPartition]), Offset: seen[evOffset]}
+		if seen[evPayload] == payload {
+			v.rep.Redeliveries++
+			return nil
+		}
+		f := at(KindConflictingPayload, fmt.Sprintf("event %s has a different payload than at %d@%d", ev.ID, first.Partition, first.Offset))
+		f.Related = first
+		v.find(f)
+		return nil
+	}
+	if err := v.events.Put(ctx, idKey, fingerprint{payload, int64(rec.Partition), rec.Offset}); err != nil {
+		return err
+	}
+
+	aggID := ev.AggregateID
+	if aggID == "" && len(rec.Key) > 0 {
+		aggID = string(rec.Key)
+	}
+	if aggID == "" {
+		v.find(at(KindMissingAggregate, fmt.Sprintf("event %s names no aggregate and has no key", ev.ID)))
+		return nil
+	}
+	aggKey := hash64([]byte(aggID))
+	st, ok, err := v.aggs.Get(ctx, aggKey)
+	if err != nil {
+		return err
+	}
+	partBits := int64(uint32(rec.Partition))
+	if !ok {
+		v.rep.Aggregates++
+		st = fingerprint{aggMaxVersion: 0, aggEventAtMax: int64(idKey), aggPartFlags: partBits, aggOffset: rec.Offset}
+		if ev.HasVersion {
+			st[aggMaxVersion] = ev.Version
+			st[aggPartFlags] |= flagHasVersion
+		}
+		return v.aggs.Put(ctx, aggKey, st)
+	}
+	part := int32(uint32(st[aggPartFlags]))
+	related := &Position{Partition: part, Offset: st[aggOffset]}
+	if part != rec.Partition {
+		if st[aggPartFlags]&flagSplitReported == 0 {
+			f := at(KindSplitAggregate, fmt.Sprintf("aggregate %s is in partitions %d and %d (also at %d@%d)", aggID, part, rec.Partition, related.Partition, related.Offset))
+			f.AggregateID, f.Related = aggID, related
+			v.find(f)
+			st[aggPartFlags] |= flagSplitReported
+			return v.aggs.Put(ctx, aggKey, st)
+		}
+		return nil
+	}
+	if !ev.HasVersion {
+		return nil
+	}
+	update := func() error {
+		st[aggMaxVersion], st[aggEventAtMax], st[aggOffset] = ev.Version, int64(idKey), rec.Offset
+		st[aggPartFlags] |= flagHasVersion
+		return v.aggs.Put(ctx, aggKey, st)
+	}
+	if st[aggPartFlags]&flagHasVersion == 0 || ev.Version > st[aggMaxVersion] {
+		return update()
+	}
+	maxV := st[aggMaxVersion]
+	var f Finding
+	if ev.Version == maxV {
+		f = at(KindDuplicateVersion, fmt.Sprintf("aggregate %s version %d again, from a different event than at %d@%d", aggID, maxV, related.Partition, related.Offset))
+	} else {
+		f = at(KindVersionRegression, fmt.Sprintf("aggregate %s version %d after version %d at %d@%d", aggID, ev.Version, maxV, related.Partition, related.Offset))
+	}
+	f.AggregateID, f.Related = aggID, related
+	v.find(f)
+	return nil
+}
+
+func (v *validator) finish() *ValidateReport {
+	order := map[string]int{}
+	for i, k := range FindingKinds {
+		order[k.Kind] = i
+		n := v.counts[k.Kind]
+		v.rep.Summary = append(v.rep.Summary, KindCount{Kind: k.Kind, Count: n, Description: k.Description})
+		v.rep.Problems += n
+	}
+	sort.SliceStable(v.rep.Findings, func(i, j int) bool {
+		return order[v.rep.Findings[i].Kind] < order[v.rep.Findings[j].Kind]
+	})
+	v.rep.SpilledToDisk = v.events.Spilled() || v.aggs.Spilled()
+	return &v.rep
+}
+
+// payloadHash fingerprints what an event says: its type, aggregate, version and data (JSON
+// with insignificant white space removed, so a re-serialised redelivery still matches).
+func payloadHash(ev envelope.Event) uint64 {
+	data := []byte(ev.Data)
+	var b bytes.Buffer
+	if len(data) > 0 && json.Compact(&b, data) == nil {
+		data = b.Bytes()
+	}
+	ver := "-"
+	if ev.HasVersion {
+		ver = strconv.FormatInt(ev.Version, 10)
+	}
+	return hash64([]byte(ev.Type), []byte(ev.AggregateType), []byte(ev.AggregateID), []byte(ver), data)
+}
