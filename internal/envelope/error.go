@@ -1,0 +1,57 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrMalformed matches every *MalformedError under errors.Is, for callers that only need to
+// know that a record is poison (to dead-letter it) and not why.
+var ErrMalformed = errors.New("malformed event")
+
+// MalformedError says precisely why a record is not a recognisable event: which format was
+// being decoded, which field is at fault and why, and, from DecodeRecord, which record.
+// A malformed record is poison: decoding it again gives the same error.
+type MalformedError struct {
+	// Topic, Partition and Offset locate the record; set only when HasPosition is true
+	// (errors from DecodeRecord).
+	Topic       string
+	Partition   int32
+	Offset      int64
+	HasPosition bool
+	// Format is the format that was being decoded when it failed, "" if none was recognised.
+	Format Format
+	// Field is the field at fault as the envelope names it ("id", "event_id",
+	// "aggregateversion", "occurred_at", …), or "" for a problem with the whole value.
+	Field string
+	// Reason says what is wrong, e.g. "missing", `not an integer: "abc"`,
+	// "invalid JSON: unexpected end of input at byte 12", "empty value",
+	// "not a JSON object: got a JSON array".
+	Reason string
+	// EventID is the event id when it was readable before the failure, else "". It lets a
+	// dead letter carry the id of an event whose other fields are bad.
+	EventID string
+}
+
+// Error renders the error on one line: the position (topic/partition@offset) when known, the
+// format when known, the field when known, then the reason, e.g.
+// `tasks/0@42: cloudevents-structured: field "id": missing`.
+func (e *MalformedError) Error() string {
+	var b strings.Builder
+	if e.HasPosition {
+		fmt.Fprintf(&b, "%s/%d@%d: ", e.Topic, e.Partition, e.Offset)
+	}
+	if e.Format != "" {
+		b.WriteString(string(e.Format))
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Is reports whether target is ErrMalformed.
+func (e *MalformedError) Is(target error) bool { return target == ErrMalformed }

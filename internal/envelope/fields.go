@@ -1,0 +1,269 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxShown bounds how much of an offending value a Reason quotes.
+const maxShown = 64
+
+// parseObject parses a record value that must be one JSON object (UTF-8, RFC 8259). It returns
+// the object's members, or a Reason saying what is wrong with the whole value. Duplicate member
+// names resolve to the last one, as encoding/json does.
+func parseObject(value []byte) (map[string]json.RawMessage, string) {
+	if len(value) == 0 {
+		return nil, "empty value"
+	}
+	if !utf8.Valid(value) {
+		return nil, fmt.Sprintf("invalid JSON: not valid UTF-8 at byte %d", firstInvalidUTF8(value)+1)
+	}
+	trimmed := bytes.TrimLeft(value, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] != '{' && json.Valid(value) {
+		return nil, "not a JSON object: got " + jsonKind(trimmed)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(value, &obj); err != nil {
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			msg := strings.Replace(se.Error(), "unexpected end of JSON input", "unexpected end of input", 1)
+			return nil, fmt.Sprintf("invalid JSON: %s at byte %d", msg, se.Offset)
+		}
+		return nil, "invalid JSON: " + err.Error()
+	}
+	if obj == nil { // unreachable: a valid non-object was caught above; kept for safety.
+		return nil, "not a JSON object"
+	}
+	return obj, ""
+}
+
+// firstInvalidUTF8 returns the index of the first byte of b that does not start a valid UTF-8
+// sequence, or -1.
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// jsonKind names the kind of a valid JSON value from its first byte.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "a JSON object"
+	case '[':
+		return "a JSON array"
+	case '"':
+		return "a JSON string"
+	case 't', 'f':
+		return "a JSON boolean"
+	case 'n':
+		return "JSON null"
+	}
+	return "a JSON number"
+}
+
+// describe renders a JSON value for a Reason: strings quoted, numbers and literals as written,
+// objects and arrays by kind; long text is cut short.
+func describe(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{', '[':
+		return jsonKind(raw)
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return quote(s)
+		}
+	}
+	return truncate(string(raw))
+}
+
+// quote renders text for a Reason: Go-quoted (so control bytes and invalid UTF-8 are escaped)
+// and cut short.
+func quote(s string) string { return strconv.Quote(truncate(s)) }
+
+// truncate cuts s to at most maxShown bytes on a rune boundary, marking the cut with "…".
+func truncate(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// isNull reports whether a member is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// checkText is the rule for every string an Event carries: valid UTF-8, no NUL bytes.
+func checkText(s string) string {
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8: " + quote(s)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "contains a NUL byte: " + quote(s)
+	}
+	return ""
+}
+
+// checkID is the rule for an event id: text that is not empty or only white space.
+func checkID(s string) string {
+	if s == "" {
+		return "empty"
+	}
+	if strings.TrimSpace(s) == "" {
+		return "only white space: " + quote(s)
+	}
+	return checkText(s)
+}
+
+// jsonString reads an optional string member; absent, null and "" all give "".
+func jsonString(raw json.RawMessage) (string, string) {
+	if isNull(raw) {
+		return "", ""
+	}
+	var s string
+	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", "not a string: " + describe(raw)
+	}
+	return s, checkText(s)
+}
+
+// jsonID reads a required id member.
+func jsonID(obj map[string]json.RawMessage, name string) (string, string) {
+	raw, ok := obj[name]
+	if !ok {
+		return "", "missing"
+	}
+	if isNull(raw) {
+		return "", "missing: null"
+	}
+	var s string
+	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", "not a string: " + describe(raw)
+	}
+	return s, checkID(s)
+}
+
+// jsonTime reads an optional RFC 3339 time member; absent, null and "" give the zero time.
+func jsonTime(raw json.RawMessage) (time.Time, string) {
+	if isNull(raw) {
+		return time.Time{}, ""
+	}
+	var s string
+	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return time.Time{}, "not an RFC 3339 timestamp: " + describe(raw)
+	}
+	return parseTime(s)
+}
+
+// parseTime parses RFC 3339 text (fractional seconds allowed; "t" and "z" in either case, as
+// RFC 3339 permits); "" is absent. It refuses what time.Parse would let through but RFC 3339
+// does not (a comma before the fraction) and offsets of 24 hours or more, which
+// time.Time.MarshalJSON cannot render.
+func parseTime(s string) (time.Time, string) {
+	if s == "" {
+		return time.Time{}, ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.Map(upperTZ, s))
+	if err != nil || strings.IndexByte(s, ',') >= 0 {
+		return time.Time{}, "not an RFC 3339 timestamp: " + quote(s)
+	}
+	if _, offset := t.Zone(); offset <= -24*60*60 || offset >= 24*60*60 {
+		return time.Time{}, "time zone offset out of range: " + quote(s)
+	}
+	return t, ""
+}
+
+// upperTZ upper-cases the only letters an RFC 3339 timestamp holds.
+func upperTZ(r rune) rune {
+	switch r {
+	case 't':
+		return 'T'
+	case 'z':
+		return 'Z'
+	}
+	return r
+}
+
+// jsonVersion reads an optional aggregate version member: a JSON integer or a string holding a
+// decimal integer. Absent, null and "" are no version.
+func jsonVersion(raw json.RawMessage) (v int64, ok bool, reason string) {
+	if isNull(raw) {
+		return 0, false, ""
+	}
+	raw = bytes.TrimSpace(raw)
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false, "not an integer: " + describe(raw)
+		}
+		return parseVersion(s)
+	case c == '-' || ('0' <= c && c <= '9'):
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			if isRangeError(err) {
+				return 0, false, "out of range for a 64-bit integer: " + truncate(string(raw))
+			}
+			return 0, false, "not an integer: " + truncate(string(raw))
+		}
+		return n, true, ""
+	}
+	return 0, false, "not an integer: " + describe(raw)
+}
+
+// parseVersion parses a version held as text, allowing surrounding white space; "" is absent.
+func parseVersion(s string) (int64, bool, string) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		if s == "" {
+			return 0, false, ""
+		}
+		return 0, false, "not an integer: " + quote(s)
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		if isRangeError(err) {
+			return 0, false, "out of range for a 64-bit integer: " + quote(s)
+		}
+		return 0, false, "not an integer: " + quote(s)
+	}
+	return n, true, ""
+}
+
+func isRangeError(err error) bool {
+	ne, ok := errors.AsType[*strconv.NumError](err)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// jsonData returns a data member as it is written; absent and null are no data. The bytes are
+// already a private copy (json.RawMessage.UnmarshalJSON copies).
+func jsonData(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) {
+		return nil
+	}
+	return raw
+}

@@ -1,0 +1,87 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+)
+
+// decodeStructured decodes a record whose content-type names a CloudEvents media type. Only the
+// JSON event format is decoded; other formats (…+avro, …+protobuf) and batch mode are malformed
+// with a Reason that names the content-type.
+func decodeStructured(contentType, value []byte) (Event, *MalformedError) {
+	switch mt := mediaType(contentType); mt {
+	case "application/cloudevents", "application/cloudevents+json":
+	default:
+		return Event{}, &MalformedError{
+			Format: FormatCloudEventsStructured,
+			Reason: "unsupported content-type " + quote(mt) + ": only application/cloudevents+json is decoded",
+		}
+	}
+	obj, reason := parseObject(value)
+	if reason != "" {
+		return Event{}, &MalformedError{Format: FormatCloudEventsStructured, Reason: reason}
+	}
+	return decodeStructuredObject(obj)
+}
+
+// decodeStructuredObject reads the CloudEvents JSON format's attributes: id (required), type,
+// source, subject, time, the extensions aggregatetype, aggregateid and aggregateversion, and
+// data or data_base64. specversion is not checked: it only marks the format.
+func decodeStructuredObject(obj map[string]json.RawMessage) (Event, *MalformedError) {
+	ev := Event{Format: FormatCloudEventsStructured}
+	fail := func(field, reason string) (Event, *MalformedError) {
+		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: ev.ID}
+	}
+	var reason string
+	if ev.ID, reason = jsonID(obj, "id"); reason != "" {
+		ev.ID = ""
+		return fail("id", reason)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{
+		{"type", &ev.Type},
+		{"source", &ev.Source},
+		{"subject", &ev.Subject},
+		{"aggregatetype", &ev.AggregateType},
+		{"aggregateid", &ev.AggregateID},
+	} {
+		if *f.dst, reason = jsonString(obj[f.name]); reason != "" {
+			return fail(f.name, reason)
+		}
+	}
+	if ev.Time, reason = jsonTime(obj["time"]); reason != "" {
+		return fail("time", reason)
+	}
+	if ev.Version, ev.HasVersion, reason = jsonVersion(obj["aggregateversion"]); reason != "" {
+		return fail("aggregateversion", reason)
+	}
+	ev.Data = jsonData(obj["data"])
+	if b64, ok := obj["data_base64"]; ok && !isNull(b64) {
+		if ev.Data != nil {
+			return fail("data_base64", "present together with data; CloudEvents allows one of them")
+		}
+		if reason = checkBase64(b64); reason != "" {
+			return fail("data_base64", reason)
+		}
+		ev.Data = b64
+	}
+	return ev, nil
+}
+
+// checkBase64 accepts a JSON string holding base64 (RFC 4648, padded or not).
+func checkBase64(raw json.RawMessage) string {
+	var s string
+	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "not a string: " + describe(raw)
+	}
+	if _, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return ""
+	}
+	if _, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+		return ""
+	}
+	return "not base64: " + quote(s)
+}
