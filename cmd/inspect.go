@@ -1,8 +1,59 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
 
-// NewCmdInspect is the inspect group. Placeholder until internal/inspect lands.
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// NewCmdInspect is the inspect group: read-only views of a topic, a record, an aggregate, and
+// the event-stream lint.
 func NewCmdInspect(f *Factory) *cobra.Command {
-	return newCmdNotYet("inspect", "Inspect topics, records and aggregates; lint an event stream")
+	cmd := &cobra.Command{
+		Use:   "inspect <command>",
+		Short: "Inspect topics, records and aggregates; lint an event stream",
+		Long: `Read-only views of a topic's records as events.
+
+  inspect topic T              partitions, offsets, configs, envelope formats, consumer lag
+  inspect record T/P/O         one record: headers, key, decoded envelope, pretty value
+  inspect aggregate T ID       one aggregate's events in offset order, version continuity
+  inspect validate T           lint the stream; exit 3 when it finds problems
+
+Scans read the offsets fixed when they start and never wait for new records.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		NewCmdInspectTopic(f, nil),
+		NewCmdInspectRecord(f, nil),
+		NewCmdInspectAggregate(f, nil),
+		NewCmdInspectValidate(f, nil),
+	)
+	return cmd
+}
+
+// inspectDeps are what every inspect command needs from the factory, built lazily so that
+// parsing, --help and usage errors never dial a broker.
+type inspectDeps struct {
+	Streams *output.Streams
+	Kafka   func(context.Context) (*kafka.Cluster, error)
+	Printer func() (*output.Printer, error)
+}
+
+func newInspectDeps(f *Factory) inspectDeps {
+	return inspectDeps{Streams: f.Streams, Kafka: f.Kafka, Printer: f.Printer}
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments expected.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fwerr.Usagef("%s takes %s (got %d argument(s))", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
 }

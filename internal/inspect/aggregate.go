@@ -18,8 +18,8 @@ const (
 	ContinuityOK = "ok"
 	// ContinuityGap: the version jumped by more than one; GapFrom and GapTo say from where.
 	ContinuityGap = "gap"
-	// ContinuityDuplicate: a version seen before; SameEventID says whether it is a redelivery
-	// of the same event (ordinary under at-least-once) or a different event claiming it.
+	// ContinuityDuplicate: a version seen before; SameEventID and SamePayload say whether it is
+	// a redelivery of the same event (ordinary under at-least-once) or a conflict.
 	ContinuityDuplicate = "duplicate"
 	// ContinuityRegression: a version lower than the highest seen, not seen before.
 	ContinuityRegression = "regression"
@@ -63,16 +63,16 @@ type ContinuityCounts struct {
 	OK         int `json:"ok"`
 	Gaps       int `json:"gaps"`
 	Duplicates int `json:"duplicates"`
-	// DuplicatesDifferentEvent counts the duplicates whose event id differs from the first
-	// event with that version: two events claim one version.
-	DuplicatesDifferentEvent int `json:"duplicates_different_event"`
+	// ConflictingDuplicates counts the duplicates that are not redeliveries: another event
+	// claims the version, or the same event id comes with a different payload.
+	ConflictingDuplicates int `json:"conflicting_duplicates"`
 	Regressions              int `json:"regressions"`
 	Unversioned              int `json:"unversioned"`
 }
 
-// Problems is the number of events that are out of order: gaps, regressions, and duplicates of
-// a version by a different event. Redeliveries of the same event are not problems.
-func (c ContinuityCounts) Problems() int { return c.Gaps + c.Regressions + c.DuplicatesDifferentEvent }
+// Problems is the number of events that are out of order: gaps, regressions, and conflicting
+// duplicates. Redeliveries of the same event are not problems.
+func (c ContinuityCounts) Problems() int { return c.Gaps + c.Regressions + c.ConflictingDuplicates }
 
 // AggregateEvent is one event of the aggregate and its continuity.
 type AggregateEvent struct {
@@ -90,11 +90,14 @@ type AggregateEvent struct {
 	// GapFrom and GapTo are set for a gap: the highest version before, and this one.
 	GapFrom *int64 `json:"gap_from,omitempty"`
 	GapTo   *int64 `json:"gap_to,omitempty"`
-	// SameEventID is set for a duplicate.
+	// SameEventID and SamePayload are set for a duplicate; both true is a redelivery.
 	SameEventID *bool `json:"same_event_id,omitempty"`
+	SamePayload *bool `json:"same_payload,omitempty"`
 	// DuplicateOf is set for a duplicate: where the version was first seen.
 	DuplicateOf *Position `json:"duplicate_of,omitempty"`
 	Note        string    `json:"note,omitempty"`
+
+	payload uint64 // payloadHash of the event, to tell a redelivery from a changed payload
 }
 
 // Aggregate scans the records sel selects (bounded by the plan) and returns the events of
@@ -138,7 +141,7 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 		}
 		parts[rec.Partition] = true
 		ae := AggregateEvent{Partition: rec.Partition, Offset: rec.Offset, Timestamp: recordTime(rec),
-			EventID: ev.ID, Type: ev.Type, Time: ev.Time.UTC(), MatchedBy: by}
+			EventID: ev.ID, Type: ev.Type, Time: ev.Time.UTC(), MatchedBy: by, payload: payloadHash(ev)}
 		if ev.HasVersion {
 			v := ev.Version
 			ae.Version = &v
@@ -168,8 +171,9 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 func annotateContinuity(events []AggregateEvent) ContinuityCounts {
 	var counts ContinuityCounts
 	type first struct {
-		id  string
-		pos Position
+		id      string
+		payload uint64
+		pos     Position
 	}
 	seen := map[int64]first{}
 	var highest int64
@@ -185,19 +189,23 @@ func annotateContinuity(events []AggregateEvent) ContinuityCounts {
 		}
 		v := *e.Version
 		if f, dup := seen[v]; dup {
-			same := f.id == e.EventID
+			same, samePayload := f.id == e.EventID, f.payload == e.payload
 			at := f.pos
-			e.Continuity, e.SameEventID, e.DuplicateOf = ContinuityDuplicate, &same, &at
-			if same {
+			e.Continuity, e.SameEventID, e.SamePayload, e.DuplicateOf = ContinuityDuplicate, &same, &samePayload, &at
+			switch {
+			case same && samePayload:
 				e.Note = fmt.Sprintf("version %d again: redelivery of the event at %d@%d", v, at.Partition, at.Offset)
-			} else {
+			case same:
+				e.Note = fmt.Sprintf("version %d again: same event id as at %d@%d but a different payload", v, at.Partition, at.Offset)
+				counts.ConflictingDuplicates++
+			default:
 				e.Note = fmt.Sprintf("version %d again with a different event id (first: %s at %d@%d)", v, f.id, at.Partition, at.Offset)
-				counts.DuplicatesDifferentEvent++
+				counts.ConflictingDuplicates++
 			}
 			counts.Duplicates++
 			continue
 		}
-		seen[v] = first{id: e.EventID, pos: pos}
+		seen[v] = first{id: e.EventID, payload: e.payload, pos: pos}
 		switch {
 		case !have || v == highest+1:
 			e.Continuity = ContinuityOK

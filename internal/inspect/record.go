@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
@@ -62,18 +63,31 @@ func (r *RecordReport) PrettyValue() string {
 }
 
 // Record reads the record at topic/partition@offset. An offset outside the partition is a
-// usage error that gives the valid range (from kafka.Cluster.Plan); an offset inside it with
+// usage error that gives the valid range; an offset inside it with
 // no readable record wraps ErrNoRecord; an offset beyond the last stable offset (an open
 // transaction) says so.
 func Record(ctx context.Context, c *kafka.Cluster, topic string, partition int32, offset int64) (*RecordReport, error) {
-	ranges, err := c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{partition}, StartOffset: &offset, EndOffset: &offset})
+	bounds, err := c.Bounds(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	r := ranges[0]
-	if r.Len() == 0 {
-		return nil, fmt.Errorf("%s/%d@%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, r.End)
+	var b *kafka.PartitionBounds
+	for i := range bounds {
+		if bounds[i].Partition == partition {
+			b = &bounds[i]
+		}
 	}
+	switch {
+	case b == nil:
+		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, partition, len(bounds)-1)
+	case b.HighWatermark <= b.LogStart:
+		return nil, fwerr.Usagef("offset %d is outside %s/%d, which holds no records (log start and high watermark %d)", offset, topic, partition, b.HighWatermark)
+	case offset < b.LogStart || offset >= b.HighWatermark:
+		return nil, fwerr.Usagef("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
+	case offset >= b.LastStable:
+		return nil, fmt.Errorf("%s/%d@%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, b.LastStable)
+	}
+	ranges := []kafka.PartitionRange{{Topic: topic, Partition: partition, Start: offset, End: offset + 1, LogStart: b.LogStart, HighWatermark: b.HighWatermark}}
 	var found *kgo.Record
 	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
 		if rec.Offset == offset {

@@ -1,0 +1,183 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// InspectRecordOptions are the inputs of `inspect record`.
+type InspectRecordOptions struct {
+	inspectDeps
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// NewCmdInspectRecord builds `inspect record T/P/O`.
+func NewCmdInspectRecord(f *Factory, runF func(context.Context, *InspectRecordOptions) error) *cobra.Command {
+	opts := &InspectRecordOptions{inspectDeps: newInspectDeps(f)}
+	cmd := &cobra.Command{
+		Use:   "record TOPIC/PARTITION/OFFSET",
+		Short: "One record: headers, key, decoded envelope and pretty value",
+		Long: `Show one record: its timestamp, key and headers (as text, or base64 when they are not
+UTF-8), the envelope it carries decoded (or precisely why it does not decode), and its value,
+indented when it is JSON. TOPIC/PARTITION@OFFSET, as fieldwork's error messages write a
+record's position, is accepted too.`,
+		Example: `  fieldwork inspect record tasks/0/42
+  fieldwork inspect record tasks/0@42 -o json | jq .event`,
+		Args: exactArgs(1, "one record address, TOPIC/PARTITION/OFFSET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Topic, opts.Partition, opts.Offset, err = parseRecordAddress(args[0]); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return inspectRecordRun(cmd.Context(), opts)
+		},
+	}
+	return cmd
+}
+
+// parseRecordAddress splits TOPIC/PARTITION/OFFSET (or TOPIC/PARTITION@OFFSET) on the last
+// separators, so the topic keeps any other character.
+func parseRecordAddress(s string) (topic string, partition int32, offset int64, err error) {
+	bad := func(why string) error {
+		return fwerr.Usagef("record address %q: %s (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/42)", s, why)
+	}
+	var rest, off string
+	if i := strings.LastIndexByte(s, '@'); i >= 0 && strings.LastIndexByte(s, '/') < i {
+		rest, off = s[:i], s[i+1:]
+	} else {
+		i := strings.LastIndexByte(s, '/')
+		if i < 0 {
+			return "", 0, 0, bad("no offset")
+		}
+		rest, off = s[:i], s[i+1:]
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", 0, 0, bad("no partition")
+	}
+	topic, part := rest[:i], rest[i+1:]
+	if topic == "" {
+		return "", 0, 0, bad("no topic")
+	}
+	p, perr := strconv.ParseInt(part, 10, 32)
+	if perr != nil || p < 0 {
+		return "", 0, 0, bad(fmt.Sprintf("partition %q is not a number from 0", part))
+	}
+	o, oerr := strconv.ParseInt(off, 10, 64)
+	if oerr != nil || o < 0 {
+		return "", 0, 0, bad(fmt.Sprintf("offset %q is not a number from 0", off))
+	}
+	return topic, int32(p), o, nil
+}
+
+func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
+	p, err := opts.Printer()
+	if err != nil {
+		return err
+	}
+	c, err := opts.Kafka(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rep, err := inspect.Record(ctx, c, opts.Topic, opts.Partition, opts.Offset)
+	if err != nil {
+		return err
+	}
+	return p.Object(rep, recordSections(p, rep))
+}
+
+func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Section {
+	st := p.Styles
+	rec := output.Section{Title: fmt.Sprintf("Record %s/%d@%d", rep.Topic, rep.Partition, rep.Offset), Fields: [][2]string{
+		{"topic", rep.Topic},
+		{"partition", strconv.Itoa(int(rep.Partition))},
+		{"offset", strconv.FormatInt(rep.Offset, 10)},
+		{"timestamp", formatTime(rep.Timestamp) + st.Dim.Render(" ("+rep.TimestampType+")")},
+		{"key", blobDisplay(p, rep.Key)},
+		{"format", orDash(rep.Format)},
+	}}
+	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
+	for _, h := range rep.Headers {
+		headers.Fields = append(headers.Fields, [2]string{h.Key, blobDisplay(p, h.Value)})
+	}
+	if len(rep.Headers) == 0 {
+		headers.Text = st.Dim.Render("(none)")
+	}
+	sections := []output.Section{rec, headers}
+	if ev := rep.Event; ev != nil {
+		version := strconv.FormatInt(ev.Version, 10)
+		if !ev.HasVersion {
+			version = st.Warn.Render("none")
+		}
+		evs := output.Section{Title: "Event (" + string(ev.Format) + ")", Fields: [][2]string{
+			{"event_id", ev.ID},
+			{"type", orDash(ev.Type)},
+		}}
+		if ev.Source != "" {
+			evs.Fields = append(evs.Fields, [2]string{"source", ev.Source})
+		}
+		if ev.Subject != "" {
+			evs.Fields = append(evs.Fields, [2]string{"subject", ev.Subject})
+		}
+		evs.Fields = append(evs.Fields,
+			[2]string{"time", formatTime(ev.Time)},
+			[2]string{"aggregate_type", orDash(ev.AggregateType)},
+			[2]string{"aggregate_id", orDash(ev.AggregateID)},
+			[2]string{"version", version},
+		)
+		sections = append(sections, evs)
+	}
+	if m := rep.Malformed; m != nil {
+		sections = append(sections, output.Section{Title: "Malformed: not a recognisable event", Fields: [][2]string{
+			{"format", orDash(m.Format)},
+			{"field", orDash(m.Field)},
+			{"reason", st.Bad.Render(m.Reason)},
+		}})
+	}
+	value := output.Section{Title: "Value", Text: rep.PrettyValue()}
+	switch {
+	case rep.Value == nil:
+		value.Text = st.Dim.Render("(null)")
+	case rep.Value.Size == 0:
+		value.Text = st.Dim.Render("(empty)")
+	case rep.Value.Base64:
+		value.Title = fmt.Sprintf("Value (%d bytes, not UTF-8: base64)", rep.Value.Size)
+	}
+	return append(sections, value)
+}
+
+// blobDisplay shows a key or header value: its text, base64 flagged, or (none) for null.
+func blobDisplay(p *output.Printer, b *inspect.Blob) string {
+	switch {
+	case b == nil:
+		return p.Styles.Dim.Render("(none)")
+	case b.Base64:
+		return b.Text + p.Styles.Warn.Render(" (base64: not UTF-8)")
+	case b.Size == 0:
+		return p.Styles.Dim.Render(`""`)
+	}
+	return b.Text
+}
+
+// formatTime writes times the same way in every table: UTC, RFC 3339 with milliseconds.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
