@@ -66,8 +66,8 @@ type ContinuityCounts struct {
 	// ConflictingDuplicates counts the duplicates that are not redeliveries: another event
 	// claims the version, or the same event id comes with a different payload.
 	ConflictingDuplicates int `json:"conflicting_duplicates"`
-	Regressions              int `json:"regressions"`
-	Unversioned              int `json:"unversioned"`
+	Regressions           int `json:"regressions"`
+	Unversioned           int `json:"unversioned"`
 }
 
 // Problems is the number of events that are out of order: gaps, regressions, and conflicting
