@@ -1,0 +1,212 @@
+// Package devstack is the sandbox behind `fieldwork dev` and `fieldwork demo`: an in-process
+// Kafka-protocol broker (franz-go's kfake) on a loopback port, the topics tasks and
+// tasks.dlq, sample task events produced into them through a real franz-go client, and an
+// SQLite dedup store, created and migrated.
+//
+// kfake keeps everything in memory: stopping the stack forgets the topics. The store is a
+// file and outlives it. The broker has no authentication, which is why it only ever listens
+// on a loopback address.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/sample"
+)
+
+// Defaults of Options.
+const (
+	DefaultHost       = "127.0.0.1"
+	DefaultPort       = 9092
+	DefaultPartitions = 3
+
+	// TopicTasks is the seeded source topic; TopicDLQ its dead-letter topic.
+	TopicTasks = "tasks"
+	TopicDLQ   = "tasks.dlq"
+
+	// ClusterID is what the broker reports in metadata.
+	ClusterID = "fieldwork-dev"
+)
+
+// ErrPortInUse matches (errors.Is) the error Start returns when the port is taken.
+var ErrPortInUse = errors.New("port already in use")
+
+// PortInUseError says which address could not be bound.
+type PortInUseError struct {
+	Host string
+	Port int
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("cannot serve the dev broker on %s: port %d is already in use (is another Kafka broker or fieldwork dev running?)",
+		net.JoinHostPort(e.Host, strconv.Itoa(e.Port)), e.Port)
+}
+
+// Is makes errors.Is(err, ErrPortInUse) true.
+func (e *PortInUseError) Is(target error) bool { return target == ErrPortInUse }
+
+// Options configure Start.
+type Options struct {
+	// Host is the loopback address to listen on (DefaultHost when empty). Anything that is
+	// not a loopback address is refused: the broker has no authentication.
+	Host string
+	// Port is the port to listen on; 0 lets the kernel choose a free one (see Stack.Addr).
+	Port int
+	// Partitions of both topics (DefaultPartitions when 0).
+	Partitions int
+	// DSN of the dedup store to create and migrate, normally sqlite:PATH. Empty: no store.
+	DSN string
+	// Seed chooses the sample stream (see package sample).
+	Seed uint64
+	// NoSeed creates the topics empty.
+	NoSeed bool
+	// Sample overrides the stream's sizes and faults; nil means sample.DefaultOptions(Seed).
+	// Its BaseTime is chosen by Start (so the stream ends a minute before now) unless set;
+	// its Seed is used as given.
+	Sample *sample.Options
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Host == "" {
+		o.Host = DefaultHost
+	}
+	if o.Partitions == 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Host == "localhost" {
+		o.Host = DefaultHost
+	}
+	if ip := net.ParseIP(o.Host); ip == nil || !ip.IsLoopback() {
+		return o, fmt.Errorf("the dev broker listens on a loopback address only (it has no authentication): %q is not one", o.Host)
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return o, fmt.Errorf("port %d is out of range 0-65535", o.Port)
+	}
+	if o.Partitions < 1 || o.Partitions > 1000 {
+		return o, fmt.Errorf("partitions must be between 1 and 1000, not %d", o.Partitions)
+	}
+	return o, nil
+}
+
+// Stack is a running sandbox. Close stops it.
+type Stack struct {
+	// Addr is the broker's host:port, the address clients bootstrap from and the one the
+	// broker advertises in its metadata.
+	Addr string
+	// DSN is the store's DSN ("" when there is none).
+	DSN string
+	// Partitions of each topic.
+	Partitions int
+	// Seeded says what was produced; nil with NoSeed.
+	Seeded *Seeded
+
+	cluster *kfake.Cluster
+	store   *dedup.Store
+	once    sync.Once
+	err     error
+}
+
+// Start serves the broker, creates the topics, opens and migrates the store and seeds the
+// topics. The stack keeps running after ctx ends (ctx bounds starting only) until Close.
+// On failure nothing is left running. A taken port is a *PortInUseError.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{DSN: o.DSN, Partitions: o.Partitions}
+	s.cluster, err = kfake.NewCluster(
+		kfake.Ports(o.Port), // one broker
+		kfake.ListenFn(listenOn(o.Host)),
+		kfake.ClusterID(ClusterID),
+		kfake.DefaultNumPartitions(o.Partitions),
+		kfake.SeedTopics(int32(o.Partitions), TopicTasks, TopicDLQ),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("start the dev broker: %w", err)
+	}
+	s.Addr = s.cluster.ListenAddrs()[0]
+
+	if o.DSN != "" {
+		if err := s.openStore(ctx, o.DSN); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if !o.NoSeed {
+		seeded, err := seed(ctx, s.Addr, o)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Seeded = seeded
+	}
+	return s, nil
+}
+
+// listenOn returns a kfake listen function that binds host instead of kfake's fixed
+// 127.0.0.1 (kfake advertises whatever address the listener has), and names a taken port.
+func listenOn(host string) func(network, address string) (net.Listener, error) {
+	return func(network, address string) (net.Listener, error) {
+		_, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen(network, net.JoinHostPort(host, port))
+		if err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				p, _ := strconv.Atoi(port)
+				return nil, &PortInUseError{Host: host, Port: p}
+			}
+			return nil, err
+		}
+		return ln, nil
+	}
+}
+
+func (s *Stack) openStore(ctx context.Context, dsn string) error {
+	st, err := dedup.Open(ctx, dsn, dedup.Options{})
+	if err != nil {
+		return fmt.Errorf("open the dev store %s: %w", dedup.RedactDSN(dsn), err)
+	}
+	if _, err := st.Migrate(ctx, false); err != nil {
+		_ = st.Close()
+		return fmt.Errorf("migrate the dev store %s: %w", dedup.RedactDSN(dsn), err)
+	}
+	s.store = st
+	return nil
+}
+
+// Store is the migrated dedup store (nil without a DSN). It is closed by Close.
+func (s *Stack) Store() *dedup.Store { return s.store }
+
+// Close stops the broker (its data is gone) and closes the store. It is safe to call more
+// than once; later calls return the first call's result.
+func (s *Stack) Close() error {
+	s.once.Do(func() {
+		if s.store != nil {
+			if err := s.store.Close(); err != nil {
+				s.err = fmt.Errorf("close the dev store: %w", err)
+			}
+		}
+		if s.cluster != nil {
+			s.cluster.Close()
+		}
+	})
+	return s.err
+}

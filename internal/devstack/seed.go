@@ -1,0 +1,183 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/sample"
+)
+
+// Seeded says what Start produced. JSON names are snake_case.
+type Seeded struct {
+	Topics []TopicSeed `json:"topics"`
+	// Manifest describes the stream produced into TopicTasks; its indexes are positions in
+	// Positions.
+	Manifest sample.Manifest `json:"manifest"`
+	// Sample is the options the stream was generated with (sample.Generate(Sample) gives it
+	// again).
+	Sample sample.Options `json:"-"`
+	// Positions holds where each record of the stream landed in TopicTasks, by index.
+	Positions []Position `json:"-"`
+	// Poison lists the poison records of TopicTasks with their partition and offset.
+	Poison []PoisonRecord `json:"poison"`
+}
+
+// TopicSeed counts the records produced into one topic.
+type TopicSeed struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Records    int    `json:"records"`
+	Events     int    `json:"events"`
+	Duplicates int    `json:"duplicates"`
+	Stale      int    `json:"stale"`
+	Poison     int    `json:"poison"`
+	// DeadLetters are records in fieldwork's dead-letter convention (DESIGN.md 3.2).
+	DeadLetters int `json:"dead_letters"`
+	// PerPartition is the number of records produced into each partition.
+	PerPartition []int `json:"per_partition"`
+}
+
+// Position is a record's place in a topic.
+type Position struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// PoisonRecord is a seeded poison record and where it is.
+type PoisonRecord struct {
+	sample.Poison
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// Dead-letter headers of fieldwork's convention (DESIGN.md 3.2), written on the seeded
+// dead letters as `fieldwork consume` would write them.
+const (
+	hdrTopic         = "fw.dlq.topic"
+	hdrPartition     = "fw.dlq.partition"
+	hdrOffset        = "fw.dlq.offset"
+	hdrTimestamp     = "fw.dlq.timestamp"
+	hdrGroup         = "fw.dlq.group"
+	hdrHandler       = "fw.dlq.handler"
+	hdrEventID       = "fw.dlq.event_id"
+	hdrReason        = "fw.dlq.reason"
+	hdrError         = "fw.dlq.error"
+	hdrAttempts      = "fw.dlq.attempts"
+	hdrFirstFailedAt = "fw.dlq.first_failed_at"
+	hdrFailedAt      = "fw.dlq.failed_at"
+
+	// seededGroup and seededHandler name the consumer the seeded dead letters pretend to
+	// come from.
+	seededGroup   = "task-projection"
+	seededHandler = "task-projection"
+)
+
+// sampleOptions returns the stream to seed, ending a minute before now so that it reads like
+// the last few hours of a live system (and --since filters find it).
+func sampleOptions(o Options) (sample.Options, error) {
+	so := sample.DefaultOptions(o.Seed)
+	if o.Sample != nil {
+		so = *o.Sample
+	}
+	if !so.BaseTime.IsZero() {
+		return so, nil
+	}
+	// Timestamps are BaseTime plus offsets that do not depend on BaseTime: measure the span
+	// once, then place the stream.
+	_, m, err := sample.Generate(so)
+	if err != nil {
+		return so, err
+	}
+	span := m.Last.Sub(sample.DefaultBaseTime)
+	so.BaseTime = o.Now().Add(-span - time.Minute).Truncate(time.Second)
+	return so, nil
+}
+
+// seed produces the sample stream into TopicTasks and a dead letter for each poison record
+// into TopicDLQ, with one idempotent producer so that each partition keeps the stream's order.
+func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
+	so, err := sampleOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("sample events: %w", err)
+	}
+	recs, m, err := sample.Generate(so)
+	if err != nil {
+		return nil, fmt.Errorf("sample events: %w", err)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ClientID("fieldwork-dev-seed"),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("seed client: %w", err)
+	}
+	defer cl.Close()
+
+	krs := sample.KgoRecords(TopicTasks, recs)
+	if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("seed %s: %w", TopicTasks, err)
+	}
+	s := &Seeded{Manifest: m, Sample: so, Positions: make([]Position, len(krs)), Poison: []PoisonRecord{}}
+	tasks := TopicSeed{Topic: TopicTasks, Partitions: o.Partitions, Records: len(krs), PerPartition: make([]int, o.Partitions),
+		Events: m.Events, Duplicates: len(m.Duplicates), Stale: len(m.Stale), Poison: len(m.Poison)}
+	for i, r := range krs {
+		s.Positions[i] = Position{Partition: r.Partition, Offset: r.Offset}
+		tasks.PerPartition[r.Partition]++
+	}
+
+	dlq := TopicSeed{Topic: TopicDLQ, Partitions: o.Partitions, PerPartition: make([]int, o.Partitions)}
+	var dead []*kgo.Record
+	for _, p := range m.Poison {
+		orig := krs[p.Index]
+		s.Poison = append(s.Poison, PoisonRecord{Poison: p, Topic: TopicTasks, Partition: orig.Partition, Offset: orig.Offset})
+		dead = append(dead, deadLetter(orig, p))
+	}
+	if len(dead) > 0 {
+		if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil {
+			return nil, fmt.Errorf("seed %s: %w", TopicDLQ, err)
+		}
+	}
+	for _, r := range dead {
+		dlq.PerPartition[r.Partition]++
+	}
+	dlq.Records, dlq.Poison, dlq.DeadLetters = len(dead), len(dead), len(dead)
+	s.Topics = []TopicSeed{tasks, dlq}
+	return s, nil
+}
+
+// deadLetter is the record a consumer that met poison p at orig writes to the dead-letter
+// topic: the original key, value and headers, plus fieldwork's fw.dlq.* headers. It fails
+// one to three seconds after the record was produced, on the first attempt (malformed
+// records are not retried).
+func deadLetter(orig *kgo.Record, p sample.Poison) *kgo.Record {
+	failed := orig.Timestamp.Add(time.Second + time.Duration(p.Index%3)*time.Second).UTC()
+	msg := fmt.Sprintf("malformed event at %s/%d@%d: %s", orig.Topic, orig.Partition, orig.Offset, p.Reason)
+	if p.Field != "" {
+		msg = fmt.Sprintf("malformed event at %s/%d@%d: field %q: %s", orig.Topic, orig.Partition, orig.Offset, p.Field, p.Reason)
+	}
+	hs := append([]kgo.RecordHeader(nil), orig.Headers...)
+	for _, h := range [][2]string{
+		{hdrTopic, orig.Topic},
+		{hdrPartition, strconv.Itoa(int(orig.Partition))},
+		{hdrOffset, strconv.FormatInt(orig.Offset, 10)},
+		{hdrTimestamp, orig.Timestamp.UTC().Format(time.RFC3339Nano)},
+		{hdrGroup, seededGroup},
+		{hdrHandler, seededHandler},
+		{hdrEventID, p.EventID},
+		{hdrReason, "malformed"},
+		{hdrError, msg},
+		{hdrAttempts, "1"},
+		{hdrFirstFailedAt, failed.Format(time.RFC3339Nano)},
+		{hdrFailedAt, failed.Format(time.RFC3339Nano)},
+	} {
+		hs = append(hs, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
+	}
+	return &kgo.Record{Topic: TopicDLQ, Key: orig.Key, Value: orig.Value, Headers: hs, Timestamp: failed}
+}
