@@ -28,7 +28,9 @@
 // a commit survives power loss, which at-least-once needs because the Kafka
 // offset is committed after it), and _txlock=immediate: every transaction
 // takes the write lock when it begins, so two claimers of the same ids
-// serialise at BEGIN and neither fails on a lock upgrade. A DSN query
+// serialise at BEGIN and neither fails on a lock upgrade. Double-quoted
+// string literals are switched off (_dqs=0), so a quoted name that is not a
+// column is an error rather than a string. A DSN query
 // setting one of these (sqlite:PATH?_pragma=busy_timeout(20000)) wins.
 //
 // # Time

@@ -73,6 +73,10 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	if !has("_txlock") {
 		q.Set("_txlock", "immediate")
 	}
+	// Double-quoted names are identifiers, never string literals: without
+	// this a mapped column the table lacks would silently read as its
+	// own name.
+	q.Set("_dqs", "0")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: path, Err: err}

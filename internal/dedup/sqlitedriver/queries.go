@@ -11,8 +11,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
 
-// claimChunk bounds the markers per INSERT: 7 bind variables each, plus the
-// consumer, stays under SQLite's limit of 32,766 variables.
+// claimChunk bounds the markers per INSERT: 8 bind variables each stays
+// under SQLite's limit of 32,766 variables.
 const claimChunk = 4000
 
 type statements struct {
@@ -68,14 +68,14 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 		chunk := markers[start:min(start+claimChunk, len(markers))]
 		var b strings.Builder
 		b.WriteString(d.sql.insert)
-		args := make([]any, 1, 1+7*len(chunk))
-		args[0] = consumer
+		args := make([]any, 0, 8*len(chunk))
 		for i, m := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			n := len(args) + 1
-			fmt.Fprintf(&b, "($1, $%d, COALESCE($%d, %s), $%d, $%d, $%d, $%d, $%d)", n, n+1, nowExpr, n+2, n+3, n+4, n+5, n+6)
+			// Anonymous ? parameters: SQLite resolves a named or numbered
+			// one by a linear search, which is quadratic over a batch.
+			b.WriteString("(?, ?, COALESCE(?, " + nowExpr + "), ?, ?, ?, ?, ?)")
 			var at, topic, part, off, aggID, ver any
 			if !m.ProcessedAt.IsZero() {
 				at = formatStored(m.ProcessedAt)
@@ -86,7 +86,7 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 			if m.AggregateID != "" {
 				aggID, ver = m.AggregateID, m.AggregateVersion
 			}
-			args = append(args, m.EventID, at, topic, part, off, aggID, ver)
+			args = append(args, consumer, m.EventID, at, topic, part, off, aggID, ver)
 		}
 		b.WriteString(d.sql.conflict)
 		rows, err := q.QueryContext(ctx, b.String(), args...)

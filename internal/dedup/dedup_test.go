@@ -1,0 +1,133 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRedactDSN(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"postgres://fw:secret@db:5432/app?sslmode=disable", "postgres://fw:xxxxx@db:5432/app?sslmode=disable"},
+		{"postgresql://fw:p%40ss@db/app", "postgresql://fw:xxxxx@db/app"},
+		{"postgres://fw:p@ss:w/rd@db/app", "postgres://fw:xxxxx@db/app"},
+		{"postgres://fw@db/app", "postgres://fw@db/app"},
+		{"postgres://db/app?user=fw&password=secret&sslmode=disable", "postgres://db/app?user=fw&password=xxxxx&sslmode=disable"},
+		{"host=db user=fw password=secret dbname=app", "host=db user=fw password=xxxxx dbname=app"},
+		{"host=db password='se cret' user=fw", "host=db password=xxxxx user=fw"},
+		{"host=db password = secret", "host=db password = xxxxx"},
+		{"host=db PASSWORD=secret sslpassword=other", "host=db PASSWORD=xxxxx sslpassword=xxxxx"},
+		{"sqlite:./fieldwork.db", "sqlite:./fieldwork.db"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := RedactDSN(c.in); got != c.want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSplitDSN(t *testing.T) {
+	cases := []struct{ in, driver, rest string }{
+		{"sqlite:./x.db", driverSQLite, "./x.db"},
+		{"sqlite:///abs/x.db", driverSQLite, "/abs/x.db"},
+		{"sqlite://rel/x.db?_pragma=busy_timeout(100)", driverSQLite, "rel/x.db?_pragma=busy_timeout(100)"},
+		{"SQLITE:x.db", driverSQLite, "x.db"},
+		{"postgres://u@h/db", driverPostgres, "postgres://u@h/db"},
+		{"postgresql://u@h/db", driverPostgres, "postgresql://u@h/db"},
+		{"host=h user=u", driverPostgres, "host=h user=u"},
+	}
+	for _, c := range cases {
+		d, rest, err := splitDSN(c.in)
+		if err != nil || d != c.driver || rest != c.rest {
+			t.Errorf("splitDSN(%q) = %q, %q, %v", c.in, d, rest, err)
+		}
+	}
+	for _, bad := range []string{"", "   ", "mysql://u:secret@h/db", "just-a-word", "sqlite:", "sqlite::memory:"} {
+		_, _, err := splitDSN(bad)
+		var ie *InvalidDSNError
+		if !errors.As(err, &ie) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("splitDSN(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	n, err := Options{}.names()
+	if err != nil || n.Schema != "fieldwork" || n.Table != "processed_events" || n.Columns != DefaultColumns {
+		t.Fatalf("defaults: %+v %v", n, err)
+	}
+	ok := []Options{{Schema: "_x"}, {Table: strings.Repeat("t", 63)}, {Schema: "Public", Table: "Processed_Events_2"}}
+	for _, o := range ok {
+		if _, err := o.names(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	bad := []Options{
+		{Schema: "a-b"}, {Schema: "1a"}, {Table: strings.Repeat("t", 64)}, {Table: `a"b`}, {Table: "a.b"},
+		{Table: "ä"}, {Columns: ColumnNames{Topic: "to pic"}}, {Columns: ColumnNames{Offset: "topic"}},
+	}
+	for _, o := range bad {
+		_, err := o.names()
+		var ie *InvalidIdentifierError
+		if !errors.As(err, &ie) {
+			t.Errorf("%+v: %v, want *InvalidIdentifierError", o, err)
+		}
+	}
+}
+
+func TestOpenRefusesBeforeConnecting(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://u:secret@192.0.2.1:5432/db", Options{Schema: "x;y"})
+	var ie *InvalidIdentifierError
+	if !errors.As(err, &ie) {
+		t.Fatalf("%v", err)
+	}
+	_, err = Open(context.Background(), "redis://u:secret@h", Options{})
+	var de *InvalidDSNError
+	if !errors.As(err, &de) || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestEventKey(t *testing.T) {
+	short := strings.Repeat("a", MaxInlineEventIDBytes)
+	if EventKey(short) != short {
+		t.Fatal("an id at the limit was hashed")
+	}
+	long := short + "b"
+	k := EventKey(long)
+	if !strings.HasPrefix(k, "fw-sha256:") || len(k) != len("fw-sha256:")+64 || EventKey(long+"c") == k {
+		t.Fatalf("EventKey of a long id: %q", k)
+	}
+}
+
+func TestDedupeMarkers(t *testing.T) {
+	order, sorted, err := dedupeMarkers([]Marker{{EventID: "c", Offset: 1}, {EventID: "a"}, {EventID: "c", Offset: 2}, {EventID: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 3 || order[0].id != "c" || order[1].id != "a" || order[2].id != "b" {
+		t.Fatalf("order %+v", order)
+	}
+	if sorted[0].EventID != "a" || sorted[2].EventID != "c" || sorted[2].Offset != 1 {
+		t.Fatalf("sorted %+v: want key order, first occurrence kept", sorted)
+	}
+}
+
+func TestVersionMismatch(t *testing.T) {
+	older := &VersionMismatchError{Table: "t", Current: 1, Latest: 2}
+	newer := &VersionMismatchError{Table: "t", Current: 3, Latest: 2}
+	if !errors.Is(older, ErrNotMigrated) || errors.Is(newer, ErrNotMigrated) {
+		t.Fatal("only an older store matches ErrNotMigrated")
+	}
+	if !strings.Contains(older.Error(), "fieldwork db migrate") || !strings.Contains(newer.Error(), "upgrade fieldwork") {
+		t.Fatalf("%v / %v", older, newer)
+	}
+	if err := (MigrationStatus{Table: "t", Current: 0, Latest: 1}).Err(); !errors.Is(err, ErrNotMigrated) {
+		t.Fatal(err)
+	}
+	if err := (MigrationStatus{Table: "t", Current: 1, Latest: 1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,212 @@
+package pgdriver_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
+)
+
+// testDSN is FIELDWORK_TEST_DSN. Without it the Postgres tests skip, unless
+// CI is set: CI must run them, so there they fail.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("FIELDWORK_TEST_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("FIELDWORK_TEST_DSN is not set but CI is: start PostgreSQL with scripts/services.sh and export FIELDWORK_TEST_DSN")
+		}
+		t.Skip("FIELDWORK_TEST_DSN is not set (scripts/services.sh start prints it); skipping the PostgreSQL tests")
+	}
+	return dsn
+}
+
+// admin connects for schema setup and cleanup; a database that cannot be
+// reached fails the test.
+func admin(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", dedup.RedactDSN(dsn), err)
+	}
+	return conn
+}
+
+func randomSchema() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "fwtest_" + hex.EncodeToString(b)
+}
+
+// freshSchema hands out a schema name no other test uses and drops the
+// schema (whatever the test created in it) at cleanup.
+func freshSchema(t *testing.T) (string, string) {
+	dsn := testDSN(t)
+	conn := admin(t, dsn)
+	schema := randomSchema()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		_ = conn.Close(ctx)
+	})
+	return dsn, schema
+}
+
+func TestConformance(t *testing.T) {
+	testDSN(t)
+	dedupconformance.RunConformance(t, freshSchema)
+}
+
+func TestUnderlyingPgxTx(t *testing.T) {
+	st, _ := dedupconformance.NewStore(t, freshSchema)
+	ctx := context.Background()
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		ptx, ok := tx.Pgx()
+		if !ok {
+			t.Fatal("Pgx() on a postgres transaction returned false")
+		}
+		if _, ok := tx.SQL(); ok {
+			t.Fatal("SQL() on a postgres transaction returned true")
+		}
+		if _, err := st.Claim(ctx, tx, "c", []dedup.Marker{{EventID: "via-pgx"}}); err != nil {
+			return err
+		}
+		var n int
+		// The caller's own statements see the claim: same transaction.
+		err := ptx.QueryRow(ctx, `SELECT count(*) FROM `+st.Table()+` WHERE event_id = $1`, "via-pgx").Scan(&n)
+		if n != 1 {
+			t.Fatalf("the pgx.Tx sees %d markers, want 1", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMigrationNames(t *testing.T) {
+	st, env := dedupconformance.NewStore(t, freshSchema)
+	if want := `"` + env.Schema + `"."processed_events"`; st.Table() != want {
+		t.Fatalf("table %s, want %s", st.Table(), want)
+	}
+	conn := admin(t, env.DSN)
+	defer conn.Close(context.Background())
+	var idx, mig int
+	err := conn.QueryRow(context.Background(), `SELECT
+  (SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND tablename = 'processed_events'),
+  (SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'fieldwork_migrations')`, env.Schema).Scan(&idx, &mig)
+	if err != nil || idx != 2 || mig != 1 {
+		t.Fatalf("indexes %d (want primary key + processed_at), migrations tables %d: %v", idx, mig, err)
+	}
+}
+
+func withPassword(t *testing.T, dsn, password string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("FIELDWORK_TEST_DSN is not a URL: %v", err)
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String()
+}
+
+func TestConnectErrors(t *testing.T) {
+	dsn := testDSN(t)
+	ctx := context.Background()
+	const secret = "S3cret-Never-Shown"
+	u, _ := url.Parse(dsn)
+
+	// A listener that accepts and never answers: Open must give up on its
+	// own, within the connect timeout.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	// A port nobody listens on.
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	closed.Close()
+
+	cases := []struct {
+		name, dsn, addr, cause string
+		opts                   dedup.Options
+	}{
+		{"wrong password", withPassword(t, dsn, secret), u.Host, "28P01", dedup.Options{}},
+		{"refused", "postgres://fieldwork:" + secret + "@" + closedAddr + "/fieldwork?sslmode=disable", closedAddr, "refused", dedup.Options{}},
+		{"unknown host", "postgres://fieldwork:" + secret + "@no-such-host.invalid:5432/fieldwork?sslmode=disable&connect_timeout=3", "no-such-host.invalid:5432", "", dedup.Options{}},
+		{"silent server", "host=127.0.0.1 port=" + strings.Split(silent.Addr().String(), ":")[1] + " user=fieldwork password=" + secret + " sslmode=disable",
+			silent.Addr().String(), "", dedup.Options{ConnectTimeout: time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			st, err := dedup.Open(ctx, tc.dsn, tc.opts)
+			elapsed := time.Since(start)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open succeeded")
+			}
+			var ce *dedup.ConnectError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Open: %T %v, want *ConnectError", err, err)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, secret) {
+				t.Fatalf("the message shows the password: %s", msg)
+			}
+			if !strings.Contains(msg, tc.addr) || (tc.cause != "" && !strings.Contains(msg, tc.cause)) {
+				t.Fatalf("message %q does not name %s and %q", msg, tc.addr, tc.cause)
+			}
+			if !dedup.IsTransient(err) {
+				t.Fatal("a connect error is not transient")
+			}
+			if elapsed > 8*time.Second {
+				t.Fatalf("Open took %v", elapsed)
+			}
+			t.Logf("%s after %v", msg, elapsed.Round(time.Millisecond))
+		})
+	}
+}
+
+func TestMalformedDSN(t *testing.T) {
+	const secret = "Pa55word"
+	for _, dsn := range []string{
+		"postgres://fieldwork:" + secret + "@127.0.0.1:notaport/db",
+		"host=127.0.0.1 port=abc user=fieldwork password=" + secret,
+		"postgres://fieldwork:" + secret + "@127.0.0.1/db?sslmode=maybe",
+	} {
+		_, err := dedup.Open(context.Background(), dsn, dedup.Options{})
+		var ie *dedup.InvalidDSNError
+		if !errors.As(err, &ie) {
+			t.Fatalf("Open(%s): %T %v, want *InvalidDSNError", dedup.RedactDSN(dsn), err, err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("the message shows the password: %v", err)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package sqlitedriver_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
+)
+
+// freshFile hands out a database file in the test's temporary directory.
+func freshFile(t *testing.T) (string, string) {
+	return "sqlite:" + filepath.Join(t.TempDir(), "fieldwork.db"), "fieldwork"
+}
+
+func TestConformance(t *testing.T) {
+	dedupconformance.RunConformance(t, freshFile)
+}
+
+func tableNames(t *testing.T, st *dedup.Store) []string {
+	t.Helper()
+	var names []string
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		rows, err := tx.Query(context.Background(), `SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			names = append(names, n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestSchemaIsATablePrefix(t *testing.T) {
+	st, _ := dedupconformance.NewStore(t, freshFile)
+	if st.Table() != `"fieldwork_processed_events"` {
+		t.Fatalf("table %s", st.Table())
+	}
+	got := strings.Join(tableNames(t, st), " ")
+	want := "fieldwork_fieldwork_migrations fieldwork_processed_events fieldwork_processed_events_processed_at_idx"
+	if got != want {
+		t.Fatalf("objects %q, want %q", got, want)
+	}
+}
+
+func TestSchemaMainMeansNoPrefix(t *testing.T) {
+	dsn, _ := freshFile(t)
+	env := dedupconformance.Env{DSN: dsn, Schema: "main"}
+	st := env.Open(t, dedup.Options{Table: "seen_events"})
+	if _, err := st.Migrate(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(tableNames(t, st), " ")
+	if got != "fieldwork_migrations seen_events seen_events_processed_at_idx" {
+		t.Fatalf("objects %q", got)
+	}
+}
+
+func TestPragmasAndUnderlyingTx(t *testing.T) {
+	st, _ := dedupconformance.NewStore(t, freshFile)
+	ctx := context.Background()
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		stx, ok := tx.SQL()
+		if !ok {
+			t.Fatal("SQL() on an sqlite transaction returned false")
+		}
+		if _, ok := tx.Pgx(); ok {
+			t.Fatal("Pgx() on an sqlite transaction returned true")
+		}
+		var mode string
+		var busy, sync int
+		if err := stx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+			return err
+		}
+		if err := stx.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+			return err
+		}
+		if err := stx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+			return err
+		}
+		if mode != "wal" || busy != 5000 || sync != 2 {
+			t.Fatalf("journal_mode %s, busy_timeout %d, synchronous %d; want wal, 5000, 2 (FULL)", mode, busy, sync)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDSNForms(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	path := filepath.Join(dir, "a.db")
+	for _, dsn := range []string{"sqlite:" + path, "sqlite://" + path, "sqlite:" + path + "?_pragma=busy_timeout(9000)"} {
+		st, err := dedup.Open(ctx, dsn, dedup.Options{})
+		if err != nil {
+			t.Fatalf("Open(%s): %v", dsn, err)
+		}
+		if st.Driver() != "sqlite" {
+			t.Fatalf("driver %s", st.Driver())
+		}
+		if _, err := st.Migrate(ctx, false); err != nil {
+			t.Fatalf("migrate via %s: %v", dsn, err)
+		}
+		st.Close()
+	}
+}
+
+func TestOpenFailures(t *testing.T) {
+	dir := t.TempDir()
+	notADB := filepath.Join(dir, "not-a-db")
+	if err := os.WriteFile(notADB, []byte(strings.Repeat("this is not sqlite\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "missing", "dir", "x.db"), notADB} {
+		_, err := dedup.Open(context.Background(), "sqlite:"+path, dedup.Options{})
+		var ce *dedup.ConnectError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("Open(%s): %T %v, want *ConnectError naming the path", path, err, err)
+		}
+	}
+	for _, dsn := range []string{"sqlite:", "sqlite::memory:"} {
+		_, err := dedup.Open(context.Background(), dsn, dedup.Options{})
+		var ie *dedup.InvalidDSNError
+		if !errors.As(err, &ie) {
+			t.Fatalf("Open(%q): %v, want *InvalidDSNError", dsn, err)
+		}
+	}
+}
