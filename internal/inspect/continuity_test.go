@@ -1,0 +1,88 @@
+package inspect
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestAnnotateContinuity(t *testing.T) {
+	type ev struct {
+		id      string
+		version int64 // -1: none
+		payload uint64
+	}
+	cases := []struct {
+		name   string
+		events []ev
+		want   string // continuity per event, space-separated
+		counts ContinuityCounts
+	}{
+		{"in order", []ev{{"a", 1, 1}, {"b", 2, 2}, {"c", 3, 3}}, "ok ok ok", ContinuityCounts{OK: 3}},
+		{"starts above one", []ev{{"a", 7, 1}, {"b", 8, 2}}, "ok ok", ContinuityCounts{OK: 2}},
+		{"gap", []ev{{"a", 1, 1}, {"b", 4, 2}, {"c", 5, 3}}, "ok gap ok", ContinuityCounts{OK: 2, Gaps: 1}},
+		{"redelivery", []ev{{"a", 1, 1}, {"b", 2, 2}, {"b", 2, 2}}, "ok ok duplicate", ContinuityCounts{OK: 2, Duplicates: 1}},
+		{"old redelivery", []ev{{"a", 1, 1}, {"b", 2, 2}, {"a", 1, 1}}, "ok ok duplicate", ContinuityCounts{OK: 2, Duplicates: 1}},
+		{"same id other payload", []ev{{"a", 1, 1}, {"a", 1, 9}}, "ok duplicate", ContinuityCounts{OK: 1, Duplicates: 1, ConflictingDuplicates: 1}},
+		{"other event same version", []ev{{"a", 1, 1}, {"b", 1, 2}}, "ok duplicate", ContinuityCounts{OK: 1, Duplicates: 1, ConflictingDuplicates: 1}},
+		{"regression", []ev{{"a", 1, 1}, {"c", 3, 3}, {"b", 2, 2}}, "ok gap regression", ContinuityCounts{OK: 1, Gaps: 1, Regressions: 1}},
+		{"unversioned", []ev{{"a", -1, 1}, {"b", 1, 2}, {"c", -1, 3}, {"d", 2, 4}}, "unversioned ok unversioned ok", ContinuityCounts{OK: 2, Unversioned: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			events := make([]AggregateEvent, len(tc.events))
+			for i, e := range tc.events {
+				events[i] = AggregateEvent{Partition: 0, Offset: int64(i), EventID: e.id, payload: e.payload}
+				if e.version >= 0 {
+					v := e.version
+					events[i].Version = &v
+				}
+			}
+			counts := annotateContinuity(events)
+			var got []string
+			for _, e := range events {
+				got = append(got, e.Continuity)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("continuity = %q, want %q", strings.Join(got, " "), tc.want)
+			}
+			if counts != tc.counts {
+				t.Errorf("counts = %+v, want %+v", counts, tc.counts)
+			}
+		})
+	}
+}
+
+func TestGapSaysFromAndTo(t *testing.T) {
+	v1, v5 := int64(1), int64(5)
+	events := []AggregateEvent{{EventID: "a", Version: &v1}, {EventID: "b", Offset: 1, Version: &v5}}
+	annotateContinuity(events)
+	e := events[1]
+	if e.GapFrom == nil || *e.GapFrom != 1 || e.GapTo == nil || *e.GapTo != 5 || e.Note != "versions 2..4 missing" {
+		t.Fatalf("gap = from %v to %v note %q", e.GapFrom, e.GapTo, e.Note)
+	}
+}
+
+func TestBlobOf(t *testing.T) {
+	if blobOf(nil) != nil {
+		t.Error("nil bytes should be no blob")
+	}
+	if b := blobOf([]byte{}); b == nil || b.Text != "" || b.Base64 || b.Size != 0 {
+		t.Errorf("empty = %+v", b)
+	}
+	if b := blobOf([]byte("héllo")); b.Text != "héllo" || b.Base64 {
+		t.Errorf("utf-8 = %+v", b)
+	}
+	if b := blobOf([]byte{0xff, 0x00, 0x01}); !b.Base64 || b.Text != "/wAB" || b.Size != 3 {
+		t.Errorf("binary = %+v", b)
+	}
+}
+
+func TestHash64SeparatesParts(t *testing.T) {
+	if hash64([]byte("ab"), []byte("c")) == hash64([]byte("a"), []byte("bc")) {
+		t.Error("part boundaries do not count")
+	}
+	if hash64([]byte(fmt.Sprint(1))) != hash64([]byte("1")) {
+		t.Error("hash is not deterministic")
+	}
+}

@@ -1,0 +1,222 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+func connect(t *testing.T) *kafka.Cluster {
+	t.Helper()
+	c, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func summary(rep *inspect.ValidateReport) map[string]int64 {
+	out := map[string]int64{}
+	for _, k := range rep.Summary {
+		if k.Count > 0 {
+			out[k.Kind] = k.Count
+		}
+	}
+	return out
+}
+
+func TestValidateBrokenStream(t *testing.T) {
+	c := connect(t)
+	topic := inspecttest.Topic(t, 2)
+	inspecttest.SeedBroken(t, topic)
+
+	rep, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{
+		inspect.KindMalformed: 3, inspect.KindMissingVersion: 1, inspect.KindMissingAggregate: 1,
+		inspect.KindConflictingPayload: 1, inspect.KindVersionRegression: 1, inspect.KindDuplicateVersion: 1,
+		inspect.KindSplitAggregate: 1,
+	}
+	if got := summary(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("summary = %v, want %v", got, want)
+	}
+	if rep.Clean() || rep.Problems != 9 || rep.RecordsScanned != 14 || rep.Redeliveries != 1 {
+		t.Fatalf("problems %d scanned %d redeliveries %d", rep.Problems, rep.RecordsScanned, rep.Redeliveries)
+	}
+	// Malformed records are reported with their offsets and the precise reason.
+	var malformed []string
+	for _, f := range rep.Findings {
+		if f.Kind == inspect.KindMalformed {
+			malformed = append(malformed, fmt.Sprintf("%d@%d %s", f.Partition, f.Offset, f.Message))
+		}
+	}
+	if len(malformed) != 3 ||
+		!strings.HasPrefix(malformed[0], "0@4 "+topic+"/0@4: cloudevents-structured: field \"id\"") ||
+		!strings.HasPrefix(malformed[1], "1@1 "+topic+"/1@1: invalid JSON") ||
+		!strings.Contains(malformed[2], `cloudevents-binary: field "aggregateversion": not an integer`) {
+		t.Fatalf("malformed findings:\n%s", strings.Join(malformed, "\n"))
+	}
+
+	// The same lint with one fingerprint in memory spills to disk and finds exactly the same.
+	spilled, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{MemoryEntries: 1, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spilled.SpilledToDisk || rep.SpilledToDisk {
+		t.Fatalf("spilled: %v with 1 entry, %v with the default", spilled.SpilledToDisk, rep.SpilledToDisk)
+	}
+	spilled.SpilledToDisk = false
+	if !reflect.DeepEqual(spilled, rep) {
+		t.Fatalf("spilled report differs:\n%+v\n%+v", spilled, rep)
+	}
+
+	// --max-examples bounds the findings kept, never the counts.
+	one, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{Partitions: []int32{0}}, inspect.ValidateOptions{MaxExamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Problems != 6 || len(one.Findings) != 6 {
+		t.Fatalf("partition 0: %d problems, %d findings", one.Problems, len(one.Findings))
+	}
+}
+
+// TestValidateSpillAtScale runs the lint over thousands of events with a memory limit far below
+// their number and checks it agrees with the in-memory run, finding the seeded problems.
+func TestValidateSpillAtScale(t *testing.T) {
+	c := connect(t)
+	topic := inspecttest.Topic(t, 1)
+	cl := inspecttest.Producer(t, topic)
+	var recs []*kgo.Record
+	for i := 0; i < 3000; i++ {
+		agg := fmt.Sprintf("agg-%d", i%500)
+		v := int64(i/500 + 1)
+		recs = append(recs, inspecttest.Rec(0, i, []byte(agg), inspecttest.Structured(fmt.Sprintf("ev-%d", i), "t", agg, v, `{}`)))
+	}
+	// A regression on the first aggregate, and an old event id with a new payload.
+	recs = append(recs,
+		inspecttest.Rec(0, 3000, []byte("agg-0"), inspecttest.Structured("ev-late", "t", "agg-0", 2, `{}`)),
+		inspecttest.Rec(0, 3001, []byte("agg-1"), inspecttest.Structured("ev-1", "t", "agg-1", 1, `{"x":1}`)),
+	)
+	testenv.Produce(t, cl, recs...)
+
+	mem, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{MemoryEntries: 64, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{inspect.KindVersionRegression: 1, inspect.KindConflictingPayload: 1}
+	if got := summary(mem); !reflect.DeepEqual(got, want) || mem.Aggregates != 500 || mem.Events != 3002 {
+		t.Fatalf("in memory: %v, %d aggregates, %d events", got, mem.Aggregates, mem.Events)
+	}
+	if !disk.SpilledToDisk {
+		t.Fatal("64 entries for 3000 ids did not spill")
+	}
+	disk.SpilledToDisk = false
+	if !reflect.DeepEqual(disk, mem) {
+		t.Fatalf("spilled report differs from in-memory:\n%+v\n%+v", disk, mem)
+	}
+}
+
+func TestValidateCleanStream(t *testing.T) {
+	c := connect(t)
+	topic := inspecttest.Topic(t, 1)
+	inspecttest.SeedClean(t, topic)
+	rep, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || rep.Events != 10 || rep.Redeliveries != 1 || rep.Aggregates != 3 || len(rep.Findings) != 0 {
+		t.Fatalf("clean stream: %+v", rep)
+	}
+}
+
+func TestTopicLagAndFormats(t *testing.T) {
+	c := connect(t)
+	topic := inspecttest.Topic(t, 2)
+	inspecttest.SeedBroken(t, topic)
+	group := inspecttest.CommitGroup(t, topic, map[int32]int64{0: 4, 1: 4})
+	rep, err := inspect.Topic(ctx(t), c, topic, inspect.TopicOptions{SampleSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.Records != 14 || len(rep.Partitions) != 2 || rep.Partitions[0].HighWatermark != 10 {
+		t.Fatalf("partitions: %+v", rep.Partitions)
+	}
+	// The newest 3 of each partition: 0@7..9 and 1@1..3.
+	if rep.Sample.Records != 6 || len(rep.Sample.Malformed) != 2 || rep.Sample.Malformed[0].Offset != 1 || rep.Sample.Malformed[0].Partition != 1 {
+		t.Fatalf("sample: %+v", rep.Sample)
+	}
+	var g *inspect.GroupLag
+	for i := range rep.Groups {
+		if rep.Groups[i].Group == group {
+			g = &rep.Groups[i]
+		}
+	}
+	if g == nil || g.State != "Empty" || g.TotalLag != 6 || len(g.Partitions) != 2 || g.Partitions[0].Lag != 6 || g.Partitions[1].Lag != 0 {
+		t.Fatalf("group %s: %+v", group, g)
+	}
+}
+
+func TestUnknownTopic(t *testing.T) {
+	c := connect(t)
+	missing := inspecttest.Name("nop")
+	_, err := inspect.Topic(ctx(t), c, missing, inspect.TopicOptions{})
+	var ute *kafka.UnknownTopicError
+	if !errors.As(err, &ute) || ute.Topic != missing {
+		t.Fatalf("topic: %v", err)
+	}
+	if _, err := inspect.Validate(ctx(t), c, missing, kafka.Selection{}, inspect.ValidateOptions{}); !errors.As(err, &ute) {
+		t.Fatalf("validate: %v", err)
+	}
+	if _, err := inspect.Aggregate(ctx(t), c, missing, "x", kafka.Selection{}, inspect.AggregateOptions{}); !errors.As(err, &ute) {
+		t.Fatalf("aggregate: %v", err)
+	}
+	if _, err := inspect.Record(ctx(t), c, missing, 0, 0); !errors.As(err, &ute) {
+		t.Fatalf("record: %v", err)
+	}
+}
+
+func TestRecordOutsidePartition(t *testing.T) {
+	c := connect(t)
+	topic := inspecttest.Topic(t, 2)
+	inspecttest.SeedClean(t, topic)
+	for _, tc := range []struct {
+		p    int32
+		o    int64
+		want string
+	}{
+		{0, 10, "offset 10 is outside " + topic + "/0, whose records are at offsets 0..9"},
+		{1, 0, "which holds no records"},
+		{2, 0, "has no partition 2 (partitions 0..1)"},
+	} {
+		_, err := inspect.Record(ctx(t), c, topic, tc.p, tc.o)
+		if fwerr.KindOf(err) != fwerr.KindUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("record %d/%d: %v (kind %v), want usage error with %q", tc.p, tc.o, err, fwerr.KindOf(err), tc.want)
+		}
+	}
+}
