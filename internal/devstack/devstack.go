@@ -138,6 +138,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		kfake.SeedTopics(int32(o.Partitions), TopicTasks, TopicDLQ),
 	)
 	if err != nil {
+		var inUse *PortInUseError
+		if errors.As(err, &inUse) {
+			return nil, inUse // already names the broker
+		}
 		return nil, fmt.Errorf("start the dev broker: %w", err)
 	}
 	s.Addr = s.cluster.ListenAddrs()[0]
