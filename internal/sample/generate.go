@@ -134,6 +134,8 @@ func (g *generator) run() ([]Record, Manifest, error) {
 				AggregateID: id, AggregateVersion: int64(1), Data: newTask(g.r, id, first)}
 		}
 		it := g.item(KindPoison, first.Add(g.ms(0, last.Sub(first).Milliseconds()+1)))
+		at := it.at.Add(-g.ms(3, 250)) // the (broken) event happened just before it was produced
+		ce.Time, ce.Data.UpdatedAt = formatTime(at), formatTime(at)
 		it.bad = &Poison{Key: ce.AggregateID, Kind: kind}
 		switch kind {
 		case PoisonInvalidJSON:

@@ -195,6 +195,12 @@ func TestManifestIsAccurate(t *testing.T) {
 		v := recs[p.Index].Value
 		var obj map[string]json.RawMessage
 		err := json.Unmarshal(v, &obj)
+		if err == nil {
+			var at time.Time
+			if json.Unmarshal(obj["time"], &at) != nil || at.After(recs[p.Index].Timestamp) {
+				t.Errorf("poison %d: time %s is after its record timestamp %v", p.Index, obj["time"], recs[p.Index].Timestamp)
+			}
+		}
 		switch p.Kind {
 		case PoisonInvalidJSON:
 			if err == nil {
