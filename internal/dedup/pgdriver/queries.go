@@ -39,7 +39,9 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	// markers are skipped by ON CONFLICT (never an error), and RETURNING
 	// names the rows this statement inserted.
 	s.claim = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
-SELECT $1, e.event_id, COALESCE(e.processed_at, now()), e.topic, e.partition, e.off, e.aggregate_id, e.aggregate_version
+SELECT $1, e.event_id, COALESCE(e.processed_at, now()),
+       NULLIF(e.topic, ''), CASE WHEN e.topic <> '' THEN e.partition END, CASE WHEN e.topic <> '' THEN e.off END,
+       NULLIF(e.aggregate_id, ''), CASE WHEN e.aggregate_id <> '' THEN e.aggregate_version END
 FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[])
   AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version)
 ON CONFLICT (%[3]s, %[4]s) DO NOTHING
@@ -69,27 +71,28 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	if err != nil {
 		return nil, err
 	}
+	// Plain slices encode without reflection; empty strings become NULL in
+	// the statement. The timestamps go as NULL (now()) unless a marker
+	// sets one; multi-argument unnest pads a NULL array with NULLs.
 	n := len(markers)
 	var (
 		ids      = make([]string, n)
-		times    = make([]*time.Time, n)
-		topics   = make([]*string, n)
-		parts    = make([]*int32, n)
-		offsets  = make([]*int64, n)
-		aggIDs   = make([]*string, n)
-		versions = make([]*int64, n)
+		topics   = make([]string, n)
+		parts    = make([]int32, n)
+		offsets  = make([]int64, n)
+		aggIDs   = make([]string, n)
+		versions = make([]int64, n)
+		times    []*time.Time
 	)
 	for i := range markers {
 		m := &markers[i]
-		ids[i] = m.EventID
+		ids[i], topics[i], parts[i], offsets[i] = m.EventID, m.Topic, m.Partition, m.Offset
+		aggIDs[i], versions[i] = m.AggregateID, m.AggregateVersion
 		if !m.ProcessedAt.IsZero() {
+			if times == nil {
+				times = make([]*time.Time, n)
+			}
 			times[i] = &m.ProcessedAt
-		}
-		if m.Topic != "" {
-			topics[i], parts[i], offsets[i] = &m.Topic, &m.Partition, &m.Offset
-		}
-		if m.AggregateID != "" {
-			aggIDs[i], versions[i] = &m.AggregateID, &m.AggregateVersion
 		}
 	}
 	rows, err := q.Query(ctx, d.sql.claim, consumer, ids, times, topics, parts, offsets, aggIDs, versions)

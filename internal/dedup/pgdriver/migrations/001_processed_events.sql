@@ -10,9 +10,13 @@ CREATE TABLE IF NOT EXISTS {{.Migrations}} (
     PRIMARY KEY (line, version)
 );
 
+-- consumer and event_id are opaque identifiers: byte order ("C") compares
+-- fastest, matches the order Claim sorts a batch in, and cannot change
+-- under an operating-system collation upgrade (which would corrupt the
+-- primary key index).
 CREATE TABLE {{.Table}} (
-    consumer          text        NOT NULL,
-    event_id          text        NOT NULL,
+    consumer          text COLLATE "C" NOT NULL,
+    event_id          text COLLATE "C" NOT NULL,
     processed_at      timestamptz NOT NULL DEFAULT now(),
     topic             text,
     partition         integer,
