@@ -114,6 +114,9 @@ func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output
 		{n.Unversioned, "unversioned", false},
 	} {
 		s := fmt.Sprintf("%d %s", c.n, c.label)
+		if c.label == "duplicates" && n.ConflictingDuplicates > 0 {
+			s += fmt.Sprintf(" (%d conflicting)", n.ConflictingDuplicates)
+		}
 		switch {
 		case c.n == 0:
 		case c.bad:

@@ -138,7 +138,7 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 	st := p.Styles
 	result := st.OK.Render("clean")
 	if !rep.Clean() {
-		result = st.Bad.Render(fmt.Sprintf("%d problems", rep.Problems))
+		result = st.Bad.Render(plural(rep.Problems, "problem"))
 	}
 	var ranges []string
 	for _, r := range rep.Ranges {
@@ -177,4 +177,12 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 		sections = append(sections, findings)
 	}
 	return sections
+}
+
+// plural writes "1 problem", "2 problems".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
