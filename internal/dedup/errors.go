@@ -111,9 +111,9 @@ func containsNUL(s string) bool {
 // IsTransient reports whether err is worth retrying with backoff: the
 // database is unreachable or restarting, the connection broke, a
 // serialization failure or deadlock, or SQLite is busy. Usage errors,
-// ErrNotMigrated and version mismatches are not transient.
+// refused credentials, ErrNotMigrated and version mismatches are not.
 func IsTransient(err error) bool {
-	if err == nil {
+	if err == nil || pgdriver.IsAuthFailure(err) {
 		return false
 	}
 	var ce *ConnectError

@@ -65,7 +65,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	addr := address(pcfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
 	}
 	// The connect timeout covers dialling and authenticating one host; a
 	// little more allows for the ping and for a fallback host.
@@ -73,7 +73,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
 	}
 	return New(pool, cfg.Names), nil
 }
@@ -120,13 +120,21 @@ func address(c pgconn.Config) string {
 }
 
 // connectCause strips pgconn's "failed to connect to `user=… database=…`"
-// prefix: ConnectError says where, the cause says why.
-func connectCause(err error) error {
+// prefix and, for a single host, the "host:port (host):" one: ConnectError
+// says where, the cause says why.
+func connectCause(err error, addr string) error {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		if inner := ce.Unwrap(); inner != nil {
-			return inner
+			err = inner
 		}
+	}
+	// pgconn joins the per-host errors; with one host there is one.
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) == 1 {
+		err = j.Unwrap()[0]
+	}
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), addr+" (") {
+		return inner
 	}
 	return err
 }
@@ -302,6 +310,14 @@ func IsTransient(err error) bool {
 }
 
 func (d *Driver) IsTransient(err error) bool { return IsTransient(err) }
+
+// IsAuthFailure reports a refused login (SQLSTATE class 28: wrong password,
+// unknown role, pg_hba rejection): a configuration error, not worth
+// retrying.
+func IsAuthFailure(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28")
+}
 
 // pgTx adapts pgx.Tx to dedupdriver.Tx.
 type pgTx struct{ tx pgx.Tx }

@@ -182,8 +182,8 @@ func TestConnectErrors(t *testing.T) {
 			if !strings.Contains(msg, tc.addr) || (tc.cause != "" && !strings.Contains(msg, tc.cause)) {
 				t.Fatalf("message %q does not name %s and %q", msg, tc.addr, tc.cause)
 			}
-			if !dedup.IsTransient(err) {
-				t.Fatal("a connect error is not transient")
+			if wantTransient := tc.cause != "28P01"; dedup.IsTransient(err) != wantTransient {
+				t.Fatalf("IsTransient = %v, want %v", !wantTransient, wantTransient)
 			}
 			if elapsed > 8*time.Second {
 				t.Fatalf("Open took %v", elapsed)
