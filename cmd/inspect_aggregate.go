@@ -39,8 +39,9 @@ key is the id. Each event's version is checked against the ones before it:
 
   ok           the first event, or one version above the highest so far
   gap          the version jumped by more than one (versions missing)
-  duplicate    a version seen before: a redelivery of the same event, or a different event
-  regression   a version lower than the highest seen, not seen before
+  duplicate    a version seen before from the same event id (a redelivery, or the same id
+               with a different payload), or another event at the highest version
+  regression   another event with a version lower than the highest seen
   unversioned  the event carries no aggregate version
 
 Malformed records are skipped and counted; those keyed by the aggregate id are listed.`,

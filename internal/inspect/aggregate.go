@@ -18,10 +18,12 @@ const (
 	ContinuityOK = "ok"
 	// ContinuityGap: the version jumped by more than one; GapFrom and GapTo say from where.
 	ContinuityGap = "gap"
-	// ContinuityDuplicate: a version seen before; SameEventID and SamePayload say whether it is
-	// a redelivery of the same event (ordinary under at-least-once) or a conflict.
+	// ContinuityDuplicate: a version seen before, from the same event id (SamePayload says
+	// whether it is a redelivery, ordinary under at-least-once, or a conflict), or from another
+	// event at the highest version so far.
 	ContinuityDuplicate = "duplicate"
-	// ContinuityRegression: a version lower than the highest seen, not seen before.
+	// ContinuityRegression: another event with a version lower than the highest seen (whether
+	// or not that version was seen before), as validate's version_regression.
 	ContinuityRegression = "regression"
 	// ContinuityUnversioned: the event carries no aggregate version.
 	ContinuityUnversioned = "unversioned"
@@ -188,7 +190,9 @@ func annotateContinuity(events []AggregateEvent) ContinuityCounts {
 			continue
 		}
 		v := *e.Version
-		if f, dup := seen[v]; dup {
+		f, dup := seen[v]
+		switch {
+		case dup && (f.id == e.EventID || v >= highest):
 			same, samePayload := f.id == e.EventID, f.payload == e.payload
 			at := f.pos
 			e.Continuity, e.SameEventID, e.SamePayload, e.DuplicateOf = ContinuityDuplicate, &same, &samePayload, &at
@@ -203,6 +207,11 @@ func annotateContinuity(events []AggregateEvent) ContinuityCounts {
 				counts.ConflictingDuplicates++
 			}
 			counts.Duplicates++
+			continue
+		case dup:
+			e.Continuity = ContinuityRegression
+			e.Note = fmt.Sprintf("version %d after version %d (version %d was %s at %d@%d)", v, highest, v, f.id, f.pos.Partition, f.pos.Offset)
+			counts.Regressions++
 			continue
 		}
 		seen[v] = first{id: e.EventID, payload: e.payload, pos: pos}

@@ -26,6 +26,7 @@ func TestAnnotateContinuity(t *testing.T) {
 		{"same id other payload", []ev{{"a", 1, 1}, {"a", 1, 9}}, "ok duplicate", ContinuityCounts{OK: 1, Duplicates: 1, ConflictingDuplicates: 1}},
 		{"other event same version", []ev{{"a", 1, 1}, {"b", 1, 2}}, "ok duplicate", ContinuityCounts{OK: 1, Duplicates: 1, ConflictingDuplicates: 1}},
 		{"regression", []ev{{"a", 1, 1}, {"c", 3, 3}, {"b", 2, 2}}, "ok gap regression", ContinuityCounts{OK: 1, Gaps: 1, Regressions: 1}},
+		{"stale version re-emitted", []ev{{"a", 1, 1}, {"b", 2, 2}, {"c", 3, 3}, {"d", 2, 4}}, "ok ok ok regression", ContinuityCounts{OK: 3, Regressions: 1}},
 		{"unversioned", []ev{{"a", -1, 1}, {"b", 1, 2}, {"c", -1, 3}, {"d", 2, 4}}, "unversioned ok unversioned ok", ContinuityCounts{OK: 2, Unversioned: 2}},
 	}
 	for _, tc := range cases {
