@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
@@ -69,7 +71,8 @@ func freshSchema(t *testing.T) (string, string) {
 }
 
 func TestConformance(t *testing.T) {
-	testDSN(t)
+	// One clear failure when the database is down, not one per subtest.
+	_ = admin(t, testDSN(t)).Close(context.Background())
 	dedupconformance.RunConformance(t, freshSchema)
 }
 
@@ -116,20 +119,26 @@ func TestMigrationNames(t *testing.T) {
 	}
 }
 
-func withPassword(t *testing.T, dsn, password string) string {
-	u, err := url.Parse(dsn)
+// withPassword returns dsn (URL or key=value) with another password, and
+// the host:port it names.
+func withPassword(t *testing.T, dsn, password string) (string, string) {
+	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
-		t.Fatalf("FIELDWORK_TEST_DSN is not a URL: %v", err)
+		t.Fatalf("parse FIELDWORK_TEST_DSN: %v", err)
 	}
-	u.User = url.UserPassword(u.User.Username(), password)
-	return u.String()
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		u.User = url.UserPassword(cfg.User, password)
+		return u.String(), addr
+	}
+	return dsn + " password=" + password, addr // the last setting wins
 }
 
 func TestConnectErrors(t *testing.T) {
 	dsn := testDSN(t)
 	ctx := context.Background()
 	const secret = "S3cret-Never-Shown"
-	u, _ := url.Parse(dsn)
+	wrongPassword, pgAddr := withPassword(t, dsn, secret)
 
 	// A listener that accepts and never answers: Open must give up on its
 	// own, within the connect timeout.
@@ -156,7 +165,7 @@ func TestConnectErrors(t *testing.T) {
 		name, dsn, addr, cause string
 		opts                   dedup.Options
 	}{
-		{"wrong password", withPassword(t, dsn, secret), u.Host, "28P01", dedup.Options{}},
+		{"wrong password", wrongPassword, pgAddr, "28P01", dedup.Options{}},
 		{"refused", "postgres://fieldwork:" + secret + "@" + closedAddr + "/fieldwork?sslmode=disable", closedAddr, "refused", dedup.Options{}},
 		{"unknown host", "postgres://fieldwork:" + secret + "@no-such-host.invalid:5432/fieldwork?sslmode=disable&connect_timeout=3", "no-such-host.invalid:5432", "", dedup.Options{}},
 		{"silent server", "host=127.0.0.1 port=" + strings.Split(silent.Addr().String(), ":")[1] + " user=fieldwork password=" + secret + " sslmode=disable",
