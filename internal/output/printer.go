@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -78,7 +79,8 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 	for i, h := range header {
 		styled[i] = p.Styles.Header.Render(strings.ToUpper(h))
 	}
-	t := tablewriter.NewTable(p.Streams.Out,
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
 			Symbols: tw.NewSymbols(tw.StyleNone),
@@ -101,7 +103,20 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 			return err
 		}
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	// The column padding leaves blanks at the end of every line; drop them.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		trimmed := strings.TrimRight(line, " \n")
+		if strings.HasSuffix(line, "\n") {
+			trimmed += "\n"
+		}
+		if _, err := io.WriteString(p.Streams.Out, trimmed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Section is one block of a detail view in table format: a title and either key/value fields
