@@ -1,0 +1,35 @@
+package dlq
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkParse measures Parse on a typical dead letter of each kind: fieldwork's (event id
+// in a header) and Spring's (event id decoded from the value).
+func BenchmarkParse(b *testing.B) {
+	orig := &kgo.Record{
+		Topic: "tasks", Partition: 3, Offset: 1041, Timestamp: time.UnixMilli(1773480413589), Key: []byte("task-7"),
+		Value: []byte(`{"specversion":"1.0","id":"evt-7","type":"task.created","source":"/tasks","aggregateid":"task-7","aggregateversion":2,"data":{"title":"x"}}`),
+	}
+	fw := NewDeadLetter(orig, Meta{Group: "g", Handler: "h", Reason: ReasonRejected, Error: "no", Attempts: 1})
+	spring := &kgo.Record{Topic: "tasks.DLT", Key: orig.Key, Value: orig.Value, Headers: []kgo.RecordHeader{
+		{Key: SpringOriginalTopic, Value: []byte("tasks")},
+		{Key: SpringOriginalPartition, Value: []byte{0, 0, 0, 3}},
+		{Key: SpringOriginalOffset, Value: []byte{0, 0, 0, 0, 0, 0, 4, 17}},
+		{Key: SpringOriginalTimestamp, Value: []byte{0, 0, 1, 0x9c, 0xeb, 0xab, 0x89, 0x95}},
+		{Key: SpringOriginalConsumerGroup, Value: []byte("g")},
+		{Key: SpringExceptionFQCN, Value: []byte("java.lang.IllegalStateException")},
+		{Key: SpringExceptionMessage, Value: []byte("no")},
+	}}
+	for name, r := range map[string]*kgo.Record{"fieldwork": fw, "spring": spring} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Parse(r)
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package dlq
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
+type Convention string
+
+// The conventions Parse recognises, in the order it prefers them when a record carries the
+// headers of more than one.
+const (
+	ConventionFieldwork Convention = "fieldwork"
+	ConventionSpring    Convention = "spring"
+	ConventionConnect   Convention = "connect"
+	ConventionWatermill Convention = "watermill"
+	ConventionSmallRye  Convention = "smallrye"
+	ConventionUnknown   Convention = "unknown"
+)
+
+// conventionOrder lists the known conventions in order of precedence.
+var conventionOrder = [...]Convention{ConventionFieldwork, ConventionSpring, ConventionConnect, ConventionWatermill, ConventionSmallRye}
+
+// conventionRank is c's index in conventionOrder; c must be one of them.
+func conventionRank(c Convention) int {
+	for i, k := range conventionOrder {
+		if k == c {
+			return i
+		}
+	}
+	panic("dlq: unknown convention " + string(c))
+}
+
+// DeadLetter is one dead-letter record of any convention, normalised. Fields a convention does
+// not carry are zero (nil for the pointers): "not known", never a guess.
+//
+// Key, Value and the header values share memory with the record Parse read.
+type DeadLetter struct {
+	// Topic, Partition, Offset and Timestamp say where the dead letter itself is and when it was
+	// written (the broker timestamp, UTC).
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	// Convention is who wrote it; ConventionUnknown when no dead-letter header is present.
+	Convention Convention `json:"convention"`
+
+	// Where the original record was, as the dead-letter headers say.
+	OriginalTopic     string     `json:"original_topic"`
+	OriginalPartition *int32     `json:"original_partition"`
+	OriginalOffset    *int64     `json:"original_offset"`
+	OriginalTimestamp *time.Time `json:"original_timestamp"`
+
+	// Group is the consumer group that gave up on the record. Handler is the handler (fieldwork,
+	// Watermill), the connector name (Kafka Connect) or the subscriber (Watermill, when no
+	// handler is named).
+	Group   string `json:"group"`
+	Handler string `json:"handler"`
+
+	// Reason is fieldwork's reason (one of Reasons), or one derived from another convention's
+	// headers (a deserialization or converter failure is ReasonMalformed); "" when unknown.
+	Reason string `json:"reason"`
+	// ErrorClass is the exception class (Spring: the cause's class when there is one, since the
+	// exception itself is usually Spring's ListenerExecutionFailedException wrapper).
+	ErrorClass   string `json:"error_class"`
+	ErrorMessage string `json:"error_message"`
+	StackTrace   string `json:"stack_trace"`
+
+	// Attempts is how many times the handler was tried (fieldwork; Spring retry topics), 0 when
+	// unknown. FirstFailedAt and FailedAt bound the failures (fieldwork only).
+	Attempts      int        `json:"attempts"`
+	FirstFailedAt *time.Time `json:"first_failed_at"`
+	FailedAt      *time.Time `json:"failed_at"`
+
+	// EventID is fw.dlq.event_id, else the id envelope.Decode reads from the record (also from
+	// a record it finds malformed, when the id was readable), else "".
+	EventID string `json:"event_id"`
+
+	// Key, Value and Headers are the record's, every header kept in order. JSON: see MarshalJSON.
+	Key     []byte            `json:"key"`
+	Value   []byte            `json:"value"`
+	Headers []envelope.Header `json:"headers"`
+
+	// HeaderProblems lists every header Parse could not read as its convention specifies, and
+	// how it read it anyway when it could (e.g. Spring's partition written as text).
+	HeaderProblems []HeaderProblem `json:"header_problems"`
+
+	// ReplayCount is fw.replay.count: how many times fieldwork has replayed the record.
+	ReplayCount int `json:"replay_count"`
+}
+
+// HeaderProblem names a header that could not be read as its convention specifies.
+type HeaderProblem struct {
+	Header  string `json:"header"`
+	Problem string `json:"problem"`
+}
+
+// Source returns where a replay should send the dead letter back: its original topic, and
+// partition when known. ok is false when the dead letter does not name a valid topic (no
+// known convention, the header missing, or not a legal Kafka topic name).
+func (d DeadLetter) Source() (topic string, partition *int32, ok bool) {
+	if !validTopic(d.OriginalTopic) {
+		return "", nil, false
+	}
+	var p *int32
+	if d.OriginalPartition != nil {
+		v := *d.OriginalPartition
+		p = &v
+	}
+	return d.OriginalTopic, p, true
+}
+
+// validTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of
+// [a-zA-Z0-9._-], and neither "." nor "..".
+func validTopic(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonBytes is how MarshalJSON writes bytes: as text, so that an operator can read them; when
+// they are not printable UTF-8 (binary, like Spring's integers) the exact bytes follow in a
+// sibling *_base64 field, and the text has U+FFFD in place of bytes that are not UTF-8. nil is
+// JSON null.
+func jsonBytes(b []byte) (text *string, exact []byte) {
+	if b == nil {
+		return nil, nil
+	}
+	s := string(b)
+	if printable(s) {
+		return &s, nil
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return &s, b
+}
+
+// printable reports whether s is valid UTF-8 with no control characters but tab, newline and
+// carriage return.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ { // bytes below 0x80 are never part of a longer sequence
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// fromJSONBytes inverts jsonBytes.
+func fromJSONBytes(text *string, exact []byte) []byte {
+	if exact != nil {
+		return exact
+	}
+	if text == nil {
+		return nil
+	}
+	return []byte(*text)
+}
+
+type headerJSON struct {
+	Key         string  `json:"key"`
+	KeyBase64   []byte  `json:"key_base64,omitempty"`
+	Value       *string `json:"value"`
+	ValueBase64 []byte  `json:"value_base64,omitempty"`
+}
+
+// plainDeadLetter has DeadLetter's fields without its methods.
+type plainDeadLetter DeadLetter
+
+// deadLetterJSON is DeadLetter's JSON shape: its own key, value, headers and header_problems
+// fields shadow the embedded ones.
+type deadLetterJSON struct {
+	plainDeadLetter
+	Key            *string         `json:"key"`
+	KeyBase64      []byte          `json:"key_base64,omitempty"`
+	Value          *string         `json:"value"`
+	ValueBase64    []byte          `json:"value_base64,omitempty"`
+	Headers        []headerJSON    `json:"headers"`
+	HeaderProblems []HeaderProblem `json:"header_problems"`
+}
+
+// MarshalJSON writes every field under its snake_case name, pointers as null when unknown.
+// key, value and each header's key and value are text when they are UTF-8 (null when nil);
+// when they are not, the text has U+FFFD in place of each bad sequence and key_base64 /
+// value_base64 hold the exact bytes. headers and header_problems are [] when empty.
+func (d DeadLetter) MarshalJSON() ([]byte, error) {
+	out := deadLetterJSON{plainDeadLetter: plainDeadLetter(d)}
+	out.Key, out.KeyBase64 = jsonBytes(d.Key)
+	out.Value, out.ValueBase64 = jsonBytes(d.Value)
+	out.Headers = make([]headerJSON, len(d.Headers))
+	for i, h := range d.Headers {
+		k, kexact := jsonBytes([]byte(h.Key))
+		out.Headers[i] = headerJSON{Key: *k, KeyBase64: kexact}
+		out.Headers[i].Value, out.Headers[i].ValueBase64 = jsonBytes(h.Value)
+	}
+	out.HeaderProblems = d.HeaderProblems
+	if out.HeaderProblems == nil {
+		out.HeaderProblems = []HeaderProblem{}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *DeadLetter) UnmarshalJSON(b []byte) error {
+	var in deadLetterJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*d = DeadLetter(in.plainDeadLetter)
+	d.Key = fromJSONBytes(in.Key, in.KeyBase64)
+	d.Value = fromJSONBytes(in.Value, in.ValueBase64)
+	d.Headers = nil
+	if len(in.Headers) > 0 {
+		d.Headers = make([]envelope.Header, len(in.Headers))
+		for i, h := range in.Headers {
+			d.Headers[i] = envelope.Header{Key: string(fromJSONBytes(&h.Key, h.KeyBase64)), Value: fromJSONBytes(h.Value, h.ValueBase64)}
+		}
+	}
+	d.HeaderProblems = nil
+	if len(in.HeaderProblems) > 0 {
+		d.HeaderProblems = in.HeaderProblems
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package dlq
+
+import (
+	"bytes"
+	"regexp"
+	"time"
+)
+
+// ReasonUnknown is the Filter.Reasons value that selects dead letters whose Reason is "".
+const ReasonUnknown = "unknown"
+
+// Filter selects dead letters, as `dlq list` flags do. A zero field does not filter; the set
+// fields must all match.
+type Filter struct {
+	// Since and Until bound the dead letter's own timestamp: Since <= Timestamp < Until, the
+	// same bounds kafka.Selection applies through the broker's time index.
+	Since, Until time.Time
+	// Reasons selects any of these reasons; ReasonUnknown selects the dead letters with none.
+	Reasons []string
+	// ErrorRegexp must match the error message or the error class.
+	ErrorRegexp *regexp.Regexp
+	// OriginalTopic, Group and EventID must equal the dead letter's.
+	OriginalTopic, Group, EventID string
+	// Key must equal the record key byte for byte; nil does not filter (an empty non-nil Key
+	// selects empty and absent keys).
+	Key []byte
+}
+
+// Match reports whether d passes every set field of f.
+func (f Filter) Match(d DeadLetter) bool {
+	if !f.Since.IsZero() && d.Timestamp.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !d.Timestamp.Before(f.Until) {
+		return false
+	}
+	if len(f.Reasons) > 0 && !f.matchReason(d.Reason) {
+		return false
+	}
+	if f.ErrorRegexp != nil && !f.ErrorRegexp.MatchString(d.ErrorMessage) && !f.ErrorRegexp.MatchString(d.ErrorClass) {
+		return false
+	}
+	if f.OriginalTopic != "" && d.OriginalTopic != f.OriginalTopic {
+		return false
+	}
+	if f.Group != "" && d.Group != f.Group {
+		return false
+	}
+	if f.EventID != "" && d.EventID != f.EventID {
+		return false
+	}
+	if f.Key != nil && !bytes.Equal(d.Key, f.Key) {
+		return false
+	}
+	return true
+}
+
+func (f Filter) matchReason(reason string) bool {
+	for _, r := range f.Reasons {
+		if r == reason || reason == "" && r == ReasonUnknown {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package dlq
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// encodeHeaders and decodeHeaders carry headers through the fuzzer as one byte string: per
+// header, a length byte and the key, then a length byte and the value (255: a nil value).
+// Longer keys and values are cut to 254 bytes; a truncated tail is read as far as it goes.
+func encodeHeaders(headers []kgo.RecordHeader) []byte {
+	var b []byte
+	for _, h := range headers {
+		k := h.Key[:min(len(h.Key), 254)]
+		b = append(b, byte(len(k)))
+		b = append(b, k...)
+		if h.Value == nil {
+			b = append(b, 255)
+			continue
+		}
+		v := h.Value[:min(len(h.Value), 254)]
+		b = append(b, byte(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+func decodeHeaders(b []byte) []kgo.RecordHeader {
+	var out []kgo.RecordHeader
+	take := func() ([]byte, bool) {
+		if len(b) == 0 {
+			return nil, false
+		}
+		n := int(b[0])
+		b = b[1:]
+		if n == 255 {
+			return nil, true
+		}
+		n = min(n, len(b))
+		v := b[:n:n]
+		b = b[n:]
+		return v, true
+	}
+	for len(b) > 0 {
+		k, _ := take()
+		v, ok := take()
+		if !ok {
+			v = []byte{}
+		}
+		out = append(out, kgo.RecordHeader{Key: string(k), Value: v})
+	}
+	return out
+}
+
+// FuzzParse feeds Parse records whose headers (keys and values) and value are arbitrary,
+// seeded from every fixture in testdata/dlq. It asserts that Parse never panics, keeps the
+// record's bytes, gives results that survive a JSON round trip and obey the package's
+// guarantees (checkInvariants), and is deterministic; and that stripping the dead-letter
+// headers leaves a record Parse sees as of no convention.
+func FuzzParse(f *testing.F) {
+	for _, file := range fixtureFiles(f) {
+		for _, fx := range loadFixtures(f, file) {
+			r := fx.Record.record(f)
+			f.Add(encodeHeaders(r.Headers), r.Value)
+		}
+	}
+	// One header of every kind, so that the fuzzer starts from each convention's keys.
+	var every []kgo.RecordHeader
+	for _, k := range allDeadLetterHeaders {
+		every = append(every, kgo.RecordHeader{Key: k, Value: []byte{0, 0, 0, 1}})
+	}
+	f.Add(encodeHeaders(every), []byte(nil))
+
+	f.Fuzz(func(t *testing.T, rawHeaders, value []byte) {
+		r := &kgo.Record{
+			Topic: "fuzz.dlq", Partition: 1, Offset: 2, Timestamp: time.UnixMilli(1773480420001),
+			Key: []byte("k"), Value: value, Headers: decodeHeaders(rawHeaders),
+		}
+		d := Parse(r)
+		checkInvariants(t, r, d)
+		if again := Parse(r); !reflect.DeepEqual(again, d) {
+			t.Fatalf("not deterministic:\n%+v\n%+v", d, again)
+		}
+		stripped := *r
+		stripped.Headers = StripDeadLetterHeaders(r.Headers)
+		for _, h := range stripped.Headers {
+			if IsDeadLetterHeader(h.Key) {
+				t.Fatalf("stripped headers keep %q", h.Key)
+			}
+		}
+		if s := Parse(&stripped); s.Convention != ConventionUnknown {
+			t.Fatalf("after stripping, convention %s from %q", s.Convention, stripped.Headers)
+		}
+	})
+}

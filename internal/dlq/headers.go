@@ -1,0 +1,156 @@
+package dlq
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Every header name the package reads or writes is named here, in one place.
+
+// fieldwork's own dead-letter headers (DESIGN.md 3.2). All values are UTF-8 text; times are
+// RFC 3339 in UTC with up to nanosecond precision, numbers are decimal.
+const (
+	HeaderPrefix        = "fw.dlq."
+	HeaderTopic         = "fw.dlq.topic"           // the original record's topic
+	HeaderPartition     = "fw.dlq.partition"       // its partition
+	HeaderOffset        = "fw.dlq.offset"          // its offset
+	HeaderTimestamp     = "fw.dlq.timestamp"       // its timestamp
+	HeaderGroup         = "fw.dlq.group"           // the consumer group that gave up on it
+	HeaderHandler       = "fw.dlq.handler"         // the handler that failed
+	HeaderEventID       = "fw.dlq.event_id"        // the event id, when readable
+	HeaderReason        = "fw.dlq.reason"          // one of the Reason* values
+	HeaderError         = "fw.dlq.error"           // the error message
+	HeaderAttempts      = "fw.dlq.attempts"        // how many times the handler was tried
+	HeaderFirstFailedAt = "fw.dlq.first_failed_at" // when the first attempt failed
+	HeaderFailedAt      = "fw.dlq.failed_at"       // when the last attempt failed
+)
+
+// The values of fw.dlq.reason.
+const (
+	// ReasonMalformed: the record is not a recognisable event (envelope.MalformedError).
+	ReasonMalformed = "malformed"
+	// ReasonUnsupported: a well-formed event the handler has no code for (unknown type or
+	// schema version).
+	ReasonUnsupported = "unsupported"
+	// ReasonRejected: the handler refused the event permanently.
+	ReasonRejected = "rejected"
+	// ReasonExhausted: a temporary failure outlasted its retries.
+	ReasonExhausted = "exhausted"
+)
+
+// Reasons lists the fw.dlq.reason values in a stable order.
+var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted}
+
+// Replay provenance headers (DESIGN.md 3.3), written by the replay package on every replayed
+// record. They are not dead-letter headers: a replay keeps them.
+const (
+	ReplayHeaderPrefix = "fw.replay."
+	ReplayHeaderID     = "fw.replay.id"     // the replay run
+	ReplayHeaderSource = "fw.replay.source" // topic/partition/offset the record was read from
+	ReplayHeaderCount  = "fw.replay.count"  // previous count + 1, decimal
+	ReplayHeaderAt     = "fw.replay.at"     // when it was replayed, RFC 3339
+	ReplayHeaderReason = "fw.replay.reason" // why, as the operator said
+)
+
+// Spring Kafka's DeadLetterPublishingRecoverer. Partition is a 4-byte big-endian int, offset
+// and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key
+// exception headers are written instead of the exception headers when the key failed to
+// deserialize. The retry_topic-* headers come from Spring's non-blocking retries.
+const (
+	SpringPrefix                = "kafka_dlt-"
+	SpringOriginalTopic         = "kafka_dlt-original-topic"
+	SpringOriginalPartition     = "kafka_dlt-original-partition"
+	SpringOriginalOffset        = "kafka_dlt-original-offset"
+	SpringOriginalTimestamp     = "kafka_dlt-original-timestamp"
+	SpringOriginalTimestampType = "kafka_dlt-original-timestamp-type"
+	SpringOriginalConsumerGroup = "kafka_dlt-original-consumer-group"
+	SpringExceptionFQCN         = "kafka_dlt-exception-fqcn"
+	SpringExceptionCauseFQCN    = "kafka_dlt-exception-cause-fqcn"
+	SpringExceptionMessage      = "kafka_dlt-exception-message"
+	SpringExceptionStacktrace   = "kafka_dlt-exception-stacktrace"
+	SpringKeyExceptionFQCN      = "kafka_dlt-key-exception-fqcn"
+	SpringKeyExceptionMessage   = "kafka_dlt-key-exception-message"
+	SpringKeyExceptionStack     = "kafka_dlt-key-exception-stacktrace"
+	SpringRetryPrefix           = "retry_topic-"
+	SpringRetryAttempts         = "retry_topic-attempts"
+)
+
+// Kafka Connect's dead-letter queue reporter (errors.deadletterqueue.context.headers.enable).
+// All values are UTF-8 text.
+const (
+	ConnectPrefix              = "__connect.errors."
+	ConnectTopic               = "__connect.errors.topic"
+	ConnectPartition           = "__connect.errors.partition"
+	ConnectOffset              = "__connect.errors.offset"
+	ConnectConnectorName       = "__connect.errors.connector.name"
+	ConnectTaskID              = "__connect.errors.task.id"
+	ConnectStage               = "__connect.errors.stage"
+	ConnectClassName           = "__connect.errors.class.name"
+	ConnectExceptionClassName  = "__connect.errors.exception.class.name"
+	ConnectExceptionMessage    = "__connect.errors.exception.message"
+	ConnectExceptionStacktrace = "__connect.errors.exception.stacktrace"
+)
+
+// Watermill's PoisonQueue middleware (metadata, which its Kafka marshaler writes as headers).
+const (
+	WatermillTopic      = "topic_poisoned"
+	WatermillHandler    = "handler_poisoned"
+	WatermillSubscriber = "subscriber_poisoned"
+	WatermillReason     = "reason_poisoned"
+)
+
+// SmallRye Reactive Messaging's Kafka dead-letter-queue failure strategy (Quarkus). All values
+// are UTF-8 text. The deserialization-failure-* headers come from its failure handler and
+// ride along on dead letters of records that could not be deserialized.
+const (
+	SmallRyePrefix                = "dead-letter-"
+	SmallRyeTopic                 = "dead-letter-topic"
+	SmallRyePartition             = "dead-letter-partition"
+	SmallRyeOffset                = "dead-letter-offset"
+	SmallRyeReason                = "dead-letter-reason"
+	SmallRyeCause                 = "dead-letter-cause"
+	SmallRyeExceptionClassName    = "dead-letter-exception-class-name"
+	SmallRyeCauseClassName        = "dead-letter-cause-class-name"
+	SmallRyeDeserializationPrefix = "deserialization-failure-"
+	SmallRyeDeserializationReason = "deserialization-failure-reason"
+)
+
+// IsDeadLetterHeader reports whether key is a dead-letter header of any convention the package
+// knows: fw.dlq.*, kafka_dlt-* and retry_topic-* (Spring), __connect.errors.* (Kafka Connect),
+// the four *_poisoned keys (Watermill), dead-letter-* and deserialization-failure-* (SmallRye).
+// Keys compare ignoring ASCII case. Replay provenance headers (fw.replay.*) are not dead-letter
+// headers, nor is anything else the original producer wrote.
+func IsDeadLetterHeader(key string) bool {
+	return conventionOfHeader(strings.ToLower(key)) != ""
+}
+
+// StripDeadLetterHeaders returns the headers that are not dead-letter headers, in their order,
+// sharing their values with h. It returns a new slice; h is not modified. The result is nil
+// when nothing is left.
+func StripDeadLetterHeaders(h []kgo.RecordHeader) []kgo.RecordHeader {
+	var out []kgo.RecordHeader
+	for _, hd := range h {
+		if !IsDeadLetterHeader(hd.Key) {
+			out = append(out, hd)
+		}
+	}
+	return out
+}
+
+// conventionOfHeader names the convention a lower-case header key belongs to, "" for none.
+func conventionOfHeader(lower string) Convention {
+	switch {
+	case strings.HasPrefix(lower, HeaderPrefix):
+		return ConventionFieldwork
+	case strings.HasPrefix(lower, SpringPrefix), strings.HasPrefix(lower, SpringRetryPrefix):
+		return ConventionSpring
+	case strings.HasPrefix(lower, ConnectPrefix):
+		return ConventionConnect
+	case lower == WatermillTopic, lower == WatermillHandler, lower == WatermillSubscriber, lower == WatermillReason:
+		return ConventionWatermill
+	case strings.HasPrefix(lower, SmallRyePrefix), strings.HasPrefix(lower, SmallRyeDeserializationPrefix):
+		return ConventionSmallRye
+	}
+	return ""
+}

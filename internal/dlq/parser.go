@@ -1,0 +1,424 @@
+package dlq
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// hdr identifies a header Parse reads.
+type hdr int
+
+const (
+	hFwTopic hdr = iota
+	hFwPartition
+	hFwOffset
+	hFwTimestamp
+	hFwGroup
+	hFwHandler
+	hFwEventID
+	hFwReason
+	hFwError
+	hFwAttempts
+	hFwFirstFailedAt
+	hFwFailedAt
+	hReplayCount
+	hSpringTopic
+	hSpringPartition
+	hSpringOffset
+	hSpringTimestamp
+	hSpringGroup
+	hSpringFQCN
+	hSpringCauseFQCN
+	hSpringMessage
+	hSpringStacktrace
+	hSpringKeyFQCN
+	hSpringKeyMessage
+	hSpringKeyStacktrace
+	hSpringRetryAttempts
+	hConnectTopic
+	hConnectPartition
+	hConnectOffset
+	hConnectConnector
+	hConnectStage
+	hConnectExceptionClass
+	hConnectExceptionMessage
+	hConnectExceptionStack
+	hWatermillTopic
+	hWatermillHandler
+	hWatermillSubscriber
+	hWatermillReason
+	hSmallRyeTopic
+	hSmallRyePartition
+	hSmallRyeOffset
+	hSmallRyeReason
+	hSmallRyeCause
+	hSmallRyeExceptionClass
+	hSmallRyeCauseClass
+	hSmallRyeDeserializationReason
+	numHdr
+)
+
+// hdrByKey maps the lower-case key of every header Parse reads to its hdr.
+var hdrByKey = map[string]hdr{
+	HeaderTopic:                   hFwTopic,
+	HeaderPartition:               hFwPartition,
+	HeaderOffset:                  hFwOffset,
+	HeaderTimestamp:               hFwTimestamp,
+	HeaderGroup:                   hFwGroup,
+	HeaderHandler:                 hFwHandler,
+	HeaderEventID:                 hFwEventID,
+	HeaderReason:                  hFwReason,
+	HeaderError:                   hFwError,
+	HeaderAttempts:                hFwAttempts,
+	HeaderFirstFailedAt:           hFwFirstFailedAt,
+	HeaderFailedAt:                hFwFailedAt,
+	ReplayHeaderCount:             hReplayCount,
+	SpringOriginalTopic:           hSpringTopic,
+	SpringOriginalPartition:       hSpringPartition,
+	SpringOriginalOffset:          hSpringOffset,
+	SpringOriginalTimestamp:       hSpringTimestamp,
+	SpringOriginalConsumerGroup:   hSpringGroup,
+	SpringExceptionFQCN:           hSpringFQCN,
+	SpringExceptionCauseFQCN:      hSpringCauseFQCN,
+	SpringExceptionMessage:        hSpringMessage,
+	SpringExceptionStacktrace:     hSpringStacktrace,
+	SpringKeyExceptionFQCN:        hSpringKeyFQCN,
+	SpringKeyExceptionMessage:     hSpringKeyMessage,
+	SpringKeyExceptionStack:       hSpringKeyStacktrace,
+	SpringRetryAttempts:           hSpringRetryAttempts,
+	ConnectTopic:                  hConnectTopic,
+	ConnectPartition:              hConnectPartition,
+	ConnectOffset:                 hConnectOffset,
+	ConnectConnectorName:          hConnectConnector,
+	ConnectStage:                  hConnectStage,
+	ConnectExceptionClassName:     hConnectExceptionClass,
+	ConnectExceptionMessage:       hConnectExceptionMessage,
+	ConnectExceptionStacktrace:    hConnectExceptionStack,
+	WatermillTopic:                hWatermillTopic,
+	WatermillHandler:              hWatermillHandler,
+	WatermillSubscriber:           hWatermillSubscriber,
+	WatermillReason:               hWatermillReason,
+	SmallRyeTopic:                 hSmallRyeTopic,
+	SmallRyePartition:             hSmallRyePartition,
+	SmallRyeOffset:                hSmallRyeOffset,
+	SmallRyeReason:                hSmallRyeReason,
+	SmallRyeCause:                 hSmallRyeCause,
+	SmallRyeExceptionClassName:    hSmallRyeExceptionClass,
+	SmallRyeCauseClassName:        hSmallRyeCauseClass,
+	SmallRyeDeserializationReason: hSmallRyeDeserializationReason,
+}
+
+// parser reads one record's headers into a DeadLetter.
+type parser struct {
+	d *DeadLetter
+	// firstAt and lastAt are 1 + the index in d.Headers of the first and last header of each
+	// hdr, 0 when absent.
+	firstAt, lastAt [numHdr]int
+}
+
+// asciiLower lower-cases ASCII letters only, so that keys compare ignoring ASCII case while
+// every other byte (including invalid UTF-8) stays as it is. It allocates only when s has an
+// upper-case letter.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// index copies the headers into d.Headers, finds the headers Parse reads and decides the
+// convention. Conventions that lose to a preferred one are listed as problems.
+func (p *parser) index(headers []kgo.RecordHeader) {
+	if len(headers) == 0 {
+		return
+	}
+	p.d.Headers = make([]envelope.Header, len(headers))
+	var firstOf [len(conventionOrder)]int // 1 + index of the convention's first header, 0: none
+	for i, h := range headers {
+		p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		lower := asciiLower(h.Key)
+		if c := conventionOfHeader(lower); c != "" {
+			if k := conventionRank(c); firstOf[k] == 0 {
+				firstOf[k] = i + 1
+			}
+		}
+		if id, ok := hdrByKey[lower]; ok {
+			if p.firstAt[id] == 0 {
+				p.firstAt[id] = i + 1
+			}
+			p.lastAt[id] = i + 1
+		}
+	}
+	for k, c := range conventionOrder {
+		if firstOf[k] == 0 {
+			continue
+		}
+		if p.d.Convention == ConventionUnknown {
+			p.d.Convention = c
+			continue
+		}
+		p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{
+			Header:  p.d.Headers[firstOf[k]-1].Key,
+			Problem: fmt.Sprintf("not read: the record also has %s dead-letter headers, which take precedence over %s ones", p.d.Convention, c),
+		})
+	}
+}
+
+func (p *parser) first(id hdr) ([]byte, bool) {
+	if i := p.firstAt[id]; i > 0 {
+		return p.d.Headers[i-1].Value, true
+	}
+	return nil, false
+}
+
+func (p *parser) last(id hdr) ([]byte, bool) {
+	if i := p.lastAt[id]; i > 0 {
+		return p.d.Headers[i-1].Value, true
+	}
+	return nil, false
+}
+
+// key returns the key of the header id as it was written (the last one with that key).
+func (p *parser) key(id hdr) string {
+	if i := p.lastAt[id]; i > 0 {
+		return p.d.Headers[i-1].Key
+	}
+	return ""
+}
+
+func (p *parser) problemf(id hdr, format string, args ...any) {
+	p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{Header: p.key(id), Problem: fmt.Sprintf(format, args...)})
+}
+
+type lookup func(hdr) ([]byte, bool)
+
+// text reads a UTF-8 header; "" when absent. Bytes that are not UTF-8 become U+FFFD and are
+// listed as a problem.
+func (p *parser) text(id hdr, get lookup) string {
+	v, ok := get(id)
+	if !ok {
+		return ""
+	}
+	return p.textOf(id, v)
+}
+
+func (p *parser) textOf(id hdr, v []byte) string {
+	s := string(v)
+	if !utf8.ValidString(s) {
+		p.problemf(id, "not valid UTF-8 at byte %d: read with U+FFFD in its place", invalidUTF8At(v))
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// invalidUTF8At returns the 0-based index of the first byte of v that does not start a valid
+// UTF-8 sequence.
+func invalidUTF8At(v []byte) int {
+	for i := 0; i < len(v); {
+		r, size := utf8.DecodeRune(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// topic reads a topic-name header; a name Kafka would not accept is kept and listed.
+func (p *parser) topic(id hdr, get lookup) string {
+	t := p.text(id, get)
+	if _, present := get(id); present && !validTopic(t) {
+		p.problemf(id, "%s is not a valid topic name", quote(t))
+	}
+	return t
+}
+
+// decimal reads a decimal integer that fits in bits bits (sign included), spaces around it
+// allowed.
+func (p *parser) decimal(id hdr, v []byte, bits int) (int64, bool) {
+	s := strings.TrimSpace(p.textOf(id, v))
+	if s == "" {
+		p.problemf(id, "empty: want a decimal integer")
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, bits+1)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			p.problemf(id, "integer out of range: %s", quote(s))
+		} else {
+			p.problemf(id, "not an integer: %s", quote(s))
+		}
+		return 0, false
+	}
+	return n, true
+}
+
+func (p *parser) decimalPartition(id hdr, get lookup) *int32 {
+	v, ok := get(id)
+	if !ok {
+		return nil
+	}
+	n, ok := p.decimal(id, v, 31)
+	if !ok {
+		return nil
+	}
+	return p.partition(id, n)
+}
+
+func (p *parser) decimalOffset(id hdr, get lookup) *int64 {
+	v, ok := get(id)
+	if !ok {
+		return nil
+	}
+	n, ok := p.decimal(id, v, 63)
+	if !ok {
+		return nil
+	}
+	return p.offset(id, n)
+}
+
+// partition checks a partition number read from a header.
+func (p *parser) partition(id hdr, n int64) *int32 {
+	if n < 0 || n > 1<<31-1 {
+		p.problemf(id, "partition %d out of range", n)
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+// offset checks an offset read from a header.
+func (p *parser) offset(id hdr, n int64) *int64 {
+	if n < 0 {
+		p.problemf(id, "negative offset %d", n)
+		return nil
+	}
+	return &n
+}
+
+// epochMillis turns a Spring timestamp into a time. -1 is Kafka's "no timestamp": nil, and
+// not a problem.
+func (p *parser) epochMillis(id hdr, ms int64) *time.Time {
+	if ms == -1 {
+		return nil
+	}
+	if ms < 0 {
+		p.problemf(id, "negative timestamp %d", ms)
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
+}
+
+// rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
+func (p *parser) rfc3339(id hdr) *time.Time {
+	v, ok := p.last(id)
+	if !ok {
+		return nil
+	}
+	s := strings.TrimSpace(p.textOf(id, v))
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		p.problemf(id, "not an RFC 3339 time: %s", quote(s))
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// bigEndian reads the width-byte (4 or 8) big-endian integer a Spring header holds. Some
+// producers write other shapes; each is read, and listed as a problem: decimal text, a 4-byte
+// int where 8 bytes are due and an 8-byte one where 4 are due. Any other length is a problem
+// and not read.
+//
+// width bytes that are all ASCII digits are read as decimal text: as a big-endian int they
+// would be at least 0x30303030 (808,464,432), beyond any real partition, offset or epoch
+// millisecond.
+func (p *parser) bigEndian(id hdr, v []byte, width int) (int64, bool) {
+	if len(v) == width && !allDigits(v) {
+		if width == 4 {
+			return int64(int32(binary.BigEndian.Uint32(v))), true
+		}
+		return int64(binary.BigEndian.Uint64(v)), true
+	}
+	if s := bytes.TrimSpace(v); len(s) > 0 && isDecimal(s) {
+		n, err := strconv.ParseInt(string(s), 10, width*8)
+		if err != nil {
+			p.problemf(id, "want %d big-endian bytes, got decimal text %s, out of range", width, quote(string(s)))
+			return 0, false
+		}
+		p.problemf(id, "want %d big-endian bytes, got decimal text %s: read as %d", width, quote(string(s)), n)
+		return n, true
+	}
+	switch {
+	case width == 4 && len(v) == 8:
+		n := int64(binary.BigEndian.Uint64(v))
+		if n < -1<<31 || n > 1<<31-1 {
+			p.problemf(id, "want 4 bytes, got 8 holding %d, out of range", n)
+			return 0, false
+		}
+		p.problemf(id, "want 4 bytes, got 8: read as a big-endian int64, %d", n)
+		return n, true
+	case width == 8 && len(v) == 4:
+		n := int64(int32(binary.BigEndian.Uint32(v)))
+		p.problemf(id, "want 8 bytes, got 4: read as a big-endian int32, %d", n)
+		return n, true
+	}
+	p.problemf(id, "want %d bytes, got %d", width, len(v))
+	return 0, false
+}
+
+// bigEndianAnyWidth reads a 1- to 8-byte big-endian two's complement integer (Java's
+// BigInteger.toByteArray), or decimal text (listed as a problem).
+func (p *parser) bigEndianAnyWidth(id hdr, v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 8 {
+		if s := bytes.TrimSpace(v); len(s) > 0 && isDecimal(s) {
+			return p.bigEndian(id, v, 8)
+		}
+		p.problemf(id, "want 1 to 8 big-endian bytes, got %d", len(v))
+		return 0, false
+	}
+	var n int64
+	if v[0]&0x80 != 0 {
+		n = -1
+	}
+	for _, b := range v {
+		n = n<<8 | int64(b)
+	}
+	return n, true
+}
+
+func allDigits(v []byte) bool {
+	for _, b := range v {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+// isDecimal reports whether s is an optional '-' followed by ASCII digits.
+func isDecimal(s []byte) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	return allDigits(s)
+}

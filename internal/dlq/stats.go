@@ -1,0 +1,253 @@
+package dlq
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// StatsKey is a field Stats can group dead letters by. Its values are the JSON field names.
+type StatsKey string
+
+// The fields Stats groups by.
+const (
+	ByTopic         StatsKey = "topic"          // the dead-letter topic
+	ByOriginalTopic StatsKey = "original_topic" // the topic the record failed on
+	ByReason        StatsKey = "reason"
+	ByErrorClass    StatsKey = "error_class"
+	ByGroup         StatsKey = "group"
+)
+
+// StatsKeys lists every StatsKey in a stable order.
+var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup}
+
+// ParseStatsKeys reads a comma-separated list of StatsKey names ("topic,reason"), as
+// `--group-by` takes it. An unknown or repeated name is a usage error; "" is none.
+func ParseStatsKeys(s string) ([]StatsKey, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []StatsKey
+	for name := range strings.SplitSeq(s, ",") {
+		k := StatsKey(strings.TrimSpace(name))
+		if !slices.Contains(StatsKeys, k) {
+			return nil, fwerr.Usagef("cannot group by %q: want some of %s", k, joinKeys(StatsKeys))
+		}
+		if slices.Contains(out, k) {
+			return nil, fwerr.Usagef("%q is named twice in the grouping", k)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func joinKeys(keys []StatsKey) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// groupKey holds a dead letter's value of each StatsKey, indexed as StatsKeys; a key not
+// grouped by stays "".
+type groupKey [5]string
+
+// Stats aggregates dead letters as they stream past, grouped by chosen StatsKeys. It keeps
+// one GroupStats per distinct group and nothing per record, so its memory is bounded by the
+// number of groups whatever the number of records. It is not safe for concurrent use.
+type Stats struct {
+	by     []StatsKey
+	index  []int // index in StatsKeys of each of by
+	since  time.Time
+	window time.Duration
+	groups map[groupKey]*GroupStats
+}
+
+// NewStats returns an empty aggregator grouping by the keys in by (none: one group of
+// everything). The rate counts dead letters whose timestamp is at or after now-window
+// (later ones included: clocks drift); a window of 0 computes no rate. A key that is not a
+// StatsKey, or repeated, is a usage error.
+func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error) {
+	s := &Stats{by: slices.Clone(by), window: window, groups: map[groupKey]*GroupStats{}}
+	for i, k := range by {
+		j := slices.Index(StatsKeys, k)
+		if j < 0 {
+			return nil, fwerr.Usagef("cannot group by %q: want some of %s", k, joinKeys(StatsKeys))
+		}
+		if slices.Contains(by[:i], k) {
+			return nil, fwerr.Usagef("%q is named twice in the grouping", k)
+		}
+		s.index = append(s.index, j)
+	}
+	if window < 0 {
+		return nil, fwerr.Usagef("the rate window %s is negative", window)
+	}
+	if window > 0 {
+		s.since = now.Add(-window)
+	}
+	return s, nil
+}
+
+// Add counts one dead letter. A zero timestamp counts toward Count only.
+func (s *Stats) Add(d DeadLetter) {
+	var k groupKey
+	for _, j := range s.index {
+		k[j] = keyValue(d, StatsKeys[j])
+	}
+	g := s.groups[k]
+	if g == nil {
+		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4]}
+		s.groups[k] = g
+	}
+	g.Count++
+	t := d.Timestamp
+	if t.IsZero() {
+		return
+	}
+	if g.Oldest.IsZero() || t.Before(g.Oldest) {
+		g.Oldest = t
+	}
+	if g.Newest.IsZero() || t.After(g.Newest) {
+		g.Newest = t
+	}
+	if s.window > 0 && !t.Before(s.since) {
+		g.InWindow++
+	}
+}
+
+func keyValue(d DeadLetter, k StatsKey) string {
+	switch k {
+	case ByTopic:
+		return d.Topic
+	case ByOriginalTopic:
+		return d.OriginalTopic
+	case ByReason:
+		return d.Reason
+	case ByErrorClass:
+		return d.ErrorClass
+	case ByGroup:
+		return d.Group
+	}
+	return ""
+}
+
+// Groups is the number of groups so far.
+func (s *Stats) Groups() int { return len(s.groups) }
+
+// Result returns a copy of every group, the largest count first, then by the grouped values
+// in the order of the grouping.
+func (s *Stats) Result() []GroupStats {
+	out := make([]GroupStats, 0, len(s.groups))
+	for _, g := range s.groups {
+		r := *g
+		if s.window > 0 {
+			r.RatePerHour = float64(r.InWindow) / s.window.Hours()
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b GroupStats) int {
+		if a.Count != b.Count {
+			if a.Count > b.Count {
+				return -1
+			}
+			return 1
+		}
+		for _, k := range s.by {
+			if c := strings.Compare(a.Value(k), b.Value(k)); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out
+}
+
+// GroupStats is one group's aggregate. Only the grouped-by fields are meaningful among Topic,
+// OriginalTopic, Reason, ErrorClass and Group; the others are "".
+type GroupStats struct {
+	Topic, OriginalTopic, Reason, ErrorClass, Group string
+	// Count is the number of dead letters in the group.
+	Count int64
+	// Oldest and Newest are the earliest and latest dead-letter timestamps (zero when no
+	// record had one).
+	Oldest, Newest time.Time
+	// InWindow counts the dead letters in the rate window, and RatePerHour is InWindow over
+	// the window's length in hours; both 0 without a window.
+	InWindow    int64
+	RatePerHour float64
+
+	by []StatsKey
+}
+
+// By returns the keys the group was made by.
+func (g GroupStats) By() []StatsKey { return slices.Clone(g.by) }
+
+// Value returns the group's value of k.
+func (g GroupStats) Value(k StatsKey) string {
+	switch k {
+	case ByTopic:
+		return g.Topic
+	case ByOriginalTopic:
+		return g.OriginalTopic
+	case ByReason:
+		return g.Reason
+	case ByErrorClass:
+		return g.ErrorClass
+	case ByGroup:
+		return g.Group
+	}
+	return ""
+}
+
+// MarshalJSON writes the grouped-by fields in the order of the grouping, then count, oldest,
+// newest (null when unknown), in_window and rate_per_hour.
+func (g GroupStats) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	field := func(name string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		name2, _ := json.Marshal(name)
+		b.Write(name2)
+		b.WriteByte(':')
+		b.Write(enc)
+		return nil
+	}
+	timeOrNil := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t
+	}
+	for _, k := range g.by {
+		if err := field(string(k), g.Value(k)); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+	}{
+		{"count", g.Count},
+		{"oldest", timeOrNil(g.Oldest)},
+		{"newest", timeOrNil(g.Newest)},
+		{"in_window", g.InWindow},
+		{"rate_per_hour", g.RatePerHour},
+	} {
+		if err := field(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
