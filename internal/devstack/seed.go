@@ -3,11 +3,11 @@ package devstack
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
@@ -55,22 +55,7 @@ type PoisonRecord struct {
 	Offset    int64  `json:"offset"`
 }
 
-// Dead-letter headers of fieldwork's convention (DESIGN.md 3.2), written on the seeded
-// dead letters as `fieldwork consume` would write them.
 const (
-	hdrTopic         = "fw.dlq.topic"
-	hdrPartition     = "fw.dlq.partition"
-	hdrOffset        = "fw.dlq.offset"
-	hdrTimestamp     = "fw.dlq.timestamp"
-	hdrGroup         = "fw.dlq.group"
-	hdrHandler       = "fw.dlq.handler"
-	hdrEventID       = "fw.dlq.event_id"
-	hdrReason        = "fw.dlq.reason"
-	hdrError         = "fw.dlq.error"
-	hdrAttempts      = "fw.dlq.attempts"
-	hdrFirstFailedAt = "fw.dlq.first_failed_at"
-	hdrFailedAt      = "fw.dlq.failed_at"
-
 	// seededGroup and seededHandler name the consumer the seeded dead letters pretend to
 	// come from.
 	seededGroup   = "task-projection"
@@ -132,7 +117,7 @@ func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 		tasks.PerPartition[r.Partition]++
 	}
 
-	dlq := TopicSeed{Topic: TopicDLQ, Partitions: o.Partitions, PerPartition: make([]int, o.Partitions)}
+	dlqSeed := TopicSeed{Topic: TopicDLQ, Partitions: o.Partitions, PerPartition: make([]int, o.Partitions)}
 	var dead []*kgo.Record
 	for _, p := range m.Poison {
 		orig := krs[p.Index]
@@ -145,10 +130,10 @@ func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 		}
 	}
 	for _, r := range dead {
-		dlq.PerPartition[r.Partition]++
+		dlqSeed.PerPartition[r.Partition]++
 	}
-	dlq.Records, dlq.Poison, dlq.DeadLetters = len(dead), len(dead), len(dead)
-	s.Topics = []TopicSeed{tasks, dlq}
+	dlqSeed.Records, dlqSeed.Poison, dlqSeed.DeadLetters = len(dead), len(dead), len(dead)
+	s.Topics = []TopicSeed{tasks, dlqSeed}
 	return s, nil
 }
 
@@ -162,22 +147,14 @@ func deadLetter(orig *kgo.Record, p sample.Poison) *kgo.Record {
 	if p.Field != "" {
 		msg = fmt.Sprintf("malformed event at %s/%d@%d: field %q: %s", orig.Topic, orig.Partition, orig.Offset, p.Field, p.Reason)
 	}
-	hs := append([]kgo.RecordHeader(nil), orig.Headers...)
-	for _, h := range [][2]string{
-		{hdrTopic, orig.Topic},
-		{hdrPartition, strconv.Itoa(int(orig.Partition))},
-		{hdrOffset, strconv.FormatInt(orig.Offset, 10)},
-		{hdrTimestamp, orig.Timestamp.UTC().Format(time.RFC3339Nano)},
-		{hdrGroup, seededGroup},
-		{hdrHandler, seededHandler},
-		{hdrEventID, p.EventID},
-		{hdrReason, "malformed"},
-		{hdrError, msg},
-		{hdrAttempts, "1"},
-		{hdrFirstFailedAt, failed.Format(time.RFC3339Nano)},
-		{hdrFailedAt, failed.Format(time.RFC3339Nano)},
-	} {
-		hs = append(hs, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
-	}
-	return &kgo.Record{Topic: TopicDLQ, Key: orig.Key, Value: orig.Value, Headers: hs, Timestamp: failed}
+	return dlq.NewDeadLetter(orig, dlq.Meta{
+		Topic:    TopicDLQ,
+		Group:    seededGroup,
+		Handler:  seededHandler,
+		EventID:  p.EventID,
+		Reason:   dlq.ReasonMalformed,
+		Error:    msg,
+		Attempts: 1,
+		FailedAt: failed,
+	})
 }
