@@ -93,6 +93,12 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"ListPagingAndFilters", testList},
 		{"Stats", testStats},
 		{"CustomColumnMapping", testCustomColumns},
+		{"JournalRunRoundTrip", testJournalRunRoundTrip},
+		{"JournalProgress", testJournalProgress},
+		{"JournalTakeOver", testJournalTake},
+		{"JournalListAndSharedBySchema", testJournalList},
+		{"ReplayedSources", testReplayedSources},
+		{"JournalNotMigrated", testJournalNotMigrated},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh) })

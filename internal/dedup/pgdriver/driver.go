@@ -177,6 +177,7 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(indexName(d.names.Table, "_processed_at_idx")),
 	}
+	d.journal().templateData(data)
 	return renderMigrations(migrationFS, data)
 }
 

@@ -141,6 +141,7 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(d.rawTable + "_processed_at_idx"),
 	}
+	d.journal().templateData(data)
 	entries, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
 		return nil, err

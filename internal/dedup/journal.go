@@ -1,0 +1,221 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+)
+
+// The replay journal (DESIGN 3.3): every executed `fieldwork replay` run,
+// its per-partition checkpoints and its acknowledged sends, in three tables
+// of the store's schema that migration 002 creates (replay_runs,
+// replay_checkpoints, replay_sends; on SQLite with the schema prefix). The
+// tables belong to the schema, not to one marker table: stores of several
+// marker tables in one schema share one journal.
+
+// Run statuses.
+const (
+	RunPlanned     = dedupdriver.RunPlanned
+	RunRunning     = dedupdriver.RunRunning
+	RunCompleted   = dedupdriver.RunCompleted
+	RunInterrupted = dedupdriver.RunInterrupted
+	RunFailed      = dedupdriver.RunFailed
+)
+
+// RunStatuses are the valid run statuses, in lifecycle order.
+var RunStatuses = []string{RunPlanned, RunRunning, RunCompleted, RunInterrupted, RunFailed}
+
+// ReplayRun is a journaled run; see dedupdriver.ReplayRun.
+type ReplayRun = dedupdriver.ReplayRun
+
+// RunCounts are a run's record counts.
+type RunCounts = dedupdriver.RunCounts
+
+// ReplayCheckpoint is one source partition of a run and how far it got.
+type ReplayCheckpoint = dedupdriver.ReplayCheckpoint
+
+// ReplaySend is one acknowledged send of a run.
+type ReplaySend = dedupdriver.ReplaySend
+
+// ReplayProgress is one flush of a running run.
+type ReplayProgress = dedupdriver.ReplayProgress
+
+// ReplayRunFilter selects runs for ReplayRuns.
+type ReplayRunFilter = dedupdriver.ReplayRunFilter
+
+// TargetCount is a run's sends to one target partition.
+type TargetCount = dedupdriver.TargetCount
+
+// SourceRef names a record by where it was read: topic, partition, offset.
+type SourceRef = dedupdriver.SourceRef
+
+// ReplayRef is the latest replay of a source record.
+type ReplayRef = dedupdriver.ReplayRef
+
+// DefaultRunsLimit is how many runs ReplayRuns returns by default.
+const DefaultRunsLimit = 50
+
+// RunNotFoundError means no run has the id.
+type RunNotFoundError struct{ ID string }
+
+func (e *RunNotFoundError) Error() string {
+	return fmt.Sprintf("no replay run %q in the journal", e.ID)
+}
+
+// ErrRunNotOwned means a progress write or a takeover lost the run to
+// another process (or the run is gone).
+var ErrRunNotOwned = errors.New("the replay run is driven by another process")
+
+func (s *Store) journal() dedupdriver.Journal { return s.drv.(dedupdriver.Journal) }
+
+func checkRunID(id string) error { return checkText("run id", -1, id, 200) }
+
+// CreateReplayRun records a new run and its checkpoints in one transaction.
+// run.Status is usually RunRunning with run.Owner set to the process that
+// drives it. A zero CreatedAt means now.
+func (s *Store) CreateReplayRun(ctx context.Context, run ReplayRun, cps []ReplayCheckpoint) error {
+	if err := checkRunID(run.ID); err != nil {
+		return fmt.Errorf("create replay run: %w", err)
+	}
+	if err := s.journal().CreateReplayRun(ctx, run, cps); err != nil {
+		return fmt.Errorf("create replay run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// SaveReplayProgress writes one flush of a running run in one transaction:
+// the sends acknowledged since the last flush (a send journaled before for
+// the same run and source record is kept, not duplicated), the checkpoints
+// that moved (a checkpoint never moves back), the counts and the status
+// (with p.Finished, finished_at). Either all of it is written or, on error,
+// none. It returns ErrRunNotOwned, writing nothing, when p.Owner no longer
+// owns the run.
+func (s *Store) SaveReplayProgress(ctx context.Context, p ReplayProgress) error {
+	ok, err := s.journal().SaveReplayProgress(ctx, p)
+	if err != nil {
+		return fmt.Errorf("journal progress of replay run %s (%d sends): %w", p.RunID, len(p.Sends), err)
+	}
+	if !ok {
+		return fmt.Errorf("journal progress of replay run %s: %w", p.RunID, ErrRunNotOwned)
+	}
+	return nil
+}
+
+// TakeReplayRun makes owner the driver of run id, status running, provided
+// the run still has fromStatus and fromOwner (as the caller read them):
+// of two processes resuming one run, one wins and the other gets
+// ErrRunNotOwned.
+func (s *Store) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string) error {
+	ok, err := s.journal().TakeReplayRun(ctx, id, fromStatus, fromOwner, owner, time.Now())
+	if err != nil {
+		return fmt.Errorf("take replay run %s: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("take replay run %s: %w", id, ErrRunNotOwned)
+	}
+	return nil
+}
+
+// ReplayRun returns the run and its checkpoints (ordered by topic and
+// partition), or a *RunNotFoundError.
+func (s *Store) ReplayRun(ctx context.Context, id string) (ReplayRun, []ReplayCheckpoint, error) {
+	if err := checkRunID(id); err != nil {
+		return ReplayRun{}, nil, fmt.Errorf("read replay run: %w", err)
+	}
+	run, cps, err := s.journal().GetReplayRun(ctx, id)
+	if err != nil {
+		return ReplayRun{}, nil, fmt.Errorf("read replay run %s: %w", id, err)
+	}
+	if run == nil {
+		return ReplayRun{}, nil, &RunNotFoundError{ID: id}
+	}
+	if cps == nil {
+		cps = []ReplayCheckpoint{}
+	}
+	return *run, cps, nil
+}
+
+// ReplayRuns lists runs newest first, at most f.Limit (default 50).
+func (s *Store) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultRunsLimit
+	}
+	runs, err := s.journal().ListReplayRuns(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list replay runs: %w", err)
+	}
+	if runs == nil {
+		runs = []ReplayRun{}
+	}
+	return runs, nil
+}
+
+// ReplaySendsAfterCheckpoint returns the sends of run id that were
+// journaled beyond their partition's checkpoint: acknowledged records that
+// a resume must not send again although the contiguous prefix had not yet
+// reached them.
+func (s *Store) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]ReplaySend, error) {
+	sends, err := s.journal().ReplaySendsAfterCheckpoint(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read sends of replay run %s: %w", id, err)
+	}
+	return sends, nil
+}
+
+// ReplayTargetCounts counts the acknowledged sends of run id per target
+// topic and partition.
+func (s *Store) ReplayTargetCounts(ctx context.Context, id string) ([]TargetCount, error) {
+	counts, err := s.journal().ReplayTargetCounts(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("count sends of replay run %s: %w", id, err)
+	}
+	if counts == nil {
+		counts = []TargetCount{}
+	}
+	return counts, nil
+}
+
+// replayedChunk bounds the refs sent in one ReplayedSources statement.
+const replayedChunk = 10_000
+
+// ReplayedSources tells which of the records refs were replayed (by any
+// run, acknowledged by the broker): for each one that was, the latest
+// replay (by acknowledgement time). refs are records of topic, the topic
+// the replays read (a dead-letter topic); a ref with an empty Topic means
+// topic. The map's keys are the refs as given; a ref never replayed is
+// absent. It sends one query per 10,000 refs.
+func (s *Store) ReplayedSources(ctx context.Context, topic string, refs []SourceRef) (map[SourceRef]ReplayRef, error) {
+	out := make(map[SourceRef]ReplayRef)
+	if len(refs) == 0 {
+		return out, nil
+	}
+	// Deduplicate, remembering which given refs each stored one stands for.
+	given := make(map[SourceRef][]SourceRef, len(refs))
+	keys := make([]SourceRef, 0, len(refs))
+	for _, r := range refs {
+		k := r
+		if k.Topic == "" {
+			k.Topic = topic
+		}
+		if _, seen := given[k]; !seen {
+			keys = append(keys, k)
+		}
+		given[k] = append(given[k], r)
+	}
+	for start := 0; start < len(keys); start += replayedChunk {
+		chunk := keys[start:min(start+replayedChunk, len(keys))]
+		found, err := s.journal().ReplayedSources(ctx, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("look up replays of %d records of %s: %w", len(chunk), topic, err)
+		}
+		for k, v := range found {
+			for _, r := range given[k] {
+				out[r] = v
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,330 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+)
+
+var _ dedupdriver.Journal = (*Driver)(nil)
+
+// journalTables are the replay journal's tables (migration 002), named
+// with the store's schema prefix like every other table, quoted.
+type journalTables struct {
+	runs, checkpoints, sends string
+	rawRuns, rawSends        string
+}
+
+func (d *Driver) journal() journalTables {
+	s := d.names.Schema
+	j := journalTables{
+		rawRuns:  TableName(s, "replay_runs"),
+		rawSends: TableName(s, "replay_sends"),
+	}
+	j.runs, j.sends = quote(j.rawRuns), quote(j.rawSends)
+	j.checkpoints = quote(TableName(s, "replay_checkpoints"))
+	return j
+}
+
+// templateData adds the journal's names to the migrations' template data.
+// SQLite index names are global in the file, so they carry the prefix too.
+func (j journalTables) templateData(m map[string]string) {
+	m["ReplayRuns"] = j.runs
+	m["ReplayCheckpoints"] = j.checkpoints
+	m["ReplaySends"] = j.sends
+	m["ReplayRunsCreatedIndex"] = quote(j.rawRuns + "_created_at_idx")
+	m["ReplaySendsSourceIndex"] = quote(j.rawSends + "_source_idx")
+}
+
+func (j journalTables) classify(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return dedupdriver.NotMigrated(j.runs, err)
+	}
+	return err
+}
+
+const runColumns = `id, operator, reason, selection, source_topics, target, status, COALESCE(owner, ''), COALESCE(error, ''),
+selected, sent, quarantined, skipped, created_at, updated_at, finished_at`
+
+func scanRun(r interface{ Scan(...any) error }) (dedupdriver.ReplayRun, error) {
+	var run dedupdriver.ReplayRun
+	var sources string
+	var created, updated, finished any
+	err := r.Scan(&run.ID, &run.Operator, &run.Reason, &run.Selection, &sources, &run.Target, &run.Status, &run.Owner, &run.Error,
+		&run.Selected, &run.Sent, &run.Quarantined, &run.Skipped, &created, &updated, &finished)
+	if err != nil {
+		return run, err
+	}
+	run.Sources = []string{}
+	if sources != "" {
+		run.Sources = strings.Split(sources, ",")
+	}
+	if run.CreatedAt, err = parseTime(created); err != nil {
+		return run, err
+	}
+	if run.UpdatedAt, err = parseTime(updated); err != nil {
+		return run, err
+	}
+	if finished != nil {
+		t, err := parseTime(finished)
+		if err != nil {
+			return run, err
+		}
+		run.FinishedAt = &t
+	}
+	return run, nil
+}
+
+func storedOrNow(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return formatStored(t)
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (d *Driver) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (d *Driver) CreateReplayRun(ctx context.Context, run dedupdriver.ReplayRun, cps []dedupdriver.ReplayCheckpoint) error {
+	j := d.journal()
+	return j.classify(d.inTx(ctx, func(tx *sql.Tx) error {
+		at := storedOrNow(run.CreatedAt)
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+j.runs+` (id, operator, reason, selection, source_topics, target, status, owner, error,
+  selected, sent, quarantined, skipped, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+			run.ID, run.Operator, run.Reason, run.Selection, strings.Join(run.Sources, ","), run.Target, run.Status,
+			nullIfEmpty(run.Owner), nullIfEmpty(run.Error), run.Selected, run.Sent, run.Quarantined, run.Skipped, at)
+		if err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		for _, c := range cps {
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+j.checkpoints+` (run_id, topic, partition, start_offset, end_offset, acked_through)
+VALUES ($1, $2, $3, $4, $5, $6)`, run.ID, c.Topic, c.Partition, c.Start, c.End, c.AckedThrough)
+			if err != nil {
+				return fmt.Errorf("insert checkpoint %s/%d: %w", c.Topic, c.Partition, err)
+			}
+		}
+		return nil
+	}))
+}
+
+// sendChunk bounds the sends in one JSON array bound to one INSERT.
+const sendChunk = 5000
+
+func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayProgress) (bool, error) {
+	j := d.journal()
+	owned := false
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		now := storedOrNow(p.Now)
+		var finished any
+		if p.Finished {
+			finished = now
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET status = $3, error = $4,
+  selected = $5, sent = $6, quarantined = $7, skipped = $8, updated_at = $9, finished_at = $10
+WHERE id = $1 AND owner = $2`,
+			p.RunID, p.Owner, p.Status, nullIfEmpty(p.Error), p.Counts.Selected, p.Counts.Sent, p.Counts.Quarantined, p.Counts.Skipped, now, finished)
+		if err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		owned = true
+		// A JSON array of rows, unpacked by json_each, is one bind variable
+		// however many sends it holds.
+		for start := 0; start < len(p.Sends); start += sendChunk {
+			chunk := p.Sends[start:min(start+sendChunk, len(p.Sends))]
+			rows := make([][]any, len(chunk))
+			for i, s := range chunk {
+				rows[i] = []any{s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID, s.TargetTopic, s.TargetPartition, s.TargetOffset, storedOrNow(s.At)}
+			}
+			arr, err := json.Marshal(rows)
+			if err != nil {
+				return err
+			}
+			// WHERE true: SQLite's parser needs it between a SELECT and ON CONFLICT.
+			_, err = tx.ExecContext(ctx, `INSERT INTO `+j.sends+` (run_id, source_topic, source_partition, source_offset, event_id,
+  target_topic, target_partition, target_offset, sent_at)
+SELECT $1, value->>0, value->>1, value->>2, NULLIF(value->>3, ''), value->>4, value->>5, value->>6, value->>7
+FROM json_each($2) WHERE true
+ON CONFLICT (run_id, source_topic, source_partition, source_offset) DO NOTHING`, p.RunID, string(arr))
+			if err != nil {
+				return fmt.Errorf("insert %d sends: %w", len(chunk), err)
+			}
+		}
+		for _, c := range p.Checkpoints {
+			_, err := tx.ExecContext(ctx, `UPDATE `+j.checkpoints+` SET acked_through = max(acked_through, $4)
+WHERE run_id = $1 AND topic = $2 AND partition = $3`, p.RunID, c.Topic, c.Partition, c.AckedThrough)
+			if err != nil {
+				return fmt.Errorf("update checkpoint %s/%d: %w", c.Topic, c.Partition, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, j.classify(err)
+	}
+	return owned, nil
+}
+
+func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, now time.Time) (bool, error) {
+	j := d.journal()
+	res, err := d.db.ExecContext(ctx, `UPDATE `+j.runs+` SET status = 'running', owner = $4, updated_at = $5, finished_at = NULL, error = NULL
+WHERE id = $1 AND status = $2 AND owner IS $3`, id, fromStatus, nullIfEmpty(fromOwner), owner, storedOrNow(now))
+	if err != nil {
+		return false, j.classify(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (d *Driver) GetReplayRun(ctx context.Context, id string) (*dedupdriver.ReplayRun, []dedupdriver.ReplayCheckpoint, error) {
+	j := d.journal()
+	run, err := scanRun(d.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+j.runs+` WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, j.classify(err)
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT topic, partition, start_offset, end_offset, acked_through FROM `+j.checkpoints+`
+WHERE run_id = $1 ORDER BY topic, partition`, id)
+	if err != nil {
+		return nil, nil, j.classify(err)
+	}
+	defer rows.Close()
+	var cps []dedupdriver.ReplayCheckpoint
+	for rows.Next() {
+		var c dedupdriver.ReplayCheckpoint
+		if err := rows.Scan(&c.Topic, &c.Partition, &c.Start, &c.End, &c.AckedThrough); err != nil {
+			return nil, nil, err
+		}
+		cps = append(cps, c)
+	}
+	return &run, cps, j.classify(rows.Err())
+}
+
+func (d *Driver) ListReplayRuns(ctx context.Context, f dedupdriver.ReplayRunFilter) ([]dedupdriver.ReplayRun, error) {
+	j := d.journal()
+	rows, err := d.db.QueryContext(ctx, `SELECT `+runColumns+` FROM `+j.runs+`
+WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.Status, f.Limit)
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.ReplayRun
+	for rows.Next() {
+		run, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, j.classify(rows.Err())
+}
+
+func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
+	j := d.journal()
+	rows, err := d.db.QueryContext(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, COALESCE(s.event_id, ''),
+  s.target_topic, s.target_partition, s.target_offset, s.sent_at
+FROM `+j.sends+` s JOIN `+j.checkpoints+` c
+  ON c.run_id = s.run_id AND c.topic = s.source_topic AND c.partition = s.source_partition
+WHERE s.run_id = $1 AND s.source_offset > c.acked_through
+ORDER BY s.source_topic, s.source_partition, s.source_offset`, id)
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.ReplaySend
+	for rows.Next() {
+		var s dedupdriver.ReplaySend
+		var at any
+		if err := rows.Scan(&s.SourceTopic, &s.SourcePartition, &s.SourceOffset, &s.EventID, &s.TargetTopic, &s.TargetPartition, &s.TargetOffset, &at); err != nil {
+			return nil, err
+		}
+		if s.At, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, j.classify(rows.Err())
+}
+
+func (d *Driver) ReplayTargetCounts(ctx context.Context, id string) ([]dedupdriver.TargetCount, error) {
+	j := d.journal()
+	rows, err := d.db.QueryContext(ctx, `SELECT target_topic, target_partition, count(*) FROM `+j.sends+`
+WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.TargetCount
+	for rows.Next() {
+		var c dedupdriver.TargetCount
+		if err := rows.Scan(&c.Topic, &c.Partition, &c.Records); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, j.classify(rows.Err())
+}
+
+func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceRef) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
+	j := d.journal()
+	keys := make([][]any, len(refs))
+	for i, r := range refs {
+		keys[i] = []any{r.Topic, r.Partition, r.Offset}
+	}
+	arr, err := json.Marshal(keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, s.run_id, s.sent_at,
+  s.target_topic, s.target_partition, s.target_offset
+FROM json_each($1) AS u
+JOIN `+j.sends+` s ON s.source_topic = u.value->>0 AND s.source_partition = u.value->>1 AND s.source_offset = u.value->>2`, string(arr))
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	defer rows.Close()
+	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
+	for rows.Next() {
+		var k dedupdriver.SourceRef
+		var v dedupdriver.ReplayRef
+		var at any
+		if err := rows.Scan(&k.Topic, &k.Partition, &k.Offset, &v.RunID, &at, &v.TargetTopic, &v.TargetPartition, &v.TargetOffset); err != nil {
+			return nil, err
+		}
+		if v.At, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		if old, ok := out[k]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
+			continue
+		}
+		out[k] = v
+	}
+	return out, j.classify(rows.Err())
+}
