@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -22,6 +23,9 @@ type Factory struct {
 	ConfigPath     string
 	OutputFormat   string
 	ConnectTimeout time.Duration
+	// Dedup names the marker table: the --schema, --table and --column-* flags of the db and
+	// processed groups. Zero fields are the defaults.
+	Dedup dedup.Options
 
 	// running is set once flags and arguments are parsed; an error before that is a usage error.
 	running bool
@@ -65,4 +69,27 @@ func (f *Factory) Printer() (*output.Printer, error) {
 		return nil, fwerr.Wrap(fwerr.KindUsage, err)
 	}
 	return output.NewPrinter(f.Streams, format), nil
+}
+
+// Store opens the dedup store named by the connection's DSN and f.Dedup, bounded by
+// --connect-timeout. It does not check the migration version (db migrate must open an empty
+// database); queries on a missing table fail with dedup.ErrNotMigrated, which storeError
+// explains. Errors carry their exit code: no DSN, a malformed DSN or an invalid identifier is
+// a usage error (2), an unreachable database or refused credentials a connect error (4); no
+// message holds the password.
+func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
+	conn, err := f.Connection()
+	if err != nil {
+		return nil, err
+	}
+	if conn.DSN == "" {
+		return nil, fwerr.Usagef("no dedup store configured: pass --dsn (postgres://… or sqlite:PATH), set FIELDWORK_DSN, or give the context a dsn")
+	}
+	opts := f.Dedup
+	opts.ConnectTimeout = f.ConnectTimeout
+	st, err := dedup.Open(ctx, conn.DSN, opts)
+	if err != nil {
+		return nil, storeError(err, f.Dedup)
+	}
+	return st, nil
 }
