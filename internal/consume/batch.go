@@ -1,0 +1,402 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// savepoint is the name of the savepoint each event is handled under.
+const savepoint = "fw_event"
+
+// item is one record of a batch.
+type item struct {
+	rec *kgo.Record
+	ev  envelope.Event
+	// dup: the event id already occurred earlier in the batch.
+	dup bool
+}
+
+// deadLetter is a record to dead-letter once the transaction has committed.
+type deadLetter struct {
+	rec  *kgo.Record
+	meta dlq.Meta
+}
+
+// unitResult counts what one transaction did.
+type unitResult struct {
+	processed, stale, duplicates, retried int
+	deadLetters                           []deadLetter
+}
+
+func (r *unitResult) add(o unitResult) {
+	r.processed += o.processed
+	r.stale += o.stale
+	r.duplicates += o.duplicates
+	r.retried += o.retried
+	r.deadLetters = append(r.deadLetters, o.deadLetters...)
+}
+
+// infraError is a failure of the database (or of the handler's access to it) that retrying
+// the whole transaction may cure.
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+// fatalStoreError reports errors that retrying cannot cure: the store is not migrated (or
+// was migrated by a newer binary), or the input cannot be stored.
+func fatalStoreError(err error) bool {
+	var inv *dedup.InvalidInputError
+	return errors.Is(err, dedup.ErrNotMigrated) || errors.As(err, &inv)
+}
+
+// runBatch handles one batch of one partition: decode; dedupe by event id; one transaction
+// that claims the fresh events and applies each under a savepoint (or one transaction per
+// event with TxPerEvent); commit; produce the dead letters and wait for their acks; then
+// commit the Kafka offset. It returns an error only when the engine must stop (or the
+// worker was aborted); every other failure is retried here.
+func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
+	start := time.Now()
+	ctx := w.ctx
+	items, malformed := e.decode(recs)
+
+	units := [][]*item{items}
+	if e.o.TxPerEvent {
+		units = units[:0]
+		for _, it := range items {
+			units = append(units, []*item{it})
+		}
+	}
+	var res unitResult
+	for _, unit := range units {
+		r, err := e.applyWithRetry(ctx, w, unit)
+		if err != nil {
+			return err
+		}
+		res.add(r)
+	}
+
+	dls := append(malformed, res.deadLetters...)
+	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
+	if err := e.produceDeadLetters(ctx, w, dls); err != nil {
+		return err
+	}
+
+	last := recs[len(recs)-1]
+	w.finished = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err := e.cl.CommitRecords(cctx, last)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.m.commitFailed.Inc()
+		e.log.Warn("offset commit failed; the next commit covers it", "topic", w.tp.topic, "partition", w.tp.partition,
+			"offset", w.finished.Offset, "error", err)
+	} else {
+		w.committed = w.finished
+	}
+
+	topic := w.tp.topic
+	e.c.batches.Add(1)
+	e.c.records.Add(int64(len(recs)))
+	e.c.processed.Add(int64(res.processed))
+	e.c.stale.Add(int64(res.stale))
+	e.c.duplicates.Add(int64(res.duplicates))
+	e.c.retried.Add(int64(res.retried))
+	e.c.deadLettered.Add(int64(len(dls)))
+	e.m.events.WithLabelValues(topic, OutcomeProcessed).Add(float64(res.processed))
+	e.m.events.WithLabelValues(topic, OutcomeStale).Add(float64(res.stale))
+	e.m.events.WithLabelValues(topic, OutcomeDuplicate).Add(float64(res.duplicates))
+	e.m.events.WithLabelValues(topic, OutcomeRetried).Add(float64(res.retried))
+	e.m.events.WithLabelValues(topic, OutcomeDeadLettered).Add(float64(len(dls)))
+	for _, dl := range dls {
+		e.m.deadLetters.WithLabelValues(topic, dl.meta.Reason).Inc()
+	}
+	e.m.setLag(topic, w.tp.partition, hw-w.finished.Offset)
+	e.m.batchSeconds.WithLabelValues(topic).Observe(time.Since(start).Seconds())
+	e.log.Debug("batch done", "topic", topic, "partition", w.tp.partition,
+		"first_offset", recs[0].Offset, "last_offset", last.Offset, "records", len(recs),
+		"processed", res.processed, "duplicates", res.duplicates, "stale", res.stale,
+		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
+	return nil
+}
+
+// decode turns records into items and dead-letters the malformed ones.
+func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
+	items := make([]*item, 0, len(recs))
+	var bad []deadLetter
+	seen := make(map[string]struct{}, len(recs))
+	for _, rec := range recs {
+		ev, err := envelope.DecodeRecord(rec)
+		if err == nil {
+			err = dedup.ValidateEventID(ev.ID)
+		}
+		if err != nil {
+			var id string
+			var me *envelope.MalformedError
+			if errors.As(err, &me) {
+				id = me.EventID
+			}
+			now := time.Now()
+			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, dlq.ReasonMalformed, id, err, 1, now, now)})
+			continue
+		}
+		_, dup := seen[ev.ID]
+		seen[ev.ID] = struct{}{}
+		items = append(items, &item{rec: rec, ev: ev, dup: dup})
+	}
+	return items, bad
+}
+
+func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
+	return dlq.Meta{
+		Topic: e.o.dlqTopic(rec.Topic), Group: e.o.Group, Handler: e.o.Handler.Name(),
+		EventID: eventID, Reason: reason, Error: err.Error(), Attempts: attempts,
+		FirstFailedAt: first, FailedAt: last,
+	}
+}
+
+// applyWithRetry runs one transaction over items, retrying the whole of it after
+// infrastructure failures with capped exponential backoff and jitter.
+func (e *Engine) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := e.applyUnit(ctx, items)
+		if err == nil {
+			if attempt > 1 {
+				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", attempt-1)
+			}
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return unitResult{}, ctx.Err()
+		}
+		if fatalStoreError(err) {
+			return unitResult{}, err
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return unitResult{}, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, err)
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("batch").Inc()
+		e.log.Warn("batch failed on infrastructure; rolled back, retrying", "topic", w.tp.topic, "partition", w.tp.partition,
+			"first_offset", items[0].rec.Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return unitResult{}, err
+		}
+	}
+}
+
+// applyUnit is one transaction: BEGIN; claim the batch's events in one statement; handle
+// each fresh one in offset order under a savepoint; COMMIT. A failed event is rolled back
+// to its savepoint and its marker deleted (Unclaim) before the savepoint is released, so it
+// commits unmarked and is dead-lettered after the commit. Any error returned means the
+// transaction was rolled back.
+func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, err error) {
+	markers := make([]dedup.Marker, 0, len(items))
+	for _, it := range items {
+		if it.dup {
+			continue
+		}
+		markers = append(markers, dedup.Marker{
+			EventID: it.ev.ID, Topic: it.rec.Topic, Partition: it.rec.Partition, Offset: it.rec.Offset,
+			AggregateID: it.ev.AggregateID, AggregateVersion: it.ev.Version,
+		})
+	}
+	if len(markers) == 0 {
+		res.duplicates = len(items)
+		return res, nil
+	}
+	st := e.o.Store
+	tx, err := st.Begin(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	fresh, err := st.Claim(ctx, tx, e.o.Consumer, markers)
+	if err != nil {
+		return res, err
+	}
+	isFresh := make(map[string]struct{}, len(fresh))
+	for _, id := range fresh {
+		isFresh[id] = struct{}{}
+	}
+	for _, it := range items {
+		if _, ok := isFresh[it.ev.ID]; it.dup || !ok {
+			res.duplicates++
+			continue
+		}
+		out, dl, retried, err := e.handleOne(ctx, tx, it)
+		res.retried += retried
+		if err != nil {
+			return res, err
+		}
+		switch {
+		case dl != nil:
+			res.deadLetters = append(res.deadLetters, *dl)
+		case out == Stale:
+			res.stale++
+		default:
+			res.processed++
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// handleOne applies one fresh event under a savepoint, retrying retryable failures in place.
+// It returns a dead letter when the event failed for good (its effects rolled back and its
+// marker removed, inside tx), or an error when the transaction must be abandoned.
+func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, it *item) (Outcome, *deadLetter, int, error) {
+	if err := tx.Savepoint(ctx, savepoint); err != nil {
+		return 0, nil, 0, err
+	}
+	var firstFailed time.Time
+	for attempt := 1; ; attempt++ {
+		out, herr := e.callHandler(ctx, tx, it, attempt)
+		if herr == nil {
+			if err := tx.Release(ctx, savepoint); err != nil {
+				return 0, nil, attempt - 1, err
+			}
+			return out, nil, attempt - 1, nil
+		}
+		if ctx.Err() != nil {
+			return 0, nil, attempt - 1, ctx.Err()
+		}
+		cls := classify(herr)
+		e.m.handlerErrors.WithLabelValues(cls.label()).Inc()
+		if cls == classInfra {
+			return 0, nil, attempt - 1, &infraError{herr}
+		}
+		now := time.Now()
+		if firstFailed.IsZero() {
+			firstFailed = now
+		}
+		if err := tx.RollbackTo(ctx, savepoint); err != nil {
+			return 0, nil, attempt - 1, err
+		}
+		if cls == classRetryable && attempt < e.o.MaxAttempts {
+			d := e.o.RetryBackoff.Delay(attempt)
+			e.log.Warn("handler failed; retrying the event", "topic", it.rec.Topic, "partition", it.rec.Partition,
+				"offset", it.rec.Offset, "event_id", it.ev.ID, "attempt", attempt, "max_attempts", e.o.MaxAttempts,
+				"backoff", d.Round(time.Millisecond).String(), "error", herr)
+			if err := sleep(ctx, d); err != nil {
+				return 0, nil, attempt - 1, err
+			}
+			continue
+		}
+		if _, err := e.o.Store.Unclaim(ctx, tx, e.o.Consumer, it.ev.ID); err != nil {
+			return 0, nil, attempt - 1, err
+		}
+		if err := tx.Release(ctx, savepoint); err != nil {
+			return 0, nil, attempt - 1, err
+		}
+		reason := dlq.ReasonRejected
+		switch cls {
+		case classUnsupported:
+			reason = dlq.ReasonUnsupported
+		case classRetryable:
+			reason = dlq.ReasonExhausted
+		}
+		return 0, &deadLetter{rec: it.rec, meta: e.meta(it.rec, reason, it.ev.ID, herr, attempt, firstFailed, now)}, attempt - 1, nil
+	}
+}
+
+type attemptKey struct{}
+
+// Attempt returns the attempt number (1 for the first call) of the Handle call that ctx was
+// passed to, or 0 outside one.
+func Attempt(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
+}
+
+// callHandler runs Handle, turning a panic into a permanent failure.
+func (e *Engine) callHandler(ctx context.Context, tx *dedup.Tx, it *item, attempt int) (out Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = 0, Permanent(fmt.Errorf("handler %s panicked: %v", e.o.Handler.Name(), p))
+		}
+	}()
+	return e.o.Handler.Handle(context.WithValue(ctx, attemptKey{}, attempt), tx, it.ev, it.rec)
+}
+
+// produceDeadLetters produces dls and waits for every acknowledgement, retrying what failed
+// with backoff. A record acknowledged before a retry may be sent again: dead letters are at
+// least once, like everything else.
+func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLetter) error {
+	pending := dls
+	for attempt := 1; len(pending) > 0; attempt++ {
+		recs := make([]*kgo.Record, len(pending))
+		for i, dl := range pending {
+			recs[i] = dlq.NewDeadLetter(dl.rec, dl.meta)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		results := e.cl.ProduceSync(pctx, recs...)
+		cancel()
+		var failed []deadLetter
+		var firstErr error
+		for i, r := range results {
+			if r.Err != nil {
+				failed = append(failed, pending[i])
+				firstErr = cmpOr(firstErr, r.Err)
+			}
+		}
+		for i, r := range results {
+			if r.Err == nil {
+				dl := pending[i]
+				e.log.Warn("dead-lettered", "topic", dl.rec.Topic, "partition", dl.rec.Partition, "offset", dl.rec.Offset,
+					"event_id", dl.meta.EventID, "reason", dl.meta.Reason, "attempts", dl.meta.Attempts,
+					"error", dl.meta.Error, "dead_letter_topic", r.Record.Topic, "dead_letter_offset", r.Record.Offset)
+			}
+		}
+		if firstErr == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ke *kerr.Error
+		if errors.As(firstErr, &ke) && !ke.Retriable && !errors.Is(firstErr, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("produce dead letters to %s: %w", failed[0].meta.Topic, firstErr)
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return fmt.Errorf("produce dead letters to %s: giving up after %d retries: %w", failed[0].meta.Topic, attempt-1, firstErr)
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("dead_letter").Inc()
+		e.log.Warn("producing dead letters failed; retrying", "topic", w.tp.topic, "partition", w.tp.partition,
+			"failed", len(failed), "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", firstErr)
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+		pending = failed
+	}
+	return nil
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

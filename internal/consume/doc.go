@@ -1,0 +1,87 @@
+// Package consume is fieldwork's reference consumer engine (DESIGN.md 1 and 3.5): a Kafka
+// consumer group member that applies events through a Handler with durable deduplication,
+// retries, dead letters, and offsets committed only for work that is done. The bundled
+// handlers are in consume/handlers; `fieldwork consume` is the command around it.
+//
+// # One batch
+//
+// Each assigned partition has its own goroutine; partitions run concurrently and one
+// partition is strictly ordered. For each batch of at most BatchMax records of a partition:
+//
+//  1. decode every record (envelope.DecodeRecord); a malformed one becomes a dead letter
+//     (reason malformed);
+//  2. dedupe the batch by event id in memory (the first occurrence wins, later ones count
+//     as duplicates);
+//  3. BEGIN; claim all the batch's event ids in one statement (dedup.Store.Claim), which
+//     returns the fresh ones;
+//  4. for each fresh event in offset order: SAVEPOINT; Handler.Handle; RELEASE. A handler
+//     failure rolls back to the savepoint (see below);
+//  5. COMMIT: the markers and the handler's effects become durable together;
+//  6. produce the dead letters (DESIGN.md 3.2, via dlq.NewDeadLetter) to <topic>.dlq or
+//     DLQTopic, and wait for every acknowledgement;
+//  7. only then commit the Kafka offset after the batch's last record.
+//
+// A crash anywhere leaves a state the next run repairs: before 5 nothing happened; between
+// 5 and 7 the records are read again, their markers make them duplicates, and the
+// dead-lettered events (which have no marker) are dead-lettered again. Dead letters are
+// therefore at least once, like the events themselves.
+//
+// # Marker and savepoint: the choice
+//
+// DESIGN.md 3.4 claims a batch with one statement, before the handler runs; the savepoint
+// of each event is taken after it, so rolling back to the savepoint does not remove the
+// event's marker. A failed event must not stay marked (a dead-lettered event has no marker,
+// so that a replay after a fix is handled). So when an event fails for good the engine,
+// inside the same transaction: rolls back to the event's savepoint (undoing whatever the
+// handler wrote), deletes the event's marker (dedup.Store.Unclaim), and releases the
+// savepoint. The deletion commits with the batch. The alternative — one claim per event
+// under its savepoint — would make the rollback remove the marker by itself but costs a
+// statement per event; the batch claim plus an Unclaim only on the rare failure keeps the
+// common path at one claim statement per batch.
+//
+// # Failures
+//
+//   - Handler errors (see Handler): Retryable ones are retried in place — rolled back to the
+//     savepoint and tried again after RetryBackoff — up to MaxAttempts attempts, then the
+//     event is dead-lettered as exhausted; Permanent ones are dead-lettered at once as
+//     rejected, Unsupported ones as unsupported; unmarked errors are retryable unless
+//     dedup.IsTransient says infrastructure. A panic is a permanent failure.
+//   - Infrastructure errors (the database unreachable or restarting, a broken connection, a
+//     serialization failure or deadlock — dedup.IsTransient — and any other error of the
+//     engine's own statements) roll back the whole transaction and retry the batch with
+//     InfraBackoff (capped exponential, jittered), forever or up to MaxInfraRetries, after
+//     which Run fails. They are never dead-lettered. A store that is not migrated stops the
+//     engine at once.
+//   - Producing dead letters is retried the same way (a broker that is unavailable); a
+//     failed offset commit is logged and left to the next commit.
+//
+// # Rebalances and shutdown
+//
+// The group uses manual commits (DisableAutoCommit) with BlockRebalanceOnPoll, as in
+// franz-go's goroutine-per-partition manual-commit example: a rebalance callback never runs
+// while the poll loop is handing out records, and once OnPartitionsRevoked returns no
+// record of a revoked partition is handed out. The poll loop never blocks on a slow
+// partition: a partition whose queue is full is paused (PauseFetchPartitions), so a rebalance
+// is never held up by a stuck partition's queue.
+//
+// On revoke, the revoked partitions' workers finish the batch in flight (each commits its
+// own offsets), bounded by ShutdownTimeout (at most 30s, inside Kafka's rebalance timeout);
+// past it the batch is abandoned: rolled back and not committed. Then any finished offset
+// whose commit had failed is committed, so the next owner starts right after the last
+// finished batch. On a lost partition (the member was fenced) the batch is abandoned at
+// once, since its commit would be refused. Either way nothing is double-applied: whatever
+// the next owner reads again is a duplicate by its marker.
+//
+// When Run's context is cancelled (SIGINT or SIGTERM in `fieldwork consume`) the engine
+// stops polling, lets every batch in flight finish within ShutdownTimeout, commits, and
+// leaves the group. Abort (a second signal) abandons the batches in flight and returns at
+// once; that is as safe as a crash.
+//
+// # Deliberately not done
+//
+// The engine creates no topic (a missing dead-letter topic stops it at start) and no table
+// unless asked (Handler.Migrate runs only with --migrate); Checker reports a missing table
+// at start instead of dead-lettering every event. A new group starts at the earliest
+// offset. Dead letters of one batch are produced together and may interleave with other
+// partitions' dead letters in the dead-letter topic.
+package consume

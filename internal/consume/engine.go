@@ -1,0 +1,452 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrAborted is the cause when Abort stopped the engine.
+var ErrAborted = errors.New("consumer aborted: in-flight batches abandoned (rolled back, not committed)")
+
+// MissingTopicError means a source or dead-letter topic does not exist. The engine creates
+// nothing implicitly.
+type MissingTopicError struct {
+	Topic string
+	Role  string // "source" or "dead-letter"
+}
+
+func (e *MissingTopicError) Error() string {
+	if e.Role == "dead-letter" {
+		return fmt.Sprintf("dead-letter topic %q does not exist: create it (fieldwork never creates topics) or choose another with --dlq-topic", e.Topic)
+	}
+	return fmt.Sprintf("%s topic %q does not exist", e.Role, e.Topic)
+}
+
+// pollWait bounds one poll, so that the loop notices shutdown and idleness promptly.
+const pollWait = 500 * time.Millisecond
+
+// progressEvery is how often Run logs its running totals.
+const progressEvery = 15 * time.Second
+
+// Engine is the reference consumer: a Kafka consumer group member that applies events
+// through a Handler with durable deduplication. See the package documentation for the
+// guarantees. An Engine runs once.
+type Engine struct {
+	o   Options
+	log *slog.Logger
+	m   *metrics
+	c   counters
+	cl  *kgo.Client
+
+	// hardCtx is cancelled by Abort or by a fatal error: every batch in flight is abandoned.
+	hardCtx    context.Context
+	hardCancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	workers  map[tp]*worker
+	joined   bool
+	lastRecv time.Time
+}
+
+// New checks opts and returns an engine ready to Run.
+func New(opts Options) (*Engine, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("consumer options: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Engine{
+		o: o, log: o.Logger, m: newMetrics(o.Registerer),
+		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{},
+	}, nil
+}
+
+// Stats returns the running totals.
+func (e *Engine) Stats() Stats { return e.c.snapshot() }
+
+// Abort stops the engine at once: batches in flight are abandoned (their transactions roll
+// back, their offsets are not committed) and Run returns ErrAborted without waiting to leave
+// the group. Nothing is committed that is not done, so this is as safe as a crash, only
+// faster to recover from. Safe to call at any time, more than once.
+func (e *Engine) Abort() { e.hardCancel(ErrAborted) }
+
+// fail stops the engine with a fatal error (the first one wins).
+func (e *Engine) fail(err error) {
+	e.log.Error("stopping the consumer", "error", err)
+	e.hardCancel(err)
+}
+
+// Run consumes until ctx is cancelled (then drains: the batches in flight finish, within
+// ShutdownTimeout, their offsets are committed and the member leaves the group), until the
+// engine is idle for StopWhenIdle, until Abort, or until a fatal error. A drain that
+// finishes returns nil; Abort returns ErrAborted; a fatal error (a topic missing at start,
+// MaxInfraRetries exceeded, a store error that retrying cannot fix) is returned as it is.
+func (e *Engine) Run(ctx context.Context) error {
+	defer e.hardCancel(nil)
+	if err := e.checkTopics(ctx); err != nil {
+		return err
+	}
+	opts := append(slices.Clone(e.o.Kafka),
+		kgo.ConsumerGroup(e.o.Group),
+		kgo.ConsumeTopics(e.o.Topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(e.assigned),
+		kgo.OnPartitionsRevoked(e.revoked),
+		kgo.OnPartitionsLost(e.lost),
+	)
+	if e.o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(e.o.InstanceID))
+	}
+	if e.o.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(e.o.SessionTimeout))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka consumer client: %w", err)
+	}
+	e.cl = cl
+	e.log.Info("consumer starting",
+		"topics", strings.Join(e.o.Topics, ","), "group", e.o.Group, "consumer", e.o.Consumer,
+		"handler", e.o.Handler.Name(), "dead_letter_topics", strings.Join(e.dlqTopics(), ","),
+		"store", e.o.Store.Table(), "batch_max", e.o.BatchMax, "max_attempts", e.o.MaxAttempts,
+		"tx_per_event", e.o.TxPerEvent)
+
+	started := time.Now()
+	loopErr := e.pollLoop(ctx)
+	graceful := loopErr == nil
+	e.shutdown(graceful)
+	st := e.Stats()
+	e.log.Info("consumer stopped", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
+		"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries,
+		"elapsed", time.Since(started).Round(time.Millisecond).String())
+	return loopErr
+}
+
+func (e *Engine) dlqTopics() []string {
+	var out []string
+	for _, t := range e.o.Topics {
+		if d := e.o.dlqTopic(t); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkTopics fails when a source or dead-letter topic does not exist.
+func (e *Engine) checkTopics(ctx context.Context) error {
+	cl, err := kgo.NewClient(e.o.Kafka...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	all := append(slices.Clone(e.o.Topics), e.dlqTopics()...)
+	md, err := kadm.NewClient(cl).Metadata(mctx, all...)
+	if err != nil {
+		return fmt.Errorf("read metadata of %s: %w", strings.Join(all, ", "), err)
+	}
+	for _, t := range all {
+		role := "source"
+		if !slices.Contains(e.o.Topics, t) {
+			role = "dead-letter"
+		}
+		td, ok := md.Topics[t]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			return &MissingTopicError{Topic: t, Role: role}
+		}
+		if td.Err != nil {
+			return fmt.Errorf("%s topic %q: %w", role, t, td.Err)
+		}
+	}
+	return nil
+}
+
+// pollLoop polls and hands records to the partition workers until shutdown. It returns nil
+// for a drain (ctx cancelled or idle) and the cause for an abort or a fatal error.
+func (e *Engine) pollLoop(ctx context.Context) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	unhook := context.AfterFunc(e.hardCtx, stop)
+	defer unhook()
+	lastProgress := time.Now()
+	for {
+		if e.hardCtx.Err() != nil {
+			return context.Cause(e.hardCtx)
+		}
+		if ctx.Err() != nil {
+			e.log.Info("shutting down: draining in-flight batches", "timeout", e.o.ShutdownTimeout.String())
+			return nil
+		}
+		if e.idleFor(e.o.StopWhenIdle) {
+			e.log.Info("no records for a while and nothing in flight: stopping", "stop_when_idle", e.o.StopWhenIdle.String())
+			return nil
+		}
+		if time.Since(lastProgress) >= progressEvery {
+			lastProgress = time.Now()
+			st := e.Stats()
+			e.log.Info("progress", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
+				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries)
+		}
+
+		pctx, cancel := context.WithTimeout(runCtx, pollWait)
+		fs := e.cl.PollRecords(pctx, 2*e.o.BatchMax)
+		cancel()
+		if fs.IsClientClosed() {
+			return errors.New("kafka client closed unexpectedly")
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			e.log.Warn("fetch error", "topic", t, "partition", p, "error", err)
+		})
+		var orphan *tp
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			e.mu.Lock()
+			w := e.workers[tp{p.Topic, p.Partition}]
+			e.lastRecv = time.Now()
+			e.mu.Unlock()
+			if w == nil {
+				orphan = &tp{p.Topic, p.Partition}
+				return
+			}
+			w.enqueue(p.Records, p.HighWatermark)
+		})
+		e.cl.AllowRebalance()
+		if orphan != nil {
+			// Cannot happen with BlockRebalanceOnPoll (assignment precedes fetching and
+			// revocation waits for the poll); if it did, dropping the records would let a
+			// later commit skip them, so stop instead.
+			e.fail(fmt.Errorf("records for %s/%d arrived with no worker for the partition", orphan.topic, orphan.partition))
+		}
+	}
+}
+
+// idleFor reports whether StopWhenIdle applies now.
+func (e *Engine) idleFor(d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.joined || time.Since(e.lastRecv) < d {
+		return false
+	}
+	for _, w := range e.workers {
+		if !w.idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// assigned starts a worker per new partition. With BlockRebalanceOnPoll it runs between
+// polls, before any record of these partitions is fetched.
+func (e *Engine) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.joined = true
+	e.lastRecv = time.Now()
+	for topic, ps := range assigned {
+		slices.Sort(ps)
+		for _, p := range ps {
+			k := tp{topic, p}
+			if _, ok := e.workers[k]; ok {
+				continue
+			}
+			w := newWorker(e, k)
+			e.workers[k] = w
+			go w.run()
+		}
+		e.log.Info("partitions assigned", "topic", topic, "partitions", fmt.Sprint(ps))
+	}
+	e.m.assigned.Set(float64(len(e.workers)))
+}
+
+// revoked lets the revoked partitions' batches in flight finish (bounded), then commits what
+// is done and not yet committed, so the next owner starts exactly after it. With
+// BlockRebalanceOnPoll no poll runs meanwhile, so no record of these partitions is handed out
+// after this returns.
+func (e *Engine) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	ws := e.detach(revoked)
+	if len(ws) == 0 {
+		return
+	}
+	e.log.Info("partitions revoked: finishing batches in flight", "partitions", describe(revoked))
+	e.stopWorkers(ws, min(e.o.ShutdownTimeout, 30*time.Second))
+	e.commitFinished(ctx, ws)
+}
+
+// lost abandons the lost partitions' batches: the member is out of the group, its commits
+// would be refused, and the new owner redoes whatever was not committed (the markers make
+// that safe).
+func (e *Engine) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	ws := e.detach(lost)
+	if len(ws) == 0 {
+		return
+	}
+	e.log.Warn("partitions lost: abandoning batches in flight", "partitions", describe(lost))
+	for _, w := range ws {
+		w.abort()
+	}
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+// detach removes the workers of the given partitions from the engine and returns them.
+func (e *Engine) detach(parts map[string][]int32) []*worker {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ws []*worker
+	for topic, ps := range parts {
+		for _, p := range ps {
+			k := tp{topic, p}
+			if w, ok := e.workers[k]; ok {
+				ws = append(ws, w)
+				delete(e.workers, k)
+				e.m.dropLag(topic, p)
+			}
+		}
+	}
+	e.m.assigned.Set(float64(len(e.workers)))
+	return ws
+}
+
+// stopWorkers asks ws to finish their batches in flight and waits up to grace; past it the
+// remaining batches are abandoned.
+func (e *Engine) stopWorkers(ws []*worker, grace time.Duration) {
+	for _, w := range ws {
+		w.stop()
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	abandoned := false
+	for _, w := range ws {
+		select {
+		case <-w.done:
+		case <-timer.C:
+			abandoned = true
+		}
+		if abandoned {
+			break
+		}
+	}
+	if abandoned {
+		e.log.Warn("batches still in flight after the grace period: abandoning them (rolled back, not committed)", "grace", grace.String())
+		for _, w := range ws {
+			w.abort()
+		}
+	}
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+// commitFinished commits the finished offsets of exited workers that Kafka does not have yet
+// (their last commit failed).
+func (e *Engine) commitFinished(ctx context.Context, ws []*worker) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, w := range ws {
+		if w.finished.Offset > w.committed.Offset {
+			if offsets[w.tp.topic] == nil {
+				offsets[w.tp.topic] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[w.tp.topic][w.tp.partition] = w.finished
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var cerr error
+	e.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		cerr = commitResponseErr(resp, err)
+	})
+	if cerr != nil {
+		e.m.commitFailed.Inc()
+		e.log.Warn("final offset commit failed: the next owner re-reads those records and skips them as duplicates", "error", cerr)
+	}
+}
+
+// shutdown stops every worker (draining or abandoning), commits what is done, leaves the
+// group and closes the client.
+func (e *Engine) shutdown(graceful bool) {
+	e.mu.Lock()
+	var ws []*worker
+	for k, w := range e.workers {
+		ws = append(ws, w)
+		delete(e.workers, k)
+	}
+	e.mu.Unlock()
+	if graceful {
+		e.stopWorkers(ws, e.o.ShutdownTimeout)
+	} else {
+		for _, w := range ws {
+			w.abort()
+		}
+		for _, w := range ws {
+			<-w.done
+		}
+	}
+	leaveCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if e.hardCtx.Err() == nil {
+		e.commitFinished(leaveCtx, ws)
+	} else {
+		cancel() // an abort does not wait for the group
+	}
+	_ = e.cl.LeaveGroupContext(leaveCtx)
+	e.cl.Close()
+}
+
+func describe(parts map[string][]int32) string {
+	var b strings.Builder
+	topics := make([]string, 0, len(parts))
+	for t := range parts {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for i, t := range topics {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		ps := slices.Clone(parts[t])
+		slices.Sort(ps)
+		fmt.Fprintf(&b, "%s%v", t, ps)
+	}
+	return b.String()
+}
+
+// commitResponseErr is the first error of an offset commit: the request's or a partition's.
+func commitResponseErr(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

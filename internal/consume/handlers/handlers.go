@@ -1,0 +1,208 @@
+// Package handlers holds the handlers bundled with fieldwork's reference consumer, chosen
+// with `fieldwork consume --handler`:
+//
+//   - projection: the current state of each task in a table keyed by (consumer,
+//     aggregate_id), applying an event only when its version is newer than the stored one;
+//   - audit: an append-only activity feed, one row per event;
+//   - webhook: a notifier that POSTs each event to a URL with an Idempotency-Key header and
+//     records the delivery in the same transaction.
+//
+// Each is a consume.Handler, written against the same small interface a team uses for its
+// own handler. Their tables live in the dedup store's schema, next to the markers, so that
+// the markers and the effects commit together; Migrate creates them (fieldwork consume
+// --migrate), on PostgreSQL and on SQLite (where the schema is a table-name prefix, as for
+// the marker table: fieldwork_task_state).
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+)
+
+// Names of the bundled handlers, as --handler takes them.
+const (
+	NameProjection = "projection"
+	NameAudit      = "audit"
+	NameWebhook    = "webhook"
+)
+
+// Names lists the bundled handlers.
+var Names = []string{NameProjection, NameAudit, NameWebhook}
+
+// Table names, before the schema is applied.
+const (
+	TableTaskState         = "task_state"
+	TableAuditLog          = "audit_log"
+	TableWebhookDeliveries = "webhook_deliveries"
+)
+
+// Config is what the bundled handlers need.
+type Config struct {
+	// Consumer is the marker consumer name; rows are keyed by it, so consumers sharing a
+	// schema keep apart.
+	Consumer string
+	// Driver is the store's driver: "postgres" or "sqlite" (dedup.Store.Driver).
+	Driver string
+	// Schema is the store's schema (default dedup.DefaultSchema).
+	Schema string
+	// Logger receives the handlers' own logs (default: discard).
+	Logger *slog.Logger
+	// Registerer receives the handlers' own metrics (nil: not registered).
+	Registerer prometheus.Registerer
+
+	// WebhookURL is where the webhook handler POSTs (required for it).
+	WebhookURL string
+	// WebhookTimeout bounds one delivery attempt (default 10s).
+	WebhookTimeout time.Duration
+	// HTTPClient, when set, is used instead of a client with WebhookTimeout.
+	HTTPClient *http.Client
+}
+
+// New returns the bundled handler called name.
+func New(name string, cfg Config) (consume.Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := dedup.ValidateConsumer(cfg.Consumer); err != nil {
+		return nil, err
+	}
+	d, err := newDialect(cfg.Driver, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case NameProjection:
+		return newProjection(cfg, d), nil
+	case NameAudit:
+		return newAudit(cfg, d), nil
+	case NameWebhook:
+		return newWebhook(cfg, d)
+	}
+	return nil, fmt.Errorf("unknown handler %q: want one of %s", name, strings.Join(Names, ", "))
+}
+
+// dialect holds what differs between PostgreSQL and SQLite in the handlers' SQL.
+type dialect struct {
+	postgres bool
+	schema   string
+}
+
+func newDialect(driver, schema string) (dialect, error) {
+	if schema == "" {
+		schema = dedup.DefaultSchema
+	}
+	if err := dedup.ValidateIdentifier("schema", schema); err != nil {
+		return dialect{}, err
+	}
+	switch driver {
+	case "postgres":
+		return dialect{postgres: true, schema: schema}, nil
+	case "sqlite":
+		return dialect{schema: schema}, nil
+	}
+	return dialect{}, fmt.Errorf("unknown store driver %q", driver)
+}
+
+// Table returns the quoted name of a handler table in the store's schema, as the store
+// names its own tables: "schema"."name" on PostgreSQL; "schema_name" on SQLite ("name" for
+// the schema main). name must be one of the Table constants.
+func Table(driver, schema, name string) (string, error) {
+	d, err := newDialect(driver, schema)
+	if err != nil {
+		return "", err
+	}
+	return d.table(name), nil
+}
+
+func (d dialect) table(name string) string {
+	if d.postgres {
+		return `"` + d.schema + `"."` + name + `"`
+	}
+	if d.schema == "main" {
+		return `"` + name + `"`
+	}
+	return `"` + d.schema + "_" + name + `"`
+}
+
+// index names an index of table name: schema-scoped on PostgreSQL (no schema part, it is
+// created in the table's schema), prefixed on SQLite (index names are per database).
+func (d dialect) index(name, suffix string) string {
+	if d.postgres || d.schema == "main" {
+		return `"` + name + "_" + suffix + `"`
+	}
+	return `"` + d.schema + "_" + name + "_" + suffix + `"`
+}
+
+// ts turns a time into a bind parameter: time.Time for PostgreSQL, RFC 3339 text in UTC for
+// SQLite; nil for the zero time.
+func (d dialect) ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	if d.postgres {
+		return t
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// types for CREATE TABLE.
+func (d dialect) timestamp() string {
+	if d.postgres {
+		return "timestamptz"
+	}
+	return "text"
+}
+
+func (d dialect) serial() string {
+	if d.postgres {
+		return "bigserial PRIMARY KEY"
+	}
+	return "INTEGER PRIMARY KEY AUTOINCREMENT"
+}
+
+// exec runs statements in order.
+func exec(ctx context.Context, tx *dedup.Tx, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrTableMissing is wrapped by Check when a handler's table does not exist.
+var ErrTableMissing = errors.New("handler table missing: run fieldwork consume with --migrate")
+
+// checkTables probes each table with a query that reads no row.
+func checkTables(ctx context.Context, tx *dedup.Tx, tables ...string) error {
+	for _, t := range tables {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+t+" WHERE 1 = 0"); err != nil {
+			if dedup.IsTransient(err) {
+				return err
+			}
+			if isMissingTable(err) {
+				return fmt.Errorf("%s: %w", t, ErrTableMissing)
+			}
+			return fmt.Errorf("check %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+func isMissingTable(err error) bool {
+	s := err.Error()
+	return slices.ContainsFunc([]string{"42P01", "3F000", "no such table", "does not exist"}, func(m string) bool {
+		return strings.Contains(s, m)
+	})
+}

@@ -1,0 +1,164 @@
+package handlers
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/sample"
+)
+
+// ProjectionTypes are the event types the projection applies; any other type is
+// dead-lettered as unsupported.
+var ProjectionTypes = []string{sample.TypeCreated, sample.TypeAssigned, sample.TypeStarted, sample.TypeCompleted, sample.TypeReopened}
+
+// projection keeps the current state of each task: one row per (consumer, aggregate_id)
+// in task_state. Events carry the task's whole state after the event (event-carried state
+// transfer), so applying an event is replacing the row — but only when the event's
+// version is newer than the stored one. An older or equal version is a no-op for the state
+// (the event is still marked processed, and the row's stale_events counter records it). A
+// version more than one ahead of the stored one is applied and counted as a gap
+// (version_gaps, the metric fieldwork_consume_projection_gaps_total, a warning in the log):
+// events in between were lost, are still to come out of order, or were dead-lettered.
+//
+// applied_events and stale_events count the events that reached the projection: with
+// durable dedup each distinct event counts exactly once, which is what the crash test
+// checks.
+type projection struct {
+	consumer string
+	d        dialect
+	table    string
+	log      *slog.Logger
+	gaps     prometheus.Counter
+	types    map[string]bool
+}
+
+func newProjection(cfg Config, d dialect) *projection {
+	p := &projection{
+		consumer: cfg.Consumer, d: d, table: d.table(TableTaskState), log: cfg.Logger,
+		gaps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fieldwork_consume_projection_gaps_total",
+			Help: "Events applied by the projection whose version skipped versions after the stored one.",
+		}),
+		types: map[string]bool{},
+	}
+	for _, t := range ProjectionTypes {
+		p.types[t] = true
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(p.gaps)
+	}
+	return p
+}
+
+func (p *projection) Name() string { return NameProjection }
+
+func (p *projection) Migrate(ctx context.Context, tx *dedup.Tx) error {
+	ts := p.d.timestamp()
+	return exec(ctx, tx, `CREATE TABLE IF NOT EXISTS `+p.table+` (
+	consumer       text    NOT NULL,
+	aggregate_id   text    NOT NULL,
+	aggregate_type text    NOT NULL DEFAULT '',
+	version        bigint  NOT NULL,
+	event_id       text    NOT NULL,
+	event_type     text    NOT NULL,
+	status         text    NOT NULL DEFAULT '',
+	data           text    NOT NULL DEFAULT '',
+	event_time     `+ts+`,
+	applied_events bigint  NOT NULL DEFAULT 0,
+	stale_events   bigint  NOT NULL DEFAULT 0,
+	version_gaps   bigint  NOT NULL DEFAULT 0,
+	updated_at     `+ts+` NOT NULL,
+	PRIMARY KEY (consumer, aggregate_id)
+)`)
+}
+
+func (p *projection) Check(ctx context.Context, tx *dedup.Tx) error {
+	return checkTables(ctx, tx, p.table)
+}
+
+// taskData is the part of the event data the projection reads beyond storing it whole.
+type taskData struct {
+	Status string `json:"status"`
+}
+
+func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	if !p.types[ev.Type] {
+		return 0, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
+	}
+	if ev.AggregateType != "" && ev.AggregateType != sample.AggregateType {
+		return 0, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
+	}
+	if ev.AggregateID == "" {
+		return 0, consume.Permanentf("event %s has no aggregate id", ev.ID)
+	}
+	if !ev.HasVersion {
+		return 0, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
+	}
+	var data taskData
+	if len(ev.Data) == 0 || ev.Data[0] != '{' {
+		return 0, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
+	}
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return 0, consume.Permanentf("event %s: data: %v", ev.ID, err)
+	}
+
+	lock := ""
+	if p.d.postgres {
+		lock = " FOR UPDATE"
+	}
+	var stored int64
+	err := tx.QueryRow(ctx, `SELECT version FROM `+p.table+` WHERE consumer = $1 AND aggregate_id = $2`+lock,
+		p.consumer, ev.AggregateID).Scan(&stored)
+	found := err == nil
+	if err != nil && !isNoRows(err) {
+		return 0, err
+	}
+	now := p.d.ts(time.Now())
+	if found && ev.Version <= stored {
+		_, err := tx.Exec(ctx, `UPDATE `+p.table+` SET stale_events = stale_events + 1 WHERE consumer = $1 AND aggregate_id = $2`,
+			p.consumer, ev.AggregateID)
+		return consume.Stale, err
+	}
+	var gap int64
+	if want := stored + 1; ev.Version > want {
+		gap = 1
+		p.gaps.Inc()
+		p.log.Warn("projection: version gap", "aggregate_id", ev.AggregateID, "stored_version", stored,
+			"event_version", ev.Version, "missing", ev.Version-want, "event_id", ev.ID,
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+	}
+	if !found {
+		_, err = tx.Exec(ctx, `INSERT INTO `+p.table+` (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
+	status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11)`,
+			p.consumer, ev.AggregateID, ev.AggregateType, ev.Version, ev.ID, ev.Type,
+			data.Status, string(ev.Data), p.d.ts(ev.Time), gap, now)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE `+p.table+` SET aggregate_type = $3, version = $4, event_id = $5, event_type = $6,
+	status = $7, data = $8, event_time = $9, applied_events = applied_events + 1,
+	version_gaps = version_gaps + $10, updated_at = $11
+WHERE consumer = $1 AND aggregate_id = $2`,
+			p.consumer, ev.AggregateID, ev.AggregateType, ev.Version, ev.ID, ev.Type,
+			data.Status, string(ev.Data), p.d.ts(ev.Time), gap, now)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return consume.Applied, nil
+}
+
+// isNoRows matches "no rows" from pgx and from database/sql.
+func isNoRows(err error) bool {
+	return errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows)
+}

@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// DefaultWebhookTimeout bounds one delivery attempt.
+const DefaultWebhookTimeout = 10 * time.Second
+
+// HeaderIdempotencyKey is the request header that carries consume.IdempotencyKey.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// webhook POSTs each event to a URL and records the delivery in webhook_deliveries, in the
+// consumer's transaction.
+//
+// The request carries Idempotency-Key: consume.IdempotencyKey(consumer, event id), the same
+// on every attempt and every redelivery, so a receiver that honours it acts once even when
+// fieldwork sends twice (a crash between the POST and the commit, a retry after a 503). The
+// body is the decoded event as JSON (the fields of envelope.Event, snake_case).
+//
+// Failures: a transport error (refused, reset, timeout), 408, 429 and any 5xx are retryable
+// (retried in place, then dead-lettered as exhausted); a 3xx or any other 4xx is permanent
+// (dead-lettered as rejected at once).
+//
+// A delivery row is keyed by (consumer, event_id); deliveries counts the committed
+// deliveries of the event, 1 unless its marker was forgotten and the event replayed.
+type webhook struct {
+	consumer string
+	d        dialect
+	table    string
+	url      string
+	shown    string // the URL with any password redacted, for messages
+	client   *http.Client
+}
+
+func newWebhook(cfg Config, d dialect) (*webhook, error) {
+	if cfg.WebhookURL == "" {
+		return nil, errors.New("the webhook handler needs a URL (--webhook-url)")
+	}
+	u, err := url.Parse(cfg.WebhookURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("webhook URL %q: want an absolute http:// or https:// URL", redactURL(cfg.WebhookURL))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		timeout := cfg.WebhookTimeout
+		if timeout <= 0 {
+			timeout = DefaultWebhookTimeout
+		}
+		client = &http.Client{Timeout: timeout}
+	}
+	return &webhook{
+		consumer: cfg.Consumer, d: d, table: d.table(TableWebhookDeliveries),
+		url: cfg.WebhookURL, shown: u.Redacted(), client: client,
+	}, nil
+}
+
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable URL)"
+}
+
+func (w *webhook) Name() string { return NameWebhook }
+
+func (w *webhook) Migrate(ctx context.Context, tx *dedup.Tx) error {
+	return exec(ctx, tx, `CREATE TABLE IF NOT EXISTS `+w.table+` (
+	consumer        text    NOT NULL,
+	event_id        text    NOT NULL,
+	idempotency_key text    NOT NULL,
+	url             text    NOT NULL,
+	status_code     integer NOT NULL,
+	attempts        integer NOT NULL,
+	deliveries      integer NOT NULL DEFAULT 1,
+	delivered_at    `+w.d.timestamp()+` NOT NULL,
+	PRIMARY KEY (consumer, event_id)
+)`)
+}
+
+func (w *webhook) Check(ctx context.Context, tx *dedup.Tx) error {
+	return checkTables(ctx, tx, w.table)
+}
+
+func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	key := consume.IdempotencyKey(w.consumer, ev.ID)
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, consume.Permanent(fmt.Errorf("encode event %s: %w", ev.ID, err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, consume.Permanent(fmt.Errorf("webhook request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "fieldwork-consume")
+	req.Header.Set(HeaderIdempotencyKey, key)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, which may hold a password
+		}
+		return 0, consume.Retryable(fmt.Errorf("POST %s: %w", w.shown, err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
+		return 0, consume.Retryable(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
+	default:
+		return 0, consume.Permanent(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
+VALUES ($1, $2, $3, $4, $5, $6, 1, $7)
+ON CONFLICT (consumer, event_id) DO UPDATE SET idempotency_key = excluded.idempotency_key, url = excluded.url,
+	status_code = excluded.status_code, attempts = excluded.attempts, deliveries = t.deliveries + 1,
+	delivered_at = excluded.delivered_at`,
+		w.consumer, ev.ID, key, w.shown, code, max(consume.Attempt(ctx), 1), w.d.ts(nowUTC()))
+	if err != nil {
+		return 0, err
+	}
+	return consume.Applied, nil
+}
+
+func nowUTC() time.Time { return time.Now().UTC() }

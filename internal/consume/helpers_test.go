@@ -1,0 +1,217 @@
+package consume_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// pgStore opens a store on the real PostgreSQL in a schema of its own, migrated, dropped at
+// cleanup.
+func pgStore(t testing.TB) (*dedup.Store, string) {
+	t.Helper()
+	dsn := testenv.DSN(t)
+	schema := fmt.Sprintf("fwc_%d_%d", time.Now().UnixNano()%1_000_000_000, schemaSeq.Add(1))
+	ctx := context.Background()
+	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	if _, err := st.Migrate(ctx, false); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		if os.Getenv("FIELDWORK_TEST_KEEP") != "" {
+			t.Logf("kept schema %s", schema)
+			return
+		}
+		execPG(t, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+	})
+	return st, schema
+}
+
+var schemaSeq atomic.Int64
+
+// execPG runs one statement on its own connection to the test database.
+func execPG(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testenv.DSN(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// queryInt runs a query returning one integer through the store.
+func queryInt(t testing.TB, st *dedup.Store, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		return tx.QueryRow(context.Background(), sql, args...).Scan(&n)
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// topics creates a source topic with partitions and its dead-letter topic (one partition),
+// deleted at cleanup.
+func topics(t testing.TB, partitions int32) (source, dlqTopic string) {
+	t.Helper()
+	source = testenv.Name(t, "fwc")
+	dlqTopic = source + ".dlq"
+	createTopic(t, source, partitions)
+	createTopic(t, dlqTopic, 1)
+	return source, dlqTopic
+}
+
+func createTopic(t testing.TB, name string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(testenv.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, name)
+	})
+}
+
+// producer returns a client that partitions by key the way every Kafka client does.
+func producer(t testing.TB) *kgo.Client {
+	return testenv.Client(t, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+}
+
+// testLogger writes the engine's logs to the test log at Info and above (Debug with -v
+// and FIELDWORK_TEST_DEBUG set).
+func testLogger(t testing.TB) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("FIELDWORK_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// engineOpts are the options most tests share: fast backoffs, idle stop.
+func engineOpts(t testing.TB, st *dedup.Store, h consume.Handler, topic, group string) consume.Options {
+	return consume.Options{
+		Topics: []string{topic}, Group: group, Handler: h, Store: st,
+		Kafka:        []kgo.Opt{kgo.SeedBrokers(testenv.Brokers(t))},
+		StopWhenIdle: 3 * time.Second,
+		RetryBackoff: consume.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond},
+		InfraBackoff: consume.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
+		Logger:       testLogger(t),
+	}
+}
+
+// run runs an engine until it is idle and returns its totals.
+func run(t testing.TB, o consume.Options) consume.Stats {
+	t.Helper()
+	e, err := consume.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return e.Stats()
+}
+
+// handler builds a bundled handler and migrates its tables.
+func handler(t testing.TB, st *dedup.Store, schema, name, consumer string, cfg handlers.Config) consume.Handler {
+	t.Helper()
+	cfg.Consumer, cfg.Driver, cfg.Schema = consumer, st.Driver(), schema
+	h, err := handlers.New(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// readAll reads every record of topic up to its end offsets at the time of the call.
+func readAll(t testing.TB, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(testenv.Client(t))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	cl := testenv.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %s: %v (still want %v)", topic, err, want)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("read %s: %v", topic, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := want[r.Partition]; ok && r.Offset < end {
+				out = append(out, r)
+				if r.Offset == end-1 {
+					delete(want, r.Partition)
+				}
+			}
+		})
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,117 @@
+package consume
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Event outcomes, the values of the outcome label of fieldwork_consume_events_total.
+const (
+	OutcomeProcessed    = "processed"     // applied and marked
+	OutcomeDuplicate    = "duplicate"     // already marked (or repeated inside its batch): skipped
+	OutcomeStale        = "stale"         // an older version: not applied, still marked
+	OutcomeDeadLettered = "dead_lettered" // sent to the dead-letter topic, not marked
+	OutcomeRetried      = "retried"       // one more attempt of a handler after a retryable error
+)
+
+// Stats are the engine's running totals since it started. Processed counts Applied events
+// only; Stale ones are counted apart (both are marked).
+type Stats struct {
+	Records      int64 `json:"records"`
+	Processed    int64 `json:"processed"`
+	Duplicates   int64 `json:"duplicates"`
+	Stale        int64 `json:"stale"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Retried      int64 `json:"retried"`
+	Batches      int64 `json:"batches"`
+	InfraRetries int64 `json:"infra_retries"`
+}
+
+type counters struct {
+	records, processed, duplicates, stale, deadLettered, retried, batches, infraRetries atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Records: c.records.Load(), Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
+		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), Retried: c.retried.Load(),
+		Batches: c.batches.Load(), InfraRetries: c.infraRetries.Load(),
+	}
+}
+
+// metrics are the engine's Prometheus collectors. With a nil Registerer they are created
+// but not registered, so the code paths are the same.
+type metrics struct {
+	events        *prometheus.CounterVec
+	deadLetters   *prometheus.CounterVec
+	batchSeconds  *prometheus.HistogramVec
+	lag           *prometheus.GaugeVec
+	infraRetries  *prometheus.CounterVec
+	commitFailed  prometheus.Counter
+	assigned      prometheus.Gauge
+	handlerErrors *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_events_total",
+			Help: "Records handled by the consumer, by topic and outcome (processed, duplicate, stale, dead_lettered, retried).",
+		}, []string{"topic", "outcome"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_dead_letters_total",
+			Help: "Dead letters produced, by source topic and reason (malformed, unsupported, rejected, exhausted).",
+		}, []string{"topic", "reason"}),
+		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fieldwork_consume_batch_duration_seconds",
+			Help:    "Time from the start of a batch to its Kafka offset commit, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12), // 1ms … ~60s
+		}, []string{"topic"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_lag",
+			Help: "Records in the partition after the last one this consumer finished (high watermark minus next offset).",
+		}, []string{"topic", "partition"}),
+		infraRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_infra_retries_total",
+			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters).",
+		}, []string{"stage"}),
+		commitFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fieldwork_consume_offset_commit_failures_total",
+			Help: "Kafka offset commits that failed (the next commit, or the one at revoke or shutdown, covers them).",
+		}),
+		assigned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_assigned_partitions",
+			Help: "Partitions currently assigned to this consumer.",
+		}),
+		handlerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_handler_errors_total",
+			Help: "Errors returned by the handler, by class (retryable, permanent, unsupported, infra).",
+		}, []string{"class"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.events, m.deadLetters, m.batchSeconds, m.lag, m.infraRetries, m.commitFailed, m.assigned, m.handlerErrors)
+	}
+	return m
+}
+
+func (m *metrics) setLag(topic string, partition int32, lag int64) {
+	m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))).Set(float64(max(lag, 0)))
+}
+
+func (m *metrics) dropLag(topic string, partition int32) {
+	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+}
+
+func (c class) label() string {
+	switch c {
+	case classPermanent:
+		return "permanent"
+	case classUnsupported:
+		return "unsupported"
+	case classInfra:
+		return "infra"
+	}
+	return "retryable"
+}

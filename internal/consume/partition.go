@@ -1,0 +1,159 @@
+package consume
+
+import (
+	"context"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// worker consumes one assigned partition: the poll loop appends fetched records to its
+// queue, and its goroutine takes them off in batches of at most BatchMax, strictly in offset
+// order, one batch at a time. When the queue grows past highWater the partition's fetching
+// is paused (franz-go drops what it buffered for a paused partition and fetches it again
+// after the resume), so a partition that is stuck retrying never blocks the poll loop, the
+// other partitions, or a rebalance.
+type worker struct {
+	e  *Engine
+	tp tp
+
+	// ctx is cancelled to abandon the batch in flight (hard stop, lost partition, fatal).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	queue    []*kgo.Record
+	hw       int64 // the partition's high watermark as last fetched
+	paused   bool
+	stopping bool
+	inFlight bool
+	wake     chan struct{}
+
+	// finished is one past the last record whose batch is done (database committed, dead
+	// letters acknowledged); committed is the offset Kafka acknowledged. Offset -1: none yet.
+	// Only the worker goroutine writes them while it runs; the engine reads them after it
+	// has exited, to commit what is done and not yet committed.
+	finished, committed kgo.EpochOffset
+}
+
+func newWorker(e *Engine, t tp) *worker {
+	ctx, cancel := context.WithCancel(e.hardCtx)
+	return &worker{
+		e: e, tp: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		finished: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: kgo.EpochOffset{Epoch: -1, Offset: -1},
+	}
+}
+
+func (w *worker) highWater() int { return 2 * w.e.o.BatchMax }
+
+// enqueue appends records fetched for the partition. Called by the poll loop only.
+func (w *worker) enqueue(recs []*kgo.Record, hw int64) {
+	w.mu.Lock()
+	w.queue = append(w.queue, recs...)
+	w.hw = hw
+	pause := !w.paused && len(w.queue) >= w.highWater()
+	if pause {
+		w.paused = true
+	}
+	w.mu.Unlock()
+	if pause {
+		w.e.cl.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+	}
+	w.signal()
+}
+
+func (w *worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop asks the worker to exit after the batch in flight; queued records are dropped
+// (their offsets are not committed, so whoever owns the partition next reads them again).
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+// abort abandons the batch in flight: its transaction rolls back and nothing of it is
+// committed.
+func (w *worker) abort() { w.cancel() }
+
+// idle reports whether the worker has nothing queued and nothing in flight.
+func (w *worker) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) == 0 && !w.inFlight
+}
+
+// take waits for the next batch; nil means exit.
+func (w *worker) take() ([]*kgo.Record, int64) {
+	for {
+		w.mu.Lock()
+		if w.stopping || w.ctx.Err() != nil {
+			w.queue = nil
+			w.mu.Unlock()
+			return nil, 0
+		}
+		if n := min(len(w.queue), w.e.o.BatchMax); n > 0 {
+			batch := w.queue[:n:n]
+			w.queue = w.queue[n:]
+			w.inFlight = true
+			resume := w.paused && len(w.queue) < w.highWater()/2
+			if resume {
+				w.paused = false
+			}
+			hw := w.hw
+			w.mu.Unlock()
+			if resume {
+				w.e.cl.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+			}
+			return batch, hw
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.wake:
+		case <-w.ctx.Done():
+		}
+	}
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	defer func() {
+		// A partition paused when it is revoked would stay paused if it came back.
+		w.mu.Lock()
+		paused := w.paused
+		w.paused = false
+		w.mu.Unlock()
+		if paused {
+			w.e.cl.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		}
+	}()
+	for {
+		batch, hw := w.take()
+		if batch == nil {
+			return
+		}
+		err := w.e.runBatch(w, batch, hw)
+		w.mu.Lock()
+		w.inFlight = false
+		w.mu.Unlock()
+		if err != nil {
+			if w.ctx.Err() == nil {
+				w.e.fail(err)
+			}
+			return
+		}
+	}
+}
