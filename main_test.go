@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"fw-create-topic": cmdCreateTopic,
 			"fw-claim":        cmdClaim,
 			"fw-silent-port":  cmdSilentPort,
+			"fw-capture":      cmdCapture,
 		},
 	})
 }
@@ -199,6 +201,22 @@ func cmdSilentPort(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	})
 	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+}
+
+// cmdCapture is `fw-capture stdout|stderr REGEXP VAR`: it sets VAR to the first submatch of
+// REGEXP in the last command's output, so a script can pass what one command printed (a
+// cursor) to the next.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: fw-capture stdout|stderr REGEXP VAR")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile(args[0]))
+	if len(m) < 2 {
+		ts.Fatalf("fw-capture: no match for %q in %s", args[1], args[0])
+	}
+	ts.Setenv(args[2], m[1])
 }
 
 // cmdClaim is `fw-claim [flags] DSN SCHEMA CONSUMER EVENT_ID...`: it writes markers the way
