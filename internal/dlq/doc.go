@@ -14,5 +14,10 @@
 // Listing and summarising: Filter selects dead letters and Stats aggregates them while
 // streaming, in memory bounded by the number of groups.
 //
-// The package does no I/O: it works on franz-go records and returns data.
+// Scanning: Topics finds the dead-letter topics, PlanScan fixes their end offsets, and
+// Scan.Run streams Parse results through a Filter. List adds statuses (StatusLookup, from the
+// dedup store's markers) and a limit; Summarise aggregates per topic and per group, with each
+// topic's retention; Fetch and FindEventID find one dead letter and NewDetail decodes it for
+// `dlq show`. These read Kafka through internal/kafka and the store through internal/dedup;
+// everything else works on franz-go records and returns data. Nothing here renders.
 package dlq

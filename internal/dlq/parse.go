@@ -23,7 +23,19 @@ import (
 // last.
 //
 // A nil record gives the zero DeadLetter with ConventionUnknown.
-func Parse(r *kgo.Record) DeadLetter {
+func Parse(r *kgo.Record) DeadLetter { return ParseWith(r, ParseOptions{}) }
+
+// ParseOptions trim the work Parse does for callers that need less than the whole view.
+type ParseOptions struct {
+	// NoEnvelope skips decoding the record's envelope: EventID is then only what a dead-letter
+	// header says (fw.dlq.event_id), "" for the other conventions. Decoding the value is most
+	// of Parse's cost for a dead letter without an event-id header, and summaries that never
+	// look at event ids do not need it.
+	NoEnvelope bool
+}
+
+// ParseWith is Parse with options; ParseWith(r, ParseOptions{}) is Parse(r).
+func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
 	d := DeadLetter{Convention: ConventionUnknown}
 	if r == nil {
 		return d
@@ -56,7 +68,7 @@ func Parse(r *kgo.Record) DeadLetter {
 			}
 		}
 	}
-	if d.EventID == "" {
+	if d.EventID == "" && !opts.NoEnvelope {
 		d.EventID = decodedEventID(d.Headers, d.Value)
 	}
 	return d

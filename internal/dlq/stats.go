@@ -66,6 +66,8 @@ type Stats struct {
 	since  time.Time
 	window time.Duration
 	groups map[groupKey]*GroupStats
+	// withStatus is set once AddStatus has counted a status.
+	withStatus bool
 }
 
 // NewStats returns an empty aggregator grouping by the keys in by (none: one group of
@@ -94,7 +96,20 @@ func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error
 }
 
 // Add counts one dead letter. A zero timestamp counts toward Count only.
-func (s *Stats) Add(d DeadLetter) {
+func (s *Stats) Add(d DeadLetter) { s.add(d) }
+
+// AddStatus counts one dead letter, as Add does, and its status in the group's Statuses.
+// Once AddStatus has been called, every group reports Statuses (zero counts included).
+func (s *Stats) AddStatus(d DeadLetter, st Status) {
+	g := s.add(d)
+	s.withStatus = true
+	if g.Statuses == nil {
+		g.Statuses = &StatusCounts{}
+	}
+	g.Statuses.Add(st)
+}
+
+func (s *Stats) add(d DeadLetter) *GroupStats {
 	var k groupKey
 	for _, j := range s.index {
 		k[j] = keyValue(d, StatsKeys[j])
@@ -107,7 +122,7 @@ func (s *Stats) Add(d DeadLetter) {
 	g.Count++
 	t := d.Timestamp
 	if t.IsZero() {
-		return
+		return g
 	}
 	if g.Oldest.IsZero() || t.Before(g.Oldest) {
 		g.Oldest = t
@@ -118,6 +133,7 @@ func (s *Stats) Add(d DeadLetter) {
 	if s.window > 0 && !t.Before(s.since) {
 		g.InWindow++
 	}
+	return g
 }
 
 func keyValue(d DeadLetter, k StatsKey) string {
@@ -147,6 +163,12 @@ func (s *Stats) Result() []GroupStats {
 		r := *g
 		if s.window > 0 {
 			r.RatePerHour = float64(r.InWindow) / s.window.Hours()
+		}
+		if r.Statuses != nil {
+			c := *r.Statuses
+			r.Statuses = &c
+		} else if s.withStatus {
+			r.Statuses = &StatusCounts{}
 		}
 		out = append(out, r)
 	}
@@ -180,6 +202,9 @@ type GroupStats struct {
 	// the window's length in hours; both 0 without a window.
 	InWindow    int64
 	RatePerHour float64
+	// Statuses counts the group's dead letters by status when they were added with
+	// AddStatus; nil otherwise.
+	Statuses *StatusCounts
 
 	by []StatsKey
 }
@@ -205,7 +230,7 @@ func (g GroupStats) Value(k StatsKey) string {
 }
 
 // MarshalJSON writes the grouped-by fields in the order of the grouping, then count, oldest,
-// newest (null when unknown), in_window and rate_per_hour.
+// newest (null when unknown), in_window and rate_per_hour, then status when Statuses is set.
 func (g GroupStats) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -243,11 +268,37 @@ func (g GroupStats) MarshalJSON() ([]byte, error) {
 		{"newest", timeOrNil(g.Newest)},
 		{"in_window", g.InWindow},
 		{"rate_per_hour", g.RatePerHour},
+		{"status", g.Statuses},
 	} {
+		if f.name == "status" && g.Statuses == nil {
+			continue
+		}
 		if err := field(f.name, f.v); err != nil {
 			return nil, err
 		}
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// StatusCounts counts dead letters by status.
+type StatusCounts struct {
+	Pending  int64 `json:"pending"`
+	Replayed int64 `json:"replayed"`
+	Resolved int64 `json:"resolved"`
+	Unknown  int64 `json:"unknown"`
+}
+
+// Add counts one status; a status that is not one of Statuses counts as unknown.
+func (c *StatusCounts) Add(st Status) {
+	switch st {
+	case StatusPending:
+		c.Pending++
+	case StatusReplayed:
+		c.Replayed++
+	case StatusResolved:
+		c.Resolved++
+	default:
+		c.Unknown++
+	}
 }

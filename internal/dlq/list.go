@@ -1,0 +1,109 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+)
+
+// Entry is a dead letter as `dlq list` shows it: the normalised view and, when a store was
+// given, its status.
+type Entry struct {
+	DeadLetter
+	Status StatusInfo
+}
+
+// MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
+// its Status, or null when it was not looked up.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	var status *Status
+	if e.Status.Status != "" {
+		status = &e.Status.Status
+	}
+	return appendJSONFields(e.DeadLetter, jsonField{"status", status})
+}
+
+// jsonField is one field appended to an object by appendJSONFields.
+type jsonField struct {
+	name  string
+	value any
+}
+
+// appendJSONFields marshals base (a JSON object) and appends fields to it, in order.
+func appendJSONFields(base any, fields ...jsonField) ([]byte, error) {
+	b, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, " \n")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, errors.New("dlq: base of appendJSONFields is not a JSON object")
+	}
+	out := b[:len(b)-1]
+	for _, f := range fields {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		name, _ := json.Marshal(f.name)
+		v, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, name...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
+}
+
+// ListOptions select the dead letters List hands on.
+type ListOptions struct {
+	Filter Filter
+	// Lookup tells statuses; without a store no status is looked up.
+	Lookup StatusLookup
+	// Statuses keeps only dead letters with one of these statuses (a store is needed).
+	Statuses []Status
+	// Limit stops the listing after this many dead letters; 0 is no limit.
+	Limit int
+	// StatusBatch is how many dead letters are looked up together (DefaultStatusBatch).
+	StatusBatch int
+}
+
+// ListResult says what List did.
+type ListResult struct {
+	ScanResult
+	// Listed is the number of dead letters handed to emit.
+	Listed int
+	// More is true when the limit was reached and at least one more dead letter matched.
+	More bool
+}
+
+// List runs s and hands emit every dead letter that passes the filter and the status filter,
+// in scan order, until the limit. It reads until the dead letter after the limit is found, so
+// that More is certain, then stops. Statuses are looked up in batches while the scan
+// streams: emit is called late by at most a batch.
+func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (ListResult, error) {
+	var res ListResult
+	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
+		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
+			return nil
+		}
+		if o.Limit > 0 && res.Listed >= o.Limit {
+			res.More = true
+			return ErrStop
+		}
+		res.Listed++
+		return emit(Entry{DeadLetter: d, Status: info})
+	})
+	sr, err := s.Run(ctx, o.Filter, func(d DeadLetter) error { return b.Add(ctx, d) })
+	res.ScanResult = sr
+	if err == nil && !sr.Stopped {
+		err = b.Flush(ctx)
+		if errors.Is(err, ErrStop) {
+			res.Stopped, err = true, nil
+		}
+	}
+	return res, err
+}

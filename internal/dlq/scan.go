@@ -1,0 +1,186 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// DefaultTopicPattern selects the dead-letter topics read when none are named: names ending
+// in .dlq (fieldwork's), -dlt (Spring's retry topics) or .DLT (Spring's recoverer).
+var DefaultTopicPattern = regexp.MustCompile(`(\.dlq|-dlt|\.DLT)$`)
+
+// ErrStop, returned by a Scan callback, ends the scan early without an error.
+var ErrStop = errors.New("stop the scan")
+
+// Topics resolves which dead-letter topics to read: the named topics, each of which must
+// exist (a missing one is a *kafka.UnknownTopicError), or, when none is named, every
+// non-internal topic whose name pattern matches (DefaultTopicPattern when nil), sorted. No
+// topic matching the pattern is an empty result, not an error.
+func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *regexp.Regexp) ([]string, error) {
+	if len(names) > 0 {
+		uniq := slices.Clone(names)
+		slices.Sort(uniq)
+		uniq = slices.Compact(uniq)
+		details, err := c.Admin.ListTopics(ctx, uniq...)
+		if err != nil {
+			return nil, fmt.Errorf("describe topics: %w", err)
+		}
+		for _, n := range uniq {
+			d, ok := details[n]
+			if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				return nil, &kafka.UnknownTopicError{Topic: n}
+			}
+			if d.Err != nil {
+				return nil, fmt.Errorf("describe topic %s: %w", n, d.Err)
+			}
+		}
+		return uniq, nil
+	}
+	if pattern == nil {
+		pattern = DefaultTopicPattern
+	}
+	details, err := c.Admin.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	var out []string
+	for name, d := range details {
+		if d.Err == nil && !d.IsInternal && pattern.MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ScanOptions configure a Scan.
+type ScanOptions struct {
+	// Since and Until narrow the offsets read through the broker's time index, so that a
+	// window over a large topic does not read it all. The index is by record timestamp; give
+	// the same bounds to Filter, which checks each dead letter exactly.
+	Since, Until time.Time
+	// InOrder reads one partition at a time, topics and partitions in order, each in offset
+	// order: the order is deterministic (what a list shows, what a limit keeps) at the cost of
+	// one reader per partition. Otherwise every partition is read at once, interleaved.
+	InOrder bool
+	// Parse is passed to ParseWith for every record.
+	Parse ParseOptions
+	// Progress, when set, is told how many records have been read of how many offsets were
+	// planned (an upper bound: compaction and transaction markers leave gaps). It is called
+	// every few thousand records and once at the end, from the scanning goroutine.
+	Progress func(done, total int64)
+}
+
+// Scan is a planned read of dead-letter topics: the end offsets are fixed when it is planned,
+// so dead letters written while it runs are never read (a replay that fails again does not
+// make a scan chase its own tail).
+type Scan struct {
+	c      *kafka.Cluster
+	ranges []kafka.PartitionRange
+	opts   ScanOptions
+}
+
+// PlanScan fixes the offset ranges of every partition of topics. A missing topic is a
+// *kafka.UnknownTopicError.
+func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanOptions) (*Scan, error) {
+	s := &Scan{c: c, opts: opts}
+	sel := kafka.Selection{Since: opts.Since, Until: opts.Until}
+	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
+		return s, nil // an empty window: nothing to read
+	}
+	for _, t := range topics {
+		rs, err := c.Plan(ctx, t, sel)
+		if err != nil {
+			return nil, err
+		}
+		s.ranges = append(s.ranges, rs...)
+	}
+	sort.SliceStable(s.ranges, func(i, j int) bool {
+		a, b := s.ranges[i], s.ranges[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return s, nil
+}
+
+// Ranges returns the planned ranges, by topic and partition.
+func (s *Scan) Ranges() []kafka.PartitionRange { return slices.Clone(s.ranges) }
+
+// Total is the number of offsets planned.
+func (s *Scan) Total() int64 { return kafka.Total(s.ranges) }
+
+// ScanResult says how far a scan went.
+type ScanResult struct {
+	// Read is the number of records read and parsed; Matched how many passed the filter.
+	Read, Matched int64
+	// Stopped is true when the callback ended the scan with ErrStop.
+	Stopped bool
+}
+
+// progressEvery is how many records pass between two Progress calls.
+const progressEvery = 4096
+
+// Run reads the planned ranges, parses every record and calls fn with each dead letter that
+// f matches. fn returning ErrStop ends the scan (Stopped is set, the error is nil); any other
+// error ends it and is returned. The DeadLetter shares memory with the fetched record: fn
+// may keep it, the memory stays valid. Run may be called more than once; each call reads
+// the same ranges again.
+func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (ScanResult, error) {
+	var res ScanResult
+	total := s.Total()
+	progress := s.opts.Progress
+	if progress != nil {
+		progress(0, total)
+	}
+	each := func(r *kgo.Record) error {
+		res.Read++
+		if progress != nil && res.Read%progressEvery == 0 {
+			progress(res.Read, total)
+		}
+		d := ParseWith(r, s.opts.Parse)
+		if !f.Match(d) {
+			return nil
+		}
+		res.Matched++
+		return fn(d)
+	}
+	var err error
+	if s.opts.InOrder {
+		for _, r := range s.ranges {
+			if r.Len() == 0 {
+				continue
+			}
+			if err = s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
+				break
+			}
+		}
+	} else {
+		err = s.c.Read(ctx, s.ranges, each)
+	}
+	if errors.Is(err, ErrStop) {
+		res.Stopped, err = true, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	if progress != nil {
+		if res.Stopped {
+			progress(res.Read, total)
+		} else {
+			progress(total, total)
+		}
+	}
+	return res, nil
+}

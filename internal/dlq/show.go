@@ -1,0 +1,200 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// ErrNoRecord is returned (wrapped) when an offset inside a partition's bounds holds no
+// readable record: compacted away, aborted, or a transaction marker.
+var ErrNoRecord = errors.New("no record at this offset")
+
+// Fetch reads the record at topic/partition/offset. A missing topic is a
+// *kafka.UnknownTopicError; a partition or offset outside the topic is a usage error that
+// gives the valid range; an offset inside it that holds no record wraps ErrNoRecord.
+func Fetch(ctx context.Context, c *kafka.Cluster, topic string, partition int32, offset int64) (*kgo.Record, error) {
+	bounds, err := c.Bounds(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var b *kafka.PartitionBounds
+	for i := range bounds {
+		if bounds[i].Partition == partition {
+			b = &bounds[i]
+		}
+	}
+	switch {
+	case b == nil:
+		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, partition, len(bounds)-1)
+	case b.HighWatermark <= b.LogStart:
+		return nil, fwerr.Usagef("offset %d is outside %s/%d, which holds no records", offset, topic, partition)
+	case offset < b.LogStart || offset >= b.HighWatermark:
+		return nil, fwerr.Usagef("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
+	case offset >= b.LastStable:
+		return nil, fmt.Errorf("%s/%d/%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, b.LastStable)
+	}
+	r := kafka.PartitionRange{Topic: topic, Partition: partition, Start: offset, End: offset + 1, LogStart: b.LogStart, HighWatermark: b.HighWatermark}
+	var found *kgo.Record
+	err = c.Read(ctx, []kafka.PartitionRange{r}, func(rec *kgo.Record) error {
+		if rec.Offset == offset {
+			found = rec
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s/%d/%d: %w", topic, partition, offset, err)
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%s/%d/%d: %w (compacted away, aborted, or a transaction marker)", topic, partition, offset, ErrNoRecord)
+	}
+	return found, nil
+}
+
+// FindEventID scans s for the dead letters of event id, returning every match in scan order.
+// Memory is bounded by the matches.
+func FindEventID(ctx context.Context, s *Scan, id string) ([]DeadLetter, ScanResult, error) {
+	var out []DeadLetter
+	res, err := s.Run(ctx, Filter{EventID: id}, func(d DeadLetter) error {
+		out = append(out, d)
+		return nil
+	})
+	return out, res, err
+}
+
+// Newest returns the dead letter with the latest timestamp (the last in order among equals).
+func Newest(ds []DeadLetter) (DeadLetter, bool) {
+	if len(ds) == 0 {
+		return DeadLetter{}, false
+	}
+	best := ds[0]
+	for _, d := range ds[1:] {
+		if !d.Timestamp.Before(best.Timestamp) {
+			best = d
+		}
+	}
+	return best, true
+}
+
+// Malformed says why a dead letter's record is not a recognisable event.
+type Malformed struct {
+	Format string `json:"format,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason"`
+	// Message is the decoder's one-line error.
+	Message string `json:"message"`
+}
+
+// ReplayHint says how to send a dead letter back to where it failed.
+type ReplayHint struct {
+	// Target is the topic a replay sends it to: the original topic ("" when unknown).
+	Target string `json:"target"`
+	// DryRun prints the plan; Command executes it.
+	DryRun  string `json:"dry_run"`
+	Command string `json:"command"`
+	// Notes say what would stop or change the replay.
+	Notes []string `json:"notes"`
+}
+
+// DefaultMaxReplays is fieldwork replay's default --max-replays (DESIGN.md 3.3): a record
+// replayed that many times is quarantined rather than sent.
+const DefaultMaxReplays = 3
+
+// Replay returns the fieldwork replay command lines that send d back to its original topic.
+// Topic names are shell-safe as Kafka allows them, so the addresses need no quoting.
+func (d DeadLetter) Replay() ReplayHint {
+	addr := fmt.Sprintf("%s/%d/%d", d.Topic, d.Partition, d.Offset)
+	h := ReplayHint{
+		DryRun:  "fieldwork replay " + addr,
+		Command: "fieldwork replay " + addr + ` --execute --reason "…"`,
+		Notes:   []string{},
+	}
+	if topic, _, ok := d.Source(); ok {
+		h.Target = topic
+	} else if d.OriginalTopic != "" {
+		h.Notes = append(h.Notes, fmt.Sprintf("the original topic %s is not a valid topic name: replay cannot send it back", quote(d.OriginalTopic)))
+	} else {
+		h.Notes = append(h.Notes, "the dead letter names no original topic: replay cannot tell where to send it back")
+	}
+	if d.ReplayCount >= DefaultMaxReplays {
+		h.Notes = append(h.Notes, fmt.Sprintf("replayed %d times already: replay quarantines it unless --max-replays is above %d", d.ReplayCount, d.ReplayCount))
+	}
+	return h
+}
+
+// Detail is everything about one dead letter, as `dlq show` shows it.
+type Detail struct {
+	Entry
+	// Event is the decoded envelope; nil when the record is malformed.
+	Event *envelope.Event
+	// Malformed says why the envelope does not decode; nil when it does.
+	Malformed *Malformed
+	// ValueJSON is the value itself when it is valid JSON.
+	ValueJSON json.RawMessage
+	Replay    ReplayHint
+}
+
+// NewDetail decodes d's envelope and builds its replay hint.
+func NewDetail(e Entry) Detail {
+	det := Detail{Entry: e, Replay: e.Replay()}
+	ev, err := envelope.Decode(e.Headers, e.Value)
+	if err != nil {
+		m := Malformed{Reason: err.Error(), Message: err.Error()}
+		if me, ok := errors.AsType[*envelope.MalformedError](err); ok {
+			m.Format, m.Field, m.Reason = string(me.Format), me.Field, me.Reason
+		}
+		det.Malformed = &m
+	} else {
+		det.Event = &ev
+	}
+	if len(e.Value) > 0 && json.Valid(e.Value) {
+		det.ValueJSON = json.RawMessage(bytes.Clone(e.Value))
+	}
+	return det
+}
+
+// PrettyValue returns the value indented when it is JSON, else nil.
+func (d Detail) PrettyValue() []byte {
+	if len(d.ValueJSON) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, d.ValueJSON, "", "  ") != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// MarshalJSON writes the DeadLetter's fields, then status (null when not looked up),
+// status_detail (the consumer, its marker when resolved, why when unknown; null when not
+// looked up), event and malformed (one of them null), value_json (null unless the value is
+// JSON) and replay.
+func (d Detail) MarshalJSON() ([]byte, error) {
+	var (
+		status *Status
+		detail *StatusInfo
+	)
+	if d.Status.Status != "" {
+		status, detail = &d.Status.Status, &d.Status
+	}
+	var valueJSON any
+	if len(d.ValueJSON) > 0 {
+		valueJSON = d.ValueJSON
+	}
+	return appendJSONFields(d.DeadLetter,
+		jsonField{"status", status},
+		jsonField{"status_detail", detail},
+		jsonField{"event", d.Event},
+		jsonField{"malformed", d.Malformed},
+		jsonField{"value_json", valueJSON},
+		jsonField{"replay", d.Replay},
+	)
+}

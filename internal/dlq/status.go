@@ -1,0 +1,227 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// Status says whether a dead letter still needs work. Its values are stable: they appear in
+// JSON output and in --status.
+type Status string
+
+// The statuses of a dead letter, for one consumer.
+const (
+	// StatusPending: the consumer has no marker for the event: it still needs work.
+	StatusPending Status = "pending"
+	// StatusResolved: the consumer has a marker for the event: it was processed since (after
+	// a replay, or a redelivery). A dead-lettered event is never marked by the failure itself.
+	StatusResolved Status = "resolved"
+	// StatusReplayed: a journaled replay has sent the dead letter back, and the consumer has no
+	// marker yet: it is on its way, or failed again.
+	StatusReplayed Status = "replayed"
+	// StatusUnknown: the status cannot be told: the dead letter has no usable event id, or no
+	// consumer is known to look it up for.
+	StatusUnknown Status = "unknown"
+)
+
+// Statuses lists every Status in a stable order.
+var Statuses = []Status{StatusPending, StatusReplayed, StatusResolved, StatusUnknown}
+
+// ParseStatuses reads --status values (each may be comma-separated). An unknown name is a
+// usage error; none is nil.
+func ParseStatuses(values []string) ([]Status, error) {
+	var out []Status
+	for _, v := range values {
+		for name := range strings.SplitSeq(v, ",") {
+			st := Status(strings.TrimSpace(name))
+			if st == "" {
+				continue
+			}
+			known := false
+			for _, k := range Statuses {
+				known = known || k == st
+			}
+			if !known {
+				return nil, fwerr.Usagef("--status %q: want some of pending, replayed, resolved, unknown", st)
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// StatusInfo is a dead letter's status and what it was told from. The zero StatusInfo (no
+// Status) means the status was not looked up.
+type StatusInfo struct {
+	Status Status `json:"status"`
+	// Consumer is the consumer whose markers were looked up.
+	Consumer string `json:"consumer,omitempty"`
+	// Marker is the consumer's marker when the status is resolved.
+	Marker *dedup.MarkerRow `json:"marker,omitempty"`
+	// Replay is the latest journaled replay of the dead letter when the status is replayed.
+	Replay *ReplayRef `json:"replay,omitempty"`
+	// Why says why the status is unknown.
+	Why string `json:"why,omitempty"`
+}
+
+// ReplayRef is the latest journaled replay of a dead letter: the run, when the broker
+// acknowledged the copy, and where the copy was written.
+type ReplayRef struct {
+	RunID           string    `json:"run_id"`
+	At              time.Time `json:"at"`
+	TargetTopic     string    `json:"target_topic"`
+	TargetPartition int32     `json:"target_partition"`
+	TargetOffset    int64     `json:"target_offset"`
+}
+
+// StatusLookup tells dead letters' statuses from the dedup store.
+type StatusLookup struct {
+	Store *dedup.Store
+	// Consumer is the consumer whose markers count. "" means each dead letter's own group
+	// (fw.dlq.group, Spring's consumer group): fieldwork's consumer names its markers after its
+	// group unless told otherwise.
+	Consumer string
+	// NoJournal, when set, is called (once per Resolve at most) when the store has no replay
+	// journal (a marker table not migrated by fieldwork 002, or someone else's table): no dead
+	// letter can then be told replayed, and the ones a replay sent show as pending.
+	NoJournal func(error)
+}
+
+// Enabled reports whether there is a store to look statuses up in.
+func (l StatusLookup) Enabled() bool { return l.Store != nil }
+
+// Resolve returns the status of each of ds, in order, with one marker lookup per consumer.
+// Without a store every StatusInfo is zero. A store error is returned as it is.
+func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInfo, error) {
+	out := make([]StatusInfo, len(ds))
+	if l.Store == nil {
+		return out, nil
+	}
+	byConsumer := map[string][]string{}
+	for i, d := range ds {
+		consumer := l.Consumer
+		if consumer == "" {
+			consumer = d.Group
+		}
+		out[i].Consumer = consumer
+		switch {
+		case d.EventID == "":
+			out[i].Status, out[i].Why = StatusUnknown, "no event id"
+		case consumer == "":
+			out[i].Status, out[i].Why = StatusUnknown, "no consumer group in the dead letter: pass --consumer"
+		case dedup.ValidateEventID(d.EventID) != nil:
+			out[i].Status, out[i].Why = StatusUnknown, fmt.Sprintf("event id unusable: %v", dedup.ValidateEventID(d.EventID))
+		case dedup.ValidateConsumer(consumer) != nil:
+			out[i].Status, out[i].Why = StatusUnknown, fmt.Sprintf("consumer unusable: %v", dedup.ValidateConsumer(consumer))
+		default:
+			byConsumer[consumer] = append(byConsumer[consumer], d.EventID)
+		}
+	}
+	found := make(map[string]map[string]dedup.MarkerRow, len(byConsumer))
+	for consumer, ids := range byConsumer {
+		m, err := l.Store.Lookup(ctx, consumer, ids)
+		if err != nil {
+			return nil, err
+		}
+		found[consumer] = m
+	}
+	unmarked := map[string][]dedup.SourceRef{} // dead-letter topic → dead letters without a marker
+	for i, d := range ds {
+		if out[i].Status != "" {
+			continue
+		}
+		if row, ok := found[out[i].Consumer][d.EventID]; ok {
+			out[i].Status, out[i].Marker = StatusResolved, &row
+			continue
+		}
+		out[i].Status = StatusPending
+		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset})
+	}
+	replayed := map[dedup.SourceRef]dedup.ReplayRef{}
+	for topic, refs := range unmarked {
+		m, err := l.Store.ReplayedSources(ctx, topic, refs)
+		if errors.Is(err, dedup.ErrNotMigrated) {
+			if l.NoJournal != nil {
+				l.NoJournal(err)
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(replayed, m)
+	}
+	for i, d := range ds {
+		if out[i].Status != StatusPending {
+			continue
+		}
+		if r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]; ok {
+			out[i].Status = StatusReplayed
+			out[i].Replay = &ReplayRef{RunID: r.RunID, At: r.At, TargetTopic: r.TargetTopic, TargetPartition: r.TargetPartition, TargetOffset: r.TargetOffset}
+		}
+	}
+	return out, nil
+}
+
+// DefaultStatusBatch is how many dead letters a StatusBatcher looks up together.
+const DefaultStatusBatch = 500
+
+// StatusBatcher looks statuses up while a scan streams: it holds up to a batch of dead
+// letters, resolves them with one lookup per consumer, and hands each to emit with its
+// status, in the order they came. Memory is bounded by the batch.
+type StatusBatcher struct {
+	lookup  StatusLookup
+	size    int
+	emit    func(DeadLetter, StatusInfo) error
+	pending []DeadLetter
+}
+
+// NewStatusBatcher returns a batcher of size dead letters (DefaultStatusBatch when size <=
+// 0). Without a store in lookup, Add hands every dead letter to emit at once, with a zero
+// StatusInfo.
+func NewStatusBatcher(lookup StatusLookup, size int, emit func(DeadLetter, StatusInfo) error) *StatusBatcher {
+	if size <= 0 {
+		size = DefaultStatusBatch
+	}
+	return &StatusBatcher{lookup: lookup, size: size, emit: emit}
+}
+
+// Add queues d, and resolves and emits the batch when it is full. An error from emit
+// (ErrStop included) is returned as it is; the dead letters after it in the batch are
+// dropped.
+func (b *StatusBatcher) Add(ctx context.Context, d DeadLetter) error {
+	if !b.lookup.Enabled() {
+		return b.emit(d, StatusInfo{})
+	}
+	b.pending = append(b.pending, d)
+	if len(b.pending) >= b.size {
+		return b.Flush(ctx)
+	}
+	return nil
+}
+
+// Flush resolves and emits what is queued.
+func (b *StatusBatcher) Flush(ctx context.Context) error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	batch := b.pending
+	b.pending = b.pending[:0:0]
+	infos, err := b.lookup.Resolve(ctx, batch)
+	if err != nil {
+		return err
+	}
+	for i, d := range batch {
+		if err := b.emit(d, infos[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
