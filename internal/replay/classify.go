@@ -1,0 +1,159 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+)
+
+// Outcome is what a replay does with one record it reads.
+type Outcome int
+
+const (
+	// OutcomeFiltered: not selected (a filter, --status pending, --event-id).
+	OutcomeFiltered Outcome = iota
+	// OutcomeSend: selected and sent.
+	OutcomeSend
+	// OutcomeQuarantined: selected, but its fw.replay.count reached --max-replays.
+	OutcomeQuarantined
+	// OutcomeSkipped: selected, but the consumer of --skip-processed has handled its event.
+	OutcomeSkipped
+	// OutcomeAlreadySent: a resumed run's record that the interrupted run sent and journaled.
+	OutcomeAlreadySent
+	// OutcomeProblem: selected, but it cannot be routed (not a dead letter without --to, its
+	// original topic is the one being read, no original partition with --to-partition
+	// original). A plan with problems is refused.
+	OutcomeProblem
+)
+
+func (o Outcome) String() string {
+	return [...]string{"filtered", "send", "quarantined", "skipped", "already-sent", "problem"}[o]
+}
+
+// decision is a record and what to do with it.
+type decision struct {
+	rec     *kgo.Record
+	eventID string
+	count   int // fw.replay.count as read
+	reason  string
+	errMsg  string
+	outcome Outcome
+	// target and partition (-1: the producer's partitioner) for OutcomeSend.
+	target    string
+	partition int32
+	problem   string
+}
+
+// classifier decides the outcome of records, in batches so that marker lookups take one query
+// per batch.
+type classifier struct {
+	spec   *Spec
+	filter dlq.Filter
+	store  *dedup.Store
+	// sent are the source records a resumed run must not send again.
+	sent map[dedup.SourceRef]bool
+}
+
+func newClassifier(spec *Spec, st *dedup.Store, sent map[dedup.SourceRef]bool) *classifier {
+	return &classifier{spec: spec, filter: spec.filter(), store: st, sent: sent}
+}
+
+// classify decides every record of batch, in order.
+func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decision, error) {
+	out := make([]decision, len(batch))
+	var ids []string
+	for i, r := range batch {
+		dl := dlq.Parse(r)
+		d := &out[i]
+		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
+		if !c.filter.Match(dl) {
+			d.outcome = OutcomeFiltered
+			continue
+		}
+		d.outcome = OutcomeSend
+		c.route(d, dl)
+		if d.eventID != "" && c.spec.NeedsStore() {
+			ids = append(ids, d.eventID)
+		}
+	}
+	var pending, processed map[string]dedup.MarkerRow
+	if len(ids) > 0 {
+		var err error
+		if c.spec.PendingFor != "" {
+			if pending, err = c.store.Lookup(ctx, c.spec.PendingFor, ids); err != nil {
+				return nil, err
+			}
+		}
+		if c.spec.SkipProcessedFor != "" {
+			if processed, err = c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range out {
+		d := &out[i]
+		if d.outcome == OutcomeFiltered {
+			continue
+		}
+		_, handled := pending[d.eventID]
+		switch {
+		case handled && d.eventID != "":
+			d.outcome = OutcomeFiltered
+		case c.sent[dedup.SourceRef{Topic: d.rec.Topic, Partition: d.rec.Partition, Offset: d.rec.Offset}]:
+			d.outcome = OutcomeAlreadySent
+		case d.eventID != "" && processed != nil && hasKey(processed, d.eventID):
+			d.outcome = OutcomeSkipped
+		case d.count >= c.spec.MaxReplays:
+			d.outcome = OutcomeQuarantined
+		case d.problem != "":
+			d.outcome = OutcomeProblem
+		}
+	}
+	return out, nil
+}
+
+func hasKey(m map[string]dedup.MarkerRow, k string) bool { _, ok := m[k]; return ok }
+
+// route sets the target of a selected record, or a problem.
+func (c *classifier) route(d *decision, dl dlq.DeadLetter) {
+	r := d.rec
+	d.partition = -1
+	origTopic, origPart, isDL := dl.Source()
+	if c.spec.To != "" {
+		d.target = c.spec.To
+		if c.spec.ToPartition == PartitionOriginal {
+			switch {
+			case isDL && origPart != nil:
+				d.partition = *origPart
+			case isDL:
+				d.problem = fmt.Sprintf("%s: its dead-letter headers (%s) name no original partition, which --to-partition original needs", addr(r), dl.Convention)
+			default:
+				d.partition = r.Partition
+			}
+		}
+		return
+	}
+	if !isDL {
+		d.problem = fmt.Sprintf("%s is not a dead letter: no dead-letter header names its original topic; pass --to TOPIC to choose where it goes", addr(r))
+		return
+	}
+	if origTopic == r.Topic {
+		d.problem = fmt.Sprintf("%s: its original topic %s is the topic being read; refusing to write into it", addr(r), origTopic)
+		return
+	}
+	d.target = origTopic
+	if c.spec.ToPartition == PartitionOriginal {
+		if origPart == nil {
+			d.problem = fmt.Sprintf("%s: its dead-letter headers (%s) name no original partition, which --to-partition original needs", addr(r), dl.Convention)
+			return
+		}
+		d.partition = *origPart
+	}
+}
+
+// addr is a record's position as fieldwork writes it: topic/partition/offset.
+func addr(r *kgo.Record) string { return fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset) }

@@ -1,0 +1,63 @@
+// Package replay plans and executes replays of records (dead letters, or any records with a
+// target topic) back into Kafka, and keeps the replay journal (DESIGN 3.3).
+//
+// # Flow
+//
+//	plan, err := replay.NewPlan(ctx, cluster, spec)            // end offsets fixed now
+//	rep, err := replay.Scan(ctx, cluster, store, plan, opts)   // a dry run: nothing is sent
+//	err = rep.Err()                                            // unroutable records, missing targets
+//	sum, err := replay.Execute(ctx, cluster, store, plan, eo)  // send, journal, checkpoint
+//	plan, err = replay.LoadRun(ctx, cluster, store, id, force) // continue an interrupted run
+//
+// Execute reads the ranges again rather than keeping the scan's records: the ranges are
+// fixed, so the second read sees the same records, and memory stays bounded however large
+// the replay.
+//
+// # Decisions
+//
+// Bounded. The plan takes each partition's last stable offset when it is made (kafka.Plan);
+// a resumed run reads up to the end offsets journaled with the run, never re-taken. Records
+// that arrive while a replay runs, its own output among them, are never read.
+//
+// Routing. Without --to each record goes to the original topic its dead-letter headers name,
+// in any convention dlq.Parse reads (dlq.DeadLetter.Source). A record that names none needs
+// --to; one whose original topic is the topic being read is refused, like --to naming it.
+// Keyed records are partitioned by the producer's default partitioner, murmur2 of the key as
+// Kafka's Java client, so an aggregate's events land in one partition in source order; with
+// --to-partition original the original partition is kept (for a record that is not a dead
+// letter, the partition it is read from). The plan predicts each keyed record's partition
+// the same way and checks, before anything is sent, that every target topic (and with
+// --to-partition original every target partition) exists.
+//
+// Records. Key and value as they were; headers as they were minus the dead-letter headers of
+// every convention (also with --to: what is sent is the original record again) and minus
+// earlier fw.replay.* headers, plus fw.replay.id, .source, .count (previous + 1), .at and
+// .reason. The timestamp is the replay's (a new delivery; an old timestamp would expire early
+// in a time-retained topic).
+//
+// Loop guard. A record whose fw.replay.count has reached MaxReplays is quarantined: counted,
+// listed, not sent; Summary.Err then reports a check failure (exit 3). A dry run reports the
+// records it would quarantine and still exits 0: it replayed nothing, and the issue's
+// contract is that a valid plan exits 0.
+//
+// Journal and checkpoints. Execute records the run (operator, reason, the Spec as JSON, source,
+// target, status, owner host:pid) before sending. Acknowledgements arrive out of source order,
+// so each source partition's checkpoint is the contiguous prefix of records that are done
+// (acknowledged, or needing no send); counts are committed with that prefix, so after a crash
+// they describe exactly the records behind the checkpoints. Every acknowledged send is
+// journaled (source and target position, event id) in batches, in one transaction with the
+// checkpoints and counts, every DefaultFlushRecords sends or DefaultFlushInterval. A resume
+// reads each partition from just after its checkpoint and does not send again the records the
+// journal shows acknowledged beyond it; what a SIGKILL can duplicate is what was handed to the
+// producer without reaching the journal, which reading keeps under Summary.DuplicateWindow
+// (the producer's buffer plus one journal batch). SIGINT/SIGTERM instead stop reading, await
+// the records in flight, journal them and mark the run interrupted: nothing is duplicated.
+//
+// Ownership. Only the owner process writes a run's progress (dedup.Store.SaveReplayProgress
+// checks it). LoadRun refuses a run marked running while its process may be alive: on this
+// host while its pid exists, from another host until its journal has been silent for
+// StaleAfter; TakeReplayRun then swaps the owner atomically, so two resumers cannot both win.
+//
+// Rate. --rate is a token bucket kept as a virtual schedule (GCRA) with a 10ms burst, so that
+// even a short replay holds the rate.
+package replay

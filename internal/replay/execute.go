@@ -1,0 +1,423 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// Defaults of execution.
+const (
+	// DefaultMaxBuffered is the producer's cap on records handed to it and not yet
+	// acknowledged (franz-go's MaxBufferedRecords).
+	DefaultMaxBuffered = 10_000
+	// DefaultFlushRecords: the journal is written when this many acknowledged sends wait for
+	// it, and at least every DefaultFlushInterval.
+	DefaultFlushRecords  = 2_000
+	DefaultFlushInterval = time.Second
+	// drainTimeout bounds waiting for the acknowledgements of records in flight after an
+	// interruption, and each journal write.
+	drainTimeout = 30 * time.Second
+	// deliveryTimeout fails a record the brokers have not acknowledged in this long (the run
+	// then fails, resumable), rather than retrying forever.
+	deliveryTimeout = 2 * time.Minute
+)
+
+// ExecOptions configure Execute.
+type ExecOptions struct {
+	// RunID names a new run (NewRunID); ignored when resuming.
+	RunID    string
+	Operator string
+	// Reason is journaled and stamped as fw.replay.reason; a resumed run keeps its own.
+	Reason string
+	// Rate caps records sent per second; 0: no cap.
+	Rate float64
+	// Owner names this process in the journal (default Owner()).
+	Owner string
+	// MaxBuffered, FlushRecords and FlushInterval default to the Default* values.
+	MaxBuffered   int
+	FlushRecords  int
+	FlushInterval time.Duration
+	// Progress, when set, is called from the read loop every few hundred records and once at
+	// the end.
+	Progress func(Progress)
+}
+
+// Progress is a running replay's figures.
+type Progress struct {
+	Read, Total    int64
+	Produced, Sent int64 // handed to the producer, acknowledged (this process)
+	Counts         dedup.RunCounts
+	Elapsed        time.Duration
+}
+
+// Summary is what an executed (or resumed) run did. Counts are the whole run's, resumed
+// attempts included; Targets are its acknowledged sends per target partition.
+type Summary struct {
+	RunID       string              `json:"run_id"`
+	Status      string              `json:"status"`
+	Resumed     bool                `json:"resumed"`
+	Operator    string              `json:"operator"`
+	Reason      string              `json:"reason"`
+	Source      string              `json:"source"`
+	Target      string              `json:"target"`
+	Counts      dedup.RunCounts     `json:"counts"`
+	Targets     []dedup.TargetCount `json:"targets"`
+	Quarantined []RecordRef         `json:"quarantined"`
+	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over Seconds.
+	SentNow          int64   `json:"sent_this_attempt"`
+	Seconds          float64 `json:"seconds"`
+	RecordsPerSecond float64 `json:"records_per_second"`
+	// DuplicateWindow bounds how many records a crash of this process could have sent without
+	// the journal knowing (so that a resume sends them again): the producer's buffer plus one
+	// journal batch.
+	DuplicateWindow int64  `json:"duplicate_window"`
+	Error           string `json:"error,omitempty"`
+}
+
+// Err is the run's outcome as an exit code: nil when completed with nothing quarantined; a
+// check failure (exit 3) when records were quarantined.
+func (s *Summary) Err() error {
+	if s.Counts.Quarantined > 0 {
+		return fwerr.Checkf("%d records quarantined: their fw.replay.count reached --max-replays; the other %d selected records were handled", s.Counts.Quarantined, s.Counts.Selected-s.Counts.Quarantined)
+	}
+	return nil
+}
+
+// Execute sends what p selects, journaling the run in st as it goes, and returns the summary.
+//
+// Guarantees. The producer is idempotent with acks=all (franz-go's defaults), so a retried
+// batch is written once. Acknowledged sends are journaled in batches (every FlushRecords
+// records or FlushInterval), each batch in one transaction with the checkpoints they move and
+// the counts: after a crash the journal's checkpoints never claim a record that was not
+// acknowledged, and a resume re-sends only what the journal does not show as acknowledged.
+// The records handed to the producer and not yet journaled are kept under DuplicateWindow
+// (reading pauses when they reach it), which bounds the duplicates a crash can cause.
+//
+// On cancellation of ctx (SIGINT/SIGTERM) reading stops, the records in flight are awaited
+// (up to 30s), the journal is written and the run is marked interrupted; the error is then an
+// interruption (exit 130). Any other failure marks it failed. Either can be resumed.
+func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts ExecOptions) (*Summary, error) {
+	if opts.Owner == "" {
+		opts.Owner = Owner()
+	}
+	if opts.MaxBuffered <= 0 {
+		opts.MaxBuffered = DefaultMaxBuffered
+	}
+	if opts.FlushRecords <= 0 {
+		opts.FlushRecords = DefaultFlushRecords
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	journalCtx := context.WithoutCancel(ctx)
+	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
+		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
+
+	var base dedup.RunCounts
+	if p.Resume != nil {
+		run := p.Resume.Run
+		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
+		base = run.RunCounts
+		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner); err != nil {
+			if errors.Is(err, dedup.ErrRunNotOwned) {
+				return nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
+			}
+			return nil, err
+		}
+	} else {
+		if opts.RunID == "" {
+			opts.RunID = NewRunID(time.Now())
+		}
+		sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
+		run := dedup.ReplayRun{
+			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: p.Spec.marshal(),
+			Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
+		}
+		cps := make([]dedup.ReplayCheckpoint, 0, len(p.Ranges))
+		for _, r := range p.Ranges {
+			cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
+		}
+		if err := st.CreateReplayRun(ctx, run, cps); err != nil {
+			return nil, err
+		}
+	}
+
+	e := &executor{
+		st: st, plan: p, opts: opts, sum: sum,
+		tr:       newTracker(p.Ranges, base),
+		flushNow: make(chan struct{}, 1),
+		flushed:  make(chan struct{}),
+		prov:     Provenance{RunID: sum.RunID, Reason: sum.Reason},
+	}
+	runErr := e.run(ctx, c)
+
+	status := dedup.RunCompleted
+	switch {
+	case runErr == nil:
+	case ctx.Err() != nil: // SIGINT/SIGTERM: whatever failed after it failed because of it
+		status = dedup.RunInterrupted
+	default:
+		status = dedup.RunFailed
+	}
+	if errors.Is(runErr, dedup.ErrRunNotOwned) {
+		// Another process drives the run now: it is not ours to mark.
+		return sum, runErr
+	}
+	sum.Status = status
+	if runErr != nil {
+		sum.Error = runErr.Error()
+	}
+	jerr := e.flush(journalCtx, status, sum.Error, true)
+	sum.Counts = e.tr.live().Committed
+	if runErr == nil && jerr != nil {
+		runErr = fmt.Errorf("the replay completed but its journal could not be written (run %s stays marked running): %w", sum.RunID, jerr)
+	}
+	tctx, cancel := context.WithTimeout(journalCtx, drainTimeout)
+	defer cancel()
+	if targets, err := st.ReplayTargetCounts(tctx, sum.RunID); err == nil {
+		sum.Targets = targets
+	} else if runErr == nil {
+		runErr = err
+	}
+	if sum.Targets == nil {
+		sum.Targets = []dedup.TargetCount{}
+	}
+	if status == dedup.RunInterrupted && runErr != nil && fwerr.KindOf(runErr) != fwerr.KindInterrupted {
+		runErr = fwerr.Wrap(fwerr.KindInterrupted, runErr)
+	}
+	return sum, runErr
+}
+
+// executor is one Execute call.
+type executor struct {
+	st   *dedup.Store
+	plan *Plan
+	opts ExecOptions
+	sum  *Summary
+	tr   *tracker
+	prov Provenance
+
+	flushNow chan struct{}
+	mu       sync.Mutex
+	flushed  chan struct{} // closed and replaced after every journal write
+	jerr     error         // the journal write that failed
+}
+
+func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
+	popts := append(c.Options(),
+		kgo.MaxBufferedRecords(e.opts.MaxBuffered),
+		kgo.RecordDeliveryTimeout(deliveryTimeout),
+	)
+	if e.plan.Spec.ToPartition == PartitionOriginal {
+		popts = append(popts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := kgo.NewClient(popts...)
+	if err != nil {
+		return fmt.Errorf("kafka producer: %w", err)
+	}
+	defer cl.Close()
+
+	// readCtx stops reading on an interruption or a failure; records already handed to the
+	// producer are never cancelled (prodCtx), so that their acknowledgements can be awaited.
+	readCtx, stopRead := context.WithCancelCause(ctx)
+	defer stopRead(nil)
+	prodCtx := context.WithoutCancel(ctx)
+
+	stopFlusher := make(chan struct{})
+	flusherDone := make(chan struct{})
+	go func() {
+		defer close(flusherDone)
+		e.flusher(context.WithoutCancel(ctx), stopFlusher, func(err error) { stopRead(err) })
+	}()
+	defer func() {
+		select {
+		case <-stopFlusher:
+		default:
+			close(stopFlusher)
+		}
+		<-flusherDone
+	}()
+
+	var sent map[dedup.SourceRef]bool
+	if e.plan.Resume != nil {
+		sent = e.plan.Resume.Sent
+	}
+	cls := newClassifier(&e.plan.Spec, e.st, sent)
+	lim := newLimiter(e.opts.Rate)
+	start := time.Now()
+	total := e.plan.Total()
+	var read int64
+	progress := func() {
+		if e.opts.Progress != nil {
+			lv := e.tr.live()
+			e.opts.Progress(Progress{Read: read, Total: total, Produced: lv.Produced, Sent: lv.Acked, Counts: lv.Committed, Elapsed: time.Since(start)})
+		}
+	}
+	window := e.sum.DuplicateWindow
+	readErr := readBatches(readCtx, c, e.plan.Ranges, cls, func(d *decision) error {
+		read++
+		if read%256 == 0 {
+			progress()
+		}
+		if d.outcome == OutcomeProblem {
+			return fwerr.Usagef("%s", d.problem)
+		}
+		if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
+			e.sum.Quarantined = append(e.sum.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
+		}
+		if d.outcome != OutcomeSend {
+			e.tr.read(d)
+			return nil
+		}
+		if err := e.waitWindow(readCtx, window); err != nil {
+			return err
+		}
+		if err := lim.wait(readCtx); err != nil {
+			return err
+		}
+		tk := e.tr.read(d)
+		out := e.prov.outgoing(d.rec, d.count, d.target, d.partition, time.Now())
+		src, eventID := d.rec, d.eventID
+		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
+			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset, EventID: eventID,
+				TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset, At: time.Now()}
+			if err != nil {
+				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, err)
+				stopRead(err)
+			}
+			if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
+				select {
+				case e.flushNow <- struct{}{}:
+				default:
+				}
+			}
+		})
+		return nil
+	})
+	if ctx.Err() == nil {
+		// readCtx alone was stopped: by a failed send or journal write, the real error.
+		if cause := context.Cause(readCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+			readErr = cause
+		}
+	}
+	// Wait for the acknowledgement of everything handed to the producer: on success as long
+	// as it takes (an interruption cuts it short), after a failure or an interruption at most
+	// drainTimeout.
+	fctx, cancel := context.WithTimeout(prodCtx, drainTimeout)
+	if readErr == nil {
+		cancel()
+		fctx, cancel = context.WithCancel(ctx)
+	}
+	ferr := cl.Flush(fctx)
+	cancel()
+	if readErr == nil && ferr != nil {
+		readErr = fwerr.Wrap(fwerr.KindInterrupted, ferr)
+		dctx, dcancel := context.WithTimeout(prodCtx, drainTimeout)
+		_ = cl.Flush(dctx)
+		dcancel()
+	}
+	if readErr == nil {
+		readErr = e.tr.err()
+	}
+	if readErr == nil {
+		e.tr.finish()
+	}
+	close(stopFlusher)
+	<-flusherDone
+	if readErr == nil {
+		e.mu.Lock()
+		readErr = e.jerr
+		e.mu.Unlock()
+	}
+	progress()
+	lv := e.tr.live()
+	e.sum.SentNow = lv.Acked
+	e.sum.Seconds = time.Since(start).Seconds()
+	if e.sum.Seconds > 0 {
+		e.sum.RecordsPerSecond = float64(lv.Acked) / e.sum.Seconds
+	}
+	return readErr
+}
+
+// waitWindow blocks while the records handed to the producer and not yet journaled reach
+// window, asking the flusher to write the journal.
+func (e *executor) waitWindow(ctx context.Context, window int64) error {
+	for e.tr.unjournaled() >= window {
+		e.mu.Lock()
+		ch, jerr := e.flushed, e.jerr
+		e.mu.Unlock()
+		if jerr != nil {
+			return jerr
+		}
+		if err := e.tr.err(); err != nil {
+			return err
+		}
+		select {
+		case e.flushNow <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return fwerr.Wrap(fwerr.KindInterrupted, ctx.Err())
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+			// Acks may have arrived without reaching the flush threshold.
+		}
+	}
+	return nil
+}
+
+// flusher writes the journal every FlushInterval and whenever FlushRecords sends wait,
+// until stop is closed. A failed write stops the run through fail.
+func (e *executor) flusher(ctx context.Context, stop <-chan struct{}, fail func(error)) {
+	tick := time.NewTicker(e.opts.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		case <-e.flushNow:
+		}
+		if err := e.flush(ctx, dedup.RunRunning, "", false); err != nil {
+			e.mu.Lock()
+			if e.jerr == nil {
+				e.jerr = err
+			}
+			e.mu.Unlock()
+			fail(err)
+			return
+		}
+	}
+}
+
+// flush writes one journal batch: the acknowledged sends, the checkpoints that moved, the
+// counts and the status.
+func (e *executor) flush(ctx context.Context, status, errText string, final bool) error {
+	sends, cps, counts := e.tr.snapshot()
+	wctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	err := e.st.SaveReplayProgress(wctx, dedup.ReplayProgress{
+		RunID: e.sum.RunID, Owner: e.opts.Owner, Status: status, Error: errText, Counts: counts,
+		Checkpoints: cps, Sends: sends, Finished: final, Now: time.Now(),
+	})
+	if err != nil {
+		e.tr.unsnapshot(sends, cps)
+	} else {
+		e.tr.journaledN(len(sends))
+	}
+	e.mu.Lock()
+	close(e.flushed)
+	e.flushed = make(chan struct{})
+	e.mu.Unlock()
+	return err
+}

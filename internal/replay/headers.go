@@ -1,0 +1,51 @@
+package replay
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+)
+
+// Provenance is what a replay stamps on every record it sends (DESIGN 3.3).
+type Provenance struct {
+	RunID  string
+	Reason string
+}
+
+// outgoing builds the record a replay sends for src: the key and value as they were, the
+// headers as they were minus the dead-letter headers of every convention and minus earlier
+// fw.replay.* headers, then the provenance headers fw.replay.id, .source, .count (count+1),
+// .at and .reason. Header values share memory with src. The timestamp is left zero, so the
+// producer stamps the time of the replay: a replay is a new delivery, and an old timestamp
+// would age the record out of a time-retained target early.
+func (p Provenance) outgoing(src *kgo.Record, count int, target string, partition int32, at time.Time) *kgo.Record {
+	kept := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
+	for _, h := range src.Headers {
+		if dlq.IsDeadLetterHeader(h.Key) || isReplayHeader(h.Key) {
+			continue
+		}
+		kept = append(kept, h)
+	}
+	kept = append(kept,
+		kgo.RecordHeader{Key: dlq.ReplayHeaderID, Value: []byte(p.RunID)},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderSource, Value: []byte(addr(src))},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderCount, Value: strconv.AppendInt(nil, int64(count)+1, 10)},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderAt, Value: at.UTC().AppendFormat(nil, time.RFC3339Nano)},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderReason, Value: []byte(p.Reason)},
+	)
+	out := &kgo.Record{Topic: target, Key: src.Key, Value: src.Value, Headers: kept}
+	if partition >= 0 {
+		out.Partition = partition
+	}
+	return out
+}
+
+// isReplayHeader reports a provenance header of an earlier replay (ASCII case ignored), which
+// the new provenance replaces.
+func isReplayHeader(key string) bool {
+	return len(key) >= len(dlq.ReplayHeaderPrefix) && strings.EqualFold(key[:len(dlq.ReplayHeaderPrefix)], dlq.ReplayHeaderPrefix)
+}

@@ -1,0 +1,376 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// Defaults of planning.
+const (
+	DefaultSample = 10
+	// maxListed bounds the quarantined records and problems a report lists; counts stay exact.
+	maxListed = 1000
+	// batchSize is how many records are classified (and looked up in the store) at once.
+	batchSize = 1000
+)
+
+// Plan is a replay whose ranges are fixed: the end offsets were taken when it was made (or,
+// for a resumed run, are the journaled ones), so a replay never chases records that arrive
+// while it runs, its own output included.
+type Plan struct {
+	Spec Spec
+	// Ranges are the half-open ranges to read.
+	Ranges []kafka.PartitionRange
+	// Resume is set when the plan continues a journaled run.
+	Resume *Resume
+	// LostOffsets counts offsets of a resumed run's remaining ranges that retention deleted
+	// since it was interrupted.
+	LostOffsets int64
+}
+
+// NewPlan validates spec and fixes its ranges. An unknown topic is an *kafka.UnknownTopicError
+// (exit 1); offsets outside a partition, an inverted range or an unknown partition are usage
+// errors naming the valid range.
+func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	ranges, err := c.Plan(ctx, spec.From, spec.selection())
+	if err != nil {
+		return nil, err
+	}
+	if spec.Record != "" && (len(ranges) != 1 || ranges[0].Len() == 0) {
+		return nil, fmt.Errorf("record %s is not readable (past the last stable offset of an open transaction?)", spec.Record)
+	}
+	return &Plan{Spec: spec, Ranges: ranges}, nil
+}
+
+// Total is the number of offsets the plan reads.
+func (p *Plan) Total() int64 { return kafka.Total(p.Ranges) }
+
+// RangeReport is one partition of a plan, offsets inclusive.
+type RangeReport struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Start     int64  `json:"start_offset"`
+	End       int64  `json:"end_offset"`
+	Offsets   int64  `json:"offsets"`
+}
+
+// TargetCount is how many records go to one target partition; Partition -1 means the
+// producer's partitioner chooses (records without a key).
+type TargetCount struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Records   int64  `json:"records"`
+}
+
+// RecordRef is a record named in a report.
+type RecordRef struct {
+	Source      string `json:"source"`
+	EventID     string `json:"event_id,omitempty"`
+	ReplayCount int    `json:"replay_count"`
+	Target      string `json:"target,omitempty"`
+}
+
+// SampleRecord is one selected record of the plan's sample.
+type SampleRecord struct {
+	Source          string `json:"source"`
+	Outcome         string `json:"outcome"`
+	TargetTopic     string `json:"target_topic,omitempty"`
+	TargetPartition *int32 `json:"target_partition,omitempty"`
+	Key             string `json:"key"`
+	EventID         string `json:"event_id,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Error           string `json:"error,omitempty"`
+	ReplayCount     int    `json:"replay_count"`
+}
+
+// Counts are a report's record counts. Selected = ToSend + Quarantined + Skipped + AlreadySent
+// (+ Problems).
+type Counts struct {
+	Read        int64 `json:"read"`
+	Selected    int64 `json:"selected"`
+	ToSend      int64 `json:"to_send"`
+	Quarantined int64 `json:"quarantined"`
+	Skipped     int64 `json:"skipped"`
+	AlreadySent int64 `json:"already_sent"`
+	Problems    int64 `json:"problems"`
+}
+
+// Report is what a dry run prints: where the records would go, what the loop guard holds
+// back, and a sample.
+type Report struct {
+	Source      string         `json:"source"`
+	Target      string         `json:"target"`
+	MaxReplays  int            `json:"max_replays"`
+	RunID       string         `json:"resumes_run,omitempty"`
+	Ranges      []RangeReport  `json:"ranges"`
+	LostOffsets int64          `json:"lost_offsets,omitempty"`
+	Counts      Counts         `json:"counts"`
+	Targets     []TargetCount  `json:"targets"`
+	Missing     []TargetCount  `json:"missing_targets"`
+	Quarantined []RecordRef    `json:"quarantined"`
+	Problems    []string       `json:"problems"`
+	Sample      []SampleRecord `json:"sample"`
+}
+
+// ProgressFunc is told how many of the plan's offsets have been read.
+type ProgressFunc func(read, total int64)
+
+// ScanOptions tune Scan.
+type ScanOptions struct {
+	// Sample is how many selected records the report shows (default DefaultSample; negative:
+	// none).
+	Sample   int
+	Progress ProgressFunc
+}
+
+// Scan reads the plan's ranges once and reports what a replay would do, sending nothing.
+// st is needed when the spec looks up markers (--status pending, --skip-processed). The
+// report's Missing lists target topics (or, with --to-partition original, partitions) that
+// do not exist; Problems the records that cannot be routed. Err tells whether the plan can
+// be executed.
+func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts ScanOptions) (*Report, error) {
+	if opts.Sample == 0 {
+		opts.Sample = DefaultSample
+	}
+	rep := &Report{
+		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
+		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
+	}
+	if p.Resume != nil {
+		rep.RunID = p.Resume.Run.ID
+	}
+	for _, r := range p.Ranges {
+		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, Offsets: r.Len()})
+	}
+	targets := newTargetCache(c)
+	type key struct {
+		topic string
+		part  int32
+	}
+	byTarget := map[key]int64{}
+	var sent map[dedup.SourceRef]bool
+	if p.Resume != nil {
+		sent = p.Resume.Sent
+	}
+	cls := newClassifier(&p.Spec, st, sent)
+	total := p.Total()
+	err := readBatches(ctx, c, p.Ranges, cls, func(d *decision) error {
+		rep.Counts.Read++
+		if opts.Progress != nil && rep.Counts.Read%progressEvery == 0 {
+			opts.Progress(rep.Counts.Read, total)
+		}
+		if d.outcome == OutcomeFiltered {
+			return nil
+		}
+		rep.Counts.Selected++
+		switch d.outcome {
+		case OutcomeQuarantined:
+			rep.Counts.Quarantined++
+			if len(rep.Quarantined) < maxListed {
+				rep.Quarantined = append(rep.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
+			}
+		case OutcomeSkipped:
+			rep.Counts.Skipped++
+		case OutcomeAlreadySent:
+			rep.Counts.AlreadySent++
+		case OutcomeProblem:
+			rep.Counts.Problems++
+			if len(rep.Problems) < maxListed {
+				rep.Problems = append(rep.Problems, d.problem)
+			}
+		case OutcomeSend:
+			rep.Counts.ToSend++
+			part, err := targets.partitionOf(ctx, d)
+			if err != nil {
+				return err
+			}
+			byTarget[key{d.target, part}]++
+		}
+		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
+			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), Key: printableKey(d.rec.Key), EventID: d.eventID,
+				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined {
+				s.TargetTopic = d.target
+				if part, _ := targets.partitionOf(ctx, d); part >= 0 {
+					s.TargetPartition = &part
+				}
+			}
+			rep.Sample = append(rep.Sample, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(rep.Counts.Read, total)
+	}
+	for k, n := range byTarget {
+		tc := TargetCount{Topic: k.topic, Partition: k.part, Records: n}
+		if targets.missing(k.topic) || k.part >= 0 && targets.parts[k.topic] > 0 && int(k.part) >= targets.parts[k.topic] {
+			rep.Missing = append(rep.Missing, tc)
+		}
+		rep.Targets = append(rep.Targets, tc)
+	}
+	sortTargets(rep.Targets)
+	sortTargets(rep.Missing)
+	return rep, nil
+}
+
+func sortTargets(ts []TargetCount) {
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Topic != ts[j].Topic {
+			return ts[i].Topic < ts[j].Topic
+		}
+		return ts[i].Partition < ts[j].Partition
+	})
+}
+
+// Err is nil when the plan can be executed: a usage error (exit 2) when records cannot be
+// routed, an error (exit 1) when a target topic or partition does not exist. Nothing has been
+// sent when it says so.
+func (r *Report) Err() error {
+	if r.Counts.Problems > 0 {
+		more := ""
+		if r.Counts.Problems > 1 {
+			more = fmt.Sprintf(" (and %d more records)", r.Counts.Problems-1)
+		}
+		return fwerr.Usagef("%s%s", r.Problems[0], more)
+	}
+	if len(r.Missing) > 0 {
+		var parts []string
+		for _, m := range r.Missing {
+			if m.Partition >= 0 {
+				parts = append(parts, fmt.Sprintf("%s partition %d (%d records)", m.Topic, m.Partition, m.Records))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s (%d records)", m.Topic, m.Records))
+			}
+		}
+		return &MissingTargetError{Targets: r.Missing, text: strings.Join(parts, ", ")}
+	}
+	return nil
+}
+
+// MissingTargetError means a target topic (or partition) does not exist; nothing was sent.
+type MissingTargetError struct {
+	Targets []TargetCount
+	text    string
+}
+
+func (e *MissingTargetError) Error() string {
+	return "target does not exist: " + e.text + "; nothing was sent (create it, or choose another target with --to)"
+}
+
+// targetCache knows the target topics' partition counts, asking the cluster once per topic.
+type targetCache struct {
+	c     *kafka.Cluster
+	parts map[string]int // 0: the topic does not exist
+	hash  map[string]kgo.TopicPartitioner
+}
+
+func newTargetCache(c *kafka.Cluster) *targetCache {
+	return &targetCache{c: c, parts: map[string]int{}, hash: map[string]kgo.TopicPartitioner{}}
+}
+
+func (t *targetCache) missing(topic string) bool { return t.parts[topic] == 0 }
+
+func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
+	if n, ok := t.parts[topic]; ok {
+		return n, nil
+	}
+	details, err := t.c.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("describe target topic %s: %w", topic, err)
+	}
+	n := 0
+	if d, ok := details[topic]; ok {
+		switch {
+		case d.Err == nil:
+			n = len(d.Partitions)
+		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		default:
+			return 0, fmt.Errorf("describe target topic %s: %w", topic, d.Err)
+		}
+	}
+	t.parts[topic] = n
+	t.hash[topic] = kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+	return n, nil
+}
+
+// partitionOf is the partition a send goes to: the fixed one, murmur2 of the key as Kafka's
+// default partitioner computes it, or -1 for a record without a key (the partitioner spreads
+// those) or a target that does not exist.
+func (t *targetCache) partitionOf(ctx context.Context, d *decision) (int32, error) {
+	n, err := t.lookup(ctx, d.target)
+	if err != nil {
+		return -1, err
+	}
+	if d.partition >= 0 {
+		return d.partition, nil
+	}
+	if n == 0 || d.rec.Key == nil {
+		return -1, nil
+	}
+	return int32(t.hash[d.target].Partition(&kgo.Record{Key: d.rec.Key}, n)), nil
+}
+
+// progressEvery is how often (in records) a scan reports progress.
+const progressEvery = 1024
+
+// readBatches reads ranges, classifies the records a batch at a time and calls fn for each in
+// order (per partition in offset order).
+func readBatches(ctx context.Context, c *kafka.Cluster, ranges []kafka.PartitionRange, cls *classifier, fn func(*decision) error) error {
+	batch := make([]*kgo.Record, 0, batchSize)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		ds, err := cls.classify(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for i := range ds {
+			if err := fn(&ds[i]); err != nil {
+				return err
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	err := c.Read(ctx, ranges, func(r *kgo.Record) error {
+		batch = append(batch, r)
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// printableKey is the key as text, or its length when it is not UTF-8.
+func printableKey(k []byte) string {
+	if k == nil {
+		return ""
+	}
+	if utf8.Valid(k) {
+		return string(k)
+	}
+	return fmt.Sprintf("(%d bytes, not UTF-8)", len(k))
+}

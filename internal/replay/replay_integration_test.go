@@ -1,0 +1,537 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// Integration tests: the real Apache Kafka and PostgreSQL of scripts/services.sh.
+
+func cluster(t *testing.T) *kafka.Cluster {
+	t.Helper()
+	c, err := kafka.Connect(t.Context(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// store is a migrated store in a fresh Postgres schema, dropped at cleanup.
+func store(t *testing.T) *dedup.Store {
+	t.Helper()
+	dsn := testenv.DSN(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "fwreplay_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	if _, err := st.Migrate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// originals produces n events to topic, keyed by aggregate (k-0 … k-6), with CloudEvents
+// binary headers and a binary header, and returns them with their offsets.
+func originals(t *testing.T, cl *kgo.Client, topic string, n int) []*kgo.Record {
+	t.Helper()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k-%d", i%7), Value: fmt.Appendf(nil, `{"n":%d,"bin":"\u00ff"}`, i),
+			Headers: []kgo.RecordHeader{
+				{Key: "ce_id", Value: fmt.Appendf(nil, "evt-%04d", i)}, {Key: "ce_type", Value: []byte("task.created")},
+				{Key: "ce_source", Value: []byte("test")}, {Key: "ce_specversion", Value: []byte("1.0")},
+				{Key: "bin", Value: []byte{0, 0xff, byte(i)}},
+			}}
+	}
+	testenv.Produce(t, cl, recs...)
+	return recs
+}
+
+// deadLetters writes fieldwork dead letters of recs to dlqTopic and returns them.
+func deadLetters(t *testing.T, cl *kgo.Client, dlqTopic string, recs []*kgo.Record, meta dlq.Meta) []*kgo.Record {
+	t.Helper()
+	meta.Topic = dlqTopic
+	if meta.Reason == "" {
+		meta.Reason = dlq.ReasonExhausted
+	}
+	out := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		out[i] = dlq.NewDeadLetter(r, meta)
+	}
+	testenv.Produce(t, cl, out...)
+	return out
+}
+
+// readTopic reads everything topic holds now.
+func readTopic(t *testing.T, c *kafka.Cluster, topic string) []*kgo.Record {
+	t.Helper()
+	ranges, err := c.Plan(t.Context(), topic, kafka.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*kgo.Record
+	if err := c.Read(t.Context(), ranges, func(r *kgo.Record) error { out = append(out, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replayed are the records of recs that carry fw.replay.id run, by fw.replay.source.
+func replayed(recs []*kgo.Record, run string) map[string][]*kgo.Record {
+	out := map[string][]*kgo.Record{}
+	for _, r := range recs {
+		if header(r, dlq.ReplayHeaderID) == run {
+			out[header(r, dlq.ReplayHeaderSource)] = append(out[header(r, dlq.ReplayHeaderSource)], r)
+		}
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func endOffsets(t *testing.T, c *kafka.Cluster, topic string) []int64 {
+	t.Helper()
+	b, err := c.Bounds(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(b))
+	for i, p := range b {
+		out[i] = p.HighWatermark
+	}
+	return out
+}
+
+// execute plans spec, checks the plan and executes it.
+func execute(t *testing.T, ctx context.Context, c *kafka.Cluster, st *dedup.Store, spec Spec, opts ExecOptions) (*Report, *Summary, error) {
+	t.Helper()
+	p, err := NewPlan(t.Context(), c, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(t.Context(), c, st, p, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Err(); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if opts.Reason == "" {
+		opts.Reason = "test " + t.Name()
+	}
+	if opts.Operator == "" {
+		opts.Operator = "tester"
+	}
+	sum, err := Execute(ctx, c, st, p, opts)
+	return rep, sum, err
+}
+
+func TestReplayFieldworkDeadLettersBackToTheirTopic(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 3, nil), testenv.Topic(t, 2, nil)
+	origs := originals(t, cl, src, 40)
+	dls := deadLetters(t, cl, dlqTopic, origs, dlq.Meta{Group: "billing", Handler: "charge", Error: "timeout"})
+	bySource := map[string]*kgo.Record{}
+	for i, d := range dls {
+		bySource[addr(d)] = origs[i]
+	}
+	before := endOffsets(t, c, src)
+
+	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan predicts each keyed record's partition: murmur2 of the key, as the originals
+	// were partitioned by franz-go's default partitioner.
+	var planned int64
+	for _, tc := range rep.Targets {
+		if tc.Topic != src || tc.Partition < 0 {
+			t.Fatalf("plan target %+v", tc)
+		}
+		planned += tc.Records
+	}
+	if planned != 40 || rep.Counts.ToSend != 40 {
+		t.Fatalf("plan: %+v %+v", rep.Counts, rep.Targets)
+	}
+	if sum.Status != dedup.RunCompleted || sum.Counts != (dedup.RunCounts{Selected: 40, Sent: 40}) || sum.Err() != nil {
+		t.Fatalf("summary %+v", sum)
+	}
+
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if len(got) != 40 {
+		t.Fatalf("%d distinct records replayed into %s, want 40", len(got), src)
+	}
+	for source, rs := range got {
+		if len(rs) != 1 {
+			t.Fatalf("%s replayed %d times", source, len(rs))
+		}
+		r, orig := rs[0], bySource[source]
+		if orig == nil {
+			t.Fatalf("unexpected fw.replay.source %q", source)
+		}
+		if !bytes.Equal(r.Key, orig.Key) || !bytes.Equal(r.Value, orig.Value) {
+			t.Fatalf("%s: key/value differ from the original", source)
+		}
+		if r.Partition != orig.Partition {
+			t.Fatalf("%s: went to partition %d, the original (same key) was in %d", source, r.Partition, orig.Partition)
+		}
+		// The original's headers byte for byte and in order, then the provenance.
+		if len(r.Headers) != len(orig.Headers)+5 {
+			t.Fatalf("%s: %d headers, want %d", source, len(r.Headers), len(orig.Headers)+5)
+		}
+		for i, h := range orig.Headers {
+			if r.Headers[i].Key != h.Key || !bytes.Equal(r.Headers[i].Value, h.Value) {
+				t.Fatalf("%s: header %d is %q=%q, want %q=%q", source, i, r.Headers[i].Key, r.Headers[i].Value, h.Key, h.Value)
+			}
+		}
+		for _, h := range r.Headers {
+			if dlq.IsDeadLetterHeader(h.Key) {
+				t.Fatalf("%s: dead-letter header %s kept", source, h.Key)
+			}
+		}
+		at, err := time.Parse(time.RFC3339Nano, header(r, dlq.ReplayHeaderAt))
+		if header(r, dlq.ReplayHeaderCount) != "1" || header(r, dlq.ReplayHeaderReason) != "test "+t.Name() || err != nil || time.Since(at) > time.Minute {
+			t.Fatalf("%s: provenance %v", source, r.Headers[len(r.Headers)-5:])
+		}
+	}
+
+	// The journal: the run, its checkpoints at the end of the ranges, every send.
+	run, cps, err := st.ReplayRun(t.Context(), sum.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != dedup.RunCompleted || run.Sent != 40 || run.Operator != "tester" || run.FinishedAt == nil || run.Sources[0] != dlqTopic || run.Target != "original" {
+		t.Fatalf("journaled run %+v", run)
+	}
+	for _, cp := range cps {
+		if cp.AckedThrough != cp.End {
+			t.Fatalf("checkpoint %+v not at the end", cp)
+		}
+	}
+	refs := make([]dedup.SourceRef, len(dls))
+	for i, d := range dls {
+		refs[i] = dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
+	}
+	found, err := st.ReplayedSources(t.Context(), dlqTopic, refs)
+	if err != nil || len(found) != 40 {
+		t.Fatalf("ReplayedSources: %d, %v", len(found), err)
+	}
+	for _, ref := range refs {
+		f := found[ref]
+		r := got[fmt.Sprintf("%s/%d/%d", ref.Topic, ref.Partition, ref.Offset)][0]
+		if f.RunID != sum.RunID || f.TargetTopic != src || f.TargetPartition != r.Partition || f.TargetOffset != r.Offset {
+			t.Fatalf("journal says %+v, the record is at %s", f, addr(r))
+		}
+	}
+	after := endOffsets(t, c, src)
+	var added int64
+	for i := range after {
+		added += after[i] - before[i]
+	}
+	if added != 40 {
+		t.Fatalf("%d records added to %s, want 40", added, src)
+	}
+}
+
+func be32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+// springDLT writes Spring Kafka's DeadLetterPublishingRecoverer headers (DESIGN 3.2) for each
+// original, made with franz-go.
+func springDLT(t *testing.T, cl *kgo.Client, dlt string, origs []*kgo.Record) []*kgo.Record {
+	t.Helper()
+	out := make([]*kgo.Record, len(origs))
+	for i, o := range origs {
+		h := slices.Clone(o.Headers)
+		h = append(h,
+			kgo.RecordHeader{Key: dlq.SpringOriginalTopic, Value: []byte(o.Topic)},
+			kgo.RecordHeader{Key: dlq.SpringOriginalPartition, Value: be32(o.Partition)},
+			kgo.RecordHeader{Key: dlq.SpringOriginalOffset, Value: be64(o.Offset)},
+			kgo.RecordHeader{Key: dlq.SpringOriginalTimestamp, Value: be64(o.Timestamp.UnixMilli())},
+			kgo.RecordHeader{Key: dlq.SpringOriginalTimestampType, Value: []byte("CreateTime")},
+			kgo.RecordHeader{Key: dlq.SpringOriginalConsumerGroup, Value: []byte("orders-service")},
+			kgo.RecordHeader{Key: dlq.SpringExceptionFQCN, Value: []byte("org.springframework.kafka.listener.ListenerExecutionFailedException")},
+			kgo.RecordHeader{Key: dlq.SpringExceptionCauseFQCN, Value: []byte("java.lang.IllegalStateException")},
+			kgo.RecordHeader{Key: dlq.SpringExceptionMessage, Value: []byte("boom")},
+			kgo.RecordHeader{Key: dlq.SpringExceptionStacktrace, Value: []byte("java.lang.IllegalStateException: boom\n\tat x.y(Z.java:1)")},
+		)
+		out[i] = &kgo.Record{Topic: dlt, Key: o.Key, Value: o.Value, Headers: h}
+	}
+	testenv.Produce(t, cl, out...)
+	return out
+}
+
+func TestReplaySpringDeadLettersBackToTheirTopic(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlt := testenv.Topic(t, 2, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, 12)
+	springDLT(t, cl, dlt, origs)
+
+	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlt, ToPartition: PartitionOriginal}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if len(got) != 12 || sum.Counts.Sent != 12 {
+		t.Fatalf("%d replayed into %s, summary %+v", len(got), src, sum.Counts)
+	}
+	for i := range 12 {
+		r := got[fmt.Sprintf("%s/0/%d", dlt, i)][0]
+		o := origs[i]
+		if r.Partition != o.Partition || !bytes.Equal(r.Key, o.Key) || !bytes.Equal(r.Value, o.Value) || len(r.Headers) != len(o.Headers)+5 {
+			t.Fatalf("record %d: %s with %d headers", i, addr(r), len(r.Headers))
+		}
+		for _, h := range r.Headers {
+			if strings.HasPrefix(h.Key, "kafka_dlt-") {
+				t.Fatalf("Spring header %s kept", h.Key)
+			}
+		}
+	}
+}
+
+func TestReplaySingleRecordAndEventID(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, 10)
+	deadLetters(t, cl, dlqTopic, origs, dlq.Meta{})
+
+	three := int64(3)
+	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, Record: dlqTopic + "/0/3", Partitions: []int32{0}, StartOffset: &three, EndOffset: &three}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if len(got) != 1 || len(got[dlqTopic+"/0/3"]) != 1 || header(got[dlqTopic+"/0/3"][0], "ce_id") != "evt-0003" {
+		t.Fatalf("single record: %v", got)
+	}
+
+	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, EventID: "evt-0007"}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = replayed(readTopic(t, c, src), sum.RunID)
+	if rep.Counts.Read != 10 || len(got) != 1 || len(got[dlqTopic+"/0/7"]) != 1 || sum.Counts.Selected != 1 {
+		t.Fatalf("event id: read %d, replayed %v", rep.Counts.Read, got)
+	}
+}
+
+func TestReplayLoopGuardQuarantines(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, 6)
+	for i, o := range origs {
+		// Records 0-2 were replayed 3 times already, 3-5 twice.
+		n := 2
+		if i < 3 {
+			n = 3
+		}
+		o.Headers = append(o.Headers, kgo.RecordHeader{Key: dlq.ReplayHeaderCount, Value: []byte(strconv.Itoa(n))})
+	}
+	deadLetters(t, cl, dlqTopic, origs, dlq.Meta{})
+
+	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.Quarantined != 3 || len(rep.Quarantined) != 3 || rep.Quarantined[0].ReplayCount != 3 {
+		t.Fatalf("plan: %+v %+v", rep.Counts, rep.Quarantined)
+	}
+	if sum.Counts != (dedup.RunCounts{Selected: 6, Sent: 3, Quarantined: 3}) || len(sum.Quarantined) != 3 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if err := sum.Err(); fwerr.KindOf(err) != fwerr.KindCheck {
+		t.Fatalf("Err() = %v, want a check failure (exit 3)", err)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	for i := range 6 {
+		rs := got[fmt.Sprintf("%s/0/%d", dlqTopic, i)]
+		switch {
+		case i < 3 && len(rs) != 0:
+			t.Fatalf("quarantined record %d was sent", i)
+		case i >= 3 && (len(rs) != 1 || header(rs[0], dlq.ReplayHeaderCount) != "3"):
+			t.Fatalf("record %d: %v", i, rs)
+		}
+	}
+}
+
+func TestReplaySkipProcessedAndPending(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	deadLetters(t, cl, dlqTopic, originals(t, cl, src, 8), dlq.Meta{})
+	if err := st.InTx(t.Context(), func(tx *dedup.Tx) error {
+		_, err := st.Claim(t.Context(), tx, "billing", []dedup.Marker{{EventID: "evt-0001"}, {EventID: "evt-0004"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(t.Context(), c, Spec{From: dlqTopic, PendingFor: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(t.Context(), c, st, p, ScanOptions{})
+	if err != nil || rep.Counts.Selected != 6 || rep.Counts.ToSend != 6 {
+		t.Fatalf("--status pending: %+v %v", rep.Counts, err)
+	}
+	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, SkipProcessedFor: "billing"}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if sum.Counts != (dedup.RunCounts{Selected: 8, Sent: 6, Skipped: 2}) || len(got) != 6 || got[dlqTopic+"/0/1"] != nil {
+		t.Fatalf("--skip-processed: %+v, %d replayed", sum.Counts, len(got))
+	}
+}
+
+func TestReplayRefusesAMissingTargetBeforeSending(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlt := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, 3)
+	missing := testenv.Name(t, "gone")
+	origs[1].Topic = missing
+	springDLT(t, cl, dlt, origs)
+	p, err := NewPlan(t.Context(), c, Spec{From: dlt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(t.Context(), c, st, p, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rep.Err()
+	if _, ok := err.(*MissingTargetError); !ok || fwerr.KindOf(err) != fwerr.KindError || !strings.Contains(err.Error(), missing+" (1 records)") {
+		t.Fatalf("Err() = %v, want a *MissingTargetError naming %s", err, missing)
+	}
+}
+
+// TestReplayRateHoldsWithinTenPercent replays 2,000 records at --rate 1000 and checks the
+// achieved rate, measured two ways: the summary's (acknowledged records over the send pass)
+// and the span of the replayed records' broker timestamps.
+func TestReplayRateHoldsWithinTenPercent(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil)
+	deadLetters(t, cl, dlqTopic, originals(t, cl, src, 2000), dlq.Meta{})
+
+	const rate = 1000.0
+	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic}, ExecOptions{Rate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last time.Time
+	for _, rs := range replayed(readTopic(t, c, src), sum.RunID) {
+		ts := rs[0].Timestamp
+		if first.IsZero() || ts.Before(first) {
+			first = ts
+		}
+		if ts.After(last) {
+			last = ts
+		}
+	}
+	spanRate := 1999 / last.Sub(first).Seconds()
+	t.Logf("--rate %.0f over 2,000 records: %.1f records/s by the summary (%.2fs), %.1f by record timestamps", rate, sum.RecordsPerSecond, sum.Seconds, spanRate)
+	for what, got := range map[string]float64{"summary": sum.RecordsPerSecond, "timestamps": spanRate} {
+		if ratio := got / rate; ratio < 0.9 || ratio > 1.1 {
+			t.Errorf("%s: %.1f records/s is %.0f%% of --rate %.0f, want within 10%%", what, got, ratio*100, rate)
+		}
+	}
+}
+
+// TestReplayInterruptedThenResumed cancels a run (as SIGINT does), then resumes it: the
+// interrupted run awaited its acknowledgements and journaled them, so nothing is sent twice.
+func TestReplayInterruptedThenResumed(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 3, nil), testenv.Topic(t, 3, nil)
+	dls := deadLetters(t, cl, dlqTopic, originals(t, cl, src, 3000), dlq.Meta{})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	defer cancel()
+	_, sum, err := execute(t, ctx, c, st, Spec{From: dlqTopic}, ExecOptions{Rate: 2000})
+	if fwerr.KindOf(err) != fwerr.KindInterrupted || sum.Status != dedup.RunInterrupted {
+		t.Fatalf("interrupted run: %v, status %s", err, sum.Status)
+	}
+	run, _, _ := st.ReplayRun(t.Context(), sum.RunID)
+	if run.Status != dedup.RunInterrupted || run.Sent == 0 || run.Sent >= 3000 {
+		t.Fatalf("journal after the interruption: %+v", run)
+	}
+	p, err := LoadRun(t.Context(), c, st, sum.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Scan(t.Context(), c, st, p, ScanOptions{})
+	if err != nil || rep.Err() != nil {
+		t.Fatal(err, rep.Err())
+	}
+	sum2, err := Execute(t.Context(), c, st, p, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2.RunID != sum.RunID || !sum2.Resumed || sum2.Counts != (dedup.RunCounts{Selected: 3000, Sent: 3000}) {
+		t.Fatalf("resumed summary %+v", sum2)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	dups := 0
+	for _, d := range dls {
+		rs := got[addr(d)]
+		if len(rs) == 0 {
+			t.Fatalf("%s never reached %s", addr(d), src)
+		}
+		dups += len(rs) - 1
+	}
+	t.Logf("interrupted after %d of 3000 (journaled), resumed: %d duplicates", run.Sent, dups)
+	if dups != 0 {
+		t.Fatalf("%d records sent twice after a clean interruption", dups)
+	}
+	if _, err := LoadRun(t.Context(), c, st, sum.RunID, false); err == nil || !strings.Contains(err.Error(), "nothing to resume") {
+		t.Fatalf("resuming a completed run: %v", err)
+	}
+}

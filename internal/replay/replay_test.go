@@ -1,0 +1,270 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestSpecValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		spec Spec
+		want string // substring of the usage error; "" for valid
+	}{
+		{"whole topic", Spec{From: "orders.dlq"}, ""},
+		{"no topic", Spec{}, "nothing to read"},
+		{"bad topic", Spec{From: "a b"}, "not a valid topic name"},
+		{"into itself", Spec{From: "orders", To: "orders"}, "refusing to write into orders"},
+		{"bad target", Spec{From: "orders.dlq", To: "x/y"}, "--to"},
+		{"inverted", Spec{From: "t", StartOffset: i64(9), EndOffset: i64(3)}, "--end-offset 3 is before --start-offset 9"},
+		{"negative", Spec{From: "t", StartOffset: i64(-1)}, "not negative"},
+		{"range and window", Spec{From: "t", StartOffset: i64(1), Since: time.Now()}, "not both"},
+		{"window inverted", Spec{From: "t", Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "is not after"},
+		{"reason", Spec{From: "t", Reasons: []string{"bored"}}, "--dlq-reason"},
+		{"reason unknown ok", Spec{From: "t", Reasons: []string{"unknown", "exhausted"}}, ""},
+		{"bad regexp", Spec{From: "t", Error: "("}, "not a regular expression"},
+		{"to-partition", Spec{From: "t", ToPartition: "random"}, "--to-partition"},
+		{"max replays", Spec{From: "t", MaxReplays: -1}, "--max-replays"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.spec.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("valid spec refused: %v", err)
+				}
+				if tc.spec.MaxReplays != DefaultMaxReplays || tc.spec.ToPartition != PartitionDefault {
+					t.Fatalf("defaults not filled: %+v", tc.spec)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || fwerr.KindOf(err) != fwerr.KindUsage {
+				t.Fatalf("error %v (kind %v), want a usage error containing %q", err, fwerr.KindOf(err), tc.want)
+			}
+		})
+	}
+}
+
+func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
+	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), Error: "time(out)?",
+		Reasons: []string{"exhausted"}, SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := unmarshalSpec(s.marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.marshal() != s.marshal() || back.errorRE == nil || !back.errorRE.MatchString("timeout") {
+		t.Fatalf("round trip: %s vs %s", back.marshal(), s.marshal())
+	}
+}
+
+func hdr(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+
+func TestOutgoingStripsDeadLetterHeadersAndAddsProvenance(t *testing.T) {
+	orig := &kgo.Record{Topic: "orders", Partition: 2, Offset: 41, Key: []byte("order-7"), Value: []byte{0, 1, 2, 0xff},
+		Headers: []kgo.RecordHeader{hdr("ce_id", "e-1"), {Key: "bin", Value: []byte{0xde, 0xad}}, hdr("traceparent", "00-abc")}}
+	dl := dlq.NewDeadLetter(orig, dlq.Meta{Reason: dlq.ReasonExhausted, Error: "timeout", Group: "billing"})
+	// Other conventions' headers and an earlier replay's provenance ride along too.
+	dl.Headers = append(dl.Headers,
+		kgo.RecordHeader{Key: dlq.SpringOriginalPartition, Value: binary.BigEndian.AppendUint32(nil, 2)},
+		hdr(dlq.ConnectTopic, "orders"), hdr(dlq.WatermillTopic, "orders"), hdr(dlq.SmallRyeTopic, "orders"),
+		hdr("FW.Replay.Count", "1"), hdr(dlq.ReplayHeaderID, "old-run"))
+	dl.Partition, dl.Offset = 0, 17
+
+	at := time.Date(2025, 1, 2, 3, 4, 5, 600, time.UTC)
+	out := Provenance{RunID: "run-1", Reason: "fix deployed"}.outgoing(dl, 1, "orders", -1, at)
+	if out.Topic != "orders" || !bytes.Equal(out.Key, orig.Key) || !bytes.Equal(out.Value, orig.Value) {
+		t.Fatalf("record %+v", out)
+	}
+	if out.Partition != 0 || !out.Timestamp.IsZero() {
+		t.Fatalf("partition %d / timestamp %v: want the partitioner's and the producer's", out.Partition, out.Timestamp)
+	}
+	var got []string
+	for _, h := range out.Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := []string{"ce_id=e-1", "bin=\xde\xad", "traceparent=00-abc",
+		"fw.replay.id=run-1", "fw.replay.source=orders.dlq/0/17", "fw.replay.count=2",
+		"fw.replay.at=2025-01-02T03:04:05.0000006Z", "fw.replay.reason=fix deployed"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("headers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if fixed := (Provenance{RunID: "r"}).outgoing(dl, 0, "orders", 5, at); fixed.Partition != 5 {
+		t.Fatalf("fixed partition %d", fixed.Partition)
+	}
+}
+
+func springDeadLetter(origTopic string, origPartition int32, key string) *kgo.Record {
+	return &kgo.Record{Topic: "orders-dlt", Key: []byte(key), Value: []byte(`{"event_id":"s-1"}`), Headers: []kgo.RecordHeader{
+		hdr(dlq.SpringOriginalTopic, origTopic),
+		{Key: dlq.SpringOriginalPartition, Value: binary.BigEndian.AppendUint32(nil, uint32(origPartition))},
+		{Key: dlq.SpringOriginalOffset, Value: binary.BigEndian.AppendUint64(nil, 99)},
+		hdr(dlq.SpringExceptionFQCN, "java.lang.IllegalStateException"),
+	}}
+}
+
+func TestClassifyRoutes(t *testing.T) {
+	fw := dlq.NewDeadLetter(&kgo.Record{Topic: "orders", Partition: 1, Offset: 3, Key: []byte("k")}, dlq.Meta{Reason: dlq.ReasonRejected, EventID: "e-1"})
+	fw.Topic, fw.Partition, fw.Offset = "orders.dlq", 0, 0
+	spring := springDeadLetter("payments", 4, "p")
+	spring.Offset = 1
+	plain := &kgo.Record{Topic: "orders.dlq", Offset: 2, Value: []byte(`{}`)}
+	self := dlq.NewDeadLetter(&kgo.Record{Topic: "orders.dlq"}, dlq.Meta{Reason: dlq.ReasonRejected})
+	self.Topic, self.Offset = "orders.dlq", 3
+	looped := dlq.NewDeadLetter(&kgo.Record{Topic: "orders", Headers: []kgo.RecordHeader{hdr(dlq.ReplayHeaderCount, "3")}}, dlq.Meta{Reason: dlq.ReasonRejected})
+	looped.Topic, looped.Offset = "orders.dlq", 4
+
+	run := func(spec Spec, recs ...*kgo.Record) []decision {
+		t.Helper()
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := newClassifier(&spec, nil, nil).classify(t.Context(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	ds := run(Spec{From: "orders.dlq"}, fw, spring, plain, self, looped)
+	if d := ds[0]; d.outcome != OutcomeSend || d.target != "orders" || d.partition != -1 || d.eventID != "e-1" {
+		t.Fatalf("fieldwork dead letter: %+v", d)
+	}
+	if d := ds[1]; d.outcome != OutcomeSend || d.target != "payments" {
+		t.Fatalf("spring dead letter: %+v", d)
+	}
+	if d := ds[2]; d.outcome != OutcomeProblem || !strings.Contains(d.problem, "orders.dlq/0/2 is not a dead letter") || !strings.Contains(d.problem, "--to") {
+		t.Fatalf("plain record without --to: %+v", d)
+	}
+	if d := ds[3]; d.outcome != OutcomeProblem || !strings.Contains(d.problem, "refusing to write into it") {
+		t.Fatalf("dead letter of the topic being read: %+v", d)
+	}
+	if d := ds[4]; d.outcome != OutcomeQuarantined || d.count != 3 {
+		t.Fatalf("replayed 3 times: %+v", d)
+	}
+
+	ds = run(Spec{From: "orders.dlq", ToPartition: PartitionOriginal}, fw, spring)
+	if ds[0].partition != 1 || ds[1].partition != 4 {
+		t.Fatalf("original partitions: %d, %d", ds[0].partition, ds[1].partition)
+	}
+	ds = run(Spec{From: "orders.dlq", To: "retry", ToPartition: PartitionOriginal}, plain)
+	if d := ds[0]; d.outcome != OutcomeSend || d.target != "retry" || d.partition != 0 {
+		t.Fatalf("plain record with --to: %+v", d)
+	}
+	ds = run(Spec{From: "orders.dlq", Reasons: []string{"exhausted"}}, fw, spring)
+	if ds[0].outcome != OutcomeFiltered || ds[1].outcome != OutcomeFiltered {
+		t.Fatalf("reason filter: %v %v", ds[0].outcome, ds[1].outcome)
+	}
+	ds = run(Spec{From: "orders.dlq", EventID: "e-1"}, fw, spring)
+	if ds[0].outcome != OutcomeSend || ds[1].outcome != OutcomeFiltered {
+		t.Fatalf("event id: %v %v", ds[0].outcome, ds[1].outcome)
+	}
+	ds = run(Spec{From: "orders.dlq", MaxReplays: 4}, looped)
+	if ds[0].outcome != OutcomeSend {
+		t.Fatalf("--max-replays 4 lets count 3 through: %v", ds[0].outcome)
+	}
+}
+
+// TestTrackerCheckpointIsTheContiguousPrefix acks out of order and checks that the checkpoint
+// and the committed counts only ever cover settled records.
+func TestTrackerCheckpointIsTheContiguousPrefix(t *testing.T) {
+	tr := newTracker([]kafka.PartitionRange{{Topic: "d", Partition: 0, Start: 10, End: 20}}, dedup.RunCounts{Sent: 100})
+	rec := func(off int64, o Outcome) *decision {
+		return &decision{rec: &kgo.Record{Topic: "d", Partition: 0, Offset: off}, outcome: o}
+	}
+	checkpoint := func() int64 {
+		sends, cps, _ := tr.snapshot()
+		tr.unsnapshot(sends, cps)
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.parts[0].done
+	}
+	// 10 filtered: done at once.
+	tr.read(rec(10, OutcomeFiltered))
+	if got := checkpoint(); got != 10 {
+		t.Fatalf("after a filtered record: %d", got)
+	}
+	a := tr.read(rec(11, OutcomeSend))
+	b := tr.read(rec(12, OutcomeSend))
+	tr.read(rec(14, OutcomeQuarantined)) // 13 is a gap (a control record)
+	c := tr.read(rec(15, OutcomeSend))
+	tr.ack(b, dedup.ReplaySend{SourceOffset: 12}, nil)
+	tr.ack(c, dedup.ReplaySend{SourceOffset: 15}, nil)
+	if got := checkpoint(); got != 10 {
+		t.Fatalf("11 unacknowledged: checkpoint %d, want 10", got)
+	}
+	if lv := tr.live(); lv.Committed.Sent != 100 || lv.Acked != 2 {
+		t.Fatalf("counts before the prefix moves: %+v", lv)
+	}
+	tr.ack(a, dedup.ReplaySend{SourceOffset: 11}, nil)
+	if got := checkpoint(); got != 15 {
+		t.Fatalf("all acknowledged: checkpoint %d, want 15", got)
+	}
+	if c := tr.live().Committed; c.Sent != 103 || c.Quarantined != 1 || c.Selected != 4 {
+		t.Fatalf("committed %+v", c)
+	}
+	// A failed send holds the checkpoint before it for good.
+	d := tr.read(rec(16, OutcomeSend))
+	tr.read(rec(17, OutcomeSkipped))
+	tr.ack(d, dedup.ReplaySend{}, errors.New("broker said no"))
+	if got := checkpoint(); got != 15 || tr.err() == nil {
+		t.Fatalf("after a failed send: checkpoint %d, err %v", got, tr.err())
+	}
+	tr.finish()
+	if got := checkpoint(); got != 15 {
+		t.Fatalf("finish moved past a failed send: %d", got)
+	}
+	sends, _, _ := tr.snapshot()
+	if len(sends) != 3 {
+		t.Fatalf("%d sends to journal, want 3", len(sends))
+	}
+	if u := tr.unjournaled(); u != 3 {
+		t.Fatalf("unjournaled %d, want 3 (4 produced, 1 failed)", u)
+	}
+	tr.journaledN(len(sends))
+	if u := tr.unjournaled(); u != 0 {
+		t.Fatalf("unjournaled after the journal write: %d", u)
+	}
+}
+
+func TestTrackerFinishCoversTrailingOffsets(t *testing.T) {
+	tr := newTracker([]kafka.PartitionRange{{Topic: "d", Partition: 0, Start: 0, End: 10}, {Topic: "d", Partition: 1, Start: 5, End: 5}}, dedup.RunCounts{})
+	tk := tr.read(&decision{rec: &kgo.Record{Topic: "d", Partition: 0, Offset: 7}, outcome: OutcomeSend})
+	tr.ack(tk, dedup.ReplaySend{}, nil)
+	tr.finish()
+	_, cps, counts := tr.snapshot()
+	if len(cps) != 1 || cps[0].AckedThrough != 9 || cps[0].End != 9 || counts.Sent != 1 {
+		t.Fatalf("checkpoints %+v counts %+v", cps, counts)
+	}
+}
+
+func TestLimiterHoldsTheRate(t *testing.T) {
+	// 300 waits at 3,000/s: about 100ms, and never much less (the burst is 30 records).
+	l := newLimiter(3000)
+	start := time.Now()
+	for range 300 {
+		if err := l.wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < 85*time.Millisecond {
+		t.Fatalf("300 records at 3000/s took %v: faster than the cap", el)
+	}
+	if newLimiter(0) != nil {
+		t.Fatal("rate 0 must mean no limiter")
+	}
+}

@@ -1,0 +1,164 @@
+package replay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// NewRunID returns a run id that sorts by time and is unique: 20250102-150405-3f9a1c.
+func NewRunID(at time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return at.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// Operator is who runs a replay, for the journal: explicit when given, else $USER, else
+// $LOGNAME, else "unknown".
+func Operator(explicit string, getenv func(string) string) string {
+	for _, v := range []string{explicit, getenv("USER"), getenv("LOGNAME")} {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// Owner names this process in the journal while it drives a run: host:pid.
+func Owner() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// StaleAfter is how long a run marked running by a process on another host may go without a
+// journal write before this one may take it over: a live run writes its progress every
+// second (DefaultFlushInterval).
+const StaleAfter = 30 * time.Second
+
+// ownerAlive reports whether the process named by owner (host:pid) may still be running: it
+// is on another host (unknown), or on this host and the pid exists.
+func ownerAlive(owner string) bool {
+	host, pid, ok := strings.Cut(owner, ":")
+	me, _ := os.Hostname()
+	if !ok || host != me {
+		return true
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 {
+		return true
+	}
+	if n == os.Getpid() {
+		return true
+	}
+	err = syscall.Kill(n, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Resume is a journaled run being continued.
+type Resume struct {
+	Run         dedup.ReplayRun
+	Checkpoints []dedup.ReplayCheckpoint
+	// Sent are the records beyond the checkpoints that the journal shows acknowledged: they
+	// are not sent again.
+	Sent map[dedup.SourceRef]bool
+}
+
+// ErrNothingToResume means the run is completed.
+var ErrNothingToResume = errors.New("the run is completed: nothing to resume")
+
+// LoadRun reads run id from the journal and plans its continuation: each partition from just
+// after its checkpoint to the end offset journaled when the run was planned (never re-taken),
+// skipping the records journaled as sent beyond the checkpoint. A run marked running is
+// refused while its process may be alive (same host and the pid exists, or its last journal
+// write is younger than StaleAfter) unless force.
+func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, force bool) (*Plan, error) {
+	run, cps, err := st.ReplayRun(ctx, id)
+	if err != nil {
+		var nf *dedup.RunNotFoundError
+		if errors.As(err, &nf) {
+			return nil, fwerr.Usagef("%v (see `fieldwork replay runs`)", err)
+		}
+		return nil, err
+	}
+	switch run.Status {
+	case dedup.RunCompleted:
+		return nil, fmt.Errorf("run %s: %w", id, ErrNothingToResume)
+	case dedup.RunRunning:
+		if err := checkAbandoned(run, force); err != nil {
+			return nil, err
+		}
+	}
+	spec, err := unmarshalSpec(run.Selection)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	sends, err := st.ReplaySendsAfterCheckpoint(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	sent := make(map[dedup.SourceRef]bool, len(sends))
+	for _, s := range sends {
+		sent[dedup.SourceRef{Topic: s.SourceTopic, Partition: s.SourcePartition, Offset: s.SourceOffset}] = true
+	}
+	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent}}
+	starts := map[string]map[int32]int64{}
+	for _, cp := range cps {
+		r := kafka.PartitionRange{Topic: cp.Topic, Partition: cp.Partition, Start: cp.AckedThrough + 1, End: cp.End + 1}
+		if r.Len() > 0 {
+			if starts[cp.Topic] == nil {
+				bounds, err := c.Bounds(ctx, cp.Topic)
+				if err != nil {
+					return nil, err
+				}
+				starts[cp.Topic] = map[int32]int64{}
+				for _, b := range bounds {
+					starts[cp.Topic][b.Partition] = b.LogStart
+				}
+			}
+			if ls, ok := starts[cp.Topic][cp.Partition]; ok && ls > r.Start {
+				// Retention deleted part of what is left: read what remains.
+				p.LostOffsets += min(ls, r.End) - r.Start
+				r.Start = min(ls, r.End)
+			}
+		}
+		r.LogStart, r.HighWatermark = r.Start, r.End
+		p.Ranges = append(p.Ranges, r)
+	}
+	return p, nil
+}
+
+// checkAbandoned refuses to take over a run marked running whose process may still drive
+// it: on this host, while its pid exists; on another host (where the pid means nothing here),
+// until its journal has been silent for StaleAfter. force skips the check.
+func checkAbandoned(run dedup.ReplayRun, force bool) error {
+	if force {
+		return nil
+	}
+	host, _, _ := strings.Cut(run.Owner, ":")
+	me, _ := os.Hostname()
+	if host == me {
+		if ownerAlive(run.Owner) {
+			return fwerr.Usagef("run %s is still driven by process %s on this host; stop it first (SIGINT marks it interrupted) or pass --force", run.ID, run.Owner)
+		}
+		return nil
+	}
+	if age := time.Since(run.UpdatedAt); age < StaleAfter {
+		return fwerr.Usagef("run %s is running in process %s (journal written %s ago); if that process is gone, wait %s or pass --force",
+			run.ID, run.Owner, age.Round(time.Second), StaleAfter-age.Round(time.Second))
+	}
+	return nil
+}

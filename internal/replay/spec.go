@@ -1,0 +1,205 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// DefaultMaxReplays is the loop guard's default: a record already replayed this many times is
+// quarantined, not sent (DESIGN 3.3).
+const DefaultMaxReplays = 3
+
+// Target partition modes.
+const (
+	// PartitionDefault leaves the partition to the producer's default partitioner: murmur2 of
+	// the key, as Kafka's Java client, so an aggregate's events stay in one partition; records
+	// without a key are spread (sticky batches).
+	PartitionDefault = "default"
+	// PartitionOriginal writes each record to the partition it originally came from: the
+	// dead-letter headers' original partition, or for a record that is not a dead letter the
+	// partition it is read from.
+	PartitionOriginal = "original"
+)
+
+// Spec is everything that decides what a replay sends and where: the selection, the filters,
+// the target and the loop guard. It is journaled as the run's selection (JSON), so that a
+// resumed run selects, routes and guards exactly as the interrupted one did.
+type Spec struct {
+	// From is the topic read (a dead-letter topic, or any topic with To).
+	From string `json:"from"`
+	// Selection narrows From: partitions, an inclusive offset range or a time window. With
+	// none the whole topic is read, bounded by its end offsets when the plan is made.
+	Partitions  []int32   `json:"partitions,omitempty"`
+	StartOffset *int64    `json:"start_offset,omitempty"`
+	EndOffset   *int64    `json:"end_offset,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+	Until       time.Time `json:"until,omitzero"`
+	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
+	// then that one offset.
+	Record string `json:"record,omitempty"`
+
+	// EventID selects the records carrying this event id (a bounded scan of the selection).
+	EventID string `json:"event_id,omitempty"`
+	// The dead-letter filters of `dlq list`.
+	Reasons       []string `json:"reasons,omitempty"`
+	Error         string   `json:"error,omitempty"` // a regular expression on the error message or class
+	OriginalTopic string   `json:"original_topic,omitempty"`
+	Group         string   `json:"group,omitempty"`
+	// PendingFor, when set, selects only records whose event has no marker of this consumer in
+	// the store (`--status pending --consumer C`): the others are not selected at all.
+	PendingFor string `json:"pending_for,omitempty"`
+	// SkipProcessedFor, when set, selects as usual but skips (counts, does not send) records
+	// whose event this consumer has a marker for (`--skip-processed --consumer C`).
+	SkipProcessedFor string `json:"skip_processed_for,omitempty"`
+
+	// To overrides the target topic; empty sends each record back to the original topic its
+	// dead-letter headers name.
+	To string `json:"to,omitempty"`
+	// ToPartition is PartitionDefault or PartitionOriginal.
+	ToPartition string `json:"to_partition"`
+	// MaxReplays is the loop guard: a record whose fw.replay.count has reached it is
+	// quarantined.
+	MaxReplays int `json:"max_replays"`
+
+	errorRE *regexp.Regexp
+}
+
+// Validate checks the spec without touching the network and fills the defaults. Every
+// failure is a usage error (exit 2).
+func (s *Spec) Validate() error {
+	if s.From == "" {
+		return fwerr.Usagef("nothing to read: name a topic with --from TOPIC or a record TOPIC/PARTITION/OFFSET")
+	}
+	if !validTopic(s.From) {
+		return fwerr.Usagef("--from %q is not a valid topic name", s.From)
+	}
+	if s.To != "" && !validTopic(s.To) {
+		return fwerr.Usagef("--to %q is not a valid topic name", s.To)
+	}
+	if s.To == s.From && s.To != "" {
+		return fwerr.Usagef("refusing to write into %s, the topic being read: a replay into its own source would read its own output (choose another --to)", s.From)
+	}
+	if s.OriginalTopic != "" && s.To == "" && s.OriginalTopic == s.From {
+		return fwerr.Usagef("--original-topic %s is the topic being read: refusing to write into it", s.From)
+	}
+	switch s.ToPartition {
+	case "":
+		s.ToPartition = PartitionDefault
+	case PartitionDefault, PartitionOriginal:
+	default:
+		return fwerr.Usagef("--to-partition %q: want %s or %s", s.ToPartition, PartitionDefault, PartitionOriginal)
+	}
+	if s.MaxReplays == 0 {
+		s.MaxReplays = DefaultMaxReplays
+	}
+	if s.MaxReplays < 1 {
+		return fwerr.Usagef("--max-replays %d: must be at least 1", s.MaxReplays)
+	}
+	for _, p := range s.Partitions {
+		if p < 0 {
+			return fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
+		}
+	}
+	if s.StartOffset != nil && *s.StartOffset < 0 {
+		return fwerr.Usagef("--start-offset %d: offsets are not negative", *s.StartOffset)
+	}
+	if s.EndOffset != nil && *s.EndOffset < 0 {
+		return fwerr.Usagef("--end-offset %d: offsets are not negative", *s.EndOffset)
+	}
+	if s.StartOffset != nil && s.EndOffset != nil && *s.EndOffset < *s.StartOffset {
+		return fwerr.Usagef("--end-offset %d is before --start-offset %d", *s.EndOffset, *s.StartOffset)
+	}
+	if (s.StartOffset != nil || s.EndOffset != nil) && (!s.Since.IsZero() || !s.Until.IsZero()) {
+		return fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
+	}
+	if !s.Since.IsZero() && !s.Until.IsZero() && !s.Until.After(s.Since) {
+		return fwerr.Usagef("--until %s is not after --since %s", s.Until.Format(time.RFC3339), s.Since.Format(time.RFC3339))
+	}
+	for _, r := range s.Reasons {
+		if r != dlq.ReasonUnknown && !slices.Contains(dlq.Reasons, r) {
+			return fwerr.Usagef("--dlq-reason %q: want one of %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
+		}
+	}
+	if s.Error != "" {
+		re, err := regexp.Compile(s.Error)
+		if err != nil {
+			return fwerr.Usagef("--error %q is not a regular expression: %v", s.Error, err)
+		}
+		s.errorRE = re
+	}
+	if s.OriginalTopic != "" && !validTopic(s.OriginalTopic) {
+		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
+	}
+	return nil
+}
+
+// NeedsStore reports whether planning needs the dedup store (marker lookups).
+func (s *Spec) NeedsStore() bool { return s.PendingFor != "" || s.SkipProcessedFor != "" }
+
+// selection is the kafka.Selection of the spec's range.
+func (s *Spec) selection() kafka.Selection {
+	return kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+}
+
+// filter is the dlq.Filter of the spec's dead-letter filters.
+func (s *Spec) filter() dlq.Filter {
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+}
+
+// TargetLabel describes the target for the journal and the plan: the --to topic, or
+// "original" (each record's dead-letter headers), with " partition original" when records keep
+// their partition.
+func (s *Spec) TargetLabel() string {
+	t := s.To
+	if t == "" {
+		t = "original"
+	}
+	if s.ToPartition == PartitionOriginal {
+		t += " (original partition)"
+	}
+	return t
+}
+
+// MarshalSpec is the spec as the journal keeps it.
+func (s *Spec) marshal() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("replay: marshal spec: %v", err)) // plain data: cannot fail
+	}
+	return string(b)
+}
+
+// unmarshalSpec reads a journaled spec back and validates it.
+func unmarshalSpec(text string) (Spec, error) {
+	var s Spec
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		return Spec{}, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, fmt.Errorf("the journaled selection: %w", err)
+	}
+	return s, nil
+}
+
+// validTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of
+// [a-zA-Z0-9._-], and neither "." nor "..".
+func validTopic(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

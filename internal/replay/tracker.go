@@ -1,0 +1,202 @@
+package replay
+
+import (
+	"sync"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// tracker keeps, per source partition, the contiguous prefix of records that are done: sent
+// and acknowledged, or needing no send (not selected, quarantined, skipped). Acks arrive out
+// of source order (one source partition feeds several target partitions), so a checkpoint
+// moves only over a prefix with no unacknowledged record in it: resuming from it re-sends
+// nothing that was acknowledged before the checkpoint, and loses nothing.
+//
+// Counts are committed with the prefix too: the journal's counts always describe exactly the
+// records behind its checkpoints, so a resumed run neither loses nor double-counts.
+//
+// Safe for concurrent use: the read loop records reads, the producer's callbacks record acks,
+// the flusher takes snapshots.
+type tracker struct {
+	mu    sync.Mutex
+	parts []*partState
+	index map[dedup.SourceRef]int // topic+partition (Offset 0) → parts index
+
+	committed dedup.RunCounts
+	// sends are acknowledged sends not yet journaled.
+	sends []dedup.ReplaySend
+	// produced and journaled count records handed to the producer and records whose send is
+	// in the journal (or failed): their difference bounds what a crash can duplicate.
+	produced, journaled, acked, failed int64
+	firstErr                           error
+}
+
+type partState struct {
+	topic     string
+	partition int32
+	start     int64 // first offset of the range, inclusive
+	end       int64 // last offset of the range, inclusive
+	done      int64 // the contiguous prefix is done through this offset
+	lastRead  int64
+	q         []entry // records after done, in read order
+	base      int64   // sequence number of q[0]
+	dirty     bool    // done moved since the last snapshot
+}
+
+type entry struct {
+	offset  int64
+	outcome Outcome
+	settled bool
+}
+
+func newTracker(ranges []kafka.PartitionRange, base dedup.RunCounts) *tracker {
+	t := &tracker{index: map[dedup.SourceRef]int{}, committed: base}
+	for _, r := range ranges {
+		t.index[dedup.SourceRef{Topic: r.Topic, Partition: r.Partition}] = len(t.parts)
+		t.parts = append(t.parts, &partState{topic: r.Topic, partition: r.Partition, start: r.Start, end: r.End - 1,
+			done: r.Start - 1, lastRead: r.Start - 1})
+	}
+	return t
+}
+
+// ticket names a record in flight: its partition and sequence number.
+type ticket struct {
+	part int
+	seq  int64
+}
+
+// read records that the read loop reached d. It returns the ticket to ack d with when d is to
+// be sent; other outcomes are settled at once.
+func (t *tracker) read(d *decision) ticket {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pi := t.index[dedup.SourceRef{Topic: d.rec.Topic, Partition: d.rec.Partition}]
+	p := t.parts[pi]
+	p.lastRead = d.rec.Offset
+	if d.outcome != OutcomeSend {
+		if len(p.q) == 0 {
+			t.commit(d.outcome)
+			p.done, p.dirty = d.rec.Offset, true
+			return ticket{part: -1}
+		}
+		p.q = append(p.q, entry{offset: d.rec.Offset, outcome: d.outcome, settled: true})
+		return ticket{part: -1}
+	}
+	t.produced++
+	p.q = append(p.q, entry{offset: d.rec.Offset, outcome: OutcomeSend})
+	return ticket{part: pi, seq: p.base + int64(len(p.q)) - 1}
+}
+
+// ack settles a sent record and returns how many acknowledged sends wait for the journal. A
+// failed send (err != nil) is remembered; it never settles, so the checkpoint stays before it.
+func (t *tracker) ack(tk ticket, s dedup.ReplaySend, err error) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.failed++
+		if t.firstErr == nil {
+			t.firstErr = err
+		}
+		return len(t.sends)
+	}
+	t.acked++
+	t.sends = append(t.sends, s)
+	p := t.parts[tk.part]
+	p.q[tk.seq-p.base].settled = true
+	for len(p.q) > 0 && p.q[0].settled {
+		t.commit(p.q[0].outcome)
+		p.done, p.dirty = p.q[0].offset, true
+		p.q = p.q[1:]
+		p.base++
+	}
+	if len(p.q) == 0 && p.lastRead > p.done {
+		p.done, p.dirty = p.lastRead, true
+	}
+	return len(t.sends)
+}
+
+func (t *tracker) commit(o Outcome) {
+	switch o {
+	case OutcomeSend, OutcomeAlreadySent:
+		t.committed.Selected++
+		t.committed.Sent++
+	case OutcomeQuarantined:
+		t.committed.Selected++
+		t.committed.Quarantined++
+	case OutcomeSkipped:
+		t.committed.Selected++
+		t.committed.Skipped++
+	}
+}
+
+// finish moves every partition whose records are all settled to the end of its range: the
+// offsets after the last record read (control records, compacted gaps) are done too. Call it
+// only when the read completed.
+func (t *tracker) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.parts {
+		if len(p.q) == 0 && p.done < p.end {
+			p.done, p.dirty = p.end, true
+		}
+	}
+}
+
+// snapshot takes what the journal has not seen: the new sends, the moved checkpoints and the
+// committed counts.
+func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckpoint, counts dedup.RunCounts) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sends, t.sends = t.sends, nil
+	for _, p := range t.parts {
+		if p.dirty {
+			cps = append(cps, dedup.ReplayCheckpoint{Topic: p.topic, Partition: p.partition, Start: p.start, End: p.end, AckedThrough: p.done})
+			p.dirty = false
+		}
+	}
+	return sends, cps, t.committed
+}
+
+// unsnapshot puts back what a failed journal write did not store, so the next one retries it.
+func (t *tracker) unsnapshot(sends []dedup.ReplaySend, cps []dedup.ReplayCheckpoint) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sends = append(sends, t.sends...)
+	for _, c := range cps {
+		t.parts[t.index[dedup.SourceRef{Topic: c.Topic, Partition: c.Partition}]].dirty = true
+	}
+}
+
+// journaledN records that n sends reached the journal.
+func (t *tracker) journaledN(n int) {
+	t.mu.Lock()
+	t.journaled += int64(n)
+	t.mu.Unlock()
+}
+
+// unjournaled is how many records were handed to the producer and are not in the journal:
+// what a crash now could send twice.
+func (t *tracker) unjournaled() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.produced - t.journaled - t.failed
+}
+
+func (t *tracker) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.firstErr
+}
+
+// live are the counters for progress.
+type live struct {
+	Produced, Acked int64
+	Committed       dedup.RunCounts
+}
+
+func (t *tracker) live() live {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return live{Produced: t.produced, Acked: t.acked, Committed: t.committed}
+}
