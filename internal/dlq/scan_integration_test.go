@@ -1,0 +1,154 @@
+package dlq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+func connect(t *testing.T) *kafka.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := kafka.Connect(ctx, config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestScan reads two dead-letter topics on the real broker: in topic, partition and offset
+// order; bounded by the end offsets of the plan (dead letters written after it are not read);
+// through a filter; with progress; stopped early by ErrStop; and List's limit.
+func TestScan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := testenv.Topic(t, 3, nil), testenv.Topic(t, 1, nil)
+	c := connect(t)
+	produce := func(topic string, partition int32, n int, from int) {
+		cl := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		var recs []*kgo.Record
+		for i := range n {
+			reason := dlq.ReasonRejected
+			if (from+i)%2 == 1 {
+				reason = dlq.ReasonMalformed
+			}
+			r := dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Offset: int64(from + i), Value: []byte(fmt.Sprintf(`{"event_id":"e-%s-%d-%d"}`, topic, partition, from+i))},
+				dlq.Meta{Topic: topic, Reason: reason, Group: "g"})
+			r.Partition = partition
+			recs = append(recs, r)
+		}
+		testenv.Produce(t, cl, recs...)
+	}
+	for p := range int32(3) {
+		produce(a, p, 4, 0)
+	}
+	produce(b, 0, 5, 0)
+
+	topics, err := dlq.Topics(ctx, c, []string{b, a, a}, nil)
+	if err != nil || !slices.Equal(topics, slices.Sorted(slices.Values([]string{a, b}))) {
+		t.Fatalf("Topics: %v %v", topics, err)
+	}
+	if _, err := dlq.Topics(ctx, c, []string{a, "fw-no-such-topic-" + a}, nil); !errors.Is(err, kafka.ErrUnknownTopic) {
+		t.Fatalf("missing topic: %v", err)
+	}
+	if got, err := dlq.Topics(ctx, c, nil, regexp.MustCompile("^"+regexp.QuoteMeta(b)+"$")); err != nil || !slices.Equal(got, []string{b}) {
+		t.Fatalf("pattern: %v %v", got, err)
+	}
+
+	var calls [][2]int64
+	s, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{InOrder: true, Progress: func(done, total int64) { calls = append(calls, [2]int64{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written after the plan: never read by it.
+	produce(a, 0, 3, 100)
+	produce(b, 0, 3, 100)
+	if s.Total() != 17 {
+		t.Fatalf("planned %d offsets, want 17", s.Total())
+	}
+	var seen []string
+	res, err := s.Run(ctx, dlq.Filter{}, func(d dlq.DeadLetter) error {
+		seen = append(seen, fmt.Sprintf("%s/%d/%d", d.Topic, d.Partition, d.Offset))
+		return nil
+	})
+	if err != nil || res.Read != 17 || res.Matched != 17 || res.Stopped {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	want := []string{}
+	for _, topic := range topics {
+		parts := int32(3)
+		if topic == b {
+			parts = 1
+		}
+		for p := range parts {
+			n := 4
+			if topic == b {
+				n = 5
+			}
+			for o := range n {
+				want = append(want, fmt.Sprintf("%s/%d/%d", topic, p, o))
+			}
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("order\n got %v\nwant %v", seen, want)
+	}
+	if len(calls) < 2 || calls[0] != [2]int64{0, 17} || calls[len(calls)-1] != [2]int64{17, 17} {
+		t.Errorf("progress calls %v", calls)
+	}
+
+	// A filter, and ErrStop after three matches.
+	n := 0
+	res, err = s.Run(ctx, dlq.Filter{Reasons: []string{dlq.ReasonMalformed}}, func(d dlq.DeadLetter) error {
+		if d.Reason != dlq.ReasonMalformed {
+			t.Errorf("filter let %s through", d.Reason)
+		}
+		if n++; n == 3 {
+			return dlq.ErrStop
+		}
+		return nil
+	})
+	if err != nil || !res.Stopped || res.Matched != 3 {
+		t.Fatalf("stopped run: %+v %v", res, err)
+	}
+
+	// List: the limit, and More only when one more matched.
+	for _, tc := range []struct {
+		limit, listed int
+		more          bool
+	}{{0, 17, false}, {5, 5, true}, {17, 17, false}, {16, 16, true}} {
+		res, err := dlq.List(ctx, s, dlq.ListOptions{Limit: tc.limit}, func(dlq.Entry) error { return nil })
+		if err != nil || res.Listed != tc.listed || res.More != tc.more {
+			t.Errorf("limit %d: %+v %v", tc.limit, res, err)
+		}
+	}
+
+	// Interleaved reading (stats) reads the same records.
+	s2, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Parse: dlq.ParseOptions{NoEnvelope: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := dlq.Summarise(ctx, s2, topics, dlq.SummaryOptions{By: []dlq.StatsKey{dlq.ByReason}, Window: time.Hour, Now: time.Now()})
+	if err != nil || rep.RecordsRead != 23 || len(rep.Topics) != 2 || len(rep.Groups) != 2 {
+		t.Fatalf("summary: %+v %v", rep, err)
+	}
+
+	// A window before everything plans nothing.
+	s3, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Until: time.Now().Add(-24 * time.Hour)})
+	if err != nil || s3.Total() != 0 {
+		t.Fatalf("empty window: %d %v", s3.Total(), err)
+	}
+}

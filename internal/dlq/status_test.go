@@ -1,0 +1,163 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// sqliteStore is the embedded store, migrated, in a temporary directory: a real store, the
+// same queries as PostgreSQL's behind the same Store.
+func sqliteStore(t *testing.T) *dedup.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := dedup.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "fieldwork.db"), dedup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestParseStatuses(t *testing.T) {
+	got, err := ParseStatuses([]string{"pending, resolved", "", "unknown"})
+	if err != nil || !slices.Equal(got, []Status{StatusPending, StatusResolved, StatusUnknown}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := ParseStatuses(nil); got != nil || err != nil {
+		t.Fatalf("none: %v %v", got, err)
+	}
+	if _, err := ParseStatuses([]string{"pending,done"}); fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), `"done"`) {
+		t.Fatalf("unknown status: %v", err)
+	}
+}
+
+// TestResolve tells every status from a real (SQLite) store: markers, the replay journal,
+// and the dead letters that cannot be looked up.
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	ds := []DeadLetter{
+		{Topic: "t.dlq", Partition: 0, Offset: 0, Group: "g", EventID: "a"},     // marker: resolved
+		{Topic: "t.dlq", Partition: 0, Offset: 1, Group: "g", EventID: "b"},     // nothing: pending
+		{Topic: "t.dlq", Partition: 1, Offset: 0, Group: "g", EventID: "c"},     // journaled replay: replayed
+		{Topic: "t.dlq", Partition: 1, Offset: 1, Group: "g"},                   // no event id
+		{Topic: "t.dlq", Partition: 1, Offset: 2, EventID: "d"},                 // no group, no --consumer
+		{Topic: "t.dlq", Partition: 1, Offset: 3, Group: "g", EventID: "x\x00"}, // not storable
+		{Topic: "u.dlq", Partition: 0, Offset: 0, Group: "h", EventID: "a"},     // another consumer: pending
+		{Topic: "t.dlq", Partition: 1, Offset: 4, Group: "g", EventID: "a"},     // the same event again: resolved
+	}
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := st.Claim(ctx, tx, "g", []dedup.Marker{{EventID: "a"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "r1", Selection: "{}", Sources: []string{"t.dlq"}, Target: "original", Status: dedup.RunRunning, Owner: "o"},
+		[]dedup.ReplayCheckpoint{{Topic: "t.dlq", Partition: 1, Start: 0, End: 0, AckedThrough: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r1", Owner: "o", Status: dedup.RunCompleted, Finished: true, Now: now,
+		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "t.dlq", Partition: 1, Start: 0, End: 0, AckedThrough: 0}},
+		Sends:       []dedup.ReplaySend{{SourceTopic: "t.dlq", SourcePartition: 1, SourceOffset: 0, EventID: "c", TargetTopic: "t", TargetPartition: 2, TargetOffset: 9, At: now}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := StatusLookup{Store: st}.Resolve(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Status{StatusResolved, StatusPending, StatusReplayed, StatusUnknown, StatusUnknown, StatusUnknown, StatusPending, StatusResolved}
+	for i, w := range want {
+		if got[i].Status != w {
+			t.Errorf("%d (%+v): %s, want %s (%+v)", i, ds[i], got[i].Status, w, got[i])
+		}
+	}
+	if m := got[0].Marker; m == nil || m.Consumer != "g" || m.EventID != "a" {
+		t.Errorf("resolved without its marker: %+v", got[0])
+	}
+	if r := got[2].Replay; r == nil || r.RunID != "r1" || r.TargetTopic != "t" || r.TargetPartition != 2 || r.TargetOffset != 9 || !r.At.Equal(now) {
+		t.Errorf("replayed without its replay: %+v", got[2].Replay)
+	}
+	for i, why := range map[int]string{3: "no event id", 4: "no consumer group in the dead letter: pass --consumer", 5: "event id unusable"} {
+		if !strings.HasPrefix(got[i].Why, why) {
+			t.Errorf("%d: why %q, want %q", i, got[i].Why, why)
+		}
+	}
+	// --consumer overrides each dead letter's group.
+	got, err = StatusLookup{Store: st, Consumer: "h"}.Resolve(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Status != StatusPending || got[4].Status != StatusPending || got[2].Status != StatusReplayed || got[0].Consumer != "h" {
+		t.Errorf("--consumer h: %+v", got)
+	}
+	// No store: no status.
+	got, err = StatusLookup{}.Resolve(ctx, ds)
+	if err != nil || len(got) != len(ds) || got[0] != (StatusInfo{}) {
+		t.Errorf("without a store: %+v %v", got, err)
+	}
+}
+
+// TestStatusBatcher keeps the order, batches lookups, and passes ErrStop and errors on.
+func TestStatusBatcher(t *testing.T) {
+	ctx := context.Background()
+	var order []int64
+	b := NewStatusBatcher(StatusLookup{}, 0, func(d DeadLetter, s StatusInfo) error {
+		order = append(order, d.Offset)
+		if s != (StatusInfo{}) {
+			t.Errorf("status without a store: %+v", s)
+		}
+		return nil
+	})
+	for i := range 3 {
+		if err := b.Add(ctx, DeadLetter{Offset: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(order, []int64{0, 1, 2}) {
+		t.Fatalf("without a store, not emitted at once: %v", order)
+	}
+
+	st := sqliteStore(t)
+	order = nil
+	b = NewStatusBatcher(StatusLookup{Store: st}, 2, func(d DeadLetter, s StatusInfo) error {
+		order = append(order, d.Offset)
+		if s.Status != StatusPending {
+			t.Errorf("%d: %+v", d.Offset, s)
+		}
+		if d.Offset == 3 {
+			return ErrStop
+		}
+		return nil
+	})
+	for i := range 5 {
+		err := b.Add(ctx, DeadLetter{Topic: "t", Offset: int64(i), Group: "g", EventID: "e"})
+		switch {
+		case i == 0 && len(order) != 0:
+			t.Fatalf("emitted before the batch was full: %v", order)
+		case i == 3 && !errors.Is(err, ErrStop):
+			t.Fatalf("ErrStop not passed on: %v", err)
+		case i != 3 && err != nil:
+			t.Fatal(err)
+		}
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("order %v", order)
+	}
+}
