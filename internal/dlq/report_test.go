@@ -36,7 +36,7 @@ func TestEntryJSON(t *testing.T) {
 
 func TestDetail(t *testing.T) {
 	orig := &kgo.Record{Topic: "tasks", Partition: 2, Offset: 9, Key: []byte("task-1"),
-		Value: []byte(`{"specversion":"1.0","id":"evt-1","type":"task.created","source":"/tasks","aggregateid":"task-1","aggregateversion":1}`),
+		Value:   []byte(`{"specversion":"1.0","id":"evt-1","type":"task.created","source":"/tasks","aggregateid":"task-1","aggregateversion":1}`),
 		Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}}}
 	r := NewDeadLetter(orig, Meta{Group: "g", Reason: ReasonRejected, Error: "no"})
 	r.Partition, r.Offset = 1, 17
