@@ -191,3 +191,33 @@ func TestDLQStatus(t *testing.T) {
 	}
 	dlqCheck(t, env, names, "stats_status.txt", 0, append([]string{"dlq", "stats", "-o", "table"}, store...)...)
 }
+
+// TestDLQReplayHint runs the dry-run command line `dlq show` prints, through the real replay
+// command: it plans the dead letter back to its original topic.
+func TestDLQReplayHint(t *testing.T) {
+	env := brokerEnv(t)
+	source := dlqTopic(t, 2, nil)
+	topic := dlqTopic(t, 1, nil)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	testenv.Produce(t, cl, dlq.NewDeadLetter(&kgo.Record{Topic: source, Partition: 1, Offset: 5, Key: []byte("k"), Value: []byte(`{"event_id":"e"}`)},
+		dlq.Meta{Topic: topic, Group: "g", Reason: dlq.ReasonRejected, Error: "no"}))
+	r := runCLI(t, env, "dlq", "show", topic+"/0/0", "-o", "json")
+	var shown struct {
+		Replay dlq.ReplayHint `json:"replay"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || r.code != 0 {
+		t.Fatalf("show: exit %d %v %s", r.code, err, r.stderr)
+	}
+	if shown.Replay.Target != source || shown.Replay.DryRun != "fieldwork replay "+topic+"/0/0" ||
+		shown.Replay.Command != "fieldwork replay "+topic+`/0/0 --execute --reason "…"` {
+		t.Fatalf("hint %+v", shown.Replay)
+	}
+	args := strings.Fields(shown.Replay.DryRun)[1:]
+	r = runCLI(t, env, append(args, "-o", "json")...)
+	if strings.Contains(r.stderr, "fieldwork replay is not available yet") {
+		t.Skip("fieldwork replay is not registered in this build yet")
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, source) {
+		t.Errorf("%s: exit %d\n%s%s", shown.Replay.DryRun, r.code, r.stdout, r.stderr)
+	}
+}

@@ -120,9 +120,9 @@ func (d DeadLetter) Replay() ReplayHint {
 	if topic, _, ok := d.Source(); ok {
 		h.Target = topic
 	} else if d.OriginalTopic != "" {
-		h.Notes = append(h.Notes, fmt.Sprintf("the original topic %s is not a valid topic name: replay cannot send it back", quote(d.OriginalTopic)))
+		h.Notes = append(h.Notes, fmt.Sprintf("the original topic %s is not a valid topic name: add --to TOPIC to say where to send it", quote(d.OriginalTopic)))
 	} else {
-		h.Notes = append(h.Notes, "the dead letter names no original topic: replay cannot tell where to send it back")
+		h.Notes = append(h.Notes, "the dead letter names no original topic: add --to TOPIC to say where to send it")
 	}
 	if d.ReplayCount >= DefaultMaxReplays {
 		h.Notes = append(h.Notes, fmt.Sprintf("replayed %d times already: replay quarantines it unless --max-replays is above %d", d.ReplayCount, d.ReplayCount))
