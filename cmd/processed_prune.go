@@ -120,15 +120,17 @@ type topicHorizon struct {
 
 // pruneReport is what `processed prune` prints.
 type pruneReport struct {
-	Table           string         `json:"table"`
-	Consumer        string         `json:"consumer,omitempty"`
-	OlderThan       string         `json:"older_than"`
-	ProcessedBefore time.Time      `json:"processed_before"`
-	Candidates      int64          `json:"candidates"`
-	Deleted         int64          `json:"deleted"`
-	HorizonChecked  bool           `json:"horizon_checked"`
-	Forced          bool           `json:"forced"`
-	Topics          []topicHorizon `json:"topics"`
+	Table           string    `json:"table"`
+	Consumer        string    `json:"consumer,omitempty"`
+	OlderThan       string    `json:"older_than"`
+	ProcessedBefore time.Time `json:"processed_before"`
+	Candidates      int64     `json:"candidates"`
+	// NoTopic counts the candidates that recorded no source topic (NULL).
+	NoTopic        int64          `json:"candidates_without_topic"`
+	Deleted        int64          `json:"deleted"`
+	HorizonChecked bool           `json:"horizon_checked"`
+	Forced         bool           `json:"forced"`
+	Topics         []topicHorizon `json:"topics"`
 }
 
 func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
@@ -262,6 +264,7 @@ func checkReplayHorizon(ctx context.Context, opts *ProcessedPruneOptions, rep *p
 	for _, c := range counts {
 		if c.Topic == "" {
 			noTopic += c.Markers
+			rep.NoTopic += c.Markers
 		} else {
 			byTopic[c.Topic] = c.Markers
 		}
@@ -393,8 +396,10 @@ func pruneSections(p *output.Printer, rep *pruneReport) []output.Section {
 	overview := output.Section{Title: "Prune " + rep.Table, Fields: [][2]string{{"result", st.OK.Render(result)}}}
 	horizon := "checked"
 	switch {
+	case rep.Candidates == 0:
+		horizon = "nothing to check"
 	case len(rep.Topics) == 0:
-		horizon = "no source topics"
+		horizon = st.Warn.Render(fmt.Sprintf("unknown: %s recorded no source topic (--force)", plural(rep.NoTopic, "marker")))
 	case !rep.HorizonChecked:
 		horizon = st.Warn.Render("not checked (--force)")
 	case rep.Forced:
