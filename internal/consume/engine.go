@@ -53,6 +53,8 @@ type Engine struct {
 	hardCtx    context.Context
 	hardCancel context.CancelCauseFunc
 
+	done chan struct{} // closed when Run returns
+
 	mu       sync.Mutex
 	workers  map[tp]*worker
 	joined   bool
@@ -68,12 +70,15 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Engine{
 		o: o, log: o.Logger, m: newMetrics(o.Registerer),
-		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{},
+		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, done: make(chan struct{}),
 	}, nil
 }
 
 // Stats returns the running totals.
 func (e *Engine) Stats() Stats { return e.c.snapshot() }
+
+// Done is closed when Run has returned.
+func (e *Engine) Done() <-chan struct{} { return e.done }
 
 // Abort stops the engine at once: batches in flight are abandoned (their transactions roll
 // back, their offsets are not committed) and Run returns ErrAborted without waiting to leave
@@ -93,6 +98,7 @@ func (e *Engine) fail(err error) {
 // finishes returns nil; Abort returns ErrAborted; a fatal error (a topic missing at start,
 // MaxInfraRetries exceeded, a store error that retrying cannot fix) is returned as it is.
 func (e *Engine) Run(ctx context.Context) error {
+	defer close(e.done)
 	defer e.hardCancel(nil)
 	if err := e.checkTopics(ctx); err != nil {
 		return err
@@ -182,7 +188,7 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 	defer stop()
 	unhook := context.AfterFunc(e.hardCtx, stop)
 	defer unhook()
-	lastProgress := time.Now()
+	lastProgress, lastStats := time.Now(), Stats{}
 	for {
 		if e.hardCtx.Err() != nil {
 			return context.Cause(e.hardCtx)
@@ -195,9 +201,8 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 			e.log.Info("no records for a while and nothing in flight: stopping", "stop_when_idle", e.o.StopWhenIdle.String())
 			return nil
 		}
-		if time.Since(lastProgress) >= progressEvery {
-			lastProgress = time.Now()
-			st := e.Stats()
+		if st := e.Stats(); time.Since(lastProgress) >= progressEvery && st != lastStats {
+			lastProgress, lastStats = time.Now(), st
 			e.log.Info("progress", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
 				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries)
 		}

@@ -1,0 +1,107 @@
+package consume_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// TestWebhookRetriesWithOneKey: a receiver that answers 503 twice and then 200 is called
+// three times with the same Idempotency-Key, and the delivery is recorded once; a 422 is
+// permanent (dead-lettered at once, not retried).
+func TestWebhookRetriesWithOneKey(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := map[string][]string{} // event id → Idempotency-Key of each call
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			ID string `json:"event_id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil || r.Method != http.MethodPost {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		calls[ev.ID] = append(calls[ev.ID], r.Header.Get(handlers.HeaderIdempotencyKey))
+		n := len(calls[ev.ID])
+		mu.Unlock()
+		switch {
+		case ev.ID == "ev-refused":
+			http.Error(w, "unprocessable", http.StatusUnprocessableEntity)
+		case n <= 2:
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+
+	st, schema := pgStore(t)
+	topic, dlqTopic := topics(t, 1)
+	ids := []string{"ev-a", "ev-refused", "ev-b"}
+	cl := producer(t)
+	for i, id := range ids {
+		testenv.Produce(t, cl, ceRecord(topic, "task-0001", ceValue(t, id, sample.TypeCreated, "task-0001", i+1)))
+	}
+	const group = "notifier"
+	h := handler(t, st, schema, handlers.NameWebhook, group, handlers.Config{WebhookURL: srv.URL + "/hook"})
+	stats := run(t, engineOpts(t, st, h, topic, group))
+	if stats.Processed != 2 || stats.DeadLettered != 1 || stats.Retried != 4 {
+		t.Errorf("stats %+v; want 2 processed, 1 dead-lettered, 4 retries", stats)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range []string{"ev-a", "ev-b"} {
+		want := consume.IdempotencyKey(group, id)
+		if len(calls[id]) != 3 {
+			t.Errorf("%s: %d calls, want 3", id, len(calls[id]))
+		}
+		for i, k := range calls[id] {
+			if k != want {
+				t.Errorf("%s call %d: Idempotency-Key %q, want %q", id, i+1, k, want)
+			}
+		}
+	}
+	if len(calls["ev-refused"]) != 1 {
+		t.Errorf("ev-refused: %d calls, want 1 (a 422 is permanent)", len(calls["ev-refused"]))
+	}
+
+	table := tableName(t, st, schema, handlers.TableWebhookDeliveries)
+	type delivery struct {
+		key                          string
+		status, attempts, deliveries int
+	}
+	for _, id := range []string{"ev-a", "ev-b"} {
+		var d delivery
+		err := st.InTx(t.Context(), func(tx *dedup.Tx) error {
+			return tx.QueryRow(t.Context(), `SELECT idempotency_key, status_code, attempts, deliveries FROM `+table+` WHERE consumer = $1 AND event_id = $2`,
+				group, id).Scan(&d.key, &d.status, &d.attempts, &d.deliveries)
+		})
+		if err != nil || d != (delivery{consume.IdempotencyKey(group, id), 202, 3, 1}) {
+			t.Errorf("%s: delivery %+v (%v); want recorded once, status 202 after 3 attempts", id, d, err)
+		}
+	}
+	if n := queryInt(t, st, `SELECT count(*) FROM `+table); n != 2 {
+		t.Errorf("%d delivery rows, want 2", n)
+	}
+	dls := readAll(t, dlqTopic)
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
+	}
+	reason, _ := header(dls[0], dlq.HeaderReason)
+	msg, _ := header(dls[0], dlq.HeaderError)
+	if reason != dlq.ReasonRejected || msg != fmt.Sprintf("POST %s/hook: 422 Unprocessable Entity", srv.URL) {
+		t.Errorf("dead letter reason %q error %q", reason, msg)
+	}
+}
