@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,33 @@ func decodeHeaders(b []byte) []kgo.RecordHeader {
 	return out
 }
 
+// checkLean asserts that ParseWith's options only leave out what they say: the other fields
+// are Parse's.
+func checkLean(t *testing.T, r *kgo.Record, full DeadLetter) {
+	t.Helper()
+	lean := ParseWith(r, ParseOptions{NoEnvelope: true, NoHeaders: true, NoTimes: true})
+	want := full
+	want.Headers, want.OriginalTimestamp, want.FirstFailedAt, want.FailedAt = nil, nil, nil, nil
+	if lean.EventID == "" {
+		want.EventID = ""
+	}
+	var problems []HeaderProblem
+	for _, p := range full.HeaderProblems {
+		switch strings.ToLower(p.Header) {
+		case HeaderTimestamp, HeaderFirstFailedAt, HeaderFailedAt, SpringOriginalTimestamp:
+		default:
+			problems = append(problems, p)
+		}
+	}
+	want.HeaderProblems = problems
+	if !reflect.DeepEqual(normalJSON(lean), normalJSON(want)) {
+		t.Fatalf("lean parse differs beyond its options:\n got %+v\nwant %+v", lean, want)
+	}
+	if withHeaders := ParseWith(r, ParseOptions{NoEnvelope: true}); len(withHeaders.Headers) != len(r.Headers) {
+		t.Fatalf("NoEnvelope dropped headers")
+	}
+}
+
 // FuzzParse feeds Parse records whose headers (keys and values) and value are arbitrary,
 // seeded from every fixture in testdata/dlq. It asserts that Parse never panics, keeps the
 // record's bytes, gives results that survive a JSON round trip and obey the package's
@@ -84,6 +112,7 @@ func FuzzParse(f *testing.F) {
 		if again := Parse(r); !reflect.DeepEqual(again, d) {
 			t.Fatalf("not deterministic:\n%+v\n%+v", d, again)
 		}
+		checkLean(t, r, d)
 		stripped := *r
 		stripped.Headers = StripDeadLetterHeaders(r.Headers)
 		for _, h := range stripped.Headers {

@@ -32,6 +32,12 @@ type ParseOptions struct {
 	// of Parse's cost for a dead letter without an event-id header, and summaries that never
 	// look at event ids do not need it.
 	NoEnvelope bool
+	// NoHeaders leaves DeadLetter.Headers nil instead of copying every header: the
+	// normalised fields are still read from them.
+	NoHeaders bool
+	// NoTimes skips the times the headers carry (OriginalTimestamp, FirstFailedAt, FailedAt
+	// stay nil, and their problems unreported); the dead letter's own Timestamp is kept.
+	NoTimes bool
 }
 
 // ParseWith is Parse with options; ParseWith(r, ParseOptions{}) is Parse(r).
@@ -45,8 +51,8 @@ func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	p := parser{d: &d}
-	p.index(r.Headers)
+	p := parser{d: &d, noTimes: opts.NoTimes}
+	p.index(r.Headers, !opts.NoHeaders)
 	switch d.Convention {
 	case ConventionFieldwork:
 		p.fieldwork()
@@ -69,7 +75,11 @@ func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
 		}
 	}
 	if d.EventID == "" && !opts.NoEnvelope {
-		d.EventID = decodedEventID(d.Headers, d.Value)
+		headers := d.Headers
+		if opts.NoHeaders {
+			headers = toEnvelopeHeaders(r.Headers)
+		}
+		d.EventID = decodedEventID(headers, d.Value)
 	}
 	return d
 }
@@ -129,7 +139,7 @@ func (p *parser) spring() {
 			d.OriginalOffset = p.offset(hSpringOffset, n)
 		}
 	}
-	if v, ok := p.first(hSpringTimestamp); ok {
+	if v, ok := p.first(hSpringTimestamp); ok && !p.noTimes {
 		if ms, ok := p.bigEndian(hSpringTimestamp, v, 8); ok {
 			d.OriginalTimestamp = p.epochMillis(hSpringTimestamp, ms)
 		}

@@ -121,9 +121,13 @@ var hdrByKey = map[string]hdr{
 // parser reads one record's headers into a DeadLetter.
 type parser struct {
 	d *DeadLetter
-	// firstAt and lastAt are 1 + the index in d.Headers of the first and last header of each
-	// hdr, 0 when absent.
+	// raw are the record's headers, which d.Headers copies unless ParseOptions.NoHeaders.
+	raw []kgo.RecordHeader
+	// firstAt and lastAt are 1 + the index in raw of the first and last header of each hdr,
+	// 0 when absent.
 	firstAt, lastAt [numHdr]int
+	// noTimes skips the time headers (ParseOptions.NoTimes).
+	noTimes bool
 }
 
 // asciiLower lower-cases ASCII letters only, so that keys compare ignoring ASCII case while
@@ -146,14 +150,19 @@ func asciiLower(s string) string {
 
 // index copies the headers into d.Headers, finds the headers Parse reads and decides the
 // convention. Conventions that lose to a preferred one are listed as problems.
-func (p *parser) index(headers []kgo.RecordHeader) {
+func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 	if len(headers) == 0 {
 		return
 	}
-	p.d.Headers = make([]envelope.Header, len(headers))
+	p.raw = headers
+	if copyHeaders {
+		p.d.Headers = make([]envelope.Header, len(headers))
+	}
 	var firstOf [len(conventionOrder)]int // 1 + index of the convention's first header, 0: none
 	for i, h := range headers {
-		p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		if copyHeaders {
+			p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		}
 		lower := asciiLower(h.Key)
 		if c := conventionOfHeader(lower); c != "" {
 			if k := conventionRank(c); firstOf[k] == 0 {
@@ -176,7 +185,7 @@ func (p *parser) index(headers []kgo.RecordHeader) {
 			continue
 		}
 		p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{
-			Header:  p.d.Headers[firstOf[k]-1].Key,
+			Header:  p.raw[firstOf[k]-1].Key,
 			Problem: fmt.Sprintf("not read: the record also has %s dead-letter headers, which take precedence over %s ones", p.d.Convention, c),
 		})
 	}
@@ -184,14 +193,14 @@ func (p *parser) index(headers []kgo.RecordHeader) {
 
 func (p *parser) first(id hdr) ([]byte, bool) {
 	if i := p.firstAt[id]; i > 0 {
-		return p.d.Headers[i-1].Value, true
+		return p.raw[i-1].Value, true
 	}
 	return nil, false
 }
 
 func (p *parser) last(id hdr) ([]byte, bool) {
 	if i := p.lastAt[id]; i > 0 {
-		return p.d.Headers[i-1].Value, true
+		return p.raw[i-1].Value, true
 	}
 	return nil, false
 }
@@ -199,7 +208,7 @@ func (p *parser) last(id hdr) ([]byte, bool) {
 // key returns the key of the header id as it was written (the last one with that key).
 func (p *parser) key(id hdr) string {
 	if i := p.lastAt[id]; i > 0 {
-		return p.d.Headers[i-1].Key
+		return p.raw[i-1].Key
 	}
 	return ""
 }
@@ -331,7 +340,7 @@ func (p *parser) epochMillis(id hdr, ms int64) *time.Time {
 // rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
 func (p *parser) rfc3339(id hdr) *time.Time {
 	v, ok := p.last(id)
-	if !ok {
+	if !ok || p.noTimes {
 		return nil
 	}
 	s := strings.TrimSpace(p.textOf(id, v))

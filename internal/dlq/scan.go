@@ -162,12 +162,12 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 			if r.Len() == 0 {
 				continue
 			}
-			if err = s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
+			if err = readRanges(ctx, s.c, []kafka.PartitionRange{r}, each); err != nil {
 				break
 			}
 		}
 	} else {
-		err = s.c.Read(ctx, s.ranges, each)
+		err = readRanges(ctx, s.c, s.ranges, each)
 	}
 	if errors.Is(err, ErrStop) {
 		res.Stopped, err = true, nil
