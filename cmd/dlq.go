@@ -269,6 +269,9 @@ func (s *dlqStatusFlags) open(ctx context.Context, d dlqDeps) (dlq.StatusLookup,
 	}
 	st, err := d.Store(ctx)
 	if err != nil {
+		if fwerr.KindOf(err) == fwerr.KindConnect {
+			err = fwerr.Connect(fmt.Errorf("%w\nhint: --no-status reads the dead letters without the store", err))
+		}
 		return dlq.StatusLookup{}, none, err
 	}
 	var once sync.Once

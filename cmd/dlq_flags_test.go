@@ -114,3 +114,18 @@ func dlqParseOnly(f *Factory, args []string, check func(*DLQListOptions)) error 
 	cmd.SetArgs(args)
 	return cmd.Execute()
 }
+
+// TestDLQStoreDown: a configured store that cannot be reached is a connect error (exit 4)
+// that points at --no-status.
+func TestDLQStoreDown(t *testing.T) {
+	env := brokerEnv(t)
+	env["FIELDWORK_DSN"] = "postgres://u:secret@127.0.0.1:1/db?connect_timeout=2"
+	r := runCLI(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$")
+	if r.code != ExitConnect || !strings.Contains(r.stderr, "hint: --no-status reads the dead letters without the store") || strings.Contains(r.stderr, "secret") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "--no-status", "-o", "json")
+	if r.code != 0 || r.stdout != "[]\n" {
+		t.Errorf("--no-status: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+}
