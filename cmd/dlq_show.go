@@ -139,11 +139,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 		if err != nil {
 			return err
 		}
-		var found []dlq.DeadLetter
-		_, err = scan.Run(ctx, opts.Filter, func(d dlq.DeadLetter) error {
-			found = append(found, d)
-			return nil
-		})
+		found, _, err := dlq.FindEventID(ctx, scan, opts.Filter)
 		clearProgress()
 		if err != nil {
 			return err

@@ -20,4 +20,18 @@
 // topic's retention; Fetch and FindEventID find one dead letter and NewDetail decodes it for
 // `dlq show`. These read Kafka through internal/kafka and the store through internal/dedup;
 // everything else works on franz-go records and returns data. Nothing here renders.
+//
+// Decisions where DESIGN.md is silent:
+//   - A list reads one partition at a time, topics and partitions in name and number order,
+//     each in offset order, so that a limit keeps the same dead letters every time; it reads
+//     until one dead letter past the limit is found, so "more remain" is never a guess.
+//     Summaries read every partition at once: their order does not matter.
+//   - A dead letter's status is for one consumer: --consumer, else the group the dead letter
+//     names (fieldwork's consumer writes markers under its group name unless told
+//     otherwise). A marker wins over a journaled replay: resolved, not replayed. No event id
+//     (or one the store cannot hold) is unknown, never pending.
+//   - "Oldest deletable" is the oldest dead letter's timestamp plus retention.ms: the earliest
+//     time retention may delete it. Kafka deletes whole segments, so it may live longer;
+//     retention.bytes may delete earlier and is not estimated.
+//   - Scans fetch 512 KiB at a time (see read.go): memory stays flat whatever the topic.
 package dlq

@@ -59,11 +59,11 @@ func Fetch(ctx context.Context, c *kafka.Cluster, topic string, partition int32,
 	return found, nil
 }
 
-// FindEventID scans s for the dead letters of event id, returning every match in scan order.
-// Memory is bounded by the matches.
-func FindEventID(ctx context.Context, s *Scan, id string) ([]DeadLetter, ScanResult, error) {
+// FindEventID scans s for the dead letters that f matches (its EventID set: the dead letters
+// of one event), returning every match in scan order. Memory is bounded by the matches.
+func FindEventID(ctx context.Context, s *Scan, f Filter) ([]DeadLetter, ScanResult, error) {
 	var out []DeadLetter
-	res, err := s.Run(ctx, Filter{EventID: id}, func(d DeadLetter) error {
+	res, err := s.Run(ctx, f, func(d DeadLetter) error {
 		out = append(out, d)
 		return nil
 	})
