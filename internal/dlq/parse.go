@@ -38,6 +38,10 @@ type ParseOptions struct {
 	// NoTimes skips the times the headers carry (OriginalTimestamp, FirstFailedAt, FailedAt
 	// stay nil, and their problems unreported); the dead letter's own Timestamp is kept.
 	NoTimes bool
+
+	// strings, set by Scan, shares the text of headers that repeat from record to record
+	// (topics, groups, reasons, error classes and messages) instead of allocating it anew.
+	strings *interner
 }
 
 // ParseWith is Parse with options; ParseWith(r, ParseOptions{}) is Parse(r).
@@ -51,7 +55,7 @@ func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	p := parser{d: &d, noTimes: opts.NoTimes}
+	p := parser{d: &d, noTimes: opts.NoTimes, strings: opts.strings}
 	p.index(r.Headers, !opts.NoHeaders)
 	switch d.Convention {
 	case ConventionFieldwork:

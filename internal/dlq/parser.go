@@ -128,6 +128,49 @@ type parser struct {
 	firstAt, lastAt [numHdr]int
 	// noTimes skips the time headers (ParseOptions.NoTimes).
 	noTimes bool
+	// strings shares repeated header text (ParseOptions.strings); nil allocates each.
+	strings *interner
+}
+
+// repeats marks the headers whose text is usually the same from one dead letter to the next:
+// interned when a scan keeps a string table. Ids, offsets and stack traces are not.
+var repeats = func() (r [numHdr]bool) {
+	for _, id := range []hdr{
+		hFwTopic, hFwGroup, hFwHandler, hFwReason, hFwError,
+		hSpringTopic, hSpringGroup, hSpringFQCN, hSpringCauseFQCN, hSpringMessage, hSpringKeyFQCN, hSpringKeyMessage,
+		hConnectTopic, hConnectConnector, hConnectStage, hConnectExceptionClass, hConnectExceptionMessage,
+		hWatermillTopic, hWatermillHandler, hWatermillSubscriber, hWatermillReason,
+		hSmallRyeTopic, hSmallRyeReason, hSmallRyeCause, hSmallRyeExceptionClass, hSmallRyeCauseClass,
+	} {
+		r[id] = true
+	}
+	return r
+}()
+
+// interner hands out one string for equal header values, bounded in entries and bytes: once
+// full it allocates as if it were not there. It is not safe for concurrent use.
+type interner struct {
+	m     map[string]string
+	bytes int
+}
+
+const (
+	internMaxEntries = 4096
+	internMaxBytes   = 1 << 20
+)
+
+func newInterner() *interner { return &interner{m: make(map[string]string)} }
+
+func (in *interner) get(b []byte) string {
+	if s, ok := in.m[string(b)]; ok { // the lookup does not allocate
+		return s
+	}
+	s := string(b)
+	if len(in.m) < internMaxEntries && in.bytes+len(s) <= internMaxBytes {
+		in.m[s] = s
+		in.bytes += len(s)
+	}
+	return s
 }
 
 // asciiLower lower-cases ASCII letters only, so that keys compare ignoring ASCII case while
@@ -230,12 +273,14 @@ func (p *parser) text(id hdr, get lookup) string {
 }
 
 func (p *parser) textOf(id hdr, v []byte) string {
-	s := string(v)
-	if !utf8.ValidString(s) {
+	if !utf8.Valid(v) {
 		p.problemf(id, "not valid UTF-8 at byte %d: read with U+FFFD in its place", invalidUTF8At(v))
-		return strings.ToValidUTF8(s, "\uFFFD")
+		return strings.ToValidUTF8(string(v), "\uFFFD")
 	}
-	return s
+	if p.strings != nil && repeats[id] {
+		return p.strings.get(v)
+	}
+	return string(v)
 }
 
 // invalidUTF8At returns the 0-based index of the first byte of v that does not start a valid
@@ -261,15 +306,19 @@ func (p *parser) topic(id hdr, get lookup) string {
 }
 
 // decimal reads a decimal integer that fits in bits bits (sign included), spaces around it
-// allowed.
+// allowed. A well-formed number allocates nothing.
 func (p *parser) decimal(id hdr, v []byte, bits int) (int64, bool) {
-	s := strings.TrimSpace(p.textOf(id, v))
-	if s == "" {
+	if !utf8.Valid(v) {
+		_ = p.textOf(id, v) // lists the problem
+	}
+	t := bytes.TrimSpace(v)
+	if len(t) == 0 {
 		p.problemf(id, "empty: want a decimal integer")
 		return 0, false
 	}
-	n, err := strconv.ParseInt(s, 10, bits+1)
+	n, err := strconv.ParseInt(string(t), 10, bits+1)
 	if err != nil {
+		s := strings.ToValidUTF8(string(t), "\uFFFD")
 		if errors.Is(err, strconv.ErrRange) {
 			p.problemf(id, "integer out of range: %s", quote(s))
 		} else {

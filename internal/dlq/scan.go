@@ -144,12 +144,14 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 	if progress != nil {
 		progress(0, total)
 	}
+	popts := s.opts.Parse
+	popts.strings = newInterner() // one string table for the scan: values repeat across records
 	each := func(r *kgo.Record) error {
 		res.Read++
 		if progress != nil && res.Read%progressEvery == 0 {
 			progress(res.Read, total)
 		}
-		d := ParseWith(r, s.opts.Parse)
+		d := ParseWith(r, popts)
 		if !f.Match(d) {
 			return nil
 		}
