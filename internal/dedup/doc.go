@@ -56,18 +56,21 @@
 // claimers of overlapping batches take row locks in the same order and wait
 // for each other rather than deadlock.
 //
-// Replay journal. Migration 002 adds the journal of `fieldwork replay`
-// (journal.go): replay_runs (who, why, the selection as JSON, source
+// Replay journal. Migrations 002 and 003 add the journal of `fieldwork
+// replay` (journal.go): replay_runs (who, why, the selection as JSON, source
 // topics, target, status, counts, times, the owning process),
 // replay_checkpoints (per source partition: the inclusive range fixed at
 // plan time and the acknowledged-through offset of its contiguous done
-// prefix) and replay_sends (per acknowledged send: source
+// prefix) and replay_send_batches (every acknowledged send: source
 // topic/partition/offset, event id, target topic/partition/offset, ack
-// time; keyed by run and source record). The tables belong to the schema
-// and are shared by its marker tables, so the migration creates only what
-// is missing. Progress (sends, checkpoints, counts, status) is written in
-// one transaction per flush, and only by the process that owns the run;
-// ReplayedSources answers "was this dead letter replayed, when, where to".
+// time). Sends are stored a batch per row (one per flush, source partition
+// and target topic, the per-record positions as parallel arrays): a row per
+// record capped a replay at the database's insert rate. The tables belong to
+// the schema and are shared by its marker tables, so the migrations create
+// only what is missing. Progress (sends, checkpoints, counts, status) is
+// written in one transaction per flush, and only by the process that owns
+// the run; ReplayedSources answers "was this dead letter replayed, when,
+// where to".
 //
 // Column mapping. Options.Columns lets every query (and Claim) run on an
 // existing table of the same shape with other column names; Migrate refuses

@@ -11,10 +11,10 @@ import (
 
 // The replay journal (DESIGN 3.3): every executed `fieldwork replay` run,
 // its per-partition checkpoints and its acknowledged sends, in three tables
-// of the store's schema that migration 002 creates (replay_runs,
-// replay_checkpoints, replay_sends; on SQLite with the schema prefix). The
-// tables belong to the schema, not to one marker table: stores of several
-// marker tables in one schema share one journal.
+// of the store's schema that migrations 002 and 003 create (replay_runs,
+// replay_checkpoints, replay_send_batches; on SQLite with the schema
+// prefix). The tables belong to the schema, not to one marker table: stores
+// of several marker tables in one schema share one journal.
 
 // Run statuses.
 const (
@@ -87,8 +87,9 @@ func (s *Store) CreateReplayRun(ctx context.Context, run ReplayRun, cps []Replay
 }
 
 // SaveReplayProgress writes one flush of a running run in one transaction:
-// the sends acknowledged since the last flush (a send journaled before for
-// the same run and source record is kept, not duplicated), the checkpoints
+// the sends acknowledged since the last flush (written once per FlushID, so
+// that a flush retried after an error that may have hidden its commit does
+// not store them twice), the checkpoints
 // that moved (a checkpoint never moves back), the counts and the status
 // (with p.Finished, finished_at). Either all of it is written or, on error,
 // none. It returns ErrRunNotOwned, writing nothing, when p.Owner no longer

@@ -78,6 +78,7 @@ func testJournalProgress(t *testing.T, fresh Fresh) {
 		Counts:      dedup.RunCounts{Selected: 5, Sent: 3, Quarantined: 1, Skipped: 1},
 		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, AckedThrough: 4}},
 		Sends:       []dedup.ReplaySend{send(0, 0, 100, now), send(0, 2, 101, now), send(0, 4, 102, now), send(0, 7, 103, now)},
+		FlushID:     "me#1",
 	}
 	if err := st.SaveReplayProgress(ctx, p); err != nil {
 		t.Fatal(err)
@@ -90,14 +91,17 @@ func testJournalProgress(t *testing.T, fresh Fresh) {
 	if err := st.SaveReplayProgress(ctx, stolen); !errors.Is(err, dedup.ErrRunNotOwned) {
 		t.Fatalf("flush by a non-owner: %v, want ErrRunNotOwned", err)
 	}
-	// The same send again (a resumed run re-sent it) keeps the first row; a
-	// checkpoint never moves back.
+	// A flush retried with the same FlushID (its first commit may have
+	// landed) stores its sends once; a checkpoint never moves back.
+	if err := st.SaveReplayProgress(ctx, p); err != nil {
+		t.Fatal(err)
+	}
 	later := now.Add(time.Second)
 	p2 := dedup.ReplayProgress{
 		RunID: "r", Owner: "me", Status: dedup.RunCompleted, Finished: true, Now: later,
 		Counts:      dedup.RunCounts{Selected: 6, Sent: 4, Quarantined: 1, Skipped: 1},
 		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, AckedThrough: 3}, {Topic: "orders.dlq", Partition: 1, AckedThrough: 12}},
-		Sends:       []dedup.ReplaySend{send(0, 7, 200, later), send(1, 11, 201, later)},
+		Sends:       []dedup.ReplaySend{send(1, 11, 201, later)}, FlushID: "me#2",
 	}
 	if err := st.SaveReplayProgress(ctx, p2); err != nil {
 		t.Fatal(err)
@@ -234,6 +238,26 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 	}
 	if r := got[refs[1]]; r.RunID != "early" || r.TargetOffset != 50 {
 		t.Fatalf("orders.dlq/1/6 by an empty-topic ref: %+v", r)
+	}
+	// One flush holding sends out of order, with gaps, to two target topics: a ref inside a
+	// batch's range but not in it is absent.
+	if err := st.CreateReplayRun(ctx, newRun("gaps", "o", t0), nil); err != nil {
+		t.Fatal(err)
+	}
+	gap := []dedup.ReplaySend{send(3, 14, 1014, t0), send(3, 10, 1010, t0), send(3, 12, 1012, t0)}
+	gap[1].TargetTopic, gap[1].TargetPartition = "audit", 7
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "gaps", Owner: "o", Status: dedup.RunCompleted, Sends: gap}); err != nil {
+		t.Fatal(err)
+	}
+	gapRefs := []dedup.SourceRef{{Partition: 3, Offset: 10}, {Partition: 3, Offset: 11}, {Partition: 3, Offset: 12}, {Partition: 3, Offset: 14}, {Partition: 3, Offset: 15}}
+	found, err := st.ReplayedSources(ctx, "orders.dlq", gapRefs)
+	if err != nil || len(found) != 3 || found[gapRefs[0]].TargetTopic != "audit" || found[gapRefs[0]].TargetPartition != 7 ||
+		found[gapRefs[2]].TargetOffset != 1012 || found[gapRefs[3]].TargetOffset != 1014 {
+		t.Fatalf("refs in a batch with gaps: %+v %v", found, err)
+	}
+	counts, err := st.ReplayTargetCounts(ctx, "gaps")
+	if err != nil || len(counts) != 2 || counts[0] != (dedup.TargetCount{Topic: "audit", Partition: 7, Records: 1}) || counts[1].Records != 2 {
+		t.Fatalf("target counts of a mixed flush: %+v %v", counts, err)
 	}
 	if got, err := st.ReplayedSources(ctx, "orders.dlq", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no refs: %v %v", got, err)

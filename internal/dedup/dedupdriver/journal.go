@@ -2,12 +2,14 @@ package dedupdriver
 
 import (
 	"context"
+	"sort"
 	"time"
 )
 
-// The replay journal (DESIGN 3.3): migration 002 creates three tables in the
-// store's schema, shared by every marker table (migration line) of that
-// schema: replay_runs, replay_checkpoints and replay_sends.
+// The replay journal (DESIGN 3.3): migrations 002 and 003 create three tables
+// in the store's schema, shared by every marker table (migration line) of
+// that schema: replay_runs, replay_checkpoints and replay_send_batches (the
+// acknowledged sends, a row per flush, source partition and target topic).
 
 // Run statuses. A run is created running (or planned, when it is recorded
 // before its first send) and ends completed, interrupted or failed; resume
@@ -91,6 +93,9 @@ type ReplayProgress struct {
 	Error       string
 	Checkpoints []ReplayCheckpoint // only AckedThrough is written
 	Sends       []ReplaySend
+	// FlushID names this write of Sends: a write retried with the same FlushID (after an
+	// error that may have hidden a commit) stores its sends once. Empty: no such guard.
+	FlushID string
 	// Finished sets finished_at (a final status); otherwise it stays NULL.
 	Finished bool
 	Now      time.Time
@@ -133,7 +138,7 @@ type Journal interface {
 	CreateReplayRun(ctx context.Context, run ReplayRun, cps []ReplayCheckpoint) error
 	// SaveReplayProgress writes p in one transaction and reports false
 	// (writing nothing) when the run does not exist or p.Owner no longer
-	// owns it. Sends already journaled for the same source record are kept.
+	// owns it. Sends are stored as SendBatch rows (GroupSends).
 	SaveReplayProgress(ctx context.Context, p ReplayProgress) (bool, error)
 	// TakeReplayRun sets the run's owner to owner and its status to
 	// running if its status and owner are still fromStatus and fromOwner
@@ -144,11 +149,160 @@ type Journal interface {
 	GetReplayRun(ctx context.Context, id string) (*ReplayRun, []ReplayCheckpoint, error)
 	ListReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, error)
 	// ReplaySendsAfterCheckpoint returns the run's journaled sends whose
-	// source offset is beyond its partition's checkpoint.
+	// source offset is beyond its partition's checkpoint, each source record
+	// once (the first journaled), ordered by source position.
 	ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]ReplaySend, error)
-	// ReplayTargetCounts counts the run's sends per target partition.
+	// ReplayTargetCounts counts the run's journaled sends per target
+	// partition.
 	ReplayTargetCounts(ctx context.Context, id string) ([]TargetCount, error)
 	// ReplayedSources returns, for each ref that was replayed, the latest
 	// send of it (by acknowledgement time, then run id).
 	ReplayedSources(ctx context.Context, refs []SourceRef) (map[SourceRef]ReplayRef, error)
+}
+
+// SendBatch is how the drivers store sends: those of one journal flush from one source
+// partition to one target topic, as parallel slices in ascending source-offset order. At is
+// the latest acknowledgement among them.
+type SendBatch struct {
+	SourceTopic      string
+	SourcePartition  int32
+	TargetTopic      string
+	SourceOffsets    []int64
+	EventIDs         []string
+	TargetPartitions []int32
+	TargetOffsets    []int64
+	At               time.Time
+}
+
+// GroupSends groups sends into batches by source topic, source partition and target topic,
+// each sorted by source offset, in a stable order (by source, then target).
+func GroupSends(sends []ReplaySend) []SendBatch {
+	type key struct {
+		st string
+		sp int32
+		tt string
+	}
+	idx := map[key]int{}
+	var out []SendBatch
+	for _, s := range sends {
+		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
+		}
+		b := &out[i]
+		b.SourceOffsets = append(b.SourceOffsets, s.SourceOffset)
+		b.EventIDs = append(b.EventIDs, s.EventID)
+		b.TargetPartitions = append(b.TargetPartitions, s.TargetPartition)
+		b.TargetOffsets = append(b.TargetOffsets, s.TargetOffset)
+		if s.At.After(b.At) {
+			b.At = s.At
+		}
+	}
+	for i := range out {
+		out[i].sort()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.SourceTopic != b.SourceTopic {
+			return a.SourceTopic < b.SourceTopic
+		}
+		if a.SourcePartition != b.SourcePartition {
+			return a.SourcePartition < b.SourcePartition
+		}
+		return a.TargetTopic < b.TargetTopic
+	})
+	return out
+}
+
+// sort orders the batch by source offset (acknowledgements arrive out of order).
+func (b *SendBatch) sort() {
+	if sort.SliceIsSorted(b.SourceOffsets, func(i, j int) bool { return b.SourceOffsets[i] < b.SourceOffsets[j] }) {
+		return
+	}
+	perm := make([]int, len(b.SourceOffsets))
+	for i := range perm {
+		perm[i] = i
+	}
+	sort.Slice(perm, func(i, j int) bool { return b.SourceOffsets[perm[i]] < b.SourceOffsets[perm[j]] })
+	so, ids, tp, to := make([]int64, len(perm)), make([]string, len(perm)), make([]int32, len(perm)), make([]int64, len(perm))
+	for i, p := range perm {
+		so[i], ids[i], tp[i], to[i] = b.SourceOffsets[p], b.EventIDs[p], b.TargetPartitions[p], b.TargetOffsets[p]
+	}
+	b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets = so, ids, tp, to
+}
+
+// Valid reports whether the parallel slices have one length, at least 1.
+func (b *SendBatch) Valid() bool {
+	n := len(b.SourceOffsets)
+	return n > 0 && len(b.EventIDs) == n && len(b.TargetPartitions) == n && len(b.TargetOffsets) == n
+}
+
+// Find returns the index of the send of source offset o, or -1.
+func (b *SendBatch) Find(o int64) int {
+	i := sort.Search(len(b.SourceOffsets), func(i int) bool { return b.SourceOffsets[i] >= o })
+	if i < len(b.SourceOffsets) && b.SourceOffsets[i] == o {
+		return i
+	}
+	return -1
+}
+
+// Send returns the i-th send of the batch.
+func (b *SendBatch) Send(i int) ReplaySend {
+	return ReplaySend{SourceTopic: b.SourceTopic, SourcePartition: b.SourcePartition, SourceOffset: b.SourceOffsets[i], EventID: b.EventIDs[i],
+		TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[i], TargetOffset: b.TargetOffsets[i], At: b.At}
+}
+
+// ResolveRefs finds each ref of refs in batches (the candidate batches of the refs'
+// partitions) and keeps, per ref, the latest replay: by time, then by run id, so that equal
+// times give the same answer every time. runOf names each batch's run.
+func ResolveRefs(refs []SourceRef, batches []SendBatch, runOf []string, out map[SourceRef]ReplayRef) {
+	type part struct {
+		t string
+		p int32
+	}
+	byPart := map[part][]int{}
+	for i, b := range batches {
+		k := part{b.SourceTopic, b.SourcePartition}
+		byPart[k] = append(byPart[k], i)
+	}
+	for _, r := range refs {
+		for _, i := range byPart[part{r.Topic, r.Partition}] {
+			b := &batches[i]
+			j := b.Find(r.Offset)
+			if j < 0 {
+				continue
+			}
+			v := ReplayRef{RunID: runOf[i], At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
+			if old, ok := out[r]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
+				continue
+			}
+			out[r] = v
+		}
+	}
+}
+
+// SortSends orders sends by source topic, partition and offset and keeps the first of each
+// source record (stable: earlier sends win).
+func SortSends(sends []ReplaySend) []ReplaySend {
+	sort.SliceStable(sends, func(i, j int) bool {
+		a, b := sends[i], sends[j]
+		if a.SourceTopic != b.SourceTopic {
+			return a.SourceTopic < b.SourceTopic
+		}
+		if a.SourcePartition != b.SourcePartition {
+			return a.SourcePartition < b.SourcePartition
+		}
+		return a.SourceOffset < b.SourceOffset
+	})
+	out := sends[:0]
+	for i, s := range sends {
+		if i > 0 && s.SourceTopic == sends[i-1].SourceTopic && s.SourcePartition == sends[i-1].SourcePartition && s.SourceOffset == sends[i-1].SourceOffset {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -21,7 +21,8 @@ type journalTables struct {
 	schema      string
 	runs        string
 	checkpoints string
-	sends       string
+	sends       string // replay_sends of migration 002, which 003 drops
+	batches     string
 }
 
 func (d *Driver) journal() journalTables {
@@ -31,6 +32,7 @@ func (d *Driver) journal() journalTables {
 		runs:        qualify(s, "replay_runs"),
 		checkpoints: qualify(s, "replay_checkpoints"),
 		sends:       qualify(s, "replay_sends"),
+		batches:     qualify(s, "replay_send_batches"),
 	}
 }
 
@@ -42,6 +44,9 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySends"] = j.sends
 	m["ReplayRunsCreatedIndex"] = quote("replay_runs_created_at_idx")
 	m["ReplaySendsSourceIndex"] = quote("replay_sends_source_idx")
+	m["ReplaySendBatches"] = j.batches
+	m["ReplaySendBatchesRunIndex"] = quote("replay_send_batches_run_idx")
+	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
 }
 
 // classify names the journal's runs table when the journal is missing.
@@ -139,26 +144,24 @@ WHERE id = $1 AND owner = $2`,
 			return nil
 		}
 		owned = true
-		if n := len(p.Sends); n > 0 {
-			var (
-				sTopics, tTopics, ids = make([]string, n), make([]string, n), make([]string, n)
-				sParts, tParts        = make([]int32, n), make([]int32, n)
-				sOffs, tOffs          = make([]int64, n), make([]int64, n)
-				ats                   = make([]time.Time, n)
-			)
-			for i, s := range p.Sends {
-				sTopics[i], sParts[i], sOffs[i], ids[i] = s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID
-				tTopics[i], tParts[i], tOffs[i], ats[i] = s.TargetTopic, s.TargetPartition, s.TargetOffset, orNow(s.At)
+		written := false
+		if p.FlushID != "" && len(p.Sends) > 0 {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+j.batches+` WHERE run_id = $1 AND flush_id = $2)`, p.RunID, p.FlushID).Scan(&written); err != nil {
+				return fmt.Errorf("check flush %s: %w", p.FlushID, err)
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO `+j.sends+` (run_id, source_topic, source_partition, source_offset, event_id,
-  target_topic, target_partition, target_offset, sent_at)
-SELECT $1, u.st, u.sp, u.so, NULLIF(u.id, ''), u.tt, u.tp, u.tofs, u.at
-FROM unnest($2::text[], $3::int4[], $4::int8[], $5::text[], $6::text[], $7::int4[], $8::int8[], $9::timestamptz[])
-  AS u(st, sp, so, id, tt, tp, tofs, at)
-ON CONFLICT (run_id, source_topic, source_partition, source_offset) DO NOTHING`,
-				p.RunID, sTopics, sParts, sOffs, ids, tTopics, tParts, tOffs, ats)
+		}
+		for _, b := range dedupdriver.GroupSends(p.Sends) {
+			if written {
+				break
+			}
+			n := len(b.SourceOffsets)
+			_, err := tx.Exec(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+  target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+				p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
+				b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets, orNow(b.At))
 			if err != nil {
-				return fmt.Errorf("insert %d sends: %w", n, err)
+				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
 			}
 		}
 		if n := len(p.Checkpoints); n > 0 {
@@ -227,36 +230,78 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 	return out, j.classify(err)
 }
 
-func scanSend(r pgx.CollectableRow) (dedupdriver.ReplaySend, error) {
-	var s dedupdriver.ReplaySend
-	var id *string
-	err := r.Scan(&s.SourceTopic, &s.SourcePartition, &s.SourceOffset, &id, &s.TargetTopic, &s.TargetPartition, &s.TargetOffset, &s.At)
-	if id != nil {
-		s.EventID = *id
+const batchColumns = `run_id, source_topic, source_partition, target_topic, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
+
+// collectBatches reads rows of batchColumns.
+func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string, error) {
+	if err != nil {
+		return nil, nil, err
 	}
-	s.At = s.At.UTC()
-	return s, err
+	defer rows.Close()
+	var out []dedupdriver.SendBatch
+	var runs []string
+	for rows.Next() {
+		var b dedupdriver.SendBatch
+		var run string
+		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
+			return nil, nil, err
+		}
+		if !b.Valid() {
+			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run, b.SourceTopic, b.SourcePartition)
+		}
+		b.At = b.At.UTC()
+		out = append(out, b)
+		runs = append(runs, run)
+	}
+	return out, runs, rows.Err()
 }
 
 func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, s.event_id,
-  s.target_topic, s.target_partition, s.target_offset, s.sent_at
-FROM `+j.sends+` s JOIN `+j.checkpoints+` c
-  ON c.run_id = s.run_id AND c.topic = s.source_topic AND c.partition = s.source_partition
-WHERE s.run_id = $1 AND s.source_offset > c.acked_through
-ORDER BY s.source_topic, s.source_partition, s.source_offset`, id)
+	rows, err := d.pool.Query(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic, b.source_offsets, b.event_ids,
+  b.target_partitions, b.target_offsets, b.sent_at
+FROM `+j.batches+` b JOIN `+j.checkpoints+` c
+  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition
+WHERE b.run_id = $1 AND b.last_offset > c.acked_through
+ORDER BY b.id`, id)
+	batches, _, err := collectBatches(rows, err)
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	out, err := pgx.CollectRows(rows, scanSend)
-	return out, j.classify(err)
+	_, cps, err := d.GetReplayRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sendsAfter(batches, cps), nil
+}
+
+// sendsAfter expands the sends of batches beyond their partition's checkpoint, ordered by
+// source topic, partition and offset, each source record once.
+func sendsAfter(batches []dedupdriver.SendBatch, cps []dedupdriver.ReplayCheckpoint) []dedupdriver.ReplaySend {
+	acked := map[string]int64{}
+	for _, c := range cps {
+		acked[fmt.Sprintf("%s/%d", c.Topic, c.Partition)] = c.AckedThrough
+	}
+	var out []dedupdriver.ReplaySend
+	for i := range batches {
+		b := &batches[i]
+		through, ok := acked[fmt.Sprintf("%s/%d", b.SourceTopic, b.SourcePartition)]
+		if !ok {
+			continue
+		}
+		for k, o := range b.SourceOffsets {
+			if o > through {
+				out = append(out, b.Send(k))
+			}
+		}
+	}
+	return dedupdriver.SortSends(out)
 }
 
 func (d *Driver) ReplayTargetCounts(ctx context.Context, id string) ([]dedupdriver.TargetCount, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT target_topic, target_partition, count(*) FROM `+j.sends+`
-WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
+	rows, err := d.pool.Query(ctx, `SELECT b.target_topic, tp, count(*) FROM `+j.batches+` b CROSS JOIN LATERAL unnest(b.target_partitions) AS tp
+WHERE b.run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
 	if err != nil {
 		return nil, j.classify(err)
 	}
@@ -268,38 +313,23 @@ WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
 	return out, j.classify(err)
 }
 
+// ReplayedSources finds the batches that may hold each ref (same source partition, the
+// offset within the batch's first and last) and resolves the refs in them.
 func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceRef) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
 	topics, parts, offs := make([]string, len(refs)), make([]int32, len(refs)), make([]int64, len(refs))
 	for i, r := range refs {
 		topics[i], parts[i], offs[i] = r.Topic, r.Partition, r.Offset
 	}
-	rows, err := d.pool.Query(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, s.run_id, s.sent_at,
-  s.target_topic, s.target_partition, s.target_offset
-FROM unnest($1::text[], $2::int4[], $3::int8[]) AS u(t, p, o)
-JOIN `+j.sends+` s ON s.source_topic = u.t AND s.source_partition = u.p AND s.source_offset = u.o`, topics, parts, offs)
+	rows, err := d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` WHERE id IN (
+  SELECT b.id FROM unnest($1::text[], $2::int4[], $3::int8[]) AS u(t, p, o)
+  JOIN `+j.batches+` b ON b.source_topic = u.t AND b.source_partition = u.p AND b.last_offset >= u.o AND b.first_offset <= u.o)`,
+		topics, parts, offs)
+	batches, runs, err := collectBatches(rows, err)
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	defer rows.Close()
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
-	for rows.Next() {
-		var k dedupdriver.SourceRef
-		var v dedupdriver.ReplayRef
-		if err := rows.Scan(&k.Topic, &k.Partition, &k.Offset, &v.RunID, &v.At, &v.TargetTopic, &v.TargetPartition, &v.TargetOffset); err != nil {
-			return nil, err
-		}
-		v.At = v.At.UTC()
-		keepLatest(out, k, v)
-	}
-	return out, j.classify(rows.Err())
-}
-
-// keepLatest keeps, per source record, the latest replay: by time, then by
-// run id (so equal times give the same answer every time).
-func keepLatest(m map[dedupdriver.SourceRef]dedupdriver.ReplayRef, k dedupdriver.SourceRef, v dedupdriver.ReplayRef) {
-	if old, ok := m[k]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
-		return
-	}
-	m[k] = v
+	dedupdriver.ResolveRefs(refs, batches, runs, out)
+	return out, nil
 }

@@ -17,17 +17,18 @@ var _ dedupdriver.Journal = (*Driver)(nil)
 // journalTables are the replay journal's tables (migration 002), named
 // with the store's schema prefix like every other table, quoted.
 type journalTables struct {
-	runs, checkpoints, sends string
-	rawRuns, rawSends        string
+	runs, checkpoints, sends, batches string
+	rawRuns, rawSends, rawBatches     string
 }
 
 func (d *Driver) journal() journalTables {
 	s := d.names.Schema
 	j := journalTables{
-		rawRuns:  TableName(s, "replay_runs"),
-		rawSends: TableName(s, "replay_sends"),
+		rawRuns:    TableName(s, "replay_runs"),
+		rawSends:   TableName(s, "replay_sends"),
+		rawBatches: TableName(s, "replay_send_batches"),
 	}
-	j.runs, j.sends = quote(j.rawRuns), quote(j.rawSends)
+	j.runs, j.sends, j.batches = quote(j.rawRuns), quote(j.rawSends), quote(j.rawBatches)
 	j.checkpoints = quote(TableName(s, "replay_checkpoints"))
 	return j
 }
@@ -40,6 +41,9 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySends"] = j.sends
 	m["ReplayRunsCreatedIndex"] = quote(j.rawRuns + "_created_at_idx")
 	m["ReplaySendsSourceIndex"] = quote(j.rawSends + "_source_idx")
+	m["ReplaySendBatches"] = j.batches
+	m["ReplaySendBatchesRunIndex"] = quote(j.rawBatches + "_run_idx")
+	m["ReplaySendBatchesSourceIndex"] = quote(j.rawBatches + "_source_idx")
 }
 
 func (j journalTables) classify(err error) error {
@@ -130,9 +134,6 @@ VALUES ($1, $2, $3, $4, $5, $6)`, run.ID, c.Topic, c.Partition, c.Start, c.End, 
 	}))
 }
 
-// sendChunk bounds the sends in one JSON array bound to one INSERT.
-const sendChunk = 5000
-
 func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayProgress) (bool, error) {
 	j := d.journal()
 	owned := false
@@ -153,26 +154,32 @@ WHERE id = $1 AND owner = $2`,
 			return err
 		}
 		owned = true
-		// A JSON array of rows, unpacked by json_each, is one bind variable
-		// however many sends it holds.
-		for start := 0; start < len(p.Sends); start += sendChunk {
-			chunk := p.Sends[start:min(start+sendChunk, len(p.Sends))]
-			rows := make([][]any, len(chunk))
-			for i, s := range chunk {
-				rows[i] = []any{s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID, s.TargetTopic, s.TargetPartition, s.TargetOffset, storedOrNow(s.At)}
+		written := false
+		if p.FlushID != "" && len(p.Sends) > 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+j.batches+` WHERE run_id = $1 AND flush_id = $2)`, p.RunID, p.FlushID).Scan(&written); err != nil {
+				return fmt.Errorf("check flush %s: %w", p.FlushID, err)
 			}
-			arr, err := json.Marshal(rows)
-			if err != nil {
-				return err
+		}
+		for _, b := range dedupdriver.GroupSends(p.Sends) {
+			if written {
+				break
 			}
-			// WHERE true: SQLite's parser needs it between a SELECT and ON CONFLICT.
-			_, err = tx.ExecContext(ctx, `INSERT INTO `+j.sends+` (run_id, source_topic, source_partition, source_offset, event_id,
-  target_topic, target_partition, target_offset, sent_at)
-SELECT $1, value->>0, value->>1, value->>2, NULLIF(value->>3, ''), value->>4, value->>5, value->>6, value->>7
-FROM json_each($2) WHERE true
-ON CONFLICT (run_id, source_topic, source_partition, source_offset) DO NOTHING`, p.RunID, string(arr))
+			n := len(b.SourceOffsets)
+			arrays := make([]any, 4)
+			for i, v := range []any{b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets} {
+				text, err := json.Marshal(v)
+				if err != nil {
+					return err
+				}
+				arrays[i] = string(text)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+  target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+				p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
+				arrays[0], arrays[1], arrays[2], arrays[3], storedOrNow(b.At))
 			if err != nil {
-				return fmt.Errorf("insert %d sends: %w", len(chunk), err)
+				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
 			}
 		}
 		for _, c := range p.Checkpoints {
@@ -246,37 +253,79 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 	return out, j.classify(rows.Err())
 }
 
+const batchColumns = `run_id, source_topic, source_partition, target_topic, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
+
+// collectBatches reads rows of batchColumns.
+func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []string, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var out []dedupdriver.SendBatch
+	var runs []string
+	for rows.Next() {
+		var b dedupdriver.SendBatch
+		var run, so, ids, tp, to string
+		var at any
+		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &so, &ids, &tp, &to, &at); err != nil {
+			return nil, nil, err
+		}
+		for _, a := range []struct {
+			text string
+			dst  any
+		}{{so, &b.SourceOffsets}, {ids, &b.EventIDs}, {tp, &b.TargetPartitions}, {to, &b.TargetOffsets}} {
+			if err := json.Unmarshal([]byte(a.text), a.dst); err != nil {
+				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run, b.SourceTopic, b.SourcePartition, err)
+			}
+		}
+		if !b.Valid() {
+			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run, b.SourceTopic, b.SourcePartition)
+		}
+		if b.At, err = parseTime(at); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, b)
+		runs = append(runs, run)
+	}
+	return out, runs, rows.Err()
+}
+
 func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
 	j := d.journal()
-	rows, err := d.db.QueryContext(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, COALESCE(s.event_id, ''),
-  s.target_topic, s.target_partition, s.target_offset, s.sent_at
-FROM `+j.sends+` s JOIN `+j.checkpoints+` c
-  ON c.run_id = s.run_id AND c.topic = s.source_topic AND c.partition = s.source_partition
-WHERE s.run_id = $1 AND s.source_offset > c.acked_through
-ORDER BY s.source_topic, s.source_partition, s.source_offset`, id)
+	batches, _, err := collectBatches(d.db.QueryContext(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic,
+  b.source_offsets, b.event_ids, b.target_partitions, b.target_offsets, b.sent_at
+FROM `+j.batches+` b JOIN `+j.checkpoints+` c
+  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition
+WHERE b.run_id = $1 AND b.last_offset > c.acked_through
+ORDER BY b.id`, id))
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	defer rows.Close()
-	var out []dedupdriver.ReplaySend
-	for rows.Next() {
-		var s dedupdriver.ReplaySend
-		var at any
-		if err := rows.Scan(&s.SourceTopic, &s.SourcePartition, &s.SourceOffset, &s.EventID, &s.TargetTopic, &s.TargetPartition, &s.TargetOffset, &at); err != nil {
-			return nil, err
-		}
-		if s.At, err = parseTime(at); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+	_, cps, err := d.GetReplayRun(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	return out, j.classify(rows.Err())
+	acked := map[string]int64{}
+	for _, c := range cps {
+		acked[fmt.Sprintf("%s/%d", c.Topic, c.Partition)] = c.AckedThrough
+	}
+	var out []dedupdriver.ReplaySend
+	for i := range batches {
+		b := &batches[i]
+		through := acked[fmt.Sprintf("%s/%d", b.SourceTopic, b.SourcePartition)]
+		for k, o := range b.SourceOffsets {
+			if o > through {
+				out = append(out, b.Send(k))
+			}
+		}
+	}
+	return dedupdriver.SortSends(out), nil
 }
 
 func (d *Driver) ReplayTargetCounts(ctx context.Context, id string) ([]dedupdriver.TargetCount, error) {
 	j := d.journal()
-	rows, err := d.db.QueryContext(ctx, `SELECT target_topic, target_partition, count(*) FROM `+j.sends+`
-WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
+	rows, err := d.db.QueryContext(ctx, `SELECT b.target_topic, tp.value, count(*) FROM `+j.batches+` b, json_each(b.target_partitions) AS tp
+WHERE b.run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
 	if err != nil {
 		return nil, j.classify(err)
 	}
@@ -292,6 +341,8 @@ WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
 	return out, j.classify(rows.Err())
 }
 
+// ReplayedSources finds the batches that may hold each ref (same source partition, the
+// offset within the batch's first and last) and resolves the refs in them.
 func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceRef) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
 	keys := make([][]any, len(refs))
@@ -302,29 +353,14 @@ func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceR
 	if err != nil {
 		return nil, err
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT s.source_topic, s.source_partition, s.source_offset, s.run_id, s.sent_at,
-  s.target_topic, s.target_partition, s.target_offset
-FROM json_each($1) AS u
-JOIN `+j.sends+` s ON s.source_topic = u.value->>0 AND s.source_partition = u.value->>1 AND s.source_offset = u.value->>2`, string(arr))
+	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` WHERE id IN (
+  SELECT b.id FROM json_each($1) AS u
+  JOIN `+j.batches+` b ON b.source_topic = u.value->>0 AND b.source_partition = u.value->>1
+    AND b.last_offset >= u.value->>2 AND b.first_offset <= u.value->>2)`, string(arr)))
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	defer rows.Close()
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
-	for rows.Next() {
-		var k dedupdriver.SourceRef
-		var v dedupdriver.ReplayRef
-		var at any
-		if err := rows.Scan(&k.Topic, &k.Partition, &k.Offset, &v.RunID, &at, &v.TargetTopic, &v.TargetPartition, &v.TargetOffset); err != nil {
-			return nil, err
-		}
-		if v.At, err = parseTime(at); err != nil {
-			return nil, err
-		}
-		if old, ok := out[k]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
-			continue
-		}
-		out[k] = v
-	}
-	return out, j.classify(rows.Err())
+	dedupdriver.ResolveRefs(refs, batches, runs, out)
+	return out, nil
 }
