@@ -67,7 +67,8 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	out := make([]decision, len(batch))
 	var ids []string
 	for i, r := range batch {
-		dl := dlq.Parse(r)
+		// The headers stay in the record (no copy); the failure times are never used here.
+		dl := dlq.ParseWith(r, dlq.ParseOptions{NoHeaders: true, NoTimes: true})
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		if !c.filter.Match(dl) {

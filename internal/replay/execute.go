@@ -156,7 +156,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		tr:       newTracker(p.Ranges, base),
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
-		prov:     Provenance{RunID: sum.RunID, Reason: sum.Reason},
+		prov:     NewProvenance(sum.RunID, sum.Reason),
 	}
 	runErr := e.run(ctx, c)
 
@@ -207,9 +207,13 @@ type executor struct {
 	prov Provenance
 
 	flushNow chan struct{}
-	mu       sync.Mutex
-	flushed  chan struct{} // closed and replaced after every journal write
-	jerr     error         // the journal write that failed
+	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
+	// Both belong to whoever calls flush: the flusher goroutine, then Execute after it ends.
+	flushes int
+	retry   *pendingFlush
+	mu      sync.Mutex
+	flushed chan struct{} // closed and replaced after every journal write
+	jerr    error         // the journal write that failed
 }
 
 func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
@@ -263,6 +267,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		}
 	}
 	window := e.sum.DuplicateWindow
+	var (
+		atTime time.Time
+		at     []byte
+	)
 	readErr := readBatches(readCtx, c, e.plan.Ranges, cls, func(d *decision) error {
 		read++
 		if read%256 == 0 {
@@ -285,7 +293,11 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			return err
 		}
 		tk := e.tr.read(d)
-		out := e.prov.outgoing(d.rec, d.count, d.target, d.partition, time.Now())
+		// fw.replay.at: formatted again at most once a millisecond.
+		if now := time.Now(); now.Sub(atTime) >= time.Millisecond {
+			atTime, at = now, replayAt(now)
+		}
+		out := e.prov.outgoing(d.rec, d.count, d.target, d.partition, at)
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset, EventID: eventID,
@@ -400,24 +412,46 @@ func (e *executor) flusher(ctx context.Context, stop <-chan struct{}, fail func(
 	}
 }
 
+// pendingFlush is a journal write that failed: its outcome is unknown (the commit may have
+// landed), so the next write retries it under the same flush id, which stores its sends once.
+type pendingFlush struct {
+	id     string
+	sends  []dedup.ReplaySend
+	cps    []dedup.ReplayCheckpoint
+	counts dedup.RunCounts
+}
+
 // flush writes one journal batch: the acknowledged sends, the checkpoints that moved, the
-// counts and the status.
+// counts and the status; first the batch a failed write left, if any.
 func (e *executor) flush(ctx context.Context, status, errText string, final bool) error {
-	sends, cps, counts := e.tr.snapshot()
 	wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	defer cancel()
-	err := e.st.SaveReplayProgress(wctx, dedup.ReplayProgress{
-		RunID: e.sum.RunID, Owner: e.opts.Owner, Status: status, Error: errText, Counts: counts,
-		Checkpoints: cps, Sends: sends, Finished: final, Now: time.Now(),
-	})
-	if err != nil {
-		e.tr.unsnapshot(sends, cps)
-	} else {
-		e.tr.journaledN(len(sends))
+	defer func() {
+		e.mu.Lock()
+		close(e.flushed)
+		e.flushed = make(chan struct{})
+		e.mu.Unlock()
+	}()
+	save := func(f pendingFlush, status string, final bool) error {
+		return e.st.SaveReplayProgress(wctx, dedup.ReplayProgress{
+			RunID: e.sum.RunID, Owner: e.opts.Owner, Status: status, Error: errText, Counts: f.counts,
+			Checkpoints: f.cps, Sends: f.sends, FlushID: f.id, Finished: final, Now: time.Now(),
+		})
 	}
-	e.mu.Lock()
-	close(e.flushed)
-	e.flushed = make(chan struct{})
-	e.mu.Unlock()
-	return err
+	if r := e.retry; r != nil {
+		if err := save(*r, dedup.RunRunning, false); err != nil {
+			return err
+		}
+		e.retry = nil
+		e.tr.journaledN(len(r.sends))
+	}
+	e.flushes++
+	f := pendingFlush{id: fmt.Sprintf("%s#%d", e.opts.Owner, e.flushes)}
+	f.sends, f.cps, f.counts = e.tr.snapshot()
+	if err := save(f, status, final); err != nil {
+		e.retry = &f
+		return err
+	}
+	e.tr.journaledN(len(f.sends))
+	return nil
 }

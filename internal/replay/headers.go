@@ -14,15 +14,27 @@ import (
 type Provenance struct {
 	RunID  string
 	Reason string
+	// id and reason are the values as bytes, shared by every record sent (the producer never
+	// modifies header values).
+	id, reason []byte
+}
+
+// NewProvenance returns the provenance of run id with reason.
+func NewProvenance(runID, reason string) Provenance {
+	return Provenance{RunID: runID, Reason: reason, id: []byte(runID), reason: []byte(reason)}
 }
 
 // outgoing builds the record a replay sends for src: the key and value as they were, the
 // headers as they were minus the dead-letter headers of every convention and minus earlier
 // fw.replay.* headers, then the provenance headers fw.replay.id, .source, .count (count+1),
-// .at and .reason. Header values share memory with src. The timestamp is left zero, so the
+// .at and .reason. at is fw.replay.at already formatted (RFC 3339, UTC), shared by the records
+// of a batch. Header values share memory with src. The timestamp is left zero, so the
 // producer stamps the time of the replay: a replay is a new delivery, and an old timestamp
 // would age the record out of a time-retained target early.
-func (p Provenance) outgoing(src *kgo.Record, count int, target string, partition int32, at time.Time) *kgo.Record {
+func (p Provenance) outgoing(src *kgo.Record, count int, target string, partition int32, at []byte) *kgo.Record {
+	if p.id == nil {
+		p = NewProvenance(p.RunID, p.Reason)
+	}
 	kept := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
 	for _, h := range src.Headers {
 		if dlq.IsDeadLetterHeader(h.Key) || isReplayHeader(h.Key) {
@@ -30,12 +42,18 @@ func (p Provenance) outgoing(src *kgo.Record, count int, target string, partitio
 		}
 		kept = append(kept, h)
 	}
+	source := make([]byte, 0, len(src.Topic)+24)
+	source = append(source, src.Topic...)
+	source = append(source, '/')
+	source = strconv.AppendInt(source, int64(src.Partition), 10)
+	source = append(source, '/')
+	source = strconv.AppendInt(source, src.Offset, 10)
 	kept = append(kept,
-		kgo.RecordHeader{Key: dlq.ReplayHeaderID, Value: []byte(p.RunID)},
-		kgo.RecordHeader{Key: dlq.ReplayHeaderSource, Value: []byte(addr(src))},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderID, Value: p.id},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderSource, Value: source},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderCount, Value: strconv.AppendInt(nil, int64(count)+1, 10)},
-		kgo.RecordHeader{Key: dlq.ReplayHeaderAt, Value: at.UTC().AppendFormat(nil, time.RFC3339Nano)},
-		kgo.RecordHeader{Key: dlq.ReplayHeaderReason, Value: []byte(p.Reason)},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderAt, Value: at},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderReason, Value: p.reason},
 	)
 	out := &kgo.Record{Topic: target, Key: src.Key, Value: src.Value, Headers: kept}
 	if partition >= 0 {
@@ -43,6 +61,9 @@ func (p Provenance) outgoing(src *kgo.Record, count int, target string, partitio
 	}
 	return out
 }
+
+// replayAt formats t as fw.replay.at: RFC 3339 with nanoseconds, in UTC.
+func replayAt(t time.Time) []byte { return t.UTC().AppendFormat(nil, time.RFC3339Nano) }
 
 // isReplayHeader reports a provenance header of an earlier replay (ASCII case ignored), which
 // the new provenance replaces.

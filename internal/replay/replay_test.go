@@ -87,7 +87,7 @@ func TestOutgoingStripsDeadLetterHeadersAndAddsProvenance(t *testing.T) {
 	dl.Partition, dl.Offset = 0, 17
 
 	at := time.Date(2025, 1, 2, 3, 4, 5, 600, time.UTC)
-	out := Provenance{RunID: "run-1", Reason: "fix deployed"}.outgoing(dl, 1, "orders", -1, at)
+	out := NewProvenance("run-1", "fix deployed").outgoing(dl, 1, "orders", -1, replayAt(at))
 	if out.Topic != "orders" || !bytes.Equal(out.Key, orig.Key) || !bytes.Equal(out.Value, orig.Value) {
 		t.Fatalf("record %+v", out)
 	}
@@ -104,7 +104,7 @@ func TestOutgoingStripsDeadLetterHeadersAndAddsProvenance(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("headers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if fixed := (Provenance{RunID: "r"}).outgoing(dl, 0, "orders", 5, at); fixed.Partition != 5 {
+	if fixed := (Provenance{RunID: "r"}).outgoing(dl, 0, "orders", 5, replayAt(at)); fixed.Partition != 5 {
 		t.Fatalf("fixed partition %d", fixed.Partition)
 	}
 }
@@ -187,8 +187,6 @@ func TestTrackerCheckpointIsTheContiguousPrefix(t *testing.T) {
 		return &decision{rec: &kgo.Record{Topic: "d", Partition: 0, Offset: off}, outcome: o}
 	}
 	checkpoint := func() int64 {
-		sends, cps, _ := tr.snapshot()
-		tr.unsnapshot(sends, cps)
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		return tr.parts[0].done

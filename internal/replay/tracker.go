@@ -158,16 +158,6 @@ func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckp
 	return sends, cps, t.committed
 }
 
-// unsnapshot puts back what a failed journal write did not store, so the next one retries it.
-func (t *tracker) unsnapshot(sends []dedup.ReplaySend, cps []dedup.ReplayCheckpoint) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sends = append(sends, t.sends...)
-	for _, c := range cps {
-		t.parts[t.index[dedup.SourceRef{Topic: c.Topic, Partition: c.Partition}]].dirty = true
-	}
-}
-
 // journaledN records that n sends reached the journal.
 func (t *tracker) journaledN(n int) {
 	t.mu.Lock()

@@ -1,0 +1,263 @@
+// Command replaybench measures `fieldwork replay` against kcat on the real broker (not part of
+// CI; STYLE: a benchmark is a command that prints figures).
+//
+// It writes N fieldwork dead letters (default 500,000) to a fresh dead-letter topic whose
+// headers name a fresh, empty source topic, then in the same run:
+//
+//   - replays them DLQ → source as `fieldwork replay --from DLQ --execute --yes` does (plan
+//     scan, then the journaled send pass against a fresh PostgreSQL schema), timed end to end;
+//   - copies the same range with `kcat -C -e -t DLQ -b … | kcat -P -t TARGET -b …`, timed end
+//     to end,
+//
+// and prints records per second for both and their ratio (target: replay/kcat >= 1.0). The
+// kcat pipe copies values only (no keys, no headers, no journal, no checks), which is what an
+// operator reaches for without fieldwork.
+//
+//	eval "$(scripts/services.sh env)"
+//	go run ./internal/replay/replaybench -n 500000
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+func main() {
+	var (
+		brokers    = flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "Kafka brokers (default $FIELDWORK_TEST_BROKERS)")
+		dsn        = flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "store for the journal (default $FIELDWORK_TEST_DSN)")
+		n          = flag.Int("n", 500_000, "dead letters to replay")
+		partitions = flag.Int("partitions", 3, "partitions of every topic")
+		kcat       = flag.String("kcat", "kcat", "kcat binary")
+		rounds     = flag.Int("rounds", 1, "measure each side this many times, alternating")
+		keep       = flag.Bool("keep", false, "keep the topics and the schema")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the replay rounds to this file")
+	)
+	flag.Parse()
+	if *brokers == "" || *dsn == "" {
+		fail("set -brokers and -dsn (or eval \"$(scripts/services.sh env)\")")
+	}
+	ctx := context.Background()
+	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep}
+	b.setup(ctx)
+	defer b.cleanup(ctx)
+
+	var replayRates, kcatRates []float64
+	for r := range *rounds {
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				fail("%v", err)
+			}
+			_ = pprof.StartCPUProfile(f)
+		}
+		replayRates = append(replayRates, b.replay(ctx, r))
+		if *cpuProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
+	}
+	best := func(xs []float64) float64 {
+		m := 0.0
+		for _, x := range xs {
+			m = max(m, x)
+		}
+		return m
+	}
+	fmt.Printf("\n%d records, %d partitions, %d round(s)\n", b.n, b.partitions, *rounds)
+	fmt.Printf("fieldwork replay (plan + journaled send): %10.0f records/s (best)\n", best(replayRates))
+	fmt.Printf("kcat -C -e | kcat -P:                     %10.0f records/s (best)\n", best(kcatRates))
+	fmt.Printf("ratio replay/kcat:                        %10.2f (target >= 1.0)\n", best(replayRates)/best(kcatRates))
+}
+
+type bench struct {
+	brokers    string
+	dsn        string
+	n          int
+	partitions int32
+	kcat       string
+	keep       bool
+
+	cl      *kgo.Client
+	adm     *kadm.Client
+	c       *kafka.Cluster
+	dlq     string
+	topics  []string
+	schemas []string
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "replaybench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func suffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (b *bench) topic(ctx context.Context, prefix string) string {
+	name := prefix + "-" + suffix()
+	resp, err := b.adm.CreateTopic(ctx, b.partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		fail("create topic %s: %v", name, err)
+	}
+	b.topics = append(b.topics, name)
+	return name
+}
+
+// setup creates the dead-letter topic and fills it with n fieldwork dead letters of events
+// of about 300 bytes (CloudEvents structured mode), keyed by aggregate.
+func (b *bench) setup(ctx context.Context) {
+	var err error
+	if b.cl, err = kgo.NewClient(kgo.SeedBrokers(strings.Split(b.brokers, ",")...), kgo.MaxBufferedRecords(100_000)); err != nil {
+		fail("%v", err)
+	}
+	b.adm = kadm.NewClient(b.cl)
+	if b.c, err = kafka.Connect(ctx, config.Connection{Brokers: strings.Split(b.brokers, ",")}, 10*time.Second); err != nil {
+		fail("%v", err)
+	}
+	b.dlq = b.topic(ctx, "bench-dlq")
+	src := b.topic(ctx, "bench-src")
+	start := time.Now()
+	errs := make(chan error, 1)
+	for i := range b.n {
+		id := fmt.Sprintf("%08x-0000-4000-8000-%012d", i, i)
+		agg := fmt.Sprintf("task-%05d", i%10_000)
+		orig := &kgo.Record{
+			Topic: src, Partition: int32(i % int(b.partitions)), Offset: int64(i / int(b.partitions)), Key: []byte(agg),
+			Timestamp: start,
+			Value: fmt.Appendf(nil, `{"specversion":"1.0","id":"%s","type":"task.updated","source":"bench","time":"2025-01-02T03:04:05Z","aggregatetype":"task","aggregateid":"%s","aggregateversion":%d,"data":{"title":"benchmark task","state":"open","n":%d}}`,
+				id, agg, i/10_000+1, i),
+			Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}},
+		}
+		dl := dlq.NewDeadLetter(orig, dlq.Meta{Topic: b.dlq, Group: "bench", Handler: "projection", EventID: id,
+			Reason: dlq.ReasonExhausted, Error: "database unavailable", Attempts: 5, FailedAt: start})
+		b.cl.Produce(ctx, dl, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := b.cl.Flush(ctx); err != nil {
+		fail("seed: %v", err)
+	}
+	select {
+	case err := <-errs:
+		fail("seed: %v", err)
+	default:
+	}
+	fmt.Printf("seeded %d dead letters into %s in %.1fs\n", b.n, b.dlq, time.Since(start).Seconds())
+}
+
+func (b *bench) cleanup(ctx context.Context) {
+	if b.keep {
+		return
+	}
+	_, _ = b.adm.DeleteTopics(ctx, b.topics...)
+	if conn, err := pgx.Connect(ctx, b.dsn); err == nil {
+		for _, s := range b.schemas {
+			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`)
+		}
+		_ = conn.Close(ctx)
+	}
+	b.c.Close()
+	b.cl.Close()
+}
+
+// replay replays the whole dead-letter topic back to its source topic, as the CLI does with
+// --execute --yes, and returns records per second over the whole command (plan + send).
+func (b *bench) replay(ctx context.Context, round int) float64 {
+	schema := "fwbench_" + suffix()
+	b.schemas = append(b.schemas, schema)
+	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		fail("%v", err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		fail("%v", err)
+	}
+	// Each round replays into a fresh source topic: point the dead letters there by --to
+	// after the first round (the first round goes to the topic their headers name).
+	spec := replay.Spec{From: b.dlq}
+	if round > 0 {
+		spec.To = b.topic(ctx, "bench-src")
+	}
+	start := time.Now()
+	plan, err := replay.NewPlan(ctx, b.c, spec)
+	if err != nil {
+		fail("plan: %v", err)
+	}
+	rep, err := replay.Scan(ctx, b.c, st, plan, replay.ScanOptions{Sample: -1})
+	if err != nil {
+		fail("scan: %v", err)
+	}
+	if err := rep.Err(); err != nil {
+		fail("plan: %v", err)
+	}
+	planned := time.Since(start)
+	sum, err := replay.Execute(ctx, b.c, st, plan, replay.ExecOptions{Operator: "bench", Reason: "benchmark"})
+	if err != nil {
+		fail("execute: %v", err)
+	}
+	el := time.Since(start)
+	if sum.Counts.Sent != int64(b.n) {
+		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
+	}
+	rate := float64(b.n) / el.Seconds()
+	fmt.Printf("round %d: fieldwork replay %d records in %.2fs (plan scan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s\n",
+		round+1, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate)
+	return rate
+}
+
+// kcatCopy copies the dead-letter topic to a fresh topic with kcat and returns records per
+// second over the pipe's wall-clock time.
+func (b *bench) kcatCopy(ctx context.Context, round int) float64 {
+	target := b.topic(ctx, "bench-kcat")
+	start := time.Now()
+	pipe := fmt.Sprintf("%s -C -e -q -t %s -b %s | %s -P -t %s -b %s", b.kcat, b.dlq, b.brokers, b.kcat, target, b.brokers)
+	cmd := exec.CommandContext(ctx, "sh", "-c", pipe)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fail("%s: %v", pipe, err)
+	}
+	el := time.Since(start)
+	ends, err := b.adm.ListEndOffsets(ctx, target)
+	if err != nil {
+		fail("%v", err)
+	}
+	var copied int64
+	ends.Each(func(o kadm.ListedOffset) { copied += o.Offset })
+	if copied != int64(b.n) {
+		fail("kcat copied %d of %d records", copied, b.n)
+	}
+	rate := float64(b.n) / el.Seconds()
+	fmt.Printf("round %d: kcat -C -e | kcat -P %d records in %.2fs: %.0f records/s\n", round+1, b.n, el.Seconds(), rate)
+	return rate
+}
