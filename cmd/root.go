@@ -145,5 +145,6 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 			root.AddCommand(newCmdNotYet(g.name, g.short))
 		}
 	}
+	addDynamicCompletion(f, root)
 	return root
 }

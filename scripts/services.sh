@@ -49,6 +49,7 @@ pg_bin() {
 install_missing() {
   local pkgs=()
   command -v kcat >/dev/null 2>&1 || pkgs+=(kcat)
+  command -v jq >/dev/null 2>&1 || pkgs+=(jq)
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
