@@ -70,6 +70,9 @@ type Options struct {
 	Seed uint64
 	// NoSeed creates the topics empty.
 	NoSeed bool
+	// NoDeadLetters seeds TopicTasks but leaves TopicDLQ empty: no dead letter is written for
+	// the poison records, so that a consumer writes them (fieldwork demo).
+	NoDeadLetters bool
 	// Sample overrides the stream's sizes and faults; nil means sample.DefaultOptions(Seed).
 	// Its BaseTime is chosen by Start (so the stream ends a minute before now) unless set;
 	// its Seed is used as given.

@@ -83,8 +83,9 @@ func sampleOptions(o Options) (sample.Options, error) {
 	return so, nil
 }
 
-// seed produces the sample stream into TopicTasks and a dead letter for each poison record
-// into TopicDLQ, with one idempotent producer so that each partition keeps the stream's order.
+// seed produces the sample stream into TopicTasks and (unless NoDeadLetters) a dead letter for
+// each poison record into TopicDLQ, with one idempotent producer so that each partition keeps
+// the stream's order.
 func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 	so, err := sampleOptions(o)
 	if err != nil {
@@ -122,7 +123,9 @@ func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 	for _, p := range m.Poison {
 		orig := krs[p.Index]
 		s.Poison = append(s.Poison, PoisonRecord{Poison: p, Topic: TopicTasks, Partition: orig.Partition, Offset: orig.Offset})
-		dead = append(dead, deadLetter(orig, p))
+		if !o.NoDeadLetters {
+			dead = append(dead, deadLetter(orig, p))
+		}
 	}
 	if len(dead) > 0 {
 		if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil {

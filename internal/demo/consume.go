@@ -1,0 +1,157 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// rejecting is the projection "release 1.4": the bundled projection with a bug that rejects
+// one event type for good, as a handler that wrongly thinks a transition is illegal does.
+// It keeps the wrapped handler's name, as a real release of the same handler would.
+type rejecting struct {
+	consume.Handler
+	eventType string
+}
+
+func (h rejecting) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	if ev.Type == h.eventType {
+		return 0, consume.Permanentf("illegal transition for task %s: a done task cannot be reopened (%s rejected by projection %s)",
+			ev.AggregateID, ev.Type, BuggyRelease)
+	}
+	return h.Handler.Handle(ctx, tx, ev, rec)
+}
+
+// ConsumeStats are a consumer run's totals (consume.Stats; Applied is its Processed).
+type ConsumeStats struct {
+	Records      int64 `json:"records"`
+	Applied      int64 `json:"applied"`
+	Duplicates   int64 `json:"duplicates"`
+	Stale        int64 `json:"stale"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Retried      int64 `json:"retried"`
+	Batches      int64 `json:"batches"`
+}
+
+// ConsumeRun is one run of the reference consumer in the story.
+type ConsumeRun struct {
+	// Release is the projection release the run stands for (BuggyRelease or FixedRelease).
+	Release string `json:"release"`
+	Handler string `json:"handler"`
+	// Rejects is the event type the release rejects ("" for the fixed one).
+	Rejects string `json:"rejects,omitempty"`
+	ConsumeStats
+	// DeadLetteredByReason counts the dead letters this run wrote, by fw.dlq.reason.
+	DeadLetteredByReason map[string]int64 `json:"dead_lettered_by_reason"`
+	ElapsedMS            int64            `json:"elapsed_ms"`
+}
+
+// consumeOnce runs the reference consumer of group Group over tasks with h until it has
+// committed every offset that existed when it started, then drains and leaves the group. It
+// fails when the consumer stops before that (a fatal error, or idleness with records left).
+func (d *Demo) consumeOnce(ctx context.Context, h consume.Handler, migrate bool) (consume.Stats, error) {
+	st := d.stack.Store()
+	if _, err := consume.Prepare(ctx, st, h, migrate); err != nil {
+		return consume.Stats{}, err
+	}
+	adm := d.cluster.Admin
+	ends, err := adm.ListEndOffsets(ctx, TopicTasks)
+	if err != nil {
+		return consume.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
+	}
+	if err := ends.Error(); err != nil {
+		return consume.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
+	}
+	eng, err := consume.New(consume.Options{
+		Topics: []string{TopicTasks}, Group: Group, Handler: h, Store: st, Kafka: d.cluster.Options(),
+		StopWhenIdle: d.o.StopWhenIdle, ShutdownTimeout: 10 * time.Second, MaxInfraRetries: 10,
+	})
+	if err != nil {
+		return consume.Stats{}, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, d.o.ConsumeTimeout)
+	defer cancel()
+	caughtUp := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-eng.Done():
+				return
+			case <-tick.C:
+			}
+			if ok, _ := committedThrough(runCtx, adm, ends); ok {
+				close(caughtUp)
+				cancel() // drain: nothing is in flight, the engine commits and leaves the group
+				return
+			}
+		}
+	}()
+	runErr := eng.Run(runCtx)
+	if runErr != nil {
+		return eng.Stats(), runErr
+	}
+	if ctx.Err() != nil {
+		return eng.Stats(), ctx.Err()
+	}
+	select {
+	case <-caughtUp:
+		return eng.Stats(), nil
+	default:
+	}
+	// Stopped by idleness or the timeout: it must have reached the end all the same.
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ccancel()
+	ok, err := committedThrough(cctx, adm, ends)
+	if err != nil {
+		return eng.Stats(), err
+	}
+	if !ok {
+		return eng.Stats(), errors.New("the consumer stopped before committing every record of tasks (see fieldwork consume for the logs)")
+	}
+	return eng.Stats(), nil
+}
+
+// committedThrough reports whether Group has committed, on every partition of ends, an offset
+// at or past the end.
+func committedThrough(ctx context.Context, adm *kadm.Client, ends kadm.ListedOffsets) (bool, error) {
+	committed, err := adm.FetchOffsets(ctx, Group)
+	if err != nil {
+		return false, err
+	}
+	ok := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset == 0 {
+			return
+		}
+		c, found := committed.Lookup(o.Topic, o.Partition)
+		if !found || c.Err != nil || c.At < o.Offset {
+			ok = false
+		}
+	})
+	return ok, nil
+}
+
+// projection returns the bundled projection handler for the store, wrapped with the bug
+// when buggy.
+func (d *Demo) projection(buggy bool) (consume.Handler, error) {
+	st := d.stack.Store()
+	h, err := handlers.New(handlers.NameProjection, handlers.Config{Consumer: Group, Driver: st.Driver()})
+	if err != nil {
+		return nil, err
+	}
+	if buggy {
+		return rejecting{Handler: h, eventType: RejectedType}, nil
+	}
+	return h, nil
+}
