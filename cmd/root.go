@@ -127,23 +127,16 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddGroup(&cobra.Group{ID: "ops", Title: "Operating commands:"}, &cobra.Group{ID: "later", Title: "Not available yet in this build:"})
+	root.AddGroup(&cobra.Group{ID: "ops", Title: "Commands:"})
 	root.SetHelpCommandGroupID("")
 	root.SetCompletionCommandGroupID("")
 
-	built := map[string]bool{}
 	for _, newCmd := range commands {
 		c := newCmd(f)
 		if c.GroupID == "" {
 			c.GroupID = "ops"
 		}
-		built[c.Name()] = true
 		root.AddCommand(c)
-	}
-	for _, g := range notYet {
-		if !built[g.name] {
-			root.AddCommand(newCmdNotYet(g.name, g.short))
-		}
 	}
 	addDynamicCompletion(f, root)
 	return root
