@@ -29,6 +29,13 @@ var dlqBase = time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
 func dlqTopic(t *testing.T, partitions int32, configs map[string]string) string {
 	t.Helper()
 	name := inspecttest.Name("dlq") + ".dlq"
+	dlqNamedTopic(t, name, partitions, configs)
+	return name
+}
+
+// dlqNamedTopic creates the topic name as dlqTopic does.
+func dlqNamedTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
+	t.Helper()
 	forever := "-1"
 	cfg := map[string]*string{"retention.ms": &forever}
 	for k, v := range configs {
@@ -49,7 +56,6 @@ func dlqTopic(t *testing.T, partitions int32, configs map[string]string) string 
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, name)
 	})
-	return name
 }
 
 func dlqBE32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }

@@ -132,6 +132,15 @@ func TestDLQStatus(t *testing.T) {
 	sameStatuses(t, "replayed", statusesOf(t, env, store...), map[string]string{
 		"a": "pending", "b": "pending", "noid": "unknown", "c": "replayed", "s": "pending"})
 	dlqCheck(t, env, names, "list_status.txt", 0, append([]string{"dlq", "list", "-o", "table"}, store...)...)
+	// stats tells the same statuses (the journal knows dead letters by their position).
+	r0 := runCLI(t, env, append([]string{"dlq", "stats", "-o", "json"}, store...)...)
+	var before struct {
+		Topics []dlq.TopicSummary `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(r0.stdout), &before); err != nil || len(before.Topics) != 1 || before.Topics[0].Statuses == nil ||
+		*before.Topics[0].Statuses != (dlq.StatusCounts{Pending: 3, Replayed: 1, Unknown: 1}) {
+		t.Errorf("stats after the replay: %v\n%s%s", err, r0.stdout, r0.stderr)
+	}
 	r := runCLI(t, env, "dlq", "show", topic+"/0/3", "-o", "table", "--schema", schema)
 	if r.code != 0 || !strings.Contains(r.stdout, "replayed (replay run run-1 sent it to tasks/0/204 at ") {
 		t.Errorf("show replayed: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -163,10 +163,11 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 		return nil
 	})
 	res, err := s.Run(ctx, o.Filter, func(d DeadLetter) error {
-		// Keep only what the aggregates read: the batch then holds no record memory.
+		// Keep only what the aggregates and the status lookup read (the position: the replay
+		// journal knows dead letters by it): the batch then holds no record memory.
 		return b.Add(ctx, DeadLetter{
-			Topic: d.Topic, Timestamp: d.Timestamp, OriginalTopic: d.OriginalTopic, Reason: d.Reason,
-			ErrorClass: d.ErrorClass, Group: d.Group, EventID: d.EventID,
+			Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Timestamp: d.Timestamp,
+			OriginalTopic: d.OriginalTopic, Reason: d.Reason, ErrorClass: d.ErrorClass, Group: d.Group, EventID: d.EventID,
 		})
 	})
 	if err == nil {
