@@ -8,12 +8,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +144,13 @@ func TestReplayCLIBadInput(t *testing.T) {
 		{Key: dlq.SpringOriginalPartition, Value: binary.BigEndian.AppendUint32(nil, 0)},
 		{Key: dlq.SpringOriginalOffset, Value: binary.BigEndian.AppendUint64(nil, 7)},
 	}})
+	// A Spring dead letter of partition 5 of src, which has one partition.
+	dlt5 := testenv.Topic(t, 1, nil)
+	testenv.Produce(t, cl, &kgo.Record{Topic: dlt5, Value: []byte("{}"), Headers: []kgo.RecordHeader{
+		{Key: dlq.SpringOriginalTopic, Value: []byte(src)},
+		{Key: dlq.SpringOriginalPartition, Value: binary.BigEndian.AppendUint32(nil, 5)},
+		{Key: dlq.SpringOriginalOffset, Value: binary.BigEndian.AppendUint64(nil, 7)},
+	}})
 	before := highWatermarks(t, src, dlqTopic, dlt)
 
 	cases := []struct {
@@ -159,6 +170,7 @@ func TestReplayCLIBadInput(t *testing.T) {
 		{"not a dead letter, executed", 2, src + "/0/0 is not a dead letter", []string{"--from", src, "--execute", "--yes", "--reason", "x"}},
 		{"target does not exist", 1, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
 		{"to a topic that does not exist", 1, "target does not exist: " + gone + " (10 records)", []string{"--from", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
+		{"original partition that does not exist", 1, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
 		{"no terminal, no --yes", 2, "without --yes", []string{"--from", dlqTopic, "--execute", "--reason", "x"}},
 	}
 	for _, tc := range cases {
@@ -307,11 +319,7 @@ func TestReplayCLIKillAndResume(t *testing.T) {
 	const n = 20_000
 	seedDeadLetters(t, cl, src, dlqTopic, n, 0)
 
-	bin := filepath.Join(t.TempDir(), "fieldwork")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := fieldworkBinary(t)
 	environ := append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
 		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
 	child := exec.Command(bin, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", "2000", "-o", "json")
@@ -445,4 +453,197 @@ func devEnds(t *testing.T, addr string) map[string]int64 {
 	out := map[string]int64{}
 	ends.Each(func(o kadm.ListedOffset) { out[o.Topic] += o.Offset })
 	return out
+}
+
+// TestReplayCycleThroughTheConsumer is the recovery loop end to end on the real broker and
+// PostgreSQL: `fieldwork consume` dead-letters events its webhook rejects; dlq list says
+// pending; the receiver is fixed; `replay --execute` sends the dead letters back; dlq list
+// says replayed; the consumer handles them; dlq list says resolved.
+func TestReplayCycleThroughTheConsumer(t *testing.T) {
+	env, schema := replayEnv(t)
+	cl := testenv.Client(t)
+	tasks := testenv.Topic(t, 3, nil)
+	tasksDLQ := testenv.Name(t, "fw") + ".dlq"
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(context.Background(), 3, 1, nil, tasksDLQ); err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", tasksDLQ, err, resp.Err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), tasksDLQ) })
+
+	var accept atomic.Bool
+	var delivered atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !accept.Load() {
+			http.Error(w, "schema v2 not supported yet", http.StatusUnprocessableEntity) // permanent: dead-lettered at once
+			return
+		}
+		delivered.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	const n = 12
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		id := fmt.Sprintf("cycle-%02d", i)
+		recs[i] = &kgo.Record{Topic: tasks, Key: fmt.Appendf(nil, "task-%d", i%4), Value: fmt.Appendf(nil,
+			`{"specversion":"1.0","id":"%s","type":"task.created","source":"/tasks","time":"2025-01-02T03:04:05Z","aggregatetype":"task","aggregateid":"task-%d","aggregateversion":%d,"data":{"title":"t%d"}}`,
+			id, i%4, i/4+1, i), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}}}
+	}
+	testenv.Produce(t, cl, recs...)
+
+	consume := func() {
+		t.Helper()
+		r := runCLI(t, env, "consume", "--topic", tasks, "--group", "notifier", "--handler", "webhook", "--webhook-url", srv.URL,
+			"--dlq-topic", tasksDLQ, "--migrate", "--schema", schema, "--stop-when-idle", "3s", "--metrics-addr", "", "--log-level", "warn")
+		if r.code != 0 {
+			t.Fatalf("consume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	statuses := func() map[string]int {
+		t.Helper()
+		r := runCLI(t, env, "dlq", "list", "--topic", tasksDLQ, "--schema", schema, "--consumer", "notifier", "-o", "jsonl")
+		if r.code != 0 {
+			t.Fatalf("dlq list: exit %d\n%s", r.code, r.stderr)
+		}
+		out := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var e struct{ Status string }
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("dlq list line %q: %v", line, err)
+			}
+			out[e.Status]++
+		}
+		return out
+	}
+
+	consume()
+	if got := statuses(); got["pending"] != n || len(got) != 1 {
+		t.Fatalf("after the rejecting consume: %v, want %d pending", got, n)
+	}
+	accept.Store(true)
+	r := runCLI(t, env, "replay", "--from", tasksDLQ, "--schema", schema, "--execute", "--yes", "--reason", "receiver accepts v2", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf(`"sent": %d`, n)) {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := statuses(); got["replayed"] != n || len(got) != 1 {
+		t.Fatalf("after the replay: %v, want %d replayed", got, n)
+	}
+	consume()
+	if got := statuses(); got["resolved"] != n || len(got) != 1 {
+		t.Fatalf("after consuming the replayed events: %v, want %d resolved", got, n)
+	}
+	if d := delivered.Load(); d != n {
+		t.Fatalf("the receiver got %d deliveries, want %d", d, n)
+	}
+	// The dead-letter topic did not grow: nothing failed again.
+	if ends := highWatermarks(t, tasksDLQ); sumOffsets(ends) != n {
+		t.Fatalf("%s holds %d records, want %d", tasksDLQ, sumOffsets(ends), n)
+	}
+}
+
+func sumOffsets(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// fieldworkBinary builds the fieldwork binary once per test run.
+func fieldworkBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fieldwork-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "fieldwork")
+		if out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// TestReplayCLISIGINTMarksInterrupted stops a running replay with SIGINT: it exits 130, the
+// journal says interrupted with every acknowledged record behind its checkpoints, and the
+// resume sends the rest without sending anything twice.
+func TestReplayCLISIGINTMarksInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	env, schema := replayEnv(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil)
+	const n = 4000
+	seedDeadLetters(t, cl, src, dlqTopic, n, 0)
+	bin := fieldworkBinary(t)
+	environ := append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
+		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
+	child := exec.Command(bin, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", "1000", "-o", "json")
+	child.Env = environ
+	var childOut, childErr bytes.Buffer
+	child.Stdout, child.Stderr = &childOut, &childErr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st := replayStore(t, schema)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runs, err := st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
+		if err == nil && len(runs) == 1 && runs[0].Sent >= 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = child.Process.Kill()
+			t.Fatalf("the run did not get going: %v\n%s", err, childErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := child.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := child.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, childErr.String())
+	}
+	if !strings.Contains(childErr.String(), "fieldwork replay resume") {
+		t.Fatalf("no resume hint:\n%s", childErr.String())
+	}
+	runs, _ := st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
+	run, cps, err := st.ReplayRun(context.Background(), runs[0].ID)
+	if err != nil || run.Status != dedup.RunInterrupted || run.Sent >= n || run.FinishedAt == nil {
+		t.Fatalf("journal after SIGINT: %+v %v", run, err)
+	}
+	var behind int64
+	for _, c := range cps {
+		behind += c.AckedThrough - c.Start + 1
+	}
+	if inTarget := int64(len(replaySources(t, src))); inTarget != run.Sent || behind != run.Sent {
+		t.Fatalf("interrupted: %d in the target, journal says %d sent, checkpoints cover %d", inTarget, run.Sent, behind)
+	}
+	resume := exec.Command(bin, "replay", "resume", run.ID, "--schema", schema, "--yes", "-o", "json")
+	resume.Env = environ
+	if out, err := resume.CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	sources := replaySources(t, src)
+	distinct := map[string]bool{}
+	for _, s := range sources {
+		distinct[s] = true
+	}
+	if len(sources) != n || len(distinct) != n {
+		t.Fatalf("after the resume: %d records, %d distinct, want %d of each", len(sources), len(distinct), n)
+	}
 }

@@ -60,6 +60,7 @@ resume (exit 0).`,
 }
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
+	replayGC(opts.Getenv)
 	p, err := opts.Printer()
 	if err != nil {
 		return err

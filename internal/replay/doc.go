@@ -58,6 +58,6 @@
 // host while its pid exists, from another host until its journal has been silent for
 // StaleAfter; TakeReplayRun then swaps the owner atomically, so two resumers cannot both win.
 //
-// Rate. --rate is a token bucket kept as a virtual schedule (GCRA) with a 10ms burst, so that
-// even a short replay holds the rate.
+// Rate. --rate is a token bucket kept as a virtual schedule (GCRA) with a 50ms burst: short
+// enough that even a short replay holds the rate, long enough to make up for late wake-ups.
 package replay

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -54,6 +55,9 @@ func main() {
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
 		fail("set -brokers and -dsn (or eval \"$(scripts/services.sh env)\")")
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400) // as the replay command does
 	}
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep}
