@@ -62,6 +62,10 @@ func TestScripts(t *testing.T) {
 			} {
 				e.Setenv(k, os.Getenv(k))
 			}
+			// The runbook scripts, which CI runs against the real services.
+			if wd, err := os.Getwd(); err == nil {
+				e.Setenv("RUNBOOKS", wd+"/docs/runbooks")
+			}
 			// A clean, isolated home: no user config leaks into the scripts.
 			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
 			e.Setenv("HOME", e.WorkDir)
@@ -85,6 +89,9 @@ func TestScripts(t *testing.T) {
 			"fw-claim":        cmdClaim,
 			"fw-silent-port":  cmdSilentPort,
 			"fw-capture":      cmdCapture,
+			"fw-exit":         cmdExit,
+			"fw-create-db":    cmdCreateDB,
+			"fw-webhook":      cmdWebhook,
 		},
 	})
 }
