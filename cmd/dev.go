@@ -29,6 +29,8 @@ type DevOptions struct {
 	Partitions int
 	Seed       uint64
 	NoSeed     bool
+	// DeadLetters seeds tasks.dlq as if a consumer had already met the poison records.
+	DeadLetters bool
 }
 
 // NewCmdDev builds `fieldwork dev`.
@@ -45,8 +47,10 @@ func newCmdDev(f *Factory, runF func(context.Context, *DevOptions) error) *cobra
 on 127.0.0.1:--port with the topics tasks and tasks.dlq, and an SQLite dedup store, created
 and migrated. tasks is seeded with task events in CloudEvents structured mode keyed by
 aggregate id, including producer-retry duplicates, stale versions re-emitted later and a few
-poison records; tasks.dlq holds a dead letter for each poison record, in fieldwork's
-convention. Any fieldwork command pointed at it with --brokers works.
+poison records. tasks.dlq starts empty: run the reference consumer against the sandbox
+(fieldwork consume, as printed) to see the poison dead-lettered, or pass --dead-letters to
+seed a dead letter for each poison record, in fieldwork's convention, as if a consumer had
+already run. Any fieldwork command pointed at it with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
 authentication, so it only listens on loopback. The store file stays.
@@ -87,6 +91,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks and tasks.dlq")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
+	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
 	return cmd
 }
 
@@ -133,6 +138,7 @@ type devInfo struct {
 func devRun(ctx context.Context, opts *DevOptions) error {
 	stack, err := devstack.Start(ctx, devstack.Options{
 		Port: opts.Port, Partitions: opts.Partitions, DSN: opts.DSN, Seed: opts.Seed, NoSeed: opts.NoSeed,
+		NoDeadLetters: !opts.DeadLetters,
 	})
 	if err != nil {
 		if errors.Is(err, devstack.ErrPortInUse) {
@@ -187,8 +193,12 @@ func devTry(stack *devstack.Stack) []string {
 			try = append(try, fmt.Sprintf("fieldwork inspect record %s/%d/%d%s", p.Topic, p.Partition, p.Offset, b))
 		}
 	}
+	d := " --dsn " + stack.DSN
 	return append(try,
-		"fieldwork inspect topic tasks.dlq"+b,
+		"fieldwork consume --topic tasks --group task-projection --handler projection --stop-when-idle 3s"+b+d,
+		"fieldwork dlq list --consumer task-projection"+b+d,
+		"fieldwork replay --from tasks.dlq"+b+d,
+		"fieldwork processed stats"+d,
 		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
 	)
 }

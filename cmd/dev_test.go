@@ -140,7 +140,7 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 func TestDevJSONOnStdout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut, done := startDev(ctx, "dev", "--port", "0", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2")
+	out, errOut, done := startDev(ctx, "dev", "--port", "0", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2", "--dead-letters")
 	waitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	var info struct {
 		Brokers string `json:"brokers"`

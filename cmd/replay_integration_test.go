@@ -413,7 +413,7 @@ func TestReplayThroughTheDevStack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
-	_, errOut, done := startDev(ctx, "dev", "--port", "0", "--dsn", dsn)
+	_, errOut, done := startDev(ctx, "dev", "--port", "0", "--dead-letters", "--dsn", dsn)
 	addr := waitFor(t, errOut, brokersRE, done)[1]
 	waitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	env := map[string]string{"FIELDWORK_BROKERS": addr, "FIELDWORK_DSN": dsn, "USER": "dev"}
