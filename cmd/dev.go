@@ -195,7 +195,7 @@ func devTry(stack *devstack.Stack) []string {
 	}
 	d := " --dsn " + stack.DSN
 	return append(try,
-		"fieldwork consume --topic tasks --group task-projection --handler projection --stop-when-idle 3s"+b+d,
+		"fieldwork consume --topic tasks --group task-projection --handler projection --migrate --stop-when-idle 3s"+b+d,
 		"fieldwork dlq list --consumer task-projection"+b+d,
 		"fieldwork replay --from tasks.dlq"+b+d,
 		"fieldwork processed stats"+d,
