@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,7 +154,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 	if len(page.Rows) == 0 {
 		return p.Object(rep, pruneSections(p, rep))
 	}
-	counts, err := pruneCandidates(ctx, st, opts.names(), opts.Consumer, before)
+	counts, err := st.PruneCandidates(ctx, opts.Consumer, before)
 	if err != nil {
 		return storeError(err, opts.names())
 	}
@@ -192,73 +191,9 @@ func forConsumer(c string) string {
 
 // topicCount is how many markers to delete recorded a topic; Topic is "" for markers that
 // recorded none (NULL).
-type topicCount struct {
-	Topic   string
-	Markers int64
-}
-
-// pruneCandidates counts the markers processed before t per recorded topic, with one
-// GROUP BY on the processed_at index. The store has no such query of its own, so it runs
-// through a transaction of the store; every name in it is a validated identifier (the store
-// was opened with them) and every value a bind parameter.
-func pruneCandidates(ctx context.Context, st *dedup.Store, o dedup.Options, consumer string, t time.Time) ([]topicCount, error) {
-	cols := o.Columns
-	topicCol, atCol, consumerCol := orDefault(cols.Topic, dedup.DefaultColumns.Topic),
-		orDefault(cols.ProcessedAt, dedup.DefaultColumns.ProcessedAt), orDefault(cols.Consumer, dedup.DefaultColumns.Consumer)
-	for _, c := range []string{topicCol, atCol, consumerCol} {
-		if err := dedup.ValidateIdentifier("column", c); err != nil {
-			return nil, err
-		}
-	}
-	var bound any = t
-	if st.Driver() == "sqlite" {
-		// processed_at is TEXT with millisecond precision there; round up like the store does,
-		// so "before t" includes exactly the markers Prune deletes.
-		bound = t.UTC().Add(time.Millisecond - 1).Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
-	}
-	q := fmt.Sprintf(`SELECT %s, count(*) FROM %s WHERE %s < $1`, quoteIdent(topicCol), st.Table(), quoteIdent(atCol))
-	args := []any{bound}
-	if consumer != "" {
-		q += fmt.Sprintf(` AND %s = $2`, quoteIdent(consumerCol))
-		args = append(args, consumer)
-	}
-	q += " GROUP BY 1 ORDER BY 1"
-	var out []topicCount
-	err := st.InTx(ctx, func(tx *dedup.Tx) error {
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var topic sql.NullString
-			var n int64
-			if err := rows.Scan(&topic, &n); err != nil {
-				return err
-			}
-			out = append(out, topicCount{Topic: topic.String, Markers: n})
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("find the source topics of the markers in %s: %w", st.Table(), err)
-	}
-	return out, nil
-}
-
-// quoteIdent double-quotes a validated identifier.
-func quoteIdent(id string) string { return `"` + id + `"` }
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 // checkReplayHorizon fills rep.Topics and refuses, unless --force, to prune markers that a
 // replay could still need.
-func checkReplayHorizon(ctx context.Context, opts *ProcessedPruneOptions, rep *pruneReport, counts []topicCount) error {
+func checkReplayHorizon(ctx context.Context, opts *ProcessedPruneOptions, rep *pruneReport, counts []dedup.TopicCount) error {
 	byTopic := map[string]int64{}
 	var noTopic int64
 	for _, c := range counts {

@@ -328,6 +328,20 @@ func (s *Store) Prune(ctx context.Context, consumer string, olderThan time.Time,
 	}
 }
 
+// TopicCount is how many markers recorded one source topic ("" when none was recorded).
+type TopicCount = dedupdriver.TopicCount
+
+// PruneCandidates counts, per recorded source topic, the markers Prune would delete for the
+// same consumer and bound, so that a caller can check the topics' retention (the replay
+// horizon) before pruning. One GROUP BY on the processed_at index.
+func (s *Store) PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]TopicCount, error) {
+	out, err := s.drv.PruneCandidates(ctx, consumer, olderThan.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("find the source topics of the markers in %s: %w", s.Table(), err)
+	}
+	return out, nil
+}
+
 // Forget deletes consumer's markers of eventIDs (every consumer's when
 // consumer is empty) in one transaction and returns the rows it removed, so
 // that the events are processed again when redelivered or replayed. Either

@@ -936,6 +936,18 @@ func testPruneBoundaries(t *testing.T, fresh Fresh) {
 	claimAt(t, st, "c", cutoff.Add(time.Millisecond), "new-1ms")
 	claimAt(t, st, "other", cutoff.Add(-time.Hour), "other-old")
 
+	// The candidates are exactly what the same prune deletes, counted per recorded topic
+	// (claimAt records none).
+	for _, c := range []struct {
+		consumer string
+		want     int64
+	}{{"c", 2}, {"", 3}} {
+		got, err := st.PruneCandidates(ctx, c.consumer, cutoff)
+		if err != nil || len(got) != 1 || got[0].Topic != "" || got[0].Markers != c.want {
+			t.Fatalf("prune candidates for %q: %+v, %v; want %d markers with no topic", c.consumer, got, err, c.want)
+		}
+	}
+
 	n, err := st.Prune(ctx, "c", cutoff, 100, nil)
 	if err != nil || n != 2 {
 		t.Fatalf("prune c before the cutoff: %d, %v; want 2", n, err)

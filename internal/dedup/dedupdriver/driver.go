@@ -207,9 +207,18 @@ type Driver interface {
 	Stats(ctx context.Context, f StatsFilter, now time.Time) ([]ConsumerStats, *Sizes, error)
 	Lookup(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
 	PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error)
+	// PruneCandidates counts, per recorded topic, the markers PruneBatch would delete for
+	// the same consumer and bound (all consumers' when consumer is empty).
+	PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]TopicCount, error)
 	Forget(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
 
 	// IsTransient reports whether err is worth retrying (connection lost,
 	// serialization failure, deadlock, database busy).
 	IsTransient(err error) bool
+}
+
+// TopicCount is how many markers recorded one source topic ("" when none was recorded).
+type TopicCount struct {
+	Topic   string `json:"topic"`
+	Markers int64  `json:"markers"`
 }

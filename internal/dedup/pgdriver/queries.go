@@ -23,7 +23,10 @@ type statements struct {
 	forgetOne string
 	pruneAll  string
 	pruneOne  string
-	c         dedupdriver.Columns // quoted
+	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
+	candidatesAll string
+	candidatesOne string
+	c             dedupdriver.Columns // quoted
 }
 
 func buildStatements(table string, raw dedupdriver.Columns) statements {
@@ -63,6 +66,8 @@ ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s = ANY($1::text[]) RETURNING %s`, table, c.Consumer, c.EventID, cols)
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
 	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
+	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt)
+	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 AND %[4]s = $2 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt, c.Consumer)
 	return s
 }
 
@@ -241,4 +246,33 @@ func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]
 		return d.collect(d.pool.Query(ctx, d.sql.forgetAll, keys))
 	}
 	return d.collect(d.pool.Query(ctx, d.sql.forgetOne, keys, consumer))
+}
+
+// PruneCandidates counts, per recorded topic, the markers PruneBatch would delete.
+func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]dedupdriver.TopicCount, error) {
+	query, args := d.sql.candidatesAll, []any{olderThan}
+	if consumer != "" {
+		query, args = d.sql.candidatesOne, append(args, consumer)
+	}
+	rows, err := d.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.TopicCount
+	for rows.Next() {
+		var topic *string
+		var tc dedupdriver.TopicCount
+		if err := rows.Scan(&topic, &tc.Markers); err != nil {
+			return nil, d.classify(err)
+		}
+		if topic != nil {
+			tc.Topic = *topic
+		}
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }

@@ -27,7 +27,10 @@ type statements struct {
 	forgetOne string
 	pruneAll  string
 	pruneOne  string
-	c         dedupdriver.Columns // quoted
+	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
+	candidatesAll string
+	candidatesOne string
+	c             dedupdriver.Columns // quoted
 }
 
 func buildStatements(table string, raw dedupdriver.Columns) statements {
@@ -50,6 +53,8 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.Consumer, c.EventID, cols)
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
 	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
+	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt)
+	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 AND %[4]s = $2 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt, c.Consumer)
 	return s
 }
 
@@ -271,4 +276,31 @@ func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]
 		return d.collect(d.db.QueryContext(ctx, d.sql.forgetAll, arr))
 	}
 	return d.collect(d.db.QueryContext(ctx, d.sql.forgetOne, arr, consumer))
+}
+
+// PruneCandidates counts, per recorded topic, the markers PruneBatch would delete.
+func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]dedupdriver.TopicCount, error) {
+	query, args := d.sql.candidatesAll, []any{formatBound(olderThan)}
+	if consumer != "" {
+		query, args = d.sql.candidatesOne, append(args, consumer)
+	}
+	rows, err := d.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	var out []dedupdriver.TopicCount
+	for rows.Next() {
+		var topic sql.NullString
+		var tc dedupdriver.TopicCount
+		if err := rows.Scan(&topic, &tc.Markers); err != nil {
+			return nil, d.classify(err)
+		}
+		tc.Topic = topic.String
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }
