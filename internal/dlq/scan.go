@@ -164,12 +164,12 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 			if r.Len() == 0 {
 				continue
 			}
-			if err = readRanges(ctx, s.c, []kafka.PartitionRange{r}, each); err != nil {
+			if err = s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
 				break
 			}
 		}
 	} else {
-		err = readRanges(ctx, s.c, s.ranges, each)
+		err = s.c.Read(ctx, s.ranges, each)
 	}
 	if errors.Is(err, ErrStop) {
 		res.Stopped, err = true, nil

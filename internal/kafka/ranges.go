@@ -215,6 +215,18 @@ func Total(ranges []PartitionRange) int64 {
 	return n
 }
 
+// Fetch sizes of Read. franz-go decodes a whole fetch response into records as soon as it
+// arrives, and event and dead-letter topics compress well: 32 MiB fetches became several
+// hundred MiB of decoded records at once on a topic of a million records. Fetches of at most
+// 512 KiB (256 KiB a partition), one more in flight while the previous one is processed, keep
+// a reader under 100 MiB and still read faster than kcat (internal/dlq/bench). A broker sends
+// a batch larger than the limit anyway, so nothing stalls.
+const (
+	readFetchMaxBytes     = 512 << 10
+	readFetchPartBytes    = 256 << 10
+	readConcurrentFetches = 2
+)
+
 // Read calls fn for every record in ranges, per partition in offset order (partitions
 // interleave), and returns when every range is exhausted. It never waits for records beyond
 // the planned end offsets: it reads committed data with control records kept, so a
@@ -242,8 +254,9 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		kgo.ConsumePartitions(consume),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(32<<20),
-		kgo.FetchMaxPartitionBytes(8<<20),
+		kgo.FetchMaxBytes(readFetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(readFetchPartBytes),
+		kgo.MaxConcurrentFetches(readConcurrentFetches),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -255,7 +268,8 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		left += len(ps)
 	}
 	for left > 0 {
-		fetches := cl.PollRecords(ctx, 10000)
+		// The whole buffered fetch at once: the next one is fetched while this one is read.
+		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
 		}
