@@ -93,7 +93,7 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	}
 
 	last := recs[len(recs)-1]
-	w.finished = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+	w.finish(kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1})
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err := e.cl.CommitRecords(cctx, last)
 	cancel()

@@ -55,6 +55,8 @@ type Engine struct {
 
 	done chan struct{} // closed when Run returns
 
+	idle idleCheck
+
 	mu       sync.Mutex
 	workers  map[tp]*worker
 	joined   bool
@@ -109,6 +111,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		// A paused partition that is resumed is fetched in the next fetch request, after the
+		// one in flight returns: keep that wait short.
+		kgo.FetchMaxWait(time.Second),
+		// Without incremental fetch sessions (KIP-227): pausing and resuming partitions
+		// changes the fetch set often, and a full fetch request each time is the simplest
+		// state for the broker and the client to agree on.
+		kgo.DisableFetchSessions(),
 		kgo.OnPartitionsAssigned(e.assigned),
 		kgo.OnPartitionsRevoked(e.revoked),
 		kgo.OnPartitionsLost(e.lost),
@@ -197,8 +206,7 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 			e.log.Info("shutting down: draining in-flight batches", "timeout", e.o.ShutdownTimeout.String())
 			return nil
 		}
-		if e.idleFor(e.o.StopWhenIdle) {
-			e.log.Info("no records for a while and nothing in flight: stopping", "stop_when_idle", e.o.StopWhenIdle.String())
+		if e.idle.done(runCtx, e) {
 			return nil
 		}
 		if st := e.Stats(); time.Since(lastProgress) >= progressEvery && st != lastStats {
@@ -242,24 +250,6 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 			e.fail(fmt.Errorf("records for %s/%d arrived with no worker for the partition", orphan.topic, orphan.partition))
 		}
 	}
-}
-
-// idleFor reports whether StopWhenIdle applies now.
-func (e *Engine) idleFor(d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.joined || time.Since(e.lastRecv) < d {
-		return false
-	}
-	for _, w := range e.workers {
-		if !w.idle() {
-			return false
-		}
-	}
-	return true
 }
 
 // assigned starts a worker per new partition. With BlockRebalanceOnPoll it runs between

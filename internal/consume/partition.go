@@ -37,16 +37,18 @@ type worker struct {
 	wake     chan struct{}
 
 	// finished is one past the last record whose batch is done (database committed, dead
-	// letters acknowledged); committed is the offset Kafka acknowledged. Offset -1: none yet.
-	// Only the worker goroutine writes them while it runs; the engine reads them after it
-	// has exited, to commit what is done and not yet committed.
+	// letters acknowledged), written under mu; committed is the offset Kafka acknowledged,
+	// written by the worker goroutine only. Offset -1: none yet. After the worker has exited
+	// the engine reads both, to commit what is done and not yet committed.
 	finished, committed kgo.EpochOffset
 }
+
+func (t tp) asMap() map[string][]int32 { return map[string][]int32{t.topic: {t.partition}} }
 
 func newWorker(e *Engine, t tp) *worker {
 	ctx, cancel := context.WithCancel(e.hardCtx)
 	return &worker{
-		e: e, tp: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		e: e, tp: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), hw: -1,
 		finished: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: kgo.EpochOffset{Epoch: -1, Offset: -1},
 	}
 }
@@ -58,14 +60,13 @@ func (w *worker) enqueue(recs []*kgo.Record, hw int64) {
 	w.mu.Lock()
 	w.queue = append(w.queue, recs...)
 	w.hw = hw
-	pause := !w.paused && len(w.queue) >= w.highWater()
-	if pause {
+	if !w.paused && len(w.queue) >= w.highWater() {
+		// Under w.mu, so that the client's pause state and w.paused never disagree (a
+		// resume overtaking this pause would leave the partition paused for good).
 		w.paused = true
+		w.e.cl.PauseFetchPartitions(w.tp.asMap())
 	}
 	w.mu.Unlock()
-	if pause {
-		w.e.cl.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
-	}
 	w.signal()
 }
 
@@ -89,11 +90,19 @@ func (w *worker) stop() {
 // committed.
 func (w *worker) abort() { w.cancel() }
 
-// idle reports whether the worker has nothing queued and nothing in flight.
-func (w *worker) idle() bool {
+// idle reports whether the worker has nothing queued and nothing in flight, and the offset
+// after the last record it finished (-1: none yet).
+func (w *worker) idle() (idle bool, finished int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.queue) == 0 && !w.inFlight
+	return len(w.queue) == 0 && !w.inFlight, w.finished.Offset
+}
+
+// finish records that every record before off is done.
+func (w *worker) finish(off kgo.EpochOffset) {
+	w.mu.Lock()
+	w.finished = off
+	w.mu.Unlock()
 }
 
 // take waits for the next batch; nil means exit.
@@ -109,15 +118,12 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 			batch := w.queue[:n:n]
 			w.queue = w.queue[n:]
 			w.inFlight = true
-			resume := w.paused && len(w.queue) < w.highWater()/2
-			if resume {
+			if w.paused && len(w.queue) < w.highWater()/2 {
 				w.paused = false
+				w.e.cl.ResumeFetchPartitions(w.tp.asMap())
 			}
 			hw := w.hw
 			w.mu.Unlock()
-			if resume {
-				w.e.cl.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
-			}
 			return batch, hw
 		}
 		w.mu.Unlock()
@@ -133,17 +139,26 @@ func (w *worker) run() {
 	defer func() {
 		// A partition paused when it is revoked would stay paused if it came back.
 		w.mu.Lock()
-		paused := w.paused
-		w.paused = false
-		w.mu.Unlock()
-		if paused {
-			w.e.cl.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		if w.paused {
+			w.paused = false
+			w.e.cl.ResumeFetchPartitions(w.tp.asMap())
 		}
+		w.mu.Unlock()
 	}()
+	first := true
 	for {
 		batch, hw := w.take()
 		if batch == nil {
 			return
+		}
+		if first {
+			first = false
+			w.e.log.Info("partition resumes", "topic", w.tp.topic, "partition", w.tp.partition,
+				"offset", batch[0].Offset, "high_watermark", hw)
+		} else if batch[0].Offset != w.finished.Offset {
+			// Normal after transaction markers or compaction; anything else is a bug.
+			w.e.log.Debug("offsets skipped between batches", "topic", w.tp.topic, "partition", w.tp.partition,
+				"expected", w.finished.Offset, "got", batch[0].Offset)
 		}
 		err := w.e.runBatch(w, batch, hw)
 		w.mu.Lock()
