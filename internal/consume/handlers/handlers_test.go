@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// sqliteStore is a migrated store in a temporary SQLite file.
+func sqliteStore(t *testing.T) *dedup.Store {
+	t.Helper()
+	st, err := dedup.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "fw.db"), dedup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func newHandler(t *testing.T, st *dedup.Store, name string, cfg Config) consume.Handler {
+	t.Helper()
+	cfg.Consumer, cfg.Driver = "c1", st.Driver()
+	h, err := New(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := h.(consume.Checker); ok {
+		err := st.InTx(context.Background(), func(tx *dedup.Tx) error { return c.Check(context.Background(), tx) })
+		if !errors.Is(err, ErrTableMissing) {
+			t.Errorf("Check before Migrate: %v, want ErrTableMissing", err)
+		}
+	}
+	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+		t.Fatalf("migrating twice: %v", err)
+	}
+	if _, err := consume.Prepare(context.Background(), st, h, false); err != nil {
+		t.Fatalf("check after migrate: %v", err)
+	}
+	return h
+}
+
+func taskEvent(id, typ string, version int64) envelope.Event {
+	data, _ := json.Marshal(map[string]any{"task_id": "task-1", "status": "open", "title": "t"})
+	return envelope.Event{ID: id, Type: typ, AggregateType: "task", AggregateID: "task-1", Version: version, HasVersion: true,
+		Data: data, Time: time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)}
+}
+
+func handle(t *testing.T, st *dedup.Store, h consume.Handler, ev envelope.Event) (consume.Outcome, error) {
+	t.Helper()
+	var out consume.Outcome
+	var herr error
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		out, herr = h.Handle(context.Background(), tx, ev, &kgo.Record{Topic: "tasks", Partition: 1, Offset: 7})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, herr
+}
+
+func TestProjectionOnSQLite(t *testing.T) {
+	st := sqliteStore(t)
+	h := newHandler(t, st, NameProjection, Config{})
+	steps := []struct {
+		ev   envelope.Event
+		want consume.Outcome
+	}{
+		{taskEvent("e1", "task.created", 1), consume.Applied},
+		{taskEvent("e2", "task.assigned", 2), consume.Applied},
+		{taskEvent("e2b", "task.created", 1), consume.Stale},    // older: no-op
+		{taskEvent("e2c", "task.assigned", 2), consume.Stale},   // equal: no-op
+		{taskEvent("e5", "task.completed", 5), consume.Applied}, // a gap of 2
+	}
+	for _, s := range steps {
+		out, err := handle(t, st, h, s.ev)
+		if err != nil || out != s.want {
+			t.Fatalf("%s v%d: %v %v, want %v", s.ev.ID, s.ev.Version, out, err, s.want)
+		}
+	}
+	table, _ := Table("sqlite", "", TableTaskState)
+	if table != `"fieldwork_task_state"` {
+		t.Errorf("table %s", table)
+	}
+	var version, applied, stale, gaps int64
+	var typ, status string
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT version, applied_events, stale_events, version_gaps, event_type, status FROM `+table+` WHERE consumer = 'c1' AND aggregate_id = 'task-1'`).
+			Scan(&version, &applied, &stale, &gaps, &typ, &status)
+	})
+	if err != nil || version != 5 || applied != 3 || stale != 2 || gaps != 1 || typ != "task.completed" || status != "open" {
+		t.Errorf("row: version %d applied %d stale %d gaps %d type %s status %s (%v)", version, applied, stale, gaps, typ, status, err)
+	}
+
+	bad := []struct {
+		name string
+		ev   envelope.Event
+		perm bool
+	}{
+		{"unknown type", taskEvent("x1", "task.archived", 9), true},
+		{"no version", func() envelope.Event { e := taskEvent("x2", "task.started", 0); e.HasVersion = false; return e }(), true},
+		{"no aggregate", func() envelope.Event { e := taskEvent("x3", "task.started", 9); e.AggregateID = ""; return e }(), true},
+		{"data not an object", func() envelope.Event {
+			e := taskEvent("x4", "task.started", 9)
+			e.Data = json.RawMessage(`"x"`)
+			return e
+		}(), true},
+	}
+	for _, b := range bad {
+		_, err := handle(t, st, h, b.ev)
+		if !consume.IsPermanent(err) {
+			t.Errorf("%s: %v, want a permanent failure", b.name, err)
+		}
+	}
+}
+
+func TestAuditOnSQLite(t *testing.T) {
+	st := sqliteStore(t)
+	h := newHandler(t, st, NameAudit, Config{})
+	for _, id := range []string{"a", "b", "c"} {
+		if out, err := handle(t, st, h, taskEvent(id, "anything.at.all", 1)); err != nil || out != consume.Applied {
+			t.Fatalf("%s: %v %v", id, out, err)
+		}
+	}
+	var n int64
+	table, _ := Table("sqlite", "", TableAuditLog)
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE "partition" = 1 AND "offset" = 7 AND occurred_at = '2025-03-03T09:00:00.000000Z'`).Scan(&n)
+	})
+	if err != nil || n != 3 {
+		t.Errorf("audit rows %d (%v)", n, err)
+	}
+}
+
+func TestWebhookOnSQLite(t *testing.T) {
+	codes := map[string]int{"ok": 200, "busy": 503, "limited": 429, "gone": 404, "moved": 301}
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev envelope.Event
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		keys = append(keys, r.Header.Get(HeaderIdempotencyKey))
+		if codes[ev.ID] == 301 {
+			w.Header().Set("Location", "/elsewhere")
+		}
+		w.WriteHeader(codes[ev.ID])
+	}))
+	defer srv.Close()
+	st := sqliteStore(t)
+	h := newHandler(t, st, NameWebhook, Config{WebhookURL: srv.URL, HTTPClient: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
+
+	if out, err := handle(t, st, h, taskEvent("ok", "t", 1)); err != nil || out != consume.Applied {
+		t.Fatalf("ok: %v %v", out, err)
+	}
+	if keys[0] != consume.IdempotencyKey("c1", "ok") {
+		t.Errorf("key %q", keys[0])
+	}
+	for id, retryable := range map[string]bool{"busy": true, "limited": true, "gone": false, "moved": false} {
+		_, err := handle(t, st, h, taskEvent(id, "t", 1))
+		if consume.IsRetryable(err) != retryable || consume.IsPermanent(err) == retryable {
+			t.Errorf("%s: %v; retryable %v", id, err, retryable)
+		}
+	}
+	// Unreachable: retryable, and the message names the URL without its password.
+	dead, err := New(NameWebhook, Config{Consumer: "c1", Driver: "sqlite", WebhookURL: "http://user:secret@127.0.0.1:1/hook", WebhookTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = handle(t, st, dead, taskEvent("x", "t", 1))
+	if !consume.IsRetryable(err) || strings.Contains(err.Error(), "secret") {
+		t.Errorf("unreachable: %v", err)
+	}
+	// Delivered twice (a forgotten marker, a replay): one row, deliveries 2.
+	if _, err := handle(t, st, h, taskEvent("ok", "t", 1)); err != nil {
+		t.Fatal(err)
+	}
+	table, _ := Table("sqlite", "", TableWebhookDeliveries)
+	var deliveries, code int
+	err = st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT deliveries, status_code FROM `+table+` WHERE consumer = 'c1' AND event_id = 'ok'`).Scan(&deliveries, &code)
+	})
+	if err != nil || deliveries != 2 || code != 200 {
+		t.Errorf("deliveries %d status %d (%v)", deliveries, code, err)
+	}
+
+	if _, err := New(NameWebhook, Config{Consumer: "c1", Driver: "sqlite"}); err == nil {
+		t.Error("webhook without a URL")
+	}
+	if _, err := New(NameWebhook, Config{Consumer: "c1", Driver: "sqlite", WebhookURL: "ftp://x"}); err == nil {
+		t.Error("webhook with an ftp URL")
+	}
+	if _, err := New("email", Config{Consumer: "c1", Driver: "sqlite"}); err == nil {
+		t.Error("unknown handler")
+	}
+}
+
+func TestTableNames(t *testing.T) {
+	for _, tc := range []struct{ driver, schema, want string }{
+		{"postgres", "", `"fieldwork"."task_state"`},
+		{"postgres", "billing", `"billing"."task_state"`},
+		{"sqlite", "billing", `"billing_task_state"`},
+		{"sqlite", "main", `"task_state"`},
+	} {
+		if got, err := Table(tc.driver, tc.schema, TableTaskState); err != nil || got != tc.want {
+			t.Errorf("%s %q: %s %v, want %s", tc.driver, tc.schema, got, err, tc.want)
+		}
+	}
+	if _, err := Table("postgres", `x"; drop table y; --`, TableTaskState); err == nil {
+		t.Error("an invalid schema name was accepted")
+	}
+}

@@ -1,0 +1,97 @@
+package consume_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// slow delays every event, so that a rebalance happens while batches are in flight.
+type slow struct {
+	consume.Handler
+	delay time.Duration
+}
+
+func (s slow) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	time.Sleep(s.delay)
+	return s.Handler.Handle(ctx, tx, ev, rec)
+}
+
+// TestRebalance: a second member joins the group while the first is busy (partitions move
+// from one to the other mid-stream), then the first shuts down (its partitions move again).
+// Whatever moved is neither lost nor applied twice.
+func TestRebalance(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, dlqTopic := topics(t, 4)
+	recs, man, err := sample.Generate(sample.Options{Seed: 41, Aggregates: 300, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+	group := testenv.Name(t, "projection-rebalance")
+	h := slow{handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), 2 * time.Millisecond}
+
+	start := func(ctx context.Context, stopWhenIdle time.Duration) (*consume.Engine, chan error) {
+		o := engineOpts(t, st, h, topic, group)
+		o.BatchMax = 50
+		o.StopWhenIdle = stopWhenIdle
+		e, err := consume.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		return e, done
+	}
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	ctxA, stopA := context.WithCancel(context.Background())
+	defer stopA()
+	a, doneA := start(ctxA, 0)
+	waitFor("the first member to start", func() bool { return a.Stats().Processed > 200 })
+	ctxB, stopB := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stopB()
+	b, doneB := start(ctxB, 4*time.Second)
+	waitFor("the second member to get partitions", func() bool { return b.Stats().Processed > 100 })
+	atHandover := a.Stats()
+	stopA() // drain, commit, leave: the rest moves to b
+	if err := <-doneA; err != nil {
+		t.Fatalf("first member: %v", err)
+	}
+	if err := <-doneB; err != nil {
+		t.Fatalf("second member: %v", err)
+	}
+	sa, sb := a.Stats(), b.Stats()
+
+	applied, stale := checkProjection(t, st, schema, group, man)
+	dls := readAll(t, dlqTopic)
+	report := fmt.Sprintf("rebalance: first member %d records (%d when the second took partitions), second %d; duplicates seen %d+%d; "+
+		"applied_events %d (want %d), stale_events %d (want %d), dead letters %d",
+		sa.Records, atHandover.Records, sb.Records, sa.Duplicates, sb.Duplicates, applied, man.Events, stale, len(man.Stale), len(dls))
+	t.Log(report)
+	if sa.Records+sb.Records < int64(len(recs)) {
+		t.Errorf("the members saw %d records in all, fewer than the %d produced", sa.Records+sb.Records, len(recs))
+	}
+	if len(dls) != 0 {
+		t.Errorf("%d dead letters", len(dls))
+	}
+}
