@@ -339,7 +339,7 @@ func checkSections(p *output.Printer, rep *checkReport, maxMissing int) []output
 		{"events", strconv.FormatInt(rep.Events, 10)},
 		{"with marker", strconv.FormatInt(rep.WithMarker, 10)},
 		{"missing", missing},
-		{"malformed", strconv.FormatInt(rep.Malformed, 10) + st.Dim.Render(" (no event id: dead-lettered, never marked)")},
+		{"malformed", strconv.FormatInt(rep.Malformed, 10) + st.Dim.Render(" (not recognisable as events: a consumer dead-letters them, never marks them)")},
 	}}
 	sections := []output.Section{overview}
 	if len(rep.MissingRecords) > 0 {

@@ -299,6 +299,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 			fmt.Fprintf(opts.Streams.ErrOut, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3\n",
 				plural(rep.Counts.Quarantined, "record"), rep.MaxReplays)
 		}
+		warnMalformed(opts.Streams, rep)
 		fmt.Fprintln(opts.Streams.ErrOut, "dry run: nothing was sent; add --execute --reason \"…\" to send")
 		return nil
 	}
@@ -309,6 +310,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", rep.Source, plural(rep.Counts.Read, "record"))
 		return nil
 	}
+	warnMalformed(opts.Streams, rep)
 	if err := opts.Confirm(opts.Yes, replayConfirmQuestion("send", rep)); err != nil {
 		return err
 	}
@@ -427,4 +429,13 @@ func replayExecProgress(s *output.Streams, toSend int64) (func(replay.Progress),
 		}
 	}
 	return fn, done
+}
+
+// warnMalformed says, before anything is sent, that replaying malformed dead letters cannot
+// help: their bytes are what failed.
+func warnMalformed(s *output.Streams, rep *replay.Report) {
+	if n := rep.Counts.MalformedToSend; n > 0 {
+		fmt.Fprintf(s.ErrOut, "warning: %s to send were dead-lettered as malformed: the same bytes will fail again; "+
+			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", plural(n, "record"))
+	}
 }

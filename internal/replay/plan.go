@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
@@ -107,6 +108,9 @@ type Counts struct {
 	Skipped     int64 `json:"skipped"`
 	AlreadySent int64 `json:"already_sent"`
 	Problems    int64 `json:"problems"`
+	// MalformedToSend counts the records to send that were dead-lettered as malformed: the
+	// same bytes fail the same way again, whatever was fixed downstream.
+	MalformedToSend int64 `json:"malformed_to_send"`
 }
 
 // Report is what a dry run prints: where the records would go, what the loop guard holds
@@ -194,6 +198,9 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			}
 		case OutcomeSend:
 			rep.Counts.ToSend++
+			if d.reason == dlq.ReasonMalformed {
+				rep.Counts.MalformedToSend++
+			}
 			part, err := targets.partitionOf(ctx, d)
 			if err != nil {
 				return err
