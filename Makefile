@@ -5,7 +5,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build test vet services stop-services fuzz
+.PHONY: build test vet services stop-services fuzz docs
 
 build:
 	$(GO) build -o bin/fieldwork .
@@ -28,3 +28,7 @@ stop-services:
 # A short fuzzing pass over the decoders that read bytes from a broker.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./internal/envelope
+
+# The markdown reference and man pages, generated from the command tree (a test checks them).
+docs:
+	$(GO) run . docs --markdown-dir docs/reference --man-dir docs/man

@@ -46,6 +46,9 @@ docs/reference and docs/man; a test fails when they are out of date (make docs r
 // whatever pages were there.
 func GenerateDocs(root *cobra.Command, opts *DocsOptions) error {
 	root.DisableAutoGenTag = true
+	// cobra adds the completion command when it executes; add it here too, so that generating
+	// from a tree that was never executed (as the docs test does) gives the same pages.
+	root.InitDefaultCompletionCmd()
 	if opts.MarkdownDir != "" {
 		if err := freshDir(opts.MarkdownDir, "*.md"); err != nil {
 			return err
