@@ -4,21 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
-	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ErrNoRecord is returned (wrapped) when an offset inside a partition's bounds holds no
 // readable record: it was compacted away, belongs to an aborted transaction or is a
 // transaction marker.
-var ErrNoRecord = errors.New("no record at this offset")
+var ErrNoRecord = kafka.ErrNoRecord
 
 // RecordReport is one record, decoded as far as it goes.
 type RecordReport struct {
@@ -67,41 +64,11 @@ func (r *RecordReport) PrettyValue() string {
 // no readable record wraps ErrNoRecord; an offset beyond the last stable offset (an open
 // transaction) says so.
 func Record(ctx context.Context, c *kafka.Cluster, topic string, partition int32, offset int64) (*RecordReport, error) {
-	bounds, err := c.Bounds(ctx, topic)
+	rec, err := c.Fetch(ctx, topic, partition, offset)
 	if err != nil {
 		return nil, err
 	}
-	var b *kafka.PartitionBounds
-	for i := range bounds {
-		if bounds[i].Partition == partition {
-			b = &bounds[i]
-		}
-	}
-	switch {
-	case b == nil:
-		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, partition, len(bounds)-1)
-	case b.HighWatermark <= b.LogStart:
-		return nil, fwerr.Usagef("offset %d is outside %s/%d, which holds no records (log start and high watermark %d)", offset, topic, partition, b.HighWatermark)
-	case offset < b.LogStart || offset >= b.HighWatermark:
-		return nil, fwerr.Usagef("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
-	case offset >= b.LastStable:
-		return nil, fmt.Errorf("%s/%d@%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, b.LastStable)
-	}
-	ranges := []kafka.PartitionRange{{Topic: topic, Partition: partition, Start: offset, End: offset + 1, LogStart: b.LogStart, HighWatermark: b.HighWatermark}}
-	var found *kgo.Record
-	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
-		if rec.Offset == offset {
-			found = rec
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s/%d@%d: %w", topic, partition, offset, err)
-	}
-	if found == nil {
-		return nil, fmt.Errorf("%s/%d@%d: %w (compacted away, aborted, or a transaction marker)", topic, partition, offset, ErrNoRecord)
-	}
-	return recordReport(found), nil
+	return recordReport(rec), nil
 }
 
 func recordReport(rec *kgo.Record) *RecordReport {
