@@ -120,34 +120,10 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 	}
 	sections := []output.Section{rec, headers}
 	if ev := rep.Event; ev != nil {
-		version := strconv.FormatInt(ev.Version, 10)
-		if !ev.HasVersion {
-			version = st.Warn.Render("none")
-		}
-		evs := output.Section{Title: "Event (" + string(ev.Format) + ")", Fields: [][2]string{
-			{"event_id", ev.ID},
-			{"type", orDash(ev.Type)},
-		}}
-		if ev.Source != "" {
-			evs.Fields = append(evs.Fields, [2]string{"source", ev.Source})
-		}
-		if ev.Subject != "" {
-			evs.Fields = append(evs.Fields, [2]string{"subject", ev.Subject})
-		}
-		evs.Fields = append(evs.Fields,
-			[2]string{"time", formatTime(ev.Time)},
-			[2]string{"aggregate_type", orDash(ev.AggregateType)},
-			[2]string{"aggregate_id", orDash(ev.AggregateID)},
-			[2]string{"version", version},
-		)
-		sections = append(sections, evs)
+		sections = append(sections, eventSection(st, ev))
 	}
 	if m := rep.Malformed; m != nil {
-		sections = append(sections, output.Section{Title: "Malformed: not a recognisable event", Fields: [][2]string{
-			{"format", orDash(m.Format)},
-			{"field", orDash(m.Field)},
-			{"reason", st.Bad.Render(m.Reason)},
-		}})
+		sections = append(sections, malformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
 	value := output.Section{Title: "Value", Text: rep.PrettyValue()}
 	switch {
