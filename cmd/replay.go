@@ -284,6 +284,24 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Execute && replaySinglePass(ctx, opts.Yes, c, plan) {
+		progress, done := replayExecProgress(opts.Streams, -1)
+		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{
+			RunID:      replay.NewRunID(opts.Now()),
+			Operator:   replay.Operator(opts.Operator, opts.Getenv),
+			Reason:     opts.Reason,
+			Rate:       opts.Rate,
+			Progress:   progress,
+			SinglePass: true,
+		})
+		done()
+		if err == nil && !sum.Recorded {
+			fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", sum.Source, plural(sum.Read, "record"))
+			return nil
+		}
+		warnMalformedSent(opts.Streams, sum)
+		return replayFinishRun(opts.replayDeps, p, sum, err)
+	}
 	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, opts.Sample)
 	if err != nil {
 		return err
@@ -324,6 +342,15 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	})
 	done()
 	return replayFinishRun(opts.replayDeps, p, sum, err)
+}
+
+// replaySinglePass tells whether an executed plan is sent in one pass, without a scan first:
+// when nothing is asked (--yes: the question would show the scan's counts) and the plan's
+// one target is known up front and exists (replay.Plan.TargetKnown, replay.CheckTarget), so
+// that no scan could refuse it. A missing target, or a failed check, takes the scan, which
+// reports the records that would have gone there.
+func replaySinglePass(ctx context.Context, yes bool, c *kafka.Cluster, plan *replay.Plan) bool {
+	return yes && plan.TargetKnown() && replay.CheckTarget(ctx, c, plan) == nil
 }
 
 // replayScanPlan reads the plan once, with progress on a terminal.
@@ -393,7 +420,7 @@ func replayFinishRun(d replayDeps, p *output.Printer, sum *replay.Summary, err e
 }
 
 // replayExecProgress keeps one line on stderr up to date while a run sends, and returns a function
-// that erases it; off a terminal both do nothing.
+// that erases it; off a terminal both do nothing. toSend < 0: not known (a single pass).
 func replayExecProgress(s *output.Streams, toSend int64) (func(replay.Progress), func()) {
 	if !s.ErrTTY {
 		return nil, func() {}
@@ -418,8 +445,12 @@ func replayExecProgress(s *output.Streams, toSend int64) (func(replay.Progress),
 		if pr.Total > 0 {
 			pct = min(100, pr.Read*100/pr.Total)
 		}
-		fmt.Fprintf(s.ErrOut, "\r\x1b[Kreplaying: %d of %d sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
-			pr.Sent, toSend, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
+		of := fmt.Sprintf(" of %d", toSend)
+		if toSend < 0 { // a single pass: not counted beforehand
+			of = ""
+		}
+		fmt.Fprintf(s.ErrOut, "\r\x1b[Kreplaying: %d%s sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
+			pr.Sent, of, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
 	}
 	done := func() {
 		mu.Lock()
@@ -437,5 +468,13 @@ func warnMalformed(s *output.Streams, rep *replay.Report) {
 	if n := rep.Counts.MalformedToSend; n > 0 {
 		fmt.Fprintf(s.ErrOut, "warning: %s to send were dead-lettered as malformed: the same bytes will fail again; "+
 			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", plural(n, "record"))
+	}
+}
+
+// warnMalformedSent is warnMalformed after a single pass, which had no scan to warn before.
+func warnMalformedSent(s *output.Streams, sum *replay.Summary) {
+	if sum != nil && sum.MalformedSent > 0 {
+		fmt.Fprintf(s.ErrOut, "warning: %s sent were dead-lettered as malformed: the same bytes will fail again; "+
+			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", plural(sum.MalformedSent, "record"))
 	}
 }

@@ -83,6 +83,17 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
 	if err != nil {
 		return storeError(err, opts.names())
 	}
+	if replaySinglePass(ctx, opts.Yes, c, plan) {
+		if plan.LostOffsets > 0 {
+			fmt.Fprintf(opts.Streams.ErrOut, "warning: %s of run %s were deleted by retention since it stopped: they cannot be replayed\n",
+				plural(plan.LostOffsets, "offset"), opts.RunID)
+		}
+		progress, done := replayExecProgress(opts.Streams, -1)
+		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{Rate: opts.Rate, Progress: progress, SinglePass: true})
+		done()
+		warnMalformedSent(opts.Streams, sum)
+		return replayFinishRun(opts.replayDeps, p, sum, err)
+	}
 	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, -1)
 	if err != nil {
 		return err

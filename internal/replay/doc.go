@@ -7,11 +7,24 @@
 //	rep, err := replay.Scan(ctx, cluster, store, plan, opts)   // a dry run: nothing is sent
 //	err = rep.Err()                                            // unroutable records, missing targets
 //	sum, err := replay.Execute(ctx, cluster, store, plan, eo)  // send, journal, checkpoint
+//	eo.SinglePass = plan.TargetKnown()                          // --to: no scan needed (below)
 //	plan, err = replay.LoadRun(ctx, cluster, store, id, force) // continue an interrupted run
 //
 // Execute reads the ranges again rather than keeping the scan's records: the ranges are
 // fixed, so the second read sees the same records, and memory stays bounded however large
 // the replay.
+//
+// Single pass. A plan whose one target is known before anything is read (Plan.TargetKnown:
+// --to with the default partitioner) needs no scan to be checked: no record of it can be
+// unroutable, the partitioner only picks partitions that exist, and CheckTarget checks the
+// --to topic. Such a plan is executed in one pass (ExecOptions.SinglePass), reading each
+// record once; the command does so with --yes (without it, the question shows the scan's
+// counts). "Nothing is sent when a target is missing" holds as with a scan: the target is
+// checked before the first read. A new run is recorded when the first selected record is
+// read, so a plan that selects nothing records no run, as after a scan. What a single pass
+// cannot do is warn about malformed dead letters before sending them: it warns afterwards.
+// Without --to, or with --to-partition original, the targets are in the records' headers and
+// only a scan of the whole range knows them all, so the plan is scanned first.
 //
 // # Decisions
 //

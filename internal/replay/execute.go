@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
@@ -49,6 +50,14 @@ type ExecOptions struct {
 	// Progress, when set, is called from the read loop every few hundred records and once at
 	// the end.
 	Progress func(Progress)
+	// SinglePass executes a plan that was not scanned first (Scan): the plan's records are
+	// read once, and sent as they are read. Only a plan whose target is known up front may be
+	// executed so (Plan.TargetKnown: --to with the default partitioner, where no record can be
+	// unroutable and every partition the partitioner picks exists); Execute checks that its
+	// target exists before it reads anything, so a missing target still means nothing was
+	// sent. A new run is then recorded when the first selected record is read: a plan that
+	// selects nothing records no run (Summary.Recorded false), as after a scan.
+	SinglePass bool
 }
 
 // Progress is a running replay's figures.
@@ -81,6 +90,14 @@ type Summary struct {
 	// journal batch.
 	DuplicateWindow int64  `json:"duplicate_window"`
 	Error           string `json:"error,omitempty"`
+
+	// Recorded is false when a single-pass run (ExecOptions.SinglePass) selected nothing: no
+	// run was journaled and nothing was sent. Read is how many records this attempt read;
+	// MalformedSent how many of the records it sent were dead-lettered as malformed (a
+	// single-pass run can only warn about them afterwards).
+	Recorded      bool  `json:"-"`
+	Read          int64 `json:"-"`
+	MalformedSent int64 `json:"-"`
 }
 
 // Err is the run's outcome as an exit code: nil when completed with nothing quarantined; a
@@ -121,8 +138,20 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	journalCtx := context.WithoutCancel(ctx)
 	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
+	if opts.SinglePass {
+		// Nothing was scanned: the one target must be known and exist before anything is read.
+		if !p.TargetKnown() {
+			return nil, errors.New("replay: a single pass needs a plan whose target is known up front (--to with the default partitioner)")
+		}
+		if err := CheckTarget(ctx, c, p); err != nil {
+			return nil, err
+		}
+	}
 
-	var base dedup.RunCounts
+	var (
+		base   dedup.RunCounts
+		create func(context.Context) error // records a new run; nil once recorded
+	)
 	if p.Resume != nil {
 		run := p.Resume.Run
 		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
@@ -146,19 +175,33 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		for _, r := range p.Ranges {
 			cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
 		}
-		if err := st.CreateReplayRun(ctx, run, cps); err != nil {
-			return nil, err
+		create = func(ctx context.Context) error { return st.CreateReplayRun(ctx, run, cps) }
+		if !opts.SinglePass {
+			if err := create(ctx); err != nil {
+				return nil, err
+			}
+			create = nil
 		}
 	}
 
 	e := &executor{
-		st: st, plan: p, opts: opts, sum: sum,
+		st: st, plan: p, opts: opts, sum: sum, create: create,
 		tr:       newTracker(p.Ranges, base),
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
 		prov:     NewProvenance(sum.RunID, sum.Reason),
 	}
 	runErr := e.run(ctx, c)
+	if e.create != nil {
+		// A single pass that selected nothing (or failed before it did): no run was recorded,
+		// nothing was sent.
+		if runErr != nil {
+			return nil, runErr
+		}
+		sum.Targets = []dedup.TargetCount{}
+		return sum, nil
+	}
+	sum.Recorded = true
 
 	status := dedup.RunCompleted
 	switch {
@@ -205,6 +248,11 @@ type executor struct {
 	sum  *Summary
 	tr   *tracker
 	prov Provenance
+	// create records a new run of a single pass when the first selected record is read; nil
+	// once the run is recorded (at once, without SinglePass).
+	create func(context.Context) error
+	// strip caches, per header key, whether outgoing drops it.
+	strip headerStripper
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -236,19 +284,29 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	defer stopRead(nil)
 	prodCtx := context.WithoutCancel(ctx)
 
+	// The flusher writes the journal of a recorded run: it starts once the run is recorded.
 	stopFlusher := make(chan struct{})
 	flusherDone := make(chan struct{})
-	go func() {
-		defer close(flusherDone)
-		e.flusher(context.WithoutCancel(ctx), stopFlusher, func(err error) { stopRead(err) })
-	}()
+	flusherStarted := false
+	startFlusher := func() {
+		flusherStarted = true
+		go func() {
+			defer close(flusherDone)
+			e.flusher(context.WithoutCancel(ctx), stopFlusher, func(err error) { stopRead(err) })
+		}()
+	}
+	if e.create == nil {
+		startFlusher()
+	}
 	defer func() {
 		select {
 		case <-stopFlusher:
 		default:
 			close(stopFlusher)
 		}
-		<-flusherDone
+		if flusherStarted {
+			<-flusherDone
+		}
 	}()
 
 	var sent map[dedup.SourceRef]bool
@@ -279,6 +337,14 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if d.outcome == OutcomeProblem {
 			return fwerr.Usagef("%s", d.problem)
 		}
+		if e.create != nil && d.outcome != OutcomeFiltered {
+			// A single pass records its run before the first selected record is handled.
+			if err := e.create(readCtx); err != nil {
+				return err
+			}
+			e.create = nil
+			startFlusher()
+		}
 		if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
 			e.sum.Quarantined = append(e.sum.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
 		}
@@ -297,7 +363,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if now := time.Now(); now.Sub(atTime) >= time.Millisecond {
 			atTime, at = now, replayAt(now)
 		}
-		out := e.prov.outgoing(d.rec, d.count, d.target, d.partition, at)
+		if d.reason == dlq.ReasonMalformed {
+			e.sum.MalformedSent++
+		}
+		out := e.prov.outgoingWith(&e.strip, d.rec, d.count, d.target, d.partition, at)
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset, EventID: eventID,
@@ -344,7 +413,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		e.tr.finish()
 	}
 	close(stopFlusher)
-	<-flusherDone
+	if flusherStarted {
+		<-flusherDone
+	}
+	e.sum.Read = read
 	if readErr == nil {
 		e.mu.Lock()
 		readErr = e.jerr

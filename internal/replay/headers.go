@@ -32,12 +32,17 @@ func NewProvenance(runID, reason string) Provenance {
 // producer stamps the time of the replay: a replay is a new delivery, and an old timestamp
 // would age the record out of a time-retained target early.
 func (p Provenance) outgoing(src *kgo.Record, count int, target string, partition int32, at []byte) *kgo.Record {
+	return p.outgoingWith(nil, src, count, target, partition, at)
+}
+
+// outgoingWith is outgoing with the header keys' verdicts cached in hs (nil: no cache).
+func (p Provenance) outgoingWith(hs *headerStripper, src *kgo.Record, count int, target string, partition int32, at []byte) *kgo.Record {
 	if p.id == nil {
 		p = NewProvenance(p.RunID, p.Reason)
 	}
 	kept := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
-	for _, h := range src.Headers {
-		if dlq.IsDeadLetterHeader(h.Key) || isReplayHeader(h.Key) {
+	for i, h := range src.Headers {
+		if hs.stripsAt(i, h.Key) {
 			continue
 		}
 		kept = append(kept, h)
@@ -69,4 +74,56 @@ func replayAt(t time.Time) []byte { return t.UTC().AppendFormat(nil, time.RFC333
 // the new provenance replaces.
 func isReplayHeader(key string) bool {
 	return len(key) >= len(dlq.ReplayHeaderPrefix) && strings.EqualFold(key[:len(dlq.ReplayHeaderPrefix)], dlq.ReplayHeaderPrefix)
+}
+
+// headerStripper remembers, per header key, whether outgoing drops it (a dead-letter header of
+// any convention, or an earlier fw.replay.* header): dead letters repeat the same few keys,
+// and deciding anew lower-cases every key of every record. It holds at most
+// maxStripperKeys keys (past that it decides without remembering). Not safe for concurrent
+// use; the nil *headerStripper decides without a cache.
+type headerStripper struct {
+	m map[string]bool
+	// prev are the previous record's keys and verdicts, position by position: consecutive
+	// dead letters usually carry the same keys in the same order, and comparing strings is
+	// cheaper than hashing them.
+	prev  []string
+	prevV []bool
+}
+
+const maxStripperKeys = 512
+
+func stripHeader(key string) bool { return dlq.IsDeadLetterHeader(key) || isReplayHeader(key) }
+
+// stripsAt is strips for the i-th header of a record.
+func (hs *headerStripper) stripsAt(i int, key string) bool {
+	if hs == nil {
+		return stripHeader(key)
+	}
+	if i < len(hs.prev) && hs.prev[i] == key {
+		return hs.prevV[i]
+	}
+	v := hs.strips(key)
+	if i < len(hs.prev) {
+		hs.prev[i], hs.prevV[i] = key, v
+	} else if i == len(hs.prev) && i < maxStripperKeys {
+		hs.prev, hs.prevV = append(hs.prev, key), append(hs.prevV, v)
+	}
+	return v
+}
+
+func (hs *headerStripper) strips(key string) bool {
+	if hs == nil {
+		return stripHeader(key)
+	}
+	if v, ok := hs.m[key]; ok {
+		return v
+	}
+	v := stripHeader(key)
+	if hs.m == nil {
+		hs.m = make(map[string]bool)
+	}
+	if len(hs.m) < maxStripperKeys {
+		hs.m[key] = v
+	}
+	return v
 }

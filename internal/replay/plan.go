@@ -57,6 +57,36 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	return &Plan{Spec: spec, Ranges: ranges}, nil
 }
 
+// TargetKnown reports whether every record the plan can send goes to one target known before
+// anything is read: --to with the default partitioner. No record of such a plan can be
+// unroutable (the problems Scan finds need a dead-letter header's topic or partition), and the
+// partitioner only picks partitions that exist, so checking that the --to topic exists
+// (CheckTarget) is all the plan-before-send check there is: it can be executed in one pass
+// (ExecOptions.SinglePass) with "nothing is sent when a target is missing" intact. With
+// --to-partition original, or without --to, the targets are in the records' headers, and only
+// a scan of the whole range knows them all before the first send.
+func (p *Plan) TargetKnown() bool {
+	return p.Spec.To != "" && p.Spec.ToPartition != PartitionOriginal
+}
+
+// CheckTarget checks that the target of a plan whose target is known (TargetKnown) exists: a
+// *MissingTargetError (nothing was sent) when it does not.
+func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
+	if !p.TargetKnown() {
+		return fmt.Errorf("replay: the targets of a replay without --to, or with --to-partition original, are known only by a scan")
+	}
+	t := newTargetCache(c)
+	n, err := t.lookup(ctx, p.Spec.To)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		m := []TargetCount{{Topic: p.Spec.To, Partition: -1}}
+		return &MissingTargetError{Targets: m, text: p.Spec.To}
+	}
+	return nil
+}
+
 // Total is the number of offsets the plan reads.
 func (p *Plan) Total() int64 { return kafka.Total(p.Ranges) }
 

@@ -535,3 +535,88 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 		t.Fatalf("resuming a completed run: %v", err)
 	}
 }
+
+// TestReplaySinglePass executes a --to plan without a scan: a missing target is refused before
+// anything is read or recorded, a plan that selects nothing records no run, and otherwise every
+// selected record reaches the target with its provenance and the run is journaled as after a
+// scan.
+func TestReplaySinglePass(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlqTopic, dst := testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil), testenv.Topic(t, 3, nil)
+	dls := deadLetters(t, cl, dlqTopic, originals(t, cl, src, 50), dlq.Meta{})
+	opts := ExecOptions{Operator: "tester", Reason: "test " + t.Name(), SinglePass: true}
+
+	// Without --to the targets are in the headers: a single pass is refused.
+	p, err := NewPlan(t.Context(), c, Spec{From: dlqTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TargetKnown() {
+		t.Fatal("a plan without --to has a known target")
+	}
+	if _, err := Execute(t.Context(), c, st, p, opts); err == nil {
+		t.Fatal("single pass without --to: no error")
+	}
+	// --to-partition original takes partitions from the headers: no single pass either.
+	if p, _ := NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst, ToPartition: PartitionOriginal}); p.TargetKnown() {
+		t.Fatal("a plan with --to-partition original has a known target")
+	}
+
+	// A missing --to topic: refused, nothing recorded.
+	missing := testenv.Name(t, "gone")
+	p, err = NewPlan(t.Context(), c, Spec{From: dlqTopic, To: missing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Execute(t.Context(), c, st, p, opts); err == nil || !strings.Contains(err.Error(), "target does not exist: "+missing+"; nothing was sent") {
+		t.Fatalf("missing target: %v", err)
+	}
+	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+		t.Fatalf("runs after a refused single pass: %v %v", runs, err)
+	}
+
+	// Nothing selected: no run.
+	p, err = NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst, Reasons: []string{dlq.ReasonMalformed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Execute(t.Context(), c, st, p, opts)
+	if err != nil || sum.Recorded || sum.Read != 50 || sum.Counts.Selected != 0 {
+		t.Fatalf("nothing selected: %+v %v", sum, err)
+	}
+	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+		t.Fatalf("runs after a single pass that selected nothing: %v %v", runs, err)
+	}
+
+	// Everything to dst, in one pass.
+	p, err = NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err = Execute(t.Context(), c, st, p, opts)
+	if err != nil || !sum.Recorded || sum.Status != dedup.RunCompleted || sum.Counts != (dedup.RunCounts{Selected: 50, Sent: 50}) {
+		t.Fatalf("single pass: %+v %v", sum, err)
+	}
+	got := replayed(readTopic(t, c, dst), sum.RunID)
+	for _, d := range dls {
+		rs := got[addr(d)]
+		if len(rs) != 1 {
+			t.Fatalf("%s reached %s %d times", addr(d), dst, len(rs))
+		}
+		for _, h := range rs[0].Headers {
+			if dlq.IsDeadLetterHeader(h.Key) {
+				t.Fatalf("%s kept dead-letter header %s", addr(d), h.Key)
+			}
+		}
+	}
+	run, cps, err := st.ReplayRun(t.Context(), sum.RunID)
+	if err != nil || run.Status != dedup.RunCompleted || run.Sent != 50 {
+		t.Fatalf("journal: %+v %v", run, err)
+	}
+	for _, cp := range cps {
+		if cp.AckedThrough != cp.End {
+			t.Fatalf("checkpoint %+v not at the end of its range", cp)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -264,5 +265,31 @@ func TestLimiterHoldsTheRate(t *testing.T) {
 	}
 	if newLimiter(0) != nil {
 		t.Fatal("rate 0 must mean no limiter")
+	}
+}
+
+// TestHeaderStripperCacheAgrees checks that the cached verdicts of headerStripper are those of
+// the uncached outgoing, whatever the order and case of the keys from record to record.
+func TestHeaderStripperCacheAgrees(t *testing.T) {
+	keysets := [][]string{
+		{"fw.dlq.reason", "content-type", "fw.replay.count", "x"},
+		{"content-type", "FW.DLQ.Reason", "kafka_dlt-original-topic", "x"},
+		{"x", "fw.dlq.reason"},
+		{"fw.dlq.reason", "content-type", "fw.replay.count", "x", "__connect.errors.topic", "Fw.Replay.Id"},
+	}
+	var hs headerStripper
+	p := NewProvenance("run", "why")
+	for round := 0; round < 3; round++ {
+		for _, keys := range keysets {
+			r := &kgo.Record{Topic: "t.dlq"}
+			for _, k := range keys {
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte("v")})
+			}
+			want := p.outgoing(r, 0, "t", -1, []byte("at"))
+			got := p.outgoingWith(&hs, r, 0, "t", -1, []byte("at"))
+			if fmt.Sprint(got.Headers) != fmt.Sprint(want.Headers) {
+				t.Fatalf("keys %v: cached %v, uncached %v", keys, got.Headers, want.Headers)
+			}
+		}
 	}
 }
