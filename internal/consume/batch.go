@@ -237,12 +237,16 @@ func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, 
 	for _, id := range fresh {
 		isFresh[id] = struct{}{}
 	}
+	sp := &savepoints{tx: tx, combine: st.Driver() == "postgres"}
 	for _, it := range items {
 		if _, ok := isFresh[it.ev.ID]; it.dup || !ok {
 			res.duplicates++
 			continue
 		}
-		out, dl, retried, err := e.handleOne(ctx, tx, it)
+		if err := sp.next(ctx); err != nil {
+			return res, err
+		}
+		out, dl, retried, err := e.handleOne(ctx, tx, sp, it)
 		res.retried += retried
 		if err != nil {
 			return res, err
@@ -262,20 +266,16 @@ func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, 
 	return res, nil
 }
 
-// handleOne applies one fresh event under a savepoint, retrying retryable failures in place.
-// It returns a dead letter when the event failed for good (its effects rolled back and its
-// marker removed, inside tx), or an error when the transaction must be abandoned.
-func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, it *item) (Outcome, *deadLetter, int, error) {
-	if err := tx.Savepoint(ctx, savepoint); err != nil {
-		return 0, nil, 0, err
-	}
+// handleOne applies one fresh event under the savepoint sp has just set, retrying retryable
+// failures in place. It returns a dead letter when the event failed for good (its effects
+// rolled back and its marker removed, inside tx), or an error when the transaction must be
+// abandoned.
+func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, sp *savepoints, it *item) (Outcome, *deadLetter, int, error) {
 	var firstFailed time.Time
 	for attempt := 1; ; attempt++ {
 		out, herr := e.callHandler(ctx, tx, it, attempt)
 		if herr == nil {
-			if err := tx.Release(ctx, savepoint); err != nil {
-				return 0, nil, attempt - 1, err
-			}
+			sp.keep()
 			return out, nil, attempt - 1, nil
 		}
 		if ctx.Err() != nil {
@@ -290,7 +290,7 @@ func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, it *item) (Outcome
 		if firstFailed.IsZero() {
 			firstFailed = now
 		}
-		if err := tx.RollbackTo(ctx, savepoint); err != nil {
+		if err := sp.rollback(ctx); err != nil {
 			return 0, nil, attempt - 1, err
 		}
 		if cls == classRetryable && attempt < e.o.MaxAttempts {
@@ -303,12 +303,12 @@ func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, it *item) (Outcome
 			}
 			continue
 		}
+		// The marker was claimed before the savepoint, so the rollback kept it: delete it
+		// (in the transaction, after the savepoint) so that the event commits unmarked.
 		if _, err := e.o.Store.Unclaim(ctx, tx, e.o.Consumer, it.ev.ID); err != nil {
 			return 0, nil, attempt - 1, err
 		}
-		if err := tx.Release(ctx, savepoint); err != nil {
-			return 0, nil, attempt - 1, err
-		}
+		sp.keep()
 		reason := dlq.ReasonRejected
 		switch cls {
 		case classUnsupported:
@@ -318,6 +318,50 @@ func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, it *item) (Outcome
 		}
 		return 0, &deadLetter{rec: it.rec, meta: e.meta(it.rec, reason, it.ev.ID, herr, attempt, firstFailed, now)}, attempt - 1, nil
 	}
+}
+
+// savepoints keeps one savepoint, fw_event, just before the event being handled. Between
+// two events the previous savepoint is released (keeping what the event did) and a new one
+// set; on PostgreSQL both go in one round trip. After the last event no RELEASE is sent:
+// COMMIT releases it.
+type savepoints struct {
+	tx      *dedup.Tx
+	combine bool // send RELEASE and SAVEPOINT as one simple-protocol query
+	set     bool // a savepoint exists
+	dirty   bool // work since the savepoint must be kept
+}
+
+// next sets a savepoint covering exactly what comes next.
+func (s *savepoints) next(ctx context.Context) error {
+	switch {
+	case !s.set:
+		if err := s.tx.Savepoint(ctx, savepoint); err != nil {
+			return err
+		}
+		s.set = true
+	case s.dirty && s.combine:
+		if _, err := s.tx.Exec(ctx, `RELEASE SAVEPOINT "`+savepoint+`"; SAVEPOINT "`+savepoint+`"`); err != nil {
+			return fmt.Errorf("RELEASE and SAVEPOINT %s: %w", savepoint, err)
+		}
+	case s.dirty:
+		if err := s.tx.Release(ctx, savepoint); err != nil {
+			return err
+		}
+		if err := s.tx.Savepoint(ctx, savepoint); err != nil {
+			return err
+		}
+	}
+	s.dirty = false
+	return nil
+}
+
+// keep records that what was done since the savepoint stays.
+func (s *savepoints) keep() { s.dirty = true }
+
+// rollback undoes everything since the savepoint, which stays set.
+func (s *savepoints) rollback(ctx context.Context) error {
+	s.dirty = false
+	return s.tx.RollbackTo(ctx, savepoint)
 }
 
 type attemptKey struct{}

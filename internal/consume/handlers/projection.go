@@ -113,12 +113,11 @@ func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event
 		return 0, consume.Permanentf("event %s: data: %v", ev.ID, err)
 	}
 
-	lock := ""
 	if p.d.postgres {
-		lock = " FOR UPDATE"
+		return p.upsert(ctx, tx, ev, rec, data)
 	}
 	var stored int64
-	err := tx.QueryRow(ctx, `SELECT version FROM `+p.table+` WHERE consumer = $1 AND aggregate_id = $2`+lock,
+	err := tx.QueryRow(ctx, `SELECT version FROM `+p.table+` WHERE consumer = $1 AND aggregate_id = $2`,
 		p.consumer, ev.AggregateID).Scan(&stored)
 	found := err == nil
 	if err != nil && !isNoRows(err) {
@@ -131,12 +130,8 @@ func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event
 		return consume.Stale, err
 	}
 	var gap int64
-	if want := stored + 1; ev.Version > want {
+	if p.gap(ev, rec, stored) {
 		gap = 1
-		p.gaps.Inc()
-		p.log.Warn("projection: version gap", "aggregate_id", ev.AggregateID, "stored_version", stored,
-			"event_version", ev.Version, "missing", ev.Version-want, "event_id", ev.ID,
-			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
 	}
 	if !found {
 		_, err = tx.Exec(ctx, `INSERT INTO `+p.table+` (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
@@ -155,6 +150,57 @@ WHERE consumer = $1 AND aggregate_id = $2`,
 	if err != nil {
 		return 0, err
 	}
+	return consume.Applied, nil
+}
+
+// gap counts and logs a version gap: ev is more than one version ahead of stored (0: none).
+func (p *projection) gap(ev envelope.Event, rec *kgo.Record, stored int64) bool {
+	want := stored + 1
+	if ev.Version <= want {
+		return false
+	}
+	p.gaps.Inc()
+	p.log.Warn("projection: version gap", "aggregate_id", ev.AggregateID, "stored_version", stored,
+		"event_version", ev.Version, "missing", ev.Version-want, "event_id", ev.ID,
+		"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+	return true
+}
+
+// upsert is Handle's PostgreSQL path: one statement instead of a read and a write. The
+// update applies only to an older stored version; the subquery in RETURNING reads the
+// statement's snapshot, so it returns the version stored before (NULL when the row is new).
+// No row returned means the event is stale; the stale counter is then bumped.
+func (p *projection) upsert(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record, data taskData) (consume.Outcome, error) {
+	firstGap := int64(0) // version_gaps of a new row: its first version is not 1
+	if ev.Version > 1 {
+		firstGap = 1
+	}
+	var before *int64
+	err := tx.QueryRow(ctx, `INSERT INTO `+p.table+` AS s (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
+	status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $11, $10)
+ON CONFLICT (consumer, aggregate_id) DO UPDATE SET aggregate_type = excluded.aggregate_type, version = excluded.version,
+	event_id = excluded.event_id, event_type = excluded.event_type, status = excluded.status, data = excluded.data,
+	event_time = excluded.event_time, applied_events = s.applied_events + 1,
+	version_gaps = s.version_gaps + CASE WHEN excluded.version > s.version + 1 THEN 1 ELSE 0 END,
+	updated_at = excluded.updated_at
+WHERE s.version < excluded.version
+RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggregate_id = $2)`,
+		p.consumer, ev.AggregateID, ev.AggregateType, ev.Version, ev.ID, ev.Type,
+		data.Status, string(ev.Data), p.d.ts(ev.Time), p.d.ts(time.Now()), firstGap).Scan(&before)
+	if isNoRows(err) {
+		_, err := tx.Exec(ctx, `UPDATE `+p.table+` SET stale_events = stale_events + 1 WHERE consumer = $1 AND aggregate_id = $2`,
+			p.consumer, ev.AggregateID)
+		return consume.Stale, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	stored := int64(0)
+	if before != nil {
+		stored = *before
+	}
+	p.gap(ev, rec, stored)
 	return consume.Applied, nil
 }
 
