@@ -224,6 +224,14 @@ func (o *ConsumeOptions) validate() error {
 	if err := dedup.ValidateConsumer(consumer); err != nil {
 		return fwerr.Usagef("--consumer: %v", err)
 	}
+	if o.Names != nil {
+		if err := dedup.ValidateIdentifier("schema", cmpOrString(o.Names.Schema, dedup.DefaultSchema)); err != nil {
+			return fwerr.Usagef("--schema: %v", err)
+		}
+		if err := dedup.ValidateIdentifier("table", cmpOrString(o.Names.Table, dedup.DefaultTable)); err != nil {
+			return fwerr.Usagef("--table: %v", err)
+		}
+	}
 	return nil
 }
 
