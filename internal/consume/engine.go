@@ -19,6 +19,10 @@ import (
 // ErrAborted is the cause when Abort stopped the engine.
 var ErrAborted = errors.New("consumer aborted: in-flight batches abandoned (rolled back, not committed)")
 
+// ErrDrainTimeout is returned when a shutdown had to abandon batches still in flight after
+// ShutdownTimeout. What they did is rolled back and their offsets are not committed.
+var ErrDrainTimeout = errors.New("shutdown timeout: batches still in flight were abandoned (rolled back, not committed)")
+
 // MissingTopicError means a source or dead-letter topic does not exist. The engine creates
 // nothing implicitly.
 type MissingTopicError struct {
@@ -97,8 +101,10 @@ func (e *Engine) fail(err error) {
 // Run consumes until ctx is cancelled (then drains: the batches in flight finish, within
 // ShutdownTimeout, their offsets are committed and the member leaves the group), until the
 // engine is idle for StopWhenIdle, until Abort, or until a fatal error. A drain that
-// finishes returns nil; Abort returns ErrAborted; a fatal error (a topic missing at start,
-// MaxInfraRetries exceeded, a store error that retrying cannot fix) is returned as it is.
+// finishes returns nil; one that had to abandon batches after ShutdownTimeout returns
+// ErrDrainTimeout; Abort (even during a drain) returns ErrAborted; a fatal error (a topic
+// missing at start, MaxInfraRetries exceeded, a store error that retrying cannot fix) is
+// returned as it is.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
 	defer e.hardCancel(nil)
@@ -141,8 +147,14 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	started := time.Now()
 	loopErr := e.pollLoop(ctx)
-	graceful := loopErr == nil
-	e.shutdown(graceful)
+	abandoned := e.shutdown(loopErr == nil)
+	switch cause := context.Cause(e.hardCtx); {
+	case loopErr != nil:
+	case errors.Is(cause, ErrAborted): // Abort during the drain
+		loopErr = ErrAborted
+	case abandoned:
+		loopErr = ErrDrainTimeout
+	}
 	st := e.Stats()
 	e.log.Info("consumer stopped", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
 		"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries,
@@ -326,14 +338,13 @@ func (e *Engine) detach(parts map[string][]int32) []*worker {
 }
 
 // stopWorkers asks ws to finish their batches in flight and waits up to grace; past it the
-// remaining batches are abandoned.
-func (e *Engine) stopWorkers(ws []*worker, grace time.Duration) {
+// remaining batches are abandoned, and it reports so.
+func (e *Engine) stopWorkers(ws []*worker, grace time.Duration) (abandoned bool) {
 	for _, w := range ws {
 		w.stop()
 	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
-	abandoned := false
 	for _, w := range ws {
 		select {
 		case <-w.done:
@@ -353,6 +364,7 @@ func (e *Engine) stopWorkers(ws []*worker, grace time.Duration) {
 	for _, w := range ws {
 		<-w.done
 	}
+	return abandoned
 }
 
 // commitFinished commits the finished offsets of exited workers that Kafka does not have yet
@@ -384,7 +396,7 @@ func (e *Engine) commitFinished(ctx context.Context, ws []*worker) {
 
 // shutdown stops every worker (draining or abandoning), commits what is done, leaves the
 // group and closes the client.
-func (e *Engine) shutdown(graceful bool) {
+func (e *Engine) shutdown(graceful bool) (abandoned bool) {
 	e.mu.Lock()
 	var ws []*worker
 	for k, w := range e.workers {
@@ -393,7 +405,7 @@ func (e *Engine) shutdown(graceful bool) {
 	}
 	e.mu.Unlock()
 	if graceful {
-		e.stopWorkers(ws, e.o.ShutdownTimeout)
+		abandoned = e.stopWorkers(ws, e.o.ShutdownTimeout)
 	} else {
 		for _, w := range ws {
 			w.abort()
@@ -411,6 +423,7 @@ func (e *Engine) shutdown(graceful bool) {
 	}
 	_ = e.cl.LeaveGroupContext(leaveCtx)
 	e.cl.Close()
+	return abandoned
 }
 
 func describe(parts map[string][]int32) string {

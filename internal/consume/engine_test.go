@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/consume"
@@ -207,10 +211,23 @@ func TestPoisonDeadLettered(t *testing.T) {
 	const group = "projection-poison"
 	h := handler(t, st, schema, handlers.NameProjection, group, handlers.Config{})
 	started := time.Now().UTC().Add(-time.Second)
-	stats := run(t, engineOpts(t, st, h, topic, group))
+	reg := prometheus.NewRegistry()
+	o := engineOpts(t, st, h, topic, group)
+	o.Registerer = reg
+	stats := run(t, o)
 	if stats.DeadLettered != 5 || stats.Processed != int64(man.Events)+1 {
 		t.Errorf("stats %+v; want 5 dead-lettered, %d processed", stats, man.Events+1)
 	}
+	checkMetrics(t, reg, map[string]float64{
+		`fieldwork_consume_events_total{outcome="processed",topic="` + topic + `"}`:        float64(man.Events) + 1,
+		`fieldwork_consume_events_total{outcome="dead_lettered",topic="` + topic + `"}`:    5,
+		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `"}`:   3,
+		`fieldwork_consume_dead_letters_total{reason="unsupported",topic="` + topic + `"}`: 1,
+		`fieldwork_consume_dead_letters_total{reason="rejected",topic="` + topic + `"}`:    1,
+		`fieldwork_consume_handler_errors_total{class="permanent"}`:                        1,
+		`fieldwork_consume_batch_duration_seconds_count{topic="` + topic + `"}`:            float64(stats.Batches),
+		`fieldwork_consume_projection_gaps_total`:                                          -1, // not registered here
+	})
 
 	dls := readAll(t, dlqTopic)
 	if len(dls) != 5 {
@@ -352,4 +369,95 @@ func TestRetryableExhausted(t *testing.T) {
 	if n := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = 'rejecting'`); n != 4 {
 		t.Errorf("%d markers, want 4", n)
 	}
+}
+
+// checkMetrics compares gathered samples, named as in the exposition format with labels in
+// alphabetical order, with want; -1 means the sample must be absent.
+func checkMetrics(t testing.TB, reg *prometheus.Registry, want map[string]float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := ""
+			for i, l := range m.GetLabel() {
+				if i > 0 {
+					labels += ","
+				}
+				labels += l.GetName() + `="` + l.GetValue() + `"`
+			}
+			name := mf.GetName()
+			if labels != "" {
+				labels = "{" + labels + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				got[name+labels] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				got[name+labels] = m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				got[name+"_count"+labels] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case v < 0 && ok:
+			t.Errorf("metric %s present", k)
+		case v >= 0 && (!ok || g != v):
+			t.Errorf("metric %s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
+// TestMaxInfraRetries: a handler failing on infrastructure every time is retried as a
+// whole batch, never dead-lettered, and with MaxInfraRetries the engine gives up with an
+// error, leaving nothing marked and the offset uncommitted.
+func TestMaxInfraRetries(t *testing.T) {
+	t.Parallel()
+	st, _ := pgStore(t)
+	topic, dlqTopic := topics(t, 1)
+	testenv.Produce(t, producer(t), ceRecord(topic, "task-0001", ceValue(t, "ev-1", sample.TypeCreated, "task-0001", 1)))
+	o := engineOpts(t, st, brokenDB{}, topic, "broken")
+	o.MaxInfraRetries = 3
+	e, err := consume.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = e.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "giving up after 3 infrastructure retries") {
+		t.Fatalf("run: %v; want giving up after 3 retries", err)
+	}
+	if st := e.Stats(); st.InfraRetries != 3 || st.DeadLettered != 0 || st.Processed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if n := queryInt(t, st, `SELECT count(*) FROM `+st.Table()); n != 0 {
+		t.Errorf("%d markers", n)
+	}
+	if dls := readAll(t, dlqTopic); len(dls) != 0 {
+		t.Errorf("%d dead letters", len(dls))
+	}
+	cl := testenv.Client(t)
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, "broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup(topic, 0); ok && o.At >= 0 {
+		t.Errorf("offset committed: %d", o.At)
+	}
+}
+
+// brokenDB fails as a dropped database connection does.
+type brokenDB struct{}
+
+func (brokenDB) Name() string                             { return "broken" }
+func (brokenDB) Migrate(context.Context, *dedup.Tx) error { return nil }
+func (brokenDB) Handle(context.Context, *dedup.Tx, envelope.Event, *kgo.Record) (consume.Outcome, error) {
+	return 0, fmt.Errorf("write: %w", io.ErrUnexpectedEOF)
 }
