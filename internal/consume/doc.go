@@ -15,7 +15,9 @@
 //  3. BEGIN; claim all the batch's event ids in one statement (dedup.Store.Claim), which
 //     returns the fresh ones;
 //  4. for each fresh event in offset order: SAVEPOINT; Handler.Handle; RELEASE. A handler
-//     failure rolls back to the savepoint (see below);
+//     failure rolls back to the savepoint (see below). On PostgreSQL the RELEASE of one
+//     event and the SAVEPOINT of the next travel in one round trip, and the last RELEASE is
+//     left to COMMIT;
 //  5. COMMIT: the markers and the handler's effects become durable together;
 //  6. produce the dead letters (DESIGN.md 3.2, via dlq.NewDeadLetter) to <topic>.dlq or
 //     DLQTopic, and wait for every acknowledgement;
@@ -61,8 +63,13 @@
 // franz-go's goroutine-per-partition manual-commit example: a rebalance callback never runs
 // while the poll loop is handing out records, and once OnPartitionsRevoked returns no
 // record of a revoked partition is handed out. The poll loop never blocks on a slow
-// partition: a partition whose queue is full is paused (PauseFetchPartitions), so a rebalance
-// is never held up by a stuck partition's queue.
+// partition: a partition whose queue holds 2×BatchMax records is paused
+// (PauseFetchPartitions) and resumed when it is down to BatchMax, so a rebalance is never
+// held up by a stuck partition's queue. The pause state is changed under the worker's lock
+// (a resume overtaking a pause would leave the partition paused for good), fetch sessions
+// are off (a full fetch request each time: the simplest state for client and broker to
+// agree on while partitions come and go) and FetchMaxWait is 1s (a resumed partition is
+// fetched after the fetch in flight returns).
 //
 // On revoke, the revoked partitions' workers finish the batch in flight (each commits its
 // own offsets), bounded by ShutdownTimeout (at most 30s, inside Kafka's rebalance timeout);
@@ -73,9 +80,14 @@
 // the next owner reads again is a duplicate by its marker.
 //
 // When Run's context is cancelled (SIGINT or SIGTERM in `fieldwork consume`) the engine
-// stops polling, lets every batch in flight finish within ShutdownTimeout, commits, and
-// leaves the group. Abort (a second signal) abandons the batches in flight and returns at
-// once; that is as safe as a crash.
+// stops polling, lets every batch in flight finish within ShutdownTimeout (past it they are
+// abandoned and Run returns ErrDrainTimeout), commits, and leaves the group. Abort (a second
+// signal) abandons the batches in flight and returns ErrAborted at once; that is as safe as
+// a crash.
+//
+// StopWhenIdle stops the engine once no record has arrived for that long, nothing is queued
+// or in flight, and the broker confirms that every assigned partition's position has reached
+// its end offset (see idleCheck): a quiet client alone proves nothing.
 //
 // # Deliberately not done
 //

@@ -32,10 +32,15 @@ import (
 //   - Retryable(err): a temporary failure of this event (a 503 from a provider); the engine
 //     rolls back to the savepoint and calls Handle again after a backoff, up to MaxAttempts
 //     attempts in all, then dead-letters the event (reason exhausted);
-//   - an error for which dedup.IsTransient is true (the database is unreachable, a
+//   - an unmarked error for which dedup.IsTransient is true (the database is unreachable, a
 //     serialization failure, a deadlock): an infrastructure failure; the engine rolls the
 //     whole batch back and retries it; it is never dead-lettered;
-//   - any other error is treated as Retryable.
+//   - any other unmarked error is treated as Retryable.
+//
+// A mark wins over dedup.IsTransient: a webhook marks an HTTP timeout (a net.Error, which
+// IsTransient counts as infrastructure) Retryable so that it is exhausted after MaxAttempts
+// instead of holding the partition forever. A handler must therefore not wrap a database
+// error in Permanent or Retryable.
 //
 // A panic in Handle is recovered and treated as Permanent.
 type Handler interface {
