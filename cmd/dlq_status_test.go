@@ -223,9 +223,6 @@ func TestDLQReplayHint(t *testing.T) {
 	}
 	args := strings.Fields(shown.Replay.DryRun)[1:]
 	r = runCLI(t, env, append(args, "-o", "json")...)
-	if strings.Contains(r.stderr, "fieldwork replay is not available yet") {
-		t.Skip("fieldwork replay is not registered in this build yet")
-	}
 	if r.code != 0 || !strings.Contains(r.stdout, source) {
 		t.Errorf("%s: exit %d\n%s%s", shown.Replay.DryRun, r.code, r.stdout, r.stderr)
 	}
