@@ -62,14 +62,18 @@
 // The group uses manual commits (DisableAutoCommit) with BlockRebalanceOnPoll, as in
 // franz-go's goroutine-per-partition manual-commit example: a rebalance callback never runs
 // while the poll loop is handing out records, and once OnPartitionsRevoked returns no
-// record of a revoked partition is handed out. The poll loop never blocks on a slow
-// partition: a partition whose queue holds 2×BatchMax records is paused
-// (PauseFetchPartitions) and resumed when it is down to BatchMax, so a rebalance is never
-// held up by a stuck partition's queue. The pause state is changed under the worker's lock
-// (a resume overtaking a pause would leave the partition paused for good), fetch sessions
-// are off (a full fetch request each time: the simplest state for client and broker to
-// agree on while partitions come and go) and FetchMaxWait is 1s (a resumed partition is
-// fetched after the fetch in flight returns).
+// record of a revoked partition is handed out. The poll loop calls AllowRebalance right
+// after handing records out, so it never holds a rebalance up (the revoke callback below
+// waits only for the revoked partitions' batches in flight). Memory is bounded by not
+// polling while any partition has 2×BatchMax records queued (franz-go fetches again only
+// once its buffered records are taken): a partition stuck retrying then holds back new
+// records of the others too, until it moves (they still work through what they have
+// queued). Pausing only that partition (PauseFetchPartitions) would isolate it better, at
+// the price of pause and resume bookkeeping across rebalances; the simpler rule was chosen.
+//
+// Records that the broker deletes before the consumer reads them (retention by record
+// time, DeleteRecords) are skipped: franz-go reports OFFSET_OUT_OF_RANGE, logged as a
+// warning, and resumes at the log start (ConsumeResetOffset is the earliest offset).
 //
 // On revoke, the revoked partitions' workers finish the batch in flight (each commits its
 // own offsets), bounded by ShutdownTimeout (at most 30s, inside Kafka's rebalance timeout);

@@ -58,6 +58,9 @@ type Engine struct {
 	hardCancel context.CancelCauseFunc
 
 	done chan struct{} // closed when Run returns
+	// pollWake is signalled when a worker takes a batch, so that a poll loop waiting for
+	// the queues to drain goes on at once.
+	pollWake chan struct{}
 
 	idle idleCheck
 
@@ -76,7 +79,7 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Engine{
 		o: o, log: o.Logger, m: newMetrics(o.Registerer),
-		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, done: make(chan struct{}),
+		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, done: make(chan struct{}), pollWake: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -117,16 +120,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		// A paused partition that is resumed is fetched in the next fetch request, after the
-		// one in flight returns: keep that wait short.
-		kgo.FetchMaxWait(time.Second),
-		// Without incremental fetch sessions (KIP-227): pausing and resuming partitions
-		// changes the fetch set often, and a full fetch request each time is the simplest
-		// state for the broker and the client to agree on.
-		kgo.DisableFetchSessions(),
 		kgo.OnPartitionsAssigned(e.assigned),
 		kgo.OnPartitionsRevoked(e.revoked),
 		kgo.OnPartitionsLost(e.lost),
+		kgo.WithLogger(kgoLogger{e.log}),
 	)
 	if e.o.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(e.o.InstanceID))
@@ -227,6 +224,15 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries)
 		}
 
+		if e.backlogged() {
+			// Some partition has enough queued: fetch nothing more until it drains.
+			select {
+			case <-e.pollWake:
+			case <-runCtx.Done():
+			case <-time.After(pollWait):
+			}
+			continue
+		}
 		pctx, cancel := context.WithTimeout(runCtx, pollWait)
 		fs := e.cl.PollRecords(pctx, 2*e.o.BatchMax)
 		cancel()
@@ -261,6 +267,26 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 			// later commit skip them, so stop instead.
 			e.fail(fmt.Errorf("records for %s/%d arrived with no worker for the partition", orphan.topic, orphan.partition))
 		}
+	}
+}
+
+// backlogged reports whether any partition's queue is at its high water mark.
+func (e *Engine) backlogged() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.workers {
+		if w.backlogged() {
+			return true
+		}
+	}
+	return false
+}
+
+// wakePoller tells a poll loop waiting for queues to drain to look again.
+func (e *Engine) wakePoller() {
+	select {
+	case e.pollWake <- struct{}{}:
+	default:
 	}
 }
 

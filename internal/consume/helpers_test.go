@@ -91,7 +91,11 @@ func createTopic(t testing.TB, name string, partitions int32) {
 	adm := kadm.NewClient(testenv.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	// The sample streams carry timestamps of 2025: under the broker's default retention
+	// (7 days, by record time) their segments would be deleted at its next retention check,
+	// in the middle of a test. Keep them.
+	forever := "-1"
+	resp, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": &forever}, name)
 	if err == nil {
 		err = resp.Err
 	}

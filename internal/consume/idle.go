@@ -92,8 +92,10 @@ func (e *Engine) behind(ctx context.Context, positions map[tp]int64) (string, er
 		if c, ok := committed.Lookup(k.topic, k.partition); ok && c.Err == nil {
 			pos = max(pos, c.At)
 		}
-		if s, ok := starts.Lookup(k.topic, k.partition); ok && s.Err == nil && pos < 0 {
-			pos = s.Offset
+		// Records before the log start are gone (retention, deleted records): they can
+		// never arrive.
+		if s, ok := starts.Lookup(k.topic, k.partition); ok && s.Err == nil {
+			pos = max(pos, s.Offset)
 		}
 		end, ok := ends.Lookup(k.topic, k.partition)
 		if !ok || end.Err != nil {

@@ -15,10 +15,9 @@ type tp struct {
 
 // worker consumes one assigned partition: the poll loop appends fetched records to its
 // queue, and its goroutine takes them off in batches of at most BatchMax, strictly in offset
-// order, one batch at a time. When the queue grows past highWater the partition's fetching
-// is paused (franz-go drops what it buffered for a paused partition and fetches it again
-// after the resume), so a partition that is stuck retrying never blocks the poll loop, the
-// other partitions, or a rebalance.
+// order, one batch at a time. While any queue holds highWater records or more the poll loop
+// does not poll (franz-go fetches again only once its buffered records are taken), which
+// bounds memory; it keeps allowing rebalances meanwhile.
 type worker struct {
 	e  *Engine
 	tp tp
@@ -31,7 +30,6 @@ type worker struct {
 	mu       sync.Mutex
 	queue    []*kgo.Record
 	hw       int64 // the partition's high watermark as last fetched
-	paused   bool
 	stopping bool
 	inFlight bool
 	wake     chan struct{}
@@ -42,8 +40,6 @@ type worker struct {
 	// the engine reads both, to commit what is done and not yet committed.
 	finished, committed kgo.EpochOffset
 }
-
-func (t tp) asMap() map[string][]int32 { return map[string][]int32{t.topic: {t.partition}} }
 
 func newWorker(e *Engine, t tp) *worker {
 	ctx, cancel := context.WithCancel(e.hardCtx)
@@ -60,12 +56,6 @@ func (w *worker) enqueue(recs []*kgo.Record, hw int64) {
 	w.mu.Lock()
 	w.queue = append(w.queue, recs...)
 	w.hw = hw
-	if !w.paused && len(w.queue) >= w.highWater() {
-		// Under w.mu, so that the client's pause state and w.paused never disagree (a
-		// resume overtaking this pause would leave the partition paused for good).
-		w.paused = true
-		w.e.cl.PauseFetchPartitions(w.tp.asMap())
-	}
 	w.mu.Unlock()
 	w.signal()
 }
@@ -89,6 +79,13 @@ func (w *worker) stop() {
 // abort abandons the batch in flight: its transaction rolls back and nothing of it is
 // committed.
 func (w *worker) abort() { w.cancel() }
+
+// backlogged reports whether the worker's queue is at its high water mark.
+func (w *worker) backlogged() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) >= w.highWater() && !w.stopping
+}
 
 // idle reports whether the worker has nothing queued and nothing in flight, and the offset
 // after the last record it finished (-1: none yet).
@@ -118,12 +115,9 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 			batch := w.queue[:n:n]
 			w.queue = w.queue[n:]
 			w.inFlight = true
-			if w.paused && len(w.queue) < w.highWater()/2 {
-				w.paused = false
-				w.e.cl.ResumeFetchPartitions(w.tp.asMap())
-			}
 			hw := w.hw
 			w.mu.Unlock()
+			w.e.wakePoller()
 			return batch, hw
 		}
 		w.mu.Unlock()
@@ -136,15 +130,7 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 
 func (w *worker) run() {
 	defer close(w.done)
-	defer func() {
-		// A partition paused when it is revoked would stay paused if it came back.
-		w.mu.Lock()
-		if w.paused {
-			w.paused = false
-			w.e.cl.ResumeFetchPartitions(w.tp.asMap())
-		}
-		w.mu.Unlock()
-	}()
+	defer w.e.wakePoller() // its queue is gone
 	first := true
 	for {
 		batch, hw := w.take()

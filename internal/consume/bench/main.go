@@ -61,7 +61,10 @@ func run(events, perTask int, partitions int32, batchMax int, brokers, dsn strin
 		name string
 		n    int32
 	}{{topic, partitions}, {topic + ".dlq", 1}} {
-		if resp, err := adm.CreateTopic(ctx, t.n, 1, nil, t.name); err != nil || resp.Err != nil {
+		// The sample stream's timestamps are of 2025: without this the broker's retention
+		// (7 days by record time) deletes the segments while the benchmark reads them.
+		forever := "-1"
+		if resp, err := adm.CreateTopic(ctx, t.n, 1, map[string]*string{"retention.ms": &forever}, t.name); err != nil || resp.Err != nil {
 			return fmt.Errorf("create topic %s: %v %v", t.name, err, resp.Err)
 		}
 		if !keep {
