@@ -64,12 +64,13 @@
 // while the poll loop is handing out records, and once OnPartitionsRevoked returns no
 // record of a revoked partition is handed out. The poll loop calls AllowRebalance right
 // after handing records out, so it never holds a rebalance up (the revoke callback below
-// waits only for the revoked partitions' batches in flight). Memory is bounded by not
-// polling while any partition has 2×BatchMax records queued (franz-go fetches again only
-// once its buffered records are taken): a partition stuck retrying then holds back new
-// records of the others too, until it moves (they still work through what they have
-// queued). Pausing only that partition (PauseFetchPartitions) would isolate it better, at
-// the price of pause and resume bookkeeping across rebalances; the simpler rule was chosen.
+// waits only for the revoked partitions' batches in flight). The loop polls while some
+// partition has less than a batch queued, and stops while every partition has one, or while
+// one has 8 batches queued (franz-go fetches again only once its buffered records are
+// taken, so this bounds memory). A partition stuck retrying thus holds back new records of
+// the others only once it has 8 batches waiting. Pausing only that partition
+// (PauseFetchPartitions) would isolate it fully, at the price of pause and resume
+// bookkeeping across rebalances; the simpler rule was chosen.
 //
 // Records that the broker deletes before the consumer reads them (retention by record
 // time, DeleteRecords) are skipped: franz-go reports OFFSET_OUT_OF_RANGE, logged as a

@@ -40,6 +40,9 @@ func (e *MissingTopicError) Error() string {
 // pollWait bounds one poll, so that the loop notices shutdown and idleness promptly.
 const pollWait = 500 * time.Millisecond
 
+// maxQueued bounds, in batches, the records queued for one partition.
+const maxQueued = 8
+
 // progressEvery is how often Run logs its running totals.
 const progressEvery = 15 * time.Second
 
@@ -270,16 +273,23 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 	}
 }
 
-// backlogged reports whether any partition's queue is at its high water mark.
+// backlogged reports whether the poll loop should wait: every partition has a batch queued
+// already, or one has maxQueued batches queued (a partition stuck retrying; the others still
+// work through what they have).
 func (e *Engine) backlogged() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	hungry := len(e.workers) == 0
 	for _, w := range e.workers {
-		if w.backlogged() {
+		n := w.queued()
+		if n >= maxQueued*e.o.BatchMax {
 			return true
 		}
+		if n < e.o.BatchMax {
+			hungry = true
+		}
 	}
-	return false
+	return !hungry
 }
 
 // wakePoller tells a poll loop waiting for queues to drain to look again.

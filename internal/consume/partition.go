@@ -15,9 +15,10 @@ type tp struct {
 
 // worker consumes one assigned partition: the poll loop appends fetched records to its
 // queue, and its goroutine takes them off in batches of at most BatchMax, strictly in offset
-// order, one batch at a time. While any queue holds highWater records or more the poll loop
-// does not poll (franz-go fetches again only once its buffered records are taken), which
-// bounds memory; it keeps allowing rebalances meanwhile.
+// order, one batch at a time. The poll loop polls only while some worker has less than a
+// batch queued and none has maxQueued batches or more (franz-go fetches again only once
+// its buffered records are taken), which bounds memory; it keeps allowing rebalances
+// meanwhile.
 type worker struct {
 	e  *Engine
 	tp tp
@@ -49,8 +50,6 @@ func newWorker(e *Engine, t tp) *worker {
 	}
 }
 
-func (w *worker) highWater() int { return 2 * w.e.o.BatchMax }
-
 // enqueue appends records fetched for the partition. Called by the poll loop only.
 func (w *worker) enqueue(recs []*kgo.Record, hw int64) {
 	w.mu.Lock()
@@ -80,11 +79,14 @@ func (w *worker) stop() {
 // committed.
 func (w *worker) abort() { w.cancel() }
 
-// backlogged reports whether the worker's queue is at its high water mark.
-func (w *worker) backlogged() bool {
+// queued is the number of records waiting, 0 once the worker is stopping.
+func (w *worker) queued() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.queue) >= w.highWater() && !w.stopping
+	if w.stopping {
+		return 0
+	}
+	return len(w.queue)
 }
 
 // idle reports whether the worker has nothing queued and nothing in flight, and the offset
