@@ -76,6 +76,15 @@ func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 func Topic(t testing.TB, partitions int32, configs map[string]*string) string {
 	t.Helper()
 	name := Name(t, "fw")
+	// Sample events carry fixed past timestamps: without this, time-based retention could
+	// delete them in the middle of a test.
+	if configs == nil {
+		configs = map[string]*string{}
+	}
+	if _, ok := configs["retention.ms"]; !ok {
+		keep := "-1"
+		configs["retention.ms"] = &keep
+	}
 	adm := kadm.NewClient(Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
