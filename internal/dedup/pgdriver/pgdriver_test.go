@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,20 +17,14 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-// testDSN is FIELDWORK_TEST_DSN. Without it the Postgres tests skip, unless
-// CI is set: CI must run them, so there they fail.
+// testDSN is FIELDWORK_TEST_DSN, with testenv's rule: skip on a developer's machine
+// without it, fail under CI or FIELDWORK_TEST_REQUIRE=1.
 func testDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv("FIELDWORK_TEST_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("FIELDWORK_TEST_DSN is not set but CI is: start PostgreSQL with scripts/services.sh and export FIELDWORK_TEST_DSN")
-		}
-		t.Skip("FIELDWORK_TEST_DSN is not set (scripts/services.sh start prints it); skipping the PostgreSQL tests")
-	}
-	return dsn
+	return testenv.DSN(t)
 }
 
 // admin connects for schema setup and cleanup; a database that cannot be
