@@ -98,6 +98,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"JournalTakeOver", testJournalTake},
 		{"JournalListAndSharedBySchema", testJournalList},
 		{"ReplayedSources", testReplayedSources},
+		{"TargetCountsKeptAndBackfilled", testTargetCountsBackfill},
 		{"JournalNotMigrated", testJournalNotMigrated},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 )
 
 // The replay journal's part of the suite (migration 002).
@@ -285,4 +286,60 @@ func testJournalNotMigrated(t *testing.T, fresh Fresh) {
 	if err := st.CreateReplayRun(ctx, newRun("r", "o", time.Time{}), nil); !errors.Is(err, dedup.ErrNotMigrated) {
 		t.Fatalf("CreateReplayRun on an unmigrated store: %v, want ErrNotMigrated", err)
 	}
+}
+
+// testTargetCountsBackfill: the counts per target partition are kept as sends are journaled
+// (migration 004), and a store journaled before migration 004 gets them summed from its sends
+// when it is migrated.
+func testTargetCountsBackfill(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, env := NewStore(t, fresh)
+	if err := st.CreateReplayRun(ctx, newRun("r", "me", time.Time{}), twoCheckpoints()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	other := send(1, 12, 300, now)
+	other.TargetTopic, other.TargetPartition = "audit", 0
+	for i, sends := range [][]dedup.ReplaySend{
+		{send(0, 0, 100, now), send(0, 1, 101, now), other},
+		{send(1, 11, 201, now), func() dedup.ReplaySend { s := send(1, 13, 5, now); s.TargetPartition = 0; return s }()},
+	} {
+		p := dedup.ReplayProgress{RunID: "r", Owner: "me", Status: dedup.RunRunning, Now: now, Sends: sends, FlushID: fmt.Sprintf("me#%d", i)}
+		if err := st.SaveReplayProgress(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []dedup.TargetCount{{Topic: "audit", Partition: 0, Records: 1}, {Topic: "orders", Partition: 0, Records: 1}, {Topic: "orders", Partition: 2, Records: 3}}
+	check := func(when string) {
+		t.Helper()
+		got, err := st.ReplayTargetCounts(ctx, "r")
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("target counts %s: %+v %v, want %+v", when, got, err, want)
+		}
+	}
+	check("as journaled")
+
+	// The store as it was before migration 004: no counts table, version 3.
+	counts := `"` + env.Schema + `"."replay_target_counts"`
+	if st.Driver() != "postgres" {
+		counts = `"` + sqlitedriver.TableName(env.Schema, "replay_target_counts") + `"`
+	}
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		if _, err := tx.Exec(ctx, `DROP TABLE `+counts); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version = 4`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ReplayTargetCounts(ctx, "r"); err == nil {
+		t.Fatal("target counts read without their table")
+	}
+	steps, err := st.Migrate(ctx, false)
+	if err != nil || len(steps) != 1 || steps[0].Version != 4 {
+		t.Fatalf("migrate a version-3 store: %+v %v", steps, err)
+	}
+	check("summed by migration 004")
 }

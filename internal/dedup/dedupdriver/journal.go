@@ -174,6 +174,33 @@ type SendBatch struct {
 	At               time.Time
 }
 
+// CountTargets counts sends per target topic and partition, sorted by topic, then partition.
+func CountTargets(sends []ReplaySend) []TargetCount {
+	type key struct {
+		topic string
+		part  int32
+	}
+	idx := map[key]int{}
+	var out []TargetCount
+	for _, s := range sends {
+		k := key{s.TargetTopic, s.TargetPartition}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, TargetCount{Topic: s.TargetTopic, Partition: s.TargetPartition})
+		}
+		out[i].Records++
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
 // GroupSends groups sends into batches by source topic, source partition and target topic,
 // each sorted by source offset, in a stable order (by source, then target).
 func GroupSends(sends []ReplaySend) []SendBatch {

@@ -23,6 +23,7 @@ type journalTables struct {
 	checkpoints string
 	sends       string // replay_sends of migration 002, which 003 drops
 	batches     string
+	targets     string // replay_target_counts of migration 004
 }
 
 func (d *Driver) journal() journalTables {
@@ -33,6 +34,7 @@ func (d *Driver) journal() journalTables {
 		checkpoints: qualify(s, "replay_checkpoints"),
 		sends:       qualify(s, "replay_sends"),
 		batches:     qualify(s, "replay_send_batches"),
+		targets:     qualify(s, "replay_target_counts"),
 	}
 }
 
@@ -47,6 +49,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatches"] = j.batches
 	m["ReplaySendBatchesRunIndex"] = quote("replay_send_batches_run_idx")
 	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
+	m["ReplayTargetCounts"] = j.targets
 }
 
 // classify names the journal's runs table when the journal is missing.
@@ -150,18 +153,28 @@ WHERE id = $1 AND owner = $2`,
 				return fmt.Errorf("check flush %s: %w", p.FlushID, err)
 			}
 		}
-		for _, b := range dedupdriver.GroupSends(p.Sends) {
-			if written {
-				break
-			}
-			n := len(b.SourceOffsets)
-			_, err := tx.Exec(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+		if !written && len(p.Sends) > 0 {
+			for _, b := range dedupdriver.GroupSends(p.Sends) {
+				n := len(b.SourceOffsets)
+				_, err := tx.Exec(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
   target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-				p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
-				b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets, orNow(b.At))
+					p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
+					b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets, orNow(b.At))
+				if err != nil {
+					return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+				}
+			}
+			counts := dedupdriver.CountTargets(p.Sends)
+			topics, parts, recs := make([]string, len(counts)), make([]int32, len(counts)), make([]int64, len(counts))
+			for i, c := range counts {
+				topics[i], parts[i], recs[i] = c.Topic, c.Partition, c.Records
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO `+j.targets+` AS c (run_id, target_topic, target_partition, records)
+SELECT $1, u.t, u.p, u.n FROM unnest($2::text[], $3::int4[], $4::int8[]) AS u(t, p, n)
+ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.records + EXCLUDED.records`, p.RunID, topics, parts, recs)
 			if err != nil {
-				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+				return fmt.Errorf("count sends per target: %w", err)
 			}
 		}
 		if n := len(p.Checkpoints); n > 0 {
@@ -300,8 +313,8 @@ func sendsAfter(batches []dedupdriver.SendBatch, cps []dedupdriver.ReplayCheckpo
 
 func (d *Driver) ReplayTargetCounts(ctx context.Context, id string) ([]dedupdriver.TargetCount, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT b.target_topic, tp, count(*) FROM `+j.batches+` b CROSS JOIN LATERAL unnest(b.target_partitions) AS tp
-WHERE b.run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
+	rows, err := d.pool.Query(ctx, `SELECT target_topic, target_partition, records FROM `+j.targets+`
+WHERE run_id = $1 ORDER BY 1, 2`, id)
 	if err != nil {
 		return nil, j.classify(err)
 	}

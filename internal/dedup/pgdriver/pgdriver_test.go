@@ -112,6 +112,36 @@ func TestMigrationNames(t *testing.T) {
 	}
 }
 
+// TestSendArraysUncompressed: migration 004 stores the send batches' arrays out of line
+// without compression (compressing them cost PostgreSQL more CPU than the rest of a replay).
+func TestSendArraysUncompressed(t *testing.T) {
+	_, env := dedupconformance.NewStore(t, freshSchema)
+	conn := admin(t, env.DSN)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT a.attname, a.attstorage FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('source_offsets', 'event_ids', 'target_partitions', 'target_offsets')`, env.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var name, storage string
+		if err := rows.Scan(&name, &storage); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = storage
+	}
+	if rows.Err() != nil || len(got) != 4 {
+		t.Fatalf("array columns: %v %v", got, rows.Err())
+	}
+	for name, storage := range got {
+		if storage != "e" {
+			t.Errorf("%s: storage %q, want e (external: out of line, uncompressed)", name, storage)
+		}
+	}
+}
+
 // withPassword returns dsn (URL or key=value) with another password, and
 // the host:port it names.
 func withPassword(t *testing.T, dsn, password string) (string, string) {

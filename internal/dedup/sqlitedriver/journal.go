@@ -18,6 +18,7 @@ var _ dedupdriver.Journal = (*Driver)(nil)
 // with the store's schema prefix like every other table, quoted.
 type journalTables struct {
 	runs, checkpoints, sends, batches string
+	targets                           string // replay_target_counts of migration 004
 	rawRuns, rawSends, rawBatches     string
 }
 
@@ -30,6 +31,7 @@ func (d *Driver) journal() journalTables {
 	}
 	j.runs, j.sends, j.batches = quote(j.rawRuns), quote(j.rawSends), quote(j.rawBatches)
 	j.checkpoints = quote(TableName(s, "replay_checkpoints"))
+	j.targets = quote(TableName(s, "replay_target_counts"))
 	return j
 }
 
@@ -44,6 +46,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatches"] = j.batches
 	m["ReplaySendBatchesRunIndex"] = quote(j.rawBatches + "_run_idx")
 	m["ReplaySendBatchesSourceIndex"] = quote(j.rawBatches + "_source_idx")
+	m["ReplayTargetCounts"] = j.targets
 }
 
 func (j journalTables) classify(err error) error {
@@ -180,6 +183,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 				arrays[0], arrays[1], arrays[2], arrays[3], storedOrNow(b.At))
 			if err != nil {
 				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+			}
+		}
+		if !written {
+			for _, c := range dedupdriver.CountTargets(p.Sends) {
+				_, err := tx.ExecContext(ctx, `INSERT INTO `+j.targets+` (run_id, target_topic, target_partition, records) VALUES ($1, $2, $3, $4)
+ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = records + excluded.records`, p.RunID, c.Topic, c.Partition, c.Records)
+				if err != nil {
+					return fmt.Errorf("count sends to %s/%d: %w", c.Topic, c.Partition, err)
+				}
 			}
 		}
 		for _, c := range p.Checkpoints {
@@ -324,8 +336,8 @@ ORDER BY b.id`, id))
 
 func (d *Driver) ReplayTargetCounts(ctx context.Context, id string) ([]dedupdriver.TargetCount, error) {
 	j := d.journal()
-	rows, err := d.db.QueryContext(ctx, `SELECT b.target_topic, tp.value, count(*) FROM `+j.batches+` b, json_each(b.target_partitions) AS tp
-WHERE b.run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, id)
+	rows, err := d.db.QueryContext(ctx, `SELECT target_topic, target_partition, records FROM `+j.targets+`
+WHERE run_id = $1 ORDER BY 1, 2`, id)
 	if err != nil {
 		return nil, j.classify(err)
 	}
