@@ -83,6 +83,23 @@ func checkLean(t *testing.T, r *kgo.Record, full DeadLetter) {
 	}
 }
 
+// fuzzParser is one Parser for a whole fuzzing run: every input meets the memory of the inputs
+// before it.
+var fuzzParser = NewParser(ParseOptions{NoEnvelope: true, NoHeaders: true, NoTimes: true})
+
+// checkParser asserts that a Parser, which remembers the records before, reads r as ParseWith
+// does.
+func checkParser(t *testing.T, r *kgo.Record) {
+	t.Helper()
+	opts := ParseOptions{NoEnvelope: true, NoHeaders: true, NoTimes: true}
+	want := ParseWith(r, opts)
+	for range 2 { // the second time every key and value is remembered
+		if got := fuzzParser.Parse(r); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Parser differs from ParseWith:\n got %+v\nwant %+v", got, want)
+		}
+	}
+}
+
 // FuzzParse feeds Parse records whose headers (keys and values) and value are arbitrary,
 // seeded from every fixture in testdata/dlq. It asserts that Parse never panics, keeps the
 // record's bytes, gives results that survive a JSON round trip and obey the package's
@@ -113,6 +130,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("not deterministic:\n%+v\n%+v", d, again)
 		}
 		checkLean(t, r, d)
+		checkParser(t, r)
 		stripped := *r
 		stripped.Headers = StripDeadLetterHeaders(r.Headers)
 		for _, h := range stripped.Headers {

@@ -45,7 +45,74 @@ type ParseOptions struct {
 }
 
 // ParseWith is Parse with options; ParseWith(r, ParseOptions{}) is Parse(r).
-func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
+func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter { return parseWith(r, opts, nil) }
+
+// Parser parses dead letters one after another with the same options, sharing work between
+// consecutive records: dead letters from one writer carry the same header keys in the same
+// order, and many header values (topics, groups, handlers, reasons, errors) repeat. What each
+// key means is remembered by position, and a repeated value reuses the previous record's
+// string. p.Parse(r) is ParseWith(r, opts) field for field. Not safe for concurrent use.
+type Parser struct {
+	opts ParseOptions
+	memo parseMemo
+}
+
+// NewParser returns a Parser with opts.
+func NewParser(opts ParseOptions) *Parser { return &Parser{opts: opts} }
+
+// Parse is ParseWith(r, opts).
+func (p *Parser) Parse(r *kgo.Record) DeadLetter { return parseWith(r, p.opts, &p.memo) }
+
+// parseMemo is what a Parser remembers from the records before.
+type parseMemo struct {
+	// keys[i] and metas[i] are the key of the previous record's i-th header and what it means.
+	keys  []string
+	metas []keyMeta
+	// last holds, for each header that usually repeats, the text read last.
+	last [numHdr]string
+}
+
+// keyMeta is what a header key means to Parse: conv is 1 + the rank of the convention it
+// belongs to (0: none); id is 1 + the hdr it is (0: a header Parse does not read).
+type keyMeta struct {
+	conv int8
+	id   int16
+}
+
+// maxMemoKeys bounds the header positions a Parser remembers.
+const maxMemoKeys = 64
+
+func metaOf(key string) keyMeta {
+	lower := asciiLower(key)
+	var m keyMeta
+	if c := conventionOfHeader(lower); c != "" {
+		m.conv = int8(conventionRank(c) + 1)
+	}
+	if id, ok := hdrByKey[lower]; ok {
+		m.id = int16(id + 1)
+	}
+	return m
+}
+
+// meta is metaOf(key) for the i-th header, remembered by position; m may be nil.
+func (m *parseMemo) meta(i int, key string) keyMeta {
+	if m == nil {
+		return metaOf(key)
+	}
+	if i < len(m.keys) && m.keys[i] == key {
+		return m.metas[i]
+	}
+	v := metaOf(key)
+	switch {
+	case i < len(m.keys):
+		m.keys[i], m.metas[i] = key, v
+	case i == len(m.keys) && i < maxMemoKeys:
+		m.keys, m.metas = append(m.keys, key), append(m.metas, v)
+	}
+	return v
+}
+
+func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 	d := DeadLetter{Convention: ConventionUnknown}
 	if r == nil {
 		return d
@@ -55,7 +122,7 @@ func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	p := parser{d: &d, noTimes: opts.NoTimes, strings: opts.strings}
+	p := parser{d: &d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
 	p.index(r.Headers, !opts.NoHeaders)
 	switch d.Convention {
 	case ConventionFieldwork:

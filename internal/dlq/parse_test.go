@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -394,5 +395,38 @@ func TestSource(t *testing.T) {
 				t.Fatal("Source shares the partition pointer")
 			}
 		})
+	}
+}
+
+// TestParserMatchesParseWith: a Parser reads every fixture as ParseWith does, whatever it read
+// before: the fixtures in order, in reverse and interleaved, with every option set.
+func TestParserMatchesParseWith(t *testing.T) {
+	var recs []*kgo.Record
+	for _, file := range fixtureFiles(t) {
+		for _, fx := range loadFixtures(t, file) {
+			recs = append(recs, fx.Record.record(t))
+		}
+	}
+	if len(recs) < 20 {
+		t.Fatalf("only %d fixtures", len(recs))
+	}
+	var order []int
+	for i := range recs {
+		order = append(order, i)
+	}
+	for i := range recs {
+		order = append(order, len(recs)-1-i)
+	}
+	for i := range recs {
+		order = append(order, i, (i*7)%len(recs), i)
+	}
+	for _, opts := range []ParseOptions{{}, {NoEnvelope: true, NoHeaders: true, NoTimes: true}, {NoHeaders: true}} {
+		p := NewParser(opts)
+		for _, i := range order {
+			got, want := p.Parse(recs[i]), ParseWith(recs[i], opts)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("record %d (%+v):\n got %+v\nwant %+v", i, opts, got, want)
+			}
+		}
 	}
 }

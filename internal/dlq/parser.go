@@ -130,6 +130,8 @@ type parser struct {
 	noTimes bool
 	// strings shares repeated header text (ParseOptions.strings); nil allocates each.
 	strings *interner
+	// memo is the state a Parser keeps between records; nil for a one-off parse.
+	memo *parseMemo
 }
 
 // repeats marks the headers whose text is usually the same from one dead letter to the next:
@@ -206,13 +208,14 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 		if copyHeaders {
 			p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
 		}
-		lower := asciiLower(h.Key)
-		if c := conventionOfHeader(lower); c != "" {
-			if k := conventionRank(c); firstOf[k] == 0 {
+		m := p.memo.meta(i, h.Key)
+		if m.conv > 0 {
+			if k := m.conv - 1; firstOf[k] == 0 {
 				firstOf[k] = i + 1
 			}
 		}
-		if id, ok := hdrByKey[lower]; ok {
+		if m.id > 0 {
+			id := hdr(m.id - 1)
 			if p.firstAt[id] == 0 {
 				p.firstAt[id] = i + 1
 			}
@@ -279,6 +282,14 @@ func (p *parser) textOf(id hdr, v []byte) string {
 	}
 	if p.strings != nil && repeats[id] {
 		return p.strings.get(v)
+	}
+	if p.memo != nil && repeats[id] {
+		if s := p.memo.last[id]; s == string(v) { // the comparison does not allocate
+			return s
+		}
+		s := string(v)
+		p.memo.last[id] = s
+		return s
 	}
 	return string(v)
 }

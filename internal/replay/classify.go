@@ -56,19 +56,30 @@ type classifier struct {
 	store  *dedup.Store
 	// sent are the source records a resumed run must not send again.
 	sent map[dedup.SourceRef]bool
+	// parser reads the dead letters; the headers stay in the record (no copy) and the failure
+	// times are never used here.
+	parser *dlq.Parser
+	// out is reused from batch to batch: the decisions of a batch are handled before the next
+	// one is classified.
+	out []decision
 }
 
 func newClassifier(spec *Spec, st *dedup.Store, sent map[dedup.SourceRef]bool) *classifier {
-	return &classifier{spec: spec, filter: spec.filter(), store: st, sent: sent}
+	return &classifier{spec: spec, filter: spec.filter(), store: st, sent: sent,
+		parser: dlq.NewParser(dlq.ParseOptions{NoHeaders: true, NoTimes: true})}
 }
 
-// classify decides every record of batch, in order.
+// classify decides every record of batch, in order. The decisions are valid until the next
+// call.
 func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decision, error) {
-	out := make([]decision, len(batch))
+	if cap(c.out) < len(batch) {
+		c.out = make([]decision, len(batch))
+	}
+	out := c.out[:len(batch)]
+	clear(out)
 	var ids []string
 	for i, r := range batch {
-		// The headers stay in the record (no copy); the failure times are never used here.
-		dl := dlq.ParseWith(r, dlq.ParseOptions{NoHeaders: true, NoTimes: true})
+		dl := c.parser.Parse(r)
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		if !c.filter.Match(dl) {

@@ -47,16 +47,20 @@ func (p Provenance) outgoingWith(hs *headerStripper, src *kgo.Record, count int,
 		}
 		kept = append(kept, h)
 	}
-	source := make([]byte, 0, len(src.Topic)+24)
-	source = append(source, src.Topic...)
-	source = append(source, '/')
-	source = strconv.AppendInt(source, int64(src.Partition), 10)
-	source = append(source, '/')
-	source = strconv.AppendInt(source, src.Offset, 10)
+	// fw.replay.source and fw.replay.count share one allocation.
+	buf := make([]byte, 0, len(src.Topic)+48)
+	buf = append(buf, src.Topic...)
+	buf = append(buf, '/')
+	buf = strconv.AppendInt(buf, int64(src.Partition), 10)
+	buf = append(buf, '/')
+	buf = strconv.AppendInt(buf, src.Offset, 10)
+	n := len(buf)
+	buf = strconv.AppendInt(buf, int64(count)+1, 10)
+	source, replays := buf[:n:n], buf[n:]
 	kept = append(kept,
 		kgo.RecordHeader{Key: dlq.ReplayHeaderID, Value: p.id},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderSource, Value: source},
-		kgo.RecordHeader{Key: dlq.ReplayHeaderCount, Value: strconv.AppendInt(nil, int64(count)+1, 10)},
+		kgo.RecordHeader{Key: dlq.ReplayHeaderCount, Value: replays},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderAt, Value: at},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderReason, Value: p.reason},
 	)
