@@ -535,4 +535,3 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 	e.tr.journaledN(len(f.sends))
 	return nil
 }
-

@@ -70,7 +70,9 @@ type ReplayCheckpoint struct {
 }
 
 // ReplaySend is one acknowledged send: where the record was read and where
-// the broker put it. At is the acknowledgement's time.
+// the broker put it. At is the acknowledgement's time, or (as the replay
+// records it) the time its journal batch was taken, at most a flush interval
+// later.
 type ReplaySend struct {
 	SourceTopic     string    `json:"source_topic"`
 	SourcePartition int32     `json:"source_partition"`
