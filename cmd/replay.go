@@ -117,10 +117,16 @@ Plan, then execute. Without --execute nothing is sent: it prints the plan (recor
 topic and partition, quarantined records, a sample) and exits 0, or 2 when records cannot be
 routed; a target that does not exist fails it (exit 1). With --execute it needs --reason
 (why, recorded in the journal and in fw.replay.reason) and a dedup store (--dsn) for the
-journal, checks the plan the same way, asks for confirmation on a terminal (without a terminal
-it refuses unless --yes), sends with an idempotent producer (acks=all) at most --rate records
-per second, shows progress on a terminal and prints a summary. --skip-processed --consumer C
-counts but does not send the records whose event C already has a marker for.
+journal. On a terminal it checks the plan the same way and asks for confirmation; without a
+terminal it refuses unless --yes. With --yes the range is read once, each record sent as it is
+read: a --to topic is checked before the first read, a target named by the headers when a
+record first names it, and the first record that cannot be routed (exit 2) or whose target
+does not exist (exit 1) stops the run before it is sent. When records were sent before it,
+they are journaled and the run is marked failed: create the topic and resume it. A dry run
+first shows every such record. Records go out through an idempotent producer (acks=all), at
+most --rate records per second, with progress on a terminal and a summary at the end.
+--skip-processed --consumer C counts but does not send the records whose event C already has
+a marker for.
 
 Journal. Every executed run is recorded in the store with its operator ($USER, or
 --operator), reason, selection, target, counts, status and per-partition checkpoint of
@@ -345,12 +351,13 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 }
 
 // replaySinglePass tells whether an executed plan is sent in one pass, without a scan first:
-// when nothing is asked (--yes: the question would show the scan's counts) and the plan's
-// one target is known up front and exists (replay.Plan.TargetKnown, replay.CheckTarget), so
-// that no scan could refuse it. A missing target, or a failed check, takes the scan, which
-// reports the records that would have gone there.
+// when nothing is asked (--yes: the question would show the scan's counts). A plan whose one
+// target is known up front (replay.Plan.TargetKnown) must have it (replay.CheckTarget): a
+// missing --to topic takes the scan, which counts the records that would have gone there.
+// Other plans check each record's target as it is read, and stop at the first that cannot
+// be sent (replay.ExecOptions.SinglePass).
 func replaySinglePass(ctx context.Context, yes bool, c *kafka.Cluster, plan *replay.Plan) bool {
-	return yes && plan.TargetKnown() && replay.CheckTarget(ctx, c, plan) == nil
+	return yes && (!plan.TargetKnown() || replay.CheckTarget(ctx, c, plan) == nil)
 }
 
 // replayScanPlan reads the plan once, with progress on a terminal.

@@ -168,9 +168,11 @@ func TestReplayCLIBadInput(t *testing.T) {
 		{"into the topic being read", 2, "refusing to write into " + dlqTopic, []string{"--from", dlqTopic, "--to", dlqTopic}},
 		{"not a dead letter", 2, src + "/0/0 is not a dead letter", []string{"--from", src}},
 		{"not a dead letter, executed", 2, src + "/0/0 is not a dead letter", []string{"--from", src, "--execute", "--yes", "--reason", "x"}},
-		{"target does not exist", 1, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
+		{"target does not exist, dry run", 1, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt}},
+		{"target does not exist", 1, "target does not exist: " + gone + " (where " + dlt + "/0/0 goes); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
 		{"to a topic that does not exist", 1, "target does not exist: " + gone + " (10 records)", []string{"--from", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
-		{"original partition that does not exist", 1, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
+		{"original partition that does not exist, dry run", 1, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original"}},
+		{"original partition that does not exist", 1, "target does not exist: " + src + " partition 5 (where " + dlt5 + "/0/0 goes); nothing was sent", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
 		{"no terminal, no --yes", 2, "without --yes", []string{"--from", dlqTopic, "--execute", "--reason", "x"}},
 	}
 	for _, tc := range cases {

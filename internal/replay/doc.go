@@ -7,24 +7,27 @@
 //	rep, err := replay.Scan(ctx, cluster, store, plan, opts)   // a dry run: nothing is sent
 //	err = rep.Err()                                            // unroutable records, missing targets
 //	sum, err := replay.Execute(ctx, cluster, store, plan, eo)  // send, journal, checkpoint
-//	eo.SinglePass = plan.TargetKnown()                          // --to: no scan needed (below)
+//	eo.SinglePass = true                                        // --yes: no scan (below)
 //	plan, err = replay.LoadRun(ctx, cluster, store, id, force) // continue an interrupted run
 //
 // Execute reads the ranges again rather than keeping the scan's records: the ranges are
 // fixed, so the second read sees the same records, and memory stays bounded however large
 // the replay.
 //
-// Single pass. A plan whose one target is known before anything is read (Plan.TargetKnown:
-// --to with the default partitioner) needs no scan to be checked: no record of it can be
-// unroutable, the partitioner only picks partitions that exist, and CheckTarget checks the
-// --to topic. Such a plan is executed in one pass (ExecOptions.SinglePass), reading each
-// record once; the command does so with --yes (without it, the question shows the scan's
-// counts). "Nothing is sent when a target is missing" holds as with a scan: the target is
-// checked before the first read. A new run is recorded when the first selected record is
-// read, so a plan that selects nothing records no run, as after a scan. What a single pass
-// cannot do is warn about malformed dead letters before sending them: it warns afterwards.
-// Without --to, or with --to-partition original, the targets are in the records' headers and
-// only a scan of the whole range knows them all, so the plan is scanned first.
+// Single pass. With --yes nothing is asked, so no count is needed beforehand, and a plan is
+// executed in one pass (ExecOptions.SinglePass): each record is read once and sent as it is
+// read. A replay of a whole dead-letter topic otherwise reads it twice, and the second read
+// cost as much as the send. What a scan guaranteed is kept record by record: a --to topic
+// (Plan.TargetKnown) is checked before the first read; a target named by a record's headers is
+// checked when a record first names it (one metadata request per topic), and with
+// --to-partition original its partition too; a record that cannot be routed, or whose target
+// does not exist, stops the run before it is sent. When it is the first record to send,
+// nothing was sent and no run is recorded, exactly as after a scan. Otherwise the records
+// before it were sent and are journaled, the run is marked failed and resumes once the target
+// exists (*MissingTargetError.Stopped). A run is recorded when its first record to send is
+// read, so a plan that selects nothing records no run. Malformed dead letters are warned
+// about after the run, not before. A dry run, and the confirmation on a terminal, scan the
+// whole range first and list every record that cannot be sent.
 //
 // # Decisions
 //
@@ -39,8 +42,9 @@
 // Kafka's Java client, so an aggregate's events land in one partition in source order; with
 // --to-partition original the original partition is kept (for a record that is not a dead
 // letter, the partition it is read from). The plan predicts each keyed record's partition
-// the same way and checks, before anything is sent, that every target topic (and with
-// --to-partition original every target partition) exists.
+// the same way and its scan checks, before anything is sent, that every target topic (and
+// with --to-partition original every target partition) exists; a single pass checks each
+// record's before it is sent (above).
 //
 // Records. Key and value as they were; headers as they were minus the dead-letter headers of
 // every convention (also with --to: what is sent is the original record again) and minus

@@ -54,12 +54,15 @@ type ExecOptions struct {
 	// the end.
 	Progress func(Progress)
 	// SinglePass executes a plan that was not scanned first (Scan): the plan's records are
-	// read once, and sent as they are read. Only a plan whose target is known up front may be
-	// executed so (Plan.TargetKnown: --to with the default partitioner, where no record can be
-	// unroutable and every partition the partitioner picks exists); Execute checks that its
-	// target exists before it reads anything, so a missing target still means nothing was
-	// sent. A new run is then recorded when the first selected record is read: a plan that
-	// selects nothing records no run (Summary.Recorded false), as after a scan.
+	// read once, and sent as they are read. When the plan's target is known up front
+	// (Plan.TargetKnown: --to with the default partitioner) Execute checks that it exists
+	// before it reads anything. Otherwise each record's target is checked when it is read
+	// (one metadata request per target topic): the first record that cannot be routed, or
+	// whose target topic or partition does not exist, stops the run before it is sent. The
+	// records before it were sent and journaled; the run is marked failed, and can be resumed
+	// once the target exists. A new run is recorded when the first record to send is read:
+	// a plan that selects nothing, or whose first selected record is refused, records no run
+	// and sends nothing (Summary.Recorded false), as after a scan.
 	SinglePass bool
 }
 
@@ -141,13 +144,16 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	journalCtx := context.WithoutCancel(ctx)
 	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
+	var targets *targetCache // checks each record's target as it is read (a single pass)
 	if opts.SinglePass {
-		// Nothing was scanned: the one target must be known and exist before anything is read.
-		if !p.TargetKnown() {
-			return nil, errors.New("replay: a single pass needs a plan whose target is known up front (--to with the default partitioner)")
-		}
-		if err := CheckTarget(ctx, c, p); err != nil {
-			return nil, err
+		// Nothing was scanned: a target known up front must exist before anything is read;
+		// others are checked record by record.
+		if p.TargetKnown() {
+			if err := CheckTarget(ctx, c, p); err != nil {
+				return nil, err
+			}
+		} else {
+			targets = newTargetCache(c)
 		}
 	}
 
@@ -193,6 +199,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
 		prov:     NewProvenance(sum.RunID, sum.Reason),
+		targets:  targets,
 	}
 	runErr := e.run(ctx, c)
 	if e.create != nil {
@@ -256,6 +263,9 @@ type executor struct {
 	create func(context.Context) error
 	// strip caches, per header key, whether outgoing drops it.
 	strip headerStripper
+	// targets checks each record's target before it is sent, in a single pass whose targets
+	// are in the records (nil otherwise: the scan or CheckTarget did).
+	targets *targetCache
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -339,7 +349,12 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			progress()
 		}
 		if d.outcome == OutcomeProblem {
-			return fwerr.Usagef("%s", d.problem)
+			return fwerr.Usagef("%s%s", d.problem, e.stoppedNote())
+		}
+		if d.outcome == OutcomeSend && e.targets != nil {
+			if err := e.checkTarget(readCtx, d); err != nil {
+				return err
+			}
 		}
 		if e.create != nil && d.outcome != OutcomeFiltered {
 			// A single pass records its run before the first selected record is handled.
@@ -438,6 +453,37 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		e.sum.RecordsPerSecond = float64(lv.Acked) / e.sum.Seconds
 	}
 	return readErr
+}
+
+// checkTarget refuses a record whose target topic (or, with a fixed partition, partition) does
+// not exist, before it is sent: a *MissingTargetError.
+func (e *executor) checkTarget(ctx context.Context, d *decision) error {
+	n, err := e.targets.lookup(ctx, d.target)
+	if err != nil {
+		return err
+	}
+	missing := TargetCount{Topic: d.target, Partition: -1}
+	switch {
+	case n == 0:
+	case d.partition >= int32(n):
+		missing.Partition = d.partition
+	default:
+		return nil
+	}
+	what := d.target
+	if missing.Partition >= 0 {
+		what = fmt.Sprintf("%s partition %d", d.target, d.partition)
+	}
+	return &MissingTargetError{Targets: []TargetCount{missing},
+		text: fmt.Sprintf("%s (where %s goes)", what, addr(d.rec)), stopped: e.create == nil}
+}
+
+// stoppedNote is what a refusal adds once records were sent: the run stopped there.
+func (e *executor) stoppedNote() string {
+	if e.create != nil || e.targets == nil {
+		return ""
+	}
+	return "; the replay stopped at this record: the records before it were sent and journaled"
 }
 
 // waitWindow blocks while the records handed to the producer and not yet journaled reach

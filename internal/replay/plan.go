@@ -302,13 +302,22 @@ func (r *Report) Err() error {
 	return nil
 }
 
-// MissingTargetError means a target topic (or partition) does not exist; nothing was sent.
+// MissingTargetError means a target topic (or partition) does not exist. Nothing was sent,
+// unless Stopped: a single pass (ExecOptions.SinglePass) read it after it had sent records,
+// and stopped there.
 type MissingTargetError struct {
 	Targets []TargetCount
 	text    string
+	stopped bool
 }
 
+// Stopped reports a run that sent records before it met the missing target.
+func (e *MissingTargetError) Stopped() bool { return e.stopped }
+
 func (e *MissingTargetError) Error() string {
+	if e.stopped {
+		return "target does not exist: " + e.text + "; the replay stopped there: the records before it were sent and journaled (create it and resume the run)"
+	}
 	return "target does not exist: " + e.text + "; nothing was sent (create it, or choose another target with --to)"
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/config"
@@ -536,7 +538,7 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 	}
 }
 
-// TestReplaySinglePass executes a --to plan without a scan: a missing target is refused before
+// TestReplaySinglePass executes plans without a scan: a missing --to target is refused before
 // anything is read or recorded, a plan that selects nothing records no run, and otherwise every
 // selected record reaches the target with its provenance and the run is journaled as after a
 // scan.
@@ -547,7 +549,7 @@ func TestReplaySinglePass(t *testing.T) {
 	dls := deadLetters(t, cl, dlqTopic, originals(t, cl, src, 50), dlq.Meta{})
 	opts := ExecOptions{Operator: "tester", Reason: "test " + t.Name(), SinglePass: true}
 
-	// Without --to the targets are in the headers: a single pass is refused.
+	// Without --to the targets are in the headers, checked as each record is read.
 	p, err := NewPlan(t.Context(), c, Spec{From: dlqTopic})
 	if err != nil {
 		t.Fatal(err)
@@ -555,10 +557,16 @@ func TestReplaySinglePass(t *testing.T) {
 	if p.TargetKnown() {
 		t.Fatal("a plan without --to has a known target")
 	}
-	if _, err := Execute(t.Context(), c, st, p, opts); err == nil {
-		t.Fatal("single pass without --to: no error")
+	sum, err := Execute(t.Context(), c, st, p, opts)
+	if err != nil || !sum.Recorded || sum.Status != dedup.RunCompleted || sum.Counts != (dedup.RunCounts{Selected: 50, Sent: 50}) {
+		t.Fatalf("single pass to the headers' topic: %+v %v", sum, err)
 	}
-	// --to-partition original takes partitions from the headers: no single pass either.
+	back := replayed(readTopic(t, c, src), sum.RunID)
+	for _, d := range dls {
+		if rs := back[addr(d)]; len(rs) != 1 {
+			t.Fatalf("%s reached %s %d times", addr(d), src, len(rs))
+		}
+	}
 	if p, _ := NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst, ToPartition: PartitionOriginal}); p.TargetKnown() {
 		t.Fatal("a plan with --to-partition original has a known target")
 	}
@@ -572,7 +580,7 @@ func TestReplaySinglePass(t *testing.T) {
 	if _, err := Execute(t.Context(), c, st, p, opts); err == nil || !strings.Contains(err.Error(), "target does not exist: "+missing+"; nothing was sent") {
 		t.Fatalf("missing target: %v", err)
 	}
-	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 1 {
 		t.Fatalf("runs after a refused single pass: %v %v", runs, err)
 	}
 
@@ -581,11 +589,11 @@ func TestReplaySinglePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Execute(t.Context(), c, st, p, opts)
+	sum, err = Execute(t.Context(), c, st, p, opts)
 	if err != nil || sum.Recorded || sum.Read != 50 || sum.Counts.Selected != 0 {
 		t.Fatalf("nothing selected: %+v %v", sum, err)
 	}
-	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 1 {
 		t.Fatalf("runs after a single pass that selected nothing: %v %v", runs, err)
 	}
 
@@ -617,6 +625,92 @@ func TestReplaySinglePass(t *testing.T) {
 	for _, cp := range cps {
 		if cp.AckedThrough != cp.End {
 			t.Fatalf("checkpoint %+v not at the end of its range", cp)
+		}
+	}
+}
+
+// TestReplaySinglePassStopsAtAMissingTarget: a single pass whose targets are in the headers
+// checks each target when a record first names it. A first record that goes nowhere is
+// refused with nothing sent and no run; one met later stops the run before it is sent, the
+// records before it sent once and journaled, and the run, resumed once the topic exists,
+// sends the rest with nothing twice.
+func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	src, dlt := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, 10)
+	missing := testenv.Name(t, "gone")
+	origs[6].Topic = missing
+	springDLT(t, cl, dlt, origs)
+	opts := ExecOptions{Operator: "tester", Reason: "test " + t.Name(), SinglePass: true}
+
+	// The first record read goes nowhere: nothing sent, no run.
+	first := int64(6)
+	p, err := NewPlan(t.Context(), c, Spec{From: dlt, StartOffset: &first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Execute(t.Context(), c, st, p, opts)
+	var mt *MissingTargetError
+	if !errors.As(err, &mt) || mt.Stopped() || !strings.Contains(err.Error(), "target does not exist: "+missing+" (where "+dlt+"/0/6 goes); nothing was sent") {
+		t.Fatalf("first record to a missing topic: %v", err)
+	}
+	if runs, err := st.ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+		t.Fatalf("runs after a refusal: %v %v", runs, err)
+	}
+
+	// Met after six sends: the run stops there, failed, resumable.
+	p, err = NewPlan(t.Context(), c, Spec{From: dlt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Execute(t.Context(), c, st, p, opts)
+	if !errors.As(err, &mt) || !mt.Stopped() || fwerr.KindOf(err) != fwerr.KindError || !strings.Contains(err.Error(), dlt+"/0/6 goes); the replay stopped there") {
+		t.Fatalf("missing topic after sends: %v", err)
+	}
+	if sum == nil || sum.Status != dedup.RunFailed || sum.Counts != (dedup.RunCounts{Selected: 6, Sent: 6}) {
+		t.Fatalf("summary of the stopped run: %+v", sum)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if len(got) != 6 {
+		t.Fatalf("%d records reached %s before the stop, want 6", len(got), src)
+	}
+	run, cps, err := st.ReplayRun(t.Context(), sum.RunID)
+	if err != nil || run.Status != dedup.RunFailed || run.Sent != 6 || cps[0].AckedThrough != 5 {
+		t.Fatalf("journal of the stopped run: %+v %+v %v", run, cps, err)
+	}
+
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(t.Context(), 1, 1, nil, missing); err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", missing, err, resp.Err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), missing) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if d, err := adm.ListTopics(t.Context(), missing); err == nil && d[missing].Err == nil && len(d[missing].Partitions) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not in the metadata 10s after its creation", missing)
+		}
+	}
+	// A new process resumes it (this one's client caches the metadata that said "missing").
+	c2 := cluster(t)
+	rp, err := LoadRun(t.Context(), c2, st, sum.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsum, err := Execute(t.Context(), c2, st, rp, opts)
+	if err != nil || rsum.Status != dedup.RunCompleted || rsum.Counts != (dedup.RunCounts{Selected: 10, Sent: 10}) {
+		t.Fatalf("resumed: %+v %v", rsum, err)
+	}
+	got = replayed(readTopic(t, c, src), sum.RunID)
+	gone := replayed(readTopic(t, c2, missing), sum.RunID)
+	if len(got) != 9 || len(gone) != 1 || len(gone[dlt+"/0/6"]) != 1 {
+		t.Fatalf("after the resume: %d records in %s, %v in %s", len(got), src, gone, missing)
+	}
+	for a, rs := range got {
+		if len(rs) != 1 {
+			t.Fatalf("%s sent %d times", a, len(rs))
 		}
 	}
 }
