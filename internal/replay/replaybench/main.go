@@ -2,19 +2,22 @@
 // CI; STYLE: a benchmark is a command that prints figures).
 //
 // It writes N fieldwork dead letters (default 500,000) to a fresh dead-letter topic whose
-// headers name a fresh, empty source topic, then in the same run:
+// headers name a fresh, empty source topic, then in the same run, round after round:
 //
-//   - replays them DLQ → source as `fieldwork replay --from DLQ --execute --yes` does (plan
-//     scan, then the journaled send pass against a fresh PostgreSQL schema), timed end to end;
+//   - replays them DLQ → source as `fieldwork replay --from DLQ --execute --yes --reason …`
+//     does: one pass, each record routed by its dead-letter headers, journaled in a fresh
+//     PostgreSQL schema; timed end to end (plan, send, journal, summary);
 //   - copies the same range with `kcat -C -e -t DLQ -b … | kcat -P -t TARGET -b …`, timed end
 //     to end,
 //
 // and prints records per second for both and their ratio (target: replay/kcat >= 1.0). The
 // kcat pipe copies values only (no keys, no headers, no journal, no checks), which is what an
-// operator reaches for without fieldwork.
+// operator reaches for without fieldwork. -modes adds other ways to run the same replay:
+// "to" (--to a fresh topic) and "scan" (the whole range scanned first, as when the command
+// asks for confirmation on a terminal).
 //
 //	eval "$(scripts/services.sh env)"
-//	go run ./internal/replay/replaybench -n 500000
+//	go run ./internal/replay/replaybench -n 500000 -rounds 5
 package main
 
 import (
@@ -55,6 +58,7 @@ func main() {
 		maxBuf     = flag.Int("max-buffered", 0, "ExecOptions.MaxBuffered (default replay.DefaultMaxBuffered)")
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -69,35 +73,46 @@ func main() {
 	b.setup(ctx)
 	defer b.cleanup(ctx)
 
-	var replayRates, kcatRates []float64
-	var byMode [2][]float64 // [0]: headers (scan, then send); [1]: --to (single pass)
-	for r := range *rounds {
-		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				fail("%v", err)
-			}
-			_ = pprof.StartCPUProfile(f)
+	modes := strings.Split(*modesFlag, ",")
+	for _, m := range modes {
+		if m != "headers" && m != "to" && m != "scan" {
+			fail("-modes: unknown mode %q", m)
 		}
-		rate := b.replay(ctx, r)
-		replayRates = append(replayRates, rate)
-		byMode[r%2] = append(byMode[r%2], rate)
-		if *cpuProfile != "" {
-			pprof.StopCPUProfile()
+	}
+	rates := map[string][]float64{}
+	var kcatRates []float64
+	for r := range *rounds {
+		for _, m := range modes {
+			if *cpuProfile != "" {
+				f, err := os.Create(*cpuProfile + "." + m)
+				if err != nil {
+					fail("%v", err)
+				}
+				_ = pprof.StartCPUProfile(f)
+			}
+			rates[m] = append(rates[m], b.replay(ctx, r, m))
+			if *cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
 		}
 		if !*noKcat {
 			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
 		}
 	}
 	fmt.Printf("\n%d records, %d partitions, %d round(s)\n", b.n, b.partitions, *rounds)
-	fmt.Printf("fieldwork replay (plan + journaled send): %10.0f records/s (median; best %.0f)\n", median(replayRates), best(replayRates))
-	fmt.Printf("  to the topics the headers name (scan + send): %10.0f records/s (median of %d)\n", median(byMode[0]), len(byMode[0]))
-	if len(byMode[1]) > 0 {
-		fmt.Printf("  --to one topic (single pass):                 %10.0f records/s (median of %d)\n", median(byMode[1]), len(byMode[1]))
+	label := map[string]string{
+		"headers": "fieldwork replay DLQ → source (--execute --yes)",
+		"to":      "fieldwork replay --to a topic (--execute --yes)",
+		"scan":    "fieldwork replay, scanned first (terminal)",
+	}
+	for _, m := range modes {
+		fmt.Printf("%-48s %10.0f records/s (median; best %.0f)\n", label[m]+":", median(rates[m]), best(rates[m]))
 	}
 	if len(kcatRates) > 0 {
-		fmt.Printf("kcat -C -e | kcat -P:                     %10.0f records/s (median; best %.0f)\n", median(kcatRates), best(kcatRates))
-		fmt.Printf("ratio replay/kcat:                        %10.2f (medians; target >= 1.0)\n", median(replayRates)/median(kcatRates))
+		fmt.Printf("%-48s %10.0f records/s (median; best %.0f)\n", "kcat -C -e | kcat -P:", median(kcatRates), best(kcatRates))
+		for _, m := range modes {
+			fmt.Printf("ratio %-42s %10.2f (medians; target >= 1.0)\n", m+"/kcat:", median(rates[m])/median(kcatRates))
+		}
 	}
 }
 
@@ -226,9 +241,11 @@ func (b *bench) cleanup(ctx context.Context) {
 	b.cl.Close()
 }
 
-// replay replays the whole dead-letter topic back to its source topic, as the CLI does with
-// --execute --yes, and returns records per second over the whole command (plan + send).
-func (b *bench) replay(ctx context.Context, round int) float64 {
+// replay replays the whole dead-letter topic as the command does with --execute --yes (mode
+// "headers": back to the source topic the headers name; "to": to a fresh topic with --to) or
+// after a scan of the whole range (mode "scan", as when the command asks for confirmation),
+// and returns records per second over the whole command (plan, send, journal, summary).
+func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	schema := "fwbench_" + suffix()
 	b.schemas = append(b.schemas, schema)
 	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
@@ -239,11 +256,8 @@ func (b *bench) replay(ctx context.Context, round int) float64 {
 	if _, err := st.Migrate(ctx, false); err != nil {
 		fail("%v", err)
 	}
-	// Rounds alternate: odd rounds (1, 3, …) send each dead letter to the topic its headers
-	// name (targets known only by a scan: plan scan, then send); even rounds point them at a
-	// fresh topic with --to (one target known up front: a single pass).
 	spec := replay.Spec{From: b.dlq}
-	if round%2 == 1 {
+	if mode == "to" {
 		spec.To = b.topic(ctx, "bench-src")
 	}
 	start := time.Now()
@@ -251,9 +265,12 @@ func (b *bench) replay(ctx context.Context, round int) float64 {
 	if err != nil {
 		fail("plan: %v", err)
 	}
-	// As the command with --yes: one pass when the plan's one target is known and exists,
-	// else the plan scan first.
-	single := plan.TargetKnown() && replay.CheckTarget(ctx, b.c, plan) == nil
+	single := mode != "scan"
+	if single && plan.TargetKnown() {
+		if err := replay.CheckTarget(ctx, b.c, plan); err != nil {
+			fail("plan: %v", err)
+		}
+	}
 	if !single {
 		rep, err := replay.Scan(ctx, b.c, st, plan, replay.ScanOptions{Sample: -1})
 		if err != nil {
@@ -274,11 +291,7 @@ func (b *bench) replay(ctx context.Context, round int) float64 {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
 	rate := float64(b.n) / el.Seconds()
-	mode := "plan scan then send, no --to"
-	if single {
-		mode = "single pass, --to"
-	}
-	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan scan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s\n",
+	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate)
 	return rate
 }
