@@ -40,12 +40,19 @@ func (p Provenance) outgoingWith(hs *headerStripper, src *kgo.Record, count int,
 	if p.id == nil {
 		p = NewProvenance(p.RunID, p.Reason)
 	}
-	kept := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
+	// Dead letters carry more dead-letter headers than headers of their own: count what is
+	// kept first, so that the slice is the size it needs.
+	n := 5
 	for i, h := range src.Headers {
-		if hs.stripsAt(i, h.Key) {
-			continue
+		if !hs.stripsAt(i, h.Key) {
+			n++
 		}
-		kept = append(kept, h)
+	}
+	kept := make([]kgo.RecordHeader, 0, n)
+	for i, h := range src.Headers {
+		if !hs.stripsAt(i, h.Key) {
+			kept = append(kept, h)
+		}
 	}
 	// fw.replay.source and fw.replay.count share one allocation.
 	buf := make([]byte, 0, len(src.Topic)+48)
@@ -54,9 +61,9 @@ func (p Provenance) outgoingWith(hs *headerStripper, src *kgo.Record, count int,
 	buf = strconv.AppendInt(buf, int64(src.Partition), 10)
 	buf = append(buf, '/')
 	buf = strconv.AppendInt(buf, src.Offset, 10)
-	n := len(buf)
+	end := len(buf)
 	buf = strconv.AppendInt(buf, int64(count)+1, 10)
-	source, replays := buf[:n:n], buf[n:]
+	source, replays := buf[:end:end], buf[end:]
 	kept = append(kept,
 		kgo.RecordHeader{Key: dlq.ReplayHeaderID, Value: p.id},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderSource, Value: source},

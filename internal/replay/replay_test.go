@@ -293,3 +293,18 @@ func TestHeaderStripperCacheAgrees(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOutgoing builds the record a replay sends for a fieldwork dead letter.
+func BenchmarkOutgoing(b *testing.B) {
+	orig := &kgo.Record{Topic: "tasks", Partition: 3, Offset: 1041, Key: []byte("task-7"), Value: []byte(`{"id":"evt-7"}`),
+		Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}}}
+	dl := dlq.NewDeadLetter(orig, dlq.Meta{Topic: "tasks.dlq", Group: "g", Handler: "h", EventID: "evt-7", Reason: dlq.ReasonRejected, Error: "no", Attempts: 1})
+	dl.Offset = 77
+	p := NewProvenance("run-1", "fix deployed")
+	var hs headerStripper
+	at := replayAt(time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.outgoingWith(&hs, dl, 0, "tasks", -1, at)
+	}
+}
