@@ -116,3 +116,57 @@ func BenchmarkClaim(b *testing.B) {
 			total, batch, batched.Round(time.Millisecond), batchedRate, singles, single.Round(time.Millisecond), singleRate, batchedRate/singleRate)
 	}
 }
+
+// BenchmarkJournal measures what a replay's journal costs: 200,000 acknowledged sends from 3
+// source partitions, written in flushes of FIELDWORK_BENCH_FLUSH sends (default 2,000, the
+// replay's), and prints sends per second and the server's share.
+func BenchmarkJournal(b *testing.B) {
+	dsn := testDSN(b)
+	total := envInt("FIELDWORK_BENCH_SENDS", 200_000)
+	flush := envInt("FIELDWORK_BENCH_FLUSH", 2_000)
+	ctx := context.Background()
+	conn := admin(b, dsn)
+	schema := randomSchema()
+	b.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+		_ = conn.Close(context.Background())
+	})
+	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		run := dedup.ReplayRun{ID: randomSchema(), Operator: "bench", Reason: "bench", Selection: "{}", Sources: []string{"orders.dlq"},
+			Target: "original", Status: dedup.RunRunning, Owner: "bench"}
+		var cps []dedup.ReplayCheckpoint
+		for p := range int32(3) {
+			cps = append(cps, dedup.ReplayCheckpoint{Topic: "orders.dlq", Partition: p, Start: 0, End: int64(total), AckedThrough: -1})
+		}
+		if err := st.CreateReplayRun(ctx, run, cps); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		now := time.Now()
+		for i, n := 0, 0; i < total; n++ {
+			sends := make([]dedup.ReplaySend, 0, flush)
+			for ; len(sends) < flush && i < total; i++ {
+				sends = append(sends, dedup.ReplaySend{SourceTopic: "orders.dlq", SourcePartition: int32(i % 3), SourceOffset: int64(i / 3),
+					EventID: fmt.Sprintf("%08x-0000-4000-8000-%012d", i, i), TargetTopic: "orders", TargetPartition: int32(i % 6),
+					TargetOffset: int64(i), At: now})
+			}
+			err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: run.ID, Owner: "bench", Status: dedup.RunRunning,
+				Sends: sends, FlushID: fmt.Sprintf("bench#%d", n), Now: now,
+				Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, AckedThrough: int64(i/3 - 1)}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		el := time.Since(start)
+		b.ReportMetric(float64(total)/el.Seconds(), "sends/s")
+		fmt.Printf("journal: %d sends in flushes of %d: %.2fs, %.0f sends/s\n", total, flush, el.Seconds(), float64(total)/el.Seconds())
+	}
+}

@@ -58,6 +58,7 @@ func main() {
 		maxBuf     = flag.Int("max-buffered", 0, "ExecOptions.MaxBuffered (default replay.DefaultMaxBuffered)")
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
+		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes)")
 		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first)")
 	)
 	flag.Parse()
@@ -82,7 +83,14 @@ func main() {
 	rates := map[string][]float64{}
 	var kcatRates []float64
 	for r := range *rounds {
+		// Every other round kcat goes first, so that neither side always follows the other.
+		kcatFirst := r%2 == 1 && !*noKcat
+		if kcatFirst {
+			time.Sleep(*settle)
+			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
+		}
 		for _, m := range modes {
+			time.Sleep(*settle)
 			if *cpuProfile != "" {
 				f, err := os.Create(*cpuProfile + "." + m)
 				if err != nil {
@@ -95,7 +103,8 @@ func main() {
 				pprof.StopCPUProfile()
 			}
 		}
-		if !*noKcat {
+		if !*noKcat && !kcatFirst {
+			time.Sleep(*settle)
 			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
 		}
 	}
