@@ -276,6 +276,12 @@ func (p *parser) text(id hdr, get lookup) string {
 }
 
 func (p *parser) textOf(id hdr, v []byte) string {
+	if p.memo != nil && repeats[id] {
+		// The text read last is kept only when it was valid UTF-8: equal bytes need no check.
+		if s := p.memo.last[id]; s != "" && s == string(v) { // the comparison does not allocate
+			return s
+		}
+	}
 	if !utf8.Valid(v) {
 		p.problemf(id, "not valid UTF-8 at byte %d: read with U+FFFD in its place", invalidUTF8At(v))
 		return strings.ToValidUTF8(string(v), "\uFFFD")
@@ -284,9 +290,6 @@ func (p *parser) textOf(id hdr, v []byte) string {
 		return p.strings.get(v)
 	}
 	if p.memo != nil && repeats[id] {
-		if s := p.memo.last[id]; s == string(v) { // the comparison does not allocate
-			return s
-		}
 		s := string(v)
 		p.memo.last[id] = s
 		return s
