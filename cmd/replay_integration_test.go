@@ -28,6 +28,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -402,8 +403,12 @@ func TestReplayCLIKillAndResume(t *testing.T) {
 	}
 	dups := len(all) - n
 	t.Logf("SIGKILL after %d records journaled as sent (%d in the target); resumed: %d records re-sent after the kill (duplicate fw.replay.source); window %d = producer buffer %d + journal batch %d",
-		killed.Sent, beforeResume, dups, sum.DuplicateWindow, 10_000, 2_000)
-	fmt.Printf("replay kill/resume: re-sent after SIGKILL %d, duplicate window %d (max buffered records 10000 + journal batch 2000)\n", dups, sum.DuplicateWindow)
+		killed.Sent, beforeResume, dups, sum.DuplicateWindow, replay.DefaultMaxBuffered, replay.DefaultFlushRecords)
+	fmt.Printf("replay kill/resume: re-sent after SIGKILL %d, duplicate window %d (max buffered records %d + journal batch %d)\n",
+		dups, sum.DuplicateWindow, replay.DefaultMaxBuffered, replay.DefaultFlushRecords)
+	if want := int64(replay.DefaultMaxBuffered + replay.DefaultFlushRecords); sum.DuplicateWindow != want {
+		t.Fatalf("duplicate window %d, want %d", sum.DuplicateWindow, want)
+	}
 	if int64(dups) > sum.DuplicateWindow {
 		t.Fatalf("%d records re-sent after the kill, more than the window %d", dups, sum.DuplicateWindow)
 	}
