@@ -254,11 +254,16 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 
 // replayGC makes the collector run less often for the rest of a replay: a replay allocates a
 // record's worth of garbage per record read while its live memory stays small (bounded by the
-// producer's buffer), so the default GOGC of 100 spends a fifth of its CPU collecting. An
-// explicit GOGC wins.
+// producer's buffer), so the default GOGC of 100 spends a fifth of its CPU collecting. A soft
+// memory limit of 256 MiB keeps the heap that GOGC 400 lets grow from reaching five times
+// the live memory (a 200,000-record replay peaked at 320 MB resident without it, 260 MB with
+// it). An explicit GOGC or GOMEMLIMIT wins.
 func replayGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(256 << 20)
 	}
 }
 

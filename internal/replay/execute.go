@@ -25,6 +25,8 @@ const (
 	// 500,000-record replay ran at 215,000-255,000 records/s; at 30,000 at 252,000-288,000.
 	// It bounds the duplicates a crash can cause (Summary.DuplicateWindow).
 	DefaultMaxBuffered = 30_000
+	// maxBufferedBytes also bounds the producer's buffer in bytes, for large records.
+	maxBufferedBytes = 64 << 20
 	// DefaultFlushRecords: the journal is written when this many acknowledged sends wait for
 	// it, and at least every DefaultFlushInterval.
 	DefaultFlushRecords  = 2_000
@@ -285,6 +287,7 @@ type executor struct {
 func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	popts := append(c.Options(),
 		kgo.MaxBufferedRecords(e.opts.MaxBuffered),
+		kgo.MaxBufferedBytes(maxBufferedBytes),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	)
 	if e.plan.Spec.ToPartition == PartitionOriginal {
