@@ -65,8 +65,12 @@ func main() {
 	if *brokers == "" || *dsn == "" {
 		fail("set -brokers and -dsn (or eval \"$(scripts/services.sh env)\")")
 	}
+	// As the replay command does.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // as the replay command does
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(256 << 20)
 	}
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep,
