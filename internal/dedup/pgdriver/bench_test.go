@@ -37,21 +37,7 @@ func BenchmarkClaim(b *testing.B) {
 	singles := envInt("FIELDWORK_BENCH_SINGLE", 20_000)
 	const batch = 500
 	ctx := context.Background()
-
-	conn := admin(b, dsn)
-	schema := randomSchema()
-	b.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
-		_ = conn.Close(context.Background())
-	})
-	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx, false); err != nil {
-		b.Fatal(err)
-	}
+	st := benchStore(b, dsn)
 
 	marker := func(run, i int) dedup.Marker {
 		return dedup.Marker{
@@ -117,13 +103,8 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
-// BenchmarkJournal measures what a replay's journal costs: 200,000 acknowledged sends from 3
-// source partitions, written in flushes of FIELDWORK_BENCH_FLUSH sends (default 2,000, the
-// replay's), and prints sends per second and the server's share.
-func BenchmarkJournal(b *testing.B) {
-	dsn := testDSN(b)
-	total := envInt("FIELDWORK_BENCH_SENDS", 200_000)
-	flush := envInt("FIELDWORK_BENCH_FLUSH", 2_000)
+// benchStore is a migrated store in a fresh schema, dropped at cleanup.
+func benchStore(b *testing.B, dsn string) *dedup.Store {
 	ctx := context.Background()
 	conn := admin(b, dsn)
 	schema := randomSchema()
@@ -135,10 +116,22 @@ func BenchmarkJournal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx, false); err != nil {
 		b.Fatal(err)
 	}
+	return st
+}
+
+// BenchmarkJournal measures what a replay's journal costs: 200,000 acknowledged sends from 3
+// source partitions, written in flushes of FIELDWORK_BENCH_FLUSH sends (default 2,000, the
+// replay's), and prints sends per second and the server's share.
+func BenchmarkJournal(b *testing.B) {
+	dsn := testDSN(b)
+	total := envInt("FIELDWORK_BENCH_SENDS", 200_000)
+	flush := envInt("FIELDWORK_BENCH_FLUSH", 2_000)
+	ctx := context.Background()
+	st := benchStore(b, dsn)
 	for b.Loop() {
 		run := dedup.ReplayRun{ID: randomSchema(), Operator: "bench", Reason: "bench", Selection: "{}", Sources: []string{"orders.dlq"},
 			Target: "original", Status: dedup.RunRunning, Owner: "bench"}
