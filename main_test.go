@@ -23,6 +23,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script when a cmp fails")
@@ -107,7 +108,7 @@ func envCondition(cond string) (bool, error) {
 	if os.Getenv(name) != "" {
 		return true, nil
 	}
-	if strings.HasPrefix(name, "FIELDWORK_TEST_") && (os.Getenv("CI") != "" || os.Getenv("FIELDWORK_TEST_REQUIRE") == "1") {
+	if strings.HasPrefix(name, "FIELDWORK_TEST_") && testenv.Required() {
 		return false, fmt.Errorf("%s is not set but the services are required here: start them with scripts/services.sh start", name)
 	}
 	return false, nil

@@ -69,19 +69,6 @@ func dlqHeaders(kv ...string) []kgo.RecordHeader {
 	return out
 }
 
-// needKcat returns kcat's path; without it the test skips, or fails under CI.
-func needKcat(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("FIELDWORK_TEST_REQUIRE") == "1" {
-			t.Fatal("kcat is not installed")
-		}
-		t.Skip("kcat is not installed")
-	}
-	return path
-}
-
 // kcatProduce writes one record with kcat: key and value, and text headers k=v.
 func kcatProduce(t *testing.T, kcat, topic, key, value string, headers ...string) {
 	t.Helper()
@@ -103,7 +90,7 @@ func kcatProduce(t *testing.T, kcat, topic, key, value string, headers ...string
 // them) SmallRye, Kafka Connect, Watermill and Spring with its numbers as text.
 func seedConventions(t *testing.T, topic string) {
 	t.Helper()
-	kcat := needKcat(t)
+	kcat := testenv.Kcat(t)
 	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	at := func(i int) time.Time { return dlqBase.Add(time.Duration(i) * time.Second) }
 	orig := &kgo.Record{

@@ -27,7 +27,7 @@ func StartPrivatePostgres(t testing.TB) *PrivatePostgres {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	if len(bins) == 0 {
-		if required() {
+		if Required() {
 			t.Fatal("no PostgreSQL server binaries under /usr/lib/postgresql: run scripts/services.sh start")
 		}
 		t.Skip("no PostgreSQL server binaries under /usr/lib/postgresql")

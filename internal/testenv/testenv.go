@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -19,15 +20,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func required() bool {
+// Required reports whether the services must be there: under CI (CI set) or with
+// FIELDWORK_TEST_REQUIRE=1 a test that lacks one fails instead of skipping.
+func Required() bool {
 	return os.Getenv("CI") != "" || os.Getenv("FIELDWORK_TEST_REQUIRE") == "1"
+}
+
+// Kcat returns kcat's path, the independent client of the interop tests; without it the test
+// skips, or fails where the services are Required.
+func Kcat(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		if Required() {
+			t.Fatal("kcat is not installed: run scripts/services.sh start")
+		}
+		t.Skip("kcat is not installed")
+	}
+	return path
 }
 
 func need(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		if required() {
+		if Required() {
 			t.Fatalf("%s is not set: start the services with scripts/services.sh start and export what it prints", name)
 		}
 		t.Skipf("%s is not set (scripts/services.sh start prints it)", name)
