@@ -467,23 +467,15 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 // not exist, before it is sent: a *MissingTargetError.
 func (e *executor) checkTarget(ctx context.Context, d *decision) error {
 	n, err := e.targets.lookup(ctx, d.target)
-	if err != nil {
+	if err != nil || e.targets.exists(d.target, d.partition) {
 		return err
 	}
 	missing := TargetCount{Topic: d.target, Partition: -1}
-	switch {
-	case n == 0:
-	case d.partition >= int32(n):
+	if n > 0 { // the topic is there, the partition is not
 		missing.Partition = d.partition
-	default:
-		return nil
-	}
-	what := d.target
-	if missing.Partition >= 0 {
-		what = fmt.Sprintf("%s partition %d", d.target, d.partition)
 	}
 	return &MissingTargetError{Targets: []TargetCount{missing},
-		text: fmt.Sprintf("%s (where %s goes)", what, addr(d.rec)), stopped: e.create == nil}
+		text: fmt.Sprintf("%s (where %s goes)", missing.place(), addr(d.rec)), stopped: e.create == nil}
 }
 
 // stoppedNote is what a refusal adds once records were sent: the run stopped there.

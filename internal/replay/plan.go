@@ -107,6 +107,14 @@ type TargetCount struct {
 	Records   int64  `json:"records"`
 }
 
+// place names the target: its topic, or "TOPIC partition N" for a fixed partition.
+func (tc TargetCount) place() string {
+	if tc.Partition < 0 {
+		return tc.Topic
+	}
+	return fmt.Sprintf("%s partition %d", tc.Topic, tc.Partition)
+}
+
 // RecordRef is a record named in a report.
 type RecordRef struct {
 	Source      string `json:"source"`
@@ -258,7 +266,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	for k, n := range byTarget {
 		tc := TargetCount{Topic: k.topic, Partition: k.part, Records: n}
-		if targets.missing(k.topic) || k.part >= 0 && targets.parts[k.topic] > 0 && int(k.part) >= targets.parts[k.topic] {
+		if !targets.exists(k.topic, k.part) {
 			rep.Missing = append(rep.Missing, tc)
 		}
 		rep.Targets = append(rep.Targets, tc)
@@ -291,11 +299,7 @@ func (r *Report) Err() error {
 	if len(r.Missing) > 0 {
 		var parts []string
 		for _, m := range r.Missing {
-			if m.Partition >= 0 {
-				parts = append(parts, fmt.Sprintf("%s partition %d (%d records)", m.Topic, m.Partition, m.Records))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s (%d records)", m.Topic, m.Records))
-			}
+			parts = append(parts, fmt.Sprintf("%s (%d records)", m.place(), m.Records))
 		}
 		return &MissingTargetError{Targets: r.Missing, text: strings.Join(parts, ", ")}
 	}
@@ -332,7 +336,11 @@ func newTargetCache(c *kafka.Cluster) *targetCache {
 	return &targetCache{c: c, parts: map[string]int{}, hash: map[string]kgo.TopicPartitioner{}}
 }
 
-func (t *targetCache) missing(topic string) bool { return t.parts[topic] == 0 }
+// exists reports whether a looked-up topic exists and, for part >= 0, has that partition.
+func (t *targetCache) exists(topic string, part int32) bool {
+	n := t.parts[topic]
+	return n > 0 && (part < 0 || int(part) < n)
+}
 
 func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 	if n, ok := t.parts[topic]; ok {
