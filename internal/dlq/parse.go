@@ -65,9 +65,8 @@ func (p *Parser) Parse(r *kgo.Record) DeadLetter { return parseWith(r, p.opts, &
 
 // parseMemo is what a Parser remembers from the records before.
 type parseMemo struct {
-	// keys[i] and metas[i] are the key of the previous record's i-th header and what it means.
-	keys  []string
-	metas []keyMeta
+	// keys[i] is the key of the previous record's i-th header and what it means.
+	keys []memoKey
 	// last holds, for each header that usually repeats, the text read last.
 	last [numHdr]string
 }
@@ -77,6 +76,11 @@ type parseMemo struct {
 type keyMeta struct {
 	conv int8
 	id   int16
+}
+
+type memoKey struct {
+	key  string
+	meta keyMeta
 }
 
 // maxMemoKeys bounds the header positions a Parser remembers.
@@ -99,15 +103,15 @@ func (m *parseMemo) meta(i int, key string) keyMeta {
 	if m == nil {
 		return metaOf(key)
 	}
-	if i < len(m.keys) && m.keys[i] == key {
-		return m.metas[i]
+	if i < len(m.keys) && m.keys[i].key == key {
+		return m.keys[i].meta
 	}
 	v := metaOf(key)
 	switch {
 	case i < len(m.keys):
-		m.keys[i], m.metas[i] = key, v
+		m.keys[i] = memoKey{key, v}
 	case i == len(m.keys) && i < maxMemoKeys:
-		m.keys, m.metas = append(m.keys, key), append(m.metas, v)
+		m.keys = append(m.keys, memoKey{key, v})
 	}
 	return v
 }
