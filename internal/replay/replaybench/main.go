@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ func main() {
 		rounds     = flag.Int("rounds", 1, "measure each side this many times, alternating")
 		keep       = flag.Bool("keep", false, "keep the topics and the schema")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the replay rounds to this file")
+		traceFile  = flag.String("trace", "", "write an execution trace of the replay rounds to this file (go tool trace; -pprof=sync shows where the replay waited)")
 		maxBuf     = flag.Int("max-buffered", 0, "ExecOptions.MaxBuffered (default replay.DefaultMaxBuffered)")
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
@@ -102,9 +104,19 @@ func main() {
 				}
 				_ = pprof.StartCPUProfile(f)
 			}
+			if *traceFile != "" {
+				f, err := os.Create(*traceFile + "." + m)
+				if err != nil {
+					fail("%v", err)
+				}
+				_ = trace.Start(f)
+			}
 			rates[m] = append(rates[m], b.replay(ctx, r, m))
 			if *cpuProfile != "" {
 				pprof.StopCPUProfile()
+			}
+			if *traceFile != "" {
+				trace.Stop()
 			}
 		}
 		if !*noKcat && !kcatFirst {
