@@ -142,6 +142,49 @@ WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('so
 	}
 }
 
+// TestFlushIsAtomic: a flush is sent as one pipeline of statements, which PostgreSQL must run
+// as one transaction. A send the database refuses (text cannot hold a NUL byte) fails the
+// statement after the run's update, and the update must not stay.
+func TestFlushIsAtomic(t *testing.T) {
+	st, _ := dedupconformance.NewStore(t, freshSchema)
+	ctx := context.Background()
+	run := dedup.ReplayRun{ID: "r", Operator: "op", Reason: "why", Selection: "{}", Sources: []string{"orders.dlq"},
+		Target: "original", Status: dedup.RunRunning, Owner: "me"}
+	if err := st.CreateReplayRun(ctx, run, []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	bad := dedup.ReplayProgress{RunID: "r", Owner: "me", Status: dedup.RunRunning, Now: now, FlushID: "me#1",
+		Counts:      dedup.RunCounts{Selected: 2, Sent: 2},
+		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, AckedThrough: 1}},
+		Sends: []dedup.ReplaySend{
+			{SourceTopic: "orders.dlq", SourcePartition: 0, SourceOffset: 0, EventID: "e0", TargetTopic: "orders", TargetOffset: 10, At: now},
+			{SourceTopic: "orders.dlq", SourcePartition: 0, SourceOffset: 1, EventID: "e\x001", TargetTopic: "orders", TargetOffset: 11, At: now},
+		}}
+	if err := st.SaveReplayProgress(ctx, bad); err == nil {
+		t.Fatal("a send with a NUL byte in its event id was journaled")
+	}
+	got, cps, err := st.ReplayRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Sent != 0 || got.Selected != 0 || cps[0].AckedThrough != -1 {
+		t.Fatalf("a failed flush left part of itself: sent %d, selected %d, acked through %d", got.Sent, got.Selected, cps[0].AckedThrough)
+	}
+	targets, err := st.ReplayTargetCounts(ctx, "r")
+	if err != nil || len(targets) != 0 {
+		t.Fatalf("a failed flush left target counts: %v %v", targets, err)
+	}
+	// The same flush without the bad send is written whole.
+	bad.Sends[1].EventID = "e1"
+	if err := st.SaveReplayProgress(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if got, cps, err = st.ReplayRun(ctx, "r"); err != nil || got.Sent != 2 || cps[0].AckedThrough != 1 {
+		t.Fatalf("flush after the failed one: %+v %+v %v", got, cps, err)
+	}
+}
+
 // withPassword returns dsn (URL or key=value) with another password, and
 // the host:port it names.
 func withPassword(t *testing.T, dsn, password string) (string, string) {
