@@ -14,7 +14,10 @@
 // kcat pipe copies values only (no keys, no headers, no journal, no checks), which is what an
 // operator reaches for without fieldwork. -modes adds other ways to run the same replay:
 // "to" (--to a fresh topic) and "scan" (the whole range scanned first, as when the command
-// asks for confirmation on a terminal).
+// asks for confirmation on a terminal). Mode "client" is no replay: the same reader and an
+// idempotent producer set up as the replay's copy every record unchanged (key, value, headers)
+// to a fresh topic, with no parsing, routing, provenance or journal: the floor that the
+// Kafka client sets for the replay on this machine.
 //
 //	eval "$(scripts/services.sh env)"
 //	go run ./internal/replay/replaybench -n 500000 -rounds 5
@@ -61,7 +64,7 @@ func main() {
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
 		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes)")
-		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first)")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -82,7 +85,7 @@ func main() {
 
 	modes := strings.Split(*modesFlag, ",")
 	for _, m := range modes {
-		if m != "headers" && m != "to" && m != "scan" {
+		if m != "headers" && m != "to" && m != "scan" && m != "client" {
 			fail("-modes: unknown mode %q", m)
 		}
 	}
@@ -111,7 +114,11 @@ func main() {
 				}
 				_ = trace.Start(f)
 			}
-			rates[m] = append(rates[m], b.replay(ctx, r, m))
+			if m == "client" {
+				rates[m] = append(rates[m], b.clientCopy(ctx, r))
+			} else {
+				rates[m] = append(rates[m], b.replay(ctx, r, m))
+			}
 			if *cpuProfile != "" {
 				pprof.StopCPUProfile()
 			}
@@ -129,6 +136,7 @@ func main() {
 		"headers": "fieldwork replay DLQ → source (--execute --yes)",
 		"to":      "fieldwork replay --to a topic (--execute --yes)",
 		"scan":    "fieldwork replay, scanned first (terminal)",
+		"client":  "Kafka client alone (read, produce unchanged)",
 	}
 	for _, m := range modes {
 		fmt.Printf("%-48s %10.0f records/s (median; best %.0f)\n", label[m]+":", median(rates[m]), best(rates[m]))
@@ -318,6 +326,56 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate)
+	return rate
+}
+
+// clientCopy copies the dead-letter topic to a fresh topic with the replay's reader
+// (kafka.Cluster.Read) and a producer with the replay's settings, records unchanged, and
+// returns records per second.
+func (b *bench) clientCopy(ctx context.Context, round int) float64 {
+	target := b.topic(ctx, "bench-client")
+	start := time.Now()
+	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
+		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer prod.Close()
+	ends, err := b.adm.ListEndOffsets(ctx, b.dlq)
+	if err != nil {
+		fail("%v", err)
+	}
+	var ranges []kafka.PartitionRange
+	ends.Each(func(o kadm.ListedOffset) {
+		ranges = append(ranges, kafka.PartitionRange{Topic: o.Topic, Partition: o.Partition, Start: 0, End: o.Offset})
+	})
+	errs := make(chan error, 1)
+	err = b.c.Read(ctx, ranges, func(r *kgo.Record) error {
+		prod.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+		return nil
+	})
+	if err == nil {
+		err = prod.Flush(ctx)
+	}
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	if err != nil {
+		fail("client copy: %v", err)
+	}
+	el := time.Since(start)
+	rate := float64(b.n) / el.Seconds()
+	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s\n", round+1, b.n, el.Seconds(), rate)
 	return rate
 }
 
