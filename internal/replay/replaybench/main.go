@@ -10,11 +10,13 @@
 //   - copies the same range with `kcat -C -e -t DLQ -b … | kcat -P -t TARGET -b …`, timed end
 //     to end,
 //
-// and prints records per second for both and their ratio (target: replay/kcat >= 1.0). The
-// kcat pipe copies values only (no keys, no headers, no journal, no checks), which is what an
-// operator reaches for without fieldwork. -modes adds other ways to run the same replay:
-// "to" (--to a fresh topic) and "scan" (the whole range scanned first, as when the command
-// asks for confirmation on a terminal). Mode "client" is no replay: the same reader and an
+// and prints records per second for both and their ratio (target: replay/kcat >= 1.0), and the
+// CPU time each used (this process for the replay, the shell and both kcats for the pipe;
+// not the broker's nor the database's), which varies much less from run to run than the rate
+// on a machine the broker shares. The kcat pipe copies values only (no keys, no headers, no
+// journal, no checks), which is what an operator reaches for without fieldwork. -modes adds
+// other ways to run the same replay: "to" (--to a fresh topic) and "scan" (the whole range
+// scanned first, as when the command asks for confirmation on a terminal). Mode "client" is no replay: the same reader and an
 // idempotent producer set up as the replay's copy every record unchanged (key, value, headers)
 // to a fresh topic, with no parsing, routing, provenance or journal: the floor that the
 // Kafka client sets for the replay on this machine.
@@ -36,6 +38,7 @@ import (
 	"runtime/trace"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -139,10 +142,10 @@ func main() {
 		"client":  "Kafka client alone (read, produce unchanged)",
 	}
 	for _, m := range modes {
-		fmt.Printf("%-48s %10.0f records/s (median; best %.0f)\n", label[m]+":", median(rates[m]), best(rates[m]))
+		fmt.Printf("%-48s %10.0f records/s (median; best %.0f), CPU %.2fs (median)\n", label[m]+":", median(rates[m]), best(rates[m]), median(b.cpu[m]))
 	}
 	if len(kcatRates) > 0 {
-		fmt.Printf("%-48s %10.0f records/s (median; best %.0f)\n", "kcat -C -e | kcat -P:", median(kcatRates), best(kcatRates))
+		fmt.Printf("%-48s %10.0f records/s (median; best %.0f), CPU %.2fs (median)\n", "kcat -C -e | kcat -P:", median(kcatRates), best(kcatRates), median(b.cpu["kcat"]))
 		for _, m := range modes {
 			fmt.Printf("ratio %-42s %10.2f (medians; target >= 1.0)\n", m+"/kcat:", median(rates[m])/median(kcatRates))
 		}
@@ -179,6 +182,10 @@ type bench struct {
 	keep       bool
 	maxBuf     int
 	flushRecs  int
+
+	// cpu holds, per mode ("kcat" for the pipe), the CPU seconds of each measurement: this
+	// process's for a replay or the client copy, the shell's and both kcats' for the pipe.
+	cpu map[string][]float64
 
 	cl      *kgo.Client
 	adm     *kadm.Client
@@ -293,7 +300,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	if mode == "to" {
 		spec.To = b.topic(ctx, "bench-src")
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	plan, err := replay.NewPlan(ctx, b.c, spec)
 	if err != nil {
 		fail("plan: %v", err)
@@ -323,9 +330,10 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	if sum.Counts.Sent != int64(b.n) {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
+	cpu := b.addCPU(mode, selfCPU()-cpu0)
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s\n",
-		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate)
+	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs\n",
+		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu)
 	return rate
 }
 
@@ -334,7 +342,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 // returns records per second.
 func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	target := b.topic(ctx, "bench-client")
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
 		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
 	if err != nil {
@@ -374,9 +382,28 @@ func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 		fail("client copy: %v", err)
 	}
 	el := time.Since(start)
+	cpu := b.addCPU("client", selfCPU()-cpu0)
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s\n", round+1, b.n, el.Seconds(), rate)
+	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs\n", round+1, b.n, el.Seconds(), rate, cpu)
 	return rate
+}
+
+// selfCPU is the CPU time this process has used (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// addCPU records the CPU time of one measurement of mode and returns it in seconds.
+func (b *bench) addCPU(mode string, d time.Duration) float64 {
+	if b.cpu == nil {
+		b.cpu = map[string][]float64{}
+	}
+	b.cpu[mode] = append(b.cpu[mode], d.Seconds())
+	return d.Seconds()
 }
 
 // kcatCopy copies the dead-letter topic to a fresh topic with kcat and returns records per
@@ -400,7 +427,8 @@ func (b *bench) kcatCopy(ctx context.Context, round int) float64 {
 	if copied != int64(b.n) {
 		fail("kcat copied %d of %d records", copied, b.n)
 	}
+	cpu := b.addCPU("kcat", cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: kcat -C -e | kcat -P %d records in %.2fs: %.0f records/s\n", round+1, b.n, el.Seconds(), rate)
+	fmt.Printf("round %d: kcat -C -e | kcat -P %d records in %.2fs: %.0f records/s, CPU %.2fs\n", round+1, b.n, el.Seconds(), rate, cpu)
 	return rate
 }
