@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
@@ -300,7 +301,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	if mode == "to" {
 		spec.To = b.topic(ctx, "bench-src")
 	}
-	start, cpu0 := time.Now(), selfCPU()
+	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
 	plan, err := replay.NewPlan(ctx, b.c, spec)
 	if err != nil {
 		fail("plan: %v", err)
@@ -331,9 +332,10 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
 	cpu := b.addCPU(mode, selfCPU()-cpu0)
+	allocs := float64(mallocs()-m0) / float64(b.n)
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs\n",
-		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu)
+	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
+		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu, allocs)
 	return rate
 }
 
@@ -342,7 +344,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 // returns records per second.
 func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	target := b.topic(ctx, "bench-client")
-	start, cpu0 := time.Now(), selfCPU()
+	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
 	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
 		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
 	if err != nil {
@@ -383,8 +385,9 @@ func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	}
 	el := time.Since(start)
 	cpu := b.addCPU("client", selfCPU()-cpu0)
+	allocs := float64(mallocs()-m0) / float64(b.n)
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs\n", round+1, b.n, el.Seconds(), rate, cpu)
+	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, b.n, el.Seconds(), rate, cpu, allocs)
 	return rate
 }
 
@@ -395,6 +398,13 @@ func selfCPU() time.Duration {
 		fail("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mallocs is how many heap objects this process has allocated so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // addCPU records the CPU time of one measurement of mode and returns it in seconds.
