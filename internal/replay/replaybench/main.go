@@ -63,6 +63,7 @@ func main() {
 		rounds     = flag.Int("rounds", 1, "measure each side this many times, alternating")
 		keep       = flag.Bool("keep", false, "keep the topics and the schema")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the replay rounds to this file")
+		memProfile = flag.String("memprofile", "", "write an allocation profile of the run to this file (go tool pprof -sample_index=alloc_objects)")
 		traceFile  = flag.String("trace", "", "write an execution trace of the replay rounds to this file (go tool trace; -pprof=sync shows where the replay waited)")
 		maxBuf     = flag.Int("max-buffered", 0, "ExecOptions.MaxBuffered (default replay.DefaultMaxBuffered)")
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
@@ -80,6 +81,17 @@ func main() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(256 << 20)
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err != nil {
+				fail("%v", err)
+			}
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			_ = f.Close()
+		}()
 	}
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep,
