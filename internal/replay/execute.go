@@ -268,8 +268,9 @@ type executor struct {
 	// create records a new run of a single pass when the first selected record is read; nil
 	// once the run is recorded (at once, without SinglePass).
 	create func(context.Context) error
-	// strip caches, per header key, whether outgoing drops it.
+	// strip caches, per header key, whether outgoing drops it; slab holds what it builds.
 	strip headerStripper
+	slab  slab
 	// targets checks each record's target before it is sent, in a single pass whose targets
 	// are in the records (nil otherwise: the scan or CheckTarget did).
 	targets *targetCache
@@ -397,7 +398,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if d.reason == dlq.ReasonMalformed {
 			e.sum.MalformedSent++
 		}
-		out := e.prov.outgoingWith(&e.strip, d.rec, d.count, d.target, d.partition, at)
+		out := e.prov.outgoingWith(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at)
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset, EventID: eventID,

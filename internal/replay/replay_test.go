@@ -278,6 +278,7 @@ func TestHeaderStripperCacheAgrees(t *testing.T) {
 		{"fw.dlq.reason", "content-type", "fw.replay.count", "x", "__connect.errors.topic", "Fw.Replay.Id"},
 	}
 	var hs headerStripper
+	var sl slab
 	p := NewProvenance("run", "why")
 	for round := 0; round < 3; round++ {
 		for _, keys := range keysets {
@@ -286,10 +287,45 @@ func TestHeaderStripperCacheAgrees(t *testing.T) {
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte("v")})
 			}
 			want := p.outgoing(r, 0, "t", -1, []byte("at"))
-			got := p.outgoingWith(&hs, r, 0, "t", -1, []byte("at"))
+			got := p.outgoingWith(&hs, &sl, r, 0, "t", -1, []byte("at"))
 			if fmt.Sprint(got.Headers) != fmt.Sprint(want.Headers) {
 				t.Fatalf("keys %v: cached %v, uncached %v", keys, got.Headers, want.Headers)
 			}
+		}
+	}
+}
+
+// TestSlabRecordsStayApart builds more records than one slab holds, keeps them all (as the
+// producer does until their acknowledgement), and checks that none shares memory with another:
+// each keeps its own provenance, and its headers cannot grow into the next record's.
+func TestSlabRecordsStayApart(t *testing.T) {
+	var hs headerStripper
+	var sl slab
+	p := NewProvenance("run", "why")
+	const n = 3*slabRecords + 7
+	outs := make([]*kgo.Record, n)
+	for i := range n {
+		src := &kgo.Record{Topic: "t.dlq", Partition: int32(i % 3), Offset: int64(i), Key: []byte(fmt.Sprint(i)),
+			Headers: []kgo.RecordHeader{{Key: "fw.dlq.reason", Value: []byte("rejected")}, {Key: "k", Value: []byte(fmt.Sprint(i))}}}
+		outs[i] = p.outgoingWith(&hs, &sl, src, i%5, "t", -1, []byte("at"))
+		outs[i].Offset = int64(1000 + i) // the producer writes into the records it is given
+	}
+	for i, out := range outs {
+		h := map[string]string{}
+		for _, x := range out.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		want := map[string]string{"k": fmt.Sprint(i), dlq.ReplayHeaderID: "run", dlq.ReplayHeaderSource: fmt.Sprintf("t.dlq/%d/%d", i%3, i),
+			dlq.ReplayHeaderCount: fmt.Sprint(i%5 + 1), dlq.ReplayHeaderAt: "at", dlq.ReplayHeaderReason: "why"}
+		if fmt.Sprint(h) != fmt.Sprint(want) || len(out.Headers) != len(want) || out.Offset != int64(1000+i) || string(out.Key) != fmt.Sprint(i) {
+			t.Fatalf("record %d: headers %v offset %d key %s, want %v", i, h, out.Offset, out.Key, want)
+		}
+		if cap(out.Headers) != len(out.Headers) {
+			t.Fatalf("record %d: headers can grow into another record's (len %d, cap %d)", i, len(out.Headers), cap(out.Headers))
+		}
+		src, count := out.Headers[2].Value, out.Headers[3].Value
+		if cap(src) != len(src) || cap(count) != len(count) {
+			t.Fatalf("record %d: provenance values can grow into another's", i)
 		}
 	}
 }
@@ -302,9 +338,10 @@ func BenchmarkOutgoing(b *testing.B) {
 	dl.Offset = 77
 	p := NewProvenance("run-1", "fix deployed")
 	var hs headerStripper
+	var sl slab
 	at := replayAt(time.Now())
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = p.outgoingWith(&hs, dl, 0, "tasks", -1, at)
+		_ = p.outgoingWith(&hs, &sl, dl, 0, "tasks", -1, at)
 	}
 }
