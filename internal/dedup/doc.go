@@ -56,7 +56,7 @@
 // claimers of overlapping batches take row locks in the same order and wait
 // for each other rather than deadlock.
 //
-// Replay journal. Migrations 002 to 004 add the journal of `fieldwork
+// Replay journal. Migrations 002 to 005 add the journal of `fieldwork
 // replay` (journal.go): replay_runs (who, why, the selection as JSON, source
 // topics, target, status, counts, times, the owning process),
 // replay_checkpoints (per source partition: the inclusive range fixed at
@@ -64,11 +64,13 @@
 // prefix) and replay_send_batches (every acknowledged send: source
 // topic/partition/offset, event id, target topic/partition/offset, ack
 // time). Sends are stored a batch per row (one per flush, source partition
-// and target topic, the per-record positions as parallel arrays): a row per
-// record capped a replay at the database's insert rate; PostgreSQL keeps the
-// arrays uncompressed (compressing them cost it more CPU than the rest of a
-// replay). replay_target_counts keeps the sends per run and target partition,
-// added to with every flush. The tables belong to
+// and target topic): a row per record capped a replay at the database's
+// insert rate. The per-record positions are parallel arrays (SQLite: JSON);
+// on PostgreSQL, from migration 005, one packed value
+// (dedupdriver.SendBatch.Pack) that the database stores uncompressed and never
+// parses (encoding the arrays was the journal's largest cost on both sides),
+// rows written before keeping their arrays. replay_target_counts keeps the
+// sends per run and target partition, added to with every flush. The tables belong to
 // the schema and are shared by its marker tables, so the migrations create
 // only what is missing. Progress (sends, checkpoints, counts, status) is
 // written in one transaction per flush, and only by the process that owns

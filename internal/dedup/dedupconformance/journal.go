@@ -1,6 +1,7 @@
 package dedupconformance
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -290,7 +291,7 @@ func testJournalNotMigrated(t *testing.T, fresh Fresh) {
 
 // testTargetCountsBackfill: the counts per target partition are kept as sends are journaled
 // (migration 004), and a store journaled before migration 004 gets them summed from its sends
-// when it is migrated.
+// when it is migrated. Its send batches, in the arrays of that time, still read as sends.
 func testTargetCountsBackfill(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
 	st, env := NewStore(t, fresh)
@@ -310,36 +311,89 @@ func testTargetCountsBackfill(t *testing.T, fresh Fresh) {
 		}
 	}
 	want := []dedup.TargetCount{{Topic: "audit", Partition: 0, Records: 1}, {Topic: "orders", Partition: 0, Records: 1}, {Topic: "orders", Partition: 2, Records: 3}}
-	check := func(when string) {
+	check := func(when, run string, want []dedup.TargetCount) {
 		t.Helper()
-		got, err := st.ReplayTargetCounts(ctx, "r")
+		got, err := st.ReplayTargetCounts(ctx, run)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("target counts %s: %+v %v, want %+v", when, got, err, want)
+			t.Fatalf("target counts of %s %s: %+v %v, want %+v", run, when, got, err, want)
 		}
 	}
-	check("as journaled")
+	check("as journaled", "r", want)
 
-	// The store as it was before migration 004: no counts table, version 3.
-	counts := `"` + env.Schema + `"."replay_target_counts"`
-	if st.Driver() != "postgres" {
-		counts = `"` + sqlitedriver.TableName(env.Schema, "replay_target_counts") + `"`
+	// A run journaled before migration 004: its sends in the arrays written then, no counts.
+	if err := st.CreateReplayRun(ctx, newRun("old", "me", time.Time{}), twoCheckpoints()); err != nil {
+		t.Fatal(err)
+	}
+	table := func(name string) string {
+		if st.Driver() == "postgres" {
+			return `"` + env.Schema + `"."` + name + `"`
+		}
+		return `"` + sqlitedriver.TableName(env.Schema, name) + `"`
+	}
+	type legacy struct {
+		part          int32
+		target        string
+		offsets       []int64
+		ids           []string
+		tparts        []int32
+		targetOffsets []int64
+	}
+	rows := []legacy{
+		{0, "orders", []int64{0, 1}, []string{"e-0-0", "e-0-1"}, []int32{2, 2}, []int64{100, 101}},
+		{1, "audit", []int64{12}, []string{"e-1-12"}, []int32{0}, []int64{300}},
 	}
 	err := st.InTx(ctx, func(tx *dedup.Tx) error {
-		if _, err := tx.Exec(ctx, `DROP TABLE `+counts); err != nil {
+		for i, r := range rows {
+			arrays := []any{r.offsets, r.ids, r.tparts, r.targetOffsets}
+			if st.Driver() != "postgres" { // SQLite keeps them as JSON text
+				for k, a := range arrays {
+					text, _ := json.Marshal(a)
+					arrays[k] = string(text)
+				}
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO `+table("replay_send_batches")+` (run_id, flush_id, source_topic, source_partition,
+  first_offset, last_offset, target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ('old', $1, 'orders.dlq', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				fmt.Sprintf("old#%d", i), r.part, r.offsets[0], r.offsets[len(r.offsets)-1], r.target, len(r.offsets),
+				arrays[0], arrays[1], arrays[2], arrays[3], sqlTime(st, now))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The store as it was before migration 004: no counts table, version 3.
+	err = st.InTx(ctx, func(tx *dedup.Tx) error {
+		if _, err := tx.Exec(ctx, `DROP TABLE `+table("replay_target_counts")); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version = 4`)
+		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version >= 4`)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ReplayTargetCounts(ctx, "r"); err == nil {
+	if _, err := st.ReplayTargetCounts(ctx, "old"); err == nil {
 		t.Fatal("target counts read without their table")
 	}
 	steps, err := st.Migrate(ctx, false)
-	if err != nil || len(steps) != 1 || steps[0].Version != 4 {
+	if err != nil || len(steps) == 0 || steps[0].Version != 4 {
 		t.Fatalf("migrate a version-3 store: %+v %v", steps, err)
 	}
-	check("summed by migration 004")
+	check("summed by migration 004", "old", []dedup.TargetCount{{Topic: "audit", Partition: 0, Records: 1}, {Topic: "orders", Partition: 2, Records: 2}})
+	sends, err := st.ReplaySendsAfterCheckpoint(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sends {
+		got = append(got, fmt.Sprintf("%s/%d/%d %s → %s/%d/%d", s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID, s.TargetTopic, s.TargetPartition, s.TargetOffset))
+	}
+	if w := "[orders.dlq/0/0 e-0-0 → orders/2/100 orders.dlq/0/1 e-0-1 → orders/2/101 orders.dlq/1/12 e-1-12 → audit/0/300]"; fmt.Sprint(got) != w {
+		t.Fatalf("sends journaled before: %v, want %s", got, w)
+	}
 }

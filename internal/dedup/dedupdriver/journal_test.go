@@ -1,6 +1,9 @@
 package dedupdriver
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -30,4 +33,72 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	if len(sorted) != 2 || sorted[0].SourcePartition != 0 || sorted[1].TargetPartition != 0 {
 		t.Fatalf("SortSends %+v", sorted)
 	}
+}
+
+func TestPackRoundTrip(t *testing.T) {
+	for _, b := range []SendBatch{
+		{SourceOffsets: []int64{0}, EventIDs: []string{""}, TargetPartitions: []int32{0}, TargetOffsets: []int64{0}},
+		{SourceOffsets: []int64{5, 6, 7, 100, 1 << 40}, EventIDs: []string{"a", "", "0190a0f2-7c2e-7000-8000-000000000001", "é", "x"},
+			TargetPartitions: []int32{3, 0, 2147483647, 1, 7}, TargetOffsets: []int64{900, 12, 13, 1 << 50, 0}},
+		{SourceOffsets: []int64{-1, math.MaxInt64}, EventIDs: []string{"p", "q"}, TargetPartitions: []int32{-1, math.MinInt32}, TargetOffsets: []int64{math.MinInt64, math.MaxInt64}},
+	} {
+		data := b.Pack(nil)
+		var got SendBatch
+		if err := got.Unpack(data); err != nil {
+			t.Fatalf("unpack %v: %v", b, err)
+		}
+		if fmt.Sprint(got.SourceOffsets, got.EventIDs, got.TargetPartitions, got.TargetOffsets) !=
+			fmt.Sprint(b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets) {
+			t.Fatalf("round trip: got %+v, want %+v", got, b)
+		}
+		// Every truncation is refused, never read as fewer records.
+		for i := range len(data) {
+			if err := got.Unpack(data[:i]); err == nil {
+				t.Fatalf("%v cut to %d of %d bytes was unpacked", b.SourceOffsets, i, len(data))
+			}
+		}
+		if err := got.Unpack(append(data, 0)); err == nil {
+			t.Fatal("a trailing byte was accepted")
+		}
+	}
+}
+
+func TestUnpackRefuses(t *testing.T) {
+	one := SendBatch{SourceOffsets: []int64{1}, EventIDs: []string{"e"}, TargetPartitions: []int32{0}, TargetOffsets: []int64{2}}
+	good := one.Pack(nil)
+	bad := map[string][]byte{
+		"another version":     append([]byte{2}, good[1:]...),
+		"no records":          {packedVersion, 0},
+		"a count of millions": {packedVersion, 0x80, 0x89, 0x7a, 1, 1, 0, 0},
+		"a partition > int32": append([]byte{packedVersion, 1, 2, 4}, append(binaryVarint(1<<33), 0)...),
+		"an id past the end":  {packedVersion, 1, 2, 4, 0, 9, 'a'},
+	}
+	for name, data := range bad {
+		var b SendBatch
+		if err := b.Unpack(data); err == nil {
+			t.Errorf("%s: unpacked %+v", name, b)
+		}
+	}
+}
+
+func binaryVarint(v int64) []byte { return binary.AppendVarint(nil, v) }
+
+func FuzzUnpack(f *testing.F) {
+	b := SendBatch{SourceOffsets: []int64{5, 6}, EventIDs: []string{"a", "bc"}, TargetPartitions: []int32{1, 2}, TargetOffsets: []int64{7, 9}}
+	f.Add(b.Pack(nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got SendBatch
+		if got.Unpack(data) != nil {
+			return
+		}
+		if !got.Valid() {
+			t.Fatalf("unpacked an invalid batch from %x", data)
+		}
+		var again SendBatch
+		if err := again.Unpack(got.Pack(nil)); err != nil ||
+			fmt.Sprint(again.SourceOffsets, again.EventIDs, again.TargetPartitions, again.TargetOffsets) !=
+				fmt.Sprint(got.SourceOffsets, got.EventIDs, got.TargetPartitions, got.TargetOffsets) {
+			t.Fatalf("%x: packed again, unpacked %+v, %v; first %+v", data, again, err, got)
+		}
+	})
 }

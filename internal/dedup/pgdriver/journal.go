@@ -133,9 +133,9 @@ SELECT $1, u.t, u.p, u.s, u.e, u.a FROM unnest($2::text[], $3::int4[], $4::int8[
 // sends a second (BenchmarkJournal), which bounded the replay. The first statement updates the
 // run where p.Owner still owns it; every later one writes only where the run has that owner,
 // which it keeps until the commit (the update holds the run's row lock), so a flush of a run
-// that was taken over writes nothing. The sends are one statement whatever their batches:
-// flat arrays, sliced per batch by the database; its check that the flush was not written
-// before sees the database as it was before that statement.
+// that was taken over writes nothing. The sends are one statement whatever their batches (a
+// row each, its sends packed); its check that the flush was not written before sees the
+// database as it was before that statement.
 func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayProgress) (bool, error) {
 	j := d.journal()
 	now := orNow(p.Now)
@@ -164,19 +164,19 @@ WHERE id = $1 AND owner = $2`,
 		}
 		b.Queue(`WITH ins AS (
   INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
-    target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
-  SELECT $1, $3, g.st, g.sp, ($12::int8[])[g.lo], ($12::int8[])[g.hi], g.tt, g.hi - g.lo + 1,
-    ($12::int8[])[g.lo:g.hi], ($13::text[])[g.lo:g.hi], ($14::int4[])[g.lo:g.hi], ($15::int8[])[g.lo:g.hi], g.at
-  FROM unnest($4::text[], $5::int4[], $6::text[], $7::int4[], $8::int4[], $9::timestamptz[]) AS g(st, sp, tt, lo, hi, at)
+    target_topic, records, sends, sent_at)
+  SELECT $1, $3, g.st, g.sp, g.first, g.last, g.tt, g.n, g.sends, g.at
+  FROM unnest($4::text[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int4[], $10::bytea[], $11::timestamptz[])
+    AS g(st, sp, tt, first, last, n, sends, at)
   WHERE `+owned+` AND `+notWritten+`
   RETURNING 1
 )
 INSERT INTO `+j.targets+` AS c (run_id, target_topic, target_partition, records)
-SELECT $1, u.t, u.p, u.n FROM unnest($10::text[], $11::int4[], $16::int8[]) AS u(t, p, n)
+SELECT $1, u.t, u.p, u.n FROM unnest($12::text[], $13::int4[], $14::int8[]) AS u(t, p, n)
 WHERE EXISTS (SELECT 1 FROM ins)
 ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.records + EXCLUDED.records`,
-			p.RunID, p.Owner, p.FlushID, g.sourceTopics, g.sourceParts, g.targetTopics, g.lo, g.hi, g.at,
-			ctopics, cparts, g.sourceOffsets, g.eventIDs, g.targetParts, g.targetOffsets, crecs)
+			p.RunID, p.Owner, p.FlushID, g.sourceTopics, g.sourceParts, g.targetTopics, g.first, g.last, g.records, g.sends, g.at,
+			ctopics, cparts, crecs)
 	}
 	if n := len(p.Checkpoints); n > 0 {
 		topics, parts, acked := make([]string, n), make([]int32, n), make([]int64, n)
@@ -210,41 +210,34 @@ WHERE c.run_id = $1 AND c.topic = u.t AND c.partition = u.p AND `+owned,
 	return tag.RowsAffected() == 1, nil
 }
 
-// flatSends is GroupSends' batches as flat arrays (in batch order) and, per batch, its
-// source and target and the 1-based bounds of its slice of them.
-type flatSends struct {
+// batchRows are GroupSends' batches as the columns of their rows, the sends of each packed
+// (dedupdriver.SendBatch.Pack) into one buffer.
+type batchRows struct {
 	sourceTopics, targetTopics []string
-	sourceParts, lo, hi        []int32
+	sourceParts, records       []int32
+	first, last                []int64
+	sends                      [][]byte
 	at                         []time.Time
-	sourceOffsets              []int64
-	eventIDs                   []string
-	targetParts                []int32
-	targetOffsets              []int64
 }
 
-func flattenSends(batches []dedupdriver.SendBatch) flatSends {
-	n := 0
-	for i := range batches {
-		n += len(batches[i].SourceOffsets)
-	}
-	f := flatSends{
-		sourceOffsets: make([]int64, 0, n), eventIDs: make([]string, 0, n),
-		targetParts: make([]int32, 0, n), targetOffsets: make([]int64, 0, n),
-	}
+func flattenSends(batches []dedupdriver.SendBatch) batchRows {
+	var r batchRows
+	var buf []byte
 	for i := range batches {
 		b := &batches[i]
-		f.sourceTopics = append(f.sourceTopics, b.SourceTopic)
-		f.sourceParts = append(f.sourceParts, b.SourcePartition)
-		f.targetTopics = append(f.targetTopics, b.TargetTopic)
-		f.lo = append(f.lo, int32(len(f.sourceOffsets)+1))
-		f.sourceOffsets = append(f.sourceOffsets, b.SourceOffsets...)
-		f.eventIDs = append(f.eventIDs, b.EventIDs...)
-		f.targetParts = append(f.targetParts, b.TargetPartitions...)
-		f.targetOffsets = append(f.targetOffsets, b.TargetOffsets...)
-		f.hi = append(f.hi, int32(len(f.sourceOffsets)))
-		f.at = append(f.at, orNow(b.At))
+		n := len(b.SourceOffsets)
+		r.sourceTopics = append(r.sourceTopics, b.SourceTopic)
+		r.sourceParts = append(r.sourceParts, b.SourcePartition)
+		r.targetTopics = append(r.targetTopics, b.TargetTopic)
+		r.first = append(r.first, b.SourceOffsets[0])
+		r.last = append(r.last, b.SourceOffsets[n-1])
+		r.records = append(r.records, int32(n))
+		start := len(buf)
+		buf = b.Pack(buf)
+		r.sends = append(r.sends, buf[start:len(buf):len(buf)])
+		r.at = append(r.at, orNow(b.At))
 	}
-	return f
+	return r
 }
 
 func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, now time.Time) (bool, error) {
@@ -293,9 +286,10 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 	return out, j.classify(err)
 }
 
-const batchColumns = `run_id, source_topic, source_partition, target_topic, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
+const batchColumns = `run_id, source_topic, source_partition, target_topic, sends, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
 
-// collectBatches reads rows of batchColumns.
+// collectBatches reads rows of batchColumns: the sends packed (migration 005), or in the four
+// arrays of a row written before.
 func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string, error) {
 	if err != nil {
 		return nil, nil, err
@@ -306,8 +300,14 @@ func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string
 	for rows.Next() {
 		var b dedupdriver.SendBatch
 		var run string
-		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
+		var packed []byte
+		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &packed, &b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
 			return nil, nil, err
+		}
+		if packed != nil {
+			if err := b.Unpack(packed); err != nil {
+				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run, b.SourceTopic, b.SourcePartition, err)
+			}
 		}
 		if !b.Valid() {
 			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run, b.SourceTopic, b.SourcePartition)
@@ -321,8 +321,8 @@ func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string
 
 func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic, b.source_offsets, b.event_ids,
-  b.target_partitions, b.target_offsets, b.sent_at
+	rows, err := d.pool.Query(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic, b.sends, b.source_offsets,
+  b.event_ids, b.target_partitions, b.target_offsets, b.sent_at
 FROM `+j.batches+` b JOIN `+j.checkpoints+` c
   ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition
 WHERE b.run_id = $1 AND b.last_offset > c.acked_through

@@ -113,14 +113,15 @@ func TestMigrationNames(t *testing.T) {
 }
 
 // TestSendArraysUncompressed: migration 004 stores the send batches' arrays out of line
-// without compression (compressing them cost PostgreSQL more CPU than the rest of a replay).
+// without compression (compressing them cost PostgreSQL more CPU than the rest of a replay),
+// and so does migration 005 the packed sends that replace them.
 func TestSendArraysUncompressed(t *testing.T) {
 	_, env := dedupconformance.NewStore(t, freshSchema)
 	conn := admin(t, env.DSN)
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(context.Background(), `SELECT a.attname, a.attstorage FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('source_offsets', 'event_ids', 'target_partitions', 'target_offsets')`, env.Schema)
+WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('sends', 'source_offsets', 'event_ids', 'target_partitions', 'target_offsets')`, env.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('so
 		}
 		got[name] = storage
 	}
-	if rows.Err() != nil || len(got) != 4 {
+	if rows.Err() != nil || len(got) != 5 {
 		t.Fatalf("array columns: %v %v", got, rows.Err())
 	}
 	for name, storage := range got {
@@ -143,8 +144,8 @@ WHERE n.nspname = $1 AND c.relname = 'replay_send_batches' AND a.attname IN ('so
 }
 
 // TestFlushIsAtomic: a flush is sent as one pipeline of statements, which PostgreSQL must run
-// as one transaction. A send the database refuses (text cannot hold a NUL byte) fails the
-// statement after the run's update, and the update must not stay.
+// as one transaction. A send the database refuses (a target topic with a NUL byte, which text
+// cannot hold) fails the statement after the run's update, and the update must not stay.
 func TestFlushIsAtomic(t *testing.T) {
 	st, _ := dedupconformance.NewStore(t, freshSchema)
 	ctx := context.Background()
@@ -159,10 +160,10 @@ func TestFlushIsAtomic(t *testing.T) {
 		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, AckedThrough: 1}},
 		Sends: []dedup.ReplaySend{
 			{SourceTopic: "orders.dlq", SourcePartition: 0, SourceOffset: 0, EventID: "e0", TargetTopic: "orders", TargetOffset: 10, At: now},
-			{SourceTopic: "orders.dlq", SourcePartition: 0, SourceOffset: 1, EventID: "e\x001", TargetTopic: "orders", TargetOffset: 11, At: now},
+			{SourceTopic: "orders.dlq", SourcePartition: 0, SourceOffset: 1, EventID: "e1", TargetTopic: "orders\x00", TargetOffset: 11, At: now},
 		}}
 	if err := st.SaveReplayProgress(ctx, bad); err == nil {
-		t.Fatal("a send with a NUL byte in its event id was journaled")
+		t.Fatal("a send with a NUL byte in its target topic was journaled")
 	}
 	got, cps, err := st.ReplayRun(ctx, "r")
 	if err != nil {
@@ -176,7 +177,7 @@ func TestFlushIsAtomic(t *testing.T) {
 		t.Fatalf("a failed flush left target counts: %v %v", targets, err)
 	}
 	// The same flush without the bad send is written whole.
-	bad.Sends[1].EventID = "e1"
+	bad.Sends[1].TargetTopic = "orders"
 	if err := st.SaveReplayProgress(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
