@@ -145,6 +145,7 @@ func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayPro
 	}
 	owned := `EXISTS (SELECT 1 FROM ` + j.runs + ` r WHERE r.id = $1 AND r.owner = $2)`
 	b := &pgx.Batch{}
+	what := []string{"update run"} // each statement queued, for its error
 	b.Queue(`UPDATE `+j.runs+` SET status = $3, error = NULLIF($4, ''),
   selected = $5, sent = $6, quarantined = $7, skipped = $8, updated_at = $9, finished_at = $10
 WHERE id = $1 AND owner = $2`,
@@ -177,6 +178,7 @@ WHERE EXISTS (SELECT 1 FROM ins)
 ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.records + EXCLUDED.records`,
 			p.RunID, p.Owner, p.FlushID, g.sourceTopics, g.sourceParts, g.targetTopics, g.first, g.last, g.records, g.sends, g.at,
 			ctopics, cparts, crecs)
+		what = append(what, fmt.Sprintf("journal %d sends", len(p.Sends)))
 	}
 	if n := len(p.Checkpoints); n > 0 {
 		topics, parts, acked := make([]string, n), make([]int32, n), make([]int64, n)
@@ -187,27 +189,24 @@ ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.r
 FROM unnest($3::text[], $4::int4[], $5::int8[]) AS u(t, p, a)
 WHERE c.run_id = $1 AND c.topic = u.t AND c.partition = u.p AND `+owned,
 			p.RunID, p.Owner, topics, parts, acked)
+		what = append(what, "update checkpoints")
 	}
 	br := d.pool.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if err != nil {
-		_ = br.Close()
-		return false, j.classify(fmt.Errorf("update run: %w", err))
-	}
-	for range b.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
+	var took bool // the run's update matched: p.Owner owns the run
+	for i, w := range what {
+		tag, err := br.Exec()
+		if err != nil {
 			_ = br.Close()
-			what := "update checkpoints"
-			if len(p.Sends) > 0 {
-				what = fmt.Sprintf("journal %d sends", len(p.Sends))
-			}
-			return false, j.classify(fmt.Errorf("%s: %w", what, err))
+			return false, j.classify(fmt.Errorf("%s: %w", w, err))
+		}
+		if i == 0 {
+			took = tag.RowsAffected() == 1
 		}
 	}
 	if err := br.Close(); err != nil {
 		return false, j.classify(err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return took, nil
 }
 
 // batchRows are GroupSends' batches as the columns of their rows, the sends of each packed
