@@ -68,7 +68,7 @@ func main() {
 		maxBuf     = flag.Int("max-buffered", 0, "ExecOptions.MaxBuffered (default replay.DefaultMaxBuffered)")
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
-		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes)")
+		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, after its topic is created, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes) or before the brokers know its new topic")
 		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings)")
 	)
 	flag.Parse()
@@ -95,7 +95,7 @@ func main() {
 	}
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep,
-		maxBuf: *maxBuf, flushRecs: *flushRecs}
+		maxBuf: *maxBuf, flushRecs: *flushRecs, settle: *settle}
 	b.setup(ctx)
 	defer b.cleanup(ctx)
 
@@ -111,11 +111,9 @@ func main() {
 		// Every other round kcat goes first, so that neither side always follows the other.
 		kcatFirst := r%2 == 1 && !*noKcat
 		if kcatFirst {
-			time.Sleep(*settle)
 			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
 		}
 		for _, m := range modes {
-			time.Sleep(*settle)
 			if *cpuProfile != "" {
 				f, err := os.Create(*cpuProfile + "." + m)
 				if err != nil {
@@ -143,7 +141,6 @@ func main() {
 			}
 		}
 		if !*noKcat && !kcatFirst {
-			time.Sleep(*settle)
 			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
 		}
 	}
@@ -195,6 +192,7 @@ type bench struct {
 	keep       bool
 	maxBuf     int
 	flushRecs  int
+	settle     time.Duration
 
 	// cpu holds, per mode ("kcat" for the pipe), the CPU seconds of each measurement: this
 	// process's for a replay or the client copy, the shell's and both kcats' for the pipe.
@@ -313,6 +311,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	if mode == "to" {
 		spec.To = b.topic(ctx, "bench-src")
 	}
+	time.Sleep(b.settle)
 	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
 	plan, err := replay.NewPlan(ctx, b.c, spec)
 	if err != nil {
@@ -356,6 +355,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 // returns records per second.
 func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	target := b.topic(ctx, "bench-client")
+	time.Sleep(b.settle)
 	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
 	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
 		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
@@ -432,6 +432,7 @@ func (b *bench) addCPU(mode string, d time.Duration) float64 {
 // second over the pipe's wall-clock time.
 func (b *bench) kcatCopy(ctx context.Context, round int) float64 {
 	target := b.topic(ctx, "bench-kcat")
+	time.Sleep(b.settle)
 	start := time.Now()
 	pipe := fmt.Sprintf("%s -C -e -q -t %s -b %s | %s -P -t %s -b %s", b.kcat, b.dlq, b.brokers, b.kcat, target, b.brokers)
 	cmd := exec.CommandContext(ctx, "sh", "-c", pipe)
