@@ -42,16 +42,21 @@ func (p Provenance) outgoingWith(hs *headerStripper, sl *slab, src *kgo.Record, 
 		p = NewProvenance(p.RunID, p.Reason)
 	}
 	// Dead letters carry more dead-letter headers than headers of their own: count what is
-	// kept first, so that the slice is the size it needs.
+	// kept first, so that the slice is the size it needs, remembering the verdicts of the
+	// first 64 headers for the copy.
 	n := 5
+	var keep uint64 // bit i: the i-th header is kept
 	for i, h := range src.Headers {
 		if !hs.stripsAt(i, h.Key) {
 			n++
+			if i < 64 {
+				keep |= 1 << i
+			}
 		}
 	}
 	kept := sl.headers(n)
 	for i, h := range src.Headers {
-		if !hs.stripsAt(i, h.Key) {
+		if i < 64 && keep&(1<<i) != 0 || i >= 64 && !hs.stripsAt(i, h.Key) {
 			kept = append(kept, h)
 		}
 	}

@@ -277,6 +277,7 @@ func TestHeaderStripperCacheAgrees(t *testing.T) {
 		{"content-type", "FW.DLQ.Reason", "kafka_dlt-original-topic", "x"},
 		{"x", "fw.dlq.reason"},
 		{"fw.dlq.reason", "content-type", "fw.replay.count", "x", "__connect.errors.topic", "Fw.Replay.Id"},
+		manyKeys(70), // past the 64 verdicts outgoing remembers
 	}
 	var hs headerStripper
 	var sl slab
@@ -291,6 +292,21 @@ func TestHeaderStripperCacheAgrees(t *testing.T) {
 			got := p.outgoingWith(&hs, &sl, r, 0, "t", -1, []byte("at"))
 			if fmt.Sprint(got.Headers) != fmt.Sprint(want.Headers) {
 				t.Fatalf("keys %v: cached %v, uncached %v", keys, got.Headers, want.Headers)
+			}
+			// Both keep exactly the headers that are neither dead-letter nor replay headers,
+			// in order, before the five provenance headers.
+			var kept []string
+			for _, k := range keys {
+				if !stripHeader(k) {
+					kept = append(kept, k)
+				}
+			}
+			var gotKeys []string
+			for _, h := range got.Headers[:len(got.Headers)-5] {
+				gotKeys = append(gotKeys, h.Key)
+			}
+			if fmt.Sprint(gotKeys) != fmt.Sprint(kept) {
+				t.Fatalf("keys %v: kept %v, want %v", keys, gotKeys, kept)
 			}
 		}
 	}
@@ -329,6 +345,23 @@ func TestSlabRecordsStayApart(t *testing.T) {
 			t.Fatalf("record %d: provenance values can grow into another's", i)
 		}
 	}
+}
+
+// manyKeys returns n header keys, dead-letter and replay headers among others.
+func manyKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		switch i % 3 {
+		case 0:
+			keys[i] = fmt.Sprintf("k%d", i)
+		case 1:
+			keys[i] = "fw.dlq.reason"
+		default:
+			keys[i] = fmt.Sprintf("fw.replay.x%d", i)
+		}
+	}
+	keys[n-1] = "last-kept"
+	return keys
 }
 
 // BenchmarkOutgoing builds the record a replay sends for a fieldwork dead letter.
