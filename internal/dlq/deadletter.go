@@ -104,15 +104,26 @@ type HeaderProblem struct {
 // partition when known. ok is false when the dead letter does not name a valid topic (no
 // known convention, the header missing, or not a legal Kafka topic name).
 func (d DeadLetter) Source() (topic string, partition *int32, ok bool) {
-	if !validTopic(d.OriginalTopic) {
+	topic, p, ok := d.Route()
+	if !ok {
 		return "", nil, false
 	}
-	var p *int32
-	if d.OriginalPartition != nil {
-		v := *d.OriginalPartition
-		p = &v
+	if p < 0 {
+		return topic, nil, true
 	}
-	return d.OriginalTopic, p, true
+	return topic, &p, true
+}
+
+// Route is Source with the partition as a number, -1 when the headers name none: it allocates
+// nothing, for a replay that routes every record it reads.
+func (d *DeadLetter) Route() (topic string, partition int32, ok bool) {
+	if !validTopic(d.OriginalTopic) {
+		return "", -1, false
+	}
+	if d.OriginalPartition == nil {
+		return d.OriginalTopic, -1, true
+	}
+	return d.OriginalTopic, *d.OriginalPartition, true
 }
 
 // validTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of

@@ -394,6 +394,14 @@ func TestSource(t *testing.T) {
 			if part != nil && part == tt.d.OriginalPartition {
 				t.Fatal("Source shares the partition pointer")
 			}
+			rt, rp, rok := tt.d.Route()
+			want := int32(-1)
+			if tt.part != nil {
+				want = *tt.part
+			}
+			if rt != tt.topic || rp != want || rok != tt.ok {
+				t.Fatalf("Route() = %q, %d, %v; want %q, %d, %v", rt, rp, rok, tt.topic, want, tt.ok)
+			}
 		})
 	}
 }

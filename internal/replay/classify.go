@@ -87,7 +87,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			continue
 		}
 		d.outcome = OutcomeSend
-		c.route(d, dl)
+		c.route(d, &dl)
 		if d.eventID != "" && c.spec.NeedsStore() {
 			ids = append(ids, d.eventID)
 		}
@@ -131,16 +131,16 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 func hasKey(m map[string]dedup.MarkerRow, k string) bool { _, ok := m[k]; return ok }
 
 // route sets the target of a selected record, or a problem.
-func (c *classifier) route(d *decision, dl dlq.DeadLetter) {
+func (c *classifier) route(d *decision, dl *dlq.DeadLetter) {
 	r := d.rec
 	d.partition = -1
-	origTopic, origPart, isDL := dl.Source()
+	origTopic, origPart, isDL := dl.Route()
 	if c.spec.To != "" {
 		d.target = c.spec.To
 		if c.spec.ToPartition == PartitionOriginal {
 			switch {
-			case isDL && origPart != nil:
-				d.partition = *origPart
+			case isDL && origPart >= 0:
+				d.partition = origPart
 			case isDL:
 				d.problem = fmt.Sprintf("%s: its dead-letter headers (%s) name no original partition, which --to-partition original needs", addr(r), dl.Convention)
 			default:
@@ -159,11 +159,11 @@ func (c *classifier) route(d *decision, dl dlq.DeadLetter) {
 	}
 	d.target = origTopic
 	if c.spec.ToPartition == PartitionOriginal {
-		if origPart == nil {
+		if origPart < 0 {
 			d.problem = fmt.Sprintf("%s: its dead-letter headers (%s) name no original partition, which --to-partition original needs", addr(r), dl.Convention)
 			return
 		}
-		d.partition = *origPart
+		d.partition = origPart
 	}
 }
 
