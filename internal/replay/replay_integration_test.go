@@ -432,14 +432,22 @@ func TestReplaySkipProcessedAndPending(t *testing.T) {
 	}
 }
 
+// deadLettersWithMissingTarget writes n records to a new topic src and their Spring dead
+// letters to a new topic dlt; the at-th dead letter names a topic that does not exist, missing.
+func deadLettersWithMissingTarget(t *testing.T, n, at int) (src, dlt, missing string) {
+	t.Helper()
+	cl := testenv.Client(t)
+	src, dlt = testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	origs := originals(t, cl, src, n)
+	missing = testenv.Name(t, "gone")
+	origs[at].Topic = missing
+	springDLT(t, cl, dlt, origs)
+	return src, dlt, missing
+}
+
 func TestReplayRefusesAMissingTargetBeforeSending(t *testing.T) {
 	c, st := cluster(t), store(t)
-	cl := testenv.Client(t)
-	src, dlt := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
-	origs := originals(t, cl, src, 3)
-	missing := testenv.Name(t, "gone")
-	origs[1].Topic = missing
-	springDLT(t, cl, dlt, origs)
+	_, dlt, missing := deadLettersWithMissingTarget(t, 3, 1)
 	p, err := NewPlan(t.Context(), c, Spec{From: dlt})
 	if err != nil {
 		t.Fatal(err)
@@ -637,11 +645,7 @@ func TestReplaySinglePass(t *testing.T) {
 func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
 	c, st := cluster(t), store(t)
 	cl := testenv.Client(t)
-	src, dlt := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
-	origs := originals(t, cl, src, 10)
-	missing := testenv.Name(t, "gone")
-	origs[6].Topic = missing
-	springDLT(t, cl, dlt, origs)
+	src, dlt, missing := deadLettersWithMissingTarget(t, 10, 6)
 	opts := ExecOptions{Operator: "tester", Reason: "test " + t.Name(), SinglePass: true}
 
 	// The first record read goes nowhere: nothing sent, no run.

@@ -39,10 +39,10 @@ var errPacked = errors.New("malformed packed send batch")
 // (another version, a truncated or overlong value, a count the bytes cannot hold) rather than
 // guess. Event ids are bytes, as Pack took them.
 func (b *SendBatch) Unpack(data []byte) error {
-	if len(data) == 0 || data[0] != packedVersion {
-		if len(data) == 0 {
-			return fmt.Errorf("%w: empty", errPacked)
-		}
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty", errPacked)
+	}
+	if data[0] != packedVersion {
 		return fmt.Errorf("%w: version %d, want %d", errPacked, data[0], packedVersion)
 	}
 	p := data[1:]

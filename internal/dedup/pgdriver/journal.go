@@ -151,7 +151,7 @@ func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayPro
 WHERE id = $1 AND owner = $2`,
 		p.RunID, p.Owner, p.Status, p.Error, p.Counts.Selected, p.Counts.Sent, p.Counts.Quarantined, p.Counts.Skipped, now, finished)
 	if len(p.Sends) > 0 {
-		g := flattenSends(dedupdriver.GroupSends(p.Sends))
+		g := batchRowsOf(dedupdriver.GroupSends(p.Sends))
 		counts := dedupdriver.CountTargets(p.Sends)
 		ctopics, cparts, crecs := make([]string, len(counts)), make([]int32, len(counts)), make([]int64, len(counts))
 		for i, c := range counts {
@@ -219,7 +219,7 @@ type batchRows struct {
 	at                         []time.Time
 }
 
-func flattenSends(batches []dedupdriver.SendBatch) batchRows {
+func batchRowsOf(batches []dedupdriver.SendBatch) batchRows {
 	var r batchRows
 	var buf []byte
 	for i := range batches {

@@ -312,7 +312,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 		spec.To = b.topic(ctx, "bench-src")
 	}
 	time.Sleep(b.settle)
-	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
+	m := startMeter()
 	plan, err := replay.NewPlan(ctx, b.c, spec)
 	if err != nil {
 		fail("plan: %v", err)
@@ -332,18 +332,16 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 			fail("plan: %v", err)
 		}
 	}
-	planned := time.Since(start)
+	planned := time.Since(m.start)
 	sum, err := replay.Execute(ctx, b.c, st, plan, replay.ExecOptions{Operator: "bench", Reason: "benchmark",
 		MaxBuffered: b.maxBuf, FlushRecords: b.flushRecs, SinglePass: single})
 	if err != nil {
 		fail("execute: %v", err)
 	}
-	el := time.Since(start)
+	el, cpu, allocs := b.stop(m, mode)
 	if sum.Counts.Sent != int64(b.n) {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
-	cpu := b.addCPU(mode, selfCPU()-cpu0)
-	allocs := float64(mallocs()-m0) / float64(b.n)
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu, allocs)
@@ -356,7 +354,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	target := b.topic(ctx, "bench-client")
 	time.Sleep(b.settle)
-	start, cpu0, m0 := time.Now(), selfCPU(), mallocs()
+	m := startMeter()
 	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
 		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
 	if err != nil {
@@ -395,12 +393,27 @@ func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	if err != nil {
 		fail("client copy: %v", err)
 	}
-	el := time.Since(start)
-	cpu := b.addCPU("client", selfCPU()-cpu0)
-	allocs := float64(mallocs()-m0) / float64(b.n)
+	el, cpu, allocs := b.stop(m, "client")
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, b.n, el.Seconds(), rate, cpu, allocs)
 	return rate
+}
+
+// meter is where a measurement started: the time, this process's CPU time and allocations.
+type meter struct {
+	start   time.Time
+	cpu     time.Duration
+	mallocs uint64
+}
+
+func startMeter() meter { return meter{time.Now(), selfCPU(), mallocs()} }
+
+// stop ends the measurement of mode that m started: the time it took, its CPU seconds (also
+// recorded for mode) and its allocations per record.
+func (b *bench) stop(m meter, mode string) (el time.Duration, cpu, allocs float64) {
+	el = time.Since(m.start)
+	cpu = b.addCPU(mode, selfCPU()-m.cpu)
+	return el, cpu, float64(mallocs()-m.mallocs) / float64(b.n)
 }
 
 // selfCPU is the CPU time this process has used (user and system).
