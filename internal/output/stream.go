@@ -76,6 +76,10 @@ type StreamOptions[T any] struct {
 	// TableChunk is how many rows a table keeps to size its columns before it starts printing
 	// (DefaultTableChunk when 0).
 	TableChunk int
+	// Progress, when set, is cleared before rows are written while stdout and stderr are both
+	// terminals (so, most likely, one screen), so that a row never lands on the progress
+	// line; the progress draws itself again below the row at its next tick.
+	Progress *Progress
 }
 
 // MarkTruncatedFlag is the name of the flag that sets StreamOptions.MarkTruncated: one name
@@ -144,6 +148,9 @@ func (s *Stream[T]) Write(v T) error {
 func (s *Stream[T]) write(v T) error {
 	out := s.p.Streams.Out
 	s.n++
+	if s.p.Format != FormatTable {
+		s.clearProgress()
+	}
 	switch s.p.Format {
 	case FormatJSONL:
 		return writeJSON(out, v, false)
@@ -160,7 +167,7 @@ func (s *Stream[T]) write(v T) error {
 		return s.csv.Error()
 	}
 	if s.table == nil {
-		s.table = newTableStream(s.p, s.cols, s.opts.TableChunk, func() {})
+		s.table = newTableStream(s.p, s.cols, s.opts.TableChunk, s.clearProgress)
 	}
 	return s.table.add(cells(s.cols, v))
 }
@@ -228,6 +235,7 @@ func (s *Stream[T]) Close() error {
 	if s.err != nil {
 		return s.err
 	}
+	s.clearProgress()
 	s.err = s.close()
 	return s.err
 }
@@ -290,6 +298,13 @@ func (s *Stream[T]) close() error {
 		fmt.Fprintln(s.p.Streams.ErrOut, note)
 	}
 	return nil
+}
+
+// clearProgress takes the progress line off a screen that stdout shares with stderr.
+func (s *Stream[T]) clearProgress() {
+	if s.opts.Progress != nil && s.p.Streams.OutTTY && s.p.Streams.ErrTTY {
+		s.opts.Progress.Clear()
+	}
 }
 
 func cells[T any](cols []Column[T], v T) []string {

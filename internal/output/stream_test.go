@@ -392,3 +392,40 @@ func TestStreamConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamClearsProgress checks that rows never land on the progress line of a screen that
+// stdout shares with stderr, and that a progress on another screen is left alone.
+func TestStreamClearsProgress(t *testing.T) {
+	for _, outTTY := range []bool{false, true} {
+		r := newProgressRig(t, ProgressOptions{Label: "scanning"})
+		r.s.OutTTY = outTTY
+		r.tick(DefaultProgressInterval)
+		st := NewStream(NewPrinter(r.s, FormatJSONL), cols, StreamOptions[row]{Progress: r.p})
+		before := r.errOut.String()
+		_ = st.Write(row{"a", 1})
+		cleared := strings.TrimPrefix(r.errOut.String(), before) == "\r\x1b[K"
+		if cleared != outTTY {
+			t.Errorf("stdout a terminal %v: progress cleared %v (%q)", outTTY, cleared, r.errOut)
+		}
+		_ = st.Close()
+		r.p.Stop()
+	}
+}
+
+// TestStreamTableKeepsProgress checks that a table kept for Close leaves the progress line
+// alone while it keeps rows, and clears it before it prints.
+func TestStreamTableKeepsProgress(t *testing.T) {
+	r := newProgressRig(t, ProgressOptions{Label: "scanning"})
+	r.s.OutTTY = true
+	r.tick(DefaultProgressInterval)
+	st := NewStream(NewPrinter(r.s, FormatTable), cols, StreamOptions[row]{Progress: r.p})
+	before := r.errOut.String()
+	_ = st.Write(row{"a", 1})
+	if r.errOut.String() != before {
+		t.Fatalf("a kept row cleared the progress: %q", r.errOut)
+	}
+	_ = st.Close()
+	if r.line() != "" {
+		t.Fatalf("the table was printed after the progress line %q", r.line())
+	}
+}
