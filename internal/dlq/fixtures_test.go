@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,9 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-)
 
-var update = flag.Bool("update", false, "rewrite ../../testdata/dlq/*.golden.json from what Parse returns")
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
+)
 
 // fixtureDir holds the dead-letter records of each convention (<convention>.json), what Parse
 // makes of them (<convention>.golden.json) and the JSON rendering golden (json.golden.json).
@@ -146,61 +145,19 @@ func view(t testing.TB, d DeadLetter) json.RawMessage {
 	return out
 }
 
-func sameJSON(t testing.TB, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%v in %s", err, a)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%v in %s", err, b)
-	}
-	return reflect.DeepEqual(x, y)
-}
-
 // TestParseGolden parses every fixture record and compares the result with its golden file;
 // go test -run TestParseGolden -update rewrites the golden files.
 func TestParseGolden(t *testing.T) {
 	for _, file := range fixtureFiles(t) {
 		t.Run(file, func(t *testing.T) {
-			goldenPath := filepath.Join(fixtureDir, file+".golden.json")
-			var golden []goldenCase
-			if !*update {
-				b, err := os.ReadFile(goldenPath)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if err := json.Unmarshal(b, &golden); err != nil {
-					t.Fatalf("%s: %v", goldenPath, err)
-				}
-			}
 			var got []goldenCase
-			for i, fx := range loadFixtures(t, file) {
+			for _, fx := range loadFixtures(t, file) {
 				r := fx.Record.record(t)
 				d := Parse(r)
 				checkInvariants(t, r, d)
 				got = append(got, goldenCase{Name: fx.Name, Want: view(t, d)})
-				if *update {
-					continue
-				}
-				if i >= len(golden) || golden[i].Name != fx.Name {
-					t.Fatalf("%s: case %d %q missing from the golden file (run with -update)", file, i, fx.Name)
-				}
-				if !sameJSON(t, got[i].Want, golden[i].Want) {
-					t.Errorf("%s / %s:\n got %s\nwant %s", file, fx.Name, got[i].Want, golden[i].Want)
-				}
 			}
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(goldenPath, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			} else if len(golden) != len(got) {
-				t.Errorf("%s: golden file has %d cases, fixtures %d (run with -update)", file, len(golden), len(got))
-			}
+			golden.CheckJSON(t, filepath.Join(fixtureDir, file+".golden.json"), got)
 		})
 	}
 }

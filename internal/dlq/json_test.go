@@ -1,15 +1,15 @@
 package dlq
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
 // TestDeadLetterJSON pins the JSON shape of a DeadLetter (testdata/dlq/json.golden.json;
@@ -36,19 +36,7 @@ func TestDeadLetterJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join(fixtureDir, "json.golden.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("JSON\n got %s\nwant %s", got, want)
-	}
+	golden.Check(t, filepath.Join(fixtureDir, "json.golden.json"), got)
 
 	var back DeadLetter
 	if err := json.Unmarshal(got, &back); err != nil {

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"unicode/utf8"
-)
 
-var update = flag.Bool("update", false, "rewrite the expectations in ../../testdata/envelope/*.json from what Decode returns")
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
+)
 
 // fixtureDir holds the decoding cases shared by TestFixtures and the FuzzDecode seed corpus.
 const fixtureDir = "../../testdata/envelope"
@@ -110,7 +109,7 @@ func TestFixtures(t *testing.T) {
 				headers, value := fx.record(t)
 				got, err := Decode(headers, value)
 				checkInvariants(t, headers, value, got, err)
-				if *update {
+				if golden.Update() {
 					cases[i].Want, cases[i].Error = nil, nil
 					if err != nil {
 						me := err.(*MalformedError)
@@ -153,14 +152,12 @@ func TestFixtures(t *testing.T) {
 				}
 			})
 		}
-		if *update {
+		if golden.Update() {
 			data, err := json.MarshalIndent(cases, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			golden.Write(t, path, append(data, '\n'))
 		}
 	}
 }

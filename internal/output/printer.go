@@ -30,6 +30,10 @@ func NewPrinter(s *Streams, f Format) *Printer {
 type Column[T any] struct {
 	Name  string
 	Value func(T) string
+	// Optional leaves the column out of a table when none of its cells says anything ("" or
+	// "-", the dash tables show for nothing): a column of problems that most results do not
+	// have, say. CSV keeps every column, so that its shape does not depend on the data.
+	Optional bool
 }
 
 // List writes items. JSON and JSON Lines encode the items themselves (their json tags are the
@@ -58,17 +62,11 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 			}
 			return nil
 		}
-		header := make([]string, len(columns))
-		for i, c := range columns {
-			header[i] = c.Name
-		}
 		rows := make([][]string, len(items))
 		for i, it := range items {
-			rows[i] = make([]string, len(columns))
-			for j, c := range columns {
-				rows[i][j] = c.Value(it)
-			}
+			rows[i] = cells(columns, it)
 		}
+		header, rows := shownColumns(columns, rows)
 		return p.Table(header, rows)
 	}
 }

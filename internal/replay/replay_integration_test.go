@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/config"
@@ -644,7 +643,6 @@ func TestReplaySinglePass(t *testing.T) {
 // sends the rest with nothing twice.
 func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
 	c, st := cluster(t), store(t)
-	cl := testenv.Client(t)
 	src, dlt, missing := deadLettersWithMissingTarget(t, 10, 6)
 	opts := ExecOptions{Operator: "tester", Reason: "test " + t.Name(), SinglePass: true}
 
@@ -684,19 +682,7 @@ func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
 		t.Fatalf("journal of the stopped run: %+v %+v %v", run, cps, err)
 	}
 
-	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(t.Context(), 1, 1, nil, missing); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", missing, err, resp.Err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), missing) })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if d, err := adm.ListTopics(t.Context(), missing); err == nil && d[missing].Err == nil && len(d[missing].Partitions) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not in the metadata 10s after its creation", missing)
-		}
-	}
+	testenv.CreateTopic(t, missing, 1, nil)
 	// A new process resumes it (this one's client caches the metadata that said "missing").
 	c2 := cluster(t)
 	rp, err := LoadRun(t.Context(), c2, st, sum.RunID, false)

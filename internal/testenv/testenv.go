@@ -3,6 +3,11 @@
 // Tests read FIELDWORK_TEST_BROKERS, FIELDWORK_TEST_SASL_BROKERS and FIELDWORK_TEST_DSN. When
 // a variable is unset a test skips, except under CI (CI=true) or FIELDWORK_TEST_REQUIRE=1,
 // where it fails: in CI a test that cannot reach its service never passes silently.
+//
+// It is the one place of the helpers every package's tests share: topics on the real broker
+// (CreateTopic, Topic), a private PostgreSQL (StartPrivatePostgres), and the testscript
+// harness (ScriptMain, ScriptParams). Golden files are compared by the subpackage golden,
+// which defines the -update flag.
 package testenv
 
 import (
@@ -16,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -88,35 +92,12 @@ func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// Topic creates a topic with the given partitions on the real broker and deletes it at
-// cleanup. It fails the test when the broker cannot be reached.
+// Topic creates a topic of a name unique to the test (Name) with the given partitions and
+// configs, as CreateTopic does, and returns its name.
 func Topic(t testing.TB, partitions int32, configs map[string]*string) string {
 	t.Helper()
 	name := Name(t, "fw")
-	// Sample events carry fixed past timestamps: without this, time-based retention could
-	// delete them in the middle of a test.
-	if configs == nil {
-		configs = map[string]*string{}
-	}
-	if _, ok := configs["retention.ms"]; !ok {
-		keep := "-1"
-		configs["retention.ms"] = &keep
-	}
-	adm := kadm.NewClient(Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s on %s: %v", name, Brokers(t), err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, name)
-	})
+	CreateTopic(t, name, partitions, configs)
 	return name
 }
 

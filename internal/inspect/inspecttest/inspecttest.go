@@ -40,27 +40,13 @@ var counter atomic.Int64
 
 func seq() int64 { return counter.Add(1) << 8 }
 
-// Topic creates a topic with partitions that keeps its records forever (the fixed old
-// timestamps must not be aged out while a test runs) and deletes it at cleanup.
+// Topic creates a topic with partitions and a name of NameLen characters, as
+// testenv.CreateTopic does (its records kept forever: the fixed old timestamps must not be
+// aged out while a test runs; deleted at cleanup).
 func Topic(t testing.TB, partitions int32) string {
 	t.Helper()
 	name := Name("fwi")
-	adm := kadm.NewClient(testenv.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	forever := "-1"
-	resp, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": &forever}, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s on %s: %v", name, testenv.Brokers(t), err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, name)
-	})
+	testenv.CreateTopic(t, name, partitions, nil)
 	return name
 }
 
