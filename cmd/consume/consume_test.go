@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 func TestConsumeFlags(t *testing.T) {
 	var got *ConsumeOptions
-	f := testFactory()
-	c := newCmdConsume(f, func(_ context.Context, o *ConsumeOptions) error { got = o; return nil })
+	f := cmdutil.TestFactory()
+	c := NewCmdConsume(f, func(_ context.Context, o *ConsumeOptions) error { got = o; return nil })
 	c.SetArgs([]string{"--topic", "tasks", "--topic", "orders", "--group", "g", "--handler", "projection",
 		"--migrate", "--max-attempts", "3", "--batch-max", "100", "--stop-when-idle", "5s", "--schema", "billing",
 		"--metrics-addr", "", "--log-format", "json", "--instance-id", "c-1"})
@@ -46,7 +47,7 @@ func TestConsumeUsageErrors(t *testing.T) {
 		{append(base, "--handler", "audit", "--topic", " "), "empty topic"},
 	}
 	for _, tc := range cases {
-		c := newCmdConsume(testFactory(), func(context.Context, *ConsumeOptions) error { t.Fatal("ran"); return nil })
+		c := NewCmdConsume(cmdutil.TestFactory(), func(context.Context, *ConsumeOptions) error { t.Fatal("ran"); return nil })
 		c.SetArgs(tc.args)
 		err := c.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) || fwerr.KindOf(err) != fwerr.KindUsage {

@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 func TestDBMigrateFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *DBMigrateOptions
-	cmd := inGroup(f, NewCmdDBMigrate(f, func(_ context.Context, o *DBMigrateOptions) error { got = o; return nil }), "--dry-run", "--schema", "billing")
+	cmd := cmdtest.InGroup(f, NewCmdDBMigrate(f, func(_ context.Context, o *DBMigrateOptions) error { got = o; return nil }), "--dry-run", "--schema", "billing")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -23,9 +25,9 @@ func TestDBMigrateFlags(t *testing.T) {
 	}
 
 	// A column mapping is refused before anything opens.
-	f = testFactory()
+	f = cmdutil.TestFactory()
 	called := false
-	cmd = inGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
+	cmd = cmdtest.InGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
 	err := cmd.Execute()
 	if called || fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "--column-* flags") {
 		t.Fatalf("mapping: called %v, %v", called, err)
@@ -33,9 +35,9 @@ func TestDBMigrateFlags(t *testing.T) {
 }
 
 func TestDBStatusFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *DBStatusOptions
-	cmd := inGroup(f, NewCmdDBStatus(f, func(_ context.Context, o *DBStatusOptions) error { got = o; return nil }), "--table", "seen", "--column-consumer", "svc")
+	cmd := cmdtest.InGroup(f, NewCmdDBStatus(f, func(_ context.Context, o *DBStatusOptions) error { got = o; return nil }), "--table", "seen", "--column-consumer", "svc")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dev
+package dev_test
 
 import (
 	"bytes"
@@ -9,83 +9,28 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/dev"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
-
-// syncBuffer is a buffer the command writes from its goroutine while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-type devRunResult struct {
-	ran  *cobra.Command
-	err  error
-	code int
-}
-
-// startDev runs `fieldwork <args>` in the background on non-terminal streams.
-func startDev(ctx context.Context, args ...string) (out, errOut *syncBuffer, done <-chan devRunResult) {
-	out, errOut = &syncBuffer{}, &syncBuffer{}
-	f := &Factory{Streams: &output.Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Getenv: func(string) string { return "" }}
-	root := NewRootCmd(f)
-	root.SetArgs(args)
-	ch := make(chan devRunResult, 1)
-	go func() {
-		ran, err := root.ExecuteContextC(ctx)
-		ch <- devRunResult{ran: ran, err: err, code: exitCode(ctx, f, ran, err)}
-	}()
-	return out, errOut, ch
-}
-
-var brokersRE = regexp.MustCompile(`brokers\s+(127\.0\.0\.1:\d+)`)
-
-func waitFor(t *testing.T, buf *syncBuffer, re *regexp.Regexp, done <-chan devRunResult) []string {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(buf.String()); m != nil {
-			return m
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("dev exited early (code %d, err %v):\n%s", r.code, r.err, buf.String())
-		case <-deadline:
-			t.Fatalf("no %v within 30s:\n%s", re, buf.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 func TestDevServesAndStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
-	out, errOut, done := startDev(ctx, "dev", "--port", "0", "--dsn", dsn, "--seed", "3")
+	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", dsn, "--seed", "3")
 
 	// Stdout is not a terminal: the banner goes to stderr, stdout stays clean.
-	addr := waitFor(t, errOut, brokersRE, done)[1]
-	waitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
+	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	banner := errOut.String()
 	for _, want := range []string{"dsn      " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
 		if !strings.Contains(banner, want) {
@@ -121,8 +66,8 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 	cancel()
 	select {
 	case r := <-done:
-		if r.err != nil || r.code != ExitOK {
-			t.Fatalf("after cancel: code %d, err %v\n%s", r.code, r.err, errOut.String())
+		if r.Err != nil || r.Code != root.ExitOK {
+			t.Fatalf("after cancel: code %d, err %v\n%s", r.Code, r.Err, errOut.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("dev did not stop within 15s of cancel")
@@ -140,8 +85,8 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 func TestDevJSONOnStdout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut, done := startDev(ctx, "dev", "--port", "0", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2", "--dead-letters")
-	waitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2", "--dead-letters")
+	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	var info struct {
 		Brokers string `json:"brokers"`
 		DSN     string `json:"dsn"`
@@ -167,8 +112,8 @@ func TestDevJSONOnStdout(t *testing.T) {
 		t.Errorf("info: %+v", info)
 	}
 	cancel()
-	if r := <-done; r.code != ExitOK {
-		t.Fatalf("code %d, err %v", r.code, r.err)
+	if r := <-done; r.Code != root.ExitOK {
+		t.Fatalf("code %d, err %v", r.Code, r.Err)
 	}
 }
 
@@ -179,10 +124,10 @@ func TestDevPortInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	_, errOut, done := startDev(context.Background(), "dev", "--port", port, "--no-seed", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"))
+	_, errOut, done := roottest.Start(context.Background(), "dev", "--port", port, "--no-seed", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"))
 	r := <-done
-	if r.code != ExitError {
-		t.Fatalf("code %d, want %d; err %v", r.code, ExitError, r.err)
+	if r.Code != root.ExitError {
+		t.Fatalf("code %d, want %d; err %v", r.Code, root.ExitError, r.Err)
 	}
 	msg := errOut.String()
 	if !strings.Contains(msg, "port "+port+" is already in use") || !strings.Contains(msg, "--port") {
@@ -194,13 +139,13 @@ func TestDevFlags(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
-		dsn  string // expected DevOptions.DSN; "" means a usage error
-		want DevOptions
+		dsn  string // expected dev.DevOptions.DSN; "" means a usage error
+		want dev.DevOptions
 	}{
-		{args: []string{"dev"}, dsn: "default", want: DevOptions{Port: 9092, Partitions: 3, Seed: 1}},
+		{args: []string{"dev"}, dsn: "default", want: dev.DevOptions{Port: 9092, Partitions: 3, Seed: 1}},
 		{args: []string{"dev", "--port", "19092", "--partitions", "6", "--seed", "9", "--no-seed", "--dsn", "sqlite:" + dir + "/x.db"},
-			dsn: "sqlite:" + dir + "/x.db", want: DevOptions{Port: 19092, Partitions: 6, Seed: 9, NoSeed: true}},
-		{args: []string{"dev", "--dsn", "sqlite://" + dir + "/y.db?_pragma=busy_timeout(100)"}, dsn: "sqlite:" + dir + "/y.db?_pragma=busy_timeout(100)", want: DevOptions{Port: 9092, Partitions: 3, Seed: 1}},
+			dsn: "sqlite:" + dir + "/x.db", want: dev.DevOptions{Port: 19092, Partitions: 6, Seed: 9, NoSeed: true}},
+		{args: []string{"dev", "--dsn", "sqlite://" + dir + "/y.db?_pragma=busy_timeout(100)"}, dsn: "sqlite:" + dir + "/y.db?_pragma=busy_timeout(100)", want: dev.DevOptions{Port: 9092, Partitions: 3, Seed: 1}},
 		{args: []string{"dev", "--dsn", "postgres://u@localhost/db"}},
 		{args: []string{"dev", "--dsn", "sqlite:"}},
 		{args: []string{"dev", "--port", "70000"}},
@@ -209,20 +154,20 @@ func TestDevFlags(t *testing.T) {
 		{args: []string{"dev", "extra"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			f := &Factory{Streams: &output.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, Getenv: func(string) string { return "" }}
-			root := NewRootCmd(f)
-			var got *DevOptions
-			for _, c := range root.Commands() {
+			f := &cmdutil.Factory{Streams: &output.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, Getenv: func(string) string { return "" }}
+			tree := root.NewCmdRoot(f)
+			var got *dev.DevOptions
+			for _, c := range tree.Commands() {
 				if c.Name() == "dev" {
-					root.RemoveCommand(c)
+					tree.RemoveCommand(c)
 				}
 			}
-			root.AddCommand(newCmdDev(f, func(_ context.Context, o *DevOptions) error { got = o; return nil }))
-			root.SetArgs(tc.args)
-			ran, err := root.ExecuteC()
-			code := exitCode(context.Background(), f, ran, err)
+			tree.AddCommand(dev.NewCmdDev(f, func(_ context.Context, o *dev.DevOptions) error { got = o; return nil }))
+			tree.SetArgs(tc.args)
+			ran, err := tree.ExecuteC()
+			code := root.ExitCode(context.Background(), f, ran, err)
 			if tc.dsn == "" {
-				if code != ExitUsage {
+				if code != root.ExitUsage {
 					t.Fatalf("code %d, want usage (2); err %v", code, err)
 				}
 				return

@@ -1,4 +1,4 @@
-package dlq
+package dlq_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -20,7 +23,7 @@ import (
 // listed with the right original coordinates and error; pending; replayed once the journal
 // has the send; resolved once the consumer has processed the replayed copy.
 func TestDLQConsumeReplayCycle(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	_, dsn, schema := dlqStore(t)
 	env["FIELDWORK_DSN"] = dsn
 	source := inspecttest.Name("cyc")
@@ -48,20 +51,20 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
 
 	consume := func() {
 		t.Helper()
-		r := runCLI(t, env, "consume", "--topic", source, "--group", "billing", "--handler", "webhook", "--webhook-url", srv.URL,
+		r := roottest.Run(t, env, "consume", "--topic", source, "--group", "billing", "--handler", "webhook", "--webhook-url", srv.URL,
 			"--schema", schema, "--migrate", "--stop-when-idle", "3s", "--metrics-addr", "", "--log-format", "json")
-		if r.code != 0 {
-			t.Fatalf("consume: exit %d\n%s", r.code, r.stderr)
+		if r.Code != 0 {
+			t.Fatalf("consume: exit %d\n%s", r.Code, r.Stderr)
 		}
 	}
 	list := func() []dlq.DeadLetter {
 		t.Helper()
-		r := runCLI(t, env, "dlq", "list", "--topic", dead, "--schema", schema, "-o", "jsonl")
-		if r.code != 0 {
-			t.Fatalf("dlq list: exit %d\n%s", r.code, r.stderr)
+		r := roottest.Run(t, env, "dlq", "list", "--topic", dead, "--schema", schema, "-o", "jsonl")
+		if r.Code != 0 {
+			t.Fatalf("dlq list: exit %d\n%s", r.Code, r.Stderr)
 		}
 		var out []dlq.DeadLetter
-		for _, e := range dlqEntries(t, r.stdout) {
+		for _, e := range dlqEntries(t, r.Stdout) {
 			var d dlq.DeadLetter
 			b, _ := json.Marshal(e)
 			if err := json.Unmarshal(b, &d); err != nil {
@@ -73,9 +76,9 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
 	}
 	statuses := func() []string {
 		t.Helper()
-		r := runCLI(t, env, "dlq", "list", "--topic", dead, "--schema", schema, "-o", "jsonl")
+		r := roottest.Run(t, env, "dlq", "list", "--topic", dead, "--schema", schema, "-o", "jsonl")
 		var out []string
-		for _, e := range dlqEntries(t, r.stdout) {
+		for _, e := range dlqEntries(t, r.Stdout) {
 			out = append(out, e["event_id"].(string)+"="+e["status"].(string))
 		}
 		return out
@@ -117,9 +120,9 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
 			addr = cmdutil.Coordinate(d.Topic, d.Partition, d.Offset)
 		}
 	}
-	r := runCLI(t, env, "replay", addr, "--execute", "--yes", "--reason", "provider fixed", "--schema", schema)
-	if r.code != 0 {
-		t.Fatalf("replay: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := roottest.Run(t, env, "replay", addr, "--execute", "--yes", "--reason", "provider fixed", "--schema", schema)
+	if r.Code != 0 {
+		t.Fatalf("replay: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if got := strings.Join(statuses(), " "); !sameSet(got, "evt-1=replayed evt-2=pending =unknown") {
 		t.Errorf("after the replay: %s", got)
@@ -130,14 +133,14 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
 	if got := strings.Join(statuses(), " "); !sameSet(got, "evt-1=resolved evt-2=pending =unknown") {
 		t.Errorf("after the second consume: %s", got)
 	}
-	r = runCLI(t, env, "dlq", "stats", "--topic", dead, "--schema", schema, "-o", "json")
-	if r.code != 0 || !strings.Contains(r.stdout, `"status": {
+	r = roottest.Run(t, env, "dlq", "stats", "--topic", dead, "--schema", schema, "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"status": {
         "pending": 1,
         "replayed": 0,
         "resolved": 1,
         "unknown": 1
       }`) {
-		t.Errorf("stats: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		t.Errorf("stats: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 

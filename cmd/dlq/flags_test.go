@@ -1,4 +1,4 @@
-package dlq
+package dlq_test
 
 import (
 	"context"
@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	dlqcmd "github.com/fieldwork/fieldwork/cmd/dlq"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
@@ -49,9 +54,9 @@ func TestDLQUsageErrors(t *testing.T) {
 		{[]string{"dlq", "stats", "--window", "soon"}, `invalid argument "soon" for "--window"`},
 		{[]string{"dlq", "stats", "--status", "pending"}, "unknown flag: --status"},
 	} {
-		r := runCLI(t, map[string]string{}, tc.args...)
-		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", tc.args, r.code, r.stderr, r.stdout, tc.want)
+		r := roottest.Run(t, map[string]string{}, tc.args...)
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
 		}
 	}
 }
@@ -59,9 +64,9 @@ func TestDLQUsageErrors(t *testing.T) {
 // TestDLQNoBroker: without a broker configured, the commands say so (exit 2) and never hang.
 func TestDLQNoBroker(t *testing.T) {
 	for _, args := range [][]string{{"dlq", "list"}, {"dlq", "stats"}, {"dlq", "show", "a.dlq/0/0"}} {
-		r := runCLI(t, map[string]string{}, args...)
-		if r.code != ExitUsage || !strings.Contains(r.stderr, "no Kafka brokers configured") {
-			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
+		r := roottest.Run(t, map[string]string{}, args...)
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "no Kafka brokers configured") {
+			t.Errorf("%v: exit %d %q", args, r.Code, r.Stderr)
 		}
 	}
 }
@@ -69,14 +74,14 @@ func TestDLQNoBroker(t *testing.T) {
 // TestDLQListFlags checks what the flags become, without any network.
 func TestDLQListFlags(t *testing.T) {
 	s, _, _, _ := output.Test()
-	f := &Factory{Streams: s, Getenv: func(k string) string {
+	f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string {
 		if k == "FIELDWORK_DSN" {
 			return "sqlite:/nonexistent/x.db" // configured, never opened while parsing
 		}
 		return ""
 	}}
-	var got *DLQListOptions
-	cmd := NewCmdDLQList(f, func(_ context.Context, o *DLQListOptions) error { got = o; return nil })
+	var got *dlqcmd.DLQListOptions
+	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--topic", "a.dlq", "--topic", "b.DLT", "--reason", "malformed,rejected", "--reason", "unknown",
 		"--error", "time(out)?", "--original-topic", "tasks", "--group", "g", "--key-base64", "/2tlef4=", "--event-id", "e",
 		"--since", "2h", "--status", "pending,replayed", "--consumer", "billing", "--limit", "0"})
@@ -93,15 +98,15 @@ func TestDLQListFlags(t *testing.T) {
 		t.Errorf("options %+v\nfilter %+v", got, fl)
 	}
 	// An empty --key selects empty and absent keys; no --key does not filter.
-	if err := dlqParseOnly(f, []string{"--key", ""}, func(o *DLQListOptions) {
+	if err := dlqParseOnly(f, []string{"--key", ""}, func(o *dlqcmd.DLQListOptions) {
 		if o.Filter.Key == nil || len(o.Filter.Key) != 0 {
 			t.Errorf("--key '': %q", o.Filter.Key)
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dlqParseOnly(f, nil, func(o *DLQListOptions) {
-		if o.Filter.Key != nil || o.Limit != DefaultDLQListLimit || o.Pattern != nil || len(o.TopicFlags.Topics) != 0 {
+	if err := dlqParseOnly(f, nil, func(o *dlqcmd.DLQListOptions) {
+		if o.Filter.Key != nil || o.Limit != dlqcmd.DefaultDLQListLimit || o.Pattern != nil || len(o.TopicFlags.Topics) != 0 {
 			t.Errorf("defaults: %+v", o)
 		}
 	}); err != nil {
@@ -109,8 +114,8 @@ func TestDLQListFlags(t *testing.T) {
 	}
 }
 
-func dlqParseOnly(f *cmdutil.Factory, args []string, check func(*DLQListOptions)) error {
-	cmd := NewCmdDLQList(f, func(_ context.Context, o *DLQListOptions) error { check(o); return nil })
+func dlqParseOnly(f *cmdutil.Factory, args []string, check func(*dlqcmd.DLQListOptions)) error {
+	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { check(o); return nil })
 	cmd.SetArgs(args)
 	return cmd.Execute()
 }
@@ -118,14 +123,14 @@ func dlqParseOnly(f *cmdutil.Factory, args []string, check func(*DLQListOptions)
 // TestDLQStoreDown: a configured store that cannot be reached is a connect error (exit 4)
 // that points at --no-status.
 func TestDLQStoreDown(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	env["FIELDWORK_DSN"] = "postgres://u:secret@127.0.0.1:1/db?connect_timeout=2"
-	r := runCLI(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$")
-	if r.code != ExitConnect || !strings.Contains(r.stderr, "hint: --no-status reads the dead letters without the store") || strings.Contains(r.stderr, "secret") {
-		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	r := roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$")
+	if r.Code != root.ExitConnect || !strings.Contains(r.Stderr, "hint: --no-status reads the dead letters without the store") || strings.Contains(r.Stderr, "secret") {
+		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	r = runCLI(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "--no-status", "-o", "json")
-	if r.code != 0 || r.stdout != "[]\n" {
-		t.Errorf("--no-status: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	r = roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "--no-status", "-o", "json")
+	if r.Code != 0 || r.Stdout != "[]\n" {
+		t.Errorf("--no-status: exit %d, %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 }

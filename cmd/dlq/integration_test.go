@@ -1,10 +1,9 @@
-package dlq
+package dlq_test
 
 import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	dlqcmd "github.com/fieldwork/fieldwork/cmd/dlq"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -204,32 +207,16 @@ func dlqGolden(t *testing.T, name, got string, names map[string]string) {
 		got = dlqAge.ReplaceAllString(got, "<age>")
 	}
 	got = dlqNormalise(got, names, table)
-	path := filepath.Join("..", "testdata", "dlq", "cmd", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd -run %s -update to create it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test ./cmd -run '%s' -update rewrites it)\n--- got\n%s\n--- want\n%s", path, t.Name(), got, want)
-	}
+	cmdtest.Golden(t, filepath.Join("..", "..", "testdata", "dlq", "cmd", name), got)
 }
 
-func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) cliResult {
+func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) roottest.Result {
 	t.Helper()
-	r := runCLI(t, env, args...)
-	if r.code != wantCode {
-		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.code, wantCode, r.stderr)
+	r := roottest.Run(t, env, args...)
+	if r.Code != wantCode {
+		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
 	}
-	dlqGolden(t, file, r.stdout, names)
+	dlqGolden(t, file, r.Stdout, names)
 	return r
 }
 
@@ -251,7 +238,7 @@ func dlqEntries(t *testing.T, out string) []map[string]any {
 // TestDLQConventions lists, shows and summarises dead letters of every convention, produced
 // with franz-go and with kcat, against the real broker.
 func TestDLQConventions(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	topic := dlqTopic(t, 1, nil)
 	seedConventions(t, topic)
 	names := map[string]string{topic: "<topic>"}
@@ -261,10 +248,10 @@ func TestDLQConventions(t *testing.T) {
 		dlqCheck(t, env, names, "list.txt", 0, "dlq", "list", "--topic", topic, "-o", "table")
 		dlqCheck(t, env, names, "list.csv", 0, "dlq", "list", "--topic", topic, "-o", "csv")
 
-		r := runCLI(t, env, "dlq", "list", "--topic", topic, "-o", "jsonl")
-		es := dlqEntries(t, r.stdout)
-		if r.code != 0 || r.stderr != "" || len(es) != 12 {
-			t.Fatalf("jsonl: exit %d, %d entries, stderr %q", r.code, len(es), r.stderr)
+		r := roottest.Run(t, env, "dlq", "list", "--topic", topic, "-o", "jsonl")
+		es := dlqEntries(t, r.Stdout)
+		if r.Code != 0 || r.Stderr != "" || len(es) != 12 {
+			t.Fatalf("jsonl: exit %d, %d entries, stderr %q", r.Code, len(es), r.Stderr)
 		}
 		// Every convention's original coordinates and error, as its writer meant them.
 		want := []struct {
@@ -289,8 +276,8 @@ func TestDLQConventions(t *testing.T) {
 			if err := json.Unmarshal(b, &d); err != nil {
 				t.Fatal(err)
 			}
-			if string(d.Convention) != w.conv || dlqOriginal(d) != w.orig || d.ErrorClass != w.class || d.ErrorMessage != w.message {
-				t.Errorf("dead letter %d: %s %s %q %q, want %s %s %q %q", i, d.Convention, dlqOriginal(d), d.ErrorClass, d.ErrorMessage, w.conv, w.orig, w.class, w.message)
+			if string(d.Convention) != w.conv || dlqcmd.Original(d) != w.orig || d.ErrorClass != w.class || d.ErrorMessage != w.message {
+				t.Errorf("dead letter %d: %s %s %q %q, want %s %s %q %q", i, d.Convention, dlqcmd.Original(d), d.ErrorClass, d.ErrorMessage, w.conv, w.orig, w.class, w.message)
 			}
 		}
 		// The truncated Spring partition is listed, and flagged.
@@ -304,13 +291,13 @@ func TestDLQConventions(t *testing.T) {
 	})
 
 	t.Run("filters", func(t *testing.T) {
-		count := func(args ...string) (int, cliResult) {
+		count := func(args ...string) (int, roottest.Result) {
 			t.Helper()
-			r := runCLI(t, env, append([]string{"dlq", "list", "--topic", topic, "-o", "jsonl"}, args...)...)
-			if r.code != 0 {
-				t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+			r := roottest.Run(t, env, append([]string{"dlq", "list", "--topic", topic, "-o", "jsonl"}, args...)...)
+			if r.Code != 0 {
+				t.Fatalf("%v: exit %d: %s", args, r.Code, r.Stderr)
 			}
-			return len(dlqEntries(t, r.stdout)), r
+			return len(dlqEntries(t, r.Stdout)), r
 		}
 		for _, tc := range []struct {
 			args []string
@@ -331,25 +318,25 @@ func TestDLQConventions(t *testing.T) {
 			{[]string{"--since", dlqBase.Add(2 * time.Second).Format(time.RFC3339Nano), "--until", dlqBase.Add(4 * time.Second).Format(time.RFC3339Nano)}, 2},
 		} {
 			if got, r := count(tc.args...); got != tc.want {
-				t.Errorf("%v: %d dead letters, want %d\n%s", tc.args, got, tc.want, r.stdout)
+				t.Errorf("%v: %d dead letters, want %d\n%s", tc.args, got, tc.want, r.Stdout)
 			}
 		}
 		got, r := count("--limit", "3")
-		if got != 3 || !strings.Contains(r.stderr, "showing the first 3 dead letters: more remain") {
-			t.Errorf("--limit 3: %d, stderr %q", got, r.stderr)
+		if got != 3 || !strings.Contains(r.Stderr, "showing the first 3 dead letters: more remain") {
+			t.Errorf("--limit 3: %d, stderr %q", got, r.Stderr)
 		}
 		got, r = count("--limit", "12")
-		if got != 12 || r.stderr != "" {
-			t.Errorf("--limit 12 of 12: %d, stderr %q", got, r.stderr)
+		if got != 12 || r.Stderr != "" {
+			t.Errorf("--limit 12 of 12: %d, stderr %q", got, r.Stderr)
 		}
 		// Found by the default pattern (every topic ending in .dlq), and by a pattern.
-		r = runCLI(t, env, "dlq", "list", "--pattern", "^"+regexp.QuoteMeta(topic)+"$", "--limit", "0", "-o", "jsonl")
-		if r.code != 0 || len(dlqEntries(t, r.stdout)) != 12 {
-			t.Errorf("--pattern: exit %d, %s", r.code, r.stderr)
+		r = roottest.Run(t, env, "dlq", "list", "--pattern", "^"+regexp.QuoteMeta(topic)+"$", "--limit", "0", "-o", "jsonl")
+		if r.Code != 0 || len(dlqEntries(t, r.Stdout)) != 12 {
+			t.Errorf("--pattern: exit %d, %s", r.Code, r.Stderr)
 		}
-		r = runCLI(t, env, "dlq", "list", "--limit", "0", "--event-id", "evt-kcat-wm", "-o", "jsonl")
-		if es := dlqEntries(t, r.stdout); r.code != 0 || len(es) != 1 || es[0]["topic"] != topic {
-			t.Errorf("default pattern: exit %d, %s %s", r.code, r.stdout, r.stderr)
+		r = roottest.Run(t, env, "dlq", "list", "--limit", "0", "--event-id", "evt-kcat-wm", "-o", "jsonl")
+		if es := dlqEntries(t, r.Stdout); r.Code != 0 || len(es) != 1 || es[0]["topic"] != topic {
+			t.Errorf("default pattern: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 
@@ -360,16 +347,16 @@ func TestDLQConventions(t *testing.T) {
 		dlqCheck(t, env, names, "show_spring_truncated.json", 0, "dlq", "show", topic+"/0/3", "-o", "json")
 		dlqCheck(t, env, names, "show_unknown.txt", 0, "dlq", "show", topic+"/0/7", "-o", "table")
 		r := dlqCheck(t, env, names, "show_event_id.txt", 0, "dlq", "show", "--event-id", "evt-spring", "--topic", topic, "-o", "table")
-		if r.stderr != "" {
-			t.Errorf("stderr %q", r.stderr)
+		if r.Stderr != "" {
+			t.Errorf("stderr %q", r.Stderr)
 		}
-		r = runCLI(t, env, "dlq", "show", "--event-id", "evt-nope", "--topic", topic)
-		if r.code != ExitError || !strings.Contains(r.stderr, `no dead letter of event "evt-nope" in `+topic) {
-			t.Errorf("missing event id: exit %d %q", r.code, r.stderr)
+		r = roottest.Run(t, env, "dlq", "show", "--event-id", "evt-nope", "--topic", topic)
+		if r.Code != root.ExitError || !strings.Contains(r.Stderr, `no dead letter of event "evt-nope" in `+topic) {
+			t.Errorf("missing event id: exit %d %q", r.Code, r.Stderr)
 		}
-		r = runCLI(t, env, "dlq", "show", topic+"/0/12")
-		if r.code != ExitUsage || !strings.Contains(r.stderr, "offset 12 is outside "+topic+"/0, whose records are at offsets 0..11") {
-			t.Errorf("offset outside: exit %d %q", r.code, r.stderr)
+		r = roottest.Run(t, env, "dlq", "show", topic+"/0/12")
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 12 is outside "+topic+"/0, whose records are at offsets 0..11") {
+			t.Errorf("offset outside: exit %d %q", r.Code, r.Stderr)
 		}
 	})
 
@@ -377,10 +364,10 @@ func TestDLQConventions(t *testing.T) {
 		dlqCheck(t, env, names, "stats.json", 0, "dlq", "stats", "--topic", topic, "-o", "json")
 		dlqCheck(t, env, names, "stats.txt", 0, "dlq", "stats", "--topic", topic, "-o", "table")
 		dlqCheck(t, env, names, "stats_by_topic_convention.csv", 0, "dlq", "stats", "--topic", topic, "--group-by", "topic,reason", "-o", "csv")
-		r := runCLI(t, env, "dlq", "stats", "--topic", topic, "--group-by", "", "--reason", "malformed", "-o", "json")
+		r := roottest.Run(t, env, "dlq", "stats", "--topic", topic, "--group-by", "", "--reason", "malformed", "-o", "json")
 		var rep dlq.StatsReport
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Matched != 2 || rep.RecordsRead != 12 || len(rep.Groups) != 1 || rep.Groups[0].Count != 2 {
-			t.Errorf("stats --reason malformed: exit %d %v\n%s", r.code, err, r.stdout)
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Matched != 2 || rep.RecordsRead != 12 || len(rep.Groups) != 1 || rep.Groups[0].Count != 2 {
+			t.Errorf("stats --reason malformed: exit %d %v\n%s", r.Code, err, r.Stdout)
 		}
 	})
 }
@@ -397,7 +384,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestDLQBadInput: a topic that does not exist, an empty dead-letter topic, and a pattern
 // that matches nothing.
 func TestDLQBadInput(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	missing := inspecttest.Name("nop") + ".dlq"
 	for _, args := range [][]string{
 		{"dlq", "list", "--topic", missing},
@@ -405,10 +392,10 @@ func TestDLQBadInput(t *testing.T) {
 		{"dlq", "show", missing + "/0/0"},
 		{"dlq", "show", "--event-id", "x", "--topic", missing},
 	} {
-		r := runCLI(t, env, args...)
+		r := roottest.Run(t, env, args...)
 		want := "error: topic \"" + missing + "\" does not exist\n"
-		if r.code != ExitError || r.stderr != want || r.stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args, r.code, r.stderr, r.stdout, want)
+		if r.Code != root.ExitError || r.Stderr != want || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args, r.Code, r.Stderr, r.Stdout, want)
 		}
 	}
 
@@ -418,29 +405,29 @@ func TestDLQBadInput(t *testing.T) {
 		{"table", "", "no dead letters in " + empty + "\n"},
 		{"json", "[]\n", ""},
 		{"jsonl", "", ""},
-		{"csv", strings.Join(dlqCSVHeader, ",") + "\n", ""},
+		{"csv", strings.Join(dlqcmd.CSVHeader, ",") + "\n", ""},
 	} {
-		r := runCLI(t, env, "dlq", "list", "--topic", empty, "-o", tc.format)
-		if r.code != 0 || r.stdout != tc.stdout || r.stderr != tc.stderr {
-			t.Errorf("empty, %s: exit %d, stdout %q, stderr %q", tc.format, r.code, r.stdout, r.stderr)
+		r := roottest.Run(t, env, "dlq", "list", "--topic", empty, "-o", tc.format)
+		if r.Code != 0 || r.Stdout != tc.stdout || r.Stderr != tc.stderr {
+			t.Errorf("empty, %s: exit %d, stdout %q, stderr %q", tc.format, r.Code, r.Stdout, r.Stderr)
 		}
 	}
 	r := dlqCheck(t, env, names, "stats_empty.txt", 0, "dlq", "stats", "--topic", empty, "-o", "table")
-	if r.stderr != "no dead letters in "+empty+"\n" {
-		t.Errorf("stats of empty: stderr %q", r.stderr)
+	if r.Stderr != "no dead letters in "+empty+"\n" {
+		t.Errorf("stats of empty: stderr %q", r.Stderr)
 	}
 	dlqCheck(t, env, names, "stats_empty.json", 0, "dlq", "stats", "--topic", empty, "-o", "json")
 
-	r = runCLI(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "-o", "json")
-	if r.code != 0 || r.stdout != "[]\n" || r.stderr != "no dead letters: no topic matches ^no-such-topic-at-all$\n" {
-		t.Errorf("pattern matching nothing: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	r = roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "-o", "json")
+	if r.Code != 0 || r.Stdout != "[]\n" || r.Stderr != "no dead letters: no topic matches ^no-such-topic-at-all$\n" {
+		t.Errorf("pattern matching nothing: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
 // TestDLQRetention: stats reads each topic's retention and warns when the oldest dead letter
 // comes within a day of deletion; compacted and infinite retention say so.
 func TestDLQRetention(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	// 60h retention, oldest dead letter 48h old: deletable in about 12h.
 	soon := dlqTopic(t, 1, map[string]string{"retention.ms": "216000000"})
 	compacted := dlqTopic(t, 1, map[string]string{"cleanup.policy": "compact"})
@@ -451,18 +438,18 @@ func TestDLQRetention(t *testing.T) {
 		testenv.Produce(t, cl, dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Key: []byte("k"), Value: []byte(`{"event_id":"e"}`)},
 			dlq.Meta{Topic: topic, Reason: dlq.ReasonExhausted, Error: "timeout", FailedAt: now.Add(-48 * time.Hour)}))
 	}
-	r := runCLI(t, env, "dlq", "stats", "--topic", soon, "--topic", compacted, "--topic", forever, "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := roottest.Run(t, env, "dlq", "stats", "--topic", soon, "--topic", compacted, "--topic", forever, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "warning: the oldest dead letter in "+soon) || !strings.Contains(r.stderr, "becomes deletable by retention (2d12h) in 1") {
-		t.Errorf("no retention warning for %s: %q", soon, r.stderr)
+	if !strings.Contains(r.Stderr, "warning: the oldest dead letter in "+soon) || !strings.Contains(r.Stderr, "becomes deletable by retention (2d12h) in 1") {
+		t.Errorf("no retention warning for %s: %q", soon, r.Stderr)
 	}
-	if strings.Count(r.stderr, "warning:") != 1 {
-		t.Errorf("warnings: %q", r.stderr)
+	if strings.Count(r.Stderr, "warning:") != 1 {
+		t.Errorf("warnings: %q", r.Stderr)
 	}
 	var rep dlq.StatsReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	byTopic := map[string]dlq.TopicSummary{}
@@ -478,8 +465,8 @@ func TestDLQRetention(t *testing.T) {
 	if s := byTopic[forever]; s.RetentionWarning || s.OldestDeletableAt != nil || s.Retention.Describe() != "forever" {
 		t.Errorf("forever: %+v", s)
 	}
-	r = runCLI(t, env, "dlq", "stats", "--topic", soon, "--topic", compacted, "--topic", forever, "-o", "table")
-	if !strings.Contains(r.stdout, "(under a day)") || !strings.Contains(r.stdout, "compacted: not deleted by age") || !strings.Contains(r.stdout, "never") {
-		t.Errorf("table:\n%s", r.stdout)
+	r = roottest.Run(t, env, "dlq", "stats", "--topic", soon, "--topic", compacted, "--topic", forever, "-o", "table")
+	if !strings.Contains(r.Stdout, "(under a day)") || !strings.Contains(r.Stdout, "compacted: not deleted by age") || !strings.Contains(r.Stdout, "never") {
+		t.Errorf("table:\n%s", r.Stdout)
 	}
 }

@@ -1,4 +1,4 @@
-package dlq
+package dlq_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
@@ -51,12 +53,12 @@ func dlqStore(t *testing.T) (st *dedup.Store, dsn, schema string) {
 // statusesOf lists `dlq list` with the store and returns each dead letter's status by key.
 func statusesOf(t *testing.T, env map[string]string, args ...string) map[string]string {
 	t.Helper()
-	r := runCLI(t, env, append([]string{"dlq", "list", "-o", "jsonl"}, args...)...)
-	if r.code != 0 {
-		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+	r := roottest.Run(t, env, append([]string{"dlq", "list", "-o", "jsonl"}, args...)...)
+	if r.Code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, r.Code, r.Stderr)
 	}
 	out := map[string]string{}
-	for _, e := range dlqEntries(t, r.stdout) {
+	for _, e := range dlqEntries(t, r.Stdout) {
 		s, _ := e["status"].(string)
 		out[e["key"].(string)] = s
 	}
@@ -82,7 +84,7 @@ func sameStatuses(t *testing.T, what string, got, want map[string]string) {
 // resolved once the consumer has a marker for the event (Store.Claim in a transaction, as a
 // consumer writes it).
 func TestDLQStatus(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	st, dsn, schema := dlqStore(t)
 	env["FIELDWORK_DSN"] = dsn
 	topic := dlqTopic(t, 1, nil)
@@ -133,17 +135,17 @@ func TestDLQStatus(t *testing.T) {
 		"a": "pending", "b": "pending", "noid": "unknown", "c": "replayed", "s": "pending"})
 	dlqCheck(t, env, names, "list_status.txt", 0, append([]string{"dlq", "list", "-o", "table"}, store...)...)
 	// stats tells the same statuses (the journal knows dead letters by their position).
-	r0 := runCLI(t, env, append([]string{"dlq", "stats", "-o", "json"}, store...)...)
+	r0 := roottest.Run(t, env, append([]string{"dlq", "stats", "-o", "json"}, store...)...)
 	var before struct {
 		Topics []dlq.TopicSummary `json:"topics"`
 	}
-	if err := json.Unmarshal([]byte(r0.stdout), &before); err != nil || len(before.Topics) != 1 || before.Topics[0].Statuses == nil ||
+	if err := json.Unmarshal([]byte(r0.Stdout), &before); err != nil || len(before.Topics) != 1 || before.Topics[0].Statuses == nil ||
 		*before.Topics[0].Statuses != (dlq.StatusCounts{Pending: 3, Replayed: 1, Unknown: 1}) {
-		t.Errorf("stats after the replay: %v\n%s%s", err, r0.stdout, r0.stderr)
+		t.Errorf("stats after the replay: %v\n%s%s", err, r0.Stdout, r0.Stderr)
 	}
-	r := runCLI(t, env, "dlq", "show", topic+"/0/3", "-o", "table", "--schema", schema)
-	if r.code != 0 || !strings.Contains(r.stdout, "replayed (replay run run-1 sent it to tasks/0/204 at ") {
-		t.Errorf("show replayed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := roottest.Run(t, env, "dlq", "show", topic+"/0/3", "-o", "table", "--schema", schema)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "replayed (replay run run-1 sent it to tasks/0/204 at ") {
+		t.Errorf("show replayed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	// The consumer processes a (a redelivery) and c (the replayed copy): both resolved.
@@ -165,17 +167,17 @@ func TestDLQStatus(t *testing.T) {
 	sameStatuses(t, "--limit 1 --status pending", statusesOf(t, env, append(store, "--status", "pending", "--limit", "1")...), map[string]string{
 		"b": "pending"})
 
-	r = runCLI(t, env, "dlq", "show", topic+"/0/0", "-o", "json", "--schema", schema)
+	r = roottest.Run(t, env, "dlq", "show", topic+"/0/0", "-o", "json", "--schema", schema)
 	var shown struct {
 		Status       string         `json:"status"`
 		StatusDetail dlq.StatusInfo `json:"status_detail"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || r.code != 0 || shown.Status != "resolved" ||
+	if err := json.Unmarshal([]byte(r.Stdout), &shown); err != nil || r.Code != 0 || shown.Status != "resolved" ||
 		shown.StatusDetail.Consumer != "projector" || shown.StatusDetail.Marker == nil || shown.StatusDetail.Marker.EventID != "evt-a" {
-		t.Errorf("show resolved: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		t.Errorf("show resolved: exit %d %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 
-	r = runCLI(t, env, append([]string{"dlq", "stats", "-o", "json", "--group-by", "reason"}, store...)...)
+	r = roottest.Run(t, env, append([]string{"dlq", "stats", "-o", "json", "--group-by", "reason"}, store...)...)
 	var rep struct {
 		Topics []dlq.TopicSummary `json:"topics"`
 		Groups []struct {
@@ -183,8 +185,8 @@ func TestDLQStatus(t *testing.T) {
 			Statuses dlq.StatusCounts `json:"status"`
 		} `json:"groups"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
-		t.Fatalf("stats: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 {
+		t.Fatalf("stats: exit %d %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 	want := dlq.StatusCounts{Pending: 2, Resolved: 2, Unknown: 1}
 	if len(rep.Topics) != 1 || rep.Topics[0].Statuses == nil || *rep.Topics[0].Statuses != want {
@@ -204,26 +206,26 @@ func TestDLQStatus(t *testing.T) {
 // TestDLQReplayHint runs the dry-run command line `dlq show` prints, through the real replay
 // command: it plans the dead letter back to its original topic.
 func TestDLQReplayHint(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	source := dlqTopic(t, 2, nil)
 	topic := dlqTopic(t, 1, nil)
 	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
 	testenv.Produce(t, cl, dlq.NewDeadLetter(&kgo.Record{Topic: source, Partition: 1, Offset: 5, Key: []byte("k"), Value: []byte(`{"event_id":"e"}`)},
 		dlq.Meta{Topic: topic, Group: "g", Reason: dlq.ReasonRejected, Error: "no"}))
-	r := runCLI(t, env, "dlq", "show", topic+"/0/0", "-o", "json")
+	r := roottest.Run(t, env, "dlq", "show", topic+"/0/0", "-o", "json")
 	var shown struct {
 		Replay dlq.ReplayHint `json:"replay"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || r.code != 0 {
-		t.Fatalf("show: exit %d %v %s", r.code, err, r.stderr)
+	if err := json.Unmarshal([]byte(r.Stdout), &shown); err != nil || r.Code != 0 {
+		t.Fatalf("show: exit %d %v %s", r.Code, err, r.Stderr)
 	}
 	if shown.Replay.Target != source || shown.Replay.DryRun != "fieldwork replay "+topic+"/0/0" ||
 		shown.Replay.Command != "fieldwork replay "+topic+`/0/0 --execute --reason "…"` {
 		t.Fatalf("hint %+v", shown.Replay)
 	}
 	args := strings.Fields(shown.Replay.DryRun)[1:]
-	r = runCLI(t, env, append(args, "-o", "json")...)
-	if r.code != 0 || !strings.Contains(r.stdout, source) {
-		t.Errorf("%s: exit %d\n%s%s", shown.Replay.DryRun, r.code, r.stdout, r.stderr)
+	r = roottest.Run(t, env, append(args, "-o", "json")...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, source) {
+		t.Errorf("%s: exit %d\n%s%s", shown.Replay.DryRun, r.Code, r.Stdout, r.Stderr)
 	}
 }

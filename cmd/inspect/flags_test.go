@@ -1,4 +1,4 @@
-package inspect
+package inspect_test
 
 import (
 	"context"
@@ -6,70 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	inspectcmd "github.com/fieldwork/fieldwork/cmd/inspect"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-func testFactory() *cmdutil.Factory {
-	s, _, _, _ := output.Test()
-	return &Factory{Streams: s, Getenv: func(string) string { return "" }}
-}
-
-func TestParseRecordAddress(t *testing.T) {
-	cases := []struct {
-		in      string
-		topic   string
-		p       int32
-		o       int64
-		wantErr string
-	}{
-		{in: "tasks/0/42", topic: "tasks", p: 0, o: 42},
-		{in: "tasks.dlq/3/0", topic: "tasks.dlq", p: 3, o: 0},
-		{in: "tasks/1@7", topic: "tasks", p: 1, o: 7},
-		{in: "a/b/2/9", topic: "a/b", p: 2, o: 9},
-		{in: "tasks", wantErr: "no offset"},
-		{in: "tasks/5", wantErr: "no partition"},
-		{in: "/0/1", wantErr: "no topic"},
-		{in: "tasks/x/1", wantErr: `partition "x"`},
-		{in: "tasks/-1/1", wantErr: `partition "-1"`},
-		{in: "tasks/0/-3", wantErr: `offset "-3"`},
-		{in: "tasks/0/", wantErr: `offset ""`},
-	}
-	for _, tc := range cases {
-		topic, p, o, err := cmdutil.ParseRecordAddress(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || fwerr.KindOf(err) != fwerr.KindUsage {
-				t.Errorf("%q: err %v, want usage error with %q", tc.in, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || topic != tc.topic || p != tc.p || o != tc.o {
-			t.Errorf("%q = %q %d %d %v", tc.in, topic, p, o, err)
-		}
-	}
-}
-
-func TestParseWhen(t *testing.T) {
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	if got, _ := cmdutil.ParseWhen("--since", "2h", now); !got.Equal(now.Add(-2 * time.Hour)) {
-		t.Errorf("2h = %v", got)
-	}
-	if got, _ := cmdutil.ParseWhen("--since", "2025-01-02T03:04:05+01:00", now); !got.Equal(time.Date(2025, 1, 2, 2, 4, 5, 0, time.UTC)) {
-		t.Errorf("rfc3339 = %v", got)
-	}
-	if got, err := cmdutil.ParseWhen("--since", "", now); !got.IsZero() || err != nil {
-		t.Errorf("empty = %v %v", got, err)
-	}
-	for _, bad := range []string{"yesterday", "-2h", "0s", "2025-01-02"} {
-		if _, err := cmdutil.ParseWhen("--since", bad, now); fwerr.KindOf(err) != fwerr.KindUsage {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-}
-
 func TestInspectValidateFlags(t *testing.T) {
-	var got *InspectValidateOptions
-	cmd := NewCmdInspectValidate(testFactory(), func(_ context.Context, o *InspectValidateOptions) error { got = o; return nil })
+	var got *inspectcmd.InspectValidateOptions
+	cmd := inspectcmd.NewCmdInspectValidate(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectValidateOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"tasks", "--partition", "0,2", "--partition", "1", "--start-offset", "5", "--end-offset", "9", "--max-examples", "3", "--memory-entries", "100"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -80,14 +26,14 @@ func TestInspectValidateFlags(t *testing.T) {
 		t.Fatalf("options = %+v selection %+v", got, sel)
 	}
 
-	cmd = NewCmdInspectValidate(testFactory(), func(_ context.Context, o *InspectValidateOptions) error { got = o; return nil })
+	cmd = inspectcmd.NewCmdInspectValidate(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectValidateOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"tasks", "--since", "2h", "--until", "2025-01-02T00:00:00Z"})
 	err := cmd.Execute()
 	if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "is not after --since") {
 		t.Fatalf("until before since: %v", err)
 	}
 
-	cmd = NewCmdInspectValidate(testFactory(), func(_ context.Context, o *InspectValidateOptions) error { got = o; return nil })
+	cmd = inspectcmd.NewCmdInspectValidate(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectValidateOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"tasks", "--since", "90m"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -98,8 +44,8 @@ func TestInspectValidateFlags(t *testing.T) {
 }
 
 func TestInspectAggregateFlags(t *testing.T) {
-	var got *InspectAggregateOptions
-	cmd := NewCmdInspectAggregate(testFactory(), func(_ context.Context, o *InspectAggregateOptions) error { got = o; return nil })
+	var got *inspectcmd.InspectAggregateOptions
+	cmd := inspectcmd.NewCmdInspectAggregate(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectAggregateOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"tasks", "task-42", "--start-offset", "0", "--max-events", "7"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -110,14 +56,14 @@ func TestInspectAggregateFlags(t *testing.T) {
 }
 
 func TestInspectTopicAndRecordFlags(t *testing.T) {
-	var topic *InspectTopicOptions
-	cmd := NewCmdInspectTopic(testFactory(), func(_ context.Context, o *InspectTopicOptions) error { topic = o; return nil })
+	var topic *inspectcmd.InspectTopicOptions
+	cmd := inspectcmd.NewCmdInspectTopic(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectTopicOptions) error { topic = o; return nil })
 	cmd.SetArgs([]string{"tasks", "--sample", "5"})
 	if err := cmd.Execute(); err != nil || topic.Topic != "tasks" || topic.SampleSize != 5 {
 		t.Fatalf("topic: %v %+v", err, topic)
 	}
-	var rec *InspectRecordOptions
-	cmd = NewCmdInspectRecord(testFactory(), func(_ context.Context, o *InspectRecordOptions) error { rec = o; return nil })
+	var rec *inspectcmd.InspectRecordOptions
+	cmd = inspectcmd.NewCmdInspectRecord(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectRecordOptions) error { rec = o; return nil })
 	cmd.SetArgs([]string{"tasks.dlq/2/17"})
 	if err := cmd.Execute(); err != nil || rec.Topic != "tasks.dlq" || rec.Partition != 2 || rec.Offset != 17 {
 		t.Fatalf("record: %v %+v", err, rec)
@@ -148,22 +94,22 @@ func TestInspectUsageErrors(t *testing.T) {
 		{[]string{"inspect", "nosuch"}, `unknown command "nosuch"`},
 	}
 	for _, tc := range cases {
-		r := runCLI(t, map[string]string{}, tc.args...)
-		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.args, r.code, r.stderr, r.stdout, tc.want)
+		r := roottest.Run(t, map[string]string{}, tc.args...)
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
 		}
 	}
 }
 
 func TestInspectHelp(t *testing.T) {
-	r := runCLI(t, map[string]string{}, "inspect")
-	if r.code != 0 || !strings.Contains(r.stdout, "inspect validate T") || !strings.Contains(r.stdout, "Available Commands") {
-		t.Fatalf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := roottest.Run(t, map[string]string{}, "inspect")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "inspect validate T") || !strings.Contains(r.Stdout, "Available Commands") {
+		t.Fatalf("inspect: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = runCLI(t, map[string]string{}, "inspect", "validate", "--help")
+	r = roottest.Run(t, map[string]string{}, "inspect", "validate", "--help")
 	for _, want := range []string{"split_aggregate", "--memory-entries", "--since", "Exit code 0 when the stream is clean, 3"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("validate --help lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("validate --help lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 }

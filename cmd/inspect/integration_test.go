@@ -1,51 +1,18 @@
-package inspect
+package inspect_test
 
 import (
-	"context"
-	"flag"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
-	"github.com/fieldwork/fieldwork/internal/output"
-	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/inspect")
-
-type cliResult struct {
-	stdout, stderr string
-	code           int
-	elapsed        time.Duration
-}
-
-// runCLI runs fieldwork's root command with args on test streams (not terminals) and an
-// environment of env only, and maps its error to an exit code as Main does.
-func runCLI(t *testing.T, env map[string]string, args ...string) cliResult {
-	t.Helper()
-	s, _, out, errOut := output.Test()
-	if _, ok := env["FIELDWORK_CONFIG"]; !ok {
-		env["FIELDWORK_CONFIG"] = filepath.Join(t.TempDir(), "absent.yaml")
-	}
-	f := &Factory{Streams: s, Getenv: func(k string) string { return env[k] }}
-	root := NewRootCmd(f)
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	start := time.Now()
-	ran, err := root.ExecuteContextC(ctx)
-	code := exitCode(ctx, f, ran, err)
-	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code, elapsed: time.Since(start)}
-}
-
-func brokerEnv(t *testing.T) map[string]string {
-	return map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t)}
-}
 
 var timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 
@@ -73,34 +40,17 @@ func normalise(s string, names map[string]string) string {
 // golden compares got (normalised) with testdata/inspect/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string, names map[string]string) {
 	t.Helper()
-	got = normalise(got, names)
-	path := filepath.Join("..", "testdata", "inspect", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd -run %s -update to create it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test ./cmd -run '%s' -update rewrites it)\n--- got\n%s\n--- want\n%s", path, t.Name(), got, want)
-	}
+	cmdtest.Golden(t, filepath.Join("..", "..", "testdata", "inspect", name), normalise(got, names))
 }
 
 // check runs one command and compares stdout with a golden file and the exit code with want.
-func check(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) cliResult {
+func check(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) roottest.Result {
 	t.Helper()
-	r := runCLI(t, env, args...)
-	if r.code != wantCode {
-		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.code, wantCode, r.stderr)
+	r := roottest.Run(t, env, args...)
+	if r.Code != wantCode {
+		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
 	}
-	golden(t, file, r.stdout, names)
+	golden(t, file, r.Stdout, names)
 	return r
 }
 
@@ -108,7 +58,7 @@ func check(t *testing.T, env, names map[string]string, file string, wantCode int
 // 0, kcat into partition 1) and a consumer group, then checks every inspect command's json
 // and table output.
 func TestInspectBrokenStream(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	topic := inspecttest.Topic(t, 2)
 	inspecttest.SeedBroken(t, topic)
 	group := inspecttest.CommitGroup(t, topic, map[int32]int64{0: 4, 1: 4})
@@ -132,15 +82,15 @@ func TestInspectBrokenStream(t *testing.T) {
 			check(t, env, names, rc.file+".txt", 0, "inspect", "record", topic+"/"+rc.addr, "-o", "table")
 		}
 		// The position form fieldwork's own error messages use works too.
-		r := runCLI(t, env, "inspect", "record", topic+"/1@1", "-o", "jsonl")
-		if r.code != 0 || !strings.Contains(r.stdout, `"reason":"invalid JSON`) {
-			t.Fatalf("record T/1@1: exit %d %s %s", r.code, r.stdout, r.stderr)
+		r := roottest.Run(t, env, "inspect", "record", topic+"/1@1", "-o", "jsonl")
+		if r.Code != 0 || !strings.Contains(r.Stdout, `"reason":"invalid JSON`) {
+			t.Fatalf("record T/1@1: exit %d %s %s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 	t.Run("record outside partition", func(t *testing.T) {
-		r := runCLI(t, env, "inspect", "record", topic+"/0/10")
-		if r.code != ExitUsage || !strings.Contains(r.stderr, "offset 10 is outside "+topic+"/0, whose records are at offsets 0..9") {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		r := roottest.Run(t, env, "inspect", "record", topic+"/0/10")
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 10 is outside "+topic+"/0, whose records are at offsets 0..9") {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 		}
 	})
 	t.Run("aggregate", func(t *testing.T) {
@@ -150,49 +100,49 @@ func TestInspectBrokenStream(t *testing.T) {
 		check(t, env, names, "aggregate_order-1_partition1.csv", 0, "inspect", "aggregate", topic, "order-1", "--partition", "1", "-o", "csv")
 	})
 	t.Run("validate", func(t *testing.T) {
-		r := check(t, env, names, "validate_broken.json", ExitCheckFailed, "inspect", "validate", topic, "-o", "json")
+		r := check(t, env, names, "validate_broken.json", root.ExitCheckFailed, "inspect", "validate", topic, "-o", "json")
 		want := "problems found: 9 in " + topic + " (3 malformed, 1 missing_version, 1 missing_aggregate_id, 1 conflicting_payload, 1 version_regression, 1 duplicate_version, 1 split_aggregate)\n"
-		if r.stderr != want {
-			t.Errorf("stderr = %q\nwant %q", r.stderr, want)
+		if r.Stderr != want {
+			t.Errorf("stderr = %q\nwant %q", r.Stderr, want)
 		}
-		check(t, env, names, "validate_broken.txt", ExitCheckFailed, "inspect", "validate", topic, "-o", "table")
-		check(t, env, names, "validate_broken.csv", ExitCheckFailed, "inspect", "validate", topic, "-o", "csv")
+		check(t, env, names, "validate_broken.txt", root.ExitCheckFailed, "inspect", "validate", topic, "-o", "table")
+		check(t, env, names, "validate_broken.csv", root.ExitCheckFailed, "inspect", "validate", topic, "-o", "csv")
 		// A bounded selection: partition 1 from offset 2 holds one malformed record.
-		check(t, env, names, "validate_broken_partition1.txt", ExitCheckFailed, "inspect", "validate", topic, "--partition", "1", "--start-offset", "2", "--end-offset", "3", "-o", "table")
+		check(t, env, names, "validate_broken_partition1.txt", root.ExitCheckFailed, "inspect", "validate", topic, "--partition", "1", "--start-offset", "2", "--end-offset", "3", "-o", "table")
 		// Only partition 0 up to offset 3: a gap is not a lint finding, a redelivery is ordinary.
 		r = check(t, env, names, "validate_clean_prefix.txt", 0, "inspect", "validate", topic, "--partition", "0", "--end-offset", "3", "-o", "table")
-		if r.stderr != "" {
-			t.Errorf("clean validate wrote to stderr: %q", r.stderr)
+		if r.Stderr != "" {
+			t.Errorf("clean validate wrote to stderr: %q", r.Stderr)
 		}
 		// Memory bounded to one fingerprint per table: spills to disk, same findings.
-		r = runCLI(t, env, "inspect", "validate", topic, "--memory-entries", "1", "--temp-dir", t.TempDir(), "-o", "json")
-		full := runCLI(t, env, "inspect", "validate", topic, "-o", "json")
-		spilled := strings.Replace(r.stdout, `"spilled_to_disk": true`, `"spilled_to_disk": false`, 1)
-		if r.code != ExitCheckFailed || spilled != full.stdout || spilled == r.stdout {
-			t.Errorf("spilled run: exit %d, differs from the in-memory one:\n%s", r.code, r.stdout)
+		r = roottest.Run(t, env, "inspect", "validate", topic, "--memory-entries", "1", "--temp-dir", t.TempDir(), "-o", "json")
+		full := roottest.Run(t, env, "inspect", "validate", topic, "-o", "json")
+		spilled := strings.Replace(r.Stdout, `"spilled_to_disk": true`, `"spilled_to_disk": false`, 1)
+		if r.Code != root.ExitCheckFailed || spilled != full.Stdout || spilled == r.Stdout {
+			t.Errorf("spilled run: exit %d, differs from the in-memory one:\n%s", r.Code, r.Stdout)
 		}
 	})
 	t.Run("since", func(t *testing.T) {
 		// Every franz-go record is from 2025; kcat's are from now: --since 1h keeps partition 1 only.
-		r := runCLI(t, env, "inspect", "validate", topic, "--since", "1h", "-o", "json")
-		if r.code != ExitCheckFailed || !strings.Contains(r.stdout, `"records_scanned": 4,`) {
-			t.Fatalf("--since 1h: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		r := roottest.Run(t, env, "inspect", "validate", topic, "--since", "1h", "-o", "json")
+		if r.Code != root.ExitCheckFailed || !strings.Contains(r.Stdout, `"records_scanned": 4,`) {
+			t.Fatalf("--since 1h: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
-		r = runCLI(t, env, "inspect", "aggregate", topic, "order-1", "--until", "2025-01-02T03:04:07Z", "-o", "json")
-		if r.code != 0 || strings.Count(r.stdout, `"event_id"`) != 2 || !strings.Contains(r.stdout, `"records_scanned": 2,`) {
-			t.Fatalf("--until: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		r = roottest.Run(t, env, "inspect", "aggregate", topic, "order-1", "--until", "2025-01-02T03:04:07Z", "-o", "json")
+		if r.Code != 0 || strings.Count(r.Stdout, `"event_id"`) != 2 || !strings.Contains(r.Stdout, `"records_scanned": 2,`) {
+			t.Fatalf("--until: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 }
 
 func TestInspectCleanStream(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	topic := inspecttest.Topic(t, 1)
 	inspecttest.SeedClean(t, topic)
 	names := map[string]string{topic: "<topic>"}
 	r := check(t, env, names, "validate_clean.json", 0, "inspect", "validate", topic, "-o", "json")
-	if r.stderr != "" {
-		t.Errorf("stderr = %q", r.stderr)
+	if r.Stderr != "" {
+		t.Errorf("stderr = %q", r.Stderr)
 	}
 	check(t, env, names, "validate_clean.txt", 0, "inspect", "validate", topic, "-o", "table")
 	check(t, env, names, "aggregate_task-2.txt", 0, "inspect", "aggregate", topic, "task-2", "-o", "table")
@@ -200,21 +150,21 @@ func TestInspectCleanStream(t *testing.T) {
 }
 
 func TestInspectEmptyTopic(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	topic := inspecttest.Topic(t, 3)
 	names := map[string]string{topic: "<topic>"}
 	check(t, env, names, "topic_empty.json", 0, "inspect", "topic", topic, "-o", "json")
 	check(t, env, names, "topic_empty.txt", 0, "inspect", "topic", topic, "-o", "table")
 	check(t, env, names, "validate_empty.txt", 0, "inspect", "validate", topic, "-o", "table")
 	check(t, env, names, "aggregate_empty.json", 0, "inspect", "aggregate", topic, "order-1", "-o", "json")
-	r := runCLI(t, env, "inspect", "record", topic+"/0/0")
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "offset 0 is outside "+topic+"/0, which holds no records") {
-		t.Fatalf("record in empty topic: exit %d %s", r.code, r.stderr)
+	r := roottest.Run(t, env, "inspect", "record", topic+"/0/0")
+	if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 0 is outside "+topic+"/0, which holds no records") {
+		t.Fatalf("record in empty topic: exit %d %s", r.Code, r.Stderr)
 	}
 }
 
 func TestInspectUnknownTopic(t *testing.T) {
-	env := brokerEnv(t)
+	env := cmdtest.BrokerEnv(t)
 	missing := inspecttest.Name("nop")
 	for _, args := range [][]string{
 		{"inspect", "topic", missing},
@@ -222,10 +172,10 @@ func TestInspectUnknownTopic(t *testing.T) {
 		{"inspect", "aggregate", missing, "order-1"},
 		{"inspect", "validate", missing},
 	} {
-		r := runCLI(t, env, args...)
+		r := roottest.Run(t, env, args...)
 		want := "error: topic \"" + missing + "\" does not exist\n"
-		if r.code != ExitError || r.stderr != want || r.stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args[:2], r.code, r.stderr, r.stdout, want)
+		if r.Code != root.ExitError || r.Stderr != want || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args[:2], r.Code, r.Stderr, r.Stdout, want)
 		}
 	}
 }
@@ -265,9 +215,9 @@ func TestInspectUnreachableBroker(t *testing.T) {
 			{"inspect", "record", "tasks/0/0"},
 			{"inspect", "aggregate", "tasks", "x"},
 		} {
-			r := runCLI(t, map[string]string{"FIELDWORK_BROKERS": tc.addr}, append(args, "--connect-timeout", "2s")...)
-			if r.code != ExitConnect || !strings.Contains(r.stderr, tc.want) || r.elapsed > 15*time.Second {
-				t.Errorf("%v at %s: exit %d after %s, stderr %q; want exit 4 with %q", args[:2], tc.addr, r.code, r.elapsed, r.stderr, tc.want)
+			r := roottest.Run(t, map[string]string{"FIELDWORK_BROKERS": tc.addr}, append(args, "--connect-timeout", "2s")...)
+			if r.Code != root.ExitConnect || !strings.Contains(r.Stderr, tc.want) || r.Elapsed > 15*time.Second {
+				t.Errorf("%v at %s: exit %d after %s, stderr %q; want exit 4 with %q", args[:2], tc.addr, r.Code, r.Elapsed, r.Stderr, tc.want)
 			}
 		}
 	}

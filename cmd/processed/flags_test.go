@@ -8,30 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
-// inGroup puts a leaf command under a parent carrying the store-naming flags, as the processed
-// and db groups do, so that tests parse --schema, --table and --column-* too.
-func inGroup(f *cmdutil.Factory, leaf *cobra.Command, args ...string) *cobra.Command {
-	g := &cobra.Command{Use: "group"}
-	cmdutil.RegisterStoreFlags(g.PersistentFlags(), &f.Dedup)
-	g.AddCommand(leaf)
-	g.SetArgs(append([]string{leaf.Name()}, args...))
-	g.SetOut(f.Streams.Out)
-	g.SetErr(f.Streams.ErrOut)
-	g.SilenceErrors, g.SilenceUsage = true, true
-	return g
-}
-
 func TestProcessedGetFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedGetOptions
-	cmd := inGroup(f, NewCmdProcessedGet(f, func(_ context.Context, o *ProcessedGetOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, NewCmdProcessedGet(f, func(_ context.Context, o *ProcessedGetOptions) error { got = o; return nil }),
 		"evt-1", "--consumer", "billing", "--schema", "app", "--table", "seen", "--column-event-id", "message_id")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -46,11 +34,11 @@ func TestProcessedGetFlags(t *testing.T) {
 }
 
 func TestProcessedListFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedListOptions
 	at := time.Date(2025, 6, 1, 11, 59, 0, 0, time.UTC)
 	cursor := encodeCursor(&dedup.Cursor{ProcessedAt: at, Consumer: "billing", EventID: "e9"})
-	cmd := inGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }),
 		"--consumer", "billing", "--since", "2h", "--until", "2099-06-01T11:30:00Z", "--aggregate", "task-1", "--limit", "7", "--cursor", cursor)
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -65,8 +53,8 @@ func TestProcessedListFlags(t *testing.T) {
 	}
 
 	// Defaults: limit 100, no filters.
-	f = testFactory()
-	cmd = inGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }))
+	f = cmdutil.TestFactory()
+	cmd = cmdtest.InGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }))
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,26 +77,26 @@ func TestCursorRoundTrip(t *testing.T) {
 }
 
 func TestProcessedStatsFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedStatsOptions
-	cmd := inGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }), "--window", "7d", "--consumer", "billing")
+	cmd := cmdtest.InGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }), "--window", "7d", "--consumer", "billing")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if got.Filter.Window != 7*24*time.Hour || got.Filter.Consumer != "billing" {
 		t.Fatalf("filter = %+v", got.Filter)
 	}
-	f = testFactory()
-	cmd = inGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }))
+	f = cmdutil.TestFactory()
+	cmd = cmdtest.InGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }))
 	if err := cmd.Execute(); err != nil || got.Filter.Window != 24*time.Hour {
 		t.Fatalf("default window: %v %v", got.Filter.Window, err)
 	}
 }
 
 func TestProcessedCheckFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedCheckOptions
-	cmd := inGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
 		"--topic", "tasks", "--consumer", "billing", "--partition", "0,2", "--start-offset", "10", "--end-offset", "20", "--max-missing", "5")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -117,8 +105,8 @@ func TestProcessedCheckFlags(t *testing.T) {
 	if got.Topic != "tasks" || got.Consumer != "billing" || got.MaxMissing != 5 || len(sel.Partitions) != 2 || *sel.StartOffset != 10 || *sel.EndOffset != 20 {
 		t.Fatalf("options = %+v, selection %+v", got, sel)
 	}
-	f = testFactory()
-	cmd = inGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
+	f = cmdutil.TestFactory()
+	cmd = cmdtest.InGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
 		"--topic", "tasks", "--consumer", "billing", "--since", "90m")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -129,9 +117,9 @@ func TestProcessedCheckFlags(t *testing.T) {
 }
 
 func TestProcessedPruneFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedPruneOptions
-	cmd := inGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }),
 		"--older-than", "1d12h", "--consumer", "billing", "--batch-size", "500", "--topic", "a,b", "--topic", "c", "--force", "--yes")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -139,8 +127,8 @@ func TestProcessedPruneFlags(t *testing.T) {
 	if got.OlderThan != 36*time.Hour || got.Consumer != "billing" || got.BatchSize != 500 || strings.Join(got.Topics, " ") != "a b c" || !got.Force || !got.Yes {
 		t.Fatalf("options = %+v", got)
 	}
-	f = testFactory()
-	cmd = inGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }), "--older-than", "720h")
+	f = cmdutil.TestFactory()
+	cmd = cmdtest.InGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }), "--older-than", "720h")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +138,9 @@ func TestProcessedPruneFlags(t *testing.T) {
 }
 
 func TestProcessedForgetFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var got *ProcessedForgetOptions
-	cmd := inGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
 		"e1", "e2", "e1", "--consumer", "billing")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -162,103 +150,15 @@ func TestProcessedForgetFlags(t *testing.T) {
 	}
 
 	// --from-file - reads stdin (and needs --yes).
-	f = testFactory()
+	f = cmdutil.TestFactory()
 	f.Streams.In = strings.NewReader("  e3 \n\n e4\r\ne3\n")
-	cmd = inGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
+	cmd = cmdtest.InGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
 		"--from-file", "-", "--all-consumers", "--yes")
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(got.EventIDs, " ") != "e3 e4" || !got.AllConsumers || got.Consumer != "" {
 		t.Fatalf("options = %+v", got)
-	}
-}
-
-// TestProcessedUsageErrors runs the root command: usage errors exit 2 before any store is
-// opened (none is configured, and the DSN given points nowhere).
-func TestProcessedUsageErrors(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"processed", "get"}, "takes one event id (got 0 argument(s))"},
-		{[]string{"processed", "get", "a", "b"}, "takes one event id (got 2 argument(s))"},
-		{[]string{"processed", "get", "e1", "--consumer", ""}, "--consumer: invalid consumer"},
-		{[]string{"processed", "list", "extra"}, `unknown command "extra"`},
-		{[]string{"processed", "list", "--limit", "0"}, "--limit 0: must be between 1 and 100000"},
-		{[]string{"processed", "list", "--since", "yesterday"}, `--since "yesterday" is neither`},
-		{[]string{"processed", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
-		{[]string{"processed", "list", "--cursor", "nope"}, "is not a cursor printed by fieldwork processed list"},
-		{[]string{"processed", "stats", "--window", "0s"}, "--window 0s: must be positive"},
-		{[]string{"processed", "stats", "--window", "a week"}, `invalid argument "a week" for "--window"`},
-		{[]string{"processed", "check", "--consumer", "c"}, "--topic is required"},
-		{[]string{"processed", "check", "--topic", "t"}, "--consumer is required"},
-		{[]string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, "not both"},
-		{[]string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, "--max-missing -1"},
-		{[]string{"processed", "prune"}, "--older-than is required"},
-		{[]string{"processed", "prune", "--older-than", "-3d"}, `invalid argument "-3d"`},
-		{[]string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, "--batch-size 0"},
-		{[]string{"processed", "forget", "e1"}, "--consumer is required: refusing to forget the events for every consumer unless --all-consumers"},
-		{[]string{"processed", "forget", "e1", "--consumer", "c", "--all-consumers"}, "exclude each other"},
-		{[]string{"processed", "forget", "--consumer", "c"}, "no event ids"},
-		{[]string{"processed", "forget", "e1", "--from-file", "x", "--consumer", "c"}, "not both"},
-		{[]string{"processed", "forget", "--from-file", "-", "--consumer", "c"}, "pass --yes"},
-		{[]string{"processed", "forget", "--from-file", "/no/such/file", "--consumer", "c"}, "--from-file: open /no/such/file"},
-		{[]string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:1/x", "--table", "a-b"}, `invalid table name "a-b"`},
-		{[]string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:notaport/x"}, `invalid DSN "postgres://u:xxxxx@127.0.0.1:notaport/x"`},
-		{[]string{"processed", "list"}, "no dedup store configured"},
-		{[]string{"db", "migrate", "--column-offset", "off"}, "the --column-* flags are for querying an existing table"},
-		{[]string{"db", "status", "extra"}, `unknown command "extra"`},
-	}
-	for _, tc := range cases {
-		r := runCLI(t, map[string]string{}, tc.args...)
-		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" || strings.Contains(r.stderr, "s3cret") {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.args, r.code, r.stderr, r.stdout, tc.want)
-		}
-	}
-}
-
-func TestProcessedHelp(t *testing.T) {
-	r := runCLI(t, map[string]string{}, "processed")
-	for _, want := range []string{"processed check --topic T", "Available Commands", "--schema", "--column-event-id", "pass --yes in scripts"} {
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
-			t.Errorf("processed help lacks %q (exit %d):\n%s%s", want, r.code, r.stdout, r.stderr)
-		}
-	}
-	r = runCLI(t, map[string]string{}, "--help")
-	if strings.Contains(r.stdout, "processed   Query and manage processed-event markers (not available yet)") || !strings.Contains(r.stdout, "db ") {
-		t.Errorf("root help:\n%s", r.stdout)
-	}
-}
-
-func TestStoreErrorKinds(t *testing.T) {
-	cases := []struct {
-		err  error
-		kind fwerr.Kind
-		want string
-	}{
-		{&dedup.InvalidIdentifierError{Kind: "table", Name: "x;y"}, fwerr.KindUsage, ""},
-		{&dedup.InvalidDSNError{DSN: "postgres://u:xxxxx@h/db", Reason: "bad"}, fwerr.KindUsage, ""},
-		{&dedup.InvalidInputError{Field: "consumer", Index: -1, Reason: "empty"}, fwerr.KindUsage, ""},
-		{fmt.Errorf("open: %w", &dedup.ConnectError{Driver: "postgres", Addr: "h:1", Err: errors.New("refused")}), fwerr.KindConnect, ""},
-		{fmt.Errorf("list: %w", dedup.ErrNotMigrated), fwerr.KindError, "run `fieldwork db migrate --schema app --table seen` with the same --dsn"},
-		{&dedup.VersionMismatchError{Table: "t", Current: 1, Latest: 2}, fwerr.KindError, "run `fieldwork db migrate --schema app --table seen`"},
-		{&dedup.VersionMismatchError{Table: "t", Current: 9, Latest: 2}, fwerr.KindError, "upgrade fieldwork"},
-		{errors.New("other"), fwerr.KindError, "other"},
-	}
-	names := dedup.Options{Schema: "app", Table: "seen"}
-	for _, tc := range cases {
-		err := cmdutil.StoreError(tc.err, names)
-		if fwerr.KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: kind %v, %q", tc.err, fwerr.KindOf(err), err)
-		}
-	}
-	if cmdutil.StoreError(nil, names) != nil {
-		t.Error("nil error mapped to non-nil")
-	}
-	mapped := cmdutil.StoreError(fmt.Errorf("x: %w", dedup.ErrNotMigrated), dedup.Options{Table: "seen", Columns: dedup.ColumnNames{EventID: "message_id"}})
-	if !strings.Contains(mapped.Error(), "--column-* flags name an existing table") {
-		t.Errorf("with a column mapping: %v", mapped)
 	}
 }
 
@@ -323,27 +223,6 @@ func TestGapFinderBatches(t *testing.T) {
 	g.batchSize = 1
 	if err := g.add(ctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); !errors.Is(err, boom) {
 		t.Errorf("lookup error = %v", err)
-	}
-}
-
-func TestDayDuration(t *testing.T) {
-	good := map[string]time.Duration{"30d": 720 * time.Hour, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute, " 2d ": 48 * time.Hour, "0d": 0}
-	for in, want := range good {
-		if got, err := parseDayDuration(in); err != nil || got != want {
-			t.Errorf("%q = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "d", "xd", "1w", "1d2", "-1d", "soon"} {
-		if _, err := parseDayDuration(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	compact := map[time.Duration]string{720 * time.Hour: "30d", 36 * time.Hour: "1d12h", 2 * time.Hour: "2h", 90 * time.Minute: "1h30m",
-		10 * time.Second: "10s", 24*time.Hour + 30*time.Second: "1d30s", 500 * time.Millisecond: "500ms"}
-	for in, want := range compact {
-		if got := cmdutil.CompactDuration(in); got != want {
-			t.Errorf("cmdutil.CompactDuration(%v) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -14,7 +15,7 @@ import (
 func parseReplay(t *testing.T, args ...string) (*ReplayOptions, error) {
 	t.Helper()
 	var got *ReplayOptions
-	cmd := newCmdReplay(testFactory(), func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	cmd := NewCmdReplay(cmdutil.TestFactory(), func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	err := cmd.Execute()
@@ -88,7 +89,7 @@ func TestReplayUsageErrors(t *testing.T) {
 }
 
 func TestReplaySubcommandFlags(t *testing.T) {
-	f := testFactory()
+	f := cmdutil.TestFactory()
 	var resume *ReplayResumeOptions
 	cmd := NewCmdReplayResume(f, func(_ context.Context, o *ReplayResumeOptions) error { resume = o; return nil })
 	cmd.SetArgs([]string{"20250102-150405-3f9a1c", "--yes", "--rate", "100", "--force"})

@@ -1,4 +1,4 @@
-package replay
+package replay_test
 
 import (
 	"bytes"
@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/replay"
@@ -53,8 +54,8 @@ func replayEnv(t *testing.T) (env map[string]string, schema string) {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	if r := runCLI(t, env, "db", "migrate", "--schema", schema); r.code != 0 {
-		t.Fatalf("db migrate: exit %d: %s", r.code, r.stderr)
+	if r := roottest.Run(t, env, "db", "migrate", "--schema", schema); r.Code != 0 {
+		t.Fatalf("db migrate: exit %d: %s", r.Code, r.Stderr)
 	}
 	return env, schema
 }
@@ -178,9 +179,9 @@ func TestReplayCLIBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, env, append([]string{"replay", "--schema", schema}, tc.args...)...)
-			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("exit %d, want %d; stderr %q, want it to contain %q", r.code, tc.code, r.stderr, tc.want)
+			r := roottest.Run(t, env, append([]string{"replay", "--schema", schema}, tc.args...)...)
+			if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) {
+				t.Fatalf("exit %d, want %d; stderr %q, want it to contain %q", r.Code, tc.code, r.Stderr, tc.want)
 			}
 		})
 	}
@@ -200,9 +201,9 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	before := highWatermarks(t, src, dlqTopic)
 
 	// A dry run sends nothing: every end offset is where it was.
-	r := runCLI(t, env, "replay", "--schema", schema, "--from", dlqTopic, "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("dry run: exit %d: %s", r.code, r.stderr)
+	r := roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("dry run: exit %d: %s", r.Code, r.Stderr)
 	}
 	var plan struct {
 		Counts struct {
@@ -215,14 +216,14 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 		}
 		Sample []json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
-		t.Fatalf("plan JSON: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil {
+		t.Fatalf("plan JSON: %v\n%s", err, r.Stdout)
 	}
 	if plan.Counts.Read != 50 || plan.Counts.Selected != 50 || plan.Counts.Quarantined != 2 || len(plan.Sample) != 10 || len(plan.Targets) != 3 {
 		t.Fatalf("plan: %+v", plan)
 	}
-	if !strings.Contains(r.stderr, "2 records would be quarantined") || !strings.Contains(r.stderr, "dry run: nothing was sent") {
-		t.Fatalf("dry run stderr: %s", r.stderr)
+	if !strings.Contains(r.Stderr, "2 records would be quarantined") || !strings.Contains(r.Stderr, "dry run: nothing was sent") {
+		t.Fatalf("dry run stderr: %s", r.Stderr)
 	}
 	if after := highWatermarks(t, src, dlqTopic); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a dry run moved end offsets: %v → %v", before, after)
@@ -232,9 +233,9 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	}
 
 	// Executed: 48 sent, 2 quarantined, exit 3.
-	r = runCLI(t, env, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "db is back", "-o", "json")
-	if r.code != 3 || !strings.Contains(r.stderr, "2 records quarantined") {
-		t.Fatalf("execute: exit %d, want 3: %s", r.code, r.stderr)
+	r = roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "db is back", "-o", "json")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "2 records quarantined") {
+		t.Fatalf("execute: exit %d, want 3: %s", r.Code, r.Stderr)
 	}
 	var sum struct {
 		RunID       string `json:"run_id"`
@@ -243,8 +244,8 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 		Quarantined []struct{ Source string }
 		Targets     []dedup.TargetCount
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
-		t.Fatalf("summary JSON: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil {
+		t.Fatalf("summary JSON: %v\n%s", err, r.Stdout)
 	}
 	if sum.Status != "completed" || sum.Counts != (dedup.RunCounts{Selected: 50, Sent: 48, Quarantined: 2}) || len(sum.Quarantined) != 2 {
 		t.Fatalf("summary %+v", sum)
@@ -263,41 +264,41 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	}
 
 	// The journal: runs and show.
-	r = runCLI(t, env, "replay", "runs", "--schema", schema, "-o", "json")
+	r = roottest.Run(t, env, "replay", "runs", "--schema", schema, "-o", "json")
 	var runs []struct {
 		ID, Status, Operator, Reason string
 		Selection                    map[string]any
 		Sent                         int64
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || r.code != 0 {
-		t.Fatalf("runs: %v %d\n%s", err, r.code, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &runs); err != nil || r.Code != 0 {
+		t.Fatalf("runs: %v %d\n%s", err, r.Code, r.Stdout)
 	}
 	if len(runs) != 1 || runs[0].ID != sum.RunID || runs[0].Status != "completed" || runs[0].Operator != "tester" ||
 		runs[0].Reason != "db is back" || runs[0].Selection["from"] != dlqTopic || runs[0].Sent != 48 {
 		t.Fatalf("runs: %+v", runs)
 	}
-	r = runCLI(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "json")
+	r = roottest.Run(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "json")
 	var show struct {
 		Checkpoints []dedup.ReplayCheckpoint
 		Targets     []dedup.TargetCount
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &show); err != nil || r.code != 0 {
-		t.Fatalf("show: %v %d\n%s", err, r.code, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &show); err != nil || r.Code != 0 {
+		t.Fatalf("show: %v %d\n%s", err, r.Code, r.Stdout)
 	}
 	if len(show.Checkpoints) != 2 || show.Checkpoints[0].AckedThrough != show.Checkpoints[0].End || len(show.Targets) != len(sum.Targets) {
 		t.Fatalf("show: %+v", show)
 	}
-	r = runCLI(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "table")
+	r = roottest.Run(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "table")
 	for _, want := range []string{"Replay run " + sum.RunID, "Checkpoints", "acked through", "Sent, per target"} {
-		if !strings.Contains(strings.ToLower(r.stdout), strings.ToLower(want)) {
-			t.Fatalf("show table lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(strings.ToLower(r.Stdout), strings.ToLower(want)) {
+			t.Fatalf("show table lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	if r = runCLI(t, env, "replay", "show", "no-such-run", "--schema", schema); r.code != 1 || !strings.Contains(r.stderr, `no replay run "no-such-run"`) {
-		t.Fatalf("show of an unknown run: exit %d %s", r.code, r.stderr)
+	if r = roottest.Run(t, env, "replay", "show", "no-such-run", "--schema", schema); r.Code != 1 || !strings.Contains(r.Stderr, `no replay run "no-such-run"`) {
+		t.Fatalf("show of an unknown run: exit %d %s", r.Code, r.Stderr)
 	}
-	if r = runCLI(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--yes"); r.code != 0 || !strings.Contains(r.stderr, "nothing to resume") {
-		t.Fatalf("resume of a completed run: exit %d %s", r.code, r.stderr)
+	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {
+		t.Fatalf("resume of a completed run: exit %d %s", r.Code, r.Stderr)
 	}
 
 	// Each dead letter reached the target once.
@@ -420,27 +421,27 @@ func TestReplayThroughTheDevStack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
-	_, errOut, done := startDev(ctx, "dev", "--port", "0", "--dead-letters", "--dsn", dsn)
-	addr := waitFor(t, errOut, brokersRE, done)[1]
-	waitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	_, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dead-letters", "--dsn", dsn)
+	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
+	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	env := map[string]string{"FIELDWORK_BROKERS": addr, "FIELDWORK_DSN": dsn, "USER": "dev"}
 	before := devEnds(t, addr)
 
-	r := runCLI(t, env, "replay", "--from", "tasks.dlq", "-o", "jsonl")
-	if r.code != 0 || !strings.Contains(r.stdout, `"to_send":3`) {
-		t.Fatalf("dev dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := roottest.Run(t, env, "replay", "--from", "tasks.dlq", "-o", "jsonl")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"to_send":3`) {
+		t.Fatalf("dev dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = runCLI(t, env, "replay", "--from", "tasks.dlq", "--execute", "--yes", "--reason", "dev", "-o", "jsonl")
-	if r.code != 0 || !strings.Contains(r.stdout, `"status":"completed"`) || !strings.Contains(r.stdout, `"sent":3`) {
-		t.Fatalf("dev replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = roottest.Run(t, env, "replay", "--from", "tasks.dlq", "--execute", "--yes", "--reason", "dev", "-o", "jsonl")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"status":"completed"`) || !strings.Contains(r.Stdout, `"sent":3`) {
+		t.Fatalf("dev replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	after := devEnds(t, addr)
 	if after["tasks"]-before["tasks"] != 3 || after["tasks.dlq"] != before["tasks.dlq"] {
 		t.Fatalf("end offsets %v → %v", before, after)
 	}
-	r = runCLI(t, env, "replay", "runs", "-o", "jsonl")
-	if r.code != 0 || !strings.Contains(r.stdout, `"operator":"dev"`) {
-		t.Fatalf("dev runs: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = roottest.Run(t, env, "replay", "runs", "-o", "jsonl")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"operator":"dev"`) {
+		t.Fatalf("dev runs: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	cancel()
 	<-done
@@ -501,20 +502,20 @@ func TestReplayCycleThroughTheConsumer(t *testing.T) {
 
 	consume := func() {
 		t.Helper()
-		r := runCLI(t, env, "consume", "--topic", tasks, "--group", "notifier", "--handler", "webhook", "--webhook-url", srv.URL,
+		r := roottest.Run(t, env, "consume", "--topic", tasks, "--group", "notifier", "--handler", "webhook", "--webhook-url", srv.URL,
 			"--dlq-topic", tasksDLQ, "--migrate", "--schema", schema, "--stop-when-idle", "3s", "--metrics-addr", "", "--log-level", "warn")
-		if r.code != 0 {
-			t.Fatalf("consume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		if r.Code != 0 {
+			t.Fatalf("consume: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 		}
 	}
 	statuses := func() map[string]int {
 		t.Helper()
-		r := runCLI(t, env, "dlq", "list", "--topic", tasksDLQ, "--schema", schema, "--consumer", "notifier", "-o", "jsonl")
-		if r.code != 0 {
-			t.Fatalf("dlq list: exit %d\n%s", r.code, r.stderr)
+		r := roottest.Run(t, env, "dlq", "list", "--topic", tasksDLQ, "--schema", schema, "--consumer", "notifier", "-o", "jsonl")
+		if r.Code != 0 {
+			t.Fatalf("dlq list: exit %d\n%s", r.Code, r.Stderr)
 		}
 		out := map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 			var e struct{ Status string }
 			if err := json.Unmarshal([]byte(line), &e); err != nil {
 				t.Fatalf("dlq list line %q: %v", line, err)
@@ -529,9 +530,9 @@ func TestReplayCycleThroughTheConsumer(t *testing.T) {
 		t.Fatalf("after the rejecting consume: %v, want %d pending", got, n)
 	}
 	accept.Store(true)
-	r := runCLI(t, env, "replay", "--from", tasksDLQ, "--schema", schema, "--execute", "--yes", "--reason", "receiver accepts v2", "-o", "json")
-	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf(`"sent": %d`, n)) {
-		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := roottest.Run(t, env, "replay", "--from", tasksDLQ, "--schema", schema, "--execute", "--yes", "--reason", "receiver accepts v2", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, n)) {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if got := statuses(); got["replayed"] != n || len(got) != 1 {
 		t.Fatalf("after the replay: %v, want %d replayed", got, n)
@@ -573,7 +574,7 @@ func fieldworkBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "fieldwork")
-		if out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", binPath, "../..").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

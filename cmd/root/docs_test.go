@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/docs"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -14,14 +16,14 @@ import (
 func TestDocsAreCurrent(t *testing.T) {
 	dir := t.TempDir()
 	s, _, _, _ := output.Test()
-	f := &Factory{Streams: s, Getenv: func(string) string { return "" }}
-	opts := &DocsOptions{MarkdownDir: filepath.Join(dir, "reference"), ManDir: filepath.Join(dir, "man")}
-	if err := GenerateDocs(NewRootCmd(f), opts); err != nil {
+	f := &cmdutil.Factory{Streams: s, Getenv: func(string) string { return "" }}
+	opts := &docs.DocsOptions{MarkdownDir: filepath.Join(dir, "reference"), ManDir: filepath.Join(dir, "man")}
+	if err := docs.GenerateDocs(NewCmdRoot(f), opts); err != nil {
 		t.Fatal(err)
 	}
 	for _, sub := range []string{"reference", "man"} {
 		want := readDir(t, filepath.Join(dir, sub))
-		got := readDir(t, filepath.Join("..", "docs", sub))
+		got := readDir(t, filepath.Join("..", "..", "docs", sub))
 		for name, body := range want {
 			if got[name] != body {
 				t.Errorf("docs/%s/%s is out of date: run make docs", sub, name)
