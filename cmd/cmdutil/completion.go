@@ -112,28 +112,41 @@ func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string
 
 // completeConsumers offers the consumer names that have markers in the store.
 func (f *Factory) completeConsumers(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	ctx, cancel := completionContext(c)
-	defer cancel()
-	st, err := f.completionStore(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer st.Close()
-	stats, err := st.Stats(ctx, dedup.StatsFilter{Window: time.Hour})
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, cs := range stats.Consumers {
-		if strings.HasPrefix(cs.Consumer, toComplete) {
-			out = append(out, fmt.Sprintf("%s\t%d markers", cs.Consumer, cs.Count))
+	return f.completeFromStore(c, func(ctx context.Context, st *dedup.Store) ([]string, error) {
+		stats, err := st.Stats(ctx, dedup.StatsFilter{Window: time.Hour})
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+		var out []string
+		for _, cs := range stats.Consumers {
+			if strings.HasPrefix(cs.Consumer, toComplete) {
+				out = append(out, fmt.Sprintf("%s\t%d markers", cs.Consumer, cs.Count))
+			}
+		}
+		return out, nil
+	})
 }
 
 // completeRuns offers the journaled replay runs, newest first, described by status and reason.
 func (f *Factory) completeRuns(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return f.completeFromStore(c, func(ctx context.Context, st *dedup.Store) ([]string, error) {
+		runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 50})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, r := range runs {
+			if strings.HasPrefix(r.ID, toComplete) {
+				out = append(out, fmt.Sprintf("%s\t%s: %s", r.ID, r.Status, r.Reason))
+			}
+		}
+		return out, nil
+	})
+}
+
+// completeFromStore offers what list finds in the store, within the completion's time bound;
+// nothing when the store cannot be reached or read.
+func (f *Factory) completeFromStore(c *cobra.Command, list func(context.Context, *dedup.Store) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := completionContext(c)
 	defer cancel()
 	st, err := f.completionStore(ctx)
@@ -141,15 +154,9 @@ func (f *Factory) completeRuns(c *cobra.Command, _ []string, toComplete string) 
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer st.Close()
-	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 50})
+	out, err := list(ctx, st)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, r := range runs {
-		if strings.HasPrefix(r.ID, toComplete) {
-			out = append(out, fmt.Sprintf("%s\t%s: %s", r.ID, r.Status, r.Reason))
-		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -108,14 +108,8 @@ func (fl *DLQFilterFlags) Register(fs *pflag.FlagSet, eventID bool) {
 func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter, error) {
 	var f dlq.Filter
 	var err error
-	if f.Since, err = ParseWhen("--since", fl.Since, now); err != nil {
+	if f.Since, f.Until, err = ParseWindow(fl.Since, fl.Until, now); err != nil {
 		return f, err
-	}
-	if f.Until, err = ParseWhen("--until", fl.Until, now); err != nil {
-		return f, err
-	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return f, fwerr.Usagef("--until %s is not after --since %s", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
 	for _, r := range fl.Reasons {
 		r = strings.TrimSpace(r)

@@ -63,16 +63,25 @@ func (s *SelectionFlags) Selection(cmd *cobra.Command, now time.Time) (kafka.Sel
 		return sel, fwerr.Usagef("--end-offset %d is before --start-offset %d", s.EndOffset, s.StartOffset)
 	}
 	var err error
-	if sel.Since, err = ParseWhen("--since", s.Since, now); err != nil {
+	if sel.Since, sel.Until, err = ParseWindow(s.Since, s.Until, now); err != nil {
 		return sel, err
-	}
-	if sel.Until, err = ParseWhen("--until", s.Until, now); err != nil {
-		return sel, err
-	}
-	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
-		return sel, fwerr.Usagef("--until %s is not after --since %s", sel.Until.Format(time.RFC3339), sel.Since.Format(time.RFC3339))
 	}
 	return sel, nil
+}
+
+// ParseWindow reads --since and --until (each as ParseWhen does) and checks that the window
+// they make is not empty.
+func ParseWindow(since, until string, now time.Time) (from, to time.Time, err error) {
+	if from, err = ParseWhen("--since", since, now); err != nil {
+		return from, to, err
+	}
+	if to, err = ParseWhen("--until", until, now); err != nil {
+		return from, to, err
+	}
+	if !from.IsZero() && !to.IsZero() && !to.After(from) {
+		return from, to, fwerr.Usagef("--until %s is not after --since %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	return from, to, nil
 }
 
 // ParseWhen reads an RFC 3339 time, or a Go duration meaning that long before now.

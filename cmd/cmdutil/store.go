@@ -126,3 +126,17 @@ func CheckConsumer(c string) error {
 	}
 	return nil
 }
+
+// Open returns the printer for -o and opens the store, the first steps of the commands that
+// read the store; the caller closes the store.
+func (d StoreDeps) Open(ctx context.Context) (*output.Printer, *dedup.Store, error) {
+	p, err := d.Printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := d.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, st, nil
+}

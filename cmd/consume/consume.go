@@ -137,10 +137,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 				return err
 			}
 			opts.ConnectTimeout = f.ConnectTimeout
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return consumeRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, consumeRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -204,10 +201,8 @@ func (o *ConsumeOptions) validate() error {
 	case !slices.Contains([]string{"auto", "text", "json"}, o.LogFormat):
 		return fwerr.Usagef("--log-format %q: want text, json or auto", o.LogFormat)
 	}
-	for _, t := range o.Topics {
-		if strings.TrimSpace(t) == "" {
-			return fwerr.Usagef("--topic: empty topic name")
-		}
+	if err := cmdutil.CheckTopics(o.Topics); err != nil {
+		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		return err

@@ -90,10 +90,7 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
 				}
 			}
 			opts.Format = f.OutputFormat
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return demoRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, demoRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -250,7 +247,7 @@ func (n *demoNarrator) seed(r *demo.SeedResult) {
 		fmt.Fprintln(n.w)
 		var rows [][]string
 		for _, pr := range r.Seeded.Poison {
-			rows = append(rows, []string{fmt.Sprintf("%s/%d/%d", pr.Topic, pr.Partition, pr.Offset), pr.Key, string(pr.Kind), pr.Reason})
+			rows = append(rows, []string{cmdutil.Coordinate(pr.Topic, pr.Partition, pr.Offset), pr.Key, string(pr.Kind), pr.Reason})
 		}
 		n.table([]string{"poison record", "key", "kind", "what is wrong"}, rows)
 	}
@@ -288,7 +285,7 @@ func (n *demoNarrator) deadLetters(r *demo.DeadLettersResult) {
 			reason = n.st.Bad.Render(reason)
 		}
 		rows = append(rows, []string{
-			fmt.Sprintf("%s/%d/%d", e.Topic, e.Partition, e.Offset), demoOriginal(e.DeadLetter), reason,
+			cmdutil.Coordinate(e.Topic, e.Partition, e.Offset), demoOriginal(e.DeadLetter), reason,
 			cmdutil.Truncate(cmdutil.OrDash(e.EventID), 13), demoStatus(n.st, e.Status.Status),
 			cmdutil.Truncate(strings.Join(strings.Fields(e.ErrorMessage), " "), 56),
 		})
@@ -448,7 +445,7 @@ func demoOriginal(d dlq.DeadLetter) string {
 	if d.OriginalTopic == "" || d.OriginalPartition == nil || d.OriginalOffset == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s/%d/%d", d.OriginalTopic, *d.OriginalPartition, *d.OriginalOffset)
+	return cmdutil.Coordinate(d.OriginalTopic, *d.OriginalPartition, *d.OriginalOffset)
 }
 
 func demoTime(t time.Time) string {

@@ -79,10 +79,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 				return err
 			}
 			opts.DSN, opts.Format = dsn, f.OutputFormat
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return devRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, devRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -189,7 +186,7 @@ func devTry(stack *devstack.Stack) []string {
 		}
 		if len(sd.Poison) > 0 {
 			p := sd.Poison[0]
-			try = append(try, fmt.Sprintf("fieldwork inspect record %s/%d/%d%s", p.Topic, p.Partition, p.Offset, b))
+			try = append(try, "fieldwork inspect record "+cmdutil.Coordinate(p.Topic, p.Partition, p.Offset)+b)
 		}
 	}
 	d := " --dsn " + stack.DSN

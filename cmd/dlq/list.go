@@ -68,10 +68,7 @@ column and JSON's header_problems say which header and why.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return dlqListRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, dlqListRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -104,11 +101,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

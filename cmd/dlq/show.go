@@ -63,10 +63,7 @@ id, the newest is shown and the others are named on stderr.`,
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return dlqShowRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, dlqShowRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -113,11 +110,7 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 }
 
 func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

@@ -64,10 +64,7 @@ views; CSV gives the groups.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return dlqStatsRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, dlqStatsRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -105,11 +102,7 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

@@ -41,10 +41,7 @@ docs/reference and docs/man; a test fails when they are out of date (make docs r
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Root = cmd.Root()
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return docsRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, docsRun)
 		},
 	}
 	c.Flags().StringVar(&opts.MarkdownDir, "markdown-dir", "docs/reference", "directory for the markdown pages (\"\" to skip)")

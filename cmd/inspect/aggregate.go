@@ -61,10 +61,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return inspectAggregateRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, inspectAggregateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -73,11 +70,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 }
 
 func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

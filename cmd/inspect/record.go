@@ -38,21 +38,14 @@ record's position, is accepted too.`,
 			if opts.Topic, opts.Partition, opts.Offset, err = cmdutil.ParseRecordAddress(args[0]); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return inspectRecordRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, inspectRecordRun)
 		},
 	}
 	return cmd
 }
 
 func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

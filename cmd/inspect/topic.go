@@ -41,10 +41,7 @@ offset and the lag behind the high watermark.`,
 			if opts.SampleSize < 0 {
 				return fwerr.Usagef("--sample %d: must be 0 (no sampling) or more", opts.SampleSize)
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return inspectTopicRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, inspectTopicRun)
 		},
 	}
 	cmd.Flags().IntVar(&opts.SampleSize, "sample", inspect.DefaultSampleSize, "decode the newest N records of each partition to detect envelope formats (0: none)")
@@ -52,11 +49,7 @@ offset and the lag behind the high watermark.`,
 }
 
 func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

@@ -68,10 +68,7 @@ is removed at the end.`,
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return inspectValidateRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, inspectValidateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -83,11 +80,7 @@ is removed at the end.`,
 }
 
 func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	c, err := opts.Kafka(ctx)
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
 	if err != nil {
 		return err
 	}

@@ -85,10 +85,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedCheckRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedCheckRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -191,11 +188,7 @@ func (g *gapFinder) flush(ctx context.Context) error {
 }
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

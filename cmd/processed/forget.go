@@ -56,10 +56,7 @@ It prints the markers it removed and the ids that had none.`,
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedForgetRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedForgetRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -170,11 +167,7 @@ type forgetReport struct {
 }
 
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

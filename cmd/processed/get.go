@@ -42,10 +42,7 @@ says which (in JSON, "processed": false and an empty "markers").`,
 					return err
 				}
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedGetRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedGetRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Consumer, "consumer", "", "only this consumer's marker (default every consumer's)")
@@ -61,11 +58,7 @@ type getReport struct {
 }
 
 func processedGetRun(ctx context.Context, opts *ProcessedGetOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

@@ -49,10 +49,7 @@ processed_at >= since and < until.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedListRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedListRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -74,17 +71,9 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
 	if opts.Filter.Limit < 1 || opts.Filter.Limit > maxListLimit {
 		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
 	}
-	now := opts.Now()
 	var err error
-	if opts.Filter.Since, err = cmdutil.ParseWhen("--since", opts.since, now); err != nil {
+	if opts.Filter.Since, opts.Filter.Until, err = cmdutil.ParseWindow(opts.since, opts.until, opts.Now()); err != nil {
 		return err
-	}
-	if opts.Filter.Until, err = cmdutil.ParseWhen("--until", opts.until, now); err != nil {
-		return err
-	}
-	f := opts.Filter
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return fwerr.Usagef("--until %s is not after --since %s", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
 	if opts.cursor != "" {
 		c, err := decodeCursor(opts.cursor)
@@ -122,11 +111,7 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 }
 
 func processedListRun(ctx context.Context, opts *ProcessedListOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

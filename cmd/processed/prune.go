@@ -83,15 +83,10 @@ DURATION is a Go duration (36h, 90m) or a number of days (30d, 1d12h).`,
 			if opts.BatchSize < 1 {
 				return fwerr.Usagef("--batch-size %d: must be at least 1", opts.BatchSize)
 			}
-			for _, t := range opts.Topics {
-				if strings.TrimSpace(t) == "" {
-					return fwerr.Usagef("--topic: empty topic name")
-				}
+			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
+				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedPruneRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedPruneRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -133,11 +128,7 @@ type pruneReport struct {
 }
 
 func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

@@ -46,10 +46,7 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 			if opts.Filter.Window <= 0 {
 				return fwerr.Usagef("--window %s: must be positive", opts.window.String())
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return processedStatsRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, processedStatsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer")
@@ -70,11 +67,7 @@ type statsReport struct {
 }
 
 func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store(ctx)
+	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}

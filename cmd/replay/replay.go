@@ -139,10 +139,7 @@ failure marks it failed.
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return replayRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, replayRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -197,7 +194,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		if len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil || !s.Since.IsZero() || !s.Until.IsZero() {
 			return fwerr.Usagef("a record address selects one record: drop --partition, --start-offset, --end-offset, --since and --until")
 		}
-		s.From, s.Record = topic, fmt.Sprintf("%s/%d/%d", topic, part, off)
+		s.From, s.Record = topic, cmdutil.Coordinate(topic, part, off)
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
 	}
 	switch opts.status {

@@ -48,10 +48,7 @@ resume (exit 0).`,
 			if opts.Rate < 0 {
 				return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", opts.Rate)
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return replayResumeRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, replayResumeRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")

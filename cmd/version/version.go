@@ -35,10 +35,7 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(context.Context, *VersionOption
 		Short: "Print fieldwork's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return versionRun(cmd.Context(), opts)
+			return cmdutil.Run(cmd, opts, runF, versionRun)
 		},
 	}
 }
