@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/fieldwork/fieldwork/cmd"
+	"github.com/fieldwork/fieldwork/cmd/root"
 )
 
-func main() { os.Exit(cmd.Main()) }
+func main() { os.Exit(root.Main()) }

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/cmd"
+	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -30,7 +30,7 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"fieldwork": func() { os.Exit(cmd.Main()) },
+		"fieldwork": func() { os.Exit(root.Main()) },
 		// fieldwork-exit WANT ARGS... runs fieldwork and fails unless it exits with WANT, so
 		// scripts can pin exact exit codes (testscript's `! exec` only knows "non-zero").
 		"fieldwork-exit": func() {
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 				os.Exit(2)
 			}
 			os.Args = append([]string{"fieldwork"}, os.Args[2:]...)
-			if got := cmd.Main(); got != want {
+			if got := root.Main(); got != want {
 				fmt.Fprintf(os.Stderr, "fieldwork-exit: exit code %d, want %d\n", got, want)
 				os.Exit(1)
 			}

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fieldwork/fieldwork/cmd"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/internal/demo"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/sample"
@@ -34,13 +35,13 @@ func TestCommandJSONSummary(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // where the demo's store goes, so that its removal is seen
 
 	s, _, stdout, stderr := output.Test()
-	f := &cmd.Factory{Streams: s, Getenv: os.Getenv}
-	root := cmd.NewRootCmd(f)
-	root.SetArgs([]string{"demo", "-o", "json"})
+	f := &cmdutil.Factory{Streams: s, Getenv: os.Getenv}
+	tree := root.NewCmdRoot(f)
+	tree.SetArgs([]string{"demo", "-o", "json"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	started := time.Now()
-	if err := root.ExecuteContext(ctx); err != nil {
+	if err := tree.ExecuteContext(ctx); err != nil {
 		t.Fatalf("fieldwork demo -o json: %v\nstderr:\n%s", err, stderr)
 	}
 	took := time.Since(started)

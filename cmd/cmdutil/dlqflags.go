@@ -1,0 +1,216 @@
+package cmdutil
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// DLQStoreDeps are what the status lookup needs to open the store, lazily.
+type DLQStoreDeps struct {
+	Streams *output.Streams
+	Store   func(context.Context) (*dedup.Store, error)
+	// StoreConfigured reports whether a DSN is configured (flag, environment or context).
+	StoreConfigured func() (bool, error)
+}
+
+// DLQTopicFlags choose the dead-letter topics to read.
+type DLQTopicFlags struct {
+	Topics  []string
+	Pattern string
+}
+
+// Register adds --topic and --pattern.
+func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic ending in .dlq, -dlt or .DLT)")
+	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default "+dlq.DefaultTopicPattern.String()+")")
+}
+
+// Compile validates the flags: --topic and --pattern do not mix, and the pattern compiles.
+func (t *DLQTopicFlags) Compile() (*regexp.Regexp, error) {
+	for _, name := range t.Topics {
+		if strings.TrimSpace(name) == "" {
+			return nil, fwerr.Usagef("--topic: a topic name cannot be empty")
+		}
+	}
+	if t.Pattern == "" {
+		return nil, nil
+	}
+	if len(t.Topics) > 0 {
+		return nil, fwerr.Usagef("choose either --topic or --pattern, not both")
+	}
+	re, err := regexp.Compile(t.Pattern)
+	if err != nil {
+		return nil, fwerr.Usagef("--pattern %q is not a regular expression: %v", t.Pattern, err)
+	}
+	return re, nil
+}
+
+// Resolve finds the topics, saying on stderr when a pattern matched none ("no dead letters:
+// no topic matches …", whatever the format: nothing is read then).
+func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, s *output.Streams) ([]string, error) {
+	topics, err := dlq.Topics(ctx, c, t.Topics, pattern)
+	if err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		if pattern == nil {
+			pattern = dlq.DefaultTopicPattern
+		}
+		fmt.Fprintf(s.ErrOut, "no dead letters: no topic matches %s\n", pattern)
+	}
+	return topics, nil
+}
+
+// DLQFilterFlags are the flags that select dead letters.
+type DLQFilterFlags struct {
+	Since, Until  string
+	Reasons       []string
+	Error         string
+	OriginalTopic string
+	Group         string
+	Key           string
+	KeyBase64     string
+	EventID       string
+}
+
+// Register adds the filters; --event-id only when eventID is set.
+func (fl *DLQFilterFlags) Register(fs *pflag.FlagSet, eventID bool) {
+	fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: RFC 3339 or a duration ago (2h, 30m)")
+	fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: RFC 3339 or a duration ago")
+	fs.StringSliceVar(&fl.Reasons, "reason", nil, "reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
+	fs.StringVar(&fl.Error, "error", "", "regular expression the error message or error class must match")
+	fs.StringVar(&fl.OriginalTopic, "original-topic", "", "only dead letters of records from this topic")
+	fs.StringVar(&fl.Group, "group", "", "only dead letters from this consumer group")
+	fs.StringVar(&fl.Key, "key", "", "only dead letters with this record key")
+	fs.StringVar(&fl.KeyBase64, "key-base64", "", "only dead letters with this record key, base64 (for keys that are not text)")
+	if eventID {
+		fs.StringVar(&fl.EventID, "event-id", "", "only dead letters of this event id")
+	}
+}
+
+// Filter validates the flags and builds the filter and the time window of the scan; now
+// anchors durations.
+func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter, error) {
+	var f dlq.Filter
+	var err error
+	if f.Since, f.Until, err = ParseWindow(fl.Since, fl.Until, now); err != nil {
+		return f, err
+	}
+	for _, r := range fl.Reasons {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !slices.Contains(dlq.Reasons, r) && r != dlq.ReasonUnknown {
+			return f, fwerr.Usagef("--reason %q: want %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
+		}
+		f.Reasons = append(f.Reasons, r)
+	}
+	if fl.Error != "" {
+		if f.ErrorRegexp, err = regexp.Compile(fl.Error); err != nil {
+			return f, fwerr.Usagef("--error %q is not a regular expression: %v", fl.Error, err)
+		}
+	}
+	f.OriginalTopic, f.Group, f.EventID = fl.OriginalTopic, fl.Group, fl.EventID
+	keySet, key64Set := cmd.Flags().Changed("key"), cmd.Flags().Changed("key-base64")
+	switch {
+	case keySet && key64Set:
+		return f, fwerr.Usagef("choose either --key or --key-base64, not both")
+	case keySet:
+		f.Key = []byte(fl.Key)
+	case key64Set:
+		k, err := base64.StdEncoding.DecodeString(fl.KeyBase64)
+		if err != nil {
+			return f, fwerr.Usagef("--key-base64: %v", err)
+		}
+		f.Key = k
+		if f.Key == nil {
+			f.Key = []byte{}
+		}
+	}
+	return f, nil
+}
+
+// DLQStatusFlags say how statuses are looked up.
+type DLQStatusFlags struct {
+	Consumer string
+	NoStatus bool
+}
+
+// Register adds --consumer and --no-status.
+func (s *DLQStatusFlags) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.Consumer, "consumer", "", "consumer whose markers tell the status (default: the group each dead letter names)")
+	fs.BoolVar(&s.NoStatus, "no-status", false, "do not look statuses up, even with a store configured")
+}
+
+// Validate checks the flags before anything connects: --consumer must be a usable name, and
+// --consumer and a status filter need a store (configured by --dsn, the environment or the
+// context) and contradict --no-status.
+func (s *DLQStatusFlags) Validate(cmd *cobra.Command, d DLQStoreDeps, statusFilter bool) error {
+	consumerSet := cmd.Flags().Changed("consumer")
+	if consumerSet {
+		if err := CheckConsumer(s.Consumer); err != nil {
+			return err
+		}
+	}
+	if !consumerSet && !statusFilter {
+		return nil
+	}
+	what := "--consumer"
+	if statusFilter {
+		what = "--status"
+	}
+	if s.NoStatus {
+		return fwerr.Usagef("%s is about the status, which --no-status turns off", what)
+	}
+	configured, err := d.StoreConfigured()
+	if err != nil {
+		return err
+	}
+	if !configured {
+		return fwerr.Usagef("%s needs the dedup store: pass --dsn (postgres://… or sqlite:PATH) or set FIELDWORK_DSN", what)
+	}
+	return nil
+}
+
+// Open connects to the store when statuses are wanted: a store is configured and
+// --no-status is not given. The returned close function is never nil.
+func (s *DLQStatusFlags) Open(ctx context.Context, d DLQStoreDeps) (dlq.StatusLookup, func(), error) {
+	none := func() {}
+	if s.NoStatus {
+		return dlq.StatusLookup{}, none, nil
+	}
+	configured, err := d.StoreConfigured()
+	if err != nil || !configured {
+		return dlq.StatusLookup{}, none, err
+	}
+	st, err := d.Store(ctx)
+	if err != nil {
+		if fwerr.KindOf(err) == fwerr.KindConnect {
+			err = fwerr.Connect(fmt.Errorf("%w\nhint: --no-status reads the dead letters without the store", err))
+		}
+		return dlq.StatusLookup{}, none, err
+	}
+	var once sync.Once
+	noJournal := func(error) {
+		once.Do(func() {
+			fmt.Fprintln(d.Streams.ErrOut, "warning: the store has no replay journal (`fieldwork db migrate` creates it): dead letters a replay sent show as pending")
+		})
+	}
+	return dlq.StatusLookup{Store: st, Consumer: s.Consumer, NoJournal: noJournal}, func() { _ = st.Close() }, nil
+}

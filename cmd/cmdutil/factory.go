@@ -1,0 +1,130 @@
+// Package cmdutil holds what fieldwork's commands share: the factory of lazily built clients,
+// the flag sets more than one command registers, confirmation, error mapping, progress lines
+// and the formatting helpers of tables.
+package cmdutil
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// Factory hands commands their streams and, lazily, their connections: nothing dials a broker
+// or a database until a command's run function asks, so --help and usage errors never do.
+type Factory struct {
+	Streams *output.Streams
+	Getenv  func(string) string
+
+	// Values of the root's persistent flags.
+	Conn           config.Flags
+	ConfigPath     string
+	OutputFormat   string
+	ConnectTimeout time.Duration
+	// Dedup names the marker table: the --schema, --table and --column-* flags of the db and
+	// processed groups. Zero fields are the defaults.
+	Dedup dedup.Options
+
+	// Running is set by the root command once flags and arguments are parsed; an error before
+	// that is a usage error.
+	Running bool
+}
+
+// NewFactory returns a factory on the process's streams and environment.
+func NewFactory() *Factory {
+	return &Factory{Streams: output.System(), Getenv: os.Getenv}
+}
+
+// Connection resolves flags, environment and the config file.
+func (f *Factory) Connection() (config.Connection, error) {
+	path := f.ConfigPath
+	if path == "" {
+		path = config.DefaultPath(f.Getenv)
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	conn, err := config.Resolve(f.Conn, f.Getenv, file)
+	if err != nil {
+		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	return conn, nil
+}
+
+// StoreConfigured reports whether a DSN is configured (flag, environment or context), without
+// opening anything.
+func (f *Factory) StoreConfigured() (bool, error) {
+	conn, err := f.Connection()
+	if err != nil {
+		return false, err
+	}
+	return conn.DSN != "", nil
+}
+
+// Kafka connects to the configured cluster, bounded by --connect-timeout.
+func (f *Factory) Kafka(ctx context.Context) (*kafka.Cluster, error) {
+	conn, err := f.Connection()
+	if err != nil {
+		return nil, err
+	}
+	return kafka.Connect(ctx, conn, f.ConnectTimeout)
+}
+
+// Printer returns a printer for the -o format (table on a terminal, JSON Lines when piped).
+func (f *Factory) Printer() (*output.Printer, error) {
+	format, err := output.ParseFormat(f.OutputFormat, f.Streams.OutTTY)
+	if err != nil {
+		return nil, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	return output.NewPrinter(f.Streams, format), nil
+}
+
+// Store opens the dedup store named by the connection's DSN and f.Dedup, bounded by
+// --connect-timeout. It does not check the migration version (db migrate must open an empty
+// database); queries on a missing table fail with dedup.ErrNotMigrated, which StoreError
+// explains. Errors carry their exit code: no DSN, a malformed DSN or an invalid identifier is
+// a usage error (2), an unreachable database or refused credentials a connect error (4); no
+// message holds the password.
+func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
+	conn, err := f.Connection()
+	if err != nil {
+		return nil, err
+	}
+	if conn.DSN == "" {
+		return nil, fwerr.Usagef("no dedup store configured: pass --dsn (postgres://… or sqlite:PATH), set FIELDWORK_DSN, or give the context a dsn")
+	}
+	opts := f.Dedup
+	opts.ConnectTimeout = f.ConnectTimeout
+	st, err := dedup.Open(ctx, conn.DSN, opts)
+	if err != nil {
+		return nil, StoreError(err, f.Dedup)
+	}
+	return st, nil
+}
+
+// TestFactory returns a factory on test streams (output.Test: buffers, not terminals) and an
+// empty environment, for tests that build commands.
+func TestFactory() *Factory {
+	s, _, _, _ := output.Test()
+	return &Factory{Streams: s, Getenv: func(string) string { return "" }}
+}
+
+// PrinterAndCluster returns the printer for -o and connects to the cluster, the first steps
+// of the commands that read topics; the caller closes the cluster.
+func PrinterAndCluster(ctx context.Context, printer func() (*output.Printer, error), connect func(context.Context) (*kafka.Cluster, error)) (*output.Printer, *kafka.Cluster, error) {
+	p, err := printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, c, nil
+}

@@ -1,0 +1,114 @@
+package cmdutil
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// OrDash writes an absent value as "-" in a table.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// FormatTime writes times the same way in every table: UTC, RFC 3339 with milliseconds.
+func FormatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// OptTime is FormatTime of a time that may be absent ("-").
+func OptTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return FormatTime(*t)
+}
+
+// Plural writes "1 problem", "2 problems".
+func Plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Truncate cuts s to n runes with an ellipsis.
+func Truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// Coordinate writes a record's position as T/P/O, the form the commands take as an argument.
+func Coordinate(topic string, partition int32, offset int64) string {
+	return fmt.Sprintf("%s/%d/%d", topic, partition, offset)
+}
+
+// JoinInt32 writes partition or broker numbers as "0,1,2".
+func JoinInt32(s []int32) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.Itoa(int(v))
+	}
+	return strings.Join(parts, ",")
+}
+
+// HumanBytes writes 1536 as "1.5 KiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// ShortDuration writes 604800000ms as 7d, 36h as 1d12h; under a day, as time.Duration does.
+func ShortDuration(d time.Duration) string {
+	days := d / (24 * time.Hour)
+	rest := d % (24 * time.Hour)
+	if days == 0 {
+		return d.String()
+	}
+	if rest == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix(strings.TrimSuffix(rest.String(), "0s"), "0m"))
+}
+
+// CompactDuration writes 720h as 30d, 36h as 1d12h, 90m as 1h30m, 2h as 2h.
+func CompactDuration(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	var b strings.Builder
+	if days := d / (24 * time.Hour); days > 0 {
+		fmt.Fprintf(&b, "%dd", days)
+		d -= days * 24 * time.Hour
+	}
+	if d == 0 {
+		return b.String()
+	}
+	rest := d.String()
+	if strings.HasSuffix(rest, "m0s") {
+		rest = strings.TrimSuffix(rest, "0s")
+	}
+	if strings.HasSuffix(rest, "h0m") {
+		rest = strings.TrimSuffix(rest, "0m")
+	}
+	return b.String() + rest
+}

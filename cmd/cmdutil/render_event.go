@@ -1,0 +1,43 @@
+package cmdutil
+
+import (
+	"strconv"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// EventSection renders a decoded event the same way wherever a record is shown in full
+// (inspect record, dlq show).
+func EventSection(st output.Styles, ev *envelope.Event) output.Section {
+	version := strconv.FormatInt(ev.Version, 10)
+	if !ev.HasVersion {
+		version = st.Warn.Render("none")
+	}
+	evs := output.Section{Title: "Event (" + string(ev.Format) + ")", Fields: [][2]string{
+		{"event_id", ev.ID},
+		{"type", OrDash(ev.Type)},
+	}}
+	if ev.Source != "" {
+		evs.Fields = append(evs.Fields, [2]string{"source", ev.Source})
+	}
+	if ev.Subject != "" {
+		evs.Fields = append(evs.Fields, [2]string{"subject", ev.Subject})
+	}
+	evs.Fields = append(evs.Fields,
+		[2]string{"time", FormatTime(ev.Time)},
+		[2]string{"aggregate_type", OrDash(ev.AggregateType)},
+		[2]string{"aggregate_id", OrDash(ev.AggregateID)},
+		[2]string{"version", version},
+	)
+	return evs
+}
+
+// MalformedRecordSection renders why a record is not a recognisable event.
+func MalformedRecordSection(st output.Styles, format, field, reason string) output.Section {
+	return output.Section{Title: "Malformed: not a recognisable event", Fields: [][2]string{
+		{"format", OrDash(format)},
+		{"field", OrDash(field)},
+		{"reason", st.Bad.Render(reason)},
+	}}
+}

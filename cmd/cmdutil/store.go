@@ -1,0 +1,142 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// StoreDeps are what the commands that open the dedup store need from the factory, built
+// lazily so that parsing, --help and usage errors never open a database.
+type StoreDeps struct {
+	Streams *output.Streams
+	Store   func(context.Context) (*dedup.Store, error)
+	Printer func() (*output.Printer, error)
+	// Naming points at the factory's --schema/--table/--column-* values, for messages.
+	Naming *dedup.Options
+}
+
+// NewStoreDeps takes the store's dependencies from f.
+func NewStoreDeps(f *Factory) StoreDeps {
+	return StoreDeps{Streams: f.Streams, Store: f.Store, Printer: f.Printer, Naming: &f.Dedup}
+}
+
+// Names returns the store-naming flags' values (zero Options when there are none, in tests).
+func (d StoreDeps) Names() dedup.Options {
+	if d.Naming == nil {
+		return dedup.Options{}
+	}
+	return *d.Naming
+}
+
+// RegisterStoreFlags registers the flags that name the marker table: the schema, the table and,
+// for read-only queries on an existing table of the same shape, its column names.
+func RegisterStoreFlags(fs *pflag.FlagSet, o *dedup.Options) {
+	fs.StringVar(&o.Schema, "schema", dedup.DefaultSchema, `schema of the marker table (on SQLite a table-name prefix; "main" means none)`)
+	fs.StringVar(&o.Table, "table", dedup.DefaultTable, "marker table")
+	c, d := &o.Columns, dedup.DefaultColumns
+	for _, col := range []struct {
+		v    *string
+		name string
+		def  string
+	}{
+		{&c.Consumer, "consumer", d.Consumer},
+		{&c.EventID, "event-id", d.EventID},
+		{&c.ProcessedAt, "processed-at", d.ProcessedAt},
+		{&c.Topic, "topic", d.Topic},
+		{&c.Partition, "partition", d.Partition},
+		{&c.Offset, "offset", d.Offset},
+		{&c.AggregateID, "aggregate-id", d.AggregateID},
+		{&c.AggregateVersion, "aggregate-version", d.AggregateVersion},
+	} {
+		fs.StringVar(col.v, "column-"+col.name, col.def, "column holding the "+strings.ReplaceAll(col.name, "-", " ")+", on an existing table")
+	}
+}
+
+// CustomColumns reports whether the --column-* flags map any column away from its default.
+func CustomColumns(o dedup.Options) bool {
+	d := dedup.DefaultColumns
+	c := o.Columns
+	for _, p := range [][2]string{
+		{c.Consumer, d.Consumer}, {c.EventID, d.EventID}, {c.ProcessedAt, d.ProcessedAt}, {c.Topic, d.Topic},
+		{c.Partition, d.Partition}, {c.Offset, d.Offset}, {c.AggregateID, d.AggregateID}, {c.AggregateVersion, d.AggregateVersion},
+	} {
+		if p[0] != "" && p[0] != p[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// NameFlags writes the --schema and --table flags that differ from the defaults, for hints.
+func NameFlags(o dedup.Options) string {
+	var b strings.Builder
+	if o.Schema != "" && o.Schema != dedup.DefaultSchema {
+		b.WriteString(" --schema " + o.Schema)
+	}
+	if o.Table != "" && o.Table != dedup.DefaultTable {
+		b.WriteString(" --table " + o.Table)
+	}
+	return b.String()
+}
+
+// StoreError gives an error from package dedup its exit code and, where the operator has
+// something to do, a hint: a malformed DSN, an invalid name or an unusable consumer or event
+// id is a usage error (2); an unreachable database or refused credentials a connect error
+// (4); a missing table says which `fieldwork db migrate` creates it (1). Messages from dedup
+// never hold a password.
+func StoreError(err error, o dedup.Options) error {
+	if err == nil || fwerr.KindOf(err) != fwerr.KindError {
+		return err
+	}
+	var (
+		ident *dedup.InvalidIdentifierError
+		dsn   *dedup.InvalidDSNError
+		input *dedup.InvalidInputError
+		conn  *dedup.ConnectError
+		vm    *dedup.VersionMismatchError
+	)
+	switch {
+	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input):
+		return fwerr.Wrap(fwerr.KindUsage, err)
+	case errors.As(err, &conn):
+		return fwerr.Connect(err)
+	case errors.As(err, &vm) && vm.Current > vm.Latest:
+		return err
+	case errors.Is(err, dedup.ErrNotMigrated):
+		if CustomColumns(o) {
+			return fmt.Errorf("%w\nhint: --table and the --column-* flags name an existing table: check --schema and --table (db migrate creates only fieldwork's own table)", err)
+		}
+		return fmt.Errorf("%w\nhint: run `fieldwork db migrate%s` with the same --dsn to create it", err, NameFlags(o))
+	}
+	return err
+}
+
+// CheckConsumer validates a --consumer value before anything connects.
+func CheckConsumer(c string) error {
+	if err := dedup.ValidateConsumer(c); err != nil {
+		return fwerr.Usagef("--consumer: %v", err)
+	}
+	return nil
+}
+
+// Open returns the printer for -o and opens the store, the first steps of the commands that
+// read the store; the caller closes the store.
+func (d StoreDeps) Open(ctx context.Context) (*output.Printer, *dedup.Store, error) {
+	p, err := d.Printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := d.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, st, nil
+}

@@ -1,0 +1,389 @@
+// Package consume is `fieldwork consume`, the reference idempotent consumer.
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/config"
+	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// DefaultMetricsAddr is where `fieldwork consume` serves Prometheus metrics by default.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
+// ConsumeOptions are the inputs of `fieldwork consume`.
+type ConsumeOptions struct {
+	Streams *output.Streams
+	// Lazily built dependencies: nothing is dialled before the run.
+	Connection     func() (config.Connection, error)
+	Store          func(context.Context) (*dedup.Store, error)
+	Printer        func() (*output.Printer, error)
+	Names          *dedup.Options
+	ConnectTimeout time.Duration
+	// Signals delivers SIGINT/SIGTERM to the run, which aborts at the second one (the
+	// first cancels the command's context in Main). Nil in tests.
+	Signals func() (<-chan os.Signal, func())
+
+	Topics          []string
+	Group           string
+	Consumer        string
+	Handler         string
+	Migrate         bool
+	DLQTopic        string
+	MaxAttempts     int
+	MaxInfraRetries int
+	BatchMax        int
+	TxPerEvent      bool
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+	StopWhenIdle    time.Duration
+	ShutdownTimeout time.Duration
+	InstanceID      string
+	SessionTimeout  time.Duration
+	MetricsAddr     string
+	LogFormat       string
+	LogLevel        string
+	WebhookURL      string
+	WebhookTimeout  time.Duration
+}
+
+// NewCmdConsume builds `fieldwork consume`; runF, when set, replaces the run (for tests of
+// flag parsing).
+func NewCmdConsume(f *cmdutil.Factory, runF func(context.Context, *ConsumeOptions) error) *cobra.Command {
+	opts := &ConsumeOptions{
+		Streams: f.Streams, Connection: f.Connection, Store: f.Store, Printer: f.Printer, Names: &f.Dedup,
+		Signals: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 2)
+			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+			return ch, func() { signal.Stop(ch) }
+		},
+	}
+	cmd := &cobra.Command{
+		Use:   "consume --topic T --group G --handler H",
+		Short: "Run the reference idempotent consumer",
+		Long: `Run fieldwork's reference consumer: a Kafka consumer group member that applies each event
+once, durably, through a bundled handler, with its markers in the dedup store (--dsn).
+
+Per partition and fetched batch (at most --batch-max records): decode (a malformed record
+is dead-lettered); dedupe by event id; in one transaction claim the batch's markers and
+apply each fresh event under a savepoint, so that a failed event is rolled back alone and
+left unmarked; commit; produce the dead letters and wait for their acknowledgements; only
+then commit the Kafka offsets. Partitions run concurrently; one partition is strictly
+ordered. A crash at any point is safe: what is read again is skipped by its marker.
+
+Handlers (--handler):
+  projection  current state of each task in <schema>.task_state; an event applies only
+              when its version is newer than the stored one (older: no-op, still marked;
+              a version gap is counted and logged)
+  audit       append-only activity feed, one row per event in <schema>.audit_log
+  webhook     POST each event to --webhook-url with an Idempotency-Key header derived from
+              (consumer, event id); the delivery is recorded in <schema>.webhook_deliveries
+              in the same transaction; 5xx, 429 and timeouts are retried, other 4xx are not
+
+Failures: a database or broker that is unavailable, a serialization failure or a deadlock
+retries the whole batch with capped exponential backoff and jitter (forever, or up to
+--max-infra-retries) and never dead-letters. A handler's retryable error is retried in
+place up to --max-attempts, then dead-lettered as exhausted; a permanent one is
+dead-lettered at once as rejected; an event type the handler has no code for, as
+unsupported. Dead letters go to <topic>.dlq (or --dlq-topic) with the original key, value
+and headers and the fw.dlq.* headers; fieldwork creates no topic: a missing dead-letter
+topic stops it at start. A dead-lettered event has no marker, so a replay after a fix is
+handled.
+
+The store must be migrated (fieldwork db migrate, or --migrate here, which also creates
+the handler's table). --schema and --table name the marker table; the handler's table is
+in the same schema.
+
+SIGINT or SIGTERM drains: batches in flight finish (within --shutdown-timeout), offsets are
+committed, the member leaves the group, and fieldwork exits 0 with a summary on stdout. A
+second signal abandons the batches in flight and exits 130 at once (still safe: nothing is
+committed that is not done). --stop-when-idle exits 0 after no record has arrived for that
+long, for tests, demos and runbooks.
+
+Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus metrics are
+served on --metrics-addr at /metrics ("" turns them off): fieldwork_consume_events_total by
+outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency histogram,
+lag per partition, dead letters by reason, infrastructure retries.`,
+		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
+  fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --stop-when-idle 5s
+  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			opts.ConnectTimeout = f.ConnectTimeout
+			return cmdutil.Run(cmd, opts, runF, consumeRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "source topic (repeat for several)")
+	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
+	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
+	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
+	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")
+	fl.StringVar(&opts.DLQTopic, "dlq-topic", "", "dead-letter topic for every source topic (default <topic>.dlq)")
+	fl.IntVar(&opts.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
+	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
+	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
+	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
+	fl.DurationVar(&opts.RetryBackoff, "retry-backoff", consume.DefaultRetryBackoff, "first wait before retrying an event; doubles up to --retry-backoff-max")
+	fl.DurationVar(&opts.RetryBackoffMax, "retry-backoff-max", consume.DefaultRetryBackoffMax, "longest wait between retries of an event")
+	fl.DurationVar(&opts.StopWhenIdle, "stop-when-idle", 0, "exit 0 once no record has arrived for this long (0: run until interrupted)")
+	fl.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", consume.DefaultShutdownTimeout, "how long SIGINT/SIGTERM waits for batches in flight")
+	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
+	fl.DurationVar(&opts.SessionTimeout, "session-timeout", 0, "group session timeout (default Kafka's 45s)")
+	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `address to serve Prometheus metrics on at /metrics ("" to disable)`)
+	fl.StringVar(&opts.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, else json)")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&opts.WebhookURL, "webhook-url", "", "URL the webhook handler POSTs events to")
+	fl.DurationVar(&opts.WebhookTimeout, "webhook-timeout", handlers.DefaultWebhookTimeout, "timeout of one webhook delivery attempt")
+	fl.StringVar(&f.Dedup.Schema, "schema", dedup.DefaultSchema, `schema of the marker and handler tables (on SQLite a table-name prefix; "main" means none)`)
+	fl.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table")
+	_ = cmd.RegisterFlagCompletionFunc("handler", cobra.FixedCompletions(handlers.Names, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// validate checks the flags before anything connects; every failure is a usage error.
+func (o *ConsumeOptions) validate() error {
+	switch {
+	case len(o.Topics) == 0:
+		return fwerr.Usagef("--topic is required")
+	case o.Group == "":
+		return fwerr.Usagef("--group is required")
+	case o.Handler == "":
+		return fwerr.Usagef("--handler is required: one of %s", strings.Join(handlers.Names, ", "))
+	case !slices.Contains(handlers.Names, o.Handler):
+		return fwerr.Usagef("--handler %q: want one of %s", o.Handler, strings.Join(handlers.Names, ", "))
+	case o.Handler == handlers.NameWebhook && o.WebhookURL == "":
+		return fwerr.Usagef("--handler webhook needs --webhook-url")
+	case o.Handler != handlers.NameWebhook && o.WebhookURL != "":
+		return fwerr.Usagef("--webhook-url applies to --handler webhook only")
+	case o.MaxAttempts < 1:
+		return fwerr.Usagef("--max-attempts %d: must be at least 1", o.MaxAttempts)
+	case o.MaxInfraRetries < 0:
+		return fwerr.Usagef("--max-infra-retries %d: must not be negative", o.MaxInfraRetries)
+	case o.BatchMax < 1 || o.BatchMax > 100_000:
+		return fwerr.Usagef("--batch-max %d: must be between 1 and 100000", o.BatchMax)
+	case o.StopWhenIdle < 0:
+		return fwerr.Usagef("--stop-when-idle must not be negative")
+	case o.ShutdownTimeout <= 0:
+		return fwerr.Usagef("--shutdown-timeout must be positive")
+	case o.RetryBackoff <= 0 || o.RetryBackoffMax < o.RetryBackoff:
+		return fwerr.Usagef("--retry-backoff must be positive and at most --retry-backoff-max")
+	case o.SessionTimeout < 0 || o.WebhookTimeout <= 0:
+		return fwerr.Usagef("--session-timeout must not be negative and --webhook-timeout must be positive")
+	case !slices.Contains([]string{"auto", "text", "json"}, o.LogFormat):
+		return fwerr.Usagef("--log-format %q: want text, json or auto", o.LogFormat)
+	}
+	if err := cmdutil.CheckTopics(o.Topics); err != nil {
+		return err
+	}
+	if _, err := parseLevel(o.LogLevel); err != nil {
+		return err
+	}
+	if o.MetricsAddr != "" {
+		if _, port, err := net.SplitHostPort(o.MetricsAddr); err != nil || port == "" {
+			return fwerr.Usagef("--metrics-addr %q: want host:port (\"\" to disable)", o.MetricsAddr)
+		}
+	}
+	consumer := cmpOrString(o.Consumer, o.Group)
+	if err := dedup.ValidateConsumer(consumer); err != nil {
+		return fwerr.Usagef("--consumer: %v", err)
+	}
+	if o.Names != nil {
+		if err := dedup.ValidateIdentifier("schema", cmpOrString(o.Names.Schema, dedup.DefaultSchema)); err != nil {
+			return fwerr.Usagef("--schema: %v", err)
+		}
+		if err := dedup.ValidateIdentifier("table", cmpOrString(o.Names.Table, dedup.DefaultTable)); err != nil {
+			return fwerr.Usagef("--table: %v", err)
+		}
+	}
+	return nil
+}
+
+func cmpOrString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fwerr.Usagef("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// consumeLogger is the structured logger on stderr: text on a terminal, JSON otherwise.
+func consumeLogger(o *ConsumeOptions) *slog.Logger {
+	level, _ := parseLevel(o.LogLevel)
+	ho := &slog.HandlerOptions{Level: level}
+	var w io.Writer = o.Streams.ErrOut
+	if o.LogFormat == "json" || (o.LogFormat == "auto" && !o.Streams.ErrTTY) {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// consumeSummary is what `fieldwork consume` prints on stdout when it stops.
+type consumeSummary struct {
+	Group    string `json:"group"`
+	Consumer string `json:"consumer"`
+	Handler  string `json:"handler"`
+	consume.Stats
+	Elapsed string `json:"elapsed"`
+}
+
+func consumeRun(ctx context.Context, o *ConsumeOptions) error {
+	log := consumeLogger(o)
+	consumer := cmpOrString(o.Consumer, o.Group)
+	names := dedup.Options{}
+	if o.Names != nil {
+		names = *o.Names
+	}
+
+	conn, err := o.Connection()
+	if err != nil {
+		return err
+	}
+	cluster, err := kafka.Connect(ctx, conn, o.ConnectTimeout)
+	if err != nil {
+		return err
+	}
+	kopts := cluster.Options()
+	cluster.Close()
+
+	st, err := o.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h, err := handlers.New(o.Handler, handlers.Config{
+		Consumer: consumer, Driver: st.Driver(), Schema: names.Schema, Logger: log, Registerer: reg,
+		WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
+	})
+	if err != nil {
+		return fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	steps, err := consume.Prepare(ctx, st, h, o.Migrate)
+	if err != nil {
+		if errors.Is(err, handlers.ErrTableMissing) {
+			return err
+		}
+		err = cmdutil.StoreError(err, names)
+		if errors.Is(err, dedup.ErrNotMigrated) {
+			err = fmt.Errorf("%w\nhint: or pass --migrate to fieldwork consume", err)
+		}
+		return err
+	}
+	for _, s := range steps {
+		log.Info("migrated the dedup store", "version", s.Version, "name", s.Name, "table", st.Table())
+	}
+
+	if o.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("serve metrics on %s: %w (choose another --metrics-addr, or \"\" to turn metrics off)", o.MetricsAddr, err)
+		}
+		srv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	eng, err := consume.New(consume.Options{
+		Topics: o.Topics, Group: o.Group, Consumer: consumer, Handler: h, Store: st, Kafka: kopts,
+		DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
+		BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent,
+		RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
+		StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
+		InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
+		Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return fwerr.Wrap(fwerr.KindUsage, err)
+	}
+
+	if o.Signals != nil {
+		sigs, stop := o.Signals()
+		defer stop()
+		go func() {
+			n := 0
+			for {
+				select {
+				case <-sigs:
+					if n++; n >= 2 {
+						log.Warn("second signal: abandoning batches in flight")
+						eng.Abort()
+						return
+					}
+				case <-eng.Done():
+					return
+				}
+			}
+		}()
+	}
+
+	started := time.Now()
+	runErr := eng.Run(ctx)
+	switch {
+	case errors.Is(runErr, consume.ErrAborted):
+		return fwerr.Wrap(fwerr.KindInterrupted, runErr)
+	case runErr != nil:
+		return runErr
+	}
+	p, err := o.Printer()
+	if err != nil {
+		return err
+	}
+	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: eng.Stats(),
+		Elapsed: time.Since(started).Round(time.Millisecond).String()}
+	return p.Object(sum, summarySections(sum))
+}
+
+func metricsMux(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func summarySections(s consumeSummary) []output.Section {
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []output.Section{{Fields: [][2]string{
+		{"group", s.Group}, {"consumer", s.Consumer}, {"handler", s.Handler},
+		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
+		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
+		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)}, {"elapsed", s.Elapsed},
+	}}}
+}

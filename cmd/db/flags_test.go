@@ -1,0 +1,47 @@
+package db
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+func TestDBMigrateFlags(t *testing.T) {
+	f := cmdutil.TestFactory()
+	var got *DBMigrateOptions
+	cmd := cmdtest.InGroup(f, NewCmdDBMigrate(f, func(_ context.Context, o *DBMigrateOptions) error { got = o; return nil }), "--dry-run", "--schema", "billing")
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !got.DryRun || got.Names().Schema != "billing" || got.Names().Table != "processed_events" {
+		t.Fatalf("options = %+v, names %+v", got, got.Names())
+	}
+	if cmdutil.NameFlags(got.Names()) != " --schema billing" {
+		t.Errorf("hint flags = %q", cmdutil.NameFlags(got.Names()))
+	}
+
+	// A column mapping is refused before anything opens.
+	f = cmdutil.TestFactory()
+	called := false
+	cmd = cmdtest.InGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
+	err := cmd.Execute()
+	if called || fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "--column-* flags") {
+		t.Fatalf("mapping: called %v, %v", called, err)
+	}
+}
+
+func TestDBStatusFlags(t *testing.T) {
+	f := cmdutil.TestFactory()
+	var got *DBStatusOptions
+	cmd := cmdtest.InGroup(f, NewCmdDBStatus(f, func(_ context.Context, o *DBStatusOptions) error { got = o; return nil }), "--table", "seen", "--column-consumer", "svc")
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Names(); n.Table != "seen" || n.Columns.Consumer != "svc" || n.Schema != "fieldwork" {
+		t.Fatalf("names = %+v", n)
+	}
+}

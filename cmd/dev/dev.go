@@ -1,0 +1,271 @@
+// Package dev is `fieldwork dev`, the sandbox of an embedded broker and store.
+package dev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/devstack"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// DefaultDevDSN is the store `fieldwork dev` creates when --dsn is not given.
+const DefaultDevDSN = "sqlite:./fieldwork-dev.db"
+
+// DevOptions are the inputs of `fieldwork dev`.
+type DevOptions struct {
+	Streams *output.Streams
+	// Format is the -o value as given ("" when not given).
+	Format     string
+	Port       int
+	DSN        string
+	Partitions int
+	Seed       uint64
+	NoSeed     bool
+	// DeadLetters seeds tasks.dlq as if a consumer had already met the poison records.
+	DeadLetters bool
+}
+
+// NewCmdDev builds `fieldwork dev`; runF, when set, replaces the run (for tests of flag
+// parsing).
+func NewCmdDev(f *cmdutil.Factory, runF func(context.Context, *DevOptions) error) *cobra.Command {
+	opts := &DevOptions{Streams: f.Streams}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Serve an embedded broker and store seeded with sample events",
+		Long: `Serve a sandbox until interrupted: an in-process Kafka-protocol broker (franz-go's kfake)
+on 127.0.0.1:--port with the topics tasks and tasks.dlq, and an SQLite dedup store, created
+and migrated. tasks is seeded with task events in CloudEvents structured mode keyed by
+aggregate id, including producer-retry duplicates, stale versions re-emitted later and a few
+poison records. tasks.dlq starts empty: run the reference consumer against the sandbox
+(fieldwork consume, as printed) to see the poison dead-lettered, or pass --dead-letters to
+seed a dead letter for each poison record, in fieldwork's convention, as if a consumer had
+already run. Any fieldwork command pointed at it with --brokers works.
+
+The broker keeps everything in memory (stopping it forgets the topics) and has no
+authentication, so it only listens on loopback. The store file stays.
+
+The store is the global --dsn flag (sqlite:PATH only); FIELDWORK_DSN and contexts are not
+read, so the sandbox never touches a configured store. --seed chooses the sample stream:
+the same seed gives the same event ids and payloads.
+
+What it serves is printed to stdout on a terminal, else to stderr; with -o json, jsonl or
+csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
+		Example: `  fieldwork dev
+  fieldwork dev --port 19092 --dsn sqlite:/tmp/fw.db --seed 7
+  fieldwork dev --no-seed --partitions 6`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(f.Conn.Brokers) > 0 {
+				return fwerr.Usagef("--brokers does not apply to fieldwork dev: it serves its own broker (choose its port with --port)")
+			}
+			if opts.Port < 0 || opts.Port > 65535 {
+				return fwerr.Usagef("--port %d: must be between 0 (any free port) and 65535", opts.Port)
+			}
+			if opts.Partitions < 1 || opts.Partitions > 1000 {
+				return fwerr.Usagef("--partitions %d: must be between 1 and 1000", opts.Partitions)
+			}
+			dsn, err := devDSN(f.Conn.DSN)
+			if err != nil {
+				return err
+			}
+			opts.DSN, opts.Format = dsn, f.OutputFormat
+			return cmdutil.Run(cmd, opts, runF, devRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Port, "port", devstack.DefaultPort, "port of the broker on 127.0.0.1 (0: any free port)")
+	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks and tasks.dlq")
+	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
+	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
+	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
+	return cmd
+}
+
+// devDSN checks the --dsn value (default DefaultDevDSN) and makes a relative SQLite path
+// absolute, so the commands printed to try work from any directory.
+func devDSN(dsn string) (string, error) {
+	if dsn == "" {
+		dsn = DefaultDevDSN
+	}
+	lower := strings.ToLower(dsn)
+	var path string
+	switch {
+	case strings.HasPrefix(lower, "sqlite://"):
+		path = dsn[len("sqlite://"):]
+	case strings.HasPrefix(lower, "sqlite:"):
+		path = dsn[len("sqlite:"):]
+	default:
+		return "", fwerr.Usagef("--dsn: fieldwork dev creates an embedded SQLite store; want sqlite:PATH")
+	}
+	path, query, hasQuery := strings.Cut(path, "?")
+	if path == "" {
+		return "", fwerr.Usagef("--dsn: sqlite: needs a file path, as in %s", DefaultDevDSN)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fwerr.Usagef("--dsn: %v", err)
+	}
+	if hasQuery {
+		abs += "?" + query
+	}
+	return "sqlite:" + abs, nil
+}
+
+// devInfo is what `fieldwork dev` prints as data (-o json, jsonl, csv).
+type devInfo struct {
+	Brokers string                  `json:"brokers"`
+	DSN     string                  `json:"dsn"`
+	Seed    uint64                  `json:"seed"`
+	Seeded  []devstack.TopicSeed    `json:"seeded"`
+	Poison  []devstack.PoisonRecord `json:"poison"`
+	Try     []string                `json:"try"`
+}
+
+func devRun(ctx context.Context, opts *DevOptions) error {
+	stack, err := devstack.Start(ctx, devstack.Options{
+		Port: opts.Port, Partitions: opts.Partitions, DSN: opts.DSN, Seed: opts.Seed, NoSeed: opts.NoSeed,
+		NoDeadLetters: !opts.DeadLetters,
+	})
+	if err != nil {
+		if errors.Is(err, devstack.ErrPortInUse) {
+			return fmt.Errorf("%w; choose another port with --port", err)
+		}
+		return err
+	}
+	defer stack.Close()
+
+	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}, Try: devTry(stack)}
+	if stack.Seeded != nil {
+		info.Seeded, info.Poison = stack.Seeded.Topics, stack.Seeded.Poison
+	}
+
+	s := opts.Streams
+	banner, bannerTTY := s.ErrOut, s.ErrTTY
+	switch format, _ := output.ParseFormat(opts.Format, s.OutTTY); {
+	case opts.Format != "" && format != output.FormatTable:
+		p := output.NewPrinter(s, format)
+		if err := p.Object(info, devSections(info)); err != nil {
+			return err
+		}
+	case s.OutTTY:
+		banner, bannerTTY = s.Out, true
+	}
+	if err := printDevBanner(banner, bannerTTY && !s.NoColor, info, stack); err != nil {
+		return err
+	}
+
+	<-ctx.Done()
+	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopping")
+	if err := stack.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopped")
+	return nil
+}
+
+// devTry lists commands worth trying against the stack, using what was seeded.
+func devTry(stack *devstack.Stack) []string {
+	b := " --brokers " + stack.Addr
+	try := []string{
+		"fieldwork inspect topic tasks" + b,
+		"fieldwork inspect validate tasks" + b,
+	}
+	if sd := stack.Seeded; sd != nil {
+		if len(sd.Manifest.Stale) > 0 {
+			try = append(try, "fieldwork inspect aggregate tasks "+sd.Manifest.Stale[0].AggregateID+b)
+		}
+		if len(sd.Poison) > 0 {
+			p := sd.Poison[0]
+			try = append(try, "fieldwork inspect record "+cmdutil.Coordinate(p.Topic, p.Partition, p.Offset)+b)
+		}
+	}
+	d := " --dsn " + stack.DSN
+	return append(try,
+		"fieldwork consume --topic tasks --group task-projection --handler projection --migrate --stop-when-idle 3s"+b+d,
+		"fieldwork dlq list --consumer task-projection"+b+d,
+		"fieldwork replay --from tasks.dlq"+b+d,
+		"fieldwork processed stats"+d,
+		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
+	)
+}
+
+func devSections(info devInfo) []output.Section {
+	sections := []output.Section{{Fields: [][2]string{{"brokers", info.Brokers}, {"dsn", info.DSN}, {"seed", strconv.FormatUint(info.Seed, 10)}}}}
+	header, rows := seededTable(info.Seeded)
+	return append(sections, output.Section{Title: "Seeded", Header: header, Rows: rows})
+}
+
+func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
+	header := []string{"topic", "partitions", "records", "per_partition", "events", "duplicates", "stale", "poison", "dead_letters"}
+	var rows [][]string
+	for _, t := range ts {
+		per := make([]string, len(t.PerPartition))
+		for i, n := range t.PerPartition {
+			per[i] = strconv.Itoa(n)
+		}
+		rows = append(rows, []string{t.Topic, strconv.Itoa(t.Partitions), strconv.Itoa(t.Records), strings.Join(per, "/"),
+			strconv.Itoa(t.Events), strconv.Itoa(t.Duplicates), strconv.Itoa(t.Stale), strconv.Itoa(t.Poison), strconv.Itoa(t.DeadLetters)})
+	}
+	return header, rows
+}
+
+// printDevBanner writes what is served, what was seeded and what to try, for a person.
+func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack) error {
+	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
+	st := p.Styles
+	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)
+	fmt.Fprintf(w, "  %s      %s\n", st.Header.Render("dsn"), info.DSN)
+	fmt.Fprintln(w)
+	if stack.Seeded == nil {
+		fmt.Fprintf(w, "Topics tasks and tasks.dlq created empty (%d partitions each).\n\n", stack.Partitions)
+	} else {
+		fmt.Fprintf(w, "%s (seed %d; per_partition counts records in partitions 0/1/…):\n", st.Title.Render("Seeded"), info.Seed)
+		if err := p.Table(seededTable(info.Seeded)); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if len(info.Poison) > 0 {
+			fmt.Fprintln(w, st.Title.Render("Poison records")+":")
+			addrs, width := make([]string, len(info.Poison)), 0
+			for i, pr := range info.Poison {
+				addrs[i] = fmt.Sprintf("%s/%d@%d", pr.Topic, pr.Partition, pr.Offset)
+				width = max(width, len(addrs[i]))
+			}
+			for i, pr := range info.Poison {
+				fmt.Fprintf(w, "  %-*s  key %s  %s: %s\n", width, addrs[i], pr.Key, pr.Kind, pr.Reason)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintln(w, st.Title.Render("Try")+", in another terminal:")
+	for _, c := range info.Try {
+		fmt.Fprintln(w, "  "+c)
+	}
+	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s\n", info.Brokers, shellQuote(info.DSN))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, st.Dim.Render("The broker keeps its data in memory: stopping it forgets the topics; the store file stays."))
+	fmt.Fprintln(w, "Serving; press Ctrl-C to stop.")
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:=+,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

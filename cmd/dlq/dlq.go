@@ -1,0 +1,67 @@
+// Package dlq is the dlq command group: list, show and stats of dead-letter topics.
+package dlq
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
+func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq <command>",
+		Short: "List, show and summarise dead-letter topics",
+		Long: `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
+headers, Spring Kafka, Kafka Connect, Watermill, SmallRye) as one view: where the record
+failed (original topic, partition, offset), why (reason, error class, message), and which
+consumer gave up on it.
+
+  dlq list                      dead letters, filtered; status with a store
+  dlq show T/P/O                one dead letter: metadata, headers, event, value, replay command
+  dlq stats                     per topic and per (original topic, reason, error class)
+
+Without --topic or --pattern the commands read every topic whose name ends in .dlq, -dlt or
+.DLT. Scans read the offsets fixed when they start and never wait for new records.
+
+With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status
+for --consumer (default: the consumer group the dead letter names):
+  pending    the consumer has no marker for the event: it still needs work
+  replayed   a journaled replay sent it back and there is no marker yet
+  resolved   the consumer has a marker for the event: it was processed since
+  unknown    no event id (or no consumer) to look up
+--no-status skips the store.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmd.AddCommand(
+		NewCmdDLQList(f, nil),
+		NewCmdDLQShow(f, nil),
+		NewCmdDLQStats(f, nil),
+	)
+	return cmd
+}
+
+// dlqDeps are what the dlq commands need from the factory, built lazily so that parsing,
+// --help and usage errors never dial a broker or open a database.
+type dlqDeps struct {
+	cmdutil.StoreDeps
+	Kafka func(context.Context) (*kafka.Cluster, error)
+	// StoreConfigured reports whether a DSN is configured (flag, environment or context).
+	StoreConfigured func() (bool, error)
+	Now             func() time.Time
+}
+
+func newDLQDeps(f *cmdutil.Factory) dlqDeps {
+	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), Kafka: f.Kafka, StoreConfigured: f.StoreConfigured, Now: time.Now}
+}
+
+// lookup is what the status flags need to look statuses up.
+func (d dlqDeps) lookup() cmdutil.DLQStoreDeps {
+	return cmdutil.DLQStoreDeps{Streams: d.Streams, Store: d.Store, StoreConfigured: d.StoreConfigured}
+}

@@ -1,0 +1,136 @@
+package dlq_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	dlqcmd "github.com/fieldwork/fieldwork/cmd/dlq"
+	"github.com/fieldwork/fieldwork/cmd/root"
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// TestDLQUsageErrors: bad flags and arguments exit 2 with a message and no output, before
+// anything connects (no broker is configured here, which would otherwise be the error).
+func TestDLQUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, "choose either --topic or --pattern, not both"},
+		{[]string{"dlq", "list", "--pattern", "("}, `--pattern "(" is not a regular expression`},
+		{[]string{"dlq", "list", "--topic", ""}, "--topic: a topic name cannot be empty"},
+		{[]string{"dlq", "list", "--reason", "bogus"}, `--reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
+		{[]string{"dlq", "list", "--error", "a("}, `--error "a(" is not a regular expression`},
+		{[]string{"dlq", "list", "--since", "yesterday"}, `--since "yesterday" is neither an RFC 3339 time`},
+		{[]string{"dlq", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
+		{[]string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64, not both"},
+		{[]string{"dlq", "list", "--key-base64", "%%%"}, "--key-base64: illegal base64 data"},
+		{[]string{"dlq", "list", "--limit", "-1"}, "--limit -1: must be 0 (no limit) or more"},
+		{[]string{"dlq", "list", "--status", "done"}, `--status "done": want some of pending, replayed, resolved, unknown`},
+		{[]string{"dlq", "list", "--status", "pending"}, "--status needs the dedup store: pass --dsn"},
+		{[]string{"dlq", "list", "--consumer", "billing"}, "--consumer needs the dedup store: pass --dsn"},
+		{[]string{"dlq", "list", "--consumer", "billing", "--no-status", "--dsn", "sqlite:x.db"}, "--consumer is about the status, which --no-status turns off"},
+		{[]string{"dlq", "list", "--status", "pending", "--no-status", "--dsn", "sqlite:x.db"}, "--status is about the status, which --no-status turns off"},
+		{[]string{"dlq", "list", "extra"}, `unknown command "extra" for "fieldwork dlq list"`},
+		{[]string{"dlq", "list", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"dlq", "list", "-o", "yaml"}, `unknown output format "yaml"`},
+		{[]string{"dlq", "show"}, "fieldwork dlq show needs a dead-letter address, TOPIC/PARTITION/OFFSET, or --event-id ID"},
+		{[]string{"dlq", "show", "a.dlq/0/1", "b.dlq/0/2"}, "takes one dead-letter address"},
+		{[]string{"dlq", "show", "a.dlq/0"}, `record address "a.dlq/0": no partition`},
+		{[]string{"dlq", "show", "a.dlq/x/1"}, `partition "x" is not a number from 0`},
+		{[]string{"dlq", "show", "a.dlq/0/1", "--event-id", "e"}, "give either a dead-letter address or --event-id, not both"},
+		{[]string{"dlq", "show", "a.dlq/0/1", "--topic", "a.dlq"}, "--topic selects what --event-id scans"},
+		{[]string{"dlq", "show", "--event-id", ""}, "--event-id cannot be empty"},
+		{[]string{"dlq", "stats", "--group-by", "colour"}, `cannot group by "colour"`},
+		{[]string{"dlq", "stats", "--group-by", "reason,reason"}, `"reason" is named twice`},
+		{[]string{"dlq", "stats", "--window", "0s"}, "--window 0s: must be positive"},
+		{[]string{"dlq", "stats", "--window", "soon"}, `invalid argument "soon" for "--window"`},
+		{[]string{"dlq", "stats", "--status", "pending"}, "unknown flag: --status"},
+	} {
+		r := roottest.Run(t, map[string]string{}, tc.args...)
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
+		}
+	}
+}
+
+// TestDLQNoBroker: without a broker configured, the commands say so (exit 2) and never hang.
+func TestDLQNoBroker(t *testing.T) {
+	for _, args := range [][]string{{"dlq", "list"}, {"dlq", "stats"}, {"dlq", "show", "a.dlq/0/0"}} {
+		r := roottest.Run(t, map[string]string{}, args...)
+		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "no Kafka brokers configured") {
+			t.Errorf("%v: exit %d %q", args, r.Code, r.Stderr)
+		}
+	}
+}
+
+// TestDLQListFlags checks what the flags become, without any network.
+func TestDLQListFlags(t *testing.T) {
+	s, _, _, _ := output.Test()
+	f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string {
+		if k == "FIELDWORK_DSN" {
+			return "sqlite:/nonexistent/x.db" // configured, never opened while parsing
+		}
+		return ""
+	}}
+	var got *dlqcmd.DLQListOptions
+	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--topic", "a.dlq", "--topic", "b.DLT", "--reason", "malformed,rejected", "--reason", "unknown",
+		"--error", "time(out)?", "--original-topic", "tasks", "--group", "g", "--key-base64", "/2tlef4=", "--event-id", "e",
+		"--since", "2h", "--status", "pending,replayed", "--consumer", "billing", "--limit", "0"})
+	start := time.Now()
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	fl := got.Filter
+	if !slices.Equal(got.TopicFlags.Topics, []string{"a.dlq", "b.DLT"}) || got.Pattern != nil || got.Limit != 0 ||
+		!slices.Equal(fl.Reasons, []string{"malformed", "rejected", "unknown"}) || !fl.ErrorRegexp.MatchString("timeout") ||
+		fl.OriginalTopic != "tasks" || fl.Group != "g" || string(fl.Key) != "\xffkey\xfe" || fl.EventID != "e" ||
+		fl.Since.Before(start.Add(-2*time.Hour-time.Minute)) || fl.Since.After(time.Now().Add(-2*time.Hour)) || !fl.Until.IsZero() ||
+		!slices.Equal(got.Statuses, []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}) || got.StatusFlags.Consumer != "billing" {
+		t.Errorf("options %+v\nfilter %+v", got, fl)
+	}
+	// An empty --key selects empty and absent keys; no --key does not filter.
+	if err := dlqParseOnly(f, []string{"--key", ""}, func(o *dlqcmd.DLQListOptions) {
+		if o.Filter.Key == nil || len(o.Filter.Key) != 0 {
+			t.Errorf("--key '': %q", o.Filter.Key)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlqParseOnly(f, nil, func(o *dlqcmd.DLQListOptions) {
+		if o.Filter.Key != nil || o.Limit != dlqcmd.DefaultDLQListLimit || o.Pattern != nil || len(o.TopicFlags.Topics) != 0 {
+			t.Errorf("defaults: %+v", o)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dlqParseOnly(f *cmdutil.Factory, args []string, check func(*dlqcmd.DLQListOptions)) error {
+	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { check(o); return nil })
+	cmd.SetArgs(args)
+	return cmd.Execute()
+}
+
+// TestDLQStoreDown: a configured store that cannot be reached is a connect error (exit 4)
+// that points at --no-status.
+func TestDLQStoreDown(t *testing.T) {
+	env := cmdtest.BrokerEnv(t)
+	env["FIELDWORK_DSN"] = "postgres://u:secret@127.0.0.1:1/db?connect_timeout=2"
+	r := roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$")
+	if r.Code != root.ExitConnect || !strings.Contains(r.Stderr, "hint: --no-status reads the dead letters without the store") || strings.Contains(r.Stderr, "secret") {
+		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	r = roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "--no-status", "-o", "json")
+	if r.Code != 0 || r.Stdout != "[]\n" {
+		t.Errorf("--no-status: exit %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -1,0 +1,60 @@
+package dlq
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// dlqScanProgress wraps cmdutil.ScanProgress with a label that names the topics.
+func dlqScanProgress(s *output.Streams, verb string, topics []string) (func(done, total int64), func()) {
+	label := verb + " " + strings.Join(topics, ", ")
+	if len(topics) > 3 {
+		label = fmt.Sprintf("%s %d dead-letter topics", verb, len(topics))
+	}
+	fn, done := cmdutil.ScanProgress(s, label)
+	if fn == nil {
+		return nil, done
+	}
+	return fn, done
+}
+
+// dlqOriginal writes a dead letter's original position, "?" for what is not known.
+func dlqOriginal(d dlq.DeadLetter) string {
+	if d.OriginalTopic == "" && d.OriginalPartition == nil && d.OriginalOffset == nil {
+		return "-"
+	}
+	topic, part, off := d.OriginalTopic, "?", "?"
+	if topic == "" {
+		topic = "?"
+	}
+	if d.OriginalPartition != nil {
+		part = fmt.Sprint(*d.OriginalPartition)
+	}
+	if d.OriginalOffset != nil {
+		off = fmt.Sprint(*d.OriginalOffset)
+	}
+	return topic + "/" + part + "/" + off
+}
+
+// dlqOneLine folds whitespace (newlines of a message or stack trace) into single spaces, for
+// a table cell.
+func dlqOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// dlqText shows bytes as text when they are printable UTF-8, else as base64 with ok false.
+func dlqText(b []byte) (string, bool) {
+	if utf8.Valid(b) {
+		for _, c := range b {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+				return base64.StdEncoding.EncodeToString(b), false
+			}
+		}
+		return string(b), true
+	}
+	return base64.StdEncoding.EncodeToString(b), false
+}

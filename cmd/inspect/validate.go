@@ -1,0 +1,174 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// InspectValidateOptions are the inputs of `inspect validate`.
+type InspectValidateOptions struct {
+	inspectDeps
+	Topic         string
+	Selection     kafka.Selection
+	MaxExamples   int
+	MemoryEntries int
+	TempDir       string
+
+	sel cmdutil.SelectionFlags
+	Now func() time.Time
+}
+
+// NewCmdInspectValidate builds `inspect validate T`.
+func NewCmdInspectValidate(f *cmdutil.Factory, runF func(context.Context, *InspectValidateOptions) error) *cobra.Command {
+	opts := &InspectValidateOptions{inspectDeps: newInspectDeps(f), Now: time.Now}
+	var kinds []string
+	for _, k := range inspect.FindingKinds {
+		kinds = append(kinds, fmt.Sprintf("  %-22s %s", k.Kind, k.Description))
+	}
+	cmd := &cobra.Command{
+		Use:   "validate TOPIC",
+		Short: "Lint an event stream; exit 3 when it finds problems",
+		Long: `Read the topic (or the selected partitions, offsets or times, fixed when the scan starts)
+and report what would hurt an idempotent consumer:
+
+` + strings.Join(kinds, "\n") + `
+
+Every finding is counted; up to --max-examples of each kind are shown with their partition and
+offset. Redeliveries (the same event id with the same payload) are ordinary under
+at-least-once delivery and only counted. Exit code 0 when the stream is clean, 3 when there are
+problems.
+
+Memory stays bounded: only fixed-size fingerprints of event ids and aggregates are kept, at most
+--memory-entries of each in memory, the rest in a temporary SQLite file under --temp-dir that
+is removed at the end.`,
+		Example: `  fieldwork inspect validate tasks
+  fieldwork inspect validate tasks --partition 0 --start-offset 1000 --end-offset 2000
+  fieldwork inspect validate tasks --since 2h -o json`,
+		Args: cmdutil.ExactArgs(1, "one topic"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Topic = args[0]
+			if opts.MaxExamples < 1 {
+				return fwerr.Usagef("--max-examples %d: must be at least 1", opts.MaxExamples)
+			}
+			if opts.MemoryEntries < 1 {
+				return fwerr.Usagef("--memory-entries %d: must be at least 1", opts.MemoryEntries)
+			}
+			var err error
+			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+				return err
+			}
+			return cmdutil.Run(cmd, opts, runF, inspectValidateRun)
+		},
+	}
+	opts.sel.Register(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&opts.MaxExamples, "max-examples", inspect.DefaultMaxExamples, "findings shown per kind (all are counted)")
+	fl.IntVar(&opts.MemoryEntries, "memory-entries", inspect.DefaultMemoryEntries, "fingerprints kept in memory per table before spilling to disk (~50 bytes each)")
+	fl.StringVar(&opts.TempDir, "temp-dir", "", "directory for the temporary spill file (default the system's)")
+	return cmd
+}
+
+func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error {
+	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	progress, done := cmdutil.ScanProgress(opts.Streams, "validating "+opts.Topic)
+	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
+		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress,
+	})
+	done()
+	if err != nil {
+		return err
+	}
+	if p.Format == output.FormatCSV {
+		err = output.List(p, rep.Findings, findingColumns, "")
+	} else {
+		err = p.Object(rep, validateSections(p, rep))
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Clean() {
+		return nil
+	}
+	var parts []string
+	for _, k := range rep.Summary {
+		if k.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", k.Count, k.Kind))
+		}
+	}
+	return fwerr.Checkf("%d in %s (%s)", rep.Problems, rep.Topic, strings.Join(parts, ", "))
+}
+
+var findingColumns = []output.Column[inspect.Finding]{
+	{Name: "kind", Value: func(f inspect.Finding) string { return f.Kind }},
+	{Name: "partition", Value: func(f inspect.Finding) string { return strconv.Itoa(int(f.Partition)) }},
+	{Name: "offset", Value: func(f inspect.Finding) string { return strconv.FormatInt(f.Offset, 10) }},
+	{Name: "event_id", Value: func(f inspect.Finding) string { return f.EventID }},
+	{Name: "aggregate_id", Value: func(f inspect.Finding) string { return f.AggregateID }},
+	{Name: "version", Value: func(f inspect.Finding) string {
+		if f.Version == nil {
+			return ""
+		}
+		return strconv.FormatInt(*f.Version, 10)
+	}},
+	{Name: "message", Value: func(f inspect.Finding) string { return f.Message }},
+}
+
+func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.Section {
+	st := p.Styles
+	result := st.OK.Render("clean")
+	if !rep.Clean() {
+		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
+	}
+	var ranges []string
+	for _, r := range rep.Ranges {
+		if r.Len() == 0 {
+			ranges = append(ranges, fmt.Sprintf("%d: empty", r.Partition))
+		} else {
+			ranges = append(ranges, fmt.Sprintf("%d: %d..%d", r.Partition, r.Start, r.End-1))
+		}
+	}
+	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
+		{"result", result},
+		{"offsets read", strings.Join(ranges, "  ")},
+		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
+		{"events", strconv.FormatInt(rep.Events, 10)},
+		{"aggregates", strconv.FormatInt(rep.Aggregates, 10)},
+		{"redeliveries", strconv.FormatInt(rep.Redeliveries, 10) + st.Dim.Render(" (same id, same payload: ordinary)")},
+	}}
+	if rep.SpilledToDisk {
+		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to a temporary file"})
+	}
+	summary := output.Section{Title: "Summary", Header: []string{"kind", "count", "what"}}
+	for _, k := range rep.Summary {
+		n := strconv.FormatInt(k.Count, 10)
+		kind := k.Kind
+		if k.Count > 0 {
+			n, kind = st.Bad.Render(n), st.Bad.Render(kind)
+		}
+		summary.Rows = append(summary.Rows, []string{kind, n, k.Description})
+	}
+	sections := []output.Section{overview, summary}
+	if len(rep.Findings) > 0 {
+		findings := output.Section{Title: fmt.Sprintf("Findings (up to %d per kind)", rep.MaxExamples), Header: []string{"kind", "partition", "offset", "detail"}}
+		for _, f := range rep.Findings {
+			findings.Rows = append(findings.Rows, []string{st.Bad.Render(f.Kind), strconv.Itoa(int(f.Partition)), strconv.FormatInt(f.Offset, 10), f.Message})
+		}
+		sections = append(sections, findings)
+	}
+	return sections
+}

@@ -1,0 +1,240 @@
+package processed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// ProcessedForgetOptions are the inputs of `processed forget`.
+type ProcessedForgetOptions struct {
+	cmdutil.StoreDeps
+	// EventIDs are the ids to forget, distinct, in the order given.
+	EventIDs     []string
+	FromFile     string
+	Consumer     string
+	AllConsumers bool
+	Yes          bool
+
+	Confirm func(yes bool, question string) error
+}
+
+// NewCmdProcessedForget builds `processed forget`.
+func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
+	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) }}
+	cmd := &cobra.Command{
+		Use:   "forget (EVENT_ID… | --from-file FILE) --consumer CONSUMER",
+		Short: "Delete markers so that the events are processed again (after a bug fix)",
+		Long: `Delete the markers of the given events for --consumer, so that the consumer processes them
+again when they are redelivered or replayed: the step between fixing a handler's bug and
+replaying what it got wrong. All the markers go in one transaction: either every listed one is
+removed or, on error, none.
+
+The ids come from the arguments or from --from-file (one id per line; blank lines and the
+white space around an id are ignored; "-" reads stdin). --consumer is required: forgetting an
+event for every consumer makes every consumer apply it again, so that takes --all-consumers.
+
+On a terminal it asks for confirmation first. Without a terminal (scripts, CI) it refuses
+unless --yes is given; with --from-file - stdin holds the ids, so --yes is always needed.
+
+It prints the markers it removed and the ids that had none.`,
+		Example: `  fieldwork processed forget evt-1 evt-2 --consumer billing
+  fieldwork processed forget --from-file ids.txt --consumer billing --yes
+  jq -r .event_id missing.jsonl | fieldwork processed forget --from-file - --consumer billing --yes`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
+				return err
+			}
+			return cmdutil.Run(cmd, opts, runF, processedForgetRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.FromFile, "from-file", "", `read the event ids from this file, one per line ("-": stdin)`)
+	fl.StringVar(&opts.Consumer, "consumer", "", "the consumer whose markers to delete (required unless --all-consumers)")
+	fl.BoolVar(&opts.AllConsumers, "all-consumers", false, "delete the markers of every consumer (every consumer processes the events again)")
+	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	return cmd
+}
+
+func (opts *ProcessedForgetOptions) parse(cmd *cobra.Command, args []string, stdin io.Reader) error {
+	consumerSet := cmd.Flags().Changed("consumer")
+	switch {
+	case consumerSet && opts.AllConsumers:
+		return fwerr.Usagef("--consumer and --all-consumers exclude each other")
+	case !consumerSet && !opts.AllConsumers:
+		return fwerr.Usagef("--consumer is required: refusing to forget the events for every consumer unless --all-consumers is given")
+	case consumerSet:
+		if err := cmdutil.CheckConsumer(opts.Consumer); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	switch {
+	case opts.FromFile != "" && len(args) > 0:
+		return fwerr.Usagef("give the event ids either as arguments or with --from-file, not both")
+	case opts.FromFile != "":
+		if opts.FromFile == "-" && !opts.Yes {
+			return fwerr.Usagef("--from-file - reads the ids from stdin, so nobody can confirm there: pass --yes")
+		}
+		var err error
+		if ids, err = readIDs(opts.FromFile, stdin); err != nil {
+			return err
+		}
+	case len(args) > 0:
+		for i, id := range args {
+			if err := dedup.ValidateEventID(id); err != nil {
+				return fwerr.Usagef("event id argument %d: %v", i+1, err)
+			}
+		}
+		ids = args
+	default:
+		return fwerr.Usagef("no event ids: give them as arguments or with --from-file")
+	}
+	opts.EventIDs = distinct(ids)
+	return nil
+}
+
+// readIDs reads one event id per line from path ("-": stdin), skipping blank lines and
+// trimming white space around each id.
+func readIDs(path string, stdin io.Reader) ([]string, error) {
+	name := path
+	r := stdin
+	if path == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fwerr.Usagef("--from-file: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var ids []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		id := strings.TrimSpace(sc.Text())
+		if id == "" {
+			continue
+		}
+		if err := dedup.ValidateEventID(id); err != nil {
+			return nil, fwerr.Usagef("%s line %d: %v", name, line, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fwerr.Usagef("read %s: %v", name, err)
+	}
+	if len(ids) == 0 {
+		return nil, fwerr.Usagef("no event ids in %s", name)
+	}
+	return ids, nil
+}
+
+func distinct(ids []string) []string {
+	seen := make(map[string]struct{}, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, dup := seen[id]; !dup {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// forgetReport is what `processed forget` prints.
+type forgetReport struct {
+	Table        string            `json:"table"`
+	Consumer     string            `json:"consumer,omitempty"`
+	AllConsumers bool              `json:"all_consumers"`
+	Requested    int               `json:"requested"`
+	Removed      []dedup.MarkerRow `json:"removed"`
+	NotFound     []string          `json:"not_found"`
+}
+
+func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error {
+	p, st, err := opts.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	who := "consumer " + opts.Consumer
+	if opts.AllConsumers {
+		who = "every consumer"
+	}
+	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
+		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), who, st.Table())
+	if err := opts.Confirm(opts.Yes, question); err != nil {
+		return err
+	}
+	consumer := opts.Consumer
+	if opts.AllConsumers {
+		consumer = ""
+	}
+	removed, err := st.Forget(ctx, consumer, opts.EventIDs)
+	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	rep := forgetReport{Table: st.Table(), Consumer: opts.Consumer, AllConsumers: opts.AllConsumers,
+		Requested: len(opts.EventIDs), Removed: removed, NotFound: []string{}}
+	if rep.Removed == nil {
+		rep.Removed = []dedup.MarkerRow{}
+	}
+	had := make(map[string]bool, len(removed))
+	for _, m := range removed {
+		had[m.EventID] = true
+	}
+	for _, id := range opts.EventIDs {
+		if !had[dedup.EventKey(id)] {
+			rep.NotFound = append(rep.NotFound, id)
+		}
+	}
+	if p.Format == output.FormatCSV {
+		err = output.List(p, rep.Removed, markerColumns, "")
+	} else {
+		err = p.Object(rep, forgetSections(p, rep))
+	}
+	if err == nil && len(rep.NotFound) > 0 && p.Format == output.FormatCSV {
+		fmt.Fprintf(opts.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
+	}
+	return err
+}
+
+func forgetSections(p *output.Printer, rep forgetReport) []output.Section {
+	st := p.Styles
+	who := "consumer " + rep.Consumer
+	if rep.AllConsumers {
+		who = "every consumer"
+	}
+	title := fmt.Sprintf("Removed %s of %s for %s from %s", cmdutil.Plural(int64(len(rep.Removed)), "marker"),
+		cmdutil.Plural(int64(rep.Requested), "event"), who, rep.Table)
+	removed := output.Section{Title: title}
+	if len(rep.Removed) > 0 {
+		removed.Header, removed.Rows = markerRows(rep.Removed, markerColumns)
+	} else {
+		removed.Text = st.Dim.Render("(none)")
+	}
+	sections := []output.Section{removed}
+	if len(rep.NotFound) > 0 {
+		s := output.Section{Title: fmt.Sprintf("No marker, nothing removed (%d)", len(rep.NotFound)), Header: []string{"event_id"}}
+		for _, id := range rep.NotFound {
+			s.Rows = append(s.Rows, []string{id})
+		}
+		sections = append(sections, s)
+	}
+	return sections
+}

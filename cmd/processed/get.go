@@ -1,0 +1,101 @@
+package processed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// ProcessedGetOptions are the inputs of `processed get`.
+type ProcessedGetOptions struct {
+	cmdutil.StoreDeps
+	EventID  string
+	Consumer string
+}
+
+// NewCmdProcessedGet builds `processed get EVENT_ID`.
+func NewCmdProcessedGet(f *cmdutil.Factory, runF func(context.Context, *ProcessedGetOptions) error) *cobra.Command {
+	opts := &ProcessedGetOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
+	cmd := &cobra.Command{
+		Use:   "get EVENT_ID",
+		Short: "Whether, when and from which record each consumer processed an event",
+		Long: `Show the markers of one event: for every consumer that processed it (or only --consumer),
+when, and from which topic, partition and offset it was read.
+
+An event with no marker is an answer, not an error: exit code 0 either way, and the output
+says which (in JSON, "processed": false and an empty "markers").`,
+		Example: `  fieldwork processed get 0b9c6f7e-3f5a-4c1e-9a59-2f0d1f6c1a10
+  fieldwork processed get evt-42 --consumer billing -o json | jq .processed`,
+		Args: cmdutil.ExactArgs(1, "one event id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.EventID = args[0]
+			if err := dedup.ValidateEventID(opts.EventID); err != nil {
+				return cmdutil.StoreError(err, dedup.Options{})
+			}
+			if cmd.Flags().Changed("consumer") {
+				if err := cmdutil.CheckConsumer(opts.Consumer); err != nil {
+					return err
+				}
+			}
+			return cmdutil.Run(cmd, opts, runF, processedGetRun)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Consumer, "consumer", "", "only this consumer's marker (default every consumer's)")
+	return cmd
+}
+
+// getReport is what `processed get` prints.
+type getReport struct {
+	EventID   string            `json:"event_id"`
+	Consumer  string            `json:"consumer,omitempty"`
+	Processed bool              `json:"processed"`
+	Markers   []dedup.MarkerRow `json:"markers"`
+}
+
+func processedGetRun(ctx context.Context, opts *ProcessedGetOptions) error {
+	p, st, err := opts.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := st.Get(ctx, opts.EventID, opts.Consumer)
+	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	rep := getReport{EventID: opts.EventID, Consumer: opts.Consumer, Processed: len(rows) > 0, Markers: rows}
+	if rep.Markers == nil {
+		rep.Markers = []dedup.MarkerRow{}
+	}
+	if p.Format == output.FormatCSV {
+		return output.List(p, rep.Markers, markerColumns, "")
+	}
+	return p.Object(rep, getSections(p, rep))
+}
+
+func getSections(p *output.Printer, rep getReport) []output.Section {
+	st := p.Styles
+	who := "any consumer"
+	if rep.Consumer != "" {
+		who = "consumer " + rep.Consumer
+	}
+	if !rep.Processed {
+		return []output.Section{{Title: "Event " + rep.EventID, Text: st.Warn.Render("not processed: no marker for " + who)}}
+	}
+	verdict := fmt.Sprintf("processed by %s", cmdutil.Plural(int64(len(rep.Markers)), "consumer"))
+	if rep.Consumer != "" {
+		verdict = "processed by consumer " + rep.Consumer
+	}
+	s := output.Section{Title: "Event " + rep.EventID + ": " + st.OK.Render(verdict)}
+	s.Header, s.Rows = markerRows(rep.Markers, getColumns)
+	return []output.Section{s}
+}
+
+// getColumns leave out the event id, which is the title.
+var getColumns = []output.Column[dedup.MarkerRow]{
+	markerColumns[0], markerColumns[2], markerColumns[3], markerColumns[4], markerColumns[5], markerColumns[6], markerColumns[7],
+}

@@ -1,0 +1,132 @@
+package processed
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// maxListLimit bounds one page, so that a page is always held in memory comfortably; more
+// rows are read page by page with --cursor.
+const maxListLimit = 100_000
+
+// ProcessedListOptions are the inputs of `processed list`.
+type ProcessedListOptions struct {
+	cmdutil.StoreDeps
+	Filter dedup.ListFilter
+
+	since, until, cursor string
+	Now                  func() time.Time
+}
+
+// NewCmdProcessedList builds `processed list`.
+func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
+	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f), Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Markers newest first, filtered by consumer, time and aggregate; paged",
+		Long: `List markers newest first (by processed_at, then consumer, then event id), at most --limit
+of them. When more follow, the cursor of the next page is printed to stderr as
+"next cursor: TOKEN"; run the same command again with --cursor TOKEN to read it. Keep the
+other flags the same: a cursor is a position in the order, not a saved query.
+
+--since and --until take an RFC 3339 time or a duration meaning that long ago, and select
+processed_at >= since and < until.`,
+		Example: `  fieldwork processed list --consumer billing --since 1h
+  fieldwork processed list --aggregate task-42 -o json
+  fieldwork processed list --limit 1000 --cursor eyJ0Ijoi…`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parse(cmd); err != nil {
+				return err
+			}
+			return cmdutil.Run(cmd, opts, runF, processedListRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer's markers")
+	fl.StringVar(&opts.since, "since", "", "processed at or after: RFC 3339 or a duration ago (2h, 30m)")
+	fl.StringVar(&opts.until, "until", "", "processed before: RFC 3339 or a duration ago")
+	fl.StringVar(&opts.Filter.AggregateID, "aggregate", "", "only markers of this aggregate id")
+	fl.IntVar(&opts.Filter.Limit, "limit", dedup.DefaultListLimit, fmt.Sprintf("markers per page (1..%d)", maxListLimit))
+	fl.StringVar(&opts.cursor, "cursor", "", "continue after the page that printed this cursor")
+	return cmd
+}
+
+func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("consumer") {
+		if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {
+			return err
+		}
+	}
+	if opts.Filter.Limit < 1 || opts.Filter.Limit > maxListLimit {
+		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
+	}
+	var err error
+	if opts.Filter.Since, opts.Filter.Until, err = cmdutil.ParseWindow(opts.since, opts.until, opts.Now()); err != nil {
+		return err
+	}
+	if opts.cursor != "" {
+		c, err := decodeCursor(opts.cursor)
+		if err != nil {
+			return err
+		}
+		opts.Filter.Before = c
+	}
+	return nil
+}
+
+// cursorJSON is a cursor's content; the token is its JSON in unpadded base64url, opaque to
+// the operator and safe in a shell.
+type cursorJSON struct {
+	ProcessedAt time.Time `json:"t"`
+	Consumer    string    `json:"c"`
+	EventID     string    `json:"e"`
+}
+
+func encodeCursor(c *dedup.Cursor) string {
+	b, _ := json.Marshal(cursorJSON{ProcessedAt: c.ProcessedAt.UTC(), Consumer: c.Consumer, EventID: c.EventID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*dedup.Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(s), "="))
+	var c cursorJSON
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ProcessedAt.IsZero() || c.Consumer == "" || c.EventID == "" {
+		return nil, fwerr.Usagef("--cursor %q is not a cursor printed by fieldwork processed list", s)
+	}
+	return &dedup.Cursor{ProcessedAt: c.ProcessedAt, Consumer: c.Consumer, EventID: c.EventID}, nil
+}
+
+func processedListRun(ctx context.Context, opts *ProcessedListOptions) error {
+	p, st, err := opts.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	page, err := st.List(ctx, opts.Filter)
+	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	if err := markerList(p, page.Rows, "no markers match"); err != nil {
+		return err
+	}
+	if page.Next != nil {
+		// One line, the token first, so that a script can take it with `next cursor: (\S+)`.
+		fmt.Fprintf(opts.Streams.ErrOut, "next cursor: %s (%s shown; more follow: run again with --cursor)\n",
+			encodeCursor(page.Next), cmdutil.Plural(int64(len(page.Rows)), "marker"))
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package processed
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// ProcessedStatsOptions are the inputs of `processed stats`.
+type ProcessedStatsOptions struct {
+	cmdutil.StoreDeps
+	Filter dedup.StatsFilter
+
+	window cmdutil.DayDuration
+}
+
+// NewCmdProcessedStats builds `processed stats`.
+func NewCmdProcessedStats(f *cmdutil.Factory, runF func(context.Context, *ProcessedStatsOptions) error) *cobra.Command {
+	opts := &ProcessedStatsOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Per consumer: markers, first and last processed, markers per hour; table size",
+		Long: `For every consumer (or --consumer): how many markers it has, when the first and the last
+were processed, and how many it wrote per hour over --window (ending now). On PostgreSQL
+also the marker table's size on disk: table, indexes and total.
+
+It reads the whole table (or the consumer's part of it): on a large table it takes a while.`,
+		Example: `  fieldwork processed stats
+  fieldwork processed stats --consumer billing --window 1h -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("consumer") {
+				if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {
+					return err
+				}
+			}
+			opts.Filter.Window = time.Duration(opts.window)
+			if opts.Filter.Window <= 0 {
+				return fwerr.Usagef("--window %s: must be positive", opts.window.String())
+			}
+			return cmdutil.Run(cmd, opts, runF, processedStatsRun)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer")
+	opts.window = cmdutil.DayDuration(dedup.DefaultStatsWindow)
+	cmd.Flags().Var(&opts.window, "window", "span ending now over which markers per hour are counted: 24h, 7d")
+	return cmd
+}
+
+// statsReport is what `processed stats` prints.
+type statsReport struct {
+	Driver        string                `json:"driver"`
+	Table         string                `json:"table"`
+	Window        string                `json:"window"`
+	WindowSeconds int64                 `json:"window_seconds"`
+	Consumers     []dedup.ConsumerStats `json:"consumers"`
+	// Sizes is null on SQLite.
+	Sizes *dedup.Sizes `json:"sizes"`
+}
+
+func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
+	p, st, err := opts.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.Stats(ctx, opts.Filter)
+	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: cmdutil.CompactDuration(s.Window),
+		WindowSeconds: int64(s.Window / time.Second), Consumers: s.Consumers, Sizes: s.Sizes}
+	if rep.Consumers == nil {
+		rep.Consumers = []dedup.ConsumerStats{}
+	}
+	if p.Format == output.FormatCSV {
+		return output.List(p, rep.Consumers, statsColumns(), "")
+	}
+	return p.Object(rep, statsSections(p, rep))
+}
+
+func statsColumns() []output.Column[dedup.ConsumerStats] {
+	return []output.Column[dedup.ConsumerStats]{
+		{Name: "consumer", Value: func(c dedup.ConsumerStats) string { return c.Consumer }},
+		{Name: "markers", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.Count, 10) }},
+		{Name: "first_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.First) }},
+		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.Last) }},
+		{Name: "in_window", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.InWindow, 10) }},
+		{Name: "per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
+	}
+}
+
+func statsSections(p *output.Printer, rep statsReport) []output.Section {
+	cols := statsColumns()
+	s := output.Section{Title: fmt.Sprintf("Markers in %s (%s); window: the last %s", rep.Table, rep.Driver, rep.Window)}
+	for _, c := range cols {
+		s.Header = append(s.Header, c.Name)
+	}
+	var total int64
+	for _, c := range rep.Consumers {
+		row := make([]string, len(cols))
+		for i, col := range cols {
+			row[i] = col.Value(c)
+		}
+		s.Rows = append(s.Rows, row)
+		total += c.Count
+	}
+	sections := []output.Section{s}
+	sum := output.Section{Title: "Totals", Fields: [][2]string{
+		{"consumers", strconv.Itoa(len(rep.Consumers))},
+		{"markers", strconv.FormatInt(total, 10)},
+	}}
+	if z := rep.Sizes; z != nil {
+		sum.Fields = append(sum.Fields,
+			[2]string{"table size", cmdutil.HumanBytes(z.TableBytes)},
+			[2]string{"index size", cmdutil.HumanBytes(z.IndexBytes)},
+			[2]string{"total size", cmdutil.HumanBytes(z.TotalBytes)})
+	} else {
+		sum.Fields = append(sum.Fields, [2]string{"size", p.Styles.Dim.Render("not reported on " + rep.Driver)})
+	}
+	return append(sections, sum)
+}

@@ -1,0 +1,111 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+// parseReplay runs `replay ARGS` up to its run function and returns the options it would run
+// with, or the usage error.
+func parseReplay(t *testing.T, args ...string) (*ReplayOptions, error) {
+	t.Helper()
+	var got *ReplayOptions
+	cmd := NewCmdReplay(cmdutil.TestFactory(), func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	cmd.SetArgs(args)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	return got, err
+}
+
+func TestReplayFlags(t *testing.T) {
+	o, err := parseReplay(t, "tasks.dlq/2/41")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.Spec
+	if s.From != "tasks.dlq" || s.Record != "tasks.dlq/2/41" || len(s.Partitions) != 1 || s.Partitions[0] != 2 ||
+		*s.StartOffset != 41 || *s.EndOffset != 41 || s.MaxReplays != replay.DefaultMaxReplays || s.ToPartition != replay.PartitionDefault || o.Execute {
+		t.Fatalf("record address: %+v", s)
+	}
+
+	o, err = parseReplay(t, "--from", "tasks.dlq", "--partition", "1", "--start-offset", "5", "--end-offset", "9",
+		"--dlq-reason", "exhausted", "--error", "timeout", "--group", "g", "--original-topic", "tasks",
+		"--status", "pending", "--consumer", "billing", "--to", "tasks-retry", "--to-partition", "original",
+		"--max-replays", "5", "--execute", "--yes", "--reason", "fix 12", "--rate", "250", "--operator", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = o.Spec
+	if s.From != "tasks.dlq" || *s.StartOffset != 5 || *s.EndOffset != 9 || s.Reasons[0] != "exhausted" || s.Error != "timeout" ||
+		s.PendingFor != "billing" || s.SkipProcessedFor != "" || s.To != "tasks-retry" || s.ToPartition != "original" || s.MaxReplays != 5 ||
+		!o.Execute || !o.Yes || o.Reason != "fix 12" || o.Rate != 250 || o.Operator != "ana" {
+		t.Fatalf("flags: %+v %+v", s, o)
+	}
+}
+
+func TestReplayUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "nothing to read"},
+		{[]string{"--from", "t", "--execute"}, "--execute needs --reason"},
+		{[]string{"--from", "t", "--execute", "--reason", "  "}, "--execute needs --reason"},
+		{[]string{"--from", "t", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
+		{[]string{"--from", "t", "--to", "t"}, "refusing to write into t"},
+		{[]string{"--from", "t", "--status", "pending"}, "--status pending needs --consumer"},
+		{[]string{"--from", "t", "--status", "resolved", "--consumer", "c"}, "only pending"},
+		{[]string{"--from", "t", "--skip-processed"}, "--skip-processed needs --consumer"},
+		{[]string{"--from", "t", "--consumer", "c"}, "--consumer is for"},
+		{[]string{"--from", "t", "--to-partition", "spread"}, "--to-partition"},
+		{[]string{"--from", "t", "--max-replays", "0"}, ""}, // 0 means the default
+		{[]string{"--from", "t", "--rate", "-1"}, "--rate"},
+		{[]string{"a/0/1", "b/0/2"}, "at most one record address"},
+		{[]string{"a/0/1", "--from", "b"}, "the record a/0/1 is in a but --from says b"},
+		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
+		{[]string{"a/x/1"}, "record address"},
+		{[]string{"--from", "t", "--dlq-reason", "tired"}, "--dlq-reason"},
+		{[]string{"--from", "t", "--since", "yesterday"}, "--since"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := parseReplay(t, tc.args...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || fwerr.KindOf(err) != fwerr.KindUsage {
+				t.Fatalf("error %v, want a usage error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReplaySubcommandFlags(t *testing.T) {
+	f := cmdutil.TestFactory()
+	var resume *ReplayResumeOptions
+	cmd := NewCmdReplayResume(f, func(_ context.Context, o *ReplayResumeOptions) error { resume = o; return nil })
+	cmd.SetArgs([]string{"20250102-150405-3f9a1c", "--yes", "--rate", "100", "--force"})
+	if err := cmd.Execute(); err != nil || resume.RunID != "20250102-150405-3f9a1c" || !resume.Yes || resume.Rate != 100 || !resume.Force {
+		t.Fatalf("resume: %+v %v", resume, err)
+	}
+	var runs *ReplayRunsOptions
+	cmd = NewCmdReplayRuns(f, func(_ context.Context, o *ReplayRunsOptions) error { runs = o; return nil })
+	cmd.SetArgs([]string{"--status", "interrupted", "--limit", "5"})
+	if err := cmd.Execute(); err != nil || runs.Status != "interrupted" || runs.Limit != 5 {
+		t.Fatalf("runs: %+v %v", runs, err)
+	}
+	cmd = NewCmdReplayRuns(f, func(context.Context, *ReplayRunsOptions) error { return nil })
+	cmd.SetArgs([]string{"--status", "stuck"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); fwerr.KindOf(err) != fwerr.KindUsage {
+		t.Fatalf("runs --status stuck: %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+// ReplayResumeOptions are the inputs of `replay resume`.
+type ReplayResumeOptions struct {
+	replayDeps
+	RunID string
+	Yes   bool
+	Force bool
+	Rate  float64
+}
+
+// NewCmdReplayResume builds `replay resume RUN`.
+func NewCmdReplayResume(f *cmdutil.Factory, runF func(context.Context, *ReplayResumeOptions) error) *cobra.Command {
+	opts := &ReplayResumeOptions{replayDeps: newReplayDeps(f)}
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue an interrupted or failed replay run from its checkpoints",
+		Long: `Continue a journaled run that did not complete (interrupted, failed, or marked running by a
+process that is gone): each partition from just after its checkpoint to the end offset fixed
+when the run was planned (never re-taken, so records that arrived since are not read), with
+the run's own selection, filters, target, loop guard and reason. Records the journal shows as
+acknowledged are not sent again; only what the interrupted process had sent without the
+journal knowing (at most its duplicate window: the producer's buffer plus one journal batch)
+can be sent twice, which idempotent consumers absorb.
+
+A run marked running is refused while its process may still drive it: on this host while its
+pid exists, from another host until its journal has been silent for 30s; --force overrides.
+Like replay --execute it checks the plan first, asks on a terminal (refusing without one
+unless --yes), and exits 3 when records were quarantined. A completed run has nothing to
+resume (exit 0).`,
+		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
+  fieldwork replay resume 20250102-150405-3f9a1c --yes --rate 1000`,
+		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.RunID = args[0]
+			if opts.Rate < 0 {
+				return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", opts.Rate)
+			}
+			return cmdutil.Run(cmd, opts, runF, replayResumeRun)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
+	cmd.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
+	return cmd
+}
+
+func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
+	replayGC(opts.Getenv)
+	p, err := opts.Printer()
+	if err != nil {
+		return err
+	}
+	st, err := opts.journal(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := opts.Kafka(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	plan, err := replay.LoadRun(ctx, c, st, opts.RunID, opts.Force)
+	if errors.Is(err, replay.ErrNothingToResume) {
+		fmt.Fprintf(opts.Streams.ErrOut, "run %s is completed: nothing to resume\n", opts.RunID)
+		return nil
+	}
+	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	if replaySinglePass(ctx, opts.Yes, c, plan) {
+		if plan.LostOffsets > 0 {
+			fmt.Fprintf(opts.Streams.ErrOut, "warning: %s of run %s were deleted by retention since it stopped: they cannot be replayed\n",
+				cmdutil.Plural(plan.LostOffsets, "offset"), opts.RunID)
+		}
+		progress, done := replayExecProgress(opts.Streams, -1)
+		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{Rate: opts.Rate, Progress: progress, SinglePass: true})
+		done()
+		warnMalformedSent(opts.Streams, sum)
+		return replayFinishRun(opts.replayDeps, p, sum, err)
+	}
+	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, -1)
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return err
+	}
+	if rep.LostOffsets > 0 {
+		fmt.Fprintf(opts.Streams.ErrOut, "warning: %s of run %s were deleted by retention since it stopped: they cannot be replayed\n",
+			cmdutil.Plural(rep.LostOffsets, "offset"), opts.RunID)
+	}
+	q := replayConfirmQuestion("resume run "+opts.RunID+": send", rep)
+	if err := opts.Confirm(opts.Yes, q); err != nil {
+		return err
+	}
+	progress, done := replayExecProgress(opts.Streams, rep.Counts.ToSend)
+	sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{Rate: opts.Rate, Progress: progress})
+	done()
+	return replayFinishRun(opts.replayDeps, p, sum, err)
+}

@@ -1,0 +1,174 @@
+package replay
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+// replayTableRows bounds the quarantined records and problems a table lists (JSON lists them
+// all, up to the report's own bound).
+const replayTableRows = 20
+
+func replayPartitionLabel(p int32) string {
+	if p < 0 {
+		return "by partitioner"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// replayPlanSections render a dry run's report.
+func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section {
+	st := p.Styles
+	head := output.Section{Title: "Replay plan (dry run: nothing is sent)", Fields: [][2]string{
+		{"source", rep.Source},
+		{"target", rep.Target},
+		{"max replays", strconv.Itoa(rep.MaxReplays)},
+	}}
+	if rep.RunID != "" {
+		head.Title = "Resume plan of run " + rep.RunID
+	}
+	c := rep.Counts
+	head.Fields = append(head.Fields,
+		[2]string{"read", strconv.FormatInt(c.Read, 10)},
+		[2]string{"selected", strconv.FormatInt(c.Selected, 10)},
+		[2]string{"to send", strconv.FormatInt(c.ToSend, 10)},
+	)
+	q := strconv.FormatInt(c.Quarantined, 10)
+	if c.Quarantined > 0 {
+		q = st.Warn.Render(q)
+	}
+	head.Fields = append(head.Fields, [2]string{"quarantined", q}, [2]string{"skipped", strconv.FormatInt(c.Skipped, 10)})
+	if c.AlreadySent > 0 {
+		head.Fields = append(head.Fields, [2]string{"already sent", strconv.FormatInt(c.AlreadySent, 10)})
+	}
+	if rep.LostOffsets > 0 {
+		head.Fields = append(head.Fields, [2]string{"lost to retention", st.Warn.Render(strconv.FormatInt(rep.LostOffsets, 10))})
+	}
+	if c.Problems > 0 {
+		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
+	}
+
+	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "end", "offsets"}}
+	for _, r := range rep.Ranges {
+		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
+		if r.Offsets == 0 {
+			start, end = "-", "-"
+		}
+		ranges.Rows = append(ranges.Rows, []string{r.Topic, strconv.Itoa(int(r.Partition)), start, end, strconv.FormatInt(r.Offsets, 10)})
+	}
+
+	missing := map[[2]string]bool{}
+	for _, m := range rep.Missing {
+		missing[[2]string{m.Topic, replayPartitionLabel(m.Partition)}] = true
+	}
+	targets := output.Section{Title: "Targets", Header: []string{"topic", "partition", "records"}}
+	for _, t := range rep.Targets {
+		topic, part := t.Topic, replayPartitionLabel(t.Partition)
+		if missing[[2]string{topic, part}] {
+			topic = st.Bad.Render(topic + " (does not exist)")
+		}
+		targets.Rows = append(targets.Rows, []string{topic, part, strconv.FormatInt(t.Records, 10)})
+	}
+	sections := []output.Section{head, ranges, targets}
+
+	if len(rep.Quarantined) > 0 {
+		s := output.Section{Title: fmt.Sprintf("Quarantined (fw.replay.count reached %d)", rep.MaxReplays), Header: []string{"record", "event_id", "replays", "target"}}
+		for i, r := range rep.Quarantined {
+			if i == replayTableRows {
+				s.Rows = append(s.Rows, []string{fmt.Sprintf("… %d more", rep.Counts.Quarantined-int64(i)), "", "", ""})
+				break
+			}
+			s.Rows = append(s.Rows, []string{r.Source, r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
+		}
+		sections = append(sections, s)
+	}
+	if len(rep.Problems) > 0 {
+		s := output.Section{Title: "Cannot route"}
+		var b strings.Builder
+		for i, pr := range rep.Problems {
+			if i == replayTableRows {
+				fmt.Fprintf(&b, "… %d more\n", rep.Counts.Problems-int64(i))
+				break
+			}
+			b.WriteString(st.Bad.Render(pr) + "\n")
+		}
+		s.Text = b.String()
+		sections = append(sections, s)
+	}
+	if len(rep.Sample) > 0 {
+		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
+			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
+		for _, r := range rep.Sample {
+			part := ""
+			if r.TargetTopic != "" {
+				part = "by partitioner"
+				if r.TargetPartition != nil {
+					part = strconv.Itoa(int(*r.TargetPartition))
+				}
+			}
+			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, cmdutil.Truncate(r.Key, 40), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
+		}
+		sections = append(sections, s)
+	}
+	return sections
+}
+
+// replaySummarySections render an executed run's summary.
+func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Section {
+	st := p.Styles
+	status := sum.Status
+	switch status {
+	case dedup.RunCompleted:
+		status = st.OK.Render(status)
+	case dedup.RunFailed:
+		status = st.Bad.Render(status)
+	default:
+		status = st.Warn.Render(status)
+	}
+	title := "Replay run " + sum.RunID
+	if sum.Resumed {
+		title += " (resumed)"
+	}
+	c := sum.Counts
+	head := output.Section{Title: title, Fields: [][2]string{
+		{"status", status},
+		{"operator", sum.Operator},
+		{"reason", sum.Reason},
+		{"source", sum.Source},
+		{"target", sum.Target},
+		{"selected", strconv.FormatInt(c.Selected, 10)},
+		{"sent", strconv.FormatInt(c.Sent, 10)},
+		{"quarantined", strconv.FormatInt(c.Quarantined, 10)},
+		{"skipped", strconv.FormatInt(c.Skipped, 10)},
+		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, sum.Seconds, sum.RecordsPerSecond)},
+	}}
+	if c.Quarantined > 0 {
+		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
+	}
+	if sum.Error != "" {
+		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(sum.Error)})
+	}
+	targets := output.Section{Title: "Sent, per target", Header: []string{"topic", "partition", "records"}}
+	for _, t := range sum.Targets {
+		targets.Rows = append(targets.Rows, []string{t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.Records, 10)})
+	}
+	sections := []output.Section{head, targets}
+	if len(sum.Quarantined) > 0 {
+		s := output.Section{Title: "Quarantined", Header: []string{"record", "event_id", "replays", "target"}}
+		for i, r := range sum.Quarantined {
+			if i == replayTableRows {
+				s.Rows = append(s.Rows, []string{fmt.Sprintf("… %d more", len(sum.Quarantined)-i), "", "", ""})
+				break
+			}
+			s.Rows = append(s.Rows, []string{r.Source, r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
+		}
+		sections = append(sections, s)
+	}
+	return sections
+}

@@ -1,0 +1,159 @@
+// Package root is fieldwork's command tree: the root command, its persistent flags, the one
+// list of top-level commands, and Main, where errors become exit codes (and nowhere else).
+// Each command group lives in a package of its own under cmd/; what they share is cmdutil.
+package root
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/consume"
+	"github.com/fieldwork/fieldwork/cmd/db"
+	"github.com/fieldwork/fieldwork/cmd/demo"
+	"github.com/fieldwork/fieldwork/cmd/dev"
+	"github.com/fieldwork/fieldwork/cmd/dlq"
+	"github.com/fieldwork/fieldwork/cmd/docs"
+	"github.com/fieldwork/fieldwork/cmd/inspect"
+	"github.com/fieldwork/fieldwork/cmd/processed"
+	"github.com/fieldwork/fieldwork/cmd/replay"
+	"github.com/fieldwork/fieldwork/cmd/version"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+)
+
+// Exit codes, as DESIGN.md section 4 defines them.
+const (
+	ExitOK          = 0
+	ExitError       = 1
+	ExitUsage       = 2
+	ExitCheckFailed = 3
+	ExitConnect     = 4
+	ExitInterrupted = 130
+)
+
+// Main runs fieldwork with the process's arguments and returns its exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	f := cmdutil.NewFactory()
+	root := NewCmdRoot(f)
+	ran, err := root.ExecuteContextC(ctx)
+	return ExitCode(ctx, f, ran, err)
+}
+
+// ExitCode prints err (if any) to stderr and maps it to an exit code: the one place where
+// errors become exit codes. ran is the command that ran (cobra's ExecuteC), ctx the context
+// it ran with (cancelled by SIGINT or SIGTERM).
+func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	kind := fwerr.KindOf(err)
+	if !f.Running && kind == fwerr.KindError {
+		kind = fwerr.KindUsage // cobra's own errors: unknown command, flag or argument count
+	}
+	if ctx.Err() != nil && (kind == fwerr.KindError || errors.Is(err, context.Canceled)) {
+		kind = fwerr.KindInterrupted
+	}
+	st := output.NewStyles(f.Streams.ErrOut, f.Streams.ErrTTY && !f.Streams.NoColor)
+	switch kind {
+	case fwerr.KindInterrupted:
+		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("interrupted"))
+		return ExitInterrupted
+	case fwerr.KindCheck:
+		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("problems found: ")+err.Error())
+		return ExitCheckFailed
+	}
+	fmt.Fprintln(f.Streams.ErrOut, st.Bad.Render("error: ")+err.Error())
+	switch kind {
+	case fwerr.KindUsage:
+		if ran != nil {
+			fmt.Fprintf(f.Streams.ErrOut, "Run '%s --help' for usage.\n", ran.CommandPath())
+		}
+		return ExitUsage
+	case fwerr.KindConnect:
+		return ExitConnect
+	}
+	return ExitError
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fieldwork",
+		Short: "Inspect dead letters, replay events and query processed-event markers of a Kafka event system",
+		Long: `fieldwork is a toolkit for the people on call for a Kafka-based event system that runs
+at-least-once with idempotent consumers: it inspects topics and dead-letter topics, replays
+offset ranges or single events back into their source topics, queries the processed_events
+tables consumers write, and runs a reference consumer.
+
+Connection settings come from flags, then FIELDWORK_* environment variables, then the
+current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
+
+Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
+4 cannot connect or authenticate, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			f.Running = true
+			if _, err := output.ParseFormat(f.OutputFormat, false); err != nil {
+				return fwerr.Wrap(fwerr.KindUsage, err)
+			}
+			return nil
+		},
+	}
+	root.SetIn(f.Streams.In)
+	root.SetOut(f.Streams.Out)
+	root.SetErr(f.Streams.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fwerr.Wrap(fwerr.KindUsage, err) })
+
+	pf := root.PersistentFlags()
+	pf.StringSliceVar(&f.Conn.Brokers, "brokers", nil, "Kafka bootstrap brokers, comma-separated (env FIELDWORK_BROKERS)")
+	pf.StringVar(&f.Conn.Context, "context", "", "named context from the config file (env FIELDWORK_CONTEXT)")
+	pf.StringVar(&f.ConfigPath, "config", "", "config file (default $XDG_CONFIG_HOME/fieldwork/config.yaml; env FIELDWORK_CONFIG)")
+	pf.StringVar(&f.Conn.DSN, "dsn", "", "dedup store: postgres://… or sqlite:PATH (env FIELDWORK_DSN)")
+	pf.BoolVar(&f.Conn.TLS, "tls", false, "connect to brokers with TLS (env FIELDWORK_TLS)")
+	pf.StringVar(&f.Conn.TLSCAFile, "tls-ca", "", "PEM file of CA certificates for the brokers (env FIELDWORK_TLS_CA)")
+	pf.StringVar(&f.Conn.TLSCertFile, "tls-cert", "", "PEM client certificate (env FIELDWORK_TLS_CERT)")
+	pf.StringVar(&f.Conn.TLSKeyFile, "tls-key", "", "PEM client key (env FIELDWORK_TLS_KEY)")
+	pf.StringVar(&f.Conn.TLSServerName, "tls-server-name", "", "server name to verify (env FIELDWORK_TLS_SERVER_NAME)")
+	pf.BoolVar(&f.Conn.TLSInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env FIELDWORK_SASL_MECHANISM)")
+	pf.StringVar(&f.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
+	pf.StringVar(&f.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
+	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
+	pf.DurationVar(&f.ConnectTimeout, "connect-timeout", kafka.DefaultConnectTimeout, "how long to wait for a broker or database to answer")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddGroup(&cobra.Group{ID: "ops", Title: "Commands:"})
+	root.SetHelpCommandGroupID("")
+	root.SetCompletionCommandGroupID("")
+
+	// The top-level commands, in the order they were registered before this list (cobra sorts
+	// them by name for help; the order decides nothing else).
+	for _, c := range []*cobra.Command{
+		inspect.NewCmdInspect(f),
+		dev.NewCmdDev(f, nil),
+		version.NewCmdVersion(f, nil),
+		consume.NewCmdConsume(f, nil),
+		db.NewCmdDB(f),
+		demo.NewCmdDemo(f, nil),
+		dlq.NewCmdDLQ(f),
+		docs.NewCmdDocs(f, nil),
+		processed.NewCmdProcessed(f),
+		replay.NewCmdReplay(f, nil),
+	} {
+		c.GroupID = "ops"
+		root.AddCommand(c)
+	}
+	cmdutil.AddDynamicCompletion(f, root)
+	return root
+}
