@@ -167,6 +167,12 @@ func TestTopicLagAndFormats(t *testing.T) {
 	if rep.Totals.Records != 14 || len(rep.Partitions) != 2 || rep.Partitions[0].HighWatermark != 10 {
 		t.Fatalf("partitions: %+v", rep.Partitions)
 	}
+	// Retention through the one reader: the topic keeps its records forever (retention.ms -1,
+	// set on the topic), and the configs shown are the ones it judged.
+	if rep.Retention.State != kafka.RetentionForever || rep.Retention.Describe() != "forever" || len(rep.Configs) != 3 ||
+		rep.Configs[1].Name != "retention.ms" || rep.Configs[1].Value != "-1" || rep.Configs[1].Source != "topic" {
+		t.Fatalf("retention %+v, configs %+v", rep.Retention, rep.Configs)
+	}
 	// The newest 3 of each partition: offsets 7..9 of partition 0 and 1..3 of partition 1.
 	if rep.Sample.Records != 6 || len(rep.Sample.Malformed) != 2 || rep.Sample.Malformed[0].Offset != 1 || rep.Sample.Malformed[0].Partition != 1 {
 		t.Fatalf("sample: %+v", rep.Sample)
