@@ -405,7 +405,7 @@ func (d *Demo) consumeFixed(ctx context.Context) error {
 	byStatus := countStatuses(left)
 	for _, e := range left {
 		if e.EventID != "" && d.tryDeadLetter == "" {
-			d.tryDeadLetter = fmt.Sprintf("%s/%d/%d", e.Topic, e.Partition, e.Offset)
+			d.tryDeadLetter = e.Address().String()
 		}
 	}
 	rec.Result = fmt.Sprintf("%d not resolved: %s", len(left), statusLine(byStatus))

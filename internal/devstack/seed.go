@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
@@ -146,9 +147,10 @@ func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 // records are not retried).
 func deadLetter(orig *kgo.Record, p sample.Poison) *kgo.Record {
 	failed := orig.Timestamp.Add(time.Second + time.Duration(p.Index%3)*time.Second).UTC()
-	msg := fmt.Sprintf("malformed event at %s/%d@%d: %s", orig.Topic, orig.Partition, orig.Offset, p.Reason)
+	at := kafka.AddressOf(orig)
+	msg := fmt.Sprintf("malformed event at %s: %s", at, p.Reason)
 	if p.Field != "" {
-		msg = fmt.Sprintf("malformed event at %s/%d@%d: field %q: %s", orig.Topic, orig.Partition, orig.Offset, p.Field, p.Reason)
+		msg = fmt.Sprintf("malformed event at %s: field %q: %s", at, p.Field, p.Reason)
 	}
 	return dlq.NewDeadLetter(orig, dlq.Meta{
 		Topic:    TopicDLQ,

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
@@ -100,6 +101,11 @@ type HeaderProblem struct {
 	Problem string `json:"problem"`
 }
 
+// Address is where the dead letter itself is: its topic/partition/offset.
+func (d DeadLetter) Address() kafka.RecordAddress {
+	return kafka.RecordAddress{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
+}
+
 // Source returns where a replay should send the dead letter back: its original topic, and
 // partition when known. ok is false when the dead letter does not name a valid topic (no
 // known convention, the header missing, or not a legal Kafka topic name).
@@ -117,28 +123,13 @@ func (d DeadLetter) Source() (topic string, partition *int32, ok bool) {
 // Route is Source with the partition as a number, -1 when the headers name none: it allocates
 // nothing, for a replay that routes every record it reads.
 func (d *DeadLetter) Route() (topic string, partition int32, ok bool) {
-	if !validTopic(d.OriginalTopic) {
+	if !kafka.ValidTopic(d.OriginalTopic) {
 		return "", -1, false
 	}
 	if d.OriginalPartition == nil {
 		return d.OriginalTopic, -1, true
 	}
 	return d.OriginalTopic, *d.OriginalPartition, true
-}
-
-// validTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of
-// [a-zA-Z0-9._-], and neither "." nor "..".
-func validTopic(name string) bool {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // jsonBytes is how MarshalJSON writes bytes: as text, so that an operator can read them; when

@@ -173,7 +173,7 @@ func TestDeadLettersFromTheBroker(t *testing.T) {
 				t.Fatalf("no dead letter with key %q", key)
 			}
 			if d.Topic != topic || d.Timestamp.IsZero() {
-				t.Errorf("dead letter at %s/%d@%d %v", d.Topic, d.Partition, d.Offset, d.Timestamp)
+				t.Errorf("dead letter at %s %v", d.Address(), d.Timestamp)
 			}
 			if d.Convention != w.conv || d.OriginalTopic != w.topic || num(d.OriginalPartition) != w.partition || num(d.OriginalOffset) != w.offset {
 				t.Errorf("%s %s/%s@%s, want %s %s/%s@%s", d.Convention, d.OriginalTopic, num(d.OriginalPartition),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
@@ -166,7 +167,7 @@ func TestParseGolden(t *testing.T) {
 func checkInvariants(t testing.TB, r *kgo.Record, d DeadLetter) {
 	t.Helper()
 	if d.Topic != r.Topic || d.Partition != r.Partition || d.Offset != r.Offset {
-		t.Fatalf("position %s/%d@%d, want %s/%d@%d", d.Topic, d.Partition, d.Offset, r.Topic, r.Partition, r.Offset)
+		t.Fatalf("position %s, want %s", d.Address(), kafka.AddressOf(r))
 	}
 	if !d.Timestamp.Equal(r.Timestamp) && !(r.Timestamp.IsZero() && d.Timestamp.IsZero()) {
 		t.Fatalf("timestamp %v, want %v", d.Timestamp, r.Timestamp)
@@ -209,7 +210,7 @@ func checkInvariants(t testing.TB, r *kgo.Record, d DeadLetter) {
 	if d.Attempts < 0 || d.ReplayCount < 0 {
 		t.Fatalf("negative count: attempts %d, replay count %d", d.Attempts, d.ReplayCount)
 	}
-	if topic, _, ok := d.Source(); ok != validTopic(d.OriginalTopic) || ok && topic != d.OriginalTopic {
+	if topic, _, ok := d.Source(); ok != kafka.ValidTopic(d.OriginalTopic) || ok && topic != d.OriginalTopic {
 		t.Fatalf("Source() = %q, %v for original topic %q", topic, ok, d.OriginalTopic)
 	}
 	b, err := json.Marshal(d)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // hdr identifies a header Parse reads.
@@ -313,7 +314,7 @@ func invalidUTF8At(v []byte) int {
 // topic reads a topic-name header; a name Kafka would not accept is kept and listed.
 func (p *parser) topic(id hdr, get lookup) string {
 	t := p.text(id, get)
-	if _, present := get(id); present && !validTopic(t) {
+	if _, present := get(id); present && !kafka.ValidTopic(t) {
 		p.problemf(id, "%s is not a valid topic name", quote(t))
 	}
 	return t

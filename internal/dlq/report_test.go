@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 func TestEntryJSON(t *testing.T) {
@@ -107,21 +108,49 @@ func TestFormatAge(t *testing.T) {
 	}
 }
 
-func TestRetention(t *testing.T) {
+// TestRetentionDeadline pins the deletion deadline and warning of a topic summary for each
+// state of its retention: a known horizon gives a deadline, forever gives none, and an
+// unknown retention gives none and a warning that says so, never a guessed one.
+func TestRetentionDeadline(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	oldest := now.Add(-48 * time.Hour)
+	ms := func(n int64) *int64 { return &n }
 	for _, tc := range []struct {
-		r       Retention
-		deletes bool
-		say     string
+		name      string
+		r         Retention
+		count     int64
+		deletable bool
+		warn      bool
+		warning   string
 	}{
-		{Retention{"delete", 604800000}, true, "7d"},
-		{Retention{"delete", 216000000}, true, "2d12h"},
-		{Retention{"delete", -1}, false, "forever"},
-		{Retention{"compact", 604800000}, false, "compacted: not deleted by age"},
-		{Retention{"compact,delete", 3600000}, true, "1h (and compacted)"},
+		{"60h: in 12h", Retention{State: kafka.RetentionKnown, CleanupPolicy: "delete", Ms: ms(216000000), Horizon: 60 * time.Hour},
+			1, true, true, "becomes deletable by retention (2d12h) in 12h: replay or copy it before then"},
+		{"40h: past", Retention{State: kafka.RetentionKnown, CleanupPolicy: "delete", Ms: ms(144000000), Horizon: 40 * time.Hour},
+			1, true, true, "is past retention (1d16h) by 8h: Kafka may delete it at any time"},
+		{"7d: not soon", Retention{State: kafka.RetentionKnown, CleanupPolicy: "delete", Ms: ms(604800000), Horizon: 7 * 24 * time.Hour},
+			1, true, false, ""},
+		{"forever", Retention{State: kafka.RetentionForever, CleanupPolicy: "delete", Ms: ms(-1)}, 1, false, false, ""},
+		{"unknown", Retention{State: kafka.RetentionUnknown, Cause: kafka.CauseDenied, Why: "DescribeConfigs on topic t was denied"},
+			1, false, false, "cannot tell when retention deletes the dead letters in t: DescribeConfigs on topic t was denied"},
+		{"unknown, empty topic", Retention{State: kafka.RetentionUnknown, Cause: kafka.CauseNotReported, Why: "x"}, 0, false, false, ""},
 	} {
-		if tc.r.DeletesByAge() != tc.deletes || tc.r.Describe() != tc.say {
-			t.Errorf("%+v: %v %q, want %v %q", tc.r, tc.r.DeletesByAge(), tc.r.Describe(), tc.deletes, tc.say)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			ts := TopicSummary{Topic: "t", Count: tc.count}
+			if tc.count > 0 {
+				ts.Oldest = &oldest
+			}
+			ts.setRetention(tc.r, now)
+			if (ts.OldestDeletableAt != nil) != tc.deletable || ts.RetentionWarning != tc.warn {
+				t.Fatalf("deletable at %v, warning %v", ts.OldestDeletableAt, ts.RetentionWarning)
+			}
+			w := (&StatsReport{Now: now, Topics: []TopicSummary{ts}}).Warnings()
+			switch {
+			case tc.warning == "" && len(w) != 0:
+				t.Errorf("warnings %q, want none", w)
+			case tc.warning != "" && (len(w) != 1 || !strings.Contains(w[0], tc.warning)):
+				t.Errorf("warnings %q, want one saying %q", w, tc.warning)
+			}
+		})
 	}
 }
 

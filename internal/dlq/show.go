@@ -73,7 +73,7 @@ const DefaultMaxReplays = 3
 // Replay returns the fieldwork replay command lines that send d back to its original topic.
 // Topic names are shell-safe as Kafka allows them, so the addresses need no quoting.
 func (d DeadLetter) Replay() ReplayHint {
-	addr := fmt.Sprintf("%s/%d/%d", d.Topic, d.Partition, d.Offset)
+	addr := d.Address().String()
 	h := ReplayHint{
 		DryRun:  "fieldwork replay " + addr,
 		Command: "fieldwork replay " + addr + ` --execute --reason "…"`,

@@ -5,73 +5,20 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// Retention is how a topic's old records are removed, from its configs.
-type Retention struct {
-	// CleanupPolicy is cleanup.policy: "delete", "compact" or "compact,delete".
-	CleanupPolicy string `json:"cleanup_policy"`
-	// Ms is retention.ms; -1 keeps records forever.
-	Ms int64 `json:"retention_ms"`
-}
+// Retention is how a dead-letter topic's records leave it: kafka.Retention, the one reader
+// of retention, so that dlq stats, processed prune and inspect topic agree.
+type Retention = kafka.Retention
 
-// DeletesByAge reports whether records are deleted once older than Ms: the policy includes
-// delete and Ms is not -1.
-func (r Retention) DeletesByAge() bool {
-	return slices.Contains(strings.Split(r.CleanupPolicy, ","), "delete") && r.Ms >= 0
-}
-
-// Describe says in a few words how records leave the topic: "7d", "forever", "compacted".
-func (r Retention) Describe() string {
-	if !slices.Contains(strings.Split(r.CleanupPolicy, ","), "delete") {
-		return "compacted: not deleted by age"
-	}
-	if r.Ms < 0 {
-		return "forever"
-	}
-	d := FormatAge(time.Duration(r.Ms) * time.Millisecond)
-	if slices.Contains(strings.Split(r.CleanupPolicy, ","), "compact") {
-		return d + " (and compacted)"
-	}
-	return d
-}
-
-// DescribeRetention reads cleanup.policy and retention.ms of topics (their effective values,
-// broker defaults included).
+// DescribeRetention reads the retention of topics (kafka.Cluster.Retention): every topic is
+// in the map, one whose configs could not be read or do not say is kafka.RetentionUnknown
+// with the reason. Only a cluster that does not answer at all is an error.
 func DescribeRetention(ctx context.Context, c *kafka.Cluster, topics []string) (map[string]Retention, error) {
-	out := make(map[string]Retention, len(topics))
-	if len(topics) == 0 {
-		return out, nil
-	}
-	rcs, err := c.Admin.DescribeTopicConfigs(ctx, topics...)
-	if err != nil {
-		return nil, fmt.Errorf("describe topic configs: %w", err)
-	}
-	for _, rc := range rcs {
-		if rc.Err != nil {
-			return nil, fmt.Errorf("configs of %s: %w", rc.Name, rc.Err)
-		}
-		r := Retention{CleanupPolicy: "delete", Ms: 7 * 24 * 3600 * 1000}
-		for _, cf := range rc.Configs {
-			if cf.Value == nil {
-				continue
-			}
-			switch cf.Key {
-			case "cleanup.policy":
-				r.CleanupPolicy = strings.ReplaceAll(*cf.Value, " ", "")
-			case "retention.ms":
-				if n, err := strconv.ParseInt(*cf.Value, 10, 64); err == nil {
-					r.Ms = n
-				}
-			}
-		}
-		out[rc.Name] = r
-	}
-	return out, nil
+	return c.Retention(ctx, topics)
 }
 
 // RetentionWarning is how close to deletion by retention the oldest dead letter of a topic
@@ -86,7 +33,8 @@ type TopicSummary struct {
 	Newest      *time.Time `json:"newest"`
 	InWindow    int64      `json:"in_window"`
 	RatePerHour float64    `json:"rate_per_hour"`
-	// Retention is the topic's; nil when its configs could not be read.
+	// Retention is the topic's, its state unknown (with why) when the cluster did not say;
+	// nil when none was given to Summarise.
 	Retention *Retention `json:"retention"`
 	// OldestDeletableAt is when the oldest dead letter becomes old enough for retention to
 	// delete it (null when retention never deletes by age, or there is none). Kafka deletes
@@ -99,6 +47,47 @@ type TopicSummary struct {
 	// Statuses counts dead letters by status when a store was given; nil otherwise.
 	Statuses *StatusCounts `json:"status,omitempty"`
 }
+
+// setRetention records the topic's retention and, when it is known and the topic holds a
+// dead letter, when the oldest becomes deletable and whether that is less than
+// RetentionWarning from now. An unknown retention sets neither: no deadline is guessed.
+func (t *TopicSummary) setRetention(r Retention, now time.Time) {
+	t.Retention = &r
+	t.OldestDeletableAt, t.RetentionWarning = nil, false
+	if horizon, known := r.Known(); known && t.Oldest != nil {
+		at := t.Oldest.Add(horizon)
+		t.OldestDeletableAt = &at
+		t.RetentionWarning = at.Sub(now) < RetentionWarning
+	}
+}
+
+// Warnings are the sentences an operator should read about retention, one per topic that
+// needs one: its oldest dead letter is past retention or less than RetentionWarning from it
+// (replay or copy it first), or its retention is unknown while it holds dead letters (then
+// no deadline can be given, and none is assumed).
+func (r *StatsReport) Warnings() []string {
+	var out []string
+	for _, t := range r.Topics {
+		switch {
+		case t.RetentionWarning:
+			in, _ := t.DeletableIn(r.Now)
+			written := t.Oldest.UTC().Format(warningTime)
+			if in <= 0 {
+				out = append(out, fmt.Sprintf("the oldest dead letter in %s (written %s) is past retention (%s) by %s: Kafka may delete it at any time",
+					t.Topic, written, t.Retention.Describe(), FormatAge(-in)))
+			} else {
+				out = append(out, fmt.Sprintf("the oldest dead letter in %s (written %s) becomes deletable by retention (%s) in %s: replay or copy it before then",
+					t.Topic, written, t.Retention.Describe(), FormatAge(in)))
+			}
+		case t.Count > 0 && t.Retention != nil && t.Retention.State == kafka.RetentionUnknown:
+			out = append(out, fmt.Sprintf("cannot tell when retention deletes the dead letters in %s: %s", t.Topic, t.Retention.Why))
+		}
+	}
+	return out
+}
+
+// warningTime is how Warnings writes a time: UTC to the millisecond, as the tables do.
+const warningTime = "2006-01-02T15:04:05.000Z07:00"
 
 // DeletableIn is how long until OldestDeletableAt, from now (negative when past); ok is false
 // when there is no such time.
@@ -199,12 +188,7 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 			ts.Oldest, ts.Newest = &oldest, &newest
 		}
 		if r, ok := o.Retention[t]; ok {
-			ts.Retention = &r
-			if r.DeletesByAge() && ts.Oldest != nil {
-				at := ts.Oldest.Add(time.Duration(r.Ms) * time.Millisecond)
-				ts.OldestDeletableAt = &at
-				ts.RetentionWarning = at.Sub(o.Now) < RetentionWarning
-			}
+			ts.setRetention(r, o.Now)
 		}
 		rep.Topics = append(rep.Topics, ts)
 	}

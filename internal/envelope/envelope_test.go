@@ -20,10 +20,10 @@ func TestMalformedErrorString(t *testing.T) {
 	}{
 		{"everything", MalformedError{Topic: "tasks", Partition: 0, Offset: 42, HasPosition: true,
 			Format: FormatCloudEventsStructured, Field: "id", Reason: "missing"},
-			`tasks/0@42: cloudevents-structured: field "id": missing`},
+			`tasks/0/42: cloudevents-structured: field "id": missing`},
 		{"offset zero is still a position", MalformedError{Topic: "t", Partition: 3, HasPosition: true,
 			Format: FormatPlainJSON, Reason: "empty value"},
-			`t/3@0: plain-json: empty value`},
+			`t/3/0: plain-json: empty value`},
 		{"no position", MalformedError{Format: FormatCloudEventsBinary, Field: "aggregateversion", Reason: `not an integer: "abc"`},
 			`cloudevents-binary: field "aggregateversion": not an integer: "abc"`},
 		{"no format", MalformedError{Field: "event_id", Reason: "missing: no CloudEvents id and no event_id"},
@@ -130,14 +130,14 @@ func TestDecodeRecord(t *testing.T) {
 		if *me != want {
 			t.Errorf("error %+v, want %+v", *me, want)
 		}
-		if got := err.Error(); got != `tasks/0@42: cloudevents-structured: field "id": missing` {
+		if got := err.Error(); got != `tasks/0/42: cloudevents-structured: field "id": missing` {
 			t.Errorf("Error() = %q", got)
 		}
 	})
 	t.Run("tombstone", func(t *testing.T) {
 		_, err := DecodeRecord(&kgo.Record{Topic: "tasks", Partition: 1, Offset: 9, Key: []byte("k")})
-		if err == nil || err.Error() != "tasks/1@9: empty value" {
-			t.Errorf("error %v, want tasks/1@9: empty value", err)
+		if err == nil || err.Error() != "tasks/1/9: empty value" {
+			t.Errorf("error %v, want tasks/1/9: empty value", err)
 		}
 	})
 	t.Run("nil record", func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ErrMalformed matches every *MalformedError under errors.Is, for callers that only need to
@@ -34,13 +36,14 @@ type MalformedError struct {
 	EventID string
 }
 
-// Error renders the error on one line: the position (topic/partition@offset) when known, the
-// format when known, the field when known, then the reason, e.g.
-// `tasks/0@42: cloudevents-structured: field "id": missing`.
+// Error renders the error on one line: the record's address (topic/partition/offset) when
+// known, the format when known, the field when known, then the reason, e.g.
+// `tasks/0/42: cloudevents-structured: field "id": missing`.
 func (e *MalformedError) Error() string {
 	var b strings.Builder
 	if e.HasPosition {
-		fmt.Fprintf(&b, "%s/%d@%d: ", e.Topic, e.Partition, e.Offset)
+		b.WriteString(kafka.RecordAddress{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset}.String())
+		b.WriteString(": ")
 	}
 	if e.Format != "" {
 		b.WriteString(string(e.Format))

@@ -165,12 +165,13 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 		}
 		return a.Offset < b.Offset
 	})
-	rep.Counts = annotateContinuity(rep.Events)
+	rep.Counts = annotateContinuity(topic, rep.Events)
 	return rep, nil
 }
 
-// annotateContinuity sets each event's continuity from the events before it in the slice.
-func annotateContinuity(events []AggregateEvent) ContinuityCounts {
+// annotateContinuity sets each event's continuity from the events before it in the slice;
+// topic is theirs, for the addresses its notes give.
+func annotateContinuity(topic string, events []AggregateEvent) ContinuityCounts {
 	var counts ContinuityCounts
 	type first struct {
 		id      string
@@ -198,19 +199,19 @@ func annotateContinuity(events []AggregateEvent) ContinuityCounts {
 			e.Continuity, e.SameEventID, e.SamePayload, e.DuplicateOf = ContinuityDuplicate, &same, &samePayload, &at
 			switch {
 			case same && samePayload:
-				e.Note = fmt.Sprintf("version %d again: redelivery of the event at %d@%d", v, at.Partition, at.Offset)
+				e.Note = fmt.Sprintf("version %d again: redelivery of the event at %s", v, at.In(topic))
 			case same:
-				e.Note = fmt.Sprintf("version %d again: same event id as at %d@%d but a different payload", v, at.Partition, at.Offset)
+				e.Note = fmt.Sprintf("version %d again: same event id as at %s but a different payload", v, at.In(topic))
 				counts.ConflictingDuplicates++
 			default:
-				e.Note = fmt.Sprintf("version %d again with a different event id (first: %s at %d@%d)", v, f.id, at.Partition, at.Offset)
+				e.Note = fmt.Sprintf("version %d again with a different event id (first: %s at %s)", v, f.id, at.In(topic))
 				counts.ConflictingDuplicates++
 			}
 			counts.Duplicates++
 			continue
 		case dup:
 			e.Continuity = ContinuityRegression
-			e.Note = fmt.Sprintf("version %d after version %d (version %d was %s at %d@%d)", v, highest, v, f.id, f.pos.Partition, f.pos.Offset)
+			e.Note = fmt.Sprintf("version %d after version %d (version %d was %s at %s)", v, highest, v, f.id, f.pos.In(topic))
 			counts.Regressions++
 			continue
 		}

@@ -39,7 +39,7 @@ func TestAnnotateContinuity(t *testing.T) {
 					events[i].Version = &v
 				}
 			}
-			counts := annotateContinuity(events)
+			counts := annotateContinuity("tasks", events)
 			var got []string
 			for _, e := range events {
 				got = append(got, e.Continuity)
@@ -57,10 +57,25 @@ func TestAnnotateContinuity(t *testing.T) {
 func TestGapSaysFromAndTo(t *testing.T) {
 	v1, v5 := int64(1), int64(5)
 	events := []AggregateEvent{{EventID: "a", Version: &v1}, {EventID: "b", Offset: 1, Version: &v5}}
-	annotateContinuity(events)
+	annotateContinuity("tasks", events)
 	e := events[1]
 	if e.GapFrom == nil || *e.GapFrom != 1 || e.GapTo == nil || *e.GapTo != 5 || e.Note != "versions 2..4 missing" {
 		t.Fatalf("gap = from %v to %v note %q", e.GapFrom, e.GapTo, e.Note)
+	}
+}
+
+// TestNotesSpellAddresses pins that a note names the related record by its full address,
+// topic/partition/offset, as every message does.
+func TestNotesSpellAddresses(t *testing.T) {
+	v1, v2 := int64(1), int64(2)
+	events := []AggregateEvent{
+		{EventID: "a", Partition: 2, Offset: 7, Version: &v1, payload: 1},
+		{EventID: "b", Partition: 2, Offset: 8, Version: &v2, payload: 2},
+		{EventID: "a", Partition: 2, Offset: 9, Version: &v1, payload: 1},
+	}
+	annotateContinuity("tasks", events)
+	if want := "version 1 again: redelivery of the event at tasks/2/7"; events[2].Note != want {
+		t.Fatalf("note %q, want %q", events[2].Note, want)
 	}
 }
 

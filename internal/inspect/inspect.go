@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ProgressFunc is told, during a scan, how many records have been read out of how many
@@ -46,6 +47,11 @@ func blobOf(b []byte) *Blob {
 type Position struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
+}
+
+// In is the position's full address in topic, as messages write it: topic/partition/offset.
+func (p Position) In(topic string) kafka.RecordAddress {
+	return kafka.RecordAddress{Topic: topic, Partition: p.Partition, Offset: p.Offset}
 }
 
 // MalformedRecord is a record that is not a recognisable event, and precisely why.

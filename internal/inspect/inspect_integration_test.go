@@ -69,12 +69,12 @@ func TestValidateBrokenStream(t *testing.T) {
 	var malformed []string
 	for _, f := range rep.Findings {
 		if f.Kind == inspect.KindMalformed {
-			malformed = append(malformed, fmt.Sprintf("%d@%d %s", f.Partition, f.Offset, f.Message))
+			malformed = append(malformed, fmt.Sprintf("%d/%d %s", f.Partition, f.Offset, f.Message))
 		}
 	}
 	if len(malformed) != 3 ||
-		!strings.HasPrefix(malformed[0], "0@4 "+topic+"/0@4: cloudevents-structured: field \"id\"") ||
-		!strings.HasPrefix(malformed[1], "1@1 "+topic+"/1@1: invalid JSON") ||
+		!strings.HasPrefix(malformed[0], "0/4 "+topic+"/0/4: cloudevents-structured: field \"id\"") ||
+		!strings.HasPrefix(malformed[1], "1/1 "+topic+"/1/1: invalid JSON") ||
 		!strings.Contains(malformed[2], `cloudevents-binary: field "aggregateversion": not an integer`) {
 		t.Fatalf("malformed findings:\n%s", strings.Join(malformed, "\n"))
 	}
@@ -167,7 +167,13 @@ func TestTopicLagAndFormats(t *testing.T) {
 	if rep.Totals.Records != 14 || len(rep.Partitions) != 2 || rep.Partitions[0].HighWatermark != 10 {
 		t.Fatalf("partitions: %+v", rep.Partitions)
 	}
-	// The newest 3 of each partition: 0@7..9 and 1@1..3.
+	// Retention through the one reader: the topic keeps its records forever (retention.ms -1,
+	// set on the topic), and the configs shown are the ones it judged.
+	if rep.Retention.State != kafka.RetentionForever || rep.Retention.Describe() != "forever" || len(rep.Configs) != 3 ||
+		rep.Configs[1].Name != "retention.ms" || rep.Configs[1].Value != "-1" || rep.Configs[1].Source != "topic" {
+		t.Fatalf("retention %+v, configs %+v", rep.Retention, rep.Configs)
+	}
+	// The newest 3 of each partition: offsets 7..9 of partition 0 and 1..3 of partition 1.
 	if rep.Sample.Records != 6 || len(rep.Sample.Malformed) != 2 || rep.Sample.Malformed[0].Offset != 1 || rep.Sample.Malformed[0].Partition != 1 {
 		t.Fatalf("sample: %+v", rep.Sample)
 	}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -24,7 +22,7 @@ const maxSampleMalformed = 10
 
 // TopicConfigKeys are the topic configs Topic reports: the ones that decide how long a
 // record can be replayed and whether old versions of a key survive.
-var TopicConfigKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes"}
+var TopicConfigKeys = kafka.RetentionConfigKeys
 
 // TopicOptions tune Topic.
 type TopicOptions struct {
@@ -39,9 +37,13 @@ type TopicReport struct {
 	Topic      string          `json:"topic"`
 	Partitions []PartitionInfo `json:"partitions"`
 	Totals     TopicTotals     `json:"totals"`
-	Configs    []ConfigValue   `json:"configs"`
-	Sample     FormatSample    `json:"sample"`
-	Groups     []GroupLag      `json:"groups"`
+	// Configs are the retention configs the cluster reported (none when it could not be
+	// asked: Retention says why).
+	Configs []ConfigValue `json:"configs"`
+	// Retention is what the configs mean: how long a record stays, forever, or unknown and why.
+	Retention kafka.Retention `json:"retention"`
+	Sample    FormatSample    `json:"sample"`
+	Groups    []GroupLag      `json:"groups"`
 	// GroupsError says why consumer groups could not be listed (for example missing ACLs);
 	// the rest of the report stands.
 	GroupsError string `json:"groups_error,omitempty"`
@@ -140,8 +142,15 @@ func Topic(ctx context.Context, c *kafka.Cluster, topic string, opts TopicOption
 	}
 	rep.Totals.Partitions = len(rep.Partitions)
 
-	if rep.Configs, err = topicConfigs(ctx, c, topic); err != nil {
+	// One reader of retention for every command: a topic whose configs cannot be read (no
+	// DescribeConfigs ACL) is reported with its retention unknown, the rest stands.
+	ret, err := c.Retention(ctx, []string{topic})
+	if err != nil {
 		return nil, err
+	}
+	rep.Retention = ret[topic]
+	for _, cf := range rep.Retention.Configs {
+		rep.Configs = append(rep.Configs, ConfigValue{Name: cf.Name, Value: cf.Value, Source: cf.Source})
 	}
 	if rep.Sample, err = sampleFormats(ctx, c, topic, bounds, opts); err != nil {
 		return nil, err
@@ -161,47 +170,6 @@ func sortedCopy(s []int32) []int32 {
 	out := append([]int32{}, s...)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-func topicConfigs(ctx context.Context, c *kafka.Cluster, topic string) ([]ConfigValue, error) {
-	rcs, err := c.Admin.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("describe configs of %s: %w", topic, err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("describe configs of %s: %w", topic, err)
-	}
-	byName := make(map[string]kadm.Config, len(rc.Configs))
-	for _, cf := range rc.Configs {
-		byName[cf.Key] = cf
-	}
-	out := []ConfigValue{}
-	for _, k := range TopicConfigKeys {
-		cf, ok := byName[k]
-		if !ok {
-			continue
-		}
-		out = append(out, ConfigValue{Name: k, Value: cf.MaybeValue(), Source: configSource(cf.Source)})
-	}
-	return out, nil
-}
-
-func configSource(s kmsg.ConfigSource) string {
-	switch s {
-	case kmsg.ConfigSourceDynamicTopicConfig:
-		return "topic"
-	case kmsg.ConfigSourceDynamicBrokerConfig, kmsg.ConfigSourceStaticBrokerConfig:
-		return "broker"
-	case kmsg.ConfigSourceDynamicDefaultBrokerConfig:
-		return "cluster"
-	case kmsg.ConfigSourceDefaultConfig:
-		return "default"
-	}
-	return "unknown"
 }
 
 // sampleFormats decodes the newest SampleSize records (below the last stable offset) of each

@@ -230,7 +230,7 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 			v.rep.Redeliveries++
 			return nil
 		}
-		f := at(KindConflictingPayload, fmt.Sprintf("event %s has a different payload than at %d@%d", ev.ID, first.Partition, first.Offset))
+		f := at(KindConflictingPayload, fmt.Sprintf("event %s has a different payload than at %s", ev.ID, first.In(rec.Topic)))
 		f.Related = first
 		v.find(f)
 		return nil
@@ -266,7 +266,7 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	related := &Position{Partition: part, Offset: st[aggOffset]}
 	if part != rec.Partition {
 		if st[aggPartFlags]&flagSplitReported == 0 {
-			f := at(KindSplitAggregate, fmt.Sprintf("aggregate %s is in partitions %d and %d (also at %d@%d)", aggID, part, rec.Partition, related.Partition, related.Offset))
+			f := at(KindSplitAggregate, fmt.Sprintf("aggregate %s is in partitions %d and %d (also at %s)", aggID, part, rec.Partition, related.In(rec.Topic)))
 			f.AggregateID, f.Related = aggID, related
 			v.find(f)
 			st[aggPartFlags] |= flagSplitReported
@@ -288,9 +288,9 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	maxV := st[aggMaxVersion]
 	var f Finding
 	if ev.Version == maxV {
-		f = at(KindDuplicateVersion, fmt.Sprintf("aggregate %s version %d again, from a different event than at %d@%d", aggID, maxV, related.Partition, related.Offset))
+		f = at(KindDuplicateVersion, fmt.Sprintf("aggregate %s version %d again, from a different event than at %s", aggID, maxV, related.In(rec.Topic)))
 	} else {
-		f = at(KindVersionRegression, fmt.Sprintf("aggregate %s version %d after version %d at %d@%d", aggID, ev.Version, maxV, related.Partition, related.Offset))
+		f = at(KindVersionRegression, fmt.Sprintf("aggregate %s version %d after version %d at %s", aggID, ev.Version, maxV, related.In(rec.Topic)))
 	}
 	f.AggregateID, f.Related = aggID, related
 	v.find(f)

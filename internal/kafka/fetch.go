@@ -23,6 +23,7 @@ func (c *Cluster) Fetch(ctx context.Context, topic string, partition int32, offs
 	if err != nil {
 		return nil, err
 	}
+	addr := RecordAddress{Topic: topic, Partition: partition, Offset: offset}
 	var b *PartitionBounds
 	for i := range bounds {
 		if bounds[i].Partition == partition {
@@ -37,7 +38,7 @@ func (c *Cluster) Fetch(ctx context.Context, topic string, partition int32, offs
 	case offset < b.LogStart || offset >= b.HighWatermark:
 		return nil, fwerr.Usagef("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
 	case offset >= b.LastStable:
-		return nil, fmt.Errorf("%s/%d/%d is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", topic, partition, offset, b.LastStable)
+		return nil, fmt.Errorf("%s is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", addr, b.LastStable)
 	}
 	r := PartitionRange{Topic: topic, Partition: partition, Start: offset, End: offset + 1, LogStart: b.LogStart, HighWatermark: b.HighWatermark}
 	var found *kgo.Record
@@ -48,10 +49,10 @@ func (c *Cluster) Fetch(ctx context.Context, topic string, partition int32, offs
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s/%d/%d: %w", topic, partition, offset, err)
+		return nil, fmt.Errorf("read %s: %w", addr, err)
 	}
 	if found == nil {
-		return nil, fmt.Errorf("%s/%d/%d: %w (compacted away, aborted, or a transaction marker)", topic, partition, offset, ErrNoRecord)
+		return nil, fmt.Errorf("%s: %w (compacted away, aborted, or a transaction marker)", addr, ErrNoRecord)
 	}
 	return found, nil
 }

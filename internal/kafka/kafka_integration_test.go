@@ -123,6 +123,22 @@ func TestReadStopsAtTransactionMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// EndTransaction returns once the coordinator has decided, before the partition leader
+	// has written the commit marker: wait, bounded, until the log holds it.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := c.Bounds(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[0].LastStable >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the commit marker never reached the log: %+v", b[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	ranges, err := c.Plan(ctx, topic, kafka.Selection{})
 	if err != nil {
 		t.Fatal(err)

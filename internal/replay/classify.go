@@ -8,6 +8,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Outcome is what a replay does with one record it reads.
@@ -168,4 +169,4 @@ func (c *classifier) route(d *decision, dl *dlq.DeadLetter) {
 }
 
 // addr is a record's position as fieldwork writes it: topic/partition/offset.
-func addr(r *kgo.Record) string { return fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset) }
+func addr(r *kgo.Record) string { return kafka.AddressOf(r).String() }

@@ -78,10 +78,10 @@ func (s *Spec) Validate() error {
 	if s.From == "" {
 		return fwerr.Usagef("nothing to read: name a topic with --from TOPIC or a record TOPIC/PARTITION/OFFSET")
 	}
-	if !validTopic(s.From) {
+	if !kafka.ValidTopic(s.From) {
 		return fwerr.Usagef("--from %q is not a valid topic name", s.From)
 	}
-	if s.To != "" && !validTopic(s.To) {
+	if s.To != "" && !kafka.ValidTopic(s.To) {
 		return fwerr.Usagef("--to %q is not a valid topic name", s.To)
 	}
 	if s.To == s.From && s.To != "" {
@@ -135,7 +135,7 @@ func (s *Spec) Validate() error {
 		}
 		s.errorRE = re
 	}
-	if s.OriginalTopic != "" && !validTopic(s.OriginalTopic) {
+	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
 		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
 	}
 	return nil
@@ -187,19 +187,4 @@ func unmarshalSpec(text string) (Spec, error) {
 		return Spec{}, fmt.Errorf("the journaled selection: %w", err)
 	}
 	return s, nil
-}
-
-// validTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of
-// [a-zA-Z0-9._-], and neither "." nor "..".
-func validTopic(name string) bool {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,243 @@
+package processed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// Defaults of Check.
+const (
+	// DefaultLookupBatch is how many records are held before their ids are looked up in one
+	// query: memory stays bounded by it, whatever the size of the range.
+	DefaultLookupBatch = 1000
+	// DefaultMaxMissing is how many missing records a report lists.
+	DefaultMaxMissing = 100
+	// MaxMalformedExamples bounds the malformed records a report lists (all are counted).
+	MaxMalformedExamples = 20
+)
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	// Topic and Consumer say whose records and whose markers; both are required.
+	Topic    string
+	Consumer string
+	// Selection chooses the records (partitions, offsets or times; all by default).
+	Selection kafka.Selection
+	// MaxMissing is how many missing records the report lists (0: none; all are counted).
+	// Ignored when OnMissing is set.
+	MaxMissing int
+	// OnMissing, when set, receives every missing record as it is found, in the order of the
+	// read, and the report lists none: for a command that streams them (jsonl, csv).
+	OnMissing func(MissingRecord) error
+	// AfterBatch, when set, is called after each batch of lookups (to flush a stream).
+	AfterBatch func() error
+	// Progress, when set, is called after each record with the records read and the
+	// offsets planned.
+	Progress func(done, total int64)
+	// LookupBatch is the ids per lookup (DefaultLookupBatch when 0).
+	LookupBatch int
+}
+
+// MissingRecord is one record whose event has no marker.
+type MissingRecord struct {
+	Topic       string    `json:"topic"`
+	Partition   int32     `json:"partition"`
+	Offset      int64     `json:"offset"`
+	Timestamp   time.Time `json:"timestamp"`
+	EventID     string    `json:"event_id"`
+	Type        string    `json:"type,omitempty"`
+	AggregateID string    `json:"aggregate_id,omitempty"`
+}
+
+// Address is where the record is: topic/partition/offset.
+func (r MissingRecord) Address() kafka.RecordAddress {
+	return kafka.RecordAddress{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// MalformedRecord is a record without a recognisable event.
+type MalformedRecord struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Reason    string `json:"reason"`
+}
+
+// CheckReport is what `processed check` prints.
+type CheckReport struct {
+	Topic      string                 `json:"topic"`
+	Consumer   string                 `json:"consumer"`
+	Table      string                 `json:"table"`
+	Ranges     []kafka.PartitionRange `json:"ranges"`
+	Records    int64                  `json:"records"`
+	Events     int64                  `json:"events"`
+	WithMarker int64                  `json:"with_marker"`
+	Missing    int64                  `json:"missing"`
+	// Malformed counts the records with no recognisable event: a consumer dead-letters them
+	// and never marks them, so they are not missing.
+	Malformed int64 `json:"malformed"`
+	// MissingRecords are the first MaxMissing missing records (empty when streamed).
+	MissingRecords    []MissingRecord   `json:"missing_records"`
+	MissingTruncated  bool              `json:"missing_truncated"`
+	MalformedExamples []MalformedRecord `json:"malformed_examples"`
+}
+
+// Result is the check's verdict as an error: a check error (exit 3) naming how many events
+// have no marker, nil when none is missing.
+func (r *CheckReport) Result() error {
+	if r.Missing == 0 {
+		return nil
+	}
+	return fwerr.Checkf("%d of %d events in %s have no marker for consumer %s", r.Missing, r.Events, r.Topic, r.Consumer)
+}
+
+// Summary is the result on one line, for stderr when the missing records are streamed.
+func (r *CheckReport) Summary() string {
+	return fmt.Sprintf("checked %d records of %s (%s) for consumer %s: %d with a marker, %d missing, %d malformed",
+		r.Records, r.Topic, RangesText(r.Ranges), r.Consumer, r.WithMarker, r.Missing, r.Malformed)
+}
+
+// RangesText writes the offsets of each partition read, "0: 0..41  1: empty".
+func RangesText(ranges []kafka.PartitionRange) string {
+	var parts []string
+	for _, r := range ranges {
+		if r.Len() == 0 {
+			parts = append(parts, fmt.Sprintf("%d: empty", r.Partition))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d: %d..%d", r.Partition, r.Start, r.End-1))
+		}
+	}
+	if len(parts) == 0 {
+		return "no partitions"
+	}
+	return strings.Join(parts, "  ")
+}
+
+// Check reads the records o selects from o.Topic and finds, for o.Consumer, the events
+// without a marker. Counts are of records: an event written twice counts twice. The store is
+// probed first, so that a missing table fails before the range is planned and read. Memory
+// holds one lookup batch, the listed missing records and the malformed examples, whatever the
+// size of the range. On error the report is nil.
+func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOptions) (*CheckReport, error) {
+	if o.Topic == "" || o.Consumer == "" {
+		return nil, fwerr.Usagef("a check needs a topic and a consumer")
+	}
+	// One primary-key probe: a missing table fails now, not after the range was partly read.
+	if _, err := st.Get(ctx, "fieldwork-check-probe", o.Consumer); err != nil {
+		return nil, err
+	}
+	ranges, err := c.Plan(ctx, o.Topic, o.Selection)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.Table(), Ranges: ranges,
+		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}}
+	g := &gapFinder{
+		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
+			return st.Lookup(ctx, o.Consumer, ids)
+		},
+		onMissing:  o.OnMissing,
+		afterBatch: o.AfterBatch,
+		maxMissing: o.MaxMissing,
+		batchSize:  o.LookupBatch,
+		rep:        rep,
+	}
+	if g.batchSize <= 0 {
+		g.batchSize = DefaultLookupBatch
+	}
+	total := kafka.Total(ranges)
+	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
+		if err := g.add(ctx, rec); err != nil {
+			return err
+		}
+		if o.Progress != nil {
+			o.Progress(rep.Records, total)
+		}
+		return nil
+	})
+	if err == nil {
+		err = g.flush(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// gapFinder counts the records of a range and finds the events without a marker, looking
+// them up batchSize at a time. It holds at most one batch.
+type gapFinder struct {
+	lookup     func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error)
+	onMissing  func(MissingRecord) error
+	afterBatch func() error
+	maxMissing int
+	batchSize  int
+
+	rep   *CheckReport
+	batch []MissingRecord
+	ids   []string
+}
+
+func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
+	g.rep.Records++
+	ev, err := envelope.DecodeRecord(rec)
+	if err != nil {
+		g.rep.Malformed++
+		if len(g.rep.MalformedExamples) < MaxMalformedExamples {
+			g.rep.MalformedExamples = append(g.rep.MalformedExamples, MalformedRecord{Partition: rec.Partition, Offset: rec.Offset, Reason: err.Error()})
+		}
+		return nil
+	}
+	g.rep.Events++
+	g.batch = append(g.batch, MissingRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UTC(),
+		EventID: ev.ID, Type: ev.Type, AggregateID: ev.AggregateID})
+	if len(g.batch) >= g.batchSize {
+		return g.flush(ctx)
+	}
+	return nil
+}
+
+func (g *gapFinder) flush(ctx context.Context) error {
+	if len(g.batch) == 0 {
+		return nil
+	}
+	g.ids = g.ids[:0]
+	for _, r := range g.batch {
+		g.ids = append(g.ids, r.EventID)
+	}
+	found, err := g.lookup(ctx, g.ids)
+	if err != nil {
+		return err
+	}
+	for _, r := range g.batch {
+		if _, ok := found[r.EventID]; ok {
+			g.rep.WithMarker++
+			continue
+		}
+		g.rep.Missing++
+		switch {
+		case g.onMissing != nil:
+			if err := g.onMissing(r); err != nil {
+				return err
+			}
+		case len(g.rep.MissingRecords) < g.maxMissing:
+			g.rep.MissingRecords = append(g.rep.MissingRecords, r)
+		default:
+			g.rep.MissingTruncated = true
+		}
+	}
+	// Clear the batch's strings so that the backing array holds no record's data.
+	clear(g.batch)
+	g.batch = g.batch[:0]
+	if g.afterBatch != nil {
+		return g.afterBatch()
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package processed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/timespec"
+)
+
+// PruneOptions configure Prune.
+type PruneOptions struct {
+	// OlderThan is the window: markers processed more than this long before Now are deleted.
+	// Required, positive.
+	OlderThan time.Duration
+	// Consumer limits the pruning to one consumer's markers ("" for every consumer's).
+	Consumer string
+	// BatchSize is the markers deleted per transaction (dedup.DefaultPruneBatch when 0).
+	BatchSize int
+	// Topics, when given, are the source topics whose retention bounds the replay horizon,
+	// in place of the topics the markers recorded.
+	Topics []string
+	// Force prunes even inside a replay horizon, or without checking it; each thing it did
+	// not respect is passed to Warn.
+	Force bool
+	// Now anchors the window (time.Now when zero).
+	Now time.Time
+	// Confirm, when set, is asked before anything is deleted, with a sentence that says what
+	// will be; an error from it stops the prune and is returned (with the report).
+	Confirm func(question string) error
+	// Progress, when set, gets the running count after each deleted batch.
+	Progress func(deleted int64)
+	// Warn, when set, gets what --force let through, one sentence each.
+	Warn func(string)
+}
+
+// TopicHorizon is one source topic's replay horizon as Prune checked it.
+type TopicHorizon struct {
+	Topic string `json:"topic"`
+	// Markers is how many of the markers to delete recorded this topic.
+	Markers       int64  `json:"markers"`
+	RetentionMs   *int64 `json:"retention_ms,omitempty"`
+	CleanupPolicy string `json:"cleanup_policy,omitempty"`
+	// Horizon is the retention as a duration (timespec.Format), "forever", or "unknown" when
+	// not checked or not known.
+	Horizon string `json:"replay_horizon"`
+	// Problem says why pruning this window is unsafe for the topic; empty when it is safe.
+	Problem string `json:"problem,omitempty"`
+}
+
+// PruneReport is what `processed prune` prints.
+type PruneReport struct {
+	Table           string    `json:"table"`
+	Consumer        string    `json:"consumer,omitempty"`
+	OlderThan       string    `json:"older_than"`
+	ProcessedBefore time.Time `json:"processed_before"`
+	Candidates      int64     `json:"candidates"`
+	// NoTopic counts the candidates that recorded no source topic (NULL).
+	NoTopic int64 `json:"candidates_without_topic"`
+	Deleted int64 `json:"deleted"`
+	// HorizonChecked is set when the source topics' retention was read from Kafka.
+	HorizonChecked bool           `json:"horizon_checked"`
+	Forced         bool           `json:"forced"`
+	Topics         []TopicHorizon `json:"topics"`
+}
+
+// Prune deletes the markers processed more than o.OlderThan ago (o.Consumer's only, when
+// set), unless a replay could still deliver their events: the replay-horizon policy.
+//
+// It counts the candidates per recorded source topic first; with none it returns at once
+// (nothing is asked of Kafka). Otherwise it reads the retention of the source topics
+// (o.Topics, or the topics the candidates recorded) through cluster, which is called only
+// then, and refuses with a usage error, one reason per topic, when o.OlderThan is shorter
+// than a topic's retention, when a topic keeps its records forever, when its retention is
+// unknown (DescribeConfigs denied, not reported, no such topic), or when candidates
+// recorded no topic and o.Topics is empty. A cluster that cannot be had (none configured,
+// unreachable) fails the prune with that error. o.Force turns each of these into a warning.
+// Then o.Confirm is asked, and the markers are deleted in batches of o.BatchSize, each its
+// own transaction.
+//
+// The report is returned with every error after the candidates were counted; on a failure
+// while deleting, Deleted says how many markers are gone.
+func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions) (*PruneReport, error) {
+	if o.OlderThan <= 0 {
+		return nil, fwerr.Usagef("the pruning window %s must be positive", timespec.Format(o.OlderThan))
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	before := now.Add(-o.OlderThan).UTC()
+	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
+		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}}
+
+	// Through the store's own query first: a missing table is reported as such.
+	page, err := st.List(ctx, dedup.ListFilter{Consumer: o.Consumer, Until: before, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Rows) == 0 {
+		return rep, nil
+	}
+	counts, err := st.PruneCandidates(ctx, o.Consumer, before)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counts {
+		rep.Candidates += c.Markers
+	}
+	if err := checkReplayHorizon(ctx, cluster, o, rep, counts); err != nil {
+		return rep, err
+	}
+
+	if o.Confirm != nil {
+		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
+			plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
+		if err := o.Confirm(question); err != nil {
+			return rep, err
+		}
+	}
+	rep.Deleted, err = st.Prune(ctx, o.Consumer, before, o.BatchSize, o.Progress)
+	return rep, err
+}
+
+// checkReplayHorizon fills rep.Topics and refuses, unless forced, to prune markers that a
+// replay could still need.
+func checkReplayHorizon(ctx context.Context, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions, rep *PruneReport, counts []dedup.TopicCount) error {
+	warn := o.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	byTopic := map[string]int64{}
+	for _, c := range counts {
+		if c.Topic == "" {
+			rep.NoTopic += c.Markers
+		} else {
+			byTopic[c.Topic] += c.Markers
+		}
+	}
+	topics := slices.Clone(o.Topics)
+	if len(topics) == 0 {
+		for t := range byTopic {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	for _, t := range topics {
+		rep.Topics = append(rep.Topics, TopicHorizon{Topic: t, Markers: byTopic[t], Horizon: "unknown"})
+	}
+
+	var problems []string
+	if rep.NoTopic > 0 && len(o.Topics) == 0 {
+		problems = append(problems, fmt.Sprintf("%s recorded no source topic, so their replay horizon is unknown: name their topics with --topic",
+			plural(rep.NoTopic, "marker")))
+	}
+	if len(topics) > 0 {
+		retention, err := readRetention(ctx, cluster, topics)
+		if err != nil {
+			if !o.Force {
+				return fmt.Errorf("cannot check the replay horizon of %s (their retention.ms): %w\nhint: point --brokers (or FIELDWORK_BROKERS) at their cluster, or pass --force to prune without this check",
+					strings.Join(topics, ", "), err)
+			}
+			warn(fmt.Sprintf("--force: not checking the replay horizon of %s: %v", strings.Join(topics, ", "), err))
+			return nil
+		}
+		rep.HorizonChecked = true
+		for i := range rep.Topics {
+			h := &rep.Topics[i]
+			*h = Horizon(*h, retention.of(h.Topic), o.OlderThan)
+			if h.Problem != "" {
+				problems = append(problems, h.Topic+": "+h.Problem)
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if o.Force {
+		for _, p := range problems {
+			warn("--force: pruning anyway: " + p)
+		}
+		return nil
+	}
+	return fwerr.Usagef("refusing to prune markers older than %s: a replay could still deliver their events, and an event replayed after its marker is gone is processed a second time:\n  %s\nchoose a longer --older-than, or pass --force if no replay can reach these events",
+		rep.OlderThan, strings.Join(problems, "\n  "))
+}
+
+// clusterRetention is the retention of the topics asked for, and the brokers that said so.
+type clusterRetention struct {
+	byTopic map[string]kafka.Retention
+	brokers []string
+}
+
+func (r clusterRetention) of(topic string) kafka.Retention {
+	ret := r.byTopic[topic]
+	if ret.Cause == kafka.CauseNoTopic {
+		ret.Why = fmt.Sprintf("the topic does not exist on %s (the wrong cluster?), so its horizon is unknown", strings.Join(r.brokers, ","))
+	}
+	return ret
+}
+
+func readRetention(ctx context.Context, cluster func(context.Context) (*kafka.Cluster, error), topics []string) (clusterRetention, error) {
+	if cluster == nil {
+		return clusterRetention{}, fwerr.Wrap(fwerr.KindUsage, kafka.ErrNoBrokers)
+	}
+	c, err := cluster(ctx)
+	if err != nil {
+		return clusterRetention{}, err
+	}
+	defer c.Close()
+	byTopic, err := c.Retention(ctx, topics)
+	if err != nil {
+		return clusterRetention{}, err
+	}
+	return clusterRetention{byTopic: byTopic, brokers: c.Brokers}, nil
+}
+
+// Horizon is the policy for one source topic: h (its topic and markers) with what its
+// retention r says — the horizon, and a problem when pruning markers older than olderThan is
+// unsafe: a known retention longer than olderThan, a topic that keeps records forever, or a
+// retention that is not known. A known retention no longer than olderThan is safe.
+func Horizon(h TopicHorizon, r kafka.Retention, olderThan time.Duration) TopicHorizon {
+	h.RetentionMs, h.CleanupPolicy, h.Horizon, h.Problem = r.Ms, r.CleanupPolicy, "unknown", ""
+	switch r.State {
+	case kafka.RetentionForever:
+		h.Horizon = "forever"
+		if r.Compacted() && !slices.Contains(strings.Split(r.CleanupPolicy, ","), "delete") {
+			h.Problem = "cleanup.policy is compact: the latest record of every key is kept forever and can be replayed"
+		} else {
+			h.Problem = "retention.ms is -1: the topic keeps its records forever and any of them can be replayed"
+		}
+	case kafka.RetentionKnown:
+		h.Horizon = timespec.Format(r.Horizon)
+		if olderThan < r.Horizon {
+			h.Problem = fmt.Sprintf("retention.ms %d (%s) is longer than --older-than %s: use --older-than %s or more",
+				*r.Ms, h.Horizon, timespec.Format(olderThan), h.Horizon)
+		}
+	default:
+		why := r.Why
+		if why == "" {
+			why = "its retention is unknown"
+		}
+		h.Problem = why
+	}
+	return h
+}
+
+func forConsumer(c string) string {
+	if c == "" {
+		return ""
+	}
+	return " of consumer " + c
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
