@@ -15,7 +15,7 @@ import (
 // The passwords FuzzConfig offers Resolve from every place one can come from. None may ever
 // appear in an error.
 const (
-	fuzzEnvPassword  = "env-pw-7Hq2Xk9sLw"  // FIELDWORK_SASL_PASSWORD
+	fuzzEnvPassword  = "env-pw-7Hq2Xk9sLw" // FIELDWORK_SASL_PASSWORD
 	fuzzFilePassword = "file-pw-R4nd0mZzQ" // the password file's content
 	fuzzVarPassword  = "var-pw-Q8wLm3TtVb" // any variable a context's password_env names
 	fuzzDSNPassword  = "dsn-pw-Kx81Wq0oPz" // in FIELDWORK_DSN
