@@ -15,17 +15,19 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-// TestHostileRecords runs the hostile records that are not large through every command.
-func TestHostileRecords(t *testing.T) { exercise(t, hostileRecords()) }
+// TestHostileRecords runs the hostile records that are not large through every command. The
+// replay's --reason holds an escape sequence too: it is shown, journaled and sent on.
+func TestHostileRecords(t *testing.T) { exercise(t, hostileRecords(), "hostile records "+escRed) }
 
 // TestLargeRecords runs values of a mebibyte and more through every command: the poison one
 // must be dead-lettered like any other, and the partition move on past it.
-func TestLargeRecords(t *testing.T) { exercise(t, largeRecords()) }
+func TestLargeRecords(t *testing.T) { exercise(t, largeRecords(), "large records") }
 
 // scenario is one test's topics, store and records.
 type scenario struct {
 	env
 	recs              []hostileRecord
+	reason            string // the replay's --reason
 	topic, dlqTopic   string // the source and the dead-letter topic of the table-format consumer
 	jsonDLQ           string // the dead-letter topic of the JSON-format consumer
 	schema            string
@@ -38,8 +40,8 @@ type scenario struct {
 // groups), dlq list and show, inspect record, validate and topic, and replay (a plan, then an
 // execution) on them, checking each command's exit code and output and that no record is
 // lost.
-func exercise(t *testing.T, recs []hostileRecord) {
-	s := &scenario{recs: recs}
+func exercise(t *testing.T, recs []hostileRecord, reason string) {
+	s := &scenario{recs: recs, reason: reason}
 	s.brokers, s.dsn, s.home = testenv.Brokers(t), testenv.DSN(t), t.TempDir()
 	s.topic = testenv.Name(t, "fwh")
 	s.dlqTopic, s.jsonDLQ = s.topic+".dlq", s.topic+"-json.dlq"
@@ -239,7 +241,7 @@ func (s *scenario) replay(t *testing.T) {
 		t.Fatalf("replay plan: %d to send, want %d\n%s", plan.Counts.ToSend, len(s.poison), r)
 	}
 
-	r = s.expect(t, 0, append(args, "--execute", "--yes", "--reason", "hostile records "+escRed, "-o", "table")...)
+	r = s.expect(t, 0, append(args, "--execute", "--yes", "--reason", s.reason, "-o", "table")...)
 	checkTerminal(t, r)
 	sent := readTopic(t, s.topic, int64(len(s.recs)))
 	if int64(len(sent)) != plan.Counts.ToSend {
