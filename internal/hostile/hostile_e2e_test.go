@@ -110,7 +110,7 @@ func (s *scenario) checkConsumed(t *testing.T, group, dlqTopic string) {
 		}
 	}
 	if len(markers) != len(s.processed) {
-		t.Errorf("%s: %d markers, want %d: %v", group, len(markers), len(s.processed), markers)
+		t.Errorf("%s: %d markers, want %d: %s", group, len(markers), len(s.processed), clip(fmt.Append(nil, markers)))
 	}
 	letters := readTopic(t, dlqTopic, 0)
 	seen := map[int64]bool{}
@@ -121,13 +121,13 @@ func (s *scenario) checkConsumed(t *testing.T, group, dlqTopic string) {
 			off = *d.OriginalOffset
 		}
 		if d.OriginalTopic != s.topic || off < 0 || off >= int64(len(s.recs)) || seen[off] {
-			t.Errorf("%s: dead letter %s/%d/%d names %s offset %d", group, l.Topic, l.Partition, l.Offset, d.OriginalTopic, off)
+			t.Errorf("%s: dead letter %s/%d/%d names %q offset %d", group, l.Topic, l.Partition, l.Offset, d.OriginalTopic, off)
 			continue
 		}
 		seen[off] = true
 		h := s.recs[off]
 		if !h.poison {
-			t.Errorf("%s: %s (offset %d) was dead-lettered: %s", group, h.name, off, d.ErrorMessage)
+			t.Errorf("%s: %s (offset %d) was dead-lettered: %q", group, h.name, off, d.ErrorMessage)
 		}
 		if d.Reason != dlq.ReasonMalformed || strings.TrimSpace(d.ErrorMessage) == "" {
 			t.Errorf("%s: dead letter of %s: reason %q, error %q; want malformed with an error", group, h.name, d.Reason, d.ErrorMessage)
@@ -164,7 +164,7 @@ func (s *scenario) dlqList(t *testing.T) {
 	var got []int64
 	for _, d := range list {
 		if d.OriginalTopic != s.topic || d.OriginalOffset == nil || d.Reason != dlq.ReasonMalformed {
-			t.Errorf("dlq list: %+v", d)
+			t.Errorf("dlq list: original %q offset %v, reason %q", d.OriginalTopic, d.OriginalOffset, d.Reason)
 			continue
 		}
 		got = append(got, *d.OriginalOffset)
@@ -269,7 +269,7 @@ func (s *scenario) replay(t *testing.T) {
 		}
 		if !bytes.Equal(rec.Key, from.Key) || (rec.Key == nil) != (from.Key == nil) ||
 			!bytes.Equal(rec.Value, from.Value) || (rec.Value == nil) != (from.Value == nil) || !sameHeaders(own, kept) {
-			t.Errorf("replayed record at %d is not the dead letter %s byte for byte", rec.Offset, source)
+			t.Errorf("replayed record at %d is not the dead letter %q byte for byte", rec.Offset, source)
 		}
 		if count, _ := header(rec.Headers, dlq.ReplayHeaderCount); count != "1" {
 			t.Errorf("replayed record at %d: %s %q", rec.Offset, dlq.ReplayHeaderCount, count)
@@ -281,7 +281,7 @@ func (s *scenario) replay(t *testing.T) {
 func checkJSON(t *testing.T, r result) {
 	t.Helper()
 	if !json.Valid(r.stdout) {
-		t.Errorf("fieldwork %s: stdout is not valid JSON: %s", strings.Join(r.args, " "), clip(r.stdout))
+		t.Errorf("fieldwork %s: stdout is not valid JSON: %s", cmdline(r.args), clip(r.stdout))
 	}
 }
 
@@ -297,11 +297,11 @@ func checkHeaderKeys(t *testing.T, r result, want []kgo.RecordHeader) {
 		} `json:"headers"`
 	}
 	if err := json.Unmarshal(r.stdout, &out); err != nil {
-		t.Errorf("fieldwork %s: %v", strings.Join(r.args, " "), err)
+		t.Errorf("fieldwork %s: %v", cmdline(r.args), err)
 		return
 	}
 	if len(out.Headers) != len(want) {
-		t.Errorf("fieldwork %s: %d headers, want %d", strings.Join(r.args, " "), len(out.Headers), len(want))
+		t.Errorf("fieldwork %s: %d headers, want %d", cmdline(r.args), len(out.Headers), len(want))
 		return
 	}
 	for i, h := range out.Headers {
@@ -310,7 +310,7 @@ func checkHeaderKeys(t *testing.T, r result, want []kgo.RecordHeader) {
 			key = string(h.KeyBase64)
 		}
 		if key != want[i].Key {
-			t.Errorf("fieldwork %s: header %d key %q, want %q: the JSON loses its bytes", strings.Join(r.args, " "), i, key, want[i].Key)
+			t.Errorf("fieldwork %s: header %d key %q, want %q: the JSON loses its bytes", cmdline(r.args), i, key, want[i].Key)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +80,21 @@ type result struct {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("fieldwork %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code,
+	return fmt.Sprintf("fieldwork %s: exit %d\nstdout:\n%s\nstderr:\n%s", cmdline(r.args), r.code,
 		clip(r.stdout), clip(r.stderr))
+}
+
+// cmdline writes a command's arguments for a failure message, quoted where they hold
+// something a terminal would act on: the test's own output must not carry escape sequences.
+func cmdline(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if terminalUnsafe([]byte(a)) != "" || strings.ContainsAny(a, " \"") {
+			out[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // clip keeps a failure message readable when an output holds a mebibyte: its start and its
@@ -124,11 +138,11 @@ func (e env) fieldwork(t *testing.T, args ...string) result {
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", strings.Join(args, " "), commandTimeout, r)
+		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(args), commandTimeout, r)
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("fieldwork %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
 	}
 	if bytes.Contains(r.stderr, []byte("panic:")) || bytes.Contains(r.stderr, []byte("goroutine ")) {
 		t.Fatalf("panic\n%s", r)
@@ -181,9 +195,9 @@ func terminalUnsafe(b []byte) string {
 func checkTerminal(t *testing.T, r result) {
 	t.Helper()
 	if why := terminalUnsafe(r.stdout); why != "" {
-		t.Errorf("fieldwork %s: stdout: %s", strings.Join(r.args, " "), why)
+		t.Errorf("fieldwork %s: stdout: %s", cmdline(r.args), why)
 	}
 	if why := terminalUnsafe(r.stderr); why != "" {
-		t.Errorf("fieldwork %s: stderr: %s", strings.Join(r.args, " "), why)
+		t.Errorf("fieldwork %s: stderr: %s", cmdline(r.args), why)
 	}
 }
