@@ -1,11 +1,12 @@
 # fieldwork's build and test entry points.
 #   make test     start the real services (Kafka, PostgreSQL) if needed, then vet and run every
-#                 test with the race detector against them
+#                 test with the race detector against them, then make fuzz-ci
+#   make fuzz-ci  run each fuzz target for FUZZTIME (5s) beyond its seed corpus
 #   make build    build ./bin/fieldwork
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build test vet services stop-services fuzz docs
+.PHONY: build test vet services stop-services fuzz fuzz-ci docs
 
 build:
 	$(GO) build -o bin/fieldwork .
@@ -18,12 +19,30 @@ test: vet
 	@set -euo pipefail; eval "$$(scripts/services.sh start)"; \
 	  export FIELDWORK_TEST_REQUIRE=1; \
 	  $(GO) test -race -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory fuzz-ci
 
 services:
 	@scripts/services.sh start
 
 stop-services:
 	@scripts/services.sh stop
+
+# Every fuzz target, as PACKAGE:TARGET. Their seed corpora (testdata/fuzz/TARGET in each
+# package) also run as ordinary tests in go test.
+FUZZ_TARGETS := \
+	./internal/envelope:FuzzDecode \
+	./internal/dlq:FuzzParse \
+	./internal/kafka:FuzzPlanRanges \
+	./internal/config:FuzzConfig
+FUZZTIME ?= 5s
+
+# A short pass of every fuzz target beyond its seeds, one target per go test (-fuzz takes one).
+# A failing input is written to the package's testdata/fuzz/TARGET: commit it with the fix.
+fuzz-ci:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz-ci: $${t##*:} in $${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 # A short fuzzing pass over the decoders that read bytes from a broker.
 fuzz:

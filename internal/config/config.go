@@ -3,7 +3,8 @@
 // order of precedence (flag beats environment beats context).
 //
 // Passwords never come from a flag value: only from an environment variable or a file. The
-// resolved Connection can be printed with Redacted.
+// resolved password is never marshalled, and no error of the package holds it. Every error
+// is a usage error (fwerr.KindUsage): what the person running fieldwork configured is wrong.
 package config
 
 import (
@@ -16,6 +17,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 // TLS is the client TLS configuration for brokers.
@@ -68,7 +72,8 @@ func DefaultPath(getenv func(string) string) string {
 	return filepath.Join(dir, "fieldwork", "config.yaml")
 }
 
-// Load reads a config file. A file that does not exist is an empty config, not an error.
+// Load reads a config file. A file that does not exist is an empty config, not an error; one
+// that cannot be read or parsed is a usage error.
 func Load(path string) (*File, error) {
 	f := &File{}
 	if path == "" {
@@ -79,12 +84,14 @@ func Load(path string) (*File, error) {
 		return f, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
+		return nil, fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read config %s: %w", path, err))
 	}
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("parse config %s: %w", path, err)
+		// YAML's messages quote keys (and the start of values): a DSN written where a key goes
+		// would show its password.
+		return nil, fwerr.Usagef("parse config %s: %s", path, dedupdriver.RedactText(err.Error()))
 	}
 	return f, nil
 }

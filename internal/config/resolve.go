@@ -5,6 +5,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 // Flags are the connection values given on the command line. Empty means "not given".
@@ -38,8 +40,8 @@ type Connection struct {
 var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // Resolve merges flags, environment and the config file. getenv is os.Getenv in production.
-// It fails when a named context does not exist, a SASL mechanism is unknown, or a password is
-// needed and cannot be read.
+// It fails, with a usage error, when a named context does not exist, a SASL mechanism is
+// unknown, or a password is needed and cannot be read.
 func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, error) {
 	var c Connection
 	name := first(fl.Context, getenv("FIELDWORK_CONTEXT"))
@@ -53,7 +55,7 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 			ctx, ok = file.Contexts[name]
 		}
 		if !ok {
-			return c, fmt.Errorf("context %q is not defined in the config file (known: %s)", name, known(file))
+			return c, fwerr.Usagef("context %q is not defined in the config file (known: %s)", name, known(file))
 		}
 		c.Context = name
 	}
@@ -80,7 +82,7 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		c.TLS.Enabled = true
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return c, fmt.Errorf("a TLS client certificate needs both a certificate and a key file")
+		return c, fwerr.Usagef("a TLS client certificate needs both a certificate and a key file")
 	}
 
 	c.SASL = SASL{
@@ -91,10 +93,10 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	}
 	if c.SASL.Mechanism != "" {
 		if !validMechanism(c.SASL.Mechanism) {
-			return c, fmt.Errorf("unknown SASL mechanism %q (want one of %s)", c.SASL.Mechanism, strings.Join(Mechanisms, ", "))
+			return c, fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", c.SASL.Mechanism, strings.Join(Mechanisms, ", "))
 		}
 		if c.SASL.Username == "" {
-			return c, fmt.Errorf("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", c.SASL.Mechanism)
+			return c, fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", c.SASL.Mechanism)
 		}
 		pw, err := readPassword(c.SASL, getenv)
 		if err != nil {
@@ -114,11 +116,11 @@ func readPassword(s SASL, getenv func(string) string) (string, error) {
 	if s.PasswordFile != "" {
 		b, err := os.ReadFile(s.PasswordFile)
 		if err != nil {
-			return "", fmt.Errorf("read SASL password file: %w", err)
+			return "", fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read SASL password file: %w", err))
 		}
 		pw := strings.TrimRight(string(b), "\r\n")
 		if pw == "" {
-			return "", fmt.Errorf("SASL password file %s is empty", s.PasswordFile)
+			return "", fwerr.Usagef("SASL password file %s is empty", s.PasswordFile)
 		}
 		return pw, nil
 	}
@@ -126,9 +128,9 @@ func readPassword(s SASL, getenv func(string) string) (string, error) {
 		if pw := getenv(s.PasswordEnv); pw != "" {
 			return pw, nil
 		}
-		return "", fmt.Errorf("SASL password variable %s is not set", s.PasswordEnv)
+		return "", fwerr.Usagef("SASL password variable %s is not set", s.PasswordEnv)
 	}
-	return "", fmt.Errorf("SASL %s needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file", s.Mechanism)
+	return "", fwerr.Usagef("SASL %s needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file", s.Mechanism)
 }
 
 func validMechanism(m string) bool {

@@ -95,7 +95,9 @@ type DeadLetter struct {
 	ReplayCount int `json:"replay_count"`
 }
 
-// HeaderProblem names a header that could not be read as its convention specifies.
+// HeaderProblem names a header that could not be read as its convention specifies. Header is
+// the header's key as UTF-8 text (U+FFFD in place of bytes that are not); the exact key is in
+// DeadLetter.Headers.
 type HeaderProblem struct {
 	Header  string `json:"header"`
 	Problem string `json:"problem"`

@@ -231,8 +231,10 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 			p.d.Convention = c
 			continue
 		}
+		// Only a prefix matched this key, so it may not be UTF-8: the problem names it readably
+		// (Headers keeps the exact bytes), so that it survives JSON.
 		p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{
-			Header:  p.raw[firstOf[k]-1].Key,
+			Header:  strings.ToValidUTF8(p.raw[firstOf[k]-1].Key, "\uFFFD"),
 			Problem: fmt.Sprintf("not read: the record also has %s dead-letter headers, which take precedence over %s ones", p.d.Convention, c),
 		})
 	}

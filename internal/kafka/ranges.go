@@ -117,21 +117,9 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	if err != nil {
 		return nil, err
 	}
-	byPart := make(map[int32]PartitionBounds, len(bounds))
-	for _, b := range bounds {
-		byPart[b.Partition] = b
-	}
-	parts := sel.Partitions
-	if len(parts) == 0 {
-		for _, b := range bounds {
-			parts = append(parts, b.Partition)
-		}
-	}
-	if sel.StartOffset != nil && sel.EndOffset != nil && *sel.EndOffset < *sel.StartOffset {
-		return nil, fwerr.Usagef("end offset %d is before start offset %d", *sel.EndOffset, *sel.StartOffset)
-	}
-	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
-		return nil, fwerr.Usagef("--until %s is not after --since %s", sel.Until.Format(time.RFC3339), sel.Since.Format(time.RFC3339))
+	// An inverted selection fails before the broker is asked for offsets by time.
+	if err := checkSelection(sel); err != nil {
+		return nil, err
 	}
 	var sinceOffsets, untilOffsets map[int32]int64
 	if !sel.Since.IsZero() {
@@ -142,6 +130,49 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	if !sel.Until.IsZero() {
 		if untilOffsets, err = c.offsetsAfter(ctx, topic, sel.Until); err != nil {
 			return nil, err
+		}
+	}
+	return planRanges(topic, bounds, sel, sinceOffsets, untilOffsets)
+}
+
+// checkSelection refuses an offset range that ends before it starts and a time window that
+// ends before it starts.
+func checkSelection(sel Selection) error {
+	if sel.StartOffset != nil && sel.EndOffset != nil && *sel.EndOffset < *sel.StartOffset {
+		return fwerr.Usagef("end offset %d is before start offset %d", *sel.EndOffset, *sel.StartOffset)
+	}
+	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
+		return fwerr.Usagef("--until %s is not after --since %s", sel.Until.Format(time.RFC3339), sel.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// planRanges is Plan once the broker has answered: bounds are the topic's partitions, and
+// sinceOffsets and untilOffsets the first offset at or after sel.Since and sel.Until in each
+// (nil when the selection has no such time). It gives one range per selected partition, each
+// once in the order first named (a partition named twice would be read once but counted
+// twice), with LogStart <= Start <= End <= HighWatermark. Only records at offsets below
+// LastStable are selected.
+func planRanges(topic string, bounds []PartitionBounds, sel Selection, sinceOffsets, untilOffsets map[int32]int64) ([]PartitionRange, error) {
+	if err := checkSelection(sel); err != nil {
+		return nil, err
+	}
+	byPart := make(map[int32]PartitionBounds, len(bounds))
+	for _, b := range bounds {
+		byPart[b.Partition] = b
+	}
+	var parts []int32
+	if len(sel.Partitions) == 0 {
+		for _, b := range bounds {
+			parts = append(parts, b.Partition)
+		}
+	} else {
+		seen := make(map[int32]bool, len(sel.Partitions))
+		for _, p := range sel.Partitions {
+			if !seen[p] {
+				seen[p] = true
+				parts = append(parts, p)
+			}
 		}
 	}
 	out := make([]PartitionRange, 0, len(parts))
@@ -166,7 +197,9 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 			r.End = min(e+1, b.LastStable)
 		}
 		if o, ok := sinceOffsets[p]; ok {
-			r.Start = max(r.Start, o)
+			// Records written after the bounds were taken can put the offset at a time past
+			// the high watermark: the range is then empty, at the high watermark.
+			r.Start = max(r.Start, min(o, b.HighWatermark))
 		}
 		if o, ok := untilOffsets[p]; ok {
 			r.End = min(r.End, o)

@@ -1,0 +1,102 @@
+package hostile
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// hostileRecord is one record written to the source topic, and what the consumer must make of
+// it: poison records are dead-lettered as malformed, the others processed (a marker each).
+type hostileRecord struct {
+	name   string
+	key    []byte // nil: a null key
+	value  []byte // nil: a tombstone
+	header []kgo.RecordHeader
+	poison bool
+}
+
+// event is a CloudEvents structured value; json.Marshal writes control characters in the
+// strings as \u escapes, so the decoded attributes hold the raw characters.
+func event(id, typ, subject string, data any) []byte {
+	m := map[string]any{
+		"specversion": "1.0", "id": id, "type": typ, "source": "/hostile",
+		"aggregatetype": "task", "aggregateid": "task-" + id, "aggregateversion": 1, "data": data,
+	}
+	if subject != "" {
+		m["subject"] = subject
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// The escape sequences a record may carry to a terminal: clear the screen and home the
+// cursor, set the window title (OSC, ended by BEL), colour, the 8-bit CSI (as a raw byte,
+// not UTF-8) and as the C1 character U+009B, a carriage return that overwrites the line, a
+// backspace and DEL; a header may hold NUL too (an event attribute may not: envelope finds it
+// malformed, as PostgreSQL's text cannot hold it).
+const (
+	escClear = "\x1b[2J\x1b[H"
+	escTitle = "\x1b]0;owned\x07"
+	escRed   = "\x1b[31mred\x1b[0m"
+	rawCSI   = "\x9b31m"
+	c1CSI    = "\u009b31m"
+	overtype = "ok\rFAIL\bX\x7f"
+	nul      = "\x00"
+)
+
+// hostileRecords are the hostile records that are not large.
+func hostileRecords() []hostileRecord {
+	var thousand, thousandPoison []kgo.RecordHeader
+	for i := range 1000 {
+		thousand = append(thousand, kgo.RecordHeader{Key: fmt.Sprintf("h-%04d", i), Value: fmt.Appendf(nil, "value %d", i)})
+		thousandPoison = append(thousandPoison, kgo.RecordHeader{Key: fmt.Sprintf("p-%04d", i), Value: []byte(escRed)})
+	}
+	return []hostileRecord{
+		{name: "a plain event", key: []byte("task-1"), value: event("e-plain", "task.created", "", map[string]any{"title": "plain"})},
+		{name: "a null key", value: event("e-null-key", "task.created", "", nil)},
+		{name: "an empty value", key: []byte("task-2"), value: []byte{}, poison: true},
+		{name: "a tombstone", key: []byte("task-3"), poison: true},
+		{name: "binary key and value", key: []byte("\xff\xfe\x00\x9b"), value: []byte("\x00\xff\x9b31m\x1b[2J"), poison: true},
+		{name: "an event with keys and headers that are not UTF-8", key: []byte("\xff\xfetask-4"),
+			header: []kgo.RecordHeader{{Key: "\xff\xfe", Value: []byte("\xc3\x28")}, {Key: "x-binary", Value: []byte{0, 1, 2, 0xff}}},
+			value:  event("e-not-utf8", "task.created", "", map[string]any{"title": "bytes"})},
+		{name: "an event with escape sequences everywhere", key: []byte(escClear + "task-5" + rawCSI),
+			header: []kgo.RecordHeader{
+				{Key: escTitle, Value: []byte(escRed)},
+				{Key: "x-overtype", Value: []byte(overtype + nul)},
+				{Key: "x-c1" + c1CSI, Value: []byte(c1CSI + rawCSI)},
+			},
+			value: event("e-esc-"+escRed, "task."+escTitle, overtype, map[string]any{"title": escClear + c1CSI})},
+		{name: "malformed, with escape sequences", key: []byte("task-6" + escTitle),
+			header: []kgo.RecordHeader{{Key: "x-note" + escClear, Value: []byte(overtype + nul + rawCSI)}},
+			value:  []byte(escClear + escRed + " is not json " + rawCSI + c1CSI), poison: true},
+		{name: "malformed JSON quoting escape sequences", key: []byte("task-7"),
+			value: []byte(`{"specversion":"1.0","id":"e-bad-` + escClear + `","aggregateversion":"` + escTitle + `"}`), poison: true},
+		{name: "an event with 1,000 headers", key: []byte("task-8"), header: thousand,
+			value: event("e-thousand", "task.created", "", nil)},
+		{name: "malformed, with 1,000 headers", key: []byte("task-9"), header: thousandPoison,
+			value: []byte(`{"specversion":"1.0"`), poison: true},
+		{name: "an event after the others", key: []byte("task-10"), value: event("e-after", "task.created", "", nil)},
+	}
+}
+
+// largeRecords are values of a mebibyte and more: two events and a poison record between
+// them and an ordinary event, which the consumer must reach.
+func largeRecords() []hostileRecord {
+	return []hostileRecord{
+		{name: "a 1 MiB event", key: []byte("big-1"), value: event("e-1mib", "task.created", "", map[string]any{"blob": strings.Repeat("a", 1<<20)})},
+		{name: "a 1 MiB poison record", key: []byte("big-2"), value: []byte(strings.Repeat("x", 1<<20)), poison: true},
+		{name: "a 2 MiB event", key: []byte("big-3"), value: event("e-2mib", "task.created", "", map[string]any{"blob": strings.Repeat("b", 2<<20)})},
+		{name: "an ordinary event after them", key: []byte("big-4"), value: event("e-after-large", "task.created", "", nil)},
+	}
+}
+
+// maxMessageBytes is the topics' max.message.bytes: room for the 2 MiB event and for a
+// dead letter of the 1 MiB poison record with its headers.
+const maxMessageBytes = 8 << 20
