@@ -38,6 +38,10 @@ type Plan struct {
 	// LostOffsets counts offsets of a resumed run's remaining ranges that retention deleted
 	// since it was interrupted.
 	LostOffsets int64
+	// SourceTopicID is the Kafka topic ID of Spec.From when the plan was made ("" when the
+	// brokers give none): the run journals it, so that the journal knows which records it
+	// sent, not only where (a topic recreated under the same name has another ID).
+	SourceTopicID string
 }
 
 // NewPlan validates spec and fixes its ranges. An unknown topic is an *kafka.UnknownTopicError
@@ -54,7 +58,11 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if spec.Record != "" && (len(ranges) != 1 || ranges[0].Len() == 0) {
 		return nil, fmt.Errorf("record %s is not readable (past the last stable offset of an open transaction?)", spec.Record)
 	}
-	return &Plan{Spec: spec, Ranges: ranges}, nil
+	id, err := c.TopicID(ctx, spec.From)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Spec: spec, Ranges: ranges, SourceTopicID: id}, nil
 }
 
 // TargetKnown reports whether every record the plan can send goes to one target known before
