@@ -339,11 +339,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		}
 	}()
 
-	var sent map[dedup.SourceRef]bool
-	if e.plan.Resume != nil {
-		sent = e.plan.Resume.Sent
-	}
-	cls := newClassifier(&e.plan.Spec, e.st, sent)
+	cls := newClassifier(e.plan, e.st)
 	lim := newLimiter(e.opts.Rate)
 	start := time.Now()
 	total := e.plan.Total()

@@ -188,7 +188,7 @@ type ScanOptions struct {
 }
 
 // Scan reads the plan's ranges once and reports what a replay would do, sending nothing.
-// st is needed when the spec looks up markers (--status pending, --skip-processed). The
+// st is needed when the spec looks up statuses or markers (--status, --skip-processed). The
 // report's Missing lists target topics (or, with --to-partition original, partitions) that
 // do not exist; Problems the records that cannot be routed. Err tells whether the plan can
 // be executed.
@@ -212,11 +212,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		part  int32
 	}
 	byTarget := map[key]int64{}
-	var sent map[dedup.SourceRef]bool
-	if p.Resume != nil {
-		sent = p.Resume.Sent
-	}
-	cls := newClassifier(&p.Spec, st, sent)
+	cls := newClassifier(p, st)
 	total := p.Total()
 	err := readBatches(ctx, c, p.Ranges, cls, func(d *decision) error {
 		rep.Counts.Read++
