@@ -76,8 +76,11 @@ func TestPendingForIsDLQsPending(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.PendingFor != "" || s.StatusConsumer != "billing" || !slices.Equal(s.Statuses, []dlq.Status{dlq.StatusPending}) || !s.NeedsStore() {
+	if s.PendingFor != "billing" || s.StatusConsumer != "billing" || !slices.Equal(s.Statuses, []dlq.Status{dlq.StatusPending}) || !s.NeedsStore() {
 		t.Fatalf("validated: %+v", s)
+	}
+	if again, err := unmarshalSpec(s.marshal()); err != nil || again.marshal() != s.marshal() {
+		t.Fatalf("validated again (a resume): %+v %v", again, err)
 	}
 	back, err := unmarshalSpec(`{"from":"t","pending_for":"billing","to_partition":"default","max_replays":3}`)
 	if err != nil || back.StatusConsumer != "billing" || !slices.Equal(back.Statuses, []dlq.Status{dlq.StatusPending}) {

@@ -72,9 +72,10 @@ type Spec struct {
 	// StatusConsumer is the consumer whose markers Statuses look up; "" means each dead
 	// letter's own consumer group, as `dlq list` without --consumer.
 	StatusConsumer string `json:"status_consumer,omitempty"`
-	// PendingFor is `--status pending --consumer C` in one field: Validate makes it Statuses
-	// [pending] with StatusConsumer C (and clears it), dlq's pending, not merely "no marker". A
-	// run journaled with it before resumes selecting that way.
+	// PendingFor is `--status pending --consumer C` in one field: Validate adds pending to
+	// Statuses and sets StatusConsumer to C (it must not name another consumer), so that it
+	// means dlq's pending, not merely "no marker". A run journaled with it before resumes
+	// selecting that way.
 	PendingFor string `json:"pending_for,omitempty"`
 	// SkipProcessedFor, when set, selects as usual but skips (counts, does not send) records
 	// whose event this consumer has a marker for (`--skip-processed --consumer C`).
@@ -164,7 +165,8 @@ func (s *Spec) Validate() error {
 // ReplayStatuses are the statuses a replay can select by (Spec.Statuses).
 var ReplayStatuses = []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}
 
-// validateStatuses turns PendingFor into Statuses and checks them.
+// validateStatuses adds PendingFor to Statuses and checks them (twice is once: a journaled
+// spec is validated again when its run resumes).
 func (s *Spec) validateStatuses() error {
 	if s.PendingFor != "" {
 		if s.StatusConsumer != "" && s.StatusConsumer != s.PendingFor {
@@ -173,7 +175,7 @@ func (s *Spec) validateStatuses() error {
 		if !slices.Contains(s.Statuses, dlq.StatusPending) {
 			s.Statuses = append(s.Statuses, dlq.StatusPending)
 		}
-		s.StatusConsumer, s.PendingFor = s.PendingFor, ""
+		s.StatusConsumer = s.PendingFor
 	}
 	var kept []dlq.Status
 	for _, st := range s.Statuses {
