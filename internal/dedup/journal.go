@@ -4,17 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
 
 // The replay journal (DESIGN 3.3): every executed `fieldwork replay` run,
-// its per-partition checkpoints and its acknowledged sends, in three tables
-// of the store's schema that migrations 002 and 003 create (replay_runs,
+// its per-partition checkpoints and its acknowledged sends, in tables of the
+// store's schema that migrations 002 and 003 create (replay_runs,
 // replay_checkpoints, replay_send_batches; on SQLite with the schema
-// prefix). The tables belong to the schema, not to one marker table: stores
-// of several marker tables in one schema share one journal.
+// prefix), with the topic IDs of the topics each run reads
+// (replay_run_topics: PostgreSQL migration 006, SQLite 005). The tables
+// belong to the schema, not to one marker table: stores of several marker
+// tables in one schema share one journal.
+//
+// The journal knows which record it sent, not only where: see
+// dedupdriver.SendBatch.SentRecord for the rule, and what a run journaled
+// before record identity (no topic ID, no source timestamps) means.
 
 // Run statuses.
 const (
@@ -52,6 +59,11 @@ type TargetCount = dedupdriver.TargetCount
 // SourceRef names a record by where it was read: topic, partition, offset.
 type SourceRef = dedupdriver.SourceRef
 
+// SourceRecord is a record whose replays ReplayedSources looks up: where it is and what tells
+// it apart from another record at the same place (its topic's ID, its event id, its
+// timestamp).
+type SourceRecord = dedupdriver.SourceRecord
+
 // ReplayRef is the latest replay of a source record.
 type ReplayRef = dedupdriver.ReplayRef
 
@@ -75,10 +87,19 @@ func checkRunID(id string) error { return checkText("run id", -1, id, 200) }
 
 // CreateReplayRun records a new run and its checkpoints in one transaction.
 // run.Status is usually RunRunning with run.Owner set to the process that
-// drives it. A zero CreatedAt means now.
+// drives it. A zero CreatedAt means now. run.SourceTopicIDs may name only
+// topics of run.Sources, each with a non-empty ID.
 func (s *Store) CreateReplayRun(ctx context.Context, run ReplayRun, cps []ReplayCheckpoint) error {
 	if err := checkRunID(run.ID); err != nil {
 		return fmt.Errorf("create replay run: %w", err)
+	}
+	for topic, id := range run.SourceTopicIDs {
+		if !slices.Contains(run.Sources, topic) {
+			return fmt.Errorf("create replay run %s: a topic ID for %s, which the run does not read", run.ID, topic)
+		}
+		if err := checkText("topic ID of "+topic, -1, id, 100); err != nil {
+			return fmt.Errorf("create replay run %s: %w", run.ID, err)
+		}
 	}
 	if err := s.journal().CreateReplayRun(ctx, run, cps); err != nil {
 		return fmt.Errorf("create replay run %s: %w", run.ID, err)
@@ -182,29 +203,32 @@ func (s *Store) ReplayTargetCounts(ctx context.Context, id string) ([]TargetCoun
 // replayedChunk bounds the refs sent in one ReplayedSources statement.
 const replayedChunk = 10_000
 
-// ReplayedSources tells which of the records refs were replayed (by any
-// run, acknowledged by the broker): for each one that was, the latest
-// replay (by acknowledgement time). refs are records of topic, the topic
-// the replays read (a dead-letter topic); a ref with an empty Topic means
-// topic. The map's keys are the refs as given; a ref never replayed is
-// absent. It sends one query per 10,000 refs.
-func (s *Store) ReplayedSources(ctx context.Context, topic string, refs []SourceRef) (map[SourceRef]ReplayRef, error) {
+// ReplayedSources tells which of recs were replayed (by any run,
+// acknowledged by the broker): for each one that a journaled send sent —
+// at its coordinates, and the same record by what both the journal and rec
+// know of it (dedupdriver.SendBatch.SentRecord) — the latest such send (by
+// acknowledgement time). recs are records of topic, the topic the replays
+// read (a dead-letter topic); a rec with an empty Topic means topic. The
+// map's keys are the recs' SourceRefs as given; a record never replayed is
+// absent. Records given twice at one place must be given as the same record.
+// It sends one query per 10,000 records.
+func (s *Store) ReplayedSources(ctx context.Context, topic string, recs []SourceRecord) (map[SourceRef]ReplayRef, error) {
 	out := make(map[SourceRef]ReplayRef)
-	if len(refs) == 0 {
+	if len(recs) == 0 {
 		return out, nil
 	}
-	// Deduplicate, remembering which given refs each stored one stands for.
-	given := make(map[SourceRef][]SourceRef, len(refs))
-	keys := make([]SourceRef, 0, len(refs))
-	for _, r := range refs {
+	// Deduplicate, remembering which given refs each looked-up one stands for.
+	given := make(map[SourceRef][]SourceRef, len(recs))
+	keys := make([]SourceRecord, 0, len(recs))
+	for _, r := range recs {
 		k := r
 		if k.Topic == "" {
 			k.Topic = topic
 		}
-		if _, seen := given[k]; !seen {
+		if _, seen := given[k.SourceRef]; !seen {
 			keys = append(keys, k)
 		}
-		given[k] = append(given[k], r)
+		given[k.SourceRef] = append(given[k.SourceRef], r.SourceRef)
 	}
 	for start := 0; start < len(keys); start += replayedChunk {
 		chunk := keys[start:min(start+replayedChunk, len(keys))]

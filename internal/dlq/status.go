@@ -10,20 +10,34 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Status says whether a dead letter still needs work. Its values are stable: they appear in
 // JSON output and in --status.
+//
+// This is the one definition of a dead letter's status, for one consumer; StatusLookup applies
+// it, and every command that selects or counts dead letters by status (dlq list and stats,
+// replay --status) asks StatusLookup rather than looking at markers or the journal itself:
+//
+//   - unknown: the dead letter has no (usable) event id, or there is no consumer to ask;
+//   - resolved: the consumer has a marker for its event;
+//   - replayed: no marker, and the replay journal sent THIS record: a journaled send at its
+//     topic, partition and offset whose record is this one (same topic ID, event id and
+//     timestamp, as far as both sides know them: dedupdriver.SendBatch.SentRecord), not merely a
+//     record that was at those coordinates before the topic was recreated;
+//   - pending: it has an event id, and neither holds.
 type Status string
 
 // The statuses of a dead letter, for one consumer.
 const (
-	// StatusPending: the consumer has no marker for the event: it still needs work.
+	// StatusPending: the consumer has no marker for the event and no journaled replay sent this
+	// dead letter: it still needs work.
 	StatusPending Status = "pending"
 	// StatusResolved: the consumer has a marker for the event: it was processed since (after
 	// a replay, or a redelivery). A dead-lettered event is never marked by the failure itself.
 	StatusResolved Status = "resolved"
-	// StatusReplayed: a journaled replay has sent the dead letter back, and the consumer has no
+	// StatusReplayed: a journaled replay has sent this dead letter back, and the consumer has no
 	// marker yet: it is on its way, or failed again.
 	StatusReplayed Status = "replayed"
 	// StatusUnknown: the status cannot be told: the dead letter has no usable event id, or no
@@ -88,6 +102,14 @@ type StatusLookup struct {
 	// (fw.dlq.group, Spring's consumer group): fieldwork's consumer names its markers after its
 	// group unless told otherwise.
 	Consumer string
+	// TopicID, when set, tells the Kafka topic ID a dead-letter topic has now
+	// (kafka.Cluster.TopicID). A send journaled by a run that read the topic under another ID
+	// sent a record of the topic before it was deleted and recreated: it does not make a dead
+	// letter of today's topic replayed. Without it the dead letter's own event id and
+	// timestamp still tell it apart from the record the journal sent, unless both are the same
+	// (a sandbox seeded again at the same time). It is asked once per topic and Resolve, and
+	// once per topic by a StatusBatcher; a topic it says does not exist has no ID to compare.
+	TopicID func(ctx context.Context, topic string) (string, error)
 	// NoJournal, when set, is called (once per Resolve at most) when the store has no replay
 	// journal (a marker table not migrated by fieldwork 002, or someone else's table): no dead
 	// letter can then be told replayed, and the ones a replay sent show as pending.
@@ -100,6 +122,30 @@ func (l StatusLookup) Enabled() bool { return l.Store != nil }
 // Resolve returns the status of each of ds, in order, with one marker lookup per consumer.
 // Without a store every StatusInfo is zero. A store error is returned as it is.
 func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInfo, error) {
+	return l.resolve(ctx, ds, map[string]string{})
+}
+
+// topicID is the ID of topic now, from ids when it was asked before ("" when unknown).
+func (l StatusLookup) topicID(ctx context.Context, topic string, ids map[string]string) (string, error) {
+	if l.TopicID == nil {
+		return "", nil
+	}
+	if id, ok := ids[topic]; ok {
+		return id, nil
+	}
+	id, err := l.TopicID(ctx, topic)
+	if errors.Is(err, kafka.ErrUnknownTopic) {
+		id, err = "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("the topic ID of %s, which tells its dead letters from records the journal sent before it was recreated: %w", topic, err)
+	}
+	ids[topic] = id
+	return id, nil
+}
+
+// resolve is Resolve with the topic IDs known so far (it adds those it asks for).
+func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[string]string) ([]StatusInfo, error) {
 	out := make([]StatusInfo, len(ds))
 	if l.Store == nil {
 		return out, nil
@@ -132,7 +178,7 @@ func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInf
 		}
 		found[consumer] = m
 	}
-	unmarked := map[string][]dedup.SourceRef{} // dead-letter topic → dead letters without a marker
+	unmarked := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters without a marker
 	for i, d := range ds {
 		if out[i].Status != "" {
 			continue
@@ -142,11 +188,19 @@ func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInf
 			continue
 		}
 		out[i].Status = StatusPending
-		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset})
+		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRecord{
+			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
 	}
 	replayed := map[dedup.SourceRef]dedup.ReplayRef{}
-	for topic, refs := range unmarked {
-		m, err := l.Store.ReplayedSources(ctx, topic, refs)
+	for topic, recs := range unmarked {
+		id, err := l.topicID(ctx, topic, ids)
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			recs[i].TopicID = id
+		}
+		m, err := l.Store.ReplayedSources(ctx, topic, recs)
 		if errors.Is(err, dedup.ErrNotMigrated) {
 			if l.NoJournal != nil {
 				l.NoJournal(err)
@@ -181,6 +235,7 @@ type StatusBatcher struct {
 	size    int
 	emit    func(DeadLetter, StatusInfo) error
 	pending []DeadLetter
+	ids     map[string]string // topic IDs asked for so far
 }
 
 // NewStatusBatcher returns a batcher of size dead letters (DefaultStatusBatch when size <=
@@ -190,7 +245,7 @@ func NewStatusBatcher(lookup StatusLookup, size int, emit func(DeadLetter, Statu
 	if size <= 0 {
 		size = DefaultStatusBatch
 	}
-	return &StatusBatcher{lookup: lookup, size: size, emit: emit}
+	return &StatusBatcher{lookup: lookup, size: size, emit: emit, ids: map[string]string{}}
 }
 
 // Add queues d, and resolves and emits the batch when it is full. An error from emit
@@ -214,7 +269,7 @@ func (b *StatusBatcher) Flush(ctx context.Context) error {
 	}
 	batch := b.pending
 	b.pending = b.pending[:0:0]
-	infos, err := b.lookup.Resolve(ctx, batch)
+	infos, err := b.lookup.resolve(ctx, batch, b.ids)
 	if err != nil {
 		return err
 	}

@@ -161,3 +161,77 @@ func TestStatusBatcher(t *testing.T) {
 		t.Fatalf("order %v", order)
 	}
 }
+
+// TestResolveTellsTheRecordApart: replayed means the journal sent this dead letter, not one
+// that was at its coordinates before. A run journaled under topic ID A sent t.dlq/0/0; the
+// dead letter there now is replayed only while it is that record — the same topic ID (when the
+// lookup knows it), event id and timestamp.
+func TestResolveTellsTheRecordApart(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	ts := time.UnixMilli(1_700_000_000_123).UTC()
+	if err := st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "r1", Selection: "{}", Sources: []string{"t.dlq"}, SourceTopicIDs: map[string]string{"t.dlq": "A"},
+		Target: "original", Status: dedup.RunRunning, Owner: "o"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r1", Owner: "o", Status: dedup.RunCompleted, Finished: true,
+		Sends: []dedup.ReplaySend{{SourceTopic: "t.dlq", SourceOffset: 0, SourceTimestamp: ts, EventID: "e", TargetTopic: "t", TargetOffset: 9, At: ts}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(id string) func(context.Context, string) (string, error) {
+		return func(context.Context, string) (string, error) { return id, nil }
+	}
+	dl := func(eventID string, at time.Time) DeadLetter {
+		return DeadLetter{Topic: "t.dlq", Partition: 0, Offset: 0, Timestamp: at, Group: "g", EventID: eventID}
+	}
+	for _, c := range []struct {
+		name    string
+		topicID func(context.Context, string) (string, error)
+		d       DeadLetter
+		want    Status
+	}{
+		{"the record sent, its topic's ID known", ids("A"), dl("e", ts), StatusReplayed},
+		{"the record sent, no topic ID to compare", nil, dl("e", ts), StatusReplayed},
+		{"the topic recreated, the same record again", ids("B"), dl("e", ts), StatusPending},
+		{"the topic recreated, another record", nil, dl("f", ts.Add(time.Hour)), StatusPending},
+		{"another timestamp", ids("A"), dl("e", ts.Add(time.Millisecond)), StatusPending},
+		{"another event id", nil, dl("f", ts), StatusPending},
+	} {
+		got, err := StatusLookup{Store: st, TopicID: c.topicID}.Resolve(ctx, []DeadLetter{c.d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Status != c.want || (c.want == StatusReplayed) != (got[0].Replay != nil) {
+			t.Errorf("%s: %+v, want %s", c.name, got[0], c.want)
+		}
+	}
+
+	// A batcher asks each topic's ID once; a lookup error is returned.
+	asked := map[string]int{}
+	lookup := StatusLookup{Store: st, TopicID: func(_ context.Context, topic string) (string, error) {
+		asked[topic]++
+		if topic == "broken.dlq" {
+			return "", errors.New("metadata refused")
+		}
+		return "A", nil
+	}}
+	var got []Status
+	b := NewStatusBatcher(lookup, 2, func(_ DeadLetter, s StatusInfo) error { got = append(got, s.Status); return nil })
+	for range 5 {
+		if err := b.Add(ctx, dl("e", ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if asked["t.dlq"] != 1 || len(got) != 5 || got[4] != StatusReplayed {
+		t.Fatalf("asked %v, statuses %v", asked, got)
+	}
+	broken := dl("e", ts)
+	broken.Topic = "broken.dlq"
+	if _, err := lookup.Resolve(ctx, []DeadLetter{broken}); err == nil || !strings.Contains(err.Error(), "metadata refused") {
+		t.Fatalf("a topic ID lookup that failed: %v", err)
+	}
+}

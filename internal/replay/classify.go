@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -15,7 +16,7 @@ import (
 type Outcome int
 
 const (
-	// OutcomeFiltered: not selected (a filter, --status pending, --event-id).
+	// OutcomeFiltered: not selected (a filter, --status, --event-id).
 	OutcomeFiltered Outcome = iota
 	// OutcomeSend: selected and sent.
 	OutcomeSend
@@ -49,8 +50,8 @@ type decision struct {
 	problem   string
 }
 
-// classifier decides the outcome of records, in batches so that marker lookups take one query
-// per batch.
+// classifier decides the outcome of records, in batches so that marker and journal lookups
+// take a query or two per batch.
 type classifier struct {
 	spec   *Spec
 	filter dlq.Filter
@@ -60,14 +61,34 @@ type classifier struct {
 	// parser reads the dead letters; the headers stay in the record (no copy) and the failure
 	// times are never used here.
 	parser *dlq.Parser
+	// statuses tells the status of the dead letters Spec.Statuses selects by: dlq's rule, the
+	// one `dlq list --status` applies, asked with the plan's source topic ID.
+	statuses dlq.StatusLookup
 	// out is reused from batch to batch: the decisions of a batch are handled before the next
-	// one is classified.
+	// one is classified; so are dls and at, the dead letters whose status is looked up and the
+	// index of their decision.
 	out []decision
+	dls []dlq.DeadLetter
+	at  []int
 }
 
-func newClassifier(spec *Spec, st *dedup.Store, sent map[dedup.SourceRef]bool) *classifier {
-	return &classifier{spec: spec, filter: spec.filter(), store: st, sent: sent,
+// newClassifier classifies the records of p (st is needed when p's spec looks statuses or
+// markers up).
+func newClassifier(p *Plan, st *dedup.Store) *classifier {
+	c := &classifier{spec: &p.Spec, filter: p.Spec.filter(), store: st,
 		parser: dlq.NewParser(dlq.ParseOptions{NoHeaders: true, NoTimes: true})}
+	if p.Resume != nil {
+		c.sent = p.Resume.Sent
+	}
+	from, topicID := p.Spec.From, p.SourceTopicID
+	c.statuses = dlq.StatusLookup{Store: st, Consumer: p.Spec.StatusConsumer,
+		TopicID: func(_ context.Context, topic string) (string, error) {
+			if topic != from {
+				return "", nil
+			}
+			return topicID, nil
+		}}
+	return c
 }
 
 // classify decides every record of batch, in order. The decisions are valid until the next
@@ -78,6 +99,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	}
 	out := c.out[:len(batch)]
 	clear(out)
+	c.dls, c.at = c.dls[:0], c.at[:0]
 	var ids []string
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
@@ -89,22 +111,29 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		}
 		d.outcome = OutcomeSend
 		c.route(d, &dl)
-		if d.eventID != "" && c.spec.NeedsStore() {
+		if len(c.spec.Statuses) > 0 && !c.sent[sourceRef(r)] {
+			c.dls, c.at = append(c.dls, dl), append(c.at, i)
+		}
+		if d.eventID != "" && c.spec.SkipProcessedFor != "" {
 			ids = append(ids, d.eventID)
 		}
 	}
-	var pending, processed map[string]dedup.MarkerRow
-	if len(ids) > 0 {
-		var err error
-		if c.spec.PendingFor != "" {
-			if pending, err = c.store.Lookup(ctx, c.spec.PendingFor, ids); err != nil {
-				return nil, err
+	if len(c.dls) > 0 {
+		infos, err := c.statuses.Resolve(ctx, c.dls)
+		if err != nil {
+			return nil, err
+		}
+		for k, info := range infos {
+			if !slices.Contains(c.spec.Statuses, info.Status) {
+				out[c.at[k]].outcome = OutcomeFiltered
 			}
 		}
-		if c.spec.SkipProcessedFor != "" {
-			if processed, err = c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids); err != nil {
-				return nil, err
-			}
+	}
+	var processed map[string]dedup.MarkerRow
+	if len(ids) > 0 {
+		var err error
+		if processed, err = c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids); err != nil {
+			return nil, err
 		}
 	}
 	for i := range out {
@@ -112,11 +141,8 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		if d.outcome == OutcomeFiltered {
 			continue
 		}
-		_, handled := pending[d.eventID]
 		switch {
-		case handled && d.eventID != "":
-			d.outcome = OutcomeFiltered
-		case c.sent[dedup.SourceRef{Topic: d.rec.Topic, Partition: d.rec.Partition, Offset: d.rec.Offset}]:
+		case c.sent[sourceRef(d.rec)]:
 			d.outcome = OutcomeAlreadySent
 		case d.eventID != "" && processed != nil && hasKey(processed, d.eventID):
 			d.outcome = OutcomeSkipped
@@ -130,6 +156,11 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 }
 
 func hasKey(m map[string]dedup.MarkerRow, k string) bool { _, ok := m[k]; return ok }
+
+// sourceRef is where r was read.
+func sourceRef(r *kgo.Record) dedup.SourceRef {
+	return dedup.SourceRef{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
 
 // route sets the target of a selected record, or a problem.
 func (c *classifier) route(d *decision, dl *dlq.DeadLetter) {

@@ -57,18 +57,26 @@
 // records it would quarantine and still exits 0: it replayed nothing, and the issue's
 // contract is that a valid plan exits 0.
 //
-// Journal and checkpoints. Execute records the run (operator, reason, the Spec as JSON, source,
-// target, status, owner host:pid) before sending. Acknowledgements arrive out of source order,
+// Journal and checkpoints. Execute records the run (operator, reason, the Spec as JSON, source
+// and its Kafka topic ID, target, status, owner host:pid) before sending. Acknowledgements arrive out of source order,
 // so each source partition's checkpoint is the contiguous prefix of records that are done
 // (acknowledged, or needing no send); counts are committed with that prefix, so after a crash
 // they describe exactly the records behind the checkpoints. Every acknowledged send is
-// journaled (source and target position, event id) in batches, in one transaction with the
+// journaled (source and target position, the source record's event id and timestamp) in batches, in one transaction with the
 // checkpoints and counts, every DefaultFlushRecords sends or DefaultFlushInterval. A resume
 // reads each partition from just after its checkpoint and does not send again the records the
 // journal shows acknowledged beyond it; what a SIGKILL can duplicate is what was handed to the
 // producer without reaching the journal, which reading keeps under Summary.DuplicateWindow
 // (the producer's buffer plus one journal batch). SIGINT/SIGTERM instead stop reading, await
 // the records in flight, journal them and mark the run interrupted: nothing is duplicated.
+//
+// Record identity. Offsets name records only while their topic lives: a topic deleted and
+// recreated under its name (or a sandbox broker restarted over the same store) holds other
+// records at the same offsets. The topic ID journaled with the run, and the event id and
+// timestamp journaled with each send, let the journal tell the records it sent from the ones
+// at their coordinates now (the status rule of package dlq asks it so). A plan executed after
+// its source topic was recreated, and a resume of a run whose source topic was recreated, are
+// refused with a *SourceRecreatedError: its checkpoints name records that no longer exist.
 //
 // Ownership. Only the owner process writes a run's progress (dedup.Store.SaveReplayProgress
 // checks it). LoadRun refuses a run marked running while its process may be alive: on this

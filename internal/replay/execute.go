@@ -164,6 +164,11 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		}
 	}
 
+	// The records read must be those the plan was made of: a source topic recreated since
+	// (another topic ID) holds others, which the journal would take for the plan's.
+	if err := checkSourceTopic(ctx, c, p); err != nil {
+		return nil, err
+	}
 	var (
 		base   dedup.RunCounts
 		create func(context.Context) error // records a new run; nil once recorded
@@ -186,6 +191,9 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		run := dedup.ReplayRun{
 			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: p.Spec.marshal(),
 			Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
+		}
+		if p.SourceTopicID != "" {
+			run.SourceTopicIDs = map[string]string{p.Spec.From: p.SourceTopicID}
 		}
 		cps := make([]dedup.ReplayCheckpoint, 0, len(p.Ranges))
 		for _, r := range p.Ranges {
@@ -331,11 +339,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		}
 	}()
 
-	var sent map[dedup.SourceRef]bool
-	if e.plan.Resume != nil {
-		sent = e.plan.Resume.Sent
-	}
-	cls := newClassifier(&e.plan.Spec, e.st, sent)
+	cls := newClassifier(e.plan, e.st)
 	lim := newLimiter(e.opts.Rate)
 	start := time.Now()
 	total := e.plan.Total()
@@ -401,8 +405,8 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		out := e.prov.outgoingWith(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at)
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
-			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset, EventID: eventID,
-				TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
+			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
+				SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
 			if err != nil {
 				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, err)
 				stopRead(err)

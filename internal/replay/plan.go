@@ -38,6 +38,10 @@ type Plan struct {
 	// LostOffsets counts offsets of a resumed run's remaining ranges that retention deleted
 	// since it was interrupted.
 	LostOffsets int64
+	// SourceTopicID is the Kafka topic ID of Spec.From when the plan was made ("" when the
+	// brokers give none): the run journals it, so that the journal knows which records it
+	// sent, not only where (a topic recreated under the same name has another ID).
+	SourceTopicID string
 }
 
 // NewPlan validates spec and fixes its ranges. An unknown topic is an *kafka.UnknownTopicError
@@ -54,7 +58,11 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if spec.Record != "" && (len(ranges) != 1 || ranges[0].Len() == 0) {
 		return nil, fmt.Errorf("record %s is not readable (past the last stable offset of an open transaction?)", spec.Record)
 	}
-	return &Plan{Spec: spec, Ranges: ranges}, nil
+	id, err := c.TopicID(ctx, spec.From)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Spec: spec, Ranges: ranges, SourceTopicID: id}, nil
 }
 
 // TargetKnown reports whether every record the plan can send goes to one target known before
@@ -180,7 +188,7 @@ type ScanOptions struct {
 }
 
 // Scan reads the plan's ranges once and reports what a replay would do, sending nothing.
-// st is needed when the spec looks up markers (--status pending, --skip-processed). The
+// st is needed when the spec looks up statuses or markers (--status, --skip-processed). The
 // report's Missing lists target topics (or, with --to-partition original, partitions) that
 // do not exist; Problems the records that cannot be routed. Err tells whether the plan can
 // be executed.
@@ -204,11 +212,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		part  int32
 	}
 	byTarget := map[key]int64{}
-	var sent map[dedup.SourceRef]bool
-	if p.Resume != nil {
-		sent = p.Resume.Sent
-	}
-	cls := newClassifier(&p.Spec, st, sent)
+	cls := newClassifier(p, st)
 	total := p.Total()
 	err := readBatches(ctx, c, p.Ranges, cls, func(d *decision) error {
 		rep.Counts.Read++

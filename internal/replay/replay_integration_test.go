@@ -253,15 +253,20 @@ func TestReplayFieldworkDeadLettersBackToTheirTopic(t *testing.T) {
 			t.Fatalf("checkpoint %+v not at the end", cp)
 		}
 	}
-	refs := make([]dedup.SourceRef, len(dls))
+	if run.SourceTopicIDs[dlqTopic] == "" {
+		t.Fatalf("the run journaled no topic ID of %s: %+v", dlqTopic, run.SourceTopicIDs)
+	}
+	refs := make([]dedup.SourceRecord, len(dls))
 	for i, d := range dls {
-		refs[i] = dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
+		refs[i] = dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset},
+			TopicID: run.SourceTopicIDs[dlqTopic], EventID: header(d, "ce_id"), Timestamp: d.Timestamp}
 	}
 	found, err := st.ReplayedSources(t.Context(), dlqTopic, refs)
 	if err != nil || len(found) != 40 {
 		t.Fatalf("ReplayedSources: %d, %v", len(found), err)
 	}
-	for _, ref := range refs {
+	for _, rec := range refs {
+		ref := rec.SourceRef
 		f := found[ref]
 		r := got[fmt.Sprintf("%s/%d/%d", ref.Topic, ref.Partition, ref.Offset)][0]
 		if f.RunID != sum.RunID || f.TargetTopic != src || f.TargetPartition != r.Partition || f.TargetOffset != r.Offset {

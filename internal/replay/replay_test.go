@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,14 @@ func TestSpecValidate(t *testing.T) {
 		{"bad regexp", Spec{From: "t", Error: "("}, "not a regular expression"},
 		{"to-partition", Spec{From: "t", ToPartition: "random"}, "--to-partition"},
 		{"max replays", Spec{From: "t", MaxReplays: -1}, "--max-replays"},
+		{"pending and replayed", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}, StatusConsumer: "billing"}, ""},
+		{"statuses of each dead letter's group", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusReplayed}}, ""},
+		{"resolved", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusResolved}, StatusConsumer: "billing"}, "--status resolved: the consumer has processed these events"},
+		{"unknown", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusUnknown}}, "--status unknown: these dead letters have no event id"},
+		{"not a status", Spec{From: "t", Statuses: []dlq.Status{"done"}}, `--status "done"`},
+		{"a consumer without a status", Spec{From: "t", StatusConsumer: "billing"}, "without a status"},
+		{"a consumer that cannot be", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusPending}, StatusConsumer: "b\x00"}, "--consumer"},
+		{"pending for two consumers", Spec{From: "t", PendingFor: "a", Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "b"}, "one consumer's statuses"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,9 +69,33 @@ func TestSpecValidate(t *testing.T) {
 	}
 }
 
+// TestPendingForIsDLQsPending: PendingFor (what `--status pending --consumer C` sets) is the
+// status selection pending for C, and so is a spec journaled with it before.
+func TestPendingForIsDLQsPending(t *testing.T) {
+	s := Spec{From: "t", PendingFor: "billing"}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s.PendingFor != "billing" || s.StatusConsumer != "billing" || !slices.Equal(s.Statuses, []dlq.Status{dlq.StatusPending}) || !s.NeedsStore() {
+		t.Fatalf("validated: %+v", s)
+	}
+	if again, err := unmarshalSpec(s.marshal()); err != nil || again.marshal() != s.marshal() {
+		t.Fatalf("validated again (a resume): %+v %v", again, err)
+	}
+	back, err := unmarshalSpec(`{"from":"t","pending_for":"billing","to_partition":"default","max_replays":3}`)
+	if err != nil || back.StatusConsumer != "billing" || !slices.Equal(back.Statuses, []dlq.Status{dlq.StatusPending}) {
+		t.Fatalf("a spec journaled with pending_for: %+v %v", back, err)
+	}
+	twice := Spec{From: "t", PendingFor: "billing", Statuses: []dlq.Status{dlq.StatusPending, dlq.StatusReplayed, dlq.StatusPending}}
+	if err := twice.Validate(); err != nil || !slices.Equal(twice.Statuses, []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}) {
+		t.Fatalf("pending given twice: %+v %v", twice, err)
+	}
+}
+
 func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
 	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), Error: "time(out)?",
-		Reasons: []string{"exhausted"}, SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal}
+		Reasons: []string{"exhausted"}, SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
+		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing"}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +169,7 @@ func TestClassifyRoutes(t *testing.T) {
 		if err := spec.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := newClassifier(&spec, nil, nil).classify(t.Context(), recs)
+		ds, err := newClassifier(&Plan{Spec: spec}, nil).classify(t.Context(), recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +438,7 @@ func BenchmarkRecord(b *testing.B) {
 	for p := range int32(3) {
 		ranges = append(ranges, kafka.PartitionRange{Topic: "tasks.dlq", Partition: p, Start: 0, End: 1 << 40})
 	}
-	cls := newClassifier(&spec, nil, nil)
+	cls := newClassifier(&Plan{Spec: spec}, nil)
 	prov := NewProvenance("run-1", "fix deployed")
 	var hs headerStripper
 	var sl slab

@@ -84,7 +84,11 @@ var ErrNothingToResume = errors.New("the run is completed: nothing to resume")
 // after its checkpoint to the end offset journaled when the run was planned (never re-taken),
 // skipping the records journaled as sent beyond the checkpoint. A run marked running is
 // refused while its process may be alive (same host and the pid exists, or its last journal
-// write is younger than StaleAfter) unless force.
+// write is younger than StaleAfter) unless force. A run whose source topic was deleted and
+// recreated since (its topic ID is not the journaled one) is refused with a
+// *SourceRecreatedError, force or not: its checkpoints and journaled sends name records that
+// no longer exist. A run journaled without a topic ID (before the journal recorded them)
+// cannot be checked, and resumes as it always did.
 func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, force bool) (*Plan, error) {
 	run, cps, err := st.ReplayRun(ctx, id)
 	if err != nil {
@@ -106,6 +110,14 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
+	// The topic's ID now: the run's, unless the topic was recreated since.
+	topicID, err := c.TopicID(ctx, spec.From)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	if then := run.SourceTopicIDs[spec.From]; then != "" && topicID != "" && then != topicID {
+		return nil, &SourceRecreatedError{Topic: spec.From, RunID: id, Then: then, Now: topicID}
+	}
 	sends, err := st.ReplaySendsAfterCheckpoint(ctx, id)
 	if err != nil {
 		return nil, err
@@ -114,7 +126,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 	for _, s := range sends {
 		sent[dedup.SourceRef{Topic: s.SourceTopic, Partition: s.SourcePartition, Offset: s.SourceOffset}] = true
 	}
-	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent}}
+	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent}, SourceTopicID: topicID}
 	starts := map[string]map[int32]int64{}
 	for _, cp := range cps {
 		r := kafka.PartitionRange{Topic: cp.Topic, Partition: cp.Partition, Start: cp.AckedThrough + 1, End: cp.End + 1}

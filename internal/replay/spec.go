@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -53,8 +54,28 @@ type Spec struct {
 	Error         string   `json:"error,omitempty"` // a regular expression on the error message or class
 	OriginalTopic string   `json:"original_topic,omitempty"`
 	Group         string   `json:"group,omitempty"`
-	// PendingFor, when set, selects only records whose event has no marker of this consumer in
-	// the store (`--status pending --consumer C`): the others are not selected at all.
+	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
+	// of these: the others are not selected at all. The status is the one `dlq list --status`
+	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
+	// that the two never disagree. A replay selects by two of them:
+	//   - pending: an event id, no marker of the consumer, and no journaled replay of this dead
+	//     letter (one that sent a record since deleted with its topic does not count) — the
+	//     dead letters still waiting for a replay;
+	//   - replayed: a journaled replay sent this dead letter and the consumer still has no
+	//     marker — its copy failed again, was skipped, or went where it was lost: a second
+	//     replay is the operator's decision, never the default.
+	// resolved (the consumer processed the event: a replay would be a duplicate it skips) and
+	// unknown (no event id or no consumer: nothing tells that a replay is needed) are refused
+	// by Validate; the other filters select such dead letters. A resumed run's records that it
+	// journaled as sent are already-sent, whatever their status now.
+	Statuses []dlq.Status `json:"statuses,omitempty"`
+	// StatusConsumer is the consumer whose markers Statuses look up; "" means each dead
+	// letter's own consumer group, as `dlq list` without --consumer.
+	StatusConsumer string `json:"status_consumer,omitempty"`
+	// PendingFor is `--status pending --consumer C` in one field: Validate adds pending to
+	// Statuses and sets StatusConsumer to C (it must not name another consumer), so that it
+	// means dlq's pending, not merely "no marker". A run journaled with it before resumes
+	// selecting that way.
 	PendingFor string `json:"pending_for,omitempty"`
 	// SkipProcessedFor, when set, selects as usual but skips (counts, does not send) records
 	// whose event this consumer has a marker for (`--skip-processed --consumer C`).
@@ -138,11 +159,55 @@ func (s *Spec) Validate() error {
 	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
 		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
 	}
+	return s.validateStatuses()
+}
+
+// ReplayStatuses are the statuses a replay can select by (Spec.Statuses).
+var ReplayStatuses = []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}
+
+// validateStatuses adds PendingFor to Statuses and checks them (twice is once: a journaled
+// spec is validated again when its run resumes).
+func (s *Spec) validateStatuses() error {
+	if s.PendingFor != "" {
+		if s.StatusConsumer != "" && s.StatusConsumer != s.PendingFor {
+			return fwerr.Usagef("pending for %s, statuses for %s: one consumer's statuses select a replay", s.PendingFor, s.StatusConsumer)
+		}
+		if !slices.Contains(s.Statuses, dlq.StatusPending) {
+			s.Statuses = append(s.Statuses, dlq.StatusPending)
+		}
+		s.StatusConsumer = s.PendingFor
+	}
+	var kept []dlq.Status
+	for _, st := range s.Statuses {
+		switch {
+		case slices.Contains(ReplayStatuses, st):
+		case st == dlq.StatusResolved:
+			return fwerr.Usagef("--status resolved: the consumer has processed these events; a replay would send duplicates it skips (a replay selects pending or replayed dead letters)")
+		case st == dlq.StatusUnknown:
+			return fwerr.Usagef("--status unknown: these dead letters have no event id or no consumer to ask, so nothing tells that they need a replay (select them by the other filters; a replay selects pending or replayed dead letters)")
+		default:
+			return fwerr.Usagef("--status %q: a replay selects pending or replayed dead letters", st)
+		}
+		if !slices.Contains(kept, st) {
+			kept = append(kept, st)
+		}
+	}
+	s.Statuses = kept
+	if s.StatusConsumer != "" {
+		if len(s.Statuses) == 0 {
+			return fwerr.Usagef("a status consumer (%s) without a status to select", s.StatusConsumer)
+		}
+		if err := dedup.ValidateConsumer(s.StatusConsumer); err != nil {
+			return fwerr.Usagef("--consumer %q: %v", s.StatusConsumer, err)
+		}
+	}
 	return nil
 }
 
-// NeedsStore reports whether planning needs the dedup store (marker lookups).
-func (s *Spec) NeedsStore() bool { return s.PendingFor != "" || s.SkipProcessedFor != "" }
+// NeedsStore reports whether planning needs the dedup store (marker and journal lookups).
+func (s *Spec) NeedsStore() bool {
+	return len(s.Statuses) > 0 || s.PendingFor != "" || s.SkipProcessedFor != ""
+}
 
 // selection is the kafka.Selection of the spec's range.
 func (s *Spec) selection() kafka.Selection {

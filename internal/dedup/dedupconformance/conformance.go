@@ -98,6 +98,8 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"JournalTakeOver", testJournalTake},
 		{"JournalListAndSharedBySchema", testJournalList},
 		{"ReplayedSources", testReplayedSources},
+		{"ReplayedSourcesKnowTheRecord", testRecordIdentity},
+		{"JournalOfBeforeRecordIdentity", testJournalBeforeRecordIdentity},
 		{"TargetCountsKeptAndBackfilled", testTargetCountsBackfill},
 		{"JournalNotMigrated", testJournalNotMigrated},
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 )
 
@@ -203,6 +204,12 @@ func testJournalList(t *testing.T, fresh Fresh) {
 	}
 }
 
+// rec is the record of orders.dlq at p/off that send(p, off, …) journaled: its event id, no
+// topic ID or timestamp (not compared).
+func rec(p int32, off int64) dedup.SourceRecord {
+	return dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Partition: p, Offset: off}, EventID: fmt.Sprintf("e-%d-%d", p, off)}
+}
+
 func testReplayedSources(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
 	st, _ := NewStore(t, fresh)
@@ -220,28 +227,26 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 			t.Fatal(err)
 		}
 	}
-	refs := []dedup.SourceRef{
-		{Topic: "orders.dlq", Partition: 0, Offset: 5},
-		{Partition: 1, Offset: 6}, // empty Topic: the topic argument
-		{Topic: "orders.dlq", Partition: 0, Offset: 6},
-		{Topic: "other.dlq", Partition: 0, Offset: 5},
-		{Topic: "orders.dlq", Partition: 0, Offset: 5}, // twice
-	}
-	got, err := st.ReplayedSources(ctx, "orders.dlq", refs)
+	noTopic := rec(1, 6)
+	noTopic.Topic = "" // empty Topic: the topic argument
+	other := rec(0, 5)
+	other.Topic = "other.dlq"
+	recs := []dedup.SourceRecord{rec(0, 5), noTopic, rec(0, 6), other, rec(0, 5)} // 0/5 twice
+	got, err := st.ReplayedSources(ctx, "orders.dlq", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
 		t.Fatalf("replayed: %+v", got)
 	}
-	r := got[refs[0]]
+	r := got[recs[0].SourceRef]
 	if r.RunID != "late" || !r.At.Equal(t0.Add(time.Minute)) || r.TargetTopic != "orders" || r.TargetPartition != 2 || r.TargetOffset != 101 {
 		t.Fatalf("latest replay of orders.dlq/0/5: %+v", r)
 	}
-	if r := got[refs[1]]; r.RunID != "early" || r.TargetOffset != 50 {
+	if r := got[recs[1].SourceRef]; r.RunID != "early" || r.TargetOffset != 50 {
 		t.Fatalf("orders.dlq/1/6 by an empty-topic ref: %+v", r)
 	}
-	// One flush holding sends out of order, with gaps, to two target topics: a ref inside a
+	// One flush holding sends out of order, with gaps, to two target topics: a record inside a
 	// batch's range but not in it is absent.
 	if err := st.CreateReplayRun(ctx, newRun("gaps", "o", t0), nil); err != nil {
 		t.Fatal(err)
@@ -251,11 +256,11 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "gaps", Owner: "o", Status: dedup.RunCompleted, Sends: gap}); err != nil {
 		t.Fatal(err)
 	}
-	gapRefs := []dedup.SourceRef{{Partition: 3, Offset: 10}, {Partition: 3, Offset: 11}, {Partition: 3, Offset: 12}, {Partition: 3, Offset: 14}, {Partition: 3, Offset: 15}}
-	found, err := st.ReplayedSources(ctx, "orders.dlq", gapRefs)
-	if err != nil || len(found) != 3 || found[gapRefs[0]].TargetTopic != "audit" || found[gapRefs[0]].TargetPartition != 7 ||
-		found[gapRefs[2]].TargetOffset != 1012 || found[gapRefs[3]].TargetOffset != 1014 {
-		t.Fatalf("refs in a batch with gaps: %+v %v", found, err)
+	gapRecs := []dedup.SourceRecord{rec(3, 10), rec(3, 11), rec(3, 12), rec(3, 14), rec(3, 15)}
+	found, err := st.ReplayedSources(ctx, "orders.dlq", gapRecs)
+	if err != nil || len(found) != 3 || found[gapRecs[0].SourceRef].TargetTopic != "audit" || found[gapRecs[0].SourceRef].TargetPartition != 7 ||
+		found[gapRecs[2].SourceRef].TargetOffset != 1012 || found[gapRecs[3].SourceRef].TargetOffset != 1014 {
+		t.Fatalf("records in a batch with gaps: %+v %v", found, err)
 	}
 	counts, err := st.ReplayTargetCounts(ctx, "gaps")
 	if err != nil || len(counts) != 2 || counts[0] != (dedup.TargetCount{Topic: "audit", Partition: 7, Records: 1}) || counts[1].Records != 2 {
@@ -264,13 +269,103 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 	if got, err := st.ReplayedSources(ctx, "orders.dlq", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no refs: %v %v", got, err)
 	}
-	// Many refs go in chunks.
-	many := make([]dedup.SourceRef, 25_000)
+	// Many records go in chunks.
+	many := make([]dedup.SourceRecord, 25_000)
 	for i := range many {
-		many[i] = dedup.SourceRef{Topic: "orders.dlq", Partition: 0, Offset: int64(i)}
+		many[i] = rec(0, int64(i))
 	}
-	if got, err := st.ReplayedSources(ctx, "orders.dlq", many); err != nil || len(got) != 1 || got[many[5]].RunID != "late" {
-		t.Fatalf("25,000 refs: %d %v", len(got), err)
+	if got, err := st.ReplayedSources(ctx, "orders.dlq", many); err != nil || len(got) != 1 || got[many[5].SourceRef].RunID != "late" {
+		t.Fatalf("25,000 records: %d %v", len(got), err)
+	}
+}
+
+// testRecordIdentity: a run journals its source topic's ID and each send its record's event id
+// and timestamp, and a journaled send counts as a replay of the record now at its coordinates
+// only when they agree: a record of the topic recreated since (another topic ID), or another
+// record at the same place (another event id or timestamp), was not replayed by it, and a later
+// send of such a record does not hide the earlier send of this one.
+func testRecordIdentity(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	ts := t0.Add(-time.Hour) // the source records' own timestamps
+	journal := func(run, topicID string, at time.Time, sends ...dedup.ReplaySend) {
+		t.Helper()
+		r := newRun(run, "o", at)
+		if topicID != "" {
+			r.SourceTopicIDs = map[string]string{"orders.dlq": topicID}
+		}
+		if err := st.CreateReplayRun(ctx, r, []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range sends {
+			sends[i].At = at
+		}
+		if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: run, Owner: "o", Status: dedup.RunCompleted, Sends: sends, FlushID: run + "#1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timed := func(off int64, at time.Time, eventID string, targetOff int64) dedup.ReplaySend {
+		s := send(0, off, targetOff, time.Time{})
+		s.SourceTimestamp, s.EventID = at, eventID
+		return s
+	}
+	// Under topic ID A: 0/1 and 0/2. The topic recreated as B: its 0/1 (another event id, another
+	// time) sent later by a run of B, and 0/3.
+	journal("of-A", "AAAAAAAAAAAAAAAAAAAAAA", t0,
+		timed(1, ts, "e-old-1", 101), timed(2, ts.Add(time.Second), "e-2", 102))
+	journal("of-B", "BBBBBBBBBBBBBBBBBBBBBB", t0.Add(time.Minute),
+		timed(1, ts.Add(time.Hour), "e-new-1", 201), timed(3, ts.Add(time.Hour), "e-3", 203))
+
+	run, _, err := st.ReplayRun(ctx, "of-A")
+	if err != nil || len(run.SourceTopicIDs) != 1 || run.SourceTopicIDs["orders.dlq"] != "AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Fatalf("topic IDs of a run read back: %+v %v", run.SourceTopicIDs, err)
+	}
+	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{})
+	if err != nil || len(runs) != 2 || runs[0].SourceTopicIDs["orders.dlq"] != "BBBBBBBBBBBBBBBBBBBBBB" {
+		t.Fatalf("topic IDs of listed runs: %+v %v", runs, err)
+	}
+	at := func(off int64, topicID, eventID string, stamp time.Time) dedup.SourceRecord {
+		return dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: off}, TopicID: topicID, EventID: eventID, Timestamp: stamp}
+	}
+	for _, c := range []struct {
+		name string
+		rec  dedup.SourceRecord
+		run  string // "" : not replayed
+	}{
+		{"the new 0/1, by the run of B", at(1, "BBBBBBBBBBBBBBBBBBBBBB", "e-new-1", ts.Add(time.Hour)), "of-B"},
+		{"the old 0/1, by the run of A although B's is later", at(1, "AAAAAAAAAAAAAAAAAAAAAA", "e-old-1", ts), "of-A"},
+		{"the new 0/2: the send of A was of the old one", at(2, "BBBBBBBBBBBBBBBBBBBBBB", "e-2", ts.Add(time.Second)), ""},
+		{"0/2 under A", at(2, "AAAAAAAAAAAAAAAAAAAAAA", "e-2", ts.Add(time.Second)), "of-A"},
+		{"0/2 under A, another timestamp", at(2, "AAAAAAAAAAAAAAAAAAAAAA", "e-2", ts), ""},
+		{"0/2 under A, another event id", at(2, "AAAAAAAAAAAAAAAAAAAAAA", "e-x", ts.Add(time.Second)), ""},
+		{"0/2, topic ID not known to the asker", at(2, "", "e-2", ts.Add(time.Second)), "of-A"},
+		{"0/1, topic ID and timestamp not known: told by event id", at(1, "", "e-old-1", time.Time{}), "of-A"},
+		{"0/3 under a third topic ID", at(3, "CCCCCCCCCCCCCCCCCCCCCC", "e-3", ts.Add(time.Hour)), ""},
+	} {
+		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{c.rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := got[c.rec.SourceRef]
+		if c.run == "" && ok || c.run != "" && r.RunID != c.run {
+			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
+		}
+	}
+	// A resume reads the sends beyond the checkpoint with their timestamps.
+	after, err := st.ReplaySendsAfterCheckpoint(ctx, "of-B")
+	if err != nil || len(after) != 2 || !after[0].SourceTimestamp.Equal(ts.Add(time.Hour)) || after[0].EventID != "e-new-1" {
+		t.Fatalf("sends after the checkpoint: %+v %v", after, err)
+	}
+	// A topic ID for a topic the run does not read, or an empty one, is refused.
+	bad := newRun("bad", "o", t0)
+	bad.SourceTopicIDs = map[string]string{"elsewhere": "AAAAAAAAAAAAAAAAAAAAAA"}
+	if err := st.CreateReplayRun(ctx, bad, nil); err == nil {
+		t.Fatal("a topic ID of a topic the run does not read was accepted")
+	}
+	bad.SourceTopicIDs = map[string]string{"orders.dlq": ""}
+	if err := st.CreateReplayRun(ctx, bad, nil); err == nil {
+		t.Fatal("an empty topic ID was accepted")
 	}
 }
 
@@ -281,7 +376,7 @@ func testJournalNotMigrated(t *testing.T, fresh Fresh) {
 	if _, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{}); !errors.Is(err, dedup.ErrNotMigrated) {
 		t.Fatalf("ReplayRuns on an unmigrated store: %v, want ErrNotMigrated", err)
 	}
-	if _, err := st.ReplayedSources(ctx, "t", []dedup.SourceRef{{Offset: 1}}); !errors.Is(err, dedup.ErrNotMigrated) {
+	if _, err := st.ReplayedSources(ctx, "t", []dedup.SourceRecord{{SourceRef: dedup.SourceRef{Offset: 1}}}); !errors.Is(err, dedup.ErrNotMigrated) {
 		t.Fatalf("ReplayedSources on an unmigrated store: %v, want ErrNotMigrated", err)
 	}
 	if err := st.CreateReplayRun(ctx, newRun("r", "o", time.Time{}), nil); !errors.Is(err, dedup.ErrNotMigrated) {
@@ -324,12 +419,7 @@ func testTargetCountsBackfill(t *testing.T, fresh Fresh) {
 	if err := st.CreateReplayRun(ctx, newRun("old", "me", time.Time{}), twoCheckpoints()); err != nil {
 		t.Fatal(err)
 	}
-	table := func(name string) string {
-		if st.Driver() == "postgres" {
-			return `"` + env.Schema + `"."` + name + `"`
-		}
-		return `"` + sqlitedriver.TableName(env.Schema, name) + `"`
-	}
+	table := func(name string) string { return journalTable(st, env, name) }
 	type legacy struct {
 		part          int32
 		target        string
@@ -395,5 +485,139 @@ VALUES ('old', $1, 'orders.dlq', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 	}
 	if w := "[orders.dlq/0/0 e-0-0 → orders/2/100 orders.dlq/0/1 e-0-1 → orders/2/101 orders.dlq/1/12 e-1-12 → audit/0/300]"; fmt.Sprint(got) != w {
 		t.Fatalf("sends journaled before: %v, want %s", got, w)
+	}
+}
+
+// journalTable is the quoted table name of the journal's table name in env.
+func journalTable(st *dedup.Store, env Env, name string) string {
+	if st.Driver() == "postgres" {
+		return `"` + env.Schema + `"."` + name + `"`
+	}
+	return `"` + sqlitedriver.TableName(env.Schema, name) + `"`
+}
+
+// testJournalBeforeRecordIdentity: a store journaled before record identity (PostgreSQL
+// migration 006, SQLite 005) — runs without topic IDs, send batches without source timestamps,
+// in each form the driver wrote them (PostgreSQL: the arrays of before migration 005 and the
+// packed version 1 of 005; SQLite: the JSON arrays) — is migrated, and its journal reads with
+// the documented meaning: what it did not record is not compared, so its sends count for the
+// record now at their coordinates when the event id is theirs, whatever that record's topic ID
+// and timestamp; a record with another event id was not replayed by them. A run journaled after
+// the migration, in the same store, is told apart by its topic ID.
+func testJournalBeforeRecordIdentity(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, env := NewStore(t, fresh)
+	status, err := st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := status.Latest // the migration of record identity is the newest
+	pg := st.Driver() == "postgres"
+	table := func(name string) string { return journalTable(st, env, name) }
+
+	// The store as it was before: no tables of record identity, the version before.
+	err = st.InTx(ctx, func(tx *dedup.Tx) error {
+		drop := []string{"replay_run_topics"}
+		if !pg {
+			drop = append(drop, "replay_send_times")
+		}
+		for _, name := range drop {
+			if _, err := tx.Exec(ctx, `DROP TABLE `+table(name)); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version >= $1`, identity)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateReplayRun(ctx, newRun("old", "o", time.Time{}), []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	insert := `INSERT INTO ` + table("replay_send_batches") + ` (run_id, flush_id, source_topic, source_partition,
+  first_offset, last_offset, target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
+	err = st.InTx(ctx, func(tx *dedup.Tx) error {
+		if !pg { // SQLite: JSON arrays, the only form it wrote
+			_, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, "[1,2]", `["e-0-1","e-0-2"]`, "[2,2]", "[101,102]", sqlTime(st, now))
+			return err
+		}
+		// PostgreSQL before migration 005: arrays.
+		if _, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, []int64{1, 2}, []string{"e-0-1", "e-0-2"}, []int32{2, 2}, []int64{101, 102}, now); err != nil {
+			return err
+		}
+		// Migration 005: packed, version 1 (no timestamps).
+		b := dedupdriver.SendBatch{SourceOffsets: []int64{3}, EventIDs: []string{"e-0-3"}, TargetPartitions: []int32{2}, TargetOffsets: []int64{103}}
+		_, err := tx.Exec(ctx, `INSERT INTO `+table("replay_send_batches")+` (run_id, flush_id, source_topic, source_partition,
+  first_offset, last_offset, target_topic, records, sends, sent_at) VALUES ('old', 'old#2', 'orders.dlq', 0, 3, 3, 'orders', 1, $1, $2)`, b.Pack(nil), now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	steps, err := st.Migrate(ctx, false)
+	if err != nil || len(steps) != 1 || steps[0].Version != identity || steps[0].Name != "replay_record_identity" {
+		t.Fatalf("migrate a store of before record identity: %+v %v", steps, err)
+	}
+	run, _, err := st.ReplayRun(ctx, "old")
+	if err != nil || len(run.SourceTopicIDs) != 0 || run.Sources[0] != "orders.dlq" {
+		t.Fatalf("a run journaled before: %+v %v", run, err)
+	}
+	legacy := []int64{1, 2}
+	if pg {
+		legacy = append(legacy, 3)
+	}
+	after, err := st.ReplaySendsAfterCheckpoint(ctx, "old")
+	if err != nil || len(after) != len(legacy) {
+		t.Fatalf("sends journaled before: %+v %v", after, err)
+	}
+	for i, s := range after {
+		if s.SourceOffset != legacy[i] || s.EventID != fmt.Sprintf("e-0-%d", legacy[i]) || s.TargetOffset != 100+legacy[i] || !s.SourceTimestamp.IsZero() {
+			t.Fatalf("send %d journaled before: %+v", i, s)
+		}
+	}
+
+	// After the migration a run of the topic recreated (topic ID B) sends its 0/1, another record.
+	newer := newRun("new", "o", time.Time{})
+	newer.SourceTopicIDs = map[string]string{"orders.dlq": "BBBBBBBBBBBBBBBBBBBBBB"}
+	if err := st.CreateReplayRun(ctx, newer, nil); err != nil {
+		t.Fatal(err)
+	}
+	s1 := send(0, 1, 201, now.Add(time.Minute))
+	s1.EventID, s1.SourceTimestamp = "e-new-1", now
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "new", Owner: "o", Status: dedup.RunCompleted, Sends: []dedup.ReplaySend{s1}}); err != nil {
+		t.Fatal(err)
+	}
+	at := func(off int64, topicID, eventID string) dedup.SourceRecord {
+		return dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: off}, TopicID: topicID, EventID: eventID, Timestamp: now.Add(-time.Hour)}
+	}
+	for _, c := range []struct {
+		name string
+		rec  dedup.SourceRecord
+		run  string
+	}{
+		{"an old send, whatever the topic ID and timestamp asked", at(2, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-0-2"), "old"},
+		{"an old send, another event id", at(2, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-other"), ""},
+		{"the old 0/1 beside the new run's 0/1", at(1, "", "e-0-1"), "old"},
+		{"the new 0/1", at(1, "BBBBBBBBBBBBBBBBBBBBBB", "e-new-1"), ""}, // its timestamp is not the one asked
+		{"the new 0/1 with its timestamp", dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: 1}, TopicID: "BBBBBBBBBBBBBBBBBBBBBB", EventID: "e-new-1", Timestamp: now}, "new"},
+	} {
+		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{c.rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := got[c.rec.SourceRef]
+		if c.run == "" && ok || c.run != "" && r.RunID != c.run {
+			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
+		}
+	}
+	if pg {
+		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{at(3, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-0-3")})
+		if err != nil || got[dedup.SourceRef{Topic: "orders.dlq", Offset: 3}].TargetOffset != 103 {
+			t.Fatalf("a send packed in version 1: %+v %v", got, err)
+		}
 	}
 }

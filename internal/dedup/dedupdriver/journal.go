@@ -3,6 +3,7 @@ package dedupdriver
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -10,6 +11,15 @@ import (
 // in the store's schema, shared by every marker table (migration line) of
 // that schema: replay_runs, replay_checkpoints and replay_send_batches (the
 // acknowledged sends, a row per flush, source partition and target topic).
+//
+// Record identity (PostgreSQL migration 006, SQLite 005). Coordinates alone do not name a
+// record: a topic deleted and recreated, or a sandbox broker restarted over the same store,
+// puts other records at the same topic, partition and offset. So a run journals the Kafka
+// topic ID of each topic it reads (replay_run_topics), and each send the source record's
+// event id and timestamp; a journaled send counts as a replay of a record only when they agree
+// (SentRecord). Runs journaled before the migration have no topic ID and their sends no
+// timestamp: what they did not record is not compared, so their sends are recognised by
+// coordinates and event id, the identity they always had.
 
 // Run statuses. A run is created running (or planned, when it is recorded
 // before its first send) and ends completed, interrupted or failed; resume
@@ -42,6 +52,10 @@ type ReplayRun struct {
 	Selection string `json:"selection"`
 	// Sources are the topics the run reads, in order.
 	Sources []string `json:"source_topics"`
+	// SourceTopicIDs are the Kafka topic IDs of Sources (topic → ID) as the brokers gave them
+	// when the run was planned. A topic without one (a run journaled before record identity,
+	// or a broker that gives no topic IDs) is absent.
+	SourceTopicIDs map[string]string `json:"source_topic_ids,omitempty"`
 	// Target says where records go: a topic (--to), or "original" (each
 	// record's dead-letter headers name it).
 	Target string `json:"target"`
@@ -72,11 +86,15 @@ type ReplayCheckpoint struct {
 // ReplaySend is one acknowledged send: where the record was read and where
 // the broker put it. At is the acknowledgement's time, or (as the replay
 // records it) the time its journal batch was taken, at most a flush interval
-// later.
+// later. EventID and SourceTimestamp are the source record's own (its Kafka
+// timestamp, millisecond precision): with the run's topic ID they tell the
+// record apart from another one later at the same coordinates. A zero
+// SourceTimestamp is not known (a send journaled before record identity).
 type ReplaySend struct {
 	SourceTopic     string    `json:"source_topic"`
 	SourcePartition int32     `json:"source_partition"`
 	SourceOffset    int64     `json:"source_offset"`
+	SourceTimestamp time.Time `json:"source_timestamp,omitzero"`
 	EventID         string    `json:"event_id,omitempty"`
 	TargetTopic     string    `json:"target_topic"`
 	TargetPartition int32     `json:"target_partition"`
@@ -124,6 +142,40 @@ type SourceRef struct {
 	Offset    int64
 }
 
+// SourceRecord is a record whose replays are asked for: where it is, and what tells it apart
+// from another record at the same place. TopicID is the Kafka topic ID of Topic as the asker
+// sees it now; EventID and Timestamp (its Kafka timestamp) are the record's own. An empty
+// TopicID or a zero Timestamp is not known, and not compared.
+type SourceRecord struct {
+	SourceRef
+	TopicID   string
+	EventID   string
+	Timestamp time.Time
+}
+
+// ParseTopicIDs reads a run's topic IDs as the drivers aggregate them from replay_run_topics:
+// topic=id pairs separated by commas (neither a topic name nor a topic ID holds = or ,). ""
+// is none: nil.
+func ParseTopicIDs(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for pair := range strings.SplitSeq(s, ",") {
+		if topic, id, ok := strings.Cut(pair, "="); ok {
+			out[topic] = id
+		}
+	}
+	return out
+}
+
+// BatchRun is the run that journaled a send batch, and the topic ID that run journaled for the
+// batch's source topic ("" when none).
+type BatchRun struct {
+	ID            string
+	SourceTopicID string
+}
+
 // ReplayRef is the latest replay of a source record: the run, the
 // acknowledgement's time and where the replayed copy was written.
 type ReplayRef struct {
@@ -157,19 +209,22 @@ type Journal interface {
 	// ReplayTargetCounts counts the run's journaled sends per target
 	// partition.
 	ReplayTargetCounts(ctx context.Context, id string) ([]TargetCount, error)
-	// ReplayedSources returns, for each ref that was replayed, the latest
-	// send of it (by acknowledgement time, then run id).
-	ReplayedSources(ctx context.Context, refs []SourceRef) (map[SourceRef]ReplayRef, error)
+	// ReplayedSources returns, for each of recs that a journaled send sent
+	// (ResolveReplays: at its coordinates, and SentRecord), the latest such
+	// send (by acknowledgement time, then run id), keyed by its SourceRef.
+	ReplayedSources(ctx context.Context, recs []SourceRecord) (map[SourceRef]ReplayRef, error)
 }
 
 // SendBatch is how the drivers store sends: those of one journal flush from one source
 // partition to one target topic, as parallel slices in ascending source-offset order. At is
-// the latest acknowledgement among them.
+// the latest acknowledgement among them. SourceTimestamps (Unix milliseconds) is nil for a
+// batch journaled without them (before record identity, or from sends without one).
 type SendBatch struct {
 	SourceTopic      string
 	SourcePartition  int32
 	TargetTopic      string
 	SourceOffsets    []int64
+	SourceTimestamps []int64
 	EventIDs         []string
 	TargetPartitions []int32
 	TargetOffsets    []int64
@@ -213,6 +268,7 @@ func GroupSends(sends []ReplaySend) []SendBatch {
 	}
 	idx := map[key]int{}
 	var out []SendBatch
+	var untimed []bool // per batch: a send without its source timestamp
 	for _, s := range sends {
 		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
 		i, ok := idx[k]
@@ -220,9 +276,12 @@ func GroupSends(sends []ReplaySend) []SendBatch {
 			i = len(out)
 			idx[k] = i
 			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
+			untimed = append(untimed, false)
 		}
 		b := &out[i]
 		b.SourceOffsets = append(b.SourceOffsets, s.SourceOffset)
+		b.SourceTimestamps = append(b.SourceTimestamps, s.SourceTimestamp.UnixMilli())
+		untimed[i] = untimed[i] || s.SourceTimestamp.IsZero()
 		b.EventIDs = append(b.EventIDs, s.EventID)
 		b.TargetPartitions = append(b.TargetPartitions, s.TargetPartition)
 		b.TargetOffsets = append(b.TargetOffsets, s.TargetOffset)
@@ -231,6 +290,10 @@ func GroupSends(sends []ReplaySend) []SendBatch {
 		}
 	}
 	for i := range out {
+		if untimed[i] {
+			// One unknown timestamp makes the batch's unknown: a batch has all or none.
+			out[i].SourceTimestamps = nil
+		}
 		out[i].sort()
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -257,16 +320,25 @@ func (b *SendBatch) sort() {
 	}
 	sort.Slice(perm, func(i, j int) bool { return b.SourceOffsets[perm[i]] < b.SourceOffsets[perm[j]] })
 	so, ids, tp, to := make([]int64, len(perm)), make([]string, len(perm)), make([]int32, len(perm)), make([]int64, len(perm))
+	var ts []int64
+	if b.SourceTimestamps != nil {
+		ts = make([]int64, len(perm))
+	}
 	for i, p := range perm {
 		so[i], ids[i], tp[i], to[i] = b.SourceOffsets[p], b.EventIDs[p], b.TargetPartitions[p], b.TargetOffsets[p]
+		if ts != nil {
+			ts[i] = b.SourceTimestamps[p]
+		}
 	}
-	b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets = so, ids, tp, to
+	b.SourceOffsets, b.SourceTimestamps, b.EventIDs, b.TargetPartitions, b.TargetOffsets = so, ts, ids, tp, to
 }
 
-// Valid reports whether the parallel slices have one length, at least 1.
+// Valid reports whether the parallel slices have one length, at least 1 (SourceTimestamps
+// may be nil).
 func (b *SendBatch) Valid() bool {
 	n := len(b.SourceOffsets)
-	return n > 0 && len(b.EventIDs) == n && len(b.TargetPartitions) == n && len(b.TargetOffsets) == n
+	return n > 0 && len(b.EventIDs) == n && len(b.TargetPartitions) == n && len(b.TargetOffsets) == n &&
+		(b.SourceTimestamps == nil || len(b.SourceTimestamps) == n)
 }
 
 // Find returns the index of the send of source offset o, or -1.
@@ -280,14 +352,36 @@ func (b *SendBatch) Find(o int64) int {
 
 // Send returns the i-th send of the batch.
 func (b *SendBatch) Send(i int) ReplaySend {
-	return ReplaySend{SourceTopic: b.SourceTopic, SourcePartition: b.SourcePartition, SourceOffset: b.SourceOffsets[i], EventID: b.EventIDs[i],
+	s := ReplaySend{SourceTopic: b.SourceTopic, SourcePartition: b.SourcePartition, SourceOffset: b.SourceOffsets[i], EventID: b.EventIDs[i],
 		TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[i], TargetOffset: b.TargetOffsets[i], At: b.At}
+	if b.SourceTimestamps != nil {
+		s.SourceTimestamp = time.UnixMilli(b.SourceTimestamps[i]).UTC()
+	}
+	return s
 }
 
-// ResolveRefs finds each ref of refs in batches (the candidate batches of the refs'
-// partitions) and keeps, per ref, the latest replay: by time, then by run id, so that equal
-// times give the same answer every time. runOf names each batch's run.
-func ResolveRefs(refs []SourceRef, batches []SendBatch, runOf []string, out map[SourceRef]ReplayRef) {
+// SentRecord reports whether send i of b, journaled by a run that read b's source topic under
+// topic ID runTopicID ("" when it journaled none), sent r, the record now at the same
+// coordinates (the caller matched those). It is the one rule of record identity: the send
+// counts unless something both sides know differs — the topic ID (the topic was deleted and
+// recreated since the send), the event id, or the record's timestamp. A run journaled before
+// record identity knows neither the topic ID nor the timestamp, so its sends are told by
+// coordinates and event id alone.
+func (b *SendBatch) SentRecord(i int, runTopicID string, r SourceRecord) bool {
+	if runTopicID != "" && r.TopicID != "" && runTopicID != r.TopicID {
+		return false
+	}
+	if b.EventIDs[i] != r.EventID {
+		return false
+	}
+	return b.SourceTimestamps == nil || r.Timestamp.IsZero() || b.SourceTimestamps[i] == r.Timestamp.UnixMilli()
+}
+
+// ResolveReplays finds each of recs in batches (the candidate batches of the records'
+// partitions, journaled by runs[i]) and keeps, per record, the latest send that sent it
+// (SentRecord): by time, then by run id, so that equal times give the same answer every time.
+// out is keyed by each record's SourceRef.
+func ResolveReplays(recs []SourceRecord, batches []SendBatch, runs []BatchRun, out map[SourceRef]ReplayRef) {
 	type part struct {
 		t string
 		p int32
@@ -297,18 +391,18 @@ func ResolveRefs(refs []SourceRef, batches []SendBatch, runOf []string, out map[
 		k := part{b.SourceTopic, b.SourcePartition}
 		byPart[k] = append(byPart[k], i)
 	}
-	for _, r := range refs {
+	for _, r := range recs {
 		for _, i := range byPart[part{r.Topic, r.Partition}] {
 			b := &batches[i]
 			j := b.Find(r.Offset)
-			if j < 0 {
+			if j < 0 || !b.SentRecord(j, runs[i].SourceTopicID, r) {
 				continue
 			}
-			v := ReplayRef{RunID: runOf[i], At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
-			if old, ok := out[r]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
+			v := ReplayRef{RunID: runs[i].ID, At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
+			if old, ok := out[r.SourceRef]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
 				continue
 			}
-			out[r] = v
+			out[r.SourceRef] = v
 		}
 	}
 }

@@ -24,8 +24,12 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	if b.Find(7) != 1 || b.Find(8) != -1 || b.Find(100) != -1 {
 		t.Fatal("Find")
 	}
+	if b.SourceTimestamps != nil {
+		t.Fatalf("sends without source timestamps grouped with some: %+v", b)
+	}
 	out := map[SourceRef]ReplayRef{}
-	ResolveRefs([]SourceRef{{"d", 1, 7}, {"d", 1, 8}, {"d", 0, 5}}, bs, []string{"r", "r", "r"}, out)
+	recs := []SourceRecord{{SourceRef: SourceRef{"d", 1, 7}, EventID: "e"}, {SourceRef: SourceRef{"d", 1, 8}, EventID: "e"}, {SourceRef: SourceRef{"d", 0, 5}, EventID: "e"}}
+	ResolveReplays(recs, bs, []BatchRun{{ID: "r"}, {ID: "r"}, {ID: "r"}}, out)
 	if len(out) != 2 || out[SourceRef{"d", 1, 7}].TargetOffset != 70 || out[SourceRef{"d", 0, 5}].TargetPartition != 1 {
 		t.Fatalf("resolved %+v", out)
 	}
@@ -35,20 +39,79 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	}
 }
 
+// TestGroupSendsKeepsSourceTimestamps: sends that carry their source record's timestamp are
+// grouped with them, in the order of their offsets, and read back by Send.
+func TestGroupSendsKeepsSourceTimestamps(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_123).UTC()
+	s := func(o int64, ts time.Time) ReplaySend {
+		return ReplaySend{SourceTopic: "d", SourceOffset: o, SourceTimestamp: ts, EventID: "e", TargetTopic: "t", TargetOffset: o}
+	}
+	bs := GroupSends([]ReplaySend{s(9, t0.Add(9*time.Millisecond)), s(3, t0), s(5, t0.Add(-time.Hour))})
+	if len(bs) != 1 || !bs[0].Valid() || fmt.Sprint(bs[0].SourceOffsets) != "[3 5 9]" {
+		t.Fatalf("batches %+v", bs)
+	}
+	b := bs[0]
+	if fmt.Sprint(b.SourceTimestamps) != fmt.Sprint([]int64{t0.UnixMilli(), t0.Add(-time.Hour).UnixMilli(), t0.UnixMilli() + 9}) {
+		t.Fatalf("timestamps %v", b.SourceTimestamps)
+	}
+	if got := b.Send(1); !got.SourceTimestamp.Equal(t0.Add(-time.Hour)) || got.SourceOffset != 5 {
+		t.Fatalf("Send(1) = %+v", got)
+	}
+}
+
+// TestSentRecord is the rule of record identity, case by case: what both sides know must agree.
+func TestSentRecord(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_000)
+	timed := SendBatch{SourceOffsets: []int64{7}, SourceTimestamps: []int64{ts.UnixMilli()}, EventIDs: []string{"e"}, TargetPartitions: []int32{0}, TargetOffsets: []int64{1}}
+	legacy := timed
+	legacy.SourceTimestamps = nil
+	rec := func(topicID, eventID string, at time.Time) SourceRecord {
+		return SourceRecord{SourceRef: SourceRef{"d", 0, 7}, TopicID: topicID, EventID: eventID, Timestamp: at}
+	}
+	for _, c := range []struct {
+		name    string
+		b       SendBatch
+		runID   string
+		r       SourceRecord
+		sentRec bool
+	}{
+		{"everything agrees", timed, "A", rec("A", "e", ts), true},
+		{"the topic was recreated", timed, "A", rec("B", "e", ts), false},
+		{"another event id", timed, "A", rec("A", "f", ts), false},
+		{"another timestamp", timed, "A", rec("A", "e", ts.Add(time.Millisecond)), false},
+		{"the asker knows no topic id", timed, "A", rec("", "e", ts), true},
+		{"the run journaled no topic id", timed, "", rec("B", "e", ts), true},
+		{"the asker knows no timestamp", timed, "A", rec("A", "e", time.Time{}), true},
+		{"journaled before record identity", legacy, "", rec("B", "e", ts.Add(time.Hour)), true},
+		{"journaled before record identity, another event id", legacy, "", rec("B", "f", ts), false},
+	} {
+		if got := c.b.SentRecord(0, c.runID, c.r); got != c.sentRec {
+			t.Errorf("%s: SentRecord = %v, want %v", c.name, got, c.sentRec)
+		}
+	}
+}
+
 func TestPackRoundTrip(t *testing.T) {
 	for _, b := range []SendBatch{
 		{SourceOffsets: []int64{0}, EventIDs: []string{""}, TargetPartitions: []int32{0}, TargetOffsets: []int64{0}},
 		{SourceOffsets: []int64{5, 6, 7, 100, 1 << 40}, EventIDs: []string{"a", "", "0190a0f2-7c2e-7000-8000-000000000001", "é", "x"},
 			TargetPartitions: []int32{3, 0, 2147483647, 1, 7}, TargetOffsets: []int64{900, 12, 13, 1 << 50, 0}},
 		{SourceOffsets: []int64{-1, math.MaxInt64}, EventIDs: []string{"p", "q"}, TargetPartitions: []int32{-1, math.MinInt32}, TargetOffsets: []int64{math.MinInt64, math.MaxInt64}},
+		{SourceOffsets: []int64{3}, SourceTimestamps: []int64{-1}, EventIDs: []string{"a"}, TargetPartitions: []int32{0}, TargetOffsets: []int64{0}},
+		{SourceOffsets: []int64{5, 6, 9}, SourceTimestamps: []int64{1_700_000_000_000, 1_699_999_999_000, math.MaxInt64}, EventIDs: []string{"a", "b", "c"},
+			TargetPartitions: []int32{1, 1, 2}, TargetOffsets: []int64{10, 11, 4}},
+		{SourceOffsets: []int64{0, 1}, SourceTimestamps: []int64{math.MinInt64, math.MaxInt64}, EventIDs: []string{"", ""}, TargetPartitions: []int32{0, 0}, TargetOffsets: []int64{0, 1}},
 	} {
 		data := b.Pack(nil)
+		if want := byte(packedV1); b.SourceTimestamps != nil && data[0] != packedV2 || b.SourceTimestamps == nil && data[0] != want {
+			t.Fatalf("%v packed in version %d", b.SourceOffsets, data[0])
+		}
 		var got SendBatch
 		if err := got.Unpack(data); err != nil {
 			t.Fatalf("unpack %v: %v", b, err)
 		}
-		if fmt.Sprint(got.SourceOffsets, got.EventIDs, got.TargetPartitions, got.TargetOffsets) !=
-			fmt.Sprint(b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets) {
+		if fmt.Sprint(got.SourceOffsets, got.SourceTimestamps, got.EventIDs, got.TargetPartitions, got.TargetOffsets) !=
+			fmt.Sprint(b.SourceOffsets, b.SourceTimestamps, b.EventIDs, b.TargetPartitions, b.TargetOffsets) || (got.SourceTimestamps == nil) != (b.SourceTimestamps == nil) {
 			t.Fatalf("round trip: got %+v, want %+v", got, b)
 		}
 		// Every truncation is refused, never read as fewer records.
@@ -67,11 +130,14 @@ func TestUnpackRefuses(t *testing.T) {
 	one := SendBatch{SourceOffsets: []int64{1}, EventIDs: []string{"e"}, TargetPartitions: []int32{0}, TargetOffsets: []int64{2}}
 	good := one.Pack(nil)
 	bad := map[string][]byte{
-		"another version":     append([]byte{2}, good[1:]...),
-		"no records":          {packedVersion, 0},
-		"a count of millions": {packedVersion, 0x80, 0x89, 0x7a, 1, 1, 0, 0},
-		"a partition > int32": append([]byte{packedVersion, 1, 2, 4}, append(binaryVarint(1<<33), 0)...),
-		"an id past the end":  {packedVersion, 1, 2, 4, 0, 9, 'a'},
+		"another version":            append([]byte{3}, good[1:]...),
+		"version 0":                  append([]byte{0}, good[1:]...),
+		"no records":                 {packedV1, 0},
+		"a count of millions":        {packedV1, 0x80, 0x89, 0x7a, 1, 1, 0, 0},
+		"a partition > int32":        append([]byte{packedV1, 1, 2, 4}, append(binaryVarint(1<<33), 0)...),
+		"an id past the end":         {packedV1, 1, 2, 4, 0, 9, 'a'},
+		"version 2 without its time": append([]byte{packedV2}, good[1:]...),
+		"a count of two in 9 bytes":  {packedV2, 2, 2, 4, 0, 0, 2, 2, 4, 0},
 	}
 	for name, data := range bad {
 		var b SendBatch
@@ -86,6 +152,8 @@ func binaryVarint(v int64) []byte { return binary.AppendVarint(nil, v) }
 func FuzzUnpack(f *testing.F) {
 	b := SendBatch{SourceOffsets: []int64{5, 6}, EventIDs: []string{"a", "bc"}, TargetPartitions: []int32{1, 2}, TargetOffsets: []int64{7, 9}}
 	f.Add(b.Pack(nil))
+	b.SourceTimestamps = []int64{1_700_000_000_000, 1_700_000_000_004}
+	f.Add(b.Pack(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got SendBatch
 		if got.Unpack(data) != nil {
@@ -96,8 +164,8 @@ func FuzzUnpack(f *testing.F) {
 		}
 		var again SendBatch
 		if err := again.Unpack(got.Pack(nil)); err != nil ||
-			fmt.Sprint(again.SourceOffsets, again.EventIDs, again.TargetPartitions, again.TargetOffsets) !=
-				fmt.Sprint(got.SourceOffsets, got.EventIDs, got.TargetPartitions, got.TargetOffsets) {
+			fmt.Sprint(again.SourceOffsets, again.SourceTimestamps, again.EventIDs, again.TargetPartitions, again.TargetOffsets) !=
+				fmt.Sprint(got.SourceOffsets, got.SourceTimestamps, got.EventIDs, got.TargetPartitions, got.TargetOffsets) {
 			t.Fatalf("%x: packed again, unpacked %+v, %v; first %+v", data, again, err, got)
 		}
 	})

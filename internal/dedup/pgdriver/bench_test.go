@@ -148,7 +148,8 @@ func BenchmarkJournal(b *testing.B) {
 			sends := make([]dedup.ReplaySend, 0, flush)
 			for ; len(sends) < flush && i < total; i++ {
 				sends = append(sends, dedup.ReplaySend{SourceTopic: "orders.dlq", SourcePartition: int32(i % 3), SourceOffset: int64(i / 3),
-					EventID: fmt.Sprintf("%08x-0000-4000-8000-%012d", i, i), TargetTopic: "orders", TargetPartition: int32(i % 6),
+					SourceTimestamp: now.Add(time.Duration(i/3-total) * time.Millisecond),
+					EventID:         fmt.Sprintf("%08x-0000-4000-8000-%012d", i, i), TargetTopic: "orders", TargetPartition: int32(i % 6),
 					TargetOffset: int64(i), At: now})
 			}
 			err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: run.ID, Owner: "bench", Status: dedup.RunRunning,

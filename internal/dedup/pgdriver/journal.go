@@ -24,6 +24,7 @@ type journalTables struct {
 	sends       string // replay_sends of migration 002, which 003 drops
 	batches     string
 	targets     string // replay_target_counts of migration 004
+	topics      string // replay_run_topics of migration 006
 }
 
 func (d *Driver) journal() journalTables {
@@ -35,6 +36,7 @@ func (d *Driver) journal() journalTables {
 		sends:       qualify(s, "replay_sends"),
 		batches:     qualify(s, "replay_send_batches"),
 		targets:     qualify(s, "replay_target_counts"),
+		topics:      qualify(s, "replay_run_topics"),
 	}
 }
 
@@ -50,6 +52,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatchesRunIndex"] = quote("replay_send_batches_run_idx")
 	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
 	m["ReplayTargetCounts"] = j.targets
+	m["ReplayRunTopics"] = j.topics
 }
 
 // classify names the journal's runs table when the journal is missing.
@@ -64,18 +67,24 @@ func (j journalTables) classify(err error) error {
 	return err
 }
 
-const runColumns = `id, operator, reason, selection, source_topics, target, status, COALESCE(owner, ''), COALESCE(error, ''),
-selected, sent, quarantined, skipped, created_at, updated_at, finished_at`
+// runColumns are the columns scanRun reads from the runs table, the run's topic IDs as
+// topic=id pairs among them (topic names and IDs hold neither = nor ,).
+func (j journalTables) runColumns() string {
+	return `id, operator, reason, selection, source_topics, target, status, COALESCE(owner, ''), COALESCE(error, ''),
+selected, sent, quarantined, skipped, created_at, updated_at, finished_at,
+COALESCE((SELECT string_agg(t.topic || '=' || t.topic_id, ',' ORDER BY t.topic) FROM ` + j.topics + ` t WHERE t.run_id = ` + j.runs + `.id), '')`
+}
 
 func scanRun(r pgx.Row) (dedupdriver.ReplayRun, error) {
 	var run dedupdriver.ReplayRun
-	var sources string
+	var sources, topicIDs string
 	err := r.Scan(&run.ID, &run.Operator, &run.Reason, &run.Selection, &sources, &run.Target, &run.Status, &run.Owner, &run.Error,
-		&run.Selected, &run.Sent, &run.Quarantined, &run.Skipped, &run.CreatedAt, &run.UpdatedAt, &run.FinishedAt)
+		&run.Selected, &run.Sent, &run.Quarantined, &run.Skipped, &run.CreatedAt, &run.UpdatedAt, &run.FinishedAt, &topicIDs)
 	if err != nil {
 		return run, err
 	}
 	run.Sources = splitTopics(sources)
+	run.SourceTopicIDs = dedupdriver.ParseTopicIDs(topicIDs)
 	run.CreatedAt, run.UpdatedAt = run.CreatedAt.UTC(), run.UpdatedAt.UTC()
 	if run.FinishedAt != nil {
 		t := run.FinishedAt.UTC()
@@ -109,6 +118,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), NULLIF($9, ''), $10, $11, $1
 			run.Selected, run.Sent, run.Quarantined, run.Skipped, at)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
+		}
+		if len(run.SourceTopicIDs) > 0 {
+			var topics, ids []string
+			for t, id := range run.SourceTopicIDs {
+				topics, ids = append(topics, t), append(ids, id)
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO `+j.topics+` (run_id, topic, topic_id) SELECT $1, u.t, u.i FROM unnest($2::text[], $3::text[]) AS u(t, i)`,
+				run.ID, topics, ids)
+			if err != nil {
+				return fmt.Errorf("insert topic IDs: %w", err)
+			}
 		}
 		if len(cps) == 0 {
 			return nil
@@ -251,7 +271,7 @@ WHERE id = $1 AND status = $2 AND owner IS NOT DISTINCT FROM NULLIF($3, '')`, id
 
 func (d *Driver) GetReplayRun(ctx context.Context, id string) (*dedupdriver.ReplayRun, []dedupdriver.ReplayCheckpoint, error) {
 	j := d.journal()
-	run, err := scanRun(d.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM `+j.runs+` WHERE id = $1`, id))
+	run, err := scanRun(d.pool.QueryRow(ctx, `SELECT `+j.runColumns()+` FROM `+j.runs+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -276,7 +296,7 @@ WHERE run_id = $1 ORDER BY topic, partition`, id)
 
 func (d *Driver) ListReplayRuns(ctx context.Context, f dedupdriver.ReplayRunFilter) ([]dedupdriver.ReplayRun, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT `+runColumns+` FROM `+j.runs+`
+	rows, err := d.pool.Query(ctx, `SELECT `+j.runColumns()+` FROM `+j.runs+`
 WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.Status, f.Limit)
 	if err != nil {
 		return nil, j.classify(err)
@@ -285,31 +305,39 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 	return out, j.classify(err)
 }
 
-const batchColumns = `run_id, source_topic, source_partition, target_topic, sends, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
+// batchColumns are the columns collectBatches reads from a send batch b, with the topic ID its
+// run journaled for its source topic (t, replay_run_topics LEFT JOINed by batchTopicJoin).
+const batchColumns = `b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic, b.sends,
+  b.source_offsets, b.event_ids, b.target_partitions, b.target_offsets, b.sent_at`
 
-// collectBatches reads rows of batchColumns: the sends packed (migration 005), or in the four
-// arrays of a row written before.
-func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string, error) {
+func (j journalTables) batchTopicJoin() string {
+	return ` LEFT JOIN ` + j.topics + ` t ON t.run_id = b.run_id AND t.topic = b.source_topic`
+}
+
+// collectBatches reads rows of batchColumns: the sends packed (migration 005; with their
+// source timestamps from migration 006), or in the four arrays of a row written before.
+func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	var out []dedupdriver.SendBatch
-	var runs []string
+	var runs []dedupdriver.BatchRun
 	for rows.Next() {
 		var b dedupdriver.SendBatch
-		var run string
+		var run dedupdriver.BatchRun
 		var packed []byte
-		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &packed, &b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
+		if err := rows.Scan(&run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &packed,
+			&b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
 			return nil, nil, err
 		}
 		if packed != nil {
 			if err := b.Unpack(packed); err != nil {
-				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run, b.SourceTopic, b.SourcePartition, err)
+				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run.ID, b.SourceTopic, b.SourcePartition, err)
 			}
 		}
 		if !b.Valid() {
-			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run, b.SourceTopic, b.SourcePartition)
+			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run.ID, b.SourceTopic, b.SourcePartition)
 		}
 		b.At = b.At.UTC()
 		out = append(out, b)
@@ -320,10 +348,9 @@ func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []string
 
 func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic, b.sends, b.source_offsets,
-  b.event_ids, b.target_partitions, b.target_offsets, b.sent_at
+	rows, err := d.pool.Query(ctx, `SELECT `+batchColumns+`
 FROM `+j.batches+` b JOIN `+j.checkpoints+` c
-  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition
+  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition`+j.batchTopicJoin()+`
 WHERE b.run_id = $1 AND b.last_offset > c.acked_through
 ORDER BY b.id`, id)
 	batches, _, err := collectBatches(rows, err)
@@ -375,23 +402,23 @@ WHERE run_id = $1 ORDER BY 1, 2`, id)
 	return out, j.classify(err)
 }
 
-// ReplayedSources finds the batches that may hold each ref (same source partition, the
-// offset within the batch's first and last) and resolves the refs in them.
-func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceRef) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
+// ReplayedSources finds the batches that may hold each record (same source partition, the
+// offset within the batch's first and last) and resolves the records in them.
+func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	topics, parts, offs := make([]string, len(refs)), make([]int32, len(refs)), make([]int64, len(refs))
-	for i, r := range refs {
+	topics, parts, offs := make([]string, len(recs)), make([]int32, len(recs)), make([]int64, len(recs))
+	for i, r := range recs {
 		topics[i], parts[i], offs[i] = r.Topic, r.Partition, r.Offset
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` WHERE id IN (
-  SELECT b.id FROM unnest($1::text[], $2::int4[], $3::int8[]) AS u(t, p, o)
-  JOIN `+j.batches+` b ON b.source_topic = u.t AND b.source_partition = u.p AND b.last_offset >= u.o AND b.first_offset <= u.o)`,
+	rows, err := d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id IN (
+  SELECT c.id FROM unnest($1::text[], $2::int4[], $3::int8[]) AS u(t, p, o)
+  JOIN `+j.batches+` c ON c.source_topic = u.t AND c.source_partition = u.p AND c.last_offset >= u.o AND c.first_offset <= u.o)`,
 		topics, parts, offs)
 	batches, runs, err := collectBatches(rows, err)
 	if err != nil {
 		return nil, j.classify(err)
 	}
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
-	dedupdriver.ResolveRefs(refs, batches, runs, out)
+	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }

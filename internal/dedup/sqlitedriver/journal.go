@@ -19,6 +19,7 @@ var _ dedupdriver.Journal = (*Driver)(nil)
 type journalTables struct {
 	runs, checkpoints, sends, batches string
 	targets                           string // replay_target_counts of migration 004
+	topics, times                     string // replay_run_topics and replay_send_times of migration 005
 	rawRuns, rawSends, rawBatches     string
 }
 
@@ -32,6 +33,8 @@ func (d *Driver) journal() journalTables {
 	j.runs, j.sends, j.batches = quote(j.rawRuns), quote(j.rawSends), quote(j.rawBatches)
 	j.checkpoints = quote(TableName(s, "replay_checkpoints"))
 	j.targets = quote(TableName(s, "replay_target_counts"))
+	j.topics = quote(TableName(s, "replay_run_topics"))
+	j.times = quote(TableName(s, "replay_send_times"))
 	return j
 }
 
@@ -47,6 +50,8 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatchesRunIndex"] = quote(j.rawBatches + "_run_idx")
 	m["ReplaySendBatchesSourceIndex"] = quote(j.rawBatches + "_source_idx")
 	m["ReplayTargetCounts"] = j.targets
+	m["ReplayRunTopics"] = j.topics
+	m["ReplaySendTimes"] = j.times
 }
 
 func (j journalTables) classify(err error) error {
@@ -56,18 +61,24 @@ func (j journalTables) classify(err error) error {
 	return err
 }
 
-const runColumns = `id, operator, reason, selection, source_topics, target, status, COALESCE(owner, ''), COALESCE(error, ''),
-selected, sent, quarantined, skipped, created_at, updated_at, finished_at`
+// runColumns are the columns scanRun reads from the runs table, the run's topic IDs as
+// topic=id pairs among them (topic names and IDs hold neither = nor ,).
+func (j journalTables) runColumns() string {
+	return `id, operator, reason, selection, source_topics, target, status, COALESCE(owner, ''), COALESCE(error, ''),
+selected, sent, quarantined, skipped, created_at, updated_at, finished_at,
+COALESCE((SELECT group_concat(t.topic || '=' || t.topic_id, ',') FROM ` + j.topics + ` t WHERE t.run_id = ` + j.runs + `.id), '')`
+}
 
 func scanRun(r interface{ Scan(...any) error }) (dedupdriver.ReplayRun, error) {
 	var run dedupdriver.ReplayRun
-	var sources string
+	var sources, topicIDs string
 	var created, updated, finished any
 	err := r.Scan(&run.ID, &run.Operator, &run.Reason, &run.Selection, &sources, &run.Target, &run.Status, &run.Owner, &run.Error,
-		&run.Selected, &run.Sent, &run.Quarantined, &run.Skipped, &created, &updated, &finished)
+		&run.Selected, &run.Sent, &run.Quarantined, &run.Skipped, &created, &updated, &finished, &topicIDs)
 	if err != nil {
 		return run, err
 	}
+	run.SourceTopicIDs = dedupdriver.ParseTopicIDs(topicIDs)
 	run.Sources = []string{}
 	if sources != "" {
 		run.Sources = strings.Split(sources, ",")
@@ -126,6 +137,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
+		for topic, id := range run.SourceTopicIDs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+j.topics+` (run_id, topic, topic_id) VALUES ($1, $2, $3)`, run.ID, topic, id); err != nil {
+				return fmt.Errorf("insert the topic ID of %s: %w", topic, err)
+			}
+		}
 		for _, c := range cps {
 			_, err := tx.ExecContext(ctx, `INSERT INTO `+j.checkpoints+` (run_id, topic, partition, start_offset, end_offset, acked_through)
 VALUES ($1, $2, $3, $4, $5, $6)`, run.ID, c.Topic, c.Partition, c.Start, c.End, c.AckedThrough)
@@ -176,13 +192,28 @@ WHERE id = $1 AND owner = $2`,
 				}
 				arrays[i] = string(text)
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+			res, err := tx.ExecContext(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
   target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 				p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
 				arrays[0], arrays[1], arrays[2], arrays[3], storedOrNow(b.At))
 			if err != nil {
 				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+			}
+			if b.SourceTimestamps != nil {
+				id, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				text, err := json.Marshal(b.SourceTimestamps)
+				if err != nil {
+					return err
+				}
+				// OR REPLACE: SQLite may give a batch the id of one deleted before, whose
+				// timestamps a database without foreign keys enforced would still hold.
+				if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO `+j.times+` (batch_id, source_timestamps) VALUES ($1, $2)`, id, string(text)); err != nil {
+					return fmt.Errorf("insert the source timestamps of %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+				}
 			}
 		}
 		if !written {
@@ -222,7 +253,7 @@ WHERE id = $1 AND status = $2 AND owner IS $3`, id, fromStatus, nullIfEmpty(from
 
 func (d *Driver) GetReplayRun(ctx context.Context, id string) (*dedupdriver.ReplayRun, []dedupdriver.ReplayCheckpoint, error) {
 	j := d.journal()
-	run, err := scanRun(d.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM `+j.runs+` WHERE id = $1`, id))
+	run, err := scanRun(d.db.QueryRowContext(ctx, `SELECT `+j.runColumns()+` FROM `+j.runs+` WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -248,7 +279,7 @@ WHERE run_id = $1 ORDER BY topic, partition`, id)
 
 func (d *Driver) ListReplayRuns(ctx context.Context, f dedupdriver.ReplayRunFilter) ([]dedupdriver.ReplayRun, error) {
 	j := d.journal()
-	rows, err := d.db.QueryContext(ctx, `SELECT `+runColumns+` FROM `+j.runs+`
+	rows, err := d.db.QueryContext(ctx, `SELECT `+j.runColumns()+` FROM `+j.runs+`
 WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.Status, f.Limit)
 	if err != nil {
 		return nil, j.classify(err)
@@ -265,33 +296,47 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 	return out, j.classify(rows.Err())
 }
 
-const batchColumns = `run_id, source_topic, source_partition, target_topic, source_offsets, event_ids, target_partitions, target_offsets, sent_at`
+// batchColumns are the columns collectBatches reads from a send batch b: with the topic ID its
+// run journaled for its source topic (t) and its source timestamps (s), both LEFT JOINed by
+// batchJoins and missing for a batch journaled before migration 005.
+const batchColumns = `b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic,
+  b.source_offsets, COALESCE(s.source_timestamps, ''), b.event_ids, b.target_partitions, b.target_offsets, b.sent_at`
+
+func (j journalTables) batchJoins() string {
+	return ` LEFT JOIN ` + j.topics + ` t ON t.run_id = b.run_id AND t.topic = b.source_topic LEFT JOIN ` + j.times + ` s ON s.batch_id = b.id`
+}
 
 // collectBatches reads rows of batchColumns.
-func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []string, error) {
+func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	var out []dedupdriver.SendBatch
-	var runs []string
+	var runs []dedupdriver.BatchRun
 	for rows.Next() {
 		var b dedupdriver.SendBatch
-		var run, so, ids, tp, to string
+		var run dedupdriver.BatchRun
+		var so, ts, ids, tp, to string
 		var at any
-		if err := rows.Scan(&run, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &so, &ids, &tp, &to, &at); err != nil {
+		if err := rows.Scan(&run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &so, &ts, &ids, &tp, &to, &at); err != nil {
 			return nil, nil, err
 		}
-		for _, a := range []struct {
+		type array struct {
 			text string
 			dst  any
-		}{{so, &b.SourceOffsets}, {ids, &b.EventIDs}, {tp, &b.TargetPartitions}, {to, &b.TargetOffsets}} {
+		}
+		arrays := []array{{so, &b.SourceOffsets}, {ids, &b.EventIDs}, {tp, &b.TargetPartitions}, {to, &b.TargetOffsets}}
+		if ts != "" { // none for a batch journaled before migration 005
+			arrays = append(arrays, array{ts, &b.SourceTimestamps})
+		}
+		for _, a := range arrays {
 			if err := json.Unmarshal([]byte(a.text), a.dst); err != nil {
-				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run, b.SourceTopic, b.SourcePartition, err)
+				return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d: %w", run.ID, b.SourceTopic, b.SourcePartition, err)
 			}
 		}
-		if !b.Valid() {
-			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run, b.SourceTopic, b.SourcePartition)
+		if !b.Valid() || ts != "" && b.SourceTimestamps == nil {
+			return nil, nil, fmt.Errorf("replay run %s: a send batch of %s/%d has arrays of unequal length", run.ID, b.SourceTopic, b.SourcePartition)
 		}
 		if b.At, err = parseTime(at); err != nil {
 			return nil, nil, err
@@ -304,10 +349,9 @@ func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []strin
 
 func (d *Driver) ReplaySendsAfterCheckpoint(ctx context.Context, id string) ([]dedupdriver.ReplaySend, error) {
 	j := d.journal()
-	batches, _, err := collectBatches(d.db.QueryContext(ctx, `SELECT b.run_id, b.source_topic, b.source_partition, b.target_topic,
-  b.source_offsets, b.event_ids, b.target_partitions, b.target_offsets, b.sent_at
+	batches, _, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+`
 FROM `+j.batches+` b JOIN `+j.checkpoints+` c
-  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition
+  ON c.run_id = b.run_id AND c.topic = b.source_topic AND c.partition = b.source_partition`+j.batchJoins()+`
 WHERE b.run_id = $1 AND b.last_offset > c.acked_through
 ORDER BY b.id`, id))
 	if err != nil {
@@ -353,26 +397,26 @@ WHERE run_id = $1 ORDER BY 1, 2`, id)
 	return out, j.classify(rows.Err())
 }
 
-// ReplayedSources finds the batches that may hold each ref (same source partition, the
-// offset within the batch's first and last) and resolves the refs in them.
-func (d *Driver) ReplayedSources(ctx context.Context, refs []dedupdriver.SourceRef) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
+// ReplayedSources finds the batches that may hold each record (same source partition, the
+// offset within the batch's first and last) and resolves the records in them.
+func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	keys := make([][]any, len(refs))
-	for i, r := range refs {
+	keys := make([][]any, len(recs))
+	for i, r := range recs {
 		keys[i] = []any{r.Topic, r.Partition, r.Offset}
 	}
 	arr, err := json.Marshal(keys)
 	if err != nil {
 		return nil, err
 	}
-	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` WHERE id IN (
-  SELECT b.id FROM json_each($1) AS u
-  JOIN `+j.batches+` b ON b.source_topic = u.value->>0 AND b.source_partition = u.value->>1
-    AND b.last_offset >= u.value->>2 AND b.first_offset <= u.value->>2)`, string(arr)))
+	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (
+  SELECT c.id FROM json_each($1) AS u
+  JOIN `+j.batches+` c ON c.source_topic = u.value->>0 AND c.source_partition = u.value->>1
+    AND c.last_offset >= u.value->>2 AND c.first_offset <= u.value->>2)`, string(arr)))
 	if err != nil {
 		return nil, j.classify(err)
 	}
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
-	dedupdriver.ResolveRefs(refs, batches, runs, out)
+	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }
