@@ -161,10 +161,16 @@ func stop(t *testing.T, procs ...*testenv.Proc) {
 // problem and returns the figures.
 func (w *world) checkEffects(s *stream, group string, ignore map[string]bool) string {
 	w.t.Helper()
-	pf, probs, err := invariant.Projection(context.Background(), w.store(), w.schema, group, s.man)
+	st := w.store()
+	pf, probs, err := invariant.Projection(context.Background(), st, w.schema, group, s.man)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	markers, mprobs, err := invariant.Markers(context.Background(), st, group, s.man)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	probs = append(probs, mprobs...)
 	var dls []*kgo.Record
 	for _, d := range testenv.ReadTopic(w.t, w.brokers, s.dlq) {
 		if !ignore[invariant.Addr(d.Topic, d.Partition, d.Offset)] {
@@ -175,7 +181,7 @@ func (w *world) checkEffects(s *stream, group string, ignore map[string]bool) st
 	for _, p := range append(probs, dprobs...) {
 		w.t.Error(p)
 	}
-	return pf.String() + "; " + df.String()
+	return fmt.Sprintf("%s, markers %d (want %d); %s", pf, markers, s.man.UniqueEventIDs(), df)
 }
 
 // describe says what a stream holds.
