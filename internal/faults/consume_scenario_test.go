@@ -7,10 +7,11 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-// fault is what a test does to a service in the middle of a run: down takes it away, up
-// brings it back. Each returns a line for the report.
+// fault is what a test does to a service in the middle of a run: down takes it away,
+// settle (when set) waits for what follows from it (a new partition leader), up brings it
+// back. Each returns a line for the report.
 type fault struct {
-	down, up func() string
+	down, settle, up func() string
 	// brokerStays: the brokers serve while the fault lasts (a database down, one broker of
 	// three killed), so the rest of the stream is produced then, and the consumer must meet
 	// the fault (a warning in its log) before up; otherwise it is produced after up.
@@ -23,10 +24,17 @@ type fault struct {
 // offsets the consumer is stopped with SIGTERM. The invariant: every event's effect exactly
 // once, every poison record dead-lettered, nothing else, the consumer exits 0.
 func (w *world) consumeThroughFault(s *stream, f fault) string {
+	w.t.Helper()
+	return w.consumeThroughFaultIn(s, func(string) fault { return f })
+}
+
+// consumeThroughFaultIn is consumeThroughFault with a fault that needs the group's name.
+func (w *world) consumeThroughFaultIn(s *stream, faultOf func(group string) fault) string {
 	t := w.t
 	t.Helper()
 	started := time.Now()
 	group := testenv.Name(t, "fwf-projection")
+	f := faultOf(group)
 	half := len(s.recs) / 2
 	w.produce(s.recs[:half])
 	c := w.consume("consume", group, s.topic)
@@ -35,6 +43,9 @@ func (w *world) consumeThroughFault(s *stream, f fault) string {
 
 	before := warnings(c)
 	downed := f.down()
+	if f.settle != nil {
+		downed += "; " + f.settle()
+	}
 	if f.brokerStays {
 		w.produce(s.recs[half:])
 		waitFor(t, time.Minute, c.Done(), "the consumer meeting the fault (a warning in its log)", func() bool { return warnings(c) > before })

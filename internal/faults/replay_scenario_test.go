@@ -92,6 +92,9 @@ func (w *world) replayThroughFault(s *stream, f fault) string {
 	if atDown.Status == dedup.RunCompleted {
 		t.Fatalf("the replay finished before the fault: %+v", atDown)
 	}
+	if f.settle != nil {
+		downed += "; " + f.settle()
+	}
 	upped := f.up()
 
 	code, err := rp.Wait(replayWithin)
