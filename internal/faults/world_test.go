@@ -41,16 +41,12 @@ type world struct {
 	dsn      string
 	schema   string
 	adm      *kadm.Client
-	prod     *kgo.Client
 }
 
 func newWorld(t *testing.T, brokers string, replicas int16, dsn string) *world {
 	t.Helper()
 	w := &world{t: t, bin: testenv.Fieldwork(t), brokers: brokers, replicas: replicas, dsn: dsn, schema: freshSchema(t, dsn)}
 	w.adm = kadm.NewClient(testenv.ClientOn(t, brokers))
-	// Partitioned by key as every Kafka client does; acks from all in-sync replicas,
-	// idempotent (franz-go's defaults).
-	w.prod = testenv.ClientOn(t, brokers, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	// The store and the handler's table, migrated once here rather than by several
 	// `consume --migrate` at once.
 	st := w.store()
@@ -117,11 +113,21 @@ func (w *world) newStream(partitions int32, o sample.Options) *stream {
 	return s
 }
 
+// produce writes recs with a producer of its own, partitioned by key as every Kafka client
+// does, acknowledged by all in-sync replicas, idempotent (franz-go's defaults). A producer
+// is not kept from one call to the next: one kept across a restart of the single broker
+// wrote part of its next records twice and out of order (the broker logged
+// OutOfOrderSequenceException for it), which would corrupt the stream under test.
 func (w *world) produce(recs []*kgo.Record) {
 	w.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(w.brokers, ",")...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := w.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		w.t.Fatalf("produce %d records: %v", len(recs), err)
 	}
 }
