@@ -46,7 +46,7 @@ func (w *world) replayThroughFault(s *stream, f fault) string {
 	started := time.Now()
 	group := testenv.Name(t, "fwf-projection")
 	old := s.topic + ".old"
-	testenv.CreateTopic(t, w.brokers, old, 3, w.replicas, nil)
+	testenv.CreateTopicOn(t, w.brokers, old, 3, w.replicas, nil)
 	parked := 0
 	for i, r := range s.recs {
 		if s.man.Kind(i) != sample.KindPoison && parkedTask(string(r.Key)) {

@@ -103,8 +103,8 @@ func (w *world) newStream(partitions int32, o sample.Options) *stream {
 	w.t.Helper()
 	s := &stream{topic: testenv.Name(w.t, "fwf")}
 	s.dlq = s.topic + ".dlq"
-	testenv.CreateTopic(w.t, w.brokers, s.topic, partitions, w.replicas, nil)
-	testenv.CreateTopic(w.t, w.brokers, s.dlq, 2, w.replicas, nil)
+	testenv.CreateTopicOn(w.t, w.brokers, s.topic, partitions, w.replicas, nil)
+	testenv.CreateTopicOn(w.t, w.brokers, s.dlq, 2, w.replicas, nil)
 	recs, man, err := sample.Generate(o)
 	if err != nil {
 		w.t.Fatal(err)

@@ -21,11 +21,12 @@ func ClientOn(t testing.TB, brokers string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// CreateTopic creates topic name on brokers with the partitions and replicas given, and
-// deletes it at cleanup. retention.ms is -1 unless configs says otherwise: sample events
-// carry fixed past timestamps, which time-based retention would delete in the middle of a
-// test.
-func CreateTopic(t testing.TB, brokers, name string, partitions int32, replicas int16, configs map[string]*string) {
+// CreateTopicOn creates topic name on brokers with the partitions and replicas given, waits
+// until the metadata shows a leader for every partition (a client that asks before is told
+// the topic does not exist), and deletes it at cleanup. retention.ms is -1 unless configs
+// says otherwise: sample events carry fixed past timestamps, which time-based retention
+// would delete in the middle of a test.
+func CreateTopicOn(t testing.TB, brokers, name string, partitions int32, replicas int16, configs map[string]*string) {
 	t.Helper()
 	if configs == nil {
 		configs = map[string]*string{}
@@ -49,6 +50,31 @@ func CreateTopic(t testing.TB, brokers, name string, partitions int32, replicas 
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, name)
 	})
+	for {
+		md, err := adm.Metadata(ctx, name)
+		if err == nil && led(md, name, partitions) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s on %s: no leader for each of its %d partitions within a minute (%v)", name, brokers, partitions, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// led reports whether the metadata shows topic with partitions partitions, each led.
+func led(md kadm.Metadata, topic string, partitions int32) bool {
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil || int32(len(td.Partitions)) != partitions {
+		return false
+	}
+	for _, p := range td.Partitions {
+		if p.Leader < 0 || p.Err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // ReadTopic reads every record of topic on brokers up to the end offsets it has when called,
