@@ -273,7 +273,7 @@ node_pid() {
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
   local cmdline
-  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
   [[ $cmdline == *"$(node_dir "$1")/server.properties"* ]] || return 1
   echo "$pid"
 }
