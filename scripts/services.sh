@@ -11,6 +11,20 @@
 #   scripts/services.sh stop     stop both
 #   scripts/services.sh status   say what runs
 #   scripts/services.sh env      print the export lines only
+#
+# For the fault tests, a cluster of its own beside them (it never touches the node above):
+# three combined broker+controller KRaft nodes on loopback, replication factor 3,
+# min.insync.replicas 2, small heaps, data under $FW_SERVICES_DIR/cluster:
+#   scripts/services.sh cluster start [N]    start every node (or node N) that is not running
+#                                            and wait until it answers and sees the others
+#   scripts/services.sh cluster stop [N]     stop every node (or node N): SIGTERM, a clean shutdown
+#   scripts/services.sh cluster kill [N]     SIGKILL every node (or node N)
+#   scripts/services.sh cluster restart N    stop node N if it runs, then start it
+#   scripts/services.sh cluster status       say which nodes run
+#   scripts/services.sh cluster env          print FIELDWORK_TEST_CLUSTER_BROKERS
+# FW_CLUSTER_DIR puts a cluster elsewhere (a test's private one), FW_CLUSTER_NODES sizes a new
+# one (default 3), FW_CLUSTER_PORTS gives its ports ("broker:controller,…", a pair a node;
+# default 19201:19211, 19202:19212, …). A cluster's directory remembers its ports and size.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -212,6 +226,238 @@ stop_kafka() {
   fi
 }
 
+# --- A Kafka cluster for the fault tests --------------------------------------------------
+# Combined broker+controller nodes (node N is broker N and voter N), each with its own
+# directory under $cluster_dir: server.properties, data, logs, pid.
+
+cluster_dir=${FW_CLUSTER_DIR:-$STATE/cluster}
+cluster_ports=() # "broker:controller", index 0 is node 1
+
+cluster_load() {
+  local spec
+  if [ -f "$cluster_dir/ports" ]; then
+    spec=$(cat "$cluster_dir/ports")
+  elif [ -n "${FW_CLUSTER_PORTS:-}" ]; then
+    spec=$FW_CLUSTER_PORTS
+  else
+    local i parts=()
+    for i in $(seq 1 "${FW_CLUSTER_NODES:-3}"); do parts+=("$((19200 + i)):$((19210 + i))"); done
+    spec=$(IFS=,; echo "${parts[*]}")
+  fi
+  IFS=, read -r -a cluster_ports <<<"$spec"
+  local p
+  for p in "${cluster_ports[@]}"; do
+    [[ $p =~ ^[0-9]+:[0-9]+$ ]] || { log "cluster: bad ports \"$spec\" (want broker:controller,…)"; exit 2; }
+  done
+  if [ -n "${FW_CLUSTER_NODES:-}" ] && [ "$FW_CLUSTER_NODES" != "${#cluster_ports[@]}" ]; then
+    log "cluster: $cluster_dir has ${#cluster_ports[@]} nodes, not FW_CLUSTER_NODES=$FW_CLUSTER_NODES"; exit 2
+  fi
+}
+
+cluster_size() { echo "${#cluster_ports[@]}"; }
+node_broker_port() { local p=${cluster_ports[$(($1 - 1))]}; echo "${p%%:*}"; }
+node_controller_port() { local p=${cluster_ports[$(($1 - 1))]}; echo "${p##*:}"; }
+node_dir() { echo "$cluster_dir/node$1"; }
+
+check_node() {
+  if ! [[ ${1:-} =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ] || [ "$1" -gt "$(cluster_size)" ]; then
+    log "cluster: no node \"${1:-}\" (nodes 1..$(cluster_size))"; exit 2
+  fi
+}
+
+# node_pid N prints node N's pid when it runs: the pid file's process must still be this
+# node's JVM (a pid can be reused; a reaped or zombie process has no command line).
+node_pid() {
+  local f pid
+  f="$(node_dir "$1")/pid"
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  local cmdline
+  cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+  [[ $cmdline == *"$(node_dir "$1")/server.properties"* ]] || return 1
+  echo "$pid"
+}
+
+# brokers_seen N prints how many brokers node N's metadata lists (nothing when it does not answer).
+brokers_seen() {
+  local md
+  md=$(kcat -b "127.0.0.1:$(node_broker_port "$1")" -L -m 3 2>/dev/null) || return 0
+  sed -n 's/^ *\([0-9][0-9]*\) brokers:.*/\1/p' <<<"$md"
+}
+
+cluster_id() {
+  if [ ! -s "$cluster_dir/cluster-id" ]; then
+    java -cp "$kafka_dir/libs/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1 >"$cluster_dir/cluster-id"
+  fi
+  cat "$cluster_dir/cluster-id"
+}
+
+node_jopts() {
+  # Small heaps and one JIT tier: three of these share a small machine with the tests.
+  echo "-Xms64m -Xmx320m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Djava.awt.headless=true -Dlog4j2.configurationFile=$(node_dir "$1")/log4j2.properties"
+}
+
+write_node_config() {
+  local n=$1 d size rf isr voters="" i
+  d=$(node_dir "$n")
+  size=$(cluster_size)
+  rf=$((size < 3 ? size : 3))
+  isr=$((rf >= 3 ? 2 : 1))
+  for i in $(seq 1 "$size"); do voters+="${voters:+,}$i@127.0.0.1:$(node_controller_port "$i")"; done
+  mkdir -p "$d/data"
+  cat >"$d/server.properties" <<EOF
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$(node_broker_port "$n"),CONTROLLER://127.0.0.1:$(node_controller_port "$n")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(node_broker_port "$n")
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$d/data
+num.partitions=3
+default.replication.factor=$rf
+min.insync.replicas=$isr
+unclean.leader.election.enable=false
+auto.create.topics.enable=false
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=6
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
+transaction.state.log.num.partitions=6
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
+group.initial.rebalance.delay.ms=0
+log.flush.interval.messages=9223372036854775807
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+num.replica.fetchers=1
+log.cleaner.threads=1
+# A killed broker is fenced, and its partitions led elsewhere, within seconds, not the
+# default nine.
+broker.heartbeat.interval.ms=500
+broker.session.timeout.ms=3000
+EOF
+  cat >"$d/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $d/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+EOF
+}
+
+# launch_node N starts node N's JVM in the background unless it runs.
+launch_node() {
+  local n=$1 d cp
+  d=$(node_dir "$n")
+  if node_pid "$n" >/dev/null; then log "cluster node $n already runs (pid $(node_pid "$n"))"; return; fi
+  write_node_config "$n"
+  cp="$kafka_dir/libs/*"
+  # shellcheck disable=SC2046 # the options are words
+  if [ ! -f "$d/data/meta.properties" ]; then
+    java $(node_jopts "$n") -cp "$cp" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$d/server.properties" >"$d/format.log" 2>&1 ||
+      { log "cluster node $n: formatting failed:"; cat "$d/format.log" >&2; exit 1; }
+  fi
+  log "starting cluster node $n on 127.0.0.1:$(node_broker_port "$n") (controller :$(node_controller_port "$n"))"
+  # shellcheck disable=SC2046
+  nohup java $(node_jopts "$n") -cp "$cp" kafka.Kafka "$d/server.properties" >"$d/stdout.log" 2>&1 </dev/null &
+  echo $! >"$d/pid"
+  # $! is the forked shell until it has become the JVM.
+  local i
+  for i in $(seq 1 100); do node_pid "$n" >/dev/null && return; sleep 0.1; done
+  log "cluster node $n did not start; see $d/stdout.log"; exit 1
+}
+
+# wait_node N waits until node N answers and lists every running node as a broker.
+wait_node() {
+  local n=$1 i running seen
+  for i in $(seq 1 240); do
+    if ! node_pid "$n" >/dev/null; then
+      log "cluster node $n exited; last lines of its logs:"
+      tail -30 "$(node_dir "$n")/stdout.log" "$(node_dir "$n")/server.log" >&2 2>/dev/null || true
+      exit 1
+    fi
+    running=0
+    for j in $(seq 1 "$(cluster_size)"); do if node_pid "$j" >/dev/null; then running=$((running + 1)); fi; done
+    seen=$(brokers_seen "$n")
+    if [ -n "$seen" ] && [ "$seen" -ge "$running" ]; then log "cluster node $n ready ($seen brokers)"; return; fi
+    sleep 0.5
+  done
+  log "cluster node $n did not answer within 120s; last lines of its logs:"
+  tail -30 "$(node_dir "$n")/stdout.log" "$(node_dir "$n")/server.log" >&2 2>/dev/null || true
+  exit 1
+}
+
+# signal_nodes SIGNAL N... signals the nodes that run, waits up to 60s for them to exit, then
+# kills what is left.
+signal_nodes() {
+  local sig=$1 n pid i left
+  shift
+  declare -A pids=()
+  for n in "$@"; do
+    if pid=$(node_pid "$n"); then kill "-$sig" "$pid" 2>/dev/null || true; pids[$n]=$pid; fi
+  done
+  for i in $(seq 1 120); do
+    left=0
+    for n in "${!pids[@]}"; do if node_pid "$n" >/dev/null; then left=1; fi; done
+    [ "$left" = 0 ] && break
+    sleep 0.5
+  done
+  for n in "${!pids[@]}"; do
+    if pid=$(node_pid "$n"); then log "cluster node $n ignored SIG$sig for 60s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+    while node_pid "$n" >/dev/null; do sleep 0.1; done
+    rm -f "$(node_dir "$n")/pid"
+    log "cluster node $n stopped (SIG$sig)"
+  done
+}
+
+cluster_env() {
+  local n addrs=""
+  for n in $(seq 1 "$(cluster_size)"); do addrs+="${addrs:+,}127.0.0.1:$(node_broker_port "$n")"; done
+  echo "export FIELDWORK_TEST_CLUSTER_BROKERS=$addrs"
+}
+
+cluster_cmd() {
+  local cmd=${1:-status} n
+  shift || true
+  cluster_load
+  local all; all=$(seq 1 "$(cluster_size)")
+  if [ -n "${1:-}" ]; then check_node "$1"; fi
+  case "$cmd" in
+    start)
+      mkdir -p "$STATE" "$cluster_dir"
+      install_missing
+      fetch_kafka
+      [ -f "$cluster_dir/ports" ] || (IFS=,; echo "${cluster_ports[*]}") >"$cluster_dir/ports"
+      # Every node first: a node answers only once a majority of the voters runs.
+      for n in ${1:-$all}; do launch_node "$n"; done
+      for n in ${1:-$all}; do wait_node "$n"; done
+      cluster_env
+      ;;
+    stop) signal_nodes TERM ${1:-$all} ;;
+    kill) signal_nodes KILL ${1:-$all} ;;
+    restart)
+      [ -n "${1:-}" ] || { log "usage: $0 cluster restart N"; exit 2; }
+      signal_nodes TERM "$1"
+      launch_node "$1"
+      wait_node "$1"
+      ;;
+    status)
+      for n in $all; do
+        if pid=$(node_pid "$n"); then echo "cluster node $n: up on 127.0.0.1:$(node_broker_port "$n") (pid $pid)"
+        else echo "cluster node $n: down"; fi
+      done
+      ;;
+    env) cluster_env ;;
+    *) echo "usage: $0 cluster start|stop|kill [N] | restart N | status | env" >&2; exit 2 ;;
+  esac
+}
+
 print_env() {
   cat <<EOF
 export FIELDWORK_TEST_BROKERS=127.0.0.1:$KAFKA_PORT
@@ -239,5 +485,6 @@ case "${1:-start}" in
     if command -v kcat >/dev/null && kafka_ready; then echo "kafka: up on 127.0.0.1:$KAFKA_PORT"; else echo "kafka: down"; fi
     ;;
   env) print_env ;;
-  *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
+  cluster) shift; cluster_cmd "$@" ;;
+  *) echo "usage: $0 start|stop|status|env | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac
