@@ -3,11 +3,8 @@ package replay
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +13,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
@@ -279,198 +275,17 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Execute && replaySinglePass(ctx, opts.Yes, c, plan) {
-		progress, done := replayExecProgress(opts.Streams, -1)
-		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{
-			RunID:      replay.NewRunID(opts.Now()),
-			Operator:   replay.Operator(opts.Operator, opts.Getenv),
-			Reason:     opts.Reason,
-			Rate:       opts.Rate,
-			Progress:   progress,
-			SinglePass: true,
-		})
-		done()
-		if err == nil && !sum.Recorded {
-			fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", sum.Source, cmdutil.Plural(sum.Read, "record"))
-			return nil
-		}
-		warnMalformedSent(opts.Streams, sum)
-		return replayFinishRun(opts.replayDeps, p, sum, err)
+	sample := opts.Sample
+	if sample == 0 {
+		sample = -1 // --sample 0: none
 	}
-	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, opts.Sample)
-	if err != nil {
-		return err
-	}
-	if !opts.Execute {
-		if err := p.Object(rep, replayPlanSections(p, rep)); err != nil {
-			return err
-		}
-		if err := rep.Err(); err != nil {
-			return err
-		}
-		if rep.Counts.Quarantined > 0 {
-			fmt.Fprintf(opts.Streams.ErrOut, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3\n",
-				cmdutil.Plural(rep.Counts.Quarantined, "record"), rep.MaxReplays)
-		}
-		warnMalformed(opts.Streams, rep)
-		fmt.Fprintln(opts.Streams.ErrOut, "dry run: nothing was sent; add --execute --reason \"…\" to send")
-		return nil
-	}
-	if err := rep.Err(); err != nil {
-		return err
-	}
-	if rep.Counts.Selected == 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", rep.Source, cmdutil.Plural(rep.Counts.Read, "record"))
-		return nil
-	}
-	warnMalformed(opts.Streams, rep)
-	if err := opts.Confirm(opts.Yes, replayConfirmQuestion("send", rep)); err != nil {
-		return err
-	}
-	progress, done := replayExecProgress(opts.Streams, rep.Counts.ToSend)
-	sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{
+	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{
+		Execute:  opts.Execute,
+		Yes:      opts.Yes,
 		RunID:    replay.NewRunID(opts.Now()),
 		Operator: replay.Operator(opts.Operator, opts.Getenv),
 		Reason:   opts.Reason,
 		Rate:     opts.Rate,
-		Progress: progress,
+		Sample:   sample,
 	})
-	done()
-	return replayFinishRun(opts.replayDeps, p, sum, err)
-}
-
-// replaySinglePass tells whether an executed plan is sent in one pass, without a scan first:
-// when nothing is asked (--yes: the question would show the scan's counts). A plan whose one
-// target is known up front (replay.Plan.TargetKnown) must have it (replay.CheckTarget): a
-// missing --to topic takes the scan, which counts the records that would have gone there.
-// Other plans check each record's target as it is read, and stop at the first that cannot
-// be sent (replay.ExecOptions.SinglePass).
-func replaySinglePass(ctx context.Context, yes bool, c *kafka.Cluster, plan *replay.Plan) bool {
-	return yes && (!plan.TargetKnown() || replay.CheckTarget(ctx, c, plan) == nil)
-}
-
-// replayScanPlan reads the plan once, with progress on a terminal.
-func replayScanPlan(ctx context.Context, d replayDeps, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, sample int) (*replay.Report, error) {
-	progress, done := cmdutil.ScanProgress(d.Streams, "planning "+plan.Spec.From)
-	if sample == 0 {
-		sample = -1
-	}
-	rep, err := replay.Scan(ctx, c, st, plan, replay.ScanOptions{Sample: sample, Progress: replay.ProgressFunc(progress)})
-	done()
-	if err != nil {
-		return nil, cmdutil.StoreError(err, d.Names())
-	}
-	return rep, nil
-}
-
-// replayConfirmQuestion says what will be sent where, completing "refusing to …".
-func replayConfirmQuestion(verb string, rep *replay.Report) string {
-	var dests []string
-	seen := map[string]int64{}
-	var order []string
-	for _, t := range rep.Targets {
-		if _, ok := seen[t.Topic]; !ok {
-			order = append(order, t.Topic)
-		}
-		seen[t.Topic] += t.Records
-	}
-	for _, t := range order {
-		dests = append(dests, fmt.Sprintf("%d to %s", seen[t], t))
-	}
-	q := fmt.Sprintf("%s %s from %s (%s)", verb, cmdutil.Plural(rep.Counts.ToSend, "record"), rep.Source, strings.Join(dests, ", "))
-	if len(dests) == 0 {
-		q = fmt.Sprintf("%s no records from %s", verb, rep.Source)
-	}
-	var notes []string
-	if rep.Counts.Quarantined > 0 {
-		notes = append(notes, fmt.Sprintf("%d quarantined", rep.Counts.Quarantined))
-	}
-	if rep.Counts.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d skipped as processed", rep.Counts.Skipped))
-	}
-	if len(notes) > 0 {
-		q += "; " + strings.Join(notes, ", ")
-	}
-	return q
-}
-
-// replayFinishRun prints an executed run's summary and turns its outcome into the exit code: 0,
-// 3 when records were quarantined, 130 when interrupted (with how to resume), 1 on failure.
-func replayFinishRun(d replayDeps, p *output.Printer, sum *replay.Summary, err error) error {
-	if sum == nil {
-		return cmdutil.StoreError(err, d.Names())
-	}
-	if perr := p.Object(sum, replaySummarySections(p, sum)); perr != nil && err == nil {
-		err = perr
-	}
-	if err != nil {
-		if sum.Status == dedup.RunInterrupted || sum.Status == dedup.RunFailed {
-			fmt.Fprintf(d.Streams.ErrOut, "run %s is %s; continue it with: fieldwork replay resume %s\n", sum.RunID, sum.Status, sum.RunID)
-		}
-		if errors.Is(err, context.Canceled) && fwerr.KindOf(err) == fwerr.KindError {
-			err = fwerr.Wrap(fwerr.KindInterrupted, err)
-		}
-		return cmdutil.StoreError(err, d.Names())
-	}
-	return sum.Err()
-}
-
-// replayExecProgress keeps one line on stderr up to date while a run sends, and returns a function
-// that erases it; off a terminal both do nothing. toSend < 0: not known (a single pass).
-func replayExecProgress(s *output.Streams, toSend int64) (func(replay.Progress), func()) {
-	if !s.ErrTTY {
-		return nil, func() {}
-	}
-	var (
-		mu    sync.Mutex
-		last  time.Time
-		shown bool
-	)
-	fn := func(pr replay.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < 200*time.Millisecond {
-			return
-		}
-		last, shown = time.Now(), true
-		rate := 0.0
-		if pr.Elapsed > 0 {
-			rate = float64(pr.Sent) / pr.Elapsed.Seconds()
-		}
-		pct := int64(100)
-		if pr.Total > 0 {
-			pct = min(100, pr.Read*100/pr.Total)
-		}
-		of := fmt.Sprintf(" of %d", toSend)
-		if toSend < 0 { // a single pass: not counted beforehand
-			of = ""
-		}
-		fmt.Fprintf(s.ErrOut, "\r\x1b[Kreplaying: %d%s sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
-			pr.Sent, of, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
-	}
-	done := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if shown {
-			fmt.Fprint(s.ErrOut, "\r\x1b[K")
-		}
-	}
-	return fn, done
-}
-
-// warnMalformed says, before anything is sent, that replaying malformed dead letters cannot
-// help: their bytes are what failed.
-func warnMalformed(s *output.Streams, rep *replay.Report) {
-	if n := rep.Counts.MalformedToSend; n > 0 {
-		fmt.Fprintf(s.ErrOut, "warning: %s to send were dead-lettered as malformed: the same bytes will fail again; "+
-			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", cmdutil.Plural(n, "record"))
-	}
-}
-
-// warnMalformedSent is warnMalformed after a single pass, which had no scan to warn before.
-func warnMalformedSent(s *output.Streams, sum *replay.Summary) {
-	if sum != nil && sum.MalformedSent > 0 {
-		fmt.Fprintf(s.ErrOut, "warning: %s sent were dead-lettered as malformed: the same bytes will fail again; "+
-			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", cmdutil.Plural(sum.MalformedSent, "record"))
-	}
 }

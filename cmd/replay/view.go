@@ -22,10 +22,15 @@ func replayPartitionLabel(p int32) string {
 	return strconv.Itoa(int(p))
 }
 
-// replayPlanSections render a dry run's report.
-func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section {
+// replayPlanSections render a scan's report: a dry run's, or (check) the plan a confirmation
+// question is about, without the sample.
+func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []output.Section {
 	st := p.Styles
-	head := output.Section{Title: "Replay plan (dry run: nothing is sent)", Fields: [][2]string{
+	title := "Replay plan (dry run: nothing is sent)"
+	if check {
+		title = "Replay plan"
+	}
+	head := output.Section{Title: title, Fields: [][2]string{
 		{"source", rep.Source},
 		{"target", rep.Target},
 		{"max replays", strconv.Itoa(rep.MaxReplays)},
@@ -101,7 +106,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section 
 		s.Text = b.String()
 		sections = append(sections, s)
 	}
-	if len(rep.Sample) > 0 {
+	if len(rep.Sample) > 0 && !check {
 		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
 			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
 		for _, r := range rep.Sample {
