@@ -57,9 +57,11 @@ type ReplayOptions struct {
 	Rate     float64
 	Sample   int
 
-	sel           cmdutil.SelectionFlags
-	status        string
-	consumer      string
+	sel cmdutil.SelectionFlags
+	// filters and status are the dead-letter filters and --status/--consumer, the same flag
+	// sets as dlq list's.
+	filters       cmdutil.DLQFilterFlags
+	status        cmdutil.DLQStatusFlags
 	skipProcessed bool
 	Now           func() time.Time
 }
@@ -76,12 +78,14 @@ against loops, and journaled so that an interrupted run resumes.
 
 Selection. --from TOPIC reads a topic (a dead-letter topic, or any topic with --to); narrow
 it with --partition, an inclusive --start-offset/--end-offset range, or a --since/--until
-time window; or name one record as TOPIC/PARTITION/OFFSET; --event-id finds the records of one
-event (a bounded scan). The dead-letter filters --dlq-reason, --error, --original-topic and
---group work as in dlq list; --status pending --consumer C keeps only the dead letters whose
-event C has no marker for. With no range the whole topic is read. The end offsets are taken
-when the plan is made: records that arrive later (the replay's own output included) are never
-read.
+time window; or name one record as TOPIC/PARTITION/OFFSET. The dead-letter filters are dlq
+list's, the same flags: --dlq-reason, --error, --original-topic, --group, --key (or
+--key-base64) and --event-id (the records of one event: a bounded scan); --status pending
+--consumer C keeps the dead letters dlq list --status pending --consumer C lists (--schema,
+--table and the --column-* flags name the marker table, as in dlq and processed). --reason
+is not a filter: it says why an executed replay is sent. With no range the whole topic is
+read. The end offsets are taken when the plan is made: records that arrive later (the
+replay's own output included) are never read.
 
 Target. Each record goes back to the original topic its dead-letter headers name (fieldwork,
 Spring, Kafka Connect, Watermill and SmallRye conventions); --to TOPIC sends everything there
@@ -96,12 +100,13 @@ convention, plus provenance headers: fw.replay.id (the run), fw.replay.source
 Loop guard: a record whose fw.replay.count has reached --max-replays (default 3) is not sent
 but quarantined and reported; the command then exits 3.
 
-Plan, then execute. Without --execute nothing is sent: it prints the plan (records per target
-topic and partition, quarantined records, a sample) and exits 0, or 2 when records cannot be
-routed; a target that does not exist fails it (exit 1). With --execute it needs --reason
-(why, recorded in the journal and in fw.replay.reason) and a dedup store (--dsn) for the
-journal. On a terminal it checks the plan the same way and asks for confirmation; without a
-terminal it refuses unless --yes. With --yes the range is read once, each record sent as it is
+Plan, then execute. Without --execute nothing is sent: it prints the plan (the selection and
+every filter it applies, the ranges, records per target topic and partition, quarantined
+records, a sample) and exits 0, or 2 when records cannot be routed; a target that does not
+exist fails it (exit 1). With --execute it needs --reason (why, recorded in the journal and
+in fw.replay.reason) and a dedup store (--dsn) for the journal. On a terminal it checks the
+plan the same way, shows it and asks for confirmation; without a terminal it refuses unless
+--yes. With --yes the range is read once, each record sent as it is
 read: a --to topic is checked before the first read, a target named by the headers when a
 record first names it, and the first record that cannot be routed (exit 2) or whose target
 does not exist (exit 1) stops the run before it is sent. When records were sent before it,
@@ -124,6 +129,7 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --dlq-reason exhausted --since 6h
   fieldwork replay --from tasks.dlq --partition 0 --start-offset 100 --end-offset 250 --execute --yes --reason "db back" --rate 500
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
+  fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -141,13 +147,11 @@ failure marks it failed.
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Spec.From, "from", "", "topic to read (a dead-letter topic, or any topic with --to)")
 	opts.sel.Register(cmd)
-	fl.StringVar(&opts.Spec.EventID, "event-id", "", "select the records of this event id (a bounded scan of the selection)")
-	fl.StringSliceVar(&opts.Spec.Reasons, "dlq-reason", nil, "dead letters with this fw.dlq.reason: malformed, unsupported, rejected, exhausted, unknown (repeatable)")
-	fl.StringVar(&opts.Spec.Error, "error", "", "dead letters whose error message or class matches this regular expression")
-	fl.StringVar(&opts.Spec.OriginalTopic, "original-topic", "", "dead letters whose original topic is this")
-	fl.StringVar(&opts.Spec.Group, "group", "", "dead letters of this consumer group")
-	fl.StringVar(&opts.status, "status", "", "pending: only dead letters whose event --consumer has no marker for (needs a store)")
-	fl.StringVar(&opts.consumer, "consumer", "", "the consumer whose markers --status pending and --skip-processed look up")
+	opts.filters.Register(cmd, cmdutil.DLQFields|cmdutil.DLQEventID)
+	opts.status.Register(fl, cmdutil.DLQStatusFilter)
+	// The same flags as dlq list's; what replay accepts of them, for now, is narrower.
+	fl.Lookup("status").Usage = "pending: the dead letters dlq list --status pending --consumer C lists (needs a store)"
+	fl.Lookup("consumer").Usage = "consumer whose markers --status pending and --skip-processed look up"
 	fl.BoolVar(&opts.skipProcessed, "skip-processed", false, "count but do not send records whose event --consumer already processed (needs a store)")
 	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionDefault, "default (murmur2 of the key, as Kafka) or original (the record's original partition)")
@@ -160,9 +164,7 @@ failure marks it failed.
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions([]string{replay.PartitionDefault, replay.PartitionOriginal}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"pending"}, cobra.ShellCompDirectiveNoFileComp))
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.Dedup.Schema, "schema", dedup.DefaultSchema, `schema of the journal and the marker table (on SQLite a table-name prefix)`)
-	pf.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table that --status pending and --skip-processed read")
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	cmd.AddCommand(
 		NewCmdReplayRuns(f, nil),
 		NewCmdReplayShow(f, nil),
@@ -173,12 +175,21 @@ failure marks it failed.
 
 // parse turns the flags into opts.Spec and checks everything that needs no network.
 func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
+	if !opts.Execute && cmd.Flags().Changed("reason") {
+		return fwerr.Usagef("--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: "+
+			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason %s)", opts.Reason)
+	}
 	sel, err := opts.sel.Selection(cmd, opts.Now())
 	if err != nil {
 		return err
 	}
 	s := &opts.Spec
 	s.Partitions, s.StartOffset, s.EndOffset, s.Since, s.Until = sel.Partitions, sel.StartOffset, sel.EndOffset, sel.Since, sel.Until
+	f, err := opts.filters.Filter(cmd, opts.Now())
+	if err != nil {
+		return err
+	}
+	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
 	if len(args) == 1 {
 		topic, part, off, err := cmdutil.ParseRecordAddress(args[0])
 		if err != nil {
@@ -193,27 +204,25 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		s.From, s.Record = topic, cmdutil.Coordinate(topic, part, off)
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
 	}
-	switch opts.status {
-	case "":
-	case "pending":
-		if opts.consumer == "" {
-			return fwerr.Usagef("--status pending needs --consumer C: pending means C has no marker for the event")
-		}
-		s.PendingFor = opts.consumer
-	default:
-		return fwerr.Usagef("--status %q: only pending is a replay selection (replayed and resolved dead letters need no replay)", opts.status)
+	statuses, err := opts.status.Statuses()
+	if err != nil {
+		return err
+	}
+	consumer := opts.status.Consumer
+	if err := s.SelectStatus(statuses, consumer); err != nil {
+		return err
 	}
 	if opts.skipProcessed {
-		if opts.consumer == "" {
+		if consumer == "" {
 			return fwerr.Usagef("--skip-processed needs --consumer C: the consumer whose markers say an event was processed")
 		}
-		s.SkipProcessedFor = opts.consumer
+		s.SkipProcessedFor = consumer
 	}
-	if opts.consumer != "" {
-		if opts.status == "" && !opts.skipProcessed {
+	if consumer != "" {
+		if len(statuses) == 0 && !opts.skipProcessed {
 			return fwerr.Usagef("--consumer is for --status pending or --skip-processed")
 		}
-		if err := cmdutil.CheckConsumer(opts.consumer); err != nil {
+		if err := cmdutil.CheckConsumer(consumer); err != nil {
 			return err
 		}
 	}

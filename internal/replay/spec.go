@@ -53,6 +53,9 @@ type Spec struct {
 	Error         string   `json:"error,omitempty"` // a regular expression on the error message or class
 	OriginalTopic string   `json:"original_topic,omitempty"`
 	Group         string   `json:"group,omitempty"`
+	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
+	// empty and absent keys.
+	Key []byte `json:"key,omitzero"`
 	// PendingFor, when set, selects only records whose event has no marker of this consumer in
 	// the store (`--status pending --consumer C`): the others are not selected at all.
 	PendingFor string `json:"pending_for,omitempty"`
@@ -151,7 +154,7 @@ func (s *Spec) selection() kafka.Selection {
 
 // filter is the dlq.Filter of the spec's dead-letter filters.
 func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key}
 }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or

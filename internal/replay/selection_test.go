@@ -1,0 +1,57 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+func TestSelectStatus(t *testing.T) {
+	for _, tc := range []struct {
+		statuses []dlq.Status
+		consumer string
+		pending  string
+		err      string
+	}{
+		{nil, "", "", ""},
+		{[]dlq.Status{dlq.StatusPending}, "billing", "billing", ""},
+		{[]dlq.Status{dlq.StatusPending}, "", "", "--status pending needs --consumer C"},
+		{[]dlq.Status{dlq.StatusResolved}, "billing", "", `--status "resolved": only pending is a replay selection`},
+		{[]dlq.Status{dlq.StatusPending, dlq.StatusReplayed}, "billing", "", `--status "pending,replayed": only pending`},
+	} {
+		var s Spec
+		err := s.SelectStatus(tc.statuses, tc.consumer)
+		if tc.err != "" {
+			if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v %q: %v, want a usage error with %q", tc.statuses, tc.consumer, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || s.PendingFor != tc.pending {
+			t.Errorf("%v %q: %v, pending for %q", tc.statuses, tc.consumer, err, s.PendingFor)
+		}
+		if got, c := s.statusSelection(); len(got) != len(tc.statuses) || c != tc.consumer {
+			t.Errorf("%v %q: read back as %v %q", tc.statuses, tc.consumer, got, c)
+		}
+	}
+}
+
+// TestSpecKeyRoundTripsThroughTheJournal: the key filter is journaled, an empty key (which
+// selects empty and absent keys) as well as one that is not text.
+func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
+	for _, key := range [][]byte{nil, {}, []byte("task-7"), {0xff, 0}} {
+		s := Spec{From: "orders.dlq", Key: key}
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		back, err := unmarshalSpec(s.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (back.Key == nil) != (key == nil) || string(back.Key) != string(key) || (back.filter().Key == nil) != (key == nil) {
+			t.Errorf("key %q came back as %q (%s)", key, back.Key, s.marshal())
+		}
+	}
+}
