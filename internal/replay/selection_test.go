@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,5 +55,42 @@ func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
 		if (back.Key == nil) != (key == nil) || string(back.Key) != string(key) || (back.filter().Key == nil) != (key == nil) {
 			t.Errorf("key %q came back as %q (%s)", key, back.Key, s.marshal())
 		}
+	}
+}
+
+// TestFilters: a plan describes every filter it applies, by the flag that sets it; a key that
+// is not text is described in base64, and none is {}.
+func TestFilters(t *testing.T) {
+	empty := ""
+	for _, tc := range []struct {
+		spec  Spec
+		want  Filters
+		flags [][2]string
+	}{
+		{Spec{From: "t"}, Filters{}, nil},
+		{
+			Spec{From: "t", Reasons: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: []byte{}, EventID: "e",
+				PendingFor: "billing", SkipProcessedFor: "billing"},
+			Filters{DLQReason: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: &empty, EventID: "e",
+				Status: []string{"pending"}, Consumer: "billing", SkipProcessed: true},
+			[][2]string{{"--dlq-reason", "rejected,exhausted"}, {"--error", "db"}, {"--original-topic", "tasks"}, {"--group", "g"}, {"--key", ""},
+				{"--event-id", "e"}, {"--status", "pending"}, {"--consumer", "billing"}, {"--skip-processed", ""}},
+		},
+		{Spec{From: "t", Key: []byte{0xff, 'k'}, SkipProcessedFor: "audit"}, Filters{KeyBase64: "/2s=", Consumer: "audit", SkipProcessed: true},
+			[][2]string{{"--key-base64", "/2s="}, {"--consumer", "audit"}, {"--skip-processed", ""}}},
+	} {
+		got := tc.spec.Filters()
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(tc.want)
+		if string(g) != string(w) || !slices.Equal(got.Flags(), tc.flags) {
+			t.Errorf("%+v: filters %s, flags %q; want %s, %q", tc.spec, g, got.Flags(), w, tc.flags)
+		}
+	}
+	if b, _ := json.Marshal((&Spec{From: "t"}).Filters()); string(b) != "{}" {
+		t.Errorf("no filters: %s", b)
+	}
+	start := int64(5)
+	if b, _ := json.Marshal((&Spec{From: "t", Partitions: []int32{1}, StartOffset: &start}).Selection()); string(b) != `{"source":"t","partitions":[1],"start_offset":5}` {
+		t.Errorf("selection: %s", b)
 	}
 }
