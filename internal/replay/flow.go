@@ -138,6 +138,9 @@ func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
 // then say how to resume), the failure itself otherwise.
 func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) (*FlowResult, error) {
 	res := &FlowResult{}
+	if st == nil && (o.Execute || p.Spec.NeedsStore()) {
+		return res, errors.New("replay: an executed plan, or one that looks markers up, needs the store")
+	}
 	if p.LostOffsets > 0 && p.Resume != nil {
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
 			plural(p.LostOffsets, "offset"), p.Resume.Run.ID)

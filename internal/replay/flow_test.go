@@ -125,6 +125,9 @@ func TestFlowConfirm(t *testing.T) {
 	if _, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs a Confirm") {
 		t.Fatalf("no Confirm: %v", err)
 	}
+	if _, err := Run(t.Context(), c, nil, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs the store") {
+		t.Fatalf("no store: %v", err)
+	}
 	refused := errors.New("not confirmed")
 	var asked []Check
 	o := exec
