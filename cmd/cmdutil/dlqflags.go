@@ -76,7 +76,11 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	return topics, nil
 }
 
-// DLQFilterFlags are the flags that select dead letters.
+// DLQFilterFlags are the flags that select dead letters, one flag set for every command
+// that selects them (dlq list, dlq stats, dlq show, replay): a flag name means one thing
+// (docs/design.md §4). The reason filter is --dlq-reason; --reason is only ever why an action
+// that changes something is taken, and an old `--reason` filter is refused with a hint
+// (DLQReasonHint).
 type DLQFilterFlags struct {
 	Since, Until  string
 	Reasons       []string
@@ -88,19 +92,51 @@ type DLQFilterFlags struct {
 	EventID       string
 }
 
-// Register adds the filters; --event-id only when eventID is set.
-func (fl *DLQFilterFlags) Register(fs *pflag.FlagSet, eventID bool) {
-	fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: RFC 3339 or a duration ago (2h, 30m)")
-	fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: RFC 3339 or a duration ago")
-	fs.StringSliceVar(&fl.Reasons, "reason", nil, "reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
-	fs.StringVar(&fl.Error, "error", "", "regular expression the error message or error class must match")
-	fs.StringVar(&fl.OriginalTopic, "original-topic", "", "only dead letters of records from this topic")
-	fs.StringVar(&fl.Group, "group", "", "only dead letters from this consumer group")
-	fs.StringVar(&fl.Key, "key", "", "only dead letters with this record key")
-	fs.StringVar(&fl.KeyBase64, "key-base64", "", "only dead letters with this record key, base64 (for keys that are not text)")
-	if eventID {
-		fs.StringVar(&fl.EventID, "event-id", "", "only dead letters of this event id")
+// DLQFilterSet says which of the dead-letter filters a command registers.
+type DLQFilterSet uint8
+
+// The groups of dead-letter filters.
+const (
+	// DLQWindow is --since and --until, on the dead letter's timestamp (replay has them from
+	// SelectionFlags, with the same meaning).
+	DLQWindow DLQFilterSet = 1 << iota
+	// DLQFields is --dlq-reason, --error, --original-topic, --group, --key and --key-base64.
+	DLQFields
+	// DLQEventID is --event-id.
+	DLQEventID
+)
+
+// Register adds the filters of set to cmd, and the hint that turns an old --reason filter
+// into a usage error naming --dlq-reason.
+func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
+	fs := cmd.Flags()
+	if set&DLQWindow != 0 {
+		fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: RFC 3339 or a duration ago (2h, 30m)")
+		fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: RFC 3339 or a duration ago")
 	}
+	if set&DLQFields != 0 {
+		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
+		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message or error class matches this regular expression")
+		fs.StringVar(&fl.OriginalTopic, "original-topic", "", "dead letters of records from this topic")
+		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
+		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
+		fs.StringVar(&fl.KeyBase64, "key-base64", "", "dead letters with this record key, base64 (for keys that are not text)")
+	}
+	if set&DLQEventID != 0 {
+		fs.StringVar(&fl.EventID, "event-id", "", "dead letters of this event id")
+	}
+	cmd.SetFlagErrorFunc(DLQReasonHint)
+}
+
+// DLQReasonHint is the flag-error function of the commands with dead-letter filters: to a
+// command with --dlq-reason an unknown --reason is the filter's old name, and the usage error
+// says that it is now --dlq-reason (a subcommand that inherits the function and has no
+// filters gets no hint). Every flag error is a usage error (exit 2), as the root command's are.
+func DLQReasonHint(c *cobra.Command, err error) error {
+	if c.Flags().Lookup("dlq-reason") != nil && strings.Contains(err.Error(), "unknown flag: --reason") {
+		err = fmt.Errorf("%w: the dead-letter reason filter is now --dlq-reason (--reason is only the justification of an action that changes something, such as replay --execute)", err)
+	}
+	return fwerr.Wrap(fwerr.KindUsage, err)
 }
 
 // Filter validates the flags and builds the filter and the time window of the scan; now
@@ -117,7 +153,7 @@ func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter,
 			continue
 		}
 		if !slices.Contains(dlq.Reasons, r) && r != dlq.ReasonUnknown {
-			return f, fwerr.Usagef("--reason %q: want %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
+			return f, fwerr.Usagef("--dlq-reason %q: want %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
 		}
 		f.Reasons = append(f.Reasons, r)
 	}
@@ -146,17 +182,38 @@ func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter,
 	return f, nil
 }
 
-// DLQStatusFlags say how statuses are looked up.
+// DLQStatusFlags say how statuses are looked up (--consumer, --no-status) and which are
+// selected (--status): the same flags in dlq and replay.
 type DLQStatusFlags struct {
-	Consumer string
-	NoStatus bool
+	Consumer    string
+	NoStatus    bool
+	StatusNames []string
 }
 
-// Register adds --consumer and --no-status.
-func (s *DLQStatusFlags) Register(fs *pflag.FlagSet) {
+// DLQStatusSet says which of the status flags a command registers beside --consumer.
+type DLQStatusSet uint8
+
+// The optional status flags.
+const (
+	// DLQStatusFilter is --status.
+	DLQStatusFilter DLQStatusSet = 1 << iota
+	// DLQNoStatus is --no-status.
+	DLQNoStatus
+)
+
+// Register adds --consumer and the flags of set.
+func (s *DLQStatusFlags) Register(fs *pflag.FlagSet, set DLQStatusSet) {
 	fs.StringVar(&s.Consumer, "consumer", "", "consumer whose markers tell the status (default: the group each dead letter names)")
-	fs.BoolVar(&s.NoStatus, "no-status", false, "do not look statuses up, even with a store configured")
+	if set&DLQStatusFilter != 0 {
+		fs.StringSliceVar(&s.StatusNames, "status", nil, "only dead letters with this status: pending, replayed, resolved, unknown (repeatable; needs a store)")
+	}
+	if set&DLQNoStatus != 0 {
+		fs.BoolVar(&s.NoStatus, "no-status", false, "do not look statuses up, even with a store configured")
+	}
 }
+
+// Statuses are the --status values, validated.
+func (s *DLQStatusFlags) Statuses() ([]dlq.Status, error) { return dlq.ParseStatuses(s.StatusNames) }
 
 // Validate checks the flags before anything connects: --consumer must be a usable name, and
 // --consumer and a status filter need a store (configured by --dsn, the environment or the

@@ -26,7 +26,11 @@ func TestDLQUsageErrors(t *testing.T) {
 		{[]string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, "choose either --topic or --pattern, not both"},
 		{[]string{"dlq", "list", "--pattern", "("}, `--pattern "(" is not a regular expression`},
 		{[]string{"dlq", "list", "--topic", ""}, "--topic: a topic name cannot be empty"},
-		{[]string{"dlq", "list", "--reason", "bogus"}, `--reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
+		{[]string{"dlq", "list", "--dlq-reason", "bogus"}, `--dlq-reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
+		// The filter's old name is refused, with its new one.
+		{[]string{"dlq", "list", "--reason", "malformed"}, "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
+		{[]string{"dlq", "stats", "--reason=malformed"}, "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
+		{[]string{"dlq", "stats", "--dlq-reason", "bogus"}, `--dlq-reason "bogus"`},
 		{[]string{"dlq", "list", "--error", "a("}, `--error "a(" is not a regular expression`},
 		{[]string{"dlq", "list", "--since", "yesterday"}, `--since "yesterday" is neither an RFC 3339 time`},
 		{[]string{"dlq", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
@@ -82,7 +86,7 @@ func TestDLQListFlags(t *testing.T) {
 	}}
 	var got *dlqcmd.DLQListOptions
 	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--topic", "a.dlq", "--topic", "b.DLT", "--reason", "malformed,rejected", "--reason", "unknown",
+	cmd.SetArgs([]string{"--topic", "a.dlq", "--topic", "b.DLT", "--dlq-reason", "malformed,rejected", "--dlq-reason", "unknown",
 		"--error", "time(out)?", "--original-topic", "tasks", "--group", "g", "--key-base64", "/2tlef4=", "--event-id", "e",
 		"--since", "2h", "--status", "pending,replayed", "--consumer", "billing", "--limit", "0"})
 	start := time.Now()

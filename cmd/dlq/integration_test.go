@@ -303,8 +303,8 @@ func TestDLQConventions(t *testing.T) {
 			args []string
 			want int
 		}{
-			{[]string{"--reason", "malformed"}, 2},
-			{[]string{"--reason", "rejected,unknown"}, 10},
+			{[]string{"--dlq-reason", "malformed"}, 2},
+			{[]string{"--dlq-reason", "rejected,unknown"}, 10},
 			{[]string{"--original-topic", "orders"}, 4},
 			{[]string{"--error", "^no such customer"}, 2},
 			{[]string{"--error", `IllegalStateException$`}, 2},
@@ -364,10 +364,10 @@ func TestDLQConventions(t *testing.T) {
 		dlqCheck(t, env, names, "stats.json", 0, "dlq", "stats", "--topic", topic, "-o", "json")
 		dlqCheck(t, env, names, "stats.txt", 0, "dlq", "stats", "--topic", topic, "-o", "table")
 		dlqCheck(t, env, names, "stats_by_topic_convention.csv", 0, "dlq", "stats", "--topic", topic, "--group-by", "topic,reason", "-o", "csv")
-		r := roottest.Run(t, env, "dlq", "stats", "--topic", topic, "--group-by", "", "--reason", "malformed", "-o", "json")
+		r := roottest.Run(t, env, "dlq", "stats", "--topic", topic, "--group-by", "", "--dlq-reason", "malformed", "-o", "json")
 		var rep dlq.StatsReport
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Matched != 2 || rep.RecordsRead != 12 || len(rep.Groups) != 1 || rep.Groups[0].Count != 2 {
-			t.Errorf("stats --reason malformed: exit %d %v\n%s", r.Code, err, r.Stdout)
+			t.Errorf("stats --dlq-reason malformed: exit %d %v\n%s", r.Code, err, r.Stdout)
 		}
 	})
 }

@@ -32,7 +32,6 @@ type DLQListOptions struct {
 	TopicFlags  cmdutil.DLQTopicFlags
 	FilterFlags cmdutil.DLQFilterFlags
 	StatusFlags cmdutil.DLQStatusFlags
-	StatusNames []string
 	Limit       int
 
 	// Set by parsing.
@@ -60,7 +59,7 @@ are written while the scan runs.
 A record whose dead-letter headers cannot be read is listed anyway: the table's PROBLEMS
 column and JSON's header_problems say which header and why.`,
 		Example: `  fieldwork dlq list
-  fieldwork dlq list --topic tasks.dlq --reason malformed --since 2h
+  fieldwork dlq list --topic tasks.dlq --dlq-reason malformed --since 2h
   fieldwork dlq list --original-topic orders --error 'timeout|refused' -o jsonl
   fieldwork dlq list --dsn postgres://… --consumer billing --status pending`,
 		Args: cobra.NoArgs,
@@ -73,9 +72,8 @@ column and JSON's header_problems say which header and why.`,
 	}
 	fs := cmd.Flags()
 	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(fs, true)
-	opts.StatusFlags.Register(fs)
-	fs.StringSliceVar(&opts.StatusNames, "status", nil, "only dead letters with this status: pending, replayed, resolved, unknown (repeatable; needs a store)")
+	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID)
+	opts.StatusFlags.Register(fs, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs.IntVar(&opts.Limit, "limit", DefaultDLQListLimit, "show at most this many dead letters (0: no limit)")
 	return cmd
 }
@@ -88,7 +86,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 	if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
 		return err
 	}
-	if opts.Statuses, err = dlq.ParseStatuses(opts.StatusNames); err != nil {
+	if opts.Statuses, err = opts.StatusFlags.Statuses(); err != nil {
 		return err
 	}
 	if err := opts.StatusFlags.Validate(cmd, opts.lookup(), len(opts.Statuses) > 0); err != nil {

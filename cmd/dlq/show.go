@@ -19,15 +19,15 @@ import (
 // DLQShowOptions are the inputs of `dlq show`.
 type DLQShowOptions struct {
 	dlqDeps
-	// Topic, Partition and Offset address the dead letter; EventID finds it instead.
+	// Topic, Partition and Offset address the dead letter; --event-id (Filter.EventID) finds
+	// it instead.
 	Topic     string
 	Partition int32
 	Offset    int64
-	EventID   string
 
-	TopicFlags  cmdutil.DLQTopicFlags
-	Since       string
-	Until       string
+	TopicFlags cmdutil.DLQTopicFlags
+	// FilterFlags are --event-id and, for its scan, --since and --until.
+	FilterFlags cmdutil.DLQFilterFlags
 	StatusFlags cmdutil.DLQStatusFlags
 
 	Pattern *regexp.Regexp
@@ -67,11 +67,9 @@ id, the newest is shown and the others are named on stderr.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.EventID, "event-id", "", "find the dead letter of this event id by scanning the dead-letter topics")
 	opts.TopicFlags.Register(fs)
-	fs.StringVar(&opts.Since, "since", "", "with --event-id: scan dead letters written from this time (RFC 3339 or a duration ago)")
-	fs.StringVar(&opts.Until, "until", "", "with --event-id: scan dead letters written before this time")
-	opts.StatusFlags.Register(fs)
+	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQEventID)
+	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
 	return cmd
 }
 
@@ -93,18 +91,16 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	default:
-		if strings.TrimSpace(opts.EventID) == "" {
+		if strings.TrimSpace(opts.FilterFlags.EventID) == "" {
 			return fwerr.Usagef("--event-id cannot be empty")
 		}
 		var err error
 		if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
 			return err
 		}
-		window := cmdutil.DLQFilterFlags{Since: opts.Since, Until: opts.Until}
-		if opts.Filter, err = window.Filter(cmd, opts.Now()); err != nil {
+		if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
 			return err
 		}
-		opts.Filter.EventID = opts.EventID
 	}
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
@@ -117,7 +113,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 	defer c.Close()
 
 	var d dlq.DeadLetter
-	if opts.EventID == "" {
+	if opts.Filter.EventID == "" {
 		rec, err := dlq.Fetch(ctx, c, opts.Topic, opts.Partition, opts.Offset)
 		if err != nil {
 			return err
@@ -128,7 +124,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 		if err != nil {
 			return err
 		}
-		progress, clearProgress := dlqScanProgress(opts.Streams, "looking for "+opts.EventID+" in", topics)
+		progress, clearProgress := dlqScanProgress(opts.Streams, "looking for "+opts.Filter.EventID+" in", topics)
 		scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress})
 		if err != nil {
 			return err
@@ -140,7 +136,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 		}
 		newest, ok := dlq.Newest(found)
 		if !ok {
-			return fmt.Errorf("no dead letter of event %q in %s", opts.EventID, dlqTopicList(topics))
+			return fmt.Errorf("no dead letter of event %q in %s", opts.Filter.EventID, dlqTopicList(topics))
 		}
 		if len(found) > 1 {
 			var others []string
@@ -149,7 +145,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 					others = append(others, cmdutil.Coordinate(o.Topic, o.Partition, o.Offset))
 				}
 			}
-			fmt.Fprintf(opts.Streams.ErrOut, "%d dead letters carry event id %s: showing the newest; the others are %s\n", len(found), opts.EventID, strings.Join(others, ", "))
+			fmt.Fprintf(opts.Streams.ErrOut, "%d dead letters carry event id %s: showing the newest; the others are %s\n", len(found), opts.Filter.EventID, strings.Join(others, ", "))
 		}
 		d = newest
 	}

@@ -69,8 +69,8 @@ views; CSV gives the groups.`,
 	}
 	fs := cmd.Flags()
 	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(fs, false)
-	opts.StatusFlags.Register(fs)
+	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields)
+	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
 	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
 	fs.DurationVar(&opts.Window, "window", 24*time.Hour, "window of the rate per hour, ending now")
 	return cmd

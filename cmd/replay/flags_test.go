@@ -2,10 +2,12 @@ package replay
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -34,17 +36,44 @@ func TestReplayFlags(t *testing.T) {
 	}
 
 	o, err = parseReplay(t, "--from", "tasks.dlq", "--partition", "1", "--start-offset", "5", "--end-offset", "9",
-		"--dlq-reason", "exhausted", "--error", "timeout", "--group", "g", "--original-topic", "tasks",
-		"--status", "pending", "--consumer", "billing", "--to", "tasks-retry", "--to-partition", "original",
+		"--dlq-reason", "exhausted", "--error", "timeout", "--group", "g", "--original-topic", "tasks", "--key", "task-7",
+		"--event-id", "evt-1", "--status", "pending", "--consumer", "billing", "--to", "tasks-retry", "--to-partition", "original",
 		"--max-replays", "5", "--execute", "--yes", "--reason", "fix 12", "--rate", "250", "--operator", "ana")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s = o.Spec
 	if s.From != "tasks.dlq" || *s.StartOffset != 5 || *s.EndOffset != 9 || s.Reasons[0] != "exhausted" || s.Error != "timeout" ||
-		s.PendingFor != "billing" || s.SkipProcessedFor != "" || s.To != "tasks-retry" || s.ToPartition != "original" || s.MaxReplays != 5 ||
+		s.Group != "g" || s.OriginalTopic != "tasks" || string(s.Key) != "task-7" || s.EventID != "evt-1" ||
+		!slices.Equal(s.Statuses, []dlq.Status{dlq.StatusPending}) || s.StatusConsumer != "billing" || s.SkipProcessedFor != "" || s.To != "tasks-retry" || s.ToPartition != "original" || s.MaxReplays != 5 ||
 		!o.Execute || !o.Yes || o.Reason != "fix 12" || o.Rate != 250 || o.Operator != "ana" {
 		t.Fatalf("flags: %+v %+v", s, o)
+	}
+
+	// An empty --key selects empty and absent keys; --key-base64 takes any bytes.
+	if o, err = parseReplay(t, "--from", "t", "--key", ""); err != nil || o.Spec.Key == nil || len(o.Spec.Key) != 0 {
+		t.Fatalf("--key '': %q %v", o.Spec.Key, err)
+	}
+	if o, err = parseReplay(t, "--from", "t", "--key-base64", "/2tlef4="); err != nil || string(o.Spec.Key) != "\xffkey\xfe" {
+		t.Fatalf("--key-base64: %q %v", o.Spec.Key, err)
+	}
+	if o, err = parseReplay(t, "--from", "t"); err != nil || o.Spec.Key != nil {
+		t.Fatalf("no --key: %q %v", o.Spec.Key, err)
+	}
+}
+
+// TestReplayStoreFlags: replay names the marker table with the store's flags, as dlq and
+// processed do, so --status pending reads an existing table with other column names.
+func TestReplayStoreFlags(t *testing.T) {
+	f := cmdutil.TestFactory()
+	cmd := NewCmdReplay(f, func(context.Context, *ReplayOptions) error { return nil })
+	cmd.SetArgs([]string{"--from", "t", "--status", "pending", "--consumer", "c", "--schema", "app", "--table", "seen",
+		"--column-event-id", "message_id", "--column-consumer", "svc"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.Dedup; d.Schema != "app" || d.Table != "seen" || d.Columns.EventID != "message_id" || d.Columns.Consumer != "svc" {
+		t.Fatalf("store names %+v", d)
 	}
 }
 
@@ -58,8 +87,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--from", "t", "--execute", "--reason", "  "}, "--execute needs --reason"},
 		{[]string{"--from", "t", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
 		{[]string{"--from", "t", "--to", "t"}, "refusing to write into t"},
-		{[]string{"--from", "t", "--status", "pending"}, "--status pending needs --consumer"},
-		{[]string{"--from", "t", "--status", "resolved", "--consumer", "c"}, "only pending"},
+		{[]string{"--from", "t", "--status", "resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
 		{[]string{"--from", "t", "--skip-processed"}, "--skip-processed needs --consumer"},
 		{[]string{"--from", "t", "--consumer", "c"}, "--consumer is for"},
 		{[]string{"--from", "t", "--to-partition", "spread"}, "--to-partition"},
@@ -70,6 +98,12 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
 		{[]string{"a/x/1"}, "record address"},
 		{[]string{"--from", "t", "--dlq-reason", "tired"}, "--dlq-reason"},
+		// --reason is the justification of --execute, never a filter.
+		{[]string{"--from", "t", "--reason", "rejected"}, "to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason rejected)"},
+		{[]string{"--from", "t", "--status", "bogus", "--consumer", "c"}, `--status "bogus": want some of pending, replayed, resolved, unknown`},
+		{[]string{"--from", "t", "--status", "pending,resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
+		{[]string{"--from", "t", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64"},
+		{[]string{"--from", "t", "--error", "a("}, `--error "a(" is not a regular expression`},
 		{[]string{"--from", "t", "--since", "yesterday"}, "--since"},
 	}
 	for _, tc := range cases {

@@ -26,9 +26,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -654,4 +657,106 @@ func TestReplayCLISIGINTMarksInterrupted(t *testing.T) {
 	if len(sources) != n || len(distinct) != n {
 		t.Fatalf("after the resume: %d records, %d distinct, want %d of each", len(sources), len(distinct), n)
 	}
+}
+
+// TestReplayCLIConfirmOnATerminal: on a terminal an executed replay shows the plan it asks
+// about (the selection, every filter, the counts and targets, the warnings) before the
+// question; no sends nothing and records nothing, yes sends.
+func TestReplayCLIConfirmOnATerminal(t *testing.T) {
+	env, schema := replayEnv(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
+	terminal := func(answer string) (code int, stderr string) {
+		s, in, _, errOut := output.Test()
+		s.InTTY, s.ErrTTY, s.NoColor = true, true, true
+		in.WriteString(answer)
+		f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string { return env[k] }}
+		f.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
+		cmd := root.NewCmdRoot(f)
+		cmd.SetArgs([]string{"replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
+			"--execute", "--reason", "db is back", "-o", "json"})
+		ran, err := cmd.ExecuteContextC(t.Context())
+		return root.ExitCode(t.Context(), f, ran, err), errOut.String()
+	}
+
+	code, stderr := terminal("n\n")
+	for _, want := range []string{"Replay plan\n", "Selection\n", "source  ", "--dlq-reason  exhausted\n", "--group       billing\n",
+		"to send      10\n", "Targets\n", fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src), "not confirmed"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("answered no: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != 1 || strings.Contains(stderr, "Sample") {
+		t.Fatalf("answered no: exit %d:\n%s", code, stderr)
+	}
+	if runs, err := replayStore(t, schema).ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {
+		t.Fatalf("runs after a no: %+v %v", runs, err)
+	}
+	if code, stderr = terminal("y\n"); code != 0 {
+		t.Fatalf("answered yes: exit %d:\n%s", code, stderr)
+	}
+	if got := replaySources(t, src); len(got) != 10 {
+		t.Fatalf("%d records replayed, want 10", len(got))
+	}
+}
+
+// TestReplayCLIPlanPrintsItsFilters: a dry run prints what it selects and every filter it
+// applies, in JSON (selection, filters) and in the table (a Selection section, each filter as
+// its flag); the executed run journals them, and replay show prints them the same way.
+func TestReplayCLIPlanPrintsItsFilters(t *testing.T) {
+	env, schema := replayEnv(t)
+	cl := testenv.Client(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
+	args := []string{"replay", "--schema", schema, "--from", dlqTopic, "--partition", "0", "--start-offset", "0", "--end-offset", "8",
+		"--dlq-reason", "exhausted", "--error", "db", "--original-topic", src, "--group", "billing", "--key", "agg-1", "--event-id", "evt-000001"}
+
+	r := roottest.Run(t, env, append(args, "-o", "json")...)
+	var plan struct {
+		Selection map[string]any
+		Filters   map[string]any
+		Counts    struct{ Read, Selected int64 }
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || r.Code != 0 {
+		t.Fatalf("dry run: exit %d %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	wantFilters := map[string]any{"dlq_reason": []any{"exhausted"}, "error": "db", "original_topic": src, "group": "billing", "key": "agg-1", "event_id": "evt-000001"}
+	wantSelection := map[string]any{"source": dlqTopic, "partitions": []any{0.0}, "start_offset": 0.0, "end_offset": 8.0}
+	if fmt.Sprint(plan.Filters) != fmt.Sprint(wantFilters) || fmt.Sprint(plan.Selection) != fmt.Sprint(wantSelection) || plan.Counts.Read != 9 || plan.Counts.Selected != 1 {
+		t.Fatalf("plan selection %v filters %v counts %+v", plan.Selection, plan.Filters, plan.Counts)
+	}
+
+	// The table's fields, each a line "NAME  VALUE" aligned on the widest name.
+	lines := func(what, out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			name, value, _ := strings.Cut(w, " ")
+			re := `(?m)^` + regexp.QuoteMeta(name) + `$` // a section's title
+			if value != "" {
+				re = `(?m)^` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(value) + `$`
+			}
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("%s lacks the line %q:\n%s", what, w, out)
+			}
+		}
+	}
+	selection := []string{"Selection", "partitions 0", "offsets 0..8", "--dlq-reason exhausted", "--error db", "--original-topic " + src,
+		"--group billing", "--key agg-1", "--event-id evt-000001"}
+	r = roottest.Run(t, env, append(args, "-o", "table")...)
+	lines("the dry-run table", r.Stdout, selection...)
+
+	// No filter at all says so.
+	r = roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "-o", "table")
+	lines("a plan without filters", r.Stdout, "filters none", "offsets all", "partitions all")
+
+	r = roottest.Run(t, env, append(args, "--execute", "--yes", "--reason", "one event", "-o", "json")...)
+	var sum struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || r.Code != 0 {
+		t.Fatalf("execute: exit %d %v\n%s", r.Code, err, r.Stderr)
+	}
+	r = roottest.Run(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "table")
+	lines("replay show", r.Stdout, selection...)
 }

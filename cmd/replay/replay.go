@@ -3,20 +3,17 @@ package replay
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
@@ -61,9 +58,11 @@ type ReplayOptions struct {
 	Rate     float64
 	Sample   int
 
-	sel           cmdutil.SelectionFlags
-	status        string
-	consumer      string
+	sel cmdutil.SelectionFlags
+	// filters and status are the dead-letter filters and --status/--consumer, the same flag
+	// sets as dlq list's.
+	filters       cmdutil.DLQFilterFlags
+	status        cmdutil.DLQStatusFlags
 	skipProcessed bool
 	Now           func() time.Time
 }
@@ -80,12 +79,14 @@ against loops, and journaled so that an interrupted run resumes.
 
 Selection. --from TOPIC reads a topic (a dead-letter topic, or any topic with --to); narrow
 it with --partition, an inclusive --start-offset/--end-offset range, or a --since/--until
-time window; or name one record as TOPIC/PARTITION/OFFSET; --event-id finds the records of one
-event (a bounded scan). The dead-letter filters --dlq-reason, --error, --original-topic and
---group work as in dlq list; --status pending --consumer C keeps only the dead letters whose
-event C has no marker for. With no range the whole topic is read. The end offsets are taken
-when the plan is made: records that arrive later (the replay's own output included) are never
-read.
+time window; or name one record as TOPIC/PARTITION/OFFSET. The dead-letter filters are dlq
+list's, the same flags: --dlq-reason, --error, --original-topic, --group, --key (or
+--key-base64) and --event-id (the records of one event: a bounded scan); --status pending
+--consumer C keeps the dead letters dlq list --status pending --consumer C lists (--schema,
+--table and the --column-* flags name the marker table, as in dlq and processed). --reason
+is not a filter: it says why an executed replay is sent. With no range the whole topic is
+read. The end offsets are taken when the plan is made: records that arrive later (the
+replay's own output included) are never read.
 
 Target. Each record goes back to the original topic its dead-letter headers name (fieldwork,
 Spring, Kafka Connect, Watermill and SmallRye conventions); --to TOPIC sends everything there
@@ -100,12 +101,13 @@ convention, plus provenance headers: fw.replay.id (the run), fw.replay.source
 Loop guard: a record whose fw.replay.count has reached --max-replays (default 3) is not sent
 but quarantined and reported; the command then exits 3.
 
-Plan, then execute. Without --execute nothing is sent: it prints the plan (records per target
-topic and partition, quarantined records, a sample) and exits 0, or 2 when records cannot be
-routed; a target that does not exist fails it (exit 1). With --execute it needs --reason
-(why, recorded in the journal and in fw.replay.reason) and a dedup store (--dsn) for the
-journal. On a terminal it checks the plan the same way and asks for confirmation; without a
-terminal it refuses unless --yes. With --yes the range is read once, each record sent as it is
+Plan, then execute. Without --execute nothing is sent: it prints the plan (the selection and
+every filter it applies, the ranges, records per target topic and partition, quarantined
+records, a sample) and exits 0, or 2 when records cannot be routed; a target that does not
+exist fails it (exit 1). With --execute it needs --reason (why, recorded in the journal and
+in fw.replay.reason) and a dedup store (--dsn) for the journal. On a terminal it checks the
+plan the same way, shows it and asks for confirmation; without a terminal it refuses unless
+--yes. With --yes the range is read once, each record sent as it is
 read: a --to topic is checked before the first read, a target named by the headers when a
 record first names it, and the first record that cannot be routed (exit 2) or whose target
 does not exist (exit 1) stops the run before it is sent. When records were sent before it,
@@ -128,6 +130,7 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --dlq-reason exhausted --since 6h
   fieldwork replay --from tasks.dlq --partition 0 --start-offset 100 --end-offset 250 --execute --yes --reason "db back" --rate 500
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
+  fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -145,13 +148,11 @@ failure marks it failed.
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Spec.From, "from", "", "topic to read (a dead-letter topic, or any topic with --to)")
 	opts.sel.Register(cmd)
-	fl.StringVar(&opts.Spec.EventID, "event-id", "", "select the records of this event id (a bounded scan of the selection)")
-	fl.StringSliceVar(&opts.Spec.Reasons, "dlq-reason", nil, "dead letters with this fw.dlq.reason: malformed, unsupported, rejected, exhausted, unknown (repeatable)")
-	fl.StringVar(&opts.Spec.Error, "error", "", "dead letters whose error message or class matches this regular expression")
-	fl.StringVar(&opts.Spec.OriginalTopic, "original-topic", "", "dead letters whose original topic is this")
-	fl.StringVar(&opts.Spec.Group, "group", "", "dead letters of this consumer group")
-	fl.StringVar(&opts.status, "status", "", "pending: only dead letters whose event --consumer has no marker for (needs a store)")
-	fl.StringVar(&opts.consumer, "consumer", "", "the consumer whose markers --status pending and --skip-processed look up")
+	opts.filters.Register(cmd, cmdutil.DLQFields|cmdutil.DLQEventID)
+	opts.status.Register(fl, cmdutil.DLQStatusFilter)
+	// The same flags as dlq list's; what replay accepts of them, for now, is narrower.
+	fl.Lookup("status").Usage = "pending or replayed: the dead letters dlq list --status lists for --consumer (default each one's group; needs a store)"
+	fl.Lookup("consumer").Usage = "consumer whose markers --status pending and --skip-processed look up"
 	fl.BoolVar(&opts.skipProcessed, "skip-processed", false, "count but do not send records whose event --consumer already processed (needs a store)")
 	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionDefault, "default (murmur2 of the key, as Kafka) or original (the record's original partition)")
@@ -163,10 +164,8 @@ failure marks it failed.
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions([]string{replay.PartitionDefault, replay.PartitionOriginal}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"pending"}, cobra.ShellCompDirectiveNoFileComp))
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.Dedup.Schema, "schema", dedup.DefaultSchema, `schema of the journal and the marker table (on SQLite a table-name prefix)`)
-	pf.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table that --status pending and --skip-processed read")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	cmd.AddCommand(
 		NewCmdReplayRuns(f, nil),
 		NewCmdReplayShow(f, nil),
@@ -177,12 +176,21 @@ failure marks it failed.
 
 // parse turns the flags into opts.Spec and checks everything that needs no network.
 func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
+	if !opts.Execute && cmd.Flags().Changed("reason") {
+		return fwerr.Usagef("--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: "+
+			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason %s)", opts.Reason)
+	}
 	sel, err := opts.sel.Selection(cmd, opts.Now())
 	if err != nil {
 		return err
 	}
 	s := &opts.Spec
 	s.Partitions, s.StartOffset, s.EndOffset, s.Since, s.Until = sel.Partitions, sel.StartOffset, sel.EndOffset, sel.Since, sel.Until
+	f, err := opts.filters.Filter(cmd, opts.Now())
+	if err != nil {
+		return err
+	}
+	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
 	if len(args) == 1 {
 		topic, part, off, err := cmdutil.ParseRecordAddress(args[0])
 		if err != nil {
@@ -197,27 +205,25 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		s.From, s.Record = topic, cmdutil.Coordinate(topic, part, off)
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
 	}
-	switch opts.status {
-	case "":
-	case "pending":
-		if opts.consumer == "" {
-			return fwerr.Usagef("--status pending needs --consumer C: pending means C has no marker for the event")
-		}
-		s.PendingFor = opts.consumer
-	default:
-		return fwerr.Usagef("--status %q: only pending is a replay selection (replayed and resolved dead letters need no replay)", opts.status)
+	statuses, err := opts.status.Statuses()
+	if err != nil {
+		return err
+	}
+	consumer := opts.status.Consumer
+	if err := s.SelectStatus(statuses, consumer); err != nil {
+		return err
 	}
 	if opts.skipProcessed {
-		if opts.consumer == "" {
+		if consumer == "" {
 			return fwerr.Usagef("--skip-processed needs --consumer C: the consumer whose markers say an event was processed")
 		}
-		s.SkipProcessedFor = opts.consumer
+		s.SkipProcessedFor = consumer
 	}
-	if opts.consumer != "" {
-		if opts.status == "" && !opts.skipProcessed {
-			return fwerr.Usagef("--consumer is for --status pending or --skip-processed")
+	if consumer != "" {
+		if len(statuses) == 0 && !opts.skipProcessed {
+			return fwerr.Usagef("--consumer is for --status or --skip-processed")
 		}
-		if err := cmdutil.CheckConsumer(opts.consumer); err != nil {
+		if err := cmdutil.CheckConsumer(consumer); err != nil {
 			return err
 		}
 	}
@@ -279,198 +285,17 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Execute && replaySinglePass(ctx, opts.Yes, c, plan) {
-		progress, done := replayExecProgress(opts.Streams, -1)
-		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{
-			RunID:      replay.NewRunID(opts.Now()),
-			Operator:   replay.Operator(opts.Operator, opts.Getenv),
-			Reason:     opts.Reason,
-			Rate:       opts.Rate,
-			Progress:   progress,
-			SinglePass: true,
-		})
-		done()
-		if err == nil && !sum.Recorded {
-			fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", sum.Source, cmdutil.Plural(sum.Read, "record"))
-			return nil
-		}
-		warnMalformedSent(opts.Streams, sum)
-		return replayFinishRun(opts.replayDeps, p, sum, err)
+	sample := opts.Sample
+	if sample == 0 {
+		sample = -1 // --sample 0: none
 	}
-	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, opts.Sample)
-	if err != nil {
-		return err
-	}
-	if !opts.Execute {
-		if err := p.Object(rep, replayPlanSections(p, rep)); err != nil {
-			return err
-		}
-		if err := rep.Err(); err != nil {
-			return err
-		}
-		if rep.Counts.Quarantined > 0 {
-			fmt.Fprintf(opts.Streams.ErrOut, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3\n",
-				cmdutil.Plural(rep.Counts.Quarantined, "record"), rep.MaxReplays)
-		}
-		warnMalformed(opts.Streams, rep)
-		fmt.Fprintln(opts.Streams.ErrOut, "dry run: nothing was sent; add --execute --reason \"…\" to send")
-		return nil
-	}
-	if err := rep.Err(); err != nil {
-		return err
-	}
-	if rep.Counts.Selected == 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "nothing selected in %s (%s read): nothing to send, no run recorded\n", rep.Source, cmdutil.Plural(rep.Counts.Read, "record"))
-		return nil
-	}
-	warnMalformed(opts.Streams, rep)
-	if err := opts.Confirm(opts.Yes, replayConfirmQuestion("send", rep)); err != nil {
-		return err
-	}
-	progress, done := replayExecProgress(opts.Streams, rep.Counts.ToSend)
-	sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{
+	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{
+		Execute:  opts.Execute,
+		Yes:      opts.Yes,
 		RunID:    replay.NewRunID(opts.Now()),
 		Operator: replay.Operator(opts.Operator, opts.Getenv),
 		Reason:   opts.Reason,
 		Rate:     opts.Rate,
-		Progress: progress,
+		Sample:   sample,
 	})
-	done()
-	return replayFinishRun(opts.replayDeps, p, sum, err)
-}
-
-// replaySinglePass tells whether an executed plan is sent in one pass, without a scan first:
-// when nothing is asked (--yes: the question would show the scan's counts). A plan whose one
-// target is known up front (replay.Plan.TargetKnown) must have it (replay.CheckTarget): a
-// missing --to topic takes the scan, which counts the records that would have gone there.
-// Other plans check each record's target as it is read, and stop at the first that cannot
-// be sent (replay.ExecOptions.SinglePass).
-func replaySinglePass(ctx context.Context, yes bool, c *kafka.Cluster, plan *replay.Plan) bool {
-	return yes && (!plan.TargetKnown() || replay.CheckTarget(ctx, c, plan) == nil)
-}
-
-// replayScanPlan reads the plan once, with progress on a terminal.
-func replayScanPlan(ctx context.Context, d replayDeps, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, sample int) (*replay.Report, error) {
-	progress, done := cmdutil.ScanProgress(d.Streams, "planning "+plan.Spec.From)
-	if sample == 0 {
-		sample = -1
-	}
-	rep, err := replay.Scan(ctx, c, st, plan, replay.ScanOptions{Sample: sample, Progress: replay.ProgressFunc(progress)})
-	done()
-	if err != nil {
-		return nil, cmdutil.StoreError(err, d.Names())
-	}
-	return rep, nil
-}
-
-// replayConfirmQuestion says what will be sent where, completing "refusing to …".
-func replayConfirmQuestion(verb string, rep *replay.Report) string {
-	var dests []string
-	seen := map[string]int64{}
-	var order []string
-	for _, t := range rep.Targets {
-		if _, ok := seen[t.Topic]; !ok {
-			order = append(order, t.Topic)
-		}
-		seen[t.Topic] += t.Records
-	}
-	for _, t := range order {
-		dests = append(dests, fmt.Sprintf("%d to %s", seen[t], t))
-	}
-	q := fmt.Sprintf("%s %s from %s (%s)", verb, cmdutil.Plural(rep.Counts.ToSend, "record"), rep.Source, strings.Join(dests, ", "))
-	if len(dests) == 0 {
-		q = fmt.Sprintf("%s no records from %s", verb, rep.Source)
-	}
-	var notes []string
-	if rep.Counts.Quarantined > 0 {
-		notes = append(notes, fmt.Sprintf("%d quarantined", rep.Counts.Quarantined))
-	}
-	if rep.Counts.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d skipped as processed", rep.Counts.Skipped))
-	}
-	if len(notes) > 0 {
-		q += "; " + strings.Join(notes, ", ")
-	}
-	return q
-}
-
-// replayFinishRun prints an executed run's summary and turns its outcome into the exit code: 0,
-// 3 when records were quarantined, 130 when interrupted (with how to resume), 1 on failure.
-func replayFinishRun(d replayDeps, p *output.Printer, sum *replay.Summary, err error) error {
-	if sum == nil {
-		return cmdutil.StoreError(err, d.Names())
-	}
-	if perr := p.Object(sum, replaySummarySections(p, sum)); perr != nil && err == nil {
-		err = perr
-	}
-	if err != nil {
-		if sum.Status == dedup.RunInterrupted || sum.Status == dedup.RunFailed {
-			fmt.Fprintf(d.Streams.ErrOut, "run %s is %s; continue it with: fieldwork replay resume %s\n", sum.RunID, sum.Status, sum.RunID)
-		}
-		if errors.Is(err, context.Canceled) && fwerr.KindOf(err) == fwerr.KindError {
-			err = fwerr.Wrap(fwerr.KindInterrupted, err)
-		}
-		return cmdutil.StoreError(err, d.Names())
-	}
-	return sum.Err()
-}
-
-// replayExecProgress keeps one line on stderr up to date while a run sends, and returns a function
-// that erases it; off a terminal both do nothing. toSend < 0: not known (a single pass).
-func replayExecProgress(s *output.Streams, toSend int64) (func(replay.Progress), func()) {
-	if !s.ErrTTY {
-		return nil, func() {}
-	}
-	var (
-		mu    sync.Mutex
-		last  time.Time
-		shown bool
-	)
-	fn := func(pr replay.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < 200*time.Millisecond {
-			return
-		}
-		last, shown = time.Now(), true
-		rate := 0.0
-		if pr.Elapsed > 0 {
-			rate = float64(pr.Sent) / pr.Elapsed.Seconds()
-		}
-		pct := int64(100)
-		if pr.Total > 0 {
-			pct = min(100, pr.Read*100/pr.Total)
-		}
-		of := fmt.Sprintf(" of %d", toSend)
-		if toSend < 0 { // a single pass: not counted beforehand
-			of = ""
-		}
-		fmt.Fprintf(s.ErrOut, "\r\x1b[Kreplaying: %d%s sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
-			pr.Sent, of, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
-	}
-	done := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if shown {
-			fmt.Fprint(s.ErrOut, "\r\x1b[K")
-		}
-	}
-	return fn, done
-}
-
-// warnMalformed says, before anything is sent, that replaying malformed dead letters cannot
-// help: their bytes are what failed.
-func warnMalformed(s *output.Streams, rep *replay.Report) {
-	if n := rep.Counts.MalformedToSend; n > 0 {
-		fmt.Fprintf(s.ErrOut, "warning: %s to send were dead-lettered as malformed: the same bytes will fail again; "+
-			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", cmdutil.Plural(n, "record"))
-	}
-}
-
-// warnMalformedSent is warnMalformed after a single pass, which had no scan to warn before.
-func warnMalformedSent(s *output.Streams, sum *replay.Summary) {
-	if sum != nil && sum.MalformedSent > 0 {
-		fmt.Fprintf(s.ErrOut, "warning: %s sent were dead-lettered as malformed: the same bytes will fail again; "+
-			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported\n", cmdutil.Plural(sum.MalformedSent, "record"))
-	}
 }

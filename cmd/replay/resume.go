@@ -81,34 +81,5 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
 	if err != nil {
 		return cmdutil.StoreError(err, opts.Names())
 	}
-	if replaySinglePass(ctx, opts.Yes, c, plan) {
-		if plan.LostOffsets > 0 {
-			fmt.Fprintf(opts.Streams.ErrOut, "warning: %s of run %s were deleted by retention since it stopped: they cannot be replayed\n",
-				cmdutil.Plural(plan.LostOffsets, "offset"), opts.RunID)
-		}
-		progress, done := replayExecProgress(opts.Streams, -1)
-		sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{Rate: opts.Rate, Progress: progress, SinglePass: true})
-		done()
-		warnMalformedSent(opts.Streams, sum)
-		return replayFinishRun(opts.replayDeps, p, sum, err)
-	}
-	rep, err := replayScanPlan(ctx, opts.replayDeps, c, st, plan, -1)
-	if err != nil {
-		return err
-	}
-	if err := rep.Err(); err != nil {
-		return err
-	}
-	if rep.LostOffsets > 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "warning: %s of run %s were deleted by retention since it stopped: they cannot be replayed\n",
-			cmdutil.Plural(rep.LostOffsets, "offset"), opts.RunID)
-	}
-	q := replayConfirmQuestion("resume run "+opts.RunID+": send", rep)
-	if err := opts.Confirm(opts.Yes, q); err != nil {
-		return err
-	}
-	progress, done := replayExecProgress(opts.Streams, rep.Counts.ToSend)
-	sum, err := replay.Execute(ctx, c, st, plan, replay.ExecOptions{Rate: opts.Rate, Progress: progress})
-	done()
-	return replayFinishRun(opts.replayDeps, p, sum, err)
+	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: opts.Rate, Sample: -1})
 }

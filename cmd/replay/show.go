@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
 // ReplayShowOptions are the inputs of `replay show`.
@@ -106,7 +108,16 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	if d.Error != "" {
 		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(d.Error)})
 	}
-	head.Fields = append(head.Fields, [2]string{"selection", string(d.replayRunView.Selection)})
+	sections := []output.Section{head}
+	// The journaled selection, as its plan printed it; as it is written when it is not a
+	// replay spec (a run of another version).
+	var spec replay.Spec
+	if err := json.Unmarshal(d.replayRunView.Selection, &spec); err == nil && spec.From != "" {
+		sections = append(sections, replaySelectionSection(spec.Selection(), spec.Filters()))
+	} else {
+		head.Fields = append(head.Fields, [2]string{"selection", string(d.replayRunView.Selection)})
+		sections[0] = head
+	}
 	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "end", "acked through", "remaining"}}
 	for _, c := range d.Checkpoints {
 		start, end, acked := strconv.FormatInt(c.Start, 10), strconv.FormatInt(c.End, 10), strconv.FormatInt(c.AckedThrough, 10)
@@ -122,5 +133,5 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	for _, t := range d.Targets {
 		targets.Rows = append(targets.Rows, []string{t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.Records, 10)})
 	}
-	return []output.Section{head, cps, targets}
+	return append(sections, cps, targets)
 }

@@ -22,10 +22,15 @@ func replayPartitionLabel(p int32) string {
 	return strconv.Itoa(int(p))
 }
 
-// replayPlanSections render a dry run's report.
-func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section {
+// replayPlanSections render a scan's report: a dry run's, or (check) the plan a confirmation
+// question is about, without the sample.
+func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []output.Section {
 	st := p.Styles
-	head := output.Section{Title: "Replay plan (dry run: nothing is sent)", Fields: [][2]string{
+	title := "Replay plan (dry run: nothing is sent)"
+	if check {
+		title = "Replay plan"
+	}
+	head := output.Section{Title: title, Fields: [][2]string{
 		{"source", rep.Source},
 		{"target", rep.Target},
 		{"max replays", strconv.Itoa(rep.MaxReplays)},
@@ -54,6 +59,8 @@ func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section 
 		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
 	}
 
+	sel := replaySelectionSection(rep.Selection, rep.Filters)
+
 	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "end", "offsets"}}
 	for _, r := range rep.Ranges {
 		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
@@ -75,7 +82,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section 
 		}
 		targets.Rows = append(targets.Rows, []string{topic, part, strconv.FormatInt(t.Records, 10)})
 	}
-	sections := []output.Section{head, ranges, targets}
+	sections := []output.Section{head, sel, ranges, targets}
 
 	if len(rep.Quarantined) > 0 {
 		s := output.Section{Title: fmt.Sprintf("Quarantined (fw.replay.count reached %d)", rep.MaxReplays), Header: []string{"record", "event_id", "replays", "target"}}
@@ -101,7 +108,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section 
 		s.Text = b.String()
 		sections = append(sections, s)
 	}
-	if len(rep.Sample) > 0 {
+	if len(rep.Sample) > 0 && !check {
 		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
 			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
 		for _, r := range rep.Sample {
@@ -117,6 +124,54 @@ func replayPlanSections(p *output.Printer, rep *replay.Report) []output.Section 
 		sections = append(sections, s)
 	}
 	return sections
+}
+
+// replaySelectionSection says what a plan selects: the source, the partitions, offsets or
+// times, and every filter with its value, as the command line spells it.
+func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Section {
+	s := output.Section{Title: "Selection", Fields: [][2]string{{"source", sel.Source}}}
+	if sel.Record != "" {
+		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
+	} else {
+		parts := "all"
+		if len(sel.Partitions) > 0 {
+			parts = cmdutil.JoinInt32(sel.Partitions)
+		}
+		s.Fields = append(s.Fields, [2]string{"partitions", parts})
+		offsets := "all"
+		switch start, end := sel.StartOffset, sel.EndOffset; {
+		case start != nil && end != nil:
+			offsets = fmt.Sprintf("%d..%d", *start, *end)
+		case start != nil:
+			offsets = fmt.Sprintf("from %d", *start)
+		case end != nil:
+			offsets = fmt.Sprintf("through %d", *end)
+		}
+		if sel.Since.IsZero() && sel.Until.IsZero() {
+			s.Fields = append(s.Fields, [2]string{"offsets", offsets})
+		}
+		if !sel.Since.IsZero() {
+			s.Fields = append(s.Fields, [2]string{"since", cmdutil.FormatTime(sel.Since)})
+		}
+		if !sel.Until.IsZero() {
+			s.Fields = append(s.Fields, [2]string{"until", cmdutil.FormatTime(sel.Until)})
+		}
+	}
+	flags := f.Flags()
+	if len(flags) == 0 {
+		s.Fields = append(s.Fields, [2]string{"filters", "none"})
+	}
+	for _, fl := range flags {
+		v := fl[1]
+		switch {
+		case fl[0] == "--skip-processed":
+			v = "yes: records whose event --consumer processed are counted, not sent"
+		case v == "":
+			v = `""`
+		}
+		s.Fields = append(s.Fields, [2]string{fl[0], v})
+	}
+	return s
 }
 
 // replaySummarySections render an executed run's summary.

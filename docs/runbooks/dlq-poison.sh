@@ -23,7 +23,7 @@ triage)
   step "2. What still needs work"
   expect 0 "$fw" dlq list --topic "$DLQ" --consumer "$CONSUMER" --status pending --limit 20 -o table
   step "3. Malformed records: no replay can fix these; the producer must"
-  expect 0 "$fw" dlq list --topic "$DLQ" --reason malformed --no-status --limit 20 -o table
+  expect 0 "$fw" dlq list --topic "$DLQ" --dlq-reason malformed --no-status --limit 20 -o table
   ;;
 plan)
   step "Replay plan for the pending $REASONS dead letters (nothing is sent)"
@@ -40,7 +40,7 @@ confirm)
   step "Every fixable dead letter resolved? (waiting up to ${WAIT:-0}s for the consumer)"
   left() {
     local out rc=0 n
-    out=$("$fw" dlq list --topic "$DLQ" --consumer "$CONSUMER" --reason "$REASONS" \
+    out=$("$fw" dlq list --topic "$DLQ" --consumer "$CONSUMER" --dlq-reason "$REASONS" \
       --status pending,replayed --limit 0 -o jsonl) || rc=$?
     if [ "$rc" -ne 0 ]; then
       printf 'runbook: stopped: dlq list exited %d\n' "$rc" >&2
@@ -54,7 +54,7 @@ confirm)
     echo "resolved: every $REASONS dead letter in $DLQ has a marker for $CONSUMER"
     exit 0
   fi
-  expect 0 "$fw" dlq list --topic "$DLQ" --consumer "$CONSUMER" --reason "$REASONS" --status pending,replayed -o table
+  expect 0 "$fw" dlq list --topic "$DLQ" --consumer "$CONSUMER" --dlq-reason "$REASONS" --status pending,replayed -o table
   echo "not resolved: see the list above" >&2
   exit 3
   ;;

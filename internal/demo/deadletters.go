@@ -94,33 +94,36 @@ func replaySpec() (replay.Spec, error) {
 	return s, s.Validate()
 }
 
-// planReplay makes the plan and its dry run.
-func (d *Demo) planReplay(ctx context.Context) (*replay.Plan, *replay.Report, error) {
+// replayFlow runs `fieldwork replay --from tasks.dlq --dlq-reason rejected` (a dry run) or,
+// with execute, the same line with `--execute --yes --reason …`: a new plan and the one replay
+// flow the command runs (replay.Run), so that the demo does what the line it prints does.
+func (d *Demo) replayFlow(ctx context.Context, execute bool) (*replay.FlowResult, error) {
 	spec, err := replaySpec()
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := replay.NewPlan(ctx, d.cluster, spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep, err := replay.Scan(ctx, d.cluster, nil, plan, replay.ScanOptions{Sample: 3})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := rep.Err(); err != nil {
-		return nil, nil, err
-	}
-	return plan, rep, nil
-}
-
-// executeReplay sends what plan selects, journaled in the store.
-func (d *Demo) executeReplay(ctx context.Context, plan *replay.Plan) (*replay.Summary, error) {
-	sum, err := replay.Execute(ctx, d.cluster, d.stack.Store(), plan, replay.ExecOptions{
-		RunID: replay.NewRunID(time.Now()), Operator: d.o.Operator, Reason: ReplayReason,
-	})
 	if err != nil {
 		return nil, err
 	}
-	return sum, sum.Err()
+	plan, err := replay.NewPlan(ctx, d.cluster, spec)
+	if err != nil {
+		return nil, err
+	}
+	o := replay.FlowOptions{Sample: 3}
+	if execute {
+		o = replay.FlowOptions{Execute: true, Yes: true, RunID: replay.NewRunID(time.Now()), Operator: d.o.Operator, Reason: ReplayReason}
+	}
+	res, err := replay.Run(ctx, d.cluster, d.stack.Store(), plan, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range res.Notices {
+		if n.Warning() {
+			d.say("%s", n.String())
+		}
+	}
+	switch {
+	case !execute && res.Report == nil:
+		return nil, fmt.Errorf("the replay's dry run reported nothing")
+	case execute && res.Summary == nil:
+		return nil, fmt.Errorf("the replay sent nothing: no %s dead letters in %s", dlq.ReasonRejected, TopicDLQ)
+	}
+	return res, nil
 }

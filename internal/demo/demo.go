@@ -345,10 +345,11 @@ func (d *Demo) replay(ctx context.Context) error {
 		"So the replay selects --dlq-reason rejected.")
 	base := "fieldwork replay --from " + TopicDLQ + " --dlq-reason rejected"
 	rec := d.command(base + d.conn(true, true))
-	plan, rep, err := d.planReplay(ctx)
+	dry, err := d.replayFlow(ctx, false)
 	if err != nil {
 		return err
 	}
+	rep := dry.Report
 	rec.Result = fmt.Sprintf("dry run: %d of %d dead letters selected, %d to send to %s; nothing sent", rep.Counts.Selected, rep.Counts.Read, rep.Counts.ToSend, TopicTasks)
 	d.n.Result(&ReplayPlanResult{Report: rep})
 	d.say("The plan fixed %s's end offsets when it was made: records that arrive later, the replay's own output included, are never read. "+
@@ -356,10 +357,11 @@ func (d *Demo) replay(ctx context.Context) error {
 
 	d.say("Release %s of the projection is deployed: it applies %s again.", FixedRelease, RejectedType)
 	rec = d.command(base + " --execute --yes --reason " + shellQuote(ReplayReason) + d.conn(true, true))
-	sum, err := d.executeReplay(ctx, plan)
+	run, err := d.replayFlow(ctx, true)
 	if err != nil {
 		return err
 	}
+	sum := run.Summary
 	rec.Result = fmt.Sprintf("run %s %s: %d sent", sum.RunID, sum.Status, sum.Counts.Sent)
 	d.sum.Replayed, d.sum.ReplayRunID = sum.Counts.Sent, sum.RunID
 	d.n.Result(&ReplayRunResult{Summary: sum})

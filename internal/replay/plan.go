@@ -159,13 +159,15 @@ type Counts struct {
 	MalformedToSend int64 `json:"malformed_to_send"`
 }
 
-// Report is what a dry run prints: where the records would go, what the loop guard holds
-// back, and a sample.
+// Report is what a dry run prints: what it selects and every filter it applies, where the
+// records would go, what the loop guard holds back, and a sample.
 type Report struct {
 	Source      string         `json:"source"`
 	Target      string         `json:"target"`
 	MaxReplays  int            `json:"max_replays"`
 	RunID       string         `json:"resumes_run,omitempty"`
+	Selection   Selection      `json:"selection"`
+	Filters     Filters        `json:"filters"`
 	Ranges      []RangeReport  `json:"ranges"`
 	LostOffsets int64          `json:"lost_offsets,omitempty"`
 	Counts      Counts         `json:"counts"`
@@ -198,6 +200,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
+		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 	}
 	if p.Resume != nil {

@@ -54,6 +54,9 @@ type Spec struct {
 	Error         string   `json:"error,omitempty"` // a regular expression on the error message or class
 	OriginalTopic string   `json:"original_topic,omitempty"`
 	Group         string   `json:"group,omitempty"`
+	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
+	// empty and absent keys.
+	Key []byte `json:"key,omitzero"`
 	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
 	// of these: the others are not selected at all. The status is the one `dlq list --status`
 	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
@@ -216,7 +219,7 @@ func (s *Spec) selection() kafka.Selection {
 
 // filter is the dlq.Filter of the spec's dead-letter filters.
 func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key}
 }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or

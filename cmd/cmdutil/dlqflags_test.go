@@ -1,0 +1,101 @@
+package cmdutil
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// TestDLQFilterSets: each command registers the filters that apply to it, under one name
+// each, and --reason is none of them.
+func TestDLQFilterSets(t *testing.T) {
+	for _, tc := range []struct {
+		set  DLQFilterSet
+		want []string
+	}{
+		{DLQWindow | DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "group", "key", "key-base64", "original-topic", "since", "until"}},
+		{DLQWindow | DLQFields, []string{"dlq-reason", "error", "group", "key", "key-base64", "original-topic", "since", "until"}},
+		{DLQWindow | DLQEventID, []string{"event-id", "since", "until"}},
+		{DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "group", "key", "key-base64", "original-topic"}},
+	} {
+		cmd := &cobra.Command{Use: "x"}
+		var fl DLQFilterFlags
+		fl.Register(cmd, tc.set)
+		var got []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) { got = append(got, f.Name) })
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("set %b: flags %v, want %v", tc.set, got, tc.want)
+		}
+	}
+
+	var st DLQStatusFlags
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	st.Register(fs, DLQStatusFilter)
+	if fs.Lookup("consumer") == nil || fs.Lookup("status") == nil || fs.Lookup("no-status") != nil {
+		t.Error("status flags with DLQStatusFilter only")
+	}
+	if err := fs.Parse([]string{"--status", "pending,resolved", "--status", "unknown"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Statuses(); err != nil || !slices.Equal(got, []dlq.Status{dlq.StatusPending, dlq.StatusResolved, dlq.StatusUnknown}) {
+		t.Errorf("statuses %v %v", got, err)
+	}
+}
+
+func TestDLQFilter(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	var fl DLQFilterFlags
+	fl.Register(cmd, DLQWindow|DLQFields|DLQEventID)
+	if err := cmd.ParseFlags([]string{"--dlq-reason", "rejected,unknown", "--error", "time(out)?", "--key", "k", "--since", "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	f, err := fl.Filter(cmd, now)
+	if err != nil || !slices.Equal(f.Reasons, []string{"rejected", "unknown"}) || !f.ErrorRegexp.MatchString("timeout") ||
+		string(f.Key) != "k" || !f.Since.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("filter %+v %v", f, err)
+	}
+	fl.Reasons = []string{"tired"}
+	if _, err := fl.Filter(cmd, now); fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), `--dlq-reason "tired"`) {
+		t.Fatalf("bad reason: %v", err)
+	}
+}
+
+// TestDLQReasonHint: an unknown --reason on a command with dead-letter filters is the filter's
+// old name; anywhere else it is cobra's error alone. Both are usage errors.
+func TestDLQReasonHint(t *testing.T) {
+	run := func(register bool, args ...string) error {
+		parent := &cobra.Command{Use: "p"}
+		cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		var fl DLQFilterFlags
+		if register {
+			fl.Register(cmd, DLQFields)
+		} else {
+			parent.SetFlagErrorFunc(DLQReasonHint) // inherited by a command without filters
+		}
+		parent.AddCommand(cmd)
+		parent.SetArgs(append([]string{"x"}, args...))
+		parent.SilenceErrors, parent.SilenceUsage = true, true
+		return parent.Execute()
+	}
+	for _, args := range [][]string{{"--reason", "malformed"}, {"--reason=malformed"}} {
+		err := run(true, args...)
+		if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if err := run(false, "--reason", "x"); fwerr.KindOf(err) != fwerr.KindUsage || err.Error() != "unknown flag: --reason" {
+		t.Errorf("without filters: %v", err)
+	}
+	if err := run(true, "--bogus"); fwerr.KindOf(err) != fwerr.KindUsage || strings.Contains(err.Error(), "dlq-reason") {
+		t.Errorf("another flag: %v", err)
+	}
+}

@@ -1,0 +1,140 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+// runFlow runs the one replay flow (replay.Run) for `replay` and `replay resume` and renders
+// what it did: progress on stderr while it runs, the plan and the question on a terminal when
+// it asks, then the dry run's report or the run's summary on stdout and its notices on stderr.
+func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, o replay.FlowOptions) error {
+	fl := &flowView{d: d, line: cmdutil.NewProgressLine(d.Streams), from: plan.Spec.From}
+	if fl.line != nil {
+		o.Progress = fl.progress
+	}
+	o.Confirm = fl.confirm
+	res, err := replay.Run(ctx, c, st, plan, o)
+	fl.clear()
+	var perr error
+	switch {
+	case res.Summary != nil:
+		perr = p.Object(res.Summary, replaySummarySections(p, res.Summary))
+	case !o.Execute && res.Report != nil:
+		perr = p.Object(res.Report, replayPlanSections(p, res.Report, false))
+	}
+	fl.notices(res.Notices)
+	if err == nil {
+		err = perr
+	}
+	return cmdutil.StoreError(err, d.Names())
+}
+
+// flowView is the terminal side of one flow.
+type flowView struct {
+	d    replayDeps
+	line *cmdutil.ProgressLine // nil off a terminal
+	from string
+	// shown counts the notices already printed (with the question).
+	shown int
+}
+
+// progress keeps the progress line up to date: the scan's records read, then the send's
+// figures.
+func (f *flowView) progress(fp replay.FlowProgress) {
+	pct := int64(100)
+	if fp.Total > 0 {
+		pct = min(100, fp.Read*100/fp.Total)
+	}
+	switch fp.Stage {
+	case replay.StageScan:
+		// The last step is always drawn, so that the line ends at 100%.
+		f.line.Show(fp.Read == fp.Total, "planning %s: %d of %d records (%d%%)", f.from, fp.Read, fp.Total, pct)
+	case replay.StageSend:
+		pr := fp.Send
+		rate := 0.0
+		if pr.Elapsed > 0 {
+			rate = float64(pr.Sent) / pr.Elapsed.Seconds()
+		}
+		of := fmt.Sprintf(" of %d", fp.ToSend)
+		if fp.ToSend < 0 { // a single pass: not counted beforehand
+			of = ""
+		}
+		f.line.Show(false, "replaying: %d%s sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
+			pr.Sent, of, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
+	}
+}
+
+func (f *flowView) clear() {
+	if f.line != nil {
+		f.line.Clear()
+	}
+}
+
+// confirm asks before an executed plan is sent. On a terminal the question comes after the
+// plan it is about: the selection and its filters, the counts, the targets, and the warnings.
+// Elsewhere cmdutil.Confirm refuses without --yes.
+func (f *flowView) confirm(ch replay.Check) error {
+	f.clear()
+	if f.d.Streams.Interactive() {
+		es := *f.d.Streams
+		es.Out, es.OutTTY = es.ErrOut, es.ErrTTY
+		ep := output.NewPrinter(&es, output.FormatTable)
+		if err := ep.Object(ch.Report, replayPlanSections(ep, ch.Report, true)); err != nil {
+			return err
+		}
+		fmt.Fprintln(es.ErrOut)
+		f.notices(ch.Notices)
+	}
+	return f.d.Confirm(false, replayConfirmQuestion(ch.Report))
+}
+
+// notices prints the notices not printed yet, one a line on stderr.
+func (f *flowView) notices(ns []replay.Notice) {
+	for _, n := range ns[min(f.shown, len(ns)):] {
+		fmt.Fprintln(f.d.Streams.ErrOut, n.String())
+	}
+	f.shown = max(f.shown, len(ns))
+}
+
+// replayConfirmQuestion says what will be sent where, completing "refusing to …".
+func replayConfirmQuestion(rep *replay.Report) string {
+	verb := "send"
+	if rep.RunID != "" {
+		verb = "resume run " + rep.RunID + ": send"
+	}
+	var dests []string
+	seen := map[string]int64{}
+	var order []string
+	for _, t := range rep.Targets {
+		if _, ok := seen[t.Topic]; !ok {
+			order = append(order, t.Topic)
+		}
+		seen[t.Topic] += t.Records
+	}
+	for _, t := range order {
+		dests = append(dests, fmt.Sprintf("%d to %s", seen[t], t))
+	}
+	q := fmt.Sprintf("%s %s from %s (%s)", verb, cmdutil.Plural(rep.Counts.ToSend, "record"), rep.Source, strings.Join(dests, ", "))
+	if len(dests) == 0 {
+		q = fmt.Sprintf("%s no records from %s", verb, rep.Source)
+	}
+	var notes []string
+	if rep.Counts.Quarantined > 0 {
+		notes = append(notes, fmt.Sprintf("%d quarantined", rep.Counts.Quarantined))
+	}
+	if rep.Counts.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d skipped as processed", rep.Counts.Skipped))
+	}
+	if len(notes) > 0 {
+		q += "; " + strings.Join(notes, ", ")
+	}
+	return q
+}

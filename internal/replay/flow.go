@@ -1,0 +1,260 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
+
+// FlowOptions configure Run: what was asked for, and how to reach the person who asked.
+type FlowOptions struct {
+	// Execute sends the plan; without it Run is a dry run: a scan that sends nothing.
+	Execute bool
+	// Yes means nobody is asked. An executed plan is then sent in one pass where that keeps
+	// what a scan would have guaranteed (see SinglePass).
+	Yes bool
+	// Confirm is asked, when an executed plan is not Yes, once the scan has checked the plan
+	// and before anything is sent. nil from it goes on; an error stops the flow there with
+	// that error: nothing is sent and no run is recorded. Without Yes a Confirm is required.
+	Confirm func(Check) error
+
+	// RunID, Operator and Reason describe a new run (RunID defaults to NewRunID). A resumed
+	// plan keeps its own.
+	RunID, Operator, Reason string
+	// Rate caps records sent per second; 0: no cap.
+	Rate float64
+	// Sample is how many selected records a scan's report shows (ScanOptions.Sample: 0 the
+	// default, negative none).
+	Sample int
+	// Progress, when set, is told how far the scan and the send have come.
+	Progress func(FlowProgress)
+}
+
+// Check is what the person asked to confirm an executed plan is shown: the scan's report
+// (the selection, every filter, the counts and the targets) and the notices so far (the
+// warnings about what will be sent).
+type Check struct {
+	Report  *Report
+	Notices []Notice
+}
+
+// Stage is the part of the flow a progress report is about.
+type Stage string
+
+// The stages of a flow.
+const (
+	StageScan Stage = "scan"
+	StageSend Stage = "send"
+)
+
+// FlowProgress is how far a flow has come: read of total offsets in the stage; for StageSend
+// also the send's figures, and ToSend, the records the scan counted to send (-1 after no
+// scan: a single pass).
+type FlowProgress struct {
+	Stage       Stage
+	Read, Total int64
+	Send        Progress
+	ToSend      int64
+}
+
+// NoticeKind names what a notice is about. Its values are stable.
+type NoticeKind string
+
+// The kinds of notice.
+const (
+	// NoticeMalformed (a warning): records to send, or sent, were dead-lettered as
+	// malformed; their bytes will fail the same way again.
+	NoticeMalformed NoticeKind = "malformed"
+	// NoticeLostOffsets (a warning): retention deleted records of a resumed run's remaining
+	// ranges since it stopped.
+	NoticeLostOffsets NoticeKind = "lost_offsets"
+	// NoticeQuarantine: a dry run's records that the loop guard would hold back.
+	NoticeQuarantine NoticeKind = "quarantine"
+	// NoticeDryRun: a dry run sent nothing.
+	NoticeDryRun NoticeKind = "dry_run"
+	// NoticeNothingSelected: an executed plan selected nothing: nothing was sent and no run
+	// recorded.
+	NoticeNothingSelected NoticeKind = "nothing_selected"
+	// NoticeResume: the run stopped (interrupted or failed) and can be resumed.
+	NoticeResume NoticeKind = "resume"
+)
+
+// Notice is something the person who ran the flow should read, beside the report or the
+// summary: the flow returns notices as data and never prints.
+type Notice struct {
+	Kind NoticeKind `json:"kind"`
+	Text string     `json:"text"`
+}
+
+// Warning reports whether the notice warns (of something that will not go as hoped).
+func (n Notice) Warning() bool { return n.Kind == NoticeMalformed || n.Kind == NoticeLostOffsets }
+
+// String is the notice as a line: warnings start with "warning: ".
+func (n Notice) String() string {
+	if n.Warning() {
+		return "warning: " + n.Text
+	}
+	return n.Text
+}
+
+// FlowResult is what Run did. It is returned with the error too: render what it holds, then
+// report the error.
+type FlowResult struct {
+	// Report is the scan: a dry run's result, or the check an executed plan passed. nil when
+	// the plan was executed in a single pass (no scan), or the scan itself failed.
+	Report *Report
+	// Summary is the executed run. nil for a dry run, and when nothing was sent and no run
+	// recorded (nothing selected, the check or the confirmation refused, a single pass that
+	// stopped at its first record).
+	Summary *Summary
+	// Notices are what the person should read beside them, in the order they arose.
+	Notices []Notice
+}
+
+func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
+	r.Notices = append(r.Notices, Notice{Kind: kind, Text: fmt.Sprintf(format, args...)})
+}
+
+// Run is the one replay flow, for a new plan (NewPlan) as for a resumed run (LoadRun): plan
+// → check → confirm → execute. `fieldwork replay`, `fieldwork replay resume` and the demo all
+// run it.
+//
+//   - A dry run (not Execute) scans the plan and sends nothing. Its error is the report's
+//     (Report.Err: records that cannot be routed, targets that do not exist); records the loop
+//     guard would hold back do not fail it.
+//   - An executed plan with Yes whose targets can be checked record by record is sent in one
+//     pass (ExecOptions.SinglePass): nothing is asked, so nothing needs counting first.
+//   - Otherwise the plan is scanned and checked first: a report error stops it, nothing
+//     sent. A new plan that selects nothing records no run. Without Yes, Confirm is asked.
+//     Then it is executed.
+//
+// st is the journal (needed to execute) and the marker store of the spec's lookups. The
+// error of an executed run is its outcome as an exit code: a check failure (exit 3) when
+// records were quarantined, an interruption (exit 130) when ctx was cancelled (the notices
+// then say how to resume), the failure itself otherwise.
+func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) (*FlowResult, error) {
+	res := &FlowResult{}
+	if st == nil && (o.Execute || p.Spec.NeedsStore()) {
+		return res, errors.New("replay: an executed plan, or one that looks markers up, needs the store")
+	}
+	if p.LostOffsets > 0 && p.Resume != nil {
+		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
+			plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
+	}
+	if o.Execute && o.Yes && singlePass(ctx, c, p) {
+		sum, err := Execute(ctx, c, st, p, o.exec(true, -1))
+		if err == nil && sum != nil && !sum.Recorded {
+			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, plural(sum.Read, "record"))
+			return res, nil
+		}
+		res.Summary = sum
+		if sum != nil && sum.MalformedSent > 0 {
+			res.malformed(sum.MalformedSent, "sent")
+		}
+		return res, res.finish(err)
+	}
+
+	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress()})
+	if err != nil {
+		return res, err
+	}
+	res.Report = rep
+	if err := rep.Err(); err != nil {
+		return res, err
+	}
+	if !o.Execute {
+		if n := rep.Counts.Quarantined; n > 0 {
+			res.notice(NoticeQuarantine, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3",
+				plural(n, "record"), rep.MaxReplays)
+		}
+		res.malformed(rep.Counts.MalformedToSend, "to send")
+		res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute --reason \"…\" to send")
+		return res, nil
+	}
+	if rep.Counts.Selected == 0 && p.Resume == nil {
+		res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", rep.Source, plural(rep.Counts.Read, "record"))
+		return res, nil
+	}
+	res.malformed(rep.Counts.MalformedToSend, "to send")
+	if !o.Yes {
+		if o.Confirm == nil {
+			return res, errors.New("replay: an executed plan without Yes needs a Confirm")
+		}
+		if err := o.Confirm(Check{Report: rep, Notices: res.Notices}); err != nil {
+			return res, err
+		}
+	}
+	sum, err := Execute(ctx, c, st, p, o.exec(false, rep.Counts.ToSend))
+	res.Summary = sum
+	return res, res.finish(err)
+}
+
+// singlePass tells whether an executed plan can be sent in one pass, without a scan first: a
+// plan whose one target is known up front (Plan.TargetKnown) must have it (CheckTarget), and a
+// missing --to topic takes the scan, which counts the records that would have gone there.
+// Other plans check each record's target as it is read, and stop at the first that cannot be
+// sent (ExecOptions.SinglePass).
+func singlePass(ctx context.Context, c *kafka.Cluster, p *Plan) bool {
+	return !p.TargetKnown() || CheckTarget(ctx, c, p) == nil
+}
+
+// exec is the ExecOptions of the flow's send; toSend is what the scan counted (-1: none).
+func (o FlowOptions) exec(singlePass bool, toSend int64) ExecOptions {
+	eo := ExecOptions{RunID: o.RunID, Operator: o.Operator, Reason: o.Reason, Rate: o.Rate, SinglePass: singlePass}
+	if o.Progress != nil {
+		eo.Progress = func(pr Progress) {
+			o.Progress(FlowProgress{Stage: StageSend, Read: pr.Read, Total: pr.Total, Send: pr, ToSend: toSend})
+		}
+	}
+	return eo
+}
+
+func (o FlowOptions) scanProgress() ProgressFunc {
+	if o.Progress == nil {
+		return nil
+	}
+	return func(read, total int64) {
+		o.Progress(FlowProgress{Stage: StageScan, Read: read, Total: total, ToSend: -1})
+	}
+}
+
+// malformed warns that n records (to send, or sent) were dead-lettered as malformed:
+// replaying them cannot help, their bytes are what failed.
+func (r *FlowResult) malformed(n int64, what string) {
+	if n > 0 {
+		r.notice(NoticeMalformed, "%s %s were dead-lettered as malformed: the same bytes will fail again; "+
+			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported", plural(n, "record"), what)
+	}
+}
+
+// finish turns an executed run's error into its outcome: nil, a check failure when records
+// were quarantined, or the run's error, an interruption when ctx was cancelled; a run that
+// stopped says how to resume it.
+func (r *FlowResult) finish(err error) error {
+	sum := r.Summary
+	if sum == nil {
+		return err
+	}
+	if err == nil {
+		return sum.Err()
+	}
+	if sum.Status == dedup.RunInterrupted || sum.Status == dedup.RunFailed {
+		r.notice(NoticeResume, "run %s is %s; continue it with: fieldwork replay resume %s", sum.RunID, sum.Status, sum.RunID)
+	}
+	if errors.Is(err, context.Canceled) && fwerr.KindOf(err) == fwerr.KindError {
+		err = fwerr.Wrap(fwerr.KindInterrupted, err)
+	}
+	return err
+}
+
+// plural writes "1 record", "2 records".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+)
+
+// TestSelectStatus: the command line's status selection lands in the Spec as dlq's statuses,
+// and Validate refuses those a replay cannot select by.
+func TestSelectStatus(t *testing.T) {
+	for _, tc := range []struct {
+		statuses []dlq.Status
+		consumer string
+		err      string
+	}{
+		{nil, "", ""},
+		{[]dlq.Status{dlq.StatusPending}, "billing", ""},
+		{[]dlq.Status{dlq.StatusPending}, "", ""}, // each dead letter's own group, as dlq list
+		{[]dlq.Status{dlq.StatusPending, dlq.StatusReplayed}, "billing", ""},
+		{[]dlq.Status{dlq.StatusResolved}, "billing", "a replay selects pending or replayed"},
+		{[]dlq.Status{dlq.StatusUnknown}, "billing", "a replay selects pending or replayed"},
+	} {
+		s := Spec{From: "orders.dlq"}
+		err := s.SelectStatus(tc.statuses, tc.consumer)
+		if err == nil {
+			err = s.Validate()
+		}
+		if tc.err != "" {
+			if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v %q: %v, want a usage error with %q", tc.statuses, tc.consumer, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v %q: %v", tc.statuses, tc.consumer, err)
+		}
+		if got, c := s.statusSelection(); !slices.Equal(got, tc.statuses) || c != tc.consumer {
+			t.Errorf("%v %q: read back as %v %q", tc.statuses, tc.consumer, got, c)
+		}
+	}
+}
+
+// TestSpecKeyRoundTripsThroughTheJournal: the key filter is journaled, an empty key (which
+// selects empty and absent keys) as well as one that is not text.
+func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
+	for _, key := range [][]byte{nil, {}, []byte("task-7"), {0xff, 0}} {
+		s := Spec{From: "orders.dlq", Key: key}
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		back, err := unmarshalSpec(s.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (back.Key == nil) != (key == nil) || string(back.Key) != string(key) || (back.filter().Key == nil) != (key == nil) {
+			t.Errorf("key %q came back as %q (%s)", key, back.Key, s.marshal())
+		}
+	}
+}
+
+// TestFilters: a plan describes every filter it applies, by the flag that sets it; a key that
+// is not text is described in base64, and none is {}.
+func TestFilters(t *testing.T) {
+	empty := ""
+	for _, tc := range []struct {
+		spec  Spec
+		want  Filters
+		flags [][2]string
+	}{
+		{Spec{From: "t"}, Filters{}, nil},
+		{
+			Spec{From: "t", Reasons: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: []byte{}, EventID: "e",
+				PendingFor: "billing", SkipProcessedFor: "billing"},
+			Filters{DLQReason: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: &empty, EventID: "e",
+				Status: []string{"pending"}, Consumer: "billing", SkipProcessed: true},
+			[][2]string{{"--dlq-reason", "rejected,exhausted"}, {"--error", "db"}, {"--original-topic", "tasks"}, {"--group", "g"}, {"--key", ""},
+				{"--event-id", "e"}, {"--status", "pending"}, {"--consumer", "billing"}, {"--skip-processed", ""}},
+		},
+		{Spec{From: "t", Key: []byte{0xff, 'k'}, SkipProcessedFor: "audit"}, Filters{KeyBase64: "/2s=", Consumer: "audit", SkipProcessed: true},
+			[][2]string{{"--key-base64", "/2s="}, {"--consumer", "audit"}, {"--skip-processed", ""}}},
+	} {
+		got := tc.spec.Filters()
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(tc.want)
+		if string(g) != string(w) || !slices.Equal(got.Flags(), tc.flags) {
+			t.Errorf("%+v: filters %s, flags %q; want %s, %q", tc.spec, g, got.Flags(), w, tc.flags)
+		}
+	}
+	if b, _ := json.Marshal((&Spec{From: "t"}).Filters()); string(b) != "{}" {
+		t.Errorf("no filters: %s", b)
+	}
+	start := int64(5)
+	if b, _ := json.Marshal((&Spec{From: "t", Partitions: []int32{1}, StartOffset: &start}).Selection()); string(b) != `{"source":"t","partitions":[1],"start_offset":5}` {
+		t.Errorf("selection: %s", b)
+	}
+}
