@@ -79,6 +79,11 @@ type ScanOptions struct {
 	// planned (an upper bound: compaction and transaction markers leave gaps). It is called
 	// every few thousand records and once at the end, from the scanning goroutine.
 	Progress func(done, total int64)
+	// SkipDeleted skips a topic deleted after it was found, rather than failing the scan: for
+	// topics found by a pattern, where another team's topic may come and go while the scan
+	// runs. Topics named by the operator leave it unset, so that one that vanished is an
+	// error. Scan.Deleted lists what was skipped.
+	SkipDeleted bool
 }
 
 // Scan is a planned read of dead-letter topics: the end offsets are fixed when it is planned,
@@ -88,7 +93,13 @@ type Scan struct {
 	c      *kafka.Cluster
 	ranges []kafka.PartitionRange
 	opts   ScanOptions
+	// deleted are the topics skipped because they were deleted (ScanOptions.SkipDeleted).
+	deleted []string
 }
+
+// Deleted lists the topics skipped because they were deleted after they were found
+// (ScanOptions.SkipDeleted), in the order they were found missing.
+func (s *Scan) Deleted() []string { return slices.Clone(s.deleted) }
 
 // PlanScan fixes the offset ranges of every partition of topics. A missing topic is a
 // *kafka.UnknownTopicError.
@@ -100,6 +111,11 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 	}
 	for _, t := range topics {
 		rs, err := c.Plan(ctx, t, sel)
+		var ute *kafka.UnknownTopicError
+		if opts.SkipDeleted && errors.As(err, &ute) {
+			s.deleted = append(s.deleted, t)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -113,6 +129,16 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 		return a.Partition < b.Partition
 	})
 	return s, nil
+}
+
+// gone reports whether topic no longer exists: a read of it failed, and the scan may skip it.
+func (s *Scan) gone(ctx context.Context, topic string) bool {
+	details, err := s.c.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return false
+	}
+	d, ok := details[topic]
+	return !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition)
 }
 
 // Ranges returns the planned ranges, by topic and partition.
@@ -165,6 +191,11 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 				continue
 			}
 			if err = s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
+				if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
+					s.deleted = append(s.deleted, r.Topic)
+					err = nil
+					continue
+				}
 				break
 			}
 		}
