@@ -68,10 +68,10 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("interrupted"))
 		return ExitInterrupted
 	case fwerr.KindCheck:
-		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("problems found: ")+err.Error())
+		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("problems found: ")+output.Printable(err.Error(), false))
 		return ExitCheckFailed
 	}
-	fmt.Fprintln(f.Streams.ErrOut, st.Bad.Render("error: ")+err.Error())
+	fmt.Fprintln(f.Streams.ErrOut, st.Bad.Render("error: ")+output.Printable(err.Error(), false))
 	switch kind {
 	case fwerr.KindUsage:
 		if ran != nil {

@@ -96,8 +96,13 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 		tablewriter.WithTrimSpace(tw.Off),
 	)
 	t.Header(anySlice(styled)...)
+	color := p.Styles.Color()
 	for _, r := range rows {
-		if err := t.Append(anySlice(r)...); err != nil {
+		safe := make([]string, len(r))
+		for i, c := range r {
+			safe[i] = Printable(c, color)
+		}
+		if err := t.Append(anySlice(safe)...); err != nil {
 			return err
 		}
 	}
@@ -157,12 +162,13 @@ func (p *Printer) Object(v any, sections []Section) error {
 		return w.Error()
 	}
 	out := p.Streams.Out
+	color := p.Styles.Color()
 	for i, s := range sections {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
 		if s.Title != "" {
-			fmt.Fprintln(out, p.Styles.Title.Render(s.Title))
+			fmt.Fprintln(out, p.Styles.Title.Render(Printable(s.Title, color)))
 		}
 		if len(s.Fields) > 0 {
 			width := 0
@@ -170,7 +176,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 				width = max(width, len(f[0]))
 			}
 			for _, f := range s.Fields {
-				fmt.Fprintf(out, "%s  %s\n", p.Styles.Header.Render(fmt.Sprintf("%-*s", width, f[0])), f[1])
+				fmt.Fprintf(out, "%s  %s\n", p.Styles.Header.Render(fmt.Sprintf("%-*s", width, Printable(f[0], color))), Printable(f[1], color))
 			}
 		}
 		if len(s.Header) > 0 {
@@ -181,7 +187,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 			}
 		}
 		if s.Text != "" {
-			fmt.Fprintln(out, strings.TrimRight(s.Text, "\n"))
+			fmt.Fprintln(out, Printable(strings.TrimRight(s.Text, "\n"), color))
 		}
 	}
 	return nil

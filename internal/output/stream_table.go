@@ -75,7 +75,9 @@ func (t *tableStream) add(row []string) error {
 // each followed by two blanks, none at the end of the line.
 func (t *tableStream) line(row []string) error {
 	var b strings.Builder
+	color := t.p.Styles.Color()
 	for i, c := range row {
+		c = Printable(c, color)
 		b.WriteString(c)
 		if i < len(row)-1 {
 			b.WriteString(strings.Repeat(" ", max(0, t.widths[i]-twwidth.Width(c))+2))

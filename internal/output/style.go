@@ -15,7 +15,13 @@ type Styles struct {
 	Warn   lipgloss.Style
 	Bad    lipgloss.Style
 	Dim    lipgloss.Style
+
+	color bool
 }
+
+// Color reports whether the styles colour their text (and so write SGR sequences that
+// Printable keeps).
+func (s Styles) Color() bool { return s.color }
 
 // NewStyles builds styles that write to w, with colour only when color is true.
 func NewStyles(w io.Writer, color bool) Styles {
@@ -32,5 +38,6 @@ func NewStyles(w io.Writer, color bool) Styles {
 		Warn:   r.NewStyle().Foreground(lipgloss.Color("11")),
 		Bad:    r.NewStyle().Bold(true).Foreground(lipgloss.Color("9")),
 		Dim:    r.NewStyle().Faint(true),
+		color:  color,
 	}
 }
