@@ -185,9 +185,15 @@ func handler(t testing.TB, st *dedup.Store, schema, name, consumer string, cfg h
 // readAll reads every record of topic up to its end offsets at the time of the call.
 func readAll(t testing.TB, topic string) []*kgo.Record {
 	t.Helper()
+	return readAllAt(t, testenv.Brokers(t), topic)
+}
+
+// readAllAt is readAll on the broker at brokers.
+func readAllAt(t testing.TB, brokers, topic string) []*kgo.Record {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(testenv.Client(t))
+	adm := kadm.NewClient(testenv.Client(t, kgo.SeedBrokers(brokers)))
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatalf("end offsets of %s: %v", topic, err)
@@ -201,7 +207,7 @@ func readAll(t testing.TB, topic string) []*kgo.Record {
 	if len(want) == 0 {
 		return nil
 	}
-	cl := testenv.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := testenv.Client(t, kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []*kgo.Record
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
