@@ -126,3 +126,43 @@ func TestSlowPartitionDoesNotHoldUpOthers(t *testing.T) {
 		t.Errorf("processed %d, want %d", st.Processed, 4*perPart)
 	}
 }
+
+// TestTransactionMarkers: events of an aborted transaction are not applied, and a log that
+// ends in a commit marker is consumed to its end (the marker is committed past), so that
+// StopWhenIdle stops.
+func TestTransactionMarkers(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 1)
+	txn := testenv.Client(t, kgo.TransactionalID(testenv.Name(t, "txn")), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := context.Background()
+	for i, end := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort, kgo.TryCommit} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Produce(t, txn, smallEvent(t, topic, 0, fmt.Sprintf("ev-txn-%d", i), fmt.Sprintf("task-%d", i)))
+		if err := txn.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// offsets 0 event, 1 commit marker, 2 aborted event, 3 abort marker, 4 event, 5 commit
+	// marker: wait for the last marker (written after EndTransaction returns).
+	cl := testenv.Client(t)
+	waitUntil(t, nil, "the last commit marker", func() bool {
+		behind, _ := groupLag(t, cl, "fw-nobody", topic)
+		return len(behind) == 1 && strings.HasSuffix(behind[0], "<6")
+	})
+	group := testenv.Name(t, "audit-txn")
+	h := handler(t, st, schema, handlers.NameAudit, group, handlers.Config{})
+	stats := run(t, engineOpts(t, st, h, topic, group))
+	if stats.Processed != 2 || stats.Records != 2 {
+		t.Errorf("stats %+v; want the 2 committed events only", stats)
+	}
+	audit := tableName(t, st, schema, handlers.TableAuditLog)
+	if n := queryInt(t, st, `SELECT count(*) FROM `+audit+` WHERE consumer = $1 AND event_id = 'ev-txn-1'`, group); n != 0 {
+		t.Error("the aborted event was applied")
+	}
+	if behind, committed := groupLag(t, cl, group, topic); len(behind) != 0 || committed[0] != 6 {
+		t.Errorf("committed %v, behind %v; want 6, past the last marker", committed, behind)
+	}
+}
