@@ -114,6 +114,7 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 		cancel()
 		var again []*outgoing
 		var infraErr error
+		missing := map[string]bool{} // topics confirmed missing in this round, asked once each
 		for i, r := range results {
 			o := pending[i]
 			if r.Err == nil {
@@ -123,7 +124,7 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if e.infraProduceError(ctx, r.Err, o.rec.Topic) {
+			if e.infraProduceError(ctx, r.Err, o.rec.Topic, missing) {
 				infraErr = cmpOr(infraErr, r.Err)
 				again = append(again, o)
 				continue
@@ -197,10 +198,16 @@ func (e *Engine) deadLettered(o *outgoing, acked *kgo.Record) {
 // (MESSAGE_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED, INVALID_RECORD, POLICY_VIOLATION, …) are
 // not. UNKNOWN_TOPIC_OR_PARTITION is retriable in Kafka's book (metadata not propagated
 // yet), so it counts as infrastructure unless the topic is confirmed missing: deleted.
-func (e *Engine) infraProduceError(ctx context.Context, err error, topic string) bool {
+// missing caches the answer of the metadata request, per topic.
+func (e *Engine) infraProduceError(ctx context.Context, err error, topic string, missing map[string]bool) bool {
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		exists, merr := e.topicExists(ctx, topic)
-		return merr != nil || exists
+		gone, asked := missing[topic]
+		if !asked {
+			exists, merr := e.topicExists(ctx, topic)
+			gone = merr == nil && !exists
+			missing[topic] = gone
+		}
+		return !gone
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
