@@ -164,7 +164,11 @@ func TestPoisonLargerThanTheDeadLetterTopic(t *testing.T) {
 			testenv.Produce(t, prod, smallEvent(t, topic, 0, "ev-first", "task-0001"), smallEvent(t, topic, 1, "ev-other", "task-0005"))
 
 			group := testenv.Name(t, "audit-bounded")
-			h := handler(t, st, schema, handlers.NameAudit, group, handlers.Config{})
+			// Partition 0's first event is held until the poison is produced: a consumer
+			// with nothing in flight could be idle long enough to stop while the test
+			// changes the dead-letter topic.
+			gate := make(chan struct{})
+			h := &watching{Handler: handler(t, st, schema, handlers.NameAudit, group, handlers.Config{}), gate: gate, first: map[int32]int{}}
 			e, err := consume.New(engineOpts(t, st, h, topic, group))
 			if err != nil {
 				t.Fatal(err)
@@ -173,13 +177,14 @@ func TestPoisonLargerThanTheDeadLetterTopic(t *testing.T) {
 			defer cancel()
 			runErr := make(chan error, 1)
 			go func() { runErr <- e.Run(ctx) }()
-			waitUntil(t, runErr, "the first events", func() bool { return e.Stats().Processed >= 2 })
+			waitUntil(t, runErr, "the first events", func() bool { return h.calls() >= 2 })
 			if c.lowerTo > 0 {
 				lowerMaxMessageBytes(t, dlqTopic, c.lowerTo)
 			}
 			poison := poisonRecord(topic, 0, 2*mib)
 			poison.Headers = append(poison.Headers, kgo.RecordHeader{Key: "trace-id", Value: []byte("abc-123")})
 			testenv.Produce(t, prod, poison, smallEvent(t, topic, 0, "ev-after", "task-0002"))
+			close(gate)
 			if err := <-runErr; err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -242,7 +247,9 @@ func TestDeadLetterTopicDeleted(t *testing.T) {
 	testenv.Produce(t, prod, smallEvent(t, topic, 0, "ev-0", "task-0001"), smallEvent(t, topic, 1, "ev-1", "task-0002"))
 
 	group := testenv.Name(t, "audit-no-dlq")
-	h := handler(t, st, schema, handlers.NameAudit, group, handlers.Config{})
+	// Partition 0's first event is held until the poison is produced (see above).
+	gate := make(chan struct{})
+	h := &watching{Handler: handler(t, st, schema, handlers.NameAudit, group, handlers.Config{}), gate: gate, first: map[int32]int{}}
 	o := engineOpts(t, st, h, topic, group)
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
@@ -254,12 +261,13 @@ func TestDeadLetterTopicDeleted(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- e.Run(ctx) }()
-	waitUntil(t, runErr, "the first events", func() bool { return e.Stats().Processed >= 2 })
+	waitUntil(t, runErr, "the first events", func() bool { return h.calls() >= 2 })
 	deleteTopic(t, dlqTopic)
 
 	poison := poisonRecord(topic, 0, 300)
 	testenv.Produce(t, prod, poison, smallEvent(t, topic, 0, "ev-0-after", "task-0003"),
 		smallEvent(t, topic, 1, "ev-1-after", "task-0004"), smallEvent(t, topic, 1, "ev-1-last", "task-0005"))
+	close(gate)
 	err = <-runErr
 	var halted *consume.HaltedError
 	if !errors.As(err, &halted) {

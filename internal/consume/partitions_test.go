@@ -42,6 +42,13 @@ type watching struct {
 	first   map[int32]int // partition → events handled before its first
 }
 
+// calls is how many events the handler was given, held ones included.
+func (w *watching) calls() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.handled
+}
+
 func (w *watching) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
 	w.mu.Lock()
 	if _, ok := w.first[rec.Partition]; !ok {
