@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -63,8 +62,10 @@ func fatalStoreError(err error) bool {
 // runBatch handles one batch of one partition: decode; dedupe by event id; one transaction
 // that claims the fresh events and applies each under a savepoint (or one transaction per
 // event with TxPerEvent); commit; produce the dead letters and wait for their acks; then
-// commit the Kafka offset. It returns an error only when the engine must stop (or the
-// worker was aborted); every other failure is retried here.
+// commit the Kafka offset. It returns a *HaltedError when a dead letter could not be written
+// at all (the offsets before its record are committed; the partition stops there), and
+// another error only when the engine must stop (or the worker was aborted); every other
+// failure is retried here.
 func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
 	ctx := w.ctx
@@ -88,29 +89,34 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 
 	dls := append(malformed, res.deadLetters...)
 	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
-	if err := e.produceDeadLetters(ctx, w, dls); err != nil {
+	halt, err := e.produceDeadLetters(ctx, w, dls)
+	if err != nil {
 		return err
 	}
 
+	// Done: every record of the batch, or, when a dead letter could not be written at all,
+	// every record before it (their effects and dead letters are in; the record itself is
+	// read again by whoever consumes the partition next).
 	last := recs[len(recs)-1]
-	w.finish(kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1})
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	err := e.cl.CommitRecords(cctx, last)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		e.m.commitFailed.Inc()
-		e.log.Warn("offset commit failed; the next commit covers it", "topic", w.tp.topic, "partition", w.tp.partition,
-			"offset", w.finished.Offset, "error", err)
-	} else {
-		w.committed = w.finished
+	done := kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+	if halt != nil {
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
+	}
+	w.finish(done)
+	if err := w.commit(ctx); err != nil {
+		return err
 	}
 
+	if halt == nil {
+		e.clearHalt(w.tp, done.Offset)
+	} else {
+		// The dead letters at and after the halted record are not counted: they are sent
+		// again (or given up on again) when the record is read again.
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= halt.Offset })
+	}
 	topic := w.tp.topic
 	e.c.batches.Add(1)
-	e.c.records.Add(int64(len(recs)))
+	e.c.records.Add(int64(len(items) + len(malformed)))
 	e.c.processed.Add(int64(res.processed))
 	e.c.stale.Add(int64(res.stale))
 	e.c.duplicates.Add(int64(res.duplicates))
@@ -130,15 +136,23 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 		"first_offset", recs[0].Offset, "last_offset", last.Offset, "records", len(recs),
 		"processed", res.processed, "duplicates", res.duplicates, "stale", res.stale,
 		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
+	if halt != nil {
+		return halt
+	}
 	return nil
 }
 
-// decode turns records into items and dead-letters the malformed ones.
+// decode turns records into items and dead-letters the malformed ones. Transaction markers
+// (control records, which the engine asks for so that its committed offset can pass a marker
+// at the end of the log) are skipped.
 func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 	items := make([]*item, 0, len(recs))
 	var bad []deadLetter
 	seen := make(map[string]struct{}, len(recs))
 	for _, rec := range recs {
+		if rec.Attrs.IsControl() {
+			continue
+		}
 		ev, err := envelope.DecodeRecord(rec)
 		if err == nil {
 			err = dedup.ValidateEventID(ev.ID)
@@ -381,61 +395,6 @@ func (e *Engine) callHandler(ctx context.Context, tx *dedup.Tx, it *item, attemp
 		}
 	}()
 	return e.o.Handler.Handle(context.WithValue(ctx, attemptKey{}, attempt), tx, it.ev, it.rec)
-}
-
-// produceDeadLetters produces dls and waits for every acknowledgement, retrying what failed
-// with backoff. A record acknowledged before a retry may be sent again: dead letters are at
-// least once, like everything else.
-func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLetter) error {
-	pending := dls
-	for attempt := 1; len(pending) > 0; attempt++ {
-		recs := make([]*kgo.Record, len(pending))
-		for i, dl := range pending {
-			recs[i] = dlq.NewDeadLetter(dl.rec, dl.meta)
-		}
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		results := e.cl.ProduceSync(pctx, recs...)
-		cancel()
-		var failed []deadLetter
-		var firstErr error
-		for i, r := range results {
-			if r.Err != nil {
-				failed = append(failed, pending[i])
-				firstErr = cmpOr(firstErr, r.Err)
-			}
-		}
-		for i, r := range results {
-			if r.Err == nil {
-				dl := pending[i]
-				e.log.Warn("dead-lettered", "topic", dl.rec.Topic, "partition", dl.rec.Partition, "offset", dl.rec.Offset,
-					"event_id", dl.meta.EventID, "reason", dl.meta.Reason, "attempts", dl.meta.Attempts,
-					"error", dl.meta.Error, "dead_letter_topic", r.Record.Topic, "dead_letter_offset", r.Record.Offset)
-			}
-		}
-		if firstErr == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var ke *kerr.Error
-		if errors.As(firstErr, &ke) && !ke.Retriable && !errors.Is(firstErr, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("produce dead letters to %s: %w", failed[0].meta.Topic, firstErr)
-		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return fmt.Errorf("produce dead letters to %s: giving up after %d retries: %w", failed[0].meta.Topic, attempt-1, firstErr)
-		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("dead_letter").Inc()
-		e.log.Warn("producing dead letters failed; retrying", "topic", w.tp.topic, "partition", w.tp.partition,
-			"failed", len(failed), "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", firstErr)
-		if err := sleep(ctx, d); err != nil {
-			return err
-		}
-		pending = failed
-	}
-	return nil
 }
 
 func cmpOr(a, b error) error {

@@ -20,8 +20,13 @@
 //     left to COMMIT;
 //  5. COMMIT: the markers and the handler's effects become durable together;
 //  6. produce the dead letters (DESIGN.md 3.2, via dlq.NewDeadLetter) to <topic>.dlq or
-//     DLQTopic, and wait for every acknowledgement;
+//     DLQTopic, and wait for every acknowledgement (see "Dead letters that do not fit");
 //  7. only then commit the Kafka offset after the batch's last record.
+//
+// The engine reads committed records only (aborted transactions' events never happened) and
+// asks for transaction markers too: decode skips them, and the offset committed after a
+// batch that ends in one passes it, so a partition whose log ends in a marker is seen to be
+// done.
 //
 // A crash anywhere leaves a state the next run repairs: before 5 nothing happened; between
 // 5 and 7 the records are read again, their markers make them duplicates, and the
@@ -54,8 +59,52 @@
 //     InfraBackoff (capped exponential, jittered), forever or up to MaxInfraRetries, after
 //     which Run fails. They are never dead-lettered. A store that is not migrated stops the
 //     engine at once.
-//   - Producing dead letters is retried the same way (a broker that is unavailable); a
-//     failed offset commit is logged and left to the next commit.
+//   - Producing dead letters is retried the same way after infrastructure errors (a broker
+//     unavailable, a timeout, a leader moving); anything else is the record's or the topic's
+//     problem, see below. A failed offset commit is logged and left to the next commit; a
+//     partition with nothing more to do commits it again every second.
+//
+// # Dead letters that do not fit
+//
+// A dead letter is the original record plus its fw.dlq.* headers, so a poison record close
+// to the source topic's size limit makes a dead letter over it. The dead letters are
+// produced with a batch limit per dead-letter topic, read at start: the topic's own
+// max.message.bytes when it sets one, else the message.max.bytes of the brokers holding it
+// (kadm DescribeTopicConfigs, DescribeBrokerConfigs), else the topic's effective value as
+// described; when nothing can be read (no DescribeConfigs permission), 1,000,012 bytes,
+// franz-go's default and a little under Kafka's, and the log says why. A dead letter
+// that still cannot be written goes out as a bounded copy, smaller step by step:
+//
+//  1. the whole dead letter, unless it is larger than its topic's limit;
+//  2. a copy whose value is the original value's longest prefix that fits, when the whole
+//     one is too large or was refused for good (MESSAGE_TOO_LARGE, a policy, …);
+//  3. a copy without the value.
+//
+// A copy keeps the key, the original headers and every fw.dlq.* header (coordinates, group,
+// event id, reason, error), and adds two (internal/dlq names them): fw.dlq.value_omitted,
+// why the value is not whole (the size and the limit, or the producer's error), and
+// fw.dlq.value_bytes, the original value's length. Its value is then the original's first
+// bytes, possibly none: the full value is still in the source topic at the coordinates, as
+// long as retention keeps it. Only infrastructure errors are retried; the next step is taken
+// at once. Stats.DeadLettersBounded and fieldwork_consume_dead_letters_bounded_total count
+// the copies.
+//
+// When even the copy without a value is refused for a reason retrying cannot cure — the
+// dead-letter topic was deleted (UNKNOWN_TOPIC_OR_PARTITION, confirmed by a metadata
+// request), the consumer may not write to it (TOPIC_AUTHORIZATION_FAILED), the broker refuses
+// the record itself — the record can be neither handled nor set aside, and the engine stops
+// that partition there: it commits the offsets before the record (everything before it is
+// done) and not the record's, pauses the partition, logs an error naming the record, and
+// keeps the other partitions going. Run returns a *HaltedError per stopped partition when
+// it stops (a signal, or StopWhenIdle once every other partition is at its end), so the
+// process exits non-zero; fieldwork_consume_halted_partitions counts them meanwhile. The
+// alternatives were worse: skipping the record loses a poison event without a trace, and
+// retrying forever keeps the member busy on a problem only an operator can fix (create the
+// topic, grant the ACL, raise max.message.bytes), hides it behind retry logs, and under
+// StopWhenIdle never ends. A stopped partition costs nothing but its lag: once the
+// dead-letter topic is fixed, the next run (or the next owner after a rebalance) reads the
+// record again and writes its dead letter. A member that takes such a partition over stops
+// at the same record, for the same reason.
 //
 // # Rebalances and shutdown
 //
@@ -65,12 +114,15 @@
 // record of a revoked partition is handed out. The poll loop calls AllowRebalance right
 // after handing records out, so it never holds a rebalance up (the revoke callback below
 // waits only for the revoked partitions' batches in flight). The loop polls while some
-// partition has less than a batch queued, and stops while every partition has one, or while
-// one has 8 batches queued (franz-go fetches again only once its buffered records are
-// taken, so this bounds memory). A partition stuck retrying thus holds back new records of
-// the others only once it has 8 batches waiting. Pausing only that partition
-// (PauseFetchPartitions) would isolate it fully, at the price of pause and resume
-// bookkeeping across rebalances; the simpler rule was chosen.
+// partition it fetches has less than a batch queued (franz-go fetches again only once its
+// buffered records are taken). A slow or failing partition never holds the others up: the
+// poll loop takes everything franz-go has buffered at once, so that every partition gets
+// its first records together, and pauses fetching a partition (PauseFetchPartitions) whose
+// queue holds 8 batches, resuming it at 4 (pause.go); franz-go keeps pauses across
+// rebalances, so partitions are resumed when revoked, lost or assigned. Measured: the last
+// of 4 partitions started after 1 to 19 events of the others, against 686 to 2,600 when
+// the poll was bounded by a record count and the loop waited on the fullest queue
+// (TestPartitionsStartTogether).
 //
 // Records that the broker deletes before the consumer reads them (retention by record
 // time, DeleteRecords) are skipped: franz-go reports OFFSET_OUT_OF_RANGE, logged as a
@@ -90,9 +142,16 @@
 // signal) abandons the batches in flight and returns ErrAborted at once; that is as safe as
 // a crash.
 //
-// StopWhenIdle stops the engine once no record has arrived for that long, nothing is queued
-// or in flight, and the broker confirms that every assigned partition's position has reached
-// its end offset (see idleCheck): a quiet client alone proves nothing.
+// StopWhenIdle stops the engine once it holds an assignment, no record has arrived for that
+// long since the assignment last changed, nothing is queued or in flight, and the broker
+// confirms that the group's committed offset of every partition of the source topics — not
+// only the assigned ones — has reached its last stable offset (see idleCheck): a quiet
+// client alone proves nothing, and a member that lost its partitions while a broker was away
+// holds none and receives nothing. What it knew is reset whenever partitions are assigned,
+// revoked or lost. It never gives up waiting: a partition that does not reach its end keeps
+// the engine running, logged every minute, rather than exiting 0 with lag. A member that
+// holds no partition (a group with more members than partitions) waits too, until the
+// others leave and it is given partitions, or a signal stops it.
 //
 // # Deliberately not done
 //

@@ -40,7 +40,7 @@ func (e *MissingTopicError) Error() string {
 // pollWait bounds one poll, so that the loop notices shutdown and idleness promptly.
 const pollWait = 500 * time.Millisecond
 
-// maxQueued bounds, in batches, the records queued for one partition.
+// maxQueued is the queue, in batches, at which fetching a partition pauses (pause.go).
 const maxQueued = 8
 
 // progressEvery is how often Run logs its running totals.
@@ -67,10 +67,18 @@ type Engine struct {
 
 	idle idleCheck
 
-	mu       sync.Mutex
-	workers  map[tp]*worker
-	joined   bool
+	// limits are the dead-letter topics' size limits, read at start.
+	limits map[string]sizeLimit
+
+	mu      sync.Mutex
+	workers map[tp]*worker
+	// gen counts assignment changes (assigned, revoked, lost): an idle check that saw the
+	// assignment change while it asked the broker throws its answer away.
+	gen      uint64
 	lastRecv time.Time
+	// halts are the partitions stopped at a dead letter that cannot be written, by partition
+	// (the last one each), kept after the partition is revoked: Run returns them.
+	halts map[tp]*HaltedError
 }
 
 // New checks opts and returns an engine ready to Run.
@@ -82,7 +90,8 @@ func New(opts Options) (*Engine, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Engine{
 		o: o, log: o.Logger, m: newMetrics(o.Registerer),
-		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, done: make(chan struct{}), pollWake: make(chan struct{}, 1),
+		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, halts: map[tp]*HaltedError{},
+		done: make(chan struct{}), pollWake: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -110,7 +119,9 @@ func (e *Engine) fail(err error) {
 // finishes returns nil; one that had to abandon batches after ShutdownTimeout returns
 // ErrDrainTimeout; Abort (even during a drain) returns ErrAborted; a fatal error (a topic
 // missing at start, MaxInfraRetries exceeded, a store error that retrying cannot fix) is
-// returned as it is.
+// returned as it is. Partitions stopped at a dead letter that could not be written
+// (*HaltedError, one per partition) are joined to whatever Run returns, so a run that had
+// to stop a partition never returns nil.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
 	defer e.hardCancel(nil)
@@ -121,6 +132,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.ConsumerGroup(e.o.Group),
 		kgo.ConsumeTopics(e.o.Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Events of aborted transactions never happened. Transaction markers are delivered
+		// (and skipped by decode) so that the committed offset passes a marker that ends the
+		// log, and a partition can be seen to be done.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		// Dead letters are produced with this client, batched up to each dead-letter topic's
+		// own limit instead of franz-go's default 1,000,012 bytes.
+		kgo.ProducerBatchMaxBytesFn(e.batchMaxBytes),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(e.assigned),
@@ -155,10 +174,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	case abandoned:
 		loopErr = ErrDrainTimeout
 	}
+	if halts := e.haltErrors(); len(halts) > 0 {
+		loopErr = errors.Join(append([]error{loopErr}, halts...)...)
+	}
 	st := e.Stats()
 	e.log.Info("consumer stopped", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
-		"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries,
-		"elapsed", time.Since(started).Round(time.Millisecond).String())
+		"stale", st.Stale, "dead_lettered", st.DeadLettered, "dead_letters_bounded", st.DeadLettersBounded,
+		"retried", st.Retried, "infra_retries", st.InfraRetries, "elapsed", time.Since(started).Round(time.Millisecond).String())
 	return loopErr
 }
 
@@ -172,7 +194,8 @@ func (e *Engine) dlqTopics() []string {
 	return out
 }
 
-// checkTopics fails when a source or dead-letter topic does not exist.
+// checkTopics fails when a source or dead-letter topic does not exist, and reads the
+// dead-letter topics' size limits.
 func (e *Engine) checkTopics(ctx context.Context) error {
 	cl, err := kgo.NewClient(e.o.Kafka...)
 	if err != nil {
@@ -199,6 +222,14 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 			return fmt.Errorf("%s topic %q: %w", role, t, td.Err)
 		}
 	}
+	replicas := map[string][]int32{}
+	for _, t := range e.dlqTopics() {
+		for _, p := range md.Topics[t].Partitions {
+			replicas[t] = append(replicas[t], p.Leader)
+			replicas[t] = append(replicas[t], p.Replicas...)
+		}
+	}
+	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), replicas, e.log)
 	return nil
 }
 
@@ -227,8 +258,9 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries)
 		}
 
+		e.throttle()
 		if e.backlogged() {
-			// Some partition has enough queued: fetch nothing more until it drains.
+			// Every partition fetched has a batch queued: fetch more once one is taken.
 			select {
 			case <-e.pollWake:
 			case <-runCtx.Done():
@@ -236,8 +268,11 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 			}
 			continue
 		}
+		// Everything buffered at once, every partition's share together: a poll bounded by a
+		// record count hands the records out partition after partition, and one partition
+		// with much buffered would keep the others waiting for their first records.
 		pctx, cancel := context.WithTimeout(runCtx, pollWait)
-		fs := e.cl.PollRecords(pctx, 2*e.o.BatchMax)
+		fs := e.cl.PollFetches(pctx)
 		cancel()
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed unexpectedly")
@@ -273,25 +308,6 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 	}
 }
 
-// backlogged reports whether the poll loop should wait: every partition has a batch queued
-// already, or one has maxQueued batches queued (a partition stuck retrying; the others still
-// work through what they have).
-func (e *Engine) backlogged() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	hungry := len(e.workers) == 0
-	for _, w := range e.workers {
-		n := w.queued()
-		if n >= maxQueued*e.o.BatchMax {
-			return true
-		}
-		if n < e.o.BatchMax {
-			hungry = true
-		}
-	}
-	return !hungry
-}
-
 // wakePoller tells a poll loop waiting for queues to drain to look again.
 func (e *Engine) wakePoller() {
 	select {
@@ -301,12 +317,13 @@ func (e *Engine) wakePoller() {
 }
 
 // assigned starts a worker per new partition. With BlockRebalanceOnPoll it runs between
-// polls, before any record of these partitions is fetched.
-func (e *Engine) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+// polls, before any record of these partitions is fetched. The idle time counts from here.
+func (e *Engine) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.joined = true
+	e.gen++
 	e.lastRecv = time.Now()
+	cl.ResumeFetchPartitions(assigned) // paused when this member had them before (pause.go)
 	for topic, ps := range assigned {
 		slices.Sort(ps)
 		for _, p := range ps {
@@ -354,11 +371,15 @@ func (e *Engine) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	}
 }
 
-// detach removes the workers of the given partitions from the engine and returns them.
+// detach removes the workers of the given partitions from the engine and returns them. It
+// resumes fetching them (franz-go would keep them paused when they come back) and counts an
+// assignment change, which resets what the idle check knew.
 func (e *Engine) detach(parts map[string][]int32) []*worker {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.gen++
 	var ws []*worker
+	var paused map[string][]int32
 	for topic, ps := range parts {
 		for _, p := range ps {
 			k := tp{topic, p}
@@ -366,8 +387,14 @@ func (e *Engine) detach(parts map[string][]int32) []*worker {
 				ws = append(ws, w)
 				delete(e.workers, k)
 				e.m.dropLag(topic, p)
+				if w.paused {
+					paused = addPartition(paused, k)
+				}
 			}
 		}
+	}
+	if len(paused) > 0 {
+		e.cl.ResumeFetchPartitions(paused)
 	}
 	e.m.assigned.Set(float64(len(e.workers)))
 	return ws
@@ -420,11 +447,7 @@ func (e *Engine) commitFinished(ctx context.Context, ws []*worker) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var cerr error
-	e.cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		cerr = commitResponseErr(resp, err)
-	})
-	if cerr != nil {
+	if cerr := e.commitOffsets(cctx, offsets); cerr != nil {
 		e.m.commitFailed.Inc()
 		e.log.Warn("final offset commit failed: the next owner re-reads those records and skips them as duplicates", "error", cerr)
 	}
@@ -478,6 +501,62 @@ func describe(parts map[string][]int32) string {
 		fmt.Fprintf(&b, "%s%v", t, ps)
 	}
 	return b.String()
+}
+
+// commitOffset commits one partition's offset.
+func (e *Engine) commitOffset(ctx context.Context, k tp, off kgo.EpochOffset) error {
+	return e.commitOffsets(ctx, map[string]map[int32]kgo.EpochOffset{k.topic: {k.partition: off}})
+}
+
+// commitOffsets commits offsets and returns the first error, the request's or a partition's.
+func (e *Engine) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var cerr error
+	e.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		cerr = commitResponseErr(resp, err)
+	})
+	return cerr
+}
+
+// halt records a partition stopped at a dead letter it cannot write.
+func (e *Engine) halt(h *HaltedError) {
+	e.log.Error("partition stopped: a dead letter cannot be written; the other partitions go on", "error", h.Error())
+	e.mu.Lock()
+	e.halts[tp{h.Topic, h.Partition}] = h
+	e.m.halted.Set(float64(len(e.halts)))
+	e.mu.Unlock()
+	e.wakePoller() // to pause it
+}
+
+// clearHalt forgets a halt of k once a batch of k has committed past it (a later owner of
+// the partition wrote the dead letter after all).
+func (e *Engine) clearHalt(k tp, done int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.halts[k]; ok && done > h.Offset {
+		delete(e.halts, k)
+		e.m.halted.Set(float64(len(e.halts)))
+	}
+}
+
+// haltErrors are the halts, in partition order.
+func (e *Engine) haltErrors() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys := make([]tp, 0, len(e.halts))
+	for k := range e.halts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tp) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	out := make([]error, len(keys))
+	for i, k := range keys {
+		out[i] = e.halts[k]
+	}
+	return out
 }
 
 // commitResponseErr is the first error of an offset commit: the request's or a partition's.

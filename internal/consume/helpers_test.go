@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,14 +89,23 @@ func topics(t testing.TB, partitions int32) (source, dlqTopic string) {
 
 func createTopic(t testing.TB, name string, partitions int32) {
 	t.Helper()
-	adm := kadm.NewClient(testenv.Client(t))
+	createTopicWith(t, testenv.Client(t), name, partitions, nil)
+}
+
+// createTopicWith creates a topic with configs through cl, deleted at cleanup.
+func createTopicWith(t testing.TB, cl *kgo.Client, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The sample streams carry timestamps of 2025: under the broker's default retention
 	// (7 days, by record time) their segments would be deleted at its next retention check,
 	// in the middle of a test. Keep them.
-	forever := "-1"
-	resp, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": &forever}, name)
+	cfg := map[string]*string{"retention.ms": new("-1")}
+	for k, v := range configs {
+		cfg[k] = &v
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
 	if err == nil {
 		err = resp.Err
 	}
@@ -175,9 +185,15 @@ func handler(t testing.TB, st *dedup.Store, schema, name, consumer string, cfg h
 // readAll reads every record of topic up to its end offsets at the time of the call.
 func readAll(t testing.TB, topic string) []*kgo.Record {
 	t.Helper()
+	return readAllAt(t, testenv.Brokers(t), topic)
+}
+
+// readAllAt is readAll on the broker at brokers.
+func readAllAt(t testing.TB, brokers, topic string) []*kgo.Record {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(testenv.Client(t))
+	adm := kadm.NewClient(testenv.Client(t, kgo.SeedBrokers(brokers)))
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatalf("end offsets of %s: %v", topic, err)
@@ -191,7 +207,7 @@ func readAll(t testing.TB, topic string) []*kgo.Record {
 	if len(want) == 0 {
 		return nil
 	}
-	cl := testenv.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := testenv.Client(t, kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []*kgo.Record
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
@@ -218,4 +234,34 @@ func header(r *kgo.Record, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// groupLag compares group's committed offsets with topic's last stable offsets and returns
+// the partitions still behind, as "partition@committed<end", and the committed offsets.
+func groupLag(t testing.TB, cl *kgo.Client, group, topic string) (behind []string, committed map[int32]int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("committed offsets of %s: %v", group, err)
+	}
+	committed = map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		at := int64(-1)
+		if c, ok := offs.Lookup(topic, o.Partition); ok && c.Err == nil {
+			at = c.At
+		}
+		committed[o.Partition] = at
+		if at < o.Offset && o.Offset > 0 {
+			behind = append(behind, fmt.Sprintf("%d@%d<%d", o.Partition, at, o.Offset))
+		}
+	})
+	slices.Sort(behind)
+	return behind, committed
 }

@@ -8,19 +8,60 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// idleCheck decides when StopWhenIdle stops the engine: no record has arrived for
-// StopWhenIdle since the first assignment, no partition has anything queued or in flight,
-// and — asked of the broker, because a quiet client proves nothing (a resumed partition is
-// fetched a little later; a new member may take a while to get its first records) — every
-// assigned partition's position (the later of what this engine finished and what the group
-// has committed) has reached the partition's end offset. A partition that stays behind for
-// 3×StopWhenIdle without a record arriving is given up on with a warning: that happens when
-// the log ends in transaction markers, which are never delivered as records.
+// idleCheck decides when StopWhenIdle stops the engine. All of these must hold:
+//
+//   - the engine holds an assignment (a member that holds no partition, because it has not
+//     joined yet or lost its partitions, knows nothing about being done);
+//   - no record has arrived for StopWhenIdle since the last assignment change, and no
+//     partition has anything queued or in flight;
+//   - asked of the broker, because a quiet client proves nothing (a resumed partition is
+//     fetched a little later; a member that lost its partitions receives nothing): the
+//     group's committed offset of every partition of every source topic, assigned to this
+//     member or not, has reached the partition's last stable offset (records deleted by
+//     retention count as done). So a member does not stop while a partition it lost, or
+//     never had, still has lag;
+//   - the assignment did not change and no record arrived while the broker was asked.
+//
+// The committed offset, not what the engine finished, is what counts: a worker whose last
+// commit failed commits again while it waits (worker.take). Transaction markers are
+// delivered to the workers and committed past, so a log that ends in one is reached too.
+// Partitions this member stopped at a dead letter it cannot write (HaltedError) are the
+// exception: they never reach their end, so once every other partition has, the engine stops
+// and Run returns their errors.
 type idleCheck struct {
 	lastAsked time.Time
+	gen       uint64 // the assignment generation behind and loggedAt belong to
 	behind    string // the partitions found behind at the last check, for the log
+	loggedAt  time.Time
+}
+
+// idleState is what the engine knows without asking the broker.
+type idleState struct {
+	ready    bool // holds an assignment, quiet long enough, nothing queued or in flight
+	gen      uint64
+	lastRecv time.Time
+	halted   map[tp]bool // assigned partitions whose worker is halted
+}
+
+func (e *Engine) idleState(d time.Duration) idleState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := idleState{gen: e.gen, lastRecv: e.lastRecv, halted: map[tp]bool{}}
+	s.ready = len(e.workers) > 0 && time.Since(e.lastRecv) >= d
+	for k, w := range e.workers {
+		idle, halted := w.idle()
+		if !idle {
+			s.ready = false
+		}
+		if halted {
+			s.halted[k] = true
+		}
+	}
+	return s
 }
 
 // done reports whether the engine should stop now, and logs why when it should.
@@ -29,82 +70,73 @@ func (c *idleCheck) done(ctx context.Context, e *Engine) bool {
 	if d <= 0 {
 		return false
 	}
-	e.mu.Lock()
-	quiet := time.Since(e.lastRecv)
-	ready := e.joined && quiet >= d
-	positions := map[tp]int64{}
-	for k, w := range e.workers {
-		idle, finished := w.idle()
-		if !idle {
-			ready = false
-		}
-		positions[k] = finished
+	s := e.idleState(d)
+	if s.gen != c.gen {
+		c.gen, c.behind, c.loggedAt = s.gen, "", time.Time{}
 	}
-	e.mu.Unlock()
-	if !ready || time.Since(c.lastAsked) < time.Second {
+	if !s.ready || time.Since(c.lastAsked) < time.Second {
 		return false
 	}
 	c.lastAsked = time.Now()
-	behind, err := e.behind(ctx, positions)
-	switch {
-	case err != nil:
+	behind, halted, err := e.behind(ctx, s.halted)
+	if err != nil {
 		e.log.Warn("idle check: cannot read offsets from the broker", "error", err)
 		return false
-	case behind == "":
-		e.log.Info("no records for a while, nothing in flight, every partition at its end: stopping",
+	}
+	if again := e.idleState(d); !again.ready || again.gen != s.gen || !again.lastRecv.Equal(s.lastRecv) {
+		return false
+	}
+	switch {
+	case behind == "" && halted == "":
+		e.log.Info("no records for a while, nothing in flight, the group's committed offsets at the end of every partition: stopping",
 			"stop_when_idle", d.String())
 		return true
-	case quiet >= 3*d:
-		e.log.Warn("stopping although partitions have records this consumer has not received (transaction markers at the end of the log, or the fetch is stuck)",
-			"stop_when_idle", d.String(), "behind", behind)
+	case behind == "":
+		e.log.Error("every partition at its end but those stopped at a dead letter that cannot be written: stopping",
+			"stop_when_idle", d.String(), "stopped", halted)
 		return true
 	}
-	if behind != c.behind {
+	if behind != c.behind || time.Since(c.loggedAt) >= time.Minute {
 		e.log.Info("quiet, but partitions are behind their end offsets: waiting", "behind", behind)
-		c.behind = behind
+		c.behind, c.loggedAt = behind, time.Now()
 	}
 	return false
 }
 
-// behind lists the partitions whose position is before their end offset, as
-// "topic/partition@position<end" separated by spaces; "" when none is.
-func (e *Engine) behind(ctx context.Context, positions map[tp]int64) (string, error) {
-	if len(positions) == 0 {
-		return "", nil
-	}
+// behind lists the partitions of the source topics whose committed offset (at least the log
+// start) is before their last stable offset, as "topic/partition@committed<end" separated by
+// spaces, "" when none is: those in halted apart, in stopped.
+func (e *Engine) behind(ctx context.Context, halted map[tp]bool) (behind, stopped string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(e.cl)
-	ends, err := adm.ListEndOffsets(ctx, e.o.Topics...)
+	c := &kafka.Cluster{Client: e.cl, Admin: kadm.NewClient(e.cl)}
+	committed, err := c.Admin.FetchOffsets(ctx, e.o.Group)
 	if err != nil {
-		return "", err
+		return "", "", fmt.Errorf("committed offsets of group %s: %w", e.o.Group, err)
 	}
-	starts, err := adm.ListStartOffsets(ctx, e.o.Topics...)
-	if err != nil {
-		return "", err
-	}
-	committed, err := adm.FetchOffsets(ctx, e.o.Group)
-	if err != nil {
-		return "", err
-	}
-	var out []string
-	for k, pos := range positions {
-		if c, ok := committed.Lookup(k.topic, k.partition); ok && c.Err == nil {
-			pos = max(pos, c.At)
+	var b, s []string
+	for _, topic := range e.o.Topics {
+		bounds, err := c.Bounds(ctx, topic)
+		if err != nil {
+			return "", "", err
 		}
-		// Records before the log start are gone (retention, deleted records): they can
-		// never arrive.
-		if s, ok := starts.Lookup(k.topic, k.partition); ok && s.Err == nil {
-			pos = max(pos, s.Offset)
-		}
-		end, ok := ends.Lookup(k.topic, k.partition)
-		if !ok || end.Err != nil {
-			return "", fmt.Errorf("end offset of %s/%d: %v", k.topic, k.partition, end.Err)
-		}
-		if pos < end.Offset {
-			out = append(out, fmt.Sprintf("%s/%d@%d<%d", k.topic, k.partition, pos, end.Offset))
+		for _, pb := range bounds {
+			pos := pb.LogStart
+			if o, ok := committed.Lookup(topic, pb.Partition); ok && o.Err == nil {
+				pos = max(pos, o.At)
+			}
+			if pos >= pb.LastStable {
+				continue
+			}
+			at := fmt.Sprintf("%s/%d@%d<%d", topic, pb.Partition, pos, pb.LastStable)
+			if halted[tp{topic, pb.Partition}] {
+				s = append(s, at)
+			} else {
+				b = append(b, at)
+			}
 		}
 	}
-	slices.Sort(out)
-	return strings.Join(out, " "), nil
+	slices.Sort(b)
+	slices.Sort(s)
+	return strings.Join(b, " "), strings.Join(s, " "), nil
 }

@@ -24,19 +24,22 @@ type Stats struct {
 	Duplicates   int64 `json:"duplicates"`
 	Stale        int64 `json:"stale"`
 	DeadLettered int64 `json:"dead_lettered"`
-	Retried      int64 `json:"retried"`
-	Batches      int64 `json:"batches"`
-	InfraRetries int64 `json:"infra_retries"`
+	// DeadLettersBounded counts the dead letters (among DeadLettered) written as bounded
+	// copies, their value cut or left out (fw.dlq.value_omitted).
+	DeadLettersBounded int64 `json:"dead_letters_bounded"`
+	Retried            int64 `json:"retried"`
+	Batches            int64 `json:"batches"`
+	InfraRetries       int64 `json:"infra_retries"`
 }
 
 type counters struct {
-	records, processed, duplicates, stale, deadLettered, retried, batches, infraRetries atomic.Int64
+	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, batches, infraRetries atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Records: c.records.Load(), Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
-		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), Retried: c.retried.Load(),
+		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), DeadLettersBounded: c.deadLettersBounded.Load(), Retried: c.retried.Load(),
 		Batches: c.batches.Load(), InfraRetries: c.infraRetries.Load(),
 	}
 }
@@ -44,8 +47,12 @@ func (c *counters) snapshot() Stats {
 // metrics are the engine's Prometheus collectors. With a nil Registerer they are created
 // but not registered, so the code paths are the same.
 type metrics struct {
-	events        *prometheus.CounterVec
-	deadLetters   *prometheus.CounterVec
+	events      *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+	// deadLettersBounded counts the dead letters written as bounded copies.
+	deadLettersBounded *prometheus.CounterVec
+	// halted is the number of partitions stopped at a dead letter that cannot be written.
+	halted        prometheus.Gauge
 	batchSeconds  *prometheus.HistogramVec
 	lag           *prometheus.GaugeVec
 	infraRetries  *prometheus.CounterVec
@@ -64,6 +71,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_dead_letters_total",
 			Help: "Dead letters produced, by source topic and reason (malformed, unsupported, rejected, exhausted).",
 		}, []string{"topic", "reason"}),
+		deadLettersBounded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_dead_letters_bounded_total",
+			Help: "Dead letters written as bounded copies (value cut or left out, fw.dlq.value_omitted says why), by source topic.",
+		}, []string{"topic"}),
+		halted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_halted_partitions",
+			Help: "Partitions stopped at a record whose dead letter cannot be written at all (not committed past it; Run fails when it stops).",
+		}),
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "fieldwork_consume_batch_duration_seconds",
 			Help:    "Time from the start of a batch to its Kafka offset commit, retries included.",
@@ -91,7 +106,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"class"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.deadLetters, m.batchSeconds, m.lag, m.infraRetries, m.commitFailed, m.assigned, m.handlerErrors)
+		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
+			m.commitFailed, m.assigned, m.handlerErrors)
 	}
 	return m
 }

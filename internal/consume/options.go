@@ -61,8 +61,10 @@ type Options struct {
 	// forever. When exceeded, Run returns an error (nothing unfinished is committed).
 	MaxInfraRetries int
 
-	// StopWhenIdle, when positive, makes Run return nil once no record has arrived for that
-	// long and every partition is idle (counted from the first assignment).
+	// StopWhenIdle, when positive, makes Run return once no record has arrived for that long
+	// (counted from the last assignment change), nothing is in flight, and the group's
+	// committed offsets have reached the end of every partition of the source topics (see
+	// the package documentation).
 	StopWhenIdle time.Duration
 	// ShutdownTimeout bounds the drain when ctx is cancelled (default 30s); past it the
 	// in-flight batches are abandoned (rolled back, not committed).

@@ -2,7 +2,9 @@ package consume
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,10 +17,9 @@ type tp struct {
 
 // worker consumes one assigned partition: the poll loop appends fetched records to its
 // queue, and its goroutine takes them off in batches of at most BatchMax, strictly in offset
-// order, one batch at a time. The poll loop polls only while some worker has less than a
-// batch queued and none has maxQueued batches or more (franz-go fetches again only once
-// its buffered records are taken), which bounds memory; it keeps allowing rebalances
-// meanwhile.
+// order, one batch at a time. The poll loop pauses fetching a partition whose queue holds
+// maxQueued batches, which bounds memory without holding the other partitions up, and
+// resumes it once half of that is done (see pause.go).
 type worker struct {
 	e  *Engine
 	tp tp
@@ -34,6 +35,14 @@ type worker struct {
 	stopping bool
 	inFlight bool
 	wake     chan struct{}
+	// halted is set when the worker stopped at a record whose dead letter cannot be written
+	// (the goroutine has exited; the partition stays assigned, paused, and uncommitted past
+	// the record).
+	halted *HaltedError
+
+	// paused: the poll loop has paused fetching the partition (its queue is full, or it is
+	// halted). Read and written by the poll loop only, under the engine's mu.
+	paused bool
 
 	// finished is one past the last record whose batch is done (database committed, dead
 	// letters acknowledged), written under mu; committed is the offset Kafka acknowledged,
@@ -50,10 +59,13 @@ func newWorker(e *Engine, t tp) *worker {
 	}
 }
 
-// enqueue appends records fetched for the partition. Called by the poll loop only.
+// enqueue appends records fetched for the partition. Called by the poll loop only. A
+// halted worker drops them: they are not committed, so they are read again.
 func (w *worker) enqueue(recs []*kgo.Record, hw int64) {
 	w.mu.Lock()
-	w.queue = append(w.queue, recs...)
+	if w.halted == nil {
+		w.queue = append(w.queue, recs...)
+	}
 	w.hw = hw
 	w.mu.Unlock()
 	w.signal()
@@ -89,12 +101,19 @@ func (w *worker) queued() int {
 	return len(w.queue)
 }
 
-// idle reports whether the worker has nothing queued and nothing in flight, and the offset
-// after the last record it finished (-1: none yet).
-func (w *worker) idle() (idle bool, finished int64) {
+// idle reports whether the worker has nothing queued and nothing in flight, and whether it
+// is halted.
+func (w *worker) idle() (idle, halted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.queue) == 0 && !w.inFlight, w.finished.Offset
+	return len(w.queue) == 0 && !w.inFlight, w.halted != nil
+}
+
+// isHalted reports whether the worker stopped at a dead letter it cannot write.
+func (w *worker) isHalted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.halted != nil
 }
 
 // finish records that every record before off is done.
@@ -104,7 +123,13 @@ func (w *worker) finish(off kgo.EpochOffset) {
 	w.mu.Unlock()
 }
 
-// take waits for the next batch; nil means exit.
+// commitRetry is how long a worker with nothing to do waits before committing again an
+// offset whose commit failed: without it the offset would wait for the next batch, and a
+// quiet partition would never show as done to StopWhenIdle.
+const commitRetry = time.Second
+
+// take waits for the next batch; nil means exit. While it waits with a finished offset that
+// Kafka has not acknowledged, it commits it again every commitRetry.
 func (w *worker) take() ([]*kgo.Record, int64) {
 	for {
 		w.mu.Lock()
@@ -122,12 +147,50 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 			w.e.wakePoller()
 			return batch, hw
 		}
+		uncommitted := w.finished.Offset > w.committed.Offset
 		w.mu.Unlock()
+		var retry *time.Timer
+		var retryC <-chan time.Time
+		if uncommitted {
+			retry = time.NewTimer(commitRetry)
+			retryC = retry.C
+		}
 		select {
 		case <-w.wake:
 		case <-w.ctx.Done():
+		case <-retryC:
+			_ = w.commit(w.ctx)
+		}
+		if retry != nil {
+			retry.Stop()
 		}
 	}
+}
+
+// commit commits the finished offset when Kafka does not have it yet. A failure is logged
+// and left to the next commit (the next batch's, take's retry, or the one at revoke or
+// shutdown); the error returned is the context's only, when the worker is abandoned.
+func (w *worker) commit(ctx context.Context) error {
+	w.mu.Lock()
+	done := w.finished
+	w.mu.Unlock()
+	if done.Offset <= w.committed.Offset {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err := w.e.commitOffset(cctx, w.tp, done)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.e.m.commitFailed.Inc()
+		w.e.log.Warn("offset commit failed; the next commit covers it", "topic", w.tp.topic, "partition", w.tp.partition,
+			"offset", done.Offset, "error", err)
+		return nil
+	}
+	w.committed = done
+	return nil
 }
 
 func (w *worker) run() {
@@ -149,9 +212,20 @@ func (w *worker) run() {
 				"expected", w.finished.Offset, "got", batch[0].Offset)
 		}
 		err := w.e.runBatch(w, batch, hw)
+		var halt *HaltedError
+		halted := errors.As(err, &halt)
 		w.mu.Lock()
 		w.inFlight = false
+		if halted {
+			w.halted = halt
+			w.queue = nil
+		}
 		w.mu.Unlock()
+		if halted {
+			// This partition stops; the others go on (see the package documentation).
+			w.e.halt(halt)
+			return
+		}
 		if err != nil {
 			if w.ctx.Err() == nil {
 				w.e.fail(err)

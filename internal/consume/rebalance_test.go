@@ -34,13 +34,15 @@ func TestRebalance(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
 	topic, dlqTopic := topics(t, 4)
-	recs, man, err := sample.Generate(sample.Options{Seed: 41, Aggregates: 300, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 20})
+	recs, man, err := sample.Generate(sample.Options{Seed: 41, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
 	group := testenv.Name(t, "projection-rebalance")
-	h := slow{handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), 2 * time.Millisecond}
+	// The first member alone needs about 8s for the stream (4 partitions at once, 5ms an
+	// event): the second one's join, 3 to 4s, must come while there is work left to move.
+	h := slow{handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), 5 * time.Millisecond}
 
 	start := func(ctx context.Context, stopWhenIdle time.Duration) (*consume.Engine, chan error) {
 		o := engineOpts(t, st, h, topic, group)

@@ -123,27 +123,16 @@ func TestReadStopsAtTransactionMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// EndTransaction returns once the coordinator has decided, before the partition leader
-	// has written the commit marker: wait, bounded, until the log holds it.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		b, err := c.Bounds(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b[0].LastStable >= 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the commit marker never reached the log: %+v", b[0])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// offsets: 0 plain, 1 aborted, 2 abort marker, 3 committed, 4 commit marker.
+	// EndTransaction returns once the coordinator has logged the commit; it writes the
+	// markers afterwards, and until the commit marker is in, the last stable offset stays at 3
+	// (the committed record is not readable yet). A plan takes the end as of now, so wait for
+	// the marker first: on a busy machine it lands well after EndTransaction returns.
+	waitStable(t, c, topic, 5)
 	ranges, err := c.Plan(ctx, topic, kafka.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// offsets: 0 plain, 1 aborted, 2 abort marker, 3 committed, 4 commit marker
 	if ranges[0].End != 5 {
 		t.Fatalf("end offset = %d, want 5", ranges[0].End)
 	}
@@ -156,6 +145,26 @@ func TestReadStopsAtTransactionMarkers(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("read hung on a transaction marker")
+	}
+}
+
+// waitStable waits, bounded, until partition 0 of topic has last stable offset and high
+// watermark want.
+func waitStable(t *testing.T, c *kafka.Cluster, topic string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := c.Bounds(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[0].LastStable == want && b[0].HighWatermark == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last stable offset %d, high watermark %d 30s after the commit; want %d", b[0].LastStable, b[0].HighWatermark, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
