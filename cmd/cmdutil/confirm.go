@@ -18,7 +18,7 @@ import (
 // ErrNotConfirmed is returned when the person at the terminal answers anything but yes.
 var ErrNotConfirmed = errors.New("not confirmed: nothing was changed")
 
-// Confirm asks before a destructive or large action (DESIGN 4: "Destructive or large actions
+// Confirm asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
 // ask for confirmation on a terminal unless --yes").
 //
 // question is the action as a phrase that completes "refusing to …", for example "delete

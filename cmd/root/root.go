@@ -28,7 +28,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// Exit codes, as DESIGN.md section 4 defines them.
+// Exit codes, as docs/design.md §4 defines them.
 const (
 	ExitOK          = 0
 	ExitError       = 1

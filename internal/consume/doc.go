@@ -1,4 +1,4 @@
-// Package consume is fieldwork's reference consumer engine (DESIGN.md 1 and 3.5): a Kafka
+// Package consume is fieldwork's reference consumer engine (docs/design.md §1 and §3.5): a Kafka
 // consumer group member that applies events through a Handler with durable deduplication,
 // retries, dead letters, and offsets committed only for work that is done. The bundled
 // handlers are in consume/handlers; `fieldwork consume` is the command around it.
@@ -19,7 +19,7 @@
 //     event and the SAVEPOINT of the next travel in one round trip, and the last RELEASE is
 //     left to COMMIT;
 //  5. COMMIT: the markers and the handler's effects become durable together;
-//  6. produce the dead letters (DESIGN.md 3.2, via dlq.NewDeadLetter) to <topic>.dlq or
+//  6. produce the dead letters (docs/design.md §3.2, via dlq.NewDeadLetter) to <topic>.dlq or
 //     DLQTopic, and wait for every acknowledgement (see "Dead letters that do not fit");
 //  7. only then commit the Kafka offset after the batch's last record.
 //
@@ -35,7 +35,7 @@
 //
 // # Marker and savepoint: the choice
 //
-// DESIGN.md 3.4 claims a batch with one statement, before the handler runs; the savepoint
+// docs/design.md §3.4 claims a batch with one statement, before the handler runs; the savepoint
 // of each event is taken after it, so rolling back to the savepoint does not remove the
 // event's marker. A failed event must not stay marked (a dead-lettered event has no marker,
 // so that a replay after a fix is handled). So when an event fails for good the engine,

@@ -1,6 +1,6 @@
 // Package dedup is fieldwork's durable deduplication core: the store of
 // processed-event markers (consumer, event_id) that a consumer writes in its
-// own database, in the same transaction as its side effects (DESIGN 1, 3.4).
+// own database, in the same transaction as its side effects (docs/design.md §1, §3.4).
 //
 // # Layout (the driver seam)
 //

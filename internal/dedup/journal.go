@@ -10,7 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
 
-// The replay journal (DESIGN 3.3): every executed `fieldwork replay` run,
+// The replay journal (docs/design.md §3.3): every executed `fieldwork replay` run,
 // its per-partition checkpoints and its acknowledged sends, in tables of the
 // store's schema that migrations 002 and 003 create (replay_runs,
 // replay_checkpoints, replay_send_batches; on SQLite with the schema

@@ -16,7 +16,7 @@ const (
 )
 
 // ColumnNames maps the logical marker columns to the columns of the table.
-// Empty fields take the default names of DESIGN 3.4 (consumer, event_id,
+// Empty fields take the default names of docs/design.md §3.4 (consumer, event_id,
 // processed_at, topic, partition, offset, aggregate_id, aggregate_version).
 type ColumnNames = dedupdriver.Columns
 

@@ -36,7 +36,7 @@ type TopicSeed struct {
 	Duplicates int    `json:"duplicates"`
 	Stale      int    `json:"stale"`
 	Poison     int    `json:"poison"`
-	// DeadLetters are records in fieldwork's dead-letter convention (DESIGN.md 3.2).
+	// DeadLetters are records in fieldwork's dead-letter convention (docs/design.md §3.2).
 	DeadLetters int `json:"dead_letters"`
 	// PerPartition is the number of records produced into each partition.
 	PerPartition []int `json:"per_partition"`

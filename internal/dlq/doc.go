@@ -1,4 +1,4 @@
-// Package dlq reads and writes dead-letter records (DESIGN.md 3.2).
+// Package dlq reads and writes dead-letter records (docs/design.md §3.2).
 //
 // Writing: NewDeadLetter turns a record that could not be handled into fieldwork's dead
 // letter: the original key, value and headers byte for byte, plus fw.dlq.* headers.
@@ -21,7 +21,7 @@
 // `dlq show`. These read Kafka through internal/kafka and the store through internal/dedup;
 // everything else works on franz-go records and returns data. Nothing here renders.
 //
-// Decisions where DESIGN.md is silent:
+// Decisions where docs/design.md is silent:
 //   - A list reads one partition at a time, topics and partitions in name and number order,
 //     each in offset order, so that a limit keeps the same dead letters every time; it reads
 //     until one dead letter past the limit is found, so "more remain" is never a guess.

@@ -8,7 +8,7 @@ import (
 
 // Every header name the package reads or writes is named here, in one place.
 
-// fieldwork's own dead-letter headers (DESIGN.md 3.2). All values are UTF-8 text; times are
+// fieldwork's own dead-letter headers (docs/design.md §3.2). All values are UTF-8 text; times are
 // RFC 3339 in UTC with up to nanosecond precision, numbers are decimal.
 const (
 	HeaderPrefix        = "fw.dlq."
@@ -49,7 +49,7 @@ const (
 // Reasons lists the fw.dlq.reason values in a stable order.
 var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted}
 
-// Replay provenance headers (DESIGN.md 3.3), written by the replay package on every replayed
+// Replay provenance headers (docs/design.md §3.3), written by the replay package on every replayed
 // record. They are not dead-letter headers: a replay keeps them.
 const (
 	ReplayHeaderPrefix = "fw.replay."

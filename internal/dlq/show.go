@@ -66,7 +66,7 @@ type ReplayHint struct {
 	Notes []string `json:"notes"`
 }
 
-// DefaultMaxReplays is fieldwork replay's default --max-replays (DESIGN.md 3.3): a record
+// DefaultMaxReplays is fieldwork replay's default --max-replays (docs/design.md §3.3): a record
 // replayed that many times is quarantined rather than sent.
 const DefaultMaxReplays = 3
 

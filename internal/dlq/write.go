@@ -35,7 +35,7 @@ type Meta struct {
 	FailedAt time.Time
 }
 
-// NewDeadLetter returns the dead letter of orig in fieldwork's convention (DESIGN.md 3.2): a
+// NewDeadLetter returns the dead letter of orig in fieldwork's convention (docs/design.md §3.2): a
 // record for meta.Topic (default orig.Topic + ".dlq") with orig's key, value and headers byte
 // for byte (copies: orig is not modified and shares no memory with the result; a nil key or
 // value stays nil), followed by the fw.dlq.* headers. Headers orig already has under fw.dlq.*

@@ -1,7 +1,7 @@
 // Package envelope turns a Kafka record into an Event: the event id, the aggregate it belongs
 // to and that aggregate's version, its type, time and data.
 //
-// Three envelopes are recognised (DESIGN.md §3.1): CloudEvents 1.0 binary mode, CloudEvents 1.0
+// Three envelopes are recognised (docs/design.md §3.1): CloudEvents 1.0 binary mode, CloudEvents 1.0
 // structured mode in its JSON format, and a plain JSON object. Decoding is pure: it does no I/O,
 // keeps no state, never panics on any input, and never aliases the slices it is given, so it is
 // safe for concurrent use and an Event outlives the record it came from.
@@ -24,7 +24,7 @@
 //
 // # Decisions
 //
-// Where DESIGN.md is silent, the package decides as follows.
+// Where docs/design.md is silent, the package decides as follows.
 //   - Recognition order: a content-type header naming a CloudEvents media type means
 //     structured mode even when ce_* headers are present, as the CloudEvents Kafka binding
 //     specifies; otherwise any ce_* header means binary mode, so a binary record without ce_id

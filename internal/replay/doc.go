@@ -1,5 +1,5 @@
 // Package replay plans and executes replays of records (dead letters, or any records with a
-// target topic) back into Kafka, and keeps the replay journal (DESIGN 3.3).
+// target topic) back into Kafka, and keeps the replay journal (docs/design.md §3.3).
 //
 // # Flow
 //

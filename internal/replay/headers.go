@@ -10,7 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 )
 
-// Provenance is what a replay stamps on every record it sends (DESIGN 3.3).
+// Provenance is what a replay stamps on every record it sends (docs/design.md §3.3).
 type Provenance struct {
 	RunID  string
 	Reason string

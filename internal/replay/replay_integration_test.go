@@ -286,7 +286,7 @@ func TestReplayFieldworkDeadLettersBackToTheirTopic(t *testing.T) {
 func be32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
-// springDLT writes Spring Kafka's DeadLetterPublishingRecoverer headers (DESIGN 3.2) for each
+// springDLT writes Spring Kafka's DeadLetterPublishingRecoverer headers (docs/design.md §3.2) for each
 // original, made with franz-go.
 func springDLT(t *testing.T, cl *kgo.Client, dlt string, origs []*kgo.Record) []*kgo.Record {
 	t.Helper()

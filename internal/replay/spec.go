@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultMaxReplays is the loop guard's default: a record already replayed this many times is
-// quarantined, not sent (DESIGN 3.3).
+// quarantined, not sent (docs/design.md §3.3).
 const DefaultMaxReplays = 3
 
 // Target partition modes.

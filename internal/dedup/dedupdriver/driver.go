@@ -37,7 +37,7 @@ type Columns struct {
 	AggregateVersion string
 }
 
-// DefaultColumns are the column names created by the migrations (DESIGN 3.4).
+// DefaultColumns are the column names created by the migrations (docs/design.md §3.4).
 var DefaultColumns = Columns{
 	Consumer:         "consumer",
 	EventID:          "event_id",

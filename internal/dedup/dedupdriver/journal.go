@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The replay journal (DESIGN 3.3): migrations 002 and 003 create three tables
+// The replay journal (docs/design.md §3.3): migrations 002 and 003 create three tables
 // in the store's schema, shared by every marker table (migration line) of
 // that schema: replay_runs, replay_checkpoints and replay_send_batches (the
 // acknowledged sends, a row per flush, source partition and target topic).

@@ -1,5 +1,5 @@
 -- The migrations table, shared by every store in the schema (one line per
--- marker table), and the marker table of DESIGN 3.4.
+-- marker table), and the marker table of docs/design.md §3.4.
 CREATE SCHEMA IF NOT EXISTS {{.Schema}};
 
 CREATE TABLE IF NOT EXISTS {{.Migrations}} (

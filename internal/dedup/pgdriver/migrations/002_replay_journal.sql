@@ -1,4 +1,4 @@
--- The replay journal (DESIGN 3.3): every executed `fieldwork replay` run,
+-- The replay journal (docs/design.md §3.3): every executed `fieldwork replay` run,
 -- its per-partition checkpoints and its acknowledged sends. The tables
 -- belong to the schema, not to one marker table: every migration line of
 -- the schema runs this migration, so it creates only what is missing.

@@ -1,5 +1,5 @@
 -- The migrations table (one line per marker table) and the marker table of
--- DESIGN 3.4. SQLite has no schemas: the store's schema is a name prefix
+-- docs/design.md §3.4. SQLite has no schemas: the store's schema is a name prefix
 -- (see doc.go). Timestamps are UTC text, 2006-01-02T15:04:05.000Z, which
 -- sorts and compares in time order.
 CREATE TABLE IF NOT EXISTS {{.Migrations}} (
