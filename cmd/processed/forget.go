@@ -224,7 +224,7 @@ func forgetSections(p *output.Printer, rep forgetReport) []output.Section {
 		cmdutil.Plural(int64(rep.Requested), "event"), who, rep.Table)
 	removed := output.Section{Title: title}
 	if len(rep.Removed) > 0 {
-		removed.Header, removed.Rows = markerRows(rep.Removed, markerColumns)
+		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
 	} else {
 		removed.Text = st.Dim.Render("(none)")
 	}

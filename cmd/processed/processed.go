@@ -89,15 +89,16 @@ func markerList(p *output.Printer, ms []dedup.MarkerRow, empty string) error {
 	return output.List(p, ms, cols, empty)
 }
 
-// markerRows renders markers as table rows with the given columns, "-" for what is absent.
-func markerRows(ms []dedup.MarkerRow, cols []output.Column[dedup.MarkerRow]) (header []string, rows [][]string) {
+// tableRows renders values as the header and rows of a section with the given columns, "-"
+// for what is absent.
+func tableRows[T any](vs []T, cols []output.Column[T]) (header []string, rows [][]string) {
 	for _, c := range cols {
 		header = append(header, c.Name)
 	}
-	for _, m := range ms {
+	for _, v := range vs {
 		row := make([]string, len(cols))
 		for i, c := range cols {
-			row[i] = cmdutil.OrDash(c.Value(m))
+			row[i] = cmdutil.OrDash(c.Value(v))
 		}
 		rows = append(rows, row)
 	}
