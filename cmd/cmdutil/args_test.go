@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
@@ -38,24 +37,6 @@ func TestParseRecordAddress(t *testing.T) {
 		}
 		if err != nil || topic != tc.topic || p != tc.p || o != tc.o {
 			t.Errorf("%q = %q %d %d %v", tc.in, topic, p, o, err)
-		}
-	}
-}
-
-func TestParseWhen(t *testing.T) {
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	if got, _ := ParseWhen("--since", "2h", now); !got.Equal(now.Add(-2 * time.Hour)) {
-		t.Errorf("2h = %v", got)
-	}
-	if got, _ := ParseWhen("--since", "2025-01-02T03:04:05+01:00", now); !got.Equal(time.Date(2025, 1, 2, 2, 4, 5, 0, time.UTC)) {
-		t.Errorf("rfc3339 = %v", got)
-	}
-	if got, err := ParseWhen("--since", "", now); !got.IsZero() || err != nil {
-		t.Errorf("empty = %v %v", got, err)
-	}
-	for _, bad := range []string{"yesterday", "-2h", "0s", "2025-01-02"} {
-		if _, err := ParseWhen("--since", bad, now); fwerr.KindOf(err) != fwerr.KindUsage {
-			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -76,39 +76,3 @@ func HumanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
-
-// ShortDuration writes 604800000ms as 7d, 36h as 1d12h; under a day, as time.Duration does.
-func ShortDuration(d time.Duration) string {
-	days := d / (24 * time.Hour)
-	rest := d % (24 * time.Hour)
-	if days == 0 {
-		return d.String()
-	}
-	if rest == 0 {
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix(strings.TrimSuffix(rest.String(), "0s"), "0m"))
-}
-
-// CompactDuration writes 720h as 30d, 36h as 1d12h, 90m as 1h30m, 2h as 2h.
-func CompactDuration(d time.Duration) string {
-	if d <= 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	if days := d / (24 * time.Hour); days > 0 {
-		fmt.Fprintf(&b, "%dd", days)
-		d -= days * 24 * time.Hour
-	}
-	if d == 0 {
-		return b.String()
-	}
-	rest := d.String()
-	if strings.HasSuffix(rest, "m0s") {
-		rest = strings.TrimSuffix(rest, "0s")
-	}
-	if strings.HasSuffix(rest, "h0m") {
-		rest = strings.TrimSuffix(rest, "0m")
-	}
-	return b.String() + rest
-}

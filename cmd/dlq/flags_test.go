@@ -28,7 +28,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{[]string{"dlq", "list", "--topic", ""}, "--topic: a topic name cannot be empty"},
 		{[]string{"dlq", "list", "--reason", "bogus"}, `--reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
 		{[]string{"dlq", "list", "--error", "a("}, `--error "a(" is not a regular expression`},
-		{[]string{"dlq", "list", "--since", "yesterday"}, `--since "yesterday" is neither an RFC 3339 time`},
+		{[]string{"dlq", "list", "--since", "yesterday"}, `--since: "yesterday" is not a time`},
 		{[]string{"dlq", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
 		{[]string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64, not both"},
 		{[]string{"dlq", "list", "--key-base64", "%%%"}, "--key-base64: illegal base64 data"},
@@ -50,7 +50,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{[]string{"dlq", "show", "--event-id", ""}, "--event-id cannot be empty"},
 		{[]string{"dlq", "stats", "--group-by", "colour"}, `cannot group by "colour"`},
 		{[]string{"dlq", "stats", "--group-by", "reason,reason"}, `"reason" is named twice`},
-		{[]string{"dlq", "stats", "--window", "0s"}, "--window 0s: must be positive"},
+		{[]string{"dlq", "stats", "--window", "0s"}, `"0s": must be more than 0`},
 		{[]string{"dlq", "stats", "--window", "soon"}, `invalid argument "soon" for "--window"`},
 		{[]string{"dlq", "stats", "--status", "pending"}, "unknown flag: --status"},
 	} {

@@ -15,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // dlqDefaultGroupBy is the grouping of `dlq stats` unless --group-by says otherwise.
@@ -72,7 +73,7 @@ views; CSV gives the groups.`,
 	opts.FilterFlags.Register(fs, false)
 	opts.StatusFlags.Register(fs)
 	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
-	fs.DurationVar(&opts.Window, "window", 24*time.Hour, "window of the rate per hour, ending now")
+	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
 }
 
@@ -94,9 +95,6 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 	}
 	if opts.GroupBy, err = dlq.ParseStatsKeys(opts.GroupByFlag); err != nil {
 		return fwerr.Usagef("--group-by: %v", err)
-	}
-	if opts.Window <= 0 {
-		return fwerr.Usagef("--window %s: must be positive", opts.Window)
 	}
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
@@ -166,7 +164,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 
 func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) []output.Section {
 	st := p.Styles
-	window := "last " + dlqWindowName(dlqWindow(rep))
+	window := "last " + rep.Window
 	topics := output.Section{
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
@@ -284,25 +282,4 @@ func dlqGroupTitle(by []dlq.StatsKey) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-func dlqWindow(rep *dlq.StatsReport) time.Duration {
-	d, err := time.ParseDuration(rep.Window)
-	if err != nil {
-		return 0
-	}
-	return d
-}
-
 func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }
-
-// dlqWindowName writes a window compactly: 24h, 90m, 1h30m.
-func dlqWindowName(d time.Duration) string {
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	if s == "" {
-		return "0s"
-	}
-	return s
-}

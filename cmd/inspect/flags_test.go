@@ -88,7 +88,7 @@ func TestInspectUsageErrors(t *testing.T) {
 		{[]string{"inspect", "validate", "tasks", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
 		{[]string{"inspect", "validate", "tasks", "--start-offset", "-1"}, "offsets are not negative"},
 		{[]string{"inspect", "validate", "tasks", "--partition", "-2"}, "partitions are numbered from 0"},
-		{[]string{"inspect", "validate", "tasks", "--since", "yesterday"}, `--since "yesterday" is neither`},
+		{[]string{"inspect", "validate", "tasks", "--since", "yesterday"}, `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
 		{[]string{"inspect", "validate", "tasks", "--max-examples", "0"}, "--max-examples 0"},
 		{[]string{"inspect", "validate", "tasks", "--partition", "x"}, `invalid argument "x"`},
 		{[]string{"inspect", "nosuch"}, `unknown command "nosuch"`},

@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // InspectTopicOptions are the inputs of `inspect topic`.
@@ -153,7 +154,7 @@ func configDisplay(c inspect.ConfigValue) string {
 		if n < 0 {
 			return c.Value + " (forever)"
 		}
-		return c.Value + " (" + cmdutil.ShortDuration(time.Duration(n)*time.Millisecond) + ")"
+		return c.Value + " (" + timespec.Format(time.Duration(n)*time.Millisecond) + ")"
 	case "retention.bytes":
 		if n < 0 {
 			return c.Value + " (unlimited)"

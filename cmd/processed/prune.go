@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // ProcessedPruneOptions are the inputs of `processed prune`.
@@ -26,9 +27,8 @@ type ProcessedPruneOptions struct {
 	Force     bool
 	Yes       bool
 
-	olderThan cmdutil.DayDuration
-	Confirm   func(yes bool, question string) error
-	Now       func() time.Time
+	Confirm func(yes bool, question string) error
+	Now     func() time.Time
 }
 
 // NewCmdProcessedPrune builds `processed prune`.
@@ -58,7 +58,7 @@ Confirmation. On a terminal it says how many markers it will delete and asks y/N
 terminal (scripts, CI, cron) it refuses (exit 2) unless --yes is given: a script must choose
 to delete. Then it prints how many markers it deleted.
 
-DURATION is a Go duration (36h, 90m) or a number of days (30d, 1d12h).`,
+DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d12h.`,
 		Example: `  fieldwork processed prune --older-than 30d --brokers kafka:9092
   fieldwork processed prune --older-than 14d --consumer billing --yes
   fieldwork processed prune --older-than 2d --topic tasks --force --yes`,
@@ -66,10 +66,6 @@ DURATION is a Go duration (36h, 90m) or a number of days (30d, 1d12h).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("older-than") {
 				return fwerr.Usagef("--older-than is required: markers processed more than that long ago are deleted (e.g. --older-than 30d)")
-			}
-			opts.OlderThan = time.Duration(opts.olderThan)
-			if opts.OlderThan <= 0 {
-				return fwerr.Usagef("--older-than %s: must be positive", opts.olderThan.String())
 			}
 			if cmd.Flags().Changed("consumer") {
 				if err := cmdutil.CheckConsumer(opts.Consumer); err != nil {
@@ -86,7 +82,7 @@ DURATION is a Go duration (36h, 90m) or a number of days (30d, 1d12h).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Var(&opts.olderThan, "older-than", "delete markers processed more than this long ago: 30d, 36h (required)")
+	fl.Var(timespec.NewDurationValue(&opts.OlderThan, 0), "older-than", "delete markers processed more than this long ago: 30d, 36h, 2w (required)")
 	fl.StringVar(&opts.Consumer, "consumer", "", "only this consumer's markers (default every consumer's)")
 	fl.IntVar(&opts.BatchSize, "batch-size", dedup.DefaultPruneBatch, "markers deleted per transaction")
 	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
