@@ -43,7 +43,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{[]string{"dlq", "list", "-o", "yaml"}, `unknown output format "yaml"`},
 		{[]string{"dlq", "show"}, "fieldwork dlq show needs a dead-letter address, TOPIC/PARTITION/OFFSET, or --event-id ID"},
 		{[]string{"dlq", "show", "a.dlq/0/1", "b.dlq/0/2"}, "takes one dead-letter address"},
-		{[]string{"dlq", "show", "a.dlq/0"}, `record address "a.dlq/0": no partition`},
+		{[]string{"dlq", "show", "a.dlq/0"}, `record address "a.dlq/0": no offset`},
 		{[]string{"dlq", "show", "a.dlq/x/1"}, `partition "x" is not a number from 0`},
 		{[]string{"dlq", "show", "a.dlq/0/1", "--event-id", "e"}, "give either a dead-letter address or --event-id, not both"},
 		{[]string{"dlq", "show", "a.dlq/0/1", "--topic", "a.dlq"}, "--topic selects what --event-id scans"},

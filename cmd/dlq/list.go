@@ -296,7 +296,7 @@ func (w *dlqListWriter) tableRow(e dlq.Entry) []string {
 		prob = "-"
 	}
 	row := []string{
-		cmdutil.Coordinate(e.Topic, e.Partition, e.Offset), dlqOriginal(e.DeadLetter), reason,
+		e.Address().String(), dlqOriginal(e.DeadLetter), reason,
 		cmdutil.OrDash(e.ErrorClass), cmdutil.OrDash(msg), cmdutil.OrDash(e.EventID), age, string(e.Convention),
 	}
 	if w.withStatus {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -24,10 +25,15 @@ func dlqScanProgress(s *output.Streams, verb string, topics []string) (func(done
 	return fn, done
 }
 
-// dlqOriginal writes a dead letter's original position, "?" for what is not known.
+// dlqOriginal writes a dead letter's original position as a record address; an incomplete
+// one (its headers do not say everything) is shown with "?" for what is not known, a
+// display only: no command takes it as an address.
 func dlqOriginal(d dlq.DeadLetter) string {
 	if d.OriginalTopic == "" && d.OriginalPartition == nil && d.OriginalOffset == nil {
 		return "-"
+	}
+	if d.OriginalTopic != "" && d.OriginalPartition != nil && d.OriginalOffset != nil {
+		return kafka.RecordAddress{Topic: d.OriginalTopic, Partition: *d.OriginalPartition, Offset: *d.OriginalOffset}.String()
 	}
 	topic, part, off := d.OriginalTopic, "?", "?"
 	if topic == "" {
