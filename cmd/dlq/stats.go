@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -140,18 +141,9 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 		return err
 	}
 	w := opts.Streams.ErrOut
-	for _, t := range rep.Topics {
-		if !t.RetentionWarning {
-			continue
-		}
-		in, _ := t.DeletableIn(rep.Now)
-		if in <= 0 {
-			fmt.Fprintf(w, "warning: the oldest dead letter in %s (written %s) is past retention (%s) by %s: Kafka may delete it at any time\n",
-				t.Topic, cmdutil.FormatTime(*t.Oldest), t.Retention.Describe(), dlq.FormatAge(-in))
-		} else {
-			fmt.Fprintf(w, "warning: the oldest dead letter in %s (written %s) becomes deletable by retention (%s) in %s: replay or copy it before then\n",
-				t.Topic, cmdutil.FormatTime(*t.Oldest), t.Retention.Describe(), dlq.FormatAge(in))
-		}
+	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
+	for _, s := range rep.Warnings() {
+		fmt.Fprintln(w, warn+s)
 	}
 	if rep.Matched == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(w, dlqNothingFound(topics, dlq.ScanResult{Read: rep.RecordsRead}))
@@ -178,6 +170,8 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 			ret = t.Retention.Describe()
 			switch in, ok := t.DeletableIn(rep.Now); {
 			case t.Count == 0:
+			case t.Retention.State == kafka.RetentionUnknown:
+				deletable = st.Warn.Render("unknown")
 			case !ok:
 				deletable = "never"
 			case in <= 0:

@@ -11,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -77,6 +78,7 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 	for _, c := range rep.Configs {
 		overview.Fields = append(overview.Fields, [2]string{c.Name, configDisplay(c) + st.Dim.Render(" ("+c.Source+")")})
 	}
+	overview.Fields = append(overview.Fields, [2]string{"retention", retentionDisplay(st, rep.Retention)})
 
 	parts := output.Section{Title: "Partitions", Header: []string{"partition", "leader", "replicas", "isr", "log start", "last stable", "high watermark", "records"}}
 	for _, pi := range rep.Partitions {
@@ -140,6 +142,18 @@ func malformedSection(title string, p *output.Printer, ms []inspect.MalformedRec
 			cmdutil.OrDash(m.Format), cmdutil.OrDash(m.Field), p.Styles.Bad.Render(m.Reason)})
 	}
 	return s
+}
+
+// retentionDisplay says what the retention configs mean: how long a record stays at least,
+// forever and why, or unknown and why (the configs could not be read or do not say).
+func retentionDisplay(st output.Styles, r kafka.Retention) string {
+	switch r.State {
+	case kafka.RetentionKnown:
+		return r.Describe()
+	case kafka.RetentionForever:
+		return "forever" + st.Dim.Render(" ("+r.Why+")")
+	}
+	return st.Warn.Render("unknown: " + r.Why)
 }
 
 // configDisplay adds a reading aid to retention values: -1 is forever/unlimited, milliseconds
