@@ -220,7 +220,8 @@ func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode 
 	return r
 }
 
-// dlqEntries decodes `dlq list -o jsonl` output.
+// dlqEntries decodes `dlq list -o jsonl` output, leaving out the truncation mark that ends
+// an output cut at --limit.
 func dlqEntries(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var es []map[string]any
@@ -230,7 +231,9 @@ func dlqEntries(t *testing.T, out string) []map[string]any {
 		if err := dec.Decode(&e); err != nil {
 			t.Fatalf("%v in %s", err, out)
 		}
-		es = append(es, e)
+		if _, mark := e["_truncated"]; !mark {
+			es = append(es, e)
+		}
 	}
 	return es
 }
@@ -321,12 +324,18 @@ func TestDLQConventions(t *testing.T) {
 				t.Errorf("%v: %d dead letters, want %d\n%s", tc.args, got, tc.want, r.Stdout)
 			}
 		}
+		// Cut at --limit: said on stderr and, off a terminal, by a mark that ends the output.
 		got, r := count("--limit", "3")
-		if got != 3 || !strings.Contains(r.Stderr, "showing the first 3 dead letters: more remain") {
-			t.Errorf("--limit 3: %d, stderr %q", got, r.Stderr)
+		if got != 3 || !strings.Contains(r.Stderr, "showing the first 3 dead letters: more remain") ||
+			!strings.HasSuffix(r.Stdout, "}\n"+`{"_truncated":{"limit":3,"written":3}}`+"\n") {
+			t.Errorf("--limit 3: %d, stdout %q, stderr %q", got, r.Stdout, r.Stderr)
+		}
+		got, r = count("--limit", "3", "--mark-truncated=false")
+		if got != 3 || strings.Contains(r.Stdout, "_truncated") {
+			t.Errorf("--limit 3 --mark-truncated=false: %d, stdout %q", got, r.Stdout)
 		}
 		got, r = count("--limit", "12")
-		if got != 12 || r.Stderr != "" {
+		if got != 12 || r.Stderr != "" || strings.Contains(r.Stdout, "_truncated") {
 			t.Errorf("--limit 12 of 12: %d, stderr %q", got, r.Stderr)
 		}
 		// Found by the default pattern (every topic ending in .dlq), and by a pattern.

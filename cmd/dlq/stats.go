@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -216,38 +215,27 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 
 // dlqStatsCSV writes the groups, one row each, the grouped fields first.
 func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
-	w := csv.NewWriter(p.Streams.Out)
-	var header []string
+	var cols []output.Column[dlq.GroupStats]
 	for _, k := range rep.GroupBy {
-		header = append(header, string(k))
+		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
 	}
-	header = append(header, "count", "oldest", "newest", "in_window", "rate_per_hour")
+	cols = append(cols,
+		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
+		output.Column[dlq.GroupStats]{Name: "oldest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Oldest) }},
+		output.Column[dlq.GroupStats]{Name: "newest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Newest) }},
+		output.Column[dlq.GroupStats]{Name: "in_window", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.InWindow, 10) }},
+		output.Column[dlq.GroupStats]{Name: "rate_per_hour", Value: func(g dlq.GroupStats) string { return strconv.FormatFloat(g.RatePerHour, 'f', -1, 64) }},
+	)
 	if withStatus {
-		header = append(header, dlqStatusHeader...)
-	}
-	_ = w.Write(header)
-	if rep.Matched > 0 {
-		for _, g := range rep.Groups {
-			var row []string
-			for _, k := range rep.GroupBy {
-				row = append(row, g.Value(k))
-			}
-			csvTime := func(t time.Time) string {
-				if t.IsZero() {
-					return ""
-				}
-				return t.UTC().Format(time.RFC3339Nano)
-			}
-			row = append(row, strconv.FormatInt(g.Count, 10), csvTime(g.Oldest), csvTime(g.Newest),
-				strconv.FormatInt(g.InWindow, 10), strconv.FormatFloat(g.RatePerHour, 'f', -1, 64))
-			if withStatus {
-				row = append(row, dlqStatusCells(g.Statuses)...)
-			}
-			_ = w.Write(row)
+		for i, name := range dlqStatusHeader {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqStatusCells(g.Statuses)[i] }})
 		}
 	}
-	w.Flush()
-	return w.Error()
+	var groups []dlq.GroupStats
+	if rep.Matched > 0 {
+		groups = rep.Groups
+	}
+	return output.List(p, groups, cols, "")
 }
 
 var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
