@@ -119,9 +119,10 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	}
 	defer closeStore()
 
-	progress, clearProgress := dlqScanProgress(opts.Streams, "summarising", topics)
+	progress := dlqProgress(opts.Streams, "summarising", topics)
+	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
-		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress,
+		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
 		Parse: dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
@@ -132,7 +133,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	rep, err := dlq.Summarise(ctx, scan, topics, dlq.SummaryOptions{
 		Filter: opts.Filter, By: opts.GroupBy, Window: opts.Window, Now: opts.Now(), Lookup: lookup, Retention: retention,
 	})
-	clearProgress()
+	progress.Stop()
 	if err != nil {
 		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
 			err = cmdutil.StoreError(err, opts.Names())

@@ -56,13 +56,13 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions) error {
 		return err
 	}
 	defer c.Close()
-	progress, done := cmdutil.ScanProgress(opts.Streams, "sampling "+opts.Topic)
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "sampling " + opts.Topic})
 	sample := opts.SampleSize
 	if sample == 0 {
 		sample = -1
 	}
-	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress})
-	done()
+	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update})
+	progress.Stop()
 	if err != nil {
 		return err
 	}

@@ -85,11 +85,11 @@ func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error
 		return err
 	}
 	defer c.Close()
-	progress, done := cmdutil.ScanProgress(opts.Streams, "validating "+opts.Topic)
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
-		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress,
+		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress.Update,
 	})
-	done()
+	progress.Stop()
 	if err != nil {
 		return err
 	}

@@ -94,17 +94,18 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 	}
 	defer c.Close()
 
-	o := processed.CheckOptions{Topic: opts.Topic, Consumer: opts.Consumer, Selection: opts.Selection, MaxMissing: opts.MaxMissing}
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
+	defer progress.Stop()
+	o := processed.CheckOptions{Topic: opts.Topic, Consumer: opts.Consumer, Selection: opts.Selection, MaxMissing: opts.MaxMissing,
+		Progress: progress.Update}
 	// jsonl (the default when piped) and csv stream every missing record as it is found.
 	var stream *output.Stream[processed.MissingRecord]
 	if p.Format == output.FormatJSONL || p.Format == output.FormatCSV {
-		stream = output.NewStream(p, missingColumns, output.StreamOptions[processed.MissingRecord]{Noun: "missing records"})
+		stream = output.NewStream(p, missingColumns, output.StreamOptions[processed.MissingRecord]{Noun: "missing records", Progress: progress})
 		o.OnMissing = stream.Write
 	}
-	progress, done := cmdutil.ScanProgress(opts.Streams, fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer))
-	o.Progress = progress
 	rep, err := processed.Check(ctx, c, st, o)
-	done()
+	progress.Stop()
 	if stream != nil {
 		if cerr := stream.Close(); err == nil {
 			err = cerr
