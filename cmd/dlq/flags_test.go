@@ -116,7 +116,8 @@ func TestDLQListFlags(t *testing.T) {
 
 func dlqParseOnly(f *cmdutil.Factory, args []string, check func(*dlqcmd.DLQListOptions)) error {
 	cmd := dlqcmd.NewCmdDLQList(f, func(_ context.Context, o *dlqcmd.DLQListOptions) error { check(o); return nil })
-	cmd.SetArgs(args)
+	// Never nil: cobra would read the test binary's own arguments (-test.run, -update).
+	cmd.SetArgs(append([]string{}, args...))
 	return cmd.Execute()
 }
 

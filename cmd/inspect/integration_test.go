@@ -16,6 +16,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
 var timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
@@ -41,10 +42,11 @@ func normalise(s string, names map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
-// golden compares got (normalised) with testdata/inspect/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string, names map[string]string) {
+// checkGolden compares got (normalised) with testdata/inspect/name, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, name, got string, names map[string]string) {
 	t.Helper()
-	cmdtest.Golden(t, filepath.Join("..", "..", "testdata", "inspect", name), normalise(got, names))
+	golden.Check(t, filepath.Join("..", "..", "testdata", "inspect", name), []byte(normalise(got, names)))
 }
 
 // check runs one command and compares stdout with a golden file and the exit code with want.
@@ -54,7 +56,7 @@ func check(t *testing.T, env, names map[string]string, file string, wantCode int
 	if r.Code != wantCode {
 		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
 	}
-	golden(t, file, r.Stdout, names)
+	checkGolden(t, file, r.Stdout, names)
 	return r
 }
 
