@@ -148,7 +148,7 @@ func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Secti
 	}
 	overview := output.Section{Title: fmt.Sprintf("Check %s for consumer %s", rep.Topic, rep.Consumer), Fields: [][2]string{
 		{"result", result},
-		{"offsets read", processed.RangesText(rep.Ranges)},
+		{"offsets read", kafka.RangesText(rep.Ranges)},
 		{"markers in", rep.Table},
 		{"records", strconv.FormatInt(rep.Records, 10)},
 		{"events", strconv.FormatInt(rep.Events, 10)},

@@ -52,6 +52,15 @@ refuse unless --yes is given: pass --yes in scripts.`,
 	return cmd
 }
 
+// consumerText names a consumer in a sentence, after prefix: "consumer billing"; ifAll when
+// the markers of every consumer are meant (no consumer given).
+func consumerText(prefix, consumer, ifAll string) string {
+	if consumer == "" {
+		return ifAll
+	}
+	return prefix + "consumer " + consumer
+}
+
 // kafkaDeps adds the lazily connected cluster for the processed commands that read topics.
 type kafkaDeps struct {
 	Kafka func(context.Context) (*kafka.Cluster, error)

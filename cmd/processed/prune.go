@@ -124,17 +124,10 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 	return p.Object(rep, pruneSections(p, rep))
 }
 
-func forConsumer(c string) string {
-	if c == "" {
-		return ""
-	}
-	return " of consumer " + c
-}
-
 func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Section {
 	st := p.Styles
 	result := fmt.Sprintf("deleted %s%s processed before %s (older than %s)",
-		cmdutil.Plural(rep.Deleted, "marker"), forConsumer(rep.Consumer), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
+		cmdutil.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
 	if rep.Candidates == 0 {
 		result = "nothing to prune: " + result
 	}
