@@ -2,229 +2,46 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
-	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"regexp"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/testenv"
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected output in testdata/script when a cmp fails")
+// TestMain makes fieldwork (root.Main) the program `fieldwork` of the scripts, as every
+// package's testscripts have it (testenv.ScriptMain).
+func TestMain(m *testing.M) { testenv.ScriptMain(m, root.Main) }
 
-func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"fieldwork": func() { os.Exit(root.Main()) },
-		// fieldwork-exit WANT ARGS... runs fieldwork and fails unless it exits with WANT, so
-		// scripts can pin exact exit codes (testscript's `! exec` only knows "non-zero").
-		"fieldwork-exit": func() {
-			want, err := strconv.Atoi(os.Args[1])
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "fieldwork-exit: first argument must be the expected exit code")
-				os.Exit(2)
-			}
-			os.Args = append([]string{"fieldwork"}, os.Args[2:]...)
-			if got := root.Main(); got != want {
-				fmt.Fprintf(os.Stderr, "fieldwork-exit: exit code %d, want %d\n", got, want)
-				os.Exit(1)
-			}
-			os.Exit(0)
-		},
-	})
-}
-
-// TestScripts runs the end-to-end CLI scripts under testdata/script. Scripts that need the
-// real services start with `[!env:FIELDWORK_TEST_BROKERS] skip` only outside CI: in CI the
-// variables are always set by .ci/run, so those scripts run.
+// TestScripts runs the end-to-end CLI scripts under testdata/script with the commands every
+// package's scripts share (testenv.ScriptParams: fieldwork-exit, fw-exit, fw-create-topic,
+// fw-create-db, fw-capture, fw-silent-port) and two of this package's own: fw-claim and
+// fw-webhook. Scripts that need the real services skip without them, except where the
+// services are required (CI, FIELDWORK_TEST_REQUIRE=1): there they fail. -update rewrites
+// the scripts' expected output.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:           "testdata/script",
-		UpdateScripts: *update,
-		Setup: func(e *testscript.Env) error {
-			for _, k := range []string{
-				"FIELDWORK_TEST_BROKERS", "FIELDWORK_TEST_SASL_BROKERS", "FIELDWORK_TEST_SASL_USER",
-				"FIELDWORK_TEST_SASL_PASSWORD", "FIELDWORK_TEST_DSN", "CI",
-			} {
-				e.Setenv(k, os.Getenv(k))
-			}
-			// The runbook scripts, which CI runs against the real services.
-			if wd, err := os.Getwd(); err == nil {
-				e.Setenv("RUNBOOKS", wd+"/docs/runbooks")
-			}
-			// A clean, isolated home: no user config leaks into the scripts.
-			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
-			e.Setenv("HOME", e.WorkDir)
-			// FW_SCHEMA is a name no other script uses: a Postgres schema (dropped with
-			// everything in it when the script ends) and a prefix for topic names.
-			schema := uniqueName()
-			e.Setenv("FW_SCHEMA", schema)
-			if dsn := os.Getenv("FIELDWORK_TEST_DSN"); dsn != "" {
-				e.Defer(func() { dropSchema(e.T(), dsn, schema) })
-				// The same server with a wrong password, for the authentication failure.
-				if u, err := url.Parse(dsn); err == nil && u.User != nil {
-					u.User = url.UserPassword(u.User.Username(), "wrong-s3cret")
-					e.Setenv("FW_TEST_DSN_WRONG_PASSWORD", u.String())
-				}
-			}
-			return nil
-		},
-		Condition: envCondition,
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"fw-create-topic": cmdCreateTopic,
-			"fw-claim":        cmdClaim,
-			"fw-silent-port":  cmdSilentPort,
-			"fw-capture":      cmdCapture,
-			"fw-exit":         cmdExit,
-			"fw-create-db":    cmdCreateDB,
-			"fw-webhook":      cmdWebhook,
-		},
-	})
-}
-
-// envCondition is [env:NAME]: true when the variable is set. A script that needs a service
-// skips with [!env:FIELDWORK_TEST_DSN] skip; under CI or FIELDWORK_TEST_REQUIRE=1 an unset
-// service variable fails the script instead, so nothing passes there by skipping.
-func envCondition(cond string) (bool, error) {
-	name, ok := strings.CutPrefix(cond, "env:")
-	if !ok {
-		return false, fmt.Errorf("unknown condition %q", cond)
-	}
-	if os.Getenv(name) != "" {
-		return true, nil
-	}
-	if strings.HasPrefix(name, "FIELDWORK_TEST_") && testenv.Required() {
-		return false, fmt.Errorf("%s is not set but the services are required here: start them with scripts/services.sh start", name)
-	}
-	return false, nil
-}
-
-func uniqueName() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return "fwts_" + hex.EncodeToString(b)
-}
-
-// dropSchema removes a script's Postgres schema; a script that never created it costs one
-// connection.
-func dropSchema(t testscript.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Log("drop schema " + schema + ": " + err.Error())
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-		t.Log("drop schema " + schema + ": " + err.Error())
-	}
-}
-
-// cmdCreateTopic is `fw-create-topic NAME PARTITIONS [CONFIG=VALUE...]`: it creates a topic
-// on $FIELDWORK_TEST_BROKERS (which does not auto-create topics; kcat cannot create them)
-// and deletes it when the script ends.
-func cmdCreateTopic(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: fw-create-topic NAME PARTITIONS [CONFIG=VALUE...]")
-	}
-	brokers := ts.Getenv("FIELDWORK_TEST_BROKERS")
-	if brokers == "" {
-		ts.Fatalf("fw-create-topic: FIELDWORK_TEST_BROKERS is not set")
-	}
-	partitions, err := strconv.Atoi(args[1])
-	ts.Check(err)
-	configs := map[string]*string{}
-	for _, kv := range args[2:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			ts.Fatalf("fw-create-topic: config %q is not CONFIG=VALUE", kv)
+	p := testenv.ScriptParams("testdata/script")
+	p.UpdateScripts = golden.Update()
+	shared := p.Setup
+	p.Setup = func(e *testscript.Env) error {
+		if err := shared(e); err != nil {
+			return err
 		}
-		configs[k] = &v
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	ts.Check(err)
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, configs, args[0])
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		cl.Close()
-		ts.Fatalf("fw-create-topic %s: %v", args[0], err)
-	}
-	ts.Defer(func() {
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, args[0])
-	})
-}
-
-// cmdSilentPort is `fw-silent-port VAR`: it listens on a loopback port that accepts
-// connections and never answers (a hung server, unlike a closed port that refuses at once),
-// and sets VAR to the port for the rest of the script.
-func cmdSilentPort(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: fw-silent-port VAR")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	ts.Check(err)
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
+		// The runbook scripts, which the runbook_* scripts run against the real services.
+		if wd, err := os.Getwd(); err == nil {
+			e.Setenv("RUNBOOKS", wd+"/docs/runbooks")
 		}
-	}()
-	ts.Defer(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-}
-
-// cmdCapture is `fw-capture stdout|stderr REGEXP VAR`: it sets VAR to the first submatch of
-// REGEXP in the last command's output, so a script can pass what one command printed (a
-// cursor) to the next.
-func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 3 {
-		ts.Fatalf("usage: fw-capture stdout|stderr REGEXP VAR")
+		return nil
 	}
-	re, err := regexp.Compile(args[1])
-	ts.Check(err)
-	m := re.FindStringSubmatch(ts.ReadFile(args[0]))
-	if len(m) < 2 {
-		ts.Fatalf("fw-capture: no match for %q in %s", args[1], args[0])
-	}
-	ts.Setenv(args[2], m[1])
+	p.Cmds["fw-claim"] = cmdClaim
+	p.Cmds["fw-webhook"] = cmdWebhook
+	testscript.Run(t, p)
 }
 
 // cmdClaim is `fw-claim [flags] DSN SCHEMA CONSUMER EVENT_ID...`: it writes markers the way

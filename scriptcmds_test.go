@@ -1,80 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"os/exec"
-	"strconv"
 	"sync"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 )
-
-// cmdExit is `fw-exit CODE PROGRAM ARGS...`: it runs any program (a runbook script, say) and
-// fails unless it exits with CODE. Its stdout and stderr are kept for the next stdout/stderr
-// checks, as after exec.
-func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: fw-exit CODE PROGRAM [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	ts.Check(err)
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			ts.Fatalf("fw-exit: %v", err)
-		}
-		got = ee.ExitCode()
-	}
-	if got != want {
-		ts.Logf("stdout:\n%s\nstderr:\n%s", ts.ReadFile("stdout"), ts.ReadFile("stderr"))
-		ts.Fatalf("fw-exit: %s exited %d, want %d", args[1], got, want)
-	}
-}
-
-// cmdCreateDB is `fw-create-db VAR`: it creates a PostgreSQL database of its own on
-// $FIELDWORK_TEST_DSN's server, sets VAR to its DSN, and drops it when the script ends, so a
-// script can use the store's default schema without meeting another script's.
-func cmdCreateDB(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: fw-create-db VAR")
-	}
-	base := os.Getenv("FIELDWORK_TEST_DSN")
-	if base == "" {
-		ts.Fatalf("fw-create-db: FIELDWORK_TEST_DSN is not set")
-	}
-	name := ts.Getenv("FW_SCHEMA")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	ts.Check(err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `CREATE DATABASE "`+name+`"`)
-	ts.Check(err)
-	ts.Defer(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
-	})
-	u, err := url.Parse(base)
-	ts.Check(err)
-	u.Path = "/" + name
-	ts.Setenv(args[0], u.String())
-}
 
 // webhook is a downstream for the webhook handler that fails with 503 until fixed.
 type webhook struct {

@@ -1,12 +1,9 @@
 // Package cmdtest holds what the commands' tests share and that needs no command tree: a
-// parent carrying the store-naming flags, golden files, the broker environment. The tree
-// itself is run by package roottest.
+// parent carrying the store-naming flags and the broker environment. The tree itself is run
+// by package roottest; golden files are testenv/golden's.
 package cmdtest
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -14,9 +11,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-// Update is -update: rewrite the golden files instead of comparing with them.
-var Update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // InGroup puts a leaf command under a parent carrying the store-naming flags, as the
 // processed and db groups do, so that tests parse --schema, --table and --column-* too.
@@ -34,26 +28,4 @@ func InGroup(f *cmdutil.Factory, leaf *cobra.Command, args ...string) *cobra.Com
 // BrokerEnv is an environment naming the test broker (FIELDWORK_BROKERS).
 func BrokerEnv(t *testing.T) map[string]string {
 	return map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t)}
-}
-
-// Golden compares got with the file at path, or rewrites the file with -update. Callers
-// normalise got first.
-func Golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *Update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run '%s' -update to create it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -run '%s' -update rewrites it)\n--- got\n%s\n--- want\n%s", path, t.Name(), got, want)
-	}
 }

@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -95,19 +94,11 @@ func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cl.Close()
-	topics, err := cl.Admin.ListTopics(ctx)
+	topics, err := cl.TopicNames(ctx, toComplete)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	var out []string
-	for _, t := range topics.Names() {
-		if strings.HasPrefix(t, "__") || !strings.HasPrefix(t, toComplete) {
-			continue
-		}
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return topics, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeConsumers offers the consumer names that have markers in the store.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -49,9 +51,10 @@ func Truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// Coordinate writes a record's position as T/P/O, the form the commands take as an argument.
+// Coordinate is kafka.RecordAddress.String of the three parts: topic/partition/offset, the
+// one spelling of where a record is.
 func Coordinate(topic string, partition int32, offset int64) string {
-	return fmt.Sprintf("%s/%d/%d", topic, partition, offset)
+	return kafka.RecordAddress{Topic: topic, Partition: partition, Offset: offset}.String()
 }
 
 // JoinInt32 writes partition or broker numbers as "0,1,2".
@@ -75,40 +78,4 @@ func HumanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// ShortDuration writes 604800000ms as 7d, 36h as 1d12h; under a day, as time.Duration does.
-func ShortDuration(d time.Duration) string {
-	days := d / (24 * time.Hour)
-	rest := d % (24 * time.Hour)
-	if days == 0 {
-		return d.String()
-	}
-	if rest == 0 {
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix(strings.TrimSuffix(rest.String(), "0s"), "0m"))
-}
-
-// CompactDuration writes 720h as 30d, 36h as 1d12h, 90m as 1h30m, 2h as 2h.
-func CompactDuration(d time.Duration) string {
-	if d <= 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	if days := d / (24 * time.Hour); days > 0 {
-		fmt.Fprintf(&b, "%dd", days)
-		d -= days * 24 * time.Hour
-	}
-	if d == 0 {
-		return b.String()
-	}
-	rest := d.String()
-	if strings.HasSuffix(rest, "m0s") {
-		rest = strings.TrimSuffix(rest, "0s")
-	}
-	if strings.HasSuffix(rest, "h0m") {
-		rest = strings.TrimSuffix(rest, "0m")
-	}
-	return b.String() + rest
 }

@@ -10,12 +10,23 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// progressInterval is how often a progress line is redrawn at most.
+// Every command's progress line is output.Progress. What follows is kept for replay alone,
+// which draws its progress in these shapes, until it calls output.Progress itself: nothing
+// else may use it.
+
+// ScanProgress is an output.Progress line for a scan of records, in the shape of the
+// callback a scan takes and the function that ends the line (replay's plan).
+func ScanProgress(s *output.Streams, label string) (inspect.ProgressFunc, func()) {
+	p := output.NewProgress(s, output.ProgressOptions{Label: label})
+	return p.Update, p.Stop
+}
+
+// progressInterval is how often a ProgressLine is redrawn at most.
 const progressInterval = 200 * time.Millisecond
 
-// ProgressLine is one line on stderr kept up to date, at most every 200ms, and erased at the
-// end. NewProgressLine returns nil off the terminal: progress is for a person watching, never
-// for a log or a pipe.
+// ProgressLine is one free-form line on stderr, redrawn when told, at most every 200ms, and
+// erased at the end; NewProgressLine returns nil off a terminal. It is replay's flow view's
+// (see above): output.Progress draws counts, rate and ETA from a ticker instead.
 type ProgressLine struct {
 	w     io.Writer
 	mu    sync.Mutex
@@ -51,32 +62,4 @@ func (l *ProgressLine) Clear() {
 	if l.shown {
 		fmt.Fprint(l.w, "\r\x1b[K")
 	}
-}
-
-// ScanProgress returns a progress callback for a scan of records, and a function that erases
-// its line. Off the terminal the callback is nil and the function does nothing.
-func ScanProgress(s *output.Streams, label string) (inspect.ProgressFunc, func()) {
-	l := NewProgressLine(s)
-	if l == nil {
-		return nil, func() {}
-	}
-	fn := func(done, total int64) {
-		pct := int64(100)
-		if total > 0 {
-			pct = min(100, done*100/total)
-		}
-		// The last step is always drawn, so that the line ends at 100%.
-		l.Show(done == total, "%s: %d of %d records (%d%%)", label, done, total, pct)
-	}
-	return fn, l.Clear
-}
-
-// CountProgress keeps one line on stderr up to date with a running count of deleted markers;
-// off a terminal the callback is nil and the function does nothing.
-func CountProgress(s *output.Streams, label string, expected int64) (func(n int64), func()) {
-	l := NewProgressLine(s)
-	if l == nil {
-		return nil, func() {}
-	}
-	return func(n int64) { l.Show(false, "%s: %d of about %d markers deleted", label, n, expected) }, l.Clear
 }

@@ -1,81 +1,58 @@
 package cmdutil
 
 import (
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
-// SelectionFlags are the flags that choose which records a scan reads: partitions, and either
-// an inclusive offset range or a time window.
-type SelectionFlags struct {
-	Partitions  []int32
-	StartOffset int64
-	EndOffset   int64
-	Since       string
-	Until       string
+// TimeHelp is how every --since and --until describes what it takes.
+const TimeHelp = "RFC 3339 (2026-12-01T15:04:05Z), a date (2026-12-01, midnight UTC) or a duration ago (2h, 7d)"
 
-	startSet, endSet bool
+// WindowFlags are --since and --until, read by timespec: a bad value is refused while the
+// flags are parsed (exit 2), and help shows both as a time.
+type WindowFlags struct {
+	since, until time.Time
+	sinceValue   *timespec.TimeValue
+	untilValue   *timespec.TimeValue
 }
 
-// Register adds --partition, --start-offset, --end-offset, --since and --until to cmd.
-func (s *SelectionFlags) Register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.Int32SliceVar(&s.Partitions, "partition", nil, "read only this partition (repeatable, or comma-separated; default all)")
-	fl.Int64Var(&s.StartOffset, "start-offset", 0, "first offset to read, inclusive (in every selected partition)")
-	fl.Int64Var(&s.EndOffset, "end-offset", 0, "last offset to read, inclusive")
-	fl.StringVar(&s.Since, "since", "", "read records from this time: RFC 3339 (2025-01-02T15:04:05Z) or a duration ago (2h, 30m)")
-	fl.StringVar(&s.Until, "until", "", "read records before this time: RFC 3339 or a duration ago")
+// Register adds --since and --until to fs with the given descriptions of what they bound
+// ("read records from this time"); TimeHelp is appended to the first.
+func (w *WindowFlags) Register(fs *pflag.FlagSet, since, until string) {
+	w.sinceValue = timespec.NewTimeValue(&w.since, nil)
+	w.untilValue = timespec.NewTimeValue(&w.until, nil)
+	fs.Var(w.sinceValue, "since", since+": "+TimeHelp)
+	fs.Var(w.untilValue, "until", until+": the same forms")
 }
 
-// Selection validates the flags and turns them into a kafka.Selection; now anchors durations.
-func (s *SelectionFlags) Selection(cmd *cobra.Command, now time.Time) (kafka.Selection, error) {
-	s.startSet, s.endSet = cmd.Flags().Changed("start-offset"), cmd.Flags().Changed("end-offset")
-	var sel kafka.Selection
-	for _, p := range s.Partitions {
-		if p < 0 {
-			return sel, fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
-		}
+// Window is the window the flags give, zero times for the bounds not given: durations count
+// back from now (the command's clock, so that both bounds share one), and --until must be
+// after --since.
+func (w *WindowFlags) Window(now time.Time) (since, until time.Time, err error) {
+	if w.sinceValue == nil {
+		return time.Time{}, time.Time{}, nil
 	}
-	sel.Partitions = s.Partitions
-	if (s.startSet || s.endSet) && (s.Since != "" || s.Until != "") {
-		return sel, fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
-	}
-	if s.startSet {
-		if s.StartOffset < 0 {
-			return sel, fwerr.Usagef("--start-offset %d: offsets are not negative", s.StartOffset)
-		}
-		v := s.StartOffset
-		sel.StartOffset = &v
-	}
-	if s.endSet {
-		if s.EndOffset < 0 {
-			return sel, fwerr.Usagef("--end-offset %d: offsets are not negative", s.EndOffset)
-		}
-		v := s.EndOffset
-		sel.EndOffset = &v
-	}
-	if s.startSet && s.endSet && s.EndOffset < s.StartOffset {
-		return sel, fwerr.Usagef("--end-offset %d is before --start-offset %d", s.EndOffset, s.StartOffset)
-	}
-	var err error
-	if sel.Since, sel.Until, err = ParseWindow(s.Since, s.Until, now); err != nil {
-		return sel, err
-	}
-	return sel, nil
+	return ParseWindow(w.sinceValue.String(), w.untilValue.String(), now)
 }
 
-// ParseWindow reads --since and --until (each as ParseWhen does) and checks that the window
-// they make is not empty.
+// Given reports whether --since or --until was given.
+func (w *WindowFlags) Given() bool {
+	return w.sinceValue != nil && (w.sinceValue.String() != "" || w.untilValue.String() != "")
+}
+
+// ParseWindow reads --since and --until as timespec.ParseTime does ("" is no bound) and
+// checks that the window they make is not empty.
 func ParseWindow(since, until string, now time.Time) (from, to time.Time, err error) {
-	if from, err = ParseWhen("--since", since, now); err != nil {
+	if from, err = parseBound("--since", since, now); err != nil {
 		return from, to, err
 	}
-	if to, err = ParseWhen("--until", until, now); err != nil {
+	if to, err = parseBound("--until", until, now); err != nil {
 		return from, to, err
 	}
 	if !from.IsZero() && !to.IsZero() && !to.After(from) {
@@ -84,20 +61,66 @@ func ParseWindow(since, until string, now time.Time) (from, to time.Time, err er
 	return from, to, nil
 }
 
-// ParseWhen reads an RFC 3339 time, or a Go duration meaning that long before now.
-func ParseWhen(flag, v string, now time.Time) (time.Time, error) {
-	v = strings.TrimSpace(v)
+func parseBound(flag, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
+	t, err := timespec.ParseTime(v, now)
+	if err != nil {
+		return t, fwerr.Usagef("%s: %v", flag, err)
 	}
-	if d, err := time.ParseDuration(v); err == nil {
-		if d <= 0 {
-			return time.Time{}, fwerr.Usagef("%s %s: a duration means that long ago and must be positive", flag, v)
+	return t, nil
+}
+
+// SelectionFlags are the flags that choose which records a scan reads: partitions, and either
+// an inclusive offset range or a time window.
+type SelectionFlags struct {
+	Partitions  []int32
+	StartOffset int64
+	EndOffset   int64
+	WindowFlags
+}
+
+// Register adds --partition, --start-offset, --end-offset, --since and --until to cmd.
+func (s *SelectionFlags) Register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Int32SliceVar(&s.Partitions, "partition", nil, "read only this partition (repeatable, or comma-separated; default all)")
+	fl.Int64Var(&s.StartOffset, "start-offset", 0, "first offset to read, inclusive (in every selected partition)")
+	fl.Int64Var(&s.EndOffset, "end-offset", 0, "last offset to read, inclusive")
+	s.WindowFlags.Register(fl, "read records from this time", "read records before this time")
+}
+
+// Selection validates the flags and turns them into a kafka.Selection; now anchors durations.
+func (s *SelectionFlags) Selection(cmd *cobra.Command, now time.Time) (kafka.Selection, error) {
+	startSet, endSet := cmd.Flags().Changed("start-offset"), cmd.Flags().Changed("end-offset")
+	var sel kafka.Selection
+	for _, p := range s.Partitions {
+		if p < 0 {
+			return sel, fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
 		}
-		return now.Add(-d), nil
 	}
-	return time.Time{}, fwerr.Usagef("%s %q is neither an RFC 3339 time (2025-01-02T15:04:05Z) nor a duration (2h, 30m)", flag, v)
+	sel.Partitions = s.Partitions
+	if (startSet || endSet) && s.Given() {
+		return sel, fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
+	}
+	if startSet {
+		if s.StartOffset < 0 {
+			return sel, fwerr.Usagef("--start-offset %d: offsets are not negative", s.StartOffset)
+		}
+		v := s.StartOffset
+		sel.StartOffset = &v
+	}
+	if endSet {
+		if s.EndOffset < 0 {
+			return sel, fwerr.Usagef("--end-offset %d: offsets are not negative", s.EndOffset)
+		}
+		v := s.EndOffset
+		sel.EndOffset = &v
+	}
+	if startSet && endSet && s.EndOffset < s.StartOffset {
+		return sel, fwerr.Usagef("--end-offset %d is before --start-offset %d", s.EndOffset, s.StartOffset)
+	}
+	var err error
+	sel.Since, sel.Until, err = s.Window(now)
+	return sel, err
 }

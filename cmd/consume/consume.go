@@ -30,6 +30,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // DefaultMetricsAddr is where `fieldwork consume` serves Prometheus metrics by default.
@@ -151,17 +152,17 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
 	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
-	fl.DurationVar(&opts.RetryBackoff, "retry-backoff", consume.DefaultRetryBackoff, "first wait before retrying an event; doubles up to --retry-backoff-max")
-	fl.DurationVar(&opts.RetryBackoffMax, "retry-backoff-max", consume.DefaultRetryBackoffMax, "longest wait between retries of an event")
-	fl.DurationVar(&opts.StopWhenIdle, "stop-when-idle", 0, "exit 0 once no record has arrived for this long (0: run until interrupted)")
-	fl.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", consume.DefaultShutdownTimeout, "how long SIGINT/SIGTERM waits for batches in flight")
+	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consume.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
+	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consume.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
+	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once no record has arrived for this long (0: run until interrupted)")
+	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consume.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
-	fl.DurationVar(&opts.SessionTimeout, "session-timeout", 0, "group session timeout (default Kafka's 45s)")
+	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `address to serve Prometheus metrics on at /metrics ("" to disable)`)
 	fl.StringVar(&opts.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, else json)")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&opts.WebhookURL, "webhook-url", "", "URL the webhook handler POSTs events to")
-	fl.DurationVar(&opts.WebhookTimeout, "webhook-timeout", handlers.DefaultWebhookTimeout, "timeout of one webhook delivery attempt")
+	fl.Var(timespec.NewDurationValue(&opts.WebhookTimeout, handlers.DefaultWebhookTimeout), "webhook-timeout", "timeout of one webhook delivery attempt")
 	fl.StringVar(&f.Dedup.Schema, "schema", dedup.DefaultSchema, `schema of the marker and handler tables (on SQLite a table-name prefix; "main" means none)`)
 	fl.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table")
 	_ = cmd.RegisterFlagCompletionFunc("handler", cobra.FixedCompletions(handlers.Names, cobra.ShellCompDirectiveNoFileComp))

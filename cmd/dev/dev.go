@@ -15,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/devstack"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -186,7 +187,7 @@ func devTry(stack *devstack.Stack) []string {
 		}
 		if len(sd.Poison) > 0 {
 			p := sd.Poison[0]
-			try = append(try, "fieldwork inspect record "+cmdutil.Coordinate(p.Topic, p.Partition, p.Offset)+b)
+			try = append(try, "fieldwork inspect record "+poisonAddress(p).String()+b)
 		}
 	}
 	d := " --dsn " + stack.DSN
@@ -197,6 +198,11 @@ func devTry(stack *devstack.Stack) []string {
 		"fieldwork processed stats"+d,
 		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
 	)
+}
+
+// poisonAddress is where a seeded poison record is.
+func poisonAddress(p devstack.PoisonRecord) kafka.RecordAddress {
+	return kafka.RecordAddress{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}
 }
 
 func devSections(info devInfo) []output.Section {
@@ -240,7 +246,7 @@ func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack
 			fmt.Fprintln(w, st.Title.Render("Poison records")+":")
 			addrs, width := make([]string, len(info.Poison)), 0
 			for i, pr := range info.Poison {
-				addrs[i] = fmt.Sprintf("%s/%d@%d", pr.Topic, pr.Partition, pr.Offset)
+				addrs[i] = poisonAddress(pr).String()
 				width = max(width, len(addrs[i]))
 			}
 			for i, pr := range info.Poison {

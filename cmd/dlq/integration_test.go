@@ -1,7 +1,6 @@
 package dlq_test
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"os/exec"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
@@ -21,6 +19,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
+	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
 // dlqBase is the timestamp of the first dead letter produced with franz-go; each next one is
@@ -36,29 +35,15 @@ func dlqTopic(t *testing.T, partitions int32, configs map[string]string) string 
 	return name
 }
 
-// dlqNamedTopic creates the topic name as dlqTopic does.
+// dlqNamedTopic creates the topic name as dlqTopic does (testenv.CreateTopic: records kept
+// forever unless configs say otherwise, deleted at cleanup).
 func dlqNamedTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
 	t.Helper()
-	forever := "-1"
-	cfg := map[string]*string{"retention.ms": &forever}
+	cfg := map[string]*string{}
 	for k, v := range configs {
 		cfg[k] = &v
 	}
-	adm := kadm.NewClient(testenv.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, name)
-	})
+	testenv.CreateTopic(t, name, partitions, cfg)
 }
 
 func dlqBE32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
@@ -207,7 +192,7 @@ func dlqGolden(t *testing.T, name, got string, names map[string]string) {
 		got = dlqAge.ReplaceAllString(got, "<age>")
 	}
 	got = dlqNormalise(got, names, table)
-	cmdtest.Golden(t, filepath.Join("..", "..", "testdata", "dlq", "cmd", name), got)
+	golden.Check(t, filepath.Join("..", "..", "testdata", "dlq", "cmd", name), []byte(got))
 }
 
 func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) roottest.Result {
@@ -220,7 +205,8 @@ func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode 
 	return r
 }
 
-// dlqEntries decodes `dlq list -o jsonl` output.
+// dlqEntries decodes `dlq list -o jsonl` output, leaving out the truncation mark that ends
+// an output cut at --limit.
 func dlqEntries(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var es []map[string]any
@@ -230,7 +216,9 @@ func dlqEntries(t *testing.T, out string) []map[string]any {
 		if err := dec.Decode(&e); err != nil {
 			t.Fatalf("%v in %s", err, out)
 		}
-		es = append(es, e)
+		if _, mark := e["_truncated"]; !mark {
+			es = append(es, e)
+		}
 	}
 	return es
 }
@@ -321,12 +309,18 @@ func TestDLQConventions(t *testing.T) {
 				t.Errorf("%v: %d dead letters, want %d\n%s", tc.args, got, tc.want, r.Stdout)
 			}
 		}
+		// Cut at --limit: said on stderr and, off a terminal, by a mark that ends the output.
 		got, r := count("--limit", "3")
-		if got != 3 || !strings.Contains(r.Stderr, "showing the first 3 dead letters: more remain") {
-			t.Errorf("--limit 3: %d, stderr %q", got, r.Stderr)
+		if got != 3 || !strings.Contains(r.Stderr, "showing the first 3 dead letters: more remain") ||
+			!strings.HasSuffix(r.Stdout, "}\n"+`{"_truncated":{"limit":3,"written":3}}`+"\n") {
+			t.Errorf("--limit 3: %d, stdout %q, stderr %q", got, r.Stdout, r.Stderr)
+		}
+		got, r = count("--limit", "3", "--mark-truncated=false")
+		if got != 3 || strings.Contains(r.Stdout, "_truncated") {
+			t.Errorf("--limit 3 --mark-truncated=false: %d, stdout %q", got, r.Stdout)
 		}
 		got, r = count("--limit", "12")
-		if got != 12 || r.Stderr != "" {
+		if got != 12 || r.Stderr != "" || strings.Contains(r.Stdout, "_truncated") {
 			t.Errorf("--limit 12 of 12: %d, stderr %q", got, r.Stderr)
 		}
 		// Found by the default pattern (every topic ending in .dlq), and by a pattern.

@@ -1,12 +1,8 @@
 package dlq
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,6 +29,8 @@ type DLQListOptions struct {
 	FilterFlags cmdutil.DLQFilterFlags
 	StatusFlags cmdutil.DLQStatusFlags
 	Limit       int
+	// MarkTruncated is --mark-truncated: on when stdout is not a terminal, unless given.
+	MarkTruncated cmdutil.TruncationFlag
 
 	// Set by parsing.
 	Pattern  *regexp.Regexp
@@ -75,6 +73,7 @@ column and JSON's header_problems say which header and why.`,
 	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID)
 	opts.StatusFlags.Register(fs, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs.IntVar(&opts.Limit, "limit", DefaultDLQListLimit, "show at most this many dead letters (0: no limit)")
+	opts.MarkTruncated.Register(fs, opts.Streams)
 	return cmd
 }
 
@@ -114,34 +113,35 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
 	}
 	defer closeStore()
 
-	progress, clearProgress := dlqScanProgress(opts.Streams, "scanning", topics)
+	progress := dlqProgress(opts.Streams, "scanning", topics)
+	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
-		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress,
+		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
 	})
 	if err != nil {
 		return err
 	}
-	w := newDLQListWriter(p, lookup.Enabled(), opts.Now())
+	stream := output.NewStream(p, dlqListColumns(p, lookup.Enabled(), opts.Now()), output.StreamOptions[dlq.Entry]{
+		CSV: dlqCSVColumns, Noun: "dead letters", MoreHint: "raise --limit, 0 for no limit, or narrow the filters",
+		MarkTruncated: opts.MarkTruncated.On(), Progress: progress,
+	})
 	res, err := dlq.List(ctx, scan, dlq.ListOptions{
 		Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Limit: opts.Limit,
-	}, func(e dlq.Entry) error {
-		clearProgress()
-		return w.write(e)
-	})
-	clearProgress()
+	}, stream.Write)
+	progress.Stop()
 	if err != nil {
 		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
 			err = cmdutil.StoreError(err, opts.Names())
 		}
 		return err
 	}
-	if err := w.close(); err != nil {
+	if res.More {
+		stream.Truncated(opts.Limit)
+	}
+	if err := stream.Close(); err != nil {
 		return err
 	}
-	switch {
-	case res.More:
-		fmt.Fprintf(opts.Streams.ErrOut, "showing the first %d dead letters: more remain (raise --limit, 0 for no limit, or narrow the filters)\n", res.Listed)
-	case res.Listed == 0 && p.Format == output.FormatTable && len(topics) > 0:
+	if res.Listed == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(opts.Streams.ErrOut, dlqNothingFound(topics, res.ScanResult))
 	}
 	return nil
@@ -158,214 +158,117 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 	return fmt.Sprintf("no dead letters have the status asked for (%d matched the filters)", res.Matched)
 }
 
-// dlqListWriter writes entries in the printer's format: JSON Lines, CSV and the JSON array
-// as they come, the table at the end (it needs every row to size its columns; the rows are
-// strings, so the records themselves are not kept).
-type dlqListWriter struct {
-	p          *output.Printer
-	withStatus bool
-	now        time.Time
-	n          int
-	csv        *csv.Writer
-	rows       [][]string
-	problems   bool
-}
-
-func newDLQListWriter(p *output.Printer, withStatus bool, now time.Time) *dlqListWriter {
-	return &dlqListWriter{p: p, withStatus: withStatus, now: now}
-}
-
-// dlqCSVHeader are the CSV columns of `dlq list`: one field per column, bytes as text (or
-// base64 in key_base64 when the key is not text).
-var dlqCSVHeader = []string{
-	"topic", "partition", "offset", "timestamp", "convention",
-	"original_topic", "original_partition", "original_offset", "original_timestamp",
-	"group", "handler", "reason", "error_class", "error_message", "attempts", "event_id",
-	"key", "key_base64", "status", "header_problems",
-}
-
-func (w *dlqListWriter) write(e dlq.Entry) error {
-	out := w.p.Streams.Out
-	w.n++
-	switch w.p.Format {
-	case output.FormatJSONL:
-		return dlqWriteJSON(out, e, "", "")
-	case output.FormatJSON:
-		sep := ",\n  "
-		if w.n == 1 {
-			sep = "[\n  "
+// dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
+// dead letter has header problems. On a terminal, messages are cut to dlqMessageWidth.
+func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
+	st, tty := p.Styles, p.Streams.OutTTY
+	cut := func(s string) string {
+		if tty {
+			return cmdutil.Truncate(s, dlqMessageWidth)
 		}
-		if _, err := io.WriteString(out, sep); err != nil {
-			return err
-		}
-		return dlqWriteJSON(out, e, "  ", "  ")
-	case output.FormatCSV:
-		if w.csv == nil {
-			w.csv = csv.NewWriter(out)
-			if err := w.csv.Write(dlqCSVHeader); err != nil {
-				return err
+		return s
+	}
+	cols := []output.Column[dlq.Entry]{
+		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
+		{Name: "original", Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
+		{Name: "reason", Value: func(e dlq.Entry) string {
+			if e.Reason == dlq.ReasonMalformed {
+				return st.Bad.Render(e.Reason)
 			}
-		}
-		if err := w.csv.Write(dlqCSVRow(e)); err != nil {
-			return err
-		}
-		w.csv.Flush()
-		return w.csv.Error()
+			return cmdutil.OrDash(e.Reason)
+		}},
+		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
+		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(cut(dlqOneLine(e.ErrorMessage))) }},
+		{Name: "event id", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
+		{Name: "age", Value: func(e dlq.Entry) string {
+			if e.Timestamp.IsZero() {
+				return "-"
+			}
+			return dlq.FormatAge(now.Sub(e.Timestamp))
+		}},
+		{Name: "convention", Value: func(e dlq.Entry) string { return string(e.Convention) }},
 	}
-	w.rows = append(w.rows, w.tableRow(e))
-	w.problems = w.problems || len(e.HeaderProblems) > 0
-	return nil
+	if withStatus {
+		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
+			switch e.Status.Status {
+			case dlq.StatusPending:
+				return st.Warn.Render(string(e.Status.Status))
+			case dlq.StatusResolved:
+				return st.OK.Render(string(e.Status.Status))
+			case "":
+				return "-"
+			}
+			return string(e.Status.Status)
+		}})
+	}
+	return append(cols, output.Column[dlq.Entry]{Name: "problems", Optional: true, Value: func(e dlq.Entry) string {
+		if prob := cut(dlqProblems(e.DeadLetter)); prob != "" {
+			return st.Warn.Render(prob)
+		}
+		return "-"
+	}})
 }
 
-func (w *dlqListWriter) close() error {
-	out := w.p.Streams.Out
-	switch w.p.Format {
-	case output.FormatJSONL:
-		return nil
-	case output.FormatJSON:
-		end := "\n]\n"
-		if w.n == 0 {
-			end = "[]\n"
-		}
-		_, err := io.WriteString(out, end)
-		return err
-	case output.FormatCSV:
-		if w.csv == nil {
-			w.csv = csv.NewWriter(out)
-			_ = w.csv.Write(dlqCSVHeader)
-		}
-		w.csv.Flush()
-		return w.csv.Error()
-	}
-	if len(w.rows) == 0 {
-		return nil
-	}
-	header := []string{"dead letter", "original", "reason", "error class", "message", "event id", "age", "convention"}
-	if w.withStatus {
-		header = append(header, "status")
-	}
-	if w.problems {
-		header = append(header, "problems")
-	}
-	rows := w.rows
-	for i, r := range rows {
-		rows[i] = r[:len(header)]
-	}
-	return w.p.Table(header, rows)
-}
-
-// tableRow renders one entry with every optional column; close drops those not shown.
-func (w *dlqListWriter) tableRow(e dlq.Entry) []string {
-	st := w.p.Styles
-	tty := w.p.Streams.OutTTY
-	msg := dlqOneLine(e.ErrorMessage)
-	if tty {
-		msg = cmdutil.Truncate(msg, dlqMessageWidth)
-	}
-	reason := cmdutil.OrDash(e.Reason)
-	if e.Reason == dlq.ReasonMalformed {
-		reason = st.Bad.Render(reason)
-	}
-	age := "-"
-	if !e.Timestamp.IsZero() {
-		age = dlq.FormatAge(w.now.Sub(e.Timestamp))
-	}
-	status := "-"
-	switch e.Status.Status {
-	case dlq.StatusPending:
-		status = st.Warn.Render(string(e.Status.Status))
-	case dlq.StatusResolved:
-		status = st.OK.Render(string(e.Status.Status))
-	case "":
-	default:
-		status = string(e.Status.Status)
-	}
+// dlqProblems joins a dead letter's header problems: "header: problem; …".
+func dlqProblems(d dlq.DeadLetter) string {
 	var problems []string
-	for _, hp := range e.HeaderProblems {
+	for _, hp := range d.HeaderProblems {
 		problems = append(problems, hp.Header+": "+hp.Problem)
 	}
-	prob := strings.Join(problems, "; ")
-	if tty {
-		prob = cmdutil.Truncate(prob, dlqMessageWidth)
-	}
-	if prob != "" {
-		prob = st.Warn.Render(prob)
-	} else {
-		prob = "-"
-	}
-	row := []string{
-		cmdutil.Coordinate(e.Topic, e.Partition, e.Offset), dlqOriginal(e.DeadLetter), reason,
-		cmdutil.OrDash(e.ErrorClass), cmdutil.OrDash(msg), cmdutil.OrDash(e.EventID), age, string(e.Convention),
-	}
-	if w.withStatus {
-		row = append(row, status)
-	}
-	return append(row, prob)
+	return strings.Join(problems, "; ")
 }
 
-func dlqCSVRow(e dlq.Entry) []string {
-	opt := func(p any) string {
-		switch v := p.(type) {
-		case *int32:
-			if v != nil {
-				return strconv.FormatInt(int64(*v), 10)
-			}
-		case *int64:
-			if v != nil {
-				return strconv.FormatInt(*v, 10)
-			}
-		case *time.Time:
-			if v != nil {
-				return v.UTC().Format(time.RFC3339Nano)
-			}
+// dlqCSVColumns are the CSV columns of `dlq list`: one field per column, bytes as text (or
+// base64 in key_base64 when the key is not text), times in RFC 3339 with every digit.
+var dlqCSVColumns = []output.Column[dlq.Entry]{
+	{Name: "topic", Value: func(e dlq.Entry) string { return e.Topic }},
+	{Name: "partition", Value: func(e dlq.Entry) string { return strconv.Itoa(int(e.Partition)) }},
+	{Name: "offset", Value: func(e dlq.Entry) string { return strconv.FormatInt(e.Offset, 10) }},
+	{Name: "timestamp", Value: func(e dlq.Entry) string { return csvTime(&e.Timestamp) }},
+	{Name: "convention", Value: func(e dlq.Entry) string { return string(e.Convention) }},
+	{Name: "original_topic", Value: func(e dlq.Entry) string { return e.OriginalTopic }},
+	{Name: "original_partition", Value: func(e dlq.Entry) string { return optInt(e.OriginalPartition) }},
+	{Name: "original_offset", Value: func(e dlq.Entry) string { return optInt(e.OriginalOffset) }},
+	{Name: "original_timestamp", Value: func(e dlq.Entry) string { return csvTime(e.OriginalTimestamp) }},
+	{Name: "group", Value: func(e dlq.Entry) string { return e.Group }},
+	{Name: "handler", Value: func(e dlq.Entry) string { return e.Handler }},
+	{Name: "reason", Value: func(e dlq.Entry) string { return e.Reason }},
+	{Name: "error_class", Value: func(e dlq.Entry) string { return e.ErrorClass }},
+	{Name: "error_message", Value: func(e dlq.Entry) string { return e.ErrorMessage }},
+	{Name: "attempts", Value: func(e dlq.Entry) string {
+		if e.Attempts > 0 {
+			return strconv.Itoa(e.Attempts)
 		}
 		return ""
-	}
-	var key, key64 string
-	if e.Key != nil {
-		if t, ok := dlqText(e.Key); ok {
-			key = t
-		} else {
-			key64 = t
+	}},
+	{Name: "event_id", Value: func(e dlq.Entry) string { return e.EventID }},
+	{Name: "key", Value: func(e dlq.Entry) string {
+		if t, ok := dlqText(e.Key); ok && e.Key != nil {
+			return t
 		}
-	}
-	ts := ""
-	if !e.Timestamp.IsZero() {
-		ts = e.Timestamp.UTC().Format(time.RFC3339Nano)
-	}
-	attempts := ""
-	if e.Attempts > 0 {
-		attempts = strconv.Itoa(e.Attempts)
-	}
-	var problems []string
-	for _, hp := range e.HeaderProblems {
-		problems = append(problems, hp.Header+": "+hp.Problem)
-	}
-	return []string{
-		e.Topic, strconv.Itoa(int(e.Partition)), strconv.FormatInt(e.Offset, 10), ts, string(e.Convention),
-		e.OriginalTopic, opt(e.OriginalPartition), opt(e.OriginalOffset), opt(e.OriginalTimestamp),
-		e.Group, e.Handler, e.Reason, e.ErrorClass, e.ErrorMessage, attempts, e.EventID,
-		key, key64, string(e.Status.Status), strings.Join(problems, "; "),
-	}
+		return ""
+	}},
+	{Name: "key_base64", Value: func(e dlq.Entry) string {
+		if t, ok := dlqText(e.Key); !ok && e.Key != nil {
+			return t
+		}
+		return ""
+	}},
+	{Name: "status", Value: func(e dlq.Entry) string { return string(e.Status.Status) }},
+	{Name: "header_problems", Value: func(e dlq.Entry) string { return dlqProblems(e.DeadLetter) }},
 }
 
-// dlqWriteJSON writes v as JSON the way the output package does (no HTML escaping of its
-// own), indented with prefix and indent when indent is not empty. JSON Lines (no indent) end
-// with a newline; indented values do not, so that the caller can join them into an array.
-func dlqWriteJSON(w io.Writer, v any, prefix, indent string) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if indent != "" {
-		enc.SetIndent(prefix, indent)
+func optInt[T int32 | int64](v *T) string {
+	if v == nil {
+		return ""
 	}
-	if err := enc.Encode(v); err != nil {
-		return err
+	return strconv.FormatInt(int64(*v), 10)
+}
+
+// csvTime writes a time for a program: RFC 3339 with every digit, "" when absent.
+func csvTime(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
 	}
-	b := buf.Bytes()
-	if indent != "" {
-		b = bytes.TrimRight(b, "\n")
-	}
-	_, err := w.Write(b)
-	return err
+	return t.UTC().Format(time.RFC3339Nano)
 }

@@ -6,28 +6,35 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// dlqScanProgress wraps cmdutil.ScanProgress with a label that names the topics.
-func dlqScanProgress(s *output.Streams, verb string, topics []string) (func(done, total int64), func()) {
+// dlqProgress is the progress line of a scan of dead-letter topics, labelled with the topics.
+func dlqProgress(s *output.Streams, verb string, topics []string) *output.Progress {
 	label := verb + " " + strings.Join(topics, ", ")
 	if len(topics) > 3 {
 		label = fmt.Sprintf("%s %d dead-letter topics", verb, len(topics))
 	}
-	fn, done := cmdutil.ScanProgress(s, label)
-	if fn == nil {
-		return nil, done
-	}
-	return fn, done
+	return output.NewProgress(s, output.ProgressOptions{Label: label})
 }
 
-// dlqOriginal writes a dead letter's original position, "?" for what is not known.
+// dlqScanProgress is dlqProgress as a scan's callback and the function that ends the line.
+func dlqScanProgress(s *output.Streams, verb string, topics []string) (func(done, total int64), func()) {
+	p := dlqProgress(s, verb, topics)
+	return p.Update, p.Stop
+}
+
+// dlqOriginal writes a dead letter's original position as a record address; an incomplete
+// one (its headers do not say everything) is shown with "?" for what is not known, a
+// display only: no command takes it as an address.
 func dlqOriginal(d dlq.DeadLetter) string {
 	if d.OriginalTopic == "" && d.OriginalPartition == nil && d.OriginalOffset == nil {
 		return "-"
+	}
+	if d.OriginalTopic != "" && d.OriginalPartition != nil && d.OriginalOffset != nil {
+		return kafka.RecordAddress{Topic: d.OriginalTopic, Partition: *d.OriginalPartition, Offset: *d.OriginalOffset}.String()
 	}
 	topic, part, off := d.OriginalTopic, "?", "?"
 	if topic == "" {

@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -14,7 +13,9 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // dlqDefaultGroupBy is the grouping of `dlq stats` unless --group-by says otherwise.
@@ -72,7 +73,7 @@ views; CSV gives the groups.`,
 	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields)
 	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
 	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
-	fs.DurationVar(&opts.Window, "window", 24*time.Hour, "window of the rate per hour, ending now")
+	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
 }
 
@@ -94,9 +95,6 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 	}
 	if opts.GroupBy, err = dlq.ParseStatsKeys(opts.GroupByFlag); err != nil {
 		return fwerr.Usagef("--group-by: %v", err)
-	}
-	if opts.Window <= 0 {
-		return fwerr.Usagef("--window %s: must be positive", opts.Window)
 	}
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
@@ -121,9 +119,10 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	}
 	defer closeStore()
 
-	progress, clearProgress := dlqScanProgress(opts.Streams, "summarising", topics)
+	progress := dlqProgress(opts.Streams, "summarising", topics)
+	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
-		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress,
+		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
 		Parse: dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
@@ -134,7 +133,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	rep, err := dlq.Summarise(ctx, scan, topics, dlq.SummaryOptions{
 		Filter: opts.Filter, By: opts.GroupBy, Window: opts.Window, Now: opts.Now(), Lookup: lookup, Retention: retention,
 	})
-	clearProgress()
+	progress.Stop()
 	if err != nil {
 		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
 			err = cmdutil.StoreError(err, opts.Names())
@@ -142,18 +141,9 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 		return err
 	}
 	w := opts.Streams.ErrOut
-	for _, t := range rep.Topics {
-		if !t.RetentionWarning {
-			continue
-		}
-		in, _ := t.DeletableIn(rep.Now)
-		if in <= 0 {
-			fmt.Fprintf(w, "warning: the oldest dead letter in %s (written %s) is past retention (%s) by %s: Kafka may delete it at any time\n",
-				t.Topic, cmdutil.FormatTime(*t.Oldest), t.Retention.Describe(), dlq.FormatAge(-in))
-		} else {
-			fmt.Fprintf(w, "warning: the oldest dead letter in %s (written %s) becomes deletable by retention (%s) in %s: replay or copy it before then\n",
-				t.Topic, cmdutil.FormatTime(*t.Oldest), t.Retention.Describe(), dlq.FormatAge(in))
-		}
+	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
+	for _, s := range rep.Warnings() {
+		fmt.Fprintln(w, warn+s)
 	}
 	if rep.Matched == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(w, dlqNothingFound(topics, dlq.ScanResult{Read: rep.RecordsRead}))
@@ -166,7 +156,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 
 func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) []output.Section {
 	st := p.Styles
-	window := "last " + dlqWindowName(dlqWindow(rep))
+	window := "last " + rep.Window
 	topics := output.Section{
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
@@ -180,6 +170,8 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 			ret = t.Retention.Describe()
 			switch in, ok := t.DeletableIn(rep.Now); {
 			case t.Count == 0:
+			case t.Retention.State == kafka.RetentionUnknown:
+				deletable = st.Warn.Render("unknown")
 			case !ok:
 				deletable = "never"
 			case in <= 0:
@@ -224,38 +216,27 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 
 // dlqStatsCSV writes the groups, one row each, the grouped fields first.
 func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
-	w := csv.NewWriter(p.Streams.Out)
-	var header []string
+	var cols []output.Column[dlq.GroupStats]
 	for _, k := range rep.GroupBy {
-		header = append(header, string(k))
+		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
 	}
-	header = append(header, "count", "oldest", "newest", "in_window", "rate_per_hour")
+	cols = append(cols,
+		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
+		output.Column[dlq.GroupStats]{Name: "oldest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Oldest) }},
+		output.Column[dlq.GroupStats]{Name: "newest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Newest) }},
+		output.Column[dlq.GroupStats]{Name: "in_window", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.InWindow, 10) }},
+		output.Column[dlq.GroupStats]{Name: "rate_per_hour", Value: func(g dlq.GroupStats) string { return strconv.FormatFloat(g.RatePerHour, 'f', -1, 64) }},
+	)
 	if withStatus {
-		header = append(header, dlqStatusHeader...)
-	}
-	_ = w.Write(header)
-	if rep.Matched > 0 {
-		for _, g := range rep.Groups {
-			var row []string
-			for _, k := range rep.GroupBy {
-				row = append(row, g.Value(k))
-			}
-			csvTime := func(t time.Time) string {
-				if t.IsZero() {
-					return ""
-				}
-				return t.UTC().Format(time.RFC3339Nano)
-			}
-			row = append(row, strconv.FormatInt(g.Count, 10), csvTime(g.Oldest), csvTime(g.Newest),
-				strconv.FormatInt(g.InWindow, 10), strconv.FormatFloat(g.RatePerHour, 'f', -1, 64))
-			if withStatus {
-				row = append(row, dlqStatusCells(g.Statuses)...)
-			}
-			_ = w.Write(row)
+		for i, name := range dlqStatusHeader {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqStatusCells(g.Statuses)[i] }})
 		}
 	}
-	w.Flush()
-	return w.Error()
+	var groups []dlq.GroupStats
+	if rep.Matched > 0 {
+		groups = rep.Groups
+	}
+	return output.List(p, groups, cols, "")
 }
 
 var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
@@ -284,25 +265,4 @@ func dlqGroupTitle(by []dlq.StatsKey) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-func dlqWindow(rep *dlq.StatsReport) time.Duration {
-	d, err := time.ParseDuration(rep.Window)
-	if err != nil {
-		return 0
-	}
-	return d
-}
-
 func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }
-
-// dlqWindowName writes a window compactly: 24h, 90m, 1h30m.
-func dlqWindowName(d time.Duration) string {
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	if s == "" {
-		return "0s"
-	}
-	return s
-}

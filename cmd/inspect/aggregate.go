@@ -75,9 +75,9 @@ func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions) err
 		return err
 	}
 	defer c.Close()
-	progress, done := cmdutil.ScanProgress(opts.Streams, "scanning "+opts.Topic)
-	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress})
-	done()
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
+	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress.Update})
+	progress.Stop()
 	if err != nil {
 		return err
 	}

@@ -9,15 +9,14 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectRecordOptions are the inputs of `inspect record`.
 type InspectRecordOptions struct {
 	inspectDeps
-	Topic     string
-	Partition int32
-	Offset    int64
+	Address kafka.RecordAddress
 }
 
 // NewCmdInspectRecord builds `inspect record T/P/O`.
@@ -28,14 +27,13 @@ func NewCmdInspectRecord(f *cmdutil.Factory, runF func(context.Context, *Inspect
 		Short: "One record: headers, key, decoded envelope and pretty value",
 		Long: `Show one record: its timestamp, key and headers (as text, or base64 when they are not
 UTF-8), the envelope it carries decoded (or precisely why it does not decode), and its value,
-indented when it is JSON. TOPIC/PARTITION@OFFSET, as fieldwork's error messages write a
-record's position, is accepted too.`,
+indented when it is JSON.`,
 		Example: `  fieldwork inspect record tasks/0/42
-  fieldwork inspect record tasks/0@42 -o json | jq .event`,
+  fieldwork inspect record tasks/0/42 -o json | jq .event`,
 		Args: cmdutil.ExactArgs(1, "one record address, TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if opts.Topic, opts.Partition, opts.Offset, err = cmdutil.ParseRecordAddress(args[0]); err != nil {
+			if opts.Address, err = kafka.ParseRecordAddress(args[0]); err != nil {
 				return err
 			}
 			return cmdutil.Run(cmd, opts, runF, inspectRecordRun)
@@ -50,7 +48,7 @@ func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
 		return err
 	}
 	defer c.Close()
-	rep, err := inspect.Record(ctx, c, opts.Topic, opts.Partition, opts.Offset)
+	rep, err := inspect.Record(ctx, c, opts.Address.Topic, opts.Address.Partition, opts.Address.Offset)
 	if err != nil {
 		return err
 	}
@@ -59,7 +57,7 @@ func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
 
 func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Section {
 	st := p.Styles
-	rec := output.Section{Title: fmt.Sprintf("Record %s/%d@%d", rep.Topic, rep.Partition, rep.Offset), Fields: [][2]string{
+	rec := output.Section{Title: "Record " + kafka.RecordAddress{Topic: rep.Topic, Partition: rep.Partition, Offset: rep.Offset}.String(), Fields: [][2]string{
 		{"topic", rep.Topic},
 		{"partition", strconv.Itoa(int(rep.Partition))},
 		{"offset", strconv.FormatInt(rep.Offset, 10)},

@@ -11,7 +11,9 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // InspectTopicOptions are the inputs of `inspect topic`.
@@ -54,13 +56,13 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions) error {
 		return err
 	}
 	defer c.Close()
-	progress, done := cmdutil.ScanProgress(opts.Streams, "sampling "+opts.Topic)
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "sampling " + opts.Topic})
 	sample := opts.SampleSize
 	if sample == 0 {
 		sample = -1
 	}
-	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress})
-	done()
+	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update})
+	progress.Stop()
 	if err != nil {
 		return err
 	}
@@ -76,6 +78,7 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 	for _, c := range rep.Configs {
 		overview.Fields = append(overview.Fields, [2]string{c.Name, configDisplay(c) + st.Dim.Render(" ("+c.Source+")")})
 	}
+	overview.Fields = append(overview.Fields, [2]string{"retention", retentionDisplay(st, rep.Retention)})
 
 	parts := output.Section{Title: "Partitions", Header: []string{"partition", "leader", "replicas", "isr", "log start", "last stable", "high watermark", "records"}}
 	for _, pi := range rep.Partitions {
@@ -141,6 +144,18 @@ func malformedSection(title string, p *output.Printer, ms []inspect.MalformedRec
 	return s
 }
 
+// retentionDisplay says what the retention configs mean: how long a record stays at least,
+// forever and why, or unknown and why (the configs could not be read or do not say).
+func retentionDisplay(st output.Styles, r kafka.Retention) string {
+	switch r.State {
+	case kafka.RetentionKnown:
+		return r.Describe()
+	case kafka.RetentionForever:
+		return "forever" + st.Dim.Render(" ("+r.Why+")")
+	}
+	return st.Warn.Render("unknown: " + r.Why)
+}
+
 // configDisplay adds a reading aid to retention values: -1 is forever/unlimited, milliseconds
 // get a duration.
 func configDisplay(c inspect.ConfigValue) string {
@@ -153,7 +168,7 @@ func configDisplay(c inspect.ConfigValue) string {
 		if n < 0 {
 			return c.Value + " (forever)"
 		}
-		return c.Value + " (" + cmdutil.ShortDuration(time.Duration(n)*time.Millisecond) + ")"
+		return c.Value + " (" + timespec.Format(time.Duration(n)*time.Millisecond) + ")"
 	case "retention.bytes":
 		if n < 0 {
 			return c.Value + " (unlimited)"

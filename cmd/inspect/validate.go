@@ -85,11 +85,11 @@ func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error
 		return err
 	}
 	defer c.Close()
-	progress, done := cmdutil.ScanProgress(opts.Streams, "validating "+opts.Topic)
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
-		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress,
+		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress.Update,
 	})
-	done()
+	progress.Stop()
 	if err != nil {
 		return err
 	}
@@ -101,16 +101,7 @@ func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error
 	if err != nil {
 		return err
 	}
-	if rep.Clean() {
-		return nil
-	}
-	var parts []string
-	for _, k := range rep.Summary {
-		if k.Count > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", k.Count, k.Kind))
-		}
-	}
-	return fwerr.Checkf("%d in %s (%s)", rep.Problems, rep.Topic, strings.Join(parts, ", "))
+	return rep.Result()
 }
 
 var findingColumns = []output.Column[inspect.Finding]{
@@ -134,17 +125,9 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 	if !rep.Clean() {
 		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
 	}
-	var ranges []string
-	for _, r := range rep.Ranges {
-		if r.Len() == 0 {
-			ranges = append(ranges, fmt.Sprintf("%d: empty", r.Partition))
-		} else {
-			ranges = append(ranges, fmt.Sprintf("%d: %d..%d", r.Partition, r.Start, r.End-1))
-		}
-	}
 	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
 		{"result", result},
-		{"offsets read", strings.Join(ranges, "  ")},
+		{"offsets read", kafka.RangesText(rep.Ranges)},
 		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
 		{"events", strconv.FormatInt(rep.Events, 10)},
 		{"aggregates", strconv.FormatInt(rep.Aggregates, 10)},

@@ -2,31 +2,17 @@ package processed
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
-)
-
-// Defaults of `processed check`.
-const (
-	// checkLookupBatch is how many records are held before their ids are looked up in one
-	// query: memory stays bounded by it, whatever the size of the range.
-	checkLookupBatch     = 1000
-	defaultMaxMissing    = 100
-	maxMalformedExamples = 20
+	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
 // ProcessedCheckOptions are the inputs of `processed check`.
@@ -92,99 +78,8 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 	fl.StringVar(&opts.Topic, "topic", "", "topic whose records to check (required)")
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer whose markers to look up (required)")
 	opts.sel.Register(cmd)
-	fl.IntVar(&opts.MaxMissing, "max-missing", defaultMaxMissing, "missing records listed in table and json output (all are counted; jsonl and csv stream them all)")
+	fl.IntVar(&opts.MaxMissing, "max-missing", processed.DefaultMaxMissing, "missing records listed in table and json output (all are counted; jsonl and csv stream them all)")
 	return cmd
-}
-
-// checkRecord is one record whose event has no marker.
-type checkRecord struct {
-	Topic       string    `json:"topic"`
-	Partition   int32     `json:"partition"`
-	Offset      int64     `json:"offset"`
-	Timestamp   time.Time `json:"timestamp"`
-	EventID     string    `json:"event_id"`
-	Type        string    `json:"type,omitempty"`
-	AggregateID string    `json:"aggregate_id,omitempty"`
-}
-
-// checkMalformed is a record without a recognisable event.
-type checkMalformed struct {
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Reason    string `json:"reason"`
-}
-
-// checkReport is what `processed check` prints.
-type checkReport struct {
-	Topic      string                 `json:"topic"`
-	Consumer   string                 `json:"consumer"`
-	Table      string                 `json:"table"`
-	Ranges     []kafka.PartitionRange `json:"ranges"`
-	Records    int64                  `json:"records"`
-	Events     int64                  `json:"events"`
-	WithMarker int64                  `json:"with_marker"`
-	Missing    int64                  `json:"missing"`
-	Malformed  int64                  `json:"malformed"`
-	// MissingRecords are the first MaxMissing missing records (empty when streamed).
-	MissingRecords    []checkRecord    `json:"missing_records"`
-	MissingTruncated  bool             `json:"missing_truncated"`
-	MalformedExamples []checkMalformed `json:"malformed_examples"`
-}
-
-// gapFinder counts the records of a range and finds the events without a marker, looking
-// them up checkLookupBatch at a time. It holds at most one batch.
-type gapFinder struct {
-	lookup    func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error)
-	onMissing func(checkRecord) error
-	batchSize int
-
-	rep   *checkReport
-	batch []checkRecord
-}
-
-func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
-	g.rep.Records++
-	ev, err := envelope.DecodeRecord(rec)
-	if err != nil {
-		g.rep.Malformed++
-		if len(g.rep.MalformedExamples) < maxMalformedExamples {
-			g.rep.MalformedExamples = append(g.rep.MalformedExamples, checkMalformed{Partition: rec.Partition, Offset: rec.Offset, Reason: err.Error()})
-		}
-		return nil
-	}
-	g.rep.Events++
-	g.batch = append(g.batch, checkRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UTC(),
-		EventID: ev.ID, Type: ev.Type, AggregateID: ev.AggregateID})
-	if len(g.batch) >= g.batchSize {
-		return g.flush(ctx)
-	}
-	return nil
-}
-
-func (g *gapFinder) flush(ctx context.Context) error {
-	if len(g.batch) == 0 {
-		return nil
-	}
-	ids := make([]string, len(g.batch))
-	for i, r := range g.batch {
-		ids[i] = r.EventID
-	}
-	found, err := g.lookup(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for _, r := range g.batch {
-		if _, ok := found[r.EventID]; ok {
-			g.rep.WithMarker++
-			continue
-		}
-		g.rep.Missing++
-		if err := g.onMissing(r); err != nil {
-			return err
-		}
-	}
-	g.batch = g.batch[:0]
-	return nil
 }
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
@@ -193,126 +88,52 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 		return err
 	}
 	defer st.Close()
-	// One primary-key probe, so that a missing table fails now and not after the range has
-	// been planned and partly read.
-	if _, err := st.Get(ctx, "fieldwork-check-probe", opts.Consumer); err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
 	c, err := opts.Kafka(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ranges, err := c.Plan(ctx, opts.Topic, opts.Selection)
-	if err != nil {
-		return err
-	}
-	rep := &checkReport{Topic: opts.Topic, Consumer: opts.Consumer, Table: st.Table(), Ranges: ranges,
-		MissingRecords: []checkRecord{}, MalformedExamples: []checkMalformed{}}
 
-	stream := p.Format == output.FormatJSONL || p.Format == output.FormatCSV
-	var (
-		onMissing func(checkRecord) error
-		flushOut  = func() error { return nil }
-	)
-	switch {
-	case p.Format == output.FormatJSONL:
-		enc := json.NewEncoder(opts.Streams.Out)
-		enc.SetEscapeHTML(false)
-		onMissing = func(r checkRecord) error { return enc.Encode(r) }
-	case p.Format == output.FormatCSV:
-		w := csv.NewWriter(opts.Streams.Out)
-		if err := w.Write(checkColumns); err != nil {
-			return err
-		}
-		onMissing = func(r checkRecord) error { return w.Write(checkRow(r)) }
-		flushOut = func() error { w.Flush(); return w.Error() }
-	default:
-		onMissing = func(r checkRecord) error {
-			if len(rep.MissingRecords) < opts.MaxMissing {
-				rep.MissingRecords = append(rep.MissingRecords, r)
-			} else {
-				rep.MissingTruncated = true
-			}
-			return nil
-		}
+	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
+	defer progress.Stop()
+	o := processed.CheckOptions{Topic: opts.Topic, Consumer: opts.Consumer, Selection: opts.Selection, MaxMissing: opts.MaxMissing,
+		Progress: progress.Update}
+	// jsonl (the default when piped) and csv stream every missing record as it is found.
+	var stream *output.Stream[processed.MissingRecord]
+	if p.Format == output.FormatJSONL || p.Format == output.FormatCSV {
+		stream = output.NewStream(p, missingColumns, output.StreamOptions[processed.MissingRecord]{Noun: "missing records", Progress: progress})
+		o.OnMissing = stream.Write
 	}
-	g := &gapFinder{
-		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
-			m, err := st.Lookup(ctx, opts.Consumer, ids)
-			return m, cmdutil.StoreError(err, opts.Names())
-		},
-		onMissing: onMissing,
-		batchSize: checkLookupBatch,
-		rep:       rep,
-	}
-	progress, done := cmdutil.ScanProgress(opts.Streams, fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer))
-	total := kafka.Total(ranges)
-	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
-		if err := g.add(ctx, rec); err != nil {
-			return err
+	rep, err := processed.Check(ctx, c, st, o)
+	progress.Stop()
+	if stream != nil {
+		if cerr := stream.Close(); err == nil {
+			err = cerr
 		}
-		if g.rep.Records%checkLookupBatch == 0 {
-			if err := flushOut(); err != nil {
-				return err
-			}
-		}
-		if progress != nil {
-			progress(rep.Records, total)
-		}
-		return nil
-	})
-	if err == nil {
-		err = g.flush(ctx)
-	}
-	done()
-	if ferr := flushOut(); err == nil {
-		err = ferr
 	}
 	if err != nil {
+		return cmdutil.StoreError(err, opts.Names())
+	}
+	if stream != nil {
+		fmt.Fprintln(opts.Streams.ErrOut, rep.Summary())
+	} else if err := p.Object(rep, checkSections(p, rep)); err != nil {
 		return err
 	}
-
-	if stream {
-		fmt.Fprintln(opts.Streams.ErrOut, checkSummary(rep))
-	} else if err := p.Object(rep, checkSections(p, rep, opts.MaxMissing)); err != nil {
-		return err
-	}
-	if rep.Missing > 0 {
-		return fwerr.Checkf("%d of %s in %s have no marker for consumer %s", rep.Missing, cmdutil.Plural(rep.Events, "event"), rep.Topic, rep.Consumer)
-	}
-	return nil
+	return rep.Result()
 }
 
-var checkColumns = []string{"topic", "partition", "offset", "timestamp", "event_id", "type", "aggregate_id"}
-
-func checkRow(r checkRecord) []string {
-	return []string{r.Topic, strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10), cmdutil.FormatTime(r.Timestamp), r.EventID, r.Type, r.AggregateID}
+// missingColumns are the columns of a missing record in csv and in the table.
+var missingColumns = []output.Column[processed.MissingRecord]{
+	{Name: "topic", Value: func(r processed.MissingRecord) string { return r.Topic }},
+	{Name: "partition", Value: func(r processed.MissingRecord) string { return strconv.Itoa(int(r.Partition)) }},
+	{Name: "offset", Value: func(r processed.MissingRecord) string { return strconv.FormatInt(r.Offset, 10) }},
+	{Name: "timestamp", Value: func(r processed.MissingRecord) string { return cmdutil.FormatTime(r.Timestamp) }},
+	{Name: "event_id", Value: func(r processed.MissingRecord) string { return r.EventID }},
+	{Name: "type", Value: func(r processed.MissingRecord) string { return r.Type }},
+	{Name: "aggregate_id", Value: func(r processed.MissingRecord) string { return r.AggregateID }},
 }
 
-// checkSummary is the one-line result, for stderr when the records are streamed.
-func checkSummary(rep *checkReport) string {
-	return fmt.Sprintf("checked %s of %s (%s) for consumer %s: %d with a marker, %d missing, %d malformed",
-		cmdutil.Plural(rep.Records, "record"), rep.Topic, rangesText(rep.Ranges), rep.Consumer, rep.WithMarker, rep.Missing, rep.Malformed)
-}
-
-// rangesText writes the partitions' offsets read as "0: 0..41  1: empty".
-func rangesText(ranges []kafka.PartitionRange) string {
-	var parts []string
-	for _, r := range ranges {
-		if r.Len() == 0 {
-			parts = append(parts, fmt.Sprintf("%d: empty", r.Partition))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d: %d..%d", r.Partition, r.Start, r.End-1))
-		}
-	}
-	if len(parts) == 0 {
-		return "no partitions"
-	}
-	return strings.Join(parts, "  ")
-}
-
-func checkSections(p *output.Printer, rep *checkReport, maxMissing int) []output.Section {
+func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Section {
 	st := p.Styles
 	result := st.OK.Render("complete: every event has a marker")
 	switch {
@@ -327,7 +148,7 @@ func checkSections(p *output.Printer, rep *checkReport, maxMissing int) []output
 	}
 	overview := output.Section{Title: fmt.Sprintf("Check %s for consumer %s", rep.Topic, rep.Consumer), Fields: [][2]string{
 		{"result", result},
-		{"offsets read", rangesText(rep.Ranges)},
+		{"offsets read", kafka.RangesText(rep.Ranges)},
 		{"markers in", rep.Table},
 		{"records", strconv.FormatInt(rep.Records, 10)},
 		{"events", strconv.FormatInt(rep.Events, 10)},
@@ -339,16 +160,10 @@ func checkSections(p *output.Printer, rep *checkReport, maxMissing int) []output
 	if len(rep.MissingRecords) > 0 {
 		title := "Missing"
 		if rep.MissingTruncated {
-			title = fmt.Sprintf("Missing (first %d of %d; -o jsonl streams them all)", maxMissing, rep.Missing)
+			title = fmt.Sprintf("Missing (first %d of %d; -o jsonl streams them all)", len(rep.MissingRecords), rep.Missing)
 		}
-		s := output.Section{Title: title, Header: checkColumns}
-		for _, r := range rep.MissingRecords {
-			row := checkRow(r)
-			for i := range row {
-				row[i] = cmdutil.OrDash(row[i])
-			}
-			s.Rows = append(s.Rows, row)
-		}
+		s := output.Section{Title: title}
+		s.Header, s.Rows = tableRows(rep.MissingRecords, missingColumns)
 		sections = append(sections, s)
 	}
 	if len(rep.MalformedExamples) > 0 {

@@ -2,18 +2,15 @@ package processed
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
 func TestProcessedGetFlags(t *testing.T) {
@@ -111,7 +108,7 @@ func TestProcessedCheckFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(got.Selection.Since); d < 89*time.Minute || d > 91*time.Minute || got.MaxMissing != defaultMaxMissing {
+	if d := time.Since(got.Selection.Since); d < 89*time.Minute || d > 91*time.Minute || got.MaxMissing != processed.DefaultMaxMissing {
 		t.Fatalf("since = %v, max missing %d", got.Selection.Since, got.MaxMissing)
 	}
 }
@@ -159,70 +156,6 @@ func TestProcessedForgetFlags(t *testing.T) {
 	}
 	if strings.Join(got.EventIDs, " ") != "e3 e4" || !got.AllConsumers || got.Consumer != "" {
 		t.Fatalf("options = %+v", got)
-	}
-}
-
-// TestGapFinderBatches checks that lookups go out in batches of at most the batch size while
-// records stream in, that duplicates within a batch count per record, and the counts.
-func TestGapFinderBatches(t *testing.T) {
-	marked := map[string]bool{}
-	for i := 0; i < 2500; i += 2 {
-		marked[fmt.Sprintf("e%d", i)] = true
-	}
-	var calls []int
-	rep := &checkReport{}
-	var missing []checkRecord
-	g := &gapFinder{
-		lookup: func(_ context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
-			calls = append(calls, len(ids))
-			out := map[string]dedup.MarkerRow{}
-			for _, id := range ids {
-				if marked[id] {
-					out[id] = dedup.MarkerRow{EventID: id}
-				}
-			}
-			return out, nil
-		},
-		onMissing: func(r checkRecord) error { missing = append(missing, r); return nil },
-		batchSize: 1000,
-		rep:       rep,
-	}
-	ctx := context.Background()
-	for i := 0; i < 2500; i++ {
-		value := fmt.Sprintf(`{"specversion":"1.0","id":"e%d","type":"t","source":"s"}`, i)
-		if i == 7 {
-			value = `not an event`
-		}
-		if err := g.add(ctx, &kgo.Record{Topic: "tasks", Partition: int32(i % 3), Offset: int64(i), Value: []byte(value)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// a redelivery of a marked and of a missing event
-	for _, id := range []string{"e0", "e1"} {
-		_ = g.add(ctx, &kgo.Record{Topic: "tasks", Offset: 9999, Value: []byte(`{"specversion":"1.0","id":"` + id + `","type":"t","source":"s"}`)})
-	}
-	if err := g.flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(calls) != "[1000 1000 501]" {
-		t.Errorf("lookup batches = %v", calls)
-	}
-	if rep.Records != 2502 || rep.Malformed != 1 || rep.Events != 2501 || rep.WithMarker != 1251 || rep.Missing != 1250 || int64(len(missing)) != rep.Missing {
-		t.Errorf("counts = %+v, %d missing emitted", rep, len(missing))
-	}
-	if missing[0].EventID != "e1" || missing[0].Offset != 1 || missing[0].Partition != 1 {
-		t.Errorf("first missing = %+v", missing[0])
-	}
-	if rep.MalformedExamples[0].Offset != 7 {
-		t.Errorf("malformed = %+v", rep.MalformedExamples)
-	}
-
-	// A lookup failure stops the scan with that error.
-	boom := errors.New("boom")
-	g.lookup = func(context.Context, []string) (map[string]dedup.MarkerRow, error) { return nil, boom }
-	g.batchSize = 1
-	if err := g.add(ctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); !errors.Is(err, boom) {
-		t.Errorf("lookup error = %v", err)
 	}
 }
 

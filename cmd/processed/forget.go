@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
 // ProcessedForgetOptions are the inputs of `processed forget`.
@@ -156,75 +157,41 @@ func distinct(ids []string) []string {
 	return out
 }
 
-// forgetReport is what `processed forget` prints.
-type forgetReport struct {
-	Table        string            `json:"table"`
-	Consumer     string            `json:"consumer,omitempty"`
-	AllConsumers bool              `json:"all_consumers"`
-	Requested    int               `json:"requested"`
-	Removed      []dedup.MarkerRow `json:"removed"`
-	NotFound     []string          `json:"not_found"`
-}
-
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error {
 	p, st, err := opts.Open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	who := "consumer " + opts.Consumer
-	if opts.AllConsumers {
-		who = "every consumer"
-	}
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
-		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), who, st.Table())
+		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
 	if err := opts.Confirm(opts.Yes, question); err != nil {
 		return err
 	}
-	consumer := opts.Consumer
-	if opts.AllConsumers {
-		consumer = ""
-	}
-	removed, err := st.Forget(ctx, consumer, opts.EventIDs)
+	// --all-consumers leaves Consumer empty: every consumer's markers.
+	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs)
 	if err != nil {
 		return cmdutil.StoreError(err, opts.Names())
 	}
-	rep := forgetReport{Table: st.Table(), Consumer: opts.Consumer, AllConsumers: opts.AllConsumers,
-		Requested: len(opts.EventIDs), Removed: removed, NotFound: []string{}}
-	if rep.Removed == nil {
-		rep.Removed = []dedup.MarkerRow{}
+	if p.Format != output.FormatCSV {
+		return p.Object(rep, forgetSections(p, rep))
 	}
-	had := make(map[string]bool, len(removed))
-	for _, m := range removed {
-		had[m.EventID] = true
+	if err := output.List(p, rep.Removed, markerColumns, ""); err != nil {
+		return err
 	}
-	for _, id := range opts.EventIDs {
-		if !had[dedup.EventKey(id)] {
-			rep.NotFound = append(rep.NotFound, id)
-		}
-	}
-	if p.Format == output.FormatCSV {
-		err = output.List(p, rep.Removed, markerColumns, "")
-	} else {
-		err = p.Object(rep, forgetSections(p, rep))
-	}
-	if err == nil && len(rep.NotFound) > 0 && p.Format == output.FormatCSV {
+	if len(rep.NotFound) > 0 {
 		fmt.Fprintf(opts.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
 	}
-	return err
+	return nil
 }
 
-func forgetSections(p *output.Printer, rep forgetReport) []output.Section {
+func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Section {
 	st := p.Styles
-	who := "consumer " + rep.Consumer
-	if rep.AllConsumers {
-		who = "every consumer"
-	}
 	title := fmt.Sprintf("Removed %s of %s for %s from %s", cmdutil.Plural(int64(len(rep.Removed)), "marker"),
-		cmdutil.Plural(int64(rep.Requested), "event"), who, rep.Table)
+		cmdutil.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
 	removed := output.Section{Title: title}
 	if len(rep.Removed) > 0 {
-		removed.Header, removed.Rows = markerRows(rep.Removed, markerColumns)
+		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
 	} else {
 		removed.Text = st.Dim.Render("(none)")
 	}

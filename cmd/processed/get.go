@@ -91,7 +91,7 @@ func getSections(p *output.Printer, rep getReport) []output.Section {
 		verdict = "processed by consumer " + rep.Consumer
 	}
 	s := output.Section{Title: "Event " + rep.EventID + ": " + st.OK.Render(verdict)}
-	s.Header, s.Rows = markerRows(rep.Markers, getColumns)
+	s.Header, s.Rows = tableRows(rep.Markers, getColumns)
 	return []output.Section{s}
 }
 

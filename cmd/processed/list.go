@@ -24,8 +24,9 @@ type ProcessedListOptions struct {
 	cmdutil.StoreDeps
 	Filter dedup.ListFilter
 
-	since, until, cursor string
-	Now                  func() time.Time
+	window cmdutil.WindowFlags
+	cursor string
+	Now    func() time.Time
 }
 
 // NewCmdProcessedList builds `processed list`.
@@ -39,8 +40,8 @@ of them. When more follow, the cursor of the next page is printed to stderr as
 "next cursor: TOKEN"; run the same command again with --cursor TOKEN to read it. Keep the
 other flags the same: a cursor is a position in the order, not a saved query.
 
---since and --until take an RFC 3339 time or a duration meaning that long ago, and select
-processed_at >= since and < until.`,
+--since and --until take an RFC 3339 time, a date (midnight UTC) or a duration meaning that
+long ago (2h, 7d), and select processed_at >= since and < until.`,
 		Example: `  fieldwork processed list --consumer billing --since 1h
   fieldwork processed list --aggregate task-42 -o json
   fieldwork processed list --limit 1000 --cursor eyJ0Ijoi…`,
@@ -54,8 +55,7 @@ processed_at >= since and < until.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer's markers")
-	fl.StringVar(&opts.since, "since", "", "processed at or after: RFC 3339 or a duration ago (2h, 30m)")
-	fl.StringVar(&opts.until, "until", "", "processed before: RFC 3339 or a duration ago")
+	opts.window.Register(fl, "processed at or after", "processed before")
 	fl.StringVar(&opts.Filter.AggregateID, "aggregate", "", "only markers of this aggregate id")
 	fl.IntVar(&opts.Filter.Limit, "limit", dedup.DefaultListLimit, fmt.Sprintf("markers per page (1..%d)", maxListLimit))
 	fl.StringVar(&opts.cursor, "cursor", "", "continue after the page that printed this cursor")
@@ -72,7 +72,7 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
 		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
 	}
 	var err error
-	if opts.Filter.Since, opts.Filter.Until, err = cmdutil.ParseWindow(opts.since, opts.until, opts.Now()); err != nil {
+	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(opts.Now()); err != nil {
 		return err
 	}
 	if opts.cursor != "" {

@@ -52,6 +52,15 @@ refuse unless --yes is given: pass --yes in scripts.`,
 	return cmd
 }
 
+// consumerText names a consumer in a sentence, after prefix: "consumer billing"; ifAll when
+// the markers of every consumer are meant (no consumer given).
+func consumerText(prefix, consumer, ifAll string) string {
+	if consumer == "" {
+		return ifAll
+	}
+	return prefix + "consumer " + consumer
+}
+
 // kafkaDeps adds the lazily connected cluster for the processed commands that read topics.
 type kafkaDeps struct {
 	Kafka func(context.Context) (*kafka.Cluster, error)
@@ -89,15 +98,16 @@ func markerList(p *output.Printer, ms []dedup.MarkerRow, empty string) error {
 	return output.List(p, ms, cols, empty)
 }
 
-// markerRows renders markers as table rows with the given columns, "-" for what is absent.
-func markerRows(ms []dedup.MarkerRow, cols []output.Column[dedup.MarkerRow]) (header []string, rows [][]string) {
+// tableRows renders values as the header and rows of a section with the given columns, "-"
+// for what is absent.
+func tableRows[T any](vs []T, cols []output.Column[T]) (header []string, rows [][]string) {
 	for _, c := range cols {
 		header = append(header, c.Name)
 	}
-	for _, m := range ms {
+	for _, v := range vs {
 		row := make([]string, len(cols))
 		for i, c := range cols {
-			row[i] = cmdutil.OrDash(c.Value(m))
+			row[i] = cmdutil.OrDash(c.Value(v))
 		}
 		rows = append(rows, row)
 	}

@@ -10,16 +10,14 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // ProcessedStatsOptions are the inputs of `processed stats`.
 type ProcessedStatsOptions struct {
 	cmdutil.StoreDeps
 	Filter dedup.StatsFilter
-
-	window cmdutil.DayDuration
 }
 
 // NewCmdProcessedStats builds `processed stats`.
@@ -42,16 +40,11 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 					return err
 				}
 			}
-			opts.Filter.Window = time.Duration(opts.window)
-			if opts.Filter.Window <= 0 {
-				return fwerr.Usagef("--window %s: must be positive", opts.window.String())
-			}
 			return cmdutil.Run(cmd, opts, runF, processedStatsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer")
-	opts.window = cmdutil.DayDuration(dedup.DefaultStatsWindow)
-	cmd.Flags().Var(&opts.window, "window", "span ending now over which markers per hour are counted: 24h, 7d")
+	cmd.Flags().Var(timespec.NewDurationValue(&opts.Filter.Window, dedup.DefaultStatsWindow), "window", "span ending now over which markers per hour are counted: 90m, 1d, 2w")
 	return cmd
 }
 
@@ -76,7 +69,7 @@ func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
 	if err != nil {
 		return cmdutil.StoreError(err, opts.Names())
 	}
-	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: cmdutil.CompactDuration(s.Window),
+	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: timespec.Format(s.Window),
 		WindowSeconds: int64(s.Window / time.Second), Consumers: s.Consumers, Sizes: s.Sizes}
 	if rep.Consumers == nil {
 		rep.Consumers = []dedup.ConsumerStats{}

@@ -26,6 +26,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // Exit codes, as docs/design.md §4 defines them.
@@ -129,7 +130,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	pf.StringVar(&f.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
 	pf.StringVar(&f.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
 	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
-	pf.DurationVar(&f.ConnectTimeout, "connect-timeout", kafka.DefaultConnectTimeout, "how long to wait for a broker or database to answer")
+	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, cobra.ShellCompDirectiveNoFileComp))
 

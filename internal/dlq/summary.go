@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // Retention is how a dead-letter topic's records leave it: kafka.Retention, the one reader
@@ -102,7 +103,7 @@ func (t TopicSummary) DeletableIn(now time.Time) (time.Duration, bool) {
 type StatsReport struct {
 	// Now is when the report was made: the rate window and retention deadlines count from it.
 	Now time.Time `json:"now"`
-	// Window is the rate window, as a Go duration ("24h0m0s").
+	// Window is the rate window, as timespec.Format writes it ("1d", "1h30m").
 	Window  string     `json:"window"`
 	GroupBy []StatsKey `json:"group_by"`
 	// RecordsRead is how many records the scan read; Matched how many passed the filter.
@@ -167,7 +168,7 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 	}
 
 	rep := &StatsReport{
-		Now: o.Now, Window: o.Window.String(), GroupBy: slices.Clone(o.By),
+		Now: o.Now, Window: timespec.Format(o.Window), GroupBy: slices.Clone(o.By),
 		RecordsRead: res.Read, Matched: res.Matched, Groups: groups.Result(),
 	}
 	if rep.GroupBy == nil {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
@@ -85,6 +87,21 @@ type ValidateReport struct {
 
 // Clean reports whether the lint found no problem.
 func (r *ValidateReport) Clean() bool { return r.Problems == 0 }
+
+// Result is the lint's verdict as an error: a check error (exit 3) that counts the problems
+// by kind, "9 in tasks (3 malformed, 1 missing_version, …)"; nil when the stream is clean.
+func (r *ValidateReport) Result() error {
+	if r.Clean() {
+		return nil
+	}
+	var parts []string
+	for _, k := range r.Summary {
+		if k.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", k.Count, k.Kind))
+		}
+	}
+	return fwerr.Checkf("%d in %s (%s)", r.Problems, r.Topic, strings.Join(parts, ", "))
+}
 
 // KindCount is how many findings of Kind the lint made.
 type KindCount struct {

@@ -3,7 +3,6 @@ package processed
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,23 +100,7 @@ func (r *CheckReport) Result() error {
 // Summary is the result on one line, for stderr when the missing records are streamed.
 func (r *CheckReport) Summary() string {
 	return fmt.Sprintf("checked %d records of %s (%s) for consumer %s: %d with a marker, %d missing, %d malformed",
-		r.Records, r.Topic, RangesText(r.Ranges), r.Consumer, r.WithMarker, r.Missing, r.Malformed)
-}
-
-// RangesText writes the offsets of each partition read, "0: 0..41  1: empty".
-func RangesText(ranges []kafka.PartitionRange) string {
-	var parts []string
-	for _, r := range ranges {
-		if r.Len() == 0 {
-			parts = append(parts, fmt.Sprintf("%d: empty", r.Partition))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d: %d..%d", r.Partition, r.Start, r.End-1))
-		}
-	}
-	if len(parts) == 0 {
-		return "no partitions"
-	}
-	return strings.Join(parts, "  ")
+		r.Records, r.Topic, kafka.RangesText(r.Ranges), r.Consumer, r.WithMarker, r.Missing, r.Malformed)
 }
 
 // Check reads the records o selects from o.Topic and finds, for o.Consumer, the events

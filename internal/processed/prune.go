@@ -33,8 +33,9 @@ type PruneOptions struct {
 	// Confirm, when set, is asked before anything is deleted, with a sentence that says what
 	// will be; an error from it stops the prune and is returned (with the report).
 	Confirm func(question string) error
-	// Progress, when set, gets the running count after each deleted batch.
-	Progress func(deleted int64)
+	// Progress, when set, gets the running count after each deleted batch, and the number of
+	// candidates (the shape of output.Progress.Update).
+	Progress func(deleted, candidates int64)
 	// Warn, when set, gets what --force let through, one sentence each.
 	Warn func(string)
 }
@@ -123,7 +124,11 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 			return rep, err
 		}
 	}
-	rep.Deleted, err = st.Prune(ctx, o.Consumer, before, o.BatchSize, o.Progress)
+	var progress func(int64)
+	if o.Progress != nil {
+		progress = func(n int64) { o.Progress(n, rep.Candidates) }
+	}
+	rep.Deleted, err = st.Prune(ctx, o.Consumer, before, o.BatchSize, progress)
 	return rep, err
 }
 

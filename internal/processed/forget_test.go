@@ -1,0 +1,45 @@
+package processed_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/processed"
+)
+
+// TestForget deletes markers of one consumer, then of every consumer, against the real
+// PostgreSQL, and checks which ids the report says had none: a long id, which the store
+// keeps hashed, is found by its original text.
+func TestForget(t *testing.T) {
+	st := pgStore(t, true)
+	long := strings.Repeat("x", dedup.MaxInlineEventIDBytes+1)
+	mark(t, st, "billing", dedup.Marker{EventID: "e1"}, dedup.Marker{EventID: "e2"}, dedup.Marker{EventID: long})
+	mark(t, st, "mailer", dedup.Marker{EventID: "e1"})
+
+	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Consumer != "billing" || rep.AllConsumers || rep.Requested != 3 || len(rep.Removed) != 2 ||
+		fmt.Sprint(rep.NotFound) != "[nope]" || rep.Table != st.Table() {
+		t.Fatalf("billing: %+v", rep)
+	}
+	if left, _ := st.Lookup(ctx(t), "billing", []string{"e1", "e2", long}); len(left) != 1 {
+		t.Errorf("billing keeps %d markers, want e2 alone", len(left))
+	}
+
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.AllConsumers || rep.Consumer != "" || len(rep.Removed) != 2 || len(rep.NotFound) != 0 {
+		t.Fatalf("every consumer: %+v", rep)
+	}
+	// Nothing left to forget: every id is reported, and the lists are empty, not null.
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"})
+	if err != nil || rep.Removed == nil || fmt.Sprint(rep.NotFound) != "[e1]" {
+		t.Fatalf("again: %+v, %v", rep, err)
+	}
+}

@@ -1,0 +1,77 @@
+package processed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+)
+
+// TestGapFinderBatches checks, without a broker or a store, that lookups go out in batches of
+// at most the batch size while records stream in, that a redelivery counts per record, that
+// missing records are passed on in the order read, and that a lookup failure stops the scan.
+func TestGapFinderBatches(t *testing.T) {
+	marked := map[string]bool{}
+	for i := 0; i < 2500; i += 2 {
+		marked[fmt.Sprintf("e%d", i)] = true
+	}
+	var calls []int
+	rep := &CheckReport{}
+	var missing []MissingRecord
+	g := &gapFinder{
+		lookup: func(_ context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
+			calls = append(calls, len(ids))
+			out := map[string]dedup.MarkerRow{}
+			for _, id := range ids {
+				if marked[id] {
+					out[id] = dedup.MarkerRow{EventID: id}
+				}
+			}
+			return out, nil
+		},
+		onMissing: func(r MissingRecord) error { missing = append(missing, r); return nil },
+		batchSize: 1000,
+		rep:       rep,
+	}
+	ctx := context.Background()
+	for i := 0; i < 2500; i++ {
+		value := fmt.Sprintf(`{"specversion":"1.0","id":"e%d","type":"t","source":"s"}`, i)
+		if i == 7 {
+			value = `not an event`
+		}
+		if err := g.add(ctx, &kgo.Record{Topic: "tasks", Partition: int32(i % 3), Offset: int64(i), Value: []byte(value)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A redelivery of a marked and of a missing event.
+	for _, id := range []string{"e0", "e1"} {
+		_ = g.add(ctx, &kgo.Record{Topic: "tasks", Offset: 9999, Value: []byte(`{"specversion":"1.0","id":"` + id + `","type":"t","source":"s"}`)})
+	}
+	if err := g.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(calls) != "[1000 1000 501]" {
+		t.Errorf("lookup batches = %v", calls)
+	}
+	if rep.Records != 2502 || rep.Malformed != 1 || rep.Events != 2501 || rep.WithMarker != 1251 || rep.Missing != 1250 || int64(len(missing)) != rep.Missing {
+		t.Errorf("counts = %+v, %d missing passed on", rep, len(missing))
+	}
+	if missing[0].EventID != "e1" || missing[0].Offset != 1 || missing[0].Partition != 1 || missing[len(missing)-1].Offset != 9999 {
+		t.Errorf("first missing = %+v, last %+v", missing[0], missing[len(missing)-1])
+	}
+	if len(rep.MalformedExamples) != 1 || rep.MalformedExamples[0].Offset != 7 {
+		t.Errorf("malformed = %+v", rep.MalformedExamples)
+	}
+
+	// A lookup failure stops the scan with that error.
+	boom := errors.New("boom")
+	g.lookup = func(context.Context, []string) (map[string]dedup.MarkerRow, error) { return nil, boom }
+	g.batchSize = 1
+	if err := g.add(ctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); !errors.Is(err, boom) {
+		t.Errorf("lookup error = %v", err)
+	}
+}
