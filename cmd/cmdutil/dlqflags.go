@@ -76,6 +76,18 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	return topics, nil
 }
 
+// Discovered reports whether the topics come from a pattern rather than --topic: a scan may
+// then skip one that is deleted while it runs (dlq.ScanOptions.SkipDeleted).
+func (t *DLQTopicFlags) Discovered() bool { return len(t.Topics) == 0 }
+
+// WarnDeleted says on stderr which topics a scan skipped because they were deleted after
+// they were found.
+func WarnDeleted(s *output.Streams, scan *dlq.Scan) {
+	for _, t := range scan.Deleted() {
+		fmt.Fprintf(s.ErrOut, "warning: %s was deleted while it was read: skipped\n", t)
+	}
+}
+
 // DLQFilterFlags are the flags that select dead letters, one flag set for every command
 // that selects them (dlq list, dlq stats, dlq show, replay): a flag name means one thing
 // (docs/design.md §4). The reason filter is --dlq-reason; --reason is only ever why an action

@@ -117,6 +117,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
 	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
+		SkipDeleted: opts.TopicFlags.Discovered(),
 	})
 	if err != nil {
 		return err
@@ -129,6 +130,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
 		Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Limit: opts.Limit,
 	}, stream.Write)
 	progress.Stop()
+	cmdutil.WarnDeleted(opts.Streams, scan)
 	if err != nil {
 		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
 			err = cmdutil.StoreError(err, opts.Names())

@@ -123,6 +123,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
+		SkipDeleted: opts.TopicFlags.Discovered(),
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
 		Parse: dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
@@ -130,6 +131,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	if err != nil {
 		return err
 	}
+	cmdutil.WarnDeleted(opts.Streams, scan)
 	rep, err := dlq.Summarise(ctx, scan, topics, dlq.SummaryOptions{
 		Filter: opts.Filter, By: opts.GroupBy, Window: opts.Window, Now: opts.Now(), Lookup: lookup, Retention: retention,
 	})

@@ -152,3 +152,32 @@ func TestScan(t *testing.T) {
 		t.Fatalf("empty window: %d %v", s3.Total(), err)
 	}
 }
+
+// TestScanSkipsDeletedTopics: topics found by a pattern may be deleted before they are read
+// (another team's topic that came and went); with SkipDeleted the scan reads the others and
+// names the deleted one, without it the scan fails as it does for a topic the operator named.
+func TestScanSkipsDeletedTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := testenv.Topic(t, 1, nil)
+	gone := testenv.Name(t, "gone") + ".dlq"
+	c := connect(t)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(a))
+	testenv.Produce(t, cl, dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Value: []byte(`{"event_id":"e-1"}`)}, dlq.Meta{Topic: a, Reason: dlq.ReasonRejected}))
+
+	scan, err := dlq.PlanScan(ctx, c, []string{a, gone}, dlq.ScanOptions{InOrder: true, SkipDeleted: true})
+	if err != nil {
+		t.Fatalf("plan with SkipDeleted: %v", err)
+	}
+	if got := scan.Deleted(); !slices.Equal(got, []string{gone}) {
+		t.Fatalf("deleted = %v, want [%s]", got, gone)
+	}
+	res, err := scan.Run(ctx, dlq.Filter{}, func(dlq.DeadLetter) error { return nil })
+	if err != nil || res.Matched != 1 {
+		t.Fatalf("run: %+v, %v; want the one dead letter of %s", res, err, a)
+	}
+	var ute *kafka.UnknownTopicError
+	if _, err := dlq.PlanScan(ctx, c, []string{a, gone}, dlq.ScanOptions{InOrder: true}); !errors.As(err, &ute) || ute.Topic != gone {
+		t.Fatalf("plan without SkipDeleted: %v, want an UnknownTopicError for %s", err, gone)
+	}
+}
