@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,10 +41,13 @@ type RecordReport struct {
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
 }
 
-// Header is one record header; Value is nil for a header with a null value.
+// Header is one record header; Value is nil for a header with a null value. A key that is
+// not UTF-8 (Kafka does not require it) keeps its exact bytes in KeyBase64, as dlq show does:
+// Key then has U+FFFD in place of each bad sequence.
 type Header struct {
-	Key   string `json:"key"`
-	Value *Blob  `json:"value"`
+	Key       string `json:"key"`
+	KeyBase64 []byte `json:"key_base64,omitempty"`
+	Value     *Blob  `json:"value"`
 }
 
 // PrettyValue returns the value indented when it is JSON, else its text (or base64).
@@ -82,7 +87,11 @@ func recordReport(rec *kgo.Record) *RecordReport {
 	}
 	hs := make([]envelope.Header, len(rec.Headers))
 	for i, h := range rec.Headers {
-		rep.Headers = append(rep.Headers, Header{Key: h.Key, Value: blobOf(h.Value)})
+		hdr := Header{Key: h.Key, Value: blobOf(h.Value)}
+		if !utf8.ValidString(h.Key) {
+			hdr.Key, hdr.KeyBase64 = strings.ToValidUTF8(h.Key, "\uFFFD"), []byte(h.Key)
+		}
+		rep.Headers = append(rep.Headers, hdr)
 		hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
 	}
 	rep.Format = string(envelope.Detect(hs, rec.Value))
