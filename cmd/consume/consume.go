@@ -113,7 +113,11 @@ dead-lettered at once as rejected; an event type the handler has no code for, as
 unsupported. Dead letters go to <topic>.dlq (or --dlq-topic) with the original key, value
 and headers and the fw.dlq.* headers; fieldwork creates no topic: a missing dead-letter
 topic stops it at start. A dead-lettered event has no marker, so a replay after a fix is
-handled.
+handled. Each dead-letter topic's max.message.bytes sizes the producer; a dead letter that
+still does not fit goes out as a bounded copy (its value cut, or left out) with
+fw.dlq.value_omitted saying why and fw.dlq.value_bytes the original length. If even that is
+refused (the topic deleted, not authorized), that partition stops at the record with an
+error naming it, the others go on, and fieldwork exits 1 when it stops: no record is lost.
 
 The store must be migrated (fieldwork db migrate, or --migrate here, which also creates
 the handler's table). --schema and --table name the marker table; the handler's table is
@@ -122,8 +126,10 @@ in the same schema.
 SIGINT or SIGTERM drains: batches in flight finish (within --shutdown-timeout), offsets are
 committed, the member leaves the group, and fieldwork exits 0 with a summary on stdout. A
 second signal abandons the batches in flight and exits 130 at once (still safe: nothing is
-committed that is not done). --stop-when-idle exits 0 after no record has arrived for that
-long, for tests, demos and runbooks.
+committed that is not done). --stop-when-idle exits 0 once no record has arrived for that
+long AND this member holds partitions AND the group's committed offsets have reached the end
+of every partition of the topics (not only this member's): a member that lost its
+partitions, or whose group still has lag, keeps waiting. For tests, demos and runbooks.
 
 Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus metrics are
 served on --metrics-addr at /metrics ("" turns them off): fieldwork_consume_events_total by
@@ -154,7 +160,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consume.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consume.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
-	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once no record has arrived for this long (0: run until interrupted)")
+	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
 	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consume.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
