@@ -33,7 +33,9 @@ FUZZ_TARGETS := \
 	./internal/envelope:FuzzDecode \
 	./internal/dlq:FuzzParse \
 	./internal/kafka:FuzzPlanRanges \
-	./internal/config:FuzzConfig
+	./internal/config:FuzzConfig \
+	./internal/timespec:FuzzParseDuration \
+	./internal/timespec:FuzzParseTime
 FUZZTIME ?= 5s
 
 # A short pass of every fuzz target beyond its seeds, one target per go test (-fuzz takes one).
