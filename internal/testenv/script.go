@@ -131,6 +131,7 @@ func ScriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"fieldwork-exit":  cmdFieldworkExit,
 		"fw-exit":         cmdExit,
 		"fw-create-topic": cmdCreateTopic,
+		"fw-delete-topic": cmdDeleteTopic,
 		"fw-create-db":    cmdCreateDB,
 		"fw-capture":      cmdCapture,
 		"fw-silent-port":  cmdSilentPort,
@@ -220,6 +221,40 @@ func cmdCreateTopic(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	if err := createTopic(ctx, adm, args[0], int32(partitions), configs); err != nil {
 		ts.Fatalf("fw-create-topic: %v", err)
+	}
+}
+
+// cmdDeleteTopic deletes a topic and waits, bounded, until the broker no longer lists it, so
+// that a script can create it again (a topic recreated under the same name).
+func cmdDeleteTopic(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fw-delete-topic NAME")
+	}
+	brokers := ts.Getenv("FIELDWORK_TEST_BROKERS")
+	if brokers == "" {
+		ts.Fatalf("fw-delete-topic: FIELDWORK_TEST_BROKERS is not set")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	ts.Check(err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, args[0])
+	ts.Check(err)
+	ts.Check(resp.Error())
+	for {
+		details, err := adm.ListTopics(ctx, args[0])
+		if err == nil {
+			if d, ok := details[args[0]]; !ok || d.Err != nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			ts.Fatalf("fw-delete-topic: %s is still listed: %v", args[0], ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
