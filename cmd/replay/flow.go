@@ -16,8 +16,8 @@ import (
 // what it did: progress on stderr while it runs, the plan and the question on a terminal when
 // it asks, then the dry run's report or the run's summary on stdout and its notices on stderr.
 func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, o replay.FlowOptions) error {
-	fl := &flowView{d: d, line: cmdutil.NewProgressLine(d.Streams), from: plan.Spec.From}
-	if fl.line != nil {
+	fl := &flowView{d: d, from: plan.Spec.From}
+	if d.Streams.ErrTTY {
 		o.Progress = fl.progress
 	}
 	o.Confirm = fl.confirm
@@ -39,43 +39,43 @@ func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Clu
 
 // flowView is the terminal side of one flow.
 type flowView struct {
-	d    replayDeps
-	line *cmdutil.ProgressLine // nil off a terminal
-	from string
+	d replayDeps
+	// scan and send are the progress lines of the two stages, nil until the stage starts.
+	scan, send *output.Progress
+	from       string
 	// shown counts the notices already printed (with the question).
 	shown int
 }
 
 // progress keeps the progress line up to date: the scan's records read, then the send's
-// figures.
+// figures. Both are output.Progress lines, redrawn by time whatever the rate.
 func (f *flowView) progress(fp replay.FlowProgress) {
-	pct := int64(100)
-	if fp.Total > 0 {
-		pct = min(100, fp.Read*100/fp.Total)
-	}
 	switch fp.Stage {
 	case replay.StageScan:
-		// The last step is always drawn, so that the line ends at 100%.
-		f.line.Show(fp.Read == fp.Total, "planning %s: %d of %d records (%d%%)", f.from, fp.Read, fp.Total, pct)
+		if f.scan == nil {
+			f.scan = output.NewProgress(f.d.Streams, output.ProgressOptions{Label: "planning " + f.from})
+		}
+		f.scan.Update(fp.Read, fp.Total)
 	case replay.StageSend:
+		if f.send == nil {
+			f.scan.Stop()
+			total := max(fp.ToSend, 0) // a single pass is not counted beforehand
+			f.send = output.NewProgress(f.d.Streams, output.ProgressOptions{Label: "replaying", Unit: "sent", Total: total})
+		}
 		pr := fp.Send
-		rate := 0.0
-		if pr.Elapsed > 0 {
-			rate = float64(pr.Sent) / pr.Elapsed.Seconds()
+		pct := int64(100)
+		if fp.Total > 0 {
+			pct = min(100, fp.Read*100/fp.Total)
 		}
-		of := fmt.Sprintf(" of %d", fp.ToSend)
-		if fp.ToSend < 0 { // a single pass: not counted beforehand
-			of = ""
-		}
-		f.line.Show(false, "replaying: %d%s sent, %d quarantined, %d skipped (read %d%%), %.0f records/s",
-			pr.Sent, of, pr.Counts.Quarantined, pr.Counts.Skipped, pct, rate)
+		f.send.Set(pr.Sent)
+		f.send.SetNote(fmt.Sprintf("%d quarantined, %d skipped, read %d%%", pr.Counts.Quarantined, pr.Counts.Skipped, pct))
 	}
 }
 
+// clear ends the progress lines before anything else is written.
 func (f *flowView) clear() {
-	if f.line != nil {
-		f.line.Clear()
-	}
+	f.scan.Stop()
+	f.send.Stop()
 }
 
 // confirm asks before an executed plan is sent. On a terminal the question comes after the

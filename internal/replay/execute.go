@@ -358,7 +358,9 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	)
 	readErr := readBatches(readCtx, c, e.plan.Ranges, cls, func(d *decision) error {
 		read++
-		if read%256 == 0 {
+		// Every 256 records keeps the cost out of a fast replay; a rate-capped one is slow
+		// enough to tell every record (at --rate 2, 256 records would be two minutes unseen).
+		if read%256 == 0 || e.opts.Rate > 0 {
 			progress()
 		}
 		if d.outcome == OutcomeProblem {
