@@ -105,7 +105,7 @@ func Journal(ctx context.Context, st *dedup.Store, runID string, selected, targe
 	if len(selected) > 0 {
 		recs := make([]dedup.SourceRecord, len(refs))
 		for i, ref := range refs {
-			recs[i] = dedup.SourceRecord{SourceRef: ref, Timestamp: selected[i].Timestamp}
+			recs[i] = dedup.SourceRecord{SourceRef: ref, EventID: dlq.Parse(selected[i]).EventID, Timestamp: selected[i].Timestamp}
 		}
 		replayed, err := st.ReplayedSources(ctx, selected[0].Topic, recs)
 		if err != nil {
