@@ -151,7 +151,11 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	journalCtx := context.WithoutCancel(ctx)
 	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
-	var targets *targetCache // checks each record's target as it is read (a single pass)
+	// targets knows each target topic, and its record size limit, from the first record to it
+	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
+	targets := newTargetCache(c)
+	targets.limits = newTargetLimits(c)
+	checkTargets := false
 	if opts.SinglePass {
 		// Nothing was scanned: a target known up front must exist before anything is read;
 		// others are checked record by record.
@@ -160,7 +164,13 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 				return nil, err
 			}
 		} else {
-			targets = newTargetCache(c)
+			checkTargets = true
+		}
+	}
+	if p.Spec.To != "" {
+		// The one target is known: its limit is read before anything is.
+		if _, err := targets.lookup(ctx, p.Spec.To); err != nil {
+			return nil, err
 		}
 	}
 
@@ -214,7 +224,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
 		prov:     NewProvenance(sum.RunID, sum.Reason),
-		targets:  targets,
+		targets:  targets, checkTargets: checkTargets,
 	}
 	runErr := e.run(ctx, c)
 	if e.create != nil {
@@ -279,9 +289,12 @@ type executor struct {
 	// strip caches, per header key, whether outgoing drops it; slab holds what it builds.
 	strip headerStripper
 	slab  slab
-	// targets checks each record's target before it is sent, in a single pass whose targets
-	// are in the records (nil otherwise: the scan or CheckTarget did).
-	targets *targetCache
+	// targets looks each record's target up before it is sent, which reads its record size
+	// limit (targets.limits, the producer's batch limit). checkTargets: it also refuses a
+	// target that does not exist, in a single pass whose targets are in the records (false
+	// otherwise: the scan or CheckTarget did).
+	targets      *targetCache
+	checkTargets bool
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -298,6 +311,8 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		kgo.MaxBufferedRecords(e.opts.MaxBuffered),
 		kgo.MaxBufferedBytes(maxBufferedBytes),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		// Batches up to each target's own limit, not franz-go's default 1,000,012 bytes.
+		kgo.ProducerBatchMaxBytesFn(e.targets.limits.batchMax),
 	)
 	if e.plan.Spec.ToPartition == PartitionOriginal {
 		popts = append(popts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -364,7 +379,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if d.outcome == OutcomeProblem {
 			return fwerr.Usagef("%s%s", d.problem, e.stoppedNote())
 		}
-		if d.outcome == OutcomeSend && e.targets != nil {
+		if d.outcome == OutcomeSend {
 			if err := e.checkTarget(readCtx, d); err != nil {
 				return err
 			}
@@ -408,7 +423,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
 				SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
 			if err != nil {
-				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, err)
+				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err))
 				stopRead(err)
 			}
 			if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
@@ -468,11 +483,12 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	return readErr
 }
 
-// checkTarget refuses a record whose target topic (or, with a fixed partition, partition) does
-// not exist, before it is sent: a *MissingTargetError.
+// checkTarget looks a record's target up before it is sent (once per topic: which reads its
+// record size limit) and, with checkTargets, refuses it when its topic (or, with a fixed
+// partition, partition) does not exist: a *MissingTargetError.
 func (e *executor) checkTarget(ctx context.Context, d *decision) error {
 	n, err := e.targets.lookup(ctx, d.target)
-	if err != nil || e.targets.exists(d.target, d.partition) {
+	if err != nil || !e.checkTargets || e.targets.exists(d.target, d.partition) {
 		return err
 	}
 	missing := TargetCount{Topic: d.target, Partition: -1}
@@ -485,7 +501,7 @@ func (e *executor) checkTarget(ctx context.Context, d *decision) error {
 
 // stoppedNote is what a refusal adds once records were sent: the run stopped there.
 func (e *executor) stoppedNote() string {
-	if e.create != nil || e.targets == nil {
+	if e.create != nil || !e.checkTargets {
 		return ""
 	}
 	return "; the replay stopped at this record: the records before it were sent and journaled"

@@ -332,11 +332,13 @@ func (e *MissingTargetError) Error() string {
 	return "target does not exist: " + e.text + "; nothing was sent (create it, or choose another target with --to)"
 }
 
-// targetCache knows the target topics' partition counts, asking the cluster once per topic.
+// targetCache knows the target topics' partition counts, asking the cluster once per topic;
+// with limits, it reads each existing topic's record size limit at the same time (Execute).
 type targetCache struct {
-	c     *kafka.Cluster
-	parts map[string]int // 0: the topic does not exist
-	hash  map[string]kgo.TopicPartitioner
+	c      *kafka.Cluster
+	parts  map[string]int // 0: the topic does not exist
+	hash   map[string]kgo.TopicPartitioner
+	limits *targetLimits
 }
 
 func newTargetCache(c *kafka.Cluster) *targetCache {
@@ -365,6 +367,11 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		default:
 			return 0, fmt.Errorf("describe target topic %s: %w", topic, d.Err)
+		}
+	}
+	if t.limits != nil && n > 0 {
+		if err := t.limits.read(ctx, topic); err != nil {
+			return 0, err
 		}
 	}
 	t.parts[topic] = n
