@@ -73,6 +73,17 @@
 // records it would quarantine and still exits 0: it replayed nothing, and the issue's
 // contract is that a valid plan exits 0.
 //
+// Bounded copies. A dead letter the consumer could not write whole (larger than its
+// dead-letter topic accepts, or refused) is a bounded copy: fw.dlq.value_omitted says why,
+// fw.dlq.value_bytes the original length, and its value is the original's first bytes or
+// none (dlq.DeadLetter.ValueOmitted). A replay strips dead-letter headers, so sending it would
+// deliver the cut value as the event: it is never sent. It is incomplete (OutcomeIncomplete,
+// before the loop guard: no --max-replays makes it whole): counted (Report.Counts.Incomplete,
+// Summary.IncompleteCount), listed like quarantined records, and an executed run that met one
+// exits 3 (Summary.Err), as for quarantine, once it has sent the rest. A dry run reports them
+// and exits 0. The journal keeps no count of its own: they are the selected records neither
+// sent, quarantined nor skipped. The original record, whole, is only where it came from.
+//
 // Journal and checkpoints. Execute records the run (operator, reason, the Spec as JSON, source
 // and its Kafka topic ID, target, status, owner host:pid) before sending. Acknowledgements arrive out of source order,
 // so each source partition's checkpoint is the contiguous prefix of records that are done

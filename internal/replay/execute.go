@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,11 @@ type Summary struct {
 	Counts      dedup.RunCounts     `json:"counts"`
 	Targets     []dedup.TargetCount `json:"targets"`
 	Quarantined []RecordRef         `json:"quarantined"`
+	// Incomplete lists the bounded copies this attempt read and did not send (at most
+	// 1,000); IncompleteCount counts the whole run's (incompleteOf: the journal keeps no
+	// column for them, they are the selected records neither sent, quarantined nor skipped).
+	Incomplete      []RecordRef `json:"incomplete"`
+	IncompleteCount int64       `json:"incomplete_count"`
 	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over Seconds.
 	SentNow          int64   `json:"sent_this_attempt"`
 	Seconds          float64 `json:"seconds"`
@@ -113,14 +119,26 @@ type Summary struct {
 	MalformedSent int64 `json:"-"`
 }
 
-// Err is the run's outcome as an exit code: nil when completed with nothing quarantined; a
-// check failure (exit 3) when records were quarantined.
+// Err is the run's outcome as an exit code: nil when completed with nothing quarantined and
+// nothing incomplete; a check failure (exit 3) when records were quarantined or were bounded
+// copies (never sent).
 func (s *Summary) Err() error {
-	if s.Counts.Quarantined > 0 {
-		return fwerr.Checkf("%d records quarantined: their fw.replay.count reached --max-replays; the other %d selected records were handled", s.Counts.Quarantined, s.Counts.Selected-s.Counts.Quarantined)
+	var held []string
+	if n := s.Counts.Quarantined; n > 0 {
+		held = append(held, fmt.Sprintf("%s quarantined: their fw.replay.count reached --max-replays", plural(n, "record")))
 	}
-	return nil
+	if n := s.IncompleteCount; n > 0 {
+		held = append(held, fmt.Sprintf("%s not sent, incomplete: bounded copies whose value is not whole (fw.dlq.value_omitted)", plural(n, "record")))
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fwerr.Checkf("%s; the other %d selected records were handled", strings.Join(held, "; "), s.Counts.Selected-s.Counts.Quarantined-s.IncompleteCount)
 }
+
+// incompleteOf is how many of a run's selected records were incomplete: the journal counts
+// them as selected only.
+func incompleteOf(c dedup.RunCounts) int64 { return c.Selected - c.Sent - c.Quarantined - c.Skipped }
 
 // Execute sends what p selects, journaling the run in st as it goes, and returns the summary.
 //
@@ -149,7 +167,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		opts.FlushInterval = DefaultFlushInterval
 	}
 	journalCtx := context.WithoutCancel(ctx)
-	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
+	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{}, Incomplete: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	// targets knows each target topic, and its record size limit, from the first record to it
 	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
@@ -256,6 +274,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	}
 	jerr := e.flush(journalCtx, status, sum.Error, true)
 	sum.Counts = e.tr.live().Committed
+	sum.IncompleteCount = incompleteOf(sum.Counts)
 	if runErr == nil && jerr != nil {
 		runErr = fmt.Errorf("the replay completed but its journal could not be written (run %s stays marked running): %w", sum.RunID, jerr)
 	}
@@ -393,7 +412,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			startFlusher()
 		}
 		if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
-			e.sum.Quarantined = append(e.sum.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
+			e.sum.Quarantined = append(e.sum.Quarantined, refOf(d))
+		}
+		if d.outcome == OutcomeIncomplete && len(e.sum.Incomplete) < maxListed {
+			e.sum.Incomplete = append(e.sum.Incomplete, refOf(d))
 		}
 		if d.outcome != OutcomeSend {
 			e.tr.read(d)
