@@ -54,9 +54,8 @@ func (l *targetLimits) get(topic string) kafka.RecordLimit {
 func (l *targetLimits) batchMax(topic string) int32 { return l.get(topic).BatchMax() }
 
 // tooLarge explains a send refused as too large (kerr.MessageTooLarge, by the producer or the
-// broker): the record's size and its target's limit (the caller names the record).
-// Other errors are returned as they
-// are.
+// broker): the record's size and its target's limit (the caller names the record). Other
+// errors are returned as they are.
 func (l *targetLimits) tooLarge(out *kgo.Record, err error) error {
 	if !errors.Is(err, kerr.MessageTooLarge) {
 		return err
