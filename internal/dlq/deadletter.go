@@ -87,6 +87,14 @@ type DeadLetter struct {
 	Value   []byte            `json:"value"`
 	Headers []envelope.Header `json:"headers"`
 
+	// ValueOmitted is set on a bounded copy (fw.dlq.value_omitted): the consumer could not
+	// write the whole dead letter, so Value is the original value's first bytes, possibly
+	// none. It says why (the limit, or the producer's error). A bounded copy must never be
+	// replayed as if whole: it would send the cut value back. "" for a whole dead letter.
+	ValueOmitted string `json:"value_omitted,omitempty"`
+	// ValueBytes is the original value's length (fw.dlq.value_bytes), 0 when not said.
+	ValueBytes int64 `json:"value_bytes,omitempty"`
+
 	// HeaderProblems lists every header Parse could not read as its convention specifies, and
 	// how it read it anyway when it could (e.g. Spring's partition written as text).
 	HeaderProblems []HeaderProblem `json:"header_problems"`

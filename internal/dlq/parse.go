@@ -3,6 +3,7 @@ package dlq
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -140,6 +141,7 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 	case ConventionSmallRye:
 		p.smallRye()
 	}
+	p.bounded()
 	if v, ok := p.last(hReplayCount); ok {
 		if n, ok := p.decimal(hReplayCount, v, 31); ok {
 			if n < 0 {
@@ -157,6 +159,32 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 		d.EventID = decodedEventID(headers, d.Value)
 	}
 	return d
+}
+
+// omittedUnsaid is ValueOmitted for a bounded copy whose fw.dlq.value_omitted is empty: the
+// header alone says the value is not whole.
+const omittedUnsaid = "(no reason given)"
+
+// bounded reads the headers of a bounded copy (fw.dlq.value_omitted, fw.dlq.value_bytes),
+// whatever the convention: a record that carries them is not the whole dead letter, and a
+// replay must know it even when other dead-letter headers take precedence.
+func (p *parser) bounded() {
+	d := p.d
+	if v, ok := p.last(hFwValueOmitted); ok {
+		d.ValueOmitted = p.textOf(hFwValueOmitted, v)
+		if strings.TrimSpace(d.ValueOmitted) == "" {
+			d.ValueOmitted = omittedUnsaid
+		}
+	}
+	if v, ok := p.last(hFwValueBytes); ok {
+		if n, ok := p.decimal(hFwValueBytes, v, 63); ok {
+			if n < 0 {
+				p.problemf(hFwValueBytes, "negative length %d", n)
+			} else {
+				d.ValueBytes = n
+			}
+		}
+	}
 }
 
 // decodedEventID is the event id envelope.Decode reads from the record, also from a record it

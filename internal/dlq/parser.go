@@ -32,6 +32,8 @@ const (
 	hFwAttempts
 	hFwFirstFailedAt
 	hFwFailedAt
+	hFwValueOmitted
+	hFwValueBytes
 	hReplayCount
 	hSpringTopic
 	hSpringPartition
@@ -83,6 +85,8 @@ var hdrByKey = map[string]hdr{
 	HeaderAttempts:                hFwAttempts,
 	HeaderFirstFailedAt:           hFwFirstFailedAt,
 	HeaderFailedAt:                hFwFailedAt,
+	HeaderValueOmitted:            hFwValueOmitted,
+	HeaderValueBytes:              hFwValueBytes,
 	ReplayHeaderCount:             hReplayCount,
 	SpringOriginalTopic:           hSpringTopic,
 	SpringOriginalPartition:       hSpringPartition,

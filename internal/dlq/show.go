@@ -86,6 +86,14 @@ func (d DeadLetter) Replay() ReplayHint {
 	} else {
 		h.Notes = append(h.Notes, "the dead letter names no original topic: add --to TOPIC to say where to send it")
 	}
+	if d.ValueOmitted != "" {
+		of := "the original value"
+		if d.ValueBytes > 0 {
+			of = fmt.Sprintf("the original's %d", d.ValueBytes)
+		}
+		h.Notes = append(h.Notes, fmt.Sprintf("a bounded copy: its value holds %d bytes of %s (%s); replay refuses it (incomplete), since it would send the cut value back as the event",
+			len(d.Value), of, d.ValueOmitted))
+	}
 	if d.ReplayCount >= DefaultMaxReplays {
 		h.Notes = append(h.Notes, fmt.Sprintf("replayed %d times already: replay quarantines it unless --max-replays is above %d", d.ReplayCount, d.ReplayCount))
 	}

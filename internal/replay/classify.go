@@ -30,10 +30,16 @@ const (
 	// original topic is the one being read, no original partition with --to-partition
 	// original). A plan with problems is refused.
 	OutcomeProblem
+	// OutcomeIncomplete: selected, but a bounded copy (dlq.DeadLetter.ValueOmitted): the
+	// consumer could not write the whole dead letter, so its value is cut or empty. It is
+	// never sent (the dead-letter headers are stripped on the way out, so the cut value would
+	// arrive as the event itself); counted and listed, and an executed run then exits 3, as
+	// for quarantine.
+	OutcomeIncomplete
 )
 
 func (o Outcome) String() string {
-	return [...]string{"filtered", "send", "quarantined", "skipped", "already-sent", "problem"}[o]
+	return [...]string{"filtered", "send", "quarantined", "skipped", "already-sent", "problem", "incomplete"}[o]
 }
 
 // decision is a record and what to do with it.
@@ -48,6 +54,9 @@ type decision struct {
 	target    string
 	partition int32
 	problem   string
+	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
+	omitted    string
+	valueBytes int64
 }
 
 // classifier decides the outcome of records, in batches so that marker and journal lookups
@@ -105,6 +114,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		dl := c.parser.Parse(r)
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
+		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
 		if !c.filter.Match(dl) {
 			d.outcome = OutcomeFiltered
 			continue
@@ -146,6 +156,9 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.outcome = OutcomeAlreadySent
 		case d.eventID != "" && processed != nil && hasKey(processed, d.eventID):
 			d.outcome = OutcomeSkipped
+		case d.omitted != "":
+			// Before the loop guard: no --max-replays makes a cut value whole.
+			d.outcome = OutcomeIncomplete
 		case d.count >= c.spec.MaxReplays:
 			d.outcome = OutcomeQuarantined
 		case d.problem != "":

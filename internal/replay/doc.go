@@ -58,10 +58,31 @@
 // .reason. The timestamp is the replay's (a new delivery; an old timestamp would expire early
 // in a time-retained topic).
 //
+// Record size. The producer batches up to each target topic's own record size limit
+// (kafka.RecordLimits: its max.message.bytes, else the brokers' message.max.bytes, the rule
+// the consumer sizes its dead letters by), not franz-go's default of 1,000,012 bytes, so that
+// a 1 MiB dead letter goes back into a topic that accepts 8 MiB. The --to topic's limit is
+// read before anything is read, a target named by dead-letter headers when the first record
+// to it is (where its existence is checked); a limit that cannot be read is the default, and
+// an error names where it came from. The producer compares a record's uncompressed size: a
+// record larger than its target's limit fails the run (resumable), with an error naming the
+// record, its size and the limit, even one that compression would have shrunk under it.
+//
 // Loop guard. A record whose fw.replay.count has reached MaxReplays is quarantined: counted,
 // listed, not sent; Summary.Err then reports a check failure (exit 3). A dry run reports the
 // records it would quarantine and still exits 0: it replayed nothing, and the issue's
 // contract is that a valid plan exits 0.
+//
+// Bounded copies. A dead letter the consumer could not write whole (larger than its
+// dead-letter topic accepts, or refused) is a bounded copy: fw.dlq.value_omitted says why,
+// fw.dlq.value_bytes the original length, and its value is the original's first bytes or
+// none (dlq.DeadLetter.ValueOmitted). A replay strips dead-letter headers, so sending it would
+// deliver the cut value as the event: it is never sent. It is incomplete (OutcomeIncomplete,
+// before the loop guard: no --max-replays makes it whole): counted (Report.Counts.Incomplete,
+// Summary.IncompleteCount), listed like quarantined records, and an executed run that met one
+// exits 3 (Summary.Err), as for quarantine, once it has sent the rest. A dry run reports them
+// and exits 0. The journal keeps no count of its own: they are the selected records neither
+// sent, quarantined nor skipped. The original record, whole, is only where it came from.
 //
 // Journal and checkpoints. Execute records the run (operator, reason, the Spec as JSON, source
 // and its Kafka topic ID, target, status, owner host:pid) before sending. Acknowledgements arrive out of source order,

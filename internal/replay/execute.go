@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,11 @@ type Summary struct {
 	Counts      dedup.RunCounts     `json:"counts"`
 	Targets     []dedup.TargetCount `json:"targets"`
 	Quarantined []RecordRef         `json:"quarantined"`
+	// Incomplete lists the bounded copies this attempt read and did not send (at most
+	// 1,000); IncompleteCount counts the whole run's (incompleteOf: the journal keeps no
+	// column for them, they are the selected records neither sent, quarantined nor skipped).
+	Incomplete      []RecordRef `json:"incomplete"`
+	IncompleteCount int64       `json:"incomplete_count"`
 	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over Seconds.
 	SentNow          int64   `json:"sent_this_attempt"`
 	Seconds          float64 `json:"seconds"`
@@ -113,14 +119,26 @@ type Summary struct {
 	MalformedSent int64 `json:"-"`
 }
 
-// Err is the run's outcome as an exit code: nil when completed with nothing quarantined; a
-// check failure (exit 3) when records were quarantined.
+// Err is the run's outcome as an exit code: nil when completed with nothing quarantined and
+// nothing incomplete; a check failure (exit 3) when records were quarantined or were bounded
+// copies (never sent).
 func (s *Summary) Err() error {
-	if s.Counts.Quarantined > 0 {
-		return fwerr.Checkf("%d records quarantined: their fw.replay.count reached --max-replays; the other %d selected records were handled", s.Counts.Quarantined, s.Counts.Selected-s.Counts.Quarantined)
+	var held []string
+	if n := s.Counts.Quarantined; n > 0 {
+		held = append(held, fmt.Sprintf("%s quarantined: their fw.replay.count reached --max-replays", plural(n, "record")))
 	}
-	return nil
+	if n := s.IncompleteCount; n > 0 {
+		held = append(held, fmt.Sprintf("%s not sent, incomplete: bounded copies whose value is not whole (fw.dlq.value_omitted)", plural(n, "record")))
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fwerr.Checkf("%s; the other %d selected records were handled", strings.Join(held, "; "), s.Counts.Selected-s.Counts.Quarantined-s.IncompleteCount)
 }
+
+// incompleteOf is how many of a run's selected records were incomplete: the journal counts
+// them as selected only.
+func incompleteOf(c dedup.RunCounts) int64 { return c.Selected - c.Sent - c.Quarantined - c.Skipped }
 
 // Execute sends what p selects, journaling the run in st as it goes, and returns the summary.
 //
@@ -149,9 +167,13 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		opts.FlushInterval = DefaultFlushInterval
 	}
 	journalCtx := context.WithoutCancel(ctx)
-	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{},
+	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{}, Incomplete: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
-	var targets *targetCache // checks each record's target as it is read (a single pass)
+	// targets knows each target topic, and its record size limit, from the first record to it
+	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
+	targets := newTargetCache(c)
+	targets.limits = newTargetLimits(c)
+	checkTargets := false
 	if opts.SinglePass {
 		// Nothing was scanned: a target known up front must exist before anything is read;
 		// others are checked record by record.
@@ -160,7 +182,13 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 				return nil, err
 			}
 		} else {
-			targets = newTargetCache(c)
+			checkTargets = true
+		}
+	}
+	if p.Spec.To != "" {
+		// The one target is known: its limit is read before anything is.
+		if _, err := targets.lookup(ctx, p.Spec.To); err != nil {
+			return nil, err
 		}
 	}
 
@@ -214,7 +242,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
 		prov:     NewProvenance(sum.RunID, sum.Reason),
-		targets:  targets,
+		targets:  targets, checkTargets: checkTargets,
 	}
 	runErr := e.run(ctx, c)
 	if e.create != nil {
@@ -246,6 +274,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	}
 	jerr := e.flush(journalCtx, status, sum.Error, true)
 	sum.Counts = e.tr.live().Committed
+	sum.IncompleteCount = incompleteOf(sum.Counts)
 	if runErr == nil && jerr != nil {
 		runErr = fmt.Errorf("the replay completed but its journal could not be written (run %s stays marked running): %w", sum.RunID, jerr)
 	}
@@ -279,9 +308,12 @@ type executor struct {
 	// strip caches, per header key, whether outgoing drops it; slab holds what it builds.
 	strip headerStripper
 	slab  slab
-	// targets checks each record's target before it is sent, in a single pass whose targets
-	// are in the records (nil otherwise: the scan or CheckTarget did).
-	targets *targetCache
+	// targets looks each record's target up before it is sent, which reads its record size
+	// limit (targets.limits, the producer's batch limit). checkTargets: it also refuses a
+	// target that does not exist, in a single pass whose targets are in the records (false
+	// otherwise: the scan or CheckTarget did).
+	targets      *targetCache
+	checkTargets bool
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -298,6 +330,8 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		kgo.MaxBufferedRecords(e.opts.MaxBuffered),
 		kgo.MaxBufferedBytes(maxBufferedBytes),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		// Batches up to each target's own limit, not franz-go's default 1,000,012 bytes.
+		kgo.ProducerBatchMaxBytesFn(e.targets.limits.batchMax),
 	)
 	if e.plan.Spec.ToPartition == PartitionOriginal {
 		popts = append(popts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -366,7 +400,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if d.outcome == OutcomeProblem {
 			return fwerr.Usagef("%s%s", d.problem, e.stoppedNote())
 		}
-		if d.outcome == OutcomeSend && e.targets != nil {
+		if d.outcome == OutcomeSend {
 			if err := e.checkTarget(readCtx, d); err != nil {
 				return err
 			}
@@ -380,7 +414,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			startFlusher()
 		}
 		if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
-			e.sum.Quarantined = append(e.sum.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
+			e.sum.Quarantined = append(e.sum.Quarantined, refOf(d))
+		}
+		if d.outcome == OutcomeIncomplete && len(e.sum.Incomplete) < maxListed {
+			e.sum.Incomplete = append(e.sum.Incomplete, refOf(d))
 		}
 		if d.outcome != OutcomeSend {
 			e.tr.read(d)
@@ -410,7 +447,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
 				SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
 			if err != nil {
-				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, err)
+				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err))
 				stopRead(err)
 			}
 			if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
@@ -470,11 +507,12 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	return readErr
 }
 
-// checkTarget refuses a record whose target topic (or, with a fixed partition, partition) does
-// not exist, before it is sent: a *MissingTargetError.
+// checkTarget looks a record's target up before it is sent (once per topic: which reads its
+// record size limit) and, with checkTargets, refuses it when its topic (or, with a fixed
+// partition, partition) does not exist: a *MissingTargetError.
 func (e *executor) checkTarget(ctx context.Context, d *decision) error {
 	n, err := e.targets.lookup(ctx, d.target)
-	if err != nil || e.targets.exists(d.target, d.partition) {
+	if err != nil || !e.checkTargets || e.targets.exists(d.target, d.partition) {
 		return err
 	}
 	missing := TargetCount{Topic: d.target, Partition: -1}
@@ -487,7 +525,7 @@ func (e *executor) checkTarget(ctx context.Context, d *decision) error {
 
 // stoppedNote is what a refusal adds once records were sent: the run stopped there.
 func (e *executor) stoppedNote() string {
-	if e.create != nil || e.targets == nil {
+	if e.create != nil || !e.checkTargets {
 		return ""
 	}
 	return "; the replay stopped at this record: the records before it were sent and journaled"

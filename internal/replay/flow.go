@@ -74,6 +74,9 @@ const (
 	NoticeLostOffsets NoticeKind = "lost_offsets"
 	// NoticeQuarantine: a dry run's records that the loop guard would hold back.
 	NoticeQuarantine NoticeKind = "quarantine"
+	// NoticeIncomplete: records a plan would not send because they are bounded copies (their
+	// value is not whole); an executed run exits 3 when there are any.
+	NoticeIncomplete NoticeKind = "incomplete"
 	// NoticeDryRun: a dry run sent nothing.
 	NoticeDryRun NoticeKind = "dry_run"
 	// NoticeNothingSelected: an executed plan selected nothing: nothing was sent and no run
@@ -125,7 +128,7 @@ func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
 //
 //   - A dry run (not Execute) scans the plan and sends nothing. Its error is the report's
 //     (Report.Err: records that cannot be routed, targets that do not exist); records the loop
-//     guard would hold back do not fail it.
+//     guard would hold back, and bounded copies (incomplete, never sent), do not fail it.
 //   - An executed plan with Yes whose targets can be checked record by record is sent in one
 //     pass (ExecOptions.SinglePass): nothing is asked, so nothing needs counting first.
 //   - Otherwise the plan is scanned and checked first: a report error stops it, nothing
@@ -134,7 +137,7 @@ func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
 //
 // st is the journal (needed to execute) and the marker store of the spec's lookups. The
 // error of an executed run is its outcome as an exit code: a check failure (exit 3) when
-// records were quarantined, an interruption (exit 130) when ctx was cancelled (the notices
+// records were quarantined or incomplete, an interruption (exit 130) when ctx was cancelled (the notices
 // then say how to resume), the failure itself otherwise.
 func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) (*FlowResult, error) {
 	res := &FlowResult{}
@@ -166,6 +169,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	if err := rep.Err(); err != nil {
 		return res, err
 	}
+	res.incomplete(rep.Counts.Incomplete)
 	if !o.Execute {
 		if n := rep.Counts.Quarantined; n > 0 {
 			res.notice(NoticeQuarantine, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3",
@@ -222,6 +226,14 @@ func (o FlowOptions) scanProgress() ProgressFunc {
 	}
 }
 
+// incomplete says that n selected records are bounded copies, which are never sent.
+func (r *FlowResult) incomplete(n int64) {
+	if n > 0 {
+		r.notice(NoticeIncomplete, "%s incomplete: bounded copies the consumer wrote when the whole dead letter did not fit its topic (fw.dlq.value_omitted); "+
+			"their value is cut or empty, so they are never sent: --execute sends the rest and exits 3", plural(n, "record"))
+	}
+}
+
 // malformed warns that n records (to send, or sent) were dead-lettered as malformed:
 // replaying them cannot help, their bytes are what failed.
 func (r *FlowResult) malformed(n int64, what string) {
@@ -232,7 +244,7 @@ func (r *FlowResult) malformed(n int64, what string) {
 }
 
 // finish turns an executed run's error into its outcome: nil, a check failure when records
-// were quarantined, or the run's error, an interruption when ctx was cancelled; a run that
+// were quarantined or incomplete (Summary.Err), or the run's error, an interruption when ctx was cancelled; a run that
 // stopped says how to resume it.
 func (r *FlowResult) finish(err error) error {
 	sum := r.Summary

@@ -20,7 +20,8 @@ import (
 // Defaults of planning.
 const (
 	DefaultSample = 10
-	// maxListed bounds the quarantined records and problems a report lists; counts stay exact.
+	// maxListed bounds the quarantined and incomplete records and the problems a report
+	// lists; counts stay exact.
 	maxListed = 1000
 	// batchSize is how many records are classified (and looked up in the store) at once.
 	batchSize = 1000
@@ -129,6 +130,19 @@ type RecordRef struct {
 	EventID     string `json:"event_id,omitempty"`
 	ReplayCount int    `json:"replay_count"`
 	Target      string `json:"target,omitempty"`
+	// ValueOmitted and ValueBytes are set for an incomplete record (a bounded copy): why its
+	// value is not whole, and the original value's length (0: not said).
+	ValueOmitted string `json:"value_omitted,omitempty"`
+	ValueBytes   int64  `json:"value_bytes,omitempty"`
+}
+
+// refOf names d in a report.
+func refOf(d *decision) RecordRef {
+	r := RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target}
+	if d.outcome == OutcomeIncomplete {
+		r.ValueOmitted, r.ValueBytes = d.omitted, d.valueBytes
+	}
+	return r
 }
 
 // SampleRecord is one selected record of the plan's sample.
@@ -144,13 +158,15 @@ type SampleRecord struct {
 	ReplayCount     int    `json:"replay_count"`
 }
 
-// Counts are a report's record counts. Selected = ToSend + Quarantined + Skipped + AlreadySent
-// (+ Problems).
+// Counts are a report's record counts. Selected = ToSend + Quarantined + Incomplete + Skipped
+// + AlreadySent (+ Problems).
 type Counts struct {
 	Read        int64 `json:"read"`
 	Selected    int64 `json:"selected"`
 	ToSend      int64 `json:"to_send"`
 	Quarantined int64 `json:"quarantined"`
+	// Incomplete counts the bounded copies selected (OutcomeIncomplete): never sent.
+	Incomplete  int64 `json:"incomplete"`
 	Skipped     int64 `json:"skipped"`
 	AlreadySent int64 `json:"already_sent"`
 	Problems    int64 `json:"problems"`
@@ -160,7 +176,9 @@ type Counts struct {
 }
 
 // Report is what a dry run prints: what it selects and every filter it applies, where the
-// records would go, what the loop guard holds back, and a sample.
+// records would go, what the loop guard holds back, the bounded copies it would not send
+// (Incomplete: listed like Quarantined, at most 1,000, Counts.Incomplete exact), and a
+// sample. Neither fails the plan (Err): an executed run sends the rest and exits 3.
 type Report struct {
 	Source      string         `json:"source"`
 	Target      string         `json:"target"`
@@ -174,6 +192,7 @@ type Report struct {
 	Targets     []TargetCount  `json:"targets"`
 	Missing     []TargetCount  `json:"missing_targets"`
 	Quarantined []RecordRef    `json:"quarantined"`
+	Incomplete  []RecordRef    `json:"incomplete"`
 	Problems    []string       `json:"problems"`
 	Sample      []SampleRecord `json:"sample"`
 }
@@ -201,7 +220,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
 		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
-		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
+		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 	}
 	if p.Resume != nil {
 		rep.RunID = p.Resume.Run.ID
@@ -230,7 +249,12 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		case OutcomeQuarantined:
 			rep.Counts.Quarantined++
 			if len(rep.Quarantined) < maxListed {
-				rep.Quarantined = append(rep.Quarantined, RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target})
+				rep.Quarantined = append(rep.Quarantined, refOf(d))
+			}
+		case OutcomeIncomplete:
+			rep.Counts.Incomplete++
+			if len(rep.Incomplete) < maxListed {
+				rep.Incomplete = append(rep.Incomplete, refOf(d))
 			}
 		case OutcomeSkipped:
 			rep.Counts.Skipped++
@@ -255,7 +279,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), Key: printableKey(d.rec.Key), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined {
+			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
 				s.TargetTopic = d.target
 				if part, _ := targets.partitionOf(ctx, d); part >= 0 {
 					s.TargetPartition = &part
@@ -332,11 +356,13 @@ func (e *MissingTargetError) Error() string {
 	return "target does not exist: " + e.text + "; nothing was sent (create it, or choose another target with --to)"
 }
 
-// targetCache knows the target topics' partition counts, asking the cluster once per topic.
+// targetCache knows the target topics' partition counts, asking the cluster once per topic;
+// with limits, it reads each existing topic's record size limit at the same time (Execute).
 type targetCache struct {
-	c     *kafka.Cluster
-	parts map[string]int // 0: the topic does not exist
-	hash  map[string]kgo.TopicPartitioner
+	c      *kafka.Cluster
+	parts  map[string]int // 0: the topic does not exist
+	hash   map[string]kgo.TopicPartitioner
+	limits *targetLimits
 }
 
 func newTargetCache(c *kafka.Cluster) *targetCache {
@@ -365,6 +391,11 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		default:
 			return 0, fmt.Errorf("describe target topic %s: %w", topic, d.Err)
+		}
+	}
+	if t.limits != nil && n > 0 {
+		if err := t.limits.read(ctx, topic); err != nil {
+			return 0, err
 		}
 	}
 	t.parts[topic] = n

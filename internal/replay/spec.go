@@ -90,7 +90,8 @@ type Spec struct {
 	// ToPartition is PartitionDefault or PartitionOriginal.
 	ToPartition string `json:"to_partition"`
 	// MaxReplays is the loop guard: a record whose fw.replay.count has reached it is
-	// quarantined.
+	// quarantined. A bounded copy (fw.dlq.value_omitted) is never sent whatever it is: it is
+	// incomplete (OutcomeIncomplete), which no field of the spec overrides.
 	MaxReplays int `json:"max_replays"`
 
 	errorRE *regexp.Regexp

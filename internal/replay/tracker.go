@@ -9,8 +9,8 @@ import (
 )
 
 // tracker keeps, per source partition, the contiguous prefix of records that are done: sent
-// and acknowledged, or needing no send (not selected, quarantined, skipped). Acks arrive out
-// of source order (one source partition feeds several target partitions), so a checkpoint
+// and acknowledged, or needing no send (not selected, quarantined, skipped, incomplete). Acks
+// arrive out of source order (one source partition feeds several target partitions), so a checkpoint
 // moves only over a prefix with no unacknowledged record in it: resuming from it re-sends
 // nothing that was acknowledged before the checkpoint, and loses nothing.
 //
@@ -128,6 +128,10 @@ func (t *tracker) commit(o Outcome) {
 	case OutcomeSkipped:
 		t.committed.Selected++
 		t.committed.Skipped++
+	case OutcomeIncomplete:
+		// The journal has no count of its own for them: selected and neither sent,
+		// quarantined nor skipped (incompleteOf).
+		t.committed.Selected++
 	}
 }
 
