@@ -49,6 +49,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		q = st.Warn.Render(q)
 	}
 	head.Fields = append(head.Fields, [2]string{"quarantined", q}, [2]string{"skipped", strconv.FormatInt(c.Skipped, 10)})
+	if c.Incomplete > 0 {
+		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(c.Incomplete, 10)) + " (bounded copies: never sent)"})
+	}
 	if c.AlreadySent > 0 {
 		head.Fields = append(head.Fields, [2]string{"already sent", strconv.FormatInt(c.AlreadySent, 10)})
 	}
@@ -205,6 +208,9 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 	}}
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
+	}
+	if sum.IncompleteCount > 0 {
+		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(sum.IncompleteCount, 10)) + " (bounded copies: never sent)"})
 	}
 	if sum.Error != "" {
 		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(sum.Error)})
