@@ -92,31 +92,16 @@ func createTopic(t testing.TB, name string, partitions int32) {
 	createTopicWith(t, testenv.Client(t), name, partitions, nil)
 }
 
-// createTopicWith creates a topic with configs through cl, deleted at cleanup.
+// createTopicWith creates a topic with configs through cl (testenv.CreateTopicWith), deleted
+// at cleanup; records are kept forever unless configs say otherwise (the sample streams carry
+// timestamps of 2025, which time-based retention would delete mid-test).
 func createTopicWith(t testing.TB, cl *kgo.Client, name string, partitions int32, configs map[string]string) {
 	t.Helper()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// The sample streams carry timestamps of 2025: under the broker's default retention
-	// (7 days, by record time) their segments would be deleted at its next retention check,
-	// in the middle of a test. Keep them.
-	cfg := map[string]*string{"retention.ms": new("-1")}
+	cfg := map[string]*string{}
 	for k, v := range configs {
 		cfg[k] = &v
 	}
-	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, name)
-	})
+	testenv.CreateTopicWith(t, cl, name, partitions, 1, cfg)
 }
 
 // producer returns a client that partitions by key the way every Kafka client does.

@@ -128,7 +128,7 @@ func (e *Engine) behind(ctx context.Context, halted map[tp]bool) (behind, stoppe
 			if pos >= pb.LastStable {
 				continue
 			}
-			at := fmt.Sprintf("%s/%d@%d<%d", topic, pb.Partition, pos, pb.LastStable)
+			at := fmt.Sprintf("%s (end %d)", kafka.RecordAddress{Topic: topic, Partition: pb.Partition, Offset: pos}, pb.LastStable)
 			if halted[tp{topic, pb.Partition}] {
 				s = append(s, at)
 			} else {

@@ -219,7 +219,7 @@ func cmdCreateTopic(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := createTopic(ctx, adm, args[0], int32(partitions), configs); err != nil {
+	if err := createTopic(ctx, adm, args[0], int32(partitions), 1, configs); err != nil {
 		ts.Fatalf("fw-create-topic: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // CreateTopic creates the topic name with the given partitions (replication 1) and configs
@@ -25,11 +26,18 @@ import (
 // does not).
 func CreateTopic(t testing.TB, name string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	adm := kadm.NewClient(Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	CreateTopicWith(t, Client(t), name, partitions, 1, configs)
+}
+
+// CreateTopicWith is CreateTopic through cl, on whichever brokers cl talks to (a private
+// broker, a cluster), with replicas replicas: the one way every test creates a topic.
+func CreateTopicWith(t testing.TB, cl *kgo.Client, name string, partitions int32, replicas int16, configs map[string]*string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := createTopic(ctx, adm, name, partitions, configs); err != nil {
-		t.Fatalf("%v (broker %s)", err, Brokers(t))
+	if err := createTopic(ctx, adm, name, partitions, replicas, configs); err != nil {
+		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -39,7 +47,7 @@ func CreateTopic(t testing.TB, name string, partitions int32, configs map[string
 }
 
 // createTopic creates name and waits until it is in the metadata, bounded by ctx.
-func createTopic(ctx context.Context, adm *kadm.Client, name string, partitions int32, configs map[string]*string) error {
+func createTopic(ctx context.Context, adm *kadm.Client, name string, partitions int32, replicas int16, configs map[string]*string) error {
 	cfg := maps.Clone(configs)
 	if cfg == nil {
 		cfg = map[string]*string{}
@@ -48,7 +56,7 @@ func createTopic(ctx context.Context, adm *kadm.Client, name string, partitions 
 		forever := "-1"
 		cfg["retention.ms"] = &forever
 	}
-	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
+	resp, err := adm.CreateTopic(ctx, partitions, replicas, cfg, name)
 	if err == nil {
 		err = resp.Err
 	}

@@ -28,53 +28,7 @@ func ClientOn(t testing.TB, brokers string, opts ...kgo.Opt) *kgo.Client {
 // would delete in the middle of a test.
 func CreateTopicOn(t testing.TB, brokers, name string, partitions int32, replicas int16, configs map[string]*string) {
 	t.Helper()
-	if configs == nil {
-		configs = map[string]*string{}
-	}
-	if _, ok := configs["retention.ms"]; !ok {
-		keep := "-1"
-		configs["retention.ms"] = &keep
-	}
-	adm := kadm.NewClient(ClientOn(t, brokers))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, replicas, configs, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s on %s: %v", name, brokers, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, name)
-	})
-	for {
-		md, err := adm.Metadata(ctx, name)
-		if err == nil && led(md, name, partitions) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("topic %s on %s: no leader for each of its %d partitions within a minute (%v)", name, brokers, partitions, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// led reports whether the metadata shows topic with partitions partitions, each led.
-func led(md kadm.Metadata, topic string, partitions int32) bool {
-	td, ok := md.Topics[topic]
-	if !ok || td.Err != nil || int32(len(td.Partitions)) != partitions {
-		return false
-	}
-	for _, p := range td.Partitions {
-		if p.Leader < 0 || p.Err != nil {
-			return false
-		}
-	}
-	return true
+	CreateTopicWith(t, ClientOn(t, brokers), name, partitions, replicas, configs)
 }
 
 // ReadTopic reads every record of topic on brokers up to the end offsets it has when called,
