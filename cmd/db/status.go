@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -42,14 +43,6 @@ binary must not be used against the store.`,
 	}
 	return cmd
 }
-
-// Migration states in `db status`.
-const (
-	stateUpToDate    = "up_to_date"
-	stateNotMigrated = "not_migrated"
-	statePending     = "pending"
-	stateNewer       = "newer"
-)
 
 type appliedMigration struct {
 	Version   int       `json:"version"`
@@ -88,24 +81,21 @@ func dbStatusRun(ctx context.Context, opts *DBStatusOptions) error {
 		rep.Pending = append(rep.Pending, migrateStep{Version: s.Version, Name: s.Name})
 	}
 	migrate := "run `fieldwork db migrate" + cmdutil.NameFlags(opts.Names()) + "`"
-	switch {
-	case ms.Current > ms.Latest:
-		rep.State = stateNewer
+	rep.State = ms.State()
+	switch rep.State {
+	case dedup.StateNewer:
 		rep.Message = fmt.Sprintf("the store is at migration version %d, newer than this fieldwork binary knows (%d): upgrade fieldwork", ms.Current, ms.Latest)
-	case ms.Current == 0:
-		rep.State = stateNotMigrated
+	case dedup.StateNotMigrated:
 		rep.Message = fmt.Sprintf("the store has no migrations applied (%s is missing): %s", ms.Table, migrate)
-	case len(ms.Pending) > 0:
-		rep.State = statePending
+	case dedup.StatePending:
 		rep.Message = fmt.Sprintf("%s pending: %s", cmdutil.Plural(int64(len(ms.Pending)), "migration"), migrate)
 	default:
-		rep.State = stateUpToDate
 		rep.Message = fmt.Sprintf("up to date at migration version %d", ms.Current)
 	}
 	if err := p.Object(rep, statusSections(p, rep)); err != nil {
 		return err
 	}
-	if rep.State == stateNewer {
+	if rep.State == dedup.StateNewer {
 		return fmt.Errorf("%s %s", ms.Table, rep.Message)
 	}
 	return nil
@@ -115,9 +105,9 @@ func statusSections(p *output.Printer, rep statusReport) []output.Section {
 	st := p.Styles
 	state := st.OK.Render(rep.State)
 	switch rep.State {
-	case stateNewer:
+	case dedup.StateNewer:
 		state = st.Bad.Render(rep.State)
-	case stateNotMigrated, statePending:
+	case dedup.StateNotMigrated, dedup.StatePending:
 		state = st.Warn.Render(rep.State)
 	}
 	overview := output.Section{Title: "Dedup store " + rep.Table, Fields: [][2]string{

@@ -131,3 +131,23 @@ func TestVersionMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrationState: where a store stands against the binary, the one rule `db status`
+// shows.
+func TestMigrationState(t *testing.T) {
+	pending := []MigrationStep{{Version: 6, Name: "next"}}
+	for _, c := range []struct {
+		st   MigrationStatus
+		want string
+	}{
+		{MigrationStatus{Current: 0, Latest: 6, Pending: pending}, StateNotMigrated},
+		{MigrationStatus{Current: 5, Latest: 6, Pending: pending}, StatePending},
+		{MigrationStatus{Current: 6, Latest: 6}, StateUpToDate},
+		{MigrationStatus{Current: 7, Latest: 6}, StateNewer},
+		{MigrationStatus{Current: 7, Latest: 6, Pending: pending}, StateNewer}, // newer wins over a gap
+	} {
+		if got := c.st.State(); got != c.want {
+			t.Errorf("%+v: state %s, want %s", c.st, got, c.want)
+		}
+	}
+}

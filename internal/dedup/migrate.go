@@ -43,6 +43,29 @@ func (st MigrationStatus) Err() error {
 	return nil
 }
 
+// The states of a store's migrations, as `db status` shows them (stable: they are in its JSON).
+const (
+	StateUpToDate    = "up_to_date"
+	StateNotMigrated = "not_migrated"
+	StatePending     = "pending"
+	StateNewer       = "newer"
+)
+
+// State says where the store stands against the binary: newer than the binary knows (upgrade
+// fieldwork), not migrated at all, migrations pending, or up to date. A store newer than the
+// binary is newer even when it also lacks one of the binary's migrations.
+func (st MigrationStatus) State() string {
+	switch {
+	case st.Current > st.Latest:
+		return StateNewer
+	case st.Current == 0:
+		return StateNotMigrated
+	case len(st.Pending) > 0:
+		return StatePending
+	}
+	return StateUpToDate
+}
+
 // errCustomColumns: migrations create the default columns only.
 var errCustomColumns = errors.New("a column mapping is for querying an existing table; migrations create the default column names and refuse a mapping")
 
