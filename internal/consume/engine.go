@@ -205,7 +205,7 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	all := append(slices.Clone(e.o.Topics), e.dlqTopics()...)
-	md, err := kadm.NewClient(cl).Metadata(mctx, all...)
+	md, err := e.readMetadata(mctx, kadm.NewClient(cl), all)
 	if err != nil {
 		return fmt.Errorf("read metadata of %s: %w", strings.Join(all, ", "), err)
 	}
@@ -231,6 +231,30 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 	}
 	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), replicas, e.log)
 	return nil
+}
+
+// readMetadata reads the topics' metadata, retrying within ctx's bound: the connection check
+// before the engine starts has already reached a broker, so a failure here is one of the
+// cluster's brokers restarting or not ready yet (one closes the connection on the first
+// request while it starts), not a wrong address, and a consumer started beside a rolling
+// restart must not exit for it.
+func (e *Engine) readMetadata(ctx context.Context, adm *kadm.Client, topics []string) (kadm.Metadata, error) {
+	wait := 100 * time.Millisecond
+	for {
+		md, err := adm.Metadata(ctx, topics...)
+		if err == nil || ctx.Err() != nil {
+			return md, err
+		}
+		e.log.Warn("reading the topics' metadata failed; retrying", "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return md, err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // pollLoop polls and hands records to the partition workers until shutdown. It returns nil
