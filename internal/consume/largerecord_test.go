@@ -340,26 +340,5 @@ func lowerMaxMessageBytes(t *testing.T, topic string, n int) {
 
 func deleteTopic(t *testing.T, topic string) {
 	t.Helper()
-	adm := kadm.NewClient(testenv.Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("delete %s: %v", topic, err)
-	}
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			if td, ok := md.Topics[topic]; !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-				return
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s still there after deletion", topic)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.DeleteTopic(t, testenv.Client(t), topic)
 }

@@ -11,23 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-func connect(t *testing.T) *kafka.Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := kafka.Connect(ctx, config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
 
 // TestScan reads two dead-letter topics on the real broker: in topic, partition and offset
 // order; bounded by the end offsets of the plan (dead letters written after it are not read);
@@ -36,7 +23,7 @@ func TestScan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a, b := testenv.Topic(t, 3, nil), testenv.Topic(t, 1, nil)
-	c := connect(t)
+	c := testenv.Cluster(t)
 	produce := func(topic string, partition int32, n int, from int) {
 		cl := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		var recs []*kgo.Record
@@ -161,7 +148,7 @@ func TestScanSkipsDeletedTopics(t *testing.T) {
 	defer cancel()
 	a := testenv.Topic(t, 1, nil)
 	gone := testenv.Name(t, "gone") + ".dlq"
-	c := connect(t)
+	c := testenv.Cluster(t)
 	cl := testenv.Client(t, kgo.DefaultProduceTopic(a))
 	testenv.Produce(t, cl, dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Value: []byte(`{"event_id":"e-1"}`)}, dlq.Meta{Topic: a, Reason: dlq.ReasonRejected}))
 

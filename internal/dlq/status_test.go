@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,23 +10,8 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-// sqliteStore is the embedded store, migrated, in a temporary directory: a real store, the
-// same queries as PostgreSQL's behind the same Store.
-func sqliteStore(t *testing.T) *dedup.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := dedup.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "fieldwork.db"), dedup.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Migrate(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func TestParseStatuses(t *testing.T) {
 	got, err := ParseStatuses([]string{"pending, resolved", "", "unknown"})
@@ -46,7 +30,7 @@ func TestParseStatuses(t *testing.T) {
 // and the dead letters that cannot be looked up.
 func TestResolve(t *testing.T) {
 	ctx := context.Background()
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ds := []DeadLetter{
 		{Topic: "t.dlq", Partition: 0, Offset: 0, Group: "g", EventID: "a"},     // marker: resolved
@@ -131,7 +115,7 @@ func TestStatusBatcher(t *testing.T) {
 		t.Fatalf("without a store, not emitted at once: %v", order)
 	}
 
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	order = nil
 	b = NewStatusBatcher(StatusLookup{Store: st}, 2, func(d DeadLetter, s StatusInfo) error {
 		order = append(order, d.Offset)
@@ -168,7 +152,7 @@ func TestStatusBatcher(t *testing.T) {
 // lookup knows it), event id and timestamp.
 func TestResolveTellsTheRecordApart(t *testing.T) {
 	ctx := context.Background()
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	ts := time.UnixMilli(1_700_000_000_123).UTC()
 	if err := st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "r1", Selection: "{}", Sources: []string{"t.dlq"}, SourceTopicIDs: map[string]string{"t.dlq": "A"},
 		Target: "original", Status: dedup.RunRunning, Owner: "o"}, nil); err != nil {

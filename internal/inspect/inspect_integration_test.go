@@ -11,23 +11,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-func connect(t *testing.T) *kafka.Cluster {
-	t.Helper()
-	c, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -46,7 +35,7 @@ func summary(rep *inspect.ValidateReport) map[string]int64 {
 }
 
 func TestValidateBrokenStream(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := inspecttest.Topic(t, 2)
 	inspecttest.SeedBroken(t, topic)
 
@@ -105,7 +94,7 @@ func TestValidateBrokenStream(t *testing.T) {
 // TestValidateSpillAtScale runs the lint over thousands of events with a memory limit far below
 // their number and checks it agrees with the in-memory run, finding the seeded problems.
 func TestValidateSpillAtScale(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := inspecttest.Topic(t, 1)
 	cl := inspecttest.Producer(t, topic)
 	var recs []*kgo.Record
@@ -143,7 +132,7 @@ func TestValidateSpillAtScale(t *testing.T) {
 }
 
 func TestValidateCleanStream(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := inspecttest.Topic(t, 1)
 	inspecttest.SeedClean(t, topic)
 	rep, err := inspect.Validate(ctx(t), c, topic, kafka.Selection{}, inspect.ValidateOptions{})
@@ -156,7 +145,7 @@ func TestValidateCleanStream(t *testing.T) {
 }
 
 func TestTopicLagAndFormats(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := inspecttest.Topic(t, 2)
 	inspecttest.SeedBroken(t, topic)
 	group := inspecttest.CommitGroup(t, topic, map[int32]int64{0: 4, 1: 4})
@@ -189,7 +178,7 @@ func TestTopicLagAndFormats(t *testing.T) {
 }
 
 func TestUnknownTopic(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	missing := inspecttest.Name("nop")
 	_, err := inspect.Topic(ctx(t), c, missing, inspect.TopicOptions{})
 	var ute *kafka.UnknownTopicError
@@ -208,7 +197,7 @@ func TestUnknownTopic(t *testing.T) {
 }
 
 func TestRecordOutsidePartition(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := inspecttest.Topic(t, 2)
 	inspecttest.SeedClean(t, topic)
 	for _, tc := range []struct {

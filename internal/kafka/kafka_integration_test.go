@@ -16,16 +16,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-func connect(t *testing.T) *kafka.Cluster {
-	t.Helper()
-	c, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
 func readAll(t *testing.T, c *kafka.Cluster, ranges []kafka.PartitionRange) []int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -42,7 +32,7 @@ func readAll(t *testing.T, c *kafka.Cluster, ranges []kafka.PartitionRange) []in
 }
 
 func TestPlanAndReadRanges(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := testenv.Topic(t, 2, nil)
 	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := 0; i < 10; i++ {
@@ -89,7 +79,7 @@ func TestPlanAndReadRanges(t *testing.T) {
 }
 
 func TestPlanByTime(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := testenv.Topic(t, 1, nil)
 	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic))
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -108,7 +98,7 @@ func TestPlanByTime(t *testing.T) {
 // A transaction's commit marker ends the log: the read must not wait for a record at the
 // marker's offset. An aborted transaction's records are not delivered.
 func TestReadStopsAtTransactionMarkers(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := testenv.Topic(t, 1, nil)
 	plain := testenv.Client(t, kgo.DefaultProduceTopic(topic))
 	testenv.Produce(t, plain, &kgo.Record{Value: []byte("plain")})
@@ -169,7 +159,7 @@ func waitStable(t *testing.T, c *kafka.Cluster, topic string, want int64) {
 }
 
 func TestUnknownTopic(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	_, err := c.Plan(context.Background(), topic404(t), kafka.Selection{})
 	var ute *kafka.UnknownTopicError
 	if err == nil || !errors.As(err, &ute) {

@@ -17,7 +17,7 @@ import (
 // max.message.bytes, of one without (the brokers' message.max.bytes, as the broker itself
 // reports it) and of one that does not exist (the default, with the reason).
 func TestRecordLimitsOnKafka(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	str := func(s string) *string { return &s }
 	own := testenv.Topic(t, 2, map[string]*string{"max.message.bytes": str(strconv.Itoa(8 << 20))})
 	plain := testenv.Topic(t, 1, nil)

@@ -19,7 +19,7 @@ import (
 // TestRetentionOnKafka reads the retention of topics of every kind from the real broker in
 // one call: one that does not exist does not fail the others.
 func TestRetentionOnKafka(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	str := func(s string) *string { return &s }
 	hour := testenv.Topic(t, 1, map[string]*string{"retention.ms": str("3600000")})
 	forever := testenv.Topic(t, 1, map[string]*string{"retention.ms": str("-1")})

@@ -13,7 +13,7 @@ import (
 
 // TestTopicNames lists the real broker's topics by prefix, sorted, without Kafka's own.
 func TestTopicNames(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	prefix := testenv.Name(t, "names")
 	for _, suffix := range []string{".b", ".a"} {
 		testenv.CreateTopic(t, prefix+suffix, 1, nil)

@@ -21,7 +21,7 @@ import (
 // records, marks some of the events, and checks that the gap finder finds exactly the
 // unmarked ones, in lookup batches smaller than the range, listed or streamed.
 func TestCheckFindsGapsExactly(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	st := pgStore(t, true)
 	topic := testenv.Topic(t, 2, nil)
 	const consumer = "billing"
@@ -130,7 +130,7 @@ func TestCheckFindsGapsExactly(t *testing.T) {
 // TestCheckProbesTheStoreFirst: a store whose table does not exist fails before anything is
 // read, and a missing topic is the kafka error.
 func TestCheckProbesTheStoreFirst(t *testing.T) {
-	c := connect(t)
+	c := testenv.Cluster(t)
 	topic := testenv.Topic(t, 1, nil)
 	if _, err := processed.Check(ctx(t), c, pgStore(t, false), processed.CheckOptions{Topic: topic, Consumer: "c"}); err == nil {
 		t.Fatal("a store without its table checked")

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -50,16 +48,6 @@ func mark(t *testing.T, st *dedup.Store, consumer string, events ...dedup.Marker
 	if err != nil {
 		t.Fatalf("mark %d events for %s: %v", len(events), consumer, err)
 	}
-}
-
-func connect(t *testing.T) *kafka.Cluster {
-	t.Helper()
-	c, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{testenv.Brokers(t)}}, 15*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
 }
 
 func ctx(t *testing.T) context.Context {

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -26,27 +23,12 @@ import (
 // Integration tests of the status rule and of record identity: the real Apache Kafka, and both
 // stores (the journal is the driver's).
 
-// sqliteStore is a migrated SQLite store in a temporary directory.
-func sqliteStore(t *testing.T) *dedup.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := dedup.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "fieldwork.db"), dedup.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Migrate(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // eachStore runs fn against a PostgreSQL store and an SQLite one.
 func eachStore(t *testing.T, fn func(t *testing.T, st *dedup.Store)) {
 	for _, s := range []struct {
 		name string
 		open func(*testing.T) *dedup.Store
-	}{{"postgres", store}, {"sqlite", sqliteStore}} {
+	}{{"postgres", store}, {"sqlite", func(t *testing.T) *dedup.Store { return testenv.SQLiteStore(t) }}} {
 		t.Run(s.name, func(t *testing.T) { fn(t, s.open(t)) })
 	}
 }
@@ -190,50 +172,26 @@ func TestReplaySelectsWhatDLQListCalls(t *testing.T) {
 // new topic's partitions to have leaders.
 func recreateTopic(t *testing.T, c *kafka.Cluster, topic string, partitions int32) (before, after string) {
 	t.Helper()
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	before, err := c.TopicID(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := kadm.NewClient(testenv.Client(t))
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp[topic].Err
-	}
-	if err != nil {
-		t.Fatalf("delete %s: %v", topic, err)
-	}
-	keep := "-1"
-	deadline := time.Now().Add(60 * time.Second)
+	testenv.DeleteTopic(t, testenv.Client(t), topic)
+	testenv.CreateTopic(t, topic, partitions, nil)
+	// c's own metadata may still name the old topic for a moment: ask until it names the new.
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	for {
-		r, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": &keep}, topic)
-		if err == nil {
-			err = r.Err
+		if after, err = c.TopicID(ctx, topic); err == nil && after != before {
+			return before, after
 		}
-		if err == nil {
-			break
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: topic ID still %s (%v) after it was recreated", topic, before, err)
+		case <-poll.C:
 		}
-		// The deletion is asynchronous: the name is taken until it completes.
-		if !errors.Is(err, kerr.TopicAlreadyExists) || time.Now().After(deadline) {
-			t.Fatalf("create %s again: %v", topic, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for {
-		d, err := adm.ListTopics(ctx, topic)
-		if err == nil && d[topic].Err == nil && len(d[topic].Partitions) == int(partitions) {
-			ready := true
-			for _, p := range d[topic].Partitions {
-				ready = ready && p.Err == nil && p.Leader >= 0
-			}
-			if after, err = c.TopicID(ctx, topic); ready && err == nil && after != before {
-				return before, after
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready 60s after its deletion: %v %v", topic, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -73,20 +73,8 @@ const (
 // where it fails.
 func StartPrivateKafka(t testing.TB, config map[string]string) *PrivateKafka {
 	t.Helper()
-	state := os.Getenv("FW_SERVICES_DIR")
-	if state == "" {
-		state = "/tmp/fieldwork-services"
-	}
-	libs := filepath.Join(state, "kafka", "libs")
-	jars, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-*.jar"))
-	_, javaErr := exec.LookPath("java")
-	if len(jars) == 0 || javaErr != nil {
-		msg := fmt.Sprintf("no Kafka jars under %s or no java (run scripts/services.sh start)", libs)
-		if Required() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needKafkaJars(t)
+	libs := filepath.Join(servicesDir(), "kafka", "libs")
 	dir, err := os.MkdirTemp("", "fieldwork-kafka-")
 	if err != nil {
 		t.Fatal(err)

@@ -237,24 +237,10 @@ func cmdDeleteTopic(ts *testscript.TestScript, neg bool, args []string) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 	ts.Check(err)
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	resp, err := adm.DeleteTopics(ctx, args[0])
-	ts.Check(err)
-	ts.Check(resp.Error())
-	for {
-		details, err := adm.ListTopics(ctx, args[0])
-		if err == nil {
-			if d, ok := details[args[0]]; !ok || d.Err != nil {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			ts.Fatalf("fw-delete-topic: %s is still listed: %v", args[0], ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := deleteTopic(ctx, kadm.NewClient(cl), args[0]); err != nil {
+		ts.Fatalf("fw-delete-topic: %v", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,21 +15,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
-
-// sqliteStore is a migrated store in a temporary SQLite file.
-func sqliteStore(t *testing.T) *dedup.Store {
-	t.Helper()
-	st, err := dedup.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "fw.db"), dedup.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func newHandler(t *testing.T, st *dedup.Store, name string, cfg Config) consume.Handler {
 	t.Helper()
@@ -78,7 +64,7 @@ func handle(t *testing.T, st *dedup.Store, h consume.Handler, ev envelope.Event)
 }
 
 func TestProjectionOnSQLite(t *testing.T) {
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	h := newHandler(t, st, NameProjection, Config{})
 	steps := []struct {
 		ev   envelope.Event
@@ -133,7 +119,7 @@ func TestProjectionOnSQLite(t *testing.T) {
 }
 
 func TestAuditOnSQLite(t *testing.T) {
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	h := newHandler(t, st, NameAudit, Config{})
 	for _, id := range []string{"a", "b", "c"} {
 		if out, err := handle(t, st, h, taskEvent(id, "anything.at.all", 1)); err != nil || out != consume.Applied {
@@ -163,7 +149,7 @@ func TestWebhookOnSQLite(t *testing.T) {
 		w.WriteHeader(codes[ev.ID])
 	}))
 	defer srv.Close()
-	st := sqliteStore(t)
+	st := testenv.SQLiteStore(t)
 	h := newHandler(t, st, NameWebhook, Config{WebhookURL: srv.URL, HTTPClient: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
 
