@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ExactArgs is cobra.ExactArgs with a message that names the arguments expected.
@@ -27,11 +26,4 @@ func CheckTopics(topics []string) error {
 		}
 	}
 	return nil
-}
-
-// ParseRecordAddress is kafka.ParseRecordAddress taken apart, for the commands that keep the
-// three parts in fields of their own.
-func ParseRecordAddress(s string) (topic string, partition int32, offset int64, err error) {
-	a, err := kafka.ParseRecordAddress(s)
-	return a.Topic, a.Partition, a.Offset, err
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -49,12 +47,6 @@ func Truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-// Coordinate is kafka.RecordAddress.String of the three parts: topic/partition/offset, the
-// one spelling of where a record is.
-func Coordinate(topic string, partition int32, offset int64) string {
-	return kafka.RecordAddress{Topic: topic, Partition: partition, Offset: offset}.String()
 }
 
 // JoinInt32 writes partition or broker numbers as "0,1,2".

@@ -19,6 +19,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/demo"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -247,7 +248,7 @@ func (n *demoNarrator) seed(r *demo.SeedResult) {
 		fmt.Fprintln(n.w)
 		var rows [][]string
 		for _, pr := range r.Seeded.Poison {
-			rows = append(rows, []string{cmdutil.Coordinate(pr.Topic, pr.Partition, pr.Offset), pr.Key, string(pr.Kind), pr.Reason})
+			rows = append(rows, []string{kafka.RecordAddress{Topic: pr.Topic, Partition: pr.Partition, Offset: pr.Offset}.String(), pr.Key, string(pr.Kind), pr.Reason})
 		}
 		n.table([]string{"poison record", "key", "kind", "what is wrong"}, rows)
 	}
@@ -285,7 +286,7 @@ func (n *demoNarrator) deadLetters(r *demo.DeadLettersResult) {
 			reason = n.st.Bad.Render(reason)
 		}
 		rows = append(rows, []string{
-			cmdutil.Coordinate(e.Topic, e.Partition, e.Offset), demoOriginal(e.DeadLetter), reason,
+			e.DeadLetter.Address().String(), demoOriginal(e.DeadLetter), reason,
 			cmdutil.Truncate(cmdutil.OrDash(e.EventID), 13), demoStatus(n.st, e.Status.Status),
 			cmdutil.Truncate(strings.Join(strings.Fields(e.ErrorMessage), " "), 56),
 		})
@@ -445,7 +446,7 @@ func demoOriginal(d dlq.DeadLetter) string {
 	if d.OriginalTopic == "" || d.OriginalPartition == nil || d.OriginalOffset == nil {
 		return "-"
 	}
-	return cmdutil.Coordinate(d.OriginalTopic, *d.OriginalPartition, *d.OriginalOffset)
+	return kafka.RecordAddress{Topic: d.OriginalTopic, Partition: *d.OriginalPartition, Offset: *d.OriginalOffset}.String()
 }
 
 func demoTime(t time.Time) string {

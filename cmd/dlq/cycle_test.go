@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
-	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
@@ -117,7 +116,7 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
 	var addr string
 	for _, d := range ds {
 		if d.EventID == "evt-1" {
-			addr = cmdutil.Coordinate(d.Topic, d.Partition, d.Offset)
+			addr = d.Address().String()
 		}
 	}
 	r := roottest.Run(t, env, "replay", addr, "--execute", "--yes", "--reason", "provider fixed", "--schema", schema)

@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -86,10 +87,11 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 				return fwerr.Usagef("--%s selects what --event-id scans; a dead-letter address needs no scan", fl)
 			}
 		}
-		var err error
-		if opts.Topic, opts.Partition, opts.Offset, err = cmdutil.ParseRecordAddress(args[0]); err != nil {
+		a, err := kafka.ParseRecordAddress(args[0])
+		if err != nil {
 			return err
 		}
+		opts.Topic, opts.Partition, opts.Offset = a.Topic, a.Partition, a.Offset
 	default:
 		if strings.TrimSpace(opts.FilterFlags.EventID) == "" {
 			return fwerr.Usagef("--event-id cannot be empty")
@@ -142,7 +144,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 			var others []string
 			for _, o := range found {
 				if o.Topic != newest.Topic || o.Partition != newest.Partition || o.Offset != newest.Offset {
-					others = append(others, cmdutil.Coordinate(o.Topic, o.Partition, o.Offset))
+					others = append(others, kafka.RecordAddress{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset}.String())
 				}
 			}
 			fmt.Fprintf(opts.Streams.ErrOut, "%d dead letters carry event id %s: showing the newest; the others are %s\n", len(found), opts.Filter.EventID, strings.Join(others, ", "))
@@ -194,7 +196,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if !d.Timestamp.IsZero() {
 		age = st.Dim.Render(" (" + dlq.FormatAge(now().Sub(d.Timestamp)) + " ago)")
 	}
-	head := output.Section{Title: "Dead letter " + cmdutil.Coordinate(d.Topic, d.Partition, d.Offset), Fields: [][2]string{
+	head := output.Section{Title: "Dead letter " + d.Address().String(), Fields: [][2]string{
 		{"convention", string(d.Convention)},
 		{"written", cmdutil.FormatTime(d.Timestamp) + age},
 		{"key", dlqBytesDisplay(p, d.Key)},
@@ -299,7 +301,7 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 		return " (" + s.Why + ")"
 	case s.Replay != nil:
 		return fmt.Sprintf(" (replay run %s sent it to %s at %s; consumer %s has no marker yet)", s.Replay.RunID,
-			cmdutil.Coordinate(s.Replay.TargetTopic, s.Replay.TargetPartition, s.Replay.TargetOffset), cmdutil.FormatTime(s.Replay.At), s.Consumer)
+			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At), s.Consumer)
 	case s.Marker != nil:
 		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.FormatTime(s.Marker.ProcessedAt))
 	case s.Consumer != "":

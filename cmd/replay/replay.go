@@ -192,17 +192,18 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	}
 	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
 	if len(args) == 1 {
-		topic, part, off, err := cmdutil.ParseRecordAddress(args[0])
+		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {
 			return err
 		}
+		topic, part, off := a.Topic, a.Partition, a.Offset
 		if s.From != "" && s.From != topic {
 			return fwerr.Usagef("the record %s is in %s but --from says %s: name the record or the topic, not both", args[0], topic, s.From)
 		}
 		if len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil || !s.Since.IsZero() || !s.Until.IsZero() {
 			return fwerr.Usagef("a record address selects one record: drop --partition, --start-offset, --end-offset, --since and --until")
 		}
-		s.From, s.Record = topic, cmdutil.Coordinate(topic, part, off)
+		s.From, s.Record = topic, a.String()
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
 	}
 	statuses, err := opts.status.Statuses()

@@ -222,14 +222,7 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 			return fmt.Errorf("%s topic %q: %w", role, t, td.Err)
 		}
 	}
-	replicas := map[string][]int32{}
-	for _, t := range e.dlqTopics() {
-		for _, p := range md.Topics[t].Partitions {
-			replicas[t] = append(replicas[t], p.Leader)
-			replicas[t] = append(replicas[t], p.Replicas...)
-		}
-	}
-	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), replicas, e.log)
+	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), e.log)
 	return nil
 }
 
