@@ -36,6 +36,7 @@ const (
 	ExitUsage       = 2
 	ExitCheckFailed = 3
 	ExitConnect     = 4
+	ExitDenied      = 5
 	ExitInterrupted = 130
 )
 
@@ -81,6 +82,8 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 		return ExitUsage
 	case fwerr.KindConnect:
 		return ExitConnect
+	case fwerr.KindDenied:
+		return ExitDenied
 	}
 	return ExitError
 }
@@ -99,7 +102,8 @@ Connection settings come from flags, then FIELDWORK_* environment variables, the
 current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
 
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
-4 cannot connect or authenticate, 130 interrupted.`,
+4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
+130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -41,7 +41,7 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 				return nil, &kafka.UnknownTopicError{Topic: n}
 			}
 			if d.Err != nil {
-				return nil, fmt.Errorf("describe topic %s: %w", n, d.Err)
+				return nil, kafka.Denied(fmt.Errorf("describe topic %s: %w", n, d.Err), kafka.OpDescribe, kafka.ResourceTopic, n)
 			}
 		}
 		return uniq, nil

@@ -22,6 +22,9 @@ const (
 	KindConnect
 	// KindInterrupted means the run was stopped by SIGINT or SIGTERM (exit 130).
 	KindInterrupted
+	// KindDenied means the cluster's ACLs deny an operation the command needs (exit 5): the
+	// message names the operation and the resource ("not authorized: WRITE on topic orders").
+	KindDenied
 )
 
 // Error carries a Kind beside the underlying error.
@@ -48,6 +51,9 @@ func Usagef(format string, args ...any) error {
 
 // Connect marks err as a failure to reach or authenticate to a service (exit 4).
 func Connect(err error) error { return Wrap(KindConnect, err) }
+
+// Denied marks err as an authorization failure (exit 5).
+func Denied(err error) error { return Wrap(KindDenied, err) }
 
 // Checkf reports that a check found problems (exit 3). The findings themselves have
 // already been printed; the message is a one-line summary for stderr.

@@ -18,6 +18,7 @@ func TestKindOf(t *testing.T) {
 		{"connect wrapped twice", fmt.Errorf("inspect: %w", Connect(base)), KindConnect},
 		{"check", Checkf("3 problems"), KindCheck},
 		{"interrupted", Wrap(KindInterrupted, base), KindInterrupted},
+		{"denied wrapped", fmt.Errorf("replay: %w", Denied(base)), KindDenied},
 	}
 	for _, c := range cases {
 		if got := KindOf(c.err); got != c.want {

@@ -126,6 +126,9 @@ func Topic(ctx context.Context, c *kafka.Cluster, topic string, opts TopicOption
 	if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 		return nil, &kafka.UnknownTopicError{Topic: topic}
 	}
+	if err := kafka.Denied(td.Err, kafka.OpDescribe, kafka.ResourceTopic, topic); kafka.IsAuthorization(err) {
+		return nil, err
+	}
 	hwm := make(map[int32]int64, len(bounds))
 	for _, b := range bounds {
 		pi := PartitionInfo{Partition: b.Partition, Leader: -1, Replicas: []int32{}, ISR: []int32{},

@@ -62,27 +62,30 @@ type PartitionBounds struct {
 func (c *Cluster) Bounds(ctx context.Context, topic string) ([]PartitionBounds, error) {
 	starts, err := c.Admin.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+		return nil, Denied(fmt.Errorf("list start offsets of %s: %w", topic, err), OpDescribe, ResourceTopic, topic)
 	}
 	if err := topicErr(topic, starts[topic]); err != nil {
 		return nil, err
 	}
 	ends, err := c.Admin.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+		return nil, Denied(fmt.Errorf("list end offsets of %s: %w", topic, err), OpDescribe, ResourceTopic, topic)
 	}
 	stable, err := c.Admin.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("list stable offsets of %s: %w", topic, err)
+		return nil, Denied(fmt.Errorf("list stable offsets of %s: %w", topic, err), OpDescribe, ResourceTopic, topic)
 	}
 	var out []PartitionBounds
 	for p, s := range starts[topic] {
 		if s.Err != nil {
-			return nil, fmt.Errorf("start offset of %s/%d: %w", topic, p, s.Err)
+			return nil, Denied(fmt.Errorf("start offset of %s/%d: %w", topic, p, s.Err), OpDescribe, ResourceTopic, topic)
 		}
 		e, ok := ends[topic][p]
-		if !ok || e.Err != nil {
-			return nil, fmt.Errorf("end offset of %s/%d: %v", topic, p, e.Err)
+		if !ok {
+			return nil, fmt.Errorf("end offset of %s/%d: the broker did not report it", topic, p)
+		}
+		if e.Err != nil {
+			return nil, Denied(fmt.Errorf("end offset of %s/%d: %w", topic, p, e.Err), OpDescribe, ResourceTopic, topic)
 		}
 		ls := e.Offset
 		if st, ok := stable[topic][p]; ok && st.Err == nil {
@@ -104,7 +107,7 @@ func topicErr(topic string, parts map[int32]kadm.ListedOffset) error {
 		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 			return &UnknownTopicError{Topic: topic}
 		}
-		return fmt.Errorf("topic %s: %w", topic, o.Err)
+		return Denied(fmt.Errorf("topic %s: %w", topic, o.Err), OpDescribe, ResourceTopic, topic)
 	}
 	return nil
 }
@@ -224,7 +227,7 @@ func validRange(b PartitionBounds) string {
 func (c *Cluster) offsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
 	listed, err := c.Admin.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
 	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err)
+		return nil, Denied(fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err), OpDescribe, ResourceTopic, topic)
 	}
 	out := make(map[int32]int64)
 	for p, o := range listed[topic] {
@@ -232,7 +235,7 @@ func (c *Cluster) offsetsAfter(ctx context.Context, topic string, t time.Time) (
 			if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 				return nil, &UnknownTopicError{Topic: topic}
 			}
-			return nil, fmt.Errorf("offset of %s/%d at %s: %w", topic, p, t.Format(time.RFC3339), o.Err)
+			return nil, Denied(fmt.Errorf("offset of %s/%d at %s: %w", topic, p, t.Format(time.RFC3339), o.Err), OpDescribe, ResourceTopic, topic)
 		}
 		out[p] = o.Offset
 	}
@@ -309,7 +312,7 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
 			if ferr == nil && !errors.Is(err, context.Canceled) {
-				ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+				ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
 			}
 		})
 		if ferr != nil {

@@ -25,7 +25,7 @@ func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		return "", &UnknownTopicError{Topic: topic}
 	case d.Err != nil:
-		return "", fmt.Errorf("describe topic %s: %w", topic, d.Err)
+		return "", Denied(fmt.Errorf("describe topic %s: %w", topic, d.Err), OpDescribe, ResourceTopic, topic)
 	case d.ID == [16]byte{}:
 		return "", nil
 	}

@@ -447,7 +447,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
 				SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
 			if err != nil {
-				err = fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err))
+				err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
 				stopRead(err)
 			}
 			if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {

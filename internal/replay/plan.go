@@ -381,7 +381,7 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 	}
 	details, err := t.c.Admin.ListTopics(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("describe target topic %s: %w", topic, err)
+		return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, err), kafka.OpWrite, kafka.ResourceTopic, topic)
 	}
 	n := 0
 	if d, ok := details[topic]; ok {
@@ -390,7 +390,7 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 			n = len(d.Partitions)
 		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		default:
-			return 0, fmt.Errorf("describe target topic %s: %w", topic, d.Err)
+			return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, d.Err), kafka.OpWrite, kafka.ResourceTopic, topic)
 		}
 	}
 	if t.limits != nil && n > 0 {

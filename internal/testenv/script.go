@@ -145,7 +145,7 @@ func scriptName() string {
 }
 
 // dropSchema removes a script's schema; a script that never created it costs one connection.
-func dropSchema(t testscript.T, dsn, schema string) {
+func dropSchema(t interface{ Log(...any) }, dsn, schema string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)

@@ -68,6 +68,15 @@ func SASLBrokers(t testing.TB) (addr, user, password string) {
 // DSN returns the real PostgreSQL's connection string.
 func DSN(t testing.TB) string { t.Helper(); return need(t, "FIELDWORK_TEST_DSN") }
 
+// Schema returns a PostgreSQL schema name unique to this run (nothing is created), dropped
+// with everything in it at cleanup.
+func Schema(t testing.TB) string {
+	t.Helper()
+	dsn, name := DSN(t), scriptName()
+	t.Cleanup(func() { dropSchema(t, dsn, name) })
+	return name
+}
+
 var seq atomic.Int64
 
 var unsafe = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
