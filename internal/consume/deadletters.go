@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // HaltedError reports a partition the engine stopped because the dead letter of one of its
@@ -61,7 +62,9 @@ type outgoing struct {
 	rec   *kgo.Record // what is sent
 	send  int
 	why   string // why it is not sent whole
-	kept  int    // bytes of the value a cut copy keeps
+	// denied is the authorization failure that refused it: no smaller copy is tried.
+	denied error
+	kept   int // bytes of the value a cut copy keeps
 }
 
 // bound replaces what is sent by the next smaller form, saying why.
@@ -129,6 +132,15 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 				again = append(again, o)
 				continue
 			}
+			if kafka.IsAuthorization(r.Err) {
+				// A smaller copy is refused as surely: the partition stops at once.
+				o.denied = kafka.DeniedWrite(r.Err, o.rec.Topic)
+				e.log.Error("dead letter refused: the partition stops here",
+					"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
+					"event_id", o.dl.meta.EventID, "dead_letter_topic", o.rec.Topic, "error", o.denied)
+				given = append(given, o)
+				continue
+			}
 			if o.send == sendNoValue {
 				e.log.Error("dead letter refused even without its value: the partition stops here",
 					"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
@@ -168,10 +180,14 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 			first = o
 		}
 	}
+	why := first.denied
+	if why == nil {
+		why = errors.New(first.why)
+	}
 	return &HaltedError{
 		Topic: first.dl.rec.Topic, Partition: first.dl.rec.Partition, Offset: first.dl.rec.Offset,
 		EventID: first.dl.meta.EventID, DeadLetterTopic: first.rec.Topic, Reason: first.dl.meta.Reason,
-		Err: errors.New(first.why),
+		Err: why,
 	}, nil
 }
 

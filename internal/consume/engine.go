@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ErrAborted is the cause when Abort stopped the engine.
@@ -219,7 +221,11 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 			return &MissingTopicError{Topic: t, Role: role}
 		}
 		if td.Err != nil {
-			return fmt.Errorf("%s topic %q: %w", role, t, td.Err)
+			op := kafka.OpRead
+			if role == "dead-letter" {
+				op = kafka.OpWrite
+			}
+			return kafka.Denied(fmt.Errorf("%s topic %q: %w", role, t, td.Err), op, kafka.ResourceTopic, t)
 		}
 	}
 	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), e.log)
@@ -294,12 +300,28 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed unexpectedly")
 		}
+		var denied error
 		fs.EachError(func(t string, p int32, err error) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				return
 			}
+			if kafka.IsAuthorization(err) && denied == nil {
+				// Retrying cannot grant an ACL: fail now, naming it (a group's error comes
+				// with no topic).
+				if t == "" {
+					denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceGroup, e.o.Group)
+				} else {
+					denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceTopic, t)
+				}
+				return
+			}
 			e.log.Warn("fetch error", "topic", t, "partition", p, "error", err)
 		})
+		if denied != nil {
+			e.cl.AllowRebalance() // or leaving the group waits for it
+			e.fail(denied)
+			return denied
+		}
 		var orphan *tp
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if len(p.Records) == 0 {
@@ -531,7 +553,7 @@ func (e *Engine) commitOffsets(ctx context.Context, offsets map[string]map[int32
 	e.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		cerr = commitResponseErr(resp, err)
 	})
-	return cerr
+	return kafka.Denied(cerr, kafka.OpRead, kafka.ResourceGroup, e.o.Group)
 }
 
 // halt records a partition stopped at a dead letter it cannot write.
