@@ -61,7 +61,8 @@ func (t *DLQTopicFlags) Compile() (*regexp.Regexp, error) {
 }
 
 // Resolve finds the topics, saying on stderr when a pattern matched none ("no dead letters:
-// no topic matches …", whatever the format: nothing is read then).
+// no topic matches …", with a hint that ACLs may hide topics, whatever the format: nothing is
+// read then).
 func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, s *output.Streams) ([]string, error) {
 	topics, err := dlq.Topics(ctx, c, t.Topics, pattern)
 	if err != nil {
@@ -71,7 +72,10 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 		if pattern == nil {
 			pattern = dlq.DefaultTopicPattern
 		}
+		// The cluster lists only the topics the principal may DESCRIBE: say so, since an
+		// empty answer may be the ACLs' and not the cluster's.
 		fmt.Fprintf(s.ErrOut, "no dead letters: no topic matches %s\n", pattern)
+		fmt.Fprintln(s.ErrOut, "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
 	}
 	return topics, nil
 }

@@ -143,10 +143,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 		return err
 	}
 	w := opts.Streams.ErrOut
-	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
-	for _, s := range rep.Warnings() {
-		fmt.Fprintln(w, warn+s)
-	}
+	cmdutil.Warn(opts.Streams, rep.Warnings()...)
 	if rep.Matched == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(w, dlqNothingFound(topics, dlq.ScanResult{Read: rep.RecordsRead}))
 	}

@@ -66,6 +66,7 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions) error {
 	if err != nil {
 		return err
 	}
+	cmdutil.Warn(opts.Streams, rep.Warnings()...)
 	return p.Object(rep, topicSections(p, rep))
 }
 

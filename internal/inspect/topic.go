@@ -169,6 +169,20 @@ func Topic(ctx context.Context, c *kafka.Cluster, topic string, opts TopicOption
 	return rep, nil
 }
 
+// Warnings say what the report could not read, each in a sentence: the retention when it is
+// unknown (DescribeConfigs denied, not reported), the consumer groups when they could not be
+// listed. The rest of the report stands.
+func (r *TopicReport) Warnings() []string {
+	var out []string
+	if r.Retention.State == kafka.RetentionUnknown {
+		out = append(out, fmt.Sprintf("the retention of %s is unknown: %s", r.Topic, r.Retention.Why))
+	}
+	if r.GroupsError != "" {
+		out = append(out, fmt.Sprintf("the consumer groups of %s are not shown: %s", r.Topic, r.GroupsError))
+	}
+	return out
+}
+
 func sortedCopy(s []int32) []int32 {
 	out := append([]int32{}, s...)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
