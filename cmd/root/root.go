@@ -23,6 +23,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/processed"
 	"github.com/fieldwork/fieldwork/cmd/replay"
 	"github.com/fieldwork/fieldwork/cmd/version"
+	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -130,13 +131,18 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	pf.StringVar(&f.Conn.TLSKeyFile, "tls-key", "", "PEM client key (env FIELDWORK_TLS_KEY)")
 	pf.StringVar(&f.Conn.TLSServerName, "tls-server-name", "", "server name to verify (env FIELDWORK_TLS_SERVER_NAME)")
 	pf.BoolVar(&f.Conn.TLSInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
-	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env FIELDWORK_SASL_MECHANISM)")
+	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (env FIELDWORK_SASL_MECHANISM)")
 	pf.StringVar(&f.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
 	pf.StringVar(&f.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
+	pf.StringVar(&f.Conn.SASLTokenFile, "sasl-token-file", "", "file holding a static OAUTHBEARER token (or env FIELDWORK_SASL_TOKEN; env FIELDWORK_SASL_TOKEN_FILE)")
+	pf.StringVar(&f.Conn.SASLTokenURL, "sasl-token-url", "", "OAUTHBEARER token endpoint: fetch tokens with the client-credentials grant (env FIELDWORK_SASL_TOKEN_URL)")
+	pf.StringVar(&f.Conn.SASLClientID, "sasl-client-id", "", "OAUTHBEARER client id at the token endpoint (env FIELDWORK_SASL_CLIENT_ID)")
+	pf.StringVar(&f.Conn.SASLClientSecretFile, "sasl-client-secret-file", "", "file holding the OAUTHBEARER client secret (or env FIELDWORK_SASL_CLIENT_SECRET; env FIELDWORK_SASL_CLIENT_SECRET_FILE)")
+	pf.StringVar(&f.Conn.SASLScope, "sasl-scope", "", "OAUTHBEARER scopes to ask the token endpoint for, space- or comma-separated (env FIELDWORK_SASL_SCOPE)")
 	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
 	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
-	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions(config.Mechanisms, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(&cobra.Group{ID: "ops", Title: "Commands:"})
 	root.SetHelpCommandGroupID("")

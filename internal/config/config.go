@@ -34,11 +34,24 @@ type TLS struct {
 
 // SASL is the client SASL configuration for brokers. The password is read from PasswordEnv
 // (an environment variable's name) or PasswordFile when the connection is resolved.
+//
+// OAUTHBEARER takes a static token (TokenEnv, TokenFile) or, with TokenURL, fetches one from a
+// token endpoint with the client-credentials grant: ClientID, a secret from ClientSecretEnv
+// or ClientSecretFile, and an optional Scope. Secrets come from the environment or files
+// only, as passwords do.
 type SASL struct {
 	Mechanism    string `yaml:"mechanism" json:"mechanism,omitempty"`
 	Username     string `yaml:"username" json:"username,omitempty"`
 	PasswordEnv  string `yaml:"password_env" json:"password_env,omitempty"`
 	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
+
+	TokenEnv         string `yaml:"token_env" json:"token_env,omitempty"`
+	TokenFile        string `yaml:"token_file" json:"token_file,omitempty"`
+	TokenURL         string `yaml:"token_url" json:"token_url,omitempty"`
+	ClientID         string `yaml:"client_id" json:"client_id,omitempty"`
+	ClientSecretEnv  string `yaml:"client_secret_env" json:"client_secret_env,omitempty"`
+	ClientSecretFile string `yaml:"client_secret_file" json:"client_secret_file,omitempty"`
+	Scope            string `yaml:"scope" json:"scope,omitempty"`
 }
 
 // Context is one named environment in the config file.

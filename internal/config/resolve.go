@@ -24,6 +24,12 @@ type Flags struct {
 	SASLMechanism    string
 	SASLUsername     string
 	SASLPasswordFile string
+
+	SASLTokenFile        string
+	SASLTokenURL         string
+	SASLClientID         string
+	SASLClientSecretFile string
+	SASLScope            string
 }
 
 // Connection is the resolved place fieldwork connects to.
@@ -34,10 +40,18 @@ type Connection struct {
 	TLS      TLS
 	SASL     SASL
 	Password string `json:"-"` // the SASL password, resolved; never printed
+	// Token is the static OAUTHBEARER token, ClientSecret the client-credentials secret,
+	// resolved; never printed.
+	Token        string `json:"-"`
+	ClientSecret string `json:"-"`
 }
 
+// MechanismOAuthBearer is SASL/OAUTHBEARER (RFC 7628): a bearer token, static or fetched from
+// a token endpoint.
+const MechanismOAuthBearer = "OAUTHBEARER"
+
 // Mechanisms are the accepted SASL mechanisms.
-var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", MechanismOAuthBearer}
 
 // Resolve merges flags, environment and the config file. getenv is os.Getenv in production.
 // It fails, with a usage error, when a named context does not exist, a SASL mechanism is
@@ -90,10 +104,21 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		Username:     first(fl.SASLUsername, getenv("FIELDWORK_SASL_USERNAME"), ctx.SASL.Username),
 		PasswordFile: first(fl.SASLPasswordFile, getenv("FIELDWORK_SASL_PASSWORD_FILE"), ctx.SASL.PasswordFile),
 		PasswordEnv:  ctx.SASL.PasswordEnv,
+
+		TokenEnv:         ctx.SASL.TokenEnv,
+		TokenFile:        first(fl.SASLTokenFile, getenv("FIELDWORK_SASL_TOKEN_FILE"), ctx.SASL.TokenFile),
+		TokenURL:         first(fl.SASLTokenURL, getenv("FIELDWORK_SASL_TOKEN_URL"), ctx.SASL.TokenURL),
+		ClientID:         first(fl.SASLClientID, getenv("FIELDWORK_SASL_CLIENT_ID"), ctx.SASL.ClientID),
+		ClientSecretEnv:  ctx.SASL.ClientSecretEnv,
+		ClientSecretFile: first(fl.SASLClientSecretFile, getenv("FIELDWORK_SASL_CLIENT_SECRET_FILE"), ctx.SASL.ClientSecretFile),
+		Scope:            first(fl.SASLScope, getenv("FIELDWORK_SASL_SCOPE"), ctx.SASL.Scope),
 	}
 	if c.SASL.Mechanism != "" {
 		if !validMechanism(c.SASL.Mechanism) {
 			return c, fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", c.SASL.Mechanism, strings.Join(Mechanisms, ", "))
+		}
+		if c.SASL.Mechanism == MechanismOAuthBearer {
+			return c, resolveOAuth(&c, getenv)
 		}
 		if c.SASL.Username == "" {
 			return c, fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", c.SASL.Mechanism)
@@ -110,27 +135,68 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 // readPassword takes the password from, in order: FIELDWORK_SASL_PASSWORD, the password
 // file (flag, environment or context), the context's password_env variable.
 func readPassword(s SASL, getenv func(string) string) (string, error) {
-	if pw := getenv("FIELDWORK_SASL_PASSWORD"); pw != "" {
-		return pw, nil
+	pw, err := readSecret("password", getenv("FIELDWORK_SASL_PASSWORD"), s.PasswordFile, s.PasswordEnv, getenv)
+	if err == nil && pw == "" {
+		err = fwerr.Usagef("SASL %s needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file", s.Mechanism)
 	}
-	if s.PasswordFile != "" {
-		b, err := os.ReadFile(s.PasswordFile)
+	return pw, err
+}
+
+// resolveOAuth reads what OAUTHBEARER needs: with a token URL, the client id and secret of
+// the client-credentials grant; otherwise a static token, from FIELDWORK_SASL_TOKEN, the
+// token file (flag, environment or context), or the context's token_env variable.
+func resolveOAuth(c *Connection, getenv func(string) string) error {
+	s := c.SASL
+	if s.TokenURL == "" {
+		tok, err := readSecret("OAUTHBEARER token", getenv("FIELDWORK_SASL_TOKEN"), s.TokenFile, s.TokenEnv, getenv)
 		if err != nil {
-			return "", fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read SASL password file: %w", err))
+			return err
 		}
-		pw := strings.TrimRight(string(b), "\r\n")
-		if pw == "" {
-			return "", fwerr.Usagef("SASL password file %s is empty", s.PasswordFile)
+		if tok == "" {
+			return fwerr.Usagef("SASL OAUTHBEARER needs a token (FIELDWORK_SASL_TOKEN or --sasl-token-file) or a token endpoint (--sasl-token-url, with --sasl-client-id and a client secret)")
 		}
-		return pw, nil
+		c.Token = tok
+		return nil
 	}
-	if s.PasswordEnv != "" {
-		if pw := getenv(s.PasswordEnv); pw != "" {
-			return pw, nil
-		}
-		return "", fwerr.Usagef("SASL password variable %s is not set", s.PasswordEnv)
+	if s.ClientID == "" {
+		return fwerr.Usagef("SASL OAUTHBEARER with a token URL needs a client id (--sasl-client-id or FIELDWORK_SASL_CLIENT_ID)")
 	}
-	return "", fwerr.Usagef("SASL %s needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file", s.Mechanism)
+	secret, err := readSecret("OAUTHBEARER client secret", getenv("FIELDWORK_SASL_CLIENT_SECRET"), s.ClientSecretFile, s.ClientSecretEnv, getenv)
+	if err != nil {
+		return err
+	}
+	if secret == "" {
+		return fwerr.Usagef("SASL OAUTHBEARER with a token URL needs a client secret (FIELDWORK_SASL_CLIENT_SECRET or --sasl-client-secret-file)")
+	}
+	c.ClientSecret = secret
+	return nil
+}
+
+// readSecret takes a secret from, in order: the value of its FIELDWORK_ variable, a file, the
+// variable a context names; "" when none is given. what names it in errors, which never hold
+// the secret.
+func readSecret(what, value, file, envName string, getenv func(string) string) (string, error) {
+	if value != "" {
+		return value, nil
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read SASL %s file: %w", what, err))
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return "", fwerr.Usagef("SASL %s file %s is empty", what, file)
+		}
+		return v, nil
+	}
+	if envName != "" {
+		if v := getenv(envName); v != "" {
+			return v, nil
+		}
+		return "", fwerr.Usagef("SASL %s variable %s is not set", what, envName)
+	}
+	return "", nil
 }
 
 func validMechanism(m string) bool {

@@ -75,6 +75,8 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: conn.SASL.Username, Pass: conn.Password}.AsSha256Mechanism()))
 	case "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: conn.SASL.Username, Pass: conn.Password}.AsSha512Mechanism()))
+	case config.MechanismOAuthBearer:
+		opts = append(opts, kgo.SASL(oauthMechanism(conn)))
 	default:
 		return nil, fwerr.Usagef("unknown SASL mechanism %q", conn.SASL.Mechanism)
 	}
