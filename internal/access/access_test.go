@@ -10,15 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/sample"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -80,42 +81,89 @@ func as(t *testing.T, p *testenv.Principal, env []string, args ...string) result
 	return run(t, append(p.Env(), env...), append(append([]string{}, args...), p.Args()...)...)
 }
 
-// world is a source topic with sample events (poison included) and its dead-letter topic
-// with one dead letter per poison record, written by the super user.
+// world is a source topic of sample events and its dead-letter topic, written by the super
+// user. A clean world has no poison record and its dead-letter topic holds a dead letter
+// ("rejected") of each of its first deadLetters events; a poisoned one has poison records and
+// an empty dead-letter topic, for a consumer to fill.
 type world struct {
-	topic, dlq string
-	poison     int
+	topic, dlq  string
+	records     int
+	poison      int
+	deadLetters int
 }
 
-func newWorld(t *testing.T) world {
+func cleanWorld(t *testing.T) world { return newWorld(t, 0, 3) }
+
+func poisonedWorld(t *testing.T) world { return newWorld(t, 3, 0) }
+
+func newWorld(t *testing.T, poison, deadLetters int) world {
 	t.Helper()
-	w := world{topic: testenv.Name(t, "orders")}
+	w := world{topic: testenv.Name(t, "orders"), poison: poison, deadLetters: deadLetters}
 	w.dlq = w.topic + dlq.DefaultTopicSuffix
+	cl := testenv.Client(t)
 	testenv.CreateTopic(t, w.topic, 2, nil)
 	testenv.CreateTopic(t, w.dlq, 2, nil)
-	opts := sample.DefaultOptions(7)
-	opts.Aggregates, opts.EventsPerAggregate = 4, 3
-	recs, _, err := sample.Generate(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := testenv.Client(t)
-	kr := sample.KgoRecords(w.topic, recs)
-	testenv.Produce(t, cl, kr...)
-	var dead []*kgo.Record
-	for _, r := range kr {
-		if _, err := envelope.DecodeRecord(r); err != nil {
-			dead = append(dead, dlq.NewDeadLetter(r, dlq.Meta{Group: w.topic + "-g", Handler: "projection", Reason: "malformed", Error: err.Error()}))
-		}
-	}
-	if len(dead) == 0 {
-		t.Fatal("the sample has no poison record")
-	}
-	w.poison = len(dead)
-	testenv.Produce(t, cl, dead...)
 	t.Cleanup(func() {
 		testenv.DeleteTopic(t, cl, w.topic)
 		testenv.DeleteTopic(t, cl, w.dlq)
 	})
+	opts := sample.DefaultOptions(7)
+	opts.Aggregates, opts.EventsPerAggregate, opts.Stale, opts.Poison = 4, 3, 0, poison
+	recs, _, err := sample.Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr := sample.KgoRecords(w.topic, recs)
+	testenv.Produce(t, cl, kr...)
+	w.records = len(kr)
+	var dead []*kgo.Record
+	for _, r := range kr[:deadLetters] {
+		dead = append(dead, dlq.NewDeadLetter(r, dlq.Meta{Group: w.topic + "-projection", Handler: "projection", Reason: "rejected", Error: "handler refused it"}))
+	}
+	if len(dead) > 0 {
+		testenv.Produce(t, cl, dead...)
+	}
 	return w
+}
+
+// endOffsets sums the high watermarks of topic's partitions.
+func endOffsets(t *testing.T, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(testenv.Client(t)).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}
+
+// store is a migrated PostgreSQL schema of the test's own: the store flags.
+func store(t *testing.T) []string {
+	t.Helper()
+	flags := []string{"--dsn", testenv.DSN(t), "--schema", testenv.Schema(t)}
+	if r := run(t, nil, append([]string{"db", "migrate"}, flags...)...); r.code != 0 {
+		t.Fatal(r)
+	}
+	return flags
+}
+
+// expect runs fieldwork as p and fails the test unless it exits with code.
+func expect(t *testing.T, p *testenv.Principal, code int, args ...string) result {
+	t.Helper()
+	r := as(t, p, nil, args...)
+	if r.code != code {
+		t.Fatalf("want exit %d\n%s", code, r)
+	}
+	return r
+}
+
+// denied checks that r exited 5 naming the operation on the resource, as its last line.
+func denied(t *testing.T, r result, want string) {
+	t.Helper()
+	if !regexp.MustCompile(`(?m)not authorized: ` + regexp.QuoteMeta(want) + `(;|$)`).MatchString(r.stderr) || r.code != 5 {
+		t.Errorf("want exit 5 with %q\n%s", "not authorized: "+want, r)
+	}
 }

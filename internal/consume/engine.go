@@ -208,6 +208,11 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 	defer cancel()
 	all := append(slices.Clone(e.o.Topics), e.dlqTopics()...)
 	md, err := e.readMetadata(mctx, kadm.NewClient(cl), all)
+	if kafka.IsAuthorization(err) {
+		if t := kafka.FirstDenied(mctx, kadm.NewClient(cl), all); t != "" {
+			return kafka.Denied(err, e.topicOp(t), kafka.ResourceTopic, t)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("read metadata of %s: %w", strings.Join(all, ", "), err)
 	}
@@ -221,15 +226,20 @@ func (e *Engine) checkTopics(ctx context.Context) error {
 			return &MissingTopicError{Topic: t, Role: role}
 		}
 		if td.Err != nil {
-			op := kafka.OpRead
-			if role == "dead-letter" {
-				op = kafka.OpWrite
-			}
-			return kafka.Denied(fmt.Errorf("%s topic %q: %w", role, t, td.Err), op, kafka.ResourceTopic, t)
+			return kafka.Denied(fmt.Errorf("%s topic %q: %w", role, t, td.Err), e.topicOp(t), kafka.ResourceTopic, t)
 		}
 	}
 	e.limits = readSizeLimits(mctx, kadm.NewClient(cl), e.dlqTopics(), e.log)
 	return nil
+}
+
+// topicOp is the operation the engine needs on topic: READ on a source, WRITE on a
+// dead-letter topic.
+func (e *Engine) topicOp(topic string) string {
+	if slices.Contains(e.o.Topics, topic) {
+		return kafka.OpRead
+	}
+	return kafka.OpWrite
 }
 
 // readMetadata reads the topics' metadata, retrying within ctx's bound: the connection check
@@ -242,6 +252,9 @@ func (e *Engine) readMetadata(ctx context.Context, adm *kadm.Client, topics []st
 	for {
 		md, err := adm.Metadata(ctx, topics...)
 		if err == nil || ctx.Err() != nil {
+			return md, err
+		}
+		if kafka.IsAuthorization(err) { // retrying cannot grant an ACL
 			return md, err
 		}
 		e.log.Warn("reading the topics' metadata failed; retrying", "err", err, "retry_in", wait)

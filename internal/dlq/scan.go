@@ -32,6 +32,11 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 		slices.Sort(uniq)
 		uniq = slices.Compact(uniq)
 		details, err := c.Admin.ListTopics(ctx, uniq...)
+		if kafka.IsAuthorization(err) {
+			if t := kafka.FirstDenied(ctx, c.Admin, uniq); t != "" {
+				return nil, kafka.Denied(err, kafka.OpDescribe, kafka.ResourceTopic, t)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("describe topics: %w", err)
 		}

@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -91,4 +93,20 @@ func DeniedWrite(err error, topic string) error {
 		return fwerr.Denied(&NotAuthorizedError{Operation: OpWrite, ResourceType: ResourceTopic, Resource: topic, Err: err})
 	}
 	return Denied(err, OpWrite, ResourceTopic, topic)
+}
+
+// FirstDenied finds which of topics the ACLs hide after a metadata request for all of them
+// was refused as a whole (kadm fails the request when one topic is not authorized): it asks
+// for each in turn and returns the first refused, "" when none is (any more).
+func FirstDenied(ctx context.Context, adm *kadm.Client, topics []string) string {
+	for _, t := range topics {
+		md, err := adm.Metadata(ctx, t)
+		if IsAuthorization(err) {
+			return t
+		}
+		if td, ok := md.Topics[t]; ok && IsAuthorization(td.Err) {
+			return t
+		}
+	}
+	return ""
 }

@@ -36,6 +36,7 @@ type Principal struct {
 	CAFile   string
 	t        testing.TB
 	adm      *kadm.Client
+	scram    bool
 }
 
 // NewPrincipal creates a SCRAM-SHA-512 user of a name unique to the test (Name) and waits
@@ -55,8 +56,20 @@ func NewPrincipal(t testing.TB, prefix string) *Principal {
 	if err != nil {
 		t.Fatalf("create SCRAM user %s: %v", p.Name, err)
 	}
+	p.scram = true
 	t.Cleanup(p.remove)
 	p.waitAuthenticates(ctx)
+	return p
+}
+
+// NewTokenPrincipal is a principal of a name unique to the test that exists only in ACLs:
+// one authenticated by a token whose sub claim is Name (OAUTHBEARER, UnsecuredJWT). Its ACLs
+// are deleted at cleanup.
+func NewTokenPrincipal(t testing.TB, prefix string) *Principal {
+	t.Helper()
+	brokers, ca := SecureBrokers(t)
+	p := &Principal{Name: Name(t, prefix), Brokers: brokers, CAFile: ca, t: t, adm: kadm.NewClient(Client(t))}
+	t.Cleanup(p.remove)
 	return p
 }
 
@@ -133,6 +146,9 @@ func (p *Principal) remove() {
 	defer cancel()
 	if _, err := p.adm.DeleteACLs(ctx, kadm.NewACLs().Allow(p.Principal()).AllowHosts().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny)); err != nil {
 		p.t.Errorf("delete the ACLs of %s: %v", p.Principal(), err)
+	}
+	if !p.scram {
+		return
 	}
 	if _, err := p.adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: p.Name, Mechanism: kadm.ScramSha512}}, nil); err != nil {
 		p.t.Errorf("delete SCRAM user %s: %v", p.Name, err)
