@@ -163,7 +163,7 @@ func expect(t *testing.T, p *testenv.Principal, code int, args ...string) result
 // denied checks that r exited 5 naming the operation on the resource, as its last line.
 func denied(t *testing.T, r result, want string) {
 	t.Helper()
-	if !regexp.MustCompile(`(?m)not authorized: ` + regexp.QuoteMeta(want) + `(;|$)`).MatchString(r.stderr) || r.code != 5 {
+	if !regexp.MustCompile(`(?m)not authorized: `+regexp.QuoteMeta(want)+`(;|$)`).MatchString(r.stderr) || r.code != 5 {
 		t.Errorf("want exit 5 with %q\n%s", "not authorized: "+want, r)
 	}
 }
