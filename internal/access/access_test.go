@@ -160,7 +160,7 @@ func expect(t *testing.T, p *testenv.Principal, code int, args ...string) result
 	return r
 }
 
-// denied checks that r exited 5 naming the operation on the resource, as its last line.
+// denied checks that r exited 5 and that stderr names the operation on the resource.
 func denied(t *testing.T, r result, want string) {
 	t.Helper()
 	if !regexp.MustCompile(`(?m)not authorized: `+regexp.QuoteMeta(want)+`(;|$)`).MatchString(r.stderr) || r.code != 5 {

@@ -100,3 +100,48 @@ func TestLoad(t *testing.T) {
 		t.Errorf("DefaultPath = %s", got)
 	}
 }
+
+func TestSASLOAuthBearer(t *testing.T) {
+	dir := t.TempDir()
+	tokFile, secretFile := filepath.Join(dir, "tok"), filepath.Join(dir, "secret")
+	for name, v := range map[string]string{tokFile: "tok-from-file\n", secretFile: "secret-from-file\n"} {
+		if err := os.WriteFile(name, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := &File{Contexts: map[string]Context{
+		"static": {SASL: SASL{Mechanism: "OAUTHBEARER", TokenEnv: "MY_TOKEN"}},
+		"idp":    {SASL: SASL{Mechanism: "oauthbearer", TokenURL: "https://idp/token", ClientID: "cli", ClientSecretEnv: "MY_SECRET", Scope: "kafka"}},
+	}}
+	for _, c := range []struct {
+		name          string
+		flags         Flags
+		env           map[string]string
+		token, secret string
+	}{
+		{"token from env", Flags{SASLMechanism: "OAUTHBEARER"}, map[string]string{"FIELDWORK_SASL_TOKEN": "tok-env", "FIELDWORK_SASL_TOKEN_FILE": tokFile}, "tok-env", ""},
+		{"token file", Flags{SASLMechanism: "OAUTHBEARER", SASLTokenFile: tokFile}, nil, "tok-from-file", ""},
+		{"token file from env", Flags{SASLMechanism: "OAUTHBEARER"}, map[string]string{"FIELDWORK_SASL_TOKEN_FILE": tokFile}, "tok-from-file", ""},
+		{"context token_env", Flags{Context: "static"}, map[string]string{"MY_TOKEN": "tok-ctx"}, "tok-ctx", ""},
+		{"client credentials", Flags{SASLMechanism: "OAUTHBEARER", SASLTokenURL: "https://idp/t", SASLClientID: "c", SASLClientSecretFile: secretFile}, nil, "", "secret-from-file"},
+		{"context client credentials", Flags{Context: "idp"}, map[string]string{"MY_SECRET": "secret-ctx"}, "", "secret-ctx"},
+		{"secret env beats context", Flags{Context: "idp"}, map[string]string{"MY_SECRET": "secret-ctx", "FIELDWORK_SASL_CLIENT_SECRET": "secret-env"}, "", "secret-env"},
+	} {
+		got, err := Resolve(c.flags, env(c.env), file)
+		if err != nil || got.Token != c.token || got.ClientSecret != c.secret || got.SASL.Mechanism != MechanismOAuthBearer {
+			t.Errorf("%s: token %q secret %q mechanism %q, err %v", c.name, got.Token, got.ClientSecret, got.SASL.Mechanism, err)
+		}
+	}
+	for name, fl := range map[string]Flags{
+		"no token":     {SASLMechanism: "OAUTHBEARER"},
+		"no client id": {SASLMechanism: "OAUTHBEARER", SASLTokenURL: "https://idp/t", SASLClientSecretFile: secretFile},
+		"no secret":    {SASLMechanism: "OAUTHBEARER", SASLTokenURL: "https://idp/t", SASLClientID: "c"},
+	} {
+		if _, err := Resolve(fl, env(nil), nil); err == nil || !strings.Contains(err.Error(), "OAUTHBEARER") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if _, err := Resolve(Flags{Context: "static"}, env(nil), file); err == nil || !strings.Contains(err.Error(), "MY_TOKEN is not set") {
+		t.Errorf("unset token_env: err = %v", err)
+	}
+}
