@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,8 +51,11 @@ type Connection struct {
 // a token endpoint.
 const MechanismOAuthBearer = "OAUTHBEARER"
 
+// PasswordMechanisms are the SASL mechanisms of a username and a password.
+var PasswordMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
 // Mechanisms are the accepted SASL mechanisms.
-var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", MechanismOAuthBearer}
+var Mechanisms = append(slices.Clone(PasswordMechanisms), MechanismOAuthBearer)
 
 // Resolve merges flags, environment and the config file. getenv is os.Getenv in production.
 // It fails, with a usage error, when a named context does not exist, a SASL mechanism is
