@@ -18,8 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // TLS is the client TLS configuration for brokers.
@@ -91,7 +91,7 @@ func Load(path string) (*File, error) {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		// YAML's messages quote keys (and the start of values): a DSN written where a key goes
 		// would show its password.
-		return nil, fwerr.Usagef("parse config %s: %s", path, dedupdriver.RedactText(err.Error()))
+		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Text(err.Error()))
 	}
 	return f, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 //go:embed migrations/*.sql
@@ -55,8 +56,11 @@ var _ dedupdriver.Driver = (*Driver)(nil)
 func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, &dedupdriver.InvalidDSNError{DSN: dedupdriver.RedactDSN(cfg.DSN), Reason: parseReason(err)}
+		return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: parseReason(err, cfg.DSN)}
 	}
+	// pgx's messages may quote the connection string or parts of it: every one is scrubbed of
+	// the password as written in the DSN and as pgx read it (docs/design.md §4.1).
+	secrets := append(redact.Secrets(cfg.DSN), pcfg.ConnConfig.Password)
 	timeout := pcfg.ConnConfig.ConnectTimeout
 	if timeout == 0 {
 		timeout = cfg.ConnectTimeout
@@ -65,7 +69,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	addr := address(pcfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}
 	}
 	// The connect timeout covers dialling and authenticating one host; a
 	// little more allows for the ping and for a fallback host.
@@ -73,7 +77,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}
 	}
 	return New(pool, cfg.Names), nil
 }
@@ -141,8 +145,10 @@ func connectCause(err error, addr string) error {
 
 var parseErrPrefix = regexp.MustCompile("^cannot parse `[^`]*`: ")
 
-func parseReason(err error) string {
-	return dedupdriver.RedactText(parseErrPrefix.ReplaceAllString(err.Error(), ""))
+// parseReason is pgx's reason for refusing dsn, without the DSN it quotes and scrubbed of
+// every part of it that may be a password.
+func parseReason(err error, dsn string) string {
+	return redact.Scrub(parseErrPrefix.ReplaceAllString(err.Error(), ""), redact.Secrets(dsn)...)
 }
 
 // Begin starts a READ COMMITTED transaction on a pooled connection.
