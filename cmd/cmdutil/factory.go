@@ -5,6 +5,7 @@ package cmdutil
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -33,6 +34,8 @@ type Factory struct {
 	// Running is set by the root command once flags and arguments are parsed; an error before
 	// that is a usage error.
 	Running bool
+
+	warned map[string]bool // the connection warnings already printed in this run
 }
 
 // NewFactory returns a factory on the process's streams and environment.
@@ -54,7 +57,22 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if err != nil {
 		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
 	}
+	for _, w := range conn.Warnings {
+		if !f.warned[w] {
+			if f.warned == nil {
+				f.warned = map[string]bool{}
+			}
+			f.warned[w] = true
+			Warn(f.Streams, w)
+		}
+	}
 	return conn, nil
+}
+
+// Warn writes one warning line on stderr: "warning: " (styled on a terminal) and msg.
+func Warn(s *output.Streams, msg string) {
+	st := output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor)
+	fmt.Fprintln(s.ErrOut, st.Warn.Render("warning: ")+msg)
 }
 
 // StoreConfigured reports whether a DSN is configured (flag, environment or context), without
@@ -101,6 +119,7 @@ func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
 	}
 	opts := f.Dedup
 	opts.ConnectTimeout = f.ConnectTimeout
+	opts.Password = conn.DSNPassword
 	st, err := dedup.Open(ctx, conn.DSN, opts)
 	if err != nil {
 		return nil, StoreError(err, f.Dedup)

@@ -60,7 +60,12 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	}
 	// pgx's messages may quote the connection string or parts of it: every one is scrubbed of
 	// the password as written in the DSN and as pgx read it (docs/design.md §4.1).
-	secrets := append(redact.Secrets(cfg.DSN), pcfg.ConnConfig.Password)
+	secrets := append(redact.Secrets(cfg.DSN), pcfg.ConnConfig.Password, cfg.Password)
+	// A password given apart from the DSN (a context's dsn_password_env or dsn_password_file)
+	// beats PGPASSWORD and PGPASSFILE, which pgx has read when the DSN holds none.
+	if cfg.Password != "" && len(redact.Secrets(cfg.DSN)) == 0 {
+		pcfg.ConnConfig.Password = cfg.Password
+	}
 	timeout := pcfg.ConnConfig.ConnectTimeout
 	if timeout == 0 {
 		timeout = cfg.ConnectTimeout
