@@ -75,6 +75,8 @@ func Secrets(dsn string) []string {
 		if at := lastAt(rest); at >= 0 {
 			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
 				out = append(out, pw)
+				// A driver that ends the user info at the first '@' reads the rest as the host.
+				out = append(out, strings.Split(pw, "@")...)
 			}
 		}
 		if _, query, ok := strings.Cut(d, "?"); ok {

@@ -47,7 +47,7 @@ func (e *ConnectError) Error() string {
 	if e.Err != nil {
 		cause = redact.Scrub(e.Err.Error(), e.Secrets...)
 	}
-	return fmt.Sprintf("cannot connect to %s at %s: %s", e.Driver, e.Addr, cause)
+	return redact.Scrub(fmt.Sprintf("cannot connect to %s at %s: %s", e.Driver, e.Addr, cause), e.Secrets...)
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }

@@ -66,6 +66,13 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	if cfg.Password != "" && len(redact.Secrets(cfg.DSN)) == 0 {
 		pcfg.ConnConfig.Password = cfg.Password
 	}
+	// A password holding an unencoded '@' makes pgx read its tail as part of the host: refused,
+	// as the shape of a DSN that cannot be told apart (docs/design.md §4.1).
+	for _, h := range append([]string{pcfg.ConnConfig.Host}, fallbackHosts(pcfg.ConnConfig.Config)...) {
+		if strings.Contains(h, "@") {
+			return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: "the user info holds an unencoded '@': percent-encode it in the password as %40"}
+		}
+	}
 	timeout := pcfg.ConnConfig.ConnectTimeout
 	if timeout == 0 {
 		timeout = cfg.ConnectTimeout
@@ -126,6 +133,14 @@ func address(c pgconn.Config) string {
 		}
 	}
 	return strings.Join(hosts, ",")
+}
+
+func fallbackHosts(c pgconn.Config) []string {
+	var out []string
+	for _, f := range c.Fallbacks {
+		out = append(out, f.Host)
+	}
+	return out
 }
 
 // connectCause strips pgconn's "failed to connect to `user=… database=…`"

@@ -276,6 +276,8 @@ func TestMalformedDSN(t *testing.T) {
 		"postgres://fieldwork:" + secret + "@127.0.0.1:notaport/db",
 		"host=127.0.0.1 port=abc user=fieldwork password=" + secret,
 		"postgres://fieldwork:" + secret + "@127.0.0.1/db?sslmode=maybe",
+		"postgres://fieldwork:Head@" + secret + "@127.0.0.1/db", // an unencoded '@' in the password
+		"host=127.0.0.1 user=fieldwork password='" + secret + " unclosed",
 	} {
 		_, err := dedup.Open(context.Background(), dsn, dedup.Options{})
 		var ie *dedup.InvalidDSNError
