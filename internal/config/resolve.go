@@ -127,7 +127,9 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		c.KeyPassword = pw
 		c.warnExposed("TLS key password file", from)
 		c.warnExposed("TLS client key", c.TLS.KeyFile)
-		c.warnExposed("PKCS#12 bundle", first(c.TLS.PKCS12File, c.TLS.CertFile))
+		if c.TLS.KeyFile == "" { // the bundle holds the key; a PEM certificate beside its key is public
+			c.warnExposed("PKCS#12 bundle", first(c.TLS.PKCS12File, c.TLS.CertFile))
+		}
 	}
 	if c.TLS.InsecureSkipVerify {
 		c.Warnings = append(c.Warnings, "TLS certificate verification is off (--tls-insecure-skip-verify): anyone on the path can pose as the brokers and read the credentials")

@@ -161,6 +161,8 @@ func TestWarnings(t *testing.T) {
 		{"open key file", Flags{TLSCertFile: closed, TLSKeyFile: open}, nil, "TLS client key " + open},
 		{"open key password file", Flags{TLSCertFile: closed, TLSKeyFile: closed, TLSKeyPasswordFile: open}, nil, "TLS key password file " + open},
 		{"open PKCS#12 bundle", Flags{TLSPKCS12File: open}, nil, "PKCS#12 bundle " + open},
+		{"open bundle behind --tls-cert", Flags{TLSCertFile: open}, nil, "PKCS#12 bundle " + open},
+		{"open certificate beside its key", Flags{TLSCertFile: open, TLSKeyFile: closed}, nil, ""},
 	}
 	for _, c := range cases {
 		conn, err := Resolve(c.flags, env(c.env), nil)
