@@ -114,17 +114,3 @@ func TestFactory() *Factory {
 	s, _, _, _ := output.Test()
 	return &Factory{Streams: s, Getenv: func(string) string { return "" }}
 }
-
-// PrinterAndCluster returns the printer for -o and connects to the cluster, the first steps
-// of the commands that read topics; the caller closes the cluster.
-func PrinterAndCluster(ctx context.Context, printer func() (*output.Printer, error), connect func(context.Context) (*kafka.Cluster, error)) (*output.Printer, *kafka.Cluster, error) {
-	p, err := printer()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, c, nil
-}

@@ -41,7 +41,7 @@ create fieldwork's own columns.`,
 			if cmdutil.CustomColumns(opts.Names()) {
 				return fwerr.Usagef("db migrate creates fieldwork's own columns: the --column-* flags are for querying an existing table")
 			}
-			return cmdutil.Run(cmd, opts, runF, dbMigrateRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbMigrateRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the pending migrations' SQL and change nothing")
@@ -66,19 +66,15 @@ type migrateReport struct {
 	Steps       []migrateStep `json:"steps"`
 }
 
-func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions) error {
-	p, st, err := opts.Open(ctx)
+func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
+	before, err := st.Status(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	before, err := st.Status(ctx)
-	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
 	steps, err := st.Migrate(ctx, opts.DryRun)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := migrateReport{Driver: st.Driver(), Table: st.Table(), DryRun: opts.DryRun, FromVersion: before.Current,
 		ToVersion: before.Current, UpToDate: len(steps) == 0, Steps: []migrateStep{}}
@@ -93,7 +89,7 @@ func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions) error {
 	if !opts.DryRun && len(steps) > 0 {
 		after, err := st.Status(ctx)
 		if err != nil {
-			return cmdutil.StoreError(err, opts.Names())
+			return err
 		}
 		rep.ToVersion = after.Current
 	}

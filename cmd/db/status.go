@@ -38,7 +38,7 @@ binary must not be used against the store.`,
   fieldwork db status -o json | jq -r .state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.Run(cmd, opts, runF, dbStatusRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbStatusRun)
 		},
 	}
 	return cmd
@@ -62,15 +62,11 @@ type statusReport struct {
 	Message        string             `json:"message"`
 }
 
-func dbStatusRun(ctx context.Context, opts *DBStatusOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func dbStatusRun(ctx context.Context, opts *DBStatusOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	ms, err := st.Status(ctx)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := statusReport{Driver: ms.Driver, Table: ms.Table, CurrentVersion: ms.Current, LatestVersion: ms.Latest,
 		Applied: []appliedMigration{}, Pending: []migrateStep{}}

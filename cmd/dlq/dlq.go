@@ -2,13 +2,11 @@
 package dlq
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
@@ -51,14 +49,13 @@ for --consumer (default: the consumer group the dead letter names):
 // --help and usage errors never dial a broker or open a database.
 type dlqDeps struct {
 	cmdutil.StoreDeps
-	Kafka func(context.Context) (*kafka.Cluster, error)
 	// StoreConfigured reports whether a DSN is configured (flag, environment or context).
 	StoreConfigured func() (bool, error)
 	Now             func() time.Time
 }
 
 func newDLQDeps(f *cmdutil.Factory) dlqDeps {
-	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), Kafka: f.Kafka, StoreConfigured: f.StoreConfigured, Now: time.Now}
+	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: time.Now}
 }
 
 // lookup is what the status flags need to look statuses up.

@@ -65,7 +65,7 @@ column and JSON's header_problems say which header and why.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, dlqListRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqListRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -97,12 +97,8 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 	return nil
 }
 
-func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
 	if err != nil {
 		return err
@@ -132,9 +128,6 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions) error {
 	progress.Stop()
 	cmdutil.WarnDeleted(opts.Streams, scan)
 	if err != nil {
-		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
-			err = cmdutil.StoreError(err, opts.Names())
-		}
 		return err
 	}
 	if res.More {

@@ -64,7 +64,7 @@ id, the newest is shown and the others are named on stderr.`,
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, dlqShowRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqShowRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -107,12 +107,8 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
 
-func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 
 	var d dlq.DeadLetter
 	if opts.Filter.EventID == "" {
@@ -161,7 +157,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 	if lookup.Enabled() {
 		infos, err := lookup.Resolve(ctx, []dlq.DeadLetter{d})
 		if err != nil {
-			return cmdutil.StoreError(err, opts.Names())
+			return err
 		}
 		entry.Status = infos[0]
 	}

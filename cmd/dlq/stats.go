@@ -65,7 +65,7 @@ views; CSV gives the groups.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, dlqStatsRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqStatsRun)
 		},
 	}
 	fs := cmd.Flags()
@@ -99,12 +99,8 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
 
-func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
 	if err != nil {
 		return err
@@ -137,9 +133,6 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	})
 	progress.Stop()
 	if err != nil {
-		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
-			err = cmdutil.StoreError(err, opts.Names())
-		}
 		return err
 	}
 	w := opts.Streams.ErrOut

@@ -18,7 +18,6 @@ import (
 
 // InspectAggregateOptions are the inputs of `inspect aggregate`.
 type InspectAggregateOptions struct {
-	inspectDeps
 	Topic       string
 	AggregateID string
 	Selection   kafka.Selection
@@ -30,7 +29,7 @@ type InspectAggregateOptions struct {
 
 // NewCmdInspectAggregate builds `inspect aggregate T ID`.
 func NewCmdInspectAggregate(f *cmdutil.Factory, runF func(context.Context, *InspectAggregateOptions) error) *cobra.Command {
-	opts := &InspectAggregateOptions{inspectDeps: newInspectDeps(f), Now: time.Now}
+	opts := &InspectAggregateOptions{Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "aggregate TOPIC AGGREGATE_ID",
 		Short: "The events of one aggregate in offset order, with version continuity flagged",
@@ -61,7 +60,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectAggregateRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectAggregateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -69,20 +68,16 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 	return cmd
 }
 
-func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
+func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
 	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress.Update})
 	progress.Stop()
 	if err != nil {
 		return err
 	}
 	if rep.Truncated {
-		fmt.Fprintf(opts.Streams.ErrOut, "warning: only the first %d events are shown (--max-events)\n", opts.MaxEvents)
+		fmt.Fprintf(cl.Streams.ErrOut, "warning: only the first %d events are shown (--max-events)\n", opts.MaxEvents)
 	}
 	return p.Object(rep, aggregateSections(p, rep))
 }

@@ -3,13 +3,9 @@
 package inspect
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // NewCmdInspect is the inspect group: read-only views of a topic, a record, an aggregate, and
@@ -36,16 +32,4 @@ Scans read the offsets fixed when they start and never wait for new records.`,
 		NewCmdInspectValidate(f, nil),
 	)
 	return cmd
-}
-
-// inspectDeps are what every inspect command needs from the factory, built lazily so that
-// parsing, --help and usage errors never dial a broker.
-type inspectDeps struct {
-	Streams *output.Streams
-	Kafka   func(context.Context) (*kafka.Cluster, error)
-	Printer func() (*output.Printer, error)
-}
-
-func newInspectDeps(f *cmdutil.Factory) inspectDeps {
-	return inspectDeps{Streams: f.Streams, Kafka: f.Kafka, Printer: f.Printer}
 }

@@ -15,13 +15,12 @@ import (
 
 // InspectRecordOptions are the inputs of `inspect record`.
 type InspectRecordOptions struct {
-	inspectDeps
 	Address kafka.RecordAddress
 }
 
 // NewCmdInspectRecord builds `inspect record T/P/O`.
 func NewCmdInspectRecord(f *cmdutil.Factory, runF func(context.Context, *InspectRecordOptions) error) *cobra.Command {
-	opts := &InspectRecordOptions{inspectDeps: newInspectDeps(f)}
+	opts := &InspectRecordOptions{}
 	cmd := &cobra.Command{
 		Use:   "record TOPIC/PARTITION/OFFSET",
 		Short: "One record: headers, key, decoded envelope and pretty value",
@@ -36,18 +35,14 @@ indented when it is JSON.`,
 			if opts.Address, err = kafka.ParseRecordAddress(args[0]); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectRecordRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectRecordRun)
 		},
 	}
 	return cmd
 }
 
-func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 	rep, err := inspect.Record(ctx, c, opts.Address.Topic, opts.Address.Partition, opts.Address.Offset)
 	if err != nil {
 		return err

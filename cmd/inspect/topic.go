@@ -18,7 +18,6 @@ import (
 
 // InspectTopicOptions are the inputs of `inspect topic`.
 type InspectTopicOptions struct {
-	inspectDeps
 	Topic      string
 	SampleSize int
 }
@@ -26,7 +25,7 @@ type InspectTopicOptions struct {
 // NewCmdInspectTopic builds `inspect topic T`. runF, when set, replaces the run (for tests of
 // flag parsing).
 func NewCmdInspectTopic(f *cmdutil.Factory, runF func(context.Context, *InspectTopicOptions) error) *cobra.Command {
-	opts := &InspectTopicOptions{inspectDeps: newInspectDeps(f)}
+	opts := &InspectTopicOptions{}
 	cmd := &cobra.Command{
 		Use:   "topic TOPIC",
 		Short: "Partitions, offsets, configs, envelope formats and consumer-group lag of a topic",
@@ -43,20 +42,16 @@ offset and the lag behind the high watermark.`,
 			if opts.SampleSize < 0 {
 				return fwerr.Usagef("--sample %d: must be 0 (no sampling) or more", opts.SampleSize)
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectTopicRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectTopicRun)
 		},
 	}
 	cmd.Flags().IntVar(&opts.SampleSize, "sample", inspect.DefaultSampleSize, "decode the newest N records of each partition to detect envelope formats (0: none)")
 	return cmd
 }
 
-func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "sampling " + opts.Topic})
+func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "sampling " + opts.Topic})
 	sample := opts.SampleSize
 	if sample == 0 {
 		sample = -1

@@ -18,7 +18,6 @@ import (
 
 // InspectValidateOptions are the inputs of `inspect validate`.
 type InspectValidateOptions struct {
-	inspectDeps
 	Topic         string
 	Selection     kafka.Selection
 	MaxExamples   int
@@ -31,7 +30,7 @@ type InspectValidateOptions struct {
 
 // NewCmdInspectValidate builds `inspect validate T`.
 func NewCmdInspectValidate(f *cmdutil.Factory, runF func(context.Context, *InspectValidateOptions) error) *cobra.Command {
-	opts := &InspectValidateOptions{inspectDeps: newInspectDeps(f), Now: time.Now}
+	opts := &InspectValidateOptions{Now: time.Now}
 	var kinds []string
 	for _, k := range inspect.FindingKinds {
 		kinds = append(kinds, fmt.Sprintf("  %-22s %s", k.Kind, k.Description))
@@ -68,7 +67,7 @@ is removed at the end.`,
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectValidateRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectValidateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -79,13 +78,9 @@ is removed at the end.`,
 	return cmd
 }
 
-func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
+func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
 		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress.Update,
 	})

@@ -71,7 +71,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedCheckRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore|cmdutil.NeedKafka, opts, runF, processedCheckRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -82,17 +82,8 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 	return cmd
 }
 
-func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	c, err := opts.Kafka(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
+	p, st, c := cl.Printer, cl.Store, cl.Kafka
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()
@@ -112,7 +103,7 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 		}
 	}
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	if stream != nil {
 		fmt.Fprintln(opts.Streams.ErrOut, rep.Summary())

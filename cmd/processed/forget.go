@@ -57,7 +57,7 @@ It prints the markers it removed and the ids that had none.`,
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedForgetRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedForgetRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -157,12 +157,8 @@ func distinct(ids []string) []string {
 	return out
 }
 
-func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
 		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
 	if err := opts.Confirm(opts.Yes, question); err != nil {
@@ -171,7 +167,7 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error
 	// --all-consumers leaves Consumer empty: every consumer's markers.
 	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	if p.Format != output.FormatCSV {
 		return p.Object(rep, forgetSections(p, rep))

@@ -42,7 +42,7 @@ says which (in JSON, "processed": false and an empty "markers").`,
 					return err
 				}
 			}
-			return cmdutil.Run(cmd, opts, runF, processedGetRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedGetRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Consumer, "consumer", "", "only this consumer's marker (default every consumer's)")
@@ -57,15 +57,11 @@ type getReport struct {
 	Markers   []dedup.MarkerRow `json:"markers"`
 }
 
-func processedGetRun(ctx context.Context, opts *ProcessedGetOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedGetRun(ctx context.Context, opts *ProcessedGetOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	rows, err := st.Get(ctx, opts.EventID, opts.Consumer)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := getReport{EventID: opts.EventID, Consumer: opts.Consumer, Processed: len(rows) > 0, Markers: rows}
 	if rep.Markers == nil {

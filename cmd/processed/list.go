@@ -50,7 +50,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedListRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedListRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -110,15 +110,11 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 	return &dedup.Cursor{ProcessedAt: c.ProcessedAt, Consumer: c.Consumer, EventID: c.EventID}, nil
 }
 
-func processedListRun(ctx context.Context, opts *ProcessedListOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	page, err := st.List(ctx, opts.Filter)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	if err := markerList(p, page.Rows, "no markers match"); err != nil {
 		return err

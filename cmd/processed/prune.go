@@ -78,7 +78,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedPruneRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -91,12 +91,8 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	return cmd
 }
 
-func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
@@ -119,7 +115,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 		if rep != nil && rep.Deleted > 0 {
 			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", cmdutil.Plural(rep.Deleted, "marker"))
 		}
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	return p.Object(rep, pruneSections(p, rep))
 }

@@ -40,7 +40,7 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 					return err
 				}
 			}
-			return cmdutil.Run(cmd, opts, runF, processedStatsRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedStatsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer")
@@ -59,15 +59,11 @@ type statsReport struct {
 	Sizes *dedup.Sizes `json:"sizes"`
 }
 
-func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	s, err := st.Stats(ctx, opts.Filter)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: timespec.Format(s.Window),
 		WindowSeconds: int64(s.Window / time.Second), Consumers: s.Consumers, Sizes: s.Sizes}

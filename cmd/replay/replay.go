@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -21,30 +20,15 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Kafka   func(context.Context) (*kafka.Cluster, error)
 	Confirm func(yes bool, question string) error
 	Getenv  func(string) string
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
 	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Kafka: f.Kafka, Getenv: f.Getenv,
+		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
 		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
 	}
-}
-
-// journal opens the store for the replay journal and checks that it is migrated (the journal
-// is migration 002).
-func (d replayDeps) journal(ctx context.Context) (*dedup.Store, error) {
-	st, err := d.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Verify(ctx); err != nil {
-		st.Close()
-		return nil, cmdutil.StoreError(err, d.Names())
-	}
-	return st, nil
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
@@ -142,7 +126,7 @@ failure marks it failed.
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, replayRun)
+			return cmdutil.RunWith(cmd, f, opts.needs(), opts, runF, replayRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -258,30 +242,21 @@ func replayGC(getenv func(string) string) {
 	}
 }
 
-func replayRun(ctx context.Context, opts *ReplayOptions) error {
-	replayGC(opts.Getenv)
-	p, err := opts.Printer()
-	if err != nil {
-		return err
+// needs are the clients a replay opens: the cluster, and the store when it executes (the
+// journal, migrated) or when the selection looks statuses up.
+func (opts *ReplayOptions) needs() cmdutil.Need {
+	switch {
+	case opts.Execute:
+		return cmdutil.NeedJournal | cmdutil.NeedKafka
+	case opts.Spec.NeedsStore():
+		return cmdutil.NeedStore | cmdutil.NeedKafka
 	}
-	var st *dedup.Store
-	if opts.Execute {
-		if st, err = opts.journal(ctx); err != nil {
-			return err
-		}
-		defer st.Close()
-	} else if opts.Spec.NeedsStore() {
-		if st, err = opts.Store(ctx); err != nil {
-			return err
-		}
-		defer st.Close()
-	}
-	c, err := opts.Kafka(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	return cmdutil.NeedKafka
+}
 
+func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
+	replayGC(opts.Getenv)
+	p, st, c := cl.Printer, cl.Store, cl.Kafka
 	plan, err := replay.NewPlan(ctx, c, opts.Spec)
 	if err != nil {
 		return err

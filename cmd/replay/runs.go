@@ -58,7 +58,7 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 			if opts.Limit < 1 {
 				return fwerr.Usagef("--limit %d: must be at least 1", opts.Limit)
 			}
-			return cmdutil.Run(cmd, opts, runF, replayRunsRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, replayRunsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only runs with this status: "+strings.Join(dedup.RunStatuses, ", "))
@@ -80,15 +80,11 @@ var replayRunColumns = []output.Column[replayRunView]{
 	{Name: "reason", Value: func(r replayRunView) string { return r.Reason }},
 }
 
-func replayRunsRun(ctx context.Context, opts *ReplayRunsOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func replayRunsRun(ctx context.Context, opts *ReplayRunsOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Status: opts.Status, Limit: opts.Limit})
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	views := make([]replayRunView, len(runs))
 	for i, r := range runs {

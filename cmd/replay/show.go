@@ -35,7 +35,7 @@ target topic and partition.`,
 		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.RunID = args[0]
-			return cmdutil.Run(cmd, opts, runF, replayShowRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, replayShowRun)
 		},
 	}
 	return cmd
@@ -54,19 +54,15 @@ type replayCheckpointView struct {
 	Remaining int64 `json:"remaining"`
 }
 
-func replayShowRun(ctx context.Context, opts *ReplayShowOptions) error {
-	p, st, err := opts.Open(ctx)
+func replayShowRun(ctx context.Context, opts *ReplayShowOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
+	run, cps, err := st.ReplayRun(ctx, opts.RunID)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	run, cps, err := st.ReplayRun(ctx, opts.RunID)
-	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
 	targets, err := st.ReplayTargetCounts(ctx, opts.RunID)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	d := replayRunDetail{replayRunView: replayViewOf(run), Targets: targets, Checkpoints: make([]replayCheckpointView, len(cps))}
 	for i, c := range cps {
