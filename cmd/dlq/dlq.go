@@ -9,12 +9,8 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 )
 
-// NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
-func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "dlq <command>",
-		Short: "List, show and summarise dead-letter topics",
-		Long: `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
+// dlqLong is the group's help.
+const dlqLong = `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
 headers, Spring Kafka, Kafka Connect, Watermill, SmallRye) as one view: where the record
 failed (original topic, partition, offset), why (reason, error class, message), and which
 consumer gave up on it.
@@ -32,16 +28,16 @@ for --consumer (default: the consumer group the dead letter names):
   replayed   a journaled replay sent it back and there is no marker yet
   resolved   the consumer has a marker for the event: it was processed since
   unknown    no event id (or no consumer) to look up
---no-status skips the store.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmd.AddCommand(
+--no-status skips the store.`
+
+// NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
+func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
+	cmd := cmdutil.NewGroup("dlq <command>", "List, show and summarise dead-letter topics", dlqLong,
 		NewCmdDLQList(f, nil),
 		NewCmdDLQShow(f, nil),
 		NewCmdDLQStats(f, nil),
 	)
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }
 

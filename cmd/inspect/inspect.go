@@ -8,28 +8,23 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 )
 
-// NewCmdInspect is the inspect group: read-only views of a topic, a record, an aggregate, and
-// the event-stream lint.
-func NewCmdInspect(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "inspect <command>",
-		Short: "Inspect topics, records and aggregates; lint an event stream",
-		Long: `Read-only views of a topic's records as events.
+// inspectLong is the group's help.
+const inspectLong = `Read-only views of a topic's records as events.
 
   inspect topic T              partitions, offsets, configs, envelope formats, consumer lag
   inspect record T/P/O         one record: headers, key, decoded envelope, pretty value
   inspect aggregate T ID       one aggregate's events in offset order, version continuity
   inspect validate T           lint the stream; exit 3 when it finds problems
 
-Scans read the offsets fixed when they start and never wait for new records.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(
+Scans read the offsets fixed when they start and never wait for new records.`
+
+// NewCmdInspect is the inspect group: read-only views of a topic, a record, an aggregate, and
+// the event-stream lint.
+func NewCmdInspect(f *cmdutil.Factory) *cobra.Command {
+	return cmdutil.NewGroup("inspect <command>", "Inspect topics, records and aggregates; lint an event stream", inspectLong,
 		NewCmdInspectTopic(f, nil),
 		NewCmdInspectRecord(f, nil),
 		NewCmdInspectAggregate(f, nil),
 		NewCmdInspectValidate(f, nil),
 	)
-	return cmd
 }

@@ -14,13 +14,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// NewCmdProcessed is the processed group: queries on the processed-event markers consumers
-// write, the gap finder, and the two commands that remove markers.
-func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "processed <command>",
-		Short: "Query and manage processed-event markers",
-		Long: `Query the processed-event markers (consumer, event_id) that idempotent consumers write in
+// processedLong is the group's help.
+const processedLong = `Query the processed-event markers (consumer, event_id) that idempotent consumers write in
 their own database, find the events of a Kafka range a consumer has no marker for, and remove
 markers (by age, or by event id so that events are processed again).
 
@@ -36,12 +31,12 @@ The store is --dsn (postgres://… or sqlite:PATH; env FIELDWORK_DSN, or the con
 existing table of the same shape whose columns have other names.
 
 prune and forget ask for confirmation on a terminal. Without a terminal (scripts, CI) they
-refuse unless --yes is given: pass --yes in scripts.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmd.AddCommand(
+refuse unless --yes is given: pass --yes in scripts.`
+
+// NewCmdProcessed is the processed group: queries on the processed-event markers consumers
+// write, the gap finder, and the two commands that remove markers.
+func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
+	cmd := cmdutil.NewGroup("processed <command>", "Query and manage processed-event markers", processedLong,
 		NewCmdProcessedGet(f, nil),
 		NewCmdProcessedList(f, nil),
 		NewCmdProcessedStats(f, nil),
@@ -49,6 +44,7 @@ refuse unless --yes is given: pass --yes in scripts.`,
 		NewCmdProcessedPrune(f, nil),
 		NewCmdProcessedForget(f, nil),
 	)
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }
 
