@@ -2,11 +2,13 @@
 package dlq
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 )
 
 // dlqLong is the group's help.
@@ -57,4 +59,27 @@ func newDLQDeps(f *cmdutil.Factory) dlqDeps {
 // lookup is what the status flags need to look statuses up.
 func (d dlqDeps) lookup() cmdutil.DLQStoreDeps {
 	return cmdutil.DLQStoreDeps{Streams: d.Streams, Store: d.Store, StoreConfigured: d.StoreConfigured}
+}
+
+// dlqSelection are the flags that choose dead letters, shared by list, show and stats: the
+// topics (--topic, --pattern), the filters and the status lookup, and what parsing makes of
+// them.
+type dlqSelection struct {
+	TopicFlags  cmdutil.DLQTopicFlags
+	FilterFlags cmdutil.DLQFilterFlags
+	StatusFlags cmdutil.DLQStatusFlags
+
+	// Set by parsing.
+	Pattern *regexp.Regexp
+	Filter  dlq.Filter
+}
+
+// parse compiles the topic pattern and the filters, relative to now.
+func (s *dlqSelection) parse(cmd *cobra.Command, now time.Time) error {
+	var err error
+	if s.Pattern, err = s.TopicFlags.Compile(); err != nil {
+		return err
+	}
+	s.Filter, err = s.FilterFlags.Filter(cmd, now)
+	return err
 }

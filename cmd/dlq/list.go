@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,16 +24,12 @@ const dlqMessageWidth = 60
 // DLQListOptions are the inputs of `dlq list`.
 type DLQListOptions struct {
 	dlqDeps
-	TopicFlags  cmdutil.DLQTopicFlags
-	FilterFlags cmdutil.DLQFilterFlags
-	StatusFlags cmdutil.DLQStatusFlags
-	Limit       int
+	dlqSelection
+	Limit int
 	// MarkTruncated is --mark-truncated: on when stdout is not a terminal, unless given.
 	MarkTruncated cmdutil.TruncationFlag
 
 	// Set by parsing.
-	Pattern  *regexp.Regexp
-	Filter   dlq.Filter
 	Statuses []dlq.Status
 }
 
@@ -78,13 +73,10 @@ column and JSON's header_problems say which header and why.`,
 }
 
 func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
+	if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
+		return err
+	}
 	var err error
-	if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
-		return err
-	}
-	if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
-		return err
-	}
 	if opts.Statuses, err = opts.StatusFlags.Statuses(); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -26,13 +25,8 @@ type DLQShowOptions struct {
 	Partition int32
 	Offset    int64
 
-	TopicFlags cmdutil.DLQTopicFlags
-	// FilterFlags are --event-id and, for its scan, --since and --until.
-	FilterFlags cmdutil.DLQFilterFlags
-	StatusFlags cmdutil.DLQStatusFlags
-
-	Pattern *regexp.Regexp
-	Filter  dlq.Filter
+	// dlqSelection's filters are --event-id and, for its scan, --since and --until.
+	dlqSelection
 }
 
 // NewCmdDLQShow builds `dlq show T/P/O` and `dlq show --event-id ID`.
@@ -96,11 +90,7 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 		if strings.TrimSpace(opts.FilterFlags.EventID) == "" {
 			return fwerr.Usagef("--event-id cannot be empty")
 		}
-		var err error
-		if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
-			return err
-		}
-		if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
+		if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,14 +23,11 @@ const dlqDefaultGroupBy = "original_topic,reason,error_class"
 // DLQStatsOptions are the inputs of `dlq stats`.
 type DLQStatsOptions struct {
 	dlqDeps
-	TopicFlags  cmdutil.DLQTopicFlags
-	FilterFlags cmdutil.DLQFilterFlags
-	StatusFlags cmdutil.DLQStatusFlags
+	dlqSelection
 	GroupByFlag string
 	Window      time.Duration
 
-	Pattern *regexp.Regexp
-	Filter  dlq.Filter
+	// Set by parsing.
 	GroupBy []dlq.StatsKey
 }
 
@@ -86,13 +82,10 @@ func dlqStatsKeyNames() string {
 }
 
 func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
+	if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
+		return err
+	}
 	var err error
-	if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
-		return err
-	}
-	if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
-		return err
-	}
 	if opts.GroupBy, err = dlq.ParseStatsKeys(opts.GroupByFlag); err != nil {
 		return fwerr.Usagef("--group-by: %v", err)
 	}
