@@ -3,9 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -40,23 +37,8 @@ import (
 // schema (migrated, dropped at cleanup) whose name the commands get with --schema.
 func replayEnv(t *testing.T) (env map[string]string, schema string) {
 	t.Helper()
-	dsn := testenv.DSN(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema = "fwrcli_" + hex.EncodeToString(b)
+	dsn, schema := testenv.DSN(t), testenv.PGSchema(t, "fwrcli_")
 	env = map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t), "FIELDWORK_DSN": dsn, "USER": "tester"}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
 	if r := roottest.Run(t, env, "db", "migrate", "--schema", schema); r.Code != 0 {
 		t.Fatalf("db migrate: exit %d: %s", r.Code, r.Stderr)
 	}
