@@ -3,14 +3,11 @@ package db
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // DBStatusOptions are the inputs of `db status`.
@@ -42,24 +39,6 @@ binary must not be used against the store.`,
 		},
 	}
 	return cmd
-}
-
-type appliedMigration struct {
-	Version   int       `json:"version"`
-	Name      string    `json:"name"`
-	AppliedAt time.Time `json:"applied_at"`
-}
-
-// statusReport is what `db status` prints.
-type statusReport struct {
-	Driver         string             `json:"driver"`
-	Table          string             `json:"table"`
-	State          string             `json:"state"`
-	CurrentVersion int                `json:"current_version"`
-	LatestVersion  int                `json:"latest_version"`
-	Applied        []appliedMigration `json:"applied"`
-	Pending        []migrateStep      `json:"pending"`
-	Message        string             `json:"message"`
 }
 
 func dbStatusRun(ctx context.Context, opts *DBStatusOptions, cl *cmdutil.Clients) error {
@@ -95,31 +74,4 @@ func dbStatusRun(ctx context.Context, opts *DBStatusOptions, cl *cmdutil.Clients
 		return fmt.Errorf("%s %s", ms.Table, rep.Message)
 	}
 	return nil
-}
-
-func statusSections(p *output.Printer, rep statusReport) []output.Section {
-	st := p.Styles
-	state := st.OK.Render(rep.State)
-	switch rep.State {
-	case dedup.StateNewer:
-		state = st.Bad.Render(rep.State)
-	case dedup.StateNotMigrated, dedup.StatePending:
-		state = st.Warn.Render(rep.State)
-	}
-	overview := output.Section{Title: "Dedup store " + rep.Table, Fields: [][2]string{
-		{"driver", rep.Driver},
-		{"state", state},
-		{"store version", strconv.Itoa(rep.CurrentVersion)},
-		{"binary version", strconv.Itoa(rep.LatestVersion)},
-		{"status", rep.Message},
-	}}
-	applied := output.Section{Title: "Applied migrations", Header: []string{"version", "name", "applied at"}}
-	for _, a := range rep.Applied {
-		applied.Rows = append(applied.Rows, []string{fmt.Sprintf("%03d", a.Version), a.Name, cmdutil.FormatTime(a.AppliedAt)})
-	}
-	pending := output.Section{Title: "Pending migrations", Header: []string{"version", "name"}}
-	for _, s := range rep.Pending {
-		pending.Rows = append(pending.Rows, []string{fmt.Sprintf("%03d", s.Version), s.Name})
-	}
-	return []output.Section{overview, applied, pending}
 }

@@ -3,8 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,86 +78,4 @@ func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions, cl 
 		fmt.Fprintf(cl.Streams.ErrOut, "warning: only the first %d events are shown (--max-events)\n", opts.MaxEvents)
 	}
 	return p.Object(rep, aggregateSections(p, rep))
-}
-
-func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output.Section {
-	st := p.Styles
-	parts := cmdutil.JoinInt32(rep.Partitions)
-	if len(rep.Partitions) > 1 {
-		parts = st.Bad.Render(parts + " (spread over several partitions: broken partition key)")
-	} else if parts == "" {
-		parts = "-"
-	}
-	n := rep.Counts
-	var cont []string
-	cont = append(cont, st.OK.Render(fmt.Sprintf("%d ok", n.OK)))
-	for _, c := range []struct {
-		n     int
-		label string
-		bad   bool
-	}{
-		{n.Gaps, "gaps", true},
-		{n.Regressions, "regressions", true},
-		{n.Duplicates, "duplicates", n.ConflictingDuplicates > 0},
-		{n.Unversioned, "unversioned", false},
-	} {
-		s := fmt.Sprintf("%d %s", c.n, c.label)
-		if c.label == "duplicates" && n.ConflictingDuplicates > 0 {
-			s += fmt.Sprintf(" (%d conflicting)", n.ConflictingDuplicates)
-		}
-		switch {
-		case c.n == 0:
-		case c.bad:
-			s = st.Bad.Render(s)
-		default:
-			s = st.Warn.Render(s)
-		}
-		cont = append(cont, s)
-	}
-	malformed := strconv.FormatInt(rep.MalformedSkipped, 10)
-	if rep.MalformedSkipped > 0 {
-		malformed = st.Warn.Render(malformed)
-	}
-	overview := output.Section{Title: fmt.Sprintf("Aggregate %s in %s", rep.AggregateID, rep.Topic), Fields: [][2]string{
-		{"events", strconv.Itoa(len(rep.Events))},
-		{"partitions", parts},
-		{"continuity", strings.Join(cont, ", ")},
-		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
-		{"malformed skipped", malformed},
-	}}
-	events := output.Section{Title: "Events in offset order", Header: []string{"partition", "offset", "timestamp", "version", "type", "event id", "continuity", "note"}}
-	for _, e := range rep.Events {
-		version := "-"
-		if e.Version != nil {
-			version = strconv.FormatInt(*e.Version, 10)
-		}
-		note := e.Note
-		if e.MatchedBy == "key" {
-			note = strings.TrimPrefix(note+"; matched by key only", "; ")
-		}
-		events.Rows = append(events.Rows, []string{
-			strconv.Itoa(int(e.Partition)), strconv.FormatInt(e.Offset, 10), cmdutil.FormatTime(e.Timestamp), version,
-			cmdutil.OrDash(e.Type), e.EventID, continuityDisplay(p, e), note,
-		})
-	}
-	sections := []output.Section{overview, events}
-	if len(rep.MalformedWithKey) > 0 {
-		sections = append(sections, malformedSection("Malformed records keyed "+rep.AggregateID, p, rep.MalformedWithKey))
-	}
-	return sections
-}
-
-func continuityDisplay(p *output.Printer, e inspect.AggregateEvent) string {
-	switch e.Continuity {
-	case inspect.ContinuityOK:
-		return p.Styles.OK.Render(e.Continuity)
-	case inspect.ContinuityDuplicate:
-		if e.SameEventID != nil && *e.SameEventID && e.SamePayload != nil && *e.SamePayload {
-			return p.Styles.Warn.Render(e.Continuity)
-		}
-		return p.Styles.Bad.Render(e.Continuity)
-	case inspect.ContinuityUnversioned:
-		return p.Styles.Warn.Render(e.Continuity)
-	}
-	return p.Styles.Bad.Render(e.Continuity)
 }

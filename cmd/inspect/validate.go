@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,56 +96,4 @@ func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *c
 		return err
 	}
 	return rep.Result()
-}
-
-var findingColumns = []output.Column[inspect.Finding]{
-	{Name: "kind", Value: func(f inspect.Finding) string { return f.Kind }},
-	{Name: "partition", Value: func(f inspect.Finding) string { return strconv.Itoa(int(f.Partition)) }},
-	{Name: "offset", Value: func(f inspect.Finding) string { return strconv.FormatInt(f.Offset, 10) }},
-	{Name: "event_id", Value: func(f inspect.Finding) string { return f.EventID }},
-	{Name: "aggregate_id", Value: func(f inspect.Finding) string { return f.AggregateID }},
-	{Name: "version", Value: func(f inspect.Finding) string {
-		if f.Version == nil {
-			return ""
-		}
-		return strconv.FormatInt(*f.Version, 10)
-	}},
-	{Name: "message", Value: func(f inspect.Finding) string { return f.Message }},
-}
-
-func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.Section {
-	st := p.Styles
-	result := st.OK.Render("clean")
-	if !rep.Clean() {
-		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
-	}
-	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
-		{"result", result},
-		{"offsets read", kafka.RangesText(rep.Ranges)},
-		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
-		{"events", strconv.FormatInt(rep.Events, 10)},
-		{"aggregates", strconv.FormatInt(rep.Aggregates, 10)},
-		{"redeliveries", strconv.FormatInt(rep.Redeliveries, 10) + st.Dim.Render(" (same id, same payload: ordinary)")},
-	}}
-	if rep.SpilledToDisk {
-		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to a temporary file"})
-	}
-	summary := output.Section{Title: "Summary", Header: []string{"kind", "count", "what"}}
-	for _, k := range rep.Summary {
-		n := strconv.FormatInt(k.Count, 10)
-		kind := k.Kind
-		if k.Count > 0 {
-			n, kind = st.Bad.Render(n), st.Bad.Render(kind)
-		}
-		summary.Rows = append(summary.Rows, []string{kind, n, k.Description})
-	}
-	sections := []output.Section{overview, summary}
-	if len(rep.Findings) > 0 {
-		findings := output.Section{Title: fmt.Sprintf("Findings (up to %d per kind)", rep.MaxExamples), Header: []string{"kind", "partition", "offset", "detail"}}
-		for _, f := range rep.Findings {
-			findings.Rows = append(findings.Rows, []string{st.Bad.Render(f.Kind), strconv.Itoa(int(f.Partition)), strconv.FormatInt(f.Offset, 10), f.Message})
-		}
-		sections = append(sections, findings)
-	}
-	return sections
 }

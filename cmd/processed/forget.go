@@ -180,24 +180,3 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 	}
 	return nil
 }
-
-func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Section {
-	st := p.Styles
-	title := fmt.Sprintf("Removed %s of %s for %s from %s", cmdutil.Plural(int64(len(rep.Removed)), "marker"),
-		cmdutil.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
-	removed := output.Section{Title: title}
-	if len(rep.Removed) > 0 {
-		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
-	} else {
-		removed.Text = st.Dim.Render("(none)")
-	}
-	sections := []output.Section{removed}
-	if len(rep.NotFound) > 0 {
-		s := output.Section{Title: fmt.Sprintf("No marker, nothing removed (%d)", len(rep.NotFound)), Header: []string{"event_id"}}
-		for _, id := range rep.NotFound {
-			s.Rows = append(s.Rows, []string{id})
-		}
-		sections = append(sections, s)
-	}
-	return sections
-}

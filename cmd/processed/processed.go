@@ -4,14 +4,11 @@ package processed
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // processedLong is the group's help.
@@ -60,52 +57,4 @@ func consumerText(prefix, consumer, ifAll string) string {
 // kafkaDeps adds the lazily connected cluster for the processed commands that read topics.
 type kafkaDeps struct {
 	Kafka func(context.Context) (*kafka.Cluster, error)
-}
-
-// markerColumns are the columns of a marker in tables and CSV.
-var markerColumns = []output.Column[dedup.MarkerRow]{
-	{Name: "consumer", Value: func(m dedup.MarkerRow) string { return m.Consumer }},
-	{Name: "event_id", Value: func(m dedup.MarkerRow) string { return m.EventID }},
-	{Name: "processed_at", Value: func(m dedup.MarkerRow) string { return cmdutil.FormatTime(m.ProcessedAt) }},
-	{Name: "topic", Value: func(m dedup.MarkerRow) string { return m.Topic }},
-	{Name: "partition", Value: func(m dedup.MarkerRow) string { return optInt(m.Partition) }},
-	{Name: "offset", Value: func(m dedup.MarkerRow) string { return optInt(m.Offset) }},
-	{Name: "aggregate_id", Value: func(m dedup.MarkerRow) string { return m.AggregateID }},
-	{Name: "aggregate_version", Value: func(m dedup.MarkerRow) string { return optInt(m.AggregateVersion) }},
-}
-
-func optInt[T int32 | int64](v *T) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatInt(int64(*v), 10)
-}
-
-// markerList writes markers as a list: absent values are "-" in a table and empty elsewhere.
-func markerList(p *output.Printer, ms []dedup.MarkerRow, empty string) error {
-	cols := markerColumns
-	if p.Format == output.FormatTable {
-		cols = make([]output.Column[dedup.MarkerRow], len(markerColumns))
-		for i, c := range markerColumns {
-			value := c.Value
-			cols[i] = output.Column[dedup.MarkerRow]{Name: c.Name, Value: func(m dedup.MarkerRow) string { return cmdutil.OrDash(value(m)) }}
-		}
-	}
-	return output.List(p, ms, cols, empty)
-}
-
-// tableRows renders values as the header and rows of a section with the given columns, "-"
-// for what is absent.
-func tableRows[T any](vs []T, cols []output.Column[T]) (header []string, rows [][]string) {
-	for _, c := range cols {
-		header = append(header, c.Name)
-	}
-	for _, v := range vs {
-		row := make([]string, len(cols))
-		for i, c := range cols {
-			row[i] = cmdutil.OrDash(c.Value(v))
-		}
-		rows = append(rows, row)
-	}
-	return header, rows
 }

@@ -3,7 +3,6 @@ package processed
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,43 +117,4 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 		return err
 	}
 	return p.Object(rep, pruneSections(p, rep))
-}
-
-func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Section {
-	st := p.Styles
-	result := fmt.Sprintf("deleted %s%s processed before %s (older than %s)",
-		cmdutil.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
-	if rep.Candidates == 0 {
-		result = "nothing to prune: " + result
-	}
-	overview := output.Section{Title: "Prune " + rep.Table, Fields: [][2]string{{"result", st.OK.Render(result)}}}
-	horizon := "checked"
-	switch {
-	case rep.Candidates == 0:
-		horizon = "nothing to check"
-	case len(rep.Topics) == 0:
-		horizon = st.Warn.Render(fmt.Sprintf("unknown: %s recorded no source topic (--force)", cmdutil.Plural(rep.NoTopic, "marker")))
-	case !rep.HorizonChecked:
-		horizon = st.Warn.Render("not checked (--force)")
-	case rep.Forced:
-		horizon = st.Warn.Render("checked, overridden by --force")
-	}
-	overview.Fields = append(overview.Fields, [2]string{"replay horizon", horizon})
-	sections := []output.Section{overview}
-	if len(rep.Topics) > 0 {
-		s := output.Section{Title: "Source topics", Header: []string{"topic", "markers", "retention.ms", "replay horizon", "problem"}}
-		for _, h := range rep.Topics {
-			ret := "-"
-			if h.RetentionMs != nil {
-				ret = strconv.FormatInt(*h.RetentionMs, 10)
-			}
-			problem := "-"
-			if h.Problem != "" {
-				problem = st.Warn.Render(h.Problem)
-			}
-			s.Rows = append(s.Rows, []string{h.Topic, strconv.FormatInt(h.Markers, 10), ret, h.Horizon, problem})
-		}
-		sections = append(sections, s)
-	}
-	return sections
 }
