@@ -2,9 +2,7 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,22 +12,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
-
-// replayRunView is a journaled run as the commands print it: the selection as JSON, not as a string
-// holding JSON.
-type replayRunView struct {
-	dedup.ReplayRun
-	Selection json.RawMessage `json:"selection"`
-}
-
-func replayViewOf(r dedup.ReplayRun) replayRunView {
-	sel := json.RawMessage(r.Selection)
-	if !json.Valid(sel) {
-		b, _ := json.Marshal(r.Selection)
-		sel = b
-	}
-	return replayRunView{ReplayRun: r, Selection: sel}
-}
 
 // ReplayRunsOptions are the inputs of `replay runs`.
 type ReplayRunsOptions struct {
@@ -64,20 +46,6 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only runs with this status: "+strings.Join(dedup.RunStatuses, ", "))
 	cmd.Flags().IntVar(&opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many runs")
 	return cmd
-}
-
-var replayRunColumns = []output.Column[replayRunView]{
-	{Name: "id", Value: func(r replayRunView) string { return r.ID }},
-	{Name: "status", Value: func(r replayRunView) string { return r.Status }},
-	{Name: "created_at", Value: func(r replayRunView) string { return cmdutil.FormatTime(r.CreatedAt) }},
-	{Name: "operator", Value: func(r replayRunView) string { return r.Operator }},
-	{Name: "source", Value: func(r replayRunView) string { return strings.Join(r.Sources, ",") }},
-	{Name: "target", Value: func(r replayRunView) string { return r.Target }},
-	{Name: "selected", Value: func(r replayRunView) string { return strconv.FormatInt(r.Selected, 10) }},
-	{Name: "sent", Value: func(r replayRunView) string { return strconv.FormatInt(r.Sent, 10) }},
-	{Name: "quarantined", Value: func(r replayRunView) string { return strconv.FormatInt(r.Quarantined, 10) }},
-	{Name: "skipped", Value: func(r replayRunView) string { return strconv.FormatInt(r.Skipped, 10) }},
-	{Name: "reason", Value: func(r replayRunView) string { return r.Reason }},
 }
 
 func replayRunsRun(ctx context.Context, opts *ReplayRunsOptions, cl *cmdutil.Clients) error {
