@@ -18,6 +18,16 @@ func ExactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// MaxArgs refuses more than n arguments, with a message that names what may be given.
+func MaxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return fwerr.Usagef("%s takes %s (got %d arguments)", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}
+
 // CheckTopics refuses an empty --topic value.
 func CheckTopics(topics []string) error {
 	for _, t := range topics {

@@ -30,6 +30,9 @@ type Factory struct {
 	// processed groups. Zero fields are the defaults.
 	Dedup dedup.Options
 
+	// Clock is the commands' clock; nil is the system's (see Now).
+	Clock func() time.Time
+
 	// Running is set by the root command once flags and arguments are parsed; an error before
 	// that is a usage error.
 	Running bool
@@ -38,6 +41,14 @@ type Factory struct {
 // NewFactory returns a factory on the process's streams and environment.
 func NewFactory() *Factory {
 	return &Factory{Streams: output.System(), Getenv: os.Getenv}
+}
+
+// Now is the time by the factory's clock: what --since 2h and the like count back from.
+func (f *Factory) Now() time.Time {
+	if f.Clock != nil {
+		return f.Clock()
+	}
+	return time.Now()
 }
 
 // Connection resolves flags, environment and the config file.

@@ -42,32 +42,12 @@ binary must not be used against the store.`,
 }
 
 func dbStatusRun(ctx context.Context, opts *DBStatusOptions, cl *cmdutil.Clients) error {
-	p, st := cl.Printer, cl.Store
-	ms, err := st.Status(ctx)
+	ms, err := cl.Store.Status(ctx)
 	if err != nil {
 		return err
 	}
-	rep := statusReport{Driver: ms.Driver, Table: ms.Table, CurrentVersion: ms.Current, LatestVersion: ms.Latest,
-		Applied: []appliedMigration{}, Pending: []migrateStep{}}
-	for _, a := range ms.Applied {
-		rep.Applied = append(rep.Applied, appliedMigration{Version: a.Version, Name: a.Name, AppliedAt: a.AppliedAt.UTC()})
-	}
-	for _, s := range ms.Pending {
-		rep.Pending = append(rep.Pending, migrateStep{Version: s.Version, Name: s.Name})
-	}
-	migrate := "run `fieldwork db migrate" + cmdutil.NameFlags(opts.Names()) + "`"
-	rep.State = ms.State()
-	switch rep.State {
-	case dedup.StateNewer:
-		rep.Message = fmt.Sprintf("the store is at migration version %d, newer than this fieldwork binary knows (%d): upgrade fieldwork", ms.Current, ms.Latest)
-	case dedup.StateNotMigrated:
-		rep.Message = fmt.Sprintf("the store has no migrations applied (%s is missing): %s", ms.Table, migrate)
-	case dedup.StatePending:
-		rep.Message = fmt.Sprintf("%s pending: %s", cmdutil.Plural(int64(len(ms.Pending)), "migration"), migrate)
-	default:
-		rep.Message = fmt.Sprintf("up to date at migration version %d", ms.Current)
-	}
-	if err := p.Object(rep, statusSections(p, rep)); err != nil {
+	rep := newStatusReport(ms, "run `fieldwork db migrate"+cmdutil.NameFlags(opts.Names())+"`")
+	if err := cl.Printer.Object(rep, statusSections(cl.Printer, rep)); err != nil {
 		return err
 	}
 	if rep.State == dedup.StateNewer {

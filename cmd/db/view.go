@@ -96,3 +96,28 @@ func statusSections(p *output.Printer, rep statusReport) []output.Section {
 	}
 	return []output.Section{overview, applied, pending}
 }
+
+// newStatusReport is what `db status` prints of the store's migration status; migrate is the
+// command that brings the store up to date.
+func newStatusReport(ms dedup.MigrationStatus, migrate string) statusReport {
+	rep := statusReport{Driver: ms.Driver, Table: ms.Table, CurrentVersion: ms.Current, LatestVersion: ms.Latest,
+		Applied: []appliedMigration{}, Pending: []migrateStep{}}
+	for _, a := range ms.Applied {
+		rep.Applied = append(rep.Applied, appliedMigration{Version: a.Version, Name: a.Name, AppliedAt: a.AppliedAt.UTC()})
+	}
+	for _, s := range ms.Pending {
+		rep.Pending = append(rep.Pending, migrateStep{Version: s.Version, Name: s.Name})
+	}
+	rep.State = ms.State()
+	switch rep.State {
+	case dedup.StateNewer:
+		rep.Message = fmt.Sprintf("the store is at migration version %d, newer than this fieldwork binary knows (%d): upgrade fieldwork", ms.Current, ms.Latest)
+	case dedup.StateNotMigrated:
+		rep.Message = fmt.Sprintf("the store has no migrations applied (%s is missing): %s", ms.Table, migrate)
+	case dedup.StatePending:
+		rep.Message = fmt.Sprintf("%s pending: %s", cmdutil.Plural(int64(len(ms.Pending)), "migration"), migrate)
+	default:
+		rep.Message = fmt.Sprintf("up to date at migration version %d", ms.Current)
+	}
+	return rep
+}

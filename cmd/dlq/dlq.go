@@ -53,7 +53,7 @@ type dlqDeps struct {
 }
 
 func newDLQDeps(f *cmdutil.Factory) dlqDeps {
-	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: time.Now}
+	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: f.Now}
 }
 
 // lookup is what the status flags need to look statuses up.

@@ -45,12 +45,7 @@ id, the newest is shown and the others are named on stderr.`,
 		Example: `  fieldwork dlq show tasks.dlq/0/42
   fieldwork dlq show --event-id evt-7 --topic tasks.dlq
   fieldwork dlq show tasks.dlq/0/42 -o json | jq -r .replay.command`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return fwerr.Usagef("%s takes one dead-letter address, TOPIC/PARTITION/OFFSET (got %d arguments)", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
+		Args: cmdutil.MaxArgs(1, "one dead-letter address, TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err

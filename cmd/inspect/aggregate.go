@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,12 +21,11 @@ type InspectAggregateOptions struct {
 	MaxEvents   int
 
 	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdInspectAggregate builds `inspect aggregate T ID`.
 func NewCmdInspectAggregate(f *cmdutil.Factory, runF func(context.Context, *InspectAggregateOptions) error) *cobra.Command {
-	opts := &InspectAggregateOptions{Now: time.Now}
+	opts := &InspectAggregateOptions{}
 	cmd := &cobra.Command{
 		Use:   "aggregate TOPIC AGGREGATE_ID",
 		Short: "The events of one aggregate in offset order, with version continuity flagged",
@@ -55,7 +53,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 				return fwerr.Usagef("--max-events %d: must be at least 1", opts.MaxEvents)
 			}
 			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectAggregateRun)

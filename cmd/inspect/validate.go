@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,12 +23,11 @@ type InspectValidateOptions struct {
 	TempDir       string
 
 	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdInspectValidate builds `inspect validate T`.
 func NewCmdInspectValidate(f *cmdutil.Factory, runF func(context.Context, *InspectValidateOptions) error) *cobra.Command {
-	opts := &InspectValidateOptions{Now: time.Now}
+	opts := &InspectValidateOptions{}
 	var kinds []string
 	for _, k := range inspect.FindingKinds {
 		kinds = append(kinds, fmt.Sprintf("  %-22s %s", k.Kind, k.Description))
@@ -63,7 +61,7 @@ is removed at the end.`,
 				return fwerr.Usagef("--memory-entries %d: must be at least 1", opts.MemoryEntries)
 			}
 			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectValidateRun)

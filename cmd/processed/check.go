@@ -3,7 +3,6 @@ package processed
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,12 +23,11 @@ type ProcessedCheckOptions struct {
 	MaxMissing int
 
 	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdProcessedCheck builds `processed check`.
 func NewCmdProcessedCheck(f *cmdutil.Factory, runF func(context.Context, *ProcessedCheckOptions) error) *cobra.Command {
-	opts := &ProcessedCheckOptions{StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: time.Now}
+	opts := &ProcessedCheckOptions{StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}}
 	cmd := &cobra.Command{
 		Use:   "check --topic TOPIC --consumer CONSUMER",
 		Short: "Find the events of a Kafka range that a consumer has no marker for; exit 3 when any",
@@ -67,7 +65,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 				return fwerr.Usagef("--max-missing %d: must be 0 or more", opts.MaxMissing)
 			}
 			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore|cmdutil.NeedKafka, opts, runF, processedCheckRun)

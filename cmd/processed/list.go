@@ -26,12 +26,11 @@ type ProcessedListOptions struct {
 
 	window cmdutil.WindowFlags
 	cursor string
-	Now    func() time.Time
 }
 
 // NewCmdProcessedList builds `processed list`.
 func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
-	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f), Now: time.Now}
+	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Markers newest first, filtered by consumer, time and aggregate; paged",
@@ -47,7 +46,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
   fieldwork processed list --limit 1000 --cursor eyJ0Ijoi…`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.parse(cmd); err != nil {
+			if err := opts.parse(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedListRun)
@@ -62,7 +61,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 	return cmd
 }
 
-func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
+func (opts *ProcessedListOptions) parse(cmd *cobra.Command, now time.Time) error {
 	if cmd.Flags().Changed("consumer") {
 		if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {
 			return err
@@ -72,7 +71,7 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
 		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
 	}
 	var err error
-	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(opts.Now()); err != nil {
+	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(now); err != nil {
 		return err
 	}
 	if opts.cursor != "" {

@@ -33,7 +33,7 @@ type ProcessedPruneOptions struct {
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
-		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: time.Now,
+		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
 		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
 	}
 	cmd := &cobra.Command{

@@ -11,6 +11,25 @@ import (
 	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
+// getReport is what `processed get` prints.
+type getReport struct {
+	EventID   string            `json:"event_id"`
+	Consumer  string            `json:"consumer,omitempty"`
+	Processed bool              `json:"processed"`
+	Markers   []dedup.MarkerRow `json:"markers"`
+}
+
+// statsReport is what `processed stats` prints.
+type statsReport struct {
+	Driver        string                `json:"driver"`
+	Table         string                `json:"table"`
+	Window        string                `json:"window"`
+	WindowSeconds int64                 `json:"window_seconds"`
+	Consumers     []dedup.ConsumerStats `json:"consumers"`
+	// Sizes is null on SQLite.
+	Sizes *dedup.Sizes `json:"sizes"`
+}
+
 // missingColumns are the columns of a missing record in csv and in the table.
 var missingColumns = []output.Column[processed.MissingRecord]{
 	{Name: "topic", Value: func(r processed.MissingRecord) string { return r.Topic }},
@@ -86,14 +105,6 @@ func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Sec
 	return sections
 }
 
-// getReport is what `processed get` prints.
-type getReport struct {
-	EventID   string            `json:"event_id"`
-	Consumer  string            `json:"consumer,omitempty"`
-	Processed bool              `json:"processed"`
-	Markers   []dedup.MarkerRow `json:"markers"`
-}
-
 func getSections(p *output.Printer, rep getReport) []output.Section {
 	st := p.Styles
 	who := "any consumer"
@@ -154,17 +165,6 @@ func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Secti
 		sections = append(sections, s)
 	}
 	return sections
-}
-
-// statsReport is what `processed stats` prints.
-type statsReport struct {
-	Driver        string                `json:"driver"`
-	Table         string                `json:"table"`
-	Window        string                `json:"window"`
-	WindowSeconds int64                 `json:"window_seconds"`
-	Consumers     []dedup.ConsumerStats `json:"consumers"`
-	// Sizes is null on SQLite.
-	Sizes *dedup.Sizes `json:"sizes"`
 }
 
 func statsColumns() []output.Column[dedup.ConsumerStats] {

@@ -54,7 +54,7 @@ type ReplayOptions struct {
 // NewCmdReplay builds `replay` with its subcommands runs, show and resume. runF, when set,
 // replaces the run (for tests of flag parsing).
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
-	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: time.Now}
+	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
@@ -116,12 +116,7 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return fwerr.Usagef("%s takes at most one record address TOPIC/PARTITION/OFFSET (got %d arguments)", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
+		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err
