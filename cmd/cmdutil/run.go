@@ -30,3 +30,8 @@ func WaitAndClose(ctx context.Context, s *output.Streams, name string, close fun
 	fmt.Fprintf(s.ErrOut, "fieldwork %s: stopped\n", name)
 	return nil
 }
+
+// Warn writes a warning on stderr: "warning: " (styled on a terminal), then msg.
+func Warn(s *output.Streams, msg string) {
+	fmt.Fprintln(s.ErrOut, output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor).Warn.Render("warning: ")+msg)
+}

@@ -74,6 +74,13 @@ type dlqSelection struct {
 	Filter  dlq.Filter
 }
 
+// register registers the topic flags, the filters of filters and the status flags of status.
+func (s *dlqSelection) register(cmd *cobra.Command, filters cmdutil.DLQFilterSet, status cmdutil.DLQStatusSet) {
+	s.TopicFlags.Register(cmd.Flags())
+	s.FilterFlags.Register(cmd, filters)
+	s.StatusFlags.Register(cmd.Flags(), status)
+}
+
 // parse compiles the topic pattern and the filters, relative to now.
 func (s *dlqSelection) parse(cmd *cobra.Command, now time.Time) error {
 	var err error

@@ -60,10 +60,8 @@ column and JSON's header_problems say which header and why.`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqListRun)
 		},
 	}
+	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID)
-	opts.StatusFlags.Register(fs, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs.IntVar(&opts.Limit, "limit", DefaultDLQListLimit, "show at most this many dead letters (0: no limit)")
 	opts.MarkTruncated.Register(fs, opts.Streams)
 	return cmd

@@ -53,10 +53,7 @@ id, the newest is shown and the others are named on stderr.`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqShowRun)
 		},
 	}
-	fs := cmd.Flags()
-	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQEventID)
-	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
+	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQEventID, cmdutil.DLQNoStatus)
 	return cmd
 }
 

@@ -62,10 +62,8 @@ views; CSV gives the groups.`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqStatsRun)
 		},
 	}
+	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields, cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields)
-	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
 	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
 	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
@@ -127,9 +125,8 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients
 		return err
 	}
 	w := opts.Streams.ErrOut
-	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
 	for _, s := range rep.Warnings() {
-		fmt.Fprintln(w, warn+s)
+		cmdutil.Warn(opts.Streams, s)
 	}
 	if rep.Matched == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(w, dlqNothingFound(topics, dlq.ScanResult{Read: rep.RecordsRead}))

@@ -13,7 +13,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
@@ -169,14 +168,5 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 	if err != nil {
 		return err
 	}
-	if p.Format != output.FormatCSV {
-		return p.Object(rep, forgetSections(p, rep))
-	}
-	if err := output.List(p, rep.Removed, markerColumns, ""); err != nil {
-		return err
-	}
-	if len(rep.NotFound) > 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
-	}
-	return nil
+	return renderForget(p, rep)
 }

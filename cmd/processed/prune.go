@@ -95,7 +95,6 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
-	warn := output.NewStyles(opts.Streams.ErrOut, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
 		Force: opts.Force, Now: opts.Now(),
@@ -107,7 +106,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 			return nil
 		},
 		Progress: func(deleted, candidates int64) { progress.Update(deleted, candidates) },
-		Warn:     func(s string) { fmt.Fprintln(opts.Streams.ErrOut, warn+s) },
+		Warn:     func(s string) { cmdutil.Warn(opts.Streams, s) },
 	})
 	progress.Stop()
 	if err != nil {

@@ -256,3 +256,18 @@ func tableRows[T any](vs []T, cols []output.Column[T]) (header []string, rows []
 	}
 	return header, rows
 }
+
+// renderForget prints what `processed forget` removed: the report, or in CSV the removed
+// markers (the event ids that had none are counted on stderr).
+func renderForget(p *output.Printer, rep *processed.ForgetReport) error {
+	if p.Format != output.FormatCSV {
+		return p.Object(rep, forgetSections(p, rep))
+	}
+	if err := output.List(p, rep.Removed, markerColumns, ""); err != nil {
+		return err
+	}
+	if len(rep.NotFound) > 0 {
+		fmt.Fprintf(p.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
+	}
+	return nil
+}

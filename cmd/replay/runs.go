@@ -10,7 +10,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // ReplayRunsOptions are the inputs of `replay runs`.
@@ -54,9 +53,5 @@ func replayRunsRun(ctx context.Context, opts *ReplayRunsOptions, cl *cmdutil.Cli
 	if err != nil {
 		return err
 	}
-	views := make([]replayRunView, len(runs))
-	for i, r := range runs {
-		views[i] = replayViewOf(r)
-	}
-	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
+	return renderRuns(p, runs)
 }

@@ -338,3 +338,12 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	}
 	return append(sections, cps, targets)
 }
+
+// renderRuns prints the journal's runs, newest first.
+func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
+	views := make([]replayRunView, len(runs))
+	for i, r := range runs {
+		views[i] = replayViewOf(r)
+	}
+	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
+}
