@@ -28,6 +28,14 @@ func MaxArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// AtLeastOne refuses a value below 1 of the count flag --name.
+func AtLeastOne(name string, v int) error {
+	if v < 1 {
+		return fwerr.Usagef("--%s %d: must be at least 1", name, v)
+	}
+	return nil
+}
+
 // CheckTopics refuses an empty --topic value.
 func CheckTopics(topics []string) error {
 	for _, t := range topics {

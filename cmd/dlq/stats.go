@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,17 +63,9 @@ views; CSV gives the groups.`,
 	}
 	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields, cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
+	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlq.StatsKeyNames()+` ("" for one group)`)
 	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
-}
-
-func dlqStatsKeyNames() string {
-	var s []string
-	for _, k := range dlq.StatsKeys {
-		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
 }
 
 func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {

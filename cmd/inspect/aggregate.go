@@ -9,18 +9,14 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectAggregateOptions are the inputs of `inspect aggregate`.
 type InspectAggregateOptions struct {
-	Topic       string
+	topicScan
 	AggregateID string
-	Selection   kafka.Selection
 	MaxEvents   int
-
-	sel cmdutil.SelectionFlags
 }
 
 // NewCmdInspectAggregate builds `inspect aggregate T ID`.
@@ -49,11 +45,10 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			if opts.AggregateID == "" {
 				return fwerr.Usagef("the aggregate id is empty")
 			}
-			if opts.MaxEvents < 1 {
-				return fwerr.Usagef("--max-events %d: must be at least 1", opts.MaxEvents)
+			if err := cmdutil.AtLeastOne("max-events", opts.MaxEvents); err != nil {
+				return err
 			}
-			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
+			if err := opts.parseSelection(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectAggregateRun)

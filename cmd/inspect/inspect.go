@@ -3,9 +3,12 @@
 package inspect
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // inspectLong is the group's help.
@@ -27,4 +30,21 @@ func NewCmdInspect(f *cmdutil.Factory) *cobra.Command {
 		NewCmdInspectAggregate(f, nil),
 		NewCmdInspectValidate(f, nil),
 	)
+}
+
+// topicScan is what the inspect commands that scan a topic (aggregate, validate) read: the
+// topic, and the partitions, offsets or times of --partition, --start-offset, --end-offset,
+// --since and --until.
+type topicScan struct {
+	Topic     string
+	Selection kafka.Selection
+
+	sel cmdutil.SelectionFlags
+}
+
+// parseSelection checks the selection flags and resolves their times against now.
+func (t *topicScan) parseSelection(cmd *cobra.Command, now time.Time) error {
+	var err error
+	t.Selection, err = t.sel.Selection(cmd, now)
+	return err
 }

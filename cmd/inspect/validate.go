@@ -8,21 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectValidateOptions are the inputs of `inspect validate`.
 type InspectValidateOptions struct {
-	Topic         string
-	Selection     kafka.Selection
+	topicScan
 	MaxExamples   int
 	MemoryEntries int
 	TempDir       string
-
-	sel cmdutil.SelectionFlags
 }
 
 // NewCmdInspectValidate builds `inspect validate T`.
@@ -54,14 +49,13 @@ is removed at the end.`,
 		Args: cmdutil.ExactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if opts.MaxExamples < 1 {
-				return fwerr.Usagef("--max-examples %d: must be at least 1", opts.MaxExamples)
+			if err := cmdutil.AtLeastOne("max-examples", opts.MaxExamples); err != nil {
+				return err
 			}
-			if opts.MemoryEntries < 1 {
-				return fwerr.Usagef("--memory-entries %d: must be at least 1", opts.MemoryEntries)
+			if err := cmdutil.AtLeastOne("memory-entries", opts.MemoryEntries); err != nil {
+				return err
 			}
-			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
+			if err := opts.parseSelection(cmd, f.Now()); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectValidateRun)

@@ -71,8 +71,8 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 					return err
 				}
 			}
-			if opts.BatchSize < 1 {
-				return fwerr.Usagef("--batch-size %d: must be at least 1", opts.BatchSize)
+			if err := cmdutil.AtLeastOne("batch-size", opts.BatchSize); err != nil {
+				return err
 			}
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err

@@ -36,8 +36,8 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 			if opts.Status != "" && !slices.Contains(dedup.RunStatuses, opts.Status) {
 				return fwerr.Usagef("--status %q: want one of %s", opts.Status, strings.Join(dedup.RunStatuses, ", "))
 			}
-			if opts.Limit < 1 {
-				return fwerr.Usagef("--limit %d: must be at least 1", opts.Limit)
+			if err := cmdutil.AtLeastOne("limit", opts.Limit); err != nil {
+				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, replayRunsRun)
 		},
