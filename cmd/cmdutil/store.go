@@ -13,8 +13,9 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// StoreDeps are what the commands that open the dedup store need from the factory, built
-// lazily so that parsing, --help and usage errors never open a database.
+// StoreDeps are what the commands of the dedup store need from the factory besides the
+// Clients their run gets: the streams, the store for a lookup a flag may turn on (the dlq
+// statuses), and the naming flags for hints. Nothing opens before the run.
 type StoreDeps struct {
 	Streams *output.Streams
 	Store   func(context.Context) (*dedup.Store, error)
