@@ -68,6 +68,7 @@ install_missing() {
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
+  [ -x /usr/bin/time ] || pkgs+=(time) # GNU time: the benchmarks' peak RSS of a child
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
 }
 

@@ -4,7 +4,7 @@
 // kernel sees it (wall time, CPU time, peak resident set size from wait4's rusage), medians
 // and spreads, and the JSON report a benchmark writes with -json for the suite to read. It
 // asserts nothing: benchmarks print figures and are not part of the tests (docs/design.md
-// §Benchmarks).
+// §5).
 package benchkit
 
 import (
@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -129,30 +130,55 @@ func ReadJSON(path string) (Report, error) {
 	return r, json.Unmarshal(b, &r)
 }
 
+// TimeBinary is GNU time, which scripts/services.sh installs. Measure starts every child
+// through it: a child started by this process directly would report, as its peak RSS, this
+// process's own at the time (Linux keeps the highest RSS of the address space a process
+// replaces on exec, and Go starts children in its own address space until they exec).
+const TimeBinary = "/usr/bin/time"
+
 // Measure runs cmd to completion (stdout to out, nil: discarded; stderr to this process's)
-// and returns its wall time, CPU time and peak RSS as wait4 reported them. An exit code
-// listed in okCodes is not an error (the checks exit 3 when they find something).
+// and returns its wall time, CPU time and peak RSS (the child's maximum resident set size as
+// wait4 reports it, read through GNU time's %M). An exit code listed in okCodes is not an
+// error (the checks exit 3 when they find something).
 func Measure(cmd *exec.Cmd, out io.Writer, okCodes ...int) (Run, error) {
 	if out == nil {
 		out = io.Discard
 	}
+	rss, err := os.CreateTemp("", "fieldwork-bench-rss")
+	if err != nil {
+		return Run{}, err
+	}
+	defer os.Remove(rss.Name())
+	_ = rss.Close()
+	args := cmd.Args
+	cmd.Path = TimeBinary
+	cmd.Args = append([]string{TimeBinary, "-o", rss.Name(), "-f", "%M", "--"}, args...)
 	cmd.Stdout = out
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	wall := time.Since(start)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && slices.Contains(okCodes, exit.ExitCode()) {
 		err = nil
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+		return Run{}, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
 	}
 	r := Run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.PeakKiB = ru.Maxrss // KiB on Linux
+	b, err := os.ReadFile(rss.Name())
+	if err != nil {
+		return Run{}, err
+	}
+	// The last line: GNU time writes "Command exited with non-zero status N" before it.
+	lines := strings.Fields(strings.TrimSpace(string(b)))
+	if len(lines) == 0 {
+		return Run{}, fmt.Errorf("%s: no peak RSS from %s", strings.Join(args, " "), TimeBinary)
+	}
+	if r.PeakKiB, err = strconv.ParseInt(lines[len(lines)-1], 10, 64); err != nil {
+		return Run{}, fmt.Errorf("%s: peak RSS from %s: %w", strings.Join(args, " "), TimeBinary, err)
 	}
 	return r, nil
 }
