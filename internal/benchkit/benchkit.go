@@ -224,6 +224,20 @@ func SelfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// KcatVersion is kcat's version line ("kcat 1.7.1 (JSON, …, librdkafka 2.0.2 …)").
+func KcatVersion() string {
+	out, err := exec.Command("kcat", "-V").Output()
+	if err != nil {
+		return "kcat (version unknown)"
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Version "); ok {
+			return "kcat " + v
+		}
+	}
+	return "kcat (version unknown)"
+}
+
 // Suffix is a short random-enough name part for a benchmark's topics, groups and schemas
 // (lower case, so that it suits a PostgreSQL identifier).
 func Suffix() string {

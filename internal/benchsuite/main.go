@@ -136,8 +136,8 @@ type target struct {
 	what     string
 	bench    string
 	a, b     string // series keys; b "" for an absolute bound on a's peak RSS in MiB
-	peak     bool // compare peak RSS, not rates
-	growth   bool // peak RSS of a's large topic over its small one's
+	peak     bool   // compare peak RSS, not rates
+	growth   bool   // peak RSS of a's large topic over its small one's
 	atMost   bool
 	bound    float64
 	minRound bool // met only when every round's ratio is
@@ -235,7 +235,7 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 	for _, t := range targets {
 		xs, ok := t.ratios(reps[t.bench])
 		if !ok {
-			p("| %s | — | — | %s | not measured |\n", t.what, bound(t))
+			p("| %s | — | — | %s | not measured |\n", cell(t.what), bound(t))
 			continue
 		}
 		med := benchkit.Median(xs)
@@ -257,7 +257,7 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 			val, med = hi, hi // the highest peak of all rounds
 			met = map[bool]string{true: "met", false: "not met"}[hi <= t.bound]
 		}
-		p("| %s | %.2f%s | %.2f–%.2f | %s | %s |\n", t.what, med, unit, lo, hi, bound(t), met)
+		p("| %s | %.2f%s | %.2f–%.2f | %s | %s |\n", cell(t.what), med, unit, lo, hi, bound(t), met)
 	}
 	p("\n")
 	for _, name := range []string{"consume", "dlq", "replay"} {
@@ -281,7 +281,7 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 			if peak > 0 {
 				peakS = fmt.Sprintf("%.1f", peak)
 			}
-			p("| `%s` %s | %d | %.0f | %.0f–%.0f | %.2f | %s |\n", s.Key, s.Label, s.Runs[0].Records, benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu), peakS)
+			p("| `%s` %s | %d | %.0f | %.0f–%.0f | %.2f | %s |\n", s.Key, cell(s.Label), s.Runs[0].Records, benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu), peakS)
 		}
 		p("\n")
 	}
@@ -301,6 +301,9 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 		command, strings.Join(commands, "\n"))
 	return w.String()
 }
+
+// cell escapes the pipes of a table cell ("kcat -C -e | kcat -P").
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func bound(t target) string {
 	switch {
@@ -357,13 +360,12 @@ func versions(ctx context.Context, root, dsn string) [][2]string {
 		_ = conn.QueryRow(ctx, "SELECT version()").Scan(&pg)
 		_ = conn.Close(ctx)
 	}
-	kcat, _ := output(root, "kcat", "-V")
 	java, _ := output(root, "sh", "-c", "java -version 2>&1")
 	return [][2]string{
 		{"Go", runtime.Version()},
 		{"Kafka", kafka},
 		{"PostgreSQL", pg},
-		{"kcat", firstLine(kcat)},
+		{"kcat", benchkit.KcatVersion()},
 		{"Java (kafka-producer-perf-test)", firstLine(java)},
 	}
 }

@@ -197,7 +197,7 @@ func main() {
 	}
 	rep := benchkit.Report{Bench: "dlq", Notes: []string{
 		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", *records, *valueSize, *partitions, *small),
-		kcatVersion(),
+		benchkit.KcatVersion(),
 	}}
 	for r := range *rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
@@ -378,15 +378,6 @@ func claimAll(ctx context.Context, st *dedup.Store, ms []dedup.Marker) error {
 		_, err := st.Claim(ctx, tx, "bench", ms)
 		return err
 	})
-}
-
-func kcatVersion() string {
-	out, err := exec.Command("kcat", "-V").Output()
-	if err != nil {
-		return "kcat (version unknown)"
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
 }
 
 func moduleRoot() string {

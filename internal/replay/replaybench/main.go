@@ -125,7 +125,10 @@ func main() {
 		contenders = append(slices.Clone(modes), "kcat")
 	}
 	rep := benchkit.Report{Bench: "replay", Notes: []string{
-		fmt.Sprintf("%d dead letters of %.0f bytes on average (key, value and headers) on %d partitions", b.n, b.meanSize, b.partitions),
+		fmt.Sprintf("%d dead letters of %.0f bytes on average (key, value and headers) on %d partitions; every target topic fresh", b.n, b.meanSize, b.partitions),
+		fmt.Sprintf("kafka-producer-perf-test: as many records of %d bytes (the dead letters' mean size), --throughput -1; with acks=all and its defaults, and with the replay's producer settings: %s",
+			int(b.meanSize+0.5), strings.Join(replayProducerProps, " ")),
+		"the client-only copy: the replay's reader and a producer with the replay's settings copying every record unchanged, no parsing, routing, provenance or journal",
 	}}
 	for r := range *rounds {
 		// The contenders alternate their order, so that none always follows the same other one.
