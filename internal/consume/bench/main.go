@@ -194,14 +194,11 @@ func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent 
 		want = b.perEvent
 	}
 	schema := fmt.Sprintf("fwbench_%s_%s_%d_%v", b.id, name, round, txPerEvent)
-	if !b.keep {
-		defer dropSchema(b.dsn, schema)
-	}
-	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	st, done, err := b.freshStore(ctx, schema)
 	if err != nil {
 		return benchkit.Run{}, err
 	}
-	defer st.Close()
+	defer done()
 	group := "bench-" + schema
 	h, err := handlers.New(name, handlers.Config{Consumer: group, Driver: st.Driver(), Schema: schema})
 	if err != nil {
@@ -220,18 +217,18 @@ func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent 
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
+	stopped := make(chan error, 1)
 	cpu := benchkit.SelfCPU()
 	start := time.Now()
-	go func() { done <- e.Run(runCtx) }()
+	go func() { stopped <- e.Run(runCtx) }()
 	for e.Stats().Processed < want {
 		if st := e.Stats(); st.DeadLettered > 0 {
 			cancel()
-			<-done
+			<-stopped
 			return benchkit.Run{}, fmt.Errorf("%d events dead-lettered: see the log", st.DeadLettered)
 		}
 		select {
-		case err := <-done:
+		case err := <-stopped:
 			return benchkit.Run{}, fmt.Errorf("consumer stopped early: %v", err)
 		case <-time.After(5 * time.Millisecond):
 		}
@@ -239,7 +236,7 @@ func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent 
 	elapsed := time.Since(start)
 	cpu = benchkit.SelfCPU() - cpu
 	cancel()
-	if err := <-done; err != nil {
+	if err := <-stopped; err != nil {
 		return benchkit.Run{}, err
 	}
 	return benchkit.Run{Records: e.Stats().Processed, WallS: elapsed.Seconds(), CPUS: cpu.Seconds()}, nil
@@ -248,15 +245,11 @@ func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent 
 // ceiling claims every marker of the stream in its batches, one transaction each, into a
 // fresh schema: what the database alone allows the consumer.
 func (b *bench) ceiling(ctx context.Context, round int) (benchkit.Run, error) {
-	schema := fmt.Sprintf("fwbench_%s_ceiling_%d", b.id, round)
-	if !b.keep {
-		defer dropSchema(b.dsn, schema)
-	}
-	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	st, done, err := b.freshStore(ctx, fmt.Sprintf("fwbench_%s_ceiling_%d", b.id, round))
 	if err != nil {
 		return benchkit.Run{}, err
 	}
-	defer st.Close()
+	defer done()
 	if _, err := st.Migrate(ctx, false); err != nil {
 		return benchkit.Run{}, err
 	}
@@ -304,6 +297,20 @@ func (b *bench) bare(ctx context.Context, round int) (benchkit.Run, error) {
 	}
 	el := time.Since(start)
 	return benchkit.Run{Records: n, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+}
+
+// freshStore opens a store in schema; done closes it and drops the schema (unless -keep).
+func (b *bench) freshStore(ctx context.Context, schema string) (st *dedup.Store, done func(), err error) {
+	st, err = dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() {
+		_ = st.Close()
+		if !b.keep {
+			dropSchema(b.dsn, schema)
+		}
+	}, nil
 }
 
 func dropSchema(dsn, schema string) {
