@@ -169,7 +169,7 @@ func main() {
 		key, label string
 		records    int
 		args       []string
-		count      func(out []byte, want int) (int64, error)
+		count      func(out *capture) (int64, error)
 	}
 	fw := func(topic string, args ...string) []string {
 		return append([]string{bin}, append(args, "--brokers", *brokers)...)
@@ -201,7 +201,7 @@ func main() {
 	}}
 	for r := range *rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
-			var out bytes.Buffer
+			var out capture
 			cmd := exec.Command(c.args[0], c.args[1:]...)
 			run, err := benchkit.Measure(cmd, &out)
 			if err != nil {
@@ -209,7 +209,7 @@ func main() {
 			}
 			run.Round, run.Records = r+1, int64(c.records)
 			if c.count != nil {
-				got, err := c.count(out.Bytes(), c.records)
+				got, err := c.count(&out)
 				if err != nil {
 					fail(fmt.Errorf("%s: %w", c.label, err))
 				}
@@ -233,26 +233,40 @@ func main() {
 	}
 }
 
+// capture is a child's standard output: its lines counted, and its first 16 MiB kept (a
+// listing of a million dead letters is more than a gigabyte).
+type capture struct {
+	lines int64
+	head  bytes.Buffer
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.lines += int64(bytes.Count(p, []byte("\n")))
+	if room := 16<<20 - c.head.Len(); room > 0 {
+		c.head.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
 // jsonCount reads the number at key of a JSON object output (key "": the output is the number).
-func jsonCount(key string) func([]byte, int) (int64, error) {
-	return func(out []byte, _ int) (int64, error) {
+func jsonCount(key string) func(*capture) (int64, error) {
+	return func(out *capture) (int64, error) {
+		var n int64
 		if key == "" {
-			var n int64
-			err := json.Unmarshal(out, &n)
+			err := json.Unmarshal(out.head.Bytes(), &n)
 			return n, err
 		}
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(out, &m); err != nil {
+		if err := json.Unmarshal(out.head.Bytes(), &m); err != nil {
 			return 0, err
 		}
-		var n int64
 		err := json.Unmarshal(m[key], &n)
 		return n, err
 	}
 }
 
 // lineCount counts the lines of a jsonl output.
-func lineCount(out []byte, _ int) (int64, error) { return int64(bytes.Count(out, []byte("\n"))), nil }
+func lineCount(out *capture) (int64, error) { return out.lines, nil }
 
 // bareRead reads every record of topic, from the start offsets to the end offsets fixed when
 // it starts, with a franz-go client of default settings, and returns how many it read.
