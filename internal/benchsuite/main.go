@@ -45,7 +45,7 @@ import (
 func main() {
 	scale := flag.Float64("scale", envFloat("BENCH_SCALE", 1), "scale of every data set (default $BENCH_SCALE or 1)")
 	rounds := flag.Int("rounds", int(envFloat("BENCH_ROUNDS", 3)), "rounds of every benchmark (default $BENCH_ROUNDS or 3)")
-	out := flag.String("out", "docs/benchmarks.md", "where to write the results")
+	out := flag.String("out", "docs/benchmarks.md", "where to write the results (relative to the module's root)")
 	flag.Parse()
 	if *scale <= 0 || *scale > 1 || *rounds < 1 {
 		fail(fmt.Errorf("-scale must be in (0, 1] and -rounds at least 1"))
@@ -123,7 +123,10 @@ func run(scale float64, rounds int, out string) error {
 		commands = append(commands, "go run "+pkg+" "+strings.ReplaceAll(strings.Join(s.args[1:], " "), dir+"/", "$BUILD/"))
 	}
 	doc := write(reports, scale, rounds, began, commands, versions(ctx, root, dsn), brokers)
-	if err := os.WriteFile(filepath.Join(root, out), []byte(doc), 0o644); err != nil {
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "benchsuite: wrote %s in %s\n", out, time.Since(began).Round(time.Second))
