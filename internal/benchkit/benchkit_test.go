@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 // TestMain doubles as the child Measure measures: with BENCHKIT_CHILD_MIB set it touches that
@@ -23,17 +25,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// needTime skips the test when GNU time is missing, or fails it with FIELDWORK_TEST_REQUIRE=1.
-func needTime(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(TimeBinary); err != nil {
-		if os.Getenv("FIELDWORK_TEST_REQUIRE") == "1" {
-			t.Fatalf("%s is not installed (scripts/services.sh start installs it)", TimeBinary)
-		}
-		t.Skipf("%s is not installed (scripts/services.sh start installs it)", TimeBinary)
-	}
-}
-
 func child(t *testing.T, mib, exit int) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
@@ -49,7 +40,7 @@ func child(t *testing.T, mib, exit int) *exec.Cmd {
 // touches 16 MiB well under 256 MiB, and one that touches 128 MiB at 128 MiB or more (more
 // under the race detector, whose shadow memory the child, this test binary, carries too).
 func TestMeasurePeakIsTheChilds(t *testing.T) {
-	needTime(t)
+	testenv.Tool(t, TimeBinary)
 	held := make([]byte, 256<<20)
 	for i := 0; i < len(held); i += 4096 {
 		held[i] = 1
@@ -75,7 +66,7 @@ func TestMeasurePeakIsTheChilds(t *testing.T) {
 }
 
 func TestMeasureExitCodes(t *testing.T) {
-	needTime(t)
+	testenv.Tool(t, TimeBinary)
 	if _, err := Measure(child(t, 1, 3), nil, 3); err != nil {
 		t.Errorf("exit 3 listed as ok: %v", err)
 	}
