@@ -5,7 +5,6 @@ package cmdutil
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -80,11 +79,6 @@ func (f *Factory) Connection() (config.Connection, error) {
 	return conn, nil
 }
 
-// Warn writes one warning line on stderr: "warning: " (styled on a terminal) and msg.
-func Warn(s *output.Streams, msg string) {
-	st := output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor)
-	fmt.Fprintln(s.ErrOut, st.Warn.Render("warning: ")+msg)
-}
 
 // StoreConfigured reports whether a DSN is configured (flag, environment or context), without
 // opening anything.
