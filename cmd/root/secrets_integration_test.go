@@ -42,7 +42,7 @@ var notRun = map[string]string{
 // TestNoSecretLeaks sets distinctive secrets in every place one can come from — the store's
 // password (in the DSN, and apart from it through a context's dsn_password_env), the SASL
 // password (environment and file), the TLS key password (an encrypted PKCS#8 key and a PKCS#12
-// bundle), the webhook URL's user info and token — then runs every command of the tree, every
+// bundle), the AWS secret key and session token, the webhook URL's user info and token — then runs every command of the tree, every
 // --help, and every failure it can provoke (malformed DSNs of every form, wrong passwords
 // against the real PostgreSQL, the SASL_SSL listener and an encrypted key, unreachable hosts,
 // webhook failures that consume dead-letters), against the real services. It then reads back
@@ -62,6 +62,8 @@ func TestNoSecretLeaks(t *testing.T) {
 		"wrong key password":   "WrongKeyPw-" + suffix,
 		"webhook token":        "HookTok-" + suffix,
 		"webhook password":     "HookPw-" + suffix,
+		"AWS secret key":       "AwsSecret-" + suffix,
+		"AWS session token":    "AwsToken-" + suffix,
 	}
 	dir := t.TempDir()
 
@@ -280,6 +282,16 @@ func TestNoSecretLeaks(t *testing.T) {
 			t.Errorf("%s is not run by the leak test: add it, or say in notRun why not", path)
 		}
 	}
+
+	// AWS_MSK_IAM with credentials in the environment, against a listener that does not offer
+	// it. The AWS SDK reads the process's environment; instance metadata is never asked.
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", testenv.WriteFile(t, dir, "aws-config", nil))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", testenv.WriteFile(t, dir, "aws-credentials", nil))
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIALEAKTEST00000000")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret["AWS secret key"])
+	t.Setenv("AWS_SESSION_TOKEN", secret["AWS session token"])
+	expect(4, secure(map[string]string{"FIELDWORK_SASL_MECHANISM": "AWS_MSK_IAM"}), "inspect", "topic", topic)
 
 	// Every failure that can be provoked.
 	pw := secret["store password"]
