@@ -79,7 +79,6 @@ func (f *Factory) Connection() (config.Connection, error) {
 	return conn, nil
 }
 
-
 // StoreConfigured reports whether a DSN is configured (flag, environment or context), without
 // opening anything.
 func (f *Factory) StoreConfigured() (bool, error) {
