@@ -108,7 +108,7 @@ func Load(path string) (*File, error) {
 		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Text(err.Error()))
 	}
 	if holdsPassword(f) {
-		if w := Exposed("config file", path); w != "" {
+		if w := exposed("config file", path); w != "" {
 			f.Warnings = append(f.Warnings, w)
 		}
 	}
@@ -125,9 +125,9 @@ func holdsPassword(f *File) bool {
 	return false
 }
 
-// Exposed returns a warning when the file at path, which holds a secret, can be read by its
+// exposed returns a warning when the file at path, which holds a secret, can be read by its
 // group or by everyone, and "" otherwise (or when it cannot be examined).
-func Exposed(what, path string) string {
+func exposed(what, path string) string {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm()&0o044 == 0 {
 		return ""

@@ -168,7 +168,7 @@ func (c *Connection) warnExposed(what, path string) {
 	if path == "" {
 		return
 	}
-	if w := Exposed(what, path); w != "" {
+	if w := exposed(what, path); w != "" {
 		c.Warnings = append(c.Warnings, w)
 	}
 }
