@@ -142,8 +142,8 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 		}
 		return err
 	}
-	w := opts.Streams.ErrOut
-	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
+	w := opts.Streams.ErrText()
+	warn := opts.Streams.ErrStyles().Warn.Render("warning: ")
 	for _, s := range rep.Warnings() {
 		fmt.Fprintln(w, warn+s)
 	}

@@ -115,7 +115,7 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 		return cmdutil.StoreError(err, opts.Names())
 	}
 	if stream != nil {
-		fmt.Fprintln(opts.Streams.ErrOut, rep.Summary())
+		fmt.Fprintln(opts.Streams.ErrText(), rep.Summary())
 	} else if err := p.Object(rep, checkSections(p, rep)); err != nil {
 		return err
 	}

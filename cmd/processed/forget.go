@@ -180,7 +180,7 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error
 		return err
 	}
 	if len(rep.NotFound) > 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
+		fmt.Fprintf(opts.Streams.ErrText(), "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
-	warn := output.NewStyles(opts.Streams.ErrOut, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
+	warn := opts.Streams.ErrStyles().Warn.Render("warning: ")
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
 		Force: opts.Force, Now: opts.Now(),
@@ -112,7 +112,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 			return nil
 		},
 		Progress: func(deleted, candidates int64) { progress.Update(deleted, candidates) },
-		Warn:     func(s string) { fmt.Fprintln(opts.Streams.ErrOut, warn+s) },
+		Warn:     func(s string) { fmt.Fprintln(opts.Streams.ErrText(), warn+s) },
 	})
 	progress.Stop()
 	if err != nil {

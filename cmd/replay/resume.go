@@ -75,7 +75,7 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
 	defer c.Close()
 	plan, err := replay.LoadRun(ctx, c, st, opts.RunID, opts.Force)
 	if errors.Is(err, replay.ErrNothingToResume) {
-		fmt.Fprintf(opts.Streams.ErrOut, "run %s is completed: nothing to resume\n", opts.RunID)
+		fmt.Fprintf(opts.Streams.ErrText(), "run %s is completed: nothing to resume\n", opts.RunID)
 		return nil
 	}
 	if err != nil {
