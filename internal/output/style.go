@@ -76,4 +76,3 @@ func NewStyles(w io.Writer, color bool) Styles {
 		color:  color,
 	}
 }
-
