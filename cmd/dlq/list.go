@@ -164,9 +164,11 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 // dead letter has header problems. On a terminal, messages are cut to dlqMessageWidth.
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
 	st, tty := p.Styles, p.Streams.OutTTY
+	// A message is cut as the terminal shows it: escaped first, so that an escape is counted
+	// at its width.
 	cut := func(s string) string {
 		if tty {
-			return cmdutil.Truncate(s, dlqMessageWidth)
+			return cmdutil.Truncate(output.Printable(s, false), dlqMessageWidth)
 		}
 		return s
 	}
@@ -245,13 +247,13 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	}},
 	{Name: "event_id", Value: func(e dlq.Entry) string { return e.EventID }},
 	{Name: "key", Value: func(e dlq.Entry) string {
-		if t, ok := dlqText(e.Key); ok && e.Key != nil {
+		if t, ok := cmdutil.BytesText(e.Key); ok && e.Key != nil {
 			return t
 		}
 		return ""
 	}},
 	{Name: "key_base64", Value: func(e dlq.Entry) string {
-		if t, ok := dlqText(e.Key); !ok && e.Key != nil {
+		if t, ok := cmdutil.BytesText(e.Key); !ok && e.Key != nil {
 			return t
 		}
 		return ""

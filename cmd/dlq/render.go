@@ -1,10 +1,8 @@
 package dlq
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -52,16 +50,3 @@ func dlqOriginal(d dlq.DeadLetter) string {
 // dlqOneLine folds whitespace (newlines of a message or stack trace) into single spaces, for
 // a table cell.
 func dlqOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// dlqText shows bytes as text when they are printable UTF-8, else as base64 with ok false.
-func dlqText(b []byte) (string, bool) {
-	if utf8.Valid(b) {
-		for _, c := range b {
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
-				return base64.StdEncoding.EncodeToString(b), false
-			}
-		}
-		return string(b), true
-	}
-	return base64.StdEncoding.EncodeToString(b), false
-}

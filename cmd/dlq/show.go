@@ -199,7 +199,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	head := output.Section{Title: "Dead letter " + d.Address().String(), Fields: [][2]string{
 		{"convention", string(d.Convention)},
 		{"written", cmdutil.FormatTime(d.Timestamp) + age},
-		{"key", dlqBytesDisplay(p, d.Key)},
+		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", cmdutil.OrDash(d.EventID)},
 	}}
 	if d.ReplayCount > 0 {
@@ -247,11 +247,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(d.Headers))}
 	for _, h := range d.Headers {
-		key, ok := dlqText([]byte(h.Key))
-		if !ok {
-			key += " (base64)"
-		}
-		headers.Fields = append(headers.Fields, [2]string{key, dlqBytesDisplay(p, h.Value)})
+		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
 	}
 	if len(d.Headers) == 0 {
 		headers.Text = st.Dim.Render("(none)")
@@ -263,23 +259,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	value := output.Section{Title: "Value"}
-	switch {
-	case d.Value == nil:
-		value.Text = st.Dim.Render("(null)")
-	case len(d.Value) == 0:
-		value.Text = st.Dim.Render("(empty)")
-	default:
-		if pretty := det.PrettyValue(); pretty != nil {
-			value.Text = string(pretty)
-		} else if t, ok := dlqText(d.Value); ok {
-			value.Text = t
-		} else {
-			value.Title = fmt.Sprintf("Value (%d bytes, not text: base64)", len(d.Value))
-			value.Text = t
-		}
-	}
-	sections = append(sections, value)
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.PrettyValue()))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}
@@ -308,19 +288,4 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 		return " (consumer " + s.Consumer + ")"
 	}
 	return ""
-}
-
-// dlqBytesDisplay shows a key or header value: its text, base64 flagged, (none) for null.
-func dlqBytesDisplay(p *output.Printer, b []byte) string {
-	switch {
-	case b == nil:
-		return p.Styles.Dim.Render("(none)")
-	case len(b) == 0:
-		return p.Styles.Dim.Render(`""`)
-	}
-	t, ok := dlqText(b)
-	if !ok {
-		return t + p.Styles.Warn.Render(fmt.Sprintf(" (base64: %d bytes, not text)", len(b)))
-	}
-	return t
 }

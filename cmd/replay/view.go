@@ -122,7 +122,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 					part = strconv.Itoa(int(*r.TargetPartition))
 				}
 			}
-			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, cmdutil.Truncate(r.Key, 40), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
+			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, sampleKey(r), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
 		}
 		sections = append(sections, s)
 	}
@@ -232,4 +232,12 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		sections = append(sections, s)
 	}
 	return sections
+}
+
+// sampleKey is a sample record's key in the table: its text, or its base64 flagged.
+func sampleKey(r replay.SampleRecord) string {
+	if r.KeyBase64 != nil {
+		return cmdutil.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+	}
+	return cmdutil.Truncate(r.Key, 40)
 }

@@ -135,3 +135,24 @@ func escapeRune(r rune) string {
 	}
 	return fmt.Sprintf(`\u%04x`, r)
 }
+
+// Header is one record header in JSON: its key and value by Text (the key is never null).
+type Header struct {
+	Key         string  `json:"key"`
+	KeyBase64   []byte  `json:"key_base64,omitempty"`
+	Value       *string `json:"value"`
+	ValueBase64 []byte  `json:"value_base64,omitempty"`
+}
+
+// HeaderOf is the JSON of the header key: value.
+func HeaderOf(key string, value []byte) Header {
+	k, kexact := Text([]byte(key))
+	h := Header{Key: *k, KeyBase64: kexact}
+	h.Value, h.ValueBase64 = Text(value)
+	return h
+}
+
+// Bytes inverts HeaderOf.
+func (h Header) Bytes() (key string, value []byte) {
+	return string(FromText(&h.Key, h.KeyBase64)), FromText(h.Value, h.ValueBase64)
+}
