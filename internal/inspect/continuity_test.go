@@ -114,7 +114,7 @@ func TestRecordReportJSON(t *testing.T) {
 	if len(got.Headers) != 2 || string(got.Headers[0].KeyBase64) != "\x1b]0;x\a" || got.Headers[1].Value != nil {
 		t.Errorf("headers: %s", b)
 	}
-	if empty, _ := json.Marshal(RecordReport{}); !bytes.Contains(empty, []byte(`"key":null,"headers":[],"value":null`)) {
+	if empty, _ := json.Marshal(RecordReport{}); !bytes.Contains(empty, []byte(`"key":null,"headers":[],"format":"","event":null,"malformed":null,"value":null`)) {
 		t.Errorf("nothing: %s", empty)
 	}
 }

@@ -42,24 +42,32 @@ type RecordReport struct {
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
 }
 
-type plainRecordReport RecordReport
-
-// recordReportJSON is RecordReport's JSON shape.
+// recordReportJSON is RecordReport's JSON shape, its fields in the report's order.
 type recordReportJSON struct {
-	plainRecordReport
-	Key         *string            `json:"key"`
-	KeyBase64   []byte             `json:"key_base64,omitempty"`
-	Headers     []printable.Header `json:"headers"`
-	Value       *string            `json:"value"`
-	ValueBase64 []byte             `json:"value_base64,omitempty"`
+	Topic         string             `json:"topic"`
+	Partition     int32              `json:"partition"`
+	Offset        int64              `json:"offset"`
+	Timestamp     time.Time          `json:"timestamp"`
+	TimestampType string             `json:"timestamp_type"`
+	Key           *string            `json:"key"`
+	KeyBase64     []byte             `json:"key_base64,omitempty"`
+	Headers       []printable.Header `json:"headers"`
+	Format        string             `json:"format"`
+	Event         *envelope.Event    `json:"event"`
+	Malformed     *MalformedRecord   `json:"malformed"`
+	Value         *string            `json:"value"`
+	ValueBase64   []byte             `json:"value_base64,omitempty"`
+	ValueJSON     json.RawMessage    `json:"value_json,omitempty"`
 }
 
-// MarshalJSON writes the report's fields, then key, headers and value by the one rule for
-// record bytes in JSON (docs/design.md §4.1): text when printable (null when nil), else
-// key_base64 / value_base64 (a header's too) hold the exact bytes and the text is a reading
-// aid. headers is [] when there is none.
+// MarshalJSON writes the report's fields, key, headers and value by the one rule for record
+// bytes in JSON (docs/design.md §4.1): text when printable (null when nil), else key_base64 /
+// value_base64 (a header's too) hold the exact bytes and the text is a reading aid. headers
+// is [] when there is none.
 func (r RecordReport) MarshalJSON() ([]byte, error) {
-	out := recordReportJSON{plainRecordReport: plainRecordReport(r), Headers: make([]printable.Header, len(r.Headers))}
+	out := recordReportJSON{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		TimestampType: r.TimestampType, Headers: make([]printable.Header, len(r.Headers)), Format: r.Format,
+		Event: r.Event, Malformed: r.Malformed, ValueJSON: r.ValueJSON}
 	out.Key, out.KeyBase64 = printable.Text(r.Key)
 	out.Value, out.ValueBase64 = printable.Text(r.Value)
 	for i, h := range r.Headers {
