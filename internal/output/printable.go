@@ -86,13 +86,13 @@ func sgrLen(s string) int {
 	return 0
 }
 
-// escapeJSON writes the C1 controls and the bidirectional controls in encoded JSON as \u
+// escapeJSON writes DEL, the C1 controls and the bidirectional controls in encoded JSON as \u
 // escapes (encoding/json escapes the C0 controls itself but writes these as they are): JSON on
 // a terminal shows them instead of acting on them, and the document means the same. They can
 // only stand inside strings, where \uXXXX is the same character.
 func escapeJSON(b []byte) []byte {
 	s := string(b)
-	i := strings.IndexFunc(s, func(r rune) bool { return r >= 0x80 && printable.Unprintable(r) })
+	i := strings.IndexFunc(s, printable.Unprintable)
 	if i < 0 {
 		return b
 	}
@@ -100,7 +100,7 @@ func escapeJSON(b []byte) []byte {
 	out.Grow(len(b) + 16)
 	out.WriteString(s[:i])
 	for _, r := range s[i:] {
-		if r >= 0x80 && printable.Unprintable(r) {
+		if printable.Unprintable(r) {
 			out.WriteString(`\u`)
 			out.WriteString(hex4(r))
 			continue

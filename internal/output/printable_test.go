@@ -81,12 +81,12 @@ func TestTextWriter(t *testing.T) {
 // controls included (encoding/json writes those as they are), and means the same.
 func TestJSONEscapesControls(t *testing.T) {
 	s, _, out, _ := Test()
-	v := map[string]string{"k": "\x1b[31m \u009b \u202e \u2066 \x00 é ✓"}
+	v := map[string]string{"k": "\x1b[31m \u009b \u202e \u2066 \x00 \x7f é ✓"}
 	if err := NewPrinter(s, FormatJSON).Object(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range out.String() {
-		if r < 0x20 && r != '\n' || r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0x2066 {
+		if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0x2066 {
 			t.Fatalf("raw %U in %q", r, out.String())
 		}
 	}
