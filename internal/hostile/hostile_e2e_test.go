@@ -91,6 +91,7 @@ func (s *scenario) consume(t *testing.T) {
 	r = s.expect(t, 0, append(common, "--group", s.groupJSON, "--dlq-topic", s.jsonDLQ, "-o", "json", "--log-format", "json")...)
 	checkJSON(t, r)
 	checkJSONLines(t, "stderr", r.stderr)
+	checkTerminal(t, r) // JSON log lines escape every control byte too
 	s.checkConsumed(t, s.groupJSON, s.jsonDLQ)
 }
 

@@ -59,6 +59,21 @@ func (t textWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// JSONWriter returns a writer to w for JSON documents written by another encoder (the JSON
+// log lines of consume): each Write is escaped as fieldwork's own JSON output is (escapeJSON),
+// so that no DEL, C1 or bidirectional control reaches a terminal. One Write must be whole
+// documents, as a log handler writes one line per record.
+func JSONWriter(w io.Writer) io.Writer { return jsonWriter{w} }
+
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(b []byte) (int, error) {
+	if _, err := j.w.Write(escapeJSON(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 // ownMark stands for ESC in the Select Graphic Rendition sequences fieldwork's Styles write:
 // random, made once per process, in the Private Use Area, so that no record can carry it and
 // Printable tells the styles' colours from a record's escape sequences.

@@ -96,6 +96,17 @@ func TestJSONEscapesControls(t *testing.T) {
 	}
 }
 
+// TestJSONWriter: JSON written by another encoder (a log handler) is escaped alike.
+func TestJSONWriter(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := JSONWriter(&b).Write([]byte("{\"msg\":\"\u009b2J \u202e \x7f\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"msg":"\u009b2J \u202e \u007f"}` + "\n"; b.String() != want {
+		t.Fatalf("JSONWriter wrote %q, want %q", b.String(), want)
+	}
+}
+
 // TestPrinterEscapesCells: tables and detail views escape what records carry, in every cell,
 // field and text, whatever the command put there.
 func TestPrinterEscapesCells(t *testing.T) {
