@@ -1,7 +1,9 @@
 package cmdutil
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -44,17 +46,19 @@ func KeyDisplay(key string) string {
 	return t
 }
 
-// ValueSection shows a record's value: pretty (the value indented, when it is JSON), its
-// text, or its base64 under a title that says so; (null) and (empty) for no value.
-func ValueSection(st output.Styles, value, pretty []byte) output.Section {
+// ValueSection shows a record's value: indented when it is JSON (valueJSON, the value when it
+// is valid JSON), else its text, or its base64 under a title that says so; (null) and (empty)
+// for no value.
+func ValueSection(st output.Styles, value []byte, valueJSON json.RawMessage) output.Section {
 	s := output.Section{Title: "Value"}
+	var pretty bytes.Buffer
 	switch {
 	case value == nil:
 		s.Text = st.Dim.Render("(null)")
 	case len(value) == 0:
 		s.Text = st.Dim.Render("(empty)")
-	case pretty != nil:
-		s.Text = string(pretty)
+	case len(valueJSON) > 0 && json.Indent(&pretty, valueJSON, "", "  ") == nil:
+		s.Text = pretty.String()
 	default:
 		t, ok := BytesText(value)
 		if !ok {

@@ -79,5 +79,5 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 	if m := rep.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.PrettyValue()))
+	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.ValueJSON))
 }

@@ -148,19 +148,26 @@ func (e env) fieldwork(t *testing.T, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	r := result{args: args, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	r.exited(t, ctx, err, r.stderr)
+	return r
+}
+
+// exited sets r.code from what running the command returned, and fails the test when it
+// was killed, did not run, or panicked (out is where it wrote its errors).
+func (r *result) exited(t *testing.T, ctx context.Context, err error, out []byte) {
+	t.Helper()
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(args), commandTimeout, r)
+		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(r.args), commandTimeout, r)
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
+		t.Fatalf("fieldwork %s: %v", cmdline(r.args), err)
 	}
-	if bytes.Contains(r.stderr, []byte("panic:")) || bytes.Contains(r.stderr, []byte("goroutine ")) {
+	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("goroutine ")) {
 		t.Fatalf("panic\n%s", r)
 	}
-	return r
 }
 
 // expect runs a command and fails the test unless it exits with code.
@@ -240,15 +247,7 @@ func (e env) onTerminal(t *testing.T, code int, args ...string) result {
 	err = cmd.Wait()
 	out := <-read
 	r := result{args: args, stdout: bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n"))}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(args), commandTimeout, r)
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
-	}
+	r.exited(t, ctx, err, r.stdout)
 	if r.code != code {
 		t.Fatalf("on a terminal, want exit %d\n%s", code, result{args: r.args, code: r.code, stdout: []byte(terminalText(r.stdout))})
 	}

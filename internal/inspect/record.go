@@ -76,18 +76,6 @@ func (r RecordReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// PrettyValue returns the value indented when it is JSON, else nil.
-func (r *RecordReport) PrettyValue() []byte {
-	if len(r.ValueJSON) == 0 {
-		return nil
-	}
-	var b bytes.Buffer
-	if json.Indent(&b, r.ValueJSON, "", "  ") != nil {
-		return nil
-	}
-	return b.Bytes()
-}
-
 // Record reads the record at topic/partition@offset. An offset outside the partition is a
 // usage error that gives the valid range; an offset inside it with
 // no readable record wraps ErrNoRecord; an offset beyond the last stable offset (an open
