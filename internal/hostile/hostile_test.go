@@ -279,6 +279,14 @@ func checkColourTerminal(t *testing.T, r result) {
 	if !coloured {
 		t.Errorf("fieldwork %s on a terminal wrote no colour of its own: %s", cmdline(r.args), clip(r.stdout))
 	}
+	checkOnTerminal(t, r)
+}
+
+// checkOnTerminal fails the test unless what a command wrote to a terminal, fieldwork's own
+// colour sequences taken out, holds nothing a terminal would act on, and no escape sequence a
+// record carries, whatever it looks like.
+func checkOnTerminal(t *testing.T, r result) {
+	t.Helper()
 	if why := terminalUnsafe([]byte(terminalText(r.stdout))); why != "" {
 		t.Errorf("fieldwork %s on a colour terminal: %s", cmdline(r.args), why)
 	}
