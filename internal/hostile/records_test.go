@@ -98,6 +98,8 @@ func hostileRecords() []hostileRecord {
 		{name: "malformed, not UTF-8, with every kind of control byte", key: []byte("\xc3\x28" + titleST + framed),
 			header: []kgo.RecordHeader{{Key: "x-mixed\xff" + bidi, Value: []byte(ownRed + "\xe2\x80" + framed)}},
 			value:  []byte(bidi + ownRed + "\xf0\x28\x8c\x28" + titleST + framed + c1CSI), poison: true},
+		{name: "malformed JSON whose strings are not UTF-8 (a raw 8-bit CSI)", key: []byte("task-13"),
+			value: []byte("{\"specversion\":\"1.0\",\"id\":\"e-utf8-\x9b31m\xff\",\"note\":\"\x9b2J\"}"), poison: true},
 		{name: "an event after the others", key: []byte("task-10"), value: event("e-after", "task.created", "", nil)},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
@@ -102,27 +103,42 @@ func sgrLen(s string) int {
 }
 
 // escapeJSON writes DEL, the C1 controls and the bidirectional controls in encoded JSON as \u
-// escapes (encoding/json escapes the C0 controls itself but writes these as they are): JSON on
-// a terminal shows them instead of acting on them, and the document means the same. They can
-// only stand inside strings, where \uXXXX is the same character.
+// escapes (encoding/json escapes the C0 controls itself but writes these as they are), and a
+// byte that is not UTF-8 as \ufffd (a value passed on as JSON, value_json, may hold one):
+// JSON on a terminal shows them instead of acting on them, and the document means the same.
+// They can only stand inside strings, where \uXXXX is the same character.
 func escapeJSON(b []byte) []byte {
-	s := string(b)
-	i := strings.IndexFunc(s, printable.Unprintable)
-	if i < 0 {
-		return b
-	}
-	var out strings.Builder
-	out.Grow(len(b) + 16)
-	out.WriteString(s[:i])
-	for _, r := range s[i:] {
-		if printable.Unprintable(r) {
-			out.WriteString(`\u`)
-			out.WriteString(hex4(r))
+	i := 0
+	for i < len(b) {
+		if c := b[i]; c < utf8.RuneSelf && c != 0x7f {
+			i++
 			continue
 		}
-		out.WriteRune(r)
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
+			break
+		}
+		i += size
 	}
-	return []byte(out.String())
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case printable.Unprintable(r):
+			out = append(out, `\u`...)
+			out = append(out, hex4(r)...)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
 
 func hex4(r rune) string {

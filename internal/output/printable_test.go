@@ -96,13 +96,14 @@ func TestJSONEscapesControls(t *testing.T) {
 	}
 }
 
-// TestJSONWriter: JSON written by another encoder (a log handler) is escaped alike.
+// TestJSONWriter: JSON written by another encoder (a log handler) is escaped alike; a byte
+// that is not UTF-8 (JSON passed on as it is may hold one) becomes U+FFFD.
 func TestJSONWriter(t *testing.T) {
 	var b bytes.Buffer
-	if _, err := JSONWriter(&b).Write([]byte("{\"msg\":\"\u009b2J \u202e \x7f\"}\n")); err != nil {
+	if _, err := JSONWriter(&b).Write([]byte("{\"msg\":\"\u009b2J \u202e \x7f \x9b\xff é\"}\n")); err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"msg":"\u009b2J \u202e \u007f"}` + "\n"; b.String() != want {
+	if want := `{"msg":"\u009b2J \u202e \u007f \ufffd\ufffd é"}` + "\n"; b.String() != want {
 		t.Fatalf("JSONWriter wrote %q, want %q", b.String(), want)
 	}
 }
