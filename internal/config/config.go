@@ -65,7 +65,7 @@ type File struct {
 	CurrentContext string             `yaml:"current_context"`
 	Contexts       map[string]Context `yaml:"contexts"`
 
-	// Warnings are what Load found worth saying about the file itself (docs/design.md §4.1).
+	// Warnings are what Load found worth saying about the file itself (docs/design.md §4.2).
 	Warnings []string `yaml:"-"`
 }
 

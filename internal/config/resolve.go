@@ -41,7 +41,7 @@ type Connection struct {
 	DSNPassword string `json:"-"` // the store's password when the DSN holds none; never printed
 
 	// Warnings are facts about how the secrets were given that the operator should hear
-	// (docs/design.md §4.1): the command prints them once, on stderr.
+	// (docs/design.md §4.2): the command prints them once, on stderr.
 	Warnings []string `json:"-"`
 }
 

@@ -84,7 +84,7 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 }
 
 // tlsConfig builds the client TLS configuration. Every error is a usage error: the local files
-// or their password are wrong, and nothing was dialled (docs/design.md §4.1).
+// or their password are wrong, and nothing was dialled (docs/design.md §4.2).
 func tlsConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by the operator
 	if t.CAFile != "" {

@@ -19,7 +19,7 @@ import (
 
 // ErrKeyPassword means a TLS client key or PKCS#12 bundle could not be decrypted: the password
 // is wrong, or none was given for an encrypted key. Like every problem with the local TLS
-// files it is a usage error (exit 2): nothing was dialled (docs/design.md §4.1).
+// files it is a usage error (exit 2): nothing was dialled (docs/design.md §4.2).
 var ErrKeyPassword = errors.New("wrong password or none given (FIELDWORK_TLS_KEY_PASSWORD, --tls-key-password-file, or the context's tls.key_password_env or key_password_file)")
 
 // clientCertificate loads the client certificate and key: a PKCS#12 bundle (--tls-pkcs12, or a

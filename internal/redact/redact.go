@@ -1,5 +1,5 @@
 // Package redact is the one rule for showing a secret-bearing string: a store DSN, a URL, or a
-// message that may quote either (docs/design.md §4.1). Every rule fails closed: what cannot be
+// message that may quote either (docs/design.md §4.2). Every rule fails closed: what cannot be
 // parsed is not shown at all.
 package redact
 

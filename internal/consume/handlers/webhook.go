@@ -72,7 +72,7 @@ func newWebhook(cfg Config, d dialect) (*webhook, error) {
 }
 
 // failure is err as a message fit for logs and the fw.dlq.error header: net/http's errors
-// quote the URL (and a redirect's), which may carry a token (docs/design.md §4.1).
+// quote the URL (and a redirect's), which may carry a token (docs/design.md §4.2).
 func (w *webhook) failure(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

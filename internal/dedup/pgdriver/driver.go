@@ -59,7 +59,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 		return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: parseReason(err, cfg.DSN)}
 	}
 	// pgx's messages may quote the connection string or parts of it: every one is scrubbed of
-	// the password as written in the DSN and as pgx read it (docs/design.md §4.1).
+	// the password as written in the DSN and as pgx read it (docs/design.md §4.2).
 	secrets := append(redact.Secrets(cfg.DSN), pcfg.ConnConfig.Password, cfg.Password)
 	// A password given apart from the DSN (a context's dsn_password_env or dsn_password_file)
 	// beats PGPASSWORD and PGPASSFILE, which pgx has read when the DSN holds none.
@@ -67,7 +67,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 		pcfg.ConnConfig.Password = cfg.Password
 	}
 	// A password holding an unencoded '@' makes pgx read its tail as part of the host: refused,
-	// as the shape of a DSN that cannot be told apart (docs/design.md §4.1).
+	// as the shape of a DSN that cannot be told apart (docs/design.md §4.2).
 	for _, h := range append([]string{pcfg.ConnConfig.Host}, fallbackHosts(pcfg.ConnConfig.Config)...) {
 		if strings.Contains(h, "@") {
 			return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: "the user info holds an unencoded '@': percent-encode it in the password as %40"}
