@@ -193,8 +193,10 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 
 	var seen strings.Builder
+	runs := 0
 	run := func(env map[string]string, args ...string) roottest.Result {
 		t.Helper()
+		runs++
 		r := roottest.Run(t, env, args...)
 		// The command line is the input, not what fieldwork showed: only the output is kept.
 		fmt.Fprintf(&seen, "$ fieldwork %s …\n%s\n%s\n", args[0], r.Stdout, r.Stderr)
@@ -250,12 +252,12 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"dlq", "stats", "--topic", dlqTopic}, s...)...)
 	do(0, env, append([]string{"replay", "--from", dlqTopic}, s...)...)
 	do(0, env, append([]string{"replay", "--from", dlqTopic, "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "leak test"}, s...)...)
-	runs := do(0, env, append([]string{"replay", "runs", "-o", "json"}, s...)...)
+	listed := do(0, env, append([]string{"replay", "runs", "-o", "json"}, s...)...)
 	var runList []struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal([]byte(runs.Stdout), &runList); err != nil || len(runList) == 0 {
-		t.Fatalf("replay runs: %v %q", err, runs.Stdout)
+	if err := json.Unmarshal([]byte(listed.Stdout), &runList); err != nil || len(runList) == 0 {
+		t.Fatalf("replay runs: %v %q", err, listed.Stdout)
 	}
 	do(0, env, append([]string{"replay", "show", runList[0].ID}, s...)...)
 	do(0, env, append([]string{"replay", "resume", runList[0].ID, "--yes"}, s...)...) // completed: nothing to resume
@@ -380,6 +382,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	seen.WriteString(rows)
 
 	all := seen.String()
+	t.Logf("%d runs of fieldwork, %d dead letters, %d bytes of output, headers and rows searched for %d secrets", runs, len(letters), len(all), len(secret))
 	for what, s := range secret {
 		if i := strings.Index(all, s); i >= 0 {
 			lo, hi := max(0, i-300), min(len(all), i+len(s)+100)
