@@ -74,8 +74,8 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 		}
 		// The cluster lists only the topics the principal may DESCRIBE: say so, since an
 		// empty answer may be the ACLs' and not the cluster's.
-		fmt.Fprintf(s.ErrOut, "no dead letters: no topic matches %s\n", pattern)
-		fmt.Fprintln(s.ErrOut, "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
+		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s\n", pattern)
+		fmt.Fprintln(s.ErrText(), "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
 	}
 	return topics, nil
 }
@@ -88,7 +88,7 @@ func (t *DLQTopicFlags) Discovered() bool { return len(t.Topics) == 0 }
 // they were found.
 func WarnDeleted(s *output.Streams, scan *dlq.Scan) {
 	for _, t := range scan.Deleted() {
-		fmt.Fprintf(s.ErrOut, "warning: %s was deleted while it was read: skipped\n", t)
+		fmt.Fprintf(s.ErrText(), "warning: %s was deleted while it was read: skipped\n", t)
 	}
 }
 

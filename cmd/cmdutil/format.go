@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -72,16 +70,4 @@ func HumanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// Warn writes each of warnings to stderr as a line starting with "warning: " (styled on a
-// terminal): what a command could not read or do, beside a result that stands.
-func Warn(s *output.Streams, warnings ...string) {
-	if len(warnings) == 0 {
-		return
-	}
-	prefix := output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor).Warn.Render("warning: ")
-	for _, w := range warnings {
-		fmt.Fprintln(s.ErrOut, prefix+output.Printable(w, false))
-	}
 }

@@ -165,13 +165,7 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 		return err
 	}
 
-	<-ctx.Done()
-	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopping")
-	if err := stack.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopped")
-	return nil
+	return cmdutil.WaitAndClose(ctx, s, "dev", stack.Close)
 }
 
 // devTry lists commands worth trying against the stack, using what was seeded.
@@ -228,7 +222,7 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 // printDevBanner writes what is served, what was seeded and what to try, for a person.
 func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack) error {
 	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
-	st := p.Styles
+	st, w := p.Styles, output.TextWriter(w, color)
 	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)

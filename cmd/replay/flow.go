@@ -34,7 +34,7 @@ func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Clu
 	if err == nil {
 		err = perr
 	}
-	return cmdutil.StoreError(err, d.Names())
+	return err
 }
 
 // flowView is the terminal side of one flow.
@@ -99,7 +99,7 @@ func (f *flowView) confirm(ch replay.Check) error {
 // notices prints the notices not printed yet, one a line on stderr.
 func (f *flowView) notices(ns []replay.Notice) {
 	for _, n := range ns[min(f.shown, len(ns)):] {
-		fmt.Fprintln(f.d.Streams.ErrOut, n.String())
+		fmt.Fprintln(f.d.Streams.ErrText(), n.String())
 	}
 	f.shown = max(f.shown, len(ns))
 }

@@ -143,7 +143,7 @@ func endOffsets(t *testing.T, topic string) int64 {
 // store is a migrated PostgreSQL schema of the test's own: the store flags.
 func store(t *testing.T) []string {
 	t.Helper()
-	flags := []string{"--dsn", testenv.DSN(t), "--schema", testenv.Schema(t)}
+	flags := []string{"--dsn", testenv.DSN(t), "--schema", testenv.PGSchema(t, "fwaccess_")}
 	if r := run(t, nil, append([]string{"db", "migrate"}, flags...)...); r.code != 0 {
 		t.Fatal(r)
 	}

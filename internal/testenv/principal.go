@@ -18,13 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// SecureBrokers returns the broker's SASL_SSL listener (SCRAM-SHA-512, PLAIN, unsecured
-// OAUTHBEARER, governed by ACLs) and the CA file that signed its certificate.
-func SecureBrokers(t testing.TB) (addr, caFile string) {
-	t.Helper()
-	return need(t, "FIELDWORK_TEST_SECURE_BROKERS"), need(t, "FIELDWORK_TEST_CA_FILE")
-}
-
 // Principal is a SCRAM-SHA-512 user of the secure listener that exists for one test and holds
 // exactly the ACLs the test grants it (none at first). The user and its ACLs are deleted at
 // cleanup. They are administered through the PLAINTEXT listener, whose principal is a super
@@ -43,7 +36,8 @@ type Principal struct {
 // until the secure listener accepts its credentials.
 func NewPrincipal(t testing.TB, prefix string) *Principal {
 	t.Helper()
-	brokers, ca := SecureBrokers(t)
+	brokers, _, _ := SecureBrokers(t)
+	ca := CAFile(t)
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
 	p := &Principal{Name: Name(t, prefix), Password: hex.EncodeToString(secret), Brokers: brokers, CAFile: ca, t: t, adm: kadm.NewClient(Client(t))}
@@ -67,7 +61,8 @@ func NewPrincipal(t testing.TB, prefix string) *Principal {
 // are deleted at cleanup.
 func NewTokenPrincipal(t testing.TB, prefix string) *Principal {
 	t.Helper()
-	brokers, ca := SecureBrokers(t)
+	brokers, _, _ := SecureBrokers(t)
+	ca := CAFile(t)
 	p := &Principal{Name: Name(t, prefix), Brokers: brokers, CAFile: ca, t: t, adm: kadm.NewClient(Client(t))}
 	t.Cleanup(p.remove)
 	return p

@@ -145,16 +145,8 @@ func scriptName() string {
 }
 
 // dropSchema removes a script's schema; a script that never created it costs one connection.
-func dropSchema(t interface{ Log(...any) }, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Log("drop schema " + schema + ": " + err.Error())
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+func dropSchema(t testscript.T, dsn, schema string) {
+	if err := DropSchema(dsn, schema); err != nil {
 		t.Log("drop schema " + schema + ": " + err.Error())
 	}
 }

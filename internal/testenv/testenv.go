@@ -34,12 +34,20 @@ func Required() bool {
 // skips, or fails where the services are Required.
 func Kcat(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("kcat")
+	return Tool(t, "kcat")
+}
+
+// Tool returns the path of name (a command on PATH, or a path), one of the tools
+// scripts/services.sh installs; without it the test skips, or fails where the services are
+// Required.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if Required() {
-			t.Fatal("kcat is not installed: run scripts/services.sh start")
+			t.Fatalf("%s is not installed: run scripts/services.sh start", name)
 		}
-		t.Skip("kcat is not installed")
+		t.Skipf("%s is not installed", name)
 	}
 	return path
 }
@@ -67,15 +75,6 @@ func SASLBrokers(t testing.TB) (addr, user, password string) {
 
 // DSN returns the real PostgreSQL's connection string.
 func DSN(t testing.TB) string { t.Helper(); return need(t, "FIELDWORK_TEST_DSN") }
-
-// Schema returns a PostgreSQL schema name unique to this run (nothing is created), dropped
-// with everything in it at cleanup.
-func Schema(t testing.TB) string {
-	t.Helper()
-	dsn, name := DSN(t), scriptName()
-	t.Cleanup(func() { dropSchema(t, dsn, name) })
-	return name
-}
 
 var seq atomic.Int64
 

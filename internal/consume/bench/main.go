@@ -1,12 +1,22 @@
 // Command bench measures the reference consumer end to end against the real Kafka and
-// PostgreSQL that scripts/services.sh starts: it produces a stream of task events, consumes
-// it with the projection handler once with one transaction per batch (the engine's way) and
-// once with one transaction per event (TxPerEvent), each into a fresh schema and group, and
-// prints events per second of both and their ratio. It is a benchmark, not a test: run it
-// by hand.
+// PostgreSQL that scripts/services.sh starts. It produces a stream of task events once, then
+// in every round, the contenders alternating their order round after round:
+//
+//   - the engine as configured by default (Options with no mode set), once per handler
+//     (-handlers: projection and audit), each into a fresh schema and group;
+//   - the same engine with one transaction per event (Options.TxPerEvent), per handler, over
+//     the first -per-event-events events (it is an order of magnitude slower);
+//   - the PostgreSQL marker ceiling: the same event ids (decoded beforehand, as the engine
+//     decodes them) claimed in batches of -batch-max, one transaction each, into a fresh
+//     schema, no Kafka (BenchmarkClaim in internal/dedup/pgdriver measures the same path);
+//   - a bare franz-go group consumer reading the whole topic and doing no database work (the
+//     client floor).
+//
+// It prints events per second of each, and with -json writes every run for the suite
+// (internal/benchsuite, `make bench`). It is a benchmark, not a test: it asserts nothing.
 //
 //	eval "$(scripts/services.sh env)"
-//	go run ./internal/consume/bench -events 200000
+//	go run ./internal/consume/bench -events 200000 -rounds 3
 package main
 
 import (
@@ -15,42 +25,68 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/benchkit"
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
 func main() {
 	events := flag.Int("events", 200_000, "events to produce (a multiple of -per-task)")
+	perEvent := flag.Int("per-event-events", 20_000, "events the one-transaction-per-event contender consumes (the first of the topic)")
 	perTask := flag.Int("per-task", 25, "events per task")
 	partitions := flag.Int("partitions", 4, "partitions of the topic")
-	batchMax := flag.Int("batch-max", consume.DefaultBatchMax, "records per batch")
+	batchMax := flag.Int("batch-max", consume.DefaultBatchMax, "records per batch (also the ceiling's claim batch)")
+	rounds := flag.Int("rounds", 1, "rounds; the contenders alternate their order")
+	handlerList := flag.String("handlers", "projection,audit", "handlers to measure, comma-separated")
 	brokers := flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "Kafka brokers (default $FIELDWORK_TEST_BROKERS)")
 	dsn := flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL DSN (default $FIELDWORK_TEST_DSN)")
 	keep := flag.Bool("keep", false, "keep the topics and schemas")
+	jsonOut := flag.String("json", "", "write every run to this file (benchkit.Report)")
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
 		fmt.Fprintln(os.Stderr, "bench: set FIELDWORK_TEST_BROKERS and FIELDWORK_TEST_DSN (eval \"$(scripts/services.sh env)\") or pass -brokers and -dsn")
 		os.Exit(2)
 	}
-	if err := run(*events, *perTask, int32(*partitions), *batchMax, *brokers, *dsn, *keep); err != nil {
+	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, keep: *keep, perEvent: int64(min(*perEvent, *events))}
+	if err := b.run(*events, *perTask, int32(*partitions), *rounds, strings.Split(*handlerList, ","), *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(events, perTask int, partitions int32, batchMax int, brokers, dsn string, keep bool) error {
+type bench struct {
+	brokers, dsn string
+	batchMax     int
+	keep         bool
+	perEvent     int64
+	id           string
+	topic        string
+	events       int64
+	markers      [][]dedup.Marker // the stream's markers in claim batches, for the ceiling
+	rep          benchkit.Report
+}
+
+// contender is one way to process the stream, measured once per round.
+type contender struct {
+	key, label string
+	run        func(ctx context.Context, round int) (benchkit.Run, error)
+}
+
+func (b *bench) run(events, perTask int, partitions int32, rounds int, names []string, jsonOut string) error {
 	ctx := context.Background()
-	id := time.Now().Unix()
-	topic := fmt.Sprintf("fieldwork-bench-consume-%d", id)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	b.id = benchkit.Suffix()
+	b.topic = "fieldwork-bench-consume-" + b.id
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.brokers), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return err
@@ -60,14 +96,14 @@ func run(events, perTask int, partitions int32, batchMax int, brokers, dsn strin
 	for _, t := range []struct {
 		name string
 		n    int32
-	}{{topic, partitions}, {topic + ".dlq", 1}} {
+	}{{b.topic, partitions}, {b.topic + ".dlq", 1}} {
 		// The sample stream's timestamps are of 2025: without this the broker's retention
 		// (7 days by record time) deletes the segments while the benchmark reads them.
 		forever := "-1"
 		if resp, err := adm.CreateTopic(ctx, t.n, 1, map[string]*string{"retention.ms": &forever}, t.name); err != nil || resp.Err != nil {
 			return fmt.Errorf("create topic %s: %v %v", t.name, err, resp.Err)
 		}
-		if !keep {
+		if !b.keep {
 			defer adm.DeleteTopics(context.Background(), t.name) //nolint:errcheck
 		}
 	}
@@ -77,95 +113,204 @@ func run(events, perTask int, partitions int32, batchMax int, brokers, dsn strin
 		return err
 	}
 	start := time.Now()
-	if err := cl.ProduceSync(ctx, sample.KgoRecords(topic, recs)...).FirstErr(); err != nil {
+	produced := sample.KgoRecords(b.topic, recs) // ProduceSync sets their partitions and offsets
+	if err := cl.ProduceSync(ctx, produced...).FirstErr(); err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}
-	produced := time.Since(start)
+	el := time.Since(start)
+	b.events = int64(man.Events)
 	fmt.Printf("produced %d events (%d tasks × %d) to %s (%d partitions) in %s: %.0f events/s\n",
-		man.Events, len(man.Aggregates), perTask, topic, partitions, produced.Round(time.Millisecond), float64(man.Events)/produced.Seconds())
+		man.Events, len(man.Aggregates), perTask, b.topic, partitions, el.Round(time.Millisecond), float64(man.Events)/el.Seconds())
+	if err := b.prepareMarkers(produced); err != nil {
+		return err
+	}
+	recs, produced = nil, nil //nolint:ineffassign,wastedassign // let the stream be collected
 
-	type result struct {
-		name    string
-		elapsed time.Duration
-		stats   consume.Stats
+	var cs []contender
+	for _, name := range names {
+		cs = append(cs,
+			contender{"consume/" + name, fmt.Sprintf("fieldwork consume, %s handler (the engine's default mode)", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) { return b.consume(ctx, round, name, false) }},
+			contender{"consume/" + name + "/per-event", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) { return b.consume(ctx, round, name, true) }})
 	}
-	var results []result
-	for _, mode := range []struct {
-		name       string
-		txPerEvent bool
-	}{{"one transaction per batch", false}, {"one transaction per event", true}} {
-		schema := fmt.Sprintf("fwbench_%d_%v", id, mode.txPerEvent)
-		var first time.Duration
-		elapsed, stats, err := consumeAll(ctx, brokers, dsn, schema, topic, batchMax, mode.txPerEvent, int64(man.Events), &first)
-		if !keep {
-			dropSchema(dsn, schema)
+	cs = append(cs,
+		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
+		contender{"consume/franz-go", "bare franz-go group consumer, no database work", b.bare})
+	b.rep = benchkit.Report{Bench: "consume", Notes: []string{
+		fmt.Sprintf("%d events (%d tasks × %d) on %d partitions; batches of up to %d; one transaction per event over the first %d events",
+			man.Events, len(man.Aggregates), perTask, partitions, b.batchMax, b.perEvent),
+		"end to end: from the consumer's start (group join included) to the last event applied, marked and its offset committed",
+		"the test PostgreSQL runs with fsync=off, which flatters the per-event commits",
+	}}
+	for r := range rounds {
+		for _, c := range benchkit.Rotate(cs, r) {
+			run, err := c.run(ctx, r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.label, err)
+			}
+			run.Round = r + 1
+			b.rep.Add(c.key, c.label, run)
+			fmt.Printf("round %d: %-70s %s\n", r+1, c.label+":", run)
 		}
+	}
+	fmt.Println()
+	for _, s := range b.rep.Series {
+		lo, hi := benchkit.Spread(s.Rates())
+		fmt.Printf("%-80s %9.0f events/s (median of %d; %.0f–%.0f)\n", s.Label+":", benchkit.Median(s.Rates()), len(s.Runs), lo, hi)
+	}
+	return b.rep.WriteJSON(jsonOut)
+}
+
+// prepareMarkers decodes the produced records as the engine does and keeps their markers in
+// per-partition batches of batchMax, the claims the engine makes for them.
+func (b *bench) prepareMarkers(recs []*kgo.Record) error {
+	byPartition := map[int32][]dedup.Marker{}
+	for _, r := range recs {
+		ev, err := envelope.DecodeRecord(r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", mode.name, err)
+			return fmt.Errorf("decode %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 		}
-		results = append(results, result{mode.name, elapsed, stats})
-		fmt.Printf("%-27s %7d events in %8s: %8.0f events/s (first event applied after %s; %d batches of up to %d; %d infrastructure retries)\n",
-			mode.name+":", stats.Processed, elapsed.Round(time.Millisecond), float64(stats.Processed)/elapsed.Seconds(),
-			first.Round(time.Millisecond), stats.Batches, batchMax, stats.InfraRetries)
+		byPartition[r.Partition] = append(byPartition[r.Partition], dedup.Marker{
+			EventID: ev.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			AggregateID: ev.AggregateID, AggregateVersion: ev.Version,
+		})
 	}
-	batched := float64(results[0].stats.Processed) / results[0].elapsed.Seconds()
-	single := float64(results[1].stats.Processed) / results[1].elapsed.Seconds()
-	fmt.Printf("ratio: %.1fx (batched / per event)\n", batched/single)
-	fmt.Println("end to end: from the consumer's start (group join included) to the last event applied, marked and its offset committed;")
-	fmt.Println("projection handler on PostgreSQL; the test server runs with fsync=off, which flatters the per-event commits.")
+	for _, ms := range byPartition {
+		for len(ms) > 0 {
+			n := min(b.batchMax, len(ms))
+			b.markers = append(b.markers, ms[:n])
+			ms = ms[n:]
+		}
+	}
 	return nil
 }
 
-// consumeAll runs the projection consumer on topic until it has processed want events and
-// returns the time it took; first is set to when the first event was applied.
-func consumeAll(ctx context.Context, brokers, dsn, schema, topic string, batchMax int, txPerEvent bool, want int64, first *time.Duration) (time.Duration, consume.Stats, error) {
-	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
-	if err != nil {
-		return 0, consume.Stats{}, err
+// consume runs the named handler's consumer on the topic until it has processed its events
+// (all, or the first perEvent with one transaction per event) and measures it.
+func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent bool) (benchkit.Run, error) {
+	want := b.events
+	if txPerEvent {
+		want = b.perEvent
 	}
-	defer st.Close()
-	group := "bench-" + schema
-	h, err := handlers.New(handlers.NameProjection, handlers.Config{Consumer: group, Driver: st.Driver(), Schema: schema})
+	schema := fmt.Sprintf("fwbench_%s_%s_%d_%v", b.id, name, round, txPerEvent)
+	st, done, err := b.freshStore(ctx, schema)
 	if err != nil {
-		return 0, consume.Stats{}, err
+		return benchkit.Run{}, err
+	}
+	defer done()
+	group := "bench-" + schema
+	h, err := handlers.New(name, handlers.Config{Consumer: group, Driver: st.Driver(), Schema: schema})
+	if err != nil {
+		return benchkit.Run{}, err
 	}
 	if _, err := consume.Prepare(ctx, st, h, true); err != nil {
-		return 0, consume.Stats{}, err
+		return benchkit.Run{}, err
 	}
 	e, err := consume.New(consume.Options{
-		Topics: []string{topic}, Group: group, Handler: h, Store: st, Kafka: []kgo.Opt{kgo.SeedBrokers(brokers)},
-		BatchMax: batchMax, TxPerEvent: txPerEvent,
+		Topics: []string{b.topic}, Group: group, Handler: h, Store: st, Kafka: []kgo.Opt{kgo.SeedBrokers(b.brokers)},
+		BatchMax: b.batchMax, TxPerEvent: txPerEvent,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		return 0, consume.Stats{}, err
+		return benchkit.Run{}, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
+	stopped := make(chan error, 1)
+	cpu := benchkit.SelfCPU()
 	start := time.Now()
-	go func() { done <- e.Run(runCtx) }()
+	go func() { stopped <- e.Run(runCtx) }()
 	for e.Stats().Processed < want {
-		if *first == 0 && e.Stats().Processed > 0 {
-			*first = time.Since(start)
-		}
 		if st := e.Stats(); st.DeadLettered > 0 {
 			cancel()
-			<-done
-			return 0, st, fmt.Errorf("%d events dead-lettered: see the log", st.DeadLettered)
+			<-stopped
+			return benchkit.Run{}, fmt.Errorf("%d events dead-lettered: see the log", st.DeadLettered)
 		}
 		select {
-		case err := <-done:
-			return 0, e.Stats(), fmt.Errorf("consumer stopped early: %v", err)
+		case err := <-stopped:
+			return benchkit.Run{}, fmt.Errorf("consumer stopped early: %v", err)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	elapsed := time.Since(start)
+	cpu = benchkit.SelfCPU() - cpu
 	cancel()
-	if err := <-done; err != nil {
-		return 0, e.Stats(), err
+	if err := <-stopped; err != nil {
+		return benchkit.Run{}, err
 	}
-	return elapsed, e.Stats(), nil
+	return benchkit.Run{Records: e.Stats().Processed, WallS: elapsed.Seconds(), CPUS: cpu.Seconds()}, nil
+}
+
+// ceiling claims every marker of the stream in its batches, one transaction each, into a
+// fresh schema: what the database alone allows the consumer.
+func (b *bench) ceiling(ctx context.Context, round int) (benchkit.Run, error) {
+	st, done, err := b.freshStore(ctx, fmt.Sprintf("fwbench_%s_ceiling_%d", b.id, round))
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer done()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		return benchkit.Run{}, err
+	}
+	var fresh int64
+	cpu := benchkit.SelfCPU()
+	start := time.Now()
+	for _, ms := range b.markers {
+		err := st.InTx(ctx, func(tx *dedup.Tx) error {
+			ids, err := st.Claim(ctx, tx, "bench", ms)
+			fresh += int64(len(ids))
+			return err
+		})
+		if err != nil {
+			return benchkit.Run{}, err
+		}
+	}
+	el := time.Since(start)
+	if fresh != b.events {
+		return benchkit.Run{}, fmt.Errorf("claimed %d fresh markers of %d", fresh, b.events)
+	}
+	return benchkit.Run{Records: fresh, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+}
+
+// bare reads the whole topic with a franz-go group consumer of a fresh group, doing nothing
+// with the records, committing as franz-go does by default.
+func (b *bench) bare(ctx context.Context, round int) (benchkit.Run, error) {
+	cpu := benchkit.SelfCPU()
+	start := time.Now()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.brokers), kgo.ConsumeTopics(b.topic),
+		kgo.ConsumerGroup(fmt.Sprintf("bench-%s-bare-%d", b.id, round)))
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer cl.Close()
+	var n int64
+	for n < b.events {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return benchkit.Run{}, err
+		}
+		n += int64(fs.NumRecords())
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		return benchkit.Run{}, err
+	}
+	el := time.Since(start)
+	return benchkit.Run{Records: n, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+}
+
+// freshStore opens a store in schema; done closes it and drops the schema (unless -keep).
+func (b *bench) freshStore(ctx context.Context, schema string) (st *dedup.Store, done func(), err error) {
+	st, err = dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() {
+		_ = st.Close()
+		if !b.keep {
+			dropSchema(b.dsn, schema)
+		}
+	}, nil
 }
 
 func dropSchema(dsn, schema string) {
