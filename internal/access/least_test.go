@@ -35,7 +35,7 @@ func TestReadOnlyPrincipal(t *testing.T) {
 	if rep.Totals.Records != int64(w.records) || rep.Retention.State != "unknown" || rep.Retention.Cause != "denied" {
 		t.Errorf("inspect topic: records %d (want %d), retention %+v (want unknown, denied)\n%s", rep.Totals.Records, w.records, rep.Retention, r)
 	}
-	if !strings.Contains(r.stderr, "warning: the retention of "+w.topic+" is unknown: DescribeConfigs on topic "+w.topic+" was denied") {
+	if !strings.Contains(r.stderr, "warning: the retention of "+w.topic+" is unknown: DescribeConfigs on topic "+w.topic+" was denied (not authorized: DESCRIBE_CONFIGS on topic "+w.topic+")") {
 		t.Errorf("inspect topic: no warning of the retention it could not read\n%s", r)
 	}
 	if r := expect(t, p, 0, "inspect", "record", w.topic+"/0/0", "-o", "jsonl"); !strings.Contains(r.stdout, `"offset":0`) {

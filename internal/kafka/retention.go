@@ -224,7 +224,8 @@ func retentionOf(rc kadm.ResourceConfig) Retention {
 		r.Err = rc.Err
 		switch {
 		case errors.Is(rc.Err, kerr.TopicAuthorizationFailed), errors.Is(rc.Err, kerr.ClusterAuthorizationFailed):
-			r.Cause, r.Why = CauseDenied, fmt.Sprintf("DescribeConfigs on topic %s was denied (%v): its retention cannot be read without that ACL", rc.Name, rc.Err)
+			denied := &NotAuthorizedError{Operation: OpDescribeConfigs, ResourceType: ResourceTopic, Resource: rc.Name, Err: rc.Err}
+			r.Cause, r.Why = CauseDenied, fmt.Sprintf("DescribeConfigs on topic %s was denied (%v): its retention cannot be read without that ACL", rc.Name, denied)
 		case errors.Is(rc.Err, kerr.UnknownTopicOrPartition):
 			r.Cause, r.Why = CauseNoTopic, fmt.Sprintf("topic %s does not exist", rc.Name)
 		default:
