@@ -189,3 +189,27 @@ func committedOffsets(t *testing.T, group, topic string) int64 {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestDescribeOnlyPrincipal: a principal that may see the topics but not read them is told
+// it lacks READ, by every command that reads records.
+func TestDescribeOnlyPrincipal(t *testing.T) {
+	w := cleanWorld(t)
+	p := testenv.NewPrincipal(t, "describer")
+	p.Allow(kadm.NewACLs().Topics(w.topic, w.dlq), kadm.OpDescribe)
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"READ on topic " + w.topic, []string{"inspect", "record", w.topic + "/0/0"}},
+		{"READ on topic " + w.topic, []string{"inspect", "validate", w.topic}},
+		{"READ on topic " + w.topic, []string{"inspect", "aggregate", w.topic, "task-0001"}},
+		{"READ on topic " + w.dlq, []string{"dlq", "list", "--topic", w.dlq, "--no-status"}},
+		{"READ on topic " + w.dlq, []string{"dlq", "show", w.dlq + "/0/0", "--no-status"}},
+		{"READ on topic " + w.dlq, []string{"dlq", "stats", "--topic", w.dlq, "--no-status"}},
+		{"READ on topic " + w.dlq, []string{"replay", "--from", w.dlq}},
+	} {
+		denied(t, as(t, p, nil, c.args...), c.want)
+	}
+	// inspect topic reads the newest records to tell their formats.
+	denied(t, as(t, p, nil, "inspect", "topic", w.topic), "READ on topic "+w.topic)
+}
