@@ -73,6 +73,7 @@ func TestReplayerPrincipal(t *testing.T) {
 	p.Allow(kadm.NewACLs().Topics(w.dlq), kadm.OpRead)
 
 	before := endOffsets(t, w.topic)
+	denied(t, as(t, p, nil, append([]string{"replay", "--from", w.dlq}, st...)...), "DESCRIBE on topic "+w.topic)
 	denied(t, as(t, p, nil, append([]string{"replay", "--from", w.dlq, "--execute", "--yes", "--reason", "fix deployed"}, st...)...), "WRITE on topic "+w.topic)
 	// DESCRIBE alone lets the plan see the target; the producer is refused (the idempotent
 	// producer's InitProducerID answers CLUSTER_AUTHORIZATION_FAILED) and says what is missing.

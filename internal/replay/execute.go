@@ -171,7 +171,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	// targets knows each target topic, and its record size limit, from the first record to it
 	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
-	targets := newTargetCache(c)
+	targets := newTargetCache(c, kafka.OpWrite)
 	targets.limits = newTargetLimits(c)
 	checkTargets := false
 	if opts.SinglePass {

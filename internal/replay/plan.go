@@ -84,7 +84,7 @@ func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
 	if !p.TargetKnown() {
 		return fmt.Errorf("replay: the targets of a replay without --to, or with --to-partition original, are known only by a scan")
 	}
-	t := newTargetCache(c)
+	t := newTargetCache(c, kafka.OpWrite)
 	n, err := t.lookup(ctx, p.Spec.To)
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	for _, r := range p.Ranges {
 		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, Offsets: r.Len()})
 	}
-	targets := newTargetCache(c)
+	targets := newTargetCache(c, kafka.OpDescribe)
 	type key struct {
 		topic string
 		part  int32
@@ -369,10 +369,13 @@ type targetCache struct {
 	parts  map[string]int // 0: the topic does not exist
 	hash   map[string]kgo.TopicPartitioner
 	limits *targetLimits
+	// op is what the caller needs on a target, named when the ACLs hide one: DESCRIBE to plan,
+	// WRITE to send (which grants DESCRIBE).
+	op string
 }
 
-func newTargetCache(c *kafka.Cluster) *targetCache {
-	return &targetCache{c: c, parts: map[string]int{}, hash: map[string]kgo.TopicPartitioner{}}
+func newTargetCache(c *kafka.Cluster, op string) *targetCache {
+	return &targetCache{c: c, parts: map[string]int{}, hash: map[string]kgo.TopicPartitioner{}, op: op}
 }
 
 // exists reports whether a looked-up topic exists and, for part >= 0, has that partition.
@@ -387,7 +390,7 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 	}
 	details, err := t.c.Admin.ListTopics(ctx, topic)
 	if err != nil {
-		return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, err), kafka.OpWrite, kafka.ResourceTopic, topic)
+		return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, err), t.op, kafka.ResourceTopic, topic)
 	}
 	n := 0
 	if d, ok := details[topic]; ok {
@@ -396,7 +399,7 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 			n = len(d.Partitions)
 		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		default:
-			return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, d.Err), kafka.OpWrite, kafka.ResourceTopic, topic)
+			return 0, kafka.Denied(fmt.Errorf("describe target topic %s: %w", topic, d.Err), t.op, kafka.ResourceTopic, topic)
 		}
 	}
 	if t.limits != nil && n > 0 {
