@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -41,6 +42,8 @@ type projection struct {
 	log      *slog.Logger
 	gaps     prometheus.Counter
 	types    map[string]bool
+
+	batchSQL string // upsertBatch's statement
 }
 
 func newProjection(cfg Config, d dialect) *projection {
@@ -50,7 +53,7 @@ func newProjection(cfg Config, d dialect) *projection {
 			Name: "fieldwork_consume_projection_gaps_total",
 			Help: "Events applied by the projection whose version skipped versions after the stored one.",
 		}),
-		types: map[string]bool{},
+		types: map[string]bool{}, batchSQL: projectionBatchSQL(d.table(TableTaskState)),
 	}
 	for _, t := range ProjectionTypes {
 		p.types[t] = true
@@ -93,26 +96,74 @@ type taskData struct {
 }
 
 func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	data, err := p.check(ev)
+	if err != nil {
+		return 0, err
+	}
+	return p.apply(ctx, tx, ev, rec, data)
+}
+
+// HandleBatch applies the batch's events (consume.BatchHandler): on PostgreSQL with one
+// statement (upsertBatch), on SQLite, whose statements cost no round trip, event after
+// event as Handle does. The first event the projection rejects ends the prefix it reports.
+func (p *projection) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
+	data := make([]taskData, 0, len(evs))
+	var rejected error
+	for _, be := range evs {
+		d, err := p.check(be.Event)
+		if err != nil {
+			rejected = err
+			break
+		}
+		data = append(data, d)
+	}
+	evs = evs[:len(data)]
+	res := consume.BatchResult{Err: rejected}
+	if p.d.postgres {
+		outs, err := p.upsertBatch(ctx, tx, evs, data)
+		if err != nil {
+			return consume.BatchResult{}, err
+		}
+		res.Outcomes = outs
+		return res, nil
+	}
+	res.Outcomes = make([]consume.Outcome, 0, len(evs))
+	for i, be := range evs {
+		out, err := p.apply(ctx, tx, be.Event, be.Record, data[i])
+		if err != nil {
+			return consume.BatchResult{}, err
+		}
+		res.Outcomes = append(res.Outcomes, out)
+	}
+	return res, nil
+}
+
+// check rejects what the projection cannot apply and reads the task's status.
+func (p *projection) check(ev envelope.Event) (taskData, error) {
+	var data taskData
 	if !p.types[ev.Type] {
-		return 0, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
+		return data, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
 	}
 	if ev.AggregateType != "" && ev.AggregateType != sample.AggregateType {
-		return 0, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
+		return data, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
 	}
 	if ev.AggregateID == "" {
-		return 0, consume.Permanentf("event %s has no aggregate id", ev.ID)
+		return data, consume.Permanentf("event %s has no aggregate id", ev.ID)
 	}
 	if !ev.HasVersion {
-		return 0, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
+		return data, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
 	}
-	var data taskData
 	if len(ev.Data) == 0 || ev.Data[0] != '{' {
-		return 0, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
+		return data, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
 	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return 0, consume.Permanentf("event %s: data: %v", ev.ID, err)
+		return data, consume.Permanentf("event %s: data: %v", ev.ID, err)
 	}
+	return data, nil
+}
 
+// apply applies one checked event.
+func (p *projection) apply(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record, data taskData) (consume.Outcome, error) {
 	if p.d.postgres {
 		return p.upsert(ctx, tx, ev, rec, data)
 	}
@@ -202,6 +253,105 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 	}
 	p.gap(ev, rec, stored)
 	return consume.Applied, nil
+}
+
+// upsertBatch is HandleBatch's PostgreSQL path: one statement for the whole batch, with the
+// result of applying the events one after the other (docs/design.md §3.5). It locks the
+// batch's stored rows, judges each event against the newest version before it — the stored
+// one or an earlier event's of the batch, whichever is newer — (applied when newer, or when
+// the task has no row yet; a gap when more than one ahead), writes per task the newest
+// applied event with the counters added, adds the stale count of tasks that had nothing
+// applied, and returns the events that were stale or gaps (the others were applied).
+func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent, data []taskData) ([]consume.Outcome, error) {
+	outs := make([]consume.Outcome, len(evs))
+	if len(evs) == 0 {
+		return outs, nil
+	}
+	n := len(evs)
+	var (
+		aggIDs, aggTypes, ids, types, statuses, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		versions                                      = make([]int64, n)
+		times                                         = make([]*time.Time, n)
+	)
+	for i, be := range evs {
+		ev := &evs[i].Event
+		aggIDs[i], aggTypes[i], ids[i], types[i], statuses[i], datas[i] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
+		versions[i] = ev.Version
+		if !be.Event.Time.IsZero() {
+			times[i] = &ev.Time
+		}
+	}
+	rows, err := tx.Query(ctx, p.batchSQL, p.consumer, aggIDs, aggTypes, versions, ids, types, statuses, datas, times, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		var applied bool
+		var before *int64
+		if err := rows.Scan(&ord, &applied, &before); err != nil {
+			return nil, err
+		}
+		i := int(ord - 1)
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("projection batch: row for event %d of %d", ord, n)
+		}
+		if !applied {
+			outs[i] = consume.Stale
+			continue
+		}
+		stored := int64(0)
+		if before != nil {
+			stored = *before
+		}
+		p.gap(evs[i].Event, evs[i].Record, stored)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// projectionBatchSQL is upsertBatch's statement on table t; $1 the consumer, $2…$9 the
+// events' columns as arrays in offset order, $10 updated_at.
+func projectionBatchSQL(t string) string {
+	return `WITH i AS (
+	SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[])
+		WITH ORDINALITY AS i(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time, ord)
+), stored AS (
+	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($2::text[]) FOR UPDATE
+), j AS (
+	SELECT i.*, greatest(stored.version, max(i.version) OVER (PARTITION BY i.aggregate_id ORDER BY i.ord
+		ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS before
+	FROM i LEFT JOIN stored USING (aggregate_id)
+), judged AS (
+	SELECT j.*, (j.before IS NULL OR j.version > j.before) AS applied FROM j
+), marked AS (
+	SELECT judged.*, judged.applied AND judged.version > coalesce(judged.before, 0) + 1 AS gap FROM judged
+), per AS (
+	SELECT aggregate_id, count(*) FILTER (WHERE applied) AS applied_n, count(*) FILTER (WHERE NOT applied) AS stale_n,
+		count(*) FILTER (WHERE gap) AS gaps_n
+	FROM marked GROUP BY aggregate_id
+), newest AS (
+	SELECT DISTINCT ON (marked.aggregate_id) marked.*, per.applied_n, per.stale_n, per.gaps_n
+	FROM marked JOIN per USING (aggregate_id) WHERE marked.applied ORDER BY marked.aggregate_id, marked.ord DESC
+), upserted AS (
+	INSERT INTO ` + t + ` AS s (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
+		status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
+	SELECT $1, aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time,
+		applied_n, stale_n, gaps_n, $10 FROM newest
+	ON CONFLICT (consumer, aggregate_id) DO UPDATE SET aggregate_type = excluded.aggregate_type, version = excluded.version,
+		event_id = excluded.event_id, event_type = excluded.event_type, status = excluded.status, data = excluded.data,
+		event_time = excluded.event_time, applied_events = s.applied_events + excluded.applied_events,
+		stale_events = s.stale_events + excluded.stale_events, version_gaps = s.version_gaps + excluded.version_gaps,
+		updated_at = excluded.updated_at
+	WHERE s.version < excluded.version
+), staled AS (
+	UPDATE ` + t + ` s SET stale_events = s.stale_events + per.stale_n
+	FROM per WHERE per.applied_n = 0 AND s.consumer = $1 AND s.aggregate_id = per.aggregate_id
+)
+SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
 }
 
 // isNoRows matches "no rows" from pgx and from database/sql.
