@@ -103,9 +103,7 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
 	}
 	w.finish(done)
-	if err := w.commit(ctx); err != nil {
-		return err
-	}
+	w.commitSoon()
 
 	if halt == nil {
 		e.clearHalt(w.tp, done.Offset)

@@ -124,6 +124,8 @@ type runResult struct {
 	Batches      int64         `json:"batches"`
 	InfraRetries int64         `json:"infra_retries"`
 	Fallbacks    int64         `json:"batch_fallbacks"`
+	// First is when the first event was applied, from the start (the group join included).
+	First time.Duration `json:"first_applied_ns"`
 }
 
 // summary is one mode over all rounds.
@@ -205,8 +207,8 @@ func run(c config) error {
 			r.Round, r.Mode = round, mode
 			r.EventsPerSec = float64(r.Events) / r.Elapsed.Seconds()
 			results = append(results, r)
-			fmt.Printf("round %d %-13s %7d events in %8s: %8.0f events/s (%d batches, %d infrastructure retries, %d batch fallbacks)\n",
-				round, mode+":", r.Events, r.Elapsed.Round(time.Millisecond), r.EventsPerSec, r.Batches, r.InfraRetries, r.Fallbacks)
+			fmt.Printf("round %d %-13s %7d events in %8s: %8.0f events/s (first applied after %s; %d batches, %d infrastructure retries, %d batch fallbacks)\n",
+				round, mode+":", r.Events, r.Elapsed.Round(time.Millisecond), r.EventsPerSec, r.First.Round(time.Millisecond), r.Batches, r.InfraRetries, r.Fallbacks)
 		}
 	}
 
@@ -327,7 +329,11 @@ func consumeAll(ctx context.Context, c config, mode, schema, topic string, want 
 		s := e.Stats()
 		return runResult{Events: s.Processed, Elapsed: elapsed, Batches: s.Batches, InfraRetries: s.InfraRetries, Fallbacks: s.BatchFallbacks}
 	}
+	var first time.Duration
 	for e.Stats().Processed < want {
+		if first == 0 && e.Stats().Processed > 0 {
+			first = time.Since(start)
+		}
 		if st := e.Stats(); st.DeadLettered > 0 {
 			cancel()
 			<-done
@@ -340,6 +346,7 @@ func consumeAll(ctx context.Context, c config, mode, schema, topic string, want 
 		}
 	}
 	r := result(time.Since(start))
+	r.First = first
 	cancel()
 	if err := <-done; err != nil {
 		return runResult{}, err

@@ -256,12 +256,15 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 }
 
 // upsertBatch is HandleBatch's PostgreSQL path: one statement for the whole batch, with the
-// result of applying the events one after the other (docs/design.md §3.5). It locks the
-// batch's stored rows, judges each event against the newest version before it — the stored
-// one or an earlier event's of the batch, whichever is newer — (applied when newer, or when
-// the task has no row yet; a gap when more than one ahead), writes per task the newest
-// applied event with the counters added, adds the stale count of tasks that had nothing
-// applied, and returns the events that were stale or gaps (the others were applied).
+// result of applying the events one after the other (docs/design.md §3.5). Each event is
+// judged against the newest version before it, the stored one or an earlier event's of the
+// batch, whichever is newer: applied when newer (or when the task has no row yet), stale
+// otherwise, a gap when more than one ahead. What is known from the batch alone is worked out
+// here: each event's newest earlier version in the batch, and per task the event that is
+// written when anything of the task is applied (its newest version, the first event with
+// it). The statement locks the stored rows, judges, writes per task that event with the
+// counters added (or only the stale count when nothing was applied), and returns the events
+// that were stale or gaps; the others were applied.
 func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent, data []taskData) ([]consume.Outcome, error) {
 	outs := make([]consume.Outcome, len(evs))
 	if len(evs) == 0 {
@@ -269,19 +272,44 @@ func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consum
 	}
 	n := len(evs)
 	var (
-		aggIDs, aggTypes, ids, types, statuses, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		versions                                      = make([]int64, n)
-		times                                         = make([]*time.Time, n)
+		aggIDs   = make([]string, n)
+		versions = make([]int64, n)
+		prev     = make([]*int64, n)
+		newest   = make(map[string]int, n) // task → index in evs of the event written
+		order    []int                     // newest's values in order of the tasks' first events
 	)
-	for i, be := range evs {
+	for i := range evs {
 		ev := &evs[i].Event
-		aggIDs[i], aggTypes[i], ids[i], types[i], statuses[i], datas[i] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
-		versions[i] = ev.Version
-		if !be.Event.Time.IsZero() {
-			times[i] = &ev.Time
+		aggIDs[i], versions[i] = ev.AggregateID, ev.Version
+		j, seen := newest[ev.AggregateID]
+		if !seen {
+			newest[ev.AggregateID] = i
+			order = append(order, i)
+			continue
+		}
+		before := evs[j].Event.Version
+		prev[i] = &before
+		if ev.Version > before {
+			newest[ev.AggregateID] = i
 		}
 	}
-	rows, err := tx.Query(ctx, p.batchSQL, p.consumer, aggIDs, aggTypes, versions, ids, types, statuses, datas, times, time.Now())
+	m := len(order)
+	var (
+		nAggIDs, nAggTypes, nIDs, nTypes, nStatuses, nData = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		nVersions                                          = make([]int64, m)
+		nTimes                                             = make([]*time.Time, m)
+	)
+	for k, first := range order {
+		i := newest[evs[first].Event.AggregateID]
+		ev := &evs[i].Event
+		nAggIDs[k], nAggTypes[k], nIDs[k], nTypes[k], nStatuses[k], nData[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
+		nVersions[k] = ev.Version
+		if !ev.Time.IsZero() {
+			nTimes[k] = &ev.Time
+		}
+	}
+	rows, err := tx.Query(ctx, p.batchSQL, p.consumer, aggIDs, versions, prev,
+		nAggIDs, nAggTypes, nVersions, nIDs, nTypes, nStatuses, nData, nTimes, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -313,34 +341,35 @@ func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consum
 	return outs, nil
 }
 
-// projectionBatchSQL is upsertBatch's statement on table t; $1 the consumer, $2…$9 the
-// events' columns as arrays in offset order, $10 updated_at.
+// projectionBatchSQL is upsertBatch's statement on table t: $1 the consumer; $2…$4 per
+// event in offset order its task, version and the newest earlier version of its task in the
+// batch (NULL for the task's first); $5…$12 per task the columns of the event written;
+// $13 updated_at.
 func projectionBatchSQL(t string) string {
-	return `WITH i AS (
-	SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[])
-		WITH ORDINALITY AS i(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time, ord)
+	return `WITH e AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS e(aggregate_id, version, prev, ord)
+), n AS (
+	SELECT * FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[])
+		AS n(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time)
 ), stored AS (
-	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($2::text[]) FOR UPDATE
-), j AS (
-	SELECT i.*, greatest(stored.version, max(i.version) OVER (PARTITION BY i.aggregate_id ORDER BY i.ord
-		ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS before
-	FROM i LEFT JOIN stored USING (aggregate_id)
+	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($5::text[]) FOR UPDATE
 ), judged AS (
-	SELECT j.*, (j.before IS NULL OR j.version > j.before) AS applied FROM j
+	SELECT e.ord, e.aggregate_id, e.version, greatest(stored.version, e.prev) AS before
+	FROM e LEFT JOIN stored USING (aggregate_id)
 ), marked AS (
-	SELECT judged.*, judged.applied AND judged.version > coalesce(judged.before, 0) + 1 AS gap FROM judged
+	SELECT ord, aggregate_id, before, before IS NULL OR version > before AS applied,
+		(before IS NULL OR version > before) AND version > coalesce(before, 0) + 1 AS gap
+	FROM judged
 ), per AS (
 	SELECT aggregate_id, count(*) FILTER (WHERE applied) AS applied_n, count(*) FILTER (WHERE NOT applied) AS stale_n,
 		count(*) FILTER (WHERE gap) AS gaps_n
 	FROM marked GROUP BY aggregate_id
-), newest AS (
-	SELECT DISTINCT ON (marked.aggregate_id) marked.*, per.applied_n, per.stale_n, per.gaps_n
-	FROM marked JOIN per USING (aggregate_id) WHERE marked.applied ORDER BY marked.aggregate_id, marked.ord DESC
 ), upserted AS (
 	INSERT INTO ` + t + ` AS s (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
 		status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
-	SELECT $1, aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time,
-		applied_n, stale_n, gaps_n, $10 FROM newest
+	SELECT $1, n.aggregate_id, n.aggregate_type, n.version, n.event_id, n.event_type, n.status, n.data, n.event_time,
+		per.applied_n, per.stale_n, per.gaps_n, $13
+	FROM n JOIN per USING (aggregate_id) WHERE per.applied_n > 0
 	ON CONFLICT (consumer, aggregate_id) DO UPDATE SET aggregate_type = excluded.aggregate_type, version = excluded.version,
 		event_id = excluded.event_id, event_type = excluded.event_type, status = excluded.status, data = excluded.data,
 		event_time = excluded.event_time, applied_events = s.applied_events + excluded.applied_events,
