@@ -7,6 +7,17 @@
 #   - kcat from Debian's packages (an independent client for interop tests).
 # Installs whatever is missing. Prints the variables the tests read.
 #
+# Security, for the authentication and least-privilege tests: the script makes a CA with
+# openssl ($FW_SERVICES_DIR/tls) and signs a server certificate for 127.0.0.1/localhost. The
+# broker then also listens with
+#   - SASL_SSL (port +3): SCRAM-SHA-512, PLAIN and OAUTHBEARER (Kafka's unsecured-JWS validator: the
+#     token's "sub" claim is the principal), governed by ACLs;
+#   - SSL (port +4): mutual TLS, the client certificate's subject is the principal.
+# The StandardAuthorizer runs with allow.everyone.if.no.acl.found=false. Super users are
+# User:ANONYMOUS (the PLAINTEXT and controller listeners, so the rest of the suite runs
+# unchanged) and User:$SASL_USER (the SASL admin); every other principal has exactly the ACLs a
+# test gives it. PostgreSQL serves TLS with the same CA (verify-full for 127.0.0.1).
+#
 #   scripts/services.sh start    install what is missing, start both, wait until they answer
 #   scripts/services.sh stop     stop both
 #   scripts/services.sh status   say what runs
@@ -32,6 +43,8 @@ STATE=${FW_SERVICES_DIR:-/tmp/fieldwork-services}
 KAFKA_PORT=${FW_KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=$((KAFKA_PORT + 1))
 KAFKA_SASL_PORT=$((KAFKA_PORT + 2))
+KAFKA_SASL_SSL_PORT=$((KAFKA_PORT + 3))
+KAFKA_MTLS_PORT=$((KAFKA_PORT + 4))
 PG_PORT=${FW_PG_PORT:-15432}
 PG_USER=fieldwork
 PG_PASSWORD=fieldwork
@@ -68,7 +81,32 @@ install_missing() {
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
+  command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
+}
+
+# --- TLS material ------------------------------------------------------------------------
+# A CA of the test services' own, and one server certificate (127.0.0.1, localhost) that the
+# broker and PostgreSQL both serve. Made once; tests sign client certificates with the CA key.
+
+tls_dir=$STATE/tls
+make_tls() {
+  if [ -s "$tls_dir/server.pem" ] && [ -s "$tls_dir/ca.pem" ]; then return; fi
+  log "making a test CA and server certificate in $tls_dir"
+  mkdir -p "$tls_dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=fieldwork test CA" \
+    -keyout "$tls_dir/ca.key" -out "$tls_dir/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$tls_dir/server.key" -out "$tls_dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$tls_dir/server.ext"
+  openssl x509 -req -in "$tls_dir/server.csr" -CA "$tls_dir/ca.pem" -CAkey "$tls_dir/ca.key" \
+    -CAcreateserial -days 3650 -extfile "$tls_dir/server.ext" -out "$tls_dir/server.crt" 2>/dev/null
+  # Kafka's PEM key store: an unencrypted PKCS#8 key and the certificate, in one file.
+  openssl pkcs8 -topk8 -nocrypt -in "$tls_dir/server.key" -out "$tls_dir/server.p8"
+  cat "$tls_dir/server.p8" "$tls_dir/server.crt" >"$tls_dir/server.pem"
+  chmod 0644 "$tls_dir/ca.pem" "$tls_dir/server.crt"
+  chmod 0600 "$tls_dir/ca.key" "$tls_dir/server.key" "$tls_dir/server.p8" "$tls_dir/server.pem"
 }
 
 # --- PostgreSQL --------------------------------------------------------------------------
@@ -82,9 +120,15 @@ pg_ready() {
   PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$PG_DB" -Atqc 'select 1' >/dev/null 2>&1
 }
 
+pg_tls_ready() {
+  PGPASSWORD=$PG_PASSWORD psql "host=127.0.0.1 port=$PG_PORT user=$PG_USER dbname=$PG_DB sslmode=verify-full sslrootcert=$tls_dir/ca.pem" \
+    -Atqc 'select 1' >/dev/null 2>&1
+}
+
 start_postgres() {
   local bin; bin=$(pg_bin)
-  if pg_ready; then log "PostgreSQL already answers on 127.0.0.1:$PG_PORT"; return; fi
+  if pg_ready && pg_tls_ready; then log "PostgreSQL already answers on 127.0.0.1:$PG_PORT (plain and TLS)"; return; fi
+  if pg_ready; then log "PostgreSQL answers without TLS: restarting it with TLS"; stop_postgres; fi
   mkdir -p "$pg_dir"
   if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$pg_dir"; chmod 0755 "$STATE"; fi
   if [ ! -f "$pg_dir/data/PG_VERSION" ]; then
@@ -94,9 +138,13 @@ start_postgres() {
       --auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >/dev/null
     rm -f "$pw"
   fi
-  log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+  # The server key, readable by the server's user alone (PostgreSQL refuses it otherwise).
+  cp "$tls_dir/server.crt" "$pg_dir/server.crt"; cp "$tls_dir/server.key" "$pg_dir/server.key"
+  chmod 0600 "$pg_dir/server.key"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$pg_dir/server.crt" "$pg_dir/server.key"; fi
+  log "starting PostgreSQL on 127.0.0.1:$PG_PORT (plain and TLS)"
   pg_as "$bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $pg_dir -c max_connections=200 -c fsync=off" start >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $pg_dir -c max_connections=200 -c fsync=off -c ssl=on -c ssl_cert_file=$pg_dir/server.crt -c ssl_key_file=$pg_dir/server.key" start >/dev/null
   local i
   for i in $(seq 1 60); do
     if PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres -Atqc 'select 1' >/dev/null 2>&1; then break; fi
@@ -107,6 +155,7 @@ start_postgres() {
     PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres -qc "create database $PG_DB" >/dev/null
   fi
   pg_ready || { log "PostgreSQL did not answer; see $pg_dir/server.log"; tail -20 "$pg_dir/server.log" >&2; exit 1; }
+  pg_tls_ready || { log "PostgreSQL did not answer over TLS; see $pg_dir/server.log"; tail -20 "$pg_dir/server.log" >&2; exit 1; }
   log "PostgreSQL $(PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$PG_DB" -Atqc 'show server_version') ready"
 }
 
@@ -137,21 +186,42 @@ kafka_ready() {
   kcat -b "127.0.0.1:$KAFKA_PORT" -L -m 3 >/dev/null 2>&1
 }
 
+kafka_secure_ready() {
+  # The SASL_SSL listener: TLS verified against the test CA, PLAIN as the admin (Debian's kcat
+  # does not complete SCRAM with this broker; franz-go, which fieldwork uses, does).
+  kcat -b "127.0.0.1:$KAFKA_SASL_SSL_PORT" -X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN \
+    -X sasl.username="$SASL_USER" -X sasl.password="$SASL_PASSWORD" -X ssl.ca.location="$tls_dir/ca.pem" \
+    -L -m 5 >/dev/null 2>&1
+}
+
 write_kafka_config() {
   mkdir -p "$kafka_dir/data"
   cat >"$kafka_dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_SSL_PORT,SSL://127.0.0.1:$KAFKA_MTLS_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_SSL_PORT,SSL://127.0.0.1:$KAFKA_MTLS_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512,OAUTHBEARER,PLAIN
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="$SASL_USER";
+listener.name.ssl.ssl.client.auth=required
+ssl.keystore.type=PEM
+ssl.keystore.location=$tls_dir/server.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$tls_dir/ca.pem
+ssl.principal.mapping.rules=RULE:^CN=([^,]+).*$/\$1/,DEFAULT
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:ANONYMOUS;User:$SASL_USER
 log.dirs=$kafka_dir/data
 num.partitions=1
 auto.create.topics.enable=false
@@ -183,7 +253,8 @@ EOF
 }
 
 start_kafka() {
-  if kafka_ready; then log "Kafka already answers on 127.0.0.1:$KAFKA_PORT"; return; fi
+  if kafka_ready && kafka_secure_ready; then log "Kafka already answers on 127.0.0.1:$KAFKA_PORT (and SASL_SSL on $KAFKA_SASL_SSL_PORT)"; return; fi
+  if kafka_ready; then log "Kafka answers without its secure listeners: restarting it"; stop_kafka; fi
   fetch_kafka
   write_kafka_config
   local cp="$kafka_dir/libs/*"
@@ -203,7 +274,7 @@ start_kafka() {
   echo $! >"$kafka_dir/pid"
   local i
   for i in $(seq 1 120); do
-    if kafka_ready; then log "Apache Kafka $(kafka_version) ready (pid $(cat "$kafka_dir/pid"))"; return; fi
+    if kafka_ready && kafka_secure_ready; then log "Apache Kafka $(kafka_version) ready (pid $(cat "$kafka_dir/pid"))"; return; fi
     if ! kill -0 "$(cat "$kafka_dir/pid")" 2>/dev/null; then break; fi
     sleep 0.5
   done
@@ -465,6 +536,11 @@ export FIELDWORK_TEST_SASL_BROKERS=127.0.0.1:$KAFKA_SASL_PORT
 export FIELDWORK_TEST_SASL_USER=$SASL_USER
 export FIELDWORK_TEST_SASL_PASSWORD=$SASL_PASSWORD
 export FIELDWORK_TEST_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=disable'
+export FIELDWORK_TEST_SECURE_BROKERS=127.0.0.1:$KAFKA_SASL_SSL_PORT
+export FIELDWORK_TEST_MTLS_BROKERS=127.0.0.1:$KAFKA_MTLS_PORT
+export FIELDWORK_TEST_CA_FILE=$tls_dir/ca.pem
+export FIELDWORK_TEST_CA_KEY_FILE=$tls_dir/ca.key
+export FIELDWORK_TEST_TLS_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=verify-full&sslrootcert=$tls_dir/ca.pem'
 EOF
 }
 
@@ -472,6 +548,7 @@ case "${1:-start}" in
   start)
     mkdir -p "$STATE"
     install_missing
+    make_tls
     start_postgres
     start_kafka
     print_env
