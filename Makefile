@@ -3,10 +3,13 @@
 #                 test with the race detector against them, then make fuzz-ci
 #   make fuzz-ci  run each fuzz target for FUZZTIME (5s) beyond its seed corpus
 #   make build    build ./bin/fieldwork
+#   make bench    start the real services, run every benchmark side by side against them and
+#                 write docs/benchmarks.md (not part of make test; BENCH_SCALE=0.05 for a
+#                 quick pass over smaller data sets, BENCH_ROUNDS for the rounds, default 3)
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build test vet services stop-services fuzz fuzz-ci docs
+.PHONY: build test vet services stop-services fuzz fuzz-ci docs bench
 
 build:
 	$(GO) build -o bin/fieldwork .
@@ -23,6 +26,10 @@ test: vet
 
 services:
 	@scripts/services.sh start
+
+# Every benchmark in one run, against the real services; writes docs/benchmarks.md.
+bench:
+	$(GO) run ./internal/benchsuite
 
 stop-services:
 	@scripts/services.sh stop

@@ -22,6 +22,9 @@
 #   scripts/services.sh stop     stop both
 #   scripts/services.sh status   say what runs
 #   scripts/services.sh env      print the export lines only
+#   scripts/services.sh perf-classpath
+#                                fetch Kafka's own benchmark tools (kafka-tools jar) if missing
+#                                and print the Java classpath of ProducerPerformance
 #
 # For the fault tests, a cluster of its own beside them (it never touches the node above):
 # three combined broker+controller KRaft nodes on loopback, replication factor 3,
@@ -82,6 +85,7 @@ install_missing() {
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
   command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
+  [ -x /usr/bin/time ] || pkgs+=(time) # GNU time: the benchmarks' peak RSS of a child
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
 }
 
@@ -179,6 +183,18 @@ fetch_kafka() {
   rm -rf "$kafka_dir/libs"; mkdir -p "$kafka_dir/libs"
   (cd "$ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
     -DoutputDirectory="$kafka_dir/libs" -DincludeScope=runtime >&2)
+}
+
+# Apache Kafka's own benchmark tools (kafka-producer-perf-test's ProducerPerformance) from the
+# org.apache.kafka:kafka-tools jar of the broker's version, fetched with Maven beside the
+# broker's jars; its dependencies are the broker's (argparse4j, jackson, kafka-clients).
+fetch_kafka_tools() {
+  local v; v=$(kafka_version)
+  if [ -f "$kafka_dir/tools/kafka-tools-$v.jar" ]; then return; fi
+  log "fetching org.apache.kafka:kafka-tools:$v with Maven"
+  rm -rf "$kafka_dir/tools"; mkdir -p "$kafka_dir/tools"
+  (cd "$ROOT/scripts/kafka" && mvn -q -B dependency:copy -Dartifact="org.apache.kafka:kafka-tools:$v" \
+    -DoutputDirectory="$kafka_dir/tools" >&2)
 }
 
 kafka_ready() {
@@ -562,6 +578,11 @@ case "${1:-start}" in
     if command -v kcat >/dev/null && kafka_ready; then echo "kafka: up on 127.0.0.1:$KAFKA_PORT"; else echo "kafka: down"; fi
     ;;
   env) print_env ;;
+  perf-classpath)
+    fetch_kafka
+    fetch_kafka_tools
+    echo "$kafka_dir/tools/*:$kafka_dir/libs/*"
+    ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|perf-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

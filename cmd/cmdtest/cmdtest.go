@@ -4,6 +4,7 @@
 package cmdtest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -28,4 +29,16 @@ func InGroup(f *cmdutil.Factory, leaf *cobra.Command, args ...string) *cobra.Com
 // BrokerEnv is an environment naming the test broker (FIELDWORK_BROKERS).
 func BrokerEnv(t *testing.T) map[string]string {
 	return map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t)}
+}
+
+// Parse builds a leaf with newCmd on f, under InGroup, executes it with args and returns the
+// options its run would have got; nothing runs, and an error of parsing fails the test.
+func Parse[O any](t *testing.T, f *cmdutil.Factory, newCmd func(*cmdutil.Factory, func(context.Context, *O) error) *cobra.Command, args ...string) *O {
+	t.Helper()
+	var got *O
+	cmd := InGroup(f, newCmd(f, func(_ context.Context, o *O) error { got = o; return nil }), args...)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

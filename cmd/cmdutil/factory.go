@@ -30,6 +30,9 @@ type Factory struct {
 	// processed groups. Zero fields are the defaults.
 	Dedup dedup.Options
 
+	// Clock is the commands' clock; nil is the system's (see Now).
+	Clock func() time.Time
+
 	// Running is set by the root command once flags and arguments are parsed; an error before
 	// that is a usage error.
 	Running bool
@@ -38,6 +41,14 @@ type Factory struct {
 // NewFactory returns a factory on the process's streams and environment.
 func NewFactory() *Factory {
 	return &Factory{Streams: output.System(), Getenv: os.Getenv}
+}
+
+// Now is the time by the factory's clock: what --since 2h and the like count back from.
+func (f *Factory) Now() time.Time {
+	if f.Clock != nil {
+		return f.Clock()
+	}
+	return time.Now()
 }
 
 // Connection resolves flags, environment and the config file.
@@ -113,18 +124,4 @@ func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
 func TestFactory() *Factory {
 	s, _, _, _ := output.Test()
 	return &Factory{Streams: s, Getenv: func(string) string { return "" }}
-}
-
-// PrinterAndCluster returns the printer for -o and connects to the cluster, the first steps
-// of the commands that read topics; the caller closes the cluster.
-func PrinterAndCluster(ctx context.Context, printer func() (*output.Printer, error), connect func(context.Context) (*kafka.Cluster, error)) (*output.Printer, *kafka.Cluster, error) {
-	p, err := printer()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, c, nil
 }

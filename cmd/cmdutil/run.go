@@ -2,8 +2,11 @@ package cmdutil
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // Run ends a command's RunE once its flags are parsed into opts: runF when a test set it (to
@@ -13,4 +16,22 @@ func Run[O any](cmd *cobra.Command, opts O, runF, run func(context.Context, O) e
 		return runF(cmd.Context(), opts)
 	}
 	return run(cmd.Context(), opts)
+}
+
+// WaitAndClose holds a command that serves until interrupted (dev, demo --keep) until ctx
+// ends, then closes what it serves, saying so on stderr: "fieldwork NAME: stopping", then
+// "stopped" once closed.
+func WaitAndClose(ctx context.Context, s *output.Streams, name string, close func() error) error {
+	<-ctx.Done()
+	fmt.Fprintf(s.ErrOut, "fieldwork %s: stopping\n", name)
+	if err := close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.ErrOut, "fieldwork %s: stopped\n", name)
+	return nil
+}
+
+// Warn writes a warning on stderr: "warning: " (styled on a terminal), then msg.
+func Warn(s *output.Streams, msg string) {
+	fmt.Fprintln(s.ErrOut, output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor).Warn.Render("warning: ")+msg)
 }

@@ -13,19 +13,19 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// StoreDeps are what the commands that open the dedup store need from the factory, built
-// lazily so that parsing, --help and usage errors never open a database.
+// StoreDeps are what the commands of the dedup store need from the factory besides the
+// Clients their run gets: the streams, the store for a lookup a flag may turn on (the dlq
+// statuses), and the naming flags for hints. Nothing opens before the run.
 type StoreDeps struct {
 	Streams *output.Streams
 	Store   func(context.Context) (*dedup.Store, error)
-	Printer func() (*output.Printer, error)
 	// Naming points at the factory's --schema/--table/--column-* values, for messages.
 	Naming *dedup.Options
 }
 
 // NewStoreDeps takes the store's dependencies from f.
 func NewStoreDeps(f *Factory) StoreDeps {
-	return StoreDeps{Streams: f.Streams, Store: f.Store, Printer: f.Printer, Naming: &f.Dedup}
+	return StoreDeps{Streams: f.Streams, Store: f.Store, Naming: &f.Dedup}
 }
 
 // Names returns the store-naming flags' values (zero Options when there are none, in tests).
@@ -125,18 +125,4 @@ func CheckConsumer(c string) error {
 		return fwerr.Usagef("--consumer: %v", err)
 	}
 	return nil
-}
-
-// Open returns the printer for -o and opens the store, the first steps of the commands that
-// read the store; the caller closes the store.
-func (d StoreDeps) Open(ctx context.Context) (*output.Printer, *dedup.Store, error) {
-	p, err := d.Printer()
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := d.Store(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, st, nil
 }

@@ -7,12 +7,8 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 )
 
-// NewCmdDB is the db group: the dedup store's schema migrations.
-func NewCmdDB(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "db <command>",
-		Short: "Migrate and report on the dedup store's schema",
-		Long: `Create and upgrade the dedup store's tables, and report which migrations are applied.
+// dbLong is the group's help.
+const dbLong = `Create and upgrade the dedup store's tables, and report which migrations are applied.
 
   db migrate [--dry-run]   apply the pending migrations (or print their SQL); idempotent
   db status                the store's migration version beside this binary's
@@ -20,11 +16,14 @@ func NewCmdDB(f *cmdutil.Factory) *cobra.Command {
 The store is --dsn (postgres://… or sqlite:PATH; env FIELDWORK_DSN, or the context's dsn).
 --schema and --table name the marker table (default fieldwork.processed_events; on SQLite
 the schema is a table-name prefix: fieldwork_processed_events). Migrations are recorded in
-the table fieldwork_migrations of the schema.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
+the table fieldwork_migrations of the schema.`
+
+// NewCmdDB is the db group: the dedup store's schema migrations.
+func NewCmdDB(f *cmdutil.Factory) *cobra.Command {
+	cmd := cmdutil.NewGroup("db <command>", "Migrate and report on the dedup store's schema", dbLong,
+		NewCmdDBMigrate(f, nil),
+		NewCmdDBStatus(f, nil),
+	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmd.AddCommand(NewCmdDBMigrate(f, nil), NewCmdDBStatus(f, nil))
 	return cmd
 }

@@ -12,11 +12,7 @@ import (
 
 func TestDBMigrateFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *DBMigrateOptions
-	cmd := cmdtest.InGroup(f, NewCmdDBMigrate(f, func(_ context.Context, o *DBMigrateOptions) error { got = o; return nil }), "--dry-run", "--schema", "billing")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.Parse(t, f, NewCmdDBMigrate, "--dry-run", "--schema", "billing")
 	if !got.DryRun || got.Names().Schema != "billing" || got.Names().Table != "processed_events" {
 		t.Fatalf("options = %+v, names %+v", got, got.Names())
 	}
@@ -27,7 +23,7 @@ func TestDBMigrateFlags(t *testing.T) {
 	// A column mapping is refused before anything opens.
 	f = cmdutil.TestFactory()
 	called := false
-	cmd = cmdtest.InGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
+	cmd := cmdtest.InGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
 	err := cmd.Execute()
 	if called || fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "--column-* flags") {
 		t.Fatalf("mapping: called %v, %v", called, err)
@@ -36,11 +32,7 @@ func TestDBMigrateFlags(t *testing.T) {
 
 func TestDBStatusFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *DBStatusOptions
-	cmd := cmdtest.InGroup(f, NewCmdDBStatus(f, func(_ context.Context, o *DBStatusOptions) error { got = o; return nil }), "--table", "seen", "--column-consumer", "svc")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.Parse(t, f, NewCmdDBStatus, "--table", "seen", "--column-consumer", "svc")
 	if n := got.Names(); n.Table != "seen" || n.Columns.Consumer != "svc" || n.Schema != "fieldwork" {
 		t.Fatalf("names = %+v", n)
 	}

@@ -2,14 +2,11 @@ package db
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // DBMigrateOptions are the inputs of `db migrate`.
@@ -41,44 +38,22 @@ create fieldwork's own columns.`,
 			if cmdutil.CustomColumns(opts.Names()) {
 				return fwerr.Usagef("db migrate creates fieldwork's own columns: the --column-* flags are for querying an existing table")
 			}
-			return cmdutil.Run(cmd, opts, runF, dbMigrateRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbMigrateRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the pending migrations' SQL and change nothing")
 	return cmd
 }
 
-// migrateStep is one migration in the output; SQL only with --dry-run.
-type migrateStep struct {
-	Version int    `json:"version"`
-	Name    string `json:"name"`
-	SQL     string `json:"sql,omitempty"`
-}
-
-// migrateReport is what `db migrate` prints.
-type migrateReport struct {
-	Driver      string        `json:"driver"`
-	Table       string        `json:"table"`
-	DryRun      bool          `json:"dry_run"`
-	FromVersion int           `json:"from_version"`
-	ToVersion   int           `json:"to_version"`
-	UpToDate    bool          `json:"up_to_date"`
-	Steps       []migrateStep `json:"steps"`
-}
-
-func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions) error {
-	p, st, err := opts.Open(ctx)
+func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
+	before, err := st.Status(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	before, err := st.Status(ctx)
-	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
 	steps, err := st.Migrate(ctx, opts.DryRun)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := migrateReport{Driver: st.Driver(), Table: st.Table(), DryRun: opts.DryRun, FromVersion: before.Current,
 		ToVersion: before.Current, UpToDate: len(steps) == 0, Steps: []migrateStep{}}
@@ -93,32 +68,9 @@ func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions) error {
 	if !opts.DryRun && len(steps) > 0 {
 		after, err := st.Status(ctx)
 		if err != nil {
-			return cmdutil.StoreError(err, opts.Names())
+			return err
 		}
 		rep.ToVersion = after.Current
 	}
 	return p.Object(rep, migrateSections(p, rep))
-}
-
-func migrateSections(p *output.Printer, rep migrateReport) []output.Section {
-	st := p.Styles
-	where := fmt.Sprintf("%s (%s)", rep.Table, rep.Driver)
-	if rep.UpToDate {
-		return []output.Section{{Text: st.OK.Render(fmt.Sprintf("%s is up to date at migration version %d: nothing to apply", where, rep.FromVersion))}}
-	}
-	n := cmdutil.Plural(int64(len(rep.Steps)), "migration")
-	steps := output.Section{Header: []string{"version", "name"}}
-	for _, s := range rep.Steps {
-		steps.Rows = append(steps.Rows, []string{fmt.Sprintf("%03d", s.Version), s.Name})
-	}
-	if !rep.DryRun {
-		steps.Title = fmt.Sprintf("Applied %s to %s: version %d → %d", n, where, rep.FromVersion, rep.ToVersion)
-		return []output.Section{steps}
-	}
-	steps.Title = fmt.Sprintf("Dry run: %s would apply %s, version %d → %d (nothing changed)", where, n, rep.FromVersion, rep.ToVersion)
-	sections := []output.Section{steps}
-	for _, s := range rep.Steps {
-		sections = append(sections, output.Section{Title: fmt.Sprintf("-- %03d_%s", s.Version, s.Name), Text: strings.TrimSpace(s.SQL)})
-	}
-	return sections
 }

@@ -3,14 +3,11 @@ package db
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // DBStatusOptions are the inputs of `db status`.
@@ -38,92 +35,23 @@ binary must not be used against the store.`,
   fieldwork db status -o json | jq -r .state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.Run(cmd, opts, runF, dbStatusRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbStatusRun)
 		},
 	}
 	return cmd
 }
 
-type appliedMigration struct {
-	Version   int       `json:"version"`
-	Name      string    `json:"name"`
-	AppliedAt time.Time `json:"applied_at"`
-}
-
-// statusReport is what `db status` prints.
-type statusReport struct {
-	Driver         string             `json:"driver"`
-	Table          string             `json:"table"`
-	State          string             `json:"state"`
-	CurrentVersion int                `json:"current_version"`
-	LatestVersion  int                `json:"latest_version"`
-	Applied        []appliedMigration `json:"applied"`
-	Pending        []migrateStep      `json:"pending"`
-	Message        string             `json:"message"`
-}
-
-func dbStatusRun(ctx context.Context, opts *DBStatusOptions) error {
-	p, st, err := opts.Open(ctx)
+func dbStatusRun(ctx context.Context, opts *DBStatusOptions, cl *cmdutil.Clients) error {
+	ms, err := cl.Store.Status(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ms, err := st.Status(ctx)
-	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
-	rep := statusReport{Driver: ms.Driver, Table: ms.Table, CurrentVersion: ms.Current, LatestVersion: ms.Latest,
-		Applied: []appliedMigration{}, Pending: []migrateStep{}}
-	for _, a := range ms.Applied {
-		rep.Applied = append(rep.Applied, appliedMigration{Version: a.Version, Name: a.Name, AppliedAt: a.AppliedAt.UTC()})
-	}
-	for _, s := range ms.Pending {
-		rep.Pending = append(rep.Pending, migrateStep{Version: s.Version, Name: s.Name})
-	}
-	migrate := "run `fieldwork db migrate" + cmdutil.NameFlags(opts.Names()) + "`"
-	rep.State = ms.State()
-	switch rep.State {
-	case dedup.StateNewer:
-		rep.Message = fmt.Sprintf("the store is at migration version %d, newer than this fieldwork binary knows (%d): upgrade fieldwork", ms.Current, ms.Latest)
-	case dedup.StateNotMigrated:
-		rep.Message = fmt.Sprintf("the store has no migrations applied (%s is missing): %s", ms.Table, migrate)
-	case dedup.StatePending:
-		rep.Message = fmt.Sprintf("%s pending: %s", cmdutil.Plural(int64(len(ms.Pending)), "migration"), migrate)
-	default:
-		rep.Message = fmt.Sprintf("up to date at migration version %d", ms.Current)
-	}
-	if err := p.Object(rep, statusSections(p, rep)); err != nil {
+	rep := newStatusReport(ms, "run `fieldwork db migrate"+cmdutil.NameFlags(opts.Names())+"`")
+	if err := cl.Printer.Object(rep, statusSections(cl.Printer, rep)); err != nil {
 		return err
 	}
 	if rep.State == dedup.StateNewer {
 		return fmt.Errorf("%s %s", ms.Table, rep.Message)
 	}
 	return nil
-}
-
-func statusSections(p *output.Printer, rep statusReport) []output.Section {
-	st := p.Styles
-	state := st.OK.Render(rep.State)
-	switch rep.State {
-	case dedup.StateNewer:
-		state = st.Bad.Render(rep.State)
-	case dedup.StateNotMigrated, dedup.StatePending:
-		state = st.Warn.Render(rep.State)
-	}
-	overview := output.Section{Title: "Dedup store " + rep.Table, Fields: [][2]string{
-		{"driver", rep.Driver},
-		{"state", state},
-		{"store version", strconv.Itoa(rep.CurrentVersion)},
-		{"binary version", strconv.Itoa(rep.LatestVersion)},
-		{"status", rep.Message},
-	}}
-	applied := output.Section{Title: "Applied migrations", Header: []string{"version", "name", "applied at"}}
-	for _, a := range rep.Applied {
-		applied.Rows = append(applied.Rows, []string{fmt.Sprintf("%03d", a.Version), a.Name, cmdutil.FormatTime(a.AppliedAt)})
-	}
-	pending := output.Section{Title: "Pending migrations", Header: []string{"version", "name"}}
-	for _, s := range rep.Pending {
-		pending.Rows = append(pending.Rows, []string{fmt.Sprintf("%03d", s.Version), s.Name})
-	}
-	return []output.Section{overview, applied, pending}
 }

@@ -158,13 +158,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		return nil
 	}
 	n.explore(d, dir, tmp)
-	<-ctx.Done()
-	fmt.Fprintln(s.ErrOut, "fieldwork demo: stopping")
-	if err := d.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.ErrOut, "fieldwork demo: stopped")
-	return nil
+	return cmdutil.WaitAndClose(ctx, s, "demo", d.Close)
 }
 
 // demoWidth is the width prose is wrapped to.

@@ -165,13 +165,7 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 		return err
 	}
 
-	<-ctx.Done()
-	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopping")
-	if err := stack.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.ErrOut, "fieldwork dev: stopped")
-	return nil
+	return cmdutil.WaitAndClose(ctx, s, "dev", stack.Close)
 }
 
 // devTry lists commands worth trying against the stack, using what was seeded.

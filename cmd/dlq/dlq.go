@@ -2,21 +2,17 @@
 package dlq
 
 import (
-	"context"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 )
 
-// NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
-func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "dlq <command>",
-		Short: "List, show and summarise dead-letter topics",
-		Long: `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
+// dlqLong is the group's help.
+const dlqLong = `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
 headers, Spring Kafka, Kafka Connect, Watermill, SmallRye) as one view: where the record
 failed (original topic, partition, offset), why (reason, error class, message), and which
 consumer gave up on it.
@@ -34,16 +30,16 @@ for --consumer (default: the consumer group the dead letter names):
   replayed   a journaled replay sent it back and there is no marker yet
   resolved   the consumer has a marker for the event: it was processed since
   unknown    no event id (or no consumer) to look up
---no-status skips the store.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmd.AddCommand(
+--no-status skips the store.`
+
+// NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
+func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
+	cmd := cmdutil.NewGroup("dlq <command>", "List, show and summarise dead-letter topics", dlqLong,
 		NewCmdDLQList(f, nil),
 		NewCmdDLQShow(f, nil),
 		NewCmdDLQStats(f, nil),
 	)
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }
 
@@ -51,17 +47,46 @@ for --consumer (default: the consumer group the dead letter names):
 // --help and usage errors never dial a broker or open a database.
 type dlqDeps struct {
 	cmdutil.StoreDeps
-	Kafka func(context.Context) (*kafka.Cluster, error)
 	// StoreConfigured reports whether a DSN is configured (flag, environment or context).
 	StoreConfigured func() (bool, error)
 	Now             func() time.Time
 }
 
 func newDLQDeps(f *cmdutil.Factory) dlqDeps {
-	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), Kafka: f.Kafka, StoreConfigured: f.StoreConfigured, Now: time.Now}
+	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: f.Now}
 }
 
 // lookup is what the status flags need to look statuses up.
 func (d dlqDeps) lookup() cmdutil.DLQStoreDeps {
 	return cmdutil.DLQStoreDeps{Streams: d.Streams, Store: d.Store, StoreConfigured: d.StoreConfigured}
+}
+
+// dlqSelection are the flags that choose dead letters, shared by list, show and stats: the
+// topics (--topic, --pattern), the filters and the status lookup, and what parsing makes of
+// them.
+type dlqSelection struct {
+	TopicFlags  cmdutil.DLQTopicFlags
+	FilterFlags cmdutil.DLQFilterFlags
+	StatusFlags cmdutil.DLQStatusFlags
+
+	// Set by parsing.
+	Pattern *regexp.Regexp
+	Filter  dlq.Filter
+}
+
+// register registers the topic flags, the filters of filters and the status flags of status.
+func (s *dlqSelection) register(cmd *cobra.Command, filters cmdutil.DLQFilterSet, status cmdutil.DLQStatusSet) {
+	s.TopicFlags.Register(cmd.Flags())
+	s.FilterFlags.Register(cmd, filters)
+	s.StatusFlags.Register(cmd.Flags(), status)
+}
+
+// parse compiles the topic pattern and the filters, relative to now.
+func (s *dlqSelection) parse(cmd *cobra.Command, now time.Time) error {
+	var err error
+	if s.Pattern, err = s.TopicFlags.Compile(); err != nil {
+		return err
+	}
+	s.Filter, err = s.FilterFlags.Filter(cmd, now)
+	return err
 }

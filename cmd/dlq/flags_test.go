@@ -19,50 +19,42 @@ import (
 // TestDLQUsageErrors: bad flags and arguments exit 2 with a message and no output, before
 // anything connects (no broker is configured here, which would otherwise be the error).
 func TestDLQUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, "choose either --topic or --pattern, not both"},
-		{[]string{"dlq", "list", "--pattern", "("}, `--pattern "(" is not a regular expression`},
-		{[]string{"dlq", "list", "--topic", ""}, "--topic: a topic name cannot be empty"},
-		{[]string{"dlq", "list", "--dlq-reason", "bogus"}, `--dlq-reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
+	roottest.CheckUsage(t, []roottest.Usage{
+		{Args: []string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, Want: "choose either --topic or --pattern, not both"},
+		{Args: []string{"dlq", "list", "--pattern", "("}, Want: `--pattern "(" is not a regular expression`},
+		{Args: []string{"dlq", "list", "--topic", ""}, Want: "--topic: a topic name cannot be empty"},
+		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want malformed, unsupported, rejected, exhausted or unknown`},
 		// The filter's old name is refused, with its new one.
-		{[]string{"dlq", "list", "--reason", "malformed"}, "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
-		{[]string{"dlq", "stats", "--reason=malformed"}, "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
-		{[]string{"dlq", "stats", "--dlq-reason", "bogus"}, `--dlq-reason "bogus"`},
-		{[]string{"dlq", "list", "--error", "a("}, `--error "a(" is not a regular expression`},
-		{[]string{"dlq", "list", "--since", "yesterday"}, `--since: "yesterday" is not a time`},
-		{[]string{"dlq", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
-		{[]string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64, not both"},
-		{[]string{"dlq", "list", "--key-base64", "%%%"}, "--key-base64: illegal base64 data"},
-		{[]string{"dlq", "list", "--limit", "-1"}, "--limit -1: must be 0 (no limit) or more"},
-		{[]string{"dlq", "list", "--status", "done"}, `--status "done": want some of pending, replayed, resolved, unknown`},
-		{[]string{"dlq", "list", "--status", "pending"}, "--status needs the dedup store: pass --dsn"},
-		{[]string{"dlq", "list", "--consumer", "billing"}, "--consumer needs the dedup store: pass --dsn"},
-		{[]string{"dlq", "list", "--consumer", "billing", "--no-status", "--dsn", "sqlite:x.db"}, "--consumer is about the status, which --no-status turns off"},
-		{[]string{"dlq", "list", "--status", "pending", "--no-status", "--dsn", "sqlite:x.db"}, "--status is about the status, which --no-status turns off"},
-		{[]string{"dlq", "list", "extra"}, `unknown command "extra" for "fieldwork dlq list"`},
-		{[]string{"dlq", "list", "--no-such-flag"}, "unknown flag: --no-such-flag"},
-		{[]string{"dlq", "list", "-o", "yaml"}, `unknown output format "yaml"`},
-		{[]string{"dlq", "show"}, "fieldwork dlq show needs a dead-letter address, TOPIC/PARTITION/OFFSET, or --event-id ID"},
-		{[]string{"dlq", "show", "a.dlq/0/1", "b.dlq/0/2"}, "takes one dead-letter address"},
-		{[]string{"dlq", "show", "a.dlq/0"}, `record address "a.dlq/0": no offset`},
-		{[]string{"dlq", "show", "a.dlq/x/1"}, `partition "x" is not a number from 0`},
-		{[]string{"dlq", "show", "a.dlq/0/1", "--event-id", "e"}, "give either a dead-letter address or --event-id, not both"},
-		{[]string{"dlq", "show", "a.dlq/0/1", "--topic", "a.dlq"}, "--topic selects what --event-id scans"},
-		{[]string{"dlq", "show", "--event-id", ""}, "--event-id cannot be empty"},
-		{[]string{"dlq", "stats", "--group-by", "colour"}, `cannot group by "colour"`},
-		{[]string{"dlq", "stats", "--group-by", "reason,reason"}, `"reason" is named twice`},
-		{[]string{"dlq", "stats", "--window", "0s"}, `"0s": must be more than 0`},
-		{[]string{"dlq", "stats", "--window", "soon"}, `invalid argument "soon" for "--window"`},
-		{[]string{"dlq", "stats", "--status", "pending"}, "unknown flag: --status"},
-	} {
-		r := roottest.Run(t, map[string]string{}, tc.args...)
-		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
-		}
-	}
+		{Args: []string{"dlq", "list", "--reason", "malformed"}, Want: "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
+		{Args: []string{"dlq", "stats", "--reason=malformed"}, Want: "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
+		{Args: []string{"dlq", "stats", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus"`},
+		{Args: []string{"dlq", "list", "--error", "a("}, Want: `--error "a(" is not a regular expression`},
+		{Args: []string{"dlq", "list", "--since", "yesterday"}, Want: `--since: "yesterday" is not a time`},
+		{Args: []string{"dlq", "list", "--since", "1h", "--until", "2h"}, Want: "is not after --since"},
+		{Args: []string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, Want: "choose either --key or --key-base64, not both"},
+		{Args: []string{"dlq", "list", "--key-base64", "%%%"}, Want: "--key-base64: illegal base64 data"},
+		{Args: []string{"dlq", "list", "--limit", "-1"}, Want: "--limit -1: must be 0 (no limit) or more"},
+		{Args: []string{"dlq", "list", "--status", "done"}, Want: `--status "done": want some of pending, replayed, resolved, unknown`},
+		{Args: []string{"dlq", "list", "--status", "pending"}, Want: "--status needs the dedup store: pass --dsn"},
+		{Args: []string{"dlq", "list", "--consumer", "billing"}, Want: "--consumer needs the dedup store: pass --dsn"},
+		{Args: []string{"dlq", "list", "--consumer", "billing", "--no-status", "--dsn", "sqlite:x.db"}, Want: "--consumer is about the status, which --no-status turns off"},
+		{Args: []string{"dlq", "list", "--status", "pending", "--no-status", "--dsn", "sqlite:x.db"}, Want: "--status is about the status, which --no-status turns off"},
+		{Args: []string{"dlq", "list", "extra"}, Want: `unknown command "extra" for "fieldwork dlq list"`},
+		{Args: []string{"dlq", "list", "--no-such-flag"}, Want: "unknown flag: --no-such-flag"},
+		{Args: []string{"dlq", "list", "-o", "yaml"}, Want: `unknown output format "yaml"`},
+		{Args: []string{"dlq", "show"}, Want: "fieldwork dlq show needs a dead-letter address, TOPIC/PARTITION/OFFSET, or --event-id ID"},
+		{Args: []string{"dlq", "show", "a.dlq/0/1", "b.dlq/0/2"}, Want: "takes one dead-letter address"},
+		{Args: []string{"dlq", "show", "a.dlq/0"}, Want: `record address "a.dlq/0": no offset`},
+		{Args: []string{"dlq", "show", "a.dlq/x/1"}, Want: `partition "x" is not a number from 0`},
+		{Args: []string{"dlq", "show", "a.dlq/0/1", "--event-id", "e"}, Want: "give either a dead-letter address or --event-id, not both"},
+		{Args: []string{"dlq", "show", "a.dlq/0/1", "--topic", "a.dlq"}, Want: "--topic selects what --event-id scans"},
+		{Args: []string{"dlq", "show", "--event-id", ""}, Want: "--event-id cannot be empty"},
+		{Args: []string{"dlq", "stats", "--group-by", "colour"}, Want: `cannot group by "colour"`},
+		{Args: []string{"dlq", "stats", "--group-by", "reason,reason"}, Want: `"reason" is named twice`},
+		{Args: []string{"dlq", "stats", "--window", "0s"}, Want: `"0s": must be more than 0`},
+		{Args: []string{"dlq", "stats", "--window", "soon"}, Want: `invalid argument "soon" for "--window"`},
+		{Args: []string{"dlq", "stats", "--status", "pending"}, Want: "unknown flag: --status"},
+	})
 }
 
 // TestDLQNoBroker: without a broker configured, the commands say so (exit 2) and never hang.

@@ -197,10 +197,7 @@ func dlqGolden(t *testing.T, name, got string, names map[string]string) {
 
 func dlqCheck(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) roottest.Result {
 	t.Helper()
-	r := roottest.Run(t, env, args...)
-	if r.Code != wantCode {
-		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
-	}
+	r := roottest.RunCode(t, env, wantCode, args...)
 	dlqGolden(t, file, r.Stdout, names)
 	return r
 }

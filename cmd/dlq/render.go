@@ -3,9 +3,12 @@ package dlq
 import (
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -65,3 +68,398 @@ func dlqText(b []byte) (string, bool) {
 	}
 	return base64.StdEncoding.EncodeToString(b), false
 }
+
+// dlqNothingFound says why a listing is empty.
+func dlqNothingFound(topics []string, res dlq.ScanResult) string {
+	switch {
+	case res.Read == 0:
+		return "no dead letters in " + strings.Join(topics, ", ")
+	case res.Matched == 0:
+		return fmt.Sprintf("no dead letters match the filters (%d read)", res.Read)
+	}
+	return fmt.Sprintf("no dead letters have the status asked for (%d matched the filters)", res.Matched)
+}
+
+// dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
+// dead letter has header problems. On a terminal, messages are cut to dlqMessageWidth.
+func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
+	st, tty := p.Styles, p.Streams.OutTTY
+	cut := func(s string) string {
+		if tty {
+			return cmdutil.Truncate(s, dlqMessageWidth)
+		}
+		return s
+	}
+	cols := []output.Column[dlq.Entry]{
+		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
+		{Name: "original", Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
+		{Name: "reason", Value: func(e dlq.Entry) string {
+			if e.Reason == dlq.ReasonMalformed {
+				return st.Bad.Render(e.Reason)
+			}
+			return cmdutil.OrDash(e.Reason)
+		}},
+		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
+		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(cut(dlqOneLine(e.ErrorMessage))) }},
+		{Name: "event id", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
+		{Name: "age", Value: func(e dlq.Entry) string {
+			if e.Timestamp.IsZero() {
+				return "-"
+			}
+			return dlq.FormatAge(now.Sub(e.Timestamp))
+		}},
+		{Name: "convention", Value: func(e dlq.Entry) string { return string(e.Convention) }},
+	}
+	if withStatus {
+		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
+			switch e.Status.Status {
+			case dlq.StatusPending:
+				return st.Warn.Render(string(e.Status.Status))
+			case dlq.StatusResolved:
+				return st.OK.Render(string(e.Status.Status))
+			case "":
+				return "-"
+			}
+			return string(e.Status.Status)
+		}})
+	}
+	return append(cols, output.Column[dlq.Entry]{Name: "problems", Optional: true, Value: func(e dlq.Entry) string {
+		if prob := cut(dlqProblems(e.DeadLetter)); prob != "" {
+			return st.Warn.Render(prob)
+		}
+		return "-"
+	}})
+}
+
+// dlqProblems joins a dead letter's header problems: "header: problem; …".
+func dlqProblems(d dlq.DeadLetter) string {
+	var problems []string
+	for _, hp := range d.HeaderProblems {
+		problems = append(problems, hp.Header+": "+hp.Problem)
+	}
+	return strings.Join(problems, "; ")
+}
+
+// dlqCSVColumns are the CSV columns of `dlq list`: one field per column, bytes as text (or
+// base64 in key_base64 when the key is not text), times in RFC 3339 with every digit.
+var dlqCSVColumns = []output.Column[dlq.Entry]{
+	{Name: "topic", Value: func(e dlq.Entry) string { return e.Topic }},
+	{Name: "partition", Value: func(e dlq.Entry) string { return strconv.Itoa(int(e.Partition)) }},
+	{Name: "offset", Value: func(e dlq.Entry) string { return strconv.FormatInt(e.Offset, 10) }},
+	{Name: "timestamp", Value: func(e dlq.Entry) string { return csvTime(&e.Timestamp) }},
+	{Name: "convention", Value: func(e dlq.Entry) string { return string(e.Convention) }},
+	{Name: "original_topic", Value: func(e dlq.Entry) string { return e.OriginalTopic }},
+	{Name: "original_partition", Value: func(e dlq.Entry) string { return optInt(e.OriginalPartition) }},
+	{Name: "original_offset", Value: func(e dlq.Entry) string { return optInt(e.OriginalOffset) }},
+	{Name: "original_timestamp", Value: func(e dlq.Entry) string { return csvTime(e.OriginalTimestamp) }},
+	{Name: "group", Value: func(e dlq.Entry) string { return e.Group }},
+	{Name: "handler", Value: func(e dlq.Entry) string { return e.Handler }},
+	{Name: "reason", Value: func(e dlq.Entry) string { return e.Reason }},
+	{Name: "error_class", Value: func(e dlq.Entry) string { return e.ErrorClass }},
+	{Name: "error_message", Value: func(e dlq.Entry) string { return e.ErrorMessage }},
+	{Name: "attempts", Value: func(e dlq.Entry) string {
+		if e.Attempts > 0 {
+			return strconv.Itoa(e.Attempts)
+		}
+		return ""
+	}},
+	{Name: "event_id", Value: func(e dlq.Entry) string { return e.EventID }},
+	{Name: "key", Value: func(e dlq.Entry) string {
+		if t, ok := dlqText(e.Key); ok && e.Key != nil {
+			return t
+		}
+		return ""
+	}},
+	{Name: "key_base64", Value: func(e dlq.Entry) string {
+		if t, ok := dlqText(e.Key); !ok && e.Key != nil {
+			return t
+		}
+		return ""
+	}},
+	{Name: "status", Value: func(e dlq.Entry) string { return string(e.Status.Status) }},
+	{Name: "header_problems", Value: func(e dlq.Entry) string { return dlqProblems(e.DeadLetter) }},
+}
+
+func optInt[T int32 | int64](v *T) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v), 10)
+}
+
+// csvTime writes a time for a program: RFC 3339 with every digit, "" when absent.
+func csvTime(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func dlqTopicList(topics []string) string {
+	if len(topics) == 0 {
+		return "no topic"
+	}
+	return strings.Join(topics, ", ")
+}
+
+func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []output.Section {
+	st := p.Styles
+	d := det.DeadLetter
+	optNum := func(v any) string {
+		switch n := v.(type) {
+		case *int32:
+			if n != nil {
+				return strconv.FormatInt(int64(*n), 10)
+			}
+		case *int64:
+			if n != nil {
+				return strconv.FormatInt(*n, 10)
+			}
+		}
+		return st.Warn.Render("unknown")
+	}
+	age := ""
+	if !d.Timestamp.IsZero() {
+		age = st.Dim.Render(" (" + dlq.FormatAge(now().Sub(d.Timestamp)) + " ago)")
+	}
+	head := output.Section{Title: "Dead letter " + d.Address().String(), Fields: [][2]string{
+		{"convention", string(d.Convention)},
+		{"written", cmdutil.FormatTime(d.Timestamp) + age},
+		{"key", dlqBytesDisplay(p, d.Key)},
+		{"event_id", cmdutil.OrDash(d.EventID)},
+	}}
+	if d.ReplayCount > 0 {
+		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
+	}
+	if det.Status.Status != "" {
+		status := string(det.Status.Status)
+		switch det.Status.Status {
+		case dlq.StatusPending:
+			status = st.Warn.Render(status)
+		case dlq.StatusResolved:
+			status = st.OK.Render(status)
+		}
+		head.Fields = append(head.Fields, [2]string{"status", status + dlqStatusNote(det.Status)})
+	}
+	orig := output.Section{Title: "Original record", Fields: [][2]string{
+		{"topic", cmdutil.OrDash(d.OriginalTopic)},
+		{"partition", optNum(d.OriginalPartition)},
+		{"offset", optNum(d.OriginalOffset)},
+		{"timestamp", cmdutil.OptTime(d.OriginalTimestamp)},
+		{"group", cmdutil.OrDash(d.Group)},
+		{"handler", cmdutil.OrDash(d.Handler)},
+	}}
+	if d.Convention == dlq.ConventionUnknown {
+		orig.Fields, orig.Text = nil, st.Dim.Render("(no dead-letter headers of a known convention: see the headers)")
+	}
+	failure := output.Section{Title: "Failure", Fields: [][2]string{
+		{"reason", cmdutil.OrDash(d.Reason)},
+		{"error_class", cmdutil.OrDash(d.ErrorClass)},
+		{"message", cmdutil.OrDash(d.ErrorMessage)},
+	}}
+	if d.Attempts > 0 {
+		failure.Fields = append(failure.Fields, [2]string{"attempts", strconv.Itoa(d.Attempts)})
+	}
+	if d.FirstFailedAt != nil || d.FailedAt != nil {
+		failure.Fields = append(failure.Fields, [2]string{"first_failed_at", cmdutil.OptTime(d.FirstFailedAt)}, [2]string{"failed_at", cmdutil.OptTime(d.FailedAt)})
+	}
+	sections := []output.Section{head, orig, failure}
+	if len(d.HeaderProblems) > 0 {
+		probs := output.Section{Title: fmt.Sprintf("Header problems (%d)", len(d.HeaderProblems)), Header: []string{"header", "problem"}}
+		for _, hp := range d.HeaderProblems {
+			probs.Rows = append(probs.Rows, []string{hp.Header, st.Warn.Render(hp.Problem)})
+		}
+		sections = append(sections, probs)
+	}
+	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(d.Headers))}
+	for _, h := range d.Headers {
+		key, ok := dlqText([]byte(h.Key))
+		if !ok {
+			key += " (base64)"
+		}
+		headers.Fields = append(headers.Fields, [2]string{key, dlqBytesDisplay(p, h.Value)})
+	}
+	if len(d.Headers) == 0 {
+		headers.Text = st.Dim.Render("(none)")
+	}
+	sections = append(sections, headers)
+	if ev := det.Event; ev != nil {
+		sections = append(sections, cmdutil.EventSection(st, ev))
+	}
+	if m := det.Malformed; m != nil {
+		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
+	}
+	value := output.Section{Title: "Value"}
+	switch {
+	case d.Value == nil:
+		value.Text = st.Dim.Render("(null)")
+	case len(d.Value) == 0:
+		value.Text = st.Dim.Render("(empty)")
+	default:
+		if pretty := det.PrettyValue(); pretty != nil {
+			value.Text = string(pretty)
+		} else if t, ok := dlqText(d.Value); ok {
+			value.Text = t
+		} else {
+			value.Title = fmt.Sprintf("Value (%d bytes, not text: base64)", len(d.Value))
+			value.Text = t
+		}
+	}
+	sections = append(sections, value)
+	if d.StackTrace != "" {
+		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
+	}
+	replay := output.Section{Title: "Replay", Fields: [][2]string{
+		{"target", cmdutil.OrDash(det.Replay.Target)},
+		{"dry run", det.Replay.DryRun},
+		{"execute", det.Replay.Command},
+	}}
+	for _, n := range det.Replay.Notes {
+		replay.Fields = append(replay.Fields, [2]string{"note", st.Warn.Render(n)})
+	}
+	return append(sections, replay)
+}
+
+// dlqStatusNote adds what the status was told from.
+func dlqStatusNote(s dlq.StatusInfo) string {
+	switch {
+	case s.Status == dlq.StatusUnknown && s.Why != "":
+		return " (" + s.Why + ")"
+	case s.Replay != nil:
+		return fmt.Sprintf(" (replay run %s sent it to %s at %s; consumer %s has no marker yet)", s.Replay.RunID,
+			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At), s.Consumer)
+	case s.Marker != nil:
+		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.FormatTime(s.Marker.ProcessedAt))
+	case s.Consumer != "":
+		return " (consumer " + s.Consumer + ")"
+	}
+	return ""
+}
+
+// dlqBytesDisplay shows a key or header value: its text, base64 flagged, (none) for null.
+func dlqBytesDisplay(p *output.Printer, b []byte) string {
+	switch {
+	case b == nil:
+		return p.Styles.Dim.Render("(none)")
+	case len(b) == 0:
+		return p.Styles.Dim.Render(`""`)
+	}
+	t, ok := dlqText(b)
+	if !ok {
+		return t + p.Styles.Warn.Render(fmt.Sprintf(" (base64: %d bytes, not text)", len(b)))
+	}
+	return t
+}
+
+func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) []output.Section {
+	st := p.Styles
+	window := "last " + rep.Window
+	topics := output.Section{
+		Title:  "Dead-letter topics",
+		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
+	}
+	if withStatus {
+		topics.Header = append(topics.Header, dlqStatusHeader...)
+	}
+	for _, t := range rep.Topics {
+		ret, deletable := "-", "-"
+		if t.Retention != nil {
+			ret = t.Retention.Describe()
+			switch in, ok := t.DeletableIn(rep.Now); {
+			case t.Count == 0:
+			case t.Retention.State == kafka.RetentionUnknown:
+				deletable = st.Warn.Render("unknown")
+			case !ok:
+				deletable = "never"
+			case in <= 0:
+				deletable = st.Bad.Render("now (past by " + dlq.FormatAge(-in) + ")")
+			case t.RetentionWarning:
+				deletable = st.Bad.Render("in " + dlq.FormatAge(in) + " (under a day)")
+			default:
+				deletable = "in " + dlq.FormatAge(in)
+			}
+		}
+		row := []string{t.Topic, strconv.FormatInt(t.Count, 10), cmdutil.OptTime(t.Oldest), cmdutil.OptTime(t.Newest),
+			strconv.FormatInt(t.InWindow, 10), dlqRate(t.RatePerHour), ret, deletable}
+		if withStatus {
+			row = append(row, dlqStatusCells(t.Statuses)...)
+		}
+		topics.Rows = append(topics.Rows, row)
+	}
+	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy)}
+	for _, k := range rep.GroupBy {
+		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
+	}
+	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
+	if withStatus {
+		groups.Header = append(groups.Header, dlqStatusHeader...)
+	}
+	if rep.Matched > 0 {
+		for _, g := range rep.Groups {
+			var row []string
+			for _, k := range rep.GroupBy {
+				row = append(row, cmdutil.OrDash(g.Value(k)))
+			}
+			row = append(row, strconv.FormatInt(g.Count, 10), cmdutil.FormatTime(g.Oldest), cmdutil.FormatTime(g.Newest),
+				strconv.FormatInt(g.InWindow, 10), dlqRate(g.RatePerHour))
+			if withStatus {
+				row = append(row, dlqStatusCells(g.Statuses)...)
+			}
+			groups.Rows = append(groups.Rows, row)
+		}
+	}
+	return []output.Section{topics, groups}
+}
+
+// dlqStatsCSV writes the groups, one row each, the grouped fields first.
+func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
+	var cols []output.Column[dlq.GroupStats]
+	for _, k := range rep.GroupBy {
+		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
+	}
+	cols = append(cols,
+		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
+		output.Column[dlq.GroupStats]{Name: "oldest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Oldest) }},
+		output.Column[dlq.GroupStats]{Name: "newest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Newest) }},
+		output.Column[dlq.GroupStats]{Name: "in_window", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.InWindow, 10) }},
+		output.Column[dlq.GroupStats]{Name: "rate_per_hour", Value: func(g dlq.GroupStats) string { return strconv.FormatFloat(g.RatePerHour, 'f', -1, 64) }},
+	)
+	if withStatus {
+		for i, name := range dlqStatusHeader {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqStatusCells(g.Statuses)[i] }})
+		}
+	}
+	var groups []dlq.GroupStats
+	if rep.Matched > 0 {
+		groups = rep.Groups
+	}
+	return output.List(p, groups, cols, "")
+}
+
+var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
+
+func dlqStatusCells(c *dlq.StatusCounts) []string {
+	if c == nil {
+		c = &dlq.StatusCounts{}
+	}
+	return []string{
+		strconv.FormatInt(c.Pending, 10), strconv.FormatInt(c.Replayed, 10),
+		strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Unknown, 10),
+	}
+}
+
+func dlqGroupTitle(by []dlq.StatsKey) string {
+	if len(by) == 0 {
+		return "all dead letters"
+	}
+	var s []string
+	for _, k := range by {
+		s = append(s, strings.ReplaceAll(string(k), "_", " "))
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }

@@ -3,10 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // DLQShowOptions are the inputs of `dlq show`.
@@ -26,13 +22,8 @@ type DLQShowOptions struct {
 	Partition int32
 	Offset    int64
 
-	TopicFlags cmdutil.DLQTopicFlags
-	// FilterFlags are --event-id and, for its scan, --since and --until.
-	FilterFlags cmdutil.DLQFilterFlags
-	StatusFlags cmdutil.DLQStatusFlags
-
-	Pattern *regexp.Regexp
-	Filter  dlq.Filter
+	// dlqSelection's filters are --event-id and, for its scan, --since and --until.
+	dlqSelection
 }
 
 // NewCmdDLQShow builds `dlq show T/P/O` and `dlq show --event-id ID`.
@@ -54,23 +45,15 @@ id, the newest is shown and the others are named on stderr.`,
 		Example: `  fieldwork dlq show tasks.dlq/0/42
   fieldwork dlq show --event-id evt-7 --topic tasks.dlq
   fieldwork dlq show tasks.dlq/0/42 -o json | jq -r .replay.command`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return fwerr.Usagef("%s takes one dead-letter address, TOPIC/PARTITION/OFFSET (got %d arguments)", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
+		Args: cmdutil.MaxArgs(1, "one dead-letter address, TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, dlqShowRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqShowRun)
 		},
 	}
-	fs := cmd.Flags()
-	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQEventID)
-	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
+	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQEventID, cmdutil.DLQNoStatus)
 	return cmd
 }
 
@@ -96,23 +79,15 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 		if strings.TrimSpace(opts.FilterFlags.EventID) == "" {
 			return fwerr.Usagef("--event-id cannot be empty")
 		}
-		var err error
-		if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
-			return err
-		}
-		if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
+		if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
 			return err
 		}
 	}
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
 
-func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 
 	var d dlq.DeadLetter
 	if opts.Filter.EventID == "" {
@@ -161,166 +136,10 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions) error {
 	if lookup.Enabled() {
 		infos, err := lookup.Resolve(ctx, []dlq.DeadLetter{d})
 		if err != nil {
-			return cmdutil.StoreError(err, opts.Names())
+			return err
 		}
 		entry.Status = infos[0]
 	}
 	det := dlq.NewDetail(entry)
 	return p.Object(det, dlqShowSections(p, det, opts.Now))
-}
-
-func dlqTopicList(topics []string) string {
-	if len(topics) == 0 {
-		return "no topic"
-	}
-	return strings.Join(topics, ", ")
-}
-
-func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []output.Section {
-	st := p.Styles
-	d := det.DeadLetter
-	optNum := func(v any) string {
-		switch n := v.(type) {
-		case *int32:
-			if n != nil {
-				return strconv.FormatInt(int64(*n), 10)
-			}
-		case *int64:
-			if n != nil {
-				return strconv.FormatInt(*n, 10)
-			}
-		}
-		return st.Warn.Render("unknown")
-	}
-	age := ""
-	if !d.Timestamp.IsZero() {
-		age = st.Dim.Render(" (" + dlq.FormatAge(now().Sub(d.Timestamp)) + " ago)")
-	}
-	head := output.Section{Title: "Dead letter " + d.Address().String(), Fields: [][2]string{
-		{"convention", string(d.Convention)},
-		{"written", cmdutil.FormatTime(d.Timestamp) + age},
-		{"key", dlqBytesDisplay(p, d.Key)},
-		{"event_id", cmdutil.OrDash(d.EventID)},
-	}}
-	if d.ReplayCount > 0 {
-		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
-	}
-	if det.Status.Status != "" {
-		status := string(det.Status.Status)
-		switch det.Status.Status {
-		case dlq.StatusPending:
-			status = st.Warn.Render(status)
-		case dlq.StatusResolved:
-			status = st.OK.Render(status)
-		}
-		head.Fields = append(head.Fields, [2]string{"status", status + dlqStatusNote(det.Status)})
-	}
-	orig := output.Section{Title: "Original record", Fields: [][2]string{
-		{"topic", cmdutil.OrDash(d.OriginalTopic)},
-		{"partition", optNum(d.OriginalPartition)},
-		{"offset", optNum(d.OriginalOffset)},
-		{"timestamp", cmdutil.OptTime(d.OriginalTimestamp)},
-		{"group", cmdutil.OrDash(d.Group)},
-		{"handler", cmdutil.OrDash(d.Handler)},
-	}}
-	if d.Convention == dlq.ConventionUnknown {
-		orig.Fields, orig.Text = nil, st.Dim.Render("(no dead-letter headers of a known convention: see the headers)")
-	}
-	failure := output.Section{Title: "Failure", Fields: [][2]string{
-		{"reason", cmdutil.OrDash(d.Reason)},
-		{"error_class", cmdutil.OrDash(d.ErrorClass)},
-		{"message", cmdutil.OrDash(d.ErrorMessage)},
-	}}
-	if d.Attempts > 0 {
-		failure.Fields = append(failure.Fields, [2]string{"attempts", strconv.Itoa(d.Attempts)})
-	}
-	if d.FirstFailedAt != nil || d.FailedAt != nil {
-		failure.Fields = append(failure.Fields, [2]string{"first_failed_at", cmdutil.OptTime(d.FirstFailedAt)}, [2]string{"failed_at", cmdutil.OptTime(d.FailedAt)})
-	}
-	sections := []output.Section{head, orig, failure}
-	if len(d.HeaderProblems) > 0 {
-		probs := output.Section{Title: fmt.Sprintf("Header problems (%d)", len(d.HeaderProblems)), Header: []string{"header", "problem"}}
-		for _, hp := range d.HeaderProblems {
-			probs.Rows = append(probs.Rows, []string{hp.Header, st.Warn.Render(hp.Problem)})
-		}
-		sections = append(sections, probs)
-	}
-	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(d.Headers))}
-	for _, h := range d.Headers {
-		key, ok := dlqText([]byte(h.Key))
-		if !ok {
-			key += " (base64)"
-		}
-		headers.Fields = append(headers.Fields, [2]string{key, dlqBytesDisplay(p, h.Value)})
-	}
-	if len(d.Headers) == 0 {
-		headers.Text = st.Dim.Render("(none)")
-	}
-	sections = append(sections, headers)
-	if ev := det.Event; ev != nil {
-		sections = append(sections, cmdutil.EventSection(st, ev))
-	}
-	if m := det.Malformed; m != nil {
-		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
-	}
-	value := output.Section{Title: "Value"}
-	switch {
-	case d.Value == nil:
-		value.Text = st.Dim.Render("(null)")
-	case len(d.Value) == 0:
-		value.Text = st.Dim.Render("(empty)")
-	default:
-		if pretty := det.PrettyValue(); pretty != nil {
-			value.Text = string(pretty)
-		} else if t, ok := dlqText(d.Value); ok {
-			value.Text = t
-		} else {
-			value.Title = fmt.Sprintf("Value (%d bytes, not text: base64)", len(d.Value))
-			value.Text = t
-		}
-	}
-	sections = append(sections, value)
-	if d.StackTrace != "" {
-		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
-	}
-	replay := output.Section{Title: "Replay", Fields: [][2]string{
-		{"target", cmdutil.OrDash(det.Replay.Target)},
-		{"dry run", det.Replay.DryRun},
-		{"execute", det.Replay.Command},
-	}}
-	for _, n := range det.Replay.Notes {
-		replay.Fields = append(replay.Fields, [2]string{"note", st.Warn.Render(n)})
-	}
-	return append(sections, replay)
-}
-
-// dlqStatusNote adds what the status was told from.
-func dlqStatusNote(s dlq.StatusInfo) string {
-	switch {
-	case s.Status == dlq.StatusUnknown && s.Why != "":
-		return " (" + s.Why + ")"
-	case s.Replay != nil:
-		return fmt.Sprintf(" (replay run %s sent it to %s at %s; consumer %s has no marker yet)", s.Replay.RunID,
-			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At), s.Consumer)
-	case s.Marker != nil:
-		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.FormatTime(s.Marker.ProcessedAt))
-	case s.Consumer != "":
-		return " (consumer " + s.Consumer + ")"
-	}
-	return ""
-}
-
-// dlqBytesDisplay shows a key or header value: its text, base64 flagged, (none) for null.
-func dlqBytesDisplay(p *output.Printer, b []byte) string {
-	switch {
-	case b == nil:
-		return p.Styles.Dim.Render("(none)")
-	case len(b) == 0:
-		return p.Styles.Dim.Render(`""`)
-	}
-	t, ok := dlqText(b)
-	if !ok {
-		return t + p.Styles.Warn.Render(fmt.Sprintf(" (base64: %d bytes, not text)", len(b)))
-	}
-	return t
 }

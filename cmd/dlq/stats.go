@@ -3,9 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +10,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -24,14 +20,11 @@ const dlqDefaultGroupBy = "original_topic,reason,error_class"
 // DLQStatsOptions are the inputs of `dlq stats`.
 type DLQStatsOptions struct {
 	dlqDeps
-	TopicFlags  cmdutil.DLQTopicFlags
-	FilterFlags cmdutil.DLQFilterFlags
-	StatusFlags cmdutil.DLQStatusFlags
+	dlqSelection
 	GroupByFlag string
 	Window      time.Duration
 
-	Pattern *regexp.Regexp
-	Filter  dlq.Filter
+	// Set by parsing.
 	GroupBy []dlq.StatsKey
 }
 
@@ -65,46 +58,29 @@ views; CSV gives the groups.`,
 			if err := opts.parse(cmd); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, dlqStatsRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, dlqStatsRun)
 		},
 	}
+	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields, cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	opts.TopicFlags.Register(fs)
-	opts.FilterFlags.Register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields)
-	opts.StatusFlags.Register(fs, cmdutil.DLQNoStatus)
-	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlqStatsKeyNames()+` ("" for one group)`)
+	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlq.StatsKeyNames()+` ("" for one group)`)
 	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
 }
 
-func dlqStatsKeyNames() string {
-	var s []string
-	for _, k := range dlq.StatsKeys {
-		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
-}
-
 func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
+	if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
+		return err
+	}
 	var err error
-	if opts.Pattern, err = opts.TopicFlags.Compile(); err != nil {
-		return err
-	}
-	if opts.Filter, err = opts.FilterFlags.Filter(cmd, opts.Now()); err != nil {
-		return err
-	}
 	if opts.GroupBy, err = dlq.ParseStatsKeys(opts.GroupByFlag); err != nil {
 		return fwerr.Usagef("--group-by: %v", err)
 	}
 	return opts.StatusFlags.Validate(cmd, opts.lookup(), false)
 }
 
-func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
 	if err != nil {
 		return err
@@ -137,15 +113,11 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	})
 	progress.Stop()
 	if err != nil {
-		if lookup.Enabled() && fwerr.KindOf(err) == fwerr.KindError {
-			err = cmdutil.StoreError(err, opts.Names())
-		}
 		return err
 	}
 	w := opts.Streams.ErrOut
-	warn := output.NewStyles(w, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
 	for _, s := range rep.Warnings() {
-		fmt.Fprintln(w, warn+s)
+		cmdutil.Warn(opts.Streams, s)
 	}
 	if rep.Matched == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(w, dlqNothingFound(topics, dlq.ScanResult{Read: rep.RecordsRead}))
@@ -155,116 +127,3 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions) error {
 	}
 	return p.Object(rep, dlqStatsSections(p, rep, lookup.Enabled()))
 }
-
-func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) []output.Section {
-	st := p.Styles
-	window := "last " + rep.Window
-	topics := output.Section{
-		Title:  "Dead-letter topics",
-		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
-	}
-	if withStatus {
-		topics.Header = append(topics.Header, dlqStatusHeader...)
-	}
-	for _, t := range rep.Topics {
-		ret, deletable := "-", "-"
-		if t.Retention != nil {
-			ret = t.Retention.Describe()
-			switch in, ok := t.DeletableIn(rep.Now); {
-			case t.Count == 0:
-			case t.Retention.State == kafka.RetentionUnknown:
-				deletable = st.Warn.Render("unknown")
-			case !ok:
-				deletable = "never"
-			case in <= 0:
-				deletable = st.Bad.Render("now (past by " + dlq.FormatAge(-in) + ")")
-			case t.RetentionWarning:
-				deletable = st.Bad.Render("in " + dlq.FormatAge(in) + " (under a day)")
-			default:
-				deletable = "in " + dlq.FormatAge(in)
-			}
-		}
-		row := []string{t.Topic, strconv.FormatInt(t.Count, 10), cmdutil.OptTime(t.Oldest), cmdutil.OptTime(t.Newest),
-			strconv.FormatInt(t.InWindow, 10), dlqRate(t.RatePerHour), ret, deletable}
-		if withStatus {
-			row = append(row, dlqStatusCells(t.Statuses)...)
-		}
-		topics.Rows = append(topics.Rows, row)
-	}
-	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy)}
-	for _, k := range rep.GroupBy {
-		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
-	}
-	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
-	if withStatus {
-		groups.Header = append(groups.Header, dlqStatusHeader...)
-	}
-	if rep.Matched > 0 {
-		for _, g := range rep.Groups {
-			var row []string
-			for _, k := range rep.GroupBy {
-				row = append(row, cmdutil.OrDash(g.Value(k)))
-			}
-			row = append(row, strconv.FormatInt(g.Count, 10), cmdutil.FormatTime(g.Oldest), cmdutil.FormatTime(g.Newest),
-				strconv.FormatInt(g.InWindow, 10), dlqRate(g.RatePerHour))
-			if withStatus {
-				row = append(row, dlqStatusCells(g.Statuses)...)
-			}
-			groups.Rows = append(groups.Rows, row)
-		}
-	}
-	return []output.Section{topics, groups}
-}
-
-// dlqStatsCSV writes the groups, one row each, the grouped fields first.
-func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
-	var cols []output.Column[dlq.GroupStats]
-	for _, k := range rep.GroupBy {
-		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
-	}
-	cols = append(cols,
-		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
-		output.Column[dlq.GroupStats]{Name: "oldest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Oldest) }},
-		output.Column[dlq.GroupStats]{Name: "newest", Value: func(g dlq.GroupStats) string { return csvTime(&g.Newest) }},
-		output.Column[dlq.GroupStats]{Name: "in_window", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.InWindow, 10) }},
-		output.Column[dlq.GroupStats]{Name: "rate_per_hour", Value: func(g dlq.GroupStats) string { return strconv.FormatFloat(g.RatePerHour, 'f', -1, 64) }},
-	)
-	if withStatus {
-		for i, name := range dlqStatusHeader {
-			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqStatusCells(g.Statuses)[i] }})
-		}
-	}
-	var groups []dlq.GroupStats
-	if rep.Matched > 0 {
-		groups = rep.Groups
-	}
-	return output.List(p, groups, cols, "")
-}
-
-var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
-
-func dlqStatusCells(c *dlq.StatusCounts) []string {
-	if c == nil {
-		c = &dlq.StatusCounts{}
-	}
-	return []string{
-		strconv.FormatInt(c.Pending, 10), strconv.FormatInt(c.Replayed, 10),
-		strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Unknown, 10),
-	}
-}
-
-func dlqGroupTitle(by []dlq.StatsKey) string {
-	if len(by) == 0 {
-		return "all dead letters"
-	}
-	var s []string
-	for _, k := range by {
-		s = append(s, strings.ReplaceAll(string(k), "_", " "))
-	}
-	if len(s) == 1 {
-		return s[0]
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
-}
-
-func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }

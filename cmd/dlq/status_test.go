@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
-	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -22,28 +20,14 @@ import (
 // cleanup.
 func dlqStore(t *testing.T) (st *dedup.Store, dsn, schema string) {
 	t.Helper()
-	dsn = testenv.DSN(t)
-	schema = strings.ReplaceAll(inspecttest.Name("dlq"), "-", "_")
+	dsn, schema = testenv.DSN(t), testenv.PGSchema(t, "fwdlq_")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st, err := dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = st.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx, false); err != nil {
 		t.Fatal(err)
 	}

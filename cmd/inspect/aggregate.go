@@ -3,34 +3,25 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectAggregateOptions are the inputs of `inspect aggregate`.
 type InspectAggregateOptions struct {
-	inspectDeps
-	Topic       string
+	topicScan
 	AggregateID string
-	Selection   kafka.Selection
 	MaxEvents   int
-
-	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdInspectAggregate builds `inspect aggregate T ID`.
 func NewCmdInspectAggregate(f *cmdutil.Factory, runF func(context.Context, *InspectAggregateOptions) error) *cobra.Command {
-	opts := &InspectAggregateOptions{inspectDeps: newInspectDeps(f), Now: time.Now}
+	opts := &InspectAggregateOptions{}
 	cmd := &cobra.Command{
 		Use:   "aggregate TOPIC AGGREGATE_ID",
 		Short: "The events of one aggregate in offset order, with version continuity flagged",
@@ -54,14 +45,13 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			if opts.AggregateID == "" {
 				return fwerr.Usagef("the aggregate id is empty")
 			}
-			if opts.MaxEvents < 1 {
-				return fwerr.Usagef("--max-events %d: must be at least 1", opts.MaxEvents)
-			}
-			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if err := cmdutil.AtLeastOne("max-events", opts.MaxEvents); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectAggregateRun)
+			if err := opts.parseSelection(cmd, f.Now()); err != nil {
+				return err
+			}
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectAggregateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -69,102 +59,16 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 	return cmd
 }
 
-func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
+func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
 	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress.Update})
 	progress.Stop()
 	if err != nil {
 		return err
 	}
 	if rep.Truncated {
-		fmt.Fprintf(opts.Streams.ErrOut, "warning: only the first %d events are shown (--max-events)\n", opts.MaxEvents)
+		fmt.Fprintf(cl.Streams.ErrOut, "warning: only the first %d events are shown (--max-events)\n", opts.MaxEvents)
 	}
 	return p.Object(rep, aggregateSections(p, rep))
-}
-
-func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output.Section {
-	st := p.Styles
-	parts := cmdutil.JoinInt32(rep.Partitions)
-	if len(rep.Partitions) > 1 {
-		parts = st.Bad.Render(parts + " (spread over several partitions: broken partition key)")
-	} else if parts == "" {
-		parts = "-"
-	}
-	n := rep.Counts
-	var cont []string
-	cont = append(cont, st.OK.Render(fmt.Sprintf("%d ok", n.OK)))
-	for _, c := range []struct {
-		n     int
-		label string
-		bad   bool
-	}{
-		{n.Gaps, "gaps", true},
-		{n.Regressions, "regressions", true},
-		{n.Duplicates, "duplicates", n.ConflictingDuplicates > 0},
-		{n.Unversioned, "unversioned", false},
-	} {
-		s := fmt.Sprintf("%d %s", c.n, c.label)
-		if c.label == "duplicates" && n.ConflictingDuplicates > 0 {
-			s += fmt.Sprintf(" (%d conflicting)", n.ConflictingDuplicates)
-		}
-		switch {
-		case c.n == 0:
-		case c.bad:
-			s = st.Bad.Render(s)
-		default:
-			s = st.Warn.Render(s)
-		}
-		cont = append(cont, s)
-	}
-	malformed := strconv.FormatInt(rep.MalformedSkipped, 10)
-	if rep.MalformedSkipped > 0 {
-		malformed = st.Warn.Render(malformed)
-	}
-	overview := output.Section{Title: fmt.Sprintf("Aggregate %s in %s", rep.AggregateID, rep.Topic), Fields: [][2]string{
-		{"events", strconv.Itoa(len(rep.Events))},
-		{"partitions", parts},
-		{"continuity", strings.Join(cont, ", ")},
-		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
-		{"malformed skipped", malformed},
-	}}
-	events := output.Section{Title: "Events in offset order", Header: []string{"partition", "offset", "timestamp", "version", "type", "event id", "continuity", "note"}}
-	for _, e := range rep.Events {
-		version := "-"
-		if e.Version != nil {
-			version = strconv.FormatInt(*e.Version, 10)
-		}
-		note := e.Note
-		if e.MatchedBy == "key" {
-			note = strings.TrimPrefix(note+"; matched by key only", "; ")
-		}
-		events.Rows = append(events.Rows, []string{
-			strconv.Itoa(int(e.Partition)), strconv.FormatInt(e.Offset, 10), cmdutil.FormatTime(e.Timestamp), version,
-			cmdutil.OrDash(e.Type), e.EventID, continuityDisplay(p, e), note,
-		})
-	}
-	sections := []output.Section{overview, events}
-	if len(rep.MalformedWithKey) > 0 {
-		sections = append(sections, malformedSection("Malformed records keyed "+rep.AggregateID, p, rep.MalformedWithKey))
-	}
-	return sections
-}
-
-func continuityDisplay(p *output.Printer, e inspect.AggregateEvent) string {
-	switch e.Continuity {
-	case inspect.ContinuityOK:
-		return p.Styles.OK.Render(e.Continuity)
-	case inspect.ContinuityDuplicate:
-		if e.SameEventID != nil && *e.SameEventID && e.SamePayload != nil && *e.SamePayload {
-			return p.Styles.Warn.Render(e.Continuity)
-		}
-		return p.Styles.Bad.Render(e.Continuity)
-	case inspect.ContinuityUnversioned:
-		return p.Styles.Warn.Render(e.Continuity)
-	}
-	return p.Styles.Bad.Render(e.Continuity)
 }

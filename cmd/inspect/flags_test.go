@@ -8,7 +8,6 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	inspectcmd "github.com/fieldwork/fieldwork/cmd/inspect"
-	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -78,33 +77,24 @@ func TestInspectTopicAndRecordFlags(t *testing.T) {
 // TestInspectUsageErrors runs the root command: usage errors exit 2 before any broker is
 // dialled (none is configured here).
 func TestInspectUsageErrors(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"inspect", "topic"}, "takes one topic (got 0 argument(s))"},
-		{[]string{"inspect", "topic", "a", "b"}, "takes one topic (got 2 argument(s))"},
-		{[]string{"inspect", "topic", "t", "--sample", "-1"}, "--sample -1"},
-		{[]string{"inspect", "record", "tasks/0"}, `record address "tasks/0": no offset (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/14)`},
-		{[]string{"inspect", "record", "a/b/0/1"}, "too many slashes"},
-		{[]string{"inspect", "record", "tasks", "0", "1"}, "takes one record address"},
-		{[]string{"inspect", "aggregate", "tasks"}, "takes a topic and an aggregate id"},
-		{[]string{"inspect", "aggregate", "tasks", "x", "--max-events", "0"}, "--max-events 0"},
-		{[]string{"inspect", "validate", "tasks", "--start-offset", "1", "--since", "1h"}, "not both"},
-		{[]string{"inspect", "validate", "tasks", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
-		{[]string{"inspect", "validate", "tasks", "--start-offset", "-1"}, "offsets are not negative"},
-		{[]string{"inspect", "validate", "tasks", "--partition", "-2"}, "partitions are numbered from 0"},
-		{[]string{"inspect", "validate", "tasks", "--since", "yesterday"}, `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
-		{[]string{"inspect", "validate", "tasks", "--max-examples", "0"}, "--max-examples 0"},
-		{[]string{"inspect", "validate", "tasks", "--partition", "x"}, `invalid argument "x"`},
-		{[]string{"inspect", "nosuch"}, `unknown command "nosuch"`},
-	}
-	for _, tc := range cases {
-		r := roottest.Run(t, map[string]string{}, tc.args...)
-		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
-		}
-	}
+	roottest.CheckUsage(t, []roottest.Usage{
+		{Args: []string{"inspect", "topic"}, Want: "takes one topic (got 0 argument(s))"},
+		{Args: []string{"inspect", "topic", "a", "b"}, Want: "takes one topic (got 2 argument(s))"},
+		{Args: []string{"inspect", "topic", "t", "--sample", "-1"}, Want: "--sample -1"},
+		{Args: []string{"inspect", "record", "tasks/0"}, Want: `record address "tasks/0": no offset (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/14)`},
+		{Args: []string{"inspect", "record", "a/b/0/1"}, Want: "too many slashes"},
+		{Args: []string{"inspect", "record", "tasks", "0", "1"}, Want: "takes one record address"},
+		{Args: []string{"inspect", "aggregate", "tasks"}, Want: "takes a topic and an aggregate id"},
+		{Args: []string{"inspect", "aggregate", "tasks", "x", "--max-events", "0"}, Want: "--max-events 0"},
+		{Args: []string{"inspect", "validate", "tasks", "--start-offset", "1", "--since", "1h"}, Want: "not both"},
+		{Args: []string{"inspect", "validate", "tasks", "--start-offset", "9", "--end-offset", "3"}, Want: "--end-offset 3 is before --start-offset 9"},
+		{Args: []string{"inspect", "validate", "tasks", "--start-offset", "-1"}, Want: "offsets are not negative"},
+		{Args: []string{"inspect", "validate", "tasks", "--partition", "-2"}, Want: "partitions are numbered from 0"},
+		{Args: []string{"inspect", "validate", "tasks", "--since", "yesterday"}, Want: `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
+		{Args: []string{"inspect", "validate", "tasks", "--max-examples", "0"}, Want: "--max-examples 0"},
+		{Args: []string{"inspect", "validate", "tasks", "--partition", "x"}, Want: `invalid argument "x"`},
+		{Args: []string{"inspect", "nosuch"}, Want: `unknown command "nosuch"`},
+	})
 }
 
 func TestInspectHelp(t *testing.T) {

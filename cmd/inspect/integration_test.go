@@ -52,10 +52,7 @@ func checkGolden(t *testing.T, name, got string, names map[string]string) {
 // check runs one command and compares stdout with a golden file and the exit code with want.
 func check(t *testing.T, env, names map[string]string, file string, wantCode int, args ...string) roottest.Result {
 	t.Helper()
-	r := roottest.Run(t, env, args...)
-	if r.Code != wantCode {
-		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
-	}
+	r := roottest.RunCode(t, env, wantCode, args...)
 	checkGolden(t, file, r.Stdout, names)
 	return r
 }

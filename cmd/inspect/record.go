@@ -2,26 +2,22 @@ package inspect
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectRecordOptions are the inputs of `inspect record`.
 type InspectRecordOptions struct {
-	inspectDeps
 	Address kafka.RecordAddress
 }
 
 // NewCmdInspectRecord builds `inspect record T/P/O`.
 func NewCmdInspectRecord(f *cmdutil.Factory, runF func(context.Context, *InspectRecordOptions) error) *cobra.Command {
-	opts := &InspectRecordOptions{inspectDeps: newInspectDeps(f)}
+	opts := &InspectRecordOptions{}
 	cmd := &cobra.Command{
 		Use:   "record TOPIC/PARTITION/OFFSET",
 		Short: "One record: headers, key, decoded envelope and pretty value",
@@ -36,70 +32,17 @@ indented when it is JSON.`,
 			if opts.Address, err = kafka.ParseRecordAddress(args[0]); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectRecordRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectRecordRun)
 		},
 	}
 	return cmd
 }
 
-func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
 	rep, err := inspect.Record(ctx, c, opts.Address.Topic, opts.Address.Partition, opts.Address.Offset)
 	if err != nil {
 		return err
 	}
 	return p.Object(rep, recordSections(p, rep))
-}
-
-func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Section {
-	st := p.Styles
-	rec := output.Section{Title: "Record " + kafka.RecordAddress{Topic: rep.Topic, Partition: rep.Partition, Offset: rep.Offset}.String(), Fields: [][2]string{
-		{"topic", rep.Topic},
-		{"partition", strconv.Itoa(int(rep.Partition))},
-		{"offset", strconv.FormatInt(rep.Offset, 10)},
-		{"timestamp", cmdutil.FormatTime(rep.Timestamp) + st.Dim.Render(" ("+rep.TimestampType+")")},
-		{"key", blobDisplay(p, rep.Key)},
-		{"format", cmdutil.OrDash(rep.Format)},
-	}}
-	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
-	for _, h := range rep.Headers {
-		headers.Fields = append(headers.Fields, [2]string{h.Key, blobDisplay(p, h.Value)})
-	}
-	if len(rep.Headers) == 0 {
-		headers.Text = st.Dim.Render("(none)")
-	}
-	sections := []output.Section{rec, headers}
-	if ev := rep.Event; ev != nil {
-		sections = append(sections, cmdutil.EventSection(st, ev))
-	}
-	if m := rep.Malformed; m != nil {
-		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
-	}
-	value := output.Section{Title: "Value", Text: rep.PrettyValue()}
-	switch {
-	case rep.Value == nil:
-		value.Text = st.Dim.Render("(null)")
-	case rep.Value.Size == 0:
-		value.Text = st.Dim.Render("(empty)")
-	case rep.Value.Base64:
-		value.Title = fmt.Sprintf("Value (%d bytes, not UTF-8: base64)", rep.Value.Size)
-	}
-	return append(sections, value)
-}
-
-// blobDisplay shows a key or header value: its text, base64 flagged, or (none) for null.
-func blobDisplay(p *output.Printer, b *inspect.Blob) string {
-	switch {
-	case b == nil:
-		return p.Styles.Dim.Render("(none)")
-	case b.Base64:
-		return b.Text + p.Styles.Warn.Render(" (base64: not UTF-8)")
-	case b.Size == 0:
-		return p.Styles.Dim.Render(`""`)
-	}
-	return b.Text
 }

@@ -3,35 +3,26 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // InspectValidateOptions are the inputs of `inspect validate`.
 type InspectValidateOptions struct {
-	inspectDeps
-	Topic         string
-	Selection     kafka.Selection
+	topicScan
 	MaxExamples   int
 	MemoryEntries int
 	TempDir       string
-
-	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdInspectValidate builds `inspect validate T`.
 func NewCmdInspectValidate(f *cmdutil.Factory, runF func(context.Context, *InspectValidateOptions) error) *cobra.Command {
-	opts := &InspectValidateOptions{inspectDeps: newInspectDeps(f), Now: time.Now}
+	opts := &InspectValidateOptions{}
 	var kinds []string
 	for _, k := range inspect.FindingKinds {
 		kinds = append(kinds, fmt.Sprintf("  %-22s %s", k.Kind, k.Description))
@@ -58,17 +49,16 @@ is removed at the end.`,
 		Args: cmdutil.ExactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if opts.MaxExamples < 1 {
-				return fwerr.Usagef("--max-examples %d: must be at least 1", opts.MaxExamples)
-			}
-			if opts.MemoryEntries < 1 {
-				return fwerr.Usagef("--memory-entries %d: must be at least 1", opts.MemoryEntries)
-			}
-			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if err := cmdutil.AtLeastOne("max-examples", opts.MaxExamples); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, inspectValidateRun)
+			if err := cmdutil.AtLeastOne("memory-entries", opts.MemoryEntries); err != nil {
+				return err
+			}
+			if err := opts.parseSelection(cmd, f.Now()); err != nil {
+				return err
+			}
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectValidateRun)
 		},
 	}
 	opts.sel.Register(cmd)
@@ -79,13 +69,9 @@ is removed at the end.`,
 	return cmd
 }
 
-func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error {
-	p, c, err := cmdutil.PrinterAndCluster(ctx, opts.Printer, opts.Kafka)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
+func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
 		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress.Update,
 	})
@@ -102,56 +88,4 @@ func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions) error
 		return err
 	}
 	return rep.Result()
-}
-
-var findingColumns = []output.Column[inspect.Finding]{
-	{Name: "kind", Value: func(f inspect.Finding) string { return f.Kind }},
-	{Name: "partition", Value: func(f inspect.Finding) string { return strconv.Itoa(int(f.Partition)) }},
-	{Name: "offset", Value: func(f inspect.Finding) string { return strconv.FormatInt(f.Offset, 10) }},
-	{Name: "event_id", Value: func(f inspect.Finding) string { return f.EventID }},
-	{Name: "aggregate_id", Value: func(f inspect.Finding) string { return f.AggregateID }},
-	{Name: "version", Value: func(f inspect.Finding) string {
-		if f.Version == nil {
-			return ""
-		}
-		return strconv.FormatInt(*f.Version, 10)
-	}},
-	{Name: "message", Value: func(f inspect.Finding) string { return f.Message }},
-}
-
-func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.Section {
-	st := p.Styles
-	result := st.OK.Render("clean")
-	if !rep.Clean() {
-		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
-	}
-	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
-		{"result", result},
-		{"offsets read", kafka.RangesText(rep.Ranges)},
-		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
-		{"events", strconv.FormatInt(rep.Events, 10)},
-		{"aggregates", strconv.FormatInt(rep.Aggregates, 10)},
-		{"redeliveries", strconv.FormatInt(rep.Redeliveries, 10) + st.Dim.Render(" (same id, same payload: ordinary)")},
-	}}
-	if rep.SpilledToDisk {
-		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to a temporary file"})
-	}
-	summary := output.Section{Title: "Summary", Header: []string{"kind", "count", "what"}}
-	for _, k := range rep.Summary {
-		n := strconv.FormatInt(k.Count, 10)
-		kind := k.Kind
-		if k.Count > 0 {
-			n, kind = st.Bad.Render(n), st.Bad.Render(kind)
-		}
-		summary.Rows = append(summary.Rows, []string{kind, n, k.Description})
-	}
-	sections := []output.Section{overview, summary}
-	if len(rep.Findings) > 0 {
-		findings := output.Section{Title: fmt.Sprintf("Findings (up to %d per kind)", rep.MaxExamples), Header: []string{"kind", "partition", "offset", "detail"}}
-		for _, f := range rep.Findings {
-			findings.Rows = append(findings.Rows, []string{st.Bad.Render(f.Kind), strconv.Itoa(int(f.Partition)), strconv.FormatInt(f.Offset, 10), f.Message})
-		}
-		sections = append(sections, findings)
-	}
-	return sections
 }

@@ -3,8 +3,6 @@ package processed
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,12 +23,11 @@ type ProcessedCheckOptions struct {
 	MaxMissing int
 
 	sel cmdutil.SelectionFlags
-	Now func() time.Time
 }
 
 // NewCmdProcessedCheck builds `processed check`.
 func NewCmdProcessedCheck(f *cmdutil.Factory, runF func(context.Context, *ProcessedCheckOptions) error) *cobra.Command {
-	opts := &ProcessedCheckOptions{StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: time.Now}
+	opts := &ProcessedCheckOptions{StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}}
 	cmd := &cobra.Command{
 		Use:   "check --topic TOPIC --consumer CONSUMER",
 		Short: "Find the events of a Kafka range that a consumer has no marker for; exit 3 when any",
@@ -68,10 +65,10 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 				return fwerr.Usagef("--max-missing %d: must be 0 or more", opts.MaxMissing)
 			}
 			var err error
-			if opts.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
+			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedCheckRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore|cmdutil.NeedKafka, opts, runF, processedCheckRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -82,17 +79,8 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 	return cmd
 }
 
-func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	c, err := opts.Kafka(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
+	p, st, c := cl.Printer, cl.Store, cl.Kafka
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()
@@ -112,7 +100,7 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 		}
 	}
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	if stream != nil {
 		fmt.Fprintln(opts.Streams.ErrOut, rep.Summary())
@@ -120,58 +108,4 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions) error {
 		return err
 	}
 	return rep.Result()
-}
-
-// missingColumns are the columns of a missing record in csv and in the table.
-var missingColumns = []output.Column[processed.MissingRecord]{
-	{Name: "topic", Value: func(r processed.MissingRecord) string { return r.Topic }},
-	{Name: "partition", Value: func(r processed.MissingRecord) string { return strconv.Itoa(int(r.Partition)) }},
-	{Name: "offset", Value: func(r processed.MissingRecord) string { return strconv.FormatInt(r.Offset, 10) }},
-	{Name: "timestamp", Value: func(r processed.MissingRecord) string { return cmdutil.FormatTime(r.Timestamp) }},
-	{Name: "event_id", Value: func(r processed.MissingRecord) string { return r.EventID }},
-	{Name: "type", Value: func(r processed.MissingRecord) string { return r.Type }},
-	{Name: "aggregate_id", Value: func(r processed.MissingRecord) string { return r.AggregateID }},
-}
-
-func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Section {
-	st := p.Styles
-	result := st.OK.Render("complete: every event has a marker")
-	switch {
-	case rep.Missing > 0:
-		result = st.Bad.Render(fmt.Sprintf("%d missing", rep.Missing))
-	case rep.Records == 0:
-		result = st.Dim.Render("no records in the range")
-	}
-	missing := strconv.FormatInt(rep.Missing, 10)
-	if rep.Missing > 0 {
-		missing = st.Bad.Render(missing)
-	}
-	overview := output.Section{Title: fmt.Sprintf("Check %s for consumer %s", rep.Topic, rep.Consumer), Fields: [][2]string{
-		{"result", result},
-		{"offsets read", kafka.RangesText(rep.Ranges)},
-		{"markers in", rep.Table},
-		{"records", strconv.FormatInt(rep.Records, 10)},
-		{"events", strconv.FormatInt(rep.Events, 10)},
-		{"with marker", strconv.FormatInt(rep.WithMarker, 10)},
-		{"missing", missing},
-		{"malformed", strconv.FormatInt(rep.Malformed, 10) + st.Dim.Render(" (not recognisable as events: a consumer dead-letters them, never marks them)")},
-	}}
-	sections := []output.Section{overview}
-	if len(rep.MissingRecords) > 0 {
-		title := "Missing"
-		if rep.MissingTruncated {
-			title = fmt.Sprintf("Missing (first %d of %d; -o jsonl streams them all)", len(rep.MissingRecords), rep.Missing)
-		}
-		s := output.Section{Title: title}
-		s.Header, s.Rows = tableRows(rep.MissingRecords, missingColumns)
-		sections = append(sections, s)
-	}
-	if len(rep.MalformedExamples) > 0 {
-		s := output.Section{Title: "Malformed records", Header: []string{"partition", "offset", "reason"}}
-		for _, m := range rep.MalformedExamples {
-			s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10), m.Reason})
-		}
-		sections = append(sections, s)
-	}
-	return sections
 }

@@ -15,12 +15,8 @@ import (
 
 func TestProcessedGetFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *ProcessedGetOptions
-	cmd := cmdtest.InGroup(f, NewCmdProcessedGet(f, func(_ context.Context, o *ProcessedGetOptions) error { got = o; return nil }),
+	got := cmdtest.Parse(t, f, NewCmdProcessedGet,
 		"evt-1", "--consumer", "billing", "--schema", "app", "--table", "seen", "--column-event-id", "message_id")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
 	if got.EventID != "evt-1" || got.Consumer != "billing" {
 		t.Fatalf("options = %+v", got)
 	}
@@ -50,11 +46,7 @@ func TestProcessedListFlags(t *testing.T) {
 	}
 
 	// Defaults: limit 100, no filters.
-	f = cmdutil.TestFactory()
-	cmd = cmdtest.InGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }))
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got = cmdtest.Parse(t, cmdutil.TestFactory(), NewCmdProcessedList)
 	if got.Filter.Limit != 100 || got.Filter.Consumer != "" || got.Filter.Before != nil || !got.Filter.Since.IsZero() {
 		t.Fatalf("defaults = %+v", got.Filter)
 	}
@@ -75,39 +67,26 @@ func TestCursorRoundTrip(t *testing.T) {
 
 func TestProcessedStatsFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *ProcessedStatsOptions
-	cmd := cmdtest.InGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }), "--window", "7d", "--consumer", "billing")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.Parse(t, f, NewCmdProcessedStats, "--window", "7d", "--consumer", "billing")
 	if got.Filter.Window != 7*24*time.Hour || got.Filter.Consumer != "billing" {
 		t.Fatalf("filter = %+v", got.Filter)
 	}
-	f = cmdutil.TestFactory()
-	cmd = cmdtest.InGroup(f, NewCmdProcessedStats(f, func(_ context.Context, o *ProcessedStatsOptions) error { got = o; return nil }))
-	if err := cmd.Execute(); err != nil || got.Filter.Window != 24*time.Hour {
-		t.Fatalf("default window: %v %v", got.Filter.Window, err)
+	got = cmdtest.Parse(t, cmdutil.TestFactory(), NewCmdProcessedStats)
+	if got.Filter.Window != 24*time.Hour {
+		t.Fatalf("default window: %v", got.Filter.Window)
 	}
 }
 
 func TestProcessedCheckFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *ProcessedCheckOptions
-	cmd := cmdtest.InGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
+	got := cmdtest.Parse(t, f, NewCmdProcessedCheck,
 		"--topic", "tasks", "--consumer", "billing", "--partition", "0,2", "--start-offset", "10", "--end-offset", "20", "--max-missing", "5")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
 	sel := got.Selection
 	if got.Topic != "tasks" || got.Consumer != "billing" || got.MaxMissing != 5 || len(sel.Partitions) != 2 || *sel.StartOffset != 10 || *sel.EndOffset != 20 {
 		t.Fatalf("options = %+v, selection %+v", got, sel)
 	}
-	f = cmdutil.TestFactory()
-	cmd = cmdtest.InGroup(f, NewCmdProcessedCheck(f, func(_ context.Context, o *ProcessedCheckOptions) error { got = o; return nil }),
+	got = cmdtest.Parse(t, cmdutil.TestFactory(), NewCmdProcessedCheck,
 		"--topic", "tasks", "--consumer", "billing", "--since", "90m")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
 	if d := time.Since(got.Selection.Since); d < 89*time.Minute || d > 91*time.Minute || got.MaxMissing != processed.DefaultMaxMissing {
 		t.Fatalf("since = %v, max missing %d", got.Selection.Since, got.MaxMissing)
 	}
@@ -115,20 +94,12 @@ func TestProcessedCheckFlags(t *testing.T) {
 
 func TestProcessedPruneFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *ProcessedPruneOptions
-	cmd := cmdtest.InGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }),
+	got := cmdtest.Parse(t, f, NewCmdProcessedPrune,
 		"--older-than", "1d12h", "--consumer", "billing", "--batch-size", "500", "--topic", "a,b", "--topic", "c", "--force", "--yes")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
 	if got.OlderThan != 36*time.Hour || got.Consumer != "billing" || got.BatchSize != 500 || strings.Join(got.Topics, " ") != "a b c" || !got.Force || !got.Yes {
 		t.Fatalf("options = %+v", got)
 	}
-	f = cmdutil.TestFactory()
-	cmd = cmdtest.InGroup(f, NewCmdProcessedPrune(f, func(_ context.Context, o *ProcessedPruneOptions) error { got = o; return nil }), "--older-than", "720h")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got = cmdtest.Parse(t, cmdutil.TestFactory(), NewCmdProcessedPrune, "--older-than", "720h")
 	if got.OlderThan != 30*24*time.Hour || got.BatchSize != dedup.DefaultPruneBatch || got.Force || got.Yes || got.Topics != nil {
 		t.Fatalf("defaults = %+v", got)
 	}
@@ -136,12 +107,8 @@ func TestProcessedPruneFlags(t *testing.T) {
 
 func TestProcessedForgetFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	var got *ProcessedForgetOptions
-	cmd := cmdtest.InGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
+	got := cmdtest.Parse(t, f, NewCmdProcessedForget,
 		"e1", "e2", "e1", "--consumer", "billing")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
 	if strings.Join(got.EventIDs, " ") != "e1 e2" || got.Consumer != "billing" || got.AllConsumers || got.Yes {
 		t.Fatalf("options = %+v", got)
 	}
@@ -149,11 +116,7 @@ func TestProcessedForgetFlags(t *testing.T) {
 	// --from-file - reads stdin (and needs --yes).
 	f = cmdutil.TestFactory()
 	f.Streams.In = strings.NewReader("  e3 \n\n e4\r\ne3\n")
-	cmd = cmdtest.InGroup(f, NewCmdProcessedForget(f, func(_ context.Context, o *ProcessedForgetOptions) error { got = o; return nil }),
-		"--from-file", "-", "--all-consumers", "--yes")
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got = cmdtest.Parse(t, f, NewCmdProcessedForget, "--from-file", "-", "--all-consumers", "--yes")
 	if strings.Join(got.EventIDs, " ") != "e3 e4" || !got.AllConsumers || got.Consumer != "" {
 		t.Fatalf("options = %+v", got)
 	}

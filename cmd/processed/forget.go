@@ -13,7 +13,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
 )
 
@@ -57,7 +56,7 @@ It prints the markers it removed and the ids that had none.`,
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedForgetRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedForgetRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -157,12 +156,8 @@ func distinct(ids []string) []string {
 	return out
 }
 
-func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
 		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
 	if err := opts.Confirm(opts.Yes, question); err != nil {
@@ -171,37 +166,7 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions) error
 	// --all-consumers leaves Consumer empty: every consumer's markers.
 	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
-	}
-	if p.Format != output.FormatCSV {
-		return p.Object(rep, forgetSections(p, rep))
-	}
-	if err := output.List(p, rep.Removed, markerColumns, ""); err != nil {
 		return err
 	}
-	if len(rep.NotFound) > 0 {
-		fmt.Fprintf(opts.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
-	}
-	return nil
-}
-
-func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Section {
-	st := p.Styles
-	title := fmt.Sprintf("Removed %s of %s for %s from %s", cmdutil.Plural(int64(len(rep.Removed)), "marker"),
-		cmdutil.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
-	removed := output.Section{Title: title}
-	if len(rep.Removed) > 0 {
-		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
-	} else {
-		removed.Text = st.Dim.Render("(none)")
-	}
-	sections := []output.Section{removed}
-	if len(rep.NotFound) > 0 {
-		s := output.Section{Title: fmt.Sprintf("No marker, nothing removed (%d)", len(rep.NotFound)), Header: []string{"event_id"}}
-		for _, id := range rep.NotFound {
-			s.Rows = append(s.Rows, []string{id})
-		}
-		sections = append(sections, s)
-	}
-	return sections
+	return renderForget(p, rep)
 }

@@ -2,7 +2,6 @@ package processed
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -42,30 +41,18 @@ says which (in JSON, "processed": false and an empty "markers").`,
 					return err
 				}
 			}
-			return cmdutil.Run(cmd, opts, runF, processedGetRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedGetRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Consumer, "consumer", "", "only this consumer's marker (default every consumer's)")
 	return cmd
 }
 
-// getReport is what `processed get` prints.
-type getReport struct {
-	EventID   string            `json:"event_id"`
-	Consumer  string            `json:"consumer,omitempty"`
-	Processed bool              `json:"processed"`
-	Markers   []dedup.MarkerRow `json:"markers"`
-}
-
-func processedGetRun(ctx context.Context, opts *ProcessedGetOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedGetRun(ctx context.Context, opts *ProcessedGetOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	rows, err := st.Get(ctx, opts.EventID, opts.Consumer)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := getReport{EventID: opts.EventID, Consumer: opts.Consumer, Processed: len(rows) > 0, Markers: rows}
 	if rep.Markers == nil {
@@ -75,27 +62,4 @@ func processedGetRun(ctx context.Context, opts *ProcessedGetOptions) error {
 		return output.List(p, rep.Markers, markerColumns, "")
 	}
 	return p.Object(rep, getSections(p, rep))
-}
-
-func getSections(p *output.Printer, rep getReport) []output.Section {
-	st := p.Styles
-	who := "any consumer"
-	if rep.Consumer != "" {
-		who = "consumer " + rep.Consumer
-	}
-	if !rep.Processed {
-		return []output.Section{{Title: "Event " + rep.EventID, Text: st.Warn.Render("not processed: no marker for " + who)}}
-	}
-	verdict := fmt.Sprintf("processed by %s", cmdutil.Plural(int64(len(rep.Markers)), "consumer"))
-	if rep.Consumer != "" {
-		verdict = "processed by consumer " + rep.Consumer
-	}
-	s := output.Section{Title: "Event " + rep.EventID + ": " + st.OK.Render(verdict)}
-	s.Header, s.Rows = tableRows(rep.Markers, getColumns)
-	return []output.Section{s}
-}
-
-// getColumns leave out the event id, which is the title.
-var getColumns = []output.Column[dedup.MarkerRow]{
-	markerColumns[0], markerColumns[2], markerColumns[3], markerColumns[4], markerColumns[5], markerColumns[6], markerColumns[7],
 }

@@ -26,12 +26,11 @@ type ProcessedListOptions struct {
 
 	window cmdutil.WindowFlags
 	cursor string
-	Now    func() time.Time
 }
 
 // NewCmdProcessedList builds `processed list`.
 func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
-	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f), Now: time.Now}
+	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Markers newest first, filtered by consumer, time and aggregate; paged",
@@ -47,10 +46,10 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
   fieldwork processed list --limit 1000 --cursor eyJ0Ijoi…`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.parse(cmd); err != nil {
+			if err := opts.parse(cmd, f.Now()); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedListRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedListRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -62,7 +61,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 	return cmd
 }
 
-func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
+func (opts *ProcessedListOptions) parse(cmd *cobra.Command, now time.Time) error {
 	if cmd.Flags().Changed("consumer") {
 		if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {
 			return err
@@ -72,7 +71,7 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command) error {
 		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
 	}
 	var err error
-	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(opts.Now()); err != nil {
+	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(now); err != nil {
 		return err
 	}
 	if opts.cursor != "" {
@@ -110,15 +109,11 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 	return &dedup.Cursor{ProcessedAt: c.ProcessedAt, Consumer: c.Consumer, EventID: c.EventID}, nil
 }
 
-func processedListRun(ctx context.Context, opts *ProcessedListOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	page, err := st.List(ctx, opts.Filter)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	if err := markerList(p, page.Rows, "no markers match"); err != nil {
 		return err

@@ -3,7 +3,6 @@ package processed
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,7 +33,7 @@ type ProcessedPruneOptions struct {
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
-		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: time.Now,
+		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
 		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
 	}
 	cmd := &cobra.Command{
@@ -72,13 +71,13 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 					return err
 				}
 			}
-			if opts.BatchSize < 1 {
-				return fwerr.Usagef("--batch-size %d: must be at least 1", opts.BatchSize)
+			if err := cmdutil.AtLeastOne("batch-size", opts.BatchSize); err != nil {
+				return err
 			}
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, processedPruneRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -91,16 +90,11 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	return cmd
 }
 
-func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
-	warn := output.NewStyles(opts.Streams.ErrOut, opts.Streams.ErrTTY && !opts.Streams.NoColor).Warn.Render("warning: ")
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
 		Force: opts.Force, Now: opts.Now(),
@@ -112,53 +106,14 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions) error {
 			return nil
 		},
 		Progress: func(deleted, candidates int64) { progress.Update(deleted, candidates) },
-		Warn:     func(s string) { fmt.Fprintln(opts.Streams.ErrOut, warn+s) },
+		Warn:     func(s string) { cmdutil.Warn(opts.Streams, s) },
 	})
 	progress.Stop()
 	if err != nil {
 		if rep != nil && rep.Deleted > 0 {
 			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", cmdutil.Plural(rep.Deleted, "marker"))
 		}
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	return p.Object(rep, pruneSections(p, rep))
-}
-
-func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Section {
-	st := p.Styles
-	result := fmt.Sprintf("deleted %s%s processed before %s (older than %s)",
-		cmdutil.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
-	if rep.Candidates == 0 {
-		result = "nothing to prune: " + result
-	}
-	overview := output.Section{Title: "Prune " + rep.Table, Fields: [][2]string{{"result", st.OK.Render(result)}}}
-	horizon := "checked"
-	switch {
-	case rep.Candidates == 0:
-		horizon = "nothing to check"
-	case len(rep.Topics) == 0:
-		horizon = st.Warn.Render(fmt.Sprintf("unknown: %s recorded no source topic (--force)", cmdutil.Plural(rep.NoTopic, "marker")))
-	case !rep.HorizonChecked:
-		horizon = st.Warn.Render("not checked (--force)")
-	case rep.Forced:
-		horizon = st.Warn.Render("checked, overridden by --force")
-	}
-	overview.Fields = append(overview.Fields, [2]string{"replay horizon", horizon})
-	sections := []output.Section{overview}
-	if len(rep.Topics) > 0 {
-		s := output.Section{Title: "Source topics", Header: []string{"topic", "markers", "retention.ms", "replay horizon", "problem"}}
-		for _, h := range rep.Topics {
-			ret := "-"
-			if h.RetentionMs != nil {
-				ret = strconv.FormatInt(*h.RetentionMs, 10)
-			}
-			problem := "-"
-			if h.Problem != "" {
-				problem = st.Warn.Render(h.Problem)
-			}
-			s.Rows = append(s.Rows, []string{h.Topic, strconv.FormatInt(h.Markers, 10), ret, h.Horizon, problem})
-		}
-		sections = append(sections, s)
-	}
-	return sections
 }

@@ -2,8 +2,6 @@ package processed
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +38,7 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 					return err
 				}
 			}
-			return cmdutil.Run(cmd, opts, runF, processedStatsRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedStatsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer")
@@ -48,26 +46,11 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 	return cmd
 }
 
-// statsReport is what `processed stats` prints.
-type statsReport struct {
-	Driver        string                `json:"driver"`
-	Table         string                `json:"table"`
-	Window        string                `json:"window"`
-	WindowSeconds int64                 `json:"window_seconds"`
-	Consumers     []dedup.ConsumerStats `json:"consumers"`
-	// Sizes is null on SQLite.
-	Sizes *dedup.Sizes `json:"sizes"`
-}
-
-func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
-	p, st, err := opts.Open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmdutil.Clients) error {
+	p, st := cl.Printer, cl.Store
 	s, err := st.Stats(ctx, opts.Filter)
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: timespec.Format(s.Window),
 		WindowSeconds: int64(s.Window / time.Second), Consumers: s.Consumers, Sizes: s.Sizes}
@@ -78,46 +61,4 @@ func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions) error {
 		return output.List(p, rep.Consumers, statsColumns(), "")
 	}
 	return p.Object(rep, statsSections(p, rep))
-}
-
-func statsColumns() []output.Column[dedup.ConsumerStats] {
-	return []output.Column[dedup.ConsumerStats]{
-		{Name: "consumer", Value: func(c dedup.ConsumerStats) string { return c.Consumer }},
-		{Name: "markers", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.Count, 10) }},
-		{Name: "first_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.First) }},
-		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.Last) }},
-		{Name: "in_window", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.InWindow, 10) }},
-		{Name: "per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
-	}
-}
-
-func statsSections(p *output.Printer, rep statsReport) []output.Section {
-	cols := statsColumns()
-	s := output.Section{Title: fmt.Sprintf("Markers in %s (%s); window: the last %s", rep.Table, rep.Driver, rep.Window)}
-	for _, c := range cols {
-		s.Header = append(s.Header, c.Name)
-	}
-	var total int64
-	for _, c := range rep.Consumers {
-		row := make([]string, len(cols))
-		for i, col := range cols {
-			row[i] = col.Value(c)
-		}
-		s.Rows = append(s.Rows, row)
-		total += c.Count
-	}
-	sections := []output.Section{s}
-	sum := output.Section{Title: "Totals", Fields: [][2]string{
-		{"consumers", strconv.Itoa(len(rep.Consumers))},
-		{"markers", strconv.FormatInt(total, 10)},
-	}}
-	if z := rep.Sizes; z != nil {
-		sum.Fields = append(sum.Fields,
-			[2]string{"table size", cmdutil.HumanBytes(z.TableBytes)},
-			[2]string{"index size", cmdutil.HumanBytes(z.IndexBytes)},
-			[2]string{"total size", cmdutil.HumanBytes(z.TotalBytes)})
-	} else {
-		sum.Fields = append(sum.Fields, [2]string{"size", p.Styles.Dim.Render("not reported on " + rep.Driver)})
-	}
-	return append(sections, sum)
 }

@@ -4,52 +4,42 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 )
 
 // TestProcessedUsageErrors runs the root command: usage errors exit 2 before any store is
 // opened (none is configured, and the DSN given points nowhere).
 func TestProcessedUsageErrors(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"processed", "get"}, "takes one event id (got 0 argument(s))"},
-		{[]string{"processed", "get", "a", "b"}, "takes one event id (got 2 argument(s))"},
-		{[]string{"processed", "get", "e1", "--consumer", ""}, "--consumer: invalid consumer"},
-		{[]string{"processed", "list", "extra"}, `unknown command "extra"`},
-		{[]string{"processed", "list", "--limit", "0"}, "--limit 0: must be between 1 and 100000"},
-		{[]string{"processed", "list", "--since", "yesterday"}, `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
-		{[]string{"processed", "list", "--since", "1h", "--until", "2h"}, "is not after --since"},
-		{[]string{"processed", "list", "--cursor", "nope"}, "is not a cursor printed by fieldwork processed list"},
-		{[]string{"processed", "stats", "--window", "0s"}, `invalid argument "0s" for "--window" flag: "0s": must be more than 0`},
-		{[]string{"processed", "stats", "--window", "a week"}, `invalid argument "a week" for "--window"`},
-		{[]string{"processed", "check", "--consumer", "c"}, "--topic is required"},
-		{[]string{"processed", "check", "--topic", "t"}, "--consumer is required"},
-		{[]string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, "not both"},
-		{[]string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, "--max-missing -1"},
-		{[]string{"processed", "prune"}, "--older-than is required"},
-		{[]string{"processed", "prune", "--older-than", "-3d"}, `invalid argument "-3d"`},
-		{[]string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, "--batch-size 0"},
-		{[]string{"processed", "forget", "e1"}, "--consumer is required: refusing to forget the events for every consumer unless --all-consumers"},
-		{[]string{"processed", "forget", "e1", "--consumer", "c", "--all-consumers"}, "exclude each other"},
-		{[]string{"processed", "forget", "--consumer", "c"}, "no event ids"},
-		{[]string{"processed", "forget", "e1", "--from-file", "x", "--consumer", "c"}, "not both"},
-		{[]string{"processed", "forget", "--from-file", "-", "--consumer", "c"}, "pass --yes"},
-		{[]string{"processed", "forget", "--from-file", "/no/such/file", "--consumer", "c"}, "--from-file: open /no/such/file"},
-		{[]string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:1/x", "--table", "a-b"}, `invalid table name "a-b"`},
-		{[]string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:notaport/x"}, `invalid DSN "postgres://u:xxxxx@127.0.0.1:notaport/x"`},
-		{[]string{"processed", "list"}, "no dedup store configured"},
-		{[]string{"db", "migrate", "--column-offset", "off"}, "the --column-* flags are for querying an existing table"},
-		{[]string{"db", "status", "extra"}, `unknown command "extra"`},
-	}
-	for _, tc := range cases {
-		r := roottest.Run(t, map[string]string{}, tc.args...)
-		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" || strings.Contains(r.Stderr, "s3cret") {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.args, r.Code, r.Stderr, r.Stdout, tc.want)
-		}
-	}
+	roottest.CheckUsage(t, []roottest.Usage{
+		{Args: []string{"processed", "get"}, Want: "takes one event id (got 0 argument(s))"},
+		{Args: []string{"processed", "get", "a", "b"}, Want: "takes one event id (got 2 argument(s))"},
+		{Args: []string{"processed", "get", "e1", "--consumer", ""}, Want: "--consumer: invalid consumer"},
+		{Args: []string{"processed", "list", "extra"}, Want: `unknown command "extra"`},
+		{Args: []string{"processed", "list", "--limit", "0"}, Want: "--limit 0: must be between 1 and 100000"},
+		{Args: []string{"processed", "list", "--since", "yesterday"}, Want: `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
+		{Args: []string{"processed", "list", "--since", "1h", "--until", "2h"}, Want: "is not after --since"},
+		{Args: []string{"processed", "list", "--cursor", "nope"}, Want: "is not a cursor printed by fieldwork processed list"},
+		{Args: []string{"processed", "stats", "--window", "0s"}, Want: `invalid argument "0s" for "--window" flag: "0s": must be more than 0`},
+		{Args: []string{"processed", "stats", "--window", "a week"}, Want: `invalid argument "a week" for "--window"`},
+		{Args: []string{"processed", "check", "--consumer", "c"}, Want: "--topic is required"},
+		{Args: []string{"processed", "check", "--topic", "t"}, Want: "--consumer is required"},
+		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, Want: "not both"},
+		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, Want: "--max-missing -1"},
+		{Args: []string{"processed", "prune"}, Want: "--older-than is required"},
+		{Args: []string{"processed", "prune", "--older-than", "-3d"}, Want: `invalid argument "-3d"`},
+		{Args: []string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, Want: "--batch-size 0"},
+		{Args: []string{"processed", "forget", "e1"}, Want: "--consumer is required: refusing to forget the events for every consumer unless --all-consumers"},
+		{Args: []string{"processed", "forget", "e1", "--consumer", "c", "--all-consumers"}, Want: "exclude each other"},
+		{Args: []string{"processed", "forget", "--consumer", "c"}, Want: "no event ids"},
+		{Args: []string{"processed", "forget", "e1", "--from-file", "x", "--consumer", "c"}, Want: "not both"},
+		{Args: []string{"processed", "forget", "--from-file", "-", "--consumer", "c"}, Want: "pass --yes"},
+		{Args: []string{"processed", "forget", "--from-file", "/no/such/file", "--consumer", "c"}, Want: "--from-file: open /no/such/file"},
+		{Args: []string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:1/x", "--table", "a-b"}, Want: `invalid table name "a-b"`},
+		{Args: []string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:notaport/x"}, Want: `invalid DSN "postgres://u:xxxxx@127.0.0.1:notaport/x"`},
+		{Args: []string{"processed", "list"}, Want: "no dedup store configured"},
+		{Args: []string{"db", "migrate", "--column-offset", "off"}, Want: "the --column-* flags are for querying an existing table"},
+		{Args: []string{"db", "status", "extra"}, Want: `unknown command "extra"`},
+	}, "s3cret")
 }
 
 func TestProcessedHelp(t *testing.T) {

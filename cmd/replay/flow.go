@@ -34,7 +34,7 @@ func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Clu
 	if err == nil {
 		err = perr
 	}
-	return cmdutil.StoreError(err, d.Names())
+	return err
 }
 
 // flowView is the terminal side of one flow.

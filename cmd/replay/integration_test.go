@@ -3,9 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -40,23 +37,8 @@ import (
 // schema (migrated, dropped at cleanup) whose name the commands get with --schema.
 func replayEnv(t *testing.T) (env map[string]string, schema string) {
 	t.Helper()
-	dsn := testenv.DSN(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema = "fwrcli_" + hex.EncodeToString(b)
+	dsn, schema := testenv.DSN(t), testenv.PGSchema(t, "fwrcli_")
 	env = map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t), "FIELDWORK_DSN": dsn, "USER": "tester"}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
 	if r := roottest.Run(t, env, "db", "migrate", "--schema", schema); r.Code != 0 {
 		t.Fatalf("db migrate: exit %d: %s", r.Code, r.Stderr)
 	}
@@ -320,42 +302,15 @@ func TestReplayCLIKillAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and replays 20,000 records")
 	}
-	env, schema := replayEnv(t)
-	cl := testenv.Client(t)
-	src, dlqTopic := testenv.Topic(t, 3, nil), testenv.Topic(t, 3, nil)
 	const n = 20_000
-	seedDeadLetters(t, cl, src, dlqTopic, n, 0)
-
-	bin := fieldworkBinary(t)
-	environ := append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
-		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
-	child := exec.Command(bin, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", "2000", "-o", "json")
-	child.Env = environ
-	var childErr bytes.Buffer
-	child.Stderr = &childErr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := startReplayChild(t, 3, n, "2000")
+	src, dlqTopic, st := child.src, child.dlqTopic, child.st
 	// Kill it once the journal shows a third of the records sent.
-	st := replayStore(t, schema)
-	var run dedup.ReplayRun
-	deadline := time.Now().Add(time.Minute)
-	for {
-		runs, err := st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
-		if err == nil && len(runs) == 1 && runs[0].Sent >= n/3 {
-			run = runs[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = child.Process.Kill()
-			t.Fatalf("the run did not get going: %v %+v\n%s", err, runs, childErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+	run := child.waitSent(t, n/3)
+	if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = child.Wait() // reaps it: its pid no longer exists, so resume may take the run over
+	_ = child.cmd.Wait() // reaps it: its pid no longer exists, so resume may take the run over
 	killed, _, err := st.ReplayRun(context.Background(), run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -365,21 +320,15 @@ func TestReplayCLIKillAndResume(t *testing.T) {
 	}
 	beforeResume := len(replaySources(t, src))
 
-	resume := exec.Command(bin, "replay", "resume", run.ID, "--schema", schema, "--yes", "-o", "json")
-	resume.Env = environ
-	var out, errOut bytes.Buffer
-	resume.Stdout, resume.Stderr = &out, &errOut
-	if err := resume.Run(); err != nil {
-		t.Fatalf("resume: %v\n%s", err, errOut.String())
-	}
+	out := child.resume(t, run.ID)
 	var sum struct {
 		Status          string
 		Resumed         bool
 		Counts          dedup.RunCounts
 		DuplicateWindow int64 `json:"duplicate_window"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
-		t.Fatalf("resume summary: %v\n%s", err, out.String())
+	if err := json.Unmarshal(out, &sum); err != nil {
+		t.Fatalf("resume summary: %v\n%s", err, out)
 	}
 	if sum.Status != "completed" || !sum.Resumed || sum.Counts != (dedup.RunCounts{Selected: n, Sent: n}) {
 		t.Fatalf("resume summary %+v", sum)
@@ -587,6 +536,68 @@ func fieldworkBinary(t *testing.T) string {
 	return binPath
 }
 
+// replayChild is `fieldwork replay --execute` running as a child process on dead letters of
+// its own, seeded in dlqTopic from src, and the journal it writes.
+type replayChild struct {
+	cmd           *exec.Cmd
+	out, errOut   bytes.Buffer
+	environ       []string
+	bin, schema   string
+	src, dlqTopic string
+	st            *dedup.Store
+}
+
+// startReplayChild seeds n dead letters in topics of the given partitions and starts the
+// binary replaying them at rate records per second.
+func startReplayChild(t *testing.T, partitions int32, n int, rate string) *replayChild {
+	t.Helper()
+	env, schema := replayEnv(t)
+	c := &replayChild{bin: fieldworkBinary(t), schema: schema}
+	c.src, c.dlqTopic = testenv.Topic(t, partitions, nil), testenv.Topic(t, partitions, nil)
+	seedDeadLetters(t, testenv.Client(t), c.src, c.dlqTopic, n, 0)
+	c.environ = append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
+		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
+	c.cmd = exec.Command(c.bin, "replay", "--schema", schema, "--from", c.dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", rate, "-o", "json")
+	c.cmd.Env = c.environ
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errOut
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.st = replayStore(t, schema)
+	return c
+}
+
+// waitSent waits, for a minute at most, until the journal's one run has sent at least sent
+// records, and returns the run.
+func (c *replayChild) waitSent(t *testing.T, sent int64) dedup.ReplayRun {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runs, err := c.st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
+		if err == nil && len(runs) == 1 && runs[0].Sent >= sent {
+			return runs[0]
+		}
+		if time.Now().After(deadline) {
+			_ = c.cmd.Process.Kill()
+			t.Fatalf("the run did not get going: %v %+v\n%s", err, runs, c.errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// resume runs `fieldwork replay resume RUN --yes` to its end and returns its stdout.
+func (c *replayChild) resume(t *testing.T, runID string) []byte {
+	t.Helper()
+	resume := exec.Command(c.bin, "replay", "resume", runID, "--schema", c.schema, "--yes", "-o", "json")
+	resume.Env = c.environ
+	var out, errOut bytes.Buffer
+	resume.Stdout, resume.Stderr = &out, &errOut
+	if err := resume.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, errOut.String())
+	}
+	return out.Bytes()
+}
+
 // TestReplayCLISIGINTMarksInterrupted stops a running replay with SIGINT: it exits 130, the
 // journal says interrupted with every acknowledged record behind its checkpoints, and the
 // resume sends the rest without sending anything twice.
@@ -594,43 +605,19 @@ func TestReplayCLISIGINTMarksInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	env, schema := replayEnv(t)
-	cl := testenv.Client(t)
-	src, dlqTopic := testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil)
 	const n = 4000
-	seedDeadLetters(t, cl, src, dlqTopic, n, 0)
-	bin := fieldworkBinary(t)
-	environ := append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
-		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
-	child := exec.Command(bin, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", "1000", "-o", "json")
-	child.Env = environ
-	var childOut, childErr bytes.Buffer
-	child.Stdout, child.Stderr = &childOut, &childErr
-	if err := child.Start(); err != nil {
+	child := startReplayChild(t, 2, n, "1000")
+	src, st := child.src, child.st
+	child.waitSent(t, 1000)
+	if err := child.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	st := replayStore(t, schema)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		runs, err := st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
-		if err == nil && len(runs) == 1 && runs[0].Sent >= 1000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = child.Process.Kill()
-			t.Fatalf("the run did not get going: %v\n%s", err, childErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := child.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := child.Wait()
+	err := child.cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, childErr.String())
+		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, child.errOut.String())
 	}
-	if !strings.Contains(childErr.String(), "fieldwork replay resume") {
-		t.Fatalf("no resume hint:\n%s", childErr.String())
+	if !strings.Contains(child.errOut.String(), "fieldwork replay resume") {
+		t.Fatalf("no resume hint:\n%s", child.errOut.String())
 	}
 	runs, _ := st.ReplayRuns(context.Background(), dedup.ReplayRunFilter{})
 	run, cps, err := st.ReplayRun(context.Background(), runs[0].ID)
@@ -644,11 +631,7 @@ func TestReplayCLISIGINTMarksInterrupted(t *testing.T) {
 	if inTarget := int64(len(replaySources(t, src))); inTarget != run.Sent || behind != run.Sent {
 		t.Fatalf("interrupted: %d in the target, journal says %d sent, checkpoints cover %d", inTarget, run.Sent, behind)
 	}
-	resume := exec.Command(bin, "replay", "resume", run.ID, "--schema", schema, "--yes", "-o", "json")
-	resume.Env = environ
-	if out, err := resume.CombinedOutput(); err != nil {
-		t.Fatalf("resume: %v\n%s", err, out)
-	}
+	child.resume(t, run.ID)
 	sources := replaySources(t, src)
 	distinct := map[string]bool{}
 	for _, s := range sources {

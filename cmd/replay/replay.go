@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -21,30 +20,15 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Kafka   func(context.Context) (*kafka.Cluster, error)
 	Confirm func(yes bool, question string) error
 	Getenv  func(string) string
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
 	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Kafka: f.Kafka, Getenv: f.Getenv,
+		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
 		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
 	}
-}
-
-// journal opens the store for the replay journal and checks that it is migrated (the journal
-// is migration 002).
-func (d replayDeps) journal(ctx context.Context) (*dedup.Store, error) {
-	st, err := d.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Verify(ctx); err != nil {
-		st.Close()
-		return nil, cmdutil.StoreError(err, d.Names())
-	}
-	return st, nil
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
@@ -70,7 +54,7 @@ type ReplayOptions struct {
 // NewCmdReplay builds `replay` with its subcommands runs, show and resume. runF, when set,
 // replaces the run (for tests of flag parsing).
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
-	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: time.Now}
+	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
@@ -132,17 +116,12 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return fwerr.Usagef("%s takes at most one record address TOPIC/PARTITION/OFFSET (got %d arguments)", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
+		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			return cmdutil.Run(cmd, opts, runF, replayRun)
+			return cmdutil.RunWith(cmd, f, opts.needs(), opts, runF, replayRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -258,30 +237,21 @@ func replayGC(getenv func(string) string) {
 	}
 }
 
-func replayRun(ctx context.Context, opts *ReplayOptions) error {
-	replayGC(opts.Getenv)
-	p, err := opts.Printer()
-	if err != nil {
-		return err
+// needs are the clients a replay opens: the cluster, and the store when it executes (the
+// journal, migrated) or when the selection looks statuses up.
+func (opts *ReplayOptions) needs() cmdutil.Need {
+	switch {
+	case opts.Execute:
+		return cmdutil.NeedJournal | cmdutil.NeedKafka
+	case opts.Spec.NeedsStore():
+		return cmdutil.NeedStore | cmdutil.NeedKafka
 	}
-	var st *dedup.Store
-	if opts.Execute {
-		if st, err = opts.journal(ctx); err != nil {
-			return err
-		}
-		defer st.Close()
-	} else if opts.Spec.NeedsStore() {
-		if st, err = opts.Store(ctx); err != nil {
-			return err
-		}
-		defer st.Close()
-	}
-	c, err := opts.Kafka(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	return cmdutil.NeedKafka
+}
 
+func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
+	replayGC(opts.Getenv)
+	p, st, c := cl.Printer, cl.Store, cl.Kafka
 	plan, err := replay.NewPlan(ctx, c, opts.Spec)
 	if err != nil {
 		return err

@@ -48,7 +48,7 @@ resume (exit 0).`,
 			if opts.Rate < 0 {
 				return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", opts.Rate)
 			}
-			return cmdutil.Run(cmd, opts, runF, replayResumeRun)
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedJournal|cmdutil.NeedKafka, opts, runF, replayResumeRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
@@ -57,29 +57,16 @@ resume (exit 0).`,
 	return cmd
 }
 
-func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions) error {
+func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
-	p, err := opts.Printer()
-	if err != nil {
-		return err
-	}
-	st, err := opts.journal(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	c, err := opts.Kafka(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	p, st, c := cl.Printer, cl.Store, cl.Kafka
 	plan, err := replay.LoadRun(ctx, c, st, opts.RunID, opts.Force)
 	if errors.Is(err, replay.ErrNothingToResume) {
 		fmt.Fprintf(opts.Streams.ErrOut, "run %s is completed: nothing to resume\n", opts.RunID)
 		return nil
 	}
 	if err != nil {
-		return cmdutil.StoreError(err, opts.Names())
+		return err
 	}
 	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: opts.Rate, Sample: -1})
 }

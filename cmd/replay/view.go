@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -232,4 +233,117 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		sections = append(sections, s)
 	}
 	return sections
+}
+
+// replayRunView is a journaled run as the commands print it: the selection as JSON, not as a string
+// holding JSON.
+type replayRunView struct {
+	dedup.ReplayRun
+	Selection json.RawMessage `json:"selection"`
+}
+
+func replayViewOf(r dedup.ReplayRun) replayRunView {
+	sel := json.RawMessage(r.Selection)
+	if !json.Valid(sel) {
+		b, _ := json.Marshal(r.Selection)
+		sel = b
+	}
+	return replayRunView{ReplayRun: r, Selection: sel}
+}
+
+var replayRunColumns = []output.Column[replayRunView]{
+	{Name: "id", Value: func(r replayRunView) string { return r.ID }},
+	{Name: "status", Value: func(r replayRunView) string { return r.Status }},
+	{Name: "created_at", Value: func(r replayRunView) string { return cmdutil.FormatTime(r.CreatedAt) }},
+	{Name: "operator", Value: func(r replayRunView) string { return r.Operator }},
+	{Name: "source", Value: func(r replayRunView) string { return strings.Join(r.Sources, ",") }},
+	{Name: "target", Value: func(r replayRunView) string { return r.Target }},
+	{Name: "selected", Value: func(r replayRunView) string { return strconv.FormatInt(r.Selected, 10) }},
+	{Name: "sent", Value: func(r replayRunView) string { return strconv.FormatInt(r.Sent, 10) }},
+	{Name: "quarantined", Value: func(r replayRunView) string { return strconv.FormatInt(r.Quarantined, 10) }},
+	{Name: "skipped", Value: func(r replayRunView) string { return strconv.FormatInt(r.Skipped, 10) }},
+	{Name: "reason", Value: func(r replayRunView) string { return r.Reason }},
+}
+
+// replayRunDetail is what `replay show` prints.
+type replayRunDetail struct {
+	replayRunView
+	Checkpoints []replayCheckpointView `json:"checkpoints"`
+	Targets     []dedup.TargetCount    `json:"targets"`
+}
+
+type replayCheckpointView struct {
+	dedup.ReplayCheckpoint
+	// Remaining is how many offsets after the checkpoint are left to read.
+	Remaining int64 `json:"remaining"`
+}
+
+func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
+	st := p.Styles
+	status := d.Status
+	switch d.Status {
+	case dedup.RunCompleted:
+		status = st.OK.Render(status)
+	case dedup.RunFailed:
+		status = st.Bad.Render(status)
+	case dedup.RunInterrupted, dedup.RunRunning:
+		status = st.Warn.Render(status)
+	}
+	head := output.Section{Title: "Replay run " + d.ID, Fields: [][2]string{
+		{"status", status},
+		{"operator", d.Operator},
+		{"reason", d.Reason},
+		{"source", strings.Join(d.Sources, ", ")},
+		{"target", d.Target},
+		{"selected", strconv.FormatInt(d.Selected, 10)},
+		{"sent", strconv.FormatInt(d.Sent, 10)},
+		{"quarantined", strconv.FormatInt(d.Quarantined, 10)},
+		{"skipped", strconv.FormatInt(d.Skipped, 10)},
+		{"created", cmdutil.FormatTime(d.CreatedAt)},
+		{"updated", cmdutil.FormatTime(d.UpdatedAt)},
+	}}
+	if d.FinishedAt != nil {
+		head.Fields = append(head.Fields, [2]string{"finished", cmdutil.FormatTime(*d.FinishedAt)})
+	}
+	if d.Owner != "" {
+		head.Fields = append(head.Fields, [2]string{"process", d.Owner})
+	}
+	if d.Error != "" {
+		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(d.Error)})
+	}
+	sections := []output.Section{head}
+	// The journaled selection, as its plan printed it; as it is written when it is not a
+	// replay spec (a run of another version).
+	var spec replay.Spec
+	if err := json.Unmarshal(d.replayRunView.Selection, &spec); err == nil && spec.From != "" {
+		sections = append(sections, replaySelectionSection(spec.Selection(), spec.Filters()))
+	} else {
+		head.Fields = append(head.Fields, [2]string{"selection", string(d.replayRunView.Selection)})
+		sections[0] = head
+	}
+	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "end", "acked through", "remaining"}}
+	for _, c := range d.Checkpoints {
+		start, end, acked := strconv.FormatInt(c.Start, 10), strconv.FormatInt(c.End, 10), strconv.FormatInt(c.AckedThrough, 10)
+		if c.End < c.Start {
+			start, end = "-", "-"
+		}
+		if c.AckedThrough < c.Start {
+			acked = "-"
+		}
+		cps.Rows = append(cps.Rows, []string{c.Topic, strconv.Itoa(int(c.Partition)), start, end, acked, strconv.FormatInt(c.Remaining, 10)})
+	}
+	targets := output.Section{Title: "Sent, per target", Header: []string{"topic", "partition", "records"}}
+	for _, t := range d.Targets {
+		targets.Rows = append(targets.Rows, []string{t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.Records, 10)})
+	}
+	return append(sections, cps, targets)
+}
+
+// renderRuns prints the journal's runs, newest first.
+func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
+	views := make([]replayRunView, len(runs))
+	for i, r := range runs {
+		views[i] = replayViewOf(r)
+	}
+	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
 }

@@ -45,6 +45,9 @@ func ParseStatsKeys(s string) ([]StatsKey, error) {
 	return out, nil
 }
 
+// StatsKeyNames lists the names of every StatsKey, comma-separated, for help and messages.
+func StatsKeyNames() string { return joinKeys(StatsKeys) }
+
 func joinKeys(keys []StatsKey) string {
 	s := make([]string, len(keys))
 	for i, k := range keys {

@@ -146,15 +146,7 @@ func scriptName() string {
 
 // dropSchema removes a script's schema; a script that never created it costs one connection.
 func dropSchema(t testscript.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Log("drop schema " + schema + ": " + err.Error())
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+	if err := DropSchema(dsn, schema); err != nil {
 		t.Log("drop schema " + schema + ": " + err.Error())
 	}
 }

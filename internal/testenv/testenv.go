@@ -34,12 +34,20 @@ func Required() bool {
 // skips, or fails where the services are Required.
 func Kcat(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("kcat")
+	return Tool(t, "kcat")
+}
+
+// Tool returns the path of name (a command on PATH, or a path), one of the tools
+// scripts/services.sh installs; without it the test skips, or fails where the services are
+// Required.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if Required() {
-			t.Fatal("kcat is not installed: run scripts/services.sh start")
+			t.Fatalf("%s is not installed: run scripts/services.sh start", name)
 		}
-		t.Skip("kcat is not installed")
+		t.Skipf("%s is not installed", name)
 	}
 	return path
 }

@@ -5,6 +5,7 @@ package roottest
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +39,38 @@ func Run(t *testing.T, env map[string]string, args ...string) Result {
 	ran, err := cmd.ExecuteContextC(ctx)
 	code := root.ExitCode(ctx, f, ran, err)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code, Elapsed: time.Since(start)}
+}
+
+// RunCode is Run, and fails the test at once unless the command exits wantCode.
+func RunCode(t *testing.T, env map[string]string, wantCode int, args ...string) Result {
+	t.Helper()
+	r := Run(t, env, args...)
+	if r.Code != wantCode {
+		t.Fatalf("%v: exit %d, want %d\nstderr: %s", args, r.Code, wantCode, r.Stderr)
+	}
+	return r
+}
+
+// Usage is a command line the tree must refuse as a usage error, and what stderr says then.
+type Usage struct {
+	Args []string
+	Want string
+}
+
+// CheckUsage runs each command line through the whole tree with an empty environment (no
+// broker, no store: a usage error comes before anything connects) and fails the test for
+// each that does not exit 2 with its Want on stderr and nothing on stdout, or whose stderr
+// holds one of never.
+func CheckUsage(t *testing.T, cases []Usage, never ...string) {
+	t.Helper()
+	for _, tc := range cases {
+		r := Run(t, map[string]string{}, tc.Args...)
+		bad := r.Code != root.ExitUsage || !strings.Contains(r.Stderr, tc.Want) || r.Stdout != ""
+		for _, n := range never {
+			bad = bad || strings.Contains(r.Stderr, n)
+		}
+		if bad {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 with %q", tc.Args, r.Code, r.Stderr, r.Stdout, tc.Want)
+		}
+	}
 }

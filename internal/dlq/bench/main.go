@@ -1,21 +1,31 @@
-// Command bench measures `fieldwork dlq stats` on a large dead-letter topic of the real
-// broker, beside kcat reading the same topic into /dev/null in the same run. It is a
-// benchmark, not a test: it prints figures and asserts nothing (CI never runs it).
+// Command bench measures fieldwork's read side on large topics of the real broker, each
+// contender a child process measured as the kernel sees it (wall time, CPU time, peak resident
+// set size from wait4's rusage; benchkit.Measure). It fills a fresh topic with -records
+// fieldwork-convention dead letters (dlq.NewDeadLetter, values of about 300 bytes, produced with
+// franz-go in large lingering batches) and a second one with the first -small-records of them,
+// claims a marker for every event in a fresh schema (consumer "bench"), builds the fieldwork
+// binary, then alternates, round after round, in a rotating order:
+//
+//   - kcat -C -e -J -q into /dev/null (an independent client, every record as JSON);
+//   - a bare franz-go read of the same range, counting records, no parsing (this program
+//     again, as a child: the client floor);
+//   - fieldwork dlq stats -o json, and fieldwork dlq list --limit 0 --no-status -o jsonl;
+//   - fieldwork processed check -o json (every event has its marker) and fieldwork inspect
+//     validate -o json over the same records (their values are the original events);
+//   - dlq stats, inspect validate and processed check again over the small topic, for their
+//     peak memory at the two sizes.
+//
+// It prints every run and the medians, and with -json writes every run for the suite
+// (internal/benchsuite, `make bench`). It is a benchmark, not a test: it asserts nothing (CI
+// never runs it). The topics and the schema are deleted at the end unless -keep.
 //
 //	eval "$(scripts/services.sh env)"
 //	go run ./internal/dlq/bench                      # 1,000,000 dead letters, 3 rounds
 //	go run ./internal/dlq/bench -records 200000 -keep
-//
-// It fills a fresh topic with fieldwork-convention dead letters (dlq.NewDeadLetter, values of
-// about 300 bytes, produced with franz-go in large lingering batches), builds the fieldwork
-// binary, then alternates, round after round, `kcat -C -e -J -q` into /dev/null and
-// `fieldwork dlq stats -o json` (whose JSON says how many records it read), each a child
-// process: wall time, records per second, and peak memory as the kernel measured it (the
-// child's maximum resident set size, getrusage). The topic is deleted at the end unless
-// -keep; -topic reuses a filled topic.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,38 +34,55 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/benchkit"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 )
 
 func main() {
 	var (
 		brokers    = flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "the real broker (default $FIELDWORK_TEST_BROKERS)")
+		dsn        = flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL for the markers processed check reads (default $FIELDWORK_TEST_DSN)")
 		records    = flag.Int("records", 1_000_000, "dead letters to write")
-		partitions = flag.Int("partitions", 3, "partitions of the topic")
+		small      = flag.Int("small-records", 100_000, "dead letters of the small topic (peak memory at a tenth of the size; 0: none)")
+		partitions = flag.Int("partitions", 3, "partitions of the topics")
 		valueSize  = flag.Int("value-size", 300, "approximate size of each dead letter's value, bytes")
-		topic      = flag.String("topic", "", "read this already filled topic instead of creating one")
-		keep       = flag.Bool("keep", false, "keep the topic created (its name is printed)")
-		rounds     = flag.Int("rounds", 3, "rounds of kcat then fieldwork")
+		keep       = flag.Bool("keep", false, "keep the topics and the schema created (their names are printed)")
+		rounds     = flag.Int("rounds", 3, "rounds; the contenders alternate their order")
 		binary     = flag.String("fieldwork", "", "fieldwork binary to measure (default: go build the module into a temporary directory)")
-		extra      = flag.String("args", "", "extra arguments for fieldwork dlq stats, space-separated")
+		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
+		readRange  = flag.String("read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
 	)
 	flag.Parse()
 	if *brokers == "" {
 		fail(errors.New("no broker: pass -brokers or run eval \"$(scripts/services.sh env)\""))
 	}
 	ctx := context.Background()
+	if *readRange != "" {
+		n, err := bareRead(ctx, *brokers, *readRange)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(n)
+		return
+	}
+	if *dsn == "" {
+		fail(errors.New("no database: pass -dsn or run eval \"$(scripts/services.sh env)\""))
+	}
 	if _, err := exec.LookPath("kcat"); err != nil {
 		fail(errors.New("kcat is not installed"))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
 	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
@@ -64,12 +91,39 @@ func main() {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-
-	name := *topic
-	if name == "" {
+	id := benchkit.Suffix()
+	schema := "fwbench_dlq_" + id
+	var topics []string
+	defer func() {
+		if *keep {
+			fmt.Printf("kept topics %s and schema %s\n", strings.Join(topics, ", "), schema)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, topics...)
+		if conn, err := pgx.Connect(ctx, *dsn); err == nil {
+			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+			_ = conn.Close(ctx)
+		}
+	}()
+	st, err := dedup.Open(ctx, *dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		fail(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		fail(err)
+	}
+	sizes := []int{*records}
+	if *small > 0 && *small < *records {
+		sizes = append(sizes, *small)
+	}
+	names := map[int]string{}
+	for _, n := range sizes {
 		// Not a name the default pattern matches (.dlq, -dlt, .DLT): tests that scan every
 		// dead-letter topic of the broker must not read a million records kept by -keep.
-		name = fmt.Sprintf("fieldwork-bench-%d-deadletters", time.Now().Unix())
+		name := fmt.Sprintf("fieldwork-bench-%s-%d-deadletters", id, n)
 		forever := "-1"
 		resp, err := adm.CreateTopic(ctx, int32(*partitions), 1, map[string]*string{"retention.ms": &forever}, name)
 		if err == nil {
@@ -78,21 +132,20 @@ func main() {
 		if err != nil {
 			fail(fmt.Errorf("create topic %s: %w", name, err))
 		}
-		if !*keep {
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_, _ = adm.DeleteTopics(ctx, name)
-			}()
-		}
+		topics = append(topics, name)
+		names[n] = name
 		start := time.Now()
-		bytes, err := fill(ctx, *brokers, name, *records, *valueSize)
+		var claim *dedup.Store
+		if n == *records {
+			claim = st // the small topic's events are the first of the large one's: marked already
+		}
+		bytes, err := fill(ctx, *brokers, name, n, *valueSize, claim)
 		if err != nil {
 			fail(err)
 		}
 		el := time.Since(start)
 		fmt.Printf("filled %s: %d dead letters, %.0f MiB of keys, values and headers, in %s (%.0f records/s)\n",
-			name, *records, float64(bytes)/(1<<20), el.Round(time.Millisecond), float64(*records)/el.Seconds())
+			name, n, float64(bytes)/(1<<20), el.Round(time.Millisecond), float64(n)/el.Seconds())
 	}
 
 	bin := *binary
@@ -111,62 +164,158 @@ func main() {
 		}
 	}
 
-	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), kcatVersion())
-	statsArgs := []string{"dlq", "stats", "--topic", name, "--brokers", *brokers, "-o", "json"}
-	if *extra != "" {
-		statsArgs = append(statsArgs, strings.Fields(*extra)...)
+	// A contender is a child process and how to count what it read from its output.
+	type contender struct {
+		key, label string
+		records    int
+		args       []string
+		count      func(out *capture) (int64, error)
 	}
-	var (
-		kcatRuns, fwRuns []run
-		ratios           []float64
-	)
-	for i := range *rounds {
-		k, err := measure("kcat", []string{"-C", "-e", "-J", "-q", "-t", name, "-b", *brokers}, nil)
-		if err != nil {
-			fail(err)
-		}
-		k.records = int64(*records)
-		if *topic != "" {
-			k.records = -1
-		}
-		var out strings.Builder
-		f, err := measure(bin, statsArgs, &out)
-		if err != nil {
-			fail(err)
-		}
-		var rep struct {
-			RecordsRead int64 `json:"records_read"`
-		}
-		if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-			fail(fmt.Errorf("fieldwork output: %w", err))
-		}
-		f.records = rep.RecordsRead
-		if k.records < 0 {
-			k.records = rep.RecordsRead // a topic filled earlier: fieldwork's count is the topic's
-		}
-		fmt.Printf("round %d: kcat %s\n         fieldwork dlq stats %s; ratio %.2fx\n", i+1, k, f, f.rate()/k.rate())
-		kcatRuns, fwRuns = append(kcatRuns, k), append(fwRuns, f)
-		ratios = append(ratios, f.rate()/k.rate())
+	fw := func(topic string, args ...string) []string {
+		return append([]string{bin}, append(args, "--brokers", *brokers)...)
 	}
-	if len(fwRuns) == 0 {
-		return
+	check := func(topic string) []string {
+		return fw(topic, "processed", "check", "--topic", topic, "--consumer", "bench", "--dsn", *dsn, "--schema", schema, "-o", "json")
 	}
-	k, f := median(kcatRuns), median(fwRuns)
-	peak := slices.MaxFunc(fwRuns, func(a, b run) int { return int(a.peakKiB - b.peakKiB) })
-	slices.Sort(ratios)
-	fmt.Printf("\nmedian of %d rounds over %d records (each run a child process; peak RSS by getrusage):\n", *rounds, f.records)
-	fmt.Printf("  kcat -C -e -J > /dev/null  %9.0f records/s  %6.2fs  %9.0f records per CPU-second  peak RSS %6.1f MiB\n", k.rate(), k.wall.Seconds(), k.cpuRate(), k.peakMiB())
-	fmt.Printf("  fieldwork dlq stats        %9.0f records/s  %6.2fs  %9.0f records per CPU-second  peak RSS %6.1f MiB (highest of all rounds %.1f)\n", f.rate(), f.wall.Seconds(), f.cpuRate(), f.peakMiB(), peak.peakMiB())
-	fmt.Printf("  ratio fieldwork/kcat: %.2fx of the medians, %.2fx the median of the rounds' ratios (target >= 1); peak under 100 MiB: %v\n",
-		f.rate()/k.rate(), ratios[len(ratios)/2], peak.peakMiB() < 100)
-	if *keep && *topic == "" {
-		fmt.Printf("kept topic %s\n", name)
+	var cs []contender
+	for _, n := range sizes {
+		t := names[n]
+		sfx := ""
+		if n != *records {
+			sfx = fmt.Sprintf("@%d", n)
+		}
+		cs = append(cs,
+			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw(t, "dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read")},
+			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check(t), jsonCount("with_marker")},
+			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw(t, "inspect", "validate", t, "-o", "json"), jsonCount("records_scanned")})
+		if n == *records {
+			cs = append(cs,
+				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw(t, "dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount},
+				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", *brokers}, nil},
+				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", *brokers, "-read-range", t}, jsonCount("")})
+		}
+	}
+	rep := benchkit.Report{Bench: "dlq", Notes: []string{
+		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", *records, *valueSize, *partitions, *small),
+		benchkit.KcatVersion(),
+	}}
+	for r := range *rounds {
+		for _, c := range benchkit.Rotate(cs, r) {
+			var out capture
+			cmd := exec.Command(c.args[0], c.args[1:]...)
+			run, err := benchkit.Measure(cmd, &out)
+			if err != nil {
+				fail(err)
+			}
+			run.Round, run.Records = r+1, int64(c.records)
+			if c.count != nil {
+				got, err := c.count(&out)
+				if err != nil {
+					fail(fmt.Errorf("%s: %w", c.label, err))
+				}
+				if got != int64(c.records) {
+					fail(fmt.Errorf("%s read %d records of %d", c.label, got, c.records))
+				}
+			}
+			rep.Add(c.key, c.label, run)
+			fmt.Printf("round %d: %-60s %s\n", r+1, c.key+" "+c.label+":", run)
+		}
+	}
+	fmt.Println()
+	for _, s := range rep.Series {
+		lo, hi := benchkit.Spread(s.Rates())
+		plo, phi := benchkit.Spread(s.Peaks())
+		fmt.Printf("%-20s %-55s %9.0f records/s (median of %d; %.0f–%.0f), peak RSS %.1f–%.1f MiB\n",
+			s.Key, s.Label+":", benchkit.Median(s.Rates()), len(s.Runs), lo, hi, plo, phi)
+	}
+	if err := rep.WriteJSON(*jsonOut); err != nil {
+		fail(err)
 	}
 }
 
+// capture is a child's standard output: its lines counted, and its first 16 MiB kept (a
+// listing of a million dead letters is more than a gigabyte).
+type capture struct {
+	lines int64
+	head  bytes.Buffer
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.lines += int64(bytes.Count(p, []byte("\n")))
+	if room := 16<<20 - c.head.Len(); room > 0 {
+		c.head.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// jsonCount reads the number at key of a JSON object output (key "": the output is the number).
+func jsonCount(key string) func(*capture) (int64, error) {
+	return func(out *capture) (int64, error) {
+		var n int64
+		if key == "" {
+			err := json.Unmarshal(out.head.Bytes(), &n)
+			return n, err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out.head.Bytes(), &m); err != nil {
+			return 0, err
+		}
+		err := json.Unmarshal(m[key], &n)
+		return n, err
+	}
+}
+
+// lineCount counts the lines of a jsonl output.
+func lineCount(out *capture) (int64, error) { return out.lines, nil }
+
+// bareRead reads every record of topic, from the start offsets to the end offsets fixed when
+// it starts, with a franz-go client of default settings, and returns how many it read.
+func bareRead(ctx context.Context, brokers, topic string) (int64, error) {
+	adm, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		return 0, err
+	}
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	adm.Close()
+	if err != nil {
+		return 0, err
+	}
+	starts := map[int32]kgo.Offset{}
+	remaining := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			starts[o.Partition] = kgo.NewOffset().At(0)
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var n int64
+	for len(remaining) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return n, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if left, ok := remaining[r.Partition]; ok && r.Offset < left {
+				n++
+				if r.Offset == left-1 {
+					delete(remaining, r.Partition)
+				}
+			}
+		})
+	}
+	return n, nil
+}
+
 // fill writes n fieldwork-convention dead letters to topic, spread over its partitions by
-// key, and returns the bytes of keys, values and headers written.
-func fill(ctx context.Context, brokers, topic string, n, valueSize int) (int64, error) {
+// key, and returns the bytes of keys, values and headers written. With claim, it also claims a
+// marker for every dead letter's event for consumer "bench", in batches of 1,000.
+func fill(ctx context.Context, brokers, topic string, n, valueSize int, claim *dedup.Store) (int64, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(brokers, ",")...),
 		kgo.DefaultProduceTopic(topic),
@@ -188,6 +337,7 @@ func fill(ctx context.Context, brokers, topic string, n, valueSize int) (int64, 
 		failed atomic.Pointer[error]
 		done   atomic.Int64
 	)
+	var marks []dedup.Marker
 	for i := range n {
 		if e := failed.Load(); e != nil {
 			return 0, *e
@@ -206,6 +356,16 @@ func fill(ctx context.Context, brokers, topic string, n, valueSize int) (int64, 
 			Reason: reasons[i%len(reasons)], Error: errs[(i/7)%len(errs)], Attempts: 1 + i%5,
 			FirstFailedAt: failedAt.Add(-time.Second), FailedAt: failedAt,
 		})
+		if claim != nil {
+			marks = append(marks, dedup.Marker{EventID: id, Topic: orig.Topic, Partition: orig.Partition, Offset: orig.Offset,
+				AggregateID: agg, AggregateVersion: int64(i/5000 + 1)})
+			if len(marks) == 1000 || i == n-1 {
+				if err := claimAll(ctx, claim, marks); err != nil {
+					return 0, err
+				}
+				marks = marks[:0]
+			}
+		}
 		bytes += int64(len(r.Key) + len(r.Value))
 		for _, h := range r.Headers {
 			bytes += int64(len(h.Key) + len(h.Value))
@@ -226,60 +386,12 @@ func fill(ctx context.Context, brokers, topic string, n, valueSize int) (int64, 
 	return bytes, nil
 }
 
-// run is one measured child process.
-type run struct {
-	wall    time.Duration
-	cpu     time.Duration // user + system
-	peakKiB int64
-	records int64
-}
-
-func (r run) rate() float64    { return float64(r.records) / r.wall.Seconds() }
-func (r run) cpuRate() float64 { return float64(r.records) / r.cpu.Seconds() }
-func (r run) peakMiB() float64 { return float64(r.peakKiB) / 1024 }
-func (r run) String() string {
-	return fmt.Sprintf("%.2fs, %.0f records/s (%.0f per CPU-second), peak RSS %.1f MiB", r.wall.Seconds(), r.rate(), r.cpuRate(), r.peakMiB())
-}
-
-// measure runs name args with stdout to out (nil: /dev/null) and returns its wall time and
-// peak resident set size (getrusage's ru_maxrss of the child, KiB on Linux).
-func measure(name string, args []string, out *strings.Builder) (run, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Stderr = os.Stderr
-	if out != nil {
-		cmd.Stdout = out
-	} else {
-		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		if err != nil {
-			return run{}, err
-		}
-		defer null.Close()
-		cmd.Stdout = null
-	}
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return run{}, fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	r := run{wall: time.Since(start), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.peakKiB = ru.Maxrss
-	}
-	return r, nil
-}
-
-func median(rs []run) run {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b run) int { return int(a.wall - b.wall) })
-	return s[len(s)/2]
-}
-
-func kcatVersion() string {
-	out, err := exec.Command("kcat", "-V").Output()
-	if err != nil {
-		return "kcat (version unknown)"
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
+// claimAll claims markers for consumer "bench" in one transaction.
+func claimAll(ctx context.Context, st *dedup.Store, ms []dedup.Marker) error {
+	return st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := st.Claim(ctx, tx, "bench", ms)
+		return err
+	})
 }
 
 func moduleRoot() string {

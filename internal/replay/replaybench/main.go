@@ -19,13 +19,21 @@
 // scanned first, as when the command asks for confirmation on a terminal). Mode "client" is no replay: the same reader and an
 // idempotent producer set up as the replay's copy every record unchanged (key, value, headers)
 // to a fresh topic, with no parsing, routing, provenance or journal: the floor that the
-// Kafka client sets for the replay on this machine.
+// Kafka client sets for the replay on this machine. Modes "perftest" and "perftest-replay" are
+// no replay either: Apache Kafka's own producer benchmark (org.apache.kafka.tools.ProducerPerformance,
+// kafka-producer-perf-test; -perf-classpath, which `scripts/services.sh perf-classpath` prints)
+// producing the same number of records of the dead letters' mean size (key, value and headers)
+// to a fresh topic, with acks=all and its default settings ("perftest") or with the replay's
+// producer settings ("perftest-replay"); its rate is the one it reports (from its first send,
+// the JVM's start not counted). Every round the contenders alternate their order; -json writes
+// every run for the suite (internal/benchsuite, `make bench`).
 //
 //	eval "$(scripts/services.sh env)"
 //	go run ./internal/replay/replaybench -n 500000 -rounds 5
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -33,19 +41,21 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/benchkit"
 	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -69,7 +79,9 @@ func main() {
 		flushRecs  = flag.Int("flush-records", 0, "ExecOptions.FlushRecords (default replay.DefaultFlushRecords)")
 		noKcat     = flag.Bool("no-kcat", false, "measure fieldwork replay only")
 		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, after its topic is created, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes) or before the brokers know its new topic")
-		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings)")
+		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
+		perfCP     = flag.String("perf-classpath", "", "Java classpath holding org.apache.kafka.tools.ProducerPerformance and its dependencies, for modes perftest and perftest-replay")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -95,25 +107,32 @@ func main() {
 	}
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep,
-		maxBuf: *maxBuf, flushRecs: *flushRecs, settle: *settle}
+		maxBuf: *maxBuf, flushRecs: *flushRecs, settle: *settle, perfCP: *perfCP}
 	b.setup(ctx)
 	defer b.cleanup(ctx)
 
 	modes := strings.Split(*modesFlag, ",")
 	for _, m := range modes {
-		if m != "headers" && m != "to" && m != "scan" && m != "client" {
+		if label[m] == "" || m == "kcat" {
 			fail("-modes: unknown mode %q", m)
 		}
-	}
-	rates := map[string][]float64{}
-	var kcatRates []float64
-	for r := range *rounds {
-		// Every other round kcat goes first, so that neither side always follows the other.
-		kcatFirst := r%2 == 1 && !*noKcat
-		if kcatFirst {
-			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
+		if strings.HasPrefix(m, "perftest") && b.perfCP == "" {
+			fail("-modes %s needs -perf-classpath (scripts/services.sh perf-classpath prints it)", m)
 		}
-		for _, m := range modes {
+	}
+	contenders := modes
+	if !*noKcat {
+		contenders = append(slices.Clone(modes), "kcat")
+	}
+	rep := benchkit.Report{Bench: "replay", Notes: []string{
+		fmt.Sprintf("%d dead letters of %.0f bytes on average (key, value and headers) on %d partitions; every target topic fresh", b.n, b.meanSize, b.partitions),
+		fmt.Sprintf("kafka-producer-perf-test: as many records of %d bytes (the dead letters' mean size), --throughput -1; with acks=all and its defaults, and with the replay's producer settings: %s",
+			int(b.meanSize+0.5), strings.Join(replayProducerProps, " ")),
+		"the client-only copy: the replay's reader and a producer with the replay's settings copying every record unchanged, no parsing, routing, provenance or journal",
+	}}
+	for r := range *rounds {
+		// The contenders alternate their order, so that none always follows the same other one.
+		for _, m := range benchkit.Rotate(contenders, r) {
 			if *cpuProfile != "" {
 				f, err := os.Create(*cpuProfile + "." + m)
 				if err != nil {
@@ -128,10 +147,16 @@ func main() {
 				}
 				_ = trace.Start(f)
 			}
-			if m == "client" {
-				rates[m] = append(rates[m], b.clientCopy(ctx, r))
-			} else {
-				rates[m] = append(rates[m], b.replay(ctx, r, m))
+			var run benchkit.Run
+			switch m {
+			case "client":
+				run = b.clientCopy(ctx, r)
+			case "kcat":
+				run = b.kcatCopy(ctx, r)
+			case "perftest", "perftest-replay":
+				run = b.perfTest(ctx, r, m == "perftest-replay")
+			default:
+				run = b.replay(ctx, r, m)
 			}
 			if *cpuProfile != "" {
 				pprof.StopCPUProfile()
@@ -139,48 +164,80 @@ func main() {
 			if *traceFile != "" {
 				trace.Stop()
 			}
-		}
-		if !*noKcat && !kcatFirst {
-			kcatRates = append(kcatRates, b.kcatCopy(ctx, r))
+			run.Round = r + 1
+			rep.Add("replay/"+m, label[m], run)
 		}
 	}
 	fmt.Printf("\n%d records, %d partitions, %d round(s)\n", b.n, b.partitions, *rounds)
-	label := map[string]string{
-		"headers": "fieldwork replay DLQ → source (--execute --yes)",
-		"to":      "fieldwork replay --to a topic (--execute --yes)",
-		"scan":    "fieldwork replay, scanned first (terminal)",
-		"client":  "Kafka client alone (read, produce unchanged)",
+	for _, s := range rep.Series {
+		cpu := make([]float64, len(s.Runs))
+		for i, r := range s.Runs {
+			cpu[i] = r.CPUS
+		}
+		lo, hi := benchkit.Spread(s.Rates())
+		fmt.Printf("%-58s %10.0f records/s (median; %.0f–%.0f), CPU %.2fs (median)\n", s.Label+":", benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu))
 	}
-	for _, m := range modes {
-		fmt.Printf("%-48s %10.0f records/s (median; best %.0f), CPU %.2fs (median)\n", label[m]+":", median(rates[m]), best(rates[m]), median(b.cpu[m]))
-	}
-	if len(kcatRates) > 0 {
-		fmt.Printf("%-48s %10.0f records/s (median; best %.0f), CPU %.2fs (median)\n", "kcat -C -e | kcat -P:", median(kcatRates), best(kcatRates), median(b.cpu["kcat"]))
+	if k, ok := rep.Get("replay/kcat"); ok {
 		for _, m := range modes {
-			fmt.Printf("ratio %-42s %10.2f (medians; target >= 1.0)\n", m+"/kcat:", median(rates[m])/median(kcatRates))
+			s, _ := rep.Get("replay/" + m)
+			fmt.Printf("ratio %-42s %10.2f (medians)\n", m+"/kcat:", benchkit.Median(s.Rates())/benchkit.Median(k.Rates()))
 		}
 	}
+	if err := rep.WriteJSON(*jsonOut); err != nil {
+		fail("%v", err)
+	}
 }
 
-func best(xs []float64) float64 {
-	m := 0.0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
+// label says what each contender runs.
+var label = map[string]string{
+	"headers":         "fieldwork replay DLQ → source (--execute --yes)",
+	"to":              "fieldwork replay --to a topic (--execute --yes)",
+	"scan":            "fieldwork replay, scanned first (terminal)",
+	"client":          "Kafka client alone (read, produce unchanged)",
+	"perftest":        "kafka-producer-perf-test, acks=all, default settings",
+	"perftest-replay": "kafka-producer-perf-test, the replay's producer settings",
+	"kcat":            "kcat -C -e | kcat -P",
 }
 
-// median is the middle value of xs (the mean of the two middle ones for an even count).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
+// replayProducerProps are the replay's producer settings (replay.Execute's franz-go client:
+// acks=all and idempotence, 10 ms linger, batches up to the topic's limit, snappy, 64 MiB
+// buffered) in the Java producer's terms.
+var replayProducerProps = []string{"acks=all", "enable.idempotence=true", "linger.ms=10", "batch.size=1000000",
+	"compression.type=snappy", "buffer.memory=67108864"}
+
+var perfRate = regexp.MustCompile(`(\d+) records sent, ([0-9.]+) records/sec`)
+
+// perfTest runs kafka-producer-perf-test producing n records of the dead letters' mean size
+// to a fresh topic and returns its run: its own reported rate, its CPU time and peak RSS.
+func (b *bench) perfTest(ctx context.Context, round int, replaySettings bool) benchkit.Run {
+	target := b.topic(ctx, "bench-perftest")
+	time.Sleep(b.settle)
+	props := []string{"bootstrap.servers=" + b.brokers, "acks=all"}
+	if replaySettings {
+		props = append([]string{"bootstrap.servers=" + b.brokers}, replayProducerProps...)
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	args := append([]string{"java", "-Xmx512m", "-cp", b.perfCP, "org.apache.kafka.tools.ProducerPerformance",
+		"--topic", target, "--num-records", strconv.Itoa(b.n), "--record-size", strconv.Itoa(int(b.meanSize + 0.5)),
+		"--throughput", "-1", "--producer-props"}, props...)
+	var out bytes.Buffer
+	run, err := benchkit.Measure(exec.CommandContext(ctx, args[0], args[1:]...), &out)
+	if err != nil {
+		fail("kafka-producer-perf-test: %v", err)
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	ms := perfRate.FindAllStringSubmatch(out.String(), -1)
+	if len(ms) == 0 {
+		fail("kafka-producer-perf-test printed no summary: %s", out.String())
+	}
+	last := ms[len(ms)-1]
+	sent, _ := strconv.ParseInt(last[1], 10, 64)
+	rate, _ := strconv.ParseFloat(last[2], 64)
+	if sent != int64(b.n) || rate <= 0 {
+		fail("kafka-producer-perf-test sent %d of %d records", sent, b.n)
+	}
+	jvm := run.WallS
+	run.Records, run.WallS = sent, float64(sent)/rate
+	fmt.Printf("round %d: %s %s (JVM included %.2fs)\n", round+1, label[map[bool]string{false: "perftest", true: "perftest-replay"}[replaySettings]], run, jvm)
+	return run
 }
 
 type bench struct {
@@ -193,10 +250,8 @@ type bench struct {
 	maxBuf     int
 	flushRecs  int
 	settle     time.Duration
-
-	// cpu holds, per mode ("kcat" for the pipe), the CPU seconds of each measurement: this
-	// process's for a replay or the client copy, the shell's and both kcats' for the pipe.
-	cpu map[string][]float64
+	perfCP     string
+	meanSize   float64 // of the dead letters: key, value and headers
 
 	cl      *kgo.Client
 	adm     *kadm.Client
@@ -257,6 +312,11 @@ func (b *bench) setup(ctx context.Context) {
 		}
 		dl := dlq.NewDeadLetter(orig, dlq.Meta{Topic: b.dlq, Group: "bench", Handler: "projection", EventID: id,
 			Reason: dlq.ReasonExhausted, Error: "database unavailable", Attempts: 5, FailedAt: start})
+		size := len(dl.Key) + len(dl.Value)
+		for _, h := range dl.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+		b.meanSize += float64(size) / float64(b.n)
 		b.cl.Produce(ctx, dl, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
@@ -296,7 +356,7 @@ func (b *bench) cleanup(ctx context.Context) {
 // "headers": back to the source topic the headers name; "to": to a fresh topic with --to) or
 // after a scan of the whole range (mode "scan", as when the command asks for confirmation),
 // and returns records per second over the whole command (plan, send, journal, summary).
-func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
+func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run {
 	schema := "fwbench_" + suffix()
 	b.schemas = append(b.schemas, schema)
 	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
@@ -338,20 +398,20 @@ func (b *bench) replay(ctx context.Context, round int, mode string) float64 {
 	if err != nil {
 		fail("execute: %v", err)
 	}
-	el, cpu, allocs := b.stop(m, mode)
+	el, cpu, allocs := b.stop(m)
 	if sum.Counts.Sent != int64(b.n) {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu, allocs)
-	return rate
+	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 }
 
 // clientCopy copies the dead-letter topic to a fresh topic with the replay's reader
 // (kafka.Cluster.Read) and a producer with the replay's settings, records unchanged, and
 // returns records per second.
-func (b *bench) clientCopy(ctx context.Context, round int) float64 {
+func (b *bench) clientCopy(ctx context.Context, round int) benchkit.Run {
 	target := b.topic(ctx, "bench-client")
 	time.Sleep(b.settle)
 	m := startMeter()
@@ -393,10 +453,10 @@ func (b *bench) clientCopy(ctx context.Context, round int) float64 {
 	if err != nil {
 		fail("client copy: %v", err)
 	}
-	el, cpu, allocs := b.stop(m, "client")
+	el, cpu, allocs := b.stop(m)
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, b.n, el.Seconds(), rate, cpu, allocs)
-	return rate
+	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 }
 
 // meter is where a measurement started: the time, this process's CPU time and allocations.
@@ -406,23 +466,13 @@ type meter struct {
 	mallocs uint64
 }
 
-func startMeter() meter { return meter{time.Now(), selfCPU(), mallocs()} }
+func startMeter() meter { return meter{time.Now(), benchkit.SelfCPU(), mallocs()} }
 
-// stop ends the measurement of mode that m started: the time it took, its CPU seconds (also
-// recorded for mode) and its allocations per record.
-func (b *bench) stop(m meter, mode string) (el time.Duration, cpu, allocs float64) {
+// stop ends the measurement that m started: the time it took, its CPU seconds and its
+// allocations per record.
+func (b *bench) stop(m meter) (el time.Duration, cpu, allocs float64) {
 	el = time.Since(m.start)
-	cpu = b.addCPU(mode, selfCPU()-m.cpu)
-	return el, cpu, float64(mallocs()-m.mallocs) / float64(b.n)
-}
-
-// selfCPU is the CPU time this process has used (user and system).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		fail("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return el, (benchkit.SelfCPU() - m.cpu).Seconds(), float64(mallocs()-m.mallocs) / float64(b.n)
 }
 
 // mallocs is how many heap objects this process has allocated so far.
@@ -432,18 +482,9 @@ func mallocs() uint64 {
 	return ms.Mallocs
 }
 
-// addCPU records the CPU time of one measurement of mode and returns it in seconds.
-func (b *bench) addCPU(mode string, d time.Duration) float64 {
-	if b.cpu == nil {
-		b.cpu = map[string][]float64{}
-	}
-	b.cpu[mode] = append(b.cpu[mode], d.Seconds())
-	return d.Seconds()
-}
-
 // kcatCopy copies the dead-letter topic to a fresh topic with kcat and returns records per
 // second over the pipe's wall-clock time.
-func (b *bench) kcatCopy(ctx context.Context, round int) float64 {
+func (b *bench) kcatCopy(ctx context.Context, round int) benchkit.Run {
 	target := b.topic(ctx, "bench-kcat")
 	time.Sleep(b.settle)
 	start := time.Now()
@@ -463,8 +504,8 @@ func (b *bench) kcatCopy(ctx context.Context, round int) float64 {
 	if copied != int64(b.n) {
 		fail("kcat copied %d of %d records", copied, b.n)
 	}
-	cpu := b.addCPU("kcat", cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: kcat -C -e | kcat -P %d records in %.2fs: %.0f records/s, CPU %.2fs\n", round+1, b.n, el.Seconds(), rate, cpu)
-	return rate
+	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 }

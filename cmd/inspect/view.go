@@ -1,0 +1,305 @@
+package inspect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
+)
+
+func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output.Section {
+	st := p.Styles
+	parts := cmdutil.JoinInt32(rep.Partitions)
+	if len(rep.Partitions) > 1 {
+		parts = st.Bad.Render(parts + " (spread over several partitions: broken partition key)")
+	} else if parts == "" {
+		parts = "-"
+	}
+	n := rep.Counts
+	var cont []string
+	cont = append(cont, st.OK.Render(fmt.Sprintf("%d ok", n.OK)))
+	for _, c := range []struct {
+		n     int
+		label string
+		bad   bool
+	}{
+		{n.Gaps, "gaps", true},
+		{n.Regressions, "regressions", true},
+		{n.Duplicates, "duplicates", n.ConflictingDuplicates > 0},
+		{n.Unversioned, "unversioned", false},
+	} {
+		s := fmt.Sprintf("%d %s", c.n, c.label)
+		if c.label == "duplicates" && n.ConflictingDuplicates > 0 {
+			s += fmt.Sprintf(" (%d conflicting)", n.ConflictingDuplicates)
+		}
+		switch {
+		case c.n == 0:
+		case c.bad:
+			s = st.Bad.Render(s)
+		default:
+			s = st.Warn.Render(s)
+		}
+		cont = append(cont, s)
+	}
+	malformed := strconv.FormatInt(rep.MalformedSkipped, 10)
+	if rep.MalformedSkipped > 0 {
+		malformed = st.Warn.Render(malformed)
+	}
+	overview := output.Section{Title: fmt.Sprintf("Aggregate %s in %s", rep.AggregateID, rep.Topic), Fields: [][2]string{
+		{"events", strconv.Itoa(len(rep.Events))},
+		{"partitions", parts},
+		{"continuity", strings.Join(cont, ", ")},
+		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
+		{"malformed skipped", malformed},
+	}}
+	events := output.Section{Title: "Events in offset order", Header: []string{"partition", "offset", "timestamp", "version", "type", "event id", "continuity", "note"}}
+	for _, e := range rep.Events {
+		version := "-"
+		if e.Version != nil {
+			version = strconv.FormatInt(*e.Version, 10)
+		}
+		note := e.Note
+		if e.MatchedBy == "key" {
+			note = strings.TrimPrefix(note+"; matched by key only", "; ")
+		}
+		events.Rows = append(events.Rows, []string{
+			strconv.Itoa(int(e.Partition)), strconv.FormatInt(e.Offset, 10), cmdutil.FormatTime(e.Timestamp), version,
+			cmdutil.OrDash(e.Type), e.EventID, continuityDisplay(p, e), note,
+		})
+	}
+	sections := []output.Section{overview, events}
+	if len(rep.MalformedWithKey) > 0 {
+		sections = append(sections, malformedSection("Malformed records keyed "+rep.AggregateID, p, rep.MalformedWithKey))
+	}
+	return sections
+}
+
+func continuityDisplay(p *output.Printer, e inspect.AggregateEvent) string {
+	switch e.Continuity {
+	case inspect.ContinuityOK:
+		return p.Styles.OK.Render(e.Continuity)
+	case inspect.ContinuityDuplicate:
+		if e.SameEventID != nil && *e.SameEventID && e.SamePayload != nil && *e.SamePayload {
+			return p.Styles.Warn.Render(e.Continuity)
+		}
+		return p.Styles.Bad.Render(e.Continuity)
+	case inspect.ContinuityUnversioned:
+		return p.Styles.Warn.Render(e.Continuity)
+	}
+	return p.Styles.Bad.Render(e.Continuity)
+}
+
+func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Section {
+	st := p.Styles
+	rec := output.Section{Title: "Record " + kafka.RecordAddress{Topic: rep.Topic, Partition: rep.Partition, Offset: rep.Offset}.String(), Fields: [][2]string{
+		{"topic", rep.Topic},
+		{"partition", strconv.Itoa(int(rep.Partition))},
+		{"offset", strconv.FormatInt(rep.Offset, 10)},
+		{"timestamp", cmdutil.FormatTime(rep.Timestamp) + st.Dim.Render(" ("+rep.TimestampType+")")},
+		{"key", blobDisplay(p, rep.Key)},
+		{"format", cmdutil.OrDash(rep.Format)},
+	}}
+	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
+	for _, h := range rep.Headers {
+		headers.Fields = append(headers.Fields, [2]string{h.Key, blobDisplay(p, h.Value)})
+	}
+	if len(rep.Headers) == 0 {
+		headers.Text = st.Dim.Render("(none)")
+	}
+	sections := []output.Section{rec, headers}
+	if ev := rep.Event; ev != nil {
+		sections = append(sections, cmdutil.EventSection(st, ev))
+	}
+	if m := rep.Malformed; m != nil {
+		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
+	}
+	value := output.Section{Title: "Value", Text: rep.PrettyValue()}
+	switch {
+	case rep.Value == nil:
+		value.Text = st.Dim.Render("(null)")
+	case rep.Value.Size == 0:
+		value.Text = st.Dim.Render("(empty)")
+	case rep.Value.Base64:
+		value.Title = fmt.Sprintf("Value (%d bytes, not UTF-8: base64)", rep.Value.Size)
+	}
+	return append(sections, value)
+}
+
+// blobDisplay shows a key or header value: its text, base64 flagged, or (none) for null.
+func blobDisplay(p *output.Printer, b *inspect.Blob) string {
+	switch {
+	case b == nil:
+		return p.Styles.Dim.Render("(none)")
+	case b.Base64:
+		return b.Text + p.Styles.Warn.Render(" (base64: not UTF-8)")
+	case b.Size == 0:
+		return p.Styles.Dim.Render(`""`)
+	}
+	return b.Text
+}
+
+func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section {
+	st := p.Styles
+	overview := output.Section{Title: "Topic " + rep.Topic, Fields: [][2]string{
+		{"partitions", strconv.Itoa(rep.Totals.Partitions)},
+		{"records", strconv.FormatInt(rep.Totals.Records, 10)},
+	}}
+	for _, c := range rep.Configs {
+		overview.Fields = append(overview.Fields, [2]string{c.Name, configDisplay(c) + st.Dim.Render(" ("+c.Source+")")})
+	}
+	overview.Fields = append(overview.Fields, [2]string{"retention", retentionDisplay(st, rep.Retention)})
+
+	parts := output.Section{Title: "Partitions", Header: []string{"partition", "leader", "replicas", "isr", "log start", "last stable", "high watermark", "records"}}
+	for _, pi := range rep.Partitions {
+		leader := strconv.Itoa(int(pi.Leader))
+		if pi.Leader < 0 {
+			leader = st.Bad.Render("none")
+		}
+		isr := cmdutil.JoinInt32(pi.ISR)
+		if len(pi.ISR) < len(pi.Replicas) {
+			isr = st.Warn.Render(isr)
+		}
+		lso := strconv.FormatInt(pi.LastStable, 10)
+		if pi.LastStable < pi.HighWatermark {
+			lso = st.Warn.Render(lso + " (open transaction)")
+		}
+		parts.Rows = append(parts.Rows, []string{
+			strconv.Itoa(int(pi.Partition)), leader, cmdutil.JoinInt32(pi.Replicas), isr,
+			strconv.FormatInt(pi.LogStart, 10), lso, strconv.FormatInt(pi.HighWatermark, 10), strconv.FormatInt(pi.Records, 10),
+		})
+	}
+
+	sections := []output.Section{overview, parts}
+	if rep.Sample.PerPartition > 0 {
+		formats := output.Section{
+			Title:  fmt.Sprintf("Envelope formats (newest %d records per partition: %d sampled)", rep.Sample.PerPartition, rep.Sample.Records),
+			Header: []string{"format", "records"},
+		}
+		for _, fc := range rep.Sample.Formats {
+			name, n := fc.Format, strconv.FormatInt(fc.Count, 10)
+			if fc.Format == inspect.FormatMalformed {
+				name, n = st.Bad.Render(name), st.Bad.Render(n)
+			}
+			formats.Rows = append(formats.Rows, []string{name, n})
+		}
+		sections = append(sections, formats)
+		if len(rep.Sample.Malformed) > 0 {
+			sections = append(sections, malformedSection("Malformed records in the sample", p, rep.Sample.Malformed))
+		}
+	}
+
+	groups := output.Section{Title: "Consumer groups", Header: []string{"group", "state", "partition", "committed", "lag"}}
+	for _, g := range rep.Groups {
+		for _, gp := range g.Partitions {
+			lag := strconv.FormatInt(gp.Lag, 10)
+			if gp.Lag > 0 {
+				lag = st.Warn.Render(lag)
+			}
+			groups.Rows = append(groups.Rows, []string{g.Group, g.State, strconv.Itoa(int(gp.Partition)), strconv.FormatInt(gp.Committed, 10), lag})
+		}
+	}
+	if rep.GroupsError != "" {
+		groups.Header, groups.Text = nil, st.Warn.Render("cannot list consumer groups: "+rep.GroupsError)
+	}
+	return append(sections, groups)
+}
+
+func malformedSection(title string, p *output.Printer, ms []inspect.MalformedRecord) output.Section {
+	s := output.Section{Title: title, Header: []string{"partition", "offset", "format", "field", "reason"}}
+	for _, m := range ms {
+		s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10),
+			cmdutil.OrDash(m.Format), cmdutil.OrDash(m.Field), p.Styles.Bad.Render(m.Reason)})
+	}
+	return s
+}
+
+// retentionDisplay says what the retention configs mean: how long a record stays at least,
+// forever and why, or unknown and why (the configs could not be read or do not say).
+func retentionDisplay(st output.Styles, r kafka.Retention) string {
+	switch r.State {
+	case kafka.RetentionKnown:
+		return r.Describe()
+	case kafka.RetentionForever:
+		return "forever" + st.Dim.Render(" ("+r.Why+")")
+	}
+	return st.Warn.Render("unknown: " + r.Why)
+}
+
+// configDisplay adds a reading aid to retention values: -1 is forever/unlimited, milliseconds
+// get a duration.
+func configDisplay(c inspect.ConfigValue) string {
+	n, err := strconv.ParseInt(c.Value, 10, 64)
+	if err != nil {
+		return c.Value
+	}
+	switch c.Name {
+	case "retention.ms":
+		if n < 0 {
+			return c.Value + " (forever)"
+		}
+		return c.Value + " (" + timespec.Format(time.Duration(n)*time.Millisecond) + ")"
+	case "retention.bytes":
+		if n < 0 {
+			return c.Value + " (unlimited)"
+		}
+	}
+	return c.Value
+}
+
+var findingColumns = []output.Column[inspect.Finding]{
+	{Name: "kind", Value: func(f inspect.Finding) string { return f.Kind }},
+	{Name: "partition", Value: func(f inspect.Finding) string { return strconv.Itoa(int(f.Partition)) }},
+	{Name: "offset", Value: func(f inspect.Finding) string { return strconv.FormatInt(f.Offset, 10) }},
+	{Name: "event_id", Value: func(f inspect.Finding) string { return f.EventID }},
+	{Name: "aggregate_id", Value: func(f inspect.Finding) string { return f.AggregateID }},
+	{Name: "version", Value: func(f inspect.Finding) string {
+		if f.Version == nil {
+			return ""
+		}
+		return strconv.FormatInt(*f.Version, 10)
+	}},
+	{Name: "message", Value: func(f inspect.Finding) string { return f.Message }},
+}
+
+func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.Section {
+	st := p.Styles
+	result := st.OK.Render("clean")
+	if !rep.Clean() {
+		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
+	}
+	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
+		{"result", result},
+		{"offsets read", kafka.RangesText(rep.Ranges)},
+		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
+		{"events", strconv.FormatInt(rep.Events, 10)},
+		{"aggregates", strconv.FormatInt(rep.Aggregates, 10)},
+		{"redeliveries", strconv.FormatInt(rep.Redeliveries, 10) + st.Dim.Render(" (same id, same payload: ordinary)")},
+	}}
+	if rep.SpilledToDisk {
+		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to a temporary file"})
+	}
+	summary := output.Section{Title: "Summary", Header: []string{"kind", "count", "what"}}
+	for _, k := range rep.Summary {
+		n := strconv.FormatInt(k.Count, 10)
+		kind := k.Kind
+		if k.Count > 0 {
+			n, kind = st.Bad.Render(n), st.Bad.Render(kind)
+		}
+		summary.Rows = append(summary.Rows, []string{kind, n, k.Description})
+	}
+	sections := []output.Section{overview, summary}
+	if len(rep.Findings) > 0 {
+		findings := output.Section{Title: fmt.Sprintf("Findings (up to %d per kind)", rep.MaxExamples), Header: []string{"kind", "partition", "offset", "detail"}}
+		for _, f := range rep.Findings {
+			findings.Rows = append(findings.Rows, []string{st.Bad.Render(f.Kind), strconv.Itoa(int(f.Partition)), strconv.FormatInt(f.Offset, 10), f.Message})
+		}
+		sections = append(sections, findings)
+	}
+	return sections
+}

@@ -1,0 +1,413 @@
+// Command benchsuite is `make bench`: one run of every benchmark of fieldwork against the real
+// services, written up in docs/benchmarks.md. It starts the services (scripts/services.sh
+// start, idempotent), fetches Kafka's own producer benchmark (scripts/services.sh
+// perf-classpath), builds the fieldwork binary and the three benchmark commands, and runs them
+// one after the other, each building its own data sets in uniquely named topics and schemas
+// and deleting them at the end:
+//
+//   - internal/consume/bench: consume (projection, audit) in the engine's default mode, with
+//     one transaction per event, the PostgreSQL marker ceiling, a bare franz-go consumer;
+//   - internal/dlq/bench: dlq stats, dlq list -o jsonl, processed check, inspect validate,
+//     kcat -C -e -J and a bare franz-go read over 1,000,000 dead letters, and peak memory at
+//     100,000;
+//   - internal/replay/replaybench: replay of 500,000 dead letters, kcat -C -e | kcat -P, the
+//     client-only copy, kafka-producer-perf-test with its defaults and with the replay's
+//     producer settings.
+//
+// Each alternates its contenders over BENCH_ROUNDS rounds (default 3) and writes every run as
+// JSON; this command reads them, computes medians, spreads and the ratios of every target, and
+// writes the table with the machine, the versions and the command. BENCH_SCALE (default 1)
+// scales every data set: BENCH_SCALE=0.05 make bench checks the whole path in a few minutes.
+// It is not part of the tests (docs/design.md §5).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fieldwork/fieldwork/internal/benchkit"
+)
+
+func main() {
+	scale := flag.Float64("scale", envFloat("BENCH_SCALE", 1), "scale of every data set (default $BENCH_SCALE or 1)")
+	rounds := flag.Int("rounds", int(envFloat("BENCH_ROUNDS", 3)), "rounds of every benchmark (default $BENCH_ROUNDS or 3)")
+	out := flag.String("out", "docs/benchmarks.md", "where to write the results (relative to the module's root)")
+	flag.Parse()
+	if *scale <= 0 || *scale > 1 || *rounds < 1 {
+		fail(fmt.Errorf("-scale must be in (0, 1] and -rounds at least 1"))
+	}
+	if err := run(*scale, *rounds, *out); err != nil {
+		fail(err)
+	}
+}
+
+func run(scale float64, rounds int, out string) error {
+	began := time.Now()
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	env, err := output(root, "scripts/services.sh", "start")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(env, "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if ok && strings.HasPrefix(line, "export ") {
+			os.Setenv(k, strings.Trim(v, "'"))
+		}
+	}
+	brokers, dsn := os.Getenv("FIELDWORK_TEST_BROKERS"), os.Getenv("FIELDWORK_TEST_DSN")
+	cp, err := output(root, "scripts/services.sh", "perf-classpath")
+	if err != nil {
+		return err
+	}
+	cp = lastLine(cp)
+
+	dir, err := os.MkdirTemp("", "fieldwork-benchsuite")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bins := map[string]string{"fieldwork": ".", "consume-bench": "./internal/consume/bench",
+		"dlq-bench": "./internal/dlq/bench", "replaybench": "./internal/replay/replaybench"}
+	for name, pkg := range bins {
+		if _, err := output(root, "go", "build", "-o", filepath.Join(dir, name), pkg); err != nil {
+			return err
+		}
+	}
+	bin := func(name string) string { return filepath.Join(dir, name) }
+	n := func(full int, multiple int) string {
+		v := int(math.Round(float64(full)*scale/float64(multiple))) * multiple
+		return strconv.Itoa(max(v, multiple))
+	}
+	r := strconv.Itoa(rounds)
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"consume", []string{bin("consume-bench"), "-events", n(200_000, 25), "-per-event-events", n(20_000, 25), "-rounds", r}},
+		{"dlq", []string{bin("dlq-bench"), "-records", n(1_000_000, 1), "-small-records", n(100_000, 1), "-rounds", r, "-fieldwork", bin("fieldwork")}},
+		{"replay", []string{bin("replaybench"), "-n", n(500_000, 1), "-rounds", r, "-modes", "headers,client,perftest,perftest-replay", "-perf-classpath", cp}},
+	}
+	reports := map[string]benchkit.Report{}
+	var commands []string
+	for _, s := range steps {
+		file := filepath.Join(dir, s.name+".json")
+		args := append(s.args, "-json", file)
+		fmt.Fprintf(os.Stderr, "benchsuite: %s\n", strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s benchmark: %w", s.name, err)
+		}
+		if reports[s.name], err = benchkit.ReadJSON(file); err != nil {
+			return err
+		}
+		pkg := bins[filepath.Base(s.args[0])]
+		commands = append(commands, "go run "+pkg+" "+strings.ReplaceAll(strings.Join(s.args[1:], " "), dir+"/", "$BUILD/"))
+	}
+	doc := write(reports, scale, rounds, began, commands, versions(ctx, root, dsn), brokers)
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "benchsuite: wrote %s in %s\n", out, time.Since(began).Round(time.Second))
+	return nil
+}
+
+// target is one line of the issue's targets: a ratio of two contenders' rates (or, with
+// peak, of their peak RSS), at least or at most a bound.
+type target struct {
+	what     string
+	bench    string
+	a, b     string // series keys; b "" for an absolute bound on a's peak RSS in MiB
+	peak     bool   // compare peak RSS, not rates
+	growth   bool   // peak RSS of a's large topic over its small one's
+	atMost   bool
+	bound    float64
+	minRound bool // met only when every round's ratio is
+}
+
+var targets = []target{
+	{what: "consume projection vs one transaction per event", bench: "consume", a: "consume/projection", b: "consume/projection/per-event", bound: 10},
+	{what: "consume projection vs the marker ceiling", bench: "consume", a: "consume/projection", b: "consume/ceiling", bound: 0.5},
+	{what: "consume audit vs one transaction per event", bench: "consume", a: "consume/audit", b: "consume/audit/per-event", bound: 10},
+	{what: "consume audit vs the marker ceiling", bench: "consume", a: "consume/audit", b: "consume/ceiling", bound: 0.5},
+	{what: "consume projection vs a bare franz-go consumer", bench: "consume", a: "consume/projection", b: "consume/franz-go"},
+	{what: "dlq stats vs kcat -C -e -J", bench: "dlq", a: "dlq/stats", b: "dlq/kcat", bound: 1.5},
+	{what: "dlq stats vs a bare franz-go read", bench: "dlq", a: "dlq/stats", b: "dlq/franz-go", bound: 0.8},
+	{what: "dlq stats peak RSS (MiB)", bench: "dlq", a: "dlq/stats", peak: true, atMost: true, bound: 100},
+	{what: "dlq list -o jsonl vs kcat -C -e -J", bench: "dlq", a: "dlq/list", b: "dlq/kcat", bound: 1.5},
+	{what: "dlq list -o jsonl vs a bare franz-go read", bench: "dlq", a: "dlq/list", b: "dlq/franz-go", bound: 0.8},
+	{what: "dlq list peak RSS (MiB)", bench: "dlq", a: "dlq/list", peak: true, atMost: true, bound: 100},
+	{what: "replay vs kcat -C -e | kcat -P, every round", bench: "replay", a: "replay/headers", b: "replay/kcat", bound: 1.5, minRound: true},
+	{what: "replay vs the client-only copy", bench: "replay", a: "replay/headers", b: "replay/client", bound: 0.8},
+	{what: "replay vs kafka-producer-perf-test (acks=all, defaults)", bench: "replay", a: "replay/headers", b: "replay/perftest", bound: 1.0},
+	{what: "replay vs kafka-producer-perf-test (the replay's settings)", bench: "replay", a: "replay/headers", b: "replay/perftest-replay"},
+	{what: "dlq stats peak RSS, large / small", bench: "dlq", a: "dlq/stats", peak: true, growth: true, atMost: true, bound: 2},
+	{what: "inspect validate peak RSS, large / small", bench: "dlq", a: "inspect/validate", peak: true, growth: true, atMost: true, bound: 2},
+	{what: "processed check peak RSS, large / small", bench: "dlq", a: "processed/check", peak: true, growth: true, atMost: true, bound: 2},
+}
+
+// absolute says the bound is on a's peak RSS itself, in MiB.
+func (t target) absolute() bool { return t.peak && !t.growth && t.b == "" }
+
+// ratios are the per-round ratios of a target (or its peak RSS values for an absolute bound).
+func (t target) ratios(rep benchkit.Report) ([]float64, bool) {
+	a, ok := rep.Get(t.a)
+	if !ok {
+		return nil, false
+	}
+	b := t.b
+	if t.growth { // against the small topic's series
+		b = t.a + "@" + smallSize(rep, t.a)
+	}
+	if b == "" {
+		return a.Peaks(), true
+	}
+	bs, ok := rep.Get(b)
+	if !ok {
+		return nil, false
+	}
+	var out []float64
+	for _, ra := range a.Runs {
+		for _, rb := range bs.Runs {
+			if rb.Round != ra.Round {
+				continue
+			}
+			if t.peak {
+				out = append(out, ra.PeakMiB()/rb.PeakMiB())
+			} else {
+				out = append(out, ra.Rate()/rb.Rate())
+			}
+		}
+	}
+	return out, len(out) > 0
+}
+
+// smallSize is the size suffix of key's small-topic series ("dlq/stats@100000").
+func smallSize(rep benchkit.Report, key string) string {
+	for _, s := range rep.Series {
+		if size, ok := strings.CutPrefix(s.Key, key+"@"); ok {
+			return size
+		}
+	}
+	return ""
+}
+
+func write(reps map[string]benchkit.Report, scale float64, rounds int, began time.Time, commands []string, vers [][2]string, brokers string) string {
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	command := "make bench"
+	if scale != 1 {
+		command = fmt.Sprintf("BENCH_SCALE=%g make bench", scale)
+	}
+	if rounds != 3 {
+		command = fmt.Sprintf("BENCH_ROUNDS=%d %s", rounds, command)
+	}
+	p("# Benchmarks\n\n")
+	p("Written by `%s` (internal/benchsuite) on %s UTC; the whole run took %s. Every figure is from\n",
+		command, began.UTC().Format("2006-01-02 15:04"), time.Since(began).Round(time.Second))
+	p("that one run, against the real Kafka and PostgreSQL of `scripts/services.sh` on this machine;\n")
+	p("every benchmark alternates its contenders over %d rounds (the order rotates every round) and\n", rounds)
+	p("reports the median and the spread (lowest–highest). A ratio is the median of the rounds' ratios\n")
+	p("(each round's two runs side by side), with its spread. Not part of the tests.\n\n")
+	if scale != 1 {
+		p("**Scaled run (BENCH_SCALE=%g):** the data sets are %g of the full sizes below; the figures\n", scale, scale)
+		p("check the path, not the targets (start-up costs weigh more on small sets).\n\n")
+	}
+	p("## Targets\n\n| Target | Ratio (median) | Spread of rounds | Bound | Met |\n|---|---:|---|---|---|\n")
+	for _, t := range targets {
+		xs, ok := t.ratios(reps[t.bench])
+		if !ok {
+			p("| %s | — | — | %s | not measured |\n", cell(t.what), bound(t))
+			continue
+		}
+		med := benchkit.Median(xs)
+		lo, hi := benchkit.Spread(xs)
+		val := med
+		if t.minRound {
+			val = lo
+		}
+		met := "—"
+		if t.bound > 0 {
+			met = "not met"
+			if (!t.atMost && val >= t.bound) || (t.atMost && val <= t.bound) {
+				met = "met"
+			}
+		}
+		unit := "x"
+		if t.absolute() {
+			unit = " MiB"
+			val, med = hi, hi // the highest peak of all rounds
+			met = map[bool]string{true: "met", false: "not met"}[hi <= t.bound]
+		}
+		p("| %s | %.2f%s | %.2f–%.2f | %s | %s |\n", cell(t.what), med, unit, lo, hi, bound(t), met)
+	}
+	p("\n")
+	for _, name := range []string{"consume", "dlq", "replay"} {
+		rep, ok := reps[name]
+		if !ok {
+			continue
+		}
+		p("## %s\n\n", map[string]string{"consume": "Consume", "dlq": "Reading topics (dlq, processed check, inspect validate)", "replay": "Replay"}[name])
+		for _, n := range rep.Notes {
+			p("- %s\n", n)
+		}
+		p("\n| Contender | Records | Records/s (median) | Spread | CPU s (median) | Peak RSS MiB (highest) |\n|---|---:|---:|---|---:|---:|\n")
+		for _, s := range rep.Series {
+			lo, hi := benchkit.Spread(s.Rates())
+			cpu := make([]float64, len(s.Runs))
+			for i, r := range s.Runs {
+				cpu[i] = r.CPUS
+			}
+			_, peak := benchkit.Spread(s.Peaks())
+			peakS := "—"
+			if peak > 0 {
+				peakS = fmt.Sprintf("%.1f", peak)
+			}
+			p("| `%s` %s | %d | %.0f | %.0f–%.0f | %.2f | %s |\n", s.Key, cell(s.Label), s.Runs[0].Records, benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu), peakS)
+		}
+		p("\n")
+	}
+	p("Peak RSS is the child process's maximum resident set size as wait4 reports it, read through\n")
+	p("GNU time (%s); contenders run in-process (consume, replay, the client-only copy) have none.\n", benchkit.TimeBinary)
+	p("kafka-producer-perf-test's rate is the one it reports, from its first send (the JVM's start not\n")
+	p("counted); the replay's is end to end (plan, send, journal, summary).\n\n")
+	p("## Machine\n\n")
+	for _, kv := range machine() {
+		p("- %s: %s\n", kv[0], kv[1])
+	}
+	p("- broker: %s (single KRaft node, loopback)\n\n## Versions\n\n", brokers)
+	for _, kv := range vers {
+		p("- %s: %s\n", kv[0], kv[1])
+	}
+	p("\n## Command\n\n```\n%s\n```\n\nwhich ran, in order (`$BUILD` is a temporary directory of the binaries it built):\n\n```\n%s\n```\n",
+		command, strings.Join(commands, "\n"))
+	return w.String()
+}
+
+// cell escapes the pipes of a table cell ("kcat -C -e | kcat -P").
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func bound(t target) string {
+	switch {
+	case t.bound == 0:
+		return "—"
+	case t.minRound:
+		return fmt.Sprintf("≥ %gx every round", t.bound)
+	case t.absolute():
+		return fmt.Sprintf("< %g MiB", t.bound)
+	case t.atMost:
+		return fmt.Sprintf("≤ %gx", t.bound)
+	}
+	return fmt.Sprintf("≥ %gx", t.bound)
+}
+
+func machine() [][2]string {
+	model := "unknown"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := "unknown"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s+(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.ParseFloat(string(m[1]), 64)
+			mem = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	load, _ := os.ReadFile("/proc/loadavg")
+	return [][2]string{
+		{"cores", fmt.Sprintf("%d (%s)", runtime.NumCPU(), model)},
+		{"memory", mem},
+		{"kernel", "Linux " + strings.TrimSpace(string(kernel))},
+		{"load average at the end (1, 5, 15 min)", strings.Join(strings.Fields(string(load))[:3], ", ")},
+	}
+}
+
+func versions(ctx context.Context, root, dsn string) [][2]string {
+	kafka := "unknown"
+	if b, err := os.ReadFile(filepath.Join(root, "scripts/kafka/pom.xml")); err == nil {
+		if m := regexp.MustCompile(`<kafka.version>(.*)</kafka.version>`).FindSubmatch(b); m != nil {
+			kafka = "Apache Kafka " + string(m[1]) + " (org.apache.kafka:kafka_2.13, KRaft)"
+		}
+	}
+	pg := "unknown"
+	if conn, err := pgx.Connect(ctx, dsn); err == nil {
+		_ = conn.QueryRow(ctx, "SELECT version()").Scan(&pg)
+		_ = conn.Close(ctx)
+	}
+	java, _ := output(root, "sh", "-c", "java -version 2>&1")
+	return [][2]string{
+		{"Go", runtime.Version()},
+		{"Kafka", kafka},
+		{"PostgreSQL", pg},
+		{"kcat", benchkit.KcatVersion()},
+		{"Java (kafka-producer-perf-test)", firstLine(java)},
+	}
+}
+
+// output runs name args in dir with stderr passed through and returns its stdout.
+func output(dir, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return out.String(), nil
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(strings.TrimSpace(s), "\n"); return l }
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "", fmt.Errorf("run the benchmarks from inside the module (go env GOMOD is empty)")
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchsuite:", err)
+	os.Exit(1)
+}
