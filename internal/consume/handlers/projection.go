@@ -83,7 +83,7 @@ func (p *projection) Migrate(ctx context.Context, tx *dedup.Tx) error {
 	version_gaps   bigint  NOT NULL DEFAULT 0,
 	updated_at     `+ts+` NOT NULL,
 	PRIMARY KEY (consumer, aggregate_id)
-)`)
+)`+p.d.updatedInPlace())
 }
 
 func (p *projection) Check(ctx context.Context, tx *dedup.Tx) error {
@@ -262,9 +262,12 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 // otherwise, a gap when more than one ahead. What is known from the batch alone is worked out
 // here: each event's newest earlier version in the batch, and per task the event that is
 // written when anything of the task is applied (its newest version, the first event with
-// it). The statement locks the stored rows, judges, writes per task that event with the
+// it). The statement reads the stored versions, judges, writes per task that event with the
 // counters added (or only the stale count when nothing was applied), and returns the events
-// that were stale or gaps; the others were applied.
+// that were stale or gaps; the others were applied. The stored rows are read, not locked:
+// one task's events are one partition's, applied by one transaction at a time (the markers
+// make a second owner of the partition wait for the first's claim), and the update still
+// writes only over an older version, as Handle's does.
 func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent, data []taskData) ([]consume.Outcome, error) {
 	outs := make([]consume.Outcome, len(evs))
 	if len(evs) == 0 {
@@ -352,7 +355,7 @@ func projectionBatchSQL(t string) string {
 	SELECT * FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[])
 		AS n(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time)
 ), stored AS (
-	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($5::text[]) FOR UPDATE
+	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($5::text[])
 ), judged AS (
 	SELECT e.ord, e.aggregate_id, e.version, greatest(stored.version, e.prev) AS before
 	FROM e LEFT JOIN stored USING (aggregate_id)
