@@ -63,16 +63,16 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	if ctx.Err() != nil && (kind == fwerr.KindError || errors.Is(err, context.Canceled)) {
 		kind = fwerr.KindInterrupted
 	}
-	st := output.NewStyles(f.Streams.ErrOut, f.Streams.ErrTTY && !f.Streams.NoColor)
+	st, errOut := f.Streams.ErrStyles(), f.Streams.ErrText()
 	switch kind {
 	case fwerr.KindInterrupted:
-		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("interrupted"))
+		fmt.Fprintln(errOut, st.Warn.Render("interrupted"))
 		return ExitInterrupted
 	case fwerr.KindCheck:
-		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("problems found: ")+output.Printable(err.Error(), false))
+		fmt.Fprintln(errOut, st.Warn.Render("problems found: ")+err.Error())
 		return ExitCheckFailed
 	}
-	fmt.Fprintln(f.Streams.ErrOut, st.Bad.Render("error: ")+output.Printable(err.Error(), false))
+	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
 	case fwerr.KindUsage:
 		if ran != nil {

@@ -160,7 +160,7 @@ func (s *Stream[T]) write(v T) error {
 		if err := s.csvHeader(); err != nil {
 			return err
 		}
-		if err := s.csv.Write(cells(s.opts.CSV, v)); err != nil {
+		if err := s.csv.Write(csvRow(s.p.Streams.OutTTY, cells(s.opts.CSV, v))); err != nil {
 			return err
 		}
 		s.csv.Flush()
@@ -186,7 +186,7 @@ func (s *Stream[T]) element(v any, first bool) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := s.p.Streams.Out.Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	_, err := s.p.Streams.Out.Write(escapeJSON(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))))
 	return err
 }
 
