@@ -229,13 +229,36 @@ func checkID(s string) string {
 	return checkText(s)
 }
 
+// jsonText reads a member that must be a JSON string as json.Unmarshal into a string does;
+// false when it is not one. A string without escapes, the common case, is the text between
+// its quotes, taken without a second parse.
+func jsonText(raw json.RawMessage) (string, bool) {
+	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space only
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	plain := raw[len(raw)-1] == '"' && utf8.Valid(inner)
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
 // jsonString reads an optional string member; absent, null and "" all give "".
 func jsonString(raw json.RawMessage) (string, string) {
 	if isNull(raw) {
 		return "", ""
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
 	return s, checkText(s)
@@ -250,8 +273,8 @@ func jsonID(obj map[string]json.RawMessage, name string) (string, string) {
 	if isNull(raw) {
 		return "", "missing: null"
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
 	return s, checkID(s)
@@ -262,8 +285,8 @@ func jsonTime(raw json.RawMessage) (time.Time, string) {
 	if isNull(raw) {
 		return time.Time{}, ""
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return time.Time{}, "not an RFC 3339 timestamp: " + describe(raw)
 	}
 	return parseTime(s)
@@ -307,8 +330,8 @@ func jsonVersion(raw json.RawMessage) (v int64, ok bool, reason string) {
 	raw = bytes.TrimSpace(raw)
 	switch c := raw[0]; {
 	case c == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		s, ok := jsonText(raw)
+		if !ok {
 			return 0, false, "not an integer: " + describe(raw)
 		}
 		return parseVersion(s)

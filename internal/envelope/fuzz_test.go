@@ -149,3 +149,19 @@ func checkSplitObject(t *testing.T, value []byte) {
 		t.Errorf("%q: splitObject %q, json.Unmarshal %q (%v)", value, got, want, err)
 	}
 }
+
+// FuzzJSONText compares jsonText with json.Unmarshal into a string on arbitrary values.
+func FuzzJSONText(f *testing.F) {
+	for _, v := range []string{`"x"`, `""`, ` "a\"b" `, `"é"`, `"\u00e9"`, `"a\\"`, `1`, `"\x01"`, `"abc`, `null`} {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := jsonText(raw)
+		var want string
+		err := json.Unmarshal(raw, &want)
+		isString := len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] == '"'
+		if ok != (err == nil && isString) || (ok && got != want) {
+			t.Errorf("%q: jsonText %q %v, json.Unmarshal %q %v", raw, got, ok, want, err)
+		}
+	})
+}
