@@ -115,6 +115,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	progress.Stop()
 	cmdutil.WarnDeleted(opts.Streams, scan)
 	if err != nil {
+		_ = stream.Flush() // the rows found before the error
 		return err
 	}
 	if res.More {

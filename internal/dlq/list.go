@@ -1,7 +1,6 @@
 package dlq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,12 +16,15 @@ type Entry struct {
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
 // its Status, or null when it was not looked up.
-func (e Entry) MarshalJSON() ([]byte, error) {
+func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
+func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
 	var status *Status
 	if e.Status.Status != "" {
 		status = &e.Status.Status
 	}
-	return appendJSONFields(e.DeadLetter, jsonField{"status", status})
+	return appendJSONFields(dst, e.DeadLetter, jsonField{"status", status})
 }
 
 // jsonField is one field appended to an object by appendJSONFields.
@@ -31,19 +33,20 @@ type jsonField struct {
 	value any
 }
 
-// appendJSONFields marshals base (a JSON object) and appends fields to it, in order.
-func appendJSONFields(base any, fields ...jsonField) ([]byte, error) {
-	b, err := json.Marshal(base)
+// appendJSONFields appends to dst the JSON object of d (DeadLetter.AppendJSON) with fields
+// added at its end, in order.
+func appendJSONFields(dst []byte, d DeadLetter, fields ...jsonField) ([]byte, error) {
+	start := len(dst)
+	out, err := d.AppendJSON(dst)
 	if err != nil {
 		return nil, err
 	}
-	b = bytes.TrimRight(b, " \n")
-	if len(b) < 2 || b[len(b)-1] != '}' {
-		return nil, errors.New("dlq: base of appendJSONFields is not a JSON object")
+	if len(out)-start < 2 || out[len(out)-1] != '}' {
+		return nil, errors.New("dlq: a dead letter's JSON is not an object")
 	}
-	out := b[:len(b)-1]
+	out = out[:len(out)-1]
 	for _, f := range fields {
-		if len(out) > 1 {
+		if len(out)-start > 1 {
 			out = append(out, ',')
 		}
 		name, _ := json.Marshal(f.name)

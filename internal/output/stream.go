@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Stream writes a result row by row, as a command produces it, in the printer's format. It is
@@ -41,6 +43,12 @@ import (
 //
 // A Stream is safe for use by several goroutines; rows are written in the order Write is
 // called.
+//
+// When stdout is not a terminal (a pipe, a file), jsonl, json and csv rows go through a
+// buffer: written when it fills, FlushDelay after the first row it holds (so that a reader of
+// a slow scan still sees each row soon), at Flush and at Close. A scan of a million rows then
+// makes a few thousand writes instead of a million. On a terminal every row is written at once.
+// A command that returns early without Close calls Flush.
 type Stream[T any] struct {
 	p    *Printer
 	cols []Column[T]
@@ -52,8 +60,24 @@ type Stream[T any] struct {
 	closed bool
 	csv    *csv.Writer
 	buf    bytes.Buffer // one JSON element at a time
+	line   []byte       // one JSON value at a time, of a value that appends its own JSON
+	w      *bufio.Writer
+	timer  *time.Timer // pending while w holds rows
 	table  *tableStream
 	trunc  *Truncation
+}
+
+// FlushDelay is the longest a buffered stream keeps a row before writing it.
+const FlushDelay = 100 * time.Millisecond
+
+// streamBuffer is the size of a buffered stream's buffer.
+const streamBuffer = 64 << 10
+
+// JSONAppender is a value that writes its own JSON: AppendJSON appends to dst exactly what
+// its MarshalJSON returns, compact. A Stream calls it instead of encoding/json, which would
+// validate and compact those bytes once more.
+type JSONAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
 }
 
 // StreamOptions tune a Stream. The zero value is fine.
@@ -123,7 +147,53 @@ func NewStream[T any](p *Printer, cols []Column[T], opts StreamOptions[T]) *Stre
 	if opts.TableChunk <= 0 {
 		opts.TableChunk = DefaultTableChunk
 	}
-	return &Stream[T]{p: p, cols: cols, opts: opts}
+	s := &Stream[T]{p: p, cols: cols, opts: opts}
+	if p.Format != FormatTable && !p.Streams.OutTTY {
+		s.w = bufio.NewWriterSize(p.Streams.Out, streamBuffer)
+	}
+	return s
+}
+
+// out is where rows go: the buffer when there is one, else stdout.
+func (s *Stream[T]) out() io.Writer {
+	if s.w != nil {
+		return s.w
+	}
+	return s.p.Streams.Out
+}
+
+// Flush writes the rows the buffer holds. It returns the first write error, as Write does.
+func (s *Stream[T]) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flush()
+}
+
+func (s *Stream[T]) flush() error {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.w == nil || s.err != nil {
+		return s.err
+	}
+	s.err = s.w.Flush()
+	return s.err
+}
+
+// flushLater arms the timer that writes a buffer's rows FlushDelay after the first of them.
+func (s *Stream[T]) flushLater() {
+	if s.w == nil || s.timer != nil || s.w.Buffered() == 0 {
+		return
+	}
+	s.timer = time.AfterFunc(FlushDelay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.timer = nil
+		if s.err == nil && s.w.Buffered() > 0 {
+			s.err = s.w.Flush()
+		}
+	})
 }
 
 // ErrStreamClosed is returned by a Write after Close.
@@ -142,17 +212,29 @@ func (s *Stream[T]) Write(v T) error {
 		return s.err
 	}
 	s.err = s.write(v)
+	if s.err == nil {
+		s.flushLater()
+	}
 	return s.err
 }
 
 func (s *Stream[T]) write(v T) error {
-	out := s.p.Streams.Out
+	out := s.out()
 	s.n++
 	if s.p.Format != FormatTable {
 		s.clearProgress()
 	}
 	switch s.p.Format {
 	case FormatJSONL:
+		if a, ok := any(v).(JSONAppender); ok {
+			b, err := a.AppendJSON(s.line[:0])
+			if err != nil {
+				return err
+			}
+			s.line = append(b, '\n')
+			_, err = out.Write(s.line)
+			return err
+		}
 		return writeJSON(out, v, false)
 	case FormatJSON:
 		return s.element(v, s.n == 1)
@@ -180,13 +262,25 @@ func (s *Stream[T]) element(v any, first bool) error {
 	}
 	s.buf.Reset()
 	s.buf.WriteString(sep)
-	enc := json.NewEncoder(&s.buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
+	if a, ok := v.(JSONAppender); ok {
+		// What an Encoder with this indent writes: the compact value, indented.
+		b, err := a.AppendJSON(s.line[:0])
+		if err != nil {
+			return err
+		}
+		s.line = b
+		if err := json.Indent(&s.buf, b, "  ", "  "); err != nil {
+			return err
+		}
+	} else {
+		enc := json.NewEncoder(&s.buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
 	}
-	_, err := s.p.Streams.Out.Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	_, err := s.out().Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
 	return err
 }
 
@@ -194,7 +288,9 @@ func (s *Stream[T]) csvHeader() error {
 	if s.csv != nil {
 		return nil
 	}
-	s.csv = csv.NewWriter(s.p.Streams.Out)
+	// Hidden behind an interface, or the csv writer would take the buffer for its own and
+	// flush it at every row.
+	s.csv = csv.NewWriter(struct{ io.Writer }{s.out()})
 	header := make([]string, len(s.opts.CSV))
 	for i, c := range s.opts.CSV {
 		header[i] = c.Name
@@ -241,7 +337,7 @@ func (s *Stream[T]) Close() error {
 }
 
 func (s *Stream[T]) close() error {
-	out := s.p.Streams.Out
+	out := s.out()
 	if s.trunc != nil {
 		s.trunc.Written = s.n
 	}
@@ -289,6 +385,10 @@ func (s *Stream[T]) close() error {
 		} else if s.opts.Empty != "" {
 			fmt.Fprintln(s.p.Streams.ErrOut, s.opts.Empty)
 		}
+	}
+	// Every row out before a note on stderr, which may be the same file.
+	if err := s.flush(); err != nil {
+		return err
 	}
 	if s.trunc != nil {
 		note := fmt.Sprintf("showing the first %d %s: more remain", s.n, s.opts.Noun)
