@@ -20,11 +20,17 @@ func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
 func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
-	var status *Status
-	if e.Status.Status != "" {
-		status = &e.Status.Status
+	out, err := e.DeadLetter.appendJSON(dst)
+	if err != nil {
+		return nil, err
 	}
-	return appendJSONFields(dst, e.DeadLetter, jsonField{"status", status})
+	out = append(out[:len(out)-1], `,"status":`...)
+	if e.Status.Status == "" {
+		out = append(out, "null"...)
+	} else {
+		out = appendJSONString(out, string(e.Status.Status))
+	}
+	return append(out, '}'), nil
 }
 
 // jsonField is one field appended to an object by appendJSONFields.
