@@ -110,8 +110,8 @@ func appendJSONBytes(b, v []byte, name string) []byte {
 	if v == nil {
 		return append(b, "null"...)
 	}
-	if printableBytes(v) {
-		return appendJSONString(b, v)
+	if out, ok := appendPrintable(b, v); ok {
+		return out
 	}
 	b = appendJSONString(b, strings.ToValidUTF8(string(v), "\uFFFD"))
 	b = append(b, `,"`...)
@@ -121,17 +121,61 @@ func appendJSONBytes(b, v []byte, name string) []byte {
 	return append(b, '"')
 }
 
-func printableBytes(v []byte) bool {
-	if !utf8.Valid(v) {
-		return false
-	}
-	for _, c := range v {
-		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
-			return false
+// appendPrintable is appendJSONString(b, v) when v is printable (see printable), in the same
+// pass that checks it; otherwise it returns b as it was and false.
+func appendPrintable(b, v []byte) ([]byte, bool) {
+	n := len(b)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			if plainJSON[c] {
+				i++
+				continue
+			}
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+				return b[:n], false
+			}
+			b = append(b, v[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // <, >, &
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRune(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			return b[:n], false
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, v[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			start = i + size
+		}
+		i += size
 	}
-	return true
+	b = append(b, v[start:]...)
+	return append(b, '"'), true
 }
+
+// plainJSON marks the ASCII bytes a JSON string with HTML escaping holds as they are.
+var plainJSON = func() (t [utf8.RuneSelf]bool) {
+	for c := byte(0x20); c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
 	if t == nil {
@@ -178,7 +222,7 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainJSON[c] || c == 0x7f {
 				i++
 				continue
 			}

@@ -29,13 +29,20 @@ func checkAppendJSON(t *testing.T, d DeadLetter) {
 // nil and empty bytes, unknown pointers, times in zones and outside what RFC 3339 can say, the
 // fields left out when empty.
 func TestAppendJSON(t *testing.T) {
-	hard := []string{"", "plain", "quote \" back \\ slash", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f",
+	hard := []string{"", "plain", "quote \" back \\ slash", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f", "del \x7f", "tab\tnl\ncr\r", "nul \x00", "bs \b ff \f",
 		"line\u2028para\u2029", "é 日本 🎉", "bad \xff\xfe utf8 \xc3", "\xe2\x80", "trunc \xf0\x9f\x8e"}
 	p, o := int32(7), int64(-3)
 	zone := time.FixedZone("", -(5*3600 + 30*60 + 15))
-	times := []time.Time{{}, time.Date(2026, 3, 14, 9, 26, 53, 589793238, zone), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600+60))}
+	times := []time.Time{{}, time.Date(2026, 3, 14, 9, 26, 53, 589793238, zone), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	// Times time.Time.MarshalJSON refuses: both encoders fail.
+	for _, bad := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600+60))} {
+		if _, err := (DeadLetter{Timestamp: bad}).marshalReflect(nil); err == nil {
+			t.Fatalf("encoding/json wrote %v", bad)
+		}
+		checkAppendJSON(t, DeadLetter{Timestamp: bad})
+		checkAppendJSON(t, DeadLetter{FailedAt: &bad})
+	}
 	for i, s := range hard {
 		tm := times[i%len(times)]
 		d := DeadLetter{
