@@ -73,13 +73,6 @@ const FlushDelay = 100 * time.Millisecond
 // streamBuffer is the size of a buffered stream's buffer.
 const streamBuffer = 64 << 10
 
-// JSONAppender is a value that writes its own JSON: AppendJSON appends to dst exactly what
-// its MarshalJSON returns, compact. A Stream calls it instead of encoding/json, which would
-// validate and compact those bytes once more.
-type JSONAppender interface {
-	AppendJSON(dst []byte) ([]byte, error)
-}
-
 // StreamOptions tune a Stream. The zero value is fine.
 type StreamOptions[T any] struct {
 	// CSV are the CSV columns when they are not the table's: a CSV row carries every field,
@@ -100,6 +93,11 @@ type StreamOptions[T any] struct {
 	// TableChunk is how many rows a table keeps to size its columns before it starts printing
 	// (DefaultTableChunk when 0).
 	TableChunk int
+	// JSON, when set, writes a row's JSON for json and jsonl: it appends to dst, compact, the
+	// bytes the stream's encoder writes for the row (HTML characters as they are; for a type
+	// with a MarshalJSON method, what that returns). A row type that marshals itself (dlq.Entry) is written faster so: encoding/json
+	// validates and compacts again whatever a MarshalJSON method returns.
+	JSON func(v T, dst []byte) ([]byte, error)
 	// Progress, when set, is cleared before rows are written while stdout and stderr are both
 	// terminals (so, most likely, one screen), so that a row never lands on the progress
 	// line; the progress draws itself again below the row at its next tick.
@@ -226,8 +224,8 @@ func (s *Stream[T]) write(v T) error {
 	}
 	switch s.p.Format {
 	case FormatJSONL:
-		if a, ok := any(v).(JSONAppender); ok {
-			b, err := a.AppendJSON(s.line[:0])
+		if s.opts.JSON != nil {
+			b, err := s.opts.JSON(v, s.line[:0])
 			if err != nil {
 				return err
 			}
@@ -237,6 +235,15 @@ func (s *Stream[T]) write(v T) error {
 		}
 		return writeJSON(out, v, false)
 	case FormatJSON:
+		if s.opts.JSON != nil {
+			// What an Encoder with the element's indent writes: the compact value, indented.
+			b, err := s.opts.JSON(v, s.line[:0])
+			if err != nil {
+				return err
+			}
+			s.line = b
+			return s.element(json.RawMessage(b), s.n == 1)
+		}
 		return s.element(v, s.n == 1)
 	case FormatCSV:
 		if err := s.csvHeader(); err != nil {
@@ -262,14 +269,8 @@ func (s *Stream[T]) element(v any, first bool) error {
 	}
 	s.buf.Reset()
 	s.buf.WriteString(sep)
-	if a, ok := v.(JSONAppender); ok {
-		// What an Encoder with this indent writes: the compact value, indented.
-		b, err := a.AppendJSON(s.line[:0])
-		if err != nil {
-			return err
-		}
-		s.line = b
-		if err := json.Indent(&s.buf, b, "  ", "  "); err != nil {
+	if raw, ok := v.(json.RawMessage); ok {
+		if err := json.Indent(&s.buf, raw, "  ", "  "); err != nil {
 			return err
 		}
 	} else {

@@ -525,3 +525,29 @@ func TestStreamBufferedWriteErrorSticks(t *testing.T) {
 		t.Errorf("Close after a failed flush = %v", err)
 	}
 }
+
+// TestStreamJSONOption checks that a stream whose rows write their own JSON (StreamOptions.JSON)
+// writes the bytes encoding/json would, in json (indented) and jsonl, on a terminal and off one.
+func TestStreamJSONOption(t *testing.T) {
+	items := []row{{"a<b>&c", 1}, {"d", 2}, {"e\u2028", 3}}
+	own := func(v row, dst []byte) ([]byte, error) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(v)
+		return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), err
+	}
+	for _, f := range []Format{FormatJSON, FormatJSONL} {
+		for _, tty := range []bool{false, true} {
+			s, _, want, _ := Test()
+			s.OutTTY = tty
+			streamAll(t, NewPrinter(s, f), items, StreamOptions[row]{})
+			s2, _, got, _ := Test()
+			s2.OutTTY = tty
+			streamAll(t, NewPrinter(s2, f), items, StreamOptions[row]{JSON: own})
+			if got.String() != want.String() {
+				t.Errorf("%s, tty %v: with JSON\n%q\nwithout\n%q", f, tty, got, want)
+			}
+		}
+	}
+}
