@@ -42,7 +42,8 @@ FUZZ_TARGETS := \
 	./internal/kafka:FuzzPlanRanges \
 	./internal/config:FuzzConfig \
 	./internal/timespec:FuzzParseDuration \
-	./internal/timespec:FuzzParseTime
+	./internal/timespec:FuzzParseTime \
+	./internal/output:FuzzPrintable
 FUZZTIME ?= 5s
 
 # A short pass of every fuzz target beyond its seeds, one target per go test (-fuzz takes one).

@@ -40,7 +40,7 @@ func Confirm(f *Factory, yes bool, question string) error {
 	if !f.Streams.Interactive() {
 		return fwerr.Usagef("refusing to %s without --yes: this is not an interactive terminal, so nobody can confirm (pass --yes in scripts)", question)
 	}
-	fmt.Fprintf(f.Streams.ErrOut, "%s? [y/N] ", capitalize(question))
+	fmt.Fprintf(f.Streams.ErrText(), "%s? [y/N] ", capitalize(question))
 
 	// The root command catches SIGINT for a clean shutdown, so a blocked read would outlive
 	// Ctrl-C: wait for the answer or a signal, whichever comes first.

@@ -71,7 +71,7 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 		if pattern == nil {
 			pattern = dlq.DefaultTopicPattern
 		}
-		fmt.Fprintf(s.ErrOut, "no dead letters: no topic matches %s\n", pattern)
+		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s\n", pattern)
 	}
 	return topics, nil
 }
@@ -84,7 +84,7 @@ func (t *DLQTopicFlags) Discovered() bool { return len(t.Topics) == 0 }
 // they were found.
 func WarnDeleted(s *output.Streams, scan *dlq.Scan) {
 	for _, t := range scan.Deleted() {
-		fmt.Fprintf(s.ErrOut, "warning: %s was deleted while it was read: skipped\n", t)
+		fmt.Fprintf(s.ErrText(), "warning: %s was deleted while it was read: skipped\n", t)
 	}
 }
 

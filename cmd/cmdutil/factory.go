@@ -36,6 +36,8 @@ type Factory struct {
 	// Running is set by the root command once flags and arguments are parsed; an error before
 	// that is a usage error.
 	Running bool
+
+	warned map[string]bool // the connection warnings already printed in this run
 }
 
 // NewFactory returns a factory on the process's streams and environment.
@@ -64,6 +66,15 @@ func (f *Factory) Connection() (config.Connection, error) {
 	conn, err := config.Resolve(f.Conn, f.Getenv, file)
 	if err != nil {
 		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	for _, w := range conn.Warnings {
+		if !f.warned[w] {
+			if f.warned == nil {
+				f.warned = map[string]bool{}
+			}
+			f.warned[w] = true
+			Warn(f.Streams, w)
+		}
 	}
 	return conn, nil
 }
@@ -112,6 +123,7 @@ func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
 	}
 	opts := f.Dedup
 	opts.ConnectTimeout = f.ConnectTimeout
+	opts.Password = conn.DSNPassword
 	st, err := dedup.Open(ctx, conn.DSN, opts)
 	if err != nil {
 		return nil, StoreError(err, f.Dedup)

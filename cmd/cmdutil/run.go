@@ -31,7 +31,8 @@ func WaitAndClose(ctx context.Context, s *output.Streams, name string, close fun
 	return nil
 }
 
-// Warn writes a warning on stderr: "warning: " (styled on a terminal), then msg.
+// Warn writes a warning on stderr: "warning: " (styled on a terminal), then msg, through the
+// terminal rule (docs/design.md §4.1).
 func Warn(s *output.Streams, msg string) {
-	fmt.Fprintln(s.ErrOut, output.NewStyles(s.ErrOut, s.ErrTTY && !s.NoColor).Warn.Render("warning: ")+msg)
+	fmt.Fprintln(s.ErrText(), s.ErrStyles().Warn.Render("warning: ")+msg)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -249,15 +248,16 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// consumeLogger is the structured logger on stderr: text on a terminal, JSON otherwise.
+// consumeLogger is the structured logger on stderr: text on a terminal, JSON otherwise. Log
+// lines carry record data (keys, event ids, errors): the text handler quotes and escapes
+// every control character itself, and both go through the terminal rule (docs/design.md §4.1).
 func consumeLogger(o *ConsumeOptions) *slog.Logger {
 	level, _ := parseLevel(o.LogLevel)
 	ho := &slog.HandlerOptions{Level: level}
-	var w io.Writer = o.Streams.ErrOut
 	if o.LogFormat == "json" || (o.LogFormat == "auto" && !o.Streams.ErrTTY) {
-		return slog.New(slog.NewJSONHandler(w, ho))
+		return slog.New(slog.NewJSONHandler(output.JSONWriter(o.Streams.ErrOut), ho))
 	}
-	return slog.New(slog.NewTextHandler(w, ho))
+	return slog.New(slog.NewTextHandler(output.TextWriter(o.Streams.ErrOut, false), ho))
 }
 
 // consumeSummary is what `fieldwork consume` prints on stdout when it stops.

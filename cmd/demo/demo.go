@@ -110,7 +110,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	// The story goes where a person reads it: stdout for a table, else stderr, so that stdout
 	// carries only the summary.
-	story, color := s.ErrOut, s.ErrTTY && !s.NoColor
+	story, color := s.ErrOut, s.ErrColor()
 	if format == output.FormatTable {
 		story, color = s.Out, s.OutTTY && !s.NoColor
 	}
@@ -174,7 +174,7 @@ type demoNarrator struct {
 
 func newDemoNarrator(w io.Writer, color bool) *demoNarrator {
 	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
-	return &demoNarrator{w: w, p: p, st: p.Styles}
+	return &demoNarrator{w: output.TextWriter(w, color), p: p, st: p.Styles}
 }
 
 func (n *demoNarrator) blank() { fmt.Fprintln(n.w) }

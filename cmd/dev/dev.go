@@ -222,7 +222,7 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 // printDevBanner writes what is served, what was seeded and what to try, for a person.
 func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack) error {
 	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
-	st := p.Styles
+	st, w := p.Styles, output.TextWriter(w, color)
 	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)

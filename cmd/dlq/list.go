@@ -125,7 +125,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		return err
 	}
 	if res.Listed == 0 && p.Format == output.FormatTable && len(topics) > 0 {
-		fmt.Fprintln(opts.Streams.ErrOut, dlqNothingFound(topics, res.ScanResult))
+		fmt.Fprintln(opts.Streams.ErrText(), dlqNothingFound(topics, res.ScanResult))
 	}
 	return nil
 }

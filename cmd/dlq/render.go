@@ -1,12 +1,10 @@
 package dlq
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -56,19 +54,6 @@ func dlqOriginal(d dlq.DeadLetter) string {
 // a table cell.
 func dlqOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// dlqText shows bytes as text when they are printable UTF-8, else as base64 with ok false.
-func dlqText(b []byte) (string, bool) {
-	if utf8.Valid(b) {
-		for _, c := range b {
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
-				return base64.StdEncoding.EncodeToString(b), false
-			}
-		}
-		return string(b), true
-	}
-	return base64.StdEncoding.EncodeToString(b), false
-}
-
 // dlqNothingFound says why a listing is empty.
 func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 	switch {
@@ -84,9 +69,11 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 // dead letter has header problems. On a terminal, messages are cut to dlqMessageWidth.
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
 	st, tty := p.Styles, p.Streams.OutTTY
+	// A message is cut as the terminal shows it: escaped first, so that an escape is counted
+	// at its width.
 	cut := func(s string) string {
 		if tty {
-			return cmdutil.Truncate(s, dlqMessageWidth)
+			return cmdutil.Truncate(output.Printable(s, false), dlqMessageWidth)
 		}
 		return s
 	}
@@ -165,13 +152,13 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	}},
 	{Name: "event_id", Value: func(e dlq.Entry) string { return e.EventID }},
 	{Name: "key", Value: func(e dlq.Entry) string {
-		if t, ok := dlqText(e.Key); ok && e.Key != nil {
+		if t, ok := cmdutil.BytesText(e.Key); ok && e.Key != nil {
 			return t
 		}
 		return ""
 	}},
 	{Name: "key_base64", Value: func(e dlq.Entry) string {
-		if t, ok := dlqText(e.Key); !ok && e.Key != nil {
+		if t, ok := cmdutil.BytesText(e.Key); !ok && e.Key != nil {
 			return t
 		}
 		return ""
@@ -225,7 +212,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	head := output.Section{Title: "Dead letter " + d.Address().String(), Fields: [][2]string{
 		{"convention", string(d.Convention)},
 		{"written", cmdutil.FormatTime(d.Timestamp) + age},
-		{"key", dlqBytesDisplay(p, d.Key)},
+		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", cmdutil.OrDash(d.EventID)},
 	}}
 	if d.ReplayCount > 0 {
@@ -273,11 +260,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(d.Headers))}
 	for _, h := range d.Headers {
-		key, ok := dlqText([]byte(h.Key))
-		if !ok {
-			key += " (base64)"
-		}
-		headers.Fields = append(headers.Fields, [2]string{key, dlqBytesDisplay(p, h.Value)})
+		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
 	}
 	if len(d.Headers) == 0 {
 		headers.Text = st.Dim.Render("(none)")
@@ -289,23 +272,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	value := output.Section{Title: "Value"}
-	switch {
-	case d.Value == nil:
-		value.Text = st.Dim.Render("(null)")
-	case len(d.Value) == 0:
-		value.Text = st.Dim.Render("(empty)")
-	default:
-		if pretty := det.PrettyValue(); pretty != nil {
-			value.Text = string(pretty)
-		} else if t, ok := dlqText(d.Value); ok {
-			value.Text = t
-		} else {
-			value.Title = fmt.Sprintf("Value (%d bytes, not text: base64)", len(d.Value))
-			value.Text = t
-		}
-	}
-	sections = append(sections, value)
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}
@@ -334,21 +301,6 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 		return " (consumer " + s.Consumer + ")"
 	}
 	return ""
-}
-
-// dlqBytesDisplay shows a key or header value: its text, base64 flagged, (none) for null.
-func dlqBytesDisplay(p *output.Printer, b []byte) string {
-	switch {
-	case b == nil:
-		return p.Styles.Dim.Render("(none)")
-	case len(b) == 0:
-		return p.Styles.Dim.Render(`""`)
-	}
-	t, ok := dlqText(b)
-	if !ok {
-		return t + p.Styles.Warn.Render(fmt.Sprintf(" (base64: %d bytes, not text)", len(b)))
-	}
-	return t
 }
 
 func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) []output.Section {

@@ -122,7 +122,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 					others = append(others, kafka.RecordAddress{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset}.String())
 				}
 			}
-			fmt.Fprintf(opts.Streams.ErrOut, "%d dead letters carry event id %s: showing the newest; the others are %s\n", len(found), opts.Filter.EventID, strings.Join(others, ", "))
+			fmt.Fprintf(opts.Streams.ErrText(), "%d dead letters carry event id %s: showing the newest; the others are %s\n", len(found), opts.Filter.EventID, strings.Join(others, ", "))
 		}
 		d = newest
 	}

@@ -115,7 +115,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients
 	if err != nil {
 		return err
 	}
-	w := opts.Streams.ErrOut
+	w := opts.Streams.ErrText()
 	for _, s := range rep.Warnings() {
 		cmdutil.Warn(opts.Streams, s)
 	}

@@ -22,7 +22,7 @@ func NewCmdInspectRecord(f *cmdutil.Factory, runF func(context.Context, *Inspect
 		Use:   "record TOPIC/PARTITION/OFFSET",
 		Short: "One record: headers, key, decoded envelope and pretty value",
 		Long: `Show one record: its timestamp, key and headers (as text, or base64 when they are not
-UTF-8), the envelope it carries decoded (or precisely why it does not decode), and its value,
+printable text), the envelope it carries decoded (or precisely why it does not decode), and its value,
 indented when it is JSON.`,
 		Example: `  fieldwork inspect record tasks/0/42
   fieldwork inspect record tasks/0/42 -o json | jq .event`,

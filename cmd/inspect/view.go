@@ -102,12 +102,12 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 		{"partition", strconv.Itoa(int(rep.Partition))},
 		{"offset", strconv.FormatInt(rep.Offset, 10)},
 		{"timestamp", cmdutil.FormatTime(rep.Timestamp) + st.Dim.Render(" ("+rep.TimestampType+")")},
-		{"key", blobDisplay(p, rep.Key)},
+		{"key", cmdutil.BytesDisplay(st, rep.Key)},
 		{"format", cmdutil.OrDash(rep.Format)},
 	}}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
 	for _, h := range rep.Headers {
-		headers.Fields = append(headers.Fields, [2]string{h.Key, blobDisplay(p, h.Value)})
+		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
 	}
 	if len(rep.Headers) == 0 {
 		headers.Text = st.Dim.Render("(none)")
@@ -119,29 +119,7 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 	if m := rep.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	value := output.Section{Title: "Value", Text: rep.PrettyValue()}
-	switch {
-	case rep.Value == nil:
-		value.Text = st.Dim.Render("(null)")
-	case rep.Value.Size == 0:
-		value.Text = st.Dim.Render("(empty)")
-	case rep.Value.Base64:
-		value.Title = fmt.Sprintf("Value (%d bytes, not UTF-8: base64)", rep.Value.Size)
-	}
-	return append(sections, value)
-}
-
-// blobDisplay shows a key or header value: its text, base64 flagged, or (none) for null.
-func blobDisplay(p *output.Printer, b *inspect.Blob) string {
-	switch {
-	case b == nil:
-		return p.Styles.Dim.Render("(none)")
-	case b.Base64:
-		return b.Text + p.Styles.Warn.Render(" (base64: not UTF-8)")
-	case b.Size == 0:
-		return p.Styles.Dim.Render(`""`)
-	}
-	return b.Text
+	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.ValueJSON))
 }
 
 func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section {

@@ -103,7 +103,7 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmd
 		return err
 	}
 	if stream != nil {
-		fmt.Fprintln(opts.Streams.ErrOut, rep.Summary())
+		fmt.Fprintln(opts.Streams.ErrText(), rep.Summary())
 	} else if err := p.Object(rep, checkSections(p, rep)); err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func renderForget(p *output.Printer, rep *processed.ForgetReport) error {
 		return err
 	}
 	if len(rep.NotFound) > 0 {
-		fmt.Fprintf(p.Streams.ErrOut, "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
+		fmt.Fprintf(p.Streams.ErrText(), "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
 	}
 	return nil
 }

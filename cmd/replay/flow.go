@@ -99,7 +99,7 @@ func (f *flowView) confirm(ch replay.Check) error {
 // notices prints the notices not printed yet, one a line on stderr.
 func (f *flowView) notices(ns []replay.Notice) {
 	for _, n := range ns[min(f.shown, len(ns)):] {
-		fmt.Fprintln(f.d.Streams.ErrOut, n.String())
+		fmt.Fprintln(f.d.Streams.ErrText(), n.String())
 	}
 	f.shown = max(f.shown, len(ns))
 }

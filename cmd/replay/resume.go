@@ -62,7 +62,7 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
 	plan, err := replay.LoadRun(ctx, c, st, opts.RunID, opts.Force)
 	if errors.Is(err, replay.ErrNothingToResume) {
-		fmt.Fprintf(opts.Streams.ErrOut, "run %s is completed: nothing to resume\n", opts.RunID)
+		fmt.Fprintf(opts.Streams.ErrText(), "run %s is completed: nothing to resume\n", opts.RunID)
 		return nil
 	}
 	if err != nil {

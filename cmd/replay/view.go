@@ -123,7 +123,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 					part = strconv.Itoa(int(*r.TargetPartition))
 				}
 			}
-			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, cmdutil.Truncate(r.Key, 40), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
+			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, sampleKey(r), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
 		}
 		sections = append(sections, s)
 	}
@@ -346,4 +346,12 @@ func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
 		views[i] = replayViewOf(r)
 	}
 	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
+}
+
+// sampleKey is a sample record's key in the table: its text, or its base64 flagged.
+func sampleKey(r replay.SampleRecord) string {
+	if r.KeyBase64 != nil {
+		return cmdutil.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+	}
+	return cmdutil.Truncate(r.Key, 40)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/processed"
 	"github.com/fieldwork/fieldwork/cmd/replay"
 	"github.com/fieldwork/fieldwork/cmd/version"
+	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -63,16 +64,16 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	if ctx.Err() != nil && (kind == fwerr.KindError || errors.Is(err, context.Canceled)) {
 		kind = fwerr.KindInterrupted
 	}
-	st := output.NewStyles(f.Streams.ErrOut, f.Streams.ErrTTY && !f.Streams.NoColor)
+	st, errOut := f.Streams.ErrStyles(), f.Streams.ErrText()
 	switch kind {
 	case fwerr.KindInterrupted:
-		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("interrupted"))
+		fmt.Fprintln(errOut, st.Warn.Render("interrupted"))
 		return ExitInterrupted
 	case fwerr.KindCheck:
-		fmt.Fprintln(f.Streams.ErrOut, st.Warn.Render("problems found: ")+output.Printable(err.Error(), false))
+		fmt.Fprintln(errOut, st.Warn.Render("problems found: ")+err.Error())
 		return ExitCheckFailed
 	}
-	fmt.Fprintln(f.Streams.ErrOut, st.Bad.Render("error: ")+output.Printable(err.Error(), false))
+	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
 	case fwerr.KindUsage:
 		if ran != nil {
@@ -123,16 +124,18 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	pf.BoolVar(&f.Conn.TLS, "tls", false, "connect to brokers with TLS (env FIELDWORK_TLS)")
 	pf.StringVar(&f.Conn.TLSCAFile, "tls-ca", "", "PEM file of CA certificates for the brokers (env FIELDWORK_TLS_CA)")
 	pf.StringVar(&f.Conn.TLSCertFile, "tls-cert", "", "PEM client certificate (env FIELDWORK_TLS_CERT)")
-	pf.StringVar(&f.Conn.TLSKeyFile, "tls-key", "", "PEM client key (env FIELDWORK_TLS_KEY)")
+	pf.StringVar(&f.Conn.TLSKeyFile, "tls-key", "", "PEM client key, plain or encrypted (env FIELDWORK_TLS_KEY)")
+	pf.StringVar(&f.Conn.TLSPKCS12File, "tls-pkcs12", "", "PKCS#12 bundle of the client certificate and key (env FIELDWORK_TLS_PKCS12)")
+	pf.StringVar(&f.Conn.TLSKeyPasswordFile, "tls-key-password-file", "", "file holding the password of an encrypted client key or PKCS#12 bundle (or env FIELDWORK_TLS_KEY_PASSWORD)")
 	pf.StringVar(&f.Conn.TLSServerName, "tls-server-name", "", "server name to verify (env FIELDWORK_TLS_SERVER_NAME)")
 	pf.BoolVar(&f.Conn.TLSInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
-	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env FIELDWORK_SASL_MECHANISM)")
+	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or AWS_MSK_IAM (env FIELDWORK_SASL_MECHANISM)")
 	pf.StringVar(&f.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
 	pf.StringVar(&f.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
 	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
 	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
-	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions(config.Mechanisms, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(&cobra.Group{ID: "ops", Title: "Commands:"})
 	root.SetHelpCommandGroupID("")

@@ -18,22 +18,29 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
-// TLS is the client TLS configuration for brokers.
+// TLS is the client TLS configuration for brokers. The client key is a PEM key (plain,
+// PKCS#8-encrypted or legacy-encrypted) beside a PEM certificate, or a PKCS#12 bundle holding
+// both; the password of an encrypted key or a bundle is read from KeyPasswordEnv (an
+// environment variable's name) or KeyPasswordFile when the connection is resolved.
 type TLS struct {
 	Enabled            bool   `yaml:"enabled" json:"enabled"`
 	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
 	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
 	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
+	PKCS12File         string `yaml:"pkcs12_file" json:"pkcs12_file,omitempty"`
+	KeyPasswordEnv     string `yaml:"key_password_env" json:"key_password_env,omitempty"`
+	KeyPasswordFile    string `yaml:"key_password_file" json:"key_password_file,omitempty"`
 	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // SASL is the client SASL configuration for brokers. The password is read from PasswordEnv
 // (an environment variable's name) or PasswordFile when the connection is resolved.
+// AWS_MSK_IAM takes neither: its credentials come from the AWS SDK's default chain.
 type SASL struct {
 	Mechanism    string `yaml:"mechanism" json:"mechanism,omitempty"`
 	Username     string `yaml:"username" json:"username,omitempty"`
@@ -41,18 +48,25 @@ type SASL struct {
 	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
 }
 
-// Context is one named environment in the config file.
+// Context is one named environment in the config file. DSNPasswordEnv names the environment
+// variable that holds the store's password, DSNPasswordFile a file holding it; either is used
+// only when the DSN holds no password of its own.
 type Context struct {
-	Brokers []string `yaml:"brokers"`
-	DSN     string   `yaml:"dsn"`
-	TLS     TLS      `yaml:"tls"`
-	SASL    SASL     `yaml:"sasl"`
+	Brokers         []string `yaml:"brokers"`
+	DSN             string   `yaml:"dsn"`
+	DSNPasswordEnv  string   `yaml:"dsn_password_env"`
+	DSNPasswordFile string   `yaml:"dsn_password_file"`
+	TLS             TLS      `yaml:"tls"`
+	SASL            SASL     `yaml:"sasl"`
 }
 
 // File is the config file: named contexts and the one used when none is named.
 type File struct {
 	CurrentContext string             `yaml:"current_context"`
 	Contexts       map[string]Context `yaml:"contexts"`
+
+	// Warnings are what Load found worth saying about the file itself (docs/design.md §4.2).
+	Warnings []string `yaml:"-"`
 }
 
 // DefaultPath is $FIELDWORK_CONFIG, else $XDG_CONFIG_HOME/fieldwork/config.yaml, else
@@ -91,7 +105,36 @@ func Load(path string) (*File, error) {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		// YAML's messages quote keys (and the start of values): a DSN written where a key goes
 		// would show its password.
-		return nil, fwerr.Usagef("parse config %s: %s", path, dedupdriver.RedactText(err.Error()))
+		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Text(err.Error()))
+	}
+	if holdsPassword(f) {
+		if w := exposed("config file", path); w != "" {
+			f.Warnings = append(f.Warnings, w)
+		}
 	}
 	return f, nil
+}
+
+// holdsPassword reports whether a context's DSN carries a password.
+func holdsPassword(f *File) bool {
+	for _, c := range f.Contexts {
+		if len(redact.Secrets(c.DSN)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// exposed returns a warning when the file at path, which holds a secret, can be read by its
+// group or by everyone, and "" otherwise (or when it cannot be examined).
+func exposed(what, path string) string {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+		return ""
+	}
+	who := "its group"
+	if fi.Mode().Perm()&0o004 != 0 {
+		who = "every local user"
+	}
+	return fmt.Sprintf("%s %s can be read by %s (mode %04o): chmod 600 %s", what, path, who, fi.Mode().Perm(), path)
 }

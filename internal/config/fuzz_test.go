@@ -111,15 +111,28 @@ func FuzzConfig(f *testing.F) {
 			checkErr("Resolve", err)
 			return
 		}
-		if conn.SASL.Mechanism != "" {
+		if conn.SASL.Mechanism == MechanismAWSMSKIAM {
+			if conn.Password != "" {
+				t.Fatalf("AWS_MSK_IAM with a password: %+v", conn.SASL)
+			}
+		} else if conn.SASL.Mechanism != "" {
 			if !slices.Contains(Mechanisms, conn.SASL.Mechanism) || conn.SASL.Username == "" || conn.Password == "" {
 				t.Fatalf("resolved SASL %+v with password set %v", conn.SASL, conn.Password != "")
 			}
 		} else if conn.Password != "" {
 			t.Fatalf("a password without SASL: %+v", conn.SASL)
 		}
-		if (conn.TLS.CertFile == "") != (conn.TLS.KeyFile == "") {
-			t.Fatalf("a TLS certificate without its key: %+v", conn.TLS)
+		// A key needs its certificate; a certificate without a key is a PKCS#12 bundle or is
+		// refused when it is loaded; a bundle goes alone.
+		if conn.TLS.KeyFile != "" && conn.TLS.CertFile == "" || conn.TLS.PKCS12File != "" && conn.TLS.CertFile+conn.TLS.KeyFile != "" {
+			t.Fatalf("TLS files that do not go together: %+v", conn.TLS)
+		}
+		for _, w := range conn.Warnings {
+			for _, pw := range []string{fuzzEnvPassword, fuzzFilePassword, fuzzVarPassword, fuzzDSNPassword} {
+				if strings.Contains(w, pw) {
+					t.Fatalf("a warning shows a password: %s", w)
+				}
+			}
 		}
 	})
 }

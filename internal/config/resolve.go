@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // Flags are the connection values given on the command line. Empty means "not given".
@@ -15,29 +16,40 @@ type Flags struct {
 	Context string
 	DSN     string
 
-	TLS              bool
-	TLSCAFile        string
-	TLSCertFile      string
-	TLSKeyFile       string
-	TLSServerName    string
-	TLSInsecure      bool
-	SASLMechanism    string
-	SASLUsername     string
-	SASLPasswordFile string
+	TLS                bool
+	TLSCAFile          string
+	TLSCertFile        string
+	TLSKeyFile         string
+	TLSPKCS12File      string
+	TLSKeyPasswordFile string
+	TLSServerName      string
+	TLSInsecure        bool
+	SASLMechanism      string
+	SASLUsername       string
+	SASLPasswordFile   string
 }
 
 // Connection is the resolved place fieldwork connects to.
 type Connection struct {
-	Context  string // the context used, "" when none
-	Brokers  []string
-	DSN      string
-	TLS      TLS
-	SASL     SASL
-	Password string `json:"-"` // the SASL password, resolved; never printed
+	Context     string // the context used, "" when none
+	Brokers     []string
+	DSN         string
+	TLS         TLS
+	SASL        SASL
+	Password    string `json:"-"` // the SASL password, resolved; never printed
+	KeyPassword string `json:"-"` // the TLS client key's or bundle's password; never printed
+	DSNPassword string `json:"-"` // the store's password when the DSN holds none; never printed
+
+	// Warnings are facts about how the secrets were given that the operator should hear
+	// (docs/design.md §4.2): the command prints them once, on stderr.
+	Warnings []string `json:"-"`
 }
 
+// MechanismAWSMSKIAM is AWS MSK's IAM mechanism, signed with AWS credentials.
+const MechanismAWSMSKIAM = "AWS_MSK_IAM"
+
 // Mechanisms are the accepted SASL mechanisms.
-var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", MechanismAWSMSKIAM}
 
 // Resolve merges flags, environment and the config file. getenv is os.Getenv in production.
 // It fails, with a usage error, when a named context does not exist, a SASL mechanism is
@@ -68,21 +80,59 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		c.Brokers = ctx.Brokers
 	}
 	c.DSN = first(fl.DSN, getenv("FIELDWORK_DSN"), ctx.DSN)
+	if file != nil {
+		c.Warnings = append(c.Warnings, file.Warnings...)
+	}
+	if fl.DSN != "" && len(redact.Secrets(fl.DSN)) > 0 {
+		c.Warnings = append(c.Warnings, "the --dsn value holds a password, which every local user can read in the process list (ps): "+
+			"give the DSN without it and the password through PGPASSFILE, or a context's dsn_password_env or dsn_password_file, or set FIELDWORK_DSN")
+	}
+	if len(redact.Secrets(c.DSN)) == 0 {
+		pw, from, err := secret(getenv, "", ctx.DSNPasswordFile, ctx.DSNPasswordEnv, "store password", "")
+		if err != nil {
+			return c, err
+		}
+		c.DSNPassword = pw
+		c.warnExposed("store password file", from)
+	}
 
 	c.TLS = TLS{
 		Enabled:            fl.TLS || envBool(getenv("FIELDWORK_TLS")) || ctx.TLS.Enabled,
 		CAFile:             first(fl.TLSCAFile, getenv("FIELDWORK_TLS_CA"), ctx.TLS.CAFile),
 		CertFile:           first(fl.TLSCertFile, getenv("FIELDWORK_TLS_CERT"), ctx.TLS.CertFile),
 		KeyFile:            first(fl.TLSKeyFile, getenv("FIELDWORK_TLS_KEY"), ctx.TLS.KeyFile),
+		PKCS12File:         first(fl.TLSPKCS12File, getenv("FIELDWORK_TLS_PKCS12"), ctx.TLS.PKCS12File),
+		KeyPasswordFile:    first(fl.TLSKeyPasswordFile, getenv("FIELDWORK_TLS_KEY_PASSWORD_FILE"), ctx.TLS.KeyPasswordFile),
+		KeyPasswordEnv:     ctx.TLS.KeyPasswordEnv,
 		ServerName:         first(fl.TLSServerName, getenv("FIELDWORK_TLS_SERVER_NAME"), ctx.TLS.ServerName),
 		InsecureSkipVerify: fl.TLSInsecure || envBool(getenv("FIELDWORK_TLS_INSECURE_SKIP_VERIFY")) || ctx.TLS.InsecureSkipVerify,
 	}
 	// Any TLS file implies TLS.
-	if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" {
+	if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.PKCS12File != "" {
 		c.TLS.Enabled = true
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return c, fwerr.Usagef("a TLS client certificate needs both a certificate and a key file")
+	switch {
+	case c.TLS.PKCS12File != "" && (c.TLS.CertFile != "" || c.TLS.KeyFile != ""):
+		return c, fwerr.Usagef("a PKCS#12 bundle (--tls-pkcs12) holds the client certificate and key: give it without --tls-cert and --tls-key")
+	case c.TLS.KeyFile != "" && c.TLS.CertFile == "":
+		return c, fwerr.Usagef("a TLS client key needs its certificate (--tls-cert)")
+	}
+	// A PEM certificate without --tls-key is refused when it is loaded; a file that is not PEM
+	// is read as a PKCS#12 bundle.
+	if c.TLS.CertFile != "" || c.TLS.PKCS12File != "" {
+		pw, from, err := secret(getenv, "FIELDWORK_TLS_KEY_PASSWORD", c.TLS.KeyPasswordFile, c.TLS.KeyPasswordEnv, "TLS key password", "")
+		if err != nil {
+			return c, err
+		}
+		c.KeyPassword = pw
+		c.warnExposed("TLS key password file", from)
+		c.warnExposed("TLS client key", c.TLS.KeyFile)
+		if c.TLS.KeyFile == "" { // the bundle holds the key; a PEM certificate beside its key is public
+			c.warnExposed("PKCS#12 bundle", first(c.TLS.PKCS12File, c.TLS.CertFile))
+		}
+	}
+	if c.TLS.InsecureSkipVerify {
+		c.Warnings = append(c.Warnings, "TLS certificate verification is off (--tls-insecure-skip-verify): anyone on the path can pose as the brokers and read the credentials")
 	}
 
 	c.SASL = SASL{
@@ -91,46 +141,69 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		PasswordFile: first(fl.SASLPasswordFile, getenv("FIELDWORK_SASL_PASSWORD_FILE"), ctx.SASL.PasswordFile),
 		PasswordEnv:  ctx.SASL.PasswordEnv,
 	}
-	if c.SASL.Mechanism != "" {
-		if !validMechanism(c.SASL.Mechanism) {
-			return c, fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", c.SASL.Mechanism, strings.Join(Mechanisms, ", "))
-		}
-		if c.SASL.Username == "" {
-			return c, fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", c.SASL.Mechanism)
-		}
-		pw, err := readPassword(c.SASL, getenv)
+	switch m := c.SASL.Mechanism; {
+	case m == "":
+	case !validMechanism(m):
+		return c, fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", m, strings.Join(Mechanisms, ", "))
+	case m == MechanismAWSMSKIAM:
+		// Signed with AWS credentials from the AWS SDK's default chain, read when connecting.
+	case c.SASL.Username == "":
+		return c, fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", m)
+	default:
+		pw, from, err := secret(getenv, "FIELDWORK_SASL_PASSWORD", c.SASL.PasswordFile, c.SASL.PasswordEnv, "SASL password",
+			"SASL "+m+" needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file")
 		if err != nil {
 			return c, err
 		}
 		c.Password = pw
+		c.warnExposed("SASL password file", from)
+	}
+	if (c.SASL.Mechanism == "PLAIN" || c.SASL.Mechanism == MechanismAWSMSKIAM) && !c.TLS.Enabled {
+		c.Warnings = append(c.Warnings, "SASL "+c.SASL.Mechanism+" without TLS sends the credentials in the clear: add --tls (and --tls-ca)")
 	}
 	return c, nil
 }
 
-// readPassword takes the password from, in order: FIELDWORK_SASL_PASSWORD, the password
-// file (flag, environment or context), the context's password_env variable.
-func readPassword(s SASL, getenv func(string) string) (string, error) {
-	if pw := getenv("FIELDWORK_SASL_PASSWORD"); pw != "" {
-		return pw, nil
+func (c *Connection) warnExposed(what, path string) {
+	if path == "" {
+		return
 	}
-	if s.PasswordFile != "" {
-		b, err := os.ReadFile(s.PasswordFile)
+	if w := exposed(what, path); w != "" {
+		c.Warnings = append(c.Warnings, w)
+	}
+}
+
+// secret reads one secret from, in order: the environment variable envVar (when not ""), the
+// file (flag, environment or context), the variable a context names (nameVar). It returns the
+// file it read, for the permission check. Nothing found is "" unless missing is a message: then
+// it is a usage error saying so.
+func secret(getenv func(string) string, envVar, file, nameVar, what, missing string) (pw, from string, err error) {
+	if envVar != "" {
+		if pw := getenv(envVar); pw != "" {
+			return pw, "", nil
+		}
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read SASL password file: %w", err))
+			return "", "", fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read %s file: %w", what, err))
 		}
 		pw := strings.TrimRight(string(b), "\r\n")
 		if pw == "" {
-			return "", fwerr.Usagef("SASL password file %s is empty", s.PasswordFile)
+			return "", "", fwerr.Usagef("%s file %s is empty", what, file)
 		}
-		return pw, nil
+		return pw, file, nil
 	}
-	if s.PasswordEnv != "" {
-		if pw := getenv(s.PasswordEnv); pw != "" {
-			return pw, nil
+	if nameVar != "" {
+		if pw := getenv(nameVar); pw != "" {
+			return pw, "", nil
 		}
-		return "", fwerr.Usagef("SASL password variable %s is not set", s.PasswordEnv)
+		return "", "", fwerr.Usagef("%s variable %s is not set", what, nameVar)
 	}
-	return "", fwerr.Usagef("SASL %s needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file", s.Mechanism)
+	if missing != "" {
+		return "", "", fwerr.Usagef("%s", missing)
+	}
+	return "", "", nil
 }
 
 func validMechanism(m string) bool {

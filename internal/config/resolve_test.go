@@ -100,3 +100,100 @@ func TestLoad(t *testing.T) {
 		t.Errorf("DefaultPath = %s", got)
 	}
 }
+
+func TestStorePassword(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pgpw")
+	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := &File{Contexts: map[string]Context{
+		"env":      {DSN: "postgres://fw@db/app", DSNPasswordEnv: "APP_DB_PASSWORD"},
+		"file":     {DSN: "host=db user=fw", DSNPasswordFile: pwFile},
+		"in-dsn":   {DSN: "postgres://fw:own@db/app", DSNPasswordEnv: "APP_DB_PASSWORD"},
+		"unset":    {DSN: "postgres://fw@db/app", DSNPasswordEnv: "NOT_SET"},
+		"no-store": {},
+	}}
+	for ctx, want := range map[string]string{"env": "from-env", "file": "from-file", "in-dsn": "", "no-store": ""} {
+		c, err := Resolve(Flags{Context: ctx}, env(map[string]string{"APP_DB_PASSWORD": "from-env"}), file)
+		if err != nil || c.DSNPassword != want {
+			t.Errorf("%s: password %q, err %v; want %q", ctx, c.DSNPassword, err, want)
+		}
+	}
+	if _, err := Resolve(Flags{Context: "unset"}, env(nil), file); err == nil || !strings.Contains(err.Error(), "NOT_SET") {
+		t.Errorf("unset variable: %v", err)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	closed := filepath.Join(dir, "closed")
+	if err := os.WriteFile(open, []byte("Open-Secret-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(closed, []byte("Closed-Secret-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	has := func(ws []string, part string) bool {
+		for _, w := range ws {
+			if strings.Contains(w, part) {
+				return true
+			}
+		}
+		return false
+	}
+	cases := []struct {
+		name  string
+		flags Flags
+		env   map[string]string
+		warn  string // "" for none
+	}{
+		{"password in --dsn", Flags{DSN: "postgres://u:Flag-Pw-3@h/db"}, nil, "process list (ps)"},
+		{"password in --dsn, key=value", Flags{DSN: "host=h password=Flag-Pw-3"}, nil, "process list (ps)"},
+		{"password in FIELDWORK_DSN", Flags{}, map[string]string{"FIELDWORK_DSN": "postgres://u:Env-Pw-4@h/db"}, ""},
+		{"--dsn without a password", Flags{DSN: "postgres://u@h/db"}, nil, ""},
+		{"open SASL password file", Flags{SASLMechanism: "SCRAM-SHA-512", SASLUsername: "u", SASLPasswordFile: open, TLS: true}, nil, "SASL password file " + open + " can be read by every local user (mode 0644)"},
+		{"closed SASL password file", Flags{SASLMechanism: "SCRAM-SHA-512", SASLUsername: "u", SASLPasswordFile: closed, TLS: true}, nil, ""},
+		{"PLAIN without TLS", Flags{SASLMechanism: "PLAIN", SASLUsername: "u", SASLPasswordFile: closed}, nil, "without TLS sends the credentials in the clear"},
+		{"PLAIN with TLS", Flags{SASLMechanism: "PLAIN", SASLUsername: "u", SASLPasswordFile: closed, TLS: true}, nil, ""},
+		{"insecure TLS", Flags{TLSInsecure: true}, nil, "verification is off"},
+		{"open key file", Flags{TLSCertFile: closed, TLSKeyFile: open}, nil, "TLS client key " + open},
+		{"open key password file", Flags{TLSCertFile: closed, TLSKeyFile: closed, TLSKeyPasswordFile: open}, nil, "TLS key password file " + open},
+		{"open PKCS#12 bundle", Flags{TLSPKCS12File: open}, nil, "PKCS#12 bundle " + open},
+		{"open bundle behind --tls-cert", Flags{TLSCertFile: open}, nil, "PKCS#12 bundle " + open},
+		{"open certificate beside its key", Flags{TLSCertFile: open, TLSKeyFile: closed}, nil, ""},
+	}
+	for _, c := range cases {
+		conn, err := Resolve(c.flags, env(c.env), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.warn == "" && len(conn.Warnings) > 0 || c.warn != "" && !has(conn.Warnings, c.warn) {
+			t.Errorf("%s: warnings %q, want %q", c.name, conn.Warnings, c.warn)
+		}
+		for _, pw := range []string{"Flag-Pw-3", "Env-Pw-4", "Open-Secret-1", "Closed-Secret-2"} {
+			if has(conn.Warnings, pw) {
+				t.Errorf("%s: a warning shows a password: %q", c.name, conn.Warnings)
+			}
+		}
+	}
+
+	// A config file others can read is worth a warning only when it holds a password.
+	cfg := filepath.Join(dir, "config.yaml")
+	for content, warn := range map[string]bool{
+		"contexts:\n  a:\n    dsn: postgres://u:File-Pw-5@h/db\n": true,
+		"contexts:\n  a:\n    dsn: postgres://u@h/db\n":           false,
+	} {
+		if err := os.WriteFile(cfg, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Load(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := has(f.Warnings, "config file "+cfg+" can be read by its group (mode 0640)"); got != warn || has(f.Warnings, "File-Pw-5") {
+			t.Errorf("config file %q: warnings %q", content, f.Warnings)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 const (
@@ -19,7 +20,7 @@ const (
 func splitDSN(dsn string) (driver, rest string, err error) {
 	d := strings.TrimSpace(dsn)
 	bad := func(reason string) (string, string, error) {
-		return "", "", &dedupdriver.InvalidDSNError{DSN: RedactDSN(dsn), Reason: reason}
+		return "", "", &dedupdriver.InvalidDSNError{DSN: redact.DSN(dsn), Reason: reason}
 	}
 	lower := strings.ToLower(d)
 	switch {

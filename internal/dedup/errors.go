@@ -25,12 +25,6 @@ type ConnectError = dedupdriver.ConnectError
 // carries the DSN redacted. Callers map it to a usage error (exit 2).
 type InvalidDSNError = dedupdriver.InvalidDSNError
 
-// RedactDSN returns dsn with its password replaced by xxxxx, in URL form
-// (postgres://user:PASSWORD@host/db, ?password=…) and in key=value form
-// (password=… or password='…'). Use it for every DSN that reaches a message
-// or a log line.
-func RedactDSN(dsn string) string { return dedupdriver.RedactDSN(dsn) }
-
 // VersionMismatchError means the store's migration version is not the one
 // this binary knows: older (run `fieldwork db migrate`; errors.Is(err,
 // ErrNotMigrated) is then true) or newer (upgrade fieldwork; Migrate refuses

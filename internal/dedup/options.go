@@ -38,6 +38,9 @@ type Options struct {
 	// ConnectTimeout bounds connecting and the first ping when the DSN sets
 	// no connect_timeout of its own (default 5s).
 	ConnectTimeout time.Duration
+	// Password is the PostgreSQL password to use when the DSN holds none (it then beats
+	// PGPASSWORD and PGPASSFILE). Never printed.
+	Password string `json:"-"`
 }
 
 // identifierRE is what a schema, table, column or savepoint name must match.

@@ -71,7 +71,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout}
+	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password}
 	var drv dedupdriver.Driver
 	switch kind {
 	case driverPostgres:

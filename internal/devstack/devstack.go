@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/redact"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
@@ -189,11 +190,11 @@ func listenOn(host string) func(network, address string) (net.Listener, error) {
 func (s *Stack) openStore(ctx context.Context, dsn string) error {
 	st, err := dedup.Open(ctx, dsn, dedup.Options{})
 	if err != nil {
-		return fmt.Errorf("open the dev store %s: %w", dedup.RedactDSN(dsn), err)
+		return fmt.Errorf("open the dev store %s: %w", redact.DSN(dsn), err)
 	}
 	if _, err := st.Migrate(ctx, false); err != nil {
 		_ = st.Close()
-		return fmt.Errorf("migrate the dev store %s: %w", dedup.RedactDSN(dsn), err)
+		return fmt.Errorf("migrate the dev store %s: %w", redact.DSN(dsn), err)
 	}
 	s.store = st
 	return nil

@@ -2,12 +2,11 @@ package dlq
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
@@ -142,54 +141,6 @@ func (d *DeadLetter) Route() (topic string, partition int32, ok bool) {
 	return d.OriginalTopic, *d.OriginalPartition, true
 }
 
-// jsonBytes is how MarshalJSON writes bytes: as text, so that an operator can read them; when
-// they are not printable UTF-8 (binary, like Spring's integers) the exact bytes follow in a
-// sibling *_base64 field, and the text has U+FFFD in place of bytes that are not UTF-8. nil is
-// JSON null.
-func jsonBytes(b []byte) (text *string, exact []byte) {
-	if b == nil {
-		return nil, nil
-	}
-	s := string(b)
-	if printable(s) {
-		return &s, nil
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return &s, b
-}
-
-// printable reports whether s is valid UTF-8 with no control characters but tab, newline and
-// carriage return.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for i := 0; i < len(s); i++ { // bytes below 0x80 are never part of a longer sequence
-		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// fromJSONBytes inverts jsonBytes.
-func fromJSONBytes(text *string, exact []byte) []byte {
-	if exact != nil {
-		return exact
-	}
-	if text == nil {
-		return nil
-	}
-	return []byte(*text)
-}
-
-type headerJSON struct {
-	Key         string  `json:"key"`
-	KeyBase64   []byte  `json:"key_base64,omitempty"`
-	Value       *string `json:"value"`
-	ValueBase64 []byte  `json:"value_base64,omitempty"`
-}
-
 // plainDeadLetter has DeadLetter's fields without its methods.
 type plainDeadLetter DeadLetter
 
@@ -197,18 +148,19 @@ type plainDeadLetter DeadLetter
 // fields shadow the embedded ones.
 type deadLetterJSON struct {
 	plainDeadLetter
-	Key            *string         `json:"key"`
-	KeyBase64      []byte          `json:"key_base64,omitempty"`
-	Value          *string         `json:"value"`
-	ValueBase64    []byte          `json:"value_base64,omitempty"`
-	Headers        []headerJSON    `json:"headers"`
-	HeaderProblems []HeaderProblem `json:"header_problems"`
+	Key            *string            `json:"key"`
+	KeyBase64      []byte             `json:"key_base64,omitempty"`
+	Value          *string            `json:"value"`
+	ValueBase64    []byte             `json:"value_base64,omitempty"`
+	Headers        []printable.Header `json:"headers"`
+	HeaderProblems []HeaderProblem    `json:"header_problems"`
 }
 
 // MarshalJSON writes every field under its snake_case name, pointers as null when unknown.
-// key, value and each header's key and value are text when they are UTF-8 (null when nil);
-// when they are not, the text has U+FFFD in place of each bad sequence and key_base64 /
-// value_base64 hold the exact bytes. headers and header_problems are [] when empty.
+// key, value and each header's key and value are given by printable.Text, the one rule for
+// record bytes in JSON (docs/design.md §4.1): text when printable (null when nil), else
+// key_base64 / value_base64 hold the exact bytes and the text is a reading aid. headers and
+// header_problems are [] when empty.
 func (d DeadLetter) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst. A writer of many dead letters (a stream
@@ -220,13 +172,11 @@ func (d DeadLetter) AppendJSON(dst []byte) ([]byte, error) { return d.appendJSON
 // hold appendJSON to.
 func (d DeadLetter) marshalReflect(dst []byte) ([]byte, error) {
 	out := deadLetterJSON{plainDeadLetter: plainDeadLetter(d)}
-	out.Key, out.KeyBase64 = jsonBytes(d.Key)
-	out.Value, out.ValueBase64 = jsonBytes(d.Value)
-	out.Headers = make([]headerJSON, len(d.Headers))
+	out.Key, out.KeyBase64 = printable.Text(d.Key)
+	out.Value, out.ValueBase64 = printable.Text(d.Value)
+	out.Headers = make([]printable.Header, len(d.Headers))
 	for i, h := range d.Headers {
-		k, kexact := jsonBytes([]byte(h.Key))
-		out.Headers[i] = headerJSON{Key: *k, KeyBase64: kexact}
-		out.Headers[i].Value, out.Headers[i].ValueBase64 = jsonBytes(h.Value)
+		out.Headers[i] = printable.HeaderOf(h.Key, h.Value)
 	}
 	out.HeaderProblems = d.HeaderProblems
 	if out.HeaderProblems == nil {
@@ -246,13 +196,14 @@ func (d *DeadLetter) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*d = DeadLetter(in.plainDeadLetter)
-	d.Key = fromJSONBytes(in.Key, in.KeyBase64)
-	d.Value = fromJSONBytes(in.Value, in.ValueBase64)
+	d.Key = printable.FromText(in.Key, in.KeyBase64)
+	d.Value = printable.FromText(in.Value, in.ValueBase64)
 	d.Headers = nil
 	if len(in.Headers) > 0 {
 		d.Headers = make([]envelope.Header, len(in.Headers))
 		for i, h := range in.Headers {
-			d.Headers[i] = envelope.Header{Key: string(fromJSONBytes(&h.Key, h.KeyBase64)), Value: fromJSONBytes(h.Value, h.ValueBase64)}
+			k, v := h.Bytes()
+			d.Headers[i] = envelope.Header{Key: k, Value: v}
 		}
 	}
 	d.HeaderProblems = nil

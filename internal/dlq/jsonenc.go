@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // appendJSON is DeadLetter.AppendJSON written out by hand: the bytes encoding/json writes for
@@ -103,9 +105,9 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	return append(b, "]}"...), nil
 }
 
-// appendJSONBytes writes bytes as jsonBytes says, the value of the field name: text (null when
-// nil), and when they are not printable UTF-8 the field name_base64 after it with the exact
-// bytes (standard base64, as encoding/json writes a []byte).
+// appendJSONBytes writes bytes as printable.Text gives them, the value of the field name: text
+// (null when nil), and when they are not printable the field name_base64 after it with the
+// exact bytes (standard base64, as encoding/json writes a []byte).
 func appendJSONBytes(b, v []byte, name string) []byte {
 	if v == nil {
 		return append(b, "null"...)
@@ -121,8 +123,9 @@ func appendJSONBytes(b, v []byte, name string) []byte {
 	return append(b, '"')
 }
 
-// appendPrintable is appendJSONString(b, v) when v is printable (see printable), in the same
-// pass that checks it; otherwise it returns b as it was and false.
+// appendPrintable is appendJSONString(b, v) when v is printable (printable.Is, as
+// printable.Text decides), in the same pass that checks it; otherwise it returns b as it was
+// and false.
 func appendPrintable(b, v []byte) ([]byte, bool) {
 	n := len(b)
 	b = append(b, '"')
@@ -134,7 +137,7 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 				i++
 				continue
 			}
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
 				return b[:n], false
 			}
 			b = append(b, v[start:i]...)
@@ -143,8 +146,6 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 				b = append(b, '\\', c)
 			case '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
 			default: // <, >, &
@@ -155,7 +156,7 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 			continue
 		}
 		r, size := utf8.DecodeRune(v[i:])
-		if r == utf8.RuneError && size == 1 {
+		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
 			return b[:n], false
 		}
 		if r == '\u2028' || r == '\u2029' {

@@ -29,7 +29,7 @@ func checkAppendJSON(t *testing.T, d DeadLetter) {
 // nil and empty bytes, unknown pointers, times in zones and outside what RFC 3339 can say, the
 // fields left out when empty.
 func TestAppendJSON(t *testing.T) {
-	hard := []string{"", "plain", "quote \" back \\ slash", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f", "del \x7f", "tab\tnl\ncr\r", "nul \x00", "bs \b ff \f",
+	hard := []string{"", "plain", "quote \" back \\ slash", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f", "del \x7f", "tab\tnl\ncr\r", "nul \x00", "bs \b ff \f", "cr \r", "c1 \u0085 \u009f", "bidi \u202e \u2066 \u200f \u061c",
 		"line\u2028para\u2029", "é 日本 🎉", "bad \xff\xfe utf8 \xc3", "\xe2\x80", "trunc \xf0\x9f\x8e"}
 	p, o := int32(7), int64(-3)
 	zone := time.FixedZone("", -(5*3600 + 30*60 + 15))

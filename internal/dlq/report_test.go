@@ -65,14 +65,14 @@ func TestDetail(t *testing.T) {
 	if string(m["status"]) != `"resolved"` || string(m["malformed"]) != "null" || !strings.Contains(string(m["status_detail"]), `"marker":{"consumer":"g","event_id":"evt-1"`) {
 		t.Errorf("json: %s", b)
 	}
-	if !strings.HasPrefix(string(det.PrettyValue()), "{\n  \"specversion\": \"1.0\",") {
-		t.Errorf("pretty: %s", det.PrettyValue())
+	if !strings.HasPrefix(string(det.ValueJSON), `{"specversion":"1.0",`) {
+		t.Errorf("value_json: %s", det.ValueJSON)
 	}
 
 	// Not an event, no original topic, replayed too often.
 	bad := Parse(&kgo.Record{Topic: "x.dlq", Value: []byte("\xff"), Headers: []kgo.RecordHeader{{Key: ReplayHeaderCount, Value: []byte("3")}}})
 	det = NewDetail(Entry{DeadLetter: bad})
-	if det.Event != nil || det.Malformed == nil || det.Malformed.Reason == "" || det.ValueJSON != nil || det.PrettyValue() != nil {
+	if det.Event != nil || det.Malformed == nil || det.Malformed.Reason == "" || det.ValueJSON != nil {
 		t.Errorf("malformed: %+v %+v", det.Event, det.Malformed)
 	}
 	if det.Replay.Target != "" || len(det.Replay.Notes) != 2 || !strings.Contains(det.Replay.Notes[0], "names no original topic") ||

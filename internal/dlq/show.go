@@ -131,18 +131,6 @@ func NewDetail(e Entry) Detail {
 	return det
 }
 
-// PrettyValue returns the value indented when it is JSON, else nil.
-func (d Detail) PrettyValue() []byte {
-	if len(d.ValueJSON) == 0 {
-		return nil
-	}
-	var b bytes.Buffer
-	if json.Indent(&b, d.ValueJSON, "", "  ") != nil {
-		return nil
-	}
-	return b.Bytes()
-}
-
 // MarshalJSON writes the DeadLetter's fields, then status (null when not looked up),
 // status_detail (the consumer, its marker when resolved, why when unknown; null when not
 // looked up), event and malformed (one of them null), value_json (null unless the value is

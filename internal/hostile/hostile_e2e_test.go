@@ -91,6 +91,7 @@ func (s *scenario) consume(t *testing.T) {
 	r = s.expect(t, 0, append(common, "--group", s.groupJSON, "--dlq-topic", s.jsonDLQ, "-o", "json", "--log-format", "json")...)
 	checkJSON(t, r)
 	checkJSONLines(t, "stderr", r.stderr)
+	checkTerminal(t, r) // JSON log lines escape every control byte too
 	s.checkConsumed(t, s.groupJSON, s.jsonDLQ)
 }
 
@@ -150,19 +151,29 @@ func (s *scenario) checkConsumed(t *testing.T, group, dlqTopic string) {
 func (s *scenario) dlqList(t *testing.T) {
 	args := []string{"dlq", "list", "--topic", s.dlqTopic, "--schema", s.schema, "--limit", "0"}
 	checkTerminal(t, s.expect(t, 0, append(args, "-o", "table")...))
+	checkColourTerminal(t, s.onTerminal(t, 0, args...))
 	r := s.expect(t, 0, append(args, "-o", "json")...)
 	checkJSON(t, r)
 	var list []struct {
+		Offset         int64  `json:"offset"`
 		OriginalTopic  string `json:"original_topic"`
 		OriginalOffset *int64 `json:"original_offset"`
 		Reason         string `json:"reason"`
 		Status         string `json:"status"`
+		jsonBytes
 	}
 	if err := json.Unmarshal(r.stdout, &list); err != nil {
 		t.Fatalf("dlq list -o json: %v\n%s", err, r)
 	}
+	letters := map[int64]*kgo.Record{}
+	for _, l := range readTopic(t, s.dlqTopic, 0) {
+		letters[l.Offset] = l
+	}
 	var got []int64
 	for _, d := range list {
+		if l := letters[d.Offset]; l != nil {
+			checkBytesJSON(t, r, fmt.Sprintf("dead letter %d: key", d.Offset), d.Key, d.KeyBase64, l.Key)
+		}
 		if d.OriginalTopic != s.topic || d.OriginalOffset == nil || d.Reason != dlq.ReasonMalformed {
 			t.Errorf("dlq list: original %q offset %v, reason %q", d.OriginalTopic, d.OriginalOffset, d.Reason)
 			continue
@@ -180,9 +191,10 @@ func (s *scenario) dlqShow(t *testing.T) {
 		addr := fmt.Sprintf("%s/%d/%d", l.Topic, l.Partition, l.Offset)
 		args := []string{"dlq", "show", addr, "--schema", s.schema}
 		checkTerminal(t, s.expect(t, 0, append(args, "-o", "table")...))
+		checkColourTerminal(t, s.onTerminal(t, 0, args...))
 		r := s.expect(t, 0, append(args, "-o", "json")...)
 		checkJSON(t, r)
-		checkHeaderKeys(t, r, l.Headers)
+		checkRecordJSON(t, r, l.Key, l.Value, l.Headers)
 	}
 }
 
@@ -196,9 +208,10 @@ func (s *scenario) inspectRecord(t *testing.T) {
 		if h.poison != bytes.Contains(r.stdout, []byte("Malformed")) {
 			t.Errorf("inspect record %s (%s): poison %v, but the output says\n%s", addr, h.name, h.poison, clip(r.stdout))
 		}
+		checkColourTerminal(t, s.onTerminal(t, 0, "inspect", "record", addr))
 		r = s.expect(t, 0, "inspect", "record", addr, "-o", "json")
 		checkJSON(t, r)
-		checkHeaderKeys(t, r, h.header)
+		checkRecordJSON(t, r, h.key, h.value, h.header)
 	}
 }
 
@@ -209,6 +222,7 @@ func (s *scenario) inspectValidate(t *testing.T) {
 		code = 3
 	}
 	checkTerminal(t, s.expect(t, code, "inspect", "validate", s.topic, "-o", "table"))
+	checkColourTerminal(t, s.onTerminal(t, code, "inspect", "validate", s.topic))
 	checkJSON(t, s.expect(t, code, "inspect", "validate", s.topic, "-o", "json"))
 }
 
@@ -226,6 +240,7 @@ func (s *scenario) inspectTopic(t *testing.T) {
 func (s *scenario) replay(t *testing.T) {
 	args := []string{"replay", "--from", s.dlqTopic, "--schema", s.schema}
 	checkTerminal(t, s.expect(t, 0, append(args, "-o", "table")...))
+	checkColourTerminal(t, s.onTerminal(t, 0, args...))
 	r := s.expect(t, 0, append(args, "-o", "json")...)
 	checkJSON(t, r)
 	var plan struct {
@@ -277,41 +292,75 @@ func (s *scenario) replay(t *testing.T) {
 	}
 }
 
-// checkJSON fails the test unless a -o json command printed one valid JSON value.
+// checkJSON fails the test unless a -o json command printed one valid JSON value that a
+// terminal may show as it is: JSON escapes every control character, C1 and bidirectional ones
+// too.
 func checkJSON(t *testing.T, r result) {
 	t.Helper()
 	if !json.Valid(r.stdout) {
 		t.Errorf("fieldwork %s: stdout is not valid JSON: %s", cmdline(r.args), clip(r.stdout))
 	}
+	if why := terminalUnsafe(r.stdout); why != "" {
+		t.Errorf("fieldwork %s: JSON stdout: %s", cmdline(r.args), why)
+	}
 }
 
-// checkHeaderKeys fails the test unless the JSON a command printed gives a script every
-// header key exactly, in order: as "key" when it is UTF-8 text, else in "key_base64" (as
-// dlq's JSON does).
-func checkHeaderKeys(t *testing.T, r result, want []kgo.RecordHeader) {
+// jsonBytes is record bytes in JSON, as every command gives them: text, and the exact bytes
+// in a *_base64 field when they are not printable text.
+type jsonBytes struct {
+	Key         *string `json:"key"`
+	KeyBase64   []byte  `json:"key_base64"`
+	Value       *string `json:"value"`
+	ValueBase64 []byte  `json:"value_base64"`
+}
+
+// checkRecordJSON fails the test unless the JSON a command printed gives the record's key,
+// value and every header, in order, by the one rule: as text when the bytes are printable
+// text, else exactly in key_base64 / value_base64.
+func checkRecordJSON(t *testing.T, r result, key, value []byte, headers []kgo.RecordHeader) {
 	t.Helper()
 	var out struct {
+		jsonBytes
 		Headers []struct {
 			Key       string `json:"key"`
 			KeyBase64 []byte `json:"key_base64"`
+			jsonBytes
 		} `json:"headers"`
 	}
 	if err := json.Unmarshal(r.stdout, &out); err != nil {
 		t.Errorf("fieldwork %s: %v", cmdline(r.args), err)
 		return
 	}
-	if len(out.Headers) != len(want) {
-		t.Errorf("fieldwork %s: %d headers, want %d", cmdline(r.args), len(out.Headers), len(want))
+	checkBytesJSON(t, r, "key", out.Key, out.KeyBase64, key)
+	checkBytesJSON(t, r, "value", out.Value, out.ValueBase64, value)
+	if len(out.Headers) != len(headers) {
+		t.Errorf("fieldwork %s: %d headers, want %d", cmdline(r.args), len(out.Headers), len(headers))
 		return
 	}
 	for i, h := range out.Headers {
-		key := h.Key
-		if h.KeyBase64 != nil {
-			key = string(h.KeyBase64)
+		checkBytesJSON(t, r, fmt.Sprintf("header %d key", i), &h.Key, h.KeyBase64, []byte(headers[i].Key))
+		checkBytesJSON(t, r, fmt.Sprintf("header %d value", i), h.Value, h.ValueBase64, headers[i].Value)
+	}
+}
+
+// checkBytesJSON checks one field of record bytes: null for nil; text, and no *_base64, when
+// want is printable text (UTF-8 that terminalUnsafe finds nothing in); else *_base64 holds
+// want exactly.
+func checkBytesJSON(t *testing.T, r result, what string, text *string, exact, want []byte) {
+	t.Helper()
+	switch {
+	case want == nil:
+		if text != nil || exact != nil {
+			t.Errorf("fieldwork %s: %s is null, but the JSON gives %v / %q", cmdline(r.args), what, text, exact)
 		}
-		if key != want[i].Key {
-			t.Errorf("fieldwork %s: header %d key %q, want %q: the JSON loses its bytes", cmdline(r.args), i, key, want[i].Key)
+	case text == nil:
+		t.Errorf("fieldwork %s: %s is null in the JSON, want %s", cmdline(r.args), what, clip(want))
+	case terminalUnsafe(want) == "":
+		if *text != string(want) || exact != nil {
+			t.Errorf("fieldwork %s: %s %s is text, but the JSON gives %q and base64 %q", cmdline(r.args), what, clip(want), *text, exact)
 		}
+	case !bytes.Equal(exact, want):
+		t.Errorf("fieldwork %s: %s %s is not printable text, but its *_base64 is %s", cmdline(r.args), what, clip(want), clip(exact))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,10 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/creack/pty"
+
+	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // bin is the fieldwork binary, built once for the package by TestMain.
@@ -114,6 +119,22 @@ type env struct {
 	home         string
 }
 
+// environ is the environment of a command: the test's, less every FIELDWORK_* variable, its
+// home and its colour settings, and then the test's services.
+func (e env) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FIELDWORK_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") &&
+			!strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"FIELDWORK_BROKERS="+e.brokers, "FIELDWORK_DSN="+e.dsn,
+		"FIELDWORK_CONFIG="+filepath.Join(e.home, "absent.yaml"),
+		"HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"))
+}
+
 // fieldwork runs the binary with args, stdout and stderr pipes (not a terminal), bounded by
 // commandTimeout.
 func (e env) fieldwork(t *testing.T, args ...string) result {
@@ -122,32 +143,31 @@ func (e env) fieldwork(t *testing.T, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.WaitDelay = 10 * time.Second
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIELDWORK_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env,
-		"FIELDWORK_BROKERS="+e.brokers, "FIELDWORK_DSN="+e.dsn,
-		"FIELDWORK_CONFIG="+filepath.Join(e.home, "absent.yaml"),
-		"HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"))
+	cmd.Env = e.environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	r := result{args: args, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	r.exited(t, ctx, err, r.stderr)
+	return r
+}
+
+// exited sets r.code from what running the command returned, and fails the test when it
+// was killed, did not run, or panicked (out is where it wrote its errors).
+func (r *result) exited(t *testing.T, ctx context.Context, err error, out []byte) {
+	t.Helper()
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(args), commandTimeout, r)
+		t.Fatalf("fieldwork %s did not finish within %s (killed)\n%s", cmdline(r.args), commandTimeout, r)
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
+		t.Fatalf("fieldwork %s: %v", cmdline(r.args), err)
 	}
-	if bytes.Contains(r.stderr, []byte("panic:")) || bytes.Contains(r.stderr, []byte("goroutine ")) {
+	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("goroutine ")) {
 		t.Fatalf("panic\n%s", r)
 	}
-	return r
 }
 
 // expect runs a command and fails the test unless it exits with code.
@@ -163,7 +183,8 @@ func (e env) expect(t *testing.T, code int, args ...string) result {
 // terminalUnsafe describes the lines of b that hold something a terminal would not show as
 // text, at most five: bytes that are not UTF-8 (a raw 0x9b is a C1 CSI to some terminals), C0
 // control characters but tab and newline (ESC starts every escape sequence, CR overwrites a
-// line, BS erases), DEL, and the C1 controls U+0080–U+009F. "" when there is none.
+// line, BS erases), DEL, the C1 controls U+0080–U+009F, and the bidirectional controls that
+// show text in another order than it is stored. "" when there is none.
 func terminalUnsafe(b []byte) string {
 	var found []string
 	lines := bytes.SplitAfter(b, []byte("\n"))
@@ -176,6 +197,8 @@ func terminalUnsafe(b []byte) string {
 				what = fmt.Sprintf("byte 0x%02x (not UTF-8)", line[i])
 			case r < 0x20 && r != '\t' && r != '\n', r == 0x7f, r >= 0x80 && r <= 0x9f:
 				what = fmt.Sprintf("control character %U", r)
+			case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+				what = fmt.Sprintf("bidirectional control %U", r)
 			}
 			if what != "" {
 				found = append(found, fmt.Sprintf("line %d: %s in %s", n+1, what, clip(line)))
@@ -188,6 +211,103 @@ func terminalUnsafe(b []byte) string {
 		found = append(found[:5], fmt.Sprintf("and %d more lines", len(found)-5))
 	}
 	return strings.Join(found, "\n\t")
+}
+
+// onTerminal runs the binary as fieldwork runs on an operator's colour terminal: stdout and
+// stderr are one pseudo-terminal (so tables are drawn with colour and a progress line may be
+// drawn), stdin is not a terminal (nothing asks). The output is what the terminal received,
+// its line ends as the program wrote them.
+func (e env) onTerminal(t *testing.T, code int, args ...string) result {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+		t.Fatalf("size the pseudo-terminal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(e.environ(), "TERM=xterm-256color")
+	cmd.Stdout, cmd.Stderr = tty, tty
+	if err := cmd.Start(); err != nil {
+		tty.Close()
+		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
+	}
+	tty.Close()
+	read := make(chan []byte)
+	go func() {
+		var b bytes.Buffer
+		_, _ = io.Copy(&b, ptmx) // ends with EIO once the program has closed the terminal
+		read <- b.Bytes()
+	}()
+	err = cmd.Wait()
+	out := <-read
+	r := result{args: args, stdout: bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n"))}
+	r.exited(t, ctx, err, r.stdout)
+	if r.code != code {
+		t.Fatalf("on a terminal, want exit %d\n%s", code, result{args: r.args, code: r.code, stdout: []byte(terminalText(r.stdout))})
+	}
+	return r
+}
+
+// ownColours are the escape sequences fieldwork's styles write on a colour terminal, the only
+// ones that may reach it: each style's start and its end.
+var ownColours = func() []string {
+	st := output.NewStyles(io.Discard, true)
+	var seqs []string
+	for _, s := range []output.Style{st.Header, st.Title, st.OK, st.Warn, st.Bad, st.Dim} {
+		on, off, _ := strings.Cut(output.Printable(s.Render("x"), true), "x")
+		seqs = append(seqs, on, off)
+	}
+	return seqs
+}()
+
+// checkColourTerminal fails the test unless what a command wrote to a colour terminal was
+// coloured by fieldwork (its styles' sequences are there) and, those sequences taken out,
+// holds nothing a terminal would act on: a record's colour, even one spelled as fieldwork's,
+// must have been escaped.
+func checkColourTerminal(t *testing.T, r result) {
+	t.Helper()
+	coloured := false
+	for _, seq := range ownColours {
+		coloured = coloured || seq != "" && bytes.Contains(r.stdout, []byte(seq))
+	}
+	if !coloured {
+		t.Errorf("fieldwork %s on a terminal wrote no colour of its own: %s", cmdline(r.args), clip(r.stdout))
+	}
+	checkOnTerminal(t, r)
+}
+
+// checkOnTerminal fails the test unless what a command wrote to a terminal, fieldwork's own
+// colour sequences taken out, holds nothing a terminal would act on, and no escape sequence a
+// record carries, whatever it looks like.
+func checkOnTerminal(t *testing.T, r result) {
+	t.Helper()
+	if why := terminalUnsafe([]byte(terminalText(r.stdout))); why != "" {
+		t.Errorf("fieldwork %s on a colour terminal: %s", cmdline(r.args), why)
+	}
+	// A record's sequence spelled like fieldwork's own is escaped too, not taken for colour.
+	for _, seq := range []string{escRed, escClear, escTitle, titleST, ownRed} {
+		if bytes.Contains(r.stdout, []byte(seq)) {
+			t.Errorf("fieldwork %s on a colour terminal: a record's %q reached it", cmdline(r.args), seq)
+		}
+	}
+}
+
+// terminalText is out without fieldwork's own colour sequences and the progress line's
+// erasures (carriage return, then erase to the end of the line: stderr is the terminal too).
+func terminalText(out []byte) string {
+	s := strings.ReplaceAll(string(out), "\r\x1b[K", "")
+	for _, seq := range ownColours {
+		if seq != "" {
+			s = strings.ReplaceAll(s, seq, "")
+		}
+	}
+	return s
 }
 
 // checkTerminal fails the test when a table-format command let a control byte through to

@@ -36,10 +36,12 @@ func event(id, typ, subject string, data any) []byte {
 }
 
 // The escape sequences a record may carry to a terminal: clear the screen and home the
-// cursor, set the window title (OSC, ended by BEL), colour, the 8-bit CSI (as a raw byte,
-// not UTF-8) and as the C1 character U+009B, a carriage return that overwrites the line, a
-// backspace and DEL; a header may hold NUL too (an event attribute may not: envelope finds it
-// malformed, as PostgreSQL's text cannot hold it).
+// cursor, set the window title (OSC, ended by BEL, and by ST), colour (fieldwork's own
+// bold red too), the 8-bit CSI (as a raw byte, not UTF-8) and as the C1 character U+009B, a
+// carriage return that overwrites the line, a backspace and DEL, bidirectional overrides and
+// isolates that show text in another order, and the bytes a Confluent-framed value starts
+// with (NUL, the schema id) beside BEL and form feed; a header may hold NUL too (an event
+// attribute may not: envelope finds it malformed, as PostgreSQL's text cannot hold it).
 const (
 	escClear = "\x1b[2J\x1b[H"
 	escTitle = "\x1b]0;owned\x07"
@@ -48,6 +50,10 @@ const (
 	c1CSI    = "\u009b31m"
 	overtype = "ok\rFAIL\bX\x7f"
 	nul      = "\x00"
+	titleST  = "\x1b]2;owned too\x1b\\"
+	ownRed   = "\x1b[1;91mfake error\x1b[0m"
+	bidi     = "invoice-\u202egpj.exe\u202c \u2067rtl\u2069 \u200f"
+	framed   = "\x00\x00\x00\x00\x2a\a\f"
 )
 
 // hostileRecords are the hostile records that are not large.
@@ -82,6 +88,18 @@ func hostileRecords() []hostileRecord {
 			value: event("e-thousand", "task.created", "", nil)},
 		{name: "malformed, with 1,000 headers", key: []byte("task-9"), header: thousandPoison,
 			value: []byte(`{"specversion":"1.0"`), poison: true},
+		{name: "an event with bidirectional overrides and OSC titles", key: []byte("task-11" + bidi),
+			header: []kgo.RecordHeader{{Key: "x-bidi" + bidi, Value: []byte(bidi + titleST)}, {Key: "x-own-colour", Value: []byte(ownRed)}},
+			value:  event("e-bidi", "task.created", bidi+titleST, map[string]any{"title": bidi + ownRed})},
+		{name: "a Confluent-framed value (NUL, BEL, form feed) with C1 controls in key and headers",
+			key:    []byte("task-12\u0085\u009d0;t\u009c"),
+			header: []kgo.RecordHeader{{Key: "x-framed", Value: []byte(framed)}, {Key: "x-c1\u0090", Value: []byte("\u009b2J\u0085")}},
+			value:  []byte(framed + `{"event_id":"e-framed","title":"` + escTitle[:len(escTitle)-1] + `"}`), poison: true},
+		{name: "malformed, not UTF-8, with every kind of control byte", key: []byte("\xc3\x28" + titleST + framed),
+			header: []kgo.RecordHeader{{Key: "x-mixed\xff" + bidi, Value: []byte(ownRed + "\xe2\x80" + framed)}},
+			value:  []byte(bidi + ownRed + "\xf0\x28\x8c\x28" + titleST + framed + c1CSI), poison: true},
+		{name: "malformed JSON whose strings are not UTF-8 (a raw 8-bit CSI)", key: []byte("task-13"),
+			value: []byte("{\"specversion\":\"1.0\",\"id\":\"e-utf8-\x9b31m\xff\",\"note\":\"\x9b2J\"}"), poison: true},
 		{name: "an event after the others", key: []byte("task-10"), value: event("e-after", "task.created", "", nil)},
 	}
 }

@@ -1,9 +1,14 @@
 package inspect
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 func TestAnnotateContinuity(t *testing.T) {
@@ -79,18 +84,38 @@ func TestNotesSpellAddresses(t *testing.T) {
 	}
 }
 
-func TestBlobOf(t *testing.T) {
-	if blobOf(nil) != nil {
-		t.Error("nil bytes should be no blob")
+// TestRecordReportJSON: a record's bytes are text in JSON only when they are printable; a
+// value that is UTF-8 but carries control bytes (a Confluent-framed value) is given exactly
+// in value_base64, as dlq show gives it.
+func TestRecordReportJSON(t *testing.T) {
+	framed := []byte("\x00\x00\x00\x00\x07\f{}")
+	rep := RecordReport{Topic: "t", Key: []byte("k"), Value: framed,
+		Headers: []envelope.Header{{Key: "\x1b]0;x\a", Value: []byte("ok")}, {Key: "null"}}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b := blobOf([]byte{}); b == nil || b.Text != "" || b.Base64 || b.Size != 0 {
-		t.Errorf("empty = %+v", b)
+	var got struct {
+		Key         *string            `json:"key"`
+		KeyBase64   []byte             `json:"key_base64"`
+		Value       *string            `json:"value"`
+		ValueBase64 []byte             `json:"value_base64"`
+		Headers     []printable.Header `json:"headers"`
 	}
-	if b := blobOf([]byte("héllo")); b.Text != "héllo" || b.Base64 {
-		t.Errorf("utf-8 = %+v", b)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
 	}
-	if b := blobOf([]byte{0xff, 0x00, 0x01}); !b.Base64 || b.Text != "/wAB" || b.Size != 3 {
-		t.Errorf("binary = %+v", b)
+	if got.Key == nil || *got.Key != "k" || got.KeyBase64 != nil {
+		t.Errorf("key: %s", b)
+	}
+	if !bytes.Equal(got.ValueBase64, framed) {
+		t.Errorf("a framed value is not given exactly: %s", b)
+	}
+	if len(got.Headers) != 2 || string(got.Headers[0].KeyBase64) != "\x1b]0;x\a" || got.Headers[1].Value != nil {
+		t.Errorf("headers: %s", b)
+	}
+	if empty, _ := json.Marshal(RecordReport{}); !bytes.Contains(empty, []byte(`"key":null,"headers":[],"format":"","event":null,"malformed":null,"value":null`)) {
+		t.Errorf("nothing: %s", empty)
 	}
 }
 

@@ -9,10 +9,8 @@
 package inspect
 
 import (
-	"encoding/base64"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -23,25 +21,6 @@ import (
 // ProgressFunc is told, during a scan, how many records have been read out of how many
 // offsets were planned (control records and compacted gaps make the total an upper bound).
 type ProgressFunc func(done, total int64)
-
-// Blob is a key, header value or record value as text: the bytes themselves when they are
-// valid UTF-8, else their standard base64 encoding with Base64 set.
-type Blob struct {
-	Text   string `json:"text"`
-	Base64 bool   `json:"base64"`
-	Size   int    `json:"size"`
-}
-
-// blobOf returns nil for a nil slice (no key, a null value), else the Blob of b.
-func blobOf(b []byte) *Blob {
-	if b == nil {
-		return nil
-	}
-	if utf8.Valid(b) {
-		return &Blob{Text: string(b), Size: len(b)}
-	}
-	return &Blob{Text: base64.StdEncoding.EncodeToString(b), Base64: true, Size: len(b)}
-}
 
 // Position locates a record in a topic's partition.
 type Position struct {

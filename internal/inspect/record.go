@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // ErrNoRecord is returned (wrapped) when an offset inside a partition's bounds holds no
@@ -26,42 +25,55 @@ type RecordReport struct {
 	Offset    int64     `json:"offset"`
 	Timestamp time.Time `json:"timestamp"`
 	// TimestampType is "create" (set by the producer) or "log-append" (set by the broker).
-	TimestampType string   `json:"timestamp_type"`
-	Key           *Blob    `json:"key"`
-	Headers       []Header `json:"headers"`
+	TimestampType string `json:"timestamp_type"`
+	// Key, Headers and Value are the record's bytes (nil: a null key, value or header value);
+	// MarshalJSON gives them as dlq show does, by printable.Text.
+	Key     []byte            `json:"-"`
+	Headers []envelope.Header `json:"-"`
 	// Format is the envelope the record looks like (Detect), "" when none is recognised.
 	Format string `json:"format"`
 	// Event is the decoded envelope; nil when the record is malformed.
 	Event *envelope.Event `json:"event"`
 	// Malformed says why the record does not decode; nil when it does.
 	Malformed *MalformedRecord `json:"malformed"`
-	Value     *Blob            `json:"value"`
+	Value     []byte           `json:"-"`
 	// ValueJSON is the value itself when it is valid JSON, for tools to read without decoding
-	// Value.Text again.
+	// the value again.
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
 }
 
-// Header is one record header; Value is nil for a header with a null value. A key that is
-// not UTF-8 (Kafka does not require it) keeps its exact bytes in KeyBase64, as dlq show does:
-// Key then has U+FFFD in place of each bad sequence.
-type Header struct {
-	Key       string `json:"key"`
-	KeyBase64 []byte `json:"key_base64,omitempty"`
-	Value     *Blob  `json:"value"`
+// recordReportJSON is RecordReport's JSON shape, its fields in the report's order.
+type recordReportJSON struct {
+	Topic         string             `json:"topic"`
+	Partition     int32              `json:"partition"`
+	Offset        int64              `json:"offset"`
+	Timestamp     time.Time          `json:"timestamp"`
+	TimestampType string             `json:"timestamp_type"`
+	Key           *string            `json:"key"`
+	KeyBase64     []byte             `json:"key_base64,omitempty"`
+	Headers       []printable.Header `json:"headers"`
+	Format        string             `json:"format"`
+	Event         *envelope.Event    `json:"event"`
+	Malformed     *MalformedRecord   `json:"malformed"`
+	Value         *string            `json:"value"`
+	ValueBase64   []byte             `json:"value_base64,omitempty"`
+	ValueJSON     json.RawMessage    `json:"value_json,omitempty"`
 }
 
-// PrettyValue returns the value indented when it is JSON, else its text (or base64).
-func (r *RecordReport) PrettyValue() string {
-	if len(r.ValueJSON) > 0 {
-		var b bytes.Buffer
-		if json.Indent(&b, r.ValueJSON, "", "  ") == nil {
-			return b.String()
-		}
+// MarshalJSON writes the report's fields, key, headers and value by the one rule for record
+// bytes in JSON (docs/design.md §4.1): text when printable (null when nil), else key_base64 /
+// value_base64 (a header's too) hold the exact bytes and the text is a reading aid. headers
+// is [] when there is none.
+func (r RecordReport) MarshalJSON() ([]byte, error) {
+	out := recordReportJSON{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		TimestampType: r.TimestampType, Headers: make([]printable.Header, len(r.Headers)), Format: r.Format,
+		Event: r.Event, Malformed: r.Malformed, ValueJSON: r.ValueJSON}
+	out.Key, out.KeyBase64 = printable.Text(r.Key)
+	out.Value, out.ValueBase64 = printable.Text(r.Value)
+	for i, h := range r.Headers {
+		out.Headers[i] = printable.HeaderOf(h.Key, h.Value)
 	}
-	if r.Value == nil {
-		return ""
-	}
-	return r.Value.Text
+	return json.Marshal(out)
 }
 
 // Record reads the record at topic/partition@offset. An offset outside the partition is a
@@ -80,21 +92,15 @@ func recordReport(rec *kgo.Record) *RecordReport {
 	rep := &RecordReport{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Timestamp: recordTime(rec), TimestampType: "create",
-		Key: blobOf(rec.Key), Headers: []Header{}, Value: blobOf(rec.Value),
+		Key: rec.Key, Headers: make([]envelope.Header, len(rec.Headers)), Value: rec.Value,
 	}
 	if rec.Attrs.TimestampType() == 1 {
 		rep.TimestampType = "log-append"
 	}
-	hs := make([]envelope.Header, len(rec.Headers))
 	for i, h := range rec.Headers {
-		hdr := Header{Key: h.Key, Value: blobOf(h.Value)}
-		if !utf8.ValidString(h.Key) {
-			hdr.Key, hdr.KeyBase64 = strings.ToValidUTF8(h.Key, "\uFFFD"), []byte(h.Key)
-		}
-		rep.Headers = append(rep.Headers, hdr)
-		hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		rep.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
 	}
-	rep.Format = string(envelope.Detect(hs, rec.Value))
+	rep.Format = string(envelope.Detect(rep.Headers, rec.Value))
 	if ev, err := envelope.DecodeRecord(rec); err != nil {
 		m := malformedOf(rec, err)
 		rep.Malformed = &m

@@ -61,7 +61,7 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		kgo.MetadataMinAge(500 * time.Millisecond),
 	}
 	if conn.TLS.Enabled {
-		tc, err := tlsConfig(conn.TLS)
+		tc, err := tlsConfig(conn.TLS, conn.KeyPassword)
 		if err != nil {
 			return nil, err
 		}
@@ -75,31 +75,35 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: conn.SASL.Username, Pass: conn.Password}.AsSha256Mechanism()))
 	case "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: conn.SASL.Username, Pass: conn.Password}.AsSha512Mechanism()))
+	case config.MechanismAWSMSKIAM:
+		opts = append(opts, kgo.SASL(AWSMSKIAM()))
 	default:
 		return nil, fwerr.Usagef("unknown SASL mechanism %q", conn.SASL.Mechanism)
 	}
 	return opts, nil
 }
 
-func tlsConfig(t config.TLS) (*tls.Config, error) {
+// tlsConfig builds the client TLS configuration. Every error is a usage error: the local files
+// or their password are wrong, and nothing was dialled (docs/design.md §4.2).
+func tlsConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by the operator
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("read TLS CA file: %w", err)
+			return nil, fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("read TLS CA file: %w", err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("TLS CA file %s holds no PEM certificate", t.CAFile)
+			return nil, fwerr.Usagef("TLS CA file %s holds no PEM certificate", t.CAFile)
 		}
 		tc.RootCAs = pool
 	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if t.CertFile != "" || t.PKCS12File != "" {
+		cert, err := clientCertificate(t, keyPassword)
 		if err != nil {
-			return nil, fmt.Errorf("load TLS client certificate: %w", err)
+			return nil, err
 		}
-		tc.Certificates = []tls.Certificate{cert}
+		tc.Certificates = []tls.Certificate{*cert}
 	}
 	return tc, nil
 }

@@ -1,120 +1,96 @@
 package output
 
 import (
-	"fmt"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
-// Printable returns s as it may be written to a terminal: every byte that could make the
-// terminal do something rather than show something is written as an escape instead. Records
-// are written by anyone, and a key, a header or an error message can carry a sequence that
-// sets the window title, moves the cursor, rewrites what was printed before, or hides text.
+// Printable returns s as it may be written to a terminal, by the one rule of
+// internal/printable (docs/design.md §4.1): bytes that are not UTF-8, control characters but
+// tab and newline, DEL, the C1 controls and Unicode's bidirectional controls are written as
+// escapes (\x1b, \a, \u009b, \u202e…). Every escape sequence a record carries is escaped, a
+// colour too.
 //
-//   - Bytes that are not UTF-8 become \xNN.
-//   - Control characters other than tab and newline become \a, \b, \f, \r, \v or \xNN (ESC
-//     is \x1b), DEL is \x7f, and the C1 controls U+0080–U+009F become \u0080…\u009f.
-//   - Unicode's bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) become
-//     \u202e and so on, so that text cannot be shown in another order than it is stored.
-//   - With keepColor, a Select Graphic Rendition sequence (ESC [ digits and semicolons m) is
-//     kept: fieldwork's own colours are such sequences, and they can do no more than colour.
-//
-// Text that needs no escape is returned as it is, without allocating.
+// With keepColor, fieldwork's own colours are kept: the sequences its Styles wrote, which
+// carry a mark made anew by each process and so cannot be forged by data (ownMark). A
+// command may concatenate styled text and record data in one cell; the data is escaped, the
+// styles become colour. Text that needs no escape is returned as it is, without allocating.
 func Printable(s string, keepColor bool) string {
-	i := firstUnprintable(s, keepColor)
-	if i < 0 {
-		return s
+	if !keepColor || !strings.Contains(s, ownMark) {
+		return printable.Escape(s)
 	}
 	var b strings.Builder
-	b.Grow(len(s) + 8)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		if keepColor {
-			if n := sgrLen(s[i:]); n > 0 {
-				b.WriteString(s[i : i+n])
-				i += n
-				continue
-			}
+	b.Grow(len(s))
+	for {
+		i := strings.Index(s, ownMark)
+		if i < 0 {
+			printable.EscapeTo(&b, s)
+			return b.String()
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unprintable(r):
-			b.WriteString(escapeRune(r))
-		default:
-			b.WriteString(s[i : i+size])
+		printable.EscapeTo(&b, s[:i])
+		s = s[i+len(ownMark):]
+		if n := sgrLen(s); n > 0 {
+			b.WriteByte(0x1b)
+			b.WriteString(s[:n])
+			s = s[n:]
 		}
-		i += size
 	}
-	return b.String()
 }
 
-// firstUnprintable is the index of the first byte Printable must escape, or -1.
-func firstUnprintable(s string, keepColor bool) int {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		if keepColor {
-			if n := sgrLen(s[i:]); n > 0 {
-				i += n
-				continue
-			}
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || unprintable(r) {
-			return i
-		}
-		i += size
-	}
-	return -1
+// TextWriter returns a writer to w that writes each Write's text as Printable makes it, with
+// fieldwork's own colours kept when color is true: for the messages and narration written to
+// a stream directly rather than through a Printer (errors and warnings on stderr, the
+// banners of dev and demo). One Write must be one whole message, as each fmt.Fprint call is.
+func TextWriter(w io.Writer, color bool) io.Writer { return textWriter{w, color} }
+
+type textWriter struct {
+	w     io.Writer
+	color bool
 }
 
-// unprintable reports whether r must be escaped (a valid rune; invalid bytes are handled by
-// the caller).
-func unprintable(r rune) bool {
-	switch {
-	case r == '\t' || r == '\n':
-		return false
-	case r < 0x20 || r == 0x7f:
-		return true
-	case r >= 0x80 && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
+func (t textWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(t.w, Printable(string(b), t.color)); err != nil {
+		return 0, err
 	}
-	return false
+	return len(b), nil
 }
 
-func escapeRune(r rune) string {
-	switch r {
-	case '\a':
-		return `\a`
-	case '\b':
-		return `\b`
-	case '\f':
-		return `\f`
-	case '\r':
-		return `\r`
-	case '\v':
-		return `\v`
+// JSONWriter returns a writer to w for JSON documents written by another encoder (the JSON
+// log lines of consume): each Write is escaped as fieldwork's own JSON output is (escapeJSON),
+// so that no DEL, C1 or bidirectional control reaches a terminal. One Write must be whole
+// documents, as a log handler writes one line per record.
+func JSONWriter(w io.Writer) io.Writer { return jsonWriter{w} }
+
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(b []byte) (int, error) {
+	if _, err := j.w.Write(escapeJSON(b)); err != nil {
+		return 0, err
 	}
-	if r < 0x80 {
-		return fmt.Sprintf(`\x%02x`, r)
-	}
-	return fmt.Sprintf(`\u%04x`, r)
+	return len(b), nil
 }
 
-// sgrLen is the length of the Select Graphic Rendition sequence s starts with (ESC [ then
-// digits and semicolons, then m), or 0.
+// ownMark stands for ESC in the Select Graphic Rendition sequences fieldwork's Styles write:
+// random, made once per process, in the Private Use Area, so that no record can carry it and
+// Printable tells the styles' colours from a record's escape sequences.
+var ownMark = func() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "\uE000" + hex.EncodeToString(b[:]) + "\uE001"
+}()
+
+// sgrLen is the length of the Select Graphic Rendition sequence s starts with after its ESC
+// ([ then digits and semicolons, then m), or 0.
 func sgrLen(s string) int {
-	if len(s) < 3 || s[0] != 0x1b || s[1] != '[' {
+	if len(s) < 2 || s[0] != '[' {
 		return 0
 	}
-	for i := 2; i < len(s); i++ {
+	for i := 1; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == 'm':
 			return i + 1
@@ -124,4 +100,48 @@ func sgrLen(s string) int {
 		}
 	}
 	return 0
+}
+
+// escapeJSON writes DEL, the C1 controls and the bidirectional controls in encoded JSON as \u
+// escapes (encoding/json escapes the C0 controls itself but writes these as they are), and a
+// byte that is not UTF-8 as \ufffd (a value passed on as JSON, value_json, may hold one):
+// JSON on a terminal shows them instead of acting on them, and the document means the same.
+// They can only stand inside strings, where \uXXXX is the same character.
+func escapeJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) {
+		if c := b[i]; c < utf8.RuneSelf && c != 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
+			break
+		}
+		i += size
+	}
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case printable.Unprintable(r):
+			out = append(out, `\u`...)
+			out = append(out, hex4(r)...)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+func hex4(r rune) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[r>>12&0xf], digits[r>>8&0xf], digits[r>>4&0xf], digits[r&0xf]})
 }

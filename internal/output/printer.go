@@ -11,6 +11,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // Printer writes command results to stdout in the chosen format.
@@ -54,7 +56,7 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 		}
 		return nil
 	case FormatCSV:
-		return writeCSV(p.Streams.Out, columns, items)
+		return writeCSV(p.Streams.Out, p.Streams.OutTTY, columns, items)
 	default:
 		if len(items) == 0 {
 			if empty != "" {
@@ -73,9 +75,10 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 
 // Table renders a borderless table with a bold header (plain without colour).
 func (p *Printer) Table(header []string, rows [][]string) error {
+	color := p.Styles.Color()
 	styled := make([]string, len(header))
 	for i, h := range header {
-		styled[i] = p.Styles.Header.Render(strings.ToUpper(h))
+		styled[i] = Printable(p.Styles.Header.Render(strings.ToUpper(h)), color)
 	}
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
@@ -96,7 +99,6 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 		tablewriter.WithTrimSpace(tw.Off),
 	)
 	t.Header(anySlice(styled)...)
-	color := p.Styles.Color()
 	for _, r := range rows {
 		safe := make([]string, len(r))
 		for i, c := range r {
@@ -146,7 +148,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 			if len(s.Header) > 0 {
 				_ = w.Write(s.Header)
 				for _, r := range s.Rows {
-					_ = w.Write(r)
+					_ = w.Write(csvRow(p.Streams.OutTTY, r))
 				}
 				w.Flush()
 				return w.Error()
@@ -155,7 +157,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 		_ = w.Write([]string{"field", "value"})
 		for _, s := range sections {
 			for _, f := range s.Fields {
-				_ = w.Write([]string{f[0], f[1]})
+				_ = w.Write(csvRow(p.Streams.OutTTY, []string{f[0], f[1]}))
 			}
 		}
 		w.Flush()
@@ -168,20 +170,21 @@ func (p *Printer) Object(v any, sections []Section) error {
 			fmt.Fprintln(out)
 		}
 		if s.Title != "" {
-			fmt.Fprintln(out, p.Styles.Title.Render(Printable(s.Title, color)))
+			fmt.Fprintln(out, Printable(p.Styles.Title.Render(s.Title), color))
 		}
 		if len(s.Fields) > 0 {
 			width := 0
 			for _, f := range s.Fields {
-				width = max(width, len(f[0]))
+				width = max(width, len(printable.Escape(f[0])))
 			}
 			for _, f := range s.Fields {
-				fmt.Fprintf(out, "%s  %s\n", p.Styles.Header.Render(fmt.Sprintf("%-*s", width, Printable(f[0], color))), Printable(f[1], color))
+				name := p.Styles.Header.Render(fmt.Sprintf("%-*s", width, printable.Escape(f[0])))
+				fmt.Fprintf(out, "%s  %s\n", Printable(name, color), Printable(f[1], color))
 			}
 		}
 		if len(s.Header) > 0 {
 			if len(s.Rows) == 0 {
-				fmt.Fprintln(out, p.Styles.Dim.Render("(none)"))
+				fmt.Fprintln(out, Printable(p.Styles.Dim.Render("(none)"), color))
 			} else if err := p.Table(s.Header, s.Rows); err != nil {
 				return err
 			}
@@ -193,16 +196,36 @@ func (p *Printer) Object(v any, sections []Section) error {
 	return nil
 }
 
+// writeJSON encodes v as one JSON value and a newline, with escapeJSON: JSON output never
+// carries a control character, whatever the data.
 func writeJSON(w io.Writer, v any, indent bool) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if indent {
 		enc.SetIndent("", "  ")
 	}
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeJSON(buf.Bytes()))
+	return err
 }
 
-func writeCSV[T any](w io.Writer, columns []Column[T], items []T) error {
+// csvRow is a CSV row as written: escaped by Printable when stdout is a terminal (CSV read
+// there is read by a person; a file or a pipe gets the data as it is).
+func csvRow(tty bool, row []string) []string {
+	if !tty {
+		return row
+	}
+	out := make([]string, len(row))
+	for i, c := range row {
+		out[i] = printable.Escape(c)
+	}
+	return out
+}
+
+func writeCSV[T any](w io.Writer, tty bool, columns []Column[T], items []T) error {
 	cw := csv.NewWriter(w)
 	header := make([]string, len(columns))
 	for i, c := range columns {
@@ -216,7 +239,7 @@ func writeCSV[T any](w io.Writer, columns []Column[T], items []T) error {
 		for j, c := range columns {
 			row[j] = c.Value(it)
 		}
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(csvRow(tty, row)); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // Progress is the one progress line of a long command (a scan, a replay, a prune), on stderr:
@@ -217,7 +219,7 @@ func (p *Progress) line(now time.Time) string {
 
 	var b strings.Builder
 	if p.opts.Label != "" {
-		b.WriteString(p.opts.Label + ": ")
+		b.WriteString(printable.Escape(p.opts.Label) + ": ")
 	}
 	if total > 0 {
 		about := ""
@@ -229,7 +231,7 @@ func (p *Progress) line(now time.Time) string {
 		fmt.Fprintf(&b, "%d %s", done, p.opts.Unit)
 	}
 	if p.note != "" {
-		b.WriteString(", " + p.note)
+		b.WriteString(", " + printable.Escape(p.note))
 	}
 	span := now.Sub(first.at)
 	if span <= 0 {

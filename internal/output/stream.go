@@ -230,7 +230,7 @@ func (s *Stream[T]) write(v T) error {
 				return err
 			}
 			s.line = append(b, '\n')
-			_, err = out.Write(s.line)
+			_, err = out.Write(escapeJSON(s.line))
 			return err
 		}
 		return writeJSON(out, v, false)
@@ -249,7 +249,7 @@ func (s *Stream[T]) write(v T) error {
 		if err := s.csvHeader(); err != nil {
 			return err
 		}
-		if err := s.csv.Write(cells(s.opts.CSV, v)); err != nil {
+		if err := s.csv.Write(csvRow(s.p.Streams.OutTTY, cells(s.opts.CSV, v))); err != nil {
 			return err
 		}
 		s.csv.Flush()
@@ -281,7 +281,7 @@ func (s *Stream[T]) element(v any, first bool) error {
 			return err
 		}
 	}
-	_, err := s.out().Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	_, err := s.out().Write(escapeJSON(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))))
 	return err
 }
 

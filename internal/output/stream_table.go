@@ -63,7 +63,7 @@ func (t *tableStream) add(row []string) error {
 	}
 	for _, r := range t.rows {
 		for i, c := range r {
-			t.widths[i] = max(t.widths[i], twwidth.Width(c))
+			t.widths[i] = max(t.widths[i], twwidth.Width(Printable(c, t.p.Styles.Color())))
 		}
 	}
 	err := t.p.Table(t.names, t.rows)

@@ -46,6 +46,16 @@ func Test() (s *Streams, in, out, errOut *bytes.Buffer) {
 // ColorEnabled reports whether stdout may carry colour: only on a terminal, never with NO_COLOR.
 func (s *Streams) ColorEnabled() bool { return s.OutTTY && !s.NoColor }
 
+// ErrColor reports whether stderr may carry colour: only on a terminal, never with NO_COLOR.
+func (s *Streams) ErrColor() bool { return s.ErrTTY && !s.NoColor }
+
+// ErrStyles are the styles of messages written to stderr.
+func (s *Streams) ErrStyles() Styles { return NewStyles(s.ErrOut, s.ErrColor()) }
+
+// ErrText is stderr for messages that carry data (errors, warnings, notes naming topics or
+// records): a TextWriter, so that nothing in them acts on the terminal.
+func (s *Streams) ErrText() io.Writer { return TextWriter(s.ErrOut, s.ErrColor()) }
+
 // Interactive reports whether a person can answer a prompt: stdin and stderr are terminals.
 func (s *Streams) Interactive() bool { return s.InTTY && s.ErrTTY }
 

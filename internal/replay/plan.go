@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // Defaults of planning.
@@ -151,11 +151,14 @@ type SampleRecord struct {
 	Outcome         string `json:"outcome"`
 	TargetTopic     string `json:"target_topic,omitempty"`
 	TargetPartition *int32 `json:"target_partition,omitempty"`
-	Key             string `json:"key"`
-	EventID         string `json:"event_id,omitempty"`
-	Reason          string `json:"reason,omitempty"`
-	Error           string `json:"error,omitempty"`
-	ReplayCount     int    `json:"replay_count"`
+	// Key is the record's key as text ("" when null); when it is not printable text (by
+	// printable.Text, the rule for record bytes in JSON), KeyBase64 holds its exact bytes.
+	Key         string `json:"key"`
+	KeyBase64   []byte `json:"key_base64,omitempty"`
+	EventID     string `json:"event_id,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Error       string `json:"error,omitempty"`
+	ReplayCount int    `json:"replay_count"`
 }
 
 // Counts are a report's record counts. Selected = ToSend + Quarantined + Incomplete + Skipped
@@ -277,8 +280,11 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			byTarget[key{d.target, part}]++
 		}
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
-			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), Key: printableKey(d.rec.Key), EventID: d.eventID,
+			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+			if key, exact := printable.Text(d.rec.Key); key != nil {
+				s.Key, s.KeyBase64 = *key, exact
+			}
 			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
 				s.TargetTopic = d.target
 				if part, _ := targets.partitionOf(ctx, d); part >= 0 {
@@ -454,15 +460,4 @@ func readBatches(ctx context.Context, c *kafka.Cluster, ranges []kafka.Partition
 		return err
 	}
 	return flush()
-}
-
-// printableKey is the key as text, or its length when it is not UTF-8.
-func printableKey(k []byte) string {
-	if k == nil {
-		return ""
-	}
-	if utf8.Valid(k) {
-		return string(k)
-	}
-	return fmt.Sprintf("(%d bytes, not UTF-8)", len(k))
 }

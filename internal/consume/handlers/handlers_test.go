@@ -174,6 +174,20 @@ func TestWebhookOnSQLite(t *testing.T) {
 	if !consume.IsRetryable(err) || strings.Contains(err.Error(), "secret") {
 		t.Errorf("unreachable: %v", err)
 	}
+	// A token in the query: shown as REDACTED, also when net/http quotes a redirect's URL.
+	const token = "Tok3n-Never-Shown"
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:1/next?token="+token, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	tokened, err := New(NameWebhook, Config{Consumer: "c1", Driver: "sqlite", WebhookURL: redirect.URL + "/x?token=" + token, WebhookTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = handle(t, st, tokened, taskEvent("y", "t", 1))
+	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "/x?token=REDACTED") {
+		t.Errorf("redirected to an unreachable URL: %v", err)
+	}
 	// Delivered twice (a forgotten marker, a replay): one row, deliveries 2.
 	if _, err := handle(t, st, h, taskEvent("ok", "t", 1)); err != nil {
 		t.Fatal(err)

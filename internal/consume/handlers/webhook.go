@@ -16,6 +16,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // DefaultWebhookTimeout bounds one delivery attempt.
@@ -43,7 +44,8 @@ type webhook struct {
 	d        dialect
 	table    string
 	url      string
-	shown    string // the URL with any password redacted, for messages
+	shown    string   // the URL without user info and query values, for messages and the table
+	secrets  []string // what shown hides, scrubbed from every error text
 	client   *http.Client
 }
 
@@ -53,7 +55,7 @@ func newWebhook(cfg Config, d dialect) (*webhook, error) {
 	}
 	u, err := url.Parse(cfg.WebhookURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("webhook URL %q: want an absolute http:// or https:// URL", redactURL(cfg.WebhookURL))
+		return nil, fmt.Errorf("webhook URL %q: want an absolute http:// or https:// URL", redact.URL(cfg.WebhookURL))
 	}
 	client := cfg.HTTPClient
 	if client == nil {
@@ -65,15 +67,18 @@ func newWebhook(cfg Config, d dialect) (*webhook, error) {
 	}
 	return &webhook{
 		consumer: cfg.Consumer, d: d, table: d.table(TableWebhookDeliveries),
-		url: cfg.WebhookURL, shown: u.Redacted(), client: client,
+		url: cfg.WebhookURL, shown: redact.URL(cfg.WebhookURL), secrets: redact.URLSecrets(cfg.WebhookURL), client: client,
 	}, nil
 }
 
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
+// failure is err as a message fit for logs and the fw.dlq.error header: net/http's errors
+// quote the URL (and a redirect's), which may carry a token (docs/design.md §4.2).
+func (w *webhook) failure(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return "(unparsable URL)"
+	return errors.New("POST " + w.shown + ": " + redact.Scrub(err.Error(), w.secrets...))
 }
 
 func (w *webhook) Name() string { return NameWebhook }
@@ -104,7 +109,7 @@ func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, r
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, consume.Permanent(fmt.Errorf("webhook request: %w", err))
+		return 0, consume.Permanent(fmt.Errorf("webhook request: %w", w.failure(err)))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "fieldwork-consume")
@@ -114,11 +119,7 @@ func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, r
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, which may hold a password
-		}
-		return 0, consume.Retryable(fmt.Errorf("POST %s: %w", w.shown, err))
+		return 0, consume.Retryable(w.failure(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

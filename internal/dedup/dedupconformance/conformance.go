@@ -21,6 +21,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // Fresh returns a DSN and a schema name that no other test uses. It
@@ -42,7 +43,7 @@ func (e Env) Open(t *testing.T, opts dedup.Options) *dedup.Store {
 	}
 	st, err := dedup.Open(context.Background(), e.DSN, opts)
 	if err != nil {
-		t.Fatalf("open %s: %v", dedup.RedactDSN(e.DSN), err)
+		t.Fatalf("open %s: %v", redact.DSN(e.DSN), err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return st

@@ -59,6 +59,8 @@ type Config struct {
 	// ConnectTimeout bounds connecting and the first ping when the DSN sets
 	// no timeout of its own.
 	ConnectTimeout time.Duration
+	// Password is used when the DSN holds none (Postgres only).
+	Password string
 }
 
 // Marker is one event to claim for a consumer.

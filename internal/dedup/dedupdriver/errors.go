@@ -3,8 +3,8 @@ package dedupdriver
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
+
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // ErrNotMigrated means the marker table (or its schema, or the migrations
@@ -37,14 +37,17 @@ type ConnectError struct {
 	Driver string // "postgres" or "sqlite"
 	Addr   string // host:port (Postgres) or the file path (SQLite)
 	Err    error
+	// Secrets are scrubbed from Err's text (the DSN's password, as redact.Secrets finds it):
+	// a driver's message may quote parts of the connection string.
+	Secrets []string
 }
 
 func (e *ConnectError) Error() string {
 	cause := "unknown error"
 	if e.Err != nil {
-		cause = RedactText(e.Err.Error())
+		cause = redact.Scrub(e.Err.Error(), e.Secrets...)
 	}
-	return fmt.Sprintf("cannot connect to %s at %s: %s", e.Driver, e.Addr, cause)
+	return redact.Scrub(fmt.Sprintf("cannot connect to %s at %s: %s", e.Driver, e.Addr, cause), e.Secrets...)
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
@@ -61,43 +64,4 @@ func (e *InvalidDSNError) Error() string {
 		return "invalid DSN: " + e.Reason
 	}
 	return fmt.Sprintf("invalid DSN %q: %s", e.DSN, e.Reason)
-}
-
-// Redacted stands in for every password.
-const Redacted = "xxxxx"
-
-var (
-	kvPassword    = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-	queryPassword = regexp.MustCompile(`(?i)([?&](?:ssl)?password=)([^&#]*)`)
-	urlPassword   = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)([^@\s]*)(@)`)
-)
-
-// RedactText replaces every password that appears in text, in URL userinfo
-// (scheme://user:PASSWORD@host), in a URL query (?password=VALUE) or as a
-// password=VALUE pair, with xxxxx. It errs on the side of hiding too much.
-func RedactText(text string) string {
-	text = urlPassword.ReplaceAllString(text, "${1}"+Redacted+"${3}")
-	text = queryPassword.ReplaceAllString(text, "${1}"+Redacted)
-	return kvPassword.ReplaceAllString(text, "${1}"+Redacted)
-}
-
-// RedactDSN returns dsn with its password, in URL or key=value form,
-// replaced by xxxxx. A DSN without a password is returned unchanged.
-func RedactDSN(dsn string) string {
-	scheme, rest, isURL := strings.Cut(dsn, "://")
-	if !isURL {
-		return kvPassword.ReplaceAllString(dsn, "${1}"+Redacted)
-	}
-	query := ""
-	if q := strings.IndexAny(rest, "?#"); q >= 0 {
-		rest, query = rest[:q], rest[q:]
-	}
-	// The userinfo ends at the last '@', so that a password holding '@',
-	// ':' or '/' is still hidden whole.
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if user, _, hasPW := strings.Cut(rest[:at], ":"); hasPW {
-			rest = user + ":" + Redacted + rest[at:]
-		}
-	}
-	return scheme + "://" + rest + queryPassword.ReplaceAllString(query, "${1}"+Redacted)
 }

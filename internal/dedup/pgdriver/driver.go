@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 //go:embed migrations/*.sql
@@ -55,7 +56,22 @@ var _ dedupdriver.Driver = (*Driver)(nil)
 func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, &dedupdriver.InvalidDSNError{DSN: dedupdriver.RedactDSN(cfg.DSN), Reason: parseReason(err)}
+		return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: parseReason(err, cfg.DSN)}
+	}
+	// pgx's messages may quote the connection string or parts of it: every one is scrubbed of
+	// the password as written in the DSN and as pgx read it (docs/design.md §4.2).
+	secrets := append(redact.Secrets(cfg.DSN), pcfg.ConnConfig.Password, cfg.Password)
+	// A password given apart from the DSN (a context's dsn_password_env or dsn_password_file)
+	// beats PGPASSWORD and PGPASSFILE, which pgx has read when the DSN holds none.
+	if cfg.Password != "" && len(redact.Secrets(cfg.DSN)) == 0 {
+		pcfg.ConnConfig.Password = cfg.Password
+	}
+	// A password holding an unencoded '@' makes pgx read its tail as part of the host: refused,
+	// as the shape of a DSN that cannot be told apart (docs/design.md §4.2).
+	for _, h := range append([]string{pcfg.ConnConfig.Host}, fallbackHosts(pcfg.ConnConfig.Config)...) {
+		if strings.Contains(h, "@") {
+			return nil, &dedupdriver.InvalidDSNError{DSN: redact.DSN(cfg.DSN), Reason: "the user info holds an unencoded '@': percent-encode it in the password as %40"}
+		}
 	}
 	timeout := pcfg.ConnConfig.ConnectTimeout
 	if timeout == 0 {
@@ -65,7 +81,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	addr := address(pcfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}
 	}
 	// The connect timeout covers dialling and authenticating one host; a
 	// little more allows for the ping and for a fallback host.
@@ -73,7 +89,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr)}
+		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}
 	}
 	return New(pool, cfg.Names), nil
 }
@@ -119,6 +135,14 @@ func address(c pgconn.Config) string {
 	return strings.Join(hosts, ",")
 }
 
+func fallbackHosts(c pgconn.Config) []string {
+	var out []string
+	for _, f := range c.Fallbacks {
+		out = append(out, f.Host)
+	}
+	return out
+}
+
 // connectCause strips pgconn's "failed to connect to `user=… database=…`"
 // prefix and, for a single host, the "host:port (host):" one: ConnectError
 // says where, the cause says why.
@@ -141,8 +165,10 @@ func connectCause(err error, addr string) error {
 
 var parseErrPrefix = regexp.MustCompile("^cannot parse `[^`]*`: ")
 
-func parseReason(err error) string {
-	return dedupdriver.RedactText(parseErrPrefix.ReplaceAllString(err.Error(), ""))
+// parseReason is pgx's reason for refusing dsn, without the DSN it quotes and scrubbed of
+// every part of it that may be a password.
+func parseReason(err error, dsn string) string {
+	return redact.Scrub(parseErrPrefix.ReplaceAllString(err.Error(), ""), redact.Secrets(dsn)...)
 }
 
 // Begin starts a READ COMMITTED transaction on a pooled connection.

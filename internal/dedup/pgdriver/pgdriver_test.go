@@ -17,6 +17,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
+	"github.com/fieldwork/fieldwork/internal/redact"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ func admin(t testing.TB, dsn string) *pgx.Conn {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("connect to %s: %v", dedup.RedactDSN(dsn), err)
+		t.Fatalf("connect to %s: %v", redact.DSN(dsn), err)
 	}
 	return conn
 }
@@ -275,11 +276,13 @@ func TestMalformedDSN(t *testing.T) {
 		"postgres://fieldwork:" + secret + "@127.0.0.1:notaport/db",
 		"host=127.0.0.1 port=abc user=fieldwork password=" + secret,
 		"postgres://fieldwork:" + secret + "@127.0.0.1/db?sslmode=maybe",
+		"postgres://fieldwork:Head@" + secret + "@127.0.0.1/db", // an unencoded '@' in the password
+		"host=127.0.0.1 user=fieldwork password='" + secret + " unclosed",
 	} {
 		_, err := dedup.Open(context.Background(), dsn, dedup.Options{})
 		var ie *dedup.InvalidDSNError
 		if !errors.As(err, &ie) {
-			t.Fatalf("Open(%s): %T %v, want *InvalidDSNError", dedup.RedactDSN(dsn), err, err)
+			t.Fatalf("Open(%s): %T %v, want *InvalidDSNError", redact.DSN(dsn), err, err)
 		}
 		if strings.Contains(err.Error(), secret) {
 			t.Fatalf("the message shows the password: %v", err)

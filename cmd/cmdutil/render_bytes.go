@@ -1,0 +1,70 @@
+package cmdutil
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/printable"
+)
+
+// BytesText is record bytes (a key, a header, a value) as a table or CSV gives them, by the
+// rule JSON follows (docs/design.md §4.1): their text when it is printable, else their
+// standard base64 with ok false.
+func BytesText(b []byte) (text string, ok bool) {
+	if printable.Is(string(b)) {
+		return string(b), true
+	}
+	return base64.StdEncoding.EncodeToString(b), false
+}
+
+// BytesDisplay shows a key or header value in a detail view: its text, its base64 flagged as
+// such, "" for empty, (none) for null.
+func BytesDisplay(st output.Styles, b []byte) string {
+	switch {
+	case b == nil:
+		return st.Dim.Render("(none)")
+	case len(b) == 0:
+		return st.Dim.Render(`""`)
+	}
+	t, ok := BytesText(b)
+	if !ok {
+		return t + st.Warn.Render(fmt.Sprintf(" (base64: %d bytes, not text)", len(b)))
+	}
+	return t
+}
+
+// KeyDisplay shows a header's key, or a record key in a table cell: its text, or its base64
+// flagged as such.
+func KeyDisplay(key string) string {
+	t, ok := BytesText([]byte(key))
+	if !ok {
+		t += " (base64)"
+	}
+	return t
+}
+
+// ValueSection shows a record's value: indented when it is JSON (valueJSON, the value when it
+// is valid JSON), else its text, or its base64 under a title that says so; (null) and (empty)
+// for no value.
+func ValueSection(st output.Styles, value []byte, valueJSON json.RawMessage) output.Section {
+	s := output.Section{Title: "Value"}
+	var pretty bytes.Buffer
+	switch {
+	case value == nil:
+		s.Text = st.Dim.Render("(null)")
+	case len(value) == 0:
+		s.Text = st.Dim.Render("(empty)")
+	case len(valueJSON) > 0 && json.Indent(&pretty, valueJSON, "", "  ") == nil:
+		s.Text = pretty.String()
+	default:
+		t, ok := BytesText(value)
+		if !ok {
+			s.Title = fmt.Sprintf("Value (%d bytes, not text: base64)", len(value))
+		}
+		s.Text = t
+	}
+	return s
+}
