@@ -140,17 +140,7 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
 				return b[:n], false
 			}
-			b = append(b, v[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // <, >, &
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
+			b = appendEscapedASCII(append(b, v[start:i]...), c)
 			i++
 			start = i
 			continue
@@ -214,6 +204,27 @@ func unsafeBytes(s string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// appendEscapedASCII writes the ASCII byte c, one that plainJSON does not hold as it is, as
+// encoding/json escapes it: \" and \\, \b \f \n \r \t, the rest (other controls, <, >, &) as
+// \u00XX.
+func appendEscapedASCII(b []byte, c byte) []byte {
+	switch c {
+	case '\\', '"':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
 // appendJSONString writes s as encoding/json writes a string with HTML escaping (json.Marshal):
 // ", \ and control characters escaped (\b \f \n \r \t short), <, > and & as \u003c \u003e
 // \u0026, U+2028 and U+2029 escaped, and each invalid UTF-8 byte as \ufffd.
@@ -227,23 +238,7 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 				i++
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
+			b = appendEscapedASCII(append(b, s[start:i]...), c)
 			i++
 			start = i
 			continue
