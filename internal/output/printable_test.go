@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 func TestPrintable(t *testing.T) {
@@ -243,4 +245,60 @@ func unescape(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// escapeJSONByRune is escapeJSON one byte at a time up to the first byte to escape, the
+// reference its eight-byte skip is held to.
+func escapeJSONByRune(b []byte) []byte {
+	i := 0
+	for i < len(b) {
+		if c := b[i]; c < utf8.RuneSelf && c != 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
+			break
+		}
+		i += size
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append([]byte(nil), b[:i]...)
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case printable.Unprintable(r):
+			out = append(out, `\u`...)
+			out = append(out, hex4(r)...)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// TestEscapeJSONSkip checks escapeJSON against the rune-by-rune reference on lines that put
+// DEL, C1 and bidirectional controls, other non-ASCII text and bytes that are not UTF-8 at
+// every offset of the eight-byte words it skips.
+func TestEscapeJSONSkip(t *testing.T) {
+	pieces := []string{"\x7f", "\u0085", "\u202e", "é", "日", "\xff", "\xc3", "\t", `\n`, `"`, "\x01", "\x7f\u0085"}
+	for n := 0; n < 40; n++ {
+		for _, p := range pieces {
+			for at := 0; at <= n; at++ {
+				line := []byte(strings.Repeat("a", at) + p + strings.Repeat("b", n-at))
+				if got, want := escapeJSON(line), escapeJSONByRune(line); !bytes.Equal(got, want) {
+					t.Fatalf("escapeJSON(%q) = %q, want %q", line, got, want)
+				}
+			}
+		}
+		plain := []byte(strings.Repeat("x", n))
+		if got := escapeJSON(plain); !bytes.Equal(got, plain) {
+			t.Fatalf("escapeJSON(%q) = %q", plain, got)
+		}
+	}
 }
