@@ -58,6 +58,7 @@ type ConsumeOptions struct {
 	MaxInfraRetries int
 	BatchMax        int
 	TxPerEvent      bool
+	PerEvent        bool
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
 	StopWhenIdle    time.Duration
@@ -157,6 +158,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
 	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
+	fl.BoolVar(&opts.PerEvent, "per-event", false, "apply each event with its own statements under a savepoint instead of the handler's batch statements (for comparison)")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consume.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consume.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
 	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
@@ -332,7 +334,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	eng, err := consume.New(consume.Options{
 		Topics: o.Topics, Group: o.Group, Consumer: consumer, Handler: h, Store: st, Kafka: kopts,
 		DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
-		BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent,
+		BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
 		RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
 		StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
 		InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,

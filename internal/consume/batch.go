@@ -103,9 +103,7 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
 	}
 	w.finish(done)
-	if err := w.commit(ctx); err != nil {
-		return err
-	}
+	w.commitSoon()
 
 	if halt == nil {
 		e.clearHalt(w.tp, done.Offset)
@@ -183,10 +181,23 @@ func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 }
 
 // applyWithRetry runs one transaction over items, retrying the whole of it after
-// infrastructure failures with capped exponential backoff and jitter.
+// infrastructure failures with capped exponential backoff and jitter. With a BatchHandler
+// (and neither PerEvent nor TxPerEvent) the transaction applies the batch through
+// HandleBatch; when that fails as a whole for a reason that is not infrastructure, the
+// transaction is rolled back and run again with each event under its own savepoint.
 func (e *Engine) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+	batch := e.batchHandler() != nil
 	for attempt := 1; ; attempt++ {
-		res, err := e.applyUnit(ctx, items)
+		res, err := e.applyUnit(ctx, items, batch)
+		var fb *batchFallback
+		if errors.As(err, &fb) && ctx.Err() == nil {
+			batch = false
+			e.c.batchFallbacks.Add(1)
+			e.m.batchFallbacks.Inc()
+			e.log.Warn("batch statement failed; applying the batch event by event", "topic", w.tp.topic, "partition", w.tp.partition,
+				"first_offset", items[0].rec.Offset, "records", len(items), "error", fb.err)
+			res, err = e.applyUnit(ctx, items, false)
+		}
 		if err == nil {
 			if attempt > 1 {
 				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", attempt-1)
@@ -213,12 +224,28 @@ func (e *Engine) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 	}
 }
 
-// applyUnit is one transaction: BEGIN; claim the batch's events in one statement; handle
-// each fresh one in offset order under a savepoint; COMMIT. A failed event is rolled back
-// to its savepoint and its marker deleted (Unclaim) before the savepoint is released, so it
-// commits unmarked and is dead-lettered after the commit. Any error returned means the
-// transaction was rolled back.
-func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, err error) {
+// batchHandler is the handler's batch path when the engine uses it (docs/design.md §3.5).
+func (e *Engine) batchHandler() BatchHandler {
+	if e.o.PerEvent || e.o.TxPerEvent {
+		return nil
+	}
+	bh, _ := e.o.Handler.(BatchHandler)
+	return bh
+}
+
+// batchFallback is a failure of HandleBatch as a whole that is not infrastructure: the
+// transaction was rolled back, and the batch is applied again event by event.
+type batchFallback struct{ err error }
+
+func (e *batchFallback) Error() string { return "batch handler: " + e.err.Error() }
+func (e *batchFallback) Unwrap() error { return e.err }
+
+// applyUnit is one transaction: BEGIN; claim the batch's events in one statement; apply the
+// fresh ones in offset order, through HandleBatch when batch is set, else each under a
+// savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
+// (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
+// after the commit. Any error returned means the transaction was rolled back.
+func (e *Engine) applyUnit(ctx context.Context, items []*item, batch bool) (res unitResult, err error) {
 	markers := make([]dedup.Marker, 0, len(items))
 	for _, it := range items {
 		if it.dup {
@@ -251,28 +278,29 @@ func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, 
 	for _, id := range fresh {
 		isFresh[id] = struct{}{}
 	}
-	sp := &savepoints{tx: tx, combine: st.Driver() == "postgres"}
+	todo := make([]*item, 0, len(fresh))
 	for _, it := range items {
 		if _, ok := isFresh[it.ev.ID]; it.dup || !ok {
 			res.duplicates++
 			continue
 		}
-		if err := sp.next(ctx); err != nil {
-			return res, err
+		todo = append(todo, it)
+	}
+	sp := &savepoints{tx: tx, combine: st.Driver() == "postgres"}
+	if bh := e.batchHandler(); batch && bh != nil {
+		err = e.applyBatch(ctx, tx, sp, bh, todo, &res)
+	} else {
+		for _, it := range todo {
+			if err = sp.next(ctx); err != nil {
+				break
+			}
+			if err = e.handleCounted(ctx, tx, sp, it, nil, &res); err != nil {
+				break
+			}
 		}
-		out, dl, retried, err := e.handleOne(ctx, tx, sp, it)
-		res.retried += retried
-		if err != nil {
-			return res, err
-		}
-		switch {
-		case dl != nil:
-			res.deadLetters = append(res.deadLetters, *dl)
-		case out == Stale:
-			res.stale++
-		default:
-			res.processed++
-		}
+	}
+	if err != nil {
+		return res, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return res, err
@@ -280,14 +308,80 @@ func (e *Engine) applyUnit(ctx context.Context, items []*item) (res unitResult, 
 	return res, nil
 }
 
+// applyBatch applies todo through HandleBatch. An event that HandleBatch reports failed
+// (having written nothing) goes through handleOne with that failure as its first attempt,
+// under a savepoint set after the events before it; HandleBatch then goes on with the events
+// after it. A failure of HandleBatch as a whole is returned as an *infraError or a
+// *batchFallback; the caller rolls the transaction back.
+func (e *Engine) applyBatch(ctx context.Context, tx *dedup.Tx, sp *savepoints, bh BatchHandler, todo []*item, res *unitResult) error {
+	for len(todo) > 0 {
+		r, err := e.callBatch(ctx, tx, bh, todo)
+		if err == nil && (len(r.Outcomes) > len(todo) || (len(r.Outcomes) == len(todo)) != (r.Err == nil)) {
+			err = fmt.Errorf("handler %s: HandleBatch of %d events returned %d outcomes and error %v", bh.Name(), len(todo), len(r.Outcomes), r.Err)
+		}
+		if err != nil {
+			if classify(err) == classInfra {
+				e.m.handlerErrors.WithLabelValues(classInfra.label()).Inc()
+				return &infraError{err}
+			}
+			return &batchFallback{err}
+		}
+		for _, out := range r.Outcomes {
+			if out == Stale {
+				res.stale++
+			} else {
+				res.processed++
+			}
+		}
+		if len(r.Outcomes) > 0 {
+			sp.keep()
+		}
+		todo = todo[len(r.Outcomes):]
+		if r.Err == nil {
+			return nil
+		}
+		if err := sp.next(ctx); err != nil {
+			return err
+		}
+		if err := e.handleCounted(ctx, tx, sp, todo[0], r.Err, res); err != nil {
+			return err
+		}
+		todo = todo[1:]
+	}
+	return nil
+}
+
+// handleCounted is handleOne with its result added to res.
+func (e *Engine) handleCounted(ctx context.Context, tx *dedup.Tx, sp *savepoints, it *item, first error, res *unitResult) error {
+	out, dl, retried, err := e.handleOne(ctx, tx, sp, it, first)
+	res.retried += retried
+	if err != nil {
+		return err
+	}
+	switch {
+	case dl != nil:
+		res.deadLetters = append(res.deadLetters, *dl)
+	case out == Stale:
+		res.stale++
+	default:
+		res.processed++
+	}
+	return nil
+}
+
 // handleOne applies one fresh event under the savepoint sp has just set, retrying retryable
-// failures in place. It returns a dead letter when the event failed for good (its effects
-// rolled back and its marker removed, inside tx), or an error when the transaction must be
-// abandoned.
-func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, sp *savepoints, it *item) (Outcome, *deadLetter, int, error) {
+// failures in place. A non-nil first is the failure of the event's first attempt, made
+// already (by HandleBatch, which wrote nothing for it). It returns a dead letter when the
+// event failed for good (its effects rolled back and its marker removed, inside tx), or an
+// error when the transaction must be abandoned.
+func (e *Engine) handleOne(ctx context.Context, tx *dedup.Tx, sp *savepoints, it *item, first error) (Outcome, *deadLetter, int, error) {
 	var firstFailed time.Time
 	for attempt := 1; ; attempt++ {
-		out, herr := e.callHandler(ctx, tx, it, attempt)
+		var out Outcome
+		herr := first
+		if attempt > 1 || first == nil {
+			out, herr = e.callHandler(ctx, tx, it, attempt)
+		}
 		if herr == nil {
 			sp.keep()
 			return out, nil, attempt - 1, nil
@@ -395,6 +489,21 @@ func (e *Engine) callHandler(ctx context.Context, tx *dedup.Tx, it *item, attemp
 		}
 	}()
 	return e.o.Handler.Handle(context.WithValue(ctx, attemptKey{}, attempt), tx, it.ev, it.rec)
+}
+
+// callBatch runs HandleBatch (as attempt 1 of each event), turning a panic into a failure of
+// the batch.
+func (e *Engine) callBatch(ctx context.Context, tx *dedup.Tx, bh BatchHandler, todo []*item) (res BatchResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = BatchResult{}, Permanent(fmt.Errorf("handler %s panicked in HandleBatch: %v", bh.Name(), p))
+		}
+	}()
+	evs := make([]BatchEvent, len(todo))
+	for i, it := range todo {
+		evs[i] = BatchEvent{Event: it.ev, Record: it.rec}
+	}
+	return bh.HandleBatch(context.WithValue(ctx, attemptKey{}, 1), tx, evs)
 }
 
 func cmpOr(a, b error) error {

@@ -14,14 +14,20 @@
 //     as duplicates);
 //  3. BEGIN; claim all the batch's event ids in one statement (dedup.Store.Claim), which
 //     returns the fresh ones;
-//  4. for each fresh event in offset order: SAVEPOINT; Handler.Handle; RELEASE. A handler
-//     failure rolls back to the savepoint (see below). On PostgreSQL the RELEASE of one
-//     event and the SAVEPOINT of the next travel in one round trip, and the last RELEASE is
-//     left to COMMIT;
+//  4. apply the fresh events in offset order: with a BatchHandler (unless PerEvent or
+//     TxPerEvent), BatchHandler.HandleBatch applies them all in a few statements (see "Batch
+//     handlers"); otherwise, for each: SAVEPOINT; Handler.Handle; RELEASE. A handler failure
+//     rolls back to the savepoint (see below). On PostgreSQL the RELEASE of one event and
+//     the SAVEPOINT of the next travel in one round trip, and the last RELEASE is left to
+//     COMMIT;
 //  5. COMMIT: the markers and the handler's effects become durable together;
 //  6. produce the dead letters (docs/design.md §3.2, via dlq.NewDeadLetter) to <topic>.dlq or
 //     DLQTopic, and wait for every acknowledgement (see "Dead letters that do not fit");
-//  7. only then commit the Kafka offset after the batch's last record.
+//  7. only then commit the Kafka offset after the batch's last record. The partition's
+//     committer goroutine sends the commit while the worker goes on with the next batch, one
+//     commit at a time (a later offset never overtaken by an earlier one), and a failed one is
+//     tried again a second later or with the next batch's; a worker that stops commits what it
+//     finished before it exits.
 //
 // The engine reads committed records only (aborted transactions' events never happened) and
 // asks for transaction markers too: decode skips them, and the offset committed after a
@@ -45,6 +51,23 @@
 // under its savepoint — would make the rollback remove the marker by itself but costs a
 // statement per event; the batch claim plus an Unclaim only on the rare failure keeps the
 // common path at one claim statement per batch.
+//
+// # Batch handlers
+//
+// With one savepoint and one statement per event, a batch costs several round trips per
+// event; HandleBatch costs a few per batch. Its contract (BatchHandler) keeps the failure
+// path of the savepoints: HandleBatch reports the outcomes of a prefix of the events, and the
+// event after the prefix, which failed having written nothing, goes through the per-event
+// path under a savepoint set right then, with its failure as its first attempt (retried with
+// Handle, or dead-lettered and unclaimed); HandleBatch then goes on with the events after it.
+// A failure of HandleBatch as a whole (a statement failed, and on PostgreSQL the transaction
+// is aborted) is either infrastructure — the batch is rolled back and retried as any — or
+// not: the batch is rolled back and applied again at once, claim included, event by event
+// under savepoints, so that a poison event that only the database refuses is found and
+// dead-lettered alone (Stats.BatchFallbacks, fieldwork_consume_batch_fallbacks_total). The
+// per-event run is not retried as a batch. Bisecting would find the poison event in fewer
+// statements, but poison is rare, and the per-event path is the one whose guarantees the
+// crash and restart tests establish.
 //
 // # Failures
 //

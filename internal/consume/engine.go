@@ -162,7 +162,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		"topics", strings.Join(e.o.Topics, ","), "group", e.o.Group, "consumer", e.o.Consumer,
 		"handler", e.o.Handler.Name(), "dead_letter_topics", strings.Join(e.dlqTopics(), ","),
 		"store", e.o.Store.Table(), "batch_max", e.o.BatchMax, "max_attempts", e.o.MaxAttempts,
-		"tx_per_event", e.o.TxPerEvent)
+		"tx_per_event", e.o.TxPerEvent, "batch_handler", e.batchHandler() != nil)
 
 	started := time.Now()
 	loopErr := e.pollLoop(ctx)

@@ -53,6 +53,51 @@ type Handler interface {
 	Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (Outcome, error)
 }
 
+// BatchHandler is implemented by handlers that can apply a whole batch's fresh events in a
+// few statements instead of one call (and one savepoint) per event (docs/design.md §3.5).
+// The engine uses HandleBatch by default when the handler implements it (Options.PerEvent
+// turns it off); Handle stays required: the engine falls back to it, event by event under
+// savepoints, whenever a batch cannot be applied whole.
+//
+// HandleBatch applies evs — fresh events of one partition, in offset order, their markers
+// claimed in tx — inside tx, with the obligations of Handle (write only through tx, give
+// external effects an idempotency key, keep nothing after returning). The result must be
+// the one calling Handle on each event in order would give: an event newer than what came
+// before it is Applied even when a later event of the batch supersedes it, an older one is
+// Stale.
+//
+// It reports in two ways:
+//   - res: res.Outcomes[i] is the outcome of evs[i] for a prefix of evs. When the prefix is
+//     shorter than evs, res.Err is the failure of the event right after it, which must have
+//     written nothing: the engine treats res.Err as that event's first attempt at Handle
+//     (dead letter, retry, or, when infrastructure, the whole batch again), then calls
+//     HandleBatch again with the events after it. The events of the prefix are kept.
+//   - err: the batch failed as a whole (a statement failed; tx may be unusable). The engine
+//     rolls the transaction back; an infrastructure error (dedup.IsTransient) is retried as
+//     any, anything else makes the engine apply that batch again, claim included, event by
+//     event with Handle under savepoints, so that a poison event is found and
+//     dead-lettered alone.
+//
+// A panic in HandleBatch is treated as a failure of the batch (not infrastructure).
+type BatchHandler interface {
+	Handler
+	HandleBatch(ctx context.Context, tx *dedup.Tx, evs []BatchEvent) (res BatchResult, err error)
+}
+
+// BatchEvent is one event of a batch given to BatchHandler.HandleBatch.
+type BatchEvent struct {
+	Event  envelope.Event
+	Record *kgo.Record
+}
+
+// BatchResult is what HandleBatch did: see BatchHandler.
+type BatchResult struct {
+	// Outcomes are the outcomes of the first len(Outcomes) events, in order.
+	Outcomes []Outcome
+	// Err is the failure of the event after them; nil when every event is in Outcomes.
+	Err error
+}
+
 // Checker is implemented by handlers that can tell, before consuming starts, whether their
 // tables exist. The engine calls Check at start when it does not migrate, so that a missing
 // table stops the consumer with a clear message instead of dead-lettering every event.

@@ -30,17 +30,20 @@ type Stats struct {
 	Retried            int64 `json:"retried"`
 	Batches            int64 `json:"batches"`
 	InfraRetries       int64 `json:"infra_retries"`
+	// BatchFallbacks counts the batches whose HandleBatch failed as a whole (not on
+	// infrastructure) and that were applied again event by event.
+	BatchFallbacks int64 `json:"batch_fallbacks"`
 }
 
 type counters struct {
-	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, batches, infraRetries atomic.Int64
+	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, batches, infraRetries, batchFallbacks atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Records: c.records.Load(), Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
 		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), DeadLettersBounded: c.deadLettersBounded.Load(), Retried: c.retried.Load(),
-		Batches: c.batches.Load(), InfraRetries: c.infraRetries.Load(),
+		Batches: c.batches.Load(), InfraRetries: c.infraRetries.Load(), BatchFallbacks: c.batchFallbacks.Load(),
 	}
 }
 
@@ -52,13 +55,15 @@ type metrics struct {
 	// deadLettersBounded counts the dead letters written as bounded copies.
 	deadLettersBounded *prometheus.CounterVec
 	// halted is the number of partitions stopped at a dead letter that cannot be written.
-	halted        prometheus.Gauge
-	batchSeconds  *prometheus.HistogramVec
-	lag           *prometheus.GaugeVec
-	infraRetries  *prometheus.CounterVec
-	commitFailed  prometheus.Counter
-	assigned      prometheus.Gauge
-	handlerErrors *prometheus.CounterVec
+	halted       prometheus.Gauge
+	batchSeconds *prometheus.HistogramVec
+	lag          *prometheus.GaugeVec
+	infraRetries *prometheus.CounterVec
+	// batchFallbacks counts the batches applied again event by event.
+	batchFallbacks prometheus.Counter
+	commitFailed   prometheus.Counter
+	assigned       prometheus.Gauge
+	handlerErrors  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -92,6 +97,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_infra_retries_total",
 			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters).",
 		}, []string{"stage"}),
+		batchFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fieldwork_consume_batch_fallbacks_total",
+			Help: "Batches whose batch statements failed (not on infrastructure), rolled back and applied again event by event under savepoints.",
+		}),
 		commitFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fieldwork_consume_offset_commit_failures_total",
 			Help: "Kafka offset commits that failed (the next commit, or the one at revoke or shutdown, covers them).",
@@ -107,7 +116,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
-			m.commitFailed, m.assigned, m.handlerErrors)
+			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors)
 	}
 	return m
 }

@@ -51,6 +51,10 @@ type Options struct {
 	// TxPerEvent runs one database transaction per event instead of one per batch (the
 	// benchmark's baseline). Dead letters and the offset commit stay per batch.
 	TxPerEvent bool
+	// PerEvent applies each fresh event with Handler.Handle under its own savepoint even
+	// when the handler is a BatchHandler (the comparison to the batch path; with TxPerEvent
+	// events are always applied one by one).
+	PerEvent bool
 
 	// RetryBackoff is the handler-retry backoff (default 200ms doubling to 10s).
 	RetryBackoff Backoff

@@ -35,6 +35,8 @@ type worker struct {
 	stopping bool
 	inFlight bool
 	wake     chan struct{}
+	// commitWake wakes the committer goroutine (committer).
+	commitWake chan struct{}
 	// halted is set when the worker stopped at a record whose dead letter cannot be written
 	// (the goroutine has exited; the partition stays assigned, paused, and uncommitted past
 	// the record).
@@ -46,7 +48,8 @@ type worker struct {
 
 	// finished is one past the last record whose batch is done (database committed, dead
 	// letters acknowledged), written under mu; committed is the offset Kafka acknowledged,
-	// written by the worker goroutine only. Offset -1: none yet. After the worker has exited
+	// written by the committer goroutine only (and by the worker goroutine once that has
+	// stopped, as it exits). Offset -1: none yet. After the worker has exited
 	// the engine reads both, to commit what is done and not yet committed.
 	finished, committed kgo.EpochOffset
 }
@@ -54,7 +57,7 @@ type worker struct {
 func newWorker(e *Engine, t tp) *worker {
 	ctx, cancel := context.WithCancel(e.hardCtx)
 	return &worker{
-		e: e, tp: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), hw: -1,
+		e: e, tp: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), commitWake: make(chan struct{}, 1), hw: -1,
 		finished: kgo.EpochOffset{Epoch: -1, Offset: -1}, committed: kgo.EpochOffset{Epoch: -1, Offset: -1},
 	}
 }
@@ -123,13 +126,46 @@ func (w *worker) finish(off kgo.EpochOffset) {
 	w.mu.Unlock()
 }
 
-// commitRetry is how long a worker with nothing to do waits before committing again an
-// offset whose commit failed: without it the offset would wait for the next batch, and a
-// quiet partition would never show as done to StopWhenIdle.
+// commitRetry is how long the committer waits before committing again an offset whose
+// commit failed: without it the offset would wait for the next batch, and a quiet partition
+// would never show as done to StopWhenIdle.
 const commitRetry = time.Second
 
-// take waits for the next batch; nil means exit. While it waits with a finished offset that
-// Kafka has not acknowledged, it commits it again every commitRetry.
+// commitSoon asks the committer to commit the finished offset.
+func (w *worker) commitSoon() {
+	select {
+	case w.commitWake <- struct{}{}:
+	default:
+	}
+}
+
+// committer commits the finished offset in the background, one commit at a time, so that a
+// batch does not wait for Kafka to acknowledge the offset of the batch before it
+// (docs/design.md §3.5): an offset is still committed only once its batch is done. A failed
+// commit is tried again after commitRetry, or as soon as the next batch is done. It alone
+// writes committed while the worker runs.
+func (w *worker) committer(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-w.commitWake:
+		case <-retry:
+		case <-stop:
+			return
+		}
+		retry = nil
+		_ = w.commit(w.ctx)
+		w.mu.Lock()
+		behind := w.finished.Offset > w.committed.Offset
+		w.mu.Unlock()
+		if behind && w.ctx.Err() == nil {
+			retry = time.After(commitRetry)
+		}
+	}
+}
+
+// take waits for the next batch; nil means exit.
 func (w *worker) take() ([]*kgo.Record, int64) {
 	for {
 		w.mu.Lock()
@@ -147,22 +183,10 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 			w.e.wakePoller()
 			return batch, hw
 		}
-		uncommitted := w.finished.Offset > w.committed.Offset
 		w.mu.Unlock()
-		var retry *time.Timer
-		var retryC <-chan time.Time
-		if uncommitted {
-			retry = time.NewTimer(commitRetry)
-			retryC = retry.C
-		}
 		select {
 		case <-w.wake:
 		case <-w.ctx.Done():
-		case <-retryC:
-			_ = w.commit(w.ctx)
-		}
-		if retry != nil {
-			retry.Stop()
 		}
 	}
 }
@@ -196,6 +220,17 @@ func (w *worker) commit(ctx context.Context) error {
 func (w *worker) run() {
 	defer close(w.done)
 	defer w.e.wakePoller() // its queue is gone
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go w.committer(stop, stopped)
+	defer func() {
+		// The last batch's offset, unless the batch was abandoned: then the engine commits
+		// what is finished (see Engine.revoked and shutdown).
+		close(stop)
+		<-stopped
+		if w.ctx.Err() == nil {
+			_ = w.commit(w.ctx)
+		}
+	}()
 	first := true
 	for {
 		batch, hw := w.take()

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
@@ -103,5 +106,55 @@ func TestWebhookRetriesWithOneKey(t *testing.T) {
 	msg, _ := header(dls[0], dlq.HeaderError)
 	if reason != dlq.ReasonRejected || msg != fmt.Sprintf("POST %s/hook: 422 Unprocessable Entity", srv.URL) {
 		t.Errorf("dead letter reason %q error %q", reason, msg)
+	}
+}
+
+// TestWebhookPartitionsDeliverConcurrently: the webhook posts one partition's events one
+// after the other, but the partitions post concurrently. The receiver holds each request
+// until another is in flight (or 10s pass), so calls made one at a time would never overlap.
+func TestWebhookPartitionsDeliverConcurrently(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	inFlight, most, calls := 0, 0, 0
+	overlap := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		if inFlight++; inFlight > most {
+			most = inFlight
+			if most == 2 {
+				close(overlap)
+			}
+		}
+		mu.Unlock()
+		select {
+		case <-overlap:
+		case <-time.After(10 * time.Second):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 2)
+	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(2) {
+		for i := range 2 {
+			task := fmt.Sprintf("task-%d", p)
+			r := ceRecord(topic, task, ceValue(t, fmt.Sprintf("ev-%d-%d", p, i), sample.TypeCreated, task, i+1))
+			r.Partition = p
+			testenv.Produce(t, cl, r)
+		}
+	}
+	const group = "concurrent-notifier"
+	h := handler(t, st, schema, handlers.NameWebhook, group, handlers.Config{WebhookURL: srv.URL})
+	stats := run(t, engineOpts(t, st, h, topic, group))
+	mu.Lock()
+	defer mu.Unlock()
+	if stats.Processed != 4 || calls != 4 || most < 2 {
+		t.Errorf("stats %+v, %d calls, at most %d at once; want 4 processed and two partitions posting at once", stats, calls, most)
 	}
 }

@@ -28,6 +28,11 @@ func parseObject(value []byte) (map[string]json.RawMessage, string) {
 	if len(trimmed) > 0 && trimmed[0] != '{' && json.Valid(value) {
 		return nil, "not a JSON object: got " + jsonKind(trimmed)
 	}
+	if json.Valid(value) {
+		if obj, ok := splitObject(value); ok {
+			return obj, ""
+		}
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(value, &obj); err != nil {
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
@@ -40,6 +45,91 @@ func parseObject(value []byte) (map[string]json.RawMessage, string) {
 		return nil, "not a JSON object"
 	}
 	return obj, ""
+}
+
+// splitObject is json.Unmarshal into map[string]json.RawMessage for a value that json.Valid
+// accepts and that is an object, in one pass without reflection: the consumer decodes every
+// record, and the map's reflective decode was most of its CPU time. value must be valid
+// UTF-8 (parseObject checks it first). The members alias one copy of value (not value
+// itself, which may share its memory with a whole fetched batch). It returns false, leaving
+// the value to json.Unmarshal, when a member name holds an escape (it would need unquoting).
+func splitObject(value []byte) (map[string]json.RawMessage, bool) {
+	i := skipSpace(value, 0)
+	if i >= len(value) || value[i] != '{' {
+		return nil, false
+	}
+	value = bytes.Clone(value)
+	obj := make(map[string]json.RawMessage, 12)
+	i = skipSpace(value, i+1)
+	if value[i] == '}' {
+		return obj, true
+	}
+	for {
+		end := stringEnd(value, i)
+		name := value[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return nil, false
+		}
+		i = skipSpace(value, skipSpace(value, end)+1) // past the colon
+		start := i
+		i = valueEnd(value, i)
+		obj[string(name)] = value[start:i:i]
+		i = skipSpace(value, i)
+		if value[i] == '}' {
+			return obj, true
+		}
+		i = skipSpace(value, i+1) // past the comma
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i] ('"'), in valid JSON.
+func stringEnd(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// valueEnd returns the index just past the value starting at b[i], in valid JSON.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) { // a number or a literal
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
 }
 
 // firstInvalidUTF8 returns the index of the first byte of b that does not start a valid UTF-8
@@ -139,13 +229,36 @@ func checkID(s string) string {
 	return checkText(s)
 }
 
+// jsonText reads a member that must be a JSON string as json.Unmarshal into a string does;
+// false when it is not one. A string without escapes, the common case, is the text between
+// its quotes, taken without a second parse.
+func jsonText(raw json.RawMessage) (string, bool) {
+	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space only
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	plain := raw[len(raw)-1] == '"' && utf8.Valid(inner)
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
 // jsonString reads an optional string member; absent, null and "" all give "".
 func jsonString(raw json.RawMessage) (string, string) {
 	if isNull(raw) {
 		return "", ""
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
 	return s, checkText(s)
@@ -160,8 +273,8 @@ func jsonID(obj map[string]json.RawMessage, name string) (string, string) {
 	if isNull(raw) {
 		return "", "missing: null"
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
 	return s, checkID(s)
@@ -172,8 +285,8 @@ func jsonTime(raw json.RawMessage) (time.Time, string) {
 	if isNull(raw) {
 		return time.Time{}, ""
 	}
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return time.Time{}, "not an RFC 3339 timestamp: " + describe(raw)
 	}
 	return parseTime(s)
@@ -217,8 +330,8 @@ func jsonVersion(raw json.RawMessage) (v int64, ok bool, reason string) {
 	raw = bytes.TrimSpace(raw)
 	switch c := raw[0]; {
 	case c == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		s, ok := jsonText(raw)
+		if !ok {
 			return 0, false, "not an integer: " + describe(raw)
 		}
 		return parseVersion(s)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // encodeHeaders and decodeHeaders carry headers through the fuzzer as one byte string: one
@@ -101,4 +102,66 @@ func structuredJSON(t *testing.T, ev Event) []byte {
 		t.Fatalf("marshal %+v: %v", ev, err)
 	}
 	return b
+}
+
+// splitObjectCases are values splitObject must read as json.Unmarshal does, or leave to it.
+var splitObjectCases = []string{
+	`{}`, ` { } `, `{"a":1}`, `{"a" : "x\"}" , "b":[1,{"c":"]"}],"d":{"e":[]}}`, `{"a":1,"a":2}`,
+	`{"a":-1.5e3,"b":true,"c":false,"d":null}`, "{\t\"a\"\r\n:\n\"é\\u00e9\\\\\"}", `{"k\u00e9y":1}`, `{"a\"b":1}`,
+	`[1]`, `"x"`, `{"a":1`, `{"a":1}x`, `{"a":01}`,
+}
+
+// TestSplitObjectMatchesUnmarshal: on the fixtures' values and hand-made edge cases,
+// splitObject gives what json.Unmarshal into map[string]json.RawMessage gives.
+func TestSplitObjectMatchesUnmarshal(t *testing.T) {
+	values := append([]string(nil), splitObjectCases...)
+	for _, cases := range loadFixtures(t) {
+		for _, fx := range cases {
+			_, value := fx.record(t)
+			values = append(values, string(value))
+		}
+	}
+	for _, v := range values {
+		checkSplitObject(t, []byte(v))
+	}
+}
+
+// FuzzSplitObject compares splitObject with json.Unmarshal on arbitrary values.
+func FuzzSplitObject(f *testing.F) {
+	for _, v := range splitObjectCases {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) { checkSplitObject(t, value) })
+}
+
+func checkSplitObject(t *testing.T, value []byte) {
+	t.Helper()
+	if !json.Valid(value) || !utf8.Valid(value) {
+		return // parseObject does not call it
+	}
+	got, ok := splitObject(value)
+	var want map[string]json.RawMessage
+	err := json.Unmarshal(value, &want)
+	switch {
+	case !ok && err == nil && bytes.HasPrefix(bytes.TrimLeft(value, " \t\r\n"), []byte("{")) && !bytes.Contains(value, []byte(`\`)):
+		t.Errorf("%q: splitObject declined an object without escapes", value)
+	case ok && (err != nil || !reflect.DeepEqual(got, want)):
+		t.Errorf("%q: splitObject %q, json.Unmarshal %q (%v)", value, got, want, err)
+	}
+}
+
+// FuzzJSONText compares jsonText with json.Unmarshal into a string on arbitrary values.
+func FuzzJSONText(f *testing.F) {
+	for _, v := range []string{`"x"`, `""`, ` "a\"b" `, `"é"`, `"\u00e9"`, `"a\\"`, `1`, `"\x01"`, `"abc`, `null`} {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := jsonText(raw)
+		var want string
+		err := json.Unmarshal(raw, &want)
+		isString := len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] == '"'
+		if ok != (err == nil && isString) || (ok && got != want) {
+			t.Errorf("%q: jsonText %q %v, json.Unmarshal %q %v", raw, got, ok, want, err)
+		}
+	})
 }

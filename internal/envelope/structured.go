@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 )
@@ -73,8 +72,8 @@ func decodeStructuredObject(obj map[string]json.RawMessage) (Event, *MalformedEr
 
 // checkBase64 accepts a JSON string holding base64 (RFC 4648, padded or not).
 func checkBase64(raw json.RawMessage) string {
-	var s string
-	if bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonText(raw)
+	if !ok {
 		return "not a string: " + describe(raw)
 	}
 	if _, err := base64.StdEncoding.DecodeString(s); err == nil {

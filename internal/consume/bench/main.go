@@ -6,6 +6,9 @@
 //     (-handlers: projection and audit), each into a fresh schema and group;
 //   - the same engine with one transaction per event (Options.TxPerEvent), per handler, over
 //     the first -per-event-events events (it is an order of magnitude slower);
+//   - with -savepoints, the engine with one transaction per batch but each event under a
+//     savepoint with its own statements (Options.PerEvent, `consume --per-event`), per
+//     handler: the batch handlers' comparison;
 //   - the PostgreSQL marker ceiling: the same event ids (decoded beforehand, as the engine
 //     decodes them) claimed in batches of -batch-max, one transaction each, into a fresh
 //     schema, no Kafka (BenchmarkClaim in internal/dedup/pgdriver measures the same path);
@@ -13,7 +16,8 @@
 //     client floor).
 //
 // It prints events per second of each, and with -json writes every run for the suite
-// (internal/benchsuite, `make bench`). It is a benchmark, not a test: it asserts nothing.
+// (internal/benchsuite, `make bench`). -cpuprofile and -memprofile write pprof profiles of
+// the first run of the -profile contender. It is a benchmark, not a test: it asserts nothing.
 //
 //	eval "$(scripts/services.sh env)"
 //	go run ./internal/consume/bench -events 200000 -rounds 3
@@ -21,10 +25,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -52,12 +59,17 @@ func main() {
 	dsn := flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL DSN (default $FIELDWORK_TEST_DSN)")
 	keep := flag.Bool("keep", false, "keep the topics and schemas")
 	jsonOut := flag.String("json", "", "write every run to this file (benchkit.Report)")
+	savepoints := flag.Bool("savepoints", false, "also measure each handler with a savepoint and its own statements per event (consume --per-event)")
+	profile := flag.String("profile", "consume/projection", "the contender whose first run -cpuprofile and -memprofile profile")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the first run of -profile to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the first run of -profile to this file")
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
 		fmt.Fprintln(os.Stderr, "bench: set FIELDWORK_TEST_BROKERS and FIELDWORK_TEST_DSN (eval \"$(scripts/services.sh env)\") or pass -brokers and -dsn")
 		os.Exit(2)
 	}
-	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, keep: *keep, perEvent: int64(min(*perEvent, *events))}
+	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, keep: *keep, perEvent: int64(min(*perEvent, *events)),
+		savepoints: *savepoints, profile: *profile, cpuProfile: *cpuProfile, memProfile: *memProfile}
 	if err := b.run(*events, *perTask, int32(*partitions), *rounds, strings.Split(*handlerList, ","), *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -69,11 +81,14 @@ type bench struct {
 	batchMax     int
 	keep         bool
 	perEvent     int64
-	id           string
-	topic        string
-	events       int64
-	markers      [][]dedup.Marker // the stream's markers in claim batches, for the ceiling
-	rep          benchkit.Report
+	savepoints   bool
+	// profile names the contender whose first run is profiled into cpuProfile and memProfile.
+	profile, cpuProfile, memProfile string
+	id                              string
+	topic                           string
+	events                          int64
+	markers                         [][]dedup.Marker // the stream's markers in claim batches, for the ceiling
+	rep                             benchkit.Report
 }
 
 // contender is one way to process the stream, measured once per round.
@@ -130,9 +145,19 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 	for _, name := range names {
 		cs = append(cs,
 			contender{"consume/" + name, fmt.Sprintf("fieldwork consume, %s handler (the engine's default mode)", name),
-				func(ctx context.Context, round int) (benchkit.Run, error) { return b.consume(ctx, round, name, false) }},
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeDefault)
+				}},
 			contender{"consume/" + name + "/per-event", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event", name),
-				func(ctx context.Context, round int) (benchkit.Run, error) { return b.consume(ctx, round, name, true) }})
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeTxPerEvent)
+				}})
+		if b.savepoints {
+			cs = append(cs, contender{"consume/" + name + "/savepoints", fmt.Sprintf("fieldwork consume --per-event, %s handler, a savepoint per event", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeSavepoints)
+				}})
+		}
 	}
 	cs = append(cs,
 		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
@@ -145,7 +170,14 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 	}}
 	for r := range rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
+			stop, err := startProfiles(r == 0 && c.key == b.profile, b.cpuProfile, b.memProfile)
+			if err != nil {
+				return err
+			}
 			run, err := c.run(ctx, r)
+			if perr := stop(); err == nil {
+				err = perr
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.label, err)
 			}
@@ -186,14 +218,23 @@ func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 	return nil
 }
 
+// The engine's modes the contenders run.
+type mode int
+
+const (
+	modeDefault    mode = iota // the handler's batch statements
+	modeTxPerEvent             // Options.TxPerEvent
+	modeSavepoints             // Options.PerEvent
+)
+
 // consume runs the named handler's consumer on the topic until it has processed its events
 // (all, or the first perEvent with one transaction per event) and measures it.
-func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent bool) (benchkit.Run, error) {
+func (b *bench) consume(ctx context.Context, round int, name string, m mode) (benchkit.Run, error) {
 	want := b.events
-	if txPerEvent {
+	if m == modeTxPerEvent {
 		want = b.perEvent
 	}
-	schema := fmt.Sprintf("fwbench_%s_%s_%d_%v", b.id, name, round, txPerEvent)
+	schema := fmt.Sprintf("fwbench_%s_%s_%d_%d", b.id, name, round, m)
 	st, done, err := b.freshStore(ctx, schema)
 	if err != nil {
 		return benchkit.Run{}, err
@@ -209,7 +250,7 @@ func (b *bench) consume(ctx context.Context, round int, name string, txPerEvent 
 	}
 	e, err := consume.New(consume.Options{
 		Topics: []string{b.topic}, Group: group, Handler: h, Store: st, Kafka: []kgo.Opt{kgo.SeedBrokers(b.brokers)},
-		BatchMax: b.batchMax, TxPerEvent: txPerEvent,
+		BatchMax: b.batchMax, TxPerEvent: m == modeTxPerEvent, PerEvent: m == modeSavepoints,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -297,6 +338,41 @@ func (b *bench) bare(ctx context.Context, round int) (benchkit.Run, error) {
 	}
 	el := time.Since(start)
 	return benchkit.Run{Records: n, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+}
+
+// startProfiles starts a CPU profile when on and returns the function that stops it and
+// writes the allocation profile.
+func startProfiles(on bool, cpu, mem string) (func() error, error) {
+	if !on || (cpu == "" && mem == "") {
+		return func() error { return nil }, nil
+	}
+	var f *os.File
+	if cpu != "" {
+		var err error
+		if f, err = os.Create(cpu); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return func() error {
+		var errs []error
+		if f != nil {
+			pprof.StopCPUProfile()
+			errs = append(errs, f.Close())
+		}
+		if mem != "" {
+			runtime.GC()
+			m, err := os.Create(mem)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, pprof.Lookup("allocs").WriteTo(m, 0), m.Close())
+		}
+		return errors.Join(errs...)
+	}, nil
 }
 
 // freshStore opens a store in schema; done closes it and drops the schema (unless -keep).

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,6 +50,48 @@ func (a *audit) Migrate(ctx context.Context, tx *dedup.Tx) error {
 
 func (a *audit) Check(ctx context.Context, tx *dedup.Tx) error {
 	return checkTables(ctx, tx, a.table)
+}
+
+// HandleBatch records the batch (consume.BatchHandler): on PostgreSQL with one multi-row
+// INSERT … SELECT FROM unnest, on SQLite one INSERT per event as Handle does.
+func (a *audit) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
+	outs := make([]consume.Outcome, len(evs)) // all Applied
+	if !a.d.postgres {
+		for _, be := range evs {
+			if _, err := a.Handle(ctx, tx, be.Event, be.Record); err != nil {
+				return consume.BatchResult{}, err
+			}
+		}
+		return consume.BatchResult{Outcomes: outs}, nil
+	}
+	n := len(evs)
+	var (
+		ids, types, sources, aggTypes, aggIDs, topics, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		versions                                             = make([]*int64, n)
+		parts                                                = make([]int32, n)
+		offsets                                              = make([]int64, n)
+		times                                                = make([]*time.Time, n)
+	)
+	for i := range evs {
+		ev, rec := &evs[i].Event, evs[i].Record
+		ids[i], types[i], sources[i], aggTypes[i], aggIDs[i], datas[i] = ev.ID, ev.Type, ev.Source, ev.AggregateType, ev.AggregateID, string(ev.Data)
+		topics[i], parts[i], offsets[i] = rec.Topic, rec.Partition, rec.Offset
+		if ev.HasVersion {
+			versions[i] = &ev.Version
+		}
+		if !ev.Time.IsZero() {
+			times[i] = &ev.Time
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO `+a.table+` (consumer, event_id, event_type, source, aggregate_type, aggregate_id,
+	aggregate_version, topic, "partition", "offset", occurred_at, data, recorded_at)
+SELECT $1, e.* , $13 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
+	$9::integer[], $10::bigint[], $11::timestamptz[], $12::text[]) AS e`,
+		a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC())
+	if err != nil {
+		return consume.BatchResult{}, err
+	}
+	return consume.BatchResult{Outcomes: outs}, nil
 }
 
 func (a *audit) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {

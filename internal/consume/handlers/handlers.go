@@ -164,6 +164,17 @@ func (d dialect) timestamp() string {
 	return "text"
 }
 
+// updatedInPlace is the storage option of a table whose rows are rewritten often and whose
+// indexed columns never change (the projection's): on PostgreSQL pages keep room for the
+// new version of a row, so that an update stays on its page and adds no index entry (a HOT
+// update).
+func (d dialect) updatedInPlace() string {
+	if d.postgres {
+		return " WITH (fillfactor = 70)"
+	}
+	return ""
+}
+
 func (d dialect) serial() string {
 	if d.postgres {
 		return "bigserial PRIMARY KEY"

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -41,6 +42,8 @@ type projection struct {
 	log      *slog.Logger
 	gaps     prometheus.Counter
 	types    map[string]bool
+
+	batchSQL string // upsertBatch's statement
 }
 
 func newProjection(cfg Config, d dialect) *projection {
@@ -50,7 +53,7 @@ func newProjection(cfg Config, d dialect) *projection {
 			Name: "fieldwork_consume_projection_gaps_total",
 			Help: "Events applied by the projection whose version skipped versions after the stored one.",
 		}),
-		types: map[string]bool{},
+		types: map[string]bool{}, batchSQL: projectionBatchSQL(d.table(TableTaskState)),
 	}
 	for _, t := range ProjectionTypes {
 		p.types[t] = true
@@ -80,7 +83,7 @@ func (p *projection) Migrate(ctx context.Context, tx *dedup.Tx) error {
 	version_gaps   bigint  NOT NULL DEFAULT 0,
 	updated_at     `+ts+` NOT NULL,
 	PRIMARY KEY (consumer, aggregate_id)
-)`)
+)`+p.d.updatedInPlace())
 }
 
 func (p *projection) Check(ctx context.Context, tx *dedup.Tx) error {
@@ -93,26 +96,74 @@ type taskData struct {
 }
 
 func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+	data, err := p.check(ev)
+	if err != nil {
+		return 0, err
+	}
+	return p.apply(ctx, tx, ev, rec, data)
+}
+
+// HandleBatch applies the batch's events (consume.BatchHandler): on PostgreSQL with one
+// statement (upsertBatch), on SQLite, whose statements cost no round trip, event after
+// event as Handle does. The first event the projection rejects ends the prefix it reports.
+func (p *projection) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
+	data := make([]taskData, 0, len(evs))
+	var rejected error
+	for _, be := range evs {
+		d, err := p.check(be.Event)
+		if err != nil {
+			rejected = err
+			break
+		}
+		data = append(data, d)
+	}
+	evs = evs[:len(data)]
+	res := consume.BatchResult{Err: rejected}
+	if p.d.postgres {
+		outs, err := p.upsertBatch(ctx, tx, evs, data)
+		if err != nil {
+			return consume.BatchResult{}, err
+		}
+		res.Outcomes = outs
+		return res, nil
+	}
+	res.Outcomes = make([]consume.Outcome, 0, len(evs))
+	for i, be := range evs {
+		out, err := p.apply(ctx, tx, be.Event, be.Record, data[i])
+		if err != nil {
+			return consume.BatchResult{}, err
+		}
+		res.Outcomes = append(res.Outcomes, out)
+	}
+	return res, nil
+}
+
+// check rejects what the projection cannot apply and reads the task's status.
+func (p *projection) check(ev envelope.Event) (taskData, error) {
+	var data taskData
 	if !p.types[ev.Type] {
-		return 0, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
+		return data, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
 	}
 	if ev.AggregateType != "" && ev.AggregateType != sample.AggregateType {
-		return 0, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
+		return data, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
 	}
 	if ev.AggregateID == "" {
-		return 0, consume.Permanentf("event %s has no aggregate id", ev.ID)
+		return data, consume.Permanentf("event %s has no aggregate id", ev.ID)
 	}
 	if !ev.HasVersion {
-		return 0, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
+		return data, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
 	}
-	var data taskData
 	if len(ev.Data) == 0 || ev.Data[0] != '{' {
-		return 0, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
+		return data, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
 	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return 0, consume.Permanentf("event %s: data: %v", ev.ID, err)
+		return data, consume.Permanentf("event %s: data: %v", ev.ID, err)
 	}
+	return data, nil
+}
 
+// apply applies one checked event.
+func (p *projection) apply(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record, data taskData) (consume.Outcome, error) {
 	if p.d.postgres {
 		return p.upsert(ctx, tx, ev, rec, data)
 	}
@@ -202,6 +253,137 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 	}
 	p.gap(ev, rec, stored)
 	return consume.Applied, nil
+}
+
+// upsertBatch is HandleBatch's PostgreSQL path: one statement for the whole batch, with the
+// result of applying the events one after the other (docs/design.md §3.5). Each event is
+// judged against the newest version before it, the stored one or an earlier event's of the
+// batch, whichever is newer: applied when newer (or when the task has no row yet), stale
+// otherwise, a gap when more than one ahead. What is known from the batch alone is worked out
+// here: each event's newest earlier version in the batch, and per task the event that is
+// written when anything of the task is applied (its newest version, the first event with
+// it). The statement reads the stored versions, judges, writes per task that event with the
+// counters added (or only the stale count when nothing was applied), and returns the events
+// that were stale or gaps; the others were applied. The stored rows are read, not locked:
+// one task's events are one partition's, applied by one transaction at a time (the markers
+// make a second owner of the partition wait for the first's claim), and the update still
+// writes only over an older version, as Handle's does.
+func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent, data []taskData) ([]consume.Outcome, error) {
+	outs := make([]consume.Outcome, len(evs))
+	if len(evs) == 0 {
+		return outs, nil
+	}
+	n := len(evs)
+	var (
+		aggIDs   = make([]string, n)
+		versions = make([]int64, n)
+		prev     = make([]*int64, n)
+		newest   = make(map[string]int, n) // task → index in evs of the event written
+		order    []int                     // newest's values in order of the tasks' first events
+	)
+	for i := range evs {
+		ev := &evs[i].Event
+		aggIDs[i], versions[i] = ev.AggregateID, ev.Version
+		j, seen := newest[ev.AggregateID]
+		if !seen {
+			newest[ev.AggregateID] = i
+			order = append(order, i)
+			continue
+		}
+		before := evs[j].Event.Version
+		prev[i] = &before
+		if ev.Version > before {
+			newest[ev.AggregateID] = i
+		}
+	}
+	m := len(order)
+	var (
+		nAggIDs, nAggTypes, nIDs, nTypes, nStatuses, nData = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		nVersions                                          = make([]int64, m)
+		nTimes                                             = make([]*time.Time, m)
+	)
+	for k, first := range order {
+		i := newest[evs[first].Event.AggregateID]
+		ev := &evs[i].Event
+		nAggIDs[k], nAggTypes[k], nIDs[k], nTypes[k], nStatuses[k], nData[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
+		nVersions[k] = ev.Version
+		if !ev.Time.IsZero() {
+			nTimes[k] = &ev.Time
+		}
+	}
+	rows, err := tx.Query(ctx, p.batchSQL, p.consumer, aggIDs, versions, prev,
+		nAggIDs, nAggTypes, nVersions, nIDs, nTypes, nStatuses, nData, nTimes, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		var applied bool
+		var before *int64
+		if err := rows.Scan(&ord, &applied, &before); err != nil {
+			return nil, err
+		}
+		i := int(ord - 1)
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("projection batch: row for event %d of %d", ord, n)
+		}
+		if !applied {
+			outs[i] = consume.Stale
+			continue
+		}
+		stored := int64(0)
+		if before != nil {
+			stored = *before
+		}
+		p.gap(evs[i].Event, evs[i].Record, stored)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// projectionBatchSQL is upsertBatch's statement on table t: $1 the consumer; $2…$4 per
+// event in offset order its task, version and the newest earlier version of its task in the
+// batch (NULL for the task's first); $5…$12 per task the columns of the event written;
+// $13 updated_at.
+func projectionBatchSQL(t string) string {
+	return `WITH e AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS e(aggregate_id, version, prev, ord)
+), n AS (
+	SELECT * FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[])
+		AS n(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time)
+), stored AS (
+	SELECT s.aggregate_id, s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = ANY($5::text[])
+), judged AS (
+	SELECT e.ord, e.aggregate_id, e.version, greatest(stored.version, e.prev) AS before
+	FROM e LEFT JOIN stored USING (aggregate_id)
+), marked AS (
+	SELECT ord, aggregate_id, before, before IS NULL OR version > before AS applied,
+		(before IS NULL OR version > before) AND version > coalesce(before, 0) + 1 AS gap
+	FROM judged
+), per AS (
+	SELECT aggregate_id, count(*) FILTER (WHERE applied) AS applied_n, count(*) FILTER (WHERE NOT applied) AS stale_n,
+		count(*) FILTER (WHERE gap) AS gaps_n
+	FROM marked GROUP BY aggregate_id
+), upserted AS (
+	INSERT INTO ` + t + ` AS s (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
+		status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
+	SELECT $1, n.aggregate_id, n.aggregate_type, n.version, n.event_id, n.event_type, n.status, n.data, n.event_time,
+		per.applied_n, per.stale_n, per.gaps_n, $13
+	FROM n JOIN per USING (aggregate_id) WHERE per.applied_n > 0
+	ON CONFLICT (consumer, aggregate_id) DO UPDATE SET aggregate_type = excluded.aggregate_type, version = excluded.version,
+		event_id = excluded.event_id, event_type = excluded.event_type, status = excluded.status, data = excluded.data,
+		event_time = excluded.event_time, applied_events = s.applied_events + excluded.applied_events,
+		stale_events = s.stale_events + excluded.stale_events, version_gaps = s.version_gaps + excluded.version_gaps,
+		updated_at = excluded.updated_at
+	WHERE s.version < excluded.version
+), staled AS (
+	UPDATE ` + t + ` s SET stale_events = s.stale_events + per.stale_n
+	FROM per WHERE per.applied_n = 0 AND s.consumer = $1 AND s.aggregate_id = per.aggregate_id
+)
+SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
 }
 
 // isNoRows matches "no rows" from pgx and from database/sql.

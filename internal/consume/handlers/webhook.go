@@ -63,7 +63,11 @@ func newWebhook(cfg Config, d dialect) (*webhook, error) {
 		if timeout <= 0 {
 			timeout = DefaultWebhookTimeout
 		}
-		client = &http.Client{Timeout: timeout}
+		// The partitions deliver concurrently to one host: keep a connection per partition
+		// (the default transport keeps 2 per host and closes the rest after each request).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		client = &http.Client{Timeout: timeout, Transport: tr}
 	}
 	return &webhook{
 		consumer: cfg.Consumer, d: d, table: d.table(TableWebhookDeliveries),
@@ -103,6 +107,73 @@ func (w *webhook) Check(ctx context.Context, tx *dedup.Tx) error {
 
 func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
 	key := consume.IdempotencyKey(w.consumer, ev.ID)
+	code, err := w.deliver(ctx, ev, key)
+	if err != nil {
+		return 0, err
+	}
+	if err := w.record(ctx, tx, ev.ID, key, code, max(consume.Attempt(ctx), 1)); err != nil {
+		return 0, err
+	}
+	return consume.Applied, nil
+}
+
+// HandleBatch delivers the batch's events one after the other, in offset order (the
+// partitions' batches run concurrently), stopping at the first delivery that fails, and
+// records the deliveries made with one statement on PostgreSQL (consume.BatchHandler). The
+// failed event, having written nothing, is then retried or dead-lettered by the engine as
+// from Handle.
+func (w *webhook) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
+	var res consume.BatchResult
+	n := 0
+	var (
+		ids, keys = make([]string, 0, len(evs)), make([]string, 0, len(evs))
+		codes     = make([]int32, 0, len(evs))
+	)
+	for _, be := range evs {
+		key := consume.IdempotencyKey(w.consumer, be.Event.ID)
+		code, err := w.deliver(ctx, be.Event, key)
+		if err != nil {
+			res.Err = err
+			break
+		}
+		ids, keys, codes = append(ids, be.Event.ID), append(keys, key), append(codes, int32(code))
+		n++
+	}
+	if !w.d.postgres {
+		for i := range n {
+			if err := w.record(ctx, tx, ids[i], keys[i], int(codes[i]), 1); err != nil {
+				return consume.BatchResult{}, err
+			}
+		}
+	} else if n > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
+SELECT $1, e.event_id, e.idempotency_key, $4, e.status_code, 1, 1, $5
+FROM unnest($2::text[], $3::text[], $6::integer[]) AS e(event_id, idempotency_key, status_code)`+deliveryConflict, w.consumer, ids, keys, w.shown, nowUTC(), codes); err != nil {
+			return consume.BatchResult{}, err
+		}
+	}
+	res.Outcomes = make([]consume.Outcome, n) // all Applied
+	return res, nil
+}
+
+// deliveryConflict is how a delivery row of an event delivered again (its marker forgotten,
+// the event replayed) is updated.
+const deliveryConflict = `
+ON CONFLICT (consumer, event_id) DO UPDATE SET idempotency_key = excluded.idempotency_key, url = excluded.url,
+	status_code = excluded.status_code, attempts = excluded.attempts, deliveries = t.deliveries + 1,
+	delivered_at = excluded.delivered_at`
+
+// record writes the delivery row of one event.
+func (w *webhook) record(ctx context.Context, tx *dedup.Tx, eventID, key string, code, attempts int) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
+VALUES ($1, $2, $3, $4, $5, $6, 1, $7)`+deliveryConflict,
+		w.consumer, eventID, key, w.shown, code, attempts, w.d.ts(nowUTC()))
+	return err
+}
+
+// deliver POSTs ev with its idempotency key and returns the 2xx status code, or the
+// delivery's failure marked retryable or permanent (the context's error unmarked).
+func (w *webhook) deliver(ctx context.Context, ev envelope.Event, key string) (int, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return 0, consume.Permanent(fmt.Errorf("encode event %s: %w", ev.ID, err))
@@ -126,21 +197,12 @@ func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, r
 	code := resp.StatusCode
 	switch {
 	case code >= 200 && code < 300:
+		return code, nil
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
 		return 0, consume.Retryable(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
 	default:
 		return 0, consume.Permanent(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
-VALUES ($1, $2, $3, $4, $5, $6, 1, $7)
-ON CONFLICT (consumer, event_id) DO UPDATE SET idempotency_key = excluded.idempotency_key, url = excluded.url,
-	status_code = excluded.status_code, attempts = excluded.attempts, deliveries = t.deliveries + 1,
-	delivered_at = excluded.delivered_at`,
-		w.consumer, ev.ID, key, w.shown, code, max(consume.Attempt(ctx), 1), w.d.ts(nowUTC()))
-	if err != nil {
-		return 0, err
-	}
-	return consume.Applied, nil
 }
 
 func nowUTC() time.Time { return time.Now().UTC() }
