@@ -109,6 +109,16 @@ func sgrLen(s string) int {
 // JSON on a terminal shows them instead of acting on them, and the document means the same.
 // They can only stand inside strings, where \uXXXX is the same character.
 func escapeJSON(b []byte) []byte {
+	i := firstJSONEscape(b)
+	if i == len(b) {
+		return b
+	}
+	return escapeJSONFrom(b, i)
+}
+
+// firstJSONEscape is the index of the first byte of b that escapeJSON changes, len(b) when
+// there is none.
+func firstJSONEscape(b []byte) int {
 	i := 0
 	for i < len(b) {
 		// Eight bytes at a time while they are ASCII other than DEL: the whole of nearly
@@ -133,9 +143,11 @@ func escapeJSON(b []byte) []byte {
 		}
 		i += size
 	}
-	if i == len(b) {
-		return b
-	}
+	return i
+}
+
+// escapeJSONFrom is escapeJSON of b whose first byte to change is at i.
+func escapeJSONFrom(b []byte, i int) []byte {
 	out := make([]byte, 0, len(b)+16)
 	out = append(out, b[:i]...)
 	for i < len(b) {

@@ -247,39 +247,17 @@ func unescape(s string) (string, error) {
 	return b.String(), nil
 }
 
-// escapeJSONByRune is escapeJSON one byte at a time up to the first byte to escape, the
+// escapeJSONByRune is escapeJSON with the first byte to change found one rune at a time, the
 // reference its eight-byte skip is held to.
 func escapeJSONByRune(b []byte) []byte {
-	i := 0
-	for i < len(b) {
-		if c := b[i]; c < utf8.RuneSelf && c != 0x7f {
-			i++
-			continue
-		}
+	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
-			break
+		if r == utf8.RuneError && size == 1 || r >= 0x7f && printable.Unprintable(r) {
+			return escapeJSONFrom(b, i)
 		}
 		i += size
 	}
-	if i == len(b) {
-		return b
-	}
-	out := append([]byte(nil), b[:i]...)
-	for i < len(b) {
-		r, size := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			out = append(out, `\ufffd`...)
-		case printable.Unprintable(r):
-			out = append(out, `\u`...)
-			out = append(out, hex4(r)...)
-		default:
-			out = append(out, b[i:i+size]...)
-		}
-		i += size
-	}
-	return out
+	return b
 }
 
 // TestEscapeJSONSkip checks escapeJSON against the rune-by-rune reference on lines that put
