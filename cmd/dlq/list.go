@@ -106,7 +106,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		return err
 	}
 	stream := output.NewStream(p, dlqListColumns(p, lookup.Enabled(), opts.Now()), output.StreamOptions[dlq.Entry]{
-		CSV: dlqCSVColumns, Noun: "dead letters", MoreHint: "raise --limit, 0 for no limit, or narrow the filters",
+		CSV: dlqCSVColumns, JSON: dlq.Entry.AppendJSON, Noun: "dead letters", MoreHint: "raise --limit, 0 for no limit, or narrow the filters",
 		MarkTruncated: opts.MarkTruncated.On(), Progress: progress,
 	})
 	res, err := dlq.List(ctx, scan, dlq.ListOptions{
@@ -115,6 +115,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	progress.Stop()
 	cmdutil.WarnDeleted(opts.Streams, scan)
 	if err != nil {
+		_ = stream.Flush() // the rows found before the error
 		return err
 	}
 	if res.More {

@@ -161,7 +161,16 @@ type deadLetterJSON struct {
 // record bytes in JSON (docs/design.md §4.1): text when printable (null when nil), else
 // key_base64 / value_base64 hold the exact bytes and the text is a reading aid. headers and
 // header_problems are [] when empty.
-func (d DeadLetter) MarshalJSON() ([]byte, error) {
+func (d DeadLetter) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
+
+// AppendJSON appends what MarshalJSON writes to dst. A writer of many dead letters (a stream
+// of `dlq list`) calls it directly: encoding/json validates and compacts again whatever a
+// MarshalJSON method returns, a second pass over every byte that costs more than the encoding.
+func (d DeadLetter) AppendJSON(dst []byte) ([]byte, error) { return d.appendJSON(dst) }
+
+// marshalReflect is what AppendJSON writes, through encoding/json: the reference the tests
+// hold appendJSON to.
+func (d DeadLetter) marshalReflect(dst []byte) ([]byte, error) {
 	out := deadLetterJSON{plainDeadLetter: plainDeadLetter(d)}
 	out.Key, out.KeyBase64 = printable.Text(d.Key)
 	out.Value, out.ValueBase64 = printable.Text(d.Value)
@@ -173,7 +182,11 @@ func (d DeadLetter) MarshalJSON() ([]byte, error) {
 	if out.HeaderProblems == nil {
 		out.HeaderProblems = []HeaderProblem{}
 	}
-	return json.Marshal(out)
+	b, err := json.Marshal(out)
+	if err != nil || dst == nil {
+		return b, err
+	}
+	return append(dst, b...), nil
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

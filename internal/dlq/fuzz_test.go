@@ -103,7 +103,8 @@ func checkParser(t *testing.T, r *kgo.Record) {
 // FuzzParse feeds Parse records whose headers (keys and values) and value are arbitrary,
 // seeded from every fixture in testdata/dlq. It asserts that Parse never panics, keeps the
 // record's bytes, gives results that survive a JSON round trip and obey the package's
-// guarantees (checkInvariants), and is deterministic; and that stripping the dead-letter
+// guarantees (checkInvariants), and is deterministic, written by the hand encoder as
+// encoding/json writes it (checkAppendJSON); and that stripping the dead-letter
 // headers leaves a record Parse sees as of no convention.
 func FuzzParse(f *testing.F) {
 	for _, file := range fixtureFiles(f) {
@@ -131,6 +132,7 @@ func FuzzParse(f *testing.F) {
 		}
 		checkLean(t, r, d)
 		checkParser(t, r)
+		checkAppendJSON(t, d)
 		stripped := *r
 		stripped.Headers = StripDeadLetterHeaders(r.Headers)
 		for _, h := range stripped.Headers {

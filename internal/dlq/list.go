@@ -1,7 +1,6 @@
 package dlq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,12 +16,21 @@ type Entry struct {
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
 // its Status, or null when it was not looked up.
-func (e Entry) MarshalJSON() ([]byte, error) {
-	var status *Status
-	if e.Status.Status != "" {
-		status = &e.Status.Status
+func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
+func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
+	out, err := e.DeadLetter.appendJSON(dst)
+	if err != nil {
+		return nil, err
 	}
-	return appendJSONFields(e.DeadLetter, jsonField{"status", status})
+	out = append(out[:len(out)-1], `,"status":`...)
+	if e.Status.Status == "" {
+		out = append(out, "null"...)
+	} else {
+		out = appendJSONString(out, string(e.Status.Status))
+	}
+	return append(out, '}'), nil
 }
 
 // jsonField is one field appended to an object by appendJSONFields.
@@ -31,19 +39,20 @@ type jsonField struct {
 	value any
 }
 
-// appendJSONFields marshals base (a JSON object) and appends fields to it, in order.
-func appendJSONFields(base any, fields ...jsonField) ([]byte, error) {
-	b, err := json.Marshal(base)
+// appendJSONFields appends to dst the JSON object of d (DeadLetter.AppendJSON) with fields
+// added at its end, in order.
+func appendJSONFields(dst []byte, d DeadLetter, fields ...jsonField) ([]byte, error) {
+	start := len(dst)
+	out, err := d.AppendJSON(dst)
 	if err != nil {
 		return nil, err
 	}
-	b = bytes.TrimRight(b, " \n")
-	if len(b) < 2 || b[len(b)-1] != '}' {
-		return nil, errors.New("dlq: base of appendJSONFields is not a JSON object")
+	if len(out)-start < 2 || out[len(out)-1] != '}' {
+		return nil, errors.New("dlq: a dead letter's JSON is not an object")
 	}
-	out := b[:len(b)-1]
+	out = out[:len(out)-1]
 	for _, f := range fields {
-		if len(out) > 1 {
+		if len(out)-start > 1 {
 			out = append(out, ',')
 		}
 		name, _ := json.Marshal(f.name)

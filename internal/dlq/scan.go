@@ -177,12 +177,14 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 	}
 	popts := s.opts.Parse
 	popts.strings = newInterner() // one string table for the scan: values repeat across records
+	// One Parser for the scan: what each header key means is worked out once, not per record.
+	parser := NewParser(popts)
 	each := func(r *kgo.Record) error {
 		res.Read++
 		if progress != nil && res.Read%progressEvery == 0 {
 			progress(res.Read, total)
 		}
-		d := ParseWith(r, popts)
+		d := parser.Parse(r)
 		if !f.Match(d) {
 			return nil
 		}

@@ -147,7 +147,7 @@ func (d Detail) MarshalJSON() ([]byte, error) {
 	if len(d.ValueJSON) > 0 {
 		valueJSON = d.ValueJSON
 	}
-	return appendJSONFields(d.DeadLetter,
+	return appendJSONFields(nil, d.DeadLetter,
 		jsonField{"status", status},
 		jsonField{"status_detail", detail},
 		jsonField{"event", d.Event},

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,14 +10,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
 )
 
 // DefaultMemoryEntries is how many fingerprints each of Validate's two tables (event ids,
 // aggregates) keeps in memory before spilling to disk: about 50 bytes each in a Go map, so
-// roughly 25 MiB per table.
-const DefaultMemoryEntries = 1 << 19
+// roughly 6 MiB per table. At 524,288 a run over a million records took 2.8 times the peak
+// memory of one over 100,000 (66 → 181 MiB); at 131,072, 1.7 times (72 → 123 MiB), for a
+// fifth more CPU time spent spilling (internal/dlq/bench).
+const DefaultMemoryEntries = 1 << 17
 
 // fingerprint is the fixed-size value kept per key; its fields' meaning belongs to the table.
 type fingerprint [4]int64
@@ -107,7 +111,15 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("spill store %s: %w", t.name, err)
 	}
-	for k, v := range t.mem {
+	// In key order: each insert lands next to the one before in SQLite's B-tree, instead of
+	// on a page of its own (a fifth of a spill's time).
+	keys := make([]uint64, 0, len(t.mem))
+	for k := range t.mem {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b uint64) int { return cmp.Compare(int64(a), int64(b)) })
+	for _, k := range keys {
+		v := t.mem[k]
 		if _, err := stmt.ExecContext(ctx, int64(k), v[0], v[1], v[2], v[3]); err != nil {
 			return fmt.Errorf("spill store %s: %w", t.name, err)
 		}

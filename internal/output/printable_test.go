@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 func TestPrintable(t *testing.T) {
@@ -243,4 +245,38 @@ func unescape(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// escapeJSONByRune is escapeJSON with the first byte to change found one rune at a time, the
+// reference its eight-byte skip is held to.
+func escapeJSONByRune(b []byte) []byte {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || r >= 0x7f && printable.Unprintable(r) {
+			return escapeJSONFrom(b, i)
+		}
+		i += size
+	}
+	return b
+}
+
+// TestEscapeJSONSkip checks escapeJSON against the rune-by-rune reference on lines that put
+// DEL, C1 and bidirectional controls, other non-ASCII text and bytes that are not UTF-8 at
+// every offset of the eight-byte words it skips.
+func TestEscapeJSONSkip(t *testing.T) {
+	pieces := []string{"\x7f", "\u0085", "\u202e", "é", "日", "\xff", "\xc3", "\t", `\n`, `"`, "\x01", "\x7f\u0085"}
+	for n := 0; n < 40; n++ {
+		for _, p := range pieces {
+			for at := 0; at <= n; at++ {
+				line := []byte(strings.Repeat("a", at) + p + strings.Repeat("b", n-at))
+				if got, want := escapeJSON(line), escapeJSONByRune(line); !bytes.Equal(got, want) {
+					t.Fatalf("escapeJSON(%q) = %q, want %q", line, got, want)
+				}
+			}
+		}
+		plain := []byte(strings.Repeat("x", n))
+		if got := escapeJSON(plain); !bytes.Equal(got, plain) {
+			t.Fatalf("escapeJSON(%q) = %q", plain, got)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Stream writes a result row by row, as a command produces it, in the printer's format. It is
@@ -41,6 +43,12 @@ import (
 //
 // A Stream is safe for use by several goroutines; rows are written in the order Write is
 // called.
+//
+// When stdout is not a terminal (a pipe, a file), jsonl, json and csv rows go through a
+// buffer: written when it fills, FlushDelay after the first row it holds (so that a reader of
+// a slow scan still sees each row soon), at Flush and at Close. A scan of a million rows then
+// makes a few thousand writes instead of a million. On a terminal every row is written at once.
+// A command that returns early without Close calls Flush.
 type Stream[T any] struct {
 	p    *Printer
 	cols []Column[T]
@@ -52,9 +60,18 @@ type Stream[T any] struct {
 	closed bool
 	csv    *csv.Writer
 	buf    bytes.Buffer // one JSON element at a time
+	line   []byte       // one JSON value at a time, of a value that appends its own JSON
+	w      *bufio.Writer
+	timer  *time.Timer // pending while w holds rows
 	table  *tableStream
 	trunc  *Truncation
 }
+
+// FlushDelay is the longest a buffered stream keeps a row before writing it.
+const FlushDelay = 100 * time.Millisecond
+
+// streamBuffer is the size of a buffered stream's buffer.
+const streamBuffer = 64 << 10
 
 // StreamOptions tune a Stream. The zero value is fine.
 type StreamOptions[T any] struct {
@@ -76,6 +93,11 @@ type StreamOptions[T any] struct {
 	// TableChunk is how many rows a table keeps to size its columns before it starts printing
 	// (DefaultTableChunk when 0).
 	TableChunk int
+	// JSON, when set, writes a row's JSON for json and jsonl: it appends to dst, compact, the
+	// bytes the stream's encoder writes for the row (HTML characters as they are; for a type
+	// with a MarshalJSON method, what that returns). A row type that marshals itself (dlq.Entry) is written faster so: encoding/json
+	// validates and compacts again whatever a MarshalJSON method returns.
+	JSON func(v T, dst []byte) ([]byte, error)
 	// Progress, when set, is cleared before rows are written while stdout and stderr are both
 	// terminals (so, most likely, one screen), so that a row never lands on the progress
 	// line; the progress draws itself again below the row at its next tick.
@@ -123,7 +145,53 @@ func NewStream[T any](p *Printer, cols []Column[T], opts StreamOptions[T]) *Stre
 	if opts.TableChunk <= 0 {
 		opts.TableChunk = DefaultTableChunk
 	}
-	return &Stream[T]{p: p, cols: cols, opts: opts}
+	s := &Stream[T]{p: p, cols: cols, opts: opts}
+	if p.Format != FormatTable && !p.Streams.OutTTY {
+		s.w = bufio.NewWriterSize(p.Streams.Out, streamBuffer)
+	}
+	return s
+}
+
+// out is where rows go: the buffer when there is one, else stdout.
+func (s *Stream[T]) out() io.Writer {
+	if s.w != nil {
+		return s.w
+	}
+	return s.p.Streams.Out
+}
+
+// Flush writes the rows the buffer holds. It returns the first write error, as Write does.
+func (s *Stream[T]) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flush()
+}
+
+func (s *Stream[T]) flush() error {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.w == nil || s.err != nil {
+		return s.err
+	}
+	s.err = s.w.Flush()
+	return s.err
+}
+
+// flushLater arms the timer that writes a buffer's rows FlushDelay after the first of them.
+func (s *Stream[T]) flushLater() {
+	if s.w == nil || s.timer != nil || s.w.Buffered() == 0 {
+		return
+	}
+	s.timer = time.AfterFunc(FlushDelay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.timer = nil
+		if s.err == nil && s.w.Buffered() > 0 {
+			s.err = s.w.Flush()
+		}
+	})
 }
 
 // ErrStreamClosed is returned by a Write after Close.
@@ -142,19 +210,40 @@ func (s *Stream[T]) Write(v T) error {
 		return s.err
 	}
 	s.err = s.write(v)
+	if s.err == nil {
+		s.flushLater()
+	}
 	return s.err
 }
 
 func (s *Stream[T]) write(v T) error {
-	out := s.p.Streams.Out
+	out := s.out()
 	s.n++
 	if s.p.Format != FormatTable {
 		s.clearProgress()
 	}
 	switch s.p.Format {
 	case FormatJSONL:
+		if s.opts.JSON != nil {
+			b, err := s.opts.JSON(v, s.line[:0])
+			if err != nil {
+				return err
+			}
+			s.line = append(b, '\n')
+			_, err = out.Write(escapeJSON(s.line))
+			return err
+		}
 		return writeJSON(out, v, false)
 	case FormatJSON:
+		if s.opts.JSON != nil {
+			// What an Encoder with the element's indent writes: the compact value, indented.
+			b, err := s.opts.JSON(v, s.line[:0])
+			if err != nil {
+				return err
+			}
+			s.line = b
+			return s.element(json.RawMessage(b), s.n == 1)
+		}
 		return s.element(v, s.n == 1)
 	case FormatCSV:
 		if err := s.csvHeader(); err != nil {
@@ -180,13 +269,19 @@ func (s *Stream[T]) element(v any, first bool) error {
 	}
 	s.buf.Reset()
 	s.buf.WriteString(sep)
-	enc := json.NewEncoder(&s.buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
+	if raw, ok := v.(json.RawMessage); ok {
+		if err := json.Indent(&s.buf, raw, "  ", "  "); err != nil {
+			return err
+		}
+	} else {
+		enc := json.NewEncoder(&s.buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
 	}
-	_, err := s.p.Streams.Out.Write(escapeJSON(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))))
+	_, err := s.out().Write(escapeJSON(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))))
 	return err
 }
 
@@ -194,7 +289,9 @@ func (s *Stream[T]) csvHeader() error {
 	if s.csv != nil {
 		return nil
 	}
-	s.csv = csv.NewWriter(s.p.Streams.Out)
+	// Hidden behind an interface, or the csv writer would take the buffer for its own and
+	// flush it at every row.
+	s.csv = csv.NewWriter(struct{ io.Writer }{s.out()})
 	header := make([]string, len(s.opts.CSV))
 	for i, c := range s.opts.CSV {
 		header[i] = c.Name
@@ -241,7 +338,7 @@ func (s *Stream[T]) Close() error {
 }
 
 func (s *Stream[T]) close() error {
-	out := s.p.Streams.Out
+	out := s.out()
 	if s.trunc != nil {
 		s.trunc.Written = s.n
 	}
@@ -289,6 +386,10 @@ func (s *Stream[T]) close() error {
 		} else if s.opts.Empty != "" {
 			fmt.Fprintln(s.p.Streams.ErrOut, s.opts.Empty)
 		}
+	}
+	// Every row out before a note on stderr, which may be the same file.
+	if err := s.flush(); err != nil {
+		return err
 	}
 	if s.trunc != nil {
 		note := fmt.Sprintf("showing the first %d %s: more remain", s.n, s.opts.Noun)

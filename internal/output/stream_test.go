@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func streamAll(t *testing.T, p *Printer, items []row, opts StreamOptions[row]) {
@@ -50,13 +51,14 @@ func TestStreamIsList(t *testing.T) {
 	}
 }
 
-// TestStreamWritesAtOnce checks that json, jsonl and csv rows are on stdout when Write
-// returns, the csv header with the first, and that a json stream closed after any number of
-// rows (an error stopped the command) is one valid array.
+// TestStreamWritesAtOnce checks that on a terminal json, jsonl and csv rows are on stdout
+// when Write returns, the csv header with the first, and that a json stream closed after any
+// number of rows (an error stopped the command) is one valid array.
 func TestStreamWritesAtOnce(t *testing.T) {
 	for _, f := range []Format{FormatJSON, FormatJSONL, FormatCSV} {
 		t.Run(string(f), func(t *testing.T) {
 			s, _, out, _ := Test()
+			s.OutTTY = true
 			st := NewStream(NewPrinter(s, f), cols, StreamOptions[row]{})
 			if out.Len() != 0 {
 				t.Fatalf("wrote %q before the first row", out)
@@ -162,6 +164,7 @@ func (w *failWriter) Write(b []byte) (int, error) {
 func TestStreamWriteErrorSticks(t *testing.T) {
 	for _, f := range []Format{FormatJSON, FormatJSONL, FormatCSV} {
 		s, _, _, _ := Test()
+		s.OutTTY = true
 		w := &failWriter{ok: 1}
 		s.Out = w
 		st := NewStream(NewPrinter(s, f), cols, StreamOptions[row]{})
@@ -427,5 +430,124 @@ func TestStreamTableKeepsProgress(t *testing.T) {
 	_ = st.Close()
 	if r.line() != "" {
 		t.Fatalf("the table was printed after the progress line %q", r.line())
+	}
+}
+
+// lockedBuffer is stdout written by a stream's flush timer while the test reads it.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.writes++
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) read() (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String(), b.writes
+}
+
+// TestStreamBuffersWhenPiped checks that off a terminal json, jsonl and csv rows go out in few
+// writes, the same bytes as on a terminal: a row is on stdout after Flush, and without one
+// within FlushDelay; Close writes everything.
+func TestStreamBuffersWhenPiped(t *testing.T) {
+	for _, f := range []Format{FormatJSON, FormatJSONL, FormatCSV} {
+		t.Run(string(f), func(t *testing.T) {
+			items := make([]row, 1000)
+			for i := range items {
+				items[i] = row{fmt.Sprintf("row-%d", i), i}
+			}
+			tty, _, want, _ := Test()
+			tty.OutTTY = true
+			streamAll(t, NewPrinter(tty, f), append(items, row{"late", 1}), StreamOptions[row]{})
+
+			s, _, _, _ := Test()
+			out := &lockedBuffer{}
+			s.Out = out
+			st := NewStream(NewPrinter(s, f), cols, StreamOptions[row]{})
+			for _, it := range items {
+				if err := st.Write(it); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := out.read(); !strings.Contains(got, "row-999") {
+				t.Fatalf("last row not out after Flush: %q", got[max(0, len(got)-100):])
+			}
+			if err := st.Write(row{"late", 1}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for got, _ := out.read(); !strings.Contains(got, "late"); got, _ = out.read() {
+				if time.Now().After(deadline) {
+					t.Fatal("a row held past FlushDelay")
+				}
+				time.Sleep(FlushDelay / 10)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, writes := out.read()
+			if got != want.String() {
+				t.Fatalf("buffered bytes differ from the terminal's:\n%q\n%q", got[max(0, len(got)-200):], want.String()[max(0, want.Len()-200):])
+			}
+			if writes > 50 {
+				t.Errorf("%d writes for %d rows", writes, len(items)+1)
+			}
+		})
+	}
+}
+
+// TestStreamBufferedWriteErrorSticks: off a terminal a write error shows at the flush, and
+// every later call returns it.
+func TestStreamBufferedWriteErrorSticks(t *testing.T) {
+	s, _, _, _ := Test()
+	s.Out = &failWriter{}
+	st := NewStream(NewPrinter(s, FormatJSONL), cols, StreamOptions[row]{})
+	if err := st.Write(row{"a", 1}); err != nil {
+		t.Fatalf("buffered Write = %v", err)
+	}
+	if err := st.Flush(); !errors.Is(err, errBrokenPipe) {
+		t.Fatalf("Flush = %v", err)
+	}
+	if err := st.Write(row{"b", 2}); !errors.Is(err, errBrokenPipe) {
+		t.Errorf("Write after a failed flush = %v", err)
+	}
+	if err := st.Close(); !errors.Is(err, errBrokenPipe) {
+		t.Errorf("Close after a failed flush = %v", err)
+	}
+}
+
+// TestStreamJSONOption checks that a stream whose rows write their own JSON (StreamOptions.JSON)
+// writes the bytes encoding/json would, in json (indented) and jsonl, on a terminal and off one.
+func TestStreamJSONOption(t *testing.T) {
+	items := []row{{"a<b>&c", 1}, {"d", 2}, {"e\u2028", 3}}
+	own := func(v row, dst []byte) ([]byte, error) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(v)
+		return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), err
+	}
+	for _, f := range []Format{FormatJSON, FormatJSONL} {
+		for _, tty := range []bool{false, true} {
+			s, _, want, _ := Test()
+			s.OutTTY = tty
+			streamAll(t, NewPrinter(s, f), items, StreamOptions[row]{})
+			s2, _, got, _ := Test()
+			s2.OutTTY = tty
+			streamAll(t, NewPrinter(s2, f), items, StreamOptions[row]{JSON: own})
+			if got.String() != want.String() {
+				t.Errorf("%s, tty %v: with JSON\n%q\nwithout\n%q", f, tty, got, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,265 @@
+package dlq
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
+)
+
+// appendJSON is DeadLetter.AppendJSON written out by hand: the bytes encoding/json writes for
+// deadLetterJSON (json.Marshal, HTML escaped), field by field in its order, without reflection.
+// A dead letter's JSON is what `dlq list -o jsonl` writes a million times; the reflective
+// encoder is kept as the reference (marshalReflect) that the tests hold this one to.
+func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
+	var err error
+	b = append(b, `{"topic":`...)
+	b = appendJSONString(b, d.Topic)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(d.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, d.Offset, 10)
+	b = append(b, `,"timestamp":`...)
+	if b, err = appendJSONTime(b, d.Timestamp); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"convention":`...)
+	b = appendJSONString(b, string(d.Convention))
+	b = append(b, `,"original_topic":`...)
+	b = appendJSONString(b, d.OriginalTopic)
+	b = append(b, `,"original_partition":`...)
+	if d.OriginalPartition == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*d.OriginalPartition), 10)
+	}
+	b = append(b, `,"original_offset":`...)
+	if d.OriginalOffset == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *d.OriginalOffset, 10)
+	}
+	b = append(b, `,"original_timestamp":`...)
+	if b, err = appendJSONTimePtr(b, d.OriginalTimestamp); err != nil {
+		return nil, err
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{`,"group":`, d.Group}, {`,"handler":`, d.Handler}, {`,"reason":`, d.Reason},
+		{`,"error_class":`, d.ErrorClass}, {`,"error_message":`, d.ErrorMessage}, {`,"stack_trace":`, d.StackTrace},
+	} {
+		b = append(b, f.name...)
+		b = appendJSONString(b, f.v)
+	}
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(d.Attempts), 10)
+	b = append(b, `,"first_failed_at":`...)
+	if b, err = appendJSONTimePtr(b, d.FirstFailedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"failed_at":`...)
+	if b, err = appendJSONTimePtr(b, d.FailedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"event_id":`...)
+	b = appendJSONString(b, d.EventID)
+	if d.ValueOmitted != "" {
+		b = append(b, `,"value_omitted":`...)
+		b = appendJSONString(b, d.ValueOmitted)
+	}
+	if d.ValueBytes != 0 {
+		b = append(b, `,"value_bytes":`...)
+		b = strconv.AppendInt(b, d.ValueBytes, 10)
+	}
+	b = append(b, `,"replay_count":`...)
+	b = strconv.AppendInt(b, int64(d.ReplayCount), 10)
+	b = append(b, `,"key":`...)
+	b = appendJSONBytes(b, d.Key, "key")
+	b = append(b, `,"value":`...)
+	b = appendJSONBytes(b, d.Value, "value")
+	b = append(b, `,"headers":[`...)
+	for i, h := range d.Headers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = appendJSONBytes(b, unsafeBytes(h.Key), "key")
+		b = append(b, `,"value":`...)
+		b = appendJSONBytes(b, h.Value, "value")
+		b = append(b, '}')
+	}
+	b = append(b, `],"header_problems":[`...)
+	for i, p := range d.HeaderProblems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"header":`...)
+		b = appendJSONString(b, p.Header)
+		b = append(b, `,"problem":`...)
+		b = appendJSONString(b, p.Problem)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendJSONBytes writes bytes as printable.Text gives them, the value of the field name: text
+// (null when nil), and when they are not printable the field name_base64 after it with the
+// exact bytes (standard base64, as encoding/json writes a []byte).
+func appendJSONBytes(b, v []byte, name string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	if out, ok := appendPrintable(b, v); ok {
+		return out
+	}
+	b = appendJSONString(b, strings.ToValidUTF8(string(v), "\uFFFD"))
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `_base64":"`...)
+	b = base64Std.AppendEncode(b, v)
+	return append(b, '"')
+}
+
+// appendPrintable is appendJSONString(b, v) when v is printable (printable.Is, as
+// printable.Text decides), in the same pass that checks it; otherwise it returns b as it was
+// and false.
+func appendPrintable(b, v []byte) ([]byte, bool) {
+	n := len(b)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			if plainJSON[c] {
+				i++
+				continue
+			}
+			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+				return b[:n], false
+			}
+			b = appendEscapedASCII(append(b, v[start:i]...), c)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(v[i:])
+		if r == utf8.RuneError && size == 1 || printable.Unprintable(r) {
+			return b[:n], false
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, v[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			start = i + size
+		}
+		i += size
+	}
+	b = append(b, v[start:]...)
+	return append(b, '"'), true
+}
+
+// plainJSON marks the ASCII bytes a JSON string with HTML escaping holds as they are.
+var plainJSON = func() (t [utf8.RuneSelf]bool) {
+	for c := byte(0x20); c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
+	if t == nil {
+		return append(b, "null"...), nil
+	}
+	return appendJSONTime(b, *t)
+}
+
+// appendJSONTime writes t as time.Time.MarshalJSON does (and fails where it fails).
+func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y >= 0 && y <= 9999 {
+		if _, off := t.Zone(); off%60 == 0 && off > -24*3600 && off < 24*3600 {
+			b = append(b, '"')
+			b = t.AppendFormat(b, time.RFC3339Nano)
+			return append(b, '"'), nil
+		}
+	}
+	j, err := t.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
+}
+
+var base64Std = base64.StdEncoding
+
+// unsafeBytes is s as bytes, never nil (a header's key is text, "" included), without a copy:
+// only read.
+func unsafeBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendEscapedASCII writes the ASCII byte c, one that plainJSON does not hold as it is, as
+// encoding/json escapes it: \" and \\, \b \f \n \r \t, the rest (other controls, <, >, &) as
+// \u00XX.
+func appendEscapedASCII(b []byte, c byte) []byte {
+	switch c {
+	case '\\', '"':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
+// appendJSONString writes s as encoding/json writes a string with HTML escaping (json.Marshal):
+// ", \ and control characters escaped (\b \f \n \r \t short), <, > and & as \u003c \u003e
+// \u0026, U+2028 and U+2029 escaped, and each invalid UTF-8 byte as \ufffd.
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if plainJSON[c] || c == 0x7f {
+				i++
+				continue
+			}
+			b = appendEscapedASCII(append(b, s[start:i]...), c)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,73 @@
+package dlq
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// checkAppendJSON fails unless the hand encoder writes d exactly as encoding/json does.
+func checkAppendJSON(t *testing.T, d DeadLetter) {
+	t.Helper()
+	want, werr := d.marshalReflect(nil)
+	got, gerr := d.appendJSON([]byte("prefix"))
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("errors differ: hand %v, encoding/json %v", gerr, werr)
+	}
+	if werr != nil {
+		return
+	}
+	if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+		t.Fatalf("hand encoder\n got %s\nwant prefix%s", got, want)
+	}
+}
+
+// TestAppendJSON holds the hand encoder to encoding/json on what is hard to write: every
+// escape, HTML characters, line and paragraph separators, invalid UTF-8 (text and base64),
+// nil and empty bytes, unknown pointers, times in zones and outside what RFC 3339 can say, the
+// fields left out when empty.
+func TestAppendJSON(t *testing.T) {
+	hard := []string{"", "plain", "quote \" back \\ slash", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f", "del \x7f", "tab\tnl\ncr\r", "nul \x00", "bs \b ff \f", "cr \r", "c1 \u0085 \u009f", "bidi \u202e \u2066 \u200f \u061c",
+		"line\u2028para\u2029", "é 日本 🎉", "bad \xff\xfe utf8 \xc3", "\xe2\x80", "trunc \xf0\x9f\x8e"}
+	p, o := int32(7), int64(-3)
+	zone := time.FixedZone("", -(5*3600 + 30*60 + 15))
+	times := []time.Time{{}, time.Date(2026, 3, 14, 9, 26, 53, 589793238, zone), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	// Times time.Time.MarshalJSON refuses: both encoders fail.
+	for _, bad := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600+60))} {
+		if _, err := (DeadLetter{Timestamp: bad}).marshalReflect(nil); err == nil {
+			t.Fatalf("encoding/json wrote %v", bad)
+		}
+		checkAppendJSON(t, DeadLetter{Timestamp: bad})
+		checkAppendJSON(t, DeadLetter{FailedAt: &bad})
+	}
+	for i, s := range hard {
+		tm := times[i%len(times)]
+		d := DeadLetter{
+			Topic: s, Partition: int32(i), Offset: int64(i) * 1e12, Timestamp: tm, Convention: Convention(s),
+			OriginalTopic: s, Group: s, Handler: s, Reason: s, ErrorClass: s, ErrorMessage: s, StackTrace: s,
+			Attempts: i, EventID: s, Key: []byte(s), Value: []byte(s), ValueOmitted: s, ValueBytes: int64(i),
+			ReplayCount: i,
+			Headers:     []envelope.Header{{Key: s, Value: []byte(s)}, {Key: "", Value: nil}, {Key: s, Value: []byte{}}},
+		}
+		checkAppendJSON(t, d)
+		d.OriginalPartition, d.OriginalOffset, d.OriginalTimestamp, d.FirstFailedAt, d.FailedAt = &p, &o, &tm, &tm, &times[1]
+		d.HeaderProblems = []HeaderProblem{{Header: s, Problem: s}, {}}
+		checkAppendJSON(t, d)
+		checkAppendJSON(t, DeadLetter{Timestamp: tm, Key: []byte{}, Value: nil})
+		for _, st := range []Status{"", StatusPending, Status(s)} {
+			e := Entry{DeadLetter: d, Status: StatusInfo{Status: st}}
+			var status *Status
+			if st != "" {
+				status = &st
+			}
+			want, werr := appendJSONFields(nil, d, jsonField{"status", status})
+			got, gerr := e.AppendJSON(nil)
+			if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("entry with status %q:\n got %s %v\nwant %s %v", st, got, gerr, want, werr)
+			}
+		}
+	}
+}
