@@ -32,8 +32,10 @@ import (
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
-// DefaultMetricsAddr is where `fieldwork consume` serves Prometheus metrics by default.
-const DefaultMetricsAddr = "127.0.0.1:9464"
+// DefaultMetricsAddr is where `fieldwork consume` serves Prometheus metrics by default:
+// nowhere, so that the members of a group started on one host never collide on a port
+// (docs/design.md §3.5); --metrics-addr turns them on.
+const DefaultMetricsAddr = ""
 
 // ConsumeOptions are the inputs of `fieldwork consume`.
 type ConsumeOptions struct {
@@ -131,8 +133,9 @@ long AND this member holds partitions AND the group's committed offsets have rea
 of every partition of the topics (not only this member's): a member that lost its
 partitions, or whose group still has lag, keeps waiting. For tests, demos and runbooks.
 
-Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus metrics are
-served on --metrics-addr at /metrics ("" turns them off): fieldwork_consume_events_total by
+Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus metrics are off
+by default; --metrics-addr host:port serves them at /metrics (give each member on one host its
+own port, or port 0 for any free one, logged): fieldwork_consume_events_total by
 outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency histogram,
 lag per partition, dead letters by reason, infrastructure retries.`,
 		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
@@ -165,7 +168,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consume.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
-	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `address to serve Prometheus metrics on at /metrics ("" to disable)`)
+	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `serve Prometheus metrics at /metrics on this host:port (default off; port 0: any free port)`)
 	fl.StringVar(&opts.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, else json)")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&opts.WebhookURL, "webhook-url", "", "URL the webhook handler POSTs events to")

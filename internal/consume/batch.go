@@ -175,7 +175,7 @@ func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
 	return dlq.Meta{
 		Topic: e.o.dlqTopic(rec.Topic), Group: e.o.Group, Handler: e.o.Handler.Name(),
-		EventID: eventID, Reason: reason, Error: err.Error(), Attempts: attempts,
+		EventID: eventID, Reason: reason, Error: err.Error(), ErrorClass: ErrorClass(err), Attempts: attempts,
 		FirstFailedAt: first, FailedAt: last,
 	}
 }

@@ -192,6 +192,35 @@ func explicitClass(err error) (class, bool) {
 	return 0, false
 }
 
+// classedError names the class of a failure for its dead letter.
+type classedError struct {
+	class string
+	err   error
+}
+
+func (e *classedError) Error() string { return e.err.Error() }
+func (e *classedError) Unwrap() error { return e.err }
+
+// WithErrorClass gives err a class, a short machine-readable word that its dead letter
+// carries as fw.dlq.error_class (the webhook handler's http_422; docs/design.md §3.2), for
+// `dlq stats --group-by error_class` and `--error` filters. It does not change how the
+// engine treats err: mark that with Permanent, Retryable or Unsupported. A nil err stays nil.
+func WithErrorClass(class string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classedError{class: class, err: err}
+}
+
+// ErrorClass is the class WithErrorClass gave err (the outermost), "" when none.
+func ErrorClass(err error) string {
+	var ce *classedError
+	if errors.As(err, &ce) {
+		return ce.class
+	}
+	return ""
+}
+
 // classify decides how the engine treats a handler error. A handler's own mark wins (an HTTP
 // timeout is a net.Error, which dedup.IsTransient would call infrastructure, but a webhook
 // marks it Retryable so that it is exhausted after MaxAttempts, not retried forever); an

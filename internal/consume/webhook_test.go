@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -21,11 +23,14 @@ import (
 
 // TestWebhookRetriesWithOneKey: a receiver that answers 503 twice and then 200 is called
 // three times with the same Idempotency-Key, and the delivery is recorded once; a 422 is
-// permanent (dead-lettered at once, not retried).
+// permanent (dead-lettered at once, not retried), its dead letter classed http_422 and quoting
+// the start of the response body, on one line, bounded and without the URL's token.
 func TestWebhookRetriesWithOneKey(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	calls := map[string][]string{} // event id → Idempotency-Key of each call
+	const token = "s3cr3t-t0ken"
+	refusal := `{"error": "title too long",` + "\n" + `"echo": "` + token + `", "detail": "` + strings.Repeat("é", 400) + `"}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ev struct {
 			ID string `json:"event_id"`
@@ -40,7 +45,7 @@ func TestWebhookRetriesWithOneKey(t *testing.T) {
 		mu.Unlock()
 		switch {
 		case ev.ID == "ev-refused":
-			http.Error(w, "unprocessable", http.StatusUnprocessableEntity)
+			http.Error(w, refusal, http.StatusUnprocessableEntity)
 		case n <= 2:
 			http.Error(w, "try later", http.StatusServiceUnavailable)
 		default:
@@ -57,7 +62,7 @@ func TestWebhookRetriesWithOneKey(t *testing.T) {
 		testenv.Produce(t, cl, ceRecord(topic, "task-0001", ceValue(t, id, sample.TypeCreated, "task-0001", i+1)))
 	}
 	const group = "notifier"
-	h := handler(t, st, schema, handlers.NameWebhook, group, handlers.Config{WebhookURL: srv.URL + "/hook"})
+	h := handler(t, st, schema, handlers.NameWebhook, group, handlers.Config{WebhookURL: srv.URL + "/hook?token=" + token})
 	stats := run(t, engineOpts(t, st, h, topic, group))
 	if stats.Processed != 2 || stats.DeadLettered != 1 || stats.Retried != 4 {
 		t.Errorf("stats %+v; want 2 processed, 1 dead-lettered, 4 retries", stats)
@@ -104,8 +109,17 @@ func TestWebhookRetriesWithOneKey(t *testing.T) {
 	}
 	reason, _ := header(dls[0], dlq.HeaderReason)
 	msg, _ := header(dls[0], dlq.HeaderError)
-	if reason != dlq.ReasonRejected || msg != fmt.Sprintf("POST %s/hook: 422 Unprocessable Entity", srv.URL) {
-		t.Errorf("dead letter reason %q error %q", reason, msg)
+	class, _ := header(dls[0], dlq.HeaderErrorClass)
+	wantStart := fmt.Sprintf(`POST %s/hook?token=REDACTED: 422 Unprocessable Entity: {"error": "title too long", "echo": "xxxxx", "detail": "éé`, srv.URL)
+	if reason != dlq.ReasonRejected || class != "http_422" || !strings.HasPrefix(msg, wantStart) {
+		t.Errorf("dead letter reason %q class %q error %q; want rejected, http_422, error starting %q", reason, class, msg, wantStart)
+	}
+	body := strings.TrimPrefix(msg, wantStart[:strings.Index(wantStart, "{")])
+	if !strings.HasSuffix(body, "…") || len(body) > handlers.ResponseBodyShown+len("…") || !utf8.ValidString(body) || strings.Contains(msg, token) {
+		t.Errorf("quoted body %q (%d bytes): want valid UTF-8 cut to %d bytes with …, no token", body, len(body), handlers.ResponseBodyShown)
+	}
+	if d := dlq.Parse(dls[0]); d.ErrorClass != "http_422" || d.ErrorMessage != msg {
+		t.Errorf("parsed dead letter: class %q message %q", d.ErrorClass, d.ErrorMessage)
 	}
 }
 

@@ -21,6 +21,7 @@ const (
 	HeaderEventID       = "fw.dlq.event_id"        // the event id, when readable
 	HeaderReason        = "fw.dlq.reason"          // one of the Reason* values
 	HeaderError         = "fw.dlq.error"           // the error message
+	HeaderErrorClass    = "fw.dlq.error_class"     // the failure's class, e.g. http_422 (a handler's word)
 	HeaderAttempts      = "fw.dlq.attempts"        // how many times the handler was tried
 	HeaderFirstFailedAt = "fw.dlq.first_failed_at" // when the first attempt failed
 	HeaderFailedAt      = "fw.dlq.failed_at"       // when the last attempt failed

@@ -216,6 +216,7 @@ func (p *parser) fieldwork() {
 		}
 	}
 	d.ErrorMessage = p.text(hFwError, p.last)
+	d.ErrorClass = p.text(hFwErrorClass, p.last)
 	if v, ok := p.last(hFwAttempts); ok {
 		if n, ok := p.decimal(hFwAttempts, v, 31); ok {
 			if n < 0 {

@@ -29,6 +29,7 @@ const (
 	hFwEventID
 	hFwReason
 	hFwError
+	hFwErrorClass
 	hFwAttempts
 	hFwFirstFailedAt
 	hFwFailedAt
@@ -82,6 +83,7 @@ var hdrByKey = map[string]hdr{
 	HeaderEventID:                 hFwEventID,
 	HeaderReason:                  hFwReason,
 	HeaderError:                   hFwError,
+	HeaderErrorClass:              hFwErrorClass,
 	HeaderAttempts:                hFwAttempts,
 	HeaderFirstFailedAt:           hFwFirstFailedAt,
 	HeaderFailedAt:                hFwFailedAt,
@@ -143,7 +145,7 @@ type parser struct {
 // interned when a scan keeps a string table. Ids, offsets and stack traces are not.
 var repeats = func() (r [numHdr]bool) {
 	for _, id := range []hdr{
-		hFwTopic, hFwGroup, hFwHandler, hFwReason, hFwError,
+		hFwTopic, hFwGroup, hFwHandler, hFwReason, hFwError, hFwErrorClass,
 		hSpringTopic, hSpringGroup, hSpringFQCN, hSpringCauseFQCN, hSpringMessage, hSpringKeyFQCN, hSpringKeyMessage,
 		hConnectTopic, hConnectConnector, hConnectStage, hConnectExceptionClass, hConnectExceptionMessage,
 		hWatermillTopic, hWatermillHandler, hWatermillSubscriber, hWatermillReason,

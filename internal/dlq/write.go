@@ -26,6 +26,8 @@ type Meta struct {
 	Reason string
 	// Error is the error message.
 	Error string
+	// ErrorClass is the failure's class (fw.dlq.error_class), "" when the handler gave none.
+	ErrorClass string
 	// Attempts is how many times the handler was tried; 0 is not written.
 	Attempts int
 	// FirstFailedAt is when the first attempt failed; zero means FailedAt.
@@ -96,6 +98,7 @@ func NewDeadLetter(orig *kgo.Record, meta Meta) *kgo.Record {
 	addIf(HeaderEventID, eventID)
 	add(HeaderReason, meta.Reason)
 	addIf(HeaderError, meta.Error)
+	addIf(HeaderErrorClass, meta.ErrorClass)
 	if meta.Attempts > 0 {
 		add(HeaderAttempts, strconv.Itoa(meta.Attempts))
 	}

@@ -9,13 +9,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/printable"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
@@ -35,7 +39,8 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 //
 // Failures: a transport error (refused, reset, timeout), 408, 429 and any 5xx are retryable
 // (retried in place, then dead-lettered as exhausted); a 3xx or any other 4xx is permanent
-// (dead-lettered as rejected at once).
+// (dead-lettered as rejected at once). A status failure's dead letter has the error class
+// http_<code> and quotes the start of the response body (statusError).
 //
 // A delivery row is keyed by (consumer, event_id); deliveries counts the committed
 // deliveries of the event, 1 unless its marker was forgotten and the event replayed.
@@ -192,17 +197,56 @@ func (w *webhook) deliver(ctx context.Context, ev envelope.Event, key string) (i
 		}
 		return 0, consume.Retryable(w.failure(err))
 	}
+	code := resp.StatusCode
+	var head []byte
+	if code < 200 || code >= 300 {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, ResponseBodyShown+1))
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	code := resp.StatusCode
 	switch {
 	case code >= 200 && code < 300:
 		return code, nil
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
-		return 0, consume.Retryable(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
+		return 0, consume.Retryable(w.statusError(resp.Status, code, head))
 	default:
-		return 0, consume.Permanent(fmt.Errorf("POST %s: %s", w.shown, resp.Status))
+		return 0, consume.Permanent(w.statusError(resp.Status, code, head))
 	}
+}
+
+// ResponseBodyShown is how many bytes of a failed delivery's response body its error (and
+// so the dead letter's fw.dlq.error) quotes.
+const ResponseBodyShown = 512
+
+// statusError is the failure of a delivery answered with a status that is not 2xx: class
+// http_<code>, and the message "POST <url>: <status>: <body>" where body is the start of the
+// response body (ResponseBodyShown bytes at most, "…" when cut), on one line, escaped for a
+// terminal and scrubbed of the URL's secrets and of anything that looks like a password
+// (docs/design.md §4.2).
+func (w *webhook) statusError(status string, code int, head []byte) error {
+	msg := "POST " + w.shown + ": " + status
+	if body := responseExcerpt(head); body != "" {
+		msg += ": " + redact.Scrub(body, w.secrets...)
+	}
+	return consume.WithErrorClass("http_"+strconv.Itoa(code), errors.New(msg))
+}
+
+// responseExcerpt is head (a response body's first bytes, ResponseBodyShown+1 at most) as
+// one escaped line: whitespace runs folded to one space, cut to ResponseBodyShown bytes at a
+// rune boundary with "…" when longer.
+func responseExcerpt(head []byte) string {
+	cut := len(head) > ResponseBodyShown
+	if cut {
+		head = head[:ResponseBodyShown]
+		for len(head) > 0 && !utf8.Valid(head) && len(head) > ResponseBodyShown-utf8.UTFMax {
+			head = head[:len(head)-1]
+		}
+	}
+	s := printable.Escape(strings.Join(strings.Fields(string(head)), " "))
+	if cut {
+		s += "…"
+	}
+	return s
 }
 
 func nowUTC() time.Time { return time.Now().UTC() }
