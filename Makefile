@@ -2,17 +2,29 @@
 #   make test     start the real services (Kafka, PostgreSQL) if needed, then vet and run every
 #                 test with the race detector against them, then make fuzz-ci
 #   make fuzz-ci  run each fuzz target for FUZZTIME (5s) beyond its seed corpus
-#   make build    build ./bin/fieldwork
+#   make build    build ./bin/fieldwork, stamped with version, commit and date
+#   make ldflags  print those -ldflags (go install -ldflags "$(make -s ldflags)" .)
 #   make bench    start the real services, run every benchmark side by side against them and
 #                 write docs/benchmarks.md (not part of make test; BENCH_SCALE=0.05 for a
 #                 quick pass over smaller data sets, BENCH_ROUNDS for the rounds, default 3)
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build test vet services stop-services fuzz fuzz-ci docs bench
+.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs bench
+
+# The stamps `fieldwork version` prints (cmd/version); outside a git checkout, "dev" and none.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BIN     ?= bin/fieldwork
+VERSION_PKG := github.com/fieldwork/fieldwork/cmd/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
 build:
-	$(GO) build -o bin/fieldwork .
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+ldflags:
+	@echo '$(LDFLAGS)'
 
 vet:
 	$(GO) vet ./...
