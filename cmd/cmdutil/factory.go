@@ -25,6 +25,7 @@ type Factory struct {
 	Conn           config.Flags
 	ConfigPath     string
 	OutputFormat   string
+	Wide           bool // --wide: table cells whole, not fitted to the terminal
 	ConnectTimeout time.Duration
 	// Dedup names the marker table: the --schema, --table and --column-* flags of the db and
 	// processed groups. Zero fields are the defaults.
@@ -104,7 +105,9 @@ func (f *Factory) Printer() (*output.Printer, error) {
 	if err != nil {
 		return nil, fwerr.Wrap(fwerr.KindUsage, err)
 	}
-	return output.NewPrinter(f.Streams, format), nil
+	p := output.NewPrinter(f.Streams, format)
+	p.Wide = f.Wide
+	return p, nil
 }
 
 // Store opens the dedup store named by the connection's DSN and f.Dedup, bounded by

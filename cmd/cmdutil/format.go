@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -38,15 +37,6 @@ func Plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// Truncate cuts s to n runes with an ellipsis.
-func Truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // JoinInt32 writes partition or broker numbers as "0,1,2".

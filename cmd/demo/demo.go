@@ -281,8 +281,8 @@ func (n *demoNarrator) deadLetters(r *demo.DeadLettersResult) {
 		}
 		rows = append(rows, []string{
 			e.DeadLetter.Address().String(), demoOriginal(e.DeadLetter), reason,
-			cmdutil.Truncate(cmdutil.OrDash(e.EventID), 13), demoStatus(n.st, e.Status.Status),
-			cmdutil.Truncate(strings.Join(strings.Fields(e.ErrorMessage), " "), 56),
+			output.Truncate(cmdutil.OrDash(e.EventID), 13), demoStatus(n.st, e.Status.Status),
+			output.Truncate(strings.Join(strings.Fields(e.ErrorMessage), " "), 56),
 		})
 	}
 	n.table([]string{"dead letter", "original", "reason", "event id", "status", "message"}, rows)

@@ -15,9 +15,6 @@ import (
 // DefaultDLQListLimit is how many dead letters `dlq list` shows unless told otherwise.
 const DefaultDLQListLimit = 100
 
-// dlqMessageWidth is how much of a message a table shows on a terminal.
-const dlqMessageWidth = 60
-
 // DLQListOptions are the inputs of `dlq list`.
 type DLQListOptions struct {
 	dlqDeps

@@ -66,17 +66,10 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 }
 
 // dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
-// dead letter has header problems. On a terminal, messages are cut to dlqMessageWidth.
+// dead letter has header problems. A table on a terminal cuts the widest cells (messages
+// first) to fit its width, unless --wide (output.Printer.TableWidth).
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
-	st, tty := p.Styles, p.Streams.OutTTY
-	// A message is cut as the terminal shows it: escaped first, so that an escape is counted
-	// at its width.
-	cut := func(s string) string {
-		if tty {
-			return cmdutil.Truncate(output.Printable(s, false), dlqMessageWidth)
-		}
-		return s
-	}
+	st := p.Styles
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
 		{Name: "original", Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
@@ -87,7 +80,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			return cmdutil.OrDash(e.Reason)
 		}},
 		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
-		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(cut(dlqOneLine(e.ErrorMessage))) }},
+		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
 		{Name: "event id", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
 		{Name: "age", Value: func(e dlq.Entry) string {
 			if e.Timestamp.IsZero() {
@@ -111,7 +104,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 		}})
 	}
 	return append(cols, output.Column[dlq.Entry]{Name: "problems", Optional: true, Value: func(e dlq.Entry) string {
-		if prob := cut(dlqProblems(e.DeadLetter)); prob != "" {
+		if prob := dlqProblems(e.DeadLetter); prob != "" {
 			return st.Warn.Render(prob)
 		}
 		return "-"

@@ -351,7 +351,7 @@ func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
 // sampleKey is a sample record's key in the table: its text, or its base64 flagged.
 func sampleKey(r replay.SampleRecord) string {
 	if r.KeyBase64 != nil {
-		return cmdutil.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+		return output.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
 	}
-	return cmdutil.Truncate(r.Key, 40)
+	return output.Truncate(r.Key, 40)
 }

@@ -142,6 +142,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	pf.StringVar(&f.Conn.SASLClientSecretFile, "sasl-client-secret-file", "", "file holding the OAUTHBEARER client secret (or env FIELDWORK_SASL_CLIENT_SECRET; env FIELDWORK_SASL_CLIENT_SECRET_FILE)")
 	pf.StringVar(&f.Conn.SASLScope, "sasl-scope", "", "OAUTHBEARER scopes to ask the token endpoint for, space- or comma-separated (env FIELDWORK_SASL_SCOPE)")
 	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
+	pf.BoolVar(&f.Wide, "wide", false, "show table cells whole instead of cutting the widest with … to fit the terminal (json, jsonl and csv are never cut)")
 	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions(config.Mechanisms, cobra.ShellCompDirectiveNoFileComp))

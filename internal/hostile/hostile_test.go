@@ -219,12 +219,18 @@ func terminalUnsafe(b []byte) string {
 // its line ends as the program wrote them.
 func (e env) onTerminal(t *testing.T, code int, args ...string) result {
 	t.Helper()
+	return e.onTerminalSized(t, 200, code, args...)
+}
+
+// onTerminalSized is onTerminal on a terminal cols columns wide.
+func (e env) onTerminalSized(t *testing.T, cols uint16, code int, args ...string) result {
+	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatalf("open a pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: cols}); err != nil {
 		t.Fatalf("size the pseudo-terminal: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)

@@ -20,6 +20,18 @@ type Printer struct {
 	Streams *Streams
 	Format  Format
 	Styles  Styles
+	// Wide shows every table cell whole (--wide). Otherwise a table on a terminal is fitted
+	// to its width (Streams.Width): the widest cells cut with Ellipsis.
+	Wide bool
+}
+
+// TableWidth is the width tables are fitted to: the terminal's, 0 (unlimited) with Wide or
+// when stdout is not a terminal. JSON, JSON Lines and CSV are never cut.
+func (p *Printer) TableWidth() int {
+	if p.Wide {
+		return 0
+	}
+	return p.Streams.Width
 }
 
 // NewPrinter returns a printer for s in format f, with colour when s allows it.
@@ -73,13 +85,29 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 	}
 }
 
-// Table renders a borderless table with a bold header (plain without colour).
+// Table renders a borderless table with a bold header (plain without colour), fitted to
+// TableWidth.
 func (p *Printer) Table(header []string, rows [][]string) error {
+	_, err := p.table(header, rows)
+	return err
+}
+
+// table is Table, returning the widths the columns were shown in.
+func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
 	color := p.Styles.Color()
 	styled := make([]string, len(header))
 	for i, h := range header {
 		styled[i] = Printable(p.Styles.Header.Render(strings.ToUpper(h)), color)
 	}
+	safeRows := make([][]string, len(rows))
+	for i, r := range rows {
+		safe := make([]string, len(r))
+		for j, c := range r {
+			safe[j] = Printable(c, color)
+		}
+		safeRows[i] = safe
+	}
+	styled, safeRows, widths := fitTable(styled, safeRows, p.TableWidth())
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
@@ -99,29 +127,34 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 		tablewriter.WithTrimSpace(tw.Off),
 	)
 	t.Header(anySlice(styled)...)
-	for _, r := range rows {
-		safe := make([]string, len(r))
-		for i, c := range r {
-			safe[i] = Printable(c, color)
-		}
-		if err := t.Append(anySlice(safe)...); err != nil {
-			return err
+	for _, r := range safeRows {
+		if err := t.Append(anySlice(r)...); err != nil {
+			return nil, err
 		}
 	}
 	if err := t.Render(); err != nil {
-		return err
+		return nil, err
 	}
-	// The column padding leaves blanks at the end of every line; drop them.
+	// The column padding leaves blanks at the end of every line, before the styles' closing
+	// resets on a colour terminal; drop them (one reset kept), so that a fitted line is no
+	// wider than it looks.
+	const reset = "\x1b[0m"
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		trimmed := strings.TrimRight(line, " \n")
+		trimmed, closed := strings.TrimRight(line, " \n"), false
+		for strings.HasSuffix(trimmed, reset) {
+			trimmed, closed = strings.TrimRight(strings.TrimSuffix(trimmed, reset), " "), true
+		}
+		if closed {
+			trimmed += reset
+		}
 		if strings.HasSuffix(line, "\n") {
 			trimmed += "\n"
 		}
 		if _, err := io.WriteString(p.Streams.Out, trimmed); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return widths, nil
 }
 
 // Section is one block of a detail view in table format: a title and either key/value fields

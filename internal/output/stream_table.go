@@ -17,8 +17,9 @@ import (
 //     while the progress line on stderr shows that the scan goes on.
 //   - When the chunk fills, it is printed with tablewriter, its widths become the table's,
 //     and every later row is printed at once, padded to them. A later cell wider than its
-//     column is written whole and pushes the rest of its row to the right: the table may
-//     lose its alignment on that row, never a character of a cell. The memory held is one
+//     column is cut to it when the table is fitted to a terminal (Printer.TableWidth), else
+//     written whole, pushing the rest of its row to the right: the table may lose its
+//     alignment on that row, never a character of a cell. The memory held is one
 //     chunk, whatever the length of the stream, and an operator who ran --limit 0 sees rows
 //     after the first chunk instead of nothing until the end.
 //
@@ -57,17 +58,8 @@ func (t *tableStream) add(row []string) error {
 		return nil
 	}
 	t.before()
-	t.widths = make([]int, len(t.names))
-	for i, n := range t.names {
-		t.widths[i] = twwidth.Width(strings.ToUpper(n))
-	}
-	for _, r := range t.rows {
-		for i, c := range r {
-			t.widths[i] = max(t.widths[i], twwidth.Width(Printable(c, t.p.Styles.Color())))
-		}
-	}
-	err := t.p.Table(t.names, t.rows)
-	t.rows = nil
+	widths, err := t.p.table(t.names, t.rows)
+	t.widths, t.rows = widths, nil
 	return err
 }
 
@@ -78,6 +70,9 @@ func (t *tableStream) line(row []string) error {
 	color := t.p.Styles.Color()
 	for i, c := range row {
 		c = Printable(c, color)
+		if t.p.TableWidth() > 0 {
+			c = Truncate(c, t.widths[i])
+		}
 		b.WriteString(c)
 		if i < len(row)-1 {
 			b.WriteString(strings.Repeat(" ", max(0, t.widths[i]-twwidth.Width(c))+2))

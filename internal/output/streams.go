@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/mattn/go-isatty"
 )
 
@@ -23,6 +24,10 @@ type Streams struct {
 
 	// NoColor is set when the NO_COLOR environment variable is present (any value).
 	NoColor bool
+
+	// Width is the terminal's width in columns when stdout is one (tables are fitted to it,
+	// Printer.TableWidth), 0 otherwise: unlimited.
+	Width int
 }
 
 // System returns the process's streams.
@@ -34,7 +39,20 @@ func System() *Streams {
 		OutTTY:  isTerminal(os.Stdout),
 		ErrTTY:  isTerminal(os.Stderr),
 		NoColor: noColor,
+		Width:   terminalWidth(os.Stdout),
 	}
+}
+
+// terminalWidth is f's width in columns when it is a terminal that knows its size, else 0.
+func terminalWidth(f *os.File) int {
+	if !isTerminal(f) {
+		return 0
+	}
+	w, _, err := term.GetSize(f.Fd())
+	if err != nil || w <= 0 {
+		return 0
+	}
+	return w
 }
 
 // Test returns streams backed by buffers, all non-terminal, for tests.

@@ -1,0 +1,100 @@
+package output
+
+import (
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+// Ellipsis ends every cell cut to fit.
+const Ellipsis = "…"
+
+// minCellWidth is the narrowest a column is cut to: a few characters and the ellipsis.
+const minCellWidth = 4
+
+// columnGap is the blanks between two columns of a table.
+const columnGap = 2
+
+// Truncate cuts s to at most width terminal columns, ending it with Ellipsis when cut. The
+// width is the display width (a wide rune counts two, an escape sequence none), so a cut
+// cell lines up with the others. A width of 0 or less leaves s whole.
+func Truncate(s string, width int) string {
+	if width <= 0 || twwidth.Width(s) <= width {
+		return s
+	}
+	return twwidth.Truncate(s, width, Ellipsis) // the width includes the ellipsis
+}
+
+// fitWidths returns the width each column of a table is shown in, so that a line (each cell
+// but the last followed by columnGap blanks) is at most limit columns wide: the columns that
+// fit keep their width, the widest share what is left, each cut to no less than minCellWidth
+// (or its own width). widths are the columns' natural widths; a limit of 0 or less keeps
+// them. A table too wide even then is shown at the minimum widths.
+func fitWidths(widths []int, limit int) []int {
+	out := append([]int(nil), widths...)
+	if limit <= 0 || len(widths) == 0 {
+		return out
+	}
+	room := limit - columnGap*(len(widths)-1)
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	if total <= room {
+		return out
+	}
+	// The largest cap c such that sum(min(w, max(c, floor))) fits: binary search.
+	capped := func(c int) int {
+		sum := 0
+		for _, w := range widths {
+			sum += min(w, max(c, minCellWidth))
+		}
+		return sum
+	}
+	lo, hi := minCellWidth, 0
+	for _, w := range widths {
+		hi = max(hi, w)
+	}
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if capped(mid) <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for i, w := range widths {
+		out[i] = min(w, lo)
+	}
+	return out
+}
+
+// fitTable cuts the cells of header and rows (already made printable) to the widths that let
+// the table fit limit columns, and returns them with those widths.
+func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string, []int) {
+	natural := make([]int, len(header))
+	for i, h := range header {
+		natural[i] = twwidth.Width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if i < len(natural) {
+				natural[i] = max(natural[i], twwidth.Width(c))
+			}
+		}
+	}
+	widths := fitWidths(natural, limit)
+	cut := func(r []string) []string {
+		out := make([]string, len(r))
+		for i, c := range r {
+			out[i] = c
+			if i < len(widths) && widths[i] < natural[i] {
+				out[i] = Truncate(c, widths[i])
+			}
+		}
+		return out
+	}
+	fitted := make([][]string, len(rows))
+	for i, r := range rows {
+		fitted[i] = cut(r)
+	}
+	return cut(header), fitted, widths
+}

@@ -1,0 +1,59 @@
+package output
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a little too long", 10, "a little …"},
+		{"日本語のメッセージ", 7, "日本語…"}, // wide runes count two columns
+		{"whole", 0, "whole"},
+	} {
+		got := Truncate(c.in, c.width)
+		if got != c.want || (c.width > 0 && twwidth.Width(got) > c.width) {
+			t.Errorf("Truncate(%q, %d) = %q (%d columns), want %q", c.in, c.width, got, twwidth.Width(got), c.want)
+		}
+	}
+}
+
+// TestTableFitsItsWidth: a table wider than TableWidth is cut to it, the narrow columns kept
+// whole; Wide keeps every cell; a table that fits is left as it is.
+func TestTableFitsItsWidth(t *testing.T) {
+	header := []string{"id", "status", "message"}
+	rows := [][]string{{"1", "pending", strings.Repeat("a long message ", 10)}, {"2", "resolved", "short"}}
+	render := func(width int, wide bool) string {
+		s, _, out, _ := Test()
+		s.OutTTY, s.Width = true, width
+		p := NewPrinter(s, FormatTable)
+		p.Wide = wide
+		if err := p.Table(header, rows); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	got := render(40, false)
+	for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+		if w := twwidth.Width(line); w > 40 {
+			t.Errorf("line %q is %d columns wide, want at most 40", line, w)
+		}
+	}
+	if !strings.Contains(got, "1   pending   a long message a long mes…\n") || !strings.Contains(got, "resolved") {
+		t.Errorf("fitted table:\n%s", got)
+	}
+	if got := render(40, true); !strings.Contains(got, strings.TrimSpace(rows[0][2])) {
+		t.Errorf("--wide cut a cell:\n%s", got)
+	}
+	if a, b := render(0, false), render(400, false); a != b || !strings.Contains(a, strings.TrimSpace(rows[0][2])) {
+		t.Errorf("unlimited and wide enough differ or cut:\n%s\n%s", a, b)
+	}
+}
