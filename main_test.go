@@ -21,8 +21,8 @@ func TestMain(m *testing.M) { testenv.ScriptMain(m, root.Main) }
 
 // TestScripts runs the end-to-end CLI scripts under testdata/script with the commands every
 // package's scripts share (testenv.ScriptParams: fieldwork-exit, fw-exit, fw-create-topic,
-// fw-create-db, fw-capture, fw-silent-port) and two of this package's own: fw-claim and
-// fw-webhook. Scripts that need the real services skip without them, except where the
+// fw-create-db, fw-capture, fw-silent-port) and three of this package's own: fw-claim,
+// fw-journal-run and fw-webhook. Scripts that need the real services skip without them, except where the
 // services are required (CI, FIELDWORK_TEST_REQUIRE=1): there they fail. -update rewrites
 // the scripts' expected output.
 func TestScripts(t *testing.T) {
@@ -41,7 +41,24 @@ func TestScripts(t *testing.T) {
 	}
 	p.Cmds["fw-claim"] = cmdClaim
 	p.Cmds["fw-webhook"] = cmdWebhook
+	p.Cmds["fw-journal-run"] = cmdJournalRun
 	testscript.Run(t, p)
+}
+
+// cmdJournalRun is `fw-journal-run DSN ID STATUS REASON`: it journals a replay run of topic
+// src to topic dst in that status (dedup.Store.CreateReplayRun), so scripts can seed runs
+// of every status without driving a replay to each.
+func cmdJournalRun(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: fw-journal-run DSN ID STATUS REASON")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := dedup.Open(ctx, args[0], dedup.Options{})
+	ts.Check(err)
+	defer st.Close()
+	ts.Check(st.CreateReplayRun(ctx, dedup.ReplayRun{ID: args[1], Operator: "script", Reason: args[3], Selection: "{}",
+		Sources: []string{"src"}, Target: "dst", Status: args[2]}, nil))
 }
 
 // cmdClaim is `fw-claim [flags] DSN SCHEMA CONSUMER EVENT_ID...`: it writes markers the way

@@ -3,12 +3,15 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
 // completionTimeout bounds how long a shell waits for a dynamic completion: a completion
@@ -29,8 +32,58 @@ var topicArgCommands = map[string]bool{
 	"fieldwork dlq show": true, "fieldwork replay": true,
 }
 
-// runArgCommands take a replay run id as first argument.
-var runArgCommands = map[string]bool{"fieldwork replay resume": true, "fieldwork replay show": true}
+// runArgCommands take a replay run id as first argument, and say which runs to offer.
+var runArgCommands = map[string]func(status string) bool{
+	"fieldwork replay resume": replay.Resumable,
+	"fieldwork replay show":   func(string) bool { return true },
+}
+
+// enumFlags are flags whose values are one of a fixed set, the same wherever a command
+// defines them, unless the command registered its own (replay's --status, a subset).
+// A repeatable or comma-separated flag completes the value after the last comma.
+var enumFlags = map[string][]string{
+	"status":     statusNames(),
+	"dlq-reason": append(append([]string(nil), dlq.Reasons...), "unknown"),
+	"group-by":   statsKeyNames(),
+}
+
+func statusNames() []string {
+	out := make([]string, len(dlq.Statuses))
+	for i, s := range dlq.Statuses {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func statsKeyNames() []string {
+	out := make([]string, len(dlq.StatsKeys))
+	for i, k := range dlq.StatsKeys {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// completeList offers values for the part of a comma-separated list after its last comma,
+// leaving out those already given, each with the list before it.
+func completeList(values []string) completeFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		done, last := "", toComplete
+		if i := strings.LastIndex(toComplete, ","); i >= 0 {
+			done, last = toComplete[:i+1], toComplete[i+1:]
+		}
+		given := map[string]bool{}
+		for _, v := range strings.Split(done, ",") {
+			given[v] = true
+		}
+		var out []string
+		for _, v := range values {
+			if strings.HasPrefix(v, last) && !given[v] {
+				out = append(out, done+v)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+}
 
 // AddDynamicCompletion walks the command tree once and registers completion of topic names,
 // consumer names and replay run ids where a connection is configured (flags, environment
@@ -43,6 +96,13 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 				_ = c.RegisterFlagCompletionFunc(name, f.completeTopics)
 			}
 		}
+		for name, values := range enumFlags {
+			if c.Flags().Lookup(name) != nil {
+				if _, ok := c.GetFlagCompletionFunc(name); !ok {
+					_ = c.RegisterFlagCompletionFunc(name, completeList(values))
+				}
+			}
+		}
 		for _, name := range consumerFlags {
 			if c.Flags().Lookup(name) != nil {
 				_ = c.RegisterFlagCompletionFunc(name, f.completeConsumers)
@@ -52,8 +112,8 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 			switch path := c.CommandPath(); {
 			case topicArgCommands[path]:
 				c.ValidArgsFunction = firstArg(f.completeTopics)
-			case runArgCommands[path]:
-				c.ValidArgsFunction = firstArg(f.completeRuns)
+			case runArgCommands[path] != nil:
+				c.ValidArgsFunction = firstArg(f.completeRuns(runArgCommands[path]))
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -118,21 +178,24 @@ func (f *Factory) completeConsumers(c *cobra.Command, _ []string, toComplete str
 	})
 }
 
-// completeRuns offers the journaled replay runs, newest first, described by status and reason.
-func (f *Factory) completeRuns(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	return f.completeFromStore(c, func(ctx context.Context, st *dedup.Store) ([]string, error) {
-		runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 50})
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, r := range runs {
-			if strings.HasPrefix(r.ID, toComplete) {
-				out = append(out, fmt.Sprintf("%s\t%s: %s", r.ID, r.Status, r.Reason))
+// completeRuns offers the journaled replay runs that offer keeps, newest first, described by
+// status and reason.
+func (f *Factory) completeRuns(offer func(status string) bool) completeFunc {
+	return func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return f.completeFromStore(c, func(ctx context.Context, st *dedup.Store) ([]string, error) {
+			runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 50})
+			if err != nil {
+				return nil, err
 			}
-		}
-		return out, nil
-	})
+			var out []string
+			for _, r := range runs {
+				if strings.HasPrefix(r.ID, toComplete) && offer(r.Status) {
+					out = append(out, fmt.Sprintf("%s\t%s: %s", r.ID, r.Status, r.Reason))
+				}
+			}
+			return out, nil
+		})
+	}
 }
 
 // completeFromStore offers what list finds in the store, within the completion's time bound;
@@ -157,4 +220,57 @@ func (f *Factory) completionStore(ctx context.Context) (*dedup.Store, error) {
 	f.ConnectTimeout = completionTimeout
 	defer func() { f.ConnectTimeout = saved }()
 	return f.Store(ctx)
+}
+
+// portableBashInit replaces, in a shell without the bash-completion package, the function
+// cobra's bash script falls back to, which needs that package's _get_comp_words_by_ref: the
+// words are those of the line up to the cursor, split at blanks only (so that --flag=value
+// and topic:partition stay one word, as `_get_comp_words_by_ref -n =:` gives them).
+const portableBashInit = `
+# Without the bash-completion package: split the line up to the cursor at blanks.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+__%[1]s_init_completion()
+{
+    COMPREPLY=()
+    local line="${COMP_LINE:0:COMP_POINT}"
+    read -r -a words <<< "$line"
+    if [[ -z $line || $line == *[[:blank:]] ]]; then
+        words+=("")
+    fi
+    cword=$(( ${#words[@]} - 1 ))
+    cur="${words[cword]}"
+    prev=""
+    if (( cword > 0 )); then
+        prev="${words[cword-1]}"
+    fi
+}
+fi
+`
+
+// PortableBashCompletion makes `completion bash` write cobra's bash completion (V2) followed
+// by portableBashInit, so that it works in a bash without the bash-completion package.
+func PortableBashCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		for _, sh := range c.Commands() {
+			if sh.Name() != "bash" {
+				continue
+			}
+			sh.Long += "\n\nThe script works without the bash-completion package too."
+			sh.RunE = func(cmd *cobra.Command, _ []string) error {
+				noDesc, _ := cmd.Flags().GetBool("no-descriptions")
+				var b strings.Builder
+				if err := cmd.Root().GenBashCompletionV2(&b, !noDesc); err != nil {
+					return err
+				}
+				fmt.Fprintf(&b, portableBashInit, cmd.Root().Name())
+				_, err := io.WriteString(cmd.OutOrStdout(), b.String())
+				return err
+			}
+			sh.Run = nil
+		}
+	}
 }

@@ -177,6 +177,8 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table")
 	_ = cmd.RegisterFlagCompletionFunc("handler", cobra.FixedCompletions(handlers.Names, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -44,6 +44,7 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only runs with this status: "+strings.Join(dedup.RunStatuses, ", "))
 	cmd.Flags().IntVar(&opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many runs")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(dedup.RunStatuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -169,5 +169,6 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		root.AddCommand(c)
 	}
 	cmdutil.AddDynamicCompletion(f, root)
+	cmdutil.PortableBashCompletion(root)
 	return root
 }

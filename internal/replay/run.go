@@ -80,6 +80,13 @@ type Resume struct {
 // ErrNothingToResume means the run is completed.
 var ErrNothingToResume = errors.New("the run is completed: nothing to resume")
 
+// Resumable reports whether a run with this status is one to resume: it stopped before its
+// end (interrupted, failed). A running run resumes only when abandoned (LoadRun's force), a
+// completed one has nothing left.
+func Resumable(status string) bool {
+	return status == dedup.RunInterrupted || status == dedup.RunFailed
+}
+
 // LoadRun reads run id from the journal and plans its continuation: each partition from just
 // after its checkpoint to the end offset journaled when the run was planned (never re-taken),
 // skipping the records journaled as sent beyond the checkpoint. A run marked running is
