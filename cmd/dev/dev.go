@@ -17,6 +17,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
 // DefaultDevDSN is the store `fieldwork dev` creates when --dsn is not given.
@@ -34,6 +35,8 @@ type DevOptions struct {
 	NoSeed     bool
 	// DeadLetters seeds tasks.dlq as if a consumer had already met the poison records.
 	DeadLetters bool
+	// Fresh starts the store over (devstack.Options.Fresh).
+	Fresh bool
 }
 
 // NewCmdDev builds `fieldwork dev`; runF, when set, replaces the run (for tests of flag
@@ -53,7 +56,10 @@ seed a dead letter for each poison record, in fieldwork's convention, as if a co
 already run. Any fieldwork command pointed at it with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
-authentication, so it only listens on loopback. The store file stays.
+authentication, so it only listens on loopback. The store file stays: a later fieldwork dev
+keeps its markers and journaled replay runs, and warns that it holds some, since the events
+they name are not those of the new broker. --fresh deletes the store file first and starts
+over with an empty one.
 
 The store is the global --dsn flag (sqlite:PATH only); FIELDWORK_DSN and contexts are not
 read, so the sandbox never touches a configured store. --seed chooses the sample stream:
@@ -63,7 +69,8 @@ What it serves is printed to stdout on a terminal, else to stderr; with -o json,
 csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 		Example: `  fieldwork dev
   fieldwork dev --port 19092 --dsn sqlite:/tmp/fw.db --seed 7
-  fieldwork dev --no-seed --partitions 6`,
+  fieldwork dev --no-seed --partitions 6
+  fieldwork dev --fresh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(f.Conn.Brokers) > 0 {
@@ -89,6 +96,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
 	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
+	fl.BoolVar(&opts.Fresh, "fresh", false, "start over: delete the store file (markers, journaled runs) before starting")
 	return cmd
 }
 
@@ -135,7 +143,7 @@ type devInfo struct {
 func devRun(ctx context.Context, opts *DevOptions) error {
 	stack, err := devstack.Start(ctx, devstack.Options{
 		Port: opts.Port, Partitions: opts.Partitions, DSN: opts.DSN, Seed: opts.Seed, NoSeed: opts.NoSeed,
-		NoDeadLetters: !opts.DeadLetters,
+		NoDeadLetters: !opts.DeadLetters, Fresh: opts.Fresh,
 	})
 	if err != nil {
 		if errors.Is(err, devstack.ErrPortInUse) {
@@ -144,6 +152,12 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 		return err
 	}
 	defer stack.Close()
+	if e := stack.Earlier; !e.Empty() {
+		cmdutil.Warn(opts.Streams, fmt.Sprintf("the store %s already holds %s of %s and %s from an earlier session: "+
+			"counts and statuses will not match a new sandbox's; run fieldwork dev --fresh to start over",
+			redact.DSN(stack.DSN), cmdutil.Plural(e.Markers, "marker"), cmdutil.Plural(int64(e.Consumers), "consumer"),
+			cmdutil.Plural(int64(e.Runs), "journaled replay run")))
+	}
 
 	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}, Try: devTry(stack)}
 	if stack.Seeded != nil {

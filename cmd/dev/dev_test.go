@@ -19,6 +19,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/dev"
 	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -186,5 +187,48 @@ func TestDevFlags(t *testing.T) {
 				t.Errorf("options %+v, want %+v", *got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDevWarnsAboutAnEarlierStore: a store that holds markers from an earlier session is
+// kept, with a warning that names --fresh; --fresh starts it over, without the warning.
+func TestDevWarnsAboutAnEarlierStore(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
+	ctx := context.Background()
+	st, err := dedup.Open(ctx, dsn, dedup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Migrate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := st.Claim(ctx, tx, "task-projection", []dedup.Marker{{EventID: "e-1"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	serve := func(args ...string) string {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, errOut, done := roottest.Start(ctx, append([]string{"dev", "--port", "0", "--dsn", dsn, "--no-seed"}, args...)...)
+		roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+		cancel()
+		if r := <-done; r.Code != root.ExitOK {
+			t.Fatalf("code %d, err %v", r.Code, r.Err)
+		}
+		return errOut.String()
+	}
+	want := "warning: the store " + dsn + " already holds 1 marker of 1 consumer and 0 journaled replay runs from an earlier session"
+	if got := serve(); !strings.Contains(got, want) || !strings.Contains(got, "fieldwork dev --fresh") {
+		t.Errorf("no warning %q:\n%s", want, got)
+	}
+	if got := serve("--fresh"); strings.Contains(got, "warning:") {
+		t.Errorf("--fresh warned:\n%s", got)
+	}
+	if got := serve(); strings.Contains(got, "warning:") {
+		t.Errorf("after --fresh, the store still holds something:\n%s", got)
 	}
 }

@@ -49,3 +49,14 @@ func splitDSN(dsn string) (driver, rest string, err error) {
 	}
 	return driverSQLite, rest, nil
 }
+
+// SQLitePath is the file an SQLite DSN (sqlite:PATH, sqlite://PATH, with or without a query)
+// names; ok is false for any other DSN.
+func SQLitePath(dsn string) (path string, ok bool) {
+	driver, rest, err := splitDSN(dsn)
+	if err != nil || driver != driverSQLite {
+		return "", false
+	}
+	path, _, _ = strings.Cut(rest, "?")
+	return path, true
+}

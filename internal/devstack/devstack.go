@@ -12,7 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -67,6 +69,11 @@ type Options struct {
 	Partitions int
 	// DSN of the dedup store to create and migrate, normally sqlite:PATH. Empty: no store.
 	DSN string
+	// Fresh starts the store over: its SQLite file (and the -wal, -shm and -journal files
+	// beside it) is removed before it is opened, so no marker or journaled run of an earlier
+	// session is left. Only an SQLite DSN can be started over. The broker starts empty
+	// every time (it keeps nothing).
+	Fresh bool
 	// Seed chooses the sample stream (see package sample).
 	Seed uint64
 	// NoSeed creates the topics empty.
@@ -118,12 +125,25 @@ type Stack struct {
 	Partitions int
 	// Seeded says what was produced; nil with NoSeed.
 	Seeded *Seeded
+	// Earlier is what the store held when the stack started: markers and journaled runs of
+	// an earlier session (zero for a new or Fresh store).
+	Earlier Earlier
 
 	cluster *kfake.Cluster
 	store   *dedup.Store
 	once    sync.Once
 	err     error
 }
+
+// Earlier is what a store kept from an earlier session.
+type Earlier struct {
+	Markers   int64 // markers, of every consumer
+	Consumers int   // consumers with markers
+	Runs      int   // journaled replay runs
+}
+
+// Empty reports whether the store kept nothing.
+func (e Earlier) Empty() bool { return e.Markers == 0 && e.Runs == 0 }
 
 // Start serves the broker, creates the topics, opens and migrates the store and seeds the
 // topics. The stack keeps running after ctx ends (ctx bounds starting only) until Close.
@@ -151,9 +171,19 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.Addr = s.cluster.ListenAddrs()[0]
 
 	if o.DSN != "" {
+		if o.Fresh {
+			if err := removeStore(o.DSN); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 		if err := s.openStore(ctx, o.DSN); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if s.Earlier, err = earlier(ctx, s.store); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("read the dev store %s: %w", redact.DSN(o.DSN), err)
 		}
 	}
 	if !o.NoSeed {
@@ -198,6 +228,43 @@ func (s *Stack) openStore(ctx context.Context, dsn string) error {
 	}
 	s.store = st
 	return nil
+}
+
+// removeStore deletes the SQLite store dsn names, with its journal files; a file that is not
+// there is fine.
+func removeStore(dsn string) error {
+	path, ok := dedup.SQLitePath(dsn)
+	if !ok {
+		return fmt.Errorf("only an SQLite dev store can be started over, not %s", redact.DSN(dsn))
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("start the dev store over: %w", err)
+		}
+	}
+	return nil
+}
+
+// earlierRunsCounted is how many journaled runs earlier counts at most.
+const earlierRunsCounted = 1000
+
+// earlier counts what st holds.
+func earlier(ctx context.Context, st *dedup.Store) (Earlier, error) {
+	var e Earlier
+	stats, err := st.Stats(ctx, dedup.StatsFilter{})
+	if err != nil {
+		return e, err
+	}
+	for _, c := range stats.Consumers {
+		e.Markers += c.Count
+		e.Consumers++
+	}
+	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: earlierRunsCounted})
+	if err != nil {
+		return e, err
+	}
+	e.Runs = len(runs)
+	return e, nil
 }
 
 // Store is the migrated dedup store (nil without a DSN). It is closed by Close.

@@ -255,3 +255,47 @@ func TestBadDSNLeavesNothingRunning(t *testing.T) {
 		t.Fatal("bad DSN accepted")
 	}
 }
+
+// TestFreshStartsTheStoreOver: a store keeps an earlier session's markers and runs, which the
+// next start reports in Earlier; Fresh removes them.
+func TestFreshStartsTheStoreOver(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
+	ctx := context.Background()
+	first, err := Start(ctx, Options{DSN: dsn, NoSeed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Earlier.Empty() {
+		t.Errorf("a new store: earlier %+v", first.Earlier)
+	}
+	st := first.Store()
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := st.Claim(ctx, tx, "task-projection", []dedup.Marker{{EventID: "e-1"}, {EventID: "e-2"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "r-1", Operator: "op", Reason: "why", Selection: "{}",
+		Sources: []string{TopicDLQ}, Target: TopicTasks, Status: dedup.RunCompleted}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again := start(t, Options{DSN: dsn, NoSeed: true})
+	if want := (Earlier{Markers: 2, Consumers: 1, Runs: 1}); again.Earlier != want {
+		t.Errorf("restarted: earlier %+v, want %+v", again.Earlier, want)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := start(t, Options{DSN: dsn, NoSeed: true, Fresh: true})
+	if !fresh.Earlier.Empty() {
+		t.Errorf("fresh: earlier %+v", fresh.Earlier)
+	}
+	if runs, err := fresh.Store().ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 10}); err != nil || len(runs) != 0 {
+		t.Errorf("fresh store: runs %v, %v", runs, err)
+	}
+}
