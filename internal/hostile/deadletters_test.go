@@ -16,11 +16,7 @@ import (
 // and dlq show print them on a colour terminal, in a table through a pipe and as JSON, and
 // none of it may reach the terminal raw; the JSON gives every header by the one rule.
 func TestHostileDeadLetters(t *testing.T) {
-	e := env{brokers: testenv.Brokers(t), dsn: testenv.DSN(t), home: t.TempDir()}
-	dlqTopic := testenv.Name(t, "fwh") + ".dlq"
-	createTopics(t, dlqTopic)
-	sch := schema(t)
-	e.expect(t, 0, "db", "migrate", "--schema", sch)
+	e, dlqTopic, sch := deadLetterEnv(t, "fwh")
 
 	hostile := escTitle + escRed + bidi + framed + c1CSI + "\xff\xfe" + ownRed + titleST
 	be32, be64 := make([]byte, 4), make([]byte, 8)
@@ -67,4 +63,16 @@ func TestHostileDeadLetters(t *testing.T) {
 		checkJSON(t, r)
 		checkRecordJSON(t, r, l.key, l.value, l.header)
 	}
+}
+
+// deadLetterEnv is an environment on the real services with a dead-letter topic of its own
+// (named from prefix) and a migrated store schema of its own.
+func deadLetterEnv(t *testing.T, prefix string) (e env, dlqTopic, sch string) {
+	t.Helper()
+	e = env{brokers: testenv.Brokers(t), dsn: testenv.DSN(t), home: t.TempDir()}
+	dlqTopic = testenv.Name(t, prefix) + ".dlq"
+	createTopics(t, dlqTopic)
+	sch = schema(t)
+	e.expect(t, 0, "db", "migrate", "--schema", sch)
+	return e, dlqTopic, sch
 }

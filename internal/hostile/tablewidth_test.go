@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
-	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 // TestTablesFitTheTerminal: on a terminal 80 columns wide, dlq list and dlq stats over dead
@@ -17,11 +16,7 @@ import (
 // so no row wraps: the widest cells end with …. --wide shows them whole, and JSON and CSV
 // through a pipe are never cut.
 func TestTablesFitTheTerminal(t *testing.T) {
-	e := env{brokers: testenv.Brokers(t), dsn: testenv.DSN(t), home: t.TempDir()}
-	dlqTopic := testenv.Name(t, "fww") + ".dlq"
-	createTopics(t, dlqTopic)
-	sch := schema(t)
-	e.expect(t, 0, "db", "migrate", "--schema", sch)
+	e, dlqTopic, sch := deadLetterEnv(t, "fww")
 
 	long := "POST https://hooks.example/tasks: 422 Unprocessable Entity: {\"error\": \"the title is longer than the 200 characters the board accepts\"}"
 	wide := "拒否されました: タイトルが長すぎます。ボードが受け付けるのは二百文字までです。もう一度お試しください。"
