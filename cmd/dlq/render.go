@@ -66,13 +66,14 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 }
 
 // dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
-// dead letter has header problems. A table on a terminal cuts the widest cells (messages
-// first) to fit its width, unless --wide (output.Printer.TableWidth).
+// dead letter has header problems. A table on a terminal too narrow for it leaves ORIGINAL,
+// EVENT ID and CONVENTION out, then cuts the widest cells (messages first) to fit, unless
+// --wide (output.Printer.TableWidth).
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
 	st := p.Styles
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
-		{Name: "original", Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
+		{Name: "original", WideOnly: true, Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
 		{Name: "reason", Value: func(e dlq.Entry) string {
 			if e.Reason == dlq.ReasonMalformed {
 				return st.Bad.Render(e.Reason)
@@ -81,14 +82,14 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 		}},
 		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
 		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
-		{Name: "event id", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
+		{Name: "event id", WideOnly: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
 		{Name: "age", Value: func(e dlq.Entry) string {
 			if e.Timestamp.IsZero() {
 				return "-"
 			}
 			return dlq.FormatAge(now.Sub(e.Timestamp))
 		}},
-		{Name: "convention", Value: func(e dlq.Entry) string { return string(e.Convention) }},
+		{Name: "convention", WideOnly: true, Value: func(e dlq.Entry) string { return string(e.Convention) }},
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
@@ -302,6 +303,8 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 	topics := output.Section{
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
+		// On a narrow terminal: counts, when retention deletes the oldest, statuses.
+		WideOnly: []string{"oldest", "newest", "per hour", "retention"},
 	}
 	if withStatus {
 		topics.Header = append(topics.Header, dlqStatusHeader...)
@@ -331,7 +334,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		}
 		topics.Rows = append(topics.Rows, row)
 	}
-	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy)}
+	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", "per hour"}}
 	for _, k := range rep.GroupBy {
 		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
 	}

@@ -41,11 +41,15 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		}
 	}
 	list := []string{"dlq", "list", "--topic", dlqTopic, "--schema", sch, "--limit", "0"}
-	fits(e.onTerminalSized(t, 80, 0, list...))
+	narrow := e.onTerminalSized(t, 80, 0, list...)
+	fits(narrow)
+	if text := terminalText(narrow.stdout); strings.Contains(text, "CONVENTION") || !strings.Contains(text, "MESSAGE") {
+		t.Errorf("at 80 columns: want CONVENTION left out, MESSAGE kept:\n%s", text)
+	}
 	fits(e.onTerminalSized(t, 80, 0, "dlq", "stats", "--topic", dlqTopic, "--group-by", "error_class,original_topic,group"))
 
 	whole := e.onTerminalSized(t, 80, 0, append(list, "--wide")...)
-	if text := terminalText(whole.stdout); !strings.Contains(text, long) || !strings.Contains(text, wide) {
+	if text := terminalText(whole.stdout); !strings.Contains(text, long) || !strings.Contains(text, wide) || !strings.Contains(text, "CONVENTION") {
 		t.Errorf("fieldwork %s: messages not whole:\n%s", cmdline(whole.args), text)
 	}
 	for _, format := range []string{"json", "csv"} {

@@ -57,3 +57,32 @@ func TestTableFitsItsWidth(t *testing.T) {
 		t.Errorf("unlimited and wide enough differ or cut:\n%s\n%s", a, b)
 	}
 }
+
+// TestWideOnlyColumns: a WideOnly column is left out of a table too wide for the terminal,
+// kept when the table fits, with Wide, and in CSV.
+func TestWideOnlyColumns(t *testing.T) {
+	type item struct{ id, detail string }
+	cols := []Column[item]{
+		{Name: "id", Value: func(i item) string { return i.id }},
+		{Name: "detail", WideOnly: true, Value: func(i item) string { return i.detail }},
+	}
+	items := []item{{"a-1", strings.Repeat("x", 50)}}
+	render := func(width int, wide bool, f Format) string {
+		s, _, out, _ := Test()
+		s.OutTTY, s.Width = true, width
+		p := NewPrinter(s, f)
+		p.Wide = wide
+		if err := List(p, items, cols, ""); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if got := render(40, false, FormatTable); strings.Contains(got, "DETAIL") || !strings.Contains(got, "a-1") {
+		t.Errorf("narrow:\n%s", got)
+	}
+	for _, got := range []string{render(100, false, FormatTable), render(40, true, FormatTable), render(40, false, FormatCSV)} {
+		if !strings.Contains(strings.ToUpper(got), "DETAIL") || !strings.Contains(got, items[0].detail) {
+			t.Errorf("want the column whole:\n%s", got)
+		}
+	}
+}

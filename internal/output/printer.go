@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -48,6 +49,10 @@ type Column[T any] struct {
 	// "-", the dash tables show for nothing): a column of problems that most results do not
 	// have, say. CSV keeps every column, so that its shape does not depend on the data.
 	Optional bool
+	// WideOnly leaves the column out of a table on a terminal too narrow for the whole table
+	// (Printer.TableWidth), before any cell is cut: a detail the list can do without, shown
+	// with --wide and always in CSV and JSON.
+	WideOnly bool
 }
 
 // List writes items. JSON and JSON Lines encode the items themselves (their json tags are the
@@ -80,7 +85,7 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 		for i, it := range items {
 			rows[i] = cells(columns, it)
 		}
-		header, rows := shownColumns(columns, rows)
+		header, rows := shownColumns(p, columns, rows)
 		return p.Table(header, rows)
 	}
 }
@@ -165,6 +170,18 @@ type Section struct {
 	Header []string
 	Rows   [][]string
 	Text   string
+	// WideOnly names the columns of Header left out on a terminal too narrow for the whole
+	// table, as Column.WideOnly; CSV keeps them.
+	WideOnly []string
+}
+
+// wideOnlyOf marks the columns of s.Header that s.WideOnly names.
+func wideOnlyOf(s Section) []bool {
+	out := make([]bool, len(s.Header))
+	for i, h := range s.Header {
+		out[i] = slices.Contains(s.WideOnly, h)
+	}
+	return out
 }
 
 // Object writes one result. JSON and JSON Lines encode v; table renders the sections; CSV
@@ -218,7 +235,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 		if len(s.Header) > 0 {
 			if len(s.Rows) == 0 {
 				fmt.Fprintln(out, Printable(p.Styles.Dim.Render("(none)"), color))
-			} else if err := p.Table(s.Header, s.Rows); err != nil {
+			} else if err := p.Table(p.shownColumnsOf(s.Header, make([]bool, len(s.Header)), wideOnlyOf(s), s.Rows)); err != nil {
 				return err
 			}
 		}

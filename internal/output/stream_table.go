@@ -28,15 +28,16 @@ import (
 // show nothing until it ends.
 //
 // An Optional column is left out only when the whole table was kept: a chunked table cannot
-// know whether a later row fills it, so it shows every column.
+// know whether a later row fills it, so it shows every column. So is a WideOnly column.
 type tableStream struct {
-	p      *Printer
-	names  []string
-	opt    []bool
-	chunk  int
-	rows   [][]string
-	widths []int  // set once the first chunk is printed
-	before func() // called before anything is printed
+	p        *Printer
+	names    []string
+	opt      []bool
+	wideOnly []bool
+	chunk    int
+	rows     [][]string
+	widths   []int  // set once the first chunk is printed
+	before   func() // called before anything is printed
 }
 
 func newTableStream[T any](p *Printer, cols []Column[T], chunk int, before func()) *tableStream {
@@ -44,6 +45,7 @@ func newTableStream[T any](p *Printer, cols []Column[T], chunk int, before func(
 	for _, c := range cols {
 		t.names = append(t.names, c.Name)
 		t.opt = append(t.opt, c.Optional)
+		t.wideOnly = append(t.wideOnly, c.WideOnly)
 	}
 	return t
 }
@@ -86,39 +88,62 @@ func (t *tableStream) close() error {
 	if t.widths != nil || len(t.rows) == 0 {
 		return nil
 	}
-	header, rows := shownColumnsOf(t.names, t.opt, t.rows)
+	header, rows := t.p.shownColumnsOf(t.names, t.opt, t.wideOnly, t.rows)
 	return t.p.Table(header, rows)
 }
 
 // shownColumns is the header and rows of a table without its Optional columns that say
-// nothing.
-func shownColumns[T any](cols []Column[T], rows [][]string) ([]string, [][]string) {
-	names := make([]string, len(cols))
-	opt := make([]bool, len(cols))
+// nothing, and without its WideOnly columns when it does not fit the terminal.
+func shownColumns[T any](p *Printer, cols []Column[T], rows [][]string) ([]string, [][]string) {
+	names, opt, wideOnly := make([]string, len(cols)), make([]bool, len(cols)), make([]bool, len(cols))
 	for i, c := range cols {
-		names[i], opt[i] = c.Name, c.Optional
+		names[i], opt[i], wideOnly[i] = c.Name, c.Optional, c.WideOnly
 	}
-	return shownColumnsOf(names, opt, rows)
+	return p.shownColumnsOf(names, opt, wideOnly, rows)
 }
 
-func shownColumnsOf(names []string, opt []bool, rows [][]string) ([]string, [][]string) {
-	keep := make([]int, 0, len(names))
+func (p *Printer) shownColumnsOf(names []string, opt, wideOnly []bool, rows [][]string) ([]string, [][]string) {
+	says := make([]bool, len(names))
 	for i := range names {
-		if !opt[i] || !emptyColumn(rows, i) {
-			keep = append(keep, i)
+		says[i] = !opt[i] || !emptyColumn(rows, i)
+	}
+	narrow := false
+	if limit := p.TableWidth(); limit > 0 {
+		total, color := 0, p.Styles.Color()
+		for i, n := range names {
+			if !says[i] {
+				continue
+			}
+			w := twwidth.Width(strings.ToUpper(n))
+			for _, r := range rows {
+				w = max(w, twwidth.Width(Printable(r[i], color)))
+			}
+			total += w + columnGap
+		}
+		narrow = total-columnGap > limit
+	}
+	return selectColumns(names, rows, func(i int) bool { return says[i] && !(narrow && wideOnly[i]) })
+}
+
+// selectColumns is names and rows with only the columns keep keeps.
+func selectColumns(names []string, rows [][]string, keep func(i int) bool) ([]string, [][]string) {
+	kept := make([]int, 0, len(names))
+	for i := range names {
+		if keep(i) {
+			kept = append(kept, i)
 		}
 	}
-	if len(keep) == len(names) {
+	if len(kept) == len(names) {
 		return names, rows
 	}
-	header := make([]string, len(keep))
-	for j, i := range keep {
+	header := make([]string, len(kept))
+	for j, i := range kept {
 		header[j] = names[i]
 	}
 	out := make([][]string, len(rows))
 	for r, row := range rows {
-		out[r] = make([]string, len(keep))
-		for j, i := range keep {
+		out[r] = make([]string, len(kept))
+		for j, i := range kept {
 			out[r][j] = row[i]
 		}
 	}
