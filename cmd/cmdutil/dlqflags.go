@@ -279,6 +279,7 @@ func (s *DLQStatusFlags) Open(ctx context.Context, d DLQStoreDeps) (dlq.StatusLo
 		}
 		return dlq.StatusLookup{}, none, err
 	}
+	WarnUnknownConsumer(ctx, d.Streams, st, s.Consumer)
 	var once sync.Once
 	noJournal := func(error) {
 		once.Do(func() {

@@ -111,6 +111,7 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 
 func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Filter.Consumer)
 	page, err := st.List(ctx, opts.Filter)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ package dedupdriver
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -213,6 +214,9 @@ type Driver interface {
 	// the same consumer and bound (all consumers' when consumer is empty).
 	PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]TopicCount, error)
 	Forget(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+	// Consumers returns up to limit distinct consumer names that have markers, in order,
+	// without reading every row (ConsumersSQL).
+	Consumers(ctx context.Context, limit int) ([]string, error)
 
 	// IsTransient reports whether err is worth retrying (connection lost,
 	// serialization failure, deadlock, database busy).
@@ -223,4 +227,17 @@ type Driver interface {
 type TopicCount struct {
 	Topic   string `json:"topic"`
 	Markers int64  `json:"markers"`
+}
+
+// ConsumersSQL is the query of Driver.Consumers, the same in both dialects: a loose index
+// scan over the primary key (consumer, event_id), one index probe per distinct consumer,
+// so that naming the consumers costs as many probes as there are consumers, not a table scan.
+// $1 is the limit; table and consumer are quoted identifiers.
+func ConsumersSQL(table, consumer string) string {
+	return fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
+  SELECT (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
+  UNION ALL
+  SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
+)
+SELECT consumer FROM c WHERE consumer IS NOT NULL LIMIT $1`, table, consumer)
 }
