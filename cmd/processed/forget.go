@@ -26,12 +26,12 @@ type ProcessedForgetOptions struct {
 	AllConsumers bool
 	Yes          bool
 
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 }
 
 // NewCmdProcessedForget builds `processed forget`.
 func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
-	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) }}
+	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
 	cmd := &cobra.Command{
 		Use:   "forget (EVENT_ID… | --from-file FILE) --consumer CONSUMER",
 		Short: "Delete markers so that the events are processed again (after a bug fix)",
@@ -161,7 +161,8 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
 		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
-	if err := opts.Confirm(opts.Yes, question); err != nil {
+	counts := []string{fmt.Sprintf("%s of %s", cmdutil.Plural(int64(len(opts.EventIDs)), "event id"), consumerText("", opts.Consumer, "every consumer"))}
+	if err := opts.Confirm(opts.Yes, cmdutil.Prompt{Question: question, Store: st.Table(), Counts: counts}); err != nil {
 		return err
 	}
 	// --all-consumers leaves Consumer empty: every consumer's markers.

@@ -26,7 +26,7 @@ type ProcessedPruneOptions struct {
 	Force     bool
 	Yes       bool
 
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 	Now     func() time.Time
 }
 
@@ -34,7 +34,7 @@ type ProcessedPruneOptions struct {
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
 		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
-		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
+		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
 	}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
@@ -99,8 +99,8 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
 		Force: opts.Force, Now: opts.Now(),
-		Confirm: func(question string) error {
-			if err := opts.Confirm(opts.Yes, question); err != nil {
+		Confirm: func(rep *processed.PruneReport, question string) error {
+			if err := opts.Confirm(opts.Yes, prunePrompt(rep, question, st.Table())); err != nil {
 				return err
 			}
 			progress = output.NewProgress(opts.Streams, output.ProgressOptions{Label: "pruning", Unit: "markers", Estimate: true})
@@ -117,4 +117,19 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 		return err
 	}
 	return p.Object(rep, pruneSections(p, rep))
+}
+
+// prunePrompt is the confirmation of a prune: the question and the candidates per source topic.
+func prunePrompt(rep *processed.PruneReport, question, table string) cmdutil.Prompt {
+	p := cmdutil.Prompt{Question: question, Store: table, Kafka: rep.HorizonChecked}
+	for _, t := range rep.Topics {
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded %s", cmdutil.Plural(t.Markers, "marker"), t.Topic))
+	}
+	if rep.NoTopic > 0 {
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded no topic", cmdutil.Plural(rep.NoTopic, "marker")))
+	}
+	if len(p.Counts) == 0 {
+		p.Counts = []string{cmdutil.Plural(rep.Candidates, "marker")}
+	}
+	return p
 }

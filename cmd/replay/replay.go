@@ -20,14 +20,14 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 	Getenv  func(string) string
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
 	return replayDeps{
 		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
+		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
 	}
 }
 

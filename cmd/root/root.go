@@ -14,6 +14,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/cmd/consume"
+	"github.com/fieldwork/fieldwork/cmd/contexts"
 	"github.com/fieldwork/fieldwork/cmd/db"
 	"github.com/fieldwork/fieldwork/cmd/demo"
 	"github.com/fieldwork/fieldwork/cmd/dev"
@@ -38,6 +39,7 @@ const (
 	ExitCheckFailed = 3
 	ExitConnect     = 4
 	ExitDenied      = 5
+	ExitCancelled   = 6
 	ExitInterrupted = 130
 )
 
@@ -73,6 +75,9 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	case fwerr.KindCheck:
 		fmt.Fprintln(errOut, st.Warn.Render("problems found: ")+err.Error())
 		return ExitCheckFailed
+	case fwerr.KindCancelled:
+		fmt.Fprintln(errOut, st.Warn.Render("cancelled: ")+err.Error())
+		return ExitCancelled
 	}
 	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
@@ -104,7 +109,7 @@ current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
 
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
 4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
-130 interrupted.`,
+6 cancelled at a confirmation prompt, 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -158,6 +163,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		version.NewCmdVersion(f, nil),
 		consume.NewCmdConsume(f, nil),
 		db.NewCmdDB(f),
+		contexts.NewCmdContext(f),
 		demo.NewCmdDemo(f, nil),
 		dlq.NewCmdDLQ(f),
 		docs.NewCmdDocs(f, nil),

@@ -267,6 +267,11 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(3, env, append([]string{"processed", "check", "--topic", topic, "--consumer", group}, s...)...)
 	do(0, env, append([]string{"processed", "prune", "--older-than", "30d", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "forget", "e1", "--consumer", group, "--yes"}, s...)...)
+	withFile := secure(map[string]string{"FIELDWORK_CONFIG": cfgFile})
+	do(0, withFile, "context", "list")
+	do(0, withFile, "context", "show", "inline")
+	do(0, withFile, "context", "current", "--context", "apart")
+	do(0, withFile, "context", "use", "apart")
 	do(0, env, "version")
 	do(0, env, "docs", "--markdown-dir", filepath.Join(dir, "md"), "--man-dir", filepath.Join(dir, "man"))
 	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {

@@ -25,6 +25,9 @@ const (
 	// KindDenied means the cluster's ACLs deny an operation the command needs (exit 5): the
 	// message names the operation and the resource ("not authorized: WRITE on topic orders").
 	KindDenied
+	// KindCancelled means the person at the terminal answered no to a confirmation: nothing
+	// was changed (exit 6).
+	KindCancelled
 )
 
 // Error carries a Kind beside the underlying error.

@@ -30,9 +30,10 @@ type PruneOptions struct {
 	Force bool
 	// Now anchors the window (time.Now when zero).
 	Now time.Time
-	// Confirm, when set, is asked before anything is deleted, with a sentence that says what
-	// will be; an error from it stops the prune and is returned (with the report).
-	Confirm func(question string) error
+	// Confirm, when set, is asked before anything is deleted, with the report so far (the
+	// candidates per topic) and a sentence that says what will be; an error from it stops the
+	// prune and is returned (with the report).
+	Confirm func(rep *PruneReport, question string) error
 	// Progress, when set, gets the running count after each deleted batch, and the number of
 	// candidates (the shape of output.Progress.Update).
 	Progress func(deleted, candidates int64)
@@ -120,7 +121,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
 			plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
-		if err := o.Confirm(question); err != nil {
+		if err := o.Confirm(rep, question); err != nil {
 			return rep, err
 		}
 	}
