@@ -35,8 +35,9 @@ type DLQListOptions struct {
 func NewCmdDLQList(f *cmdutil.Factory, runF func(context.Context, *DLQListOptions) error) *cobra.Command {
 	opts := &DLQListOptions{dlqDeps: newDLQDeps(f)}
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "Dead letters of one or more dead-letter topics, filtered, with their status",
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "Dead letters of one or more dead-letter topics, filtered, with their status",
 		Long: `List dead letters: where each one is, where its record failed (original topic, partition,
 offset), the reason, error class and message, the event id, its age and convention, and its
 status when a dedup store is configured.

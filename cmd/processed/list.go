@@ -32,8 +32,9 @@ type ProcessedListOptions struct {
 func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
 	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "Markers newest first, filtered by consumer, time and aggregate; paged",
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "Markers newest first, filtered by consumer, time and aggregate; paged",
 		Long: `List markers newest first (by processed_at, then consumer, then event id), at most --limit
 of them. When more follow, the cursor of the next page is printed to stderr as
 "next cursor: TOKEN"; run the same command again with --cursor TOKEN to read it. Keep the

@@ -3,6 +3,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -173,6 +174,10 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {
+			// Not an address: maybe a mistyped subcommand (replay runz).
+			if hint := cmdutil.SubcommandHint(cmd, args[0]); hint != "" {
+				return fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("%w%s", err, hint))
+			}
 			return err
 		}
 		topic, part, off := a.Topic, a.Partition, a.Offset

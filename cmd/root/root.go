@@ -123,7 +123,9 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	root.SetIn(f.Streams.In)
 	root.SetOut(f.Streams.Out)
 	root.SetErr(f.Streams.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fwerr.Wrap(fwerr.KindUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fwerr.Wrap(fwerr.KindUsage, cmdutil.FlagError(c, err))
+	})
 
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&f.Conn.Brokers, "brokers", nil, "Kafka bootstrap brokers, comma-separated (env FIELDWORK_BROKERS)")
