@@ -12,6 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -134,4 +137,24 @@ func capitalize(s string) string {
 		return s
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// RegisterExecuteFlags adds the flags of an action that is a dry run unless told otherwise,
+// the same in replay, processed prune and processed forget (docs/design.md §4): --execute
+// (act; default print the plan and change nothing), --yes (do not ask; required with
+// --execute off a terminal) and --reason (the justification, shown in the confirmation).
+// act completes "--execute: …", why is the start of --reason's help.
+func RegisterExecuteFlags(fs *pflag.FlagSet, execute, yes *bool, reason *string, act, why string) {
+	fs.BoolVar(execute, "execute", false, act+" (default: print the plan and change nothing)")
+	fs.BoolVar(yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
+	fs.StringVar(reason, "reason", "", why+": shown in the confirmation (only with --execute)")
+}
+
+// CheckExecuteFlags refuses --reason on a dry run: it justifies an action, and a dry run
+// changes nothing.
+func CheckExecuteFlags(cmd *cobra.Command, execute bool) error {
+	if !execute && cmd.Flags().Changed("reason") {
+		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
+	}
+	return nil
 }

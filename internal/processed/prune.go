@@ -25,6 +25,9 @@ type PruneOptions struct {
 	// Topics, when given, are the source topics whose retention bounds the replay horizon,
 	// in place of the topics the markers recorded.
 	Topics []string
+	// DryRun stops after the candidates are counted and the horizon checked: the report says
+	// what would be deleted, and nothing is asked (Confirm) or deleted.
+	DryRun bool
 	// Force prunes even inside a replay horizon, or without checking it; each thing it did
 	// not respect is passed to Warn.
 	Force bool
@@ -69,6 +72,8 @@ type PruneReport struct {
 	HorizonChecked bool           `json:"horizon_checked"`
 	Forced         bool           `json:"forced"`
 	Topics         []TopicHorizon `json:"topics"`
+	// DryRun is set when nothing was deleted because none was asked for: Candidates would be.
+	DryRun bool `json:"dry_run"`
 }
 
 // Prune deletes the markers processed more than o.OlderThan ago (o.Consumer's only, when
@@ -97,7 +102,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	}
 	before := now.Add(-o.OlderThan).UTC()
 	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
-		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}}
+		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: o.DryRun}
 
 	// Through the store's own query first: a missing table is reported as such.
 	page, err := st.List(ctx, dedup.ListFilter{Consumer: o.Consumer, Until: before, Limit: 1})
@@ -116,6 +121,9 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	}
 	if err := checkReplayHorizon(ctx, cluster, o, rep, counts); err != nil {
 		return rep, err
+	}
+	if o.DryRun {
+		return rep, nil
 	}
 
 	if o.Confirm != nil {

@@ -164,7 +164,7 @@ func TestPruneNothingToDo(t *testing.T) {
 	}
 	slices.Sort(keys)
 	// The fields `processed prune` prints (consumer is left out when empty).
-	if want := "[candidates candidates_without_topic deleted forced horizon_checked older_than processed_before table topics]"; fmt.Sprint(keys) != want {
+	if want := "[candidates candidates_without_topic deleted dry_run forced horizon_checked older_than processed_before table topics]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}
 	// A declined confirmation deletes nothing and is returned.
