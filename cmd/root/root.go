@@ -40,6 +40,7 @@ const (
 	ExitConnect     = 4
 	ExitDenied      = 5
 	ExitCancelled   = 6
+	ExitPartial     = 7
 	ExitInterrupted = 130
 )
 
@@ -78,6 +79,9 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	case fwerr.KindCancelled:
 		fmt.Fprintln(errOut, st.Warn.Render("cancelled: ")+err.Error())
 		return ExitCancelled
+	case fwerr.KindPartial:
+		fmt.Fprintln(errOut, st.Warn.Render("partial: ")+err.Error())
+		return ExitPartial
 	}
 	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
@@ -109,7 +113,8 @@ current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
 
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
 4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
-6 cancelled at a confirmation prompt, 130 interrupted.`,
+6 cancelled at a confirmation prompt, 7 partial (piped output cut at a default limit),
+130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
