@@ -257,6 +257,7 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.status.Consumer)
 	plan, err := replay.NewPlan(ctx, c, opts.Spec)
 	if err != nil {
 		return err
