@@ -90,10 +90,18 @@ func TestNoSecretLeaks(t *testing.T) {
 		_, _ = c.Exec(context.Background(), fmt.Sprintf(`REVOKE ALL ON DATABASE %s FROM %s`, pcfg.Database, role))
 		_, _ = c.Exec(context.Background(), `DROP ROLE IF EXISTS `+role)
 	})
+	// Every command reaches the store over TLS, verify-full against the test CA.
 	pgHost := net.JoinHostPort(pcfg.Host, strconv.Itoa(int(pcfg.Port)))
-	storeDSN := (&url.URL{Scheme: "postgres", User: url.UserPassword(role, secret["store password"]), Host: pgHost, Path: "/" + pcfg.Database, RawQuery: "sslmode=disable"}).String()
-	bareDSN := (&url.URL{Scheme: "postgres", User: url.User(role), Host: pgHost, Path: "/" + pcfg.Database, RawQuery: "sslmode=disable"}).String()
+	pgURL := func(host, query string) *url.URL {
+		return &url.URL{Scheme: "postgres", User: url.UserPassword(role, secret["store password"]), Host: host, Path: "/" + pcfg.Database, RawQuery: query}
+	}
+	verifyFull := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {ca}}.Encode()
+	storeDSN := pgURL(pgHost, verifyFull).String()
+	bare := pgURL(pgHost, verifyFull)
+	bare.User = url.User(role)
+	bareDSN := bare.String()
 	wrongDSN := strings.Replace(storeDSN, secret["store password"], secret["wrong store password"], 1)
+	testenv.RequireTLS(t, storeDSN)
 
 	// The broker: a SCRAM-SHA-512 user with a distinctive password and every right.
 	kc := testenv.Client(t)
@@ -320,6 +328,23 @@ func TestNoSecretLeaks(t *testing.T) {
 		run(secure(nil), "processed", "stats", "--dsn", dsn)
 	}
 	expect(4, secure(map[string]string{"FIELDWORK_DSN": wrongDSN}), "processed", "stats")
+	// TLS to the store: a root that did not sign the server's certificate, and a host the
+	// certificate does not name (127.0.0.2, relayed to the server), are refused naming the
+	// cause; sslmode=require without a root encrypts without verifying.
+	otherRoot := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {testenv.OtherCA(t, dir)}}.Encode()
+	misnamed := testenv.Forward(t, "127.0.0.2:0", pgHost)
+	for _, c := range []struct{ dsn, cause string }{
+		{pgURL(pgHost, otherRoot).String(), "x509: certificate signed by unknown authority"},
+		{pgURL(misnamed, verifyFull).String(), "x509: certificate is valid for 127.0.0.1, not 127.0.0.2"},
+	} {
+		r := expect(4, secure(map[string]string{"FIELDWORK_DSN": c.dsn}), "db", "status", "--schema", schema)
+		if !strings.Contains(r.Stderr, "tls: failed to verify certificate: "+c.cause) {
+			t.Errorf("store over TLS: want the cause %q\n%s", c.cause, r.Stderr)
+		}
+	}
+	requireDSN := pgURL(pgHost, "sslmode=require").String()
+	testenv.RequireTLS(t, requireDSN)
+	expect(0, secure(map[string]string{"FIELDWORK_DSN": requireDSN}), "db", "status", "--schema", schema)
 	expect(4, secure(map[string]string{"FIELDWORK_DSN": "postgres://" + role + ":" + pw + "@127.0.0.1:1/db?sslmode=disable"}), "db", "status")
 	r := expect(0, secure(nil), "processed", "stats", "--dsn", storeDSN, "--schema", schema)
 	if !strings.Contains(r.Stderr, "process list (ps)") {

@@ -90,6 +90,7 @@ type world struct {
 	records     int
 	poison      int
 	deadLetters int
+	manifest    sample.Manifest
 }
 
 func cleanWorld(t *testing.T) world { return newWorld(t, 0, 3) }
@@ -109,10 +110,11 @@ func newWorld(t *testing.T, poison, deadLetters int) world {
 	})
 	opts := sample.DefaultOptions(7)
 	opts.Aggregates, opts.EventsPerAggregate, opts.Stale, opts.Poison = 4, 3, 0, poison
-	recs, _, err := sample.Generate(opts)
+	recs, manifest, err := sample.Generate(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.manifest = manifest
 	kr := sample.KgoRecords(w.topic, recs)
 	testenv.Produce(t, cl, kr...)
 	w.records = len(kr)
@@ -140,12 +142,18 @@ func endOffsets(t *testing.T, topic string) int64 {
 	return n
 }
 
-// store is a migrated PostgreSQL schema of the test's own: the store flags.
+// store is a migrated PostgreSQL schema of the test's own, reached over TLS (verify-full
+// against the test CA; the server says it negotiated TLS): the store flags.
 func store(t *testing.T) []string {
 	t.Helper()
-	flags := []string{"--dsn", testenv.DSN(t), "--schema", testenv.PGSchema(t, "fwaccess_")}
+	dsn := testenv.TLSDSN(t)
+	testenv.RequireTLS(t, dsn)
+	flags := []string{"--dsn", dsn, "--schema", testenv.PGSchema(t, "fwaccess_")}
 	if r := run(t, nil, append([]string{"db", "migrate"}, flags...)...); r.code != 0 {
 		t.Fatal(r)
+	}
+	if r := run(t, nil, append([]string{"db", "status", "-o", "jsonl"}, flags...)...); r.code != 0 || !strings.Contains(r.stdout, `"state":"up_to_date"`) {
+		t.Fatalf("db status over TLS: want up to date\n%s", r)
 	}
 	return flags
 }

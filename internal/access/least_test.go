@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +139,19 @@ func TestConsumerPrincipal(t *testing.T) {
 	}
 	if got := committedOffsets(t, group, w.topic); got != int64(w.records) {
 		t.Errorf("the group committed %d offsets, want all %d", got, w.records)
+	}
+
+	// The markers it wrote, read back over the same TLS store by the same principal.
+	event := w.manifest.EventIDs[0]
+	if r := expect(t, p, 0, append([]string{"processed", "get", event, "-o", "jsonl"}, st...)...); !strings.Contains(r.stdout, `"consumer":"`+group+`"`) {
+		t.Errorf("processed get %s: no marker of %s\n%s", event, group, r)
+	}
+	if r := expect(t, p, 0, append([]string{"processed", "list", "--consumer", group, "-o", "jsonl"}, st...)...); strings.Count(r.stdout, "\n") != w.manifest.Events {
+		t.Errorf("processed list: want %d markers\n%s", w.manifest.Events, r)
+	}
+	r = expect(t, p, 0, append([]string{"processed", "check", "--topic", w.topic, "--consumer", group}, st...)...)
+	if want := fmt.Sprintf("%d with a marker, 0 missing, %d malformed", w.records-w.poison, w.poison); !strings.Contains(r.stderr, want) {
+		t.Errorf("processed check: want %q\n%s", want, r)
 	}
 }
 
