@@ -241,3 +241,21 @@ func ConsumersSQL(table, consumer string) string {
 )
 SELECT consumer FROM c WHERE consumer IS NOT NULL LIMIT $1`, table, consumer)
 }
+
+// ScanStrings reads one text column from every row of rows (pgx.Rows or *sql.Rows; the caller
+// closes them and classifies the error).
+func ScanStrings(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}) ([]string, error) {
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

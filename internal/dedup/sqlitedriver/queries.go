@@ -314,16 +314,9 @@ func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
 		return nil, d.classify(err)
 	}
 	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, d.classify(err)
-		}
-		out = append(out, name)
-	}
-	if err := rows.Err(); err != nil {
+	names, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
 		return nil, d.classify(err)
 	}
-	return out, nil
+	return names, nil
 }
