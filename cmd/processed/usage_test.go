@@ -44,7 +44,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 
 func TestProcessedHelp(t *testing.T) {
 	r := roottest.Run(t, map[string]string{}, "processed")
-	for _, want := range []string{"processed check --topic T", "Available Commands", "--schema", "--column-event-id", "pass --yes in scripts"} {
+	for _, want := range []string{"processed check --topic T", "Available Commands", "--schema", "--column-event-id", "pass --execute --yes in scripts"} {
 		if r.Code != 0 || !strings.Contains(r.Stdout, want) {
 			t.Errorf("processed help lacks %q (exit %d):\n%s%s", want, r.Code, r.Stdout, r.Stderr)
 		}
