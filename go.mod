@@ -3,6 +3,7 @@ module github.com/fieldwork/fieldwork
 go 1.26.8
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/charmbracelet/lipgloss v1.1.0

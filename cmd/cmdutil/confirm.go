@@ -12,11 +12,32 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
-// ErrNotConfirmed is returned when the person at the terminal answers anything but yes.
-var ErrNotConfirmed = errors.New("not confirmed: nothing was changed")
+// ErrNotConfirmed is returned when the person at the terminal answers anything but yes: a
+// cancellation (fwerr.KindCancelled, exit 6), printed as "cancelled: nothing was changed".
+var ErrNotConfirmed = fwerr.Wrap(fwerr.KindCancelled, errors.New("nothing was changed"))
+
+// Prompt is what a confirmation shows above its question on a terminal (docs/design.md §4:
+// every prompt names where the action goes and what it does): the context and the cluster,
+// the store, the plan's counts per target, and the reason. The context, brokers and store's
+// DSN (redacted) come from the connection; the rest from the command.
+type Prompt struct {
+	// Question is the action as a phrase that completes "refusing to …".
+	Question string
+	// Kafka and Store say which of the connections the action touches, to be shown.
+	Kafka bool
+	Store string // the store's table ("" when the action does not touch the store)
+	// Counts are the plan's counts, one per target ("300000 to orders.retry").
+	Counts []string
+	// Reason is the --reason given, "" when none.
+	Reason string
+}
 
 // Confirm asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
 // ask for confirmation on a terminal unless --yes").
@@ -27,20 +48,29 @@ var ErrNotConfirmed = errors.New("not confirmed: nothing was changed")
 //   - yes (--yes) skips the question: nil.
 //   - On an interactive terminal (stdin and stderr are terminals) it asks "Delete …? [y/N] "
 //     on stderr and reads one line from stdin: y or yes (any case) is nil; anything else,
-//     an empty line or end of input is ErrNotConfirmed (exit 1). SIGINT or SIGTERM while
+//     an empty line or end of input is ErrNotConfirmed ("cancelled", exit 6). SIGINT or SIGTERM while
 //     waiting is an interruption (exit 130).
 //   - Anywhere else (a script, a pipe, CI) it refuses with a usage error (exit 2): "refusing
 //     to … without --yes". Proceeding silently would make a script's first run destructive;
 //     failing makes the script's author choose --yes deliberately.
 func Confirm(f *Factory, yes bool, question string) error {
+	return ConfirmPrompt(f, yes, Prompt{Question: question})
+}
+
+// ConfirmPrompt is Confirm with the lines of p shown above the question on a terminal.
+func ConfirmPrompt(f *Factory, yes bool, p Prompt) error {
 	if yes {
 		return nil
 	}
-	question = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(question), "?"))
+	question := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(p.Question), "?"))
 	if !f.Streams.Interactive() {
 		return fwerr.Usagef("refusing to %s without --yes: this is not an interactive terminal, so nobody can confirm (pass --yes in scripts)", question)
 	}
-	fmt.Fprintf(f.Streams.ErrText(), "%s? [y/N] ", capitalize(question))
+	w := f.Streams.ErrText()
+	for _, l := range promptLines(f, p) {
+		fmt.Fprintf(w, "  %-8s %s\n", l[0], l[1])
+	}
+	fmt.Fprintf(w, "%s? [y/N] ", capitalize(question))
 
 	// The root command catches SIGINT for a clean shutdown, so a blocked read would outlive
 	// Ctrl-C: wait for the answer or a signal, whichever comes first.
@@ -71,10 +101,60 @@ func Confirm(f *Factory, yes bool, question string) error {
 	}
 }
 
+// promptLines are the label/value lines above a question.
+func promptLines(f *Factory, p Prompt) [][2]string {
+	var lines [][2]string
+	conn, err := f.Connection()
+	if err == nil {
+		ctx := conn.Context
+		if ctx == "" {
+			ctx = "none (flags and environment)"
+		}
+		lines = append(lines, [2]string{"context", ctx})
+		if p.Kafka {
+			lines = append(lines, [2]string{"cluster", OrDash(strings.Join(conn.Brokers, ","))})
+		}
+		if p.Store != "" {
+			lines = append(lines, [2]string{"store", redact.DSN(conn.DSN) + " " + p.Store})
+		}
+	}
+	for i, c := range p.Counts {
+		label := ""
+		if i == 0 {
+			label = "plan"
+		}
+		lines = append(lines, [2]string{label, c})
+	}
+	if p.Reason != "" {
+		lines = append(lines, [2]string{"reason", p.Reason})
+	}
+	return lines
+}
+
 func capitalize(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
 	if n == 0 {
 		return s
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// RegisterExecuteFlags adds the flags of an action that is a dry run unless told otherwise,
+// the same in replay, processed prune and processed forget (docs/design.md §4): --execute
+// (act; default print the plan and change nothing), --yes (do not ask; required with
+// --execute off a terminal) and --reason (the justification, shown in the confirmation).
+// act completes "--execute: …", why is the start of --reason's help.
+func RegisterExecuteFlags(fs *pflag.FlagSet, execute, yes *bool, reason *string, act, why string) {
+	fs.BoolVar(execute, "execute", false, act+" (default: print the plan and change nothing)")
+	fs.BoolVar(yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
+	fs.StringVar(reason, "reason", "", why+": shown in the confirmation (only with --execute)")
+}
+
+// CheckExecuteFlags refuses --reason on a dry run: it justifies an action, and a dry run
+// changes nothing.
+func CheckExecuteFlags(cmd *cobra.Command, execute bool) error {
+	if !execute && cmd.Flags().Changed("reason") {
+		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
+	}
+	return nil
 }

@@ -16,7 +16,7 @@ func TestConfirm(t *testing.T) {
 		s, in, _, errOut := output.Test()
 		s.InTTY, s.ErrTTY = true, true
 		in.WriteString(answer)
-		return &Factory{Streams: s}, errOut
+		return &Factory{Streams: s, Getenv: func(string) string { return "" }, ConfigPath: "/nonexistent/fieldwork.yaml"}, errOut
 	}
 
 	// --yes never asks, terminal or not.
@@ -40,14 +40,44 @@ func TestConfirm(t *testing.T) {
 		f, errOut := terminal(answer)
 		err := Confirm(f, false, q+"?")
 		prompt := errOut.String()
-		if !strings.HasPrefix(prompt, "Delete 3 markers of consumer billing? [y/N] ") {
+		if !strings.HasPrefix(prompt, "  context  none (flags and environment)\nDelete 3 markers of consumer billing? [y/N] ") {
 			t.Errorf("%q: prompt %q", answer, prompt)
 		}
 		if ok && err != nil {
 			t.Errorf("%q: %v", answer, err)
 		}
-		if !ok && (!errors.Is(err, ErrNotConfirmed) || fwerr.KindOf(err) != fwerr.KindError) {
-			t.Errorf("%q: %v, want ErrNotConfirmed (exit 1)", answer, err)
+		if !ok && (!errors.Is(err, ErrNotConfirmed) || fwerr.KindOf(err) != fwerr.KindCancelled) {
+			t.Errorf("%q: %v, want ErrNotConfirmed (cancelled, exit 6)", answer, err)
 		}
+	}
+}
+
+// TestConfirmPrompt: above the question, a prompt names the context, the cluster, the store
+// (its DSN redacted), the plan's counts per target and the reason.
+func TestConfirmPrompt(t *testing.T) {
+	s, in, _, errOut := output.Test()
+	s.InTTY, s.ErrTTY = true, true
+	in.WriteString("n\n")
+	env := map[string]string{"FIELDWORK_DSN": "postgres://fw:s3cret@db:5432/fw"}
+	f := &Factory{Streams: s, Getenv: func(k string) string { return env[k] }, ConfigPath: "/nonexistent/fieldwork.yaml"}
+	f.Conn.Brokers = []string{"kafka-1:9092", "kafka-2:9092"}
+	err := ConfirmPrompt(f, false, Prompt{Question: "send 3 records from orders.dlq", Kafka: true, Store: `"public"."processed_events"`,
+		Counts: []string{"2 to orders", "1 to payments"}, Reason: "db is back"})
+	if !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("answered no: %v", err)
+	}
+	got := errOut.String()
+	want := "  context  none (flags and environment)\n" +
+		"  cluster  kafka-1:9092,kafka-2:9092\n" +
+		"  store    postgres://fw:xxxxx@db:5432/fw \"public\".\"processed_events\"\n" +
+		"  plan     2 to orders\n" +
+		"           1 to payments\n" +
+		"  reason   db is back\n" +
+		"Send 3 records from orders.dlq? [y/N] "
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("prompt:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Contains(got, "s3cret") {
+		t.Errorf("the prompt shows the password: %s", got)
 	}
 }

@@ -147,12 +147,13 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 // DLQReasonHint is the flag-error function of the commands with dead-letter filters: to a
 // command with --dlq-reason an unknown --reason is the filter's old name, and the usage error
 // says that it is now --dlq-reason (a subcommand that inherits the function and has no
-// filters gets no hint). Every flag error is a usage error (exit 2), as the root command's are.
+// filters gets no hint); any other unknown flag gets the suggestions of FlagError. Every flag
+// error is a usage error (exit 2), as the root command's are.
 func DLQReasonHint(c *cobra.Command, err error) error {
 	if c.Flags().Lookup("dlq-reason") != nil && strings.Contains(err.Error(), "unknown flag: --reason") {
-		err = fmt.Errorf("%w: the dead-letter reason filter is now --dlq-reason (--reason is only the justification of an action that changes something, such as replay --execute)", err)
+		return fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("%w: the dead-letter reason filter is now --dlq-reason (--reason is only the justification of an action that changes something, such as replay --execute)", err))
 	}
-	return fwerr.Wrap(fwerr.KindUsage, err)
+	return fwerr.Wrap(fwerr.KindUsage, FlagError(c, err))
 }
 
 // Filter validates the flags and builds the filter and the time window of the scan; now
@@ -279,6 +280,7 @@ func (s *DLQStatusFlags) Open(ctx context.Context, d DLQStoreDeps) (dlq.StatusLo
 		}
 		return dlq.StatusLookup{}, none, err
 	}
+	WarnUnknownConsumer(ctx, d.Streams, st, s.Consumer)
 	var once sync.Once
 	noJournal := func(error) {
 		once.Do(func() {

@@ -54,15 +54,25 @@ func (f *Factory) Now() time.Time {
 	return time.Now()
 }
 
-// Connection resolves flags, environment and the config file.
-func (f *Factory) Connection() (config.Connection, error) {
+// ConfigFile is the path of the config file (--config, else config.DefaultPath) and the file
+// as loaded (empty when it does not exist).
+func (f *Factory) ConfigFile() (string, *config.File, error) {
 	path := f.ConfigPath
 	if path == "" {
 		path = config.DefaultPath(f.Getenv)
 	}
 	file, err := config.Load(path)
 	if err != nil {
-		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+		return path, nil, fwerr.Wrap(fwerr.KindUsage, err)
+	}
+	return path, file, nil
+}
+
+// Connection resolves flags, environment and the config file.
+func (f *Factory) Connection() (config.Connection, error) {
+	_, file, err := f.ConfigFile()
+	if err != nil {
+		return config.Connection{}, err
 	}
 	conn, err := config.Resolve(f.Conn, f.Getenv, file)
 	if err != nil {

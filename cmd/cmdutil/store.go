@@ -126,3 +126,16 @@ func CheckConsumer(c string) error {
 	}
 	return nil
 }
+
+// WarnUnknownConsumer warns on stderr when consumer has no markers at all in st, naming the
+// consumers that do (dedup.Store.UnknownConsumer): a mistyped --consumer otherwise reads as
+// "every event is missing". Every command taking --consumer calls it once the store is open;
+// a failed lookup says nothing (the command's own query reports the store's errors).
+func WarnUnknownConsumer(ctx context.Context, s *output.Streams, st *dedup.Store, consumer string) {
+	if consumer == "" || st == nil {
+		return
+	}
+	if msg, err := st.UnknownConsumer(ctx, consumer); err == nil && msg != "" {
+		Warn(s, msg)
+	}
+}

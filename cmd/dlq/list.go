@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,8 @@ type DLQListOptions struct {
 	dlqDeps
 	dlqSelection
 	Limit int
+	// LimitGiven is whether --limit was given (else the default applies).
+	LimitGiven bool
 	// MarkTruncated is --mark-truncated: on when stdout is not a terminal, unless given.
 	MarkTruncated cmdutil.TruncationFlag
 
@@ -32,16 +35,24 @@ type DLQListOptions struct {
 func NewCmdDLQList(f *cmdutil.Factory, runF func(context.Context, *DLQListOptions) error) *cobra.Command {
 	opts := &DLQListOptions{dlqDeps: newDLQDeps(f)}
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "Dead letters of one or more dead-letter topics, filtered, with their status",
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "Dead letters of one or more dead-letter topics, filtered, with their status",
 		Long: `List dead letters: where each one is, where its record failed (original topic, partition,
 offset), the reason, error class and message, the event id, its age and convention, and its
 status when a dedup store is configured.
 
 Topics are read one partition at a time, in topic and partition order, each in offset order,
-up to the end offsets taken when the command starts. --limit stops the scan once one dead
-letter more than the limit is found; stderr then says that more remain. JSON Lines and CSV
-are written while the scan runs.
+up to the end offsets taken when the command starts. JSON Lines and CSV are written while the
+scan runs.
+
+--limit (default 100) is shared fairly by the topics: each gets what is left of the limit
+divided by the topics still to read, so a topic with few dead letters leaves its part to the
+next ones, and one full topic never crowds out the others. When any topic has more than its
+share, stderr says that more remain and in which topics, and, when stdout is not a terminal,
+the output ends with the truncation mark (--mark-truncated). A listing cut at the default
+limit and written to a pipe or a file exits 7 (partial), so that a script never takes it for
+the whole answer; give --limit N to ask for at most N (exit 0), or --limit 0 for everything.
 
 A record whose dead-letter headers cannot be read is listed anyway: the table's PROBLEMS
 column and JSON's header_problems say which header and why.`,
@@ -75,6 +86,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 	if err := opts.StatusFlags.Validate(cmd, opts.lookup(), len(opts.Statuses) > 0); err != nil {
 		return err
 	}
+	opts.LimitGiven = cmd.Flags().Changed("limit")
 	if opts.Limit < 0 {
 		return fwerr.Usagef("--limit %d: must be 0 (no limit) or more", opts.Limit)
 	}
@@ -120,6 +132,12 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	}
 	if err := stream.Close(); err != nil {
 		return err
+	}
+	if res.More && len(topics) > 1 {
+		fmt.Fprintf(opts.Streams.ErrText(), "--limit %d is shared by %d topics; more remain in %s\n", opts.Limit, len(topics), strings.Join(res.Cut, ", "))
+	}
+	if res.More && !opts.Streams.OutTTY && !opts.LimitGiven {
+		return fwerr.Partialf("the output stops at the default --limit %d and more dead letters remain: pass --limit N to ask for at most N, or --limit 0 for all", opts.Limit)
 	}
 	if res.Listed == 0 && p.Format == output.FormatTable && len(topics) > 0 {
 		fmt.Fprintln(opts.Streams.ErrText(), dlqNothingFound(topics, res.ScanResult))

@@ -81,6 +81,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()

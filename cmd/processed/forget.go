@@ -24,14 +24,16 @@ type ProcessedForgetOptions struct {
 	FromFile     string
 	Consumer     string
 	AllConsumers bool
+	Execute      bool
 	Yes          bool
+	Reason       string
 
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 }
 
 // NewCmdProcessedForget builds `processed forget`.
 func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
-	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) }}
+	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
 	cmd := &cobra.Command{
 		Use:   "forget (EVENT_ID… | --from-file FILE) --consumer CONSUMER",
 		Short: "Delete markers so that the events are processed again (after a bug fix)",
@@ -44,15 +46,22 @@ The ids come from the arguments or from --from-file (one id per line; blank line
 white space around an id are ignored; "-" reads stdin). --consumer is required: forgetting an
 event for every consumer makes every consumer apply it again, so that takes --all-consumers.
 
-On a terminal it asks for confirmation first. Without a terminal (scripts, CI) it refuses
-unless --yes is given; with --from-file - stdin holds the ids, so --yes is always needed.
+A dry run by default: without --execute it prints the markers it would remove and the ids that
+have none, and deletes nothing. With --execute, on a terminal it shows the plan (context,
+store, counts, --reason) and asks y/N (a no exits 6, "cancelled"). Without a terminal
+(scripts, CI) it refuses unless --yes is given; with --from-file - stdin holds the ids, so
+--execute needs --yes.
 
 It prints the markers it removed and the ids that had none.`,
 		Example: `  fieldwork processed forget evt-1 evt-2 --consumer billing
-  fieldwork processed forget --from-file ids.txt --consumer billing --yes
-  jq -r .event_id missing.jsonl | fieldwork processed forget --from-file - --consumer billing --yes`,
+  fieldwork processed forget evt-1 evt-2 --consumer billing --execute --reason "fixed the tax rounding"
+  fieldwork processed forget --from-file ids.txt --consumer billing --execute --yes
+  jq -r .event_id missing.jsonl | fieldwork processed forget --from-file - --consumer billing --execute --yes`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+				return err
+			}
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
 				return err
 			}
@@ -63,7 +72,7 @@ It prints the markers it removed and the ids that had none.`,
 	fl.StringVar(&opts.FromFile, "from-file", "", `read the event ids from this file, one per line ("-": stdin)`)
 	fl.StringVar(&opts.Consumer, "consumer", "", "the consumer whose markers to delete (required unless --all-consumers)")
 	fl.BoolVar(&opts.AllConsumers, "all-consumers", false, "delete the markers of every consumer (every consumer processes the events again)")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you forget")
 	return cmd
 }
 
@@ -84,7 +93,7 @@ func (opts *ProcessedForgetOptions) parse(cmd *cobra.Command, args []string, std
 	case opts.FromFile != "" && len(args) > 0:
 		return fwerr.Usagef("give the event ids either as arguments or with --from-file, not both")
 	case opts.FromFile != "":
-		if opts.FromFile == "-" && !opts.Yes {
+		if opts.FromFile == "-" && opts.Execute && !opts.Yes {
 			return fwerr.Usagef("--from-file - reads the ids from stdin, so nobody can confirm there: pass --yes")
 		}
 		var err error
@@ -158,9 +167,18 @@ func distinct(ids []string) []string {
 
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
 		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
-	if err := opts.Confirm(opts.Yes, question); err != nil {
+	counts := []string{fmt.Sprintf("%s of %s", cmdutil.Plural(int64(len(opts.EventIDs)), "event id"), consumerText("", opts.Consumer, "every consumer"))}
+	if !opts.Execute {
+		rep, err := processed.PlanForget(ctx, st, opts.Consumer, opts.EventIDs)
+		if err != nil {
+			return err
+		}
+		return renderForget(p, rep)
+	}
+	if err := opts.Confirm(opts.Yes, cmdutil.Prompt{Question: question, Store: st.Table(), Counts: counts, Reason: opts.Reason}); err != nil {
 		return err
 	}
 	// --all-consumers leaves Consumer empty: every consumer's markers.

@@ -50,6 +50,7 @@ says which (in JSON, "processed": false and an empty "markers").`,
 
 func processedGetRun(ctx context.Context, opts *ProcessedGetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	rows, err := st.Get(ctx, opts.EventID, opts.Consumer)
 	if err != nil {
 		return err

@@ -32,8 +32,9 @@ type ProcessedListOptions struct {
 func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
 	opts := &ProcessedListOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "Markers newest first, filtered by consumer, time and aggregate; paged",
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "Markers newest first, filtered by consumer, time and aggregate; paged",
 		Long: `List markers newest first (by processed_at, then consumer, then event id), at most --limit
 of them. When more follow, the cursor of the next page is printed to stderr as
 "next cursor: TOKEN"; run the same command again with --cursor TOKEN to read it. Keep the
@@ -111,6 +112,7 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 
 func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Filter.Consumer)
 	page, err := st.List(ctx, opts.Filter)
 	if err != nil {
 		return err

@@ -27,8 +27,9 @@ The store is --dsn (postgres://… or sqlite:PATH; env FIELDWORK_DSN, or the con
 --schema and --table name the marker table; the --column-* flags let the queries read an
 existing table of the same shape whose columns have other names.
 
-prune and forget ask for confirmation on a terminal. Without a terminal (scripts, CI) they
-refuse unless --yes is given: pass --yes in scripts.`
+prune and forget are dry runs unless --execute: they print what they would delete. With
+--execute they ask for confirmation on a terminal; without a terminal (scripts, CI) they
+refuse unless --yes is given: pass --execute --yes in scripts.`
 
 // NewCmdProcessed is the processed group: queries on the processed-event markers consumers
 // write, the gap finder, and the two commands that remove markers.

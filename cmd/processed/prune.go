@@ -24,9 +24,11 @@ type ProcessedPruneOptions struct {
 	BatchSize int
 	Topics    []string
 	Force     bool
+	Execute   bool
 	Yes       bool
+	Reason    string
 
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 	Now     func() time.Time
 }
 
@@ -34,7 +36,7 @@ type ProcessedPruneOptions struct {
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
 		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
-		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
+		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
 	}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
@@ -53,14 +55,17 @@ given. When no brokers are configured it refuses (exit 2), and when they cannot 
 fails (exit 4): it cannot tell the horizon. --force skips all of this, saying on stderr what
 it did not check.
 
-Confirmation. On a terminal it says how many markers it will delete and asks y/N. Without a
-terminal (scripts, CI, cron) it refuses (exit 2) unless --yes is given: a script must choose
-to delete. Then it prints how many markers it deleted.
+A dry run by default. Without --execute it prints the plan, how many markers it would delete
+per source topic and whether the horizon allows it, and deletes nothing. With --execute, on a
+terminal it shows the plan (context, store, counts per topic, --reason) and asks y/N (a no
+exits 6, "cancelled"); without a terminal (scripts, CI, cron) it refuses (exit 2) unless --yes
+is given: a script must choose to delete. Then it prints how many markers it deleted.
 
 DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d12h.`,
 		Example: `  fieldwork processed prune --older-than 30d --brokers kafka:9092
-  fieldwork processed prune --older-than 14d --consumer billing --yes
-  fieldwork processed prune --older-than 2d --topic tasks --force --yes`,
+  fieldwork processed prune --older-than 30d --brokers kafka:9092 --execute --reason "quarterly cleanup"
+  fieldwork processed prune --older-than 14d --consumer billing --execute --yes
+  fieldwork processed prune --older-than 2d --topic tasks --force --execute --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("older-than") {
@@ -77,6 +82,9 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err
 			}
+			if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+				return err
+			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
 		},
 	}
@@ -86,20 +94,23 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	fl.IntVar(&opts.BatchSize, "batch-size", dedup.DefaultPruneBatch, "markers deleted per transaction")
 	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
 	fl.BoolVar(&opts.Force, "force", false, "prune even inside a replay horizon, or without checking it")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you prune")
 	return cmd
 }
 
 func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
-		Force: opts.Force, Now: opts.Now(),
-		Confirm: func(question string) error {
-			if err := opts.Confirm(opts.Yes, question); err != nil {
+		Force: opts.Force, Now: opts.Now(), DryRun: !opts.Execute,
+		Confirm: func(rep *processed.PruneReport, question string) error {
+			p := prunePrompt(rep, question, st.Table())
+			p.Reason = opts.Reason
+			if err := opts.Confirm(opts.Yes, p); err != nil {
 				return err
 			}
 			progress = output.NewProgress(opts.Streams, output.ProgressOptions{Label: "pruning", Unit: "markers", Estimate: true})
@@ -116,4 +127,19 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 		return err
 	}
 	return p.Object(rep, pruneSections(p, rep))
+}
+
+// prunePrompt is the confirmation of a prune: the question and the candidates per source topic.
+func prunePrompt(rep *processed.PruneReport, question, table string) cmdutil.Prompt {
+	p := cmdutil.Prompt{Question: question, Store: table, Kafka: rep.HorizonChecked}
+	for _, t := range rep.Topics {
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded %s", cmdutil.Plural(t.Markers, "marker"), t.Topic))
+	}
+	if rep.NoTopic > 0 {
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded no topic", cmdutil.Plural(rep.NoTopic, "marker")))
+	}
+	if len(p.Counts) == 0 {
+		p.Counts = []string{cmdutil.Plural(rep.Candidates, "marker")}
+	}
+	return p
 }

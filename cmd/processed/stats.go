@@ -48,6 +48,7 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 
 func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Filter.Consumer)
 	s, err := st.Stats(ctx, opts.Filter)
 	if err != nil {
 		return err

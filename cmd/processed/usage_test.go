@@ -32,7 +32,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "forget", "e1", "--consumer", "c", "--all-consumers"}, Want: "exclude each other"},
 		{Args: []string{"processed", "forget", "--consumer", "c"}, Want: "no event ids"},
 		{Args: []string{"processed", "forget", "e1", "--from-file", "x", "--consumer", "c"}, Want: "not both"},
-		{Args: []string{"processed", "forget", "--from-file", "-", "--consumer", "c"}, Want: "pass --yes"},
+		{Args: []string{"processed", "forget", "--from-file", "-", "--consumer", "c", "--execute"}, Want: "pass --yes"},
 		{Args: []string{"processed", "forget", "--from-file", "/no/such/file", "--consumer", "c"}, Want: "--from-file: open /no/such/file"},
 		{Args: []string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:1/x", "--table", "a-b"}, Want: `invalid table name "a-b"`},
 		{Args: []string{"processed", "list", "--dsn", "postgres://u:s3cret@127.0.0.1:notaport/x"}, Want: `invalid DSN "<unparseable DSN>": invalid port`},
@@ -44,7 +44,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 
 func TestProcessedHelp(t *testing.T) {
 	r := roottest.Run(t, map[string]string{}, "processed")
-	for _, want := range []string{"processed check --topic T", "Available Commands", "--schema", "--column-event-id", "pass --yes in scripts"} {
+	for _, want := range []string{"processed check --topic T", "Available Commands", "--schema", "--column-event-id", "pass --execute --yes in scripts"} {
 		if r.Code != 0 || !strings.Contains(r.Stdout, want) {
 			t.Errorf("processed help lacks %q (exit %d):\n%s%s", want, r.Code, r.Stdout, r.Stderr)
 		}

@@ -86,7 +86,11 @@ func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Secti
 
 func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Section {
 	st := p.Styles
-	title := fmt.Sprintf("Removed %s of %s for %s from %s", cmdutil.Plural(int64(len(rep.Removed)), "marker"),
+	verb := "Removed"
+	if rep.DryRun {
+		verb = "Dry run (pass --execute to delete): would remove"
+	}
+	title := fmt.Sprintf("%s %s of %s for %s from %s", verb, cmdutil.Plural(int64(len(rep.Removed)), "marker"),
 		cmdutil.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
 	removed := output.Section{Title: title}
 	if len(rep.Removed) > 0 {
@@ -132,8 +136,12 @@ func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Secti
 	st := p.Styles
 	result := fmt.Sprintf("deleted %s%s processed before %s (older than %s)",
 		cmdutil.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
-	if rep.Candidates == 0 {
+	switch {
+	case rep.Candidates == 0:
 		result = "nothing to prune: " + result
+	case rep.DryRun:
+		result = fmt.Sprintf("dry run: would delete %s%s processed before %s (older than %s); pass --execute to delete",
+			cmdutil.Plural(rep.Candidates, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
 	}
 	overview := output.Section{Title: "Prune " + rep.Table, Fields: [][2]string{{"result", st.OK.Render(result)}}}
 	horizon := "checked"

@@ -16,7 +16,10 @@ import (
 // what it did: progress on stderr while it runs, the plan and the question on a terminal when
 // it asks, then the dry run's report or the run's summary on stdout and its notices on stderr.
 func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, o replay.FlowOptions) error {
-	fl := &flowView{d: d, from: plan.Spec.From}
+	fl := &flowView{d: d, from: plan.Spec.From, reason: o.Reason}
+	if st != nil {
+		fl.table = st.Table()
+	}
 	if d.Streams.ErrTTY {
 		o.Progress = fl.progress
 	}
@@ -43,6 +46,8 @@ type flowView struct {
 	// scan and send are the progress lines of the two stages, nil until the stage starts.
 	scan, send *output.Progress
 	from       string
+	// reason and table are shown above the question: the run's --reason and the journal's store.
+	reason, table string
 	// shown counts the notices already printed (with the question).
 	shown int
 }
@@ -93,7 +98,9 @@ func (f *flowView) confirm(ch replay.Check) error {
 		fmt.Fprintln(es.ErrOut)
 		f.notices(ch.Notices)
 	}
-	return f.d.Confirm(false, replayConfirmQuestion(ch.Report))
+	p := replayConfirmPrompt(ch.Report)
+	p.Kafka, p.Store, p.Reason = true, f.table, f.reason
+	return f.d.Confirm(false, p)
 }
 
 // notices prints the notices not printed yet, one a line on stderr.
@@ -104,8 +111,9 @@ func (f *flowView) notices(ns []replay.Notice) {
 	f.shown = max(f.shown, len(ns))
 }
 
-// replayConfirmQuestion says what will be sent where, completing "refusing to …".
-func replayConfirmQuestion(rep *replay.Report) string {
+// replayConfirmPrompt says what will be sent where: the question, completing "refusing to …",
+// and the counts per target topic.
+func replayConfirmPrompt(rep *replay.Report) cmdutil.Prompt {
 	verb := "send"
 	if rep.RunID != "" {
 		verb = "resume run " + rep.RunID + ": send"
@@ -136,5 +144,5 @@ func replayConfirmQuestion(rep *replay.Report) string {
 	if len(notes) > 0 {
 		q += "; " + strings.Join(notes, ", ")
 	}
-	return q
+	return cmdutil.Prompt{Question: q, Counts: dests}
 }

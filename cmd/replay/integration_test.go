@@ -29,6 +29,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/redact"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -665,12 +666,15 @@ func TestReplayCLIConfirmOnATerminal(t *testing.T) {
 
 	code, stderr := terminal("n\n")
 	for _, want := range []string{"Replay plan\n", "Selection\n", "source  ", "--dlq-reason  exhausted\n", "--group       billing\n",
-		"to send      10\n", "Targets\n", fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src), "not confirmed"} {
+		"to send      10\n", "Targets\n", "  context  none (flags and environment)\n", "  cluster  " + env["FIELDWORK_BROKERS"] + "\n",
+		"  store    " + redact.DSN(env["FIELDWORK_DSN"]) + " \"" + schema + "\".\"processed_events\"\n",
+		fmt.Sprintf("  plan     10 to %s\n", src), "  reason   db is back\n",
+		fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src), "cancelled: nothing was changed"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("answered no: stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if code != 1 || strings.Contains(stderr, "Sample") {
+	if code != 6 || strings.Contains(stderr, "Sample") {
 		t.Fatalf("answered no: exit %d:\n%s", code, stderr)
 	}
 	if runs, err := replayStore(t, schema).ReplayRuns(t.Context(), dedup.ReplayRunFilter{}); err != nil || len(runs) != 0 {

@@ -3,6 +3,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -20,14 +21,14 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, question string) error
+	Confirm func(yes bool, p cmdutil.Prompt) error
 	Getenv  func(string) string
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
 	return replayDeps{
 		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, q string) error { return cmdutil.Confirm(f, yes, q) },
+		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
 	}
 }
 
@@ -173,6 +174,10 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {
+			// Not an address: maybe a mistyped subcommand (replay runz).
+			if hint := cmdutil.SubcommandHint(cmd, args[0]); hint != "" {
+				return fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("%w%s", err, hint))
+			}
 			return err
 		}
 		topic, part, off := a.Topic, a.Partition, a.Offset
@@ -252,6 +257,7 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
+	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.status.Consumer)
 	plan, err := replay.NewPlan(ctx, c, opts.Spec)
 	if err != nil {
 		return err

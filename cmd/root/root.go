@@ -14,6 +14,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/cmd/consume"
+	"github.com/fieldwork/fieldwork/cmd/contexts"
 	"github.com/fieldwork/fieldwork/cmd/db"
 	"github.com/fieldwork/fieldwork/cmd/demo"
 	"github.com/fieldwork/fieldwork/cmd/dev"
@@ -38,6 +39,8 @@ const (
 	ExitCheckFailed = 3
 	ExitConnect     = 4
 	ExitDenied      = 5
+	ExitCancelled   = 6
+	ExitPartial     = 7
 	ExitInterrupted = 130
 )
 
@@ -73,6 +76,12 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	case fwerr.KindCheck:
 		fmt.Fprintln(errOut, st.Warn.Render("problems found: ")+err.Error())
 		return ExitCheckFailed
+	case fwerr.KindCancelled:
+		fmt.Fprintln(errOut, st.Warn.Render("cancelled: ")+err.Error())
+		return ExitCancelled
+	case fwerr.KindPartial:
+		fmt.Fprintln(errOut, st.Warn.Render("partial: ")+err.Error())
+		return ExitPartial
 	}
 	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
@@ -104,6 +113,7 @@ current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
 
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
 4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
+6 cancelled at a confirmation prompt, 7 partial (piped output cut at a default limit),
 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -118,7 +128,9 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	root.SetIn(f.Streams.In)
 	root.SetOut(f.Streams.Out)
 	root.SetErr(f.Streams.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fwerr.Wrap(fwerr.KindUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fwerr.Wrap(fwerr.KindUsage, cmdutil.FlagError(c, err))
+	})
 
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&f.Conn.Brokers, "brokers", nil, "Kafka bootstrap brokers, comma-separated (env FIELDWORK_BROKERS)")
@@ -159,6 +171,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		version.NewCmdVersion(f, nil),
 		consume.NewCmdConsume(f, nil),
 		db.NewCmdDB(f),
+		contexts.NewCmdContext(f),
 		demo.NewCmdDemo(f, nil),
 		dlq.NewCmdDLQ(f),
 		docs.NewCmdDocs(f, nil),

@@ -43,7 +43,7 @@ forget)
     exit 0
   fi
   step "2. Forget them, so that the consumer applies those events again"
-  expect 0 "$fw" processed forget --from-file "$WORKDIR/ids.txt" --consumer "$CONSUMER" --yes -o table
+  expect 0 "$fw" processed forget --execute --from-file "$WORKDIR/ids.txt" --consumer "$CONSUMER" --yes -o table
   ;;
 replay)
   need REPLAY_TO REASON

@@ -66,12 +66,12 @@ type SASL struct {
 // variable that holds the store's password, DSNPasswordFile a file holding it; either is used
 // only when the DSN holds no password of its own.
 type Context struct {
-	Brokers         []string `yaml:"brokers"`
-	DSN             string   `yaml:"dsn"`
-	DSNPasswordEnv  string   `yaml:"dsn_password_env"`
-	DSNPasswordFile string   `yaml:"dsn_password_file"`
-	TLS             TLS      `yaml:"tls"`
-	SASL            SASL     `yaml:"sasl"`
+	Brokers         []string `yaml:"brokers" json:"brokers"`
+	DSN             string   `yaml:"dsn" json:"dsn"`
+	DSNPasswordEnv  string   `yaml:"dsn_password_env" json:"dsn_password_env,omitempty"`
+	DSNPasswordFile string   `yaml:"dsn_password_file" json:"dsn_password_file,omitempty"`
+	TLS             TLS      `yaml:"tls" json:"tls"`
+	SASL            SASL     `yaml:"sasl" json:"sasl"`
 }
 
 // File is the config file: named contexts and the one used when none is named.

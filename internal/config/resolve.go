@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -70,10 +69,7 @@ var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", MechanismOA
 // unknown, or a password is needed and cannot be read.
 func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, error) {
 	var c Connection
-	name := first(fl.Context, getenv("FIELDWORK_CONTEXT"))
-	if name == "" && file != nil {
-		name = file.CurrentContext
-	}
+	name, _ := Current(fl, getenv, file)
 	var ctx Context
 	if name != "" {
 		var ok bool
@@ -273,12 +269,7 @@ func known(f *File) string {
 	if f == nil || len(f.Contexts) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(f.Contexts))
-	for n := range f.Contexts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(f.Names(), ", ")
 }
 
 func first(vals ...string) string {

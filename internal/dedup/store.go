@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
@@ -359,4 +361,44 @@ func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) 
 		return nil, fmt.Errorf("forget %d markers for %q in %s: %w", len(keys), consumer, s.Table(), err)
 	}
 	return rows, nil
+}
+
+// consumersProbed bounds the consumers UnknownConsumer reads: past that many it cannot
+// tell cheaply, and says nothing.
+const consumersProbed = 1000
+
+// consumersNamed is how many consumers UnknownConsumer's message names.
+const consumersNamed = 20
+
+// Consumers returns up to limit names of consumers that have markers, in order, with one
+// index probe per consumer (not a table scan).
+func (s *Store) Consumers(ctx context.Context, limit int) ([]string, error) {
+	names, err := s.drv.Consumers(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("consumers in %s: %w", s.Table(), err)
+	}
+	return names, nil
+}
+
+// UnknownConsumer explains a consumer that has no markers at all, usually a mistyped
+// --consumer (docs/design.md §4): "" when consumer has markers (or the table holds more
+// than consumersProbed consumers, too many to tell cheaply), else a sentence naming the
+// consumers that do, for a warning on stderr.
+func (s *Store) UnknownConsumer(ctx context.Context, consumer string) (string, error) {
+	names, err := s.Consumers(ctx, consumersProbed)
+	if err != nil {
+		return "", err
+	}
+	if len(names) >= consumersProbed || slices.Contains(names, consumer) {
+		return "", nil
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("consumer %q has no markers in %s: the table holds no markers at all", consumer, s.Table()), nil
+	}
+	shown := names[:min(len(names), consumersNamed)]
+	more := ""
+	if len(names) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
+	}
+	return fmt.Sprintf("consumer %q has no markers in %s; consumers with markers: %s%s", consumer, s.Table(), strings.Join(shown, ", "), more), nil
 }

@@ -88,7 +88,7 @@ END $$`, w.schema, 5*batch+1))
 	prune := func(name string) *testenv.Proc {
 		// --force: the sample's topic keeps its records forever (retention.ms -1), so the
 		// replay-horizon check would refuse any window; the horizon is not what this tests.
-		return testenv.StartProc(t, name, nil, w.bin, "processed", "prune", "--older-than", "30d", "--yes", "--force",
+		return testenv.StartProc(t, name, nil, w.bin, "processed", "prune", "--older-than", "30d", "--execute", "--yes", "--force",
 			"--batch-size", fmt.Sprint(batch), "--brokers", brokers, "--dsn", pg.DSN(), "--schema", w.schema, "-o", "json")
 	}
 	first := prune("prune")

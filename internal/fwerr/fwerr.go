@@ -25,6 +25,13 @@ const (
 	// KindDenied means the cluster's ACLs deny an operation the command needs (exit 5): the
 	// message names the operation and the resource ("not authorized: WRITE on topic orders").
 	KindDenied
+	// KindCancelled means the person at the terminal answered no to a confirmation: nothing
+	// was changed (exit 6).
+	KindCancelled
+	// KindPartial means the output was cut at a default limit that the caller did not choose
+	// and more results remain, while stdout is not a terminal (exit 7): a script must not take
+	// it for the whole answer.
+	KindPartial
 )
 
 // Error carries a Kind beside the underlying error.
@@ -54,6 +61,11 @@ func Connect(err error) error { return Wrap(KindConnect, err) }
 
 // Denied marks err as an authorization failure (exit 5).
 func Denied(err error) error { return Wrap(KindDenied, err) }
+
+// Partialf is a KindPartial error: the output written is complete up to a default limit.
+func Partialf(format string, args ...any) error {
+	return &Error{Kind: KindPartial, Err: fmt.Errorf(format, args...)}
+}
 
 // Checkf reports that a check found problems (exit 3). The findings themselves have
 // already been printed; the message is a one-line summary for stderr.

@@ -16,6 +16,8 @@ type ForgetReport struct {
 	Removed   []dedup.MarkerRow `json:"removed"`
 	// NotFound are the ids given that had no marker, in the order given.
 	NotFound []string `json:"not_found"`
+	// DryRun is set on a plan (PlanForget): Removed are the markers that would be removed.
+	DryRun bool `json:"dry_run"`
 }
 
 // Forget deletes the markers of ids for consumer ("" for every consumer's), all in one
@@ -26,6 +28,40 @@ func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string)
 	if err != nil {
 		return nil, err
 	}
+	return forgetReport(st, consumer, ids, removed), nil
+}
+
+// PlanForget is Forget's dry run: the markers of ids that Forget would delete, and the ids
+// that have none, read without deleting anything (one query for a consumer, one per id for
+// every consumer's).
+func PlanForget(ctx context.Context, st *dedup.Store, consumer string, ids []string) (*ForgetReport, error) {
+	var rows []dedup.MarkerRow
+	if consumer != "" {
+		found, err := st.Lookup(ctx, consumer, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if m, ok := found[id]; ok {
+				rows = append(rows, m)
+			}
+		}
+	} else {
+		for _, id := range ids {
+			ms, err := st.Get(ctx, id, "")
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, ms...)
+		}
+	}
+	rep := forgetReport(st, consumer, ids, rows)
+	rep.DryRun = true
+	return rep, nil
+}
+
+// forgetReport is the report of the markers removed (or to remove) among ids.
+func forgetReport(st *dedup.Store, consumer string, ids []string, removed []dedup.MarkerRow) *ForgetReport {
 	rep := &ForgetReport{Table: st.Table(), Consumer: consumer, AllConsumers: consumer == "",
 		Requested: len(ids), Removed: removed, NotFound: []string{}}
 	if rep.Removed == nil {
@@ -41,5 +77,5 @@ func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string)
 			rep.NotFound = append(rep.NotFound, id)
 		}
 	}
-	return rep, nil
+	return rep
 }

@@ -18,12 +18,24 @@ func TestForget(t *testing.T) {
 	mark(t, st, "billing", dedup.Marker{EventID: "e1"}, dedup.Marker{EventID: "e2"}, dedup.Marker{EventID: long})
 	mark(t, st, "mailer", dedup.Marker{EventID: "e1"})
 
+	// The plan names what Forget would remove, a hashed long id included, and removes nothing.
+	plan, err := processed.PlanForget(ctx(t), st, "billing", []string{"e1", long, "nope"})
+	if err != nil || !plan.DryRun || len(plan.Removed) != 2 || fmt.Sprint(plan.NotFound) != "[nope]" {
+		t.Fatalf("plan for billing: %+v, %v", plan, err)
+	}
+	if plan, err = processed.PlanForget(ctx(t), st, "", []string{"e1", "nope"}); err != nil || len(plan.Removed) != 2 || fmt.Sprint(plan.NotFound) != "[nope]" {
+		t.Fatalf("plan for every consumer: %+v, %v", plan, err)
+	}
+	if left, _ := st.Lookup(ctx(t), "billing", []string{"e1", "e2", long}); len(left) != 3 {
+		t.Fatalf("the plan removed markers: billing keeps %d of 3", len(left))
+	}
+
 	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Consumer != "billing" || rep.AllConsumers || rep.Requested != 3 || len(rep.Removed) != 2 ||
-		fmt.Sprint(rep.NotFound) != "[nope]" || rep.Table != st.Table() {
+		fmt.Sprint(rep.NotFound) != "[nope]" || rep.Table != st.Table() || rep.DryRun {
 		t.Fatalf("billing: %+v", rep)
 	}
 	if left, _ := st.Lookup(ctx(t), "billing", []string{"e1", "e2", long}); len(left) != 1 {

@@ -25,14 +25,18 @@ type PruneOptions struct {
 	// Topics, when given, are the source topics whose retention bounds the replay horizon,
 	// in place of the topics the markers recorded.
 	Topics []string
+	// DryRun stops after the candidates are counted and the horizon checked: the report says
+	// what would be deleted, and nothing is asked (Confirm) or deleted.
+	DryRun bool
 	// Force prunes even inside a replay horizon, or without checking it; each thing it did
 	// not respect is passed to Warn.
 	Force bool
 	// Now anchors the window (time.Now when zero).
 	Now time.Time
-	// Confirm, when set, is asked before anything is deleted, with a sentence that says what
-	// will be; an error from it stops the prune and is returned (with the report).
-	Confirm func(question string) error
+	// Confirm, when set, is asked before anything is deleted, with the report so far (the
+	// candidates per topic) and a sentence that says what will be; an error from it stops the
+	// prune and is returned (with the report).
+	Confirm func(rep *PruneReport, question string) error
 	// Progress, when set, gets the running count after each deleted batch, and the number of
 	// candidates (the shape of output.Progress.Update).
 	Progress func(deleted, candidates int64)
@@ -68,6 +72,8 @@ type PruneReport struct {
 	HorizonChecked bool           `json:"horizon_checked"`
 	Forced         bool           `json:"forced"`
 	Topics         []TopicHorizon `json:"topics"`
+	// DryRun is set when nothing was deleted because none was asked for: Candidates would be.
+	DryRun bool `json:"dry_run"`
 }
 
 // Prune deletes the markers processed more than o.OlderThan ago (o.Consumer's only, when
@@ -96,7 +102,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	}
 	before := now.Add(-o.OlderThan).UTC()
 	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
-		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}}
+		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: o.DryRun}
 
 	// Through the store's own query first: a missing table is reported as such.
 	page, err := st.List(ctx, dedup.ListFilter{Consumer: o.Consumer, Until: before, Limit: 1})
@@ -116,11 +122,14 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	if err := checkReplayHorizon(ctx, cluster, o, rep, counts); err != nil {
 		return rep, err
 	}
+	if o.DryRun {
+		return rep, nil
+	}
 
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
 			plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
-		if err := o.Confirm(question); err != nil {
+		if err := o.Confirm(rep, question); err != nil {
 			return rep, err
 		}
 	}

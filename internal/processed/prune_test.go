@@ -96,7 +96,7 @@ func TestPruneHorizonPolicy(t *testing.T) {
 			asked := ""
 			rep, err := processed.Prune(ctx(t), st, tc.cluster, processed.PruneOptions{
 				OlderThan: olderThan, Consumer: consumer, BatchSize: 2, Topics: tc.topics, Force: tc.force, Now: now,
-				Confirm: func(q string) error { asked = q; return nil },
+				Confirm: func(_ *processed.PruneReport, q string) error { asked = q; return nil },
 				Warn:    func(w string) { warnings = append(warnings, w) },
 			})
 			if tc.refusal == "" && err != nil {
@@ -151,7 +151,7 @@ func TestPruneNothingToDo(t *testing.T) {
 	rep, err := processed.Prune(ctx(t), st, func(context.Context) (*kafka.Cluster, error) {
 		t.Error("Kafka was asked")
 		return nil, errors.New("no")
-	}, processed.PruneOptions{OlderThan: time.Hour, Confirm: func(string) error { t.Error("asked to confirm"); return nil }})
+	}, processed.PruneOptions{OlderThan: time.Hour, Confirm: func(*processed.PruneReport, string) error { t.Error("asked to confirm"); return nil }})
 	if err != nil || rep.Candidates != 0 || rep.Deleted != 0 || len(rep.Topics) != 0 {
 		t.Fatalf("%+v, %v", rep, err)
 	}
@@ -164,13 +164,13 @@ func TestPruneNothingToDo(t *testing.T) {
 	}
 	slices.Sort(keys)
 	// The fields `processed prune` prints (consumer is left out when empty).
-	if want := "[candidates candidates_without_topic deleted forced horizon_checked older_than processed_before table topics]"; fmt.Sprint(keys) != want {
+	if want := "[candidates candidates_without_topic deleted dry_run forced horizon_checked older_than processed_before table topics]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}
 	// A declined confirmation deletes nothing and is returned.
 	mark(t, st, "c", dedup.Marker{EventID: "old", ProcessedAt: time.Now().Add(-2 * time.Hour)})
 	declined := fwerr.Usagef("declined")
-	_, err = processed.Prune(ctx(t), st, nil, processed.PruneOptions{OlderThan: time.Hour, Force: true, Confirm: func(string) error { return declined }})
+	_, err = processed.Prune(ctx(t), st, nil, processed.PruneOptions{OlderThan: time.Hour, Force: true, Confirm: func(*processed.PruneReport, string) error { return declined }})
 	if !errors.Is(err, declined) {
 		t.Fatalf("declined: %v", err)
 	}

@@ -15,6 +15,7 @@ package dedupdriver
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -213,6 +214,9 @@ type Driver interface {
 	// the same consumer and bound (all consumers' when consumer is empty).
 	PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]TopicCount, error)
 	Forget(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+	// Consumers returns up to limit distinct consumer names that have markers, in order,
+	// without reading every row (ConsumersSQL).
+	Consumers(ctx context.Context, limit int) ([]string, error)
 
 	// IsTransient reports whether err is worth retrying (connection lost,
 	// serialization failure, deadlock, database busy).
@@ -223,4 +227,35 @@ type Driver interface {
 type TopicCount struct {
 	Topic   string `json:"topic"`
 	Markers int64  `json:"markers"`
+}
+
+// ConsumersSQL is the query of Driver.Consumers, the same in both dialects: a loose index
+// scan over the primary key (consumer, event_id), one index probe per distinct consumer,
+// so that naming the consumers costs as many probes as there are consumers, not a table scan.
+// $1 is the limit; table and consumer are quoted identifiers.
+func ConsumersSQL(table, consumer string) string {
+	return fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
+  SELECT (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
+  UNION ALL
+  SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
+)
+SELECT consumer FROM c WHERE consumer IS NOT NULL LIMIT $1`, table, consumer)
+}
+
+// ScanStrings reads one text column from every row of rows (pgx.Rows or *sql.Rows; the caller
+// closes them and classifies the error).
+func ScanStrings(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}) ([]string, error) {
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }

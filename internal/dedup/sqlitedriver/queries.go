@@ -30,6 +30,7 @@ type statements struct {
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
 	candidatesAll string
 	candidatesOne string
+	consumers     string
 	c             dedupdriver.Columns // quoted
 }
 
@@ -55,6 +56,7 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
 	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt)
 	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 AND %[4]s = $2 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt, c.Consumer)
+	s.consumers = dedupdriver.ConsumersSQL(table, c.Consumer)
 	return s
 }
 
@@ -303,4 +305,18 @@ func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan
 		return nil, d.classify(err)
 	}
 	return out, nil
+}
+
+// Consumers returns up to limit consumers that have markers (dedupdriver.ConsumersSQL).
+func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.consumers, limit)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	names, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return names, nil
 }

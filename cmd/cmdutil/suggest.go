@@ -1,0 +1,104 @@
+package cmdutil
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/agnivade/levenshtein"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// suggestDistance is the largest edit distance a suggestion may be from what was typed: two
+// edits catch a swapped pair of letters (valdiate, lsit) and a letter too many or too few.
+const suggestDistance = 2
+
+// Suggestions are the candidates close to typed (docs/design.md §4: one rule for mistyped
+// commands and flags): within suggestDistance edits (case-insensitive), or starting with
+// it, nearest first.
+func Suggestions(typed string, candidates []string) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	low := strings.ToLower(typed)
+	var out []scored
+	for _, c := range candidates {
+		d := levenshtein.ComputeDistance(low, strings.ToLower(c))
+		if d <= suggestDistance || (low != "" && strings.HasPrefix(strings.ToLower(c), low)) {
+			out = append(out, scored{c, d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b scored) int { return a.d - b.d })
+	names := make([]string, 0, len(out))
+	for _, s := range out {
+		if !slices.Contains(names, s.name) {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
+// didYouMean is the suffix of an error naming the suggestions, "" when there are none.
+func didYouMean(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return "\n\nDid you mean this?\n\t" + strings.Join(names, "\n\t") + "\n"
+}
+
+// SubcommandArgs is the Args of a command group: no argument, and an argument that is not
+// a subcommand is an unknown command with the subcommands (and aliases) close to it.
+func SubcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return fmt.Errorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), SubcommandHint(cmd, args[0]))
+}
+
+// SubcommandHint names the subcommands of cmd close to arg (by name or alias), for the error
+// of an argument that may be a mistyped subcommand; "" when none is.
+func SubcommandHint(cmd *cobra.Command, arg string) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+			names = append(names, c.Aliases...)
+		}
+	}
+	var subs []string
+	for _, n := range Suggestions(arg, names) {
+		if c, _, err := cmd.Find([]string{n}); err == nil && c != cmd && !slices.Contains(subs, c.Name()) {
+			subs = append(subs, c.Name())
+		}
+	}
+	return didYouMean(subs)
+}
+
+var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?-{1,2}([^\s=]+)`)
+
+// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from).
+func FlagError(cmd *cobra.Command, err error) error {
+	m := unknownFlag.FindStringSubmatch(err.Error())
+	if m == nil || len(m[1]) < 2 {
+		return err
+	}
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	cmd.LocalFlags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	var flags []string
+	for _, n := range Suggestions(m[1], names) {
+		flags = append(flags, "--"+n)
+	}
+	if len(flags) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w%s", err, didYouMean(flags))
+}
