@@ -24,9 +24,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/creack/pty"
-
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 // bin is the fieldwork binary, built once for the package by TestMain.
@@ -225,35 +224,10 @@ func (e env) onTerminal(t *testing.T, code int, args ...string) result {
 // onTerminalSized is onTerminal on a terminal cols columns wide.
 func (e env) onTerminalSized(t *testing.T, cols uint16, code int, args ...string) result {
 	t.Helper()
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatalf("open a pseudo-terminal: %v", err)
-	}
-	defer ptmx.Close()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: cols}); err != nil {
-		t.Fatalf("size the pseudo-terminal: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(e.environ(), "TERM=xterm-256color")
-	cmd.Stdout, cmd.Stderr = tty, tty
-	if err := cmd.Start(); err != nil {
-		tty.Close()
-		t.Fatalf("fieldwork %s: %v", cmdline(args), err)
-	}
-	tty.Close()
-	read := make(chan []byte)
-	go func() {
-		var b bytes.Buffer
-		_, _ = io.Copy(&b, ptmx) // ends with EIO once the program has closed the terminal
-		read <- b.Bytes()
-	}()
-	err = cmd.Wait()
-	out := <-read
-	r := result{args: args, stdout: bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n"))}
-	r.exited(t, ctx, err, r.stdout)
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: cols, Env: e.environ(), Timeout: commandTimeout}, bin, args...)
+	code0, out := term.Wait()
+	r := result{args: args, code: code0, stdout: []byte(out)}
+	r.exited(t, context.Background(), nil, r.stdout) // a panic fails the test
 	if r.code != code {
 		t.Fatalf("on a terminal, want exit %d\n%s", code, result{args: r.args, code: r.code, stdout: []byte(terminalText(r.stdout))})
 	}
