@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
 
@@ -67,10 +68,20 @@ func ConfirmPrompt(f *Factory, yes bool, p Prompt) error {
 		return fwerr.Usagef("refusing to %s without --yes: this is not an interactive terminal, so nobody can confirm (pass --yes in scripts)", question)
 	}
 	w := f.Streams.ErrText()
+	// Each line is wrapped to the terminal (docs/design.md §4.1): a confirmation shows what
+	// it is about whole, and a line that wraps by itself would break the label column.
+	const indent = "           " // "  %-8s " of the labels
 	for _, l := range promptLines(f, p) {
-		fmt.Fprintf(w, "  %-8s %s\n", l[0], l[1])
+		for i, part := range output.Wrap(l[1], max(f.Streams.ErrWidth-len(indent), 0)) {
+			if i == 0 {
+				fmt.Fprintf(w, "  %-8s %s\n", l[0], part)
+			} else {
+				fmt.Fprintf(w, "%s%s\n", indent, part)
+			}
+		}
 	}
-	fmt.Fprintf(w, "%s? [y/N] ", capitalize(question))
+	ask := output.Wrap(capitalize(question)+"? [y/N]", max(f.Streams.ErrWidth-1, 0))
+	fmt.Fprintf(w, "%s ", strings.Join(ask, "\n"))
 
 	// The root command catches SIGINT for a clean shutdown, so a blocked read would outlive
 	// Ctrl-C: wait for the answer or a signal, whichever comes first.

@@ -1,6 +1,8 @@
 package output
 
 import (
+	"strings"
+
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
@@ -21,6 +23,41 @@ func Truncate(s string, width int) string {
 		return s
 	}
 	return twwidth.Truncate(s, width, Ellipsis) // the width includes the ellipsis
+}
+
+// Wrap breaks s into lines of at most width terminal columns (display width, as Truncate):
+// at blanks where it can, inside a word longer than a line where it must, so that nothing is
+// lost, as a confirmation must show it whole. A width of 0 or less leaves s one line.
+func Wrap(s string, width int) []string {
+	if width <= 0 || twwidth.Width(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	line, lineW := "", 0
+	flush := func() {
+		lines = append(lines, line)
+		line, lineW = "", 0
+	}
+	for _, word := range strings.Fields(s) {
+		w := twwidth.Width(word)
+		if lineW > 0 && lineW+1+w > width {
+			flush()
+		}
+		if lineW > 0 {
+			line, lineW = line+" ", lineW+1
+		}
+		for _, r := range word {
+			rw := twwidth.Width(string(r))
+			if lineW > 0 && lineW+rw > width {
+				flush()
+			}
+			line, lineW = line+string(r), lineW+rw
+		}
+	}
+	if lineW > 0 {
+		flush()
+	}
+	return lines
 }
 
 // fitWidths returns the width each column of a table is shown in, so that a line (each cell

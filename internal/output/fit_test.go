@@ -86,3 +86,27 @@ func TestWideOnlyColumns(t *testing.T) {
 		}
 	}
 }
+
+func TestWrap(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		width int
+		want  []string
+	}{
+		{"a short line", 0, []string{"a short line"}},
+		{"a short line", 20, []string{"a short line"}},
+		{"send 10 records from orders.dlq", 12, []string{"send 10", "records from", "orders.dlq"}},
+		{"postgres://u:xxxxx@host/db x", 10, []string{"postgres:/", "/u:xxxxx@h", "ost/db x"}},
+		{"拒否されました ok", 6, []string{"拒否さ", "れまし", "た ok"}},
+	} {
+		got := Wrap(c.s, c.width)
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Wrap(%q, %d) = %q, want %q", c.s, c.width, got, c.want)
+		}
+		for _, l := range got {
+			if c.width > 0 && twwidth.Width(l) > c.width {
+				t.Errorf("Wrap(%q, %d): line %q is wider", c.s, c.width, l)
+			}
+		}
+	}
+}

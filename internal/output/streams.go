@@ -28,6 +28,8 @@ type Streams struct {
 	// Width is the terminal's width in columns when stdout is one (tables are fitted to it,
 	// Printer.TableWidth), 0 otherwise: unlimited.
 	Width int
+	// ErrWidth is the same for stderr: prompts are fitted to it.
+	ErrWidth int
 }
 
 // System returns the process's streams.
@@ -35,11 +37,12 @@ func System() *Streams {
 	_, noColor := os.LookupEnv("NO_COLOR")
 	return &Streams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
-		InTTY:   isTerminal(os.Stdin),
-		OutTTY:  isTerminal(os.Stdout),
-		ErrTTY:  isTerminal(os.Stderr),
-		NoColor: noColor,
-		Width:   terminalWidth(os.Stdout),
+		InTTY:    isTerminal(os.Stdin),
+		OutTTY:   isTerminal(os.Stdout),
+		ErrTTY:   isTerminal(os.Stderr),
+		NoColor:  noColor,
+		Width:    terminalWidth(os.Stdout),
+		ErrWidth: terminalWidth(os.Stderr),
 	}
 }
 
