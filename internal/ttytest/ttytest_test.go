@@ -1,0 +1,312 @@
+// Package ttytest runs the fieldwork binary on pseudo-terminals, as an operator meets it,
+// against the real broker and PostgreSQL: the confirmation prompt of an executed replay, the
+// progress line of a rate-capped one, and shell completion typed into an interactive bash.
+//
+// The package holds tests only.
+package ttytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveFieldwork()
+	os.Exit(code)
+}
+
+// within bounds every wait for the terminal: ample on a loaded machine; a program that hangs
+// fails the test instead of stalling it.
+const within = 2 * time.Minute
+
+// environ is a command's environment: the test's, less every FIELDWORK_* variable, its home
+// and its terminal settings, and then the test's services and a home of its own.
+func environ(t *testing.T) []string {
+	t.Helper()
+	home := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FIELDWORK_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") &&
+			!strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") && !strings.HasPrefix(kv, "USER=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "FIELDWORK_BROKERS="+testenv.Brokers(t), "FIELDWORK_DSN="+testenv.DSN(t),
+		"FIELDWORK_CONFIG="+filepath.Join(home, "absent.yaml"), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"USER=tester", "NO_COLOR=1")
+}
+
+// fieldwork runs the binary with pipes (no terminal) and returns its exit code and outputs.
+func fieldwork(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.Fieldwork(t), args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && ctx.Err() == nil {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("fieldwork %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return code, out.String(), errOut.String()
+}
+
+// store is a migrated schema of its own on the test's PostgreSQL.
+func store(t *testing.T, env []string) string {
+	t.Helper()
+	sch := testenv.PGSchema(t, "fwtty_")
+	if code, _, stderr := fieldwork(t, env, "db", "migrate", "--schema", sch); code != 0 {
+		t.Fatalf("db migrate: exit %d: %s", code, stderr)
+	}
+	return sch
+}
+
+// deadLetters writes n dead letters of records of src (a topic of its own, left empty) to a
+// dead-letter topic of its own, and returns both names.
+func deadLetters(t *testing.T, n int) (src, dlqTopic string) {
+	t.Helper()
+	src, dlqTopic = testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		orig := &kgo.Record{Topic: src, Offset: int64(i), Key: fmt.Appendf(nil, "task-%d", i), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+		dl := dlq.NewDeadLetter(orig, dlq.Meta{Topic: dlqTopic, Reason: dlq.ReasonExhausted, Error: "db down", Group: "billing", EventID: fmt.Sprintf("evt-%d", i)})
+		recs[i] = dl
+	}
+	testenv.Produce(t, testenv.Client(t), recs...)
+	return src, dlqTopic
+}
+
+// endOffset is the sum of topic's partitions' end offsets.
+func endOffset(t *testing.T, topic string) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(testenv.Client(t)).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}
+
+// TestReplayPromptOnATerminal: on a terminal 80 columns wide, an executed replay asks after
+// the plan, which names the context, the cluster, the store, the counts per target and the
+// reason, and draws no line wider than the terminal; n prints "cancelled", exits 6 and sends
+// nothing; y sends the records.
+func TestReplayPromptOnATerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := deadLetters(t, 10)
+	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--reason", "r"}
+	question := fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src)
+
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	shown := term.WaitForText(within, "? [y/N] ")
+	if !strings.Contains(strings.ReplaceAll(shown, "\r\n", " "), question) {
+		t.Errorf("the prompt does not ask %q:\n%s", question, shown)
+	}
+	for _, want := range []string{"  context  none (flags and environment)\r\n", "  cluster  " + testenv.Brokers(t) + "\r\n",
+		"  store    ", `"` + sch + `"."processed_events"`, fmt.Sprintf("  plan     10 to %s\r\n", src), "  reason   r\r\n"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, shown)
+		}
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(shown, "\r\n", "\n"), "\n") {
+		if w := twwidth.Width(line); w > 80 {
+			t.Errorf("at 80 columns, a prompt line %d columns wide wraps: %q", w, line)
+		}
+	}
+	term.Type("n\r")
+	if code, out := term.Wait(); code != 6 || !strings.Contains(out, "cancelled") {
+		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
+	}
+	if n := endOffset(t, src); n != 0 {
+		t.Fatalf("answered n: %s holds %d records, want none sent", src, n)
+	}
+
+	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	term.WaitForText(within, "? [y/N] ")
+	term.Type("y\r")
+	if code, out := term.Wait(); code != 0 {
+		t.Fatalf("answered y: exit %d:\n%s", code, out)
+	}
+	if n := endOffset(t, src); n != 10 {
+		t.Fatalf("answered y: %s holds %d records, want 10", src, n)
+	}
+}
+
+// sentFrame matches one drawing of the replay's progress line, and the count it shows sent.
+var sentFrame = regexp.MustCompile(`replaying: (\d+) (?:of \d+ )?sent`)
+
+// TestReplayProgressRedrawnByTime: a replay capped at 2 records a second redraws its progress
+// line as records go out, long before the 256th: two frames with different counts appear
+// while fewer than all 10 are sent. With stderr not a terminal there is no progress line.
+func TestReplayProgressRedrawnByTime(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := deadLetters(t, 10)
+	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
+
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env}, testenv.Fieldwork(t), args...)
+	term.WaitFor(within, "two progress frames with different counts below 10", func(out string) bool {
+		counts := map[string]bool{}
+		for _, m := range sentFrame.FindAllStringSubmatch(out, -1) {
+			if m[1] != "10" {
+				counts[m[1]] = true
+			}
+		}
+		return len(counts) >= 2
+	})
+	if code, out := term.Wait(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if n := endOffset(t, src); n != 10 {
+		t.Fatalf("%s holds %d records, want 10", src, n)
+	}
+
+	// Other dead letters, stderr a pipe.
+	src, dlqTopic = deadLetters(t, 10)
+	args = []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
+	var stderr bytes.Buffer
+	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stderr: &stderr}, testenv.Fieldwork(t), args...)
+	if code, out := term.Wait(); code != 0 {
+		t.Fatalf("stderr a pipe: exit %d:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	if s := stderr.String(); strings.Contains(s, "\r") || strings.Contains(s, "\x1b[K") || sentFrame.MatchString(s) {
+		t.Fatalf("stderr a pipe: a progress line was drawn:\n%q", s)
+	}
+	if n := endOffset(t, src); n != 10 {
+		t.Fatalf("stderr a pipe: %s holds %d records, want 10", src, n)
+	}
+}
+
+// shell is an interactive bash on a terminal, without any startup file or the
+// bash-completion package, with fieldwork on its PATH and its completion sourced.
+type shell struct {
+	*testenv.Terminal
+	t     *testing.T
+	marks int
+}
+
+const prompt = "fw-prompt$ "
+
+func startShell(t *testing.T, env []string) *shell {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("no bash: %v", err)
+	}
+	var path []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			path = append(path, kv)
+		}
+	}
+	inputrc := filepath.Join(t.TempDir(), "inputrc")
+	if err := os.WriteFile(inputrc, []byte("set enable-bracketed-paste off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env = append(path, "PATH="+filepath.Dir(testenv.Fieldwork(t))+":"+os.Getenv("PATH"), "PS1="+prompt, "INPUTRC="+inputrc,
+		"HISTFILE=/dev/null")
+	sh := &shell{Terminal: testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 200, Env: env, Stdin: true}, bash,
+		"--norc", "--noprofile", "-i"), t: t}
+	sh.WaitForText(within, prompt)
+	sh.run(`source <(fieldwork completion bash)`)
+	sh.run(`declare -F _get_comp_words_by_ref >/dev/null && echo has-bash-completion || echo no-bash-completion`)
+	if !strings.Contains(plain(sh.Output()), "\nno-bash-completion\r\n") {
+		t.Fatalf("the shell has the bash-completion package:\n%q", sh.Output())
+	}
+	return sh
+}
+
+// run types line and Enter after whatever is on the line, and waits for it to end: an echo
+// of a mark of its own comes after it. It returns the output since the line was typed.
+func (sh *shell) run(line string) string {
+	sh.t.Helper()
+	before := len(sh.Output())
+	sh.marks++
+	mark := fmt.Sprintf("done-%d", sh.marks)
+	sh.Type(line + "\r")
+	sh.Type("echo " + mark[:4] + "''" + mark[4:] + "\r") // the echoed input is not the mark
+	out := sh.WaitFor(within, strconv.Quote(mark), func(out string) bool { return strings.Contains(plain(out), "\n"+mark+"\r\n") })
+	return plain(out[before:])
+}
+
+// plain is a shell's output without the bracketed-paste switches readline may write.
+func plain(out string) string {
+	return strings.NewReplacer("\x1b[?2004h", "", "\x1b[?2004l\r", "", "\x1b[?2004l", "").Replace(out)
+}
+
+// TestBashCompletionOnATerminal: in an interactive bash without the bash-completion package,
+// Tab completes an enum flag's value (dlq list --status pen → pending), and Tab Tab after
+// replay resume lists the runs that can be resumed and no other, or nothing when there are
+// none. zsh and fish are checked where installed.
+func TestBashCompletionOnATerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	empty := store(t, env)
+	st, err := dedup.Open(context.Background(), testenv.DSN(t), dedup.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id, status := range map[string]string{"run-done": dedup.RunCompleted, "run-cut": dedup.RunInterrupted, "run-bad": dedup.RunFailed, "run-now": dedup.RunRunning} {
+		if err := st.CreateReplayRun(context.Background(), dedup.ReplayRun{ID: id, Operator: "tester", Reason: "r", Selection: "{}",
+			Sources: []string{"src"}, Target: "dst", Status: status, Owner: "o"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sh := startShell(t, env)
+	// Tab completes the value; Ctrl-A and "echo " make the shell print the completed line.
+	out := sh.run("fieldwork dlq list --status pen\t\x01echo ")
+	if !strings.Contains(out, "\nfieldwork dlq list --status pending\r\n") {
+		t.Errorf("--status pen<Tab> did not complete to pending:\n%q", out)
+	}
+
+	// The first Tab inserts what the runs share ("run-"), so it takes two more to list them.
+	out = sh.run("fieldwork replay resume --schema " + sch + " \t\t\t\x15")
+	if !strings.Contains(out, "run-cut") || !strings.Contains(out, "run-bad") {
+		t.Errorf("replay resume <Tab><Tab> does not offer the interrupted and the failed run:\n%q", out)
+	}
+	if strings.Contains(out, "run-done") || strings.Contains(out, "run-now") {
+		t.Errorf("replay resume <Tab><Tab> offers a run that cannot be resumed:\n%q", out)
+	}
+
+	out = sh.run("fieldwork replay resume --schema " + empty + " \t\t\t\x15")
+	if strings.Contains(out, "run-") {
+		t.Errorf("replay resume <Tab><Tab> over a store without runs offers something:\n%q", out)
+	}
+	sh.Type("exit\r")
+	if code, _ := sh.Wait(); code != 0 {
+		t.Errorf("bash exited %d", code)
+	}
+
+	for _, other := range []string{"zsh", "fish"} {
+		if _, err := exec.LookPath(other); err != nil {
+			t.Logf("%s is not installed: its completion is not tried on a terminal", other)
+		} else {
+			t.Logf("%s is installed, but only bash's completion is tried on a terminal", other)
+		}
+	}
+}
