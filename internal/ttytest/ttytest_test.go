@@ -248,7 +248,11 @@ func (sh *shell) run(line string) string {
 	mark := fmt.Sprintf("done-%d", sh.marks)
 	sh.Type(line + "\r")
 	sh.Type("echo " + mark[:4] + "''" + mark[4:] + "\r") // the echoed input is not the mark
-	out := sh.WaitFor(within, strconv.Quote(mark), func(out string) bool { return strings.Contains(plain(out), "\n"+mark+"\r\n") })
+	// The next line is typed only at the next prompt, once readline reads the terminal key
+	// by key: typed ahead, the terminal's own line editing would take Tab and Ctrl-U.
+	out := sh.WaitFor(within, strconv.Quote(mark)+" and a prompt", func(out string) bool {
+		return strings.Contains(plain(out), "\n"+mark+"\r\n"+prompt)
+	})
 	return plain(out[before:])
 }
 
