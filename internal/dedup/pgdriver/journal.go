@@ -25,6 +25,7 @@ type journalTables struct {
 	batches     string
 	targets     string // replay_target_counts of migration 004
 	topics      string // replay_run_topics of migration 006
+	actions     string // marker_actions of migration 007
 }
 
 func (d *Driver) journal() journalTables {
@@ -37,6 +38,7 @@ func (d *Driver) journal() journalTables {
 		batches:     qualify(s, "replay_send_batches"),
 		targets:     qualify(s, "replay_target_counts"),
 		topics:      qualify(s, "replay_run_topics"),
+		actions:     qualify(s, "marker_actions"),
 	}
 }
 
@@ -53,6 +55,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
 	m["ReplayTargetCounts"] = j.targets
 	m["ReplayRunTopics"] = j.topics
+	m["MarkerActions"] = j.actions
 }
 
 // classify names the journal's runs table when the journal is missing.

@@ -20,6 +20,7 @@ type journalTables struct {
 	runs, checkpoints, sends, batches string
 	targets                           string // replay_target_counts of migration 004
 	topics, times                     string // replay_run_topics and replay_send_times of migration 005
+	actions                           string // marker_actions of migration 006
 	rawRuns, rawSends, rawBatches     string
 }
 
@@ -35,6 +36,7 @@ func (d *Driver) journal() journalTables {
 	j.targets = quote(TableName(s, "replay_target_counts"))
 	j.topics = quote(TableName(s, "replay_run_topics"))
 	j.times = quote(TableName(s, "replay_send_times"))
+	j.actions = quote(TableName(s, "marker_actions"))
 	return j
 }
 
@@ -52,6 +54,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplayTargetCounts"] = j.targets
 	m["ReplayRunTopics"] = j.topics
 	m["ReplaySendTimes"] = j.times
+	m["MarkerActions"] = j.actions
 }
 
 func (j journalTables) classify(err error) error {
