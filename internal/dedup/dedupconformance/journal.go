@@ -636,14 +636,14 @@ func testMarkerActions(t *testing.T, fresh Fresh) {
 		t.Fatalf("empty journal: %+v, %v", got, err)
 	}
 	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: dedup.ActionPrune, Operator: "alice", Reason: "quarterly",
-		Selection: `{"older_than":"30d"}`, Deleted: 12}); err != nil {
+		Selection: `{"older_than":"30d"}`, Counts: `{"candidates":12}`, Deleted: 12}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: dedup.ActionForget, Operator: "bob",
-		Selection: `{"consumer":"billing"}`, Deleted: 2, Error: "connection reset"}); err != nil {
+		Selection: `{"consumer":"billing"}`, Counts: "{}", Deleted: 2, Error: "connection reset"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: "vacuum", Operator: "eve", Selection: "{}"}); err == nil {
+	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: "vacuum", Operator: "eve", Selection: "{}", Counts: "{}"}); err == nil {
 		t.Fatal("an unknown action was journaled")
 	}
 	got, err := st.MarkerActions(ctx, 10)
@@ -655,7 +655,7 @@ func testMarkerActions(t *testing.T, fresh Fresh) {
 		f.MarkerTable != st.Table() || f.ID <= p.ID {
 		t.Fatalf("forget read back: %+v", f)
 	}
-	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly" || p.Selection != `{"older_than":"30d"}` ||
+	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly" || p.Selection != `{"older_than":"30d"}` || p.Counts != `{"candidates":12}` ||
 		p.Deleted != 12 || p.Error != "" || p.At.IsZero() || time.Since(p.At) > time.Hour || time.Until(p.At) > time.Hour {
 		t.Fatalf("prune read back: %+v", p)
 	}

@@ -432,7 +432,8 @@ func SortSends(sends []ReplaySend) []ReplaySend {
 
 // MarkerAction is a journaled `processed prune` or `processed forget` (migration 007 on
 // PostgreSQL, 006 on SQLite): who deleted markers of which table, why, which (Selection,
-// JSON), how many, and the error when it failed part way.
+// JSON), how many (Counts, JSON; Deleted, the markers deleted), and the error when it failed
+// part way.
 type MarkerAction struct {
 	ID          int64     `json:"id"`
 	Action      string    `json:"action"`
@@ -440,6 +441,7 @@ type MarkerAction struct {
 	Operator    string    `json:"operator"`
 	Reason      string    `json:"reason"`
 	Selection   string    `json:"selection"`
+	Counts      string    `json:"counts"`
 	Deleted     int64     `json:"deleted"`
 	Error       string    `json:"error,omitempty"`
 	At          time.Time `json:"at"`
