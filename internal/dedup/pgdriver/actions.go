@@ -2,9 +2,6 @@ package pgdriver
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jackc/pgx/v5"
 
@@ -34,16 +31,4 @@ FROM `+j.actions+` ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
 		return a, err
 	})
 	return out, j.classifyActions(err)
-}
-
-// classifyActions names the actions table when it is missing.
-func (j journalTables) classifyActions(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
-		return dedupdriver.NotMigrated(j.actions, err)
-	}
-	return err
 }

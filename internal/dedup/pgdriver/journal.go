@@ -59,13 +59,20 @@ func (j journalTables) templateData(m map[string]string) {
 }
 
 // classify names the journal's runs table when the journal is missing.
-func (j journalTables) classify(err error) error {
+func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
+
+// classifyActions names the actions table (migration 007) when it is missing.
+func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyMissing is err as dedupdriver.NotMigrated naming table when a table or the schema is
+// missing.
+func classifyMissing(table string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
-		return dedupdriver.NotMigrated(j.runs, err)
+		return dedupdriver.NotMigrated(table, err)
 	}
 	return err
 }

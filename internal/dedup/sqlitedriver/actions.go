@@ -2,7 +2,6 @@ package sqlitedriver
 
 import (
 	"context"
-	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
@@ -38,12 +37,4 @@ FROM `+j.actions+` ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
 		out = append(out, a)
 	}
 	return out, j.classifyActions(rows.Err())
-}
-
-// classifyActions names the actions table when it is missing.
-func (j journalTables) classifyActions(err error) error {
-	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return dedupdriver.NotMigrated(j.actions, err)
-	}
-	return err
 }

@@ -57,9 +57,15 @@ func (j journalTables) templateData(m map[string]string) {
 	m["MarkerActions"] = j.actions
 }
 
-func (j journalTables) classify(err error) error {
+func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
+
+// classifyActions names the actions table (migration 006) when it is missing.
+func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyMissing is err as dedupdriver.NotMigrated naming table when a table is missing.
+func classifyMissing(table string, err error) error {
 	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return dedupdriver.NotMigrated(j.runs, err)
+		return dedupdriver.NotMigrated(table, err)
 	}
 	return err
 }
