@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +159,23 @@ func capitalize(s string) string {
 func RegisterExecuteFlags(fs *pflag.FlagSet, execute, yes *bool, reason *string, act, why string) {
 	fs.BoolVar(execute, "execute", false, act+" (default: print the plan and change nothing)")
 	fs.BoolVar(yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fs.StringVar(reason, "reason", "", why+": shown in the confirmation (only with --execute)")
+	fs.StringVar(reason, "reason", "", why+": shown in the confirmation and journaled (only with --execute)")
+}
+
+// RegisterOperatorFlag adds --operator, who acts, for the journal (docs/design.md §3.3); the
+// default is replay.Operator's.
+func RegisterOperatorFlag(fs *pflag.FlagSet, operator *string, who string) {
+	fs.StringVar(operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+}
+
+// RawJSON is s as the JSON it holds, or as a JSON string when it holds none: a journaled
+// selection printed as itself.
+func RawJSON(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
 }
 
 // CheckExecuteFlags refuses --reason on a dry run: it justifies an action, and a dry run

@@ -334,7 +334,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		}
 		topics.Rows = append(topics.Rows, row)
 	}
-	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", "per hour"}}
+	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
 		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/processed"
+	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
 // ProcessedForgetOptions are the inputs of `processed forget`.
@@ -27,13 +28,15 @@ type ProcessedForgetOptions struct {
 	Execute      bool
 	Yes          bool
 	Reason       string
+	Operator     string
+	Getenv       func(string) string
 
 	Confirm func(yes bool, p cmdutil.Prompt) error
 }
 
 // NewCmdProcessedForget builds `processed forget`.
 func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
-	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
+	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv, Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
 	cmd := &cobra.Command{
 		Use:   "forget (EVENT_ID… | --from-file FILE) --consumer CONSUMER",
 		Short: "Delete markers so that the events are processed again (after a bug fix)",
@@ -52,7 +55,8 @@ store, counts, --reason) and asks y/N (a no exits 6, "cancelled"). Without a ter
 (scripts, CI) it refuses unless --yes is given; with --from-file - stdin holds the ids, so
 --execute needs --yes.
 
-It prints the markers it removed and the ids that had none.`,
+It prints the markers it removed and the ids that had none, and journals the forget (its
+operator, --reason, the consumer, the ids and the counts; processed journal lists it).`,
 		Example: `  fieldwork processed forget evt-1 evt-2 --consumer billing
   fieldwork processed forget evt-1 evt-2 --consumer billing --execute --reason "fixed the tax rounding"
   fieldwork processed forget --from-file ids.txt --consumer billing --execute --yes
@@ -73,6 +77,7 @@ It prints the markers it removed and the ids that had none.`,
 	fl.StringVar(&opts.Consumer, "consumer", "", "the consumer whose markers to delete (required unless --all-consumers)")
 	fl.BoolVar(&opts.AllConsumers, "all-consumers", false, "delete the markers of every consumer (every consumer processes the events again)")
 	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you forget")
+	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who forgets")
 	return cmd
 }
 
@@ -182,7 +187,8 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 		return err
 	}
 	// --all-consumers leaves Consumer empty: every consumer's markers.
-	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs)
+	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs,
+		processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason})
 	if err != nil {
 		return err
 	}

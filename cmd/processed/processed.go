@@ -22,6 +22,7 @@ markers (by age, or by event id so that events are processed again).
   processed check --topic T     events of a Kafka range without a marker; exit 3 when any
   processed prune --older-than  delete old markers, never inside a topic's replay horizon
   processed forget EVENT_ID…    delete markers so the events are processed again
+  processed journal             the executed prunes and forgets: who, why, what, how many
 
 The store is --dsn (postgres://… or sqlite:PATH; env FIELDWORK_DSN, or the context's dsn).
 --schema and --table name the marker table; the --column-* flags let the queries read an
@@ -29,7 +30,9 @@ existing table of the same shape whose columns have other names.
 
 prune and forget are dry runs unless --execute: they print what they would delete. With
 --execute they ask for confirmation on a terminal; without a terminal (scripts, CI) they
-refuse unless --yes is given: pass --execute --yes in scripts.`
+refuse unless --yes is given: pass --execute --yes in scripts. Each executed one is journaled
+with its operator (--operator, $USER or $LOGNAME), --reason, selection and counts: processed
+journal lists them.`
 
 // NewCmdProcessed is the processed group: queries on the processed-event markers consumers
 // write, the gap finder, and the two commands that remove markers.
@@ -41,6 +44,7 @@ func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
 		NewCmdProcessedCheck(f, nil),
 		NewCmdProcessedPrune(f, nil),
 		NewCmdProcessedForget(f, nil),
+		NewCmdProcessedJournal(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
+	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
@@ -27,6 +28,8 @@ type ProcessedPruneOptions struct {
 	Execute   bool
 	Yes       bool
 	Reason    string
+	Operator  string
+	Getenv    func(string) string
 
 	Confirm func(yes bool, p cmdutil.Prompt) error
 	Now     func() time.Time
@@ -35,7 +38,7 @@ type ProcessedPruneOptions struct {
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
-		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
+		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now, Getenv: f.Getenv,
 		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
 	}
 	cmd := &cobra.Command{
@@ -59,7 +62,8 @@ A dry run by default. Without --execute it prints the plan, how many markers it 
 per source topic and whether the horizon allows it, and deletes nothing. With --execute, on a
 terminal it shows the plan (context, store, counts per topic, --reason) and asks y/N (a no
 exits 6, "cancelled"); without a terminal (scripts, CI, cron) it refuses (exit 2) unless --yes
-is given: a script must choose to delete. Then it prints how many markers it deleted.
+is given: a script must choose to delete. Then it prints how many markers it deleted, and
+journals the prune (its operator, --reason, selection and counts; processed journal lists it).
 
 DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d12h.`,
 		Example: `  fieldwork processed prune --older-than 30d --brokers kafka:9092
@@ -95,6 +99,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
 	fl.BoolVar(&opts.Force, "force", false, "prune even inside a replay horizon, or without checking it")
 	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you prune")
+	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who prunes")
 	return cmd
 }
 
@@ -107,6 +112,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
 		Force: opts.Force, Now: opts.Now(), DryRun: !opts.Execute,
+		Journal: processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason},
 		Confirm: func(rep *processed.PruneReport, question string) error {
 			p := prunePrompt(rep, question, st.Table())
 			p.Reason = opts.Reason

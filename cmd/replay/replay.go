@@ -140,7 +140,7 @@ failure marks it failed.
 	fl.BoolVar(&opts.Execute, "execute", false, "send the records (default: print the plan and send nothing)")
 	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
 	fl.StringVar(&opts.Reason, "reason", "", "why you replay: required with --execute, journaled and sent as fw.replay.reason")
-	fl.StringVar(&opts.Operator, "operator", "", "who replays, for the journal (default $USER, else $LOGNAME)")
+	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who replays")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions([]string{replay.PartitionDefault, replay.PartitionOriginal}, cobra.ShellCompDirectiveNoFileComp))

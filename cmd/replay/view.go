@@ -243,12 +243,7 @@ type replayRunView struct {
 }
 
 func replayViewOf(r dedup.ReplayRun) replayRunView {
-	sel := json.RawMessage(r.Selection)
-	if !json.Valid(sel) {
-		b, _ := json.Marshal(r.Selection)
-		sel = b
-	}
-	return replayRunView{ReplayRun: r, Selection: sel}
+	return replayRunView{ReplayRun: r, Selection: cmdutil.RawJSON(r.Selection)}
 }
 
 var replayRunColumns = []output.Column[replayRunView]{

@@ -77,6 +77,11 @@
 // the run; ReplayedSources answers "was this dead letter replayed, when,
 // where to".
 //
+// Journal of marker actions. Migration 007 on PostgreSQL (006 on SQLite) adds marker_actions
+// (journal.go): every executed `processed prune` and `processed forget`, its operator, reason,
+// selection and counts as JSON, the markers it deleted and the marker table, shared by the
+// schema's marker tables like the replay journal.
+//
 // Column mapping. Options.Columns lets every query (and Claim) run on an
 // existing table of the same shape with other column names; Migrate refuses
 // a mapping because it creates the default columns.

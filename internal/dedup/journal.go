@@ -244,3 +244,38 @@ func (s *Store) ReplayedSources(ctx context.Context, topic string, recs []Source
 	}
 	return out, nil
 }
+
+// MarkerAction is a journaled `processed prune` or `processed forget`; see
+// dedupdriver.MarkerAction.
+type MarkerAction = dedupdriver.MarkerAction
+
+// The actions of the marker journal (its action column).
+const (
+	ActionPrune  = "prune"
+	ActionForget = "forget"
+)
+
+func (s *Store) actions() dedupdriver.ActionJournal { return s.drv.(dedupdriver.ActionJournal) }
+
+// RecordMarkerAction journals an executed deletion of this store's markers (a.MarkerTable is
+// set to the store's table).
+func (s *Store) RecordMarkerAction(ctx context.Context, a MarkerAction) error {
+	a.MarkerTable = s.Table()
+	if err := s.actions().RecordMarkerAction(ctx, a); err != nil {
+		return fmt.Errorf("journal the %s of %d markers: %w", a.Action, a.Deleted, err)
+	}
+	return nil
+}
+
+// MarkerActions returns the latest limit journaled prunes and forgets of the schema's
+// marker tables, newest first.
+func (s *Store) MarkerActions(ctx context.Context, limit int) ([]MarkerAction, error) {
+	out, err := s.actions().ListMarkerActions(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the marker actions: %w", err)
+	}
+	if out == nil {
+		out = []MarkerAction{}
+	}
+	return out, nil
+}

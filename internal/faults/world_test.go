@@ -149,6 +149,17 @@ func (w *world) consume(name, group, topic string, extra ...string) *testenv.Pro
 func stop(t *testing.T, procs ...*testenv.Proc) {
 	t.Helper()
 	for _, p := range procs {
+		// A process signalled before fieldwork's main has installed its handler dies of the
+		// signal (exit -1) instead of shutting down: a member restarted just before the end
+		// must have started first. It has once it writes its first line.
+		waitFor(t, time.Minute, nil, p.Name+" writing its first line (or exiting)", func() bool {
+			select {
+			case <-p.Done():
+				return true
+			default:
+				return p.Stderr() != "" || p.Stdout() != ""
+			}
+		})
 		if err := p.Signal(syscall.SIGTERM); err != nil {
 			t.Errorf("%s: %v", p.Name, err)
 		}

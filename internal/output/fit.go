@@ -62,10 +62,13 @@ func Wrap(s string, width int) []string {
 
 // fitWidths returns the width each column of a table is shown in, so that a line (each cell
 // but the last followed by columnGap blanks) is at most limit columns wide: the columns that
-// fit keep their width, the widest share what is left, each cut to no less than minCellWidth
-// (or its own width). widths are the columns' natural widths; a limit of 0 or less keeps
-// them. A table too wide even then is shown at the minimum widths.
-func fitWidths(widths []int, limit int) []int {
+// fit keep their width, the widest share what is left, each cut to no less than its floor
+// (floors[i]: its header's width, so that the cells are cut and never a header) nor than
+// minCellWidth (or its own width). When the floors alone do not fit, the headers are cut too,
+// to minCellWidth: a line wider than the terminal wraps and garbles every row. widths are the
+// columns' natural widths; a limit of 0 or less keeps them. A table too wide even then is
+// shown at the minimum widths.
+func fitWidths(widths, floors []int, limit int) []int {
 	out := append([]int(nil), widths...)
 	if limit <= 0 || len(widths) == 0 {
 		return out
@@ -78,11 +81,23 @@ func fitWidths(widths []int, limit int) []int {
 	if total <= room {
 		return out
 	}
+	floorsFit := 0
+	for i, w := range widths {
+		if i < len(floors) {
+			floorsFit += min(w, max(minCellWidth, floors[i]))
+		}
+	}
+	floor := func(i int) int {
+		if i < len(floors) && floorsFit <= room {
+			return max(minCellWidth, floors[i])
+		}
+		return minCellWidth
+	}
 	// The largest cap c such that sum(min(w, max(c, floor))) fits: binary search.
 	capped := func(c int) int {
 		sum := 0
-		for _, w := range widths {
-			sum += min(w, max(c, minCellWidth))
+		for i, w := range widths {
+			sum += min(w, max(c, floor(i)))
 		}
 		return sum
 	}
@@ -99,7 +114,7 @@ func fitWidths(widths []int, limit int) []int {
 		}
 	}
 	for i, w := range widths {
-		out[i] = min(w, lo)
+		out[i] = min(w, max(lo, floor(i)))
 	}
 	return out
 }
@@ -111,6 +126,7 @@ func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string
 	for i, h := range header {
 		natural[i] = twwidth.Width(h)
 	}
+	headers := append([]int(nil), natural...)
 	for _, r := range rows {
 		for i, c := range r {
 			if i < len(natural) {
@@ -118,7 +134,7 @@ func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string
 			}
 		}
 	}
-	widths := fitWidths(natural, limit)
+	widths := fitWidths(natural, headers, limit)
 	cut := func(r []string) []string {
 		out := make([]string, len(r))
 		for i, c := range r {

@@ -110,3 +110,29 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadersNeverCut: a table narrower than its cells cuts the cells, never a header; only
+// when the headers alone are wider than the terminal are they cut too, so that no line wraps.
+func TestHeadersNeverCut(t *testing.T) {
+	header := []string{"TOPIC", "ORIGIN_GROUP", "REPLAYABLE_RECORDS", "REASON"}
+	rows := [][]string{{strings.Repeat("t", 30), strings.Repeat("g", 30), "12", strings.Repeat("r", 40)}}
+	for _, width := range []int{60, 50, 30} {
+		h, r, widths := fitTable(header, rows, width)
+		line := 0
+		for i, w := range widths {
+			line += w
+			if i > 0 {
+				line += columnGap
+			}
+			if h[i] != header[i] && width >= 47 { // the headers and their gaps: 47 columns
+				t.Errorf("width %d: header %q cut to %q", width, header[i], h[i])
+			}
+		}
+		if line > width {
+			t.Errorf("width %d: the table is %d wide: %v", width, line, widths)
+		}
+		if !strings.HasSuffix(r[0][0], Ellipsis) || !strings.HasSuffix(r[0][3], Ellipsis) {
+			t.Errorf("width %d: the wide cells are not cut: %q", width, r[0])
+		}
+	}
+}

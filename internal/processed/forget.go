@@ -22,13 +22,15 @@ type ForgetReport struct {
 
 // Forget deletes the markers of ids for consumer ("" for every consumer's), all in one
 // transaction, so that the events are processed again when redelivered or replayed, and says
-// which ids had no marker. ids are taken as given: the caller makes them distinct.
-func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string) (*ForgetReport, error) {
+// which ids had no marker. ids are taken as given: the caller makes them distinct. The forget
+// is journaled with j once the transaction is committed.
+func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string, j Journal) (*ForgetReport, error) {
 	removed, err := st.Forget(ctx, consumer, ids)
 	if err != nil {
 		return nil, err
 	}
-	return forgetReport(st, consumer, ids, removed), nil
+	rep := forgetReport(st, consumer, ids, removed)
+	return rep, recordForget(context.WithoutCancel(ctx), st, j, ids, rep)
 }
 
 // PlanForget is Forget's dry run: the markers of ids that Forget would delete, and the ids

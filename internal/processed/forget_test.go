@@ -30,7 +30,7 @@ func TestForget(t *testing.T) {
 		t.Fatalf("the plan removed markers: billing keeps %d of 3", len(left))
 	}
 
-	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"})
+	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.Journal{Operator: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("billing keeps %d markers, want e2 alone", len(left))
 	}
 
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"})
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"}, processed.Journal{Operator: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestForget(t *testing.T) {
 		t.Fatalf("every consumer: %+v", rep)
 	}
 	// Nothing left to forget: every id is reported, and the lists are empty, not null.
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"})
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"}, processed.Journal{Operator: "alice"})
 	if err != nil || rep.Removed == nil || fmt.Sprint(rep.NotFound) != "[e1]" {
 		t.Fatalf("again: %+v, %v", rep, err)
 	}

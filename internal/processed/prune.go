@@ -42,6 +42,9 @@ type PruneOptions struct {
 	Progress func(deleted, candidates int64)
 	// Warn, when set, gets what --force let through, one sentence each.
 	Warn func(string)
+	// Journal is who prunes and why: an executed prune that deleted markers, or that ran to
+	// its end, is journaled (dedup.Store.RecordMarkerAction).
+	Journal Journal
 }
 
 // TopicHorizon is one source topic's replay horizon as Prune checked it.
@@ -88,7 +91,7 @@ type PruneReport struct {
 // recorded no topic and o.Topics is empty. A cluster that cannot be had (none configured,
 // unreachable) fails the prune with that error. o.Force turns each of these into a warning.
 // Then o.Confirm is asked, and the markers are deleted in batches of o.BatchSize, each its
-// own transaction.
+// own transaction, and the prune is journaled with o.Journal (also when it failed part way).
 //
 // The report is returned with every error after the candidates were counted; on a failure
 // while deleting, Deleted says how many markers are gone.
@@ -138,7 +141,10 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 		progress = func(n int64) { o.Progress(n, rep.Candidates) }
 	}
 	rep.Deleted, err = st.Prune(ctx, o.Consumer, before, o.BatchSize, progress)
-	return rep, err
+	if err != nil && rep.Deleted == 0 {
+		return rep, err
+	}
+	return rep, recordPrune(context.WithoutCancel(ctx), st, o, rep, err)
 }
 
 // checkReplayHorizon fills rep.Topics and refuses, unless forced, to prune markers that a

@@ -103,6 +103,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"JournalOfBeforeRecordIdentity", testJournalBeforeRecordIdentity},
 		{"TargetCountsKeptAndBackfilled", testTargetCountsBackfill},
 		{"JournalNotMigrated", testJournalNotMigrated},
+		{"MarkerActions", testMarkerActions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh) })

@@ -511,7 +511,12 @@ func testJournalBeforeRecordIdentity(t *testing.T, fresh Fresh) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	identity := status.Latest // the migration of record identity is the newest
+	identity := 0 // the migration of record identity; those after it are replayed too
+	for _, a := range status.Applied {
+		if a.Name == "replay_record_identity" {
+			identity = a.Version
+		}
+	}
 	pg := st.Driver() == "postgres"
 	table := func(name string) string { return journalTable(st, env, name) }
 
@@ -559,7 +564,7 @@ VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
 	}
 
 	steps, err := st.Migrate(ctx, false)
-	if err != nil || len(steps) != 1 || steps[0].Version != identity || steps[0].Name != "replay_record_identity" {
+	if err != nil || len(steps) != status.Latest-identity+1 || steps[0].Version != identity || steps[0].Name != "replay_record_identity" {
 		t.Fatalf("migrate a store of before record identity: %+v %v", steps, err)
 	}
 	run, _, err := st.ReplayRun(ctx, "old")
@@ -619,5 +624,42 @@ VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
 		if err != nil || got[dedup.SourceRef{Topic: "orders.dlq", Offset: 3}].TargetOffset != 103 {
 			t.Fatalf("a send packed in version 1: %+v %v", got, err)
 		}
+	}
+}
+
+// testMarkerActions: the journal of prunes and forgets round-trips, newest first, and is the
+// schema's, shared by its marker tables.
+func testMarkerActions(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	if got, err := st.MarkerActions(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("empty journal: %+v, %v", got, err)
+	}
+	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: dedup.ActionPrune, Operator: "alice", Reason: "quarterly",
+		Selection: `{"older_than":"30d"}`, Counts: `{"candidates":12}`, Deleted: 12}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: dedup.ActionForget, Operator: "bob",
+		Selection: `{"consumer":"billing"}`, Counts: "{}", Deleted: 2, Error: "connection reset"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordMarkerAction(ctx, dedup.MarkerAction{Action: "vacuum", Operator: "eve", Selection: "{}", Counts: "{}"}); err == nil {
+		t.Fatal("an unknown action was journaled")
+	}
+	got, err := st.MarkerActions(ctx, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("journal: %+v, %v", got, err)
+	}
+	f, p := got[0], got[1]
+	if f.Action != dedup.ActionForget || f.Operator != "bob" || f.Reason != "" || f.Deleted != 2 || f.Error != "connection reset" ||
+		f.MarkerTable != st.Table() || f.ID <= p.ID {
+		t.Fatalf("forget read back: %+v", f)
+	}
+	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly" || p.Selection != `{"older_than":"30d"}` || p.Counts != `{"candidates":12}` ||
+		p.Deleted != 12 || p.Error != "" || p.At.IsZero() || time.Since(p.At) > time.Hour || time.Until(p.At) > time.Hour {
+		t.Fatalf("prune read back: %+v", p)
+	}
+	if got, err := st.MarkerActions(ctx, 1); err != nil || len(got) != 1 || got[0].ID != f.ID {
+		t.Fatalf("limit 1: %+v, %v", got, err)
 	}
 }

@@ -429,3 +429,28 @@ func SortSends(sends []ReplaySend) []ReplaySend {
 	}
 	return out
 }
+
+// MarkerAction is a journaled `processed prune` or `processed forget` (migration 007 on
+// PostgreSQL, 006 on SQLite): who deleted markers of which table, why, which (Selection,
+// JSON), how many (Counts, JSON; Deleted, the markers deleted), and the error when it failed
+// part way.
+type MarkerAction struct {
+	ID          int64     `json:"id"`
+	Action      string    `json:"action"`
+	MarkerTable string    `json:"marker_table"`
+	Operator    string    `json:"operator"`
+	Reason      string    `json:"reason"`
+	Selection   string    `json:"selection"`
+	Counts      string    `json:"counts"`
+	Deleted     int64     `json:"deleted"`
+	Error       string    `json:"error,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+// ActionJournal is implemented by both drivers.
+type ActionJournal interface {
+	// RecordMarkerAction inserts a; its ID and At are the store's.
+	RecordMarkerAction(ctx context.Context, a MarkerAction) error
+	// ListMarkerActions returns the latest limit actions, newest first.
+	ListMarkerActions(ctx context.Context, limit int) ([]MarkerAction, error)
+}

@@ -25,6 +25,7 @@ type journalTables struct {
 	batches     string
 	targets     string // replay_target_counts of migration 004
 	topics      string // replay_run_topics of migration 006
+	actions     string // marker_actions of migration 007
 }
 
 func (d *Driver) journal() journalTables {
@@ -37,6 +38,7 @@ func (d *Driver) journal() journalTables {
 		batches:     qualify(s, "replay_send_batches"),
 		targets:     qualify(s, "replay_target_counts"),
 		topics:      qualify(s, "replay_run_topics"),
+		actions:     qualify(s, "marker_actions"),
 	}
 }
 
@@ -53,16 +55,24 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
 	m["ReplayTargetCounts"] = j.targets
 	m["ReplayRunTopics"] = j.topics
+	m["MarkerActions"] = j.actions
 }
 
 // classify names the journal's runs table when the journal is missing.
-func (j journalTables) classify(err error) error {
+func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
+
+// classifyActions names the actions table (migration 007) when it is missing.
+func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyMissing is err as dedupdriver.NotMigrated naming table when a table or the schema is
+// missing.
+func classifyMissing(table string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
-		return dedupdriver.NotMigrated(j.runs, err)
+		return dedupdriver.NotMigrated(table, err)
 	}
 	return err
 }

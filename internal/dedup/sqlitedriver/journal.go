@@ -20,6 +20,7 @@ type journalTables struct {
 	runs, checkpoints, sends, batches string
 	targets                           string // replay_target_counts of migration 004
 	topics, times                     string // replay_run_topics and replay_send_times of migration 005
+	actions                           string // marker_actions of migration 006
 	rawRuns, rawSends, rawBatches     string
 }
 
@@ -35,6 +36,7 @@ func (d *Driver) journal() journalTables {
 	j.targets = quote(TableName(s, "replay_target_counts"))
 	j.topics = quote(TableName(s, "replay_run_topics"))
 	j.times = quote(TableName(s, "replay_send_times"))
+	j.actions = quote(TableName(s, "marker_actions"))
 	return j
 }
 
@@ -52,11 +54,18 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplayTargetCounts"] = j.targets
 	m["ReplayRunTopics"] = j.topics
 	m["ReplaySendTimes"] = j.times
+	m["MarkerActions"] = j.actions
 }
 
-func (j journalTables) classify(err error) error {
+func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
+
+// classifyActions names the actions table (migration 006) when it is missing.
+func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyMissing is err as dedupdriver.NotMigrated naming table when a table is missing.
+func classifyMissing(table string, err error) error {
 	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return dedupdriver.NotMigrated(j.runs, err)
+		return dedupdriver.NotMigrated(table, err)
 	}
 	return err
 }

@@ -1,0 +1,95 @@
+package processed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+)
+
+// Journal says who deletes markers and why, for the journal of executed prunes and forgets
+// (dedup.Store.RecordMarkerAction; docs/design.md §3.3), as replay's journal does for runs.
+type Journal struct {
+	Operator string
+	Reason   string
+}
+
+// maxJournaledIDs bounds the event ids a forget's journal entry lists; Counts.Requested says
+// how many were given.
+const maxJournaledIDs = 1000
+
+// pruneSelection is what a prune's journal entry says it selected.
+type pruneSelection struct {
+	Consumer        string   `json:"consumer,omitempty"`
+	OlderThan       string   `json:"older_than"`
+	ProcessedBefore string   `json:"processed_before"`
+	Topics          []string `json:"topics,omitempty"`
+	Forced          bool     `json:"forced"`
+}
+
+type pruneCounts struct {
+	Candidates int64            `json:"candidates"`
+	Deleted    int64            `json:"deleted"`
+	PerTopic   map[string]int64 `json:"per_topic,omitempty"`
+	NoTopic    int64            `json:"without_topic,omitempty"`
+}
+
+type forgetSelection struct {
+	Consumer     string   `json:"consumer,omitempty"`
+	AllConsumers bool     `json:"all_consumers"`
+	EventIDs     []string `json:"event_ids"`
+	// Truncated is set when EventIDs lists only the first maxJournaledIDs.
+	Truncated bool `json:"event_ids_truncated,omitempty"`
+}
+
+type forgetCounts struct {
+	Requested int `json:"requested"`
+	Deleted   int `json:"deleted"`
+	NotFound  int `json:"not_found"`
+}
+
+// record journals an executed action that deleted deleted markers (failed is the error that
+// stopped it part way, or nil). A journal that cannot be written fails the command: the
+// markers are gone, and the error says so.
+func record(ctx context.Context, st *dedup.Store, action string, j Journal, selection, counts any, deleted int64, failed error) error {
+	sel, err := json.Marshal(selection)
+	if err != nil {
+		return err
+	}
+	cnt, err := json.Marshal(counts)
+	if err != nil {
+		return err
+	}
+	a := dedup.MarkerAction{Action: action, Operator: j.Operator, Reason: j.Reason, Selection: string(sel), Counts: string(cnt), Deleted: deleted}
+	if failed != nil {
+		a.Error = failed.Error()
+	}
+	if err := st.RecordMarkerAction(ctx, a); err != nil {
+		return fmt.Errorf("%s deleted, but the journal was not written: %w", plural(deleted, "marker"), err)
+	}
+	return nil
+}
+
+func recordPrune(ctx context.Context, st *dedup.Store, o PruneOptions, rep *PruneReport, failed error) error {
+	sel := pruneSelection{Consumer: o.Consumer, OlderThan: rep.OlderThan, ProcessedBefore: rep.ProcessedBefore.Format("2006-01-02T15:04:05.000Z07:00"),
+		Topics: o.Topics, Forced: o.Force}
+	counts := pruneCounts{Candidates: rep.Candidates, Deleted: rep.Deleted, NoTopic: rep.NoTopic}
+	for _, t := range rep.Topics {
+		if counts.PerTopic == nil {
+			counts.PerTopic = map[string]int64{}
+		}
+		counts.PerTopic[t.Topic] = t.Markers
+	}
+	return errors.Join(failed, record(ctx, st, dedup.ActionPrune, o.Journal, sel, counts, rep.Deleted, failed))
+}
+
+func recordForget(ctx context.Context, st *dedup.Store, j Journal, ids []string, rep *ForgetReport) error {
+	sel := forgetSelection{Consumer: rep.Consumer, AllConsumers: rep.AllConsumers, EventIDs: ids}
+	if len(ids) > maxJournaledIDs {
+		sel.EventIDs, sel.Truncated = ids[:maxJournaledIDs], true
+	}
+	counts := forgetCounts{Requested: rep.Requested, Deleted: len(rep.Removed), NotFound: len(rep.NotFound)}
+	return record(ctx, st, dedup.ActionForget, j, sel, counts, int64(len(rep.Removed)), nil)
+}
