@@ -121,17 +121,7 @@ type env struct {
 // environ is the environment of a command: the test's, less every FIELDWORK_* variable, its
 // home and its colour settings, and then the test's services.
 func (e env) environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIELDWORK_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") &&
-			!strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
-		"FIELDWORK_BROKERS="+e.brokers, "FIELDWORK_DSN="+e.dsn,
-		"FIELDWORK_CONFIG="+filepath.Join(e.home, "absent.yaml"),
-		"HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"))
+	return testenv.CleanEnviron(e.home, "FIELDWORK_BROKERS="+e.brokers, "FIELDWORK_DSN="+e.dsn)
 }
 
 // fieldwork runs the binary with args, stdout and stderr pipes (not a terminal), bounded by

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -64,4 +65,22 @@ func RemoveFieldwork() {
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
+}
+
+// CleanEnviron is the environment of a fieldwork command run by a test: the test's, less
+// every FIELDWORK_* variable, its home and its colour and terminal settings, with home as the
+// home and FIELDWORK_CONFIG a file there that does not exist (so no configuration of the
+// caller's applies), then extra.
+func CleanEnviron(home string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "FIELDWORK_"), name == "HOME", name == "XDG_CONFIG_HOME", name == "NO_COLOR", name == "TERM":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "FIELDWORK_CONFIG="+filepath.Join(home, "absent.yaml"), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+	return append(env, extra...)
 }

@@ -41,16 +41,7 @@ const within = 2 * time.Minute
 // and its terminal settings, and then the test's services and a home of its own.
 func environ(t *testing.T) []string {
 	t.Helper()
-	home := t.TempDir()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FIELDWORK_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") &&
-			!strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") && !strings.HasPrefix(kv, "USER=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "FIELDWORK_BROKERS="+testenv.Brokers(t), "FIELDWORK_DSN="+testenv.DSN(t),
-		"FIELDWORK_CONFIG="+filepath.Join(home, "absent.yaml"), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+	return testenv.CleanEnviron(t.TempDir(), "FIELDWORK_BROKERS="+testenv.Brokers(t), "FIELDWORK_DSN="+testenv.DSN(t),
 		"USER=tester", "NO_COLOR=1")
 }
 
