@@ -275,6 +275,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(3, env, append([]string{"processed", "check", "--topic", topic, "--consumer", group}, s...)...)
 	do(0, env, append([]string{"processed", "prune", "--older-than", "30d", "--execute", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "forget", "e1", "--consumer", group, "--execute", "--yes"}, s...)...)
+	do(0, env, append([]string{"processed", "journal", "-o", "json"}, s...)...) // the prune and forget just journaled
 	withFile := secure(map[string]string{"FIELDWORK_CONFIG": cfgFile})
 	do(0, withFile, "context", "list")
 	do(0, withFile, "context", "show", "inline")
