@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 // TestResolve: the ldflags stamps win; unstamped, the toolchain's vcs settings and module
@@ -42,19 +44,17 @@ func TestMakeBuildStamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gitPath, makePath := testenv.Tool(t, "git"), testenv.Tool(t, "make")
 	git := func(args ...string) string {
-		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		out, err := exec.Command(gitPath, append([]string{"-C", root}, args...)...).Output()
 		if err != nil {
 			t.Skipf("not a git checkout (git %v: %v)", args, err)
 		}
 		return strings.TrimSpace(string(out))
 	}
 	commit, describe := git("rev-parse", "HEAD"), git("describe", "--tags", "--always", "--dirty")
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make")
-	}
 	bin := filepath.Join(t.TempDir(), "fieldwork")
-	build := exec.Command("make", "-s", "-C", root, "build", "BIN="+bin)
+	build := exec.Command(makePath, "-s", "-C", root, "build", "BIN="+bin)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("make build: %v\n%s", err, out)
 	}
