@@ -1,7 +1,7 @@
 # fieldwork's build and test entry points.
 #   make test     start the real services (Kafka, PostgreSQL) if needed, then vet and run every
 #                 test with the race detector against them, then make fuzz-ci
-#   make fuzz-ci  run each fuzz target for FUZZTIME (5s) beyond its seed corpus
+#   make fuzz-ci  run each fuzz target for FUZZTIME (3000 inputs) beyond its seed corpus
 #   make build    build ./bin/fieldwork, stamped with version, commit and date
 #   make ldflags  print those -ldflags (go install -ldflags "$(make -s ldflags)" .)
 #   make bench    start the real services, run every benchmark side by side against them and
@@ -56,7 +56,9 @@ FUZZ_TARGETS := \
 	./internal/timespec:FuzzParseDuration \
 	./internal/timespec:FuzzParseTime \
 	./internal/output:FuzzPrintable
-FUZZTIME ?= 5s
+# A count of inputs, not a duration: a duration ends the run with a deadline that a worker busy
+# with a slow input on a loaded machine reports as "context deadline exceeded", a failure.
+FUZZTIME ?= 3000x
 
 # A short pass of every fuzz target beyond its seeds, one target per go test (-fuzz takes one).
 # A failing input is written to the package's testdata/fuzz/TARGET: commit it with the fix.
