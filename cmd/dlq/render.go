@@ -266,7 +266,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON))
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, nil))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
@@ -50,6 +51,12 @@ func malformedOf(rec *kgo.Record, err error) MalformedRecord {
 	m := MalformedRecord{Partition: rec.Partition, Offset: rec.Offset, Reason: err.Error(), Message: err.Error()}
 	if me, ok := errors.AsType[*envelope.MalformedError](err); ok {
 		m.Format, m.Field, m.Reason, m.EventID = string(me.Format), me.Field, me.Reason, me.EventID
+	}
+	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Format, m.Field = string(se.Ref.Framing), "value"
+		if se.Key {
+			m.Field = "key"
+		}
 	}
 	return m
 }

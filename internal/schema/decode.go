@@ -171,6 +171,9 @@ type Decoder struct {
 	// registry is not asked again in this run, so a scan with it down does not wait once per
 	// record.
 	down *Error
+	// problems are the registry's failures met in this run, each once (Problems).
+	problems []*Error
+	seen     map[string]bool
 }
 
 type entry struct {
@@ -257,6 +260,7 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 	}
 	if !d.Configured() {
 		p.err = &Error{Problem: ProblemNoRegistry, Key: key, Ref: ref, Err: errors.New("no schema registry configured")}
+		d.note(p.err)
 		return p
 	}
 	s, serr := d.schema(ctx, ref)
@@ -265,6 +269,9 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		e.Key, e.Ref = key, ref
 		p.err = &e
 		p.Problem, p.Error = e.Problem, e.Error()
+		if e.Registry() {
+			d.note(p.err)
+		}
 		return p
 	}
 	p.Format, p.SchemaSubject = s.format, s.subject
@@ -324,6 +331,36 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		p.Decoded = compactJSON(rest)
 	}
 	return p
+}
+
+// note remembers a failure of the registry itself, once per problem.
+func (d *Decoder) note(e *Error) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	if d.seen[string(e.Problem)] {
+		return
+	}
+	d.seen[string(e.Problem)] = true
+	d.problems = append(d.problems, e)
+}
+
+// Problems are the registry's failures this decoder met (no registry for a framed payload,
+// the registry unavailable, the credentials refused), the first of each, in the order met.
+// A command that went on without the payloads warns with them; refused credentials fail it
+// (docs/design.md §3.6).
+func (d *Decoder) Problems() []*Error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*Error(nil), d.problems...)
 }
 
 // messageAt finds the message a Protobuf message-index path names: the first index among the
