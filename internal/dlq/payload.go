@@ -41,4 +41,3 @@ func (d DeadLetter) SchemaLabel() string {
 	}
 	return d.KeySchema.Label()
 }
-

@@ -20,10 +20,13 @@ const (
 	ByReason        StatsKey = "reason"
 	ByErrorClass    StatsKey = "error_class"
 	ByGroup         StatsKey = "group"
+	// BySchema is the value's (else the key's) schema-registry format and schema id, as
+	// DeadLetter.SchemaLabel gives it ("avro:42"); "" for payloads not framed.
+	BySchema StatsKey = "schema"
 )
 
 // StatsKeys lists every StatsKey in a stable order.
-var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup}
+var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup, BySchema}
 
 // ParseStatsKeys reads a comma-separated list of StatsKey names ("topic,reason"), as
 // `--group-by` takes it. An unknown or repeated name is a usage error; "" is none.
@@ -58,7 +61,7 @@ func joinKeys(keys []StatsKey) string {
 
 // groupKey holds a dead letter's value of each StatsKey, indexed as StatsKeys; a key not
 // grouped by stays "".
-type groupKey [5]string
+type groupKey [6]string
 
 // Stats aggregates dead letters as they stream past, grouped by chosen StatsKeys. It keeps
 // one GroupStats per distinct group and nothing per record, so its memory is bounded by the
@@ -151,6 +154,8 @@ func keyValue(d DeadLetter, k StatsKey) string {
 		return d.ErrorClass
 	case ByGroup:
 		return d.Group
+	case BySchema:
+		return d.SchemaLabel()
 	}
 	return ""
 }
