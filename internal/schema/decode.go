@@ -350,6 +350,18 @@ func (d *Decoder) note(e *Error) {
 	d.problems = append(d.problems, e)
 }
 
+// Retry forgets that the registry was down or refused the credentials, so that the next
+// payload asks it again: a consumer that waits out a registry outage calls it before each
+// retry. Schemas already fetched, and schemas the registry said it does not know, are kept.
+func (d *Decoder) Retry() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.down = nil
+}
+
 // Problems are the registry's failures this decoder met (no registry for a framed payload,
 // the registry unavailable, the credentials refused), the first of each, in the order met.
 // A command that went on without the payloads warns with them; refused credentials fail it
