@@ -110,3 +110,16 @@ func PayloadDisplay(p *schema.Payload) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// KeySchemaFields are the detail view's fields of a registry-framed key: its schema and,
+// decoded, its JSON; none for a key that is not framed.
+func KeySchemaFields(p *schema.Payload) [][2]string {
+	if p == nil {
+		return nil
+	}
+	f := [][2]string{{"key schema", PayloadDisplay(p)}}
+	if len(p.Decoded) > 0 {
+		f = append(f, [2]string{"key decoded", string(p.Decoded)})
+	}
+	return f
+}

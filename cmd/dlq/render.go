@@ -211,6 +211,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", cmdutil.OrDash(d.EventID)},
 	}}
+	head.Fields = append(head.Fields, cmdutil.KeySchemaFields(d.KeySchema)...)
 	if d.ReplayCount > 0 {
 		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
 	}

@@ -105,12 +105,7 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 		{"key", cmdutil.BytesDisplay(st, rep.Key)},
 		{"format", cmdutil.OrDash(rep.Format)},
 	}}
-	if rep.KeySchema != nil {
-		rec.Fields = append(rec.Fields, [2]string{"key schema", cmdutil.PayloadDisplay(rep.KeySchema)})
-		if len(rep.KeySchema.Decoded) > 0 {
-			rec.Fields = append(rec.Fields, [2]string{"key decoded", string(rep.KeySchema.Decoded)})
-		}
-	}
+	rec.Fields = append(rec.Fields, cmdutil.KeySchemaFields(rep.KeySchema)...)
 	if rep.ValueSchema != nil {
 		rec.Fields = append(rec.Fields, [2]string{"value schema", cmdutil.PayloadDisplay(rep.ValueSchema)})
 	}

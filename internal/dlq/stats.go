@@ -122,7 +122,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 	}
 	g := s.groups[k]
 	if g == nil {
-		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4]}
+		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4], Schema: k[5]}
 		s.groups[k] = g
 	}
 	g.Count++
@@ -201,6 +201,8 @@ func (s *Stats) Result() []GroupStats {
 // OriginalTopic, Reason, ErrorClass and Group; the others are "".
 type GroupStats struct {
 	Topic, OriginalTopic, Reason, ErrorClass, Group string
+	// Schema is the group's BySchema value.
+	Schema string
 	// Count is the number of dead letters in the group.
 	Count int64
 	// Oldest and Newest are the earliest and latest dead-letter timestamps (zero when no
@@ -233,6 +235,8 @@ func (g GroupStats) Value(k StatsKey) string {
 		return g.ErrorClass
 	case ByGroup:
 		return g.Group
+	case BySchema:
+		return g.Schema
 	}
 	return ""
 }

@@ -124,6 +124,15 @@ func (p *Payload) Err() *Error {
 	return p.err
 }
 
+// Slim is the payload without its decoded content: what names its schema (for aggregates
+// that keep many). Nil for nil.
+func (p *Payload) Slim() *Payload {
+	if p == nil {
+		return nil
+	}
+	return &Payload{Ref: p.Ref, Format: p.Format, SchemaSubject: p.SchemaSubject, Message: p.Message, Problem: p.Problem}
+}
+
 // Label is the payload's short form for a table cell: "avro:42", "confluent:42" before the
 // registry answered.
 func (p *Payload) Label() string {

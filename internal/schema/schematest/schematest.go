@@ -157,7 +157,7 @@ func ProtoFrame(t testing.TB, id int, protoJSON string, indexes ...int) []byte {
 	if err := protojson.Unmarshal([]byte(protoJSON), m); err != nil {
 		t.Fatal(err)
 	}
-	b, err := proto.Marshal(m)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
