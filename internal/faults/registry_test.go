@@ -1,0 +1,176 @@
+package faults_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+	"github.com/fieldwork/fieldwork/internal/testenv/invariant"
+)
+
+// taskEventAvro is the sample stream's CloudEvents structured event as an Avro record, the
+// task its data. The aggregate version is a long or a string (the bad-version poison's "abc").
+// v2 adds an optional field, as a producer's schema evolves.
+const taskEventAvro = `{"type":"record","name":"TaskCloudEvent","namespace":"fieldwork.sample","fields":[
+ {"name":"specversion","type":"string"},{"name":"id","type":"string"},{"name":"type","type":"string"},
+ {"name":"source","type":"string"},{"name":"subject","type":"string"},{"name":"time","type":"string"},
+ {"name":"datacontenttype","type":"string"},{"name":"aggregatetype","type":"string"},{"name":"aggregateid","type":"string"},
+ {"name":"aggregateversion","type":["long","string"]},
+ {"name":"data","type":{"type":"record","name":"Task","fields":[
+  {"name":"task_id","type":"string"},{"name":"title","type":"string"},{"name":"project","type":"string"},
+  {"name":"status","type":"string"},{"name":"priority","type":"string"},{"name":"reporter","type":"string"},
+  {"name":"assignee","type":["null","string"],"default":null},{"name":"due_date","type":["null","string"],"default":null},
+  {"name":"labels","type":["null",{"type":"array","items":"string"}],"default":null},
+  {"name":"note","type":["null","string"],"default":null},{"name":"completed_at","type":["null","string"],"default":null},
+  {"name":"updated_at","type":"string"}]}}%s]}`
+
+const taskEventAvroV2Field = `,{"name":"trace_id","type":["null","string"],"default":null}`
+
+// avroStream rewrites the sample stream's values as Avro in the Confluent wire format: the
+// records before half with schema id v1, the rest with v2. A poison value that is not JSON
+// becomes framed bytes that are not Avro (a mismatch: malformed), except the first, which
+// names unknownID, a schema the registry does not know (unsupported). Headers are dropped: a
+// registry-framed value says what it is. Byte-equal duplicates stay byte-equal.
+func avroStream(t *testing.T, s *stream, half, v1, v2, unknownID int) (unknownAt int) {
+	t.Helper()
+	sch1 := avro.MustParse(strings.Replace(taskEventAvro, "%s", "", 1))
+	sch2 := avro.MustParse(strings.Replace(taskEventAvro, "%s", taskEventAvroV2Field, 1))
+	unknownAt = -1
+	for i, r := range s.recs {
+		id, sch := v1, sch1
+		if i >= half {
+			id, sch = v2, sch2
+		}
+		var ce map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(r.Value)))
+		dec.UseNumber()
+		var out []byte
+		if err := dec.Decode(&ce); err != nil {
+			if unknownAt < 0 {
+				unknownAt, id = i, unknownID
+			}
+			out, _ = new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
+			out = append(out, 0xff, 0xff, 0xff, 0x01)
+		} else {
+			if n, ok := ce["aggregateversion"].(json.Number); ok {
+				v, err := n.Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ce["aggregateversion"] = v
+			}
+			if _, ok := ce["id"]; !ok {
+				ce["id"] = "" // the missing-id poison: an empty id, malformed as before
+			}
+			data := ce["data"].(map[string]any)
+			if ls, ok := data["labels"].([]any); ok {
+				strs := make([]string, len(ls))
+				for j, l := range ls {
+					strs[j] = l.(string)
+				}
+				data["labels"] = strs
+			}
+			b, err := avro.Marshal(sch, ce)
+			if err != nil {
+				t.Fatalf("record %d to avro: %v\n%s", i, err, r.Value)
+			}
+			out, _ = new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
+			out = append(out, b...)
+		}
+		r.Value, r.Headers = out, nil
+	}
+	return unknownAt
+}
+
+// registryGate is a proxy to the real schema registry that answers 503 while it is down.
+type registryGate struct {
+	url  string
+	down atomic.Bool
+}
+
+func newRegistryGate(t *testing.T, target string) *registryGate {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &registryGate{}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.down.Load() {
+			http.Error(w, `{"error_code":50003,"message":"registry unavailable"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	g.url = srv.URL + u.Path
+	return g
+}
+
+// TestAvroStreamThroughRegistryOutage: `fieldwork consume` on the sample stream (duplicates,
+// stale versions, poison) written in Avro through the real schema registry. Mid-run the
+// producers move to a new schema version while the registry does not answer the consumer:
+// it waits (warnings, no dead letter), and once the registry is back goes on. The crash
+// tests' invariant: every event's effect exactly once, every poison record dead-lettered and
+// nothing else, the consumer exits 0; the value whose schema id is unknown is unsupported.
+func TestAvroStreamThroughRegistryOutage(t *testing.T) {
+	regURL, user, pw := testenv.SchemaRegistry(t)
+	w := newWorld(t, testenv.Brokers(t), 1, testenv.DSN(t))
+	s := w.newStream(3, sample.Options{Seed: 616, Aggregates: 150, EventsPerAggregate: 6, DuplicateFraction: 0.05, Stale: 12, Poison: 9})
+	cl := testenv.RegistryClient(t)
+	subject := s.topic + "-value"
+	reg := func(extra string) int {
+		ss, err := cl.CreateSchema(t.Context(), subject, sr.Schema{Schema: strings.Replace(taskEventAvro, "%s", extra, 1), Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss.ID
+	}
+	v1, v2 := reg(""), reg(taskEventAvroV2Field)
+	half := len(s.recs) / 2
+	unknownAt := avroStream(t, s, half, v1, v2, 987654320)
+	if unknownAt < 0 {
+		t.Fatal("the stream has no poison value to give an unknown schema id")
+	}
+
+	gate := newRegistryGate(t, regURL)
+	pwFile := filepath.Join(t.TempDir(), "registry-password")
+	if err := os.WriteFile(pwFile, []byte(pw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.consumeArgs = []string{"--schema-registry", gate.url, "--schema-registry-username", user, "--schema-registry-password-file", pwFile}
+	report := w.consumeThroughFault(s, fault{
+		brokerStays: true,
+		down: func() string {
+			gate.down.Store(true)
+			return "schema registry answering 503, the second half produced with a new schema version meanwhile"
+		},
+		up: func() string { gate.down.Store(false); return "schema registry answering again" },
+	})
+	t.Log("avro stream through a registry outage:\n  " + report)
+
+	at := s.recs[unknownAt]
+	var reason string
+	for _, d := range testenv.ReadTopic(t, w.brokers, s.dlq) {
+		dl := dlq.Parse(d)
+		if dl.OriginalTopic == at.Topic && dl.OriginalPartition != nil && *dl.OriginalPartition == at.Partition && dl.OriginalOffset != nil && *dl.OriginalOffset == at.Offset {
+			reason = dl.Reason
+		}
+	}
+	if reason != dlq.ReasonUnsupported {
+		t.Errorf("the value naming an unknown schema id (%s): dead-lettered as %q, want unsupported", invariant.Addr(at.Topic, at.Partition, at.Offset), reason)
+	}
+}
