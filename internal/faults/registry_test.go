@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -97,8 +99,9 @@ func avroStream(t *testing.T, s *stream, half, v1, v2, unknownID int) (unknownAt
 
 // registryGate is a proxy to the real schema registry that answers 503 while it is down.
 type registryGate struct {
-	url  string
-	down atomic.Bool
+	url     string
+	down    atomic.Bool
+	refused atomic.Int64 // requests answered 503
 }
 
 func newRegistryGate(t *testing.T, target string) *registryGate {
@@ -110,6 +113,7 @@ func newRegistryGate(t *testing.T, target string) *registryGate {
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.down.Load() {
+			g.refused.Add(1)
 			http.Error(w, `{"error_code":50003,"message":"registry unavailable"}`, http.StatusServiceUnavailable)
 			return
 		}
@@ -158,7 +162,12 @@ func TestAvroStreamThroughRegistryOutage(t *testing.T) {
 			gate.down.Store(true)
 			return "schema registry answering 503, the second half produced with a new schema version meanwhile"
 		},
-		up: func() string { gate.down.Store(false); return "schema registry answering again" },
+		up: func() string {
+			// The consumer met the outage: the new schema version was asked for and refused.
+			waitFor(t, time.Minute, nil, "the consumer asking the registry while it is down", func() bool { return gate.refused.Load() > 0 })
+			gate.down.Store(false)
+			return fmt.Sprintf("schema registry answering again (%d requests refused meanwhile)", gate.refused.Load())
+		},
 	})
 	t.Log("avro stream through a registry outage:\n  " + report)
 
