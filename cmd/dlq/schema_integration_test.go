@@ -1,6 +1,7 @@
 package dlq_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -99,7 +100,7 @@ func TestDLQSchemaRegistry(t *testing.T) {
 	prefix := testenv.Name(t, "dlqsr")
 	ids := schematest.Register(t, testenv.RegistryClient(t), prefix)
 	topic := dlqTopic(t, 1, nil)
-	seedFramed(t, topic, ids)
+	values := seedFramed(t, topic, ids)
 	names := map[string]string{topic: "<topic>"}
 	idNames := map[int]string{ids.AvroEvent: "avro-event", ids.AvroKey: "avro-key", ids.ProtoOrders: "proto-orders", ids.JSON: "json"}
 	golden := func(t *testing.T, file string, code int, env map[string]string, args ...string) roottest.Result {
@@ -172,6 +173,38 @@ func TestDLQSchemaRegistry(t *testing.T) {
 		for _, want := range []string{`"schema":"avro:<avro-event>","count":1`, `"schema":"protobuf:<proto-orders>","count":2`, `"schema":"json:<json>","count":2`, `"schema":"confluent:987654321","count":1`} {
 			if !strings.Contains(got, want) {
 				t.Fatalf("stats lack %s:\n%s", want, r.Stdout)
+			}
+		}
+	})
+	t.Run("replay", func(t *testing.T) {
+		env := registryEnv(t)
+		env["FIELDWORK_DSN"], env["USER"] = testenv.DSN(t), "tester"
+		pg := testenv.PGSchema(t, "fwsr_")
+		roottest.RunCode(t, env, 0, "db", "migrate", "--schema", pg)
+		target := topic + ".target"
+		dlqNamedTopic(t, target, 1, nil)
+		r := roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--from", topic, "--to", target, "-o", "json")
+		var plan struct {
+			Sample []struct {
+				ValueSchema map[string]any `json:"value_schema"`
+			}
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || len(plan.Sample) != 6 {
+			t.Fatalf("plan: %v\n%s", err, r.Stdout)
+		}
+		if d, _ := plan.Sample[0].ValueSchema["decoded"].(map[string]any); d["event_id"] != "evt-avro-1" {
+			t.Fatalf("the plan's sample is not decoded: %v", plan.Sample[0].ValueSchema)
+		}
+		roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--from", topic, "--to", target, "--execute", "--yes", "--reason", "schema fixed", "-o", "json")
+		// The replayed records carry the original bytes, not the decoded values.
+		sources := testenv.ReadTopic(t, testenv.Brokers(t), topic)
+		sent := testenv.ReadTopic(t, testenv.Brokers(t), target)
+		if len(sent) != len(values) || len(sources) != len(values) {
+			t.Fatalf("%d sent, %d dead letters, want %d", len(sent), len(sources), len(values))
+		}
+		for i, rec := range sent {
+			if !bytes.Equal(rec.Value, values[i]) || !bytes.Equal(rec.Value, sources[i].Value) || !bytes.Equal(rec.Key, sources[i].Key) {
+				t.Fatalf("record %d: sent value %x key %x, dead letter value %x key %x", i, rec.Value, rec.Key, sources[i].Value, sources[i].Key)
 			}
 		}
 	})
