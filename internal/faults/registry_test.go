@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,23 +21,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv/invariant"
 )
 
-// taskEventAvro is the sample stream's CloudEvents structured event as an Avro record, the
-// task its data. The aggregate version is a long or a string (the bad-version poison's "abc").
-// v2 adds an optional field, as a producer's schema evolves.
-const taskEventAvro = `{"type":"record","name":"TaskCloudEvent","namespace":"fieldwork.sample","fields":[
- {"name":"specversion","type":"string"},{"name":"id","type":"string"},{"name":"type","type":"string"},
- {"name":"source","type":"string"},{"name":"subject","type":"string"},{"name":"time","type":"string"},
- {"name":"datacontenttype","type":"string"},{"name":"aggregatetype","type":"string"},{"name":"aggregateid","type":"string"},
- {"name":"aggregateversion","type":["long","string"]},
- {"name":"data","type":{"type":"record","name":"Task","fields":[
-  {"name":"task_id","type":"string"},{"name":"title","type":"string"},{"name":"project","type":"string"},
-  {"name":"status","type":"string"},{"name":"priority","type":"string"},{"name":"reporter","type":"string"},
-  {"name":"assignee","type":["null","string"],"default":null},{"name":"due_date","type":["null","string"],"default":null},
-  {"name":"labels","type":["null",{"type":"array","items":"string"}],"default":null},
-  {"name":"note","type":["null","string"],"default":null},{"name":"completed_at","type":["null","string"],"default":null},
-  {"name":"updated_at","type":"string"}]}}%s]}`
-
-const taskEventAvroV2Field = `,{"name":"trace_id","type":["null","string"],"default":null}`
+// traceField is the field the sample schema's second version adds.
+const traceField = `{"name":"trace_id","type":["null","string"],"default":null}`
 
 // avroStream rewrites the sample stream's values as Avro in the Confluent wire format: the
 // records before half with schema id v1, the rest with v2. A poison value that is not JSON
@@ -48,51 +31,25 @@ const taskEventAvroV2Field = `,{"name":"trace_id","type":["null","string"],"defa
 // registry-framed value says what it is. Byte-equal duplicates stay byte-equal.
 func avroStream(t *testing.T, s *stream, half, v1, v2, unknownID int) (unknownAt int) {
 	t.Helper()
-	sch1 := avro.MustParse(strings.Replace(taskEventAvro, "%s", "", 1))
-	sch2 := avro.MustParse(strings.Replace(taskEventAvro, "%s", taskEventAvroV2Field, 1))
+	sch1, sch2 := avro.MustParse(sample.AvroSchema), avro.MustParse(sample.AvroSchemaWith(traceField))
 	unknownAt = -1
 	for i, r := range s.recs {
 		id, sch := v1, sch1
 		if i >= half {
 			id, sch = v2, sch2
 		}
-		var ce map[string]any
-		dec := json.NewDecoder(strings.NewReader(string(r.Value)))
-		dec.UseNumber()
-		var out []byte
-		if err := dec.Decode(&ce); err != nil {
+		b, ok, err := sample.AvroValue(sch, r.Value)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if !ok {
+			b = []byte{0xff, 0xff, 0xff, 0x01} // not Avro of the schema
 			if unknownAt < 0 {
 				unknownAt, id = i, unknownID
 			}
-			out, _ = new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
-			out = append(out, 0xff, 0xff, 0xff, 0x01)
-		} else {
-			if n, ok := ce["aggregateversion"].(json.Number); ok {
-				v, err := n.Int64()
-				if err != nil {
-					t.Fatal(err)
-				}
-				ce["aggregateversion"] = v
-			}
-			if _, ok := ce["id"]; !ok {
-				ce["id"] = "" // the missing-id poison: an empty id, malformed as before
-			}
-			data := ce["data"].(map[string]any)
-			if ls, ok := data["labels"].([]any); ok {
-				strs := make([]string, len(ls))
-				for j, l := range ls {
-					strs[j] = l.(string)
-				}
-				data["labels"] = strs
-			}
-			b, err := avro.Marshal(sch, ce)
-			if err != nil {
-				t.Fatalf("record %d to avro: %v\n%s", i, err, r.Value)
-			}
-			out, _ = new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
-			out = append(out, b...)
 		}
-		r.Value, r.Headers = out, nil
+		out, _ := new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
+		r.Value, r.Headers = append(out, b...), nil
 	}
 	return unknownAt
 }
@@ -136,14 +93,14 @@ func TestAvroStreamThroughRegistryOutage(t *testing.T) {
 	s := w.newStream(3, sample.Options{Seed: 616, Aggregates: 150, EventsPerAggregate: 6, DuplicateFraction: 0.05, Stale: 12, Poison: 9})
 	cl := testenv.RegistryClient(t)
 	subject := s.topic + "-value"
-	reg := func(extra string) int {
-		ss, err := cl.CreateSchema(t.Context(), subject, sr.Schema{Schema: strings.Replace(taskEventAvro, "%s", extra, 1), Type: sr.TypeAvro})
+	reg := func(text string) int {
+		ss, err := cl.CreateSchema(t.Context(), subject, sr.Schema{Schema: text, Type: sr.TypeAvro})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ss.ID
 	}
-	v1, v2 := reg(""), reg(taskEventAvroV2Field)
+	v1, v2 := reg(sample.AvroSchema), reg(sample.AvroSchemaWith(traceField))
 	half := len(s.recs) / 2
 	unknownAt := avroStream(t, s, half, v1, v2, 987654320)
 	if unknownAt < 0 {
