@@ -54,6 +54,7 @@ func malformedOf(rec *kgo.Record, err error) MalformedRecord {
 		m.Format, m.Field, m.Reason, m.EventID = string(me.Format), me.Field, me.Reason, me.EventID
 	}
 	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Message = kafka.AddressOf(rec).String() + ": " + m.Message
 		m.Format, m.Field = string(se.Ref.Framing), "value"
 		if se.Key {
 			m.Field = "key"

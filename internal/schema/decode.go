@@ -290,12 +290,13 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		// nil fields without an error.
 		var v any
 		if err := avro.NewDecoderForSchema(s.avro, bytes.NewReader(rest)).Decode(&v); err != nil {
-			return fail(ProblemMismatch, fmt.Errorf("avro: %w", err))
+			// hamba's message names the Go type at each level ("map[string]interface {}: …").
+			return fail(ProblemMismatch, errors.New("avro: "+strings.TrimPrefix(strings.ReplaceAll(err.Error(), "map[string]interface {}: ", ""), "avro: ")))
 		}
 		if enc, err := avro.Marshal(s.avro, v); err == nil && len(enc) < len(rest) {
 			return fail(ProblemMismatch, fmt.Errorf("avro: %d bytes after the value", len(rest)-len(enc)))
 		}
-		out, err := json.Marshal(jsonable(v))
+		out, err := json.Marshal(plainAvro(s.avro, v))
 		if err != nil {
 			return fail(ProblemMismatch, fmt.Errorf("avro: %w", err))
 		}
@@ -561,22 +562,71 @@ func unwrapURL(err error) string {
 	}
 }
 
-// jsonable makes a decoded Avro value marshal as JSON objects: maps with string keys as they
-// are, byte slices as strings of their bytes, nested values likewise.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonable(e)
+// plainAvro makes a decoded Avro value plain JSON, guided by its schema: a union's value is
+// given as itself, not as hamba's {"type name": value} wrapping (a ["null","string"] field is
+// "x" or null), bytes and fixed as strings of their bytes, records, arrays and maps likewise.
+func plainAvro(s avro.Schema, v any) any {
+	switch s := s.(type) {
+	case *avro.RecordSchema:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
 		}
-		return t
-	case []any:
-		for i, e := range t {
-			t[i] = jsonable(e)
+		for _, f := range s.Fields() {
+			if fv, ok := m[f.Name()]; ok {
+				m[f.Name()] = plainAvro(f.Type(), fv)
+			}
 		}
-		return t
-	case []byte:
-		return string(t)
+		return m
+	case *avro.ArraySchema:
+		a, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		for i, e := range a {
+			a[i] = plainAvro(s.Items(), e)
+		}
+		return a
+	case *avro.MapSchema:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		for k, e := range m {
+			m[k] = plainAvro(s.Values(), e)
+		}
+		return m
+	case *avro.UnionSchema:
+		m, ok := v.(map[string]any)
+		if !ok || len(m) != 1 {
+			return plainBytes(v)
+		}
+		for name, inner := range m {
+			for _, t := range s.Types() {
+				if unionName(t) == name {
+					return plainAvro(t, inner)
+				}
+			}
+		}
+		return v
+	case *avro.RefSchema:
+		return plainAvro(s.Schema(), v)
+	}
+	return plainBytes(v)
+}
+
+// unionName is the key hamba wraps a union's value in: a named type's full name, else the
+// type's name (array, map, …).
+func unionName(t avro.Schema) string {
+	if n, ok := t.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return string(t.Type())
+}
+
+func plainBytes(v any) any {
+	if b, ok := v.([]byte); ok {
+		return string(b)
 	}
 	return v
 }

@@ -170,3 +170,21 @@ func TestRegistryFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestAvroUnionsPlain: union values are given as themselves, not wrapped in their type name.
+func TestAvroUnionsPlain(t *testing.T) {
+	reg, cl, _ := fake(t)
+	const s = `{"type":"record","name":"U","fields":[{"name":"labels","type":["null",{"type":"array","items":"string"}]},
+ {"name":"ref","type":["null",{"type":"record","name":"Ref","fields":[{"name":"id","type":"string"}]}]},
+ {"name":"n","type":["null","long"]},{"name":"raw","type":"bytes"}]}`
+	ss, err := cl.CreateSchema(context.Background(), "unions-value", sr.Schema{Schema: s, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte{2, 4, 2, 'a', 2, 'b', 0, 2, 2, 'x', 0, 4, 'h', 'i'} // labels [a b], ref {id x}, n null, raw "hi"
+	b := append(schematest.JSONFrame(ss.ID, ""), payload...)
+	p := decoder(t, schema.Config{URL: reg.URL()}).Decode(context.Background(), nil, b, false)
+	if want := `{"labels":["a","b"],"n":null,"raw":"hi","ref":{"id":"x"}}`; p.Err() != nil || string(p.Decoded) != want {
+		t.Fatalf("decoded %s (%v), want %s", p.Decoded, p.Err(), want)
+	}
+}
