@@ -53,7 +53,10 @@ aggregate id, including producer-retry duplicates, stale versions re-emitted lat
 poison records. tasks.dlq starts empty: run the reference consumer against the sandbox
 (fieldwork consume, as printed) to see the poison dead-lettered, or pass --dead-letters to
 seed a dead letter for each poison record, in fieldwork's convention, as if a consumer had
-already run. Any fieldwork command pointed at it with --brokers works.
+already run. tasks.avro holds the same stream in Avro, in the Confluent wire format, its
+schema in an in-memory schema registry (franz-go's srfake) on 127.0.0.1 whose URL is printed:
+pass it as --schema-registry to see the values decoded. Any fieldwork command pointed at it
+with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
 authentication, so it only listens on loopback. The store file stays: a later fieldwork dev
@@ -92,7 +95,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Port, "port", devstack.DefaultPort, "port of the broker on 127.0.0.1 (0: any free port)")
-	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks and tasks.dlq")
+	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks, tasks.dlq and tasks.avro")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
 	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
