@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/binary"
 	"encoding/json"
 	"strings"
@@ -186,5 +187,45 @@ func TestAvroUnionsPlain(t *testing.T) {
 	p := decoder(t, schema.Config{URL: reg.URL()}).Decode(context.Background(), nil, b, false)
 	if want := `{"labels":["a","b"],"n":null,"raw":"hi","ref":{"id":"x"}}`; p.Err() != nil || string(p.Decoded) != want {
 		t.Fatalf("decoded %s (%v), want %s", p.Decoded, p.Err(), want)
+	}
+}
+
+// TestSchemaIDHeaders: the newer Confluent clients' framing, the schema named by GUID in the
+// __value_schema_id header (magic byte 1) and the record's bytes the payload alone; for
+// Protobuf the message indexes follow the GUID.
+func TestSchemaIDHeaders(t *testing.T) {
+	reg, cl, ids := fake(t)
+	d := decoder(t, schema.Config{URL: reg.URL()})
+	guidOf := func(id int) []byte {
+		t.Helper()
+		ss, err := cl.SchemaByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects, err := cl.SubjectsByID(context.Background(), id)
+		if err != nil || len(subjects) == 0 {
+			t.Fatalf("subjects of %d: %v %v", id, subjects, err)
+		}
+		got, err := cl.LookupSchema(context.Background(), subjects[0], ss)
+		if err != nil || got.GUID == "" {
+			t.Fatalf("guid of %d: %+v %v", id, got, err)
+		}
+		b, err := hex.DecodeString(strings.ReplaceAll(got.GUID, "-", ""))
+		if err != nil || len(b) != 16 {
+			t.Fatalf("guid %q: %v", got.GUID, err)
+		}
+		return append([]byte{1}, b...)
+	}
+	framed := avroEvent(t, ids)
+	h := []envelope.Header{{Key: schema.ValueSchemaIDHeader, Value: guidOf(ids.AvroEvent)}}
+	p := d.Decode(context.Background(), h, framed[5:], false)
+	if p.Err() != nil || p.Framing != schema.FramingHeader || p.GUID == "" || !strings.Contains(string(p.Decoded), `"event_id":"e-1"`) {
+		t.Fatalf("avro by guid: %+v %v", p, p.Err())
+	}
+	pb := schematest.ProtoFrame(t, ids.ProtoOrders, `{"sku":"s-1","quantity":3}`, 0, 0)
+	h = []envelope.Header{{Key: schema.ValueSchemaIDHeader, Value: append(guidOf(ids.ProtoOrders), pb[5:8]...)}} // the index list [0, 0]
+	p = d.Decode(context.Background(), h, pb[8:], false)
+	if p.Err() != nil || p.Message != "fieldwork.orders.Order.Line" || string(p.Decoded) != `{"sku":"s-1","quantity":3}` {
+		t.Fatalf("protobuf by guid: %+v %v", p, p.Err())
 	}
 }
