@@ -25,21 +25,15 @@ type ProcessedPruneOptions struct {
 	BatchSize int
 	Topics    []string
 	Force     bool
-	Execute   bool
-	Yes       bool
-	Reason    string
-	Operator  string
-	Getenv    func(string) string
-
-	Confirm func(yes bool, p cmdutil.Prompt) error
-	Now     func() time.Time
+	cmdutil.ActionFlags
+	Now func() time.Time
 }
 
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
-		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now, Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
+		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
+		ActionFlags: cmdutil.NewActionFlags(f),
 	}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
@@ -86,7 +80,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err
 			}
-			if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+			if err := opts.Check(cmd); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
@@ -98,8 +92,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	fl.IntVar(&opts.BatchSize, "batch-size", dedup.DefaultPruneBatch, "markers deleted per transaction")
 	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
 	fl.BoolVar(&opts.Force, "force", false, "prune even inside a replay horizon, or without checking it")
-	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you prune")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who prunes")
+	opts.Register(fl, "delete the markers", "why you prune: shown in the confirmation and journaled (only with --execute)", "who prunes")
 	return cmd
 }
 
