@@ -48,8 +48,9 @@ recorded, or the --topic flags) and reads their retention.ms and cleanup.policy 
 (--brokers). It refuses (exit 2) when --older-than is shorter than any of those retentions,
 when a topic keeps records forever (retention.ms -1, or cleanup.policy compact), when a topic
 does not exist on the cluster, or when some markers recorded no topic and --topic is not
-given. When no brokers are configured it refuses (exit 2), and when they cannot be reached it
-fails (exit 4): it cannot tell the horizon. --force skips all of this, saying on stderr what
+given. When no brokers are configured it refuses (exit 2), when they cannot be reached it
+fails (exit 4), and when the cluster's ACLs deny DESCRIBE_CONFIGS on a source topic it fails
+(exit 5, naming the topic): it cannot tell the horizon. --force skips all of this, saying on stderr what
 it did not check.
 
 A dry run by default. Without --execute it prints the plan, how many markers it would delete
