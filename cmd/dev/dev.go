@@ -135,14 +135,14 @@ func devDSN(dsn string) (string, error) {
 
 // devInfo is what `fieldwork dev` prints as data (-o json, jsonl, csv).
 type devInfo struct {
-	Brokers string                  `json:"brokers"`
-	DSN     string                  `json:"dsn"`
+	Brokers string `json:"brokers"`
+	DSN     string `json:"dsn"`
 	// SchemaRegistry serves the schema of tasks.avro.
-	SchemaRegistry string `json:"schema_registry"`
-	Seed    uint64                  `json:"seed"`
-	Seeded  []devstack.TopicSeed    `json:"seeded"`
-	Poison  []devstack.PoisonRecord `json:"poison"`
-	Try     []string                `json:"try"`
+	SchemaRegistry string                  `json:"schema_registry"`
+	Seed           uint64                  `json:"seed"`
+	Seeded         []devstack.TopicSeed    `json:"seeded"`
+	Poison         []devstack.PoisonRecord `json:"poison"`
+	Try            []string                `json:"try"`
 }
 
 func devRun(ctx context.Context, opts *DevOptions) error {

@@ -2,8 +2,8 @@ package schema_test
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
