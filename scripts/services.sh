@@ -311,19 +311,22 @@ start_kafka() {
   exit 1
 }
 
-stop_kafka() {
-  if [ -f "$kafka_dir/pid" ]; then
-    local pid; pid=$(cat "$kafka_dir/pid")
+# stop_pidfile FILE NAME stops the process FILE names: SIGTERM, up to 30s, then SIGKILL.
+stop_pidfile() {
+  if [ -f "$1" ]; then
+    local pid; pid=$(cat "$1")
     if kill -0 "$pid" 2>/dev/null; then
       kill "$pid"
       local i
       for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
       kill -9 "$pid" 2>/dev/null || true
-      log "Kafka stopped"
+      log "$2 stopped"
     fi
-    rm -f "$kafka_dir/pid"
+    rm -f "$1"
   fi
 }
+
+stop_kafka() { stop_pidfile "$kafka_dir/pid" Kafka; }
 
 # --- Apicurio Registry --------------------------------------------------------------------
 # The runnable distribution (a Quarkus -runner.jar and its lib/), fetched once with Maven and
@@ -376,19 +379,7 @@ start_registry() {
   exit 1
 }
 
-stop_registry() {
-  if [ -f "$registry_dir/pid" ]; then
-    local pid; pid=$(cat "$registry_dir/pid")
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid"
-      local i
-      for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      kill -9 "$pid" 2>/dev/null || true
-      log "schema registry stopped"
-    fi
-    rm -f "$registry_dir/pid"
-  fi
-}
+stop_registry() { stop_pidfile "$registry_dir/pid" "schema registry"; }
 
 # --- A Kafka cluster for the fault tests --------------------------------------------------
 # Combined broker+controller nodes (node N is broker N and voter N), each with its own
