@@ -58,7 +58,9 @@ func seedFramed(t *testing.T, topic string, ids schematest.Registered) [][]byte 
 		schematest.JSONFrame(ids.JSON, `{"shipment_id":"ship-1","weight_kg":2.5}`),
 		schematest.JSONFrame(987654321, `{"shipment_id":"ship-2"}`),
 	}
-	keys := [][]byte{ks.MustEncode("task-1"), []byte("order-1"), []byte("order-1"), []byte("ship-1"), []byte("ship-2")}
+	// Keys: Avro, Protobuf (the Refund message, index [1]), text, JSON Schema, text.
+	keys := [][]byte{ks.MustEncode("task-1"), schematest.ProtoFrame(t, ids.ProtoOrders, `{"order_id":"order-1","reason":"key"}`, 1),
+		[]byte("order-1"), schematest.JSONFrame(ids.JSON, `{"shipment_id":"ship-1"}`), []byte("ship-2")}
 	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for i := range values {
@@ -125,6 +127,12 @@ func TestDLQSchemaRegistry(t *testing.T) {
 		}
 		if p := es[1]["value_schema"].(map[string]any); p["message"] != "fieldwork.orders.Order.Line" || fmt.Sprint(p["message_indexes"]) != "[0 0]" {
 			t.Fatalf("nested protobuf: %v", p)
+		}
+		if k := es[1]["key_schema"].(map[string]any); k["message"] != "fieldwork.orders.Refund" || k["decoded"].(map[string]any)["reason"] != "key" {
+			t.Fatalf("protobuf key: %v", k)
+		}
+		if k := es[3]["key_schema"].(map[string]any); k["format"] != "json" || k["decoded"].(map[string]any)["shipment_id"] != "ship-1" {
+			t.Fatalf("json key: %v", k)
 		}
 		if p := es[2]["value_schema"].(map[string]any); p["decoded"].(map[string]any)["total"].(map[string]any)["currency"] != "EUR" {
 			t.Fatalf("protobuf with a reference: %v", p)
