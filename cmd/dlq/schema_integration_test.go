@@ -174,6 +174,23 @@ func TestDLQSchemaRegistry(t *testing.T) {
 		if ev, _ := rep["event"].(map[string]any); ev == nil || ev["event_id"] != "evt-avro-1" || ev["aggregate_id"] != "task-1" {
 			t.Fatalf("event: %v (%v)", rep["event"], rep["malformed"])
 		}
+		for _, c := range []struct{ offset, want string }{{"1", `"sku":"sku-9"`}, {"2", `"currency":"EUR"`}, {"3", `"shipment_id":"ship-1"`}} {
+			r := roottest.RunCode(t, env, 0, "inspect", "record", topic+"/0/"+c.offset, "-o", "json")
+			var rep struct {
+				ValueSchema struct {
+					Decoded json.RawMessage `json:"decoded"`
+				} `json:"value_schema"`
+				KeySchema *struct {
+					Decoded json.RawMessage `json:"decoded"`
+				} `json:"key_schema"`
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || !strings.Contains(strings.Join(strings.Fields(string(rep.ValueSchema.Decoded)), ""), c.want) {
+				t.Fatalf("inspect record %s: %v\n%s", c.offset, err, r.Stdout)
+			}
+			if c.offset != "2" && (rep.KeySchema == nil || len(rep.KeySchema.Decoded) == 0) {
+				t.Fatalf("inspect record %s: the key is not decoded:\n%s", c.offset, r.Stdout)
+			}
+		}
 	})
 	t.Run("stats", func(t *testing.T) {
 		r := roottest.RunCode(t, env, 0, "dlq", "stats", "--topic", topic, "--group-by", "schema", "-o", "json")
