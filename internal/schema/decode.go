@@ -91,7 +91,7 @@ func (e *Error) Kinded() error {
 	case ProblemUnavailable, ProblemDenied:
 		return fwerr.Connect(e)
 	case ProblemNoRegistry:
-		return fwerr.Usagef("%s: pass --schema-registry URL (or set FIELDWORK_SCHEMA_REGISTRY, or a context's schema_registry)", e)
+		return fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("%w: pass --schema-registry URL (or set FIELDWORK_SCHEMA_REGISTRY, or a context's schema_registry)", e))
 	}
 	return e
 }
