@@ -64,12 +64,12 @@ func checkLean(t *testing.T, r *kgo.Record, full DeadLetter) {
 	want := full
 	want.Headers, want.OriginalTimestamp, want.FirstFailedAt, want.FailedAt = nil, nil, nil, nil
 	if lean.EventID == "" {
-		want.EventID = ""
+		want.EventID, want.EventIDSource = "", ""
 	}
 	var problems []HeaderProblem
 	for _, p := range full.HeaderProblems {
 		switch strings.ToLower(p.Header) {
-		case HeaderTimestamp, HeaderFirstFailedAt, HeaderFailedAt, SpringOriginalTimestamp:
+		case HeaderTimestamp, HeaderFirstFailedAt, HeaderFailedAt, SpringOriginalTimestamp, SpringRetryOriginalTimestamp, WolverineFailedAt:
 		default:
 			problems = append(problems, p)
 		}

@@ -93,7 +93,7 @@ func TestParseConventions(t *testing.T) {
 	tests := map[string]map[string]expect{
 		"spring": {
 			"DefaultErrorHandler, every header": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](42),
 				OriginalTimestamp: ms, Group: "order-service", ErrorClass: "java.lang.IllegalStateException",
 				ErrorMessage: "no such customer", StackTrace: "OrderListener.java:42", EventID: "evt-spring-1",
 			},
@@ -108,12 +108,12 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "failed to deserialize key", StackTrace: "bad key",
 			},
 			"truncated partition header (3 bytes)": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalOffset: ptr[int64](42),
 				ErrorClass: "java.lang.RuntimeException", EventID: "evt-plain-19",
 				Problems: []string{"kafka_dlt-original-partition: want 4 bytes, got 3"},
 			},
 			"integers written as decimal text and with the wrong width": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](4), OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](4), OriginalOffset: ptr[int64](42),
 				OriginalTimestamp: ms,
 				Problems: []string{
 					`kafka_dlt-original-partition: want 4 big-endian bytes, got decimal text "4": read as 4`,
@@ -122,28 +122,28 @@ func TestParseConventions(t *testing.T) {
 				},
 			},
 			"partition as 4 ASCII digits and as 8 bytes": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](1234),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1234),
 				Problems: []string{
 					`kafka_dlt-original-partition: want 4 big-endian bytes, got decimal text "1234"`,
 					"KAFKA_DLT-ORIGINAL-OFFSET: negative offset -1",
 				},
 			},
 			"8-byte partition, empty offset": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](3),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](3),
 				Problems: []string{
 					"kafka_dlt-original-partition: want 4 bytes, got 8: read as a big-endian int64, 3",
 					"kafka_dlt-original-offset: want 8 bytes, got 0",
 				},
 			},
 			"retry topics: the first original headers are the true original": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](100),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](100),
 				ErrorClass: "org.springframework.kafka.listener.ListenerExecutionFailedException", ErrorMessage: "timeout",
 				Attempts: 3, EventID: "evt-plain-20",
 			},
 		},
 		"connect": {
 			"sink task put failure": {
-				Convention: ConventionConnect, OriginalTopic: "customers", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](1234567),
+				Convention: ConventionConnect, Reason: ReasonRejected, OriginalTopic: "customers", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](1234567),
 				Handler: "jdbc-sink", ErrorClass: "org.apache.kafka.connect.errors.ConnectException",
 				ErrorMessage: "duplicate key", StackTrace: "JdbcSinkTask.java:100", EventID: "evt-connect-1",
 			},
@@ -153,7 +153,7 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "serialization error",
 			},
 			"unreadable partition and offset, topic not a topic name": {
-				Convention: ConventionConnect, OriginalTopic: "clicks and views", Handler: "s3-sink",
+				Convention: ConventionConnect, Reason: ReasonRejected, OriginalTopic: "clicks and views", Handler: "s3-sink",
 				Problems: []string{
 					`__connect.errors.topic: "clicks and views" is not a valid topic name`,
 					`__connect.errors.partition: not an integer: "two"`,
@@ -174,7 +174,7 @@ func TestParseConventions(t *testing.T) {
 		},
 		"smallrye": {
 			"nack with a cause": {
-				Convention: ConventionSmallRye, OriginalTopic: "movies", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](17),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "movies", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](17),
 				ErrorClass: "java.lang.RuntimeException", ErrorMessage: "Something went wrong; caused by: connection reset", EventID: "evt-sr-1",
 			},
 			"deserialization failure": {
@@ -183,11 +183,11 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "deserialization failed",
 			},
 			"dead-lettered twice: its own headers come first": {
-				Convention: ConventionSmallRye, OriginalTopic: "dead-letter-topic-movies", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](0),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "dead-letter-topic-movies", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](0),
 				ErrorClass: "java.lang.IllegalArgumentException", ErrorMessage: "second failure",
 			},
 			"produced by hand with kcat (strings only, no class)": {
-				Convention: ConventionSmallRye, OriginalTopic: "orders", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](7),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "orders", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](7),
 			},
 		},
 		"fieldwork": {
