@@ -15,9 +15,12 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// DefaultTopicPattern selects the dead-letter topics read when none are named: names ending
-// in .dlq (fieldwork's), -dlt (Spring's retry topics) or .DLT (Spring's recoverer).
-var DefaultTopicPattern = regexp.MustCompile(`(\.dlq|-dlt|\.DLT)$`)
+// DefaultTopicPattern selects the dead-letter topics read when none are named and none is
+// configured: names ending in a separator (. - _) and dlq, dlt, deadletter, dead-letter or
+// poison (fieldwork's .dlq, Spring's .DLT and -dlt, Connect's and the others' usual names:
+// events-dlq, orders_dlq, payments_poison, orders.deadletter), and Spring's retry topics
+// (-retry, -retry-N), ASCII case ignored.
+var DefaultTopicPattern = regexp.MustCompile(`(?i)([._-](dlq|dlt|deadletter|dead-letter|poison)|-retry(-\d+)?)$`)
 
 // ErrStop, returned by a Scan callback, ends the scan early without an error.
 var ErrStop = errors.New("stop the scan")

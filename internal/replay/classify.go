@@ -57,6 +57,19 @@ type decision struct {
 	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
 	omitted    string
 	valueBytes int64
+	// key is the original key when the dead letter's convention moved it out of the record's
+	// own key (keySet: dlq.DeadLetter.HasOriginalKey); the replay sends it instead.
+	key    []byte
+	keySet bool
+}
+
+// sendKey is the key the replay sends: the original key a convention moved out of the dead
+// letter's own key, else the dead letter's key.
+func (d *decision) sendKey() []byte {
+	if d.keySet {
+		return d.key
+	}
+	return d.rec.Key
 }
 
 // classifier decides the outcome of records, in batches so that marker and journal lookups
@@ -115,6 +128,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
+		d.key, d.keySet = dl.OriginalKey, dl.HasOriginalKey
 		if !c.filter.Match(dl) {
 			d.outcome = OutcomeFiltered
 			continue

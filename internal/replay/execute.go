@@ -442,6 +442,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			e.sum.MalformedSent++
 		}
 		out := e.prov.outgoingWith(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at)
+		out.Key = d.sendKey()
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,

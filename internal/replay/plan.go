@@ -282,7 +282,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-			if key, exact := printable.Text(d.rec.Key); key != nil {
+			if key, exact := printable.Text(d.sendKey()); key != nil {
 				s.Key, s.KeyBase64 = *key, exact
 			}
 			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
@@ -423,10 +423,10 @@ func (t *targetCache) partitionOf(ctx context.Context, d *decision) (int32, erro
 	if d.partition >= 0 {
 		return d.partition, nil
 	}
-	if n == 0 || d.rec.Key == nil {
+	if n == 0 || d.sendKey() == nil {
 		return -1, nil
 	}
-	return int32(t.hash[d.target].Partition(&kgo.Record{Key: d.rec.Key}, n)), nil
+	return int32(t.hash[d.target].Partition(&kgo.Record{Key: d.sendKey()}, n)), nil
 }
 
 // progressEvery is how often (in records) a scan reports progress.
