@@ -171,7 +171,7 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 	}
 	if set&DLQFields != 0 {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
-		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message or error class matches this regular expression")
+		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message, error class or root cause matches this regular expression")
 		fs.StringVar(&fl.OriginalTopic, "original-topic", "", "dead letters of records from this topic")
 		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
