@@ -244,29 +244,21 @@ func (p *parser) fieldwork() {
 // (classReason); anything else Spring retried until its back-off ran out: exhausted.
 func (p *parser) spring() {
 	d := p.d
-	pick := func(dlt, retry hdr) hdr {
-		if _, ok := p.first(dlt); ok {
-			return dlt
-		}
-		return retry
-	}
-	topic := pick(hSpringTopic, hSpringRetryTopic)
+	topic := p.either(hSpringTopic, hSpringRetryTopic)
 	d.OriginalTopic = p.topic(topic, p.first)
-	if id := pick(hSpringPartition, hSpringRetryPartition); true {
-		if v, ok := p.first(id); ok {
-			if n, ok := p.bigEndian(id, v, 4); ok {
-				d.OriginalPartition = p.partition(id, n)
-			}
+	id := p.either(hSpringPartition, hSpringRetryPartition)
+	if v, ok := p.first(id); ok {
+		if n, ok := p.bigEndian(id, v, 4); ok {
+			d.OriginalPartition = p.partition(id, n)
 		}
 	}
-	if id := pick(hSpringOffset, hSpringRetryOffset); true {
-		if v, ok := p.first(id); ok {
-			if n, ok := p.bigEndian(id, v, 8); ok {
-				d.OriginalOffset = p.offset(id, n)
-			}
+	id = p.either(hSpringOffset, hSpringRetryOffset)
+	if v, ok := p.first(id); ok {
+		if n, ok := p.bigEndian(id, v, 8); ok {
+			d.OriginalOffset = p.offset(id, n)
 		}
 	}
-	if id := pick(hSpringTimestamp, hSpringRetryTimestamp); !p.noTimes {
+	if id := p.either(hSpringTimestamp, hSpringRetryTimestamp); !p.noTimes {
 		if v, ok := p.first(id); ok {
 			if ms, ok := p.bigEndian(id, v, 8); ok {
 				d.OriginalTimestamp = p.epochMillis(id, ms)
@@ -383,24 +375,17 @@ func (p *parser) smallRye() {
 // once its retries are used up: exhausted.
 func (p *parser) karafka() {
 	d := p.d
-	pick := func(cur, old hdr) hdr {
-		if _, ok := p.last(cur); ok {
-			return cur
-		}
-		return old
-	}
-	d.OriginalTopic = p.topic(pick(hKarafkaTopic, hKarafkaOldTopic), p.last)
-	d.OriginalPartition = p.decimalPartition(pick(hKarafkaPartition, hKarafkaOldPartition), p.last)
-	d.OriginalOffset = p.decimalOffset(pick(hKarafkaOffset, hKarafkaOldOffset), p.last)
-	d.Group = p.text(pick(hKarafkaGroup, hKarafkaOldGroup), p.last)
-	if id := pick(hKarafkaAttempts, hKarafkaOldAttempts); true {
-		if v, ok := p.last(id); ok {
-			if n, ok := p.decimal(id, v, 31); ok && n >= 0 {
-				d.Attempts = int(n)
-			}
+	d.OriginalTopic = p.topic(p.either(hKarafkaTopic, hKarafkaOldTopic), p.last)
+	d.OriginalPartition = p.decimalPartition(p.either(hKarafkaPartition, hKarafkaOldPartition), p.last)
+	d.OriginalOffset = p.decimalOffset(p.either(hKarafkaOffset, hKarafkaOldOffset), p.last)
+	d.Group = p.text(p.either(hKarafkaGroup, hKarafkaOldGroup), p.last)
+	id := p.either(hKarafkaAttempts, hKarafkaOldAttempts)
+	if v, ok := p.last(id); ok {
+		if n, ok := p.decimal(id, v, 31); ok && n >= 0 {
+			d.Attempts = int(n)
 		}
 	}
-	if v, ok := p.last(pick(hKarafkaKey, hKarafkaOldKey)); ok {
+	if v, ok := p.last(p.either(hKarafkaKey, hKarafkaOldKey)); ok {
 		// Karafka writes a missing key as "" (Ruby's nil.to_s): read as no key.
 		d.HasOriginalKey = true
 		if len(v) > 0 {

@@ -344,6 +344,15 @@ func (p *parser) last(id hdr) ([]byte, bool) {
 	return nil, false
 }
 
+// either is a when the record has that header, else b: the header a convention writes under
+// two names (Spring's recoverer and retry topics, Karafka's current and older names).
+func (p *parser) either(a, b hdr) hdr {
+	if p.firstAt[a] > 0 {
+		return a
+	}
+	return b
+}
+
 // key returns the key of the header id as it was written (the last one with that key).
 func (p *parser) key(id hdr) string {
 	if i := p.lastAt[id]; i > 0 {
