@@ -25,6 +25,10 @@
 #   scripts/services.sh perf-classpath
 #                                fetch Kafka's own benchmark tools (kafka-tools jar) if missing
 #                                and print the Java classpath of ProducerPerformance
+#   scripts/services.sh spring-classpath
+#                                fetch Spring Kafka's jars (scripts/spring/pom.xml) if missing and
+#                                print their classpath (start fetches them too: the dead-letter
+#                                convention tests write Spring's dead letters with Spring itself)
 #
 # For the fault tests, a cluster of its own beside them (it never touches the node above):
 # three combined broker+controller KRaft nodes on loopback, replication factor 3,
@@ -82,6 +86,8 @@ install_missing() {
   command -v jq >/dev/null 2>&1 || pkgs+=(jq)
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+  # javac compiles scripts/spring/SpringDeadLetters.java for the dead-letter convention tests.
+  command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
   command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
@@ -169,6 +175,20 @@ stop_postgres() {
     pg_as "$bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
     log "PostgreSQL stopped"
   fi
+}
+
+# --- Spring Kafka (the dead-letter convention tests) ----------------------------------------
+
+spring_dir=$STATE/spring
+spring_version() { sed -n 's:.*<spring-kafka.version>\(.*\)</spring-kafka.version>.*:\1:p' "$ROOT/scripts/spring/pom.xml"; }
+
+fetch_spring() {
+  local v; v=$(spring_version)
+  if [ -f "$spring_dir/libs/spring-kafka-$v.jar" ]; then return; fi
+  log "fetching org.springframework.kafka:spring-kafka:$v with Maven"
+  rm -rf "$spring_dir/libs"; mkdir -p "$spring_dir/libs"
+  (cd "$ROOT/scripts/spring" && mvn -q -B dependency:copy-dependencies \
+    -DoutputDirectory="$spring_dir/libs" -DincludeScope=runtime >&2)
 }
 
 # --- Apache Kafka ------------------------------------------------------------------------
@@ -557,6 +577,7 @@ export FIELDWORK_TEST_MTLS_BROKERS=127.0.0.1:$KAFKA_MTLS_PORT
 export FIELDWORK_TEST_CA_FILE=$tls_dir/ca.pem
 export FIELDWORK_TEST_CA_KEY_FILE=$tls_dir/ca.key
 export FIELDWORK_TEST_TLS_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=verify-full&sslrootcert=$tls_dir/ca.pem'
+export FIELDWORK_TEST_SPRING_CLASSPATH='$spring_dir/libs/*'
 EOF
 }
 
@@ -567,6 +588,7 @@ case "${1:-start}" in
     make_tls
     start_postgres
     start_kafka
+    fetch_spring
     print_env
     ;;
   stop)
@@ -583,6 +605,10 @@ case "${1:-start}" in
     fetch_kafka_tools
     echo "$kafka_dir/tools/*:$kafka_dir/libs/*"
     ;;
+  spring-classpath)
+    fetch_spring
+    echo "$spring_dir/libs/*"
+    ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env|perf-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|perf-classpath|spring-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -358,5 +359,98 @@ func TestDLQPatternConfigured(t *testing.T) {
 	r = roottest.Run(t, map[string]string{"FIELDWORK_CONFIG": config, "FIELDWORK_DLQ_PATTERN": "("}, "dlq", "list", "--no-status")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "FIELDWORK_DLQ_PATTERN") {
 		t.Errorf("a bad pattern: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
+// TestSpringKafkaDeadLetters writes dead letters with Spring Kafka itself
+// (scripts/spring/SpringDeadLetters.java: DeadLetterPublishingRecoverer as DefaultErrorHandler
+// uses it, and as the retry topics configure it, after a hop through a retry topic), lists
+// them and replays them: Spring's headers are read and then stripped, the producer's kept.
+func TestSpringKafkaDeadLetters(t *testing.T) {
+	cp := testenv.SpringClasspath(t)
+	javac, java := testenv.Tool(t, "javac"), testenv.Tool(t, "java")
+	orig := testenv.Name(t, "spring")
+	retryTopic, deadTopic := orig+"-retry-0", orig+"-dlt"
+	testenv.CreateTopic(t, orig, 4, nil)
+	dlqNamedTopic(t, retryTopic, 1, nil)
+	dlqNamedTopic(t, deadTopic, 1, nil)
+	classes := t.TempDir()
+	src := filepath.Join(testenv.ModuleRoot(t), "scripts", "spring", "SpringDeadLetters.java")
+	if out, err := exec.Command(javac, "-d", classes, "-cp", cp, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	run := exec.Command(java, "-cp", classes+string(os.PathListSeparator)+cp, "SpringDeadLetters", testenv.Brokers(t), orig, retryTopic, deadTopic)
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("java SpringDeadLetters: %v\n%s", err, out)
+	}
+
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "journal.db")
+	env := map[string]string{"FIELDWORK_BROKERS": testenv.Brokers(t), "FIELDWORK_DSN": dsn, "USER": "oncall"}
+	r := roottest.Run(t, env, "dlq", "list", "--topic", deadTopic, "--no-status", "-o", "jsonl")
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if r.Code != 0 || len(lines) != 2 {
+		t.Fatalf("dlq list: exit %d, %d lines\n%s\n%s", r.Code, len(lines), r.Stdout, r.Stderr)
+	}
+	wants := []struct {
+		offset      int64
+		message     string
+		eventID     string
+		retryTopics []string
+		spring      string // a header Spring wrote that names the shape
+	}{
+		{42, "no such customer: c-17", "evt-spring-real-1", nil, dlq.SpringOriginalTopic},
+		{43, "no such customer: c-18, again", "evt-spring-real-2", []string{retryTopic}, dlq.SpringRetryOriginalTopic},
+	}
+	for i, line := range lines {
+		var d dlq.DeadLetter
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		w := wants[i]
+		hasHeader := false
+		for _, hd := range d.Headers {
+			hasHeader = hasHeader || hd.Key == w.spring
+		}
+		if d.Convention != dlq.ConventionSpring || d.OriginalTopic != orig || d.OriginalPartition == nil || *d.OriginalPartition != 3 ||
+			d.OriginalOffset == nil || *d.OriginalOffset != w.offset || !hasHeader {
+			t.Errorf("dead letter %d: %s %s/%v/%v, header %s %v\n%s", i, d.Convention, d.OriginalTopic, d.OriginalPartition, d.OriginalOffset, w.spring, hasHeader, line)
+		}
+		if d.OriginalTimestamp == nil || d.OriginalTimestamp.UnixMilli() != 1773476813589 || d.Group != "order-service" {
+			t.Errorf("dead letter %d: original timestamp %v, group %q", i, d.OriginalTimestamp, d.Group)
+		}
+		if d.ErrorClass != "java.lang.IllegalStateException" || !strings.Contains(d.ErrorMessage, "threw exception") ||
+			d.RootCause != "java.lang.IllegalStateException: "+w.message || d.Reason != dlq.ReasonExhausted {
+			t.Errorf("dead letter %d: class %q message %q root cause %q reason %q", i, d.ErrorClass, d.ErrorMessage, d.RootCause, d.Reason)
+		}
+		if d.EventID != w.eventID || fmt.Sprint(d.RetryTopics) != fmt.Sprint(w.retryTopics) || len(d.HeaderProblems) > 0 {
+			t.Errorf("dead letter %d: event id %q, retry topics %q, problems %+v", i, d.EventID, d.RetryTopics, d.HeaderProblems)
+		}
+	}
+
+	if r := roottest.Run(t, env, "db", "migrate"); r.Code != 0 {
+		t.Fatalf("db migrate: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = roottest.Run(t, env, "replay", "--from", deadTopic, "--execute", "--yes", "--reason", "spring", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"sent": 2`) {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	got := testenv.ReadTopic(t, testenv.Brokers(t), orig)
+	if len(got) != 2 {
+		t.Fatalf("%s holds %d records, want 2", orig, len(got))
+	}
+	want := []kgo.RecordHeader{
+		{Key: "traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")},
+		{Key: "x-bin", Value: []byte{0x00, 0xff, 0x10, 0x80}},
+	}
+	for _, rec := range got {
+		var kept []kgo.RecordHeader
+		for _, hd := range rec.Headers {
+			if !strings.HasPrefix(hd.Key, dlq.ReplayHeaderPrefix) {
+				kept = append(kept, hd)
+			}
+		}
+		if fmt.Sprintf("%q", kept) != fmt.Sprintf("%q", want) {
+			t.Errorf("%s/%d/%d: headers kept %q, want %q", rec.Topic, rec.Partition, rec.Offset, kept, want)
+		}
 	}
 }
