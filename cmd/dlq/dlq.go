@@ -24,8 +24,9 @@ consumer gave up on it.
 
 Without --topic or --pattern the commands read every topic the configured pattern matches
 (FIELDWORK_DLQ_PATTERN, else the context's dlq_pattern), else the default: names ending in
-.dlq, -dlq, _dlq, .dlt, -dlt, _dlt, .deadletter, -poison, _poison (and the other separators),
-and Spring's retry topics (-retry, -retry-N), case ignored. stderr says which pattern was used
+.dlq, -dlq, _dlq, .dlt, -dlt, .deadletter, -dead-letter-queue, _poison (and the other
+separators), starting with dlq-, dlq_, dlt- or deadletter- (Kafka Connect's dlq-s3-sink), and
+Spring's retry topics (-retry, -retry-N), case ignored. stderr says which pattern was used
 and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records.
 
 With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status

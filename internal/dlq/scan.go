@@ -16,11 +16,13 @@ import (
 )
 
 // DefaultTopicPattern selects the dead-letter topics read when none are named and none is
-// configured: names ending in a separator (. - _) and dlq, dlt, deadletter, dead-letter or
-// poison (fieldwork's .dlq, Spring's .DLT and -dlt, Connect's and the others' usual names:
-// events-dlq, orders_dlq, payments_poison, orders.deadletter), and Spring's retry topics
-// (-retry, -retry-N), ASCII case ignored.
-var DefaultTopicPattern = regexp.MustCompile(`(?i)([._-](dlq|dlt|deadletter|dead-letter|poison)|-retry(-\d+)?)$`)
+// configured (docs/design.md §3.2): names ending in a separator (. - _) and dlq, dlt,
+// deadletter, dead-letter, dead-letter-queue, deadletterqueue or poison (fieldwork's .dlq,
+// Spring's .DLT and -dlt, events-dlq, orders_dlq, payments_poison, orders.deadletter,
+// Wolverine's wolverine-dead-letter-queue), names starting with dlq, dlt, deadletter or
+// dead-letter and a separator (Kafka Connect's usual dlq-s3-sink, dlq_file_sink), and Spring's
+// retry topics (-retry, -retry-N), ASCII case ignored.
+var DefaultTopicPattern = regexp.MustCompile(`(?i)(^(dlq|dlt|deadletter|dead-letter)[._-]|[._-](dlq|dlt|deadletter|dead-letter|dead-letter-queue|deadletterqueue|poison)$|-retry(-\d+)?$)`)
 
 // ErrStop, returned by a Scan callback, ends the scan early without an error.
 var ErrStop = errors.New("stop the scan")
