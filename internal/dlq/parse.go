@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,23 +120,46 @@ func (m *parseMemo) meta(i int, key string) keyMeta {
 	return v
 }
 
+// parseState is the memory one parse works in: the dead letter being read and the parser,
+// whose header index is a few hundred words. The conventions table calls each convention's
+// reader through a function value, which makes the parser escape to the heap: the states are
+// pooled, so that a parse allocates nothing of its own.
+type parseState struct {
+	d DeadLetter
+	p parser
+}
+
+var parseStates = sync.Pool{New: func() any { return new(parseState) }}
+
 func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
-	d := DeadLetter{Convention: ConventionUnknown}
 	if r == nil {
-		return d
+		return DeadLetter{Convention: ConventionUnknown}
 	}
+	st := parseStates.Get().(*parseState)
+	st.parse(r, opts, memo)
+	d := st.d
+	*st = parseState{} // no reference to the record stays in the pool
+	parseStates.Put(st)
+	return d
+}
+
+// parse reads r into st.d.
+func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
+	d := &st.d
+	d.Convention = ConventionUnknown
 	d.Topic, d.Partition, d.Offset = r.Topic, r.Partition, r.Offset
 	if !r.Timestamp.IsZero() {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	p := parser{d: &d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	st.p = parser{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	p := &st.p
 	p.index(r.Headers, !opts.NoHeaders)
-	if c := conventionAt(d.Convention); c != nil {
-		c.parse(&p)
-	} else {
+	if c := conventionAt(d.Convention); c != nil && c.parse != nil {
+		c.parse(p)
+	} else if c == nil {
 		for i := range conventions {
-			if c := &conventions[i]; c.fromKey != nil && c.fromKey(&p, r.Key) {
+			if c := &conventions[i]; c.fromKey != nil && c.fromKey(p, r.Key) {
 				d.Convention = c.name
 				break
 			}
@@ -166,7 +190,6 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 			p.libraryEventID()
 		}
 	}
-	return d
 }
 
 // omittedUnsaid is ValueOmitted for a bounded copy whose fw.dlq.value_omitted is empty: the
