@@ -177,6 +177,16 @@ stop_postgres() {
   fi
 }
 
+# fetch_jars WHAT POM_DIR DEST JAR copies the runtime dependencies of POM_DIR/pom.xml into DEST
+# with Maven, unless DEST already holds JAR (the version the pom names).
+fetch_jars() {
+  local what=$1 pom=$2 dest=$3 jar=$4
+  if [ -f "$dest/$jar" ]; then return; fi
+  log "fetching $what with Maven"
+  rm -rf "$dest"; mkdir -p "$dest"
+  (cd "$pom" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dest" -DincludeScope=runtime >&2)
+}
+
 # --- Spring Kafka (the dead-letter convention tests) ----------------------------------------
 
 spring_dir=$STATE/spring
@@ -184,11 +194,7 @@ spring_version() { sed -n 's:.*<spring-kafka.version>\(.*\)</spring-kafka.versio
 
 fetch_spring() {
   local v; v=$(spring_version)
-  if [ -f "$spring_dir/libs/spring-kafka-$v.jar" ]; then return; fi
-  log "fetching org.springframework.kafka:spring-kafka:$v with Maven"
-  rm -rf "$spring_dir/libs"; mkdir -p "$spring_dir/libs"
-  (cd "$ROOT/scripts/spring" && mvn -q -B dependency:copy-dependencies \
-    -DoutputDirectory="$spring_dir/libs" -DincludeScope=runtime >&2)
+  fetch_jars "org.springframework.kafka:spring-kafka:$v" "$ROOT/scripts/spring" "$spring_dir/libs" "spring-kafka-$v.jar"
 }
 
 # --- Apache Kafka ------------------------------------------------------------------------
@@ -198,11 +204,7 @@ kafka_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$RO
 
 fetch_kafka() {
   local v; v=$(kafka_version)
-  if [ -f "$kafka_dir/libs/kafka_2.13-$v.jar" ]; then return; fi
-  log "fetching org.apache.kafka:kafka_2.13:$v with Maven"
-  rm -rf "$kafka_dir/libs"; mkdir -p "$kafka_dir/libs"
-  (cd "$ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
-    -DoutputDirectory="$kafka_dir/libs" -DincludeScope=runtime >&2)
+  fetch_jars "org.apache.kafka:kafka_2.13:$v" "$ROOT/scripts/kafka" "$kafka_dir/libs" "kafka_2.13-$v.jar"
 }
 
 # Apache Kafka's own benchmark tools (kafka-producer-perf-test's ProducerPerformance) from the
