@@ -1,10 +1,7 @@
 package replay
 
 import (
-	"bytes"
 	"fmt"
-	"hash/fnv"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -23,51 +20,6 @@ func partitionerKeys() []string {
 		keys[i] = fmt.Sprintf("order-%03d", i*37)
 	}
 	return keys
-}
-
-// kcatProduce writes three records per key to topic with kcat, librdkafka's own client, and
-// its consistent_random partitioner: CRC-32 placement by a client that is not franz-go.
-func kcatProduce(t *testing.T, topic string, keys []string) {
-	t.Helper()
-	var in bytes.Buffer
-	for round := range 3 {
-		for _, k := range keys {
-			fmt.Fprintf(&in, "%s|{\"event_id\":\"%s-%d\"}\n", k, k, round)
-		}
-	}
-	cmd := exec.Command(testenv.Kcat(t), "-P", "-b", testenv.Brokers(t), "-t", topic, "-K", "|",
-		"-X", "partitioner=consistent_random")
-	cmd.Stdin = &in
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kcat: %v: %s", err, out)
-	}
-}
-
-// saramaPartition is sarama's hash partitioner, written out from its definition rather than
-// through franz-go: 32-bit FNV-1a read as int32, modulo n, negated when negative.
-func saramaPartition(key string, n int32) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	p := int32(h.Sum32()) % n
-	if p < 0 {
-		p = -p
-	}
-	return p
-}
-
-// saramaProduce writes three records per key to topic at the partitions sarama's default
-// partitioner chooses.
-func saramaProduce(t *testing.T, topic string, n int32, keys []string) {
-	t.Helper()
-	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for round := range 3 {
-		for _, k := range keys {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: saramaPartition(k, n), Key: []byte(k),
-				Value: fmt.Appendf(nil, `{"event_id":"%s-%d"}`, k, round)})
-		}
-	}
-	testenv.Produce(t, cl, recs...)
 }
 
 // siblings maps each key to the one partition its records are in, failing when a key is in
@@ -101,8 +53,8 @@ func TestReplayPlacesKeysWithTheirSiblings(t *testing.T) {
 		partitioner kafka.Partitioner
 		produce     func(t *testing.T, topic string, n int32)
 	}{
-		{kafka.PartitionerCRC32, func(t *testing.T, topic string, _ int32) { kcatProduce(t, topic, keys) }},
-		{kafka.PartitionerFNV1a, func(t *testing.T, topic string, n int32) { saramaProduce(t, topic, n, keys) }},
+		{kafka.PartitionerCRC32, func(t *testing.T, topic string, _ int32) { testenv.KcatProduceKeyed(t, topic, keys, 3) }},
+		{kafka.PartitionerFNV1a, func(t *testing.T, topic string, n int32) { testenv.SaramaProduceKeyed(t, topic, n, keys, 3) }},
 	} {
 		t.Run(string(tc.partitioner), func(t *testing.T) {
 			src := testenv.Topic(t, parts, nil)
