@@ -47,6 +47,7 @@ func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
 		NewCmdProcessedJournal(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.CompletePreset(cmd)
 	return cmd
 }
 
