@@ -21,27 +21,19 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, p cmdutil.Prompt) error
-	Getenv  func(string) string
+	cmdutil.ActionFlags
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
-	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
-	}
+	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
 type ReplayOptions struct {
 	replayDeps
-	Spec     replay.Spec
-	Execute  bool
-	Yes      bool
-	Reason   string
-	Operator string
-	Rate     float64
-	Sample   int
+	Spec   replay.Spec
+	Rate   float64
+	Sample int
 
 	sel cmdutil.SelectionFlags
 	// filters and status are the dead-letter filters and --status/--consumer, the same flag
@@ -142,10 +134,7 @@ failure marks it failed.
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionAuto, "auto (the original partition while the partition counts match, else by the key), original (always the original partition) or key (always by the key)")
 	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
-	fl.BoolVar(&opts.Execute, "execute", false, "send the records (default: print the plan and send nothing)")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fl.StringVar(&opts.Reason, "reason", "", "why you replay: required with --execute, journaled and sent as fw.replay.reason")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who replays")
+	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
