@@ -180,15 +180,13 @@ ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
 	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumer+" = $1", sh.eventID+" = ANY($2::text[])"))
 	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventID+" = ANY($1::text[])", sh.removable), cols)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumer+" = $2", sh.eventID+" = ANY($1::text[])", sh.removable), cols)
-	s.unremovableAll, s.unremovableOne = "SELECT NULL::text WHERE false", "SELECT NULL::text WHERE false"
 	if sh.removable != "" {
 		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventID+" = ANY($1::text[])"), sh.removable)
 		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumer+" = $2", sh.eventID+" = ANY($1::text[])"), sh.removable)
 	}
 	older := sh.at + " < " + sh.atParam("$1")
-	ctid := "ctid"
-	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE %[2]s IN (SELECT %[2]s FROM %[1]s WHERE %[3]s LIMIT $2)`, table, ctid, where(older, sh.removable))
-	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE %[2]s IN (SELECT %[2]s FROM %[1]s WHERE %[3]s LIMIT $2)`, table, ctid, where(older, sh.consumer+" = $3", sh.removable))
+	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.removable))
+	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.consumer+" = $3", sh.removable))
 	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.removable))
 	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.consumer+" = $2", sh.removable))
 	s.consumers = dedupdriver.ConsumersSQL(table, sh.consumer)
@@ -313,8 +311,12 @@ func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdri
 	if f.AggregateID != "" {
 		where = append(where, sh.aggID+" = "+arg(f.AggregateID))
 	}
-	// Rows without a processed time (a table that keeps none for some) come last.
-	at := "COALESCE(" + sh.atRead + ", '-infinity'::timestamptz)"
+	// Rows without a processed time (another library's table may keep none for some) come
+	// last; fieldwork's own column is never NULL, and ordered as it is indexed.
+	at := sh.at
+	if sh.atRead != sh.at || sh.markers != "" {
+		at = "COALESCE(" + sh.atRead + ", '-infinity'::timestamptz)"
+	}
 	if f.Before != nil {
 		var before any = f.Before.ProcessedAt.UTC()
 		if f.Before.ProcessedAt.IsZero() {
@@ -327,11 +329,7 @@ func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdri
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
-	order := sh.at
-	if sh.atRead != sh.at || sh.markers != "" {
-		order = at // another library's table, whose rows may have no time
-	}
-	sql += fmt.Sprintf(" ORDER BY %s DESC, %s DESC, %s DESC LIMIT %s", order, sh.consumer, sh.eventID, arg(f.Limit))
+	sql += fmt.Sprintf(" ORDER BY %s DESC, %s DESC, %s DESC LIMIT %s", at, sh.consumer, sh.eventID, arg(f.Limit))
 	return d.collect(d.pool.Query(ctx, sql, args...))
 }
 
@@ -408,12 +406,12 @@ func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]
 
 // Unremovable returns up to 10 of keys whose markers may not be deleted (Columns.Removable).
 func (d *Driver) Unremovable(ctx context.Context, consumer string, keys []string) ([]string, error) {
+	if d.sql.sh.removable == "" {
+		return nil, nil
+	}
 	query, args := d.sql.unremovableAll, []any{keys}
 	if consumer != "" {
 		query, args = d.sql.unremovableOne, append(args, consumer)
-	}
-	if d.sql.sh.removable == "" {
-		return nil, nil
 	}
 	rows, err := d.pool.Query(ctx, query, args...)
 	if err != nil {
