@@ -356,13 +356,13 @@ func sampleKey(r replay.SampleRecord) string {
 func replayPlacement(mode, partitioner string) string {
 	switch mode {
 	case replay.PartitionOriginal:
-		return "the original partition"
+		return "original"
 	case replay.PartitionKey:
-		return "by the key, " + partitioner
+		return "by key (" + partitioner + ")"
 	case "":
 		return "-"
 	}
-	return "the original partition while the partition counts match, else by the key, " + partitioner
+	return "original while the counts match, else by key (" + partitioner + ")"
 }
 
 // replayRuleLabel says why a target partition was chosen (replay.TargetCount.Rule).
