@@ -20,6 +20,9 @@ const (
 // processed_at, topic, partition, offset, aggregate_id, aggregate_version).
 type ColumnNames = dedupdriver.Columns
 
+// Absent, as a column name, says the table has no such column (read as NULL).
+const Absent = dedupdriver.Absent
+
 // DefaultColumns are the column names that Migrate creates.
 var DefaultColumns = dedupdriver.DefaultColumns
 

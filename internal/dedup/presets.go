@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
 
 // Preset is the processed-message table of another library, as its own DDL creates it on
@@ -41,7 +39,7 @@ var Presets = []Preset{
 	{Name: "nservicebus", Library: "NServiceBus", Schema: "public", Table: "OutboxData",
 		// One endpoint's outbox (the table is named after it: pass --table PREFIX_OutboxData);
 		// a row may be deleted once Dispatched, as NServiceBus's own cleanup does.
-		Columns: ColumnNames{Consumer: dedupdriver.Absent, EventID: "MessageId", ProcessedAt: "DispatchedAt", Removable: "Dispatched"}},
+		Columns: ColumnNames{Consumer: Absent, EventID: "MessageId", ProcessedAt: "DispatchedAt", Removable: "Dispatched"}},
 }
 
 // PresetNames are the names of Presets.
@@ -81,6 +79,9 @@ func (o Options) applyPreset() (_ Options, journal string, _ error) {
 		o.Table = p.Table
 	}
 	c, d, pc := &o.Columns, DefaultColumns, p.Columns
+	// The path is into the preset's own event-id column: a --column-event-id of the caller's
+	// holds the id itself.
+	ownEventID := c.EventID == "" || c.EventID == d.EventID
 	for _, f := range []struct {
 		v        *string
 		def, set string
@@ -94,8 +95,10 @@ func (o Options) applyPreset() (_ Options, journal string, _ error) {
 			*f.v = f.set
 		}
 	}
-	c.EventIDPath, c.Done, c.Status, c.StatusDone, c.StatusFailed, c.Removable =
-		pc.EventIDPath, pc.Done, pc.Status, pc.StatusDone, pc.StatusFailed, pc.Removable
+	c.Done, c.Status, c.StatusDone, c.StatusFailed, c.Removable = pc.Done, pc.Status, pc.StatusDone, pc.StatusFailed, pc.Removable
+	if ownEventID {
+		c.EventIDPath = pc.EventIDPath
+	}
 	return o, journal, nil
 }
 
