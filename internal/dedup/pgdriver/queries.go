@@ -45,6 +45,35 @@ type shape struct {
 	// markers, failed and removable are row predicates ("" for none): the rows that are
 	// markers, the failed rows, the rows that may be deleted.
 	markers, failed, removable string
+	// consumerIs, eventIs and eventIn compare the consumer and event id with a text parameter
+	// (eventIn: a text[] one) as their read expressions do, on the column itself (a uuid
+	// column's index is used: only a uuid's own text form can equal its text).
+	consumerIs, eventIs, eventIn func(param string) string
+}
+
+// uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
+const uuidText = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`
+
+// equals compares the column col read as expr (its text) with a text parameter.
+func equals(col, expr, typ string) func(string) string {
+	if typ == "uuid" {
+		q := quote(col)
+		return func(p string) string {
+			return fmt.Sprintf("%s = CASE WHEN %s::text ~ %s THEN %s::text::uuid END", q, p, uuidText, p)
+		}
+	}
+	return func(p string) string { return expr + " = " + p }
+}
+
+// within is equals for a text[] parameter.
+func within(col, expr, typ string) func(string) string {
+	if typ == "uuid" {
+		q := quote(col)
+		return func(p string) string {
+			return fmt.Sprintf("%s = ANY(ARRAY(SELECT x::uuid FROM unnest(%s::text[]) AS x WHERE x ~ %s))", q, p, uuidText)
+		}
+	}
+	return func(p string) string { return expr + " = ANY(" + p + "::text[])" }
 }
 
 // types maps a table's column names to their PostgreSQL data types (information_schema's
@@ -85,6 +114,12 @@ func newShape(table string, raw dedupdriver.Columns, ty types) shape {
 	if raw.EventIDPath != "" {
 		sh.eventID = fmt.Sprintf("(%s::jsonb #>> '{%s}')", quote(raw.EventID), strings.ReplaceAll(raw.EventIDPath, "/", ","))
 	}
+	sh.consumerIs = equals(raw.Consumer, sh.consumer, typeOf(raw.Consumer))
+	idType := typeOf(raw.EventID)
+	if raw.EventIDPath != "" {
+		idType = "" // the id is text inside the column
+	}
+	sh.eventIs, sh.eventIn = equals(raw.EventID, sh.eventID, idType), within(raw.EventID, sh.eventID, idType)
 	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
 	switch t := typeOf(raw.ProcessedAt); {
 	case ty == nil || t == "timestamp with time zone":
@@ -174,21 +209,21 @@ SELECT %[4]s FROM c JOIN %[1]s m ON m.%[2]s = c.consumer AND m.%[3]s = $1
 ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
 	} else {
 		// Another library's table: its keys are its own; one query by event id.
-		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventID+" = $1"))
+		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventIs("$1")))
 	}
-	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumer+" = $2", sh.eventID+" = $1"))
-	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumer+" = $1", sh.eventID+" = ANY($2::text[])"))
-	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventID+" = ANY($1::text[])", sh.removable), cols)
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumer+" = $2", sh.eventID+" = ANY($1::text[])", sh.removable), cols)
+	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
+	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$1"), sh.eventIn("$2")))
+	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventIn("$1"), sh.removable), cols)
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumerIs("$2"), sh.eventIn("$1"), sh.removable), cols)
 	if sh.removable != "" {
-		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventID+" = ANY($1::text[])"), sh.removable)
-		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumer+" = $2", sh.eventID+" = ANY($1::text[])"), sh.removable)
+		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventIn("$1")), sh.removable)
+		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumerIs("$2"), sh.eventIn("$1")), sh.removable)
 	}
 	older := sh.at + " < " + sh.atParam("$1")
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.removable))
-	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.consumer+" = $3", sh.removable))
+	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.consumerIs("$3"), sh.removable))
 	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.removable))
-	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.consumer+" = $2", sh.removable))
+	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.consumerIs("$2"), sh.removable))
 	s.consumers = dedupdriver.ConsumersSQL(table, sh.consumer)
 	return s
 }
@@ -300,7 +335,7 @@ func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdri
 		where = append(where, sh.markers)
 	}
 	if f.Consumer != "" {
-		where = append(where, sh.consumer+" = "+arg(f.Consumer))
+		where = append(where, sh.consumerIs(arg(f.Consumer)))
 	}
 	if !f.Since.IsZero() {
 		where = append(where, sh.at+" >= "+sh.atParam(arg(f.Since.UTC())))
@@ -343,7 +378,7 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 		where = append(where, sh.markers)
 	}
 	if f.Consumer != "" {
-		where = append(where, sh.consumer+" = $2")
+		where = append(where, sh.consumerIs("$2"))
 		args = append(args, f.Consumer)
 	}
 	if len(where) > 0 {
