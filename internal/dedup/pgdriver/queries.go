@@ -448,13 +448,21 @@ func (d *Driver) Unremovable(ctx context.Context, consumer string, keys []string
 	if consumer != "" {
 		query, args = d.sql.unremovableOne, append(args, consumer)
 	}
+	return d.strings(ctx, query, args...)
+}
+
+// strings runs a query of one text column and returns its values.
+func (d *Driver) strings(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := d.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, d.classify(err)
 	}
 	defer rows.Close()
-	ids, err := dedupdriver.ScanStrings(rows)
-	return ids, d.classify(err)
+	out, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }
 
 // PruneCandidates counts, per recorded topic, the markers PruneBatch would delete.
@@ -488,14 +496,5 @@ func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan
 
 // Consumers returns up to limit consumers that have markers (dedupdriver.ConsumersSQL).
 func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
-	rows, err := d.pool.Query(ctx, d.sql.consumers, limit)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	defer rows.Close()
-	names, err := dedupdriver.ScanStrings(rows)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	return names, nil
+	return d.strings(ctx, d.sql.consumers, limit)
 }
