@@ -45,6 +45,7 @@ func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
 		NewCmdDLQStats(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.CompletePreset(cmd)
 	return cmd
 }
 

@@ -50,9 +50,15 @@ type decision struct {
 	reason  string
 	errMsg  string
 	outcome Outcome
-	// target and partition (-1: the producer's partitioner) for OutcomeSend.
+	// target and partition (-1: placed by targetCache.place) for OutcomeSend; rule says why
+	// that partition (Rule*, or the partitioner's name) once placed.
 	target    string
 	partition int32
+	rule      string
+	// origTopic and origPart are the original topic and partition the dead-letter headers
+	// name (origPart -1: none), which PartitionAuto keeps when the target's partitions allow.
+	origTopic string
+	origPart  int32
 	problem   string
 	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
 	omitted    string
@@ -194,6 +200,10 @@ func (c *classifier) route(d *decision, dl *dlq.DeadLetter) {
 	r := d.rec
 	d.partition = -1
 	origTopic, origPart, isDL := dl.Route()
+	d.origTopic, d.origPart = origTopic, -1
+	if isDL && c.spec.ToPartition == PartitionAuto {
+		d.origPart = origPart
+	}
 	if c.spec.To != "" {
 		d.target = c.spec.To
 		if c.spec.ToPartition == PartitionOriginal {

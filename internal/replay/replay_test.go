@@ -57,7 +57,7 @@ func TestSpecValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("valid spec refused: %v", err)
 				}
-				if tc.spec.MaxReplays != DefaultMaxReplays || tc.spec.ToPartition != PartitionDefault {
+				if tc.spec.MaxReplays != DefaultMaxReplays || tc.spec.ToPartition != PartitionAuto {
 					t.Fatalf("defaults not filled: %+v", tc.spec)
 				}
 				return
