@@ -88,6 +88,9 @@ type Context struct {
 	SASL            SASL     `yaml:"sasl" json:"sasl"`
 	// SchemaRegistry is the registry payloads are decoded through; zero when none.
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry" json:"schema_registry"`
+	// DLQPattern is the regular expression that finds this cluster's dead-letter topics when
+	// a dlq command names none (dlq.DefaultTopicPattern when empty).
+	DLQPattern string `yaml:"dlq_pattern" json:"dlq_pattern,omitempty"`
 }
 
 // File is the config file: named contexts and the one used when none is named.
