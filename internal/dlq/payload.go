@@ -20,7 +20,9 @@ func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r 
 	rec := dec.Record(ctx, headers, d.Key, d.Value)
 	d.KeySchema, d.ValueSchema = rec.Key, rec.Value
 	if d.EventID == "" && rec.Value != nil && len(rec.Value.Decoded) > 0 {
-		d.EventID = decodedEventID(headers, rec.Value.Decoded)
+		if d.EventID = decodedEventID(headers, rec.Value.Decoded); d.EventID != "" {
+			d.EventIDSource = EventIDFromEnvelope
+		}
 	}
 }
 
