@@ -170,7 +170,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
+	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID, s.Fingerprint = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID, f.Fingerprint
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {

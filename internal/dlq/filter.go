@@ -24,6 +24,8 @@ type Filter struct {
 	// Key must equal the record key byte for byte; nil does not filter (an empty non-nil Key
 	// selects empty and absent keys).
 	Key []byte
+	// Fingerprint must equal the dead letter's failure cause (FingerprintOf(d).ID).
+	Fingerprint string
 }
 
 // Match reports whether d passes every set field of f.
@@ -50,6 +52,9 @@ func (f Filter) Match(d DeadLetter) bool {
 		return false
 	}
 	if f.Key != nil && !bytes.Equal(d.Key, f.Key) {
+		return false
+	}
+	if f.Fingerprint != "" && FingerprintOf(d).ID != f.Fingerprint {
 		return false
 	}
 	return true

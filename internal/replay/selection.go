@@ -36,6 +36,7 @@ type Filters struct {
 	Key           *string  `json:"key,omitempty"`
 	KeyBase64     string   `json:"key_base64,omitempty"`
 	EventID       string   `json:"event_id,omitempty"`
+	Fingerprint   string   `json:"fingerprint,omitempty"`
 	Status        []string `json:"status,omitempty"`
 	Consumer      string   `json:"consumer,omitempty"`
 	SkipProcessed bool     `json:"skip_processed,omitempty"`
@@ -48,7 +49,7 @@ func (s *Spec) Selection() Selection {
 
 // Filters describes every filter the spec applies.
 func (s *Spec) Filters() Filters {
-	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Fingerprint: s.Fingerprint}
 	if s.Key != nil {
 		if utf8.Valid(s.Key) {
 			k := string(s.Key)
@@ -89,6 +90,7 @@ func (f Filters) Flags() [][2]string {
 	}
 	add("--key-base64", f.KeyBase64)
 	add("--event-id", f.EventID)
+	add("--fingerprint", f.Fingerprint)
 	add("--status", strings.Join(f.Status, ","))
 	add("--consumer", f.Consumer)
 	if f.SkipProcessed {

@@ -57,6 +57,8 @@ type Spec struct {
 	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
 	// empty and absent keys.
 	Key []byte `json:"key,omitzero"`
+	// Fingerprint selects the dead letters of one failure cause (dlq.FingerprintOf).
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
 	// of these: the others are not selected at all. The status is the one `dlq list --status`
 	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
@@ -160,6 +162,9 @@ func (s *Spec) Validate() error {
 		}
 		s.errorRE = re
 	}
+	if s.Fingerprint != "" && !dlq.ValidFingerprint(s.Fingerprint) {
+		return fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", s.Fingerprint)
+	}
 	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
 		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
 	}
@@ -220,7 +225,7 @@ func (s *Spec) selection() kafka.Selection {
 
 // filter is the dlq.Filter of the spec's dead-letter filters.
 func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key}
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key, Fingerprint: s.Fingerprint}
 }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or
