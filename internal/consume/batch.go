@@ -69,7 +69,7 @@ func fatalStoreError(err error) bool {
 func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
 	ctx := w.ctx
-	items, malformed := e.decode(recs)
+	items, malformed, other := e.decode(recs)
 
 	units := [][]*item{items}
 	if e.o.TxPerEvent {
@@ -114,7 +114,9 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	}
 	topic := w.tp.topic
 	e.c.batches.Add(1)
-	e.c.records.Add(int64(len(items) + len(malformed)))
+	e.c.records.Add(int64(len(items) + len(malformed) + other))
+	e.c.otherGroup.Add(int64(other))
+	e.m.events.WithLabelValues(topic, OutcomeOtherGroup).Add(float64(other))
 	e.c.processed.Add(int64(res.processed))
 	e.c.stale.Add(int64(res.stale))
 	e.c.duplicates.Add(int64(res.duplicates))
@@ -142,13 +144,18 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 
 // decode turns records into items and dead-letters the malformed ones. Transaction markers
 // (control records, which the engine asks for so that its committed offset can pass a marker
-// at the end of the log) are skipped.
-func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
-	items := make([]*item, 0, len(recs))
-	var bad []deadLetter
+// at the end of the log) are skipped, and so are replayed records aimed at another consumer
+// group (fw.replay.for, docs/design.md §3.3), counted in other: they are not this group's to
+// handle, and a marker would make this group skip the event when a replay is aimed at it.
+func (e *Engine) decode(recs []*kgo.Record) (items []*item, bad []deadLetter, other int) {
+	items = make([]*item, 0, len(recs))
 	seen := make(map[string]struct{}, len(recs))
 	for _, rec := range recs {
 		if rec.Attrs.IsControl() {
+			continue
+		}
+		if g := dlq.ReplayedFor(rec.Headers); g != "" && g != e.o.Group {
+			other++
 			continue
 		}
 		ev, err := envelope.DecodeRecord(rec)
@@ -169,7 +176,7 @@ func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 		seen[ev.ID] = struct{}{}
 		items = append(items, &item{rec: rec, ev: ev, dup: dup})
 	}
-	return items, bad
+	return items, bad, other
 }
 
 func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
