@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -46,6 +47,8 @@ func (o Outcome) String() string {
 type decision struct {
 	rec     *kgo.Record
 	eventID string
+	// group is the consumer group the dead letter names ("" when none).
+	group   string
 	count   int // fw.replay.count as read
 	reason  string
 	errMsg  string
@@ -54,6 +57,9 @@ type decision struct {
 	target    string
 	partition int32
 	problem   string
+	// origTime is when the original record was written, as the dead letter says (nil: not
+	// said): the replay-horizon guard's age of the dead letter.
+	origTime *time.Time
 	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
 	omitted    string
 	valueBytes int64
@@ -113,9 +119,10 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
 		d := &out[i]
-		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
+		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
+		d.origTime = dl.OriginalTimestamp
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
-		if !c.filter.Match(dl) {
+		if !c.filter.Match(dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
 			d.outcome = OutcomeFiltered
 			continue
 		}

@@ -21,6 +21,9 @@ type Selection struct {
 	EndOffset   *int64    `json:"end_offset,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
+	// Addresses and EventIDs count the records named one by one (--from-file).
+	Addresses int `json:"addresses,omitempty"`
+	EventIDs  int `json:"event_ids,omitempty"`
 }
 
 // Filters are the filters a plan applies, each named as its flag (snake_case); those not
@@ -44,7 +47,8 @@ type Filters struct {
 
 // Selection describes what the spec reads.
 func (s *Spec) Selection() Selection {
-	return Selection{Source: s.From, Record: s.Record, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	return Selection{Source: s.From, Record: s.Record, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until,
+		Addresses: len(s.Addresses), EventIDs: len(s.EventIDs)}
 }
 
 // Filters describes every filter the spec applies.
