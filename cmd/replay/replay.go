@@ -26,13 +26,17 @@ type replayDeps struct {
 	// Edit opens a value in the operator's editor (replay --edit).
 	Edit   func(value []byte) ([]byte, error)
 	Getenv func(string) string
+	// StoreConfigured reports whether a dedup store is configured: a plan then reads its
+	// markers for the guards.
+	StoreConfigured func() (bool, error)
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
 	return replayDeps{
 		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
-		Edit:    func(v []byte) ([]byte, error) { return cmdutil.EditText(f, "value.json", v, "--value-file") },
+		Confirm:         func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
+		Edit:            func(v []byte) ([]byte, error) { return cmdutil.EditText(f, "value.json", v, "--value-file") },
+		StoreConfigured: f.StoreConfigured,
 	}
 }
 
@@ -345,13 +349,19 @@ func replayGC(getenv func(string) string) {
 }
 
 // needs are the clients a replay opens: the cluster, and the store when it executes (the
-// journal, migrated) or when the selection looks statuses up.
+// journal, migrated), when the selection looks statuses up, or, for the guards' look at the
+// markers, whenever one is configured.
 func (opts *ReplayOptions) needs() cmdutil.Need {
 	switch {
 	case opts.Execute:
 		return cmdutil.NeedJournal | cmdutil.NeedKafka
 	case opts.Spec.NeedsStore():
 		return cmdutil.NeedStore | cmdutil.NeedKafka
+	}
+	if opts.StoreConfigured != nil {
+		if ok, err := opts.StoreConfigured(); ok && err == nil {
+			return cmdutil.NeedStore | cmdutil.NeedKafka
+		}
 	}
 	return cmdutil.NeedKafka
 }

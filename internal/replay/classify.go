@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,9 +56,6 @@ type decision struct {
 	target    string
 	partition int32
 	problem   string
-	// origTime is when the original record was written, as the dead letter says (nil: not
-	// said): the replay-horizon guard's age of the dead letter.
-	origTime *time.Time
 	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
 	omitted    string
 	valueBytes int64
@@ -120,7 +116,6 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		dl := c.parser.Parse(r)
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
-		d.origTime = dl.OriginalTimestamp
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
 		if !c.filter.Match(dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
 			d.outcome = OutcomeFiltered

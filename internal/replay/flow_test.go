@@ -90,9 +90,13 @@ func TestFlowDryRun(t *testing.T) {
 	if res.Summary != nil || res.Report == nil || res.Report.Counts.Selected != 13 || res.Report.Counts.ToSend != 12 || res.Report.Counts.Quarantined != 1 {
 		t.Fatalf("dry run: %+v", res)
 	}
-	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeQuarantine, NoticeMalformed, NoticeDryRun}) {
+	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeForGroup, NoticeQuarantine, NoticeMalformed, NoticeDryRun}) {
 		t.Fatalf("notices %v", got)
 	}
+	if res.Report.ForGroup != "billing" || !res.Report.ForGroupDefault {
+		t.Fatalf("the plan is for %q (default %v), want billing, the group every dead letter names", res.Report.ForGroup, res.Report.ForGroupDefault)
+	}
+	res.Notices = res.Notices[1:]
 	if n := res.Notices[1]; !n.Warning() || !strings.HasPrefix(n.String(), "warning: 2 records to send were dead-lettered as malformed") {
 		t.Fatalf("malformed notice %q", n.String())
 	}
@@ -136,7 +140,7 @@ func TestFlowConfirm(t *testing.T) {
 	if !errors.Is(err, refused) || res.Summary != nil || len(asked) != 1 {
 		t.Fatalf("refused: %v %+v", err, res)
 	}
-	if ch := asked[0]; ch.Report.Counts.ToSend != 12 || ch.Report.RunID != "" || !slices.Equal(kinds(ch.Notices), []NoticeKind{NoticeMalformed}) {
+	if ch := asked[0]; ch.Report.Counts.ToSend != 12 || ch.Report.RunID != "" || !slices.Equal(kinds(ch.Notices), []NoticeKind{NoticeForGroup, NoticeMalformed}) {
 		t.Fatalf("asked %+v", ch)
 	}
 	if after := endOffsets(t, c, src); !slices.Equal(before, after) || len(runs(t, st)) != 0 {

@@ -71,11 +71,8 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 		r = m[d.target]
 		g.retention[d.target] = r
 	}
-	written := d.rec.Timestamp
-	if d.origTime != nil {
-		written = *d.origTime
-	}
-	if processed.PastHorizon(r, g.now.Sub(written)) {
+	// The dead letter's own age: its record's timestamp, when the consumer gave up.
+	if processed.PastHorizon(r, g.now.Sub(d.rec.Timestamp)) {
 		g.past++
 		if g.pastEx == "" {
 			g.pastEx, g.pastTopic = addr(d.rec), d.target
@@ -137,7 +134,10 @@ func (g *guard) notices(ctx context.Context) ([]Notice, error) {
 		a := g.aggs[k]
 		page, err := g.st.List(ctx, dedup.ListFilter{Consumer: k.consumer, AggregateID: k.aggregate, Limit: 100})
 		if err != nil {
-			return nil, err
+			// A store that cannot answer (not migrated, someone else's table) leaves the check
+			// undone, which the notice says; it is no reason to refuse the plan.
+			out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check could not read the markers of %s: %v", k.consumer, err)})
+			break
 		}
 		var top int64 = -1 << 63
 		for _, row := range page.Rows {
