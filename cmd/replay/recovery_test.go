@@ -31,6 +31,8 @@ import (
 type recovery struct {
 	env      map[string]string
 	schema   string
+	// notifier and auditor are the test's own consumer group names.
+	notifier, auditor string
 	cl       *kgo.Client
 	src, dlq string
 	accept   atomic.Bool
@@ -43,7 +45,7 @@ type recovery struct {
 func newRecovery(t *testing.T) *recovery {
 	t.Helper()
 	env, schema := replayEnv(t)
-	w := &recovery{env: env, schema: schema, cl: testenv.Client(t)}
+	w := &recovery{env: env, schema: schema, cl: testenv.Client(t), notifier: testenv.Name(t, "notifier"), auditor: testenv.Name(t, "auditor")}
 	w.src = testenv.Topic(t, 3, nil)
 	w.dlq = testenv.Name(t, "fw") + ".dlq"
 	adm := kadm.NewClient(w.cl)
@@ -155,16 +157,16 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 	for i := range n {
 		testenv.Produce(t, w.cl, w.event(fmt.Sprintf("aim-%02d", i), i, i/4+1, `{"title":"t"}`))
 	}
-	w.consume(t, "notifier", "webhook") // rejects: n dead letters of group notifier
-	if got := len(w.deadLetters(t, "--consumer", "notifier", "--status", "pending")); got != n {
+	w.consume(t, w.notifier, "webhook") // rejects: n dead letters of group notifier
+	if got := len(w.deadLetters(t, "--consumer", w.notifier, "--status", "pending")); got != n {
 		t.Fatalf("%d pending dead letters, want %d", got, n)
 	}
 
 	r := roottest.Run(t, w.env, "replay", "--from", w.dlq, "--schema", w.schema, "-o", "json")
-	if r.Code != 0 || !strings.Contains(r.Stdout, `"for_group": "notifier"`) || !strings.Contains(r.Stdout, `"for_group_default": true`) {
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"for_group": "`+w.notifier+`"`) || !strings.Contains(r.Stdout, `"for_group_default": true`) {
 		t.Fatalf("plan: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "for consumer group notifier only") {
+	if !strings.Contains(r.Stderr, "for consumer group "+w.notifier+" only") {
 		t.Errorf("the plan does not say whom the records are for:\n%s", r.Stderr)
 	}
 	w.accept.Store(true)
@@ -172,17 +174,17 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, rec := range replayedRecords(t, w.src) {
-		if got := header(rec, dlq.ReplayHeaderFor); got != "notifier" {
-			t.Fatalf("%s/%d/%d: fw.replay.for %q, want notifier", rec.Topic, rec.Partition, rec.Offset, got)
+		if got := header(rec, dlq.ReplayHeaderFor); got != w.notifier {
+			t.Fatalf("%s/%d/%d: fw.replay.for %q, want %s", rec.Topic, rec.Partition, rec.Offset, got, w.notifier)
 		}
 	}
 
 	// A second group, new to the topic, reads the originals and the replayed copies.
-	audit := w.consume(t, "auditor", "audit")
+	audit := w.consume(t, w.auditor, "audit")
 	if audit["processed"] != float64(n) || audit["other_group"] != float64(n) || audit["duplicates"] != float64(0) {
 		t.Fatalf("auditor: %v, want %d processed, %d for another group, no duplicates", audit, n, n)
 	}
-	notifier := w.consume(t, "notifier", "webhook")
+	notifier := w.consume(t, w.notifier, "webhook")
 	if notifier["processed"] != float64(n) || notifier["other_group"] != float64(0) {
 		t.Fatalf("notifier: %v, want the %d replayed events processed", notifier, n)
 	}
@@ -194,7 +196,7 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		copies[[2]int64{int64(rec.Partition), rec.Offset}] = true
 	}
 	st := replayStore(t, w.schema)
-	for _, consumer := range []string{"notifier", "auditor"} {
+	for _, consumer := range []string{w.notifier, w.auditor} {
 		page, err := st.List(context.Background(), dedup.ListFilter{Consumer: consumer, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
@@ -204,12 +206,12 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		}
 		for _, m := range page.Rows {
 			// The notifier's markers come from the replayed copies, the auditor's from the originals.
-			if copy := copies[[2]int64{int64(*m.Partition), *m.Offset}]; copy != (consumer == "notifier") {
+			if copy := copies[[2]int64{int64(*m.Partition), *m.Offset}]; copy != (consumer == w.notifier) {
 				t.Errorf("%s's marker of %s is from %s/%d/%d (a replayed copy: %v)", consumer, m.EventID, m.Topic, *m.Partition, *m.Offset, copy)
 			}
 		}
 	}
-	if got := len(w.deadLetters(t, "--consumer", "notifier", "--status", "resolved")); got != n {
+	if got := len(w.deadLetters(t, "--consumer", w.notifier, "--status", "resolved")); got != n {
 		t.Fatalf("%d resolved dead letters for notifier, want %d", got, n)
 	}
 }
@@ -223,7 +225,7 @@ func TestReplayEditedResolvesTheOriginal(t *testing.T) {
 	w.accept.Store(true)
 	w.reject.Store(`"due":"never"`)
 	testenv.Produce(t, w.cl, w.event("edit-1", 1, 1, `{"title":"a","due":"never"}`), w.event("edit-2", 2, 1, `{"title":"b"}`))
-	w.consume(t, "notifier", "webhook")
+	w.consume(t, w.notifier, "webhook")
 	dls := w.deadLetters(t)
 	if len(dls) != 1 {
 		t.Fatalf("%d dead letters, want 1: %v", len(dls), dls)
@@ -276,11 +278,11 @@ func TestReplayEditedResolvesTheOriginal(t *testing.T) {
 	if c := sent[0]; string(c.Value) != value || header(c, dlq.ReplayHeaderEdited) != addr || header(c, "fixed-by") != "oncall" || header(c, dlq.ReplayHeaderSource) != addr {
 		t.Fatalf("the edited copy: value %s, headers %v", c.Value, c.Headers)
 	}
-	if st := w.deadLetters(t, "--consumer", "notifier"); st[0]["status"] != "replayed" {
+	if st := w.deadLetters(t, "--consumer", w.notifier); st[0]["status"] != "replayed" {
 		t.Fatalf("status after the replay: %v", st[0]["status"])
 	}
-	w.consume(t, "notifier", "webhook")
-	if st := w.deadLetters(t, "--consumer", "notifier"); len(st) != 1 || st[0]["status"] != "resolved" {
+	w.consume(t, w.notifier, "webhook")
+	if st := w.deadLetters(t, "--consumer", w.notifier); len(st) != 1 || st[0]["status"] != "resolved" {
 		t.Fatalf("after the edited copy was processed: %v", st)
 	}
 	if d := w.delivered.Load(); d != 2 {
@@ -479,7 +481,7 @@ func TestReplayStopOnRedeadletter(t *testing.T) {
 	bin := fieldworkBinary(t)
 	environ := append(os.Environ(), "FIELDWORK_BROKERS="+w.env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+w.env["FIELDWORK_DSN"],
 		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
-	consumer := exec.Command(bin, "consume", "--topic", w.src, "--group", "notifier", "--handler", "webhook", "--webhook-url", w.url,
+	consumer := exec.Command(bin, "consume", "--topic", w.src, "--group", w.notifier, "--handler", "webhook", "--webhook-url", w.url,
 		"--dlq-topic", w.dlq, "--migrate", "--schema", w.schema, "--metrics-addr", "", "--log-level", "warn")
 	consumer.Env = environ
 	var cerr bytes.Buffer
