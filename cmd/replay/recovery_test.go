@@ -29,13 +29,13 @@ import (
 // topic (named .dlq, so that dlq commands find it), a webhook receiver that rejects (422)
 // until told to accept, and the store.
 type recovery struct {
-	env      map[string]string
-	schema   string
+	env    map[string]string
+	schema string
 	// notifier and auditor are the test's own consumer group names.
 	notifier, auditor string
-	cl       *kgo.Client
-	src, dlq string
-	accept   atomic.Bool
+	cl                *kgo.Client
+	src, dlq          string
+	accept            atomic.Bool
 	// reject, when set, rejects the bodies that contain it even when accepting.
 	reject    atomic.Value
 	delivered atomic.Int64

@@ -22,19 +22,16 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, p cmdutil.Prompt) error
+	cmdutil.ActionFlags
 	// Edit opens a value in the operator's editor (replay --edit).
-	Edit   func(value []byte) ([]byte, error)
-	Getenv func(string) string
+	Edit func(value []byte) ([]byte, error)
 	// StoreConfigured reports whether a dedup store is configured: a plan then reads its
 	// markers for the guards.
 	StoreConfigured func() (bool, error)
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
-	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm:         func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
+	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f),
 		Edit:            func(v []byte) ([]byte, error) { return cmdutil.EditText(f, "value.json", v, "--value-file") },
 		StoreConfigured: f.StoreConfigured,
 	}
@@ -43,13 +40,9 @@ func newReplayDeps(f *cmdutil.Factory) replayDeps {
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
 type ReplayOptions struct {
 	replayDeps
-	Spec     replay.Spec
-	Execute  bool
-	Yes      bool
-	Reason   string
-	Operator string
-	Rate     float64
-	Sample   int
+	Spec   replay.Spec
+	Rate   float64
+	Sample int
 
 	sel cmdutil.SelectionFlags
 	// filters and status are the dead-letter filters and --status/--consumer, the same flag
@@ -177,10 +170,7 @@ failure marks it failed.
 	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionDefault, "default (murmur2 of the key, as Kafka) or original (the record's original partition)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
-	fl.BoolVar(&opts.Execute, "execute", false, "send the records (default: print the plan and send nothing)")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fl.StringVar(&opts.Reason, "reason", "", "why you replay: required with --execute, journaled and sent as fw.replay.reason")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who replays")
+	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	fl.StringVar(&opts.Spec.ForGroup, "for-group", "", "the one consumer group the records are for (fw.replay.for; default: the group each dead letter names)")
