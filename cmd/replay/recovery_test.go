@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
@@ -47,12 +46,7 @@ func newRecovery(t *testing.T) *recovery {
 	env, schema := replayEnv(t)
 	w := &recovery{env: env, schema: schema, cl: testenv.Client(t), notifier: testenv.Name(t, "notifier"), auditor: testenv.Name(t, "auditor")}
 	w.src = testenv.Topic(t, 3, nil)
-	w.dlq = testenv.Name(t, "fw") + ".dlq"
-	adm := kadm.NewClient(w.cl)
-	if resp, err := adm.CreateTopic(context.Background(), 3, 1, nil, w.dlq); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", w.dlq, err, resp.Err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), w.dlq) })
+	w.dlq = dlqTopicOf(t, 3)
 	w.reject.Store("")
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		var body bytes.Buffer
@@ -139,13 +133,15 @@ func replayedRecords(t *testing.T, topic string) []*kgo.Record {
 	return out
 }
 
-func header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
+func header(r *kgo.Record, key string) string { return testenv.Header(r, key) }
+
+// dlqTopicOf creates a topic named as a dead-letter topic (.dlq), so that dlq commands find
+// it, unique to the test.
+func dlqTopicOf(t *testing.T, partitions int32) string {
+	t.Helper()
+	name := testenv.Name(t, "fw") + ".dlq"
+	testenv.CreateTopic(t, name, partitions, nil)
+	return name
 }
 
 // TestReplayForOneOfTwoGroups: a replay of dead letters that one group wrote is for that
@@ -309,12 +305,7 @@ func replayRuns(t *testing.T, w *recovery) []dedup.ReplayRun {
 func TestReplayFromAListingFile(t *testing.T) {
 	env, schema := replayEnv(t)
 	cl := testenv.Client(t)
-	src, dlqTopic := testenv.Topic(t, 2, nil), testenv.Name(t, "fw")+".dlq"
-	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(context.Background(), 2, 1, nil, dlqTopic); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", dlqTopic, err, resp.Err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), dlqTopic) })
+	src, dlqTopic := testenv.Topic(t, 2, nil), dlqTopicOf(t, 2)
 	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
 
 	r := roottest.Run(t, env, "dlq", "list", "--topic", dlqTopic, "--schema", schema, "--limit", "3", "-o", "jsonl")
@@ -376,12 +367,7 @@ func TestReplayFromAListingFile(t *testing.T) {
 func TestFingerprintsGroupFailuresByCause(t *testing.T) {
 	env, schema := replayEnv(t)
 	cl := testenv.Client(t)
-	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Name(t, "fw")+".dlq"
-	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(context.Background(), 1, 1, nil, dlqTopic); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", dlqTopic, err, resp.Err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), dlqTopic) })
+	src, dlqTopic := testenv.Topic(t, 1, nil), dlqTopicOf(t, 1)
 	messages := []string{
 		`order 1001 rejected: customer "ann" has no card (request 7f3e9a2b-1c4d-4e5f-8a9b-0c1d2e3f4a5b)`,
 		`order 2 rejected: customer "bo" has no card (request 00000000-0000-4000-8000-000000000001)`,

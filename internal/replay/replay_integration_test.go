@@ -124,14 +124,7 @@ func replayed(recs []*kgo.Record, run string) map[string][]*kgo.Record {
 	return out
 }
 
-func header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+func header(r *kgo.Record, key string) string { return testenv.Header(r, key) }
 
 func endOffsets(t *testing.T, c *kafka.Cluster, topic string) []int64 {
 	t.Helper()
