@@ -250,3 +250,51 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowEditsInteractively: an interactive edit asks the editor once, with the value as JSON
+// indented, before anything is sent; only the edited copy goes out, compacted, marked
+// fw.replay.edited; without an editor the plan is refused and nothing is sent.
+func TestFlowEditsInteractively(t *testing.T) {
+	c, st, src, dlqTopic := flowFixture(t)
+	zero := int64(0)
+	record := dlqTopic + "/0/0"
+	spec := func() Spec {
+		return Spec{From: dlqTopic, Record: record, Partitions: []int32{0}, StartOffset: &zero, EndOffset: &zero, Edit: &Edit{Interactive: true}}
+	}
+	before := endOffsets(t, c, src)
+	if _, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "x"}); fwerr.KindOf(err) != fwerr.KindUsage {
+		t.Fatalf("without an editor: %v, want a usage error", err)
+	}
+	var asked [][]byte
+	res, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "fixed by hand",
+		Editor: func(v []byte) ([]byte, error) { asked = append(asked, v); return []byte("{\n  \"n\": 99\n}\n"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !strings.HasPrefix(string(asked[0]), "{\n  \"n\": ") {
+		t.Fatalf("the editor was asked %q", asked)
+	}
+	if res.Summary == nil || res.Summary.Counts.Sent != 1 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	var sent []*kgo.Record
+	for _, r := range readTopic(t, c, src) {
+		if header(r, dlq.ReplayHeaderID) == res.Summary.RunID {
+			sent = append(sent, r)
+		}
+	}
+	if len(sent) != 1 || string(sent[0].Value) != `{"n":99}` || header(sent[0], dlq.ReplayHeaderEdited) != record || header(sent[0], "ce_id") == "" {
+		t.Fatalf("sent %d records: %+v", len(sent), sent)
+	}
+	if after := endOffsets(t, c, src); sumInts(after)-sumInts(before) != 1 {
+		t.Fatalf("the source grew by %d records, want 1", sumInts(after)-sumInts(before))
+	}
+}
+
+func sumInts(xs []int64) int64 {
+	var n int64
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
