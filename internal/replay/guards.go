@@ -43,6 +43,8 @@ type guard struct {
 	pastEx    string
 	pastTopic string
 
+	// unknown are the targets whose retention could not be read (why), in the order met.
+	unknown []string
 	aggs    map[aggKey]aggCheck
 	checked int64
 	aggsCut int64
@@ -70,6 +72,13 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 		}
 		r = m[d.target]
 		g.retention[d.target] = r
+		if r.State == kafka.RetentionUnknown {
+			why := r.Why
+			if why == "" {
+				why = "its retention is unknown"
+			}
+			g.unknown = append(g.unknown, d.target+": "+why)
+		}
 	}
 	// The dead letter's own age: its record's timestamp, when the consumer gave up.
 	if processed.PastHorizon(r, g.now.Sub(d.rec.Timestamp)) {
@@ -117,6 +126,9 @@ func (g *guard) notices(ctx context.Context) ([]Notice, error) {
 		out = append(out, Notice{Kind: NoticePastHorizon, Text: fmt.Sprintf(
 			"selected dead letters older than the replay horizon of their target: %d (%s keeps records %s; e.g. %s): markers that old may be pruned (processed prune), so a consumer may process these events a second time",
 			g.past, g.pastTopic, timespec.Format(r.Horizon), g.pastEx)})
+	}
+	for _, u := range g.unknown {
+		out = append(out, Notice{Kind: NoticeGuardPartial, Text: "the replay-horizon check could not read the retention of " + u})
 	}
 	keys := make([]aggKey, 0, len(g.aggs))
 	for k := range g.aggs {
