@@ -288,6 +288,44 @@ func TestReplayEditedResolvesTheOriginal(t *testing.T) {
 	if len(run) != 1 || !strings.Contains(run[0].Selection, `"edit"`) || !strings.Contains(run[0].Selection, `"record":"`+addr+`"`) {
 		t.Fatalf("the journal does not link the edit to %s: %+v", addr, run)
 	}
+
+	// A record that is no event at all has no event id: its dead letter's status is unknown
+	// until an edit gives the copy one; then it follows the copy.
+	testenv.Produce(t, w.cl, &kgo.Record{Topic: w.src, Key: []byte("task-3"), Value: []byte("not an event")})
+	w.consume(t, w.notifier, "webhook")
+	var bad map[string]any
+	for _, d := range w.deadLetters(t, "--consumer", w.notifier) {
+		if d["reason"] == "malformed" {
+			bad = d
+		}
+	}
+	if bad == nil || bad["status"] != "unknown" {
+		t.Fatalf("the malformed dead letter: %v", bad)
+	}
+	badAddr := fmt.Sprintf("%s/%v/%v", bad["topic"], bad["partition"], bad["offset"])
+	third := filepath.Join(dir, "third.json")
+	if err := os.WriteFile(third, []byte(`{"specversion":"1.0","id":"edit-3","type":"task.created","source":"/tasks","aggregatetype":"task","aggregateid":"task-3","aggregateversion":1,"data":{"title":"c"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := roottest.Run(t, w.env, "replay", badAddr, "--value-file", third, "--for-group", w.notifier, "--schema", w.schema,
+		"--execute", "--yes", "--reason", "rewritten by hand"); r.Code != 0 {
+		t.Fatalf("replay of the malformed one: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	status := func() any {
+		for _, d := range w.deadLetters(t, "--consumer", w.notifier) {
+			if fmt.Sprintf("%s/%v/%v", d["topic"], d["partition"], d["offset"]) == badAddr {
+				return d["status"]
+			}
+		}
+		return nil
+	}
+	if st := status(); st != "replayed" {
+		t.Fatalf("the malformed dead letter after its edited copy was sent: %v, want replayed", st)
+	}
+	w.consume(t, w.notifier, "webhook")
+	if st := status(); st != "resolved" {
+		t.Fatalf("the malformed dead letter after its edited copy was processed: %v, want resolved", st)
+	}
 }
 
 func replayRuns(t *testing.T, w *recovery) []dedup.ReplayRun {

@@ -33,6 +33,11 @@ type Edit struct {
 	// Interactive asks FlowOptions.Editor for the value when the flow starts (--edit): it is
 	// given the dead letter's value (JSON indented) and returns the new one.
 	Interactive bool `json:"-"`
+	// EventID is the edited copy's event id, set when the edit is checked (the dead letter's,
+	// or, for a dead letter that had none, the one the edit gave it). Journaled with the run,
+	// it is how the status rule follows a dead letter without an event id to its copy
+	// (dlq.EditedEventID reads it).
+	EventID string `json:"event_id,omitempty"`
 }
 
 // HeaderEdit is one header set by an edit.
@@ -155,7 +160,7 @@ func prepareEdit(ctx context.Context, p *Plan, read func(context.Context, func(*
 		return nil, fwerr.Usagef("the edited %s has event id %s, the dead letter %s: an edit fixes the event, it keeps its id (the consumer's marker for it resolves the dead letter)",
 			p.Spec.Record, ev.ID, dl.EventID)
 	case err == nil:
-		rep.EventID = ev.ID
+		rep.EventID, e.EventID = ev.ID, ev.ID
 	}
 	rep.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(string(EditableValue(src.Value))), B: difflib.SplitLines(string(EditableValue(out.Value))),
