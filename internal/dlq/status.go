@@ -196,14 +196,25 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRecord{
 			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
 	}
-	for _, i := range noID {
-		d := ds[i]
-		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRecord{
-			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
-	}
 	replayed, err := l.replays(ctx, unmarked, ids)
 	if err != nil {
 		return nil, err
+	}
+	if len(noID) > 0 {
+		// Their status is unknown without a journal anyway: no warning about it for them.
+		edits := map[string][]dedup.SourceRecord{}
+		for _, i := range noID {
+			d := ds[i]
+			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{
+				SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
+		}
+		quiet := l
+		quiet.NoJournal = nil
+		m, err := quiet.replays(ctx, edits, ids)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(replayed, m)
 	}
 	for i, d := range ds {
 		if out[i].Status != StatusPending {
