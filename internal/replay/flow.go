@@ -222,11 +222,6 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 			return res, fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", plural(int64(n), "guard warning"))
 		}
 	}
-	if rep.ForGroupDefault && p.Resume == nil {
-		// The default the scan found is journaled with the run, so that a resume aims the
-		// same way.
-		p.Spec.ForGroup = rep.ForGroup
-	}
 	if !o.Yes {
 		if o.Confirm == nil {
 			return res, errors.New("replay: an executed plan without Yes needs a Confirm")
