@@ -405,6 +405,7 @@ func summarySections(s consumeSummary) []output.Section {
 		{"group", s.Group}, {"consumer", s.Consumer}, {"handler", s.Handler},
 		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
 		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
+		{"other_group", i(s.OtherGroup)},
 		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)}, {"elapsed", s.Elapsed},
 	}}}
 }

@@ -362,7 +362,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 	}
 	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
-		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
+		for _, name := range dlqKeyColumns(k) {
+			groups.Header = append(groups.Header, strings.ReplaceAll(name, "_", " "))
+		}
 	}
 	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
 	if withStatus {
@@ -372,7 +374,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		for _, g := range rep.Groups {
 			var row []string
 			for _, k := range rep.GroupBy {
-				row = append(row, cmdutil.OrDash(g.Value(k)))
+				for _, v := range dlqKeyCells(g, k) {
+					row = append(row, cmdutil.OrDash(v))
+				}
 			}
 			row = append(row, strconv.FormatInt(g.Count, 10), cmdutil.FormatTime(g.Oldest), cmdutil.FormatTime(g.Newest),
 				strconv.FormatInt(g.InWindow, 10), dlqRate(g.RatePerHour))
@@ -389,7 +393,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
 	var cols []output.Column[dlq.GroupStats]
 	for _, k := range rep.GroupBy {
-		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
+		for i, name := range dlqKeyColumns(k) {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqKeyCells(g, k)[i] }})
+		}
 	}
 	cols = append(cols,
 		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
@@ -408,6 +414,23 @@ func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error
 		groups = rep.Groups
 	}
 	return output.List(p, groups, cols, "")
+}
+
+// dlqKeyColumns are the columns of one grouping key: its own, and for a fingerprint the cause,
+// the original topics and an example dead letter.
+func dlqKeyColumns(k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{string(k), "cause", "topics", "example"}
+	}
+	return []string{string(k)}
+}
+
+// dlqKeyCells are a group's cells of dlqKeyColumns(k).
+func dlqKeyCells(g dlq.GroupStats, k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{g.Fingerprint, g.Cause, strings.Join(g.Topics, ","), g.Example}
+	}
+	return []string{g.Value(k)}
 }
 
 var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
