@@ -187,8 +187,9 @@ func (e *Engine) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 // handle, and a marker would make this group skip the event when a replay is aimed at it.
 // A registry-framed value is decoded through the schema registry first and its envelope read
 // from the decoded value (docs/design.md §3.6): one whose schema the registry does not know is
-// dead-lettered as unsupported, one that does not match its schema as malformed; a failure of
-// the registry itself is returned, for the batch to wait for it.
+// dead-lettered as unsupported (and so is a framed value when no registry is configured), one
+// that does not match its schema as malformed; a failure of the registry itself is returned,
+// for the batch to wait for it.
 func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item, bad []deadLetter, other int, err error) {
 	items = make([]*item, 0, len(recs))
 	seen := make(map[string]struct{}, len(recs))
@@ -201,7 +202,7 @@ func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item,
 			continue
 		}
 		ev, _, err := e.o.Schemas.Event(ctx, rec)
-		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
+		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
 			return nil, nil, 0, se
 		}
 		if err == nil {
@@ -214,7 +215,10 @@ func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item,
 				id = me.EventID
 			}
 			reason := dlq.ReasonMalformed
-			if se, ok := errors.AsType[*schema.Error](err); ok && se.Problem == schema.ProblemUnknownSchema {
+			// A schema the registry does not know, or a framed value with no registry to ask
+			// (a misconfiguration or hostile bytes that look framed): not readable here, but
+			// perhaps elsewhere, so unsupported, never a stalled partition (design §3.6).
+			if se, ok := errors.AsType[*schema.Error](err); ok && (se.Problem == schema.ProblemUnknownSchema || se.Problem == schema.ProblemNoRegistry) {
 				reason = dlq.ReasonUnsupported
 			}
 			now := time.Now()

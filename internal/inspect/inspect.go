@@ -65,12 +65,14 @@ func malformedOf(rec *kgo.Record, err error) MalformedRecord {
 
 // readEvent is the one decode step of the inspect readers (docs/design.md §3.6): the
 // envelope read through d, a registry-framed value decoded first. fatal is set when the
-// registry itself failed (none configured, down, refusing the credentials) for a framed
-// value: such a record is not malformed, only unread, and a reader that judges records stops
-// with it (exit 4, or 2 with no registry) rather than report it as malformed.
+// registry itself failed (down, refusing the credentials) for a framed value: such a record is
+// not malformed, only unread, and a reader that judges records stops with it (exit 4) rather
+// than report it as malformed. A framed value with no registry configured is a problem of the
+// record (err, naming its schema id), not fatal: bytes that only look framed (a garbage record
+// starting with a NUL) must not keep the rest of a topic from being judged.
 func readEvent(ctx context.Context, d *schema.Decoder, rec *kgo.Record) (ev envelope.Event, err, fatal error) {
 	ev, _, err = d.Event(ctx, rec)
-	if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
+	if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
 		return ev, err, se.Kinded()
 	}
 	return ev, err, nil

@@ -91,7 +91,7 @@ func (e *Error) Kinded() error {
 	case ProblemUnavailable, ProblemDenied:
 		return fwerr.Connect(e)
 	case ProblemNoRegistry:
-		return fwerr.Wrap(fwerr.KindUsage, fmt.Errorf("%w: pass --schema-registry URL (or set FIELDWORK_SCHEMA_REGISTRY, or a context's schema_registry)", e))
+		return fwerr.Wrap(fwerr.KindUsage, e)
 	}
 	return e
 }
@@ -268,7 +268,7 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		return p
 	}
 	if !d.Configured() {
-		p.err = &Error{Problem: ProblemNoRegistry, Key: key, Ref: ref, Err: errors.New("no schema registry configured")}
+		p.err = &Error{Problem: ProblemNoRegistry, Key: key, Ref: ref, Err: errors.New("no schema registry configured to read it: pass --schema-registry URL (or set FIELDWORK_SCHEMA_REGISTRY, or a context's schema_registry)")}
 		d.note(p.err)
 		return p
 	}
