@@ -454,3 +454,33 @@ type ActionJournal interface {
 	// ListMarkerActions returns the latest limit actions, newest first.
 	ListMarkerActions(ctx context.Context, limit int) ([]MarkerAction, error)
 }
+
+// GroupAction is a journaled `groups skip` or its undo (migration 008 on PostgreSQL, 007 on
+// SQLite): who moved which group's committed offsets on which topic, why, from which offsets
+// to which (Offsets, JSON), the records parked in DeadLetterTopic, and, for an undo, the skip
+// it undoes (Undoes). UndoneBy is read, not written: the undo of this skip, when there is one.
+type GroupAction struct {
+	ID              string    `json:"id"`
+	Action          string    `json:"action"`
+	Group           string    `json:"group"`
+	Topic           string    `json:"topic"`
+	DeadLetterTopic string    `json:"dead_letter_topic"`
+	Operator        string    `json:"operator"`
+	Reason          string    `json:"reason"`
+	Offsets         string    `json:"offsets"`
+	Parked          int64     `json:"parked"`
+	Undoes          string    `json:"undoes,omitempty"`
+	UndoneBy        string    `json:"undone_by,omitempty"`
+	At              time.Time `json:"at"`
+}
+
+// GroupJournal is implemented by both drivers.
+type GroupJournal interface {
+	// RecordGroupAction inserts a; its At is the store's. An undo of a skip already undone
+	// fails (undoes is unique).
+	RecordGroupAction(ctx context.Context, a GroupAction) error
+	// GetGroupAction returns the action id, with UndoneBy set; nil when there is none.
+	GetGroupAction(ctx context.Context, id string) (*GroupAction, error)
+	// ListGroupActions returns the latest limit actions, newest first, with UndoneBy set.
+	ListGroupActions(ctx context.Context, limit int) ([]GroupAction, error)
+}
