@@ -85,10 +85,11 @@ func Record(ctx context.Context, c *kafka.Cluster, topic string, partition int32
 	if err != nil {
 		return nil, err
 	}
-	return recordReport(rec), nil
+	return RecordOf(rec), nil
 }
 
-func recordReport(rec *kgo.Record) *RecordReport {
+// RecordOf is rec as a report: its bytes, and its envelope decoded or why it does not decode.
+func RecordOf(rec *kgo.Record) *RecordReport {
 	rep := &RecordReport{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Timestamp: recordTime(rec), TimestampType: "create",

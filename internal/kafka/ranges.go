@@ -126,12 +126,12 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	}
 	var sinceOffsets, untilOffsets map[int32]int64
 	if !sel.Since.IsZero() {
-		if sinceOffsets, err = c.offsetsAfter(ctx, topic, sel.Since); err != nil {
+		if sinceOffsets, err = c.OffsetsAfter(ctx, topic, sel.Since); err != nil {
 			return nil, err
 		}
 	}
 	if !sel.Until.IsZero() {
-		if untilOffsets, err = c.offsetsAfter(ctx, topic, sel.Until); err != nil {
+		if untilOffsets, err = c.OffsetsAfter(ctx, topic, sel.Until); err != nil {
 			return nil, err
 		}
 	}
@@ -222,9 +222,9 @@ func validRange(b PartitionBounds) string {
 	return fmt.Sprintf("%d..%d", b.LogStart, b.HighWatermark-1)
 }
 
-// offsetsAfter returns, per partition, the first offset whose timestamp is >= t (the end
+// OffsetsAfter returns, per partition, the first offset whose timestamp is >= t (the end
 // offset when there is none).
-func (c *Cluster) offsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
 	listed, err := c.Admin.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
 	if err != nil {
 		return nil, Denied(fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err), OpDescribe, ResourceTopic, topic)
