@@ -186,3 +186,12 @@ func CheckExecuteFlags(cmd *cobra.Command, execute bool) error {
 	}
 	return nil
 }
+
+// RequireReason refuses --execute without a --reason (blank counts as none), for the actions
+// that must say why (replay, groups skip); why completes "say why (…)".
+func RequireReason(execute bool, reason, why string) error {
+	if execute && strings.TrimSpace(reason) == "" {
+		return fwerr.Usagef("--execute needs --reason: say why (%s)", why)
+	}
+	return nil
+}

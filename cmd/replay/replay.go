@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -221,10 +220,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
-	if opts.Execute && strings.TrimSpace(opts.Reason) == "" {
-		return fwerr.Usagef("--execute needs --reason: say why (it is journaled with the run and sent as fw.replay.reason)")
-	}
-	return nil
+	return cmdutil.RequireReason(opts.Execute, opts.Reason, "it is journaled with the run and sent as fw.replay.reason")
 }
 
 // replayGC makes the collector run less often for the rest of a replay: a replay allocates a

@@ -19,6 +19,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/demo"
 	"github.com/fieldwork/fieldwork/cmd/dev"
 	"github.com/fieldwork/fieldwork/cmd/dlq"
+	"github.com/fieldwork/fieldwork/cmd/groups"
 	"github.com/fieldwork/fieldwork/cmd/docs"
 	"github.com/fieldwork/fieldwork/cmd/inspect"
 	"github.com/fieldwork/fieldwork/cmd/processed"
@@ -177,6 +178,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		docs.NewCmdDocs(f, nil),
 		processed.NewCmdProcessed(f),
 		replay.NewCmdReplay(f, nil),
+		groups.NewCmdGroups(f),
 	} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
