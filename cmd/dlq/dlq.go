@@ -22,7 +22,8 @@ consumer gave up on it.
   dlq stats                     per topic and per (original topic, reason, error class)
 
 Without --topic or --pattern the commands read every topic whose name ends in .dlq, -dlt or
-.DLT. Scans read the offsets fixed when they start and never wait for new records.
+.DLT. Scans read the offsets fixed when they start and never wait for new records, except
+dlq list --follow, which goes on printing new dead letters until interrupted.
 
 With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status
 for --consumer (default: the consumer group the dead letter names):
