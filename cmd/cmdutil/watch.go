@@ -24,7 +24,7 @@ type WatchFlags struct {
 // says the command.
 func (w *WatchFlags) Register(fs *pflag.FlagSet, interval time.Duration, intervalHelp string) {
 	fs.BoolVar(&w.Watch, "watch", false, "read again every --interval and print each report, until interrupted (json: one array, jsonl: a line per report)")
-	fs.Var(timespec.NewDurationValue(&w.Interval, interval), "interval", intervalHelp)
+	fs.Var(timespec.NewDurationValue(&w.Interval, interval).AllowZero(), "interval", intervalHelp)
 }
 
 // Check refuses a --watch without an interval to wait.

@@ -315,3 +315,54 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 		t.Fatalf("journal:\n%s", r.Stdout)
 	}
 }
+
+// TestDescribeWatch: groups describe --watch prints a report per read, as JSON Lines, until
+// interrupted (exit 0); a commit made between two reads is reported as moved, one that stands
+// still is not; inspect topic --watch prints the group's new lag the same way.
+func TestDescribeWatch(t *testing.T) {
+	brokers := testenv.Brokers(t)
+	topic := inspecttest.Topic(t, 1)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	for i := range 4 {
+		testenv.Produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte("v")})
+	}
+	group := inspecttest.CommitGroup(t, topic, map[int32]int64{0: 1})
+	adm := kadm.NewClient(testenv.Client(t))
+	commit := func(at int64) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := adm.CommitAllOffsets(ctx, group, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: at, LeaderEpoch: -1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, _, done := roottest.Start(ctx, "--brokers", brokers, "groups", "describe", group, "--watch", "--interval", "300ms", "-o", "jsonl")
+	still := regexp.MustCompile(`"committed_offset":1,"log_end_offset":4,"lag":3,"member":"","commit_moved":false`)
+	roottest.WaitFor(t, out, still, done)
+	commit(3)
+	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":3,"log_end_offset":4,"lag":1,"member":"","commit_moved":true`), done)
+
+	tctx, tcancel := context.WithCancel(context.Background())
+	defer tcancel()
+	tout, _, tdone := roottest.Start(tctx, "--brokers", brokers, "inspect", "topic", topic, "--sample", "0", "--watch", "--interval", "300ms", "-o", "jsonl")
+	roottest.WaitFor(t, tout, regexp.MustCompile(`"committed_offset":3,"lag":1`), tdone)
+	commit(4)
+	roottest.WaitFor(t, tout, regexp.MustCompile(`"committed_offset":4,"lag":0`), tdone)
+	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":4,"log_end_offset":4,"lag":0`), done)
+
+	cancel()
+	tcancel()
+	for name, d := range map[string]<-chan roottest.Exit{"groups describe": done, "inspect topic": tdone} {
+		if r := <-d; r.Code != 0 {
+			t.Fatalf("%s --watch: exit %d after the interruption, want 0: %v", name, r.Code, r.Err)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("not a JSON line: %q", l)
+		}
+	}
+}
