@@ -90,7 +90,7 @@ dead-letter topic).`,
 		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
 	fl.StringVar(&opts.Skip.DeadLetterTopic, "dlq-topic", "", "the dead-letter topic the parked records go to (default <topic>.dlq)")
 	fl.StringVar(&opts.Undo, "undo", "", "restore the offsets a journaled skip moved (its run id, from groups journal)")
-	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "park the records and move the offsets", "why you skip: required with --execute")
+	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "park the records and move the offsets", "why you skip (required with --execute)")
 	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who skips")
 	return cmd
 }
