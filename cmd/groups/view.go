@@ -79,12 +79,12 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 	}
 	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "committed", "log end", "lag", "member", "commit"}}
 	for _, gp := range rep.Partitions {
-		committed := strconv.FormatInt(gp.Committed, 10)
+		committed, lag := strconv.FormatInt(gp.Committed, 10), lagText(p, gp.Lag)
 		if gp.Committed < 0 {
-			committed = "-"
+			committed, lag = "-", "-"
 		}
 		parts.Rows = append(parts.Rows, []string{gp.Topic, strconv.Itoa(int(gp.Partition)), committed, strconv.FormatInt(gp.LogEnd, 10),
-			lagText(p, gp.Lag), cmdutil.OrDash(gp.Member), commitText(p, rep, gp)})
+			lag, cmdutil.OrDash(gp.Member), commitText(p, rep, gp)})
 	}
 	return []output.Section{overview, members, parts}
 }

@@ -116,7 +116,8 @@ func (m Member) Name() string {
 type Partition struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	// Committed is the committed offset, -1 when the group has none here (only assigned).
+	// Committed is the committed offset, -1 when the group has none here (only assigned:
+	// where it starts then is the consumer's reset policy, so Lag is 0, not known).
 	Committed int64 `json:"committed_offset"`
 	LogEnd    int64 `json:"log_end_offset"`
 	Lag       int64 `json:"lag"`
