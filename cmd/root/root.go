@@ -107,7 +107,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		Long: `fieldwork is a toolkit for the people on call for a Kafka-based event system that runs
 at-least-once with idempotent consumers: it inspects topics and dead-letter topics, replays
 offset ranges or single events back into their source topics, queries the processed_events
-tables consumers write, and runs a reference consumer.
+tables consumers write, shows consumer groups and moves a stuck one past a poison record
+without losing it, and runs a reference consumer.
 
 Connection settings come from flags, then FIELDWORK_* environment variables, then the
 current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
