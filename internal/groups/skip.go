@@ -178,7 +178,8 @@ const maxListedDeadLetters = 20
 const parkBatch = 500
 
 // Skip executes plan: it checks again that the group has no members and that its commit is
-// still plan.Committed, copies every record of [Committed, NewOffset) to the dead-letter
+// still plan.Committed, commits plan.Committed again (so that a commit the broker refuses
+// stops the skip before anything is parked), copies every record of [Committed, NewOffset) to the dead-letter
 // topic in fieldwork's convention (reason parked, the group, the operator's reason as the
 // error) and waits for their acknowledgements, only then commits NewOffset for the group, and
 // journals the skip with both offsets (so that Undo can restore the old one). A failure
@@ -187,6 +188,12 @@ const parkBatch = 500
 func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, j Journal, now time.Time) (*SkipResult, error) {
 	if err := recheck(ctx, c, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
 		return nil, err
+	}
+	// The commit that stays where it is, first: it proves that the broker takes this
+	// principal's commits for the group (READ on it, the group still empty) before anything is
+	// parked, so that a refused commit leaves no copy behind.
+	if err := c.CommitGroupOffsets(ctx, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
+		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
 	}
 	res := &SkipResult{ID: replay.NewRunID(now), Plan: plan, DeadLetters: []kafka.RecordAddress{}, Operator: j.Operator, Reason: j.Reason}
 	prod, err := kgo.NewClient(c.Options()...)
@@ -203,8 +210,8 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 		batch = batch[:0]
 		for _, r := range results {
 			if r.Err != nil {
-				return fmt.Errorf("park in %s: %w (%d parked before; the group's offset was not moved)",
-					plan.DeadLetterTopic, kafka.DeniedWrite(r.Err, plan.DeadLetterTopic), res.Parked)
+				return fmt.Errorf("the group's offset was not moved (%d parked in %s before): %w",
+					res.Parked, plan.DeadLetterTopic, kafka.DeniedWrite(r.Err, plan.DeadLetterTopic))
 			}
 			res.Parked++
 			if len(res.DeadLetters) < maxListedDeadLetters {
