@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -122,14 +121,8 @@ func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64,
 		if ctx.Err() != nil {
 			return nil
 		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if ferr == nil && !errors.Is(err, context.Canceled) {
-				ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
-			}
-		})
-		if ferr != nil {
-			return ferr
+		if err := fetchError(fetches); err != nil {
+			return err
 		}
 		var stop error
 		fetches.EachRecord(func(rec *kgo.Record) {

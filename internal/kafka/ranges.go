@@ -309,14 +309,8 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
 		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if ferr == nil && !errors.Is(err, context.Canceled) {
-				ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
-			}
-		})
-		if ferr != nil {
-			return ferr
+		if err := fetchError(fetches); err != nil {
+			return err
 		}
 		var stop error
 		fetches.EachPartition(func(ft kgo.FetchTopicPartition) {
@@ -352,4 +346,16 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		}
 	}
 	return nil
+}
+
+// fetchError is the first error of a poll (a cancellation aside), a denial classified as
+// READ on its topic.
+func fetchError(fetches kgo.Fetches) error {
+	var ferr error
+	fetches.EachError(func(t string, p int32, err error) {
+		if ferr == nil && !errors.Is(err, context.Canceled) {
+			ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
+		}
+	})
+	return ferr
 }
