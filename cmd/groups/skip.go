@@ -19,23 +19,16 @@ import (
 type GroupsSkipOptions struct {
 	Skip groups.SkipOptions
 	// Undo is the skip to undo ("" for a skip).
-	Undo     string
-	Execute  bool
-	Yes      bool
-	Reason   string
-	Operator string
-	Getenv   func(string) string
-	Now      func() time.Time
-
-	Confirm func(yes bool, p cmdutil.Prompt) error
+	Undo string
+	cmdutil.ActionFlags
+	Now func() time.Time
 
 	toOffset int64
 }
 
 // NewCmdGroupsSkip builds `groups skip`.
 func NewCmdGroupsSkip(f *cmdutil.Factory, runF func(context.Context, *GroupsSkipOptions) error) *cobra.Command {
-	opts := &GroupsSkipOptions{Getenv: f.Getenv, Now: f.Now,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
+	opts := &GroupsSkipOptions{ActionFlags: cmdutil.NewActionFlags(f), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "skip GROUP --topic TOPIC --partition N | skip --undo RUN",
 		Short: "Park the record a group is stuck on in a dead-letter topic, then commit past it",
@@ -90,14 +83,14 @@ dead-letter topic).`,
 		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
 	fl.StringVar(&opts.Skip.DeadLetterTopic, "dlq-topic", "", "the dead-letter topic the parked records go to (default <topic>.dlq)")
 	fl.StringVar(&opts.Undo, "undo", "", "restore the offsets a journaled skip moved (its run id, from groups journal)")
-	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "park the records and move the offsets", "why you skip (required with --execute)")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who skips")
+	opts.ActionFlags.Register(fl, "park the records and move the offsets",
+		"why you skip: required with --execute, shown in the confirmation, journaled and written as the parked records' fw.dlq.error", "who skips")
 	return cmd
 }
 
 func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
-	if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+	if err := opts.Check(cmd); err != nil {
 		return err
 	}
 	if opts.Undo != "" {
@@ -109,7 +102,7 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return fwerr.Usagef("--undo names the skip, which names its group: drop the argument %q", args[0])
 		}
-		return cmdutil.RequireReason(opts.Execute, opts.Reason, "it is journaled with the undo")
+		return opts.RequireReason("it is journaled with the undo")
 	}
 	if len(args) == 0 {
 		return fwerr.Usagef("name the consumer group: groups skip GROUP --topic TOPIC --partition N")
@@ -142,7 +135,7 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 		}
 		opts.Skip.ToOffset = &opts.toOffset
 	}
-	return cmdutil.RequireReason(opts.Execute, opts.Reason, "it is journaled with the skip and written as the parked records' fw.dlq.error")
+	return opts.RequireReason("it is journaled with the skip and written as the parked records' fw.dlq.error")
 }
 
 func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {

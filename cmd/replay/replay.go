@@ -20,27 +20,19 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, p cmdutil.Prompt) error
-	Getenv  func(string) string
+	cmdutil.ActionFlags
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
-	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
-	}
+	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
 type ReplayOptions struct {
 	replayDeps
-	Spec     replay.Spec
-	Execute  bool
-	Yes      bool
-	Reason   string
-	Operator string
-	Rate     float64
-	Sample   int
+	Spec   replay.Spec
+	Rate   float64
+	Sample int
 
 	sel cmdutil.SelectionFlags
 	// filters and status are the dead-letter filters and --status/--consumer, the same flag
@@ -136,10 +128,7 @@ failure marks it failed.
 	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionDefault, "default (murmur2 of the key, as Kafka) or original (the record's original partition)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
-	fl.BoolVar(&opts.Execute, "execute", false, "send the records (default: print the plan and send nothing)")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fl.StringVar(&opts.Reason, "reason", "", "why you replay: required with --execute, journaled and sent as fw.replay.reason")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who replays")
+	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions([]string{replay.PartitionDefault, replay.PartitionOriginal}, cobra.ShellCompDirectiveNoFileComp))
@@ -220,7 +209,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
-	return cmdutil.RequireReason(opts.Execute, opts.Reason, "it is journaled with the run and sent as fw.replay.reason")
+	return opts.RequireReason("it is journaled with the run and sent as fw.replay.reason")
 }
 
 // replayGC makes the collector run less often for the rest of a replay: a replay allocates a
