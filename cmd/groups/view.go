@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/groups"
@@ -42,21 +43,26 @@ func commitText(p *output.Printer, rep *groups.Report, gp groups.Partition) stri
 	switch {
 	case gp.Committed < 0:
 		return p.Styles.Dim.Render("no commit")
-	case rep.Watched <= 0:
+	case rep.WatchedMS <= 0:
 		return p.Styles.Dim.Render("read once")
 	case gp.CommitMoved:
-		return "moved " + timespec.Format(gp.UnchangedFor.Round(1e9)) + " ago"
+		return "moved " + seconds(gp.UnchangedForMS) + " ago"
 	case gp.Lag == 0:
 		return "caught up"
 	}
-	return p.Styles.Bad.Render("stuck: unchanged for ≥ " + timespec.Format(gp.UnchangedFor.Round(1e9)))
+	return p.Styles.Bad.Render("stuck: unchanged for ≥ " + seconds(gp.UnchangedForMS))
+}
+
+// seconds is ms milliseconds as a duration to the second.
+func seconds(ms int64) string {
+	return timespec.Format((time.Duration(ms) * time.Millisecond).Round(time.Second))
 }
 
 func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 	st := p.Styles
 	watched := "one read"
-	if rep.Watched > 0 {
-		watched = "commits compared over " + timespec.Format(rep.Watched.Round(1e9))
+	if rep.WatchedMS > 0 {
+		watched = "commits compared over " + seconds(rep.WatchedMS)
 	}
 	overview := output.Section{Title: "Consumer group " + rep.Group, Fields: [][2]string{
 		{"state", rep.State},

@@ -124,10 +124,10 @@ type Partition struct {
 	// Member is the member assigned the partition ("" when none is).
 	Member string `json:"member"`
 	// CommitMoved says the commit was seen moving while the group was watched; then
-	// UnchangedFor is how long ago, else it is how long it was watched without moving (at
-	// least that long, then).
-	CommitMoved  bool          `json:"commit_moved"`
-	UnchangedFor time.Duration `json:"commit_unchanged_for_ns"`
+	// UnchangedForMS is how long ago (in milliseconds), else it is how long it was watched
+	// without moving (at least that long, then).
+	CommitMoved    bool  `json:"commit_moved"`
+	UnchangedForMS int64 `json:"commit_unchanged_for_ms"`
 }
 
 // Report is one group as `groups describe` shows it.
@@ -140,17 +140,17 @@ type Report struct {
 	Members      []Member    `json:"members"`
 	Partitions   []Partition `json:"partitions"`
 	TotalLag     int64       `json:"total_lag"`
-	// ReadAt is when the offsets were read; Watched is how long the commits have been
-	// watched by then (0 after a single read).
-	ReadAt  time.Time     `json:"read_at"`
-	Watched time.Duration `json:"watched_ns"`
+	// ReadAt is when the offsets were read; WatchedMS is how long the commits have been
+	// watched by then, in milliseconds (0 after a single read).
+	ReadAt    time.Time `json:"read_at"`
+	WatchedMS int64     `json:"watched_ms"`
 }
 
 // Stuck are the partitions with lag whose commit did not move while watched: the group is
 // behind and not progressing there.
 func (r *Report) Stuck() []Partition {
 	var out []Partition
-	if r.Watched <= 0 {
+	if r.WatchedMS <= 0 {
 		return nil
 	}
 	for _, p := range r.Partitions {
@@ -203,7 +203,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 		w.first = now
 	}
 	rep := &Report{Group: w.group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
-		Coordinator: d.Coordinator.NodeID, Members: []Member{}, Partitions: []Partition{}, ReadAt: now, Watched: now.Sub(w.first)}
+		Coordinator: d.Coordinator.NodeID, Members: []Member{}, Partitions: []Partition{}, ReadAt: now, WatchedMS: now.Sub(w.first).Milliseconds()}
 	owner := map[string]string{}
 	for _, mem := range membersOf(d) {
 		for _, addr := range mem.Assigned {
@@ -251,7 +251,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 				prev = commitSeen{at: at, since: now, moved: true}
 			}
 			w.seen[addr] = prev
-			part.CommitMoved, part.UnchangedFor = prev.moved, now.Sub(prev.since)
+			part.CommitMoved, part.UnchangedForMS = prev.moved, now.Sub(prev.since).Milliseconds()
 			rep.Partitions = append(rep.Partitions, part)
 			rep.TotalLag += part.Lag
 		}

@@ -1,9 +1,6 @@
 package groups
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestStuck: a partition is stuck when it has lag and its commit did not move while watched;
 // a single read says nothing, a partition without a commit or without lag is not stuck.
@@ -18,7 +15,7 @@ func TestStuck(t *testing.T) {
 	if got := once.Stuck(); len(got) != 0 {
 		t.Fatalf("one read called %v stuck", got)
 	}
-	watched := &Report{Partitions: parts, Watched: 5 * time.Second}
+	watched := &Report{Partitions: parts, WatchedMS: 5000}
 	if got := watched.Stuck(); len(got) != 1 || got[0].Partition != 0 {
 		t.Fatalf("stuck: %+v, want orders/0 alone", got)
 	}
