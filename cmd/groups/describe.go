@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // DefaultDescribeInterval is the time between the two reads of `groups describe`.
@@ -56,6 +58,9 @@ commit has not moved since the watch began.`,
 func groupsDescribeRun(ctx context.Context, opts *GroupsDescribeOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
 	if !opts.Watch.Watch {
+		if opts.Watch.Interval > 0 && cl.Streams.ErrTTY {
+			fmt.Fprintln(cl.Streams.ErrText(), cl.Streams.ErrStyles().Dim.Render("reading the commits twice, "+timespec.Format(opts.Watch.Interval)+" apart (--interval 0: once)…"))
+		}
 		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, opts.Now)
 		if err != nil {
 			return err
