@@ -366,3 +366,77 @@ func TestDescribeWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipWider: --count, --to-offset and --to-time plan a wider move, bounded to the
+// partition and past the commit; executed, every record in between is parked, in order, and
+// the group's commit lands on the planned offset. The journal is SQLite here.
+func TestSkipWider(t *testing.T) {
+	brokers := testenv.Brokers(t)
+	env := map[string]string{"FIELDWORK_BROKERS": brokers, "FIELDWORK_DSN": "sqlite:" + t.TempDir() + "/journal.db"}
+	roottest.RunCode(t, env, 0, "db", "migrate")
+	topic := inspecttest.Topic(t, 1)
+	testenv.CreateTopic(t, topic+".parked", 1, nil)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i := range 6 {
+		testenv.Produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v"), Timestamp: base.Add(time.Duration(i) * time.Minute)})
+	}
+	group := inspecttest.CommitGroup(t, topic, map[int32]int64{0: 1})
+	skip := []string{"groups", "skip", group, "--topic", topic, "--partition", "0", "--dlq-topic", topic + ".parked"}
+	plan := func(args ...string) (committed, next, offsets int64) {
+		t.Helper()
+		r := roottest.RunCode(t, env, 0, append(append(append([]string{}, skip...), args...), "-o", "json")...)
+		var p struct {
+			Committed int64 `json:"committed_offset"`
+			NewOffset int64 `json:"new_offset"`
+			Offsets   int64 `json:"offsets"`
+		}
+		decode(t, r.Stdout, &p)
+		return p.Committed, p.NewOffset, p.Offsets
+	}
+	for _, tc := range []struct {
+		args      []string
+		next, off int64
+	}{
+		{nil, 2, 1},
+		{[]string{"--count", "2"}, 3, 2},
+		{[]string{"--to-offset", "5"}, 5, 4},
+		{[]string{"--to-offset", "6"}, 6, 5},
+		{[]string{"--to-time", base.Add(4 * time.Minute).Format(time.RFC3339)}, 4, 3},
+		{[]string{"--to-time", base.Add(3*time.Minute + time.Second).Format(time.RFC3339)}, 4, 3},
+	} {
+		if c, n, o := plan(tc.args...); c != 1 || n != tc.next || o != tc.off {
+			t.Errorf("%v: plan %d → %d (%d offsets), want 1 → %d (%d)", tc.args, c, n, o, tc.next, tc.off)
+		}
+	}
+	for _, args := range [][]string{{"--to-offset", "1"}, {"--to-offset", "0"}, {"--to-offset", "7"}, {"--count", "6"}} {
+		r := roottest.RunCode(t, env, 2, append(append([]string{}, skip...), args...)...)
+		if !strings.Contains(r.Stderr, "offset") {
+			t.Errorf("%v: %s", args, r.Stderr)
+		}
+	}
+
+	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "5", "--execute", "--yes", "--reason", "bad batch")...)
+	adm := kadm.NewClient(testenv.Client(t))
+	if got := committed(t, adm, group, topic); got != 5 {
+		t.Fatalf("the commit is %d, want 5", got)
+	}
+	recs := testenv.ReadTopic(t, brokers, topic+".parked")
+	var got []string
+	for _, r := range recs {
+		d := dlq.Parse(r)
+		got = append(got, fmt.Sprintf("%s@%d", r.Key, *d.OriginalOffset))
+		if d.Reason != dlq.ReasonParked || d.Group != group {
+			t.Errorf("parked copy %+v", d)
+		}
+	}
+	if fmt.Sprint(got) != "[k1@1 k2@2 k3@3 k4@4]" {
+		t.Fatalf("parked %v, want k1..k4 at offsets 1..4 in order", got)
+	}
+	// At the end of the partition there is nothing to be stuck on.
+	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "6", "--execute", "--yes", "--reason", "rest")...)
+	r := roottest.RunCode(t, env, 2, skip...)
+	if !strings.Contains(r.Stderr, "not stuck") {
+		t.Fatalf("a group at the end: %s", r.Stderr)
+	}
+}
