@@ -56,7 +56,11 @@ reason) and asks y/N (a no exits 6); without a terminal it refuses unless --yes.
 skip is journaled in the store (--dsn) with its operator (--operator, $USER or $LOGNAME), the
 reason and the old and new offsets: groups journal lists them, and skip --undo RUN commits the
 old offsets again (refused when the group has moved on since; the parked copies stay in the
-dead-letter topic).`,
+dead-letter topic).
+
+Exit codes: 0 planned or done; 1 refused (the group has members, or moved since the plan) or
+failed; 2 a usage error (no --reason, no --yes off a terminal, an offset not past the commit
+or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 		Example: `  fieldwork groups skip billing --topic orders --partition 3
   fieldwork groups skip billing --topic orders --partition 3 --execute --reason "INC-7: unparseable amount"
   fieldwork groups skip billing --topic orders --partition 3 --count 5 --execute --yes --reason "INC-7"

@@ -268,7 +268,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 
 // Describe reads group twice, interval apart (once when interval is 0), so that the report
 // says which commits moved in between: a group whose lag grows while its commits stand still
-// is stuck. sleep waits (it returns ctx's error when interrupted).
+// is stuck. An interruption while it waits is an interruption error.
 func Describe(ctx context.Context, c *kafka.Cluster, group string, interval time.Duration, now func() time.Time) (*Report, error) {
 	w := NewWatcher(c, group)
 	rep, err := w.Read(ctx, now())
