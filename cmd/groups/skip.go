@@ -157,6 +157,13 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		}
 		return err
 	}
+	if !opts.Yes && cl.Streams.Interactive() {
+		// Whoever confirms sees the record first.
+		if err := p.Object(plan, skipPlanSections(p, plan, false)); err != nil {
+			return err
+		}
+		fmt.Fprintln(cl.Streams.ErrOut)
+	}
 	prompt := cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
 		Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
 			cmdutil.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
@@ -186,6 +193,12 @@ func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 			return perr
 		}
 		return err
+	}
+	if !opts.Yes && cl.Streams.Interactive() {
+		if err := p.Object(plan, undoPlanSections(p, plan, false)); err != nil {
+			return err
+		}
+		fmt.Fprintln(cl.Streams.ErrOut)
 	}
 	a := plan.Skip
 	prompt := cmdutil.Prompt{Kafka: true, Store: st.Table(), Reason: opts.Reason,
