@@ -128,6 +128,9 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	if o.DryRun {
 		return rep, nil
 	}
+	if err := journalReady(ctx, st); err != nil {
+		return rep, err
+	}
 
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
