@@ -484,3 +484,30 @@ type GroupJournal interface {
 	// ListGroupActions returns the latest limit actions, newest first, with UndoneBy set.
 	ListGroupActions(ctx context.Context, limit int) ([]GroupAction, error)
 }
+
+// InsertGroupAction is the statement both drivers record a GroupAction with, into table (its
+// quoted name), and GroupActionArgs its arguments.
+func InsertGroupAction(table string) string {
+	return `INSERT INTO ` + table + ` (id, action, group_name, topic, dead_letter_topic, operator, reason, offsets, parked, undoes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))`
+}
+
+// GroupActionArgs are InsertGroupAction's arguments for a.
+func GroupActionArgs(a GroupAction) []any {
+	return []any{a.ID, a.Action, a.Group, a.Topic, a.DeadLetterTopic, a.Operator, a.Reason, a.Offsets, a.Parked, a.Undoes}
+}
+
+// SelectGroupActions reads the actions of table (its quoted name) as a, each with the undo
+// that names it (u), in the columns GroupActionDest scans; both drivers add their WHERE or
+// ORDER BY.
+func SelectGroupActions(table string) string {
+	return `SELECT a.id, a.action, a.group_name, a.topic, a.dead_letter_topic, a.operator, a.reason, a.offsets, a.parked,
+COALESCE(a.undoes, ''), COALESCE(u.id, ''), a.created_at
+FROM ` + table + ` a LEFT JOIN ` + table + ` u ON u.undoes = a.id`
+}
+
+// GroupActionDest are the scan destinations of SelectGroupActions's columns in a, the last
+// (created_at) at, which each driver reads as its own timestamp.
+func GroupActionDest(a *GroupAction, at any) []any {
+	return []any{&a.ID, &a.Action, &a.Group, &a.Topic, &a.DeadLetterTopic, &a.Operator, &a.Reason, &a.Offsets, &a.Parked, &a.Undoes, &a.UndoneBy, at}
+}
