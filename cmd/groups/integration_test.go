@@ -32,11 +32,11 @@ type plainConsumer struct {
 	stop    func()
 }
 
-func startPlainConsumer(t *testing.T, topic, group string) *plainConsumer {
+func startPlainConsumer(t *testing.T, topic, group string, opts ...kgo.Opt) *plainConsumer {
 	t.Helper()
 	c := &plainConsumer{stuck: make(chan struct{}), done: make(chan struct{})}
-	c.cl = testenv.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.ClientID("plain-consumer"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c.cl = testenv.Client(t, append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ClientID("plain-consumer"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(c.done)

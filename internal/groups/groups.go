@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 	if len(names) == 0 {
 		return out, nil
 	}
-	described, _ := c.Admin.DescribeGroups(ctx, names...)
+	described := describeMany(ctx, c, names, listed)
 	commits, failed := c.GroupCommits(ctx, names...)
 	topics := map[string]bool{}
 	for _, cm := range commits {
@@ -67,7 +66,7 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 	for _, name := range names {
 		l := listed[name]
 		s := Summary{Group: name, State: l.State, Type: l.GroupType, ProtocolType: l.ProtocolType, Topics: []string{}}
-		if d, ok := described[name]; ok && d.Err == nil {
+		if d, ok := described[name]; ok {
 			s.Members = len(d.Members)
 			if s.State == "" {
 				s.State = d.State
@@ -100,6 +99,18 @@ type Member struct {
 	Host       string `json:"host"`
 	// Assigned are its partitions, "topic/partition" sorted.
 	Assigned []string `json:"assigned"`
+
+	assigned []kafka.TopicPartition
+}
+
+// sorted is m with its partitions in order, Assigned written from them.
+func (m Member) sorted() Member {
+	sort.Slice(m.assigned, func(i, j int) bool { return m.assigned[i].Less(m.assigned[j]) })
+	m.Assigned = make([]string, len(m.assigned))
+	for i, a := range m.assigned {
+		m.Assigned[i] = a.String()
+	}
+	return m
 }
 
 // Name is how a member is named to an operator: its client id and host, and its instance id
@@ -197,32 +208,24 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 		cm = kafka.Commits{}
 	}
 	if d.State == "Dead" && len(cm) == 0 {
+		// DescribeGroups answers Dead, without an error, for a group it does not know.
 		return nil, fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", w.group)
 	}
 	if w.first.IsZero() {
 		w.first = now
 	}
 	rep := &Report{Group: w.group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
-		Coordinator: d.Coordinator.NodeID, Members: []Member{}, Partitions: []Partition{}, ReadAt: now, WatchedMS: now.Sub(w.first).Milliseconds()}
+		Coordinator: d.Coordinator, Members: d.Members, Partitions: []Partition{}, ReadAt: now, WatchedMS: now.Sub(w.first).Milliseconds()}
 	owner := map[string]string{}
-	for _, mem := range membersOf(d) {
-		for _, addr := range mem.Assigned {
-			owner[addr] = mem.Name()
-		}
-		rep.Members = append(rep.Members, mem)
-	}
-	// An assigned partition without a commit is shown too, at -1.
-	for _, m := range d.Members {
-		if a, ok := m.Assigned.AsConsumer(); ok {
-			for _, t := range a.Topics {
-				for _, p := range t.Partitions {
-					if cm[t.Topic] == nil {
-						cm[t.Topic] = map[int32]int64{}
-					}
-					if _, ok := cm[t.Topic][p]; !ok {
-						cm[t.Topic][p] = -1
-					}
-				}
+	for _, mem := range d.Members {
+		for _, a := range mem.assigned {
+			owner[a.String()] = mem.Name()
+			// An assigned partition without a commit is shown too, at -1.
+			if cm[a.Topic] == nil {
+				cm[a.Topic] = map[int32]int64{}
+			}
+			if _, ok := cm[a.Topic][a.Partition]; !ok {
+				cm[a.Topic][a.Partition] = -1
 			}
 		}
 	}
@@ -237,7 +240,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	}
 	for _, t := range topics {
 		for p, at := range cm[t] {
-			addr := fmt.Sprintf("%s/%d", t, p)
+			addr := kafka.TopicPartition{Topic: t, Partition: p}.String()
 			end := ends[t][p]
 			part := Partition{Topic: t, Partition: p, Committed: at, LogEnd: end, Member: owner[addr]}
 			if at >= 0 {
@@ -258,10 +261,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	}
 	sort.Slice(rep.Partitions, func(i, j int) bool {
 		a, b := rep.Partitions[i], rep.Partitions[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
+		return kafka.TopicPartition{Topic: a.Topic, Partition: a.Partition}.Less(kafka.TopicPartition{Topic: b.Topic, Partition: b.Partition})
 	})
 	return rep, nil
 }
@@ -285,28 +285,80 @@ func Describe(ctx context.Context, c *kafka.Cluster, group string, interval time
 	return w.Read(ctx, now())
 }
 
-// describe is the one DescribeGroups call of the package, its denial classified.
-func describe(ctx context.Context, c *kafka.Cluster, group string) (kadm.DescribedGroup, error) {
-	ds, err := c.Admin.DescribeGroups(ctx, group)
-	if err != nil && len(ds) == 0 {
-		return kadm.DescribedGroup{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", group, err), kafka.OpDescribe, kafka.ResourceGroup, group)
-	}
-	d, ok := ds[group]
-	if !ok {
-		return kadm.DescribedGroup{}, fmt.Errorf("describe consumer group %s: no answer", group)
-	}
-	if d.Err != nil {
-		if errors.Is(d.Err, kerr.GroupIDNotFound) {
-			return kadm.DescribedGroup{}, fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", group)
-		}
-		return kadm.DescribedGroup{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", group, d.Err), kafka.OpDescribe, kafka.ResourceGroup, group)
-	}
-	return d, nil
+// group is a described group, from whichever API describes it: DescribeGroups for a classic
+// group (a consumer of the classic protocol, Kafka Connect), ConsumerGroupDescribe for a
+// group of the consumer protocol (KIP-848), which DescribeGroups does not know.
+type group struct {
+	State, ProtocolType, Protocol string
+	Coordinator                   int32
+	Members                       []Member
 }
 
-// membersOf are d's members with their assignments.
-func membersOf(d kadm.DescribedGroup) []Member {
-	out := []Member{}
+// describe describes group. A group the cluster does not know is a usage error; a denial
+// is classified.
+func describe(ctx context.Context, c *kafka.Cluster, name string) (group, error) {
+	ds, err := c.Admin.DescribeGroups(ctx, name)
+	if err != nil && len(ds) == 0 {
+		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, err), kafka.OpDescribe, kafka.ResourceGroup, name)
+	}
+	d, ok := ds[name]
+	if !ok {
+		return group{}, fmt.Errorf("describe consumer group %s: no answer", name)
+	}
+	if d.Err == nil && d.State != "Dead" {
+		return classic(d), nil
+	}
+	if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
+		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, d.Err), kafka.OpDescribe, kafka.ResourceGroup, name)
+	}
+	// Not a classic group: a group of the consumer protocol, or none.
+	cs, err := c.Admin.DescribeConsumerGroups(ctx, name)
+	if cd, ok := cs[name]; ok && cd.Err == nil && cd.State != "Dead" {
+		return consumer(cd), nil
+	} else if ok && cd.Err != nil && !errors.Is(cd.Err, kerr.GroupIDNotFound) && !errors.Is(cd.Err, kerr.UnsupportedVersion) {
+		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, cd.Err), kafka.OpDescribe, kafka.ResourceGroup, name)
+	} else if !ok && err != nil && kafka.IsAuthorization(kafka.Denied(err, kafka.OpDescribe, kafka.ResourceGroup, name)) {
+		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, err), kafka.OpDescribe, kafka.ResourceGroup, name)
+	}
+	if d.Err == nil {
+		return classic(d), nil // Dead: known to have no members; its commits say whether it exists
+	}
+	return group{}, fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", name)
+}
+
+// describeMany describes the listed groups, each with the API of its type (listed by
+// ListGroups); a group that cannot be described is left out.
+func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed kadm.ListedGroups) map[string]group {
+	out := map[string]group{}
+	var classicNames, consumerNames []string
+	for _, n := range names {
+		if listed[n].GroupType == "consumer" {
+			consumerNames = append(consumerNames, n)
+		} else {
+			classicNames = append(classicNames, n)
+		}
+	}
+	if len(classicNames) > 0 {
+		ds, _ := c.Admin.DescribeGroups(ctx, classicNames...)
+		for n, d := range ds {
+			if d.Err == nil {
+				out[n] = classic(d)
+			}
+		}
+	}
+	if len(consumerNames) > 0 {
+		cs, _ := c.Admin.DescribeConsumerGroups(ctx, consumerNames...)
+		for n, d := range cs {
+			if d.Err == nil {
+				out[n] = consumer(d)
+			}
+		}
+	}
+	return out
+}
+
+func classic(d kadm.DescribedGroup) group {
+	g := group{State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
 	for _, m := range d.Members {
 		mem := Member{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
 		if m.InstanceID != nil {
@@ -315,14 +367,30 @@ func membersOf(d kadm.DescribedGroup) []Member {
 		if a, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range a.Topics {
 				for _, p := range t.Partitions {
-					mem.Assigned = append(mem.Assigned, fmt.Sprintf("%s/%d", t.Topic, p))
+					mem.assigned = append(mem.assigned, kafka.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 		}
-		slices.Sort(mem.Assigned)
-		out = append(out, mem)
+		g.Members = append(g.Members, mem.sorted())
 	}
-	return out
+	return g
+}
+
+func consumer(d kadm.DescribedConsumerGroup) group {
+	g := group{State: d.State, ProtocolType: "consumer", Protocol: d.AssignorName, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
+	for _, m := range d.Members {
+		mem := Member{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
+		if m.InstanceID != nil {
+			mem.InstanceID = *m.InstanceID
+		}
+		for t, ps := range m.Assignment {
+			for p := range ps {
+				mem.assigned = append(mem.assigned, kafka.TopicPartition{Topic: t, Partition: p})
+			}
+		}
+		g.Members = append(g.Members, mem.sorted())
+	}
+	return g
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -109,7 +109,7 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	}
 	p := &SkipPlan{Group: o.Group, Topic: o.Topic, Partition: o.Partition, State: d.State, Committed: committed,
 		LogEnd: b.HighWatermark, DeadLetterTopic: dlqTopic, Members: []Member{}}
-	p.Members = append(p.Members, membersOf(d)...)
+	p.Members = append(p.Members, d.Members...)
 	switch {
 	case o.ToOffset != nil:
 		p.NewOffset = *o.ToOffset
@@ -271,7 +271,7 @@ func recheck(ctx context.Context, c *kafka.Cluster, group, topic string, want ma
 	if err != nil {
 		return err
 	}
-	if err := active(group, membersOf(d)); err != nil {
+	if err := active(group, d.Members); err != nil {
 		return err
 	}
 	commits, failed := c.GroupCommits(ctx, group)
@@ -330,7 +330,7 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 		return nil, err
 	}
 	p := &UndoPlan{Skip: *a, State: d.State, Members: []Member{}}
-	p.Members = append(p.Members, membersOf(d)...)
+	p.Members = append(p.Members, d.Members...)
 	commits, failed := c.GroupCommits(ctx, a.Group)
 	if ferr := failed[a.Group]; ferr != nil {
 		return nil, ferr
