@@ -177,7 +177,7 @@ type Watcher struct {
 	c     *kafka.Cluster
 	group string
 	first time.Time
-	seen  map[string]commitSeen
+	seen  map[kafka.TopicPartition]commitSeen
 }
 
 type commitSeen struct {
@@ -188,7 +188,7 @@ type commitSeen struct {
 
 // NewWatcher watches group.
 func NewWatcher(c *kafka.Cluster, group string) *Watcher {
-	return &Watcher{c: c, group: group, seen: map[string]commitSeen{}}
+	return &Watcher{c: c, group: group, seen: map[kafka.TopicPartition]commitSeen{}}
 }
 
 // Read describes the group now: its state and members, each assigned or committed
@@ -216,10 +216,10 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	}
 	rep := &Report{Group: w.group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
 		Coordinator: d.Coordinator, Members: d.Members, Partitions: []Partition{}, ReadAt: now, WatchedMS: now.Sub(w.first).Milliseconds()}
-	owner := map[string]string{}
+	owner := map[kafka.TopicPartition]string{}
 	for _, mem := range d.Members {
 		for _, a := range mem.assigned {
-			owner[a.String()] = mem.Name()
+			owner[a] = mem.Name()
 			// An assigned partition without a commit is shown too, at -1.
 			if cm[a.Topic] == nil {
 				cm[a.Topic] = map[int32]int64{}
@@ -240,7 +240,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	}
 	for _, t := range topics {
 		for p, at := range cm[t] {
-			addr := kafka.TopicPartition{Topic: t, Partition: p}.String()
+			addr := kafka.TopicPartition{Topic: t, Partition: p}
 			end := ends[t][p]
 			part := Partition{Topic: t, Partition: p, Committed: at, LogEnd: end, Member: owner[addr]}
 			if at >= 0 {
