@@ -416,6 +416,12 @@ func TestSkipWider(t *testing.T) {
 		}
 	}
 
+	// A dead-letter topic that does not exist: nothing is parked or moved.
+	r := roottest.RunCode(t, env, 1, "groups", "skip", group, "--topic", topic, "--partition", "0", "--dlq-topic", topic+".nowhere",
+		"--execute", "--yes", "--reason", "r")
+	if !strings.Contains(r.Stderr, "nothing was parked or moved") || !strings.Contains(r.Stderr, topic+".nowhere") {
+		t.Fatalf("a missing dead-letter topic: %s", r.Stderr)
+	}
 	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "5", "--execute", "--yes", "--reason", "bad batch")...)
 	adm := kadm.NewClient(testenv.Client(t))
 	if got := committed(t, adm, group, topic); got != 5 {
@@ -435,7 +441,7 @@ func TestSkipWider(t *testing.T) {
 	}
 	// At the end of the partition there is nothing to be stuck on.
 	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "6", "--execute", "--yes", "--reason", "rest")...)
-	r := roottest.RunCode(t, env, 2, skip...)
+	r = roottest.RunCode(t, env, 2, skip...)
 	if !strings.Contains(r.Stderr, "not stuck") {
 		t.Fatalf("a group at the end: %s", r.Stderr)
 	}

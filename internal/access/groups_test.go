@@ -52,6 +52,9 @@ func TestGroupOperatorPrincipal(t *testing.T) {
 	denied(t, as(t, p, nil, execute...), "READ on group "+group)
 	p.Allow(kadm.NewACLs().Groups(group), kadm.OpRead)
 	denied(t, as(t, p, nil, execute...), "WRITE on topic "+w.dlq)
+	// Seen but not writable: the producer is refused, and says what is missing.
+	p.Allow(kadm.NewACLs().Topics(w.dlq), kadm.OpDescribe)
+	denied(t, as(t, p, nil, execute...), "WRITE on topic "+w.dlq)
 	if got := endOffsets(t, w.dlq); got != before {
 		t.Fatalf("a refused skip parked %d records", got-before)
 	}

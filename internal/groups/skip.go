@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -195,6 +196,11 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 	if err := c.CommitGroupOffsets(ctx, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
 		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
 	}
+	// The dead-letter topic must be there: a producer would wait for it (or have it created
+	// with the broker's defaults).
+	if err := writable(ctx, c, plan.DeadLetterTopic); err != nil {
+		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
+	}
 	res := &SkipResult{ID: replay.NewRunID(now), Plan: plan, DeadLetters: []kafka.RecordAddress{}, Operator: j.Operator, Reason: j.Reason}
 	prod, err := kgo.NewClient(c.Options()...)
 	if err != nil {
@@ -244,6 +250,25 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 		return res, err
 	}
 	return res, nil
+}
+
+// writable says whether topic exists, a denial named as the WRITE the skip needs on it (it
+// implies the DESCRIBE asked for here).
+func writable(ctx context.Context, c *kafka.Cluster, topic string) error {
+	details, err := c.Admin.ListTopics(ctx, topic)
+	if err == nil {
+		d, ok := details[topic]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("the dead-letter topic: %w", &kafka.UnknownTopicError{Topic: topic})
+		default:
+			err = d.Err
+		}
+	}
+	if err != nil {
+		return kafka.Denied(fmt.Errorf("describe the dead-letter topic %s: %w", topic, err), kafka.OpWrite, kafka.ResourceTopic, topic)
+	}
+	return nil
 }
 
 // record journals a, its offsets moves. A journal that cannot be written fails the command:
