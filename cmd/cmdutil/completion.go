@@ -19,10 +19,10 @@ import (
 const completionTimeout = 3 * time.Second
 
 // topicFlags, consumerFlags: flags whose values are topic or consumer names, wherever a
-// command defines them.
+// command defines them (a group a replay is for, --for-group, names its markers by default).
 var (
 	topicFlags    = []string{"topic", "from", "to", "original-topic", "dlq-topic"}
-	consumerFlags = []string{"consumer"}
+	consumerFlags = []string{"consumer", "for-group"}
 )
 
 // topicArgCommands take a topic (or a T/P/O coordinate starting with one) as first argument.

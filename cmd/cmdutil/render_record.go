@@ -21,6 +21,10 @@ func RecordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 		{"key", BytesDisplay(st, rep.Key)},
 		{"format", OrDash(rep.Format)},
 	}}
+	rec.Fields = append(rec.Fields, KeySchemaFields(rep.KeySchema)...)
+	if rep.ValueSchema != nil {
+		rec.Fields = append(rec.Fields, [2]string{"value schema", PayloadDisplay(rep.ValueSchema)})
+	}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
 	for _, h := range rep.Headers {
 		headers.Fields = append(headers.Fields, [2]string{KeyDisplay(h.Key), BytesDisplay(st, h.Value)})
@@ -35,5 +39,5 @@ func RecordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 	if m := rep.Malformed; m != nil {
 		sections = append(sections, MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	return append(sections, ValueSection(st, rep.Value, rep.ValueJSON))
+	return append(sections, ValueSection(st, rep.Value, rep.ValueJSON, rep.ValueSchema))
 }

@@ -91,6 +91,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			return dlq.FormatAge(now.Sub(e.Timestamp))
 		}},
 		{Name: "convention", WideOnly: true, Value: func(e dlq.Entry) string { return string(e.Convention) }},
+		{Name: "schema", Optional: true, Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
@@ -162,6 +163,7 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	}},
 	{Name: "status", Value: func(e dlq.Entry) string { return string(e.Status.Status) }},
 	{Name: "header_problems", Value: func(e dlq.Entry) string { return dlqProblems(e.DeadLetter) }},
+	{Name: "schema", Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 }
 
 func optInt[T int32 | int64](v *T) string {
@@ -212,6 +214,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", dlqEventID(d)},
 	}}
+	head.Fields = append(head.Fields, cmdutil.KeySchemaFields(d.KeySchema)...)
 	if d.HasOriginalKey {
 		head.Fields = append(head.Fields, [2]string{"original_key", cmdutil.BytesDisplay(st, d.OriginalKey)})
 	}
@@ -278,7 +281,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON))
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, d.ValueSchema))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}
@@ -359,7 +362,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 	}
 	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
-		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
+		for _, name := range dlqKeyColumns(k) {
+			groups.Header = append(groups.Header, strings.ReplaceAll(name, "_", " "))
+		}
 	}
 	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
 	if withStatus {
@@ -369,7 +374,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		for _, g := range rep.Groups {
 			var row []string
 			for _, k := range rep.GroupBy {
-				row = append(row, cmdutil.OrDash(g.Value(k)))
+				for _, v := range dlqKeyCells(g, k) {
+					row = append(row, cmdutil.OrDash(v))
+				}
 			}
 			row = append(row, strconv.FormatInt(g.Count, 10), cmdutil.FormatTime(g.Oldest), cmdutil.FormatTime(g.Newest),
 				strconv.FormatInt(g.InWindow, 10), dlqRate(g.RatePerHour))
@@ -386,7 +393,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
 	var cols []output.Column[dlq.GroupStats]
 	for _, k := range rep.GroupBy {
-		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
+		for i, name := range dlqKeyColumns(k) {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqKeyCells(g, k)[i] }})
+		}
 	}
 	cols = append(cols,
 		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
@@ -405,6 +414,23 @@ func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error
 		groups = rep.Groups
 	}
 	return output.List(p, groups, cols, "")
+}
+
+// dlqKeyColumns are the columns of one grouping key: its own, and for a fingerprint the cause,
+// the original topics and an example dead letter.
+func dlqKeyColumns(k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{string(k), "cause", "topics", "example"}
+	}
+	return []string{string(k)}
+}
+
+// dlqKeyCells are a group's cells of dlqKeyColumns(k).
+func dlqKeyCells(g dlq.GroupStats, k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{g.Fingerprint, g.Cause, strings.Join(g.Topics, ","), g.Example}
+	}
+	return []string{g.Value(k)}
 }
 
 var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}

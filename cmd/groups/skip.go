@@ -147,6 +147,7 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		return groupsUndoRun(ctx, opts, cl)
 	}
 	p, c := cl.Printer, cl.Kafka
+	opts.Skip.Schemas = cl.Schemas
 	plan, err := groups.PlanSkip(ctx, c, opts.Skip)
 	if plan == nil {
 		return err

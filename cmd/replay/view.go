@@ -63,6 +63,10 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	if c.Problems > 0 {
 		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
 	}
+	head.Fields = append(head.Fields, [2]string{"for group", replayAimLabel(rep)})
+	if n := len(rep.Guards); n > 0 {
+		head.Fields = append(head.Fields, [2]string{"guards", st.Warn.Render(strconv.Itoa(n)) + " (warnings on stderr; --strict refuses)"})
+	}
 
 	sel := replaySelectionSection(rep.Selection, rep.Filters)
 
@@ -88,6 +92,16 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		targets.Rows = append(targets.Rows, []string{topic, part, replayRuleLabel(t.Rule), strconv.FormatInt(t.Records, 10)})
 	}
 	sections := []output.Section{head, sel, ranges, targets}
+	if e := rep.Edit; e != nil {
+		s := output.Section{Title: "Edit of " + e.Original + " (only the edited copy is sent, marked fw.replay.edited)", Text: e.Diff}
+		if e.Diff == "" {
+			s.Text = "value unchanged\n"
+		}
+		for _, h := range e.Headers {
+			s.Text += fmt.Sprintf("header set: %s=%s\n", h.Key, h.Value)
+		}
+		sections = append(sections, s)
+	}
 
 	if len(rep.Quarantined) > 0 {
 		s := output.Section{Title: fmt.Sprintf("Quarantined (fw.replay.count reached %d)", rep.MaxReplays), Header: []string{"record", "event_id", "replays", "target"}}
@@ -131,12 +145,29 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	return sections
 }
 
+// replayAimLabel says which consumer groups a plan's records are for (fw.replay.for).
+func replayAimLabel(rep *replay.Report) string {
+	switch {
+	case rep.AllGroups:
+		return "every group (--all-groups)"
+	case rep.ForGroupDefault:
+		return rep.ForGroup + " (the group every selected dead letter names)"
+	case rep.ForGroup != "":
+		return rep.ForGroup
+	case len(rep.Groups) > 0:
+		return "each dead letter's own group: " + strings.Join(rep.Groups, ", ")
+	}
+	return "every group (no dead letter names one)"
+}
+
 // replaySelectionSection says what a plan selects: the source, the partitions, offsets or
 // times, and every filter with its value, as the command line spells it.
 func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Section {
 	s := output.Section{Title: "Selection", Fields: [][2]string{{"source", sel.Source}}}
 	if sel.Record != "" {
 		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
+	} else if sel.Addresses > 0 || sel.EventIDs > 0 {
+		s.Fields = append(s.Fields, [2]string{"from file", fmt.Sprintf("%d addresses, %d event ids", sel.Addresses, sel.EventIDs)})
 	} else {
 		parts := "all"
 		if len(sel.Partitions) > 0 {

@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -60,7 +62,24 @@ const (
 	ReplayHeaderCount  = "fw.replay.count"  // previous count + 1, decimal
 	ReplayHeaderAt     = "fw.replay.at"     // when it was replayed, RFC 3339
 	ReplayHeaderReason = "fw.replay.reason" // why, as the operator said
+	// ReplayHeaderFor names the one consumer group a replayed record is for: every other
+	// group skips it without a marker (docs/design.md §3.3).
+	ReplayHeaderFor = "fw.replay.for"
+	// ReplayHeaderEdited is set on a record whose value or headers the operator edited
+	// before the replay: the topic/partition/offset of the dead letter it was edited from.
+	ReplayHeaderEdited = "fw.replay.edited"
 )
+
+// ReplayedFor is the group a record's fw.replay.for names, "" when it names none (the record
+// is for every group). The last such header wins, as everywhere headers are read.
+func ReplayedFor(h []kgo.RecordHeader) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		if strings.EqualFold(h[i].Key, ReplayHeaderFor) {
+			return string(h[i].Value)
+		}
+	}
+	return ""
+}
 
 // Spring Kafka's DeadLetterPublishingRecoverer. Partition is a 4-byte big-endian int, offset
 // and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key

@@ -1,4 +1,4 @@
-// Package groups is what fieldwork knows about consumer groups (docs/design.md §3.6): the
+// Package groups is what fieldwork knows about consumer groups (docs/design.md §3.7): the
 // groups of a cluster with their state and lag (List), one group's members, assignments,
 // committed offsets, lag and whether its commits move (Describe, Watcher), and the one
 // action that moves a group's offsets, parking the records it steps over in a dead-letter

@@ -17,6 +17,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // ErrActive is returned (wrapped, naming the members) when a skip or its undo finds the
@@ -36,6 +37,8 @@ type SkipOptions struct {
 	ToTime    time.Time
 	// DeadLetterTopic receives the parked records; "" is Topic + dlq.DefaultTopicSuffix.
 	DeadLetterTopic string
+	// Schemas decodes a registry-framed record for the plan, as inspect record does.
+	Schemas *schema.Decoder
 }
 
 // SkipPlan is what a skip would do: move Group's commit on Topic/Partition from Committed to
@@ -136,7 +139,7 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 		rec, err := c.Fetch(ctx, o.Topic, o.Partition, committed)
 		switch {
 		case err == nil:
-			p.Record = inspect.RecordOf(rec)
+			p.Record = inspect.RecordOf(ctx, o.Schemas, rec)
 		case !errors.Is(err, kafka.ErrNoRecord):
 			return nil, err
 		}

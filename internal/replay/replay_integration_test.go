@@ -124,14 +124,7 @@ func replayed(recs []*kgo.Record, run string) map[string][]*kgo.Record {
 	return out
 }
 
-func header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+func header(r *kgo.Record, key string) string { return testenv.Header(r, key) }
 
 func endOffsets(t *testing.T, c *kafka.Cluster, topic string) []int64 {
 	t.Helper()
@@ -220,9 +213,13 @@ func TestReplayFieldworkDeadLettersBackToTheirTopic(t *testing.T) {
 		if r.Partition != orig.Partition {
 			t.Fatalf("%s: went to partition %d, the original (same key) was in %d", source, r.Partition, orig.Partition)
 		}
-		// The original's headers byte for byte and in order, then the provenance.
-		if len(r.Headers) != len(orig.Headers)+5 {
-			t.Fatalf("%s: %d headers, want %d", source, len(r.Headers), len(orig.Headers)+5)
+		// The original's headers byte for byte and in order, then the provenance, aimed at
+		// the group the dead letter names.
+		if len(r.Headers) != len(orig.Headers)+6 {
+			t.Fatalf("%s: %d headers, want %d", source, len(r.Headers), len(orig.Headers)+6)
+		}
+		if header(r, dlq.ReplayHeaderFor) != "billing" {
+			t.Fatalf("%s: fw.replay.for %q, want billing", source, header(r, dlq.ReplayHeaderFor))
 		}
 		for i, h := range orig.Headers {
 			if r.Headers[i].Key != h.Key || !bytes.Equal(r.Headers[i].Value, h.Value) {
@@ -236,7 +233,7 @@ func TestReplayFieldworkDeadLettersBackToTheirTopic(t *testing.T) {
 		}
 		at, err := time.Parse(time.RFC3339Nano, header(r, dlq.ReplayHeaderAt))
 		if header(r, dlq.ReplayHeaderCount) != "1" || header(r, dlq.ReplayHeaderReason) != "test "+t.Name() || err != nil || time.Since(at) > time.Minute {
-			t.Fatalf("%s: provenance %v", source, r.Headers[len(r.Headers)-5:])
+			t.Fatalf("%s: provenance %v", source, r.Headers[len(r.Headers)-6:])
 		}
 	}
 
@@ -329,7 +326,9 @@ func TestReplaySpringDeadLettersBackToTheirTopic(t *testing.T) {
 	for i := range 12 {
 		r := got[fmt.Sprintf("%s/0/%d", dlt, i)][0]
 		o := origs[i]
-		if r.Partition != o.Partition || !bytes.Equal(r.Key, o.Key) || !bytes.Equal(r.Value, o.Value) || len(r.Headers) != len(o.Headers)+5 {
+		// Spring's consumer group is the group the record is for (fw.replay.for).
+		if r.Partition != o.Partition || !bytes.Equal(r.Key, o.Key) || !bytes.Equal(r.Value, o.Value) || len(r.Headers) != len(o.Headers)+6 ||
+			header(r, dlq.ReplayHeaderFor) != "orders-service" {
 			t.Fatalf("record %d: %s with %d headers", i, addr(r), len(r.Headers))
 		}
 		for _, h := range r.Headers {
