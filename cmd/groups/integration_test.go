@@ -112,6 +112,19 @@ func waitEmpty(t *testing.T, adm *kadm.Client, group string) {
 	})
 }
 
+// sqliteWorld is the environment of a test whose journal is a migrated SQLite file, and a
+// topic of one partition with a dead-letter topic (its name plus dlqSuffix), and a producer
+// to the topic.
+func sqliteWorld(t *testing.T, dlqSuffix string) (brokers string, env map[string]string, topic string, cl *kgo.Client) {
+	t.Helper()
+	brokers = testenv.Brokers(t)
+	env = map[string]string{"FIELDWORK_BROKERS": brokers, "FIELDWORK_DSN": "sqlite:" + t.TempDir() + "/journal.db"}
+	roottest.RunCode(t, env, 0, "db", "migrate")
+	topic = inspecttest.Topic(t, 1)
+	testenv.CreateTopic(t, topic+dlqSuffix, 1, nil)
+	return brokers, env, topic, testenv.Client(t, kgo.DefaultProduceTopic(topic))
+}
+
 func decode(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
@@ -371,12 +384,7 @@ func TestDescribeWatch(t *testing.T) {
 // partition and past the commit; executed, every record in between is parked, in order, and
 // the group's commit lands on the planned offset. The journal is SQLite here.
 func TestSkipWider(t *testing.T) {
-	brokers := testenv.Brokers(t)
-	env := map[string]string{"FIELDWORK_BROKERS": brokers, "FIELDWORK_DSN": "sqlite:" + t.TempDir() + "/journal.db"}
-	roottest.RunCode(t, env, 0, "db", "migrate")
-	topic := inspecttest.Topic(t, 1)
-	testenv.CreateTopic(t, topic+".parked", 1, nil)
-	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	brokers, env, topic, cl := sqliteWorld(t, ".parked")
 	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for i := range 6 {
 		testenv.Produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v"), Timestamp: base.Add(time.Duration(i) * time.Minute)})

@@ -20,12 +20,7 @@ import (
 // listed with it, refused while the member runs, and skipped once it stopped; restarted, the
 // consumer moves on past the poison.
 func TestSkipConsumerProtocolGroup(t *testing.T) {
-	brokers := testenv.Brokers(t)
-	env := map[string]string{"FIELDWORK_BROKERS": brokers, "FIELDWORK_DSN": "sqlite:" + t.TempDir() + "/journal.db"}
-	roottest.RunCode(t, env, 0, "db", "migrate")
-	topic := inspecttest.Topic(t, 1)
-	testenv.CreateTopic(t, topic+".dlq", 1, nil)
-	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	_, env, topic, cl := sqliteWorld(t, ".dlq")
 	for _, kv := range [][2]string{{"k1", "v1"}, {"k2", "POISON"}, {"k3", "v3"}} {
 		testenv.Produce(t, cl, &kgo.Record{Key: []byte(kv[0]), Value: []byte(kv[1])})
 	}
