@@ -201,3 +201,12 @@ func RawJSON(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
 }
+
+// RequireReason refuses --execute without a --reason (blank counts as none), for the actions
+// that must say why (replay, groups skip); why completes "say why (…)".
+func (a *ActionFlags) RequireReason(why string) error {
+	if a.Execute && strings.TrimSpace(a.Reason) == "" {
+		return fwerr.Usagef("--execute needs --reason: say why (%s)", why)
+	}
+	return nil
+}

@@ -27,7 +27,8 @@ Without --topic or --pattern the commands read every topic the configured patter
 .dlq, -dlq, _dlq, .dlt, -dlt, .deadletter, -dead-letter-queue, _poison (and the other
 separators), starting with dlq-, dlq_, dlt- or deadletter- (Kafka Connect's dlq-s3-sink), and
 Spring's retry topics (-retry, -retry-N), case ignored. stderr says which pattern was used
-and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records.
+and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records, except
+dlq list --follow, which goes on printing new dead letters until interrupted.
 
 With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status
 for --consumer (default: the consumer group the dead letter names):

@@ -44,5 +44,5 @@ func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions, cl *cmdut
 	if err != nil {
 		return err
 	}
-	return p.Object(rep, recordSections(p, rep))
+	return p.Object(rep, cmdutil.RecordSections(p, rep))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -269,10 +268,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
-	if opts.Execute && strings.TrimSpace(opts.Reason) == "" {
-		return fwerr.Usagef("--execute needs --reason: say why (it is journaled with the run and sent as fw.replay.reason)")
-	}
-	return nil
+	return opts.RequireReason("it is journaled with the run and sent as fw.replay.reason")
 }
 
 // parseAims reads the file of records (--from-file) and the edit of one record (--edit,

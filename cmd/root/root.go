@@ -20,6 +20,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/dev"
 	"github.com/fieldwork/fieldwork/cmd/dlq"
 	"github.com/fieldwork/fieldwork/cmd/docs"
+	"github.com/fieldwork/fieldwork/cmd/groups"
 	"github.com/fieldwork/fieldwork/cmd/inspect"
 	"github.com/fieldwork/fieldwork/cmd/processed"
 	"github.com/fieldwork/fieldwork/cmd/replay"
@@ -106,7 +107,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		Long: `fieldwork is a toolkit for the people on call for a Kafka-based event system that runs
 at-least-once with idempotent consumers: it inspects topics and dead-letter topics, replays
 offset ranges or single events back into their source topics, queries the processed_events
-tables consumers write, and runs a reference consumer.
+tables consumers write, shows consumer groups and moves a stuck one past a poison record
+without losing it, and runs a reference consumer.
 
 Connection settings come from flags, then FIELDWORK_* environment variables, then the
 current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
@@ -183,6 +185,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		docs.NewCmdDocs(f, nil),
 		processed.NewCmdProcessed(f),
 		replay.NewCmdReplay(f, nil),
+		groups.NewCmdGroups(f),
 	} {
 		c.GroupID = "ops"
 		root.AddCommand(c)

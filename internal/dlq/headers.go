@@ -45,10 +45,13 @@ const (
 	ReasonRejected = "rejected"
 	// ReasonExhausted: a temporary failure outlasted its retries.
 	ReasonExhausted = "exhausted"
+	// ReasonParked: an operator moved a stuck consumer group past the record (`groups skip`);
+	// fw.dlq.error holds the operator's reason, fw.dlq.group the group.
+	ReasonParked = "parked"
 )
 
 // Reasons lists the fw.dlq.reason values in a stable order.
-var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted}
+var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted, ReasonParked}
 
 // Replay provenance headers (docs/design.md §3.3), written by the replay package on every replayed
 // record. They are not dead-letter headers: a replay keeps them.

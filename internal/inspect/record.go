@@ -95,10 +95,12 @@ func Record(ctx context.Context, c *kafka.Cluster, d *schema.Decoder, topic stri
 	if err != nil {
 		return nil, err
 	}
-	return recordReport(ctx, d, rec), nil
+	return RecordOf(ctx, d, rec), nil
 }
 
-func recordReport(ctx context.Context, d *schema.Decoder, rec *kgo.Record) *RecordReport {
+// RecordOf is rec as a report: its bytes, and its envelope (of the payload decoded through
+// d) or why it does not decode.
+func RecordOf(ctx context.Context, d *schema.Decoder, rec *kgo.Record) *RecordReport {
 	rep := &RecordReport{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Timestamp: recordTime(rec), TimestampType: "create",

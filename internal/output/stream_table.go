@@ -59,6 +59,11 @@ func (t *tableStream) add(row []string) error {
 	if len(t.rows) < t.chunk {
 		return nil
 	}
+	return t.fix()
+}
+
+// fix prints the kept rows with tablewriter and makes their widths the table's.
+func (t *tableStream) fix() error {
 	t.before()
 	widths, err := t.p.table(t.names, t.rows)
 	t.widths, t.rows = widths, nil
@@ -82,6 +87,19 @@ func (t *tableStream) line(row []string) error {
 	}
 	_, err := io.WriteString(t.p.Streams.Out, strings.TrimRight(b.String(), " ")+"\n")
 	return err
+}
+
+// release prints the kept rows and fixes the widths to them; with none kept, the next row
+// is the chunk.
+func (t *tableStream) release() error {
+	if t.widths != nil {
+		return nil
+	}
+	if len(t.rows) == 0 {
+		t.chunk = 1
+		return nil
+	}
+	return t.fix()
 }
 
 func (t *tableStream) close() error {

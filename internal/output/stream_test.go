@@ -551,3 +551,47 @@ func TestStreamJSONOption(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRelease: a table's kept rows are printed at Release, as List would print them,
+// and every later row at once; released with none kept, the next row is printed at once with
+// the header. A buffered jsonl stream writes what it holds.
+func TestStreamRelease(t *testing.T) {
+	s, _, out, _ := Test()
+	st := NewStream(NewPrinter(s, FormatTable), cols, StreamOptions[row]{})
+	_ = st.Write(row{"a", 1})
+	_ = st.Write(row{"bb", 22})
+	if out.Len() != 0 {
+		t.Fatalf("a table printed before its chunk was full: %q", out.String())
+	}
+	if err := st.Release(); err != nil {
+		t.Fatal(err)
+	}
+	ls, _, want, _ := Test()
+	if err := List(NewPrinter(ls, FormatTable), []row{{"a", 1}, {"bb", 22}}, cols, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Fatalf("released:\n%q\nwant what List prints:\n%q", out.String(), want.String())
+	}
+	_ = st.Write(row{"c", 3})
+	if !strings.HasSuffix(out.String(), "\nc     3\n") {
+		t.Fatalf("a row after Release was not printed at once in the table's widths: %q", out.String())
+	}
+
+	s, _, out, _ = Test()
+	st = NewStream(NewPrinter(s, FormatTable), cols, StreamOptions[row]{})
+	if err := st.Release(); err != nil || out.Len() != 0 {
+		t.Fatalf("an empty release printed %q (%v)", out.String(), err)
+	}
+	_ = st.Write(row{"first", 1})
+	if got := out.String(); !strings.Contains(got, "NAME") || !strings.Contains(got, "first") {
+		t.Fatalf("the first row after an empty release was not printed at once: %q", got)
+	}
+
+	s, _, out, _ = Test()
+	st = NewStream(NewPrinter(s, FormatJSONL), cols, StreamOptions[row]{})
+	_ = st.Write(row{"a", 1})
+	if err := st.Release(); err != nil || out.String() != "{\"name\":\"a\",\"count\":1}\n" {
+		t.Fatalf("a released jsonl stream holds back %q (%v)", out.String(), err)
+	}
+}

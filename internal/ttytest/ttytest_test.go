@@ -1,6 +1,7 @@
 // Package ttytest runs the fieldwork binary on pseudo-terminals, as an operator meets it,
-// against the real broker and PostgreSQL: the confirmation prompt of an executed replay, the
-// progress line of a rate-capped one, and shell completion typed into an interactive bash.
+// against the real broker and PostgreSQL: the confirmation prompts of an executed replay and
+// groups skip, the progress line of a rate-capped replay, and shell completion typed into an
+// interactive bash.
 //
 // The package holds tests only.
 package ttytest
