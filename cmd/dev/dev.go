@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/demo"
 	"github.com/fieldwork/fieldwork/internal/devstack"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -37,6 +39,8 @@ type DevOptions struct {
 	DeadLetters bool
 	// Fresh starts the store over (devstack.Options.Fresh).
 	Fresh bool
+	// NoConsume leaves tasks unconsumed: the buggy release of the projection does not run.
+	NoConsume bool
 }
 
 // NewCmdDev builds `fieldwork dev`; runF, when set, replaces the run (for tests of flag
@@ -50,10 +54,14 @@ func NewCmdDev(f *cmdutil.Factory, runF func(context.Context, *DevOptions) error
 on 127.0.0.1:--port with the topics tasks and tasks.dlq, and an SQLite dedup store, created
 and migrated. tasks is seeded with task events in CloudEvents structured mode keyed by
 aggregate id, including producer-retry duplicates, stale versions re-emitted later and a few
-poison records. tasks.dlq starts empty: run the reference consumer against the sandbox
-(fieldwork consume, as printed) to see the poison dead-lettered, or pass --dead-letters to
-seed a dead letter for each poison record, in fieldwork's convention, as if a consumer had
-already run. Any fieldwork command pointed at it with --brokers works.
+poison records. Then the incident: release 1.4 of the bundled projection, which has a bug
+(it rejects task.reopened for good), consumes tasks once as group task-projection, as
+fieldwork demo's second step does: the poison is dead-lettered to tasks.dlq as malformed,
+the reopened events as rejected. The fix is the bundled projection itself: replay the
+rejected dead letters, run fieldwork consume --handler projection (as printed), and dlq list
+shows them resolved. --no-consume skips the incident (tasks.dlq stays empty); --dead-letters
+instead seeds a dead letter for each poison record, in fieldwork's convention, as if a
+consumer had run. Any fieldwork command pointed at it with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
 authentication, so it only listens on loopback. The store file stays: a later fieldwork dev
@@ -96,6 +104,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
 	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
+	fl.BoolVar(&opts.NoConsume, "no-consume", false, "do not run the buggy projection 1.4 over tasks (tasks.dlq stays empty)")
 	fl.BoolVar(&opts.Fresh, "fresh", false, "start over: delete the store file (markers, journaled runs) before starting")
 	return cmd
 }
@@ -137,7 +146,9 @@ type devInfo struct {
 	Seed    uint64                  `json:"seed"`
 	Seeded  []devstack.TopicSeed    `json:"seeded"`
 	Poison  []devstack.PoisonRecord `json:"poison"`
-	Try     []string                `json:"try"`
+	// Consumed is the buggy release's run over tasks (nil when it did not run).
+	Consumed *demo.ConsumeRun `json:"consumed"`
+	Try      []string         `json:"try"`
 }
 
 func devRun(ctx context.Context, opts *DevOptions) error {
@@ -159,10 +170,18 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 			cmdutil.Plural(int64(e.Runs), "journaled replay run")))
 	}
 
-	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}, Try: devTry(stack)}
+	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}
 	if stack.Seeded != nil {
 		info.Seeded, info.Poison = stack.Seeded.Topics, stack.Seeded.Poison
+		if !opts.NoConsume && !opts.DeadLetters {
+			run, err := demo.ConsumeBuggy(ctx, stack)
+			if err != nil {
+				return fmt.Errorf("the sandbox's consumer (projection %s): %w", demo.BuggyRelease, err)
+			}
+			info.Consumed = &run
+		}
 	}
+	info.Try = devTry(stack, info.Consumed != nil)
 
 	s := opts.Streams
 	banner, bannerTTY := s.ErrOut, s.ErrTTY
@@ -182,8 +201,9 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 	return cmdutil.WaitAndClose(ctx, s, "dev", stack.Close)
 }
 
-// devTry lists commands worth trying against the stack, using what was seeded.
-func devTry(stack *devstack.Stack) []string {
+// devTry lists commands worth trying against the stack, using what was seeded; consumed: the
+// buggy release ran, so the tour goes on with the replay and the fix.
+func devTry(stack *devstack.Stack, consumed bool) []string {
 	b := " --brokers " + stack.Addr
 	try := []string{
 		"fieldwork inspect topic tasks" + b,
@@ -199,6 +219,18 @@ func devTry(stack *devstack.Stack) []string {
 		}
 	}
 	d := " --dsn " + stack.DSN
+	if consumed {
+		replay := "fieldwork replay --from tasks.dlq --dlq-reason rejected"
+		return append(try,
+			"fieldwork dlq list --consumer task-projection"+b+d,
+			replay+b+d,
+			replay+" --execute --yes --reason "+shellQuote(fixReason)+b+d,
+			"fieldwork consume --topic tasks --group task-projection --handler projection --stop-when-idle 3s"+b+d,
+			"fieldwork dlq list --consumer task-projection --status resolved"+b+d,
+			"fieldwork processed stats"+d,
+			"kcat -b "+stack.Addr+" -C -t tasks -e -J",
+		)
+	}
 	return append(try,
 		"fieldwork consume --topic tasks --group task-projection --handler projection --migrate --stop-when-idle 3s"+b+d,
 		"fieldwork dlq list --consumer task-projection"+b+d,
@@ -207,6 +239,9 @@ func devTry(stack *devstack.Stack) []string {
 		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
 	)
 }
+
+// fixReason is the --reason of the tour's replay: the fix is deployed.
+const fixReason = "projection " + demo.FixedRelease + " deployed"
 
 // poisonAddress is where a seeded poison record is.
 func poisonAddress(p devstack.PoisonRecord) kafka.RecordAddress {
@@ -262,6 +297,14 @@ func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	if c := info.Consumed; c != nil {
+		fmt.Fprintf(w, "%s by projection %s as group task-projection: a release with a bug, it rejects %s for good.\n",
+			st.Title.Render("Consumed"), c.Release, c.Rejects)
+		fmt.Fprintf(w, "  %d records: %d applied, %d duplicates, %d stale, %d dead-lettered to tasks.dlq (%d malformed, %d rejected)\n",
+			c.Records, c.Applied, c.Duplicates, c.Stale, c.DeadLettered, c.DeadLetteredByReason[dlq.ReasonMalformed], c.DeadLetteredByReason[dlq.ReasonRejected])
+		fmt.Fprintf(w, "  The fix is --handler projection (release %s): replay the rejected dead letters, consume, and they are resolved.\n", demo.FixedRelease)
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, st.Title.Render("Try")+", in another terminal:")
 	for _, c := range info.Try {
