@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,8 +85,11 @@ var ErrNothingToResume = errors.New("the run is completed: nothing to resume")
 // end (interrupted, failed). A running run resumes only when abandoned (LoadRun's force), a
 // completed one has nothing left.
 func Resumable(status string) bool {
-	return status == dedup.RunInterrupted || status == dedup.RunFailed
+	return slices.Contains(ResumableStatuses, status)
 }
+
+// ResumableStatuses are the statuses of the runs that can be resumed.
+var ResumableStatuses = []string{dedup.RunInterrupted, dedup.RunFailed}
 
 // LoadRun reads run id from the journal and plans its continuation: each partition from just
 // after its checkpoint to the end offset journaled when the run was planned (never re-taken),
