@@ -280,7 +280,7 @@ func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack
 	if stack.Seeded == nil {
 		fmt.Fprintf(w, "Topics tasks and tasks.dlq created empty (%d partitions each).\n\n", stack.Partitions)
 	} else {
-		fmt.Fprintf(w, "%s (seed %d; per_partition counts records in partitions 0/1/…):\n", st.Title.Render("Seeded"), info.Seed)
+		fmt.Fprintf(w, "%s (seed %d; PER PARTITION counts records in partitions 0/1/…):\n", st.Title.Render("Seeded"), info.Seed)
 		if err := p.Table(seededTable(info.Seeded)); err != nil {
 			return err
 		}

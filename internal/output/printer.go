@@ -102,7 +102,7 @@ func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
 	color := p.Styles.Color()
 	styled := make([]string, len(header))
 	for i, h := range header {
-		styled[i] = Printable(p.Styles.Header.Render(strings.ToUpper(h)), color)
+		styled[i] = Printable(p.Styles.Header.Render(tableHeader(h)), color)
 	}
 	safeRows := make([][]string, len(rows))
 	for i, r := range rows {
@@ -196,7 +196,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 		w := csv.NewWriter(p.Streams.Out)
 		for _, s := range sections {
 			if len(s.Header) > 0 {
-				_ = w.Write(s.Header)
+				_ = w.Write(csvHeader(s.Header))
 				for _, r := range s.Rows {
 					_ = w.Write(csvRow(p.Streams.OutTTY, r))
 				}
@@ -262,6 +262,20 @@ func writeJSON(w io.Writer, v any, indent bool) error {
 	return err
 }
 
+// tableHeader is how a column's name heads a table: in capitals, its words apart, however
+// the name joins them ("event_id" and "event id" are both EVENT ID), so that every table
+// spells a column one way. csvHeader names CSV columns as the JSON fields are named: words
+// joined by underscores (event_id).
+func tableHeader(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", " ")) }
+
+func csvHeader(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ReplaceAll(n, " ", "_")
+	}
+	return out
+}
+
 // csvRow is a CSV row as written: escaped by Printable when stdout is a terminal (CSV read
 // there is read by a person; a file or a pipe gets the data as it is).
 func csvRow(tty bool, row []string) []string {
@@ -281,7 +295,7 @@ func writeCSV[T any](w io.Writer, tty bool, columns []Column[T], items []T) erro
 	for i, c := range columns {
 		header[i] = c.Name
 	}
-	if err := cw.Write(header); err != nil {
+	if err := cw.Write(csvHeader(header)); err != nil {
 		return err
 	}
 	for _, it := range items {

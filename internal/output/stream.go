@@ -296,7 +296,7 @@ func (s *Stream[T]) csvHeader() error {
 	for i, c := range s.opts.CSV {
 		header[i] = c.Name
 	}
-	return s.csv.Write(header)
+	return s.csv.Write(csvHeader(header))
 }
 
 // Truncated records that the command stopped at limit while more rows were left. Close then

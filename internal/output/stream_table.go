@@ -125,7 +125,7 @@ func (p *Printer) shownColumnIndexes(names []string, opt, wideOnly []bool, rows 
 			if !says[i] {
 				continue
 			}
-			w := twwidth.Width(strings.ToUpper(n))
+			w := twwidth.Width(tableHeader(n))
 			for _, r := range rows {
 				w = max(w, twwidth.Width(Printable(r[i], color)))
 			}
