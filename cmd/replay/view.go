@@ -114,7 +114,8 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	}
 	if len(rep.Sample) > 0 && !check {
 		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
-			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
+			Header:   []string{"record", "outcome", "target", "partition", "key", "event id", "reason", "replays"},
+			WideOnly: []string{"partition", "replays"}}
 		for _, r := range rep.Sample {
 			part := ""
 			if r.TargetTopic != "" {
@@ -343,10 +344,12 @@ func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
 	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
 }
 
-// sampleKey is a sample record's key in the table: its text, or its base64 flagged.
+// sampleKey is a sample record's key in the table: its text, or its base64 flagged. It is
+// whole: the table is fitted to the terminal (output.Truncate on its widest cells), and
+// --wide, a pipe, CSV and JSON show it all.
 func sampleKey(r replay.SampleRecord) string {
 	if r.KeyBase64 != nil {
-		return output.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+		return cmdutil.KeyDisplay(string(r.KeyBase64))
 	}
-	return output.Truncate(r.Key, 40)
+	return r.Key
 }
