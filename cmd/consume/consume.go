@@ -273,7 +273,7 @@ type consumeSummary struct {
 	Consumer string `json:"consumer"`
 	Handler  string `json:"handler"`
 	consume.Stats
-	Elapsed string `json:"elapsed"`
+	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions) error {
@@ -382,7 +382,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 		return err
 	}
 	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: eng.Stats(),
-		Elapsed: time.Since(started).Round(time.Millisecond).String()}
+		ElapsedMS: time.Since(started).Milliseconds()}
 	return p.Object(sum, summarySections(sum))
 }
 
@@ -398,6 +398,7 @@ func summarySections(s consumeSummary) []output.Section {
 		{"group", s.Group}, {"consumer", s.Consumer}, {"handler", s.Handler},
 		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
 		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
-		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)}, {"elapsed", s.Elapsed},
+		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)},
+		{"elapsed", (time.Duration(s.ElapsedMS) * time.Millisecond).String()},
 	}}}
 }

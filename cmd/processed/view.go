@@ -21,11 +21,11 @@ type getReport struct {
 
 // statsReport is what `processed stats` prints.
 type statsReport struct {
-	Driver        string                `json:"driver"`
-	Table         string                `json:"table"`
-	Window        string                `json:"window"`
-	WindowSeconds int64                 `json:"window_seconds"`
-	Consumers     []dedup.ConsumerStats `json:"consumers"`
+	Driver    string                `json:"driver"`
+	Table     string                `json:"table"`
+	Window    string                `json:"window"`
+	WindowMS  int64                 `json:"window_ms"`
+	Consumers []dedup.ConsumerStats `json:"consumers"`
 	// Sizes is null on SQLite.
 	Sizes *dedup.Sizes `json:"sizes"`
 }

@@ -206,7 +206,7 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		{"sent", strconv.FormatInt(c.Sent, 10)},
 		{"quarantined", strconv.FormatInt(c.Quarantined, 10)},
 		{"skipped", strconv.FormatInt(c.Skipped, 10)},
-		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, sum.Seconds, sum.RecordsPerSecond)},
+		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond)},
 	}}
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
