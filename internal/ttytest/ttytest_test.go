@@ -1,7 +1,7 @@
 // Package ttytest runs the fieldwork binary on pseudo-terminals, as an operator meets it,
-// against the real broker and PostgreSQL: the confirmation prompt of an executed replay, the
-// progress line of a rate-capped one, and shell completion typed into interactive bash, zsh
-// and fish.
+// against the real broker and PostgreSQL: the confirmation prompts of an executed replay and
+// forget, the progress line of a rate-capped replay, dlq list fitted to 80 columns, and shell
+// completion typed into interactive bash, zsh and fish.
 //
 // The package holds tests only.
 package ttytest
@@ -374,5 +374,96 @@ func TestCompletionOnATerminal(t *testing.T) {
 				t.Errorf("%s exited %d", name, code)
 			}
 		})
+	}
+}
+
+// TestDLQListFitsTheTerminal: on a terminal 80 columns wide, dlq list draws no line wider
+// than the terminal (secondary columns left out, long messages cut with an ellipsis), and
+// --wide, CSV and JSON show every message whole.
+func TestDLQListFitsTheTerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	msg := "POST https://hooks.example/tasks: 422 Unprocessable Entity: " + strings.Repeat("the task's project does not exist; ", 4) + "end"
+	var recs []*kgo.Record
+	for i := range 3 {
+		orig := &kgo.Record{Topic: src, Offset: int64(i), Key: fmt.Appendf(nil, "task-%d", i), Value: []byte(`{}`)}
+		recs = append(recs, dlq.NewDeadLetter(orig, dlq.Meta{Topic: dlqTopic, Reason: dlq.ReasonRejected, Error: msg, Group: "billing",
+			EventID: fmt.Sprintf("evt-%d", i)}))
+	}
+	testenv.Produce(t, testenv.Client(t), recs...)
+
+	show := func(args ...string) string {
+		t.Helper()
+		term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env}, testenv.Fieldwork(t), append([]string{"dlq", "list", "--topic", dlqTopic, "--schema", sch}, args...)...)
+		code, out := term.Wait()
+		if code != 0 {
+			t.Fatalf("dlq list %v: exit %d:\n%s", args, code, out)
+		}
+		return out
+	}
+	out := show()
+	rows := 0
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if w := twwidth.Width(ansi.Strip(line)); w > 80 {
+			t.Errorf("at 80 columns, a line %d columns wide wraps: %q", w, line)
+		}
+		if strings.HasSuffix(strings.TrimSpace(ansi.Strip(line)), "pending") {
+			rows++
+			if !strings.Contains(line, "…") || strings.Contains(line, "; end") {
+				t.Errorf("a long message is not cut with an ellipsis: %q", line)
+			}
+		}
+	}
+	if rows != 3 {
+		t.Errorf("%d rows, want 3:\n%s", rows, out)
+	}
+	for _, args := range [][]string{{"--wide"}, {"-o", "csv"}, {"-o", "jsonl"}} {
+		if out := show(args...); strings.Count(out, "does not exist; end") < 3 {
+			t.Errorf("dlq list %v at 80 columns: want the 3 messages whole:\n%s", args, out)
+		}
+	}
+}
+
+// TestForgetPromptOnATerminal: an executed processed forget asks on a terminal after its
+// plan, with the context, the store and the reason; n prints "cancelled", exits 6 and
+// removes nothing; y removes the marker and journals it.
+func TestForgetPromptOnATerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	st, err := dedup.Open(context.Background(), testenv.DSN(t), dedup.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		_, err := st.Claim(context.Background(), tx, "billing", []dedup.Marker{{EventID: "evt-1", Topic: "tasks", ProcessedAt: time.Now()}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"processed", "forget", "evt-1", "--consumer", "billing", "--schema", sch, "--execute", "--reason", "fix deployed"}
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	shown := term.WaitForText(within, "[y/N] ")
+	for _, want := range []string{"context", "store", `"` + sch + `"`, "fix deployed"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, shown)
+		}
+	}
+	term.Type("n\r")
+	if code, out := term.Wait(); code != 6 || !strings.Contains(out, "cancelled") {
+		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
+	}
+	if code, out, _ := fieldwork(t, env, "processed", "get", "evt-1", "--consumer", "billing", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"processed": true`) {
+		t.Fatalf("answered n: the marker is gone (exit %d):\n%s", code, out)
+	}
+	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	term.WaitForText(within, "[y/N] ")
+	term.Type("y\r")
+	if code, out := term.Wait(); code != 0 {
+		t.Fatalf("answered y: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := fieldwork(t, env, "processed", "journal", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"fix deployed"`) {
+		t.Fatalf("answered y: no journaled forget (exit %d):\n%s", code, out)
 	}
 }
