@@ -165,7 +165,7 @@ func RegisterExecuteFlags(fs *pflag.FlagSet, execute, yes *bool, reason *string,
 // RegisterOperatorFlag adds --operator, who acts, for the journal (docs/design.md §3.3); the
 // default is replay.Operator's.
 func RegisterOperatorFlag(fs *pflag.FlagSet, operator *string, who string) {
-	fs.StringVar(operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+	fs.StringVar(operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME, else the account running it)")
 }
 
 // RawJSON is s as the JSON it holds, or as a JSON string when it holds none: a journaled

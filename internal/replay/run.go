@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,12 +27,16 @@ func NewRunID(at time.Time) string {
 }
 
 // Operator is who runs a replay, for the journal: explicit when given, else $USER, else
-// $LOGNAME, else "unknown".
+// $LOGNAME, else the account the process runs as (a container or a cron job often sets
+// neither variable), else "unknown".
 func Operator(explicit string, getenv func(string) string) string {
 	for _, v := range []string{explicit, getenv("USER"), getenv("LOGNAME")} {
 		if v = strings.TrimSpace(v); v != "" {
 			return v
 		}
+	}
+	if u, err := user.Current(); err == nil && strings.TrimSpace(u.Username) != "" {
+		return strings.TrimSpace(u.Username)
 	}
 	return "unknown"
 }
