@@ -36,7 +36,7 @@ type DLQTopicFlags struct {
 
 // Register adds --topic and --pattern.
 func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic ending in .dlq, -dlt or .DLT)")
+	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter `topic` to read (repeatable; default: every topic ending in .dlq, -dlt or .DLT)")
 	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default "+dlq.DefaultTopicPattern.String()+")")
 }
 

@@ -151,7 +151,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "source topic (repeat for several)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "source `topic` (repeat for several)")
 	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")

@@ -210,11 +210,13 @@ var shells = map[string]struct {
 	env   []string
 	setup []string
 }{
-	"bash": {args: []string{"--norc", "--noprofile", "-i"}, env: []string{"PS1=" + prompt, "HISTFILE=/dev/null"},
+	"bash": {args: []string{"--norc", "--noprofile", "-i"}, env: []string{"PS1=" + prompt},
 		setup: []string{`source <(fieldwork completion bash)`}},
 	// -f: no startup file; the line editor in its emacs keymap, no marker before a prompt.
-	"zsh": {args: []string{"-f", "-i"}, env: []string{"PS1=" + prompt, "HISTFILE=/dev/null"},
-		setup: []string{`bindkey -e; unsetopt PROMPT_SP; autoload -U compinit && compinit -u -d /dev/null && source <(fieldwork completion zsh)`}},
+	// compinit's dump goes to the shell's own home ($HOME/zcompdump): it is written beside
+	// its path and renamed over it, so it must never be a shared file.
+	"zsh": {args: []string{"-f", "-i"}, env: []string{"PS1=" + prompt},
+		setup: []string{`bindkey -e; unsetopt PROMPT_SP; autoload -U compinit && compinit -u -d "$HOME/zcompdump" && source <(fieldwork completion zsh)`}},
 	"fish": {args: []string{"--no-config", "-i", "-C", `function fish_prompt; printf 'fw-prompt$ '; end`}, env: []string{"fish_history="},
 		setup: []string{`fieldwork completion fish | source`}},
 }
@@ -233,7 +235,17 @@ func startShell(t *testing.T, name string, env []string) *shell {
 	if err := os.WriteFile(inputrc, []byte("set enable-bracketed-paste off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env = append(append(path, "PATH="+filepath.Dir(testenv.Fieldwork(t))+":"+os.Getenv("PATH"), "INPUTRC="+inputrc), kind.env...)
+	// A home of its own (environ's, made again so that no shell writes into another's) holds
+	// the history and whatever else the shell keeps.
+	home := t.TempDir()
+	var kept []string
+	for _, kv := range path {
+		if !strings.HasPrefix(kv, "HOME=") {
+			kept = append(kept, kv)
+		}
+	}
+	env = append(append(kept, "HOME="+home, "HISTFILE="+filepath.Join(home, "history"),
+		"PATH="+filepath.Dir(testenv.Fieldwork(t))+":"+os.Getenv("PATH"), "INPUTRC="+inputrc), kind.env...)
 	sh := &shell{Terminal: testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 200, Env: env, Stdin: true}, bin, kind.args...), t: t}
 	sh.WaitForText(within, prompt)
 	for _, line := range kind.setup {
