@@ -66,7 +66,7 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 }
 
 // dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
-// dead letter has header problems. A table on a terminal too narrow for it leaves ORIGINAL,
+// dead letter has header problems, ERROR CLASS when one has a class. A table on a terminal too narrow for it leaves ORIGINAL,
 // EVENT ID and CONVENTION out, then cuts the widest cells (messages first) to fit, unless
 // --wide (output.Printer.TableWidth).
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
@@ -80,7 +80,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			}
 			return cmdutil.OrDash(e.Reason)
 		}},
-		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
+		{Name: "error class", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
 		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
 		{Name: "event id", WideOnly: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
 		{Name: "age", Value: func(e dlq.Entry) string {
