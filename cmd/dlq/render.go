@@ -334,9 +334,11 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		}
 		topics.Rows = append(topics.Rows, row)
 	}
+	// A grouped field none of the groups has (an error class, often) is left out of the table.
 	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
-		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
+		groups.Header = append(groups.Header, string(k))
+		groups.Optional = append(groups.Optional, string(k))
 	}
 	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
 	if withStatus {

@@ -136,3 +136,14 @@ func TestHeadersNeverCut(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstColumnKept: the first column, which names the row, keeps its width when the other
+// headers still fit beside it; the other cells are cut first.
+func TestFirstColumnKept(t *testing.T) {
+	header := []string{"TOPIC", "MESSAGE", "AGE"}
+	rows := [][]string{{"orders.payments.dlq", strings.Repeat("m", 80), "3s"}}
+	h, r, _ := fitTable(header, rows, 40)
+	if r[0][0] != rows[0][0] || !strings.HasSuffix(r[0][1], Ellipsis) || strings.Join(h, " ") != "TOPIC MESSAGE AGE" {
+		t.Errorf("at 40 columns: %q %q", h, r)
+	}
+}

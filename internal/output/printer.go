@@ -173,13 +173,16 @@ type Section struct {
 	// WideOnly names the columns of Header left out on a terminal too narrow for the whole
 	// table, as Column.WideOnly; CSV keeps them.
 	WideOnly []string
+	// Optional names the columns of Header left out of the table when none of their cells
+	// says anything, as Column.Optional; CSV keeps them.
+	Optional []string
 }
 
-// wideOnlyOf marks the columns of s.Header that s.WideOnly names.
-func wideOnlyOf(s Section) []bool {
+// namedIn marks the columns of s.Header that names names.
+func namedIn(s Section, names []string) []bool {
 	out := make([]bool, len(s.Header))
 	for i, h := range s.Header {
-		out[i] = slices.Contains(s.WideOnly, h)
+		out[i] = slices.Contains(names, h)
 	}
 	return out
 }
@@ -235,7 +238,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 		if len(s.Header) > 0 {
 			if len(s.Rows) == 0 {
 				fmt.Fprintln(out, Printable(p.Styles.Dim.Render("(none)"), color))
-			} else if err := p.Table(p.shownColumnsOf(s.Header, make([]bool, len(s.Header)), wideOnlyOf(s), s.Rows)); err != nil {
+			} else if err := p.Table(p.shownColumnsOf(s.Header, namedIn(s, s.Optional), namedIn(s, s.WideOnly), s.Rows)); err != nil {
 				return err
 			}
 		}
