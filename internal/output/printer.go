@@ -230,9 +230,19 @@ func (p *Printer) Object(v any, sections []Section) error {
 			for _, f := range s.Fields {
 				width = max(width, len(printable.Escape(f[0])))
 			}
+			// A plain value wider than the terminal leaves is wrapped under itself, as a
+			// confirmation's are, rather than by the terminal into the names' column.
+			room := p.TableWidth() - width - columnGap
 			for _, f := range s.Fields {
 				name := p.Styles.Header.Render(fmt.Sprintf("%-*s", width, printable.Escape(f[0])))
-				fmt.Fprintf(out, "%s  %s\n", Printable(name, color), Printable(f[1], color))
+				parts := []string{f[1]}
+				if room >= 2*minCellWidth && Printable(f[1], true) == f[1] { // plain: no style, nothing to escape
+					parts = Wrap(f[1], room)
+				}
+				fmt.Fprintf(out, "%s  %s\n", Printable(name, color), Printable(parts[0], color))
+				for _, part := range parts[1:] {
+					fmt.Fprintf(out, "%*s  %s\n", width, "", Printable(part, color))
+				}
 			}
 		}
 		if len(s.Header) > 0 {
