@@ -184,7 +184,7 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 	info.Try = devTry(stack, info.Consumed != nil)
 
 	s := opts.Streams
-	banner, bannerTTY := s.ErrOut, s.ErrTTY
+	banner, bannerTTY, width := s.ErrOut, s.ErrTTY, s.ErrWidth
 	switch format, _ := output.ParseFormat(opts.Format, s.OutTTY); {
 	case opts.Format != "" && format != output.FormatTable:
 		p := output.NewPrinter(s, format)
@@ -192,9 +192,9 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 			return err
 		}
 	case s.OutTTY:
-		banner, bannerTTY = s.Out, true
+		banner, bannerTTY, width = s.Out, true, s.Width
 	}
-	if err := printDevBanner(banner, bannerTTY && !s.NoColor, info, stack); err != nil {
+	if err := printDevBanner(banner, bannerTTY && !s.NoColor, width, info, stack); err != nil {
 		return err
 	}
 
@@ -268,10 +268,17 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 	return header, rows
 }
 
-// printDevBanner writes what is served, what was seeded and what to try, for a person.
-func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack) error {
-	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
+// printDevBanner writes what is served, what was seeded and what to try, for a person: its
+// tables fitted to width and its sentences wrapped to it (0: not a terminal, nothing cut).
+func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *devstack.Stack) error {
+	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color, Width: width}, output.FormatTable)
 	st, w := p.Styles, output.TextWriter(w, color)
+	// say writes a sentence indented by indent, wrapped to the terminal under itself.
+	say := func(indent, s string) {
+		for _, line := range output.Wrap(s, max(width-len(indent), 0)) {
+			fmt.Fprintln(w, indent+line)
+		}
+	}
 	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)
@@ -280,30 +287,39 @@ func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack
 	if stack.Seeded == nil {
 		fmt.Fprintf(w, "Topics tasks and tasks.dlq created empty (%d partitions each).\n\n", stack.Partitions)
 	} else {
-		fmt.Fprintf(w, "%s (seed %d; PER PARTITION counts records in partitions 0/1/…):\n", st.Title.Render("Seeded"), info.Seed)
-		if err := p.Table(seededTable(info.Seeded)); err != nil {
+		fmt.Fprintf(w, "%s (seed %d):\n", st.Title.Render("Seeded"), info.Seed)
+		header, rows := seededTable(info.Seeded)
+		// On a narrow terminal the counts stay; the partitions are details.
+		if err := p.Object(nil, []output.Section{{Header: header, Rows: rows, WideOnly: []string{"partitions", "per_partition"}}}); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
 		if len(info.Poison) > 0 {
 			fmt.Fprintln(w, st.Title.Render("Poison records")+":")
-			addrs, width := make([]string, len(info.Poison)), 0
+			addrs, addrWidth := make([]string, len(info.Poison)), 0
 			for i, pr := range info.Poison {
 				addrs[i] = poisonAddress(pr).String()
-				width = max(width, len(addrs[i]))
+				addrWidth = max(addrWidth, len(addrs[i]))
 			}
 			for i, pr := range info.Poison {
-				fmt.Fprintf(w, "  %-*s  key %s  %s: %s\n", width, addrs[i], pr.Key, pr.Kind, pr.Reason)
+				head := fmt.Sprintf("  %-*s  key %s  ", addrWidth, addrs[i], pr.Key)
+				for j, line := range output.Wrap(fmt.Sprintf("%s: %s", pr.Kind, pr.Reason), max(width-len(head), 0)) {
+					if j > 0 {
+						head = strings.Repeat(" ", len(head))
+					}
+					fmt.Fprintln(w, head+line)
+				}
 			}
 			fmt.Fprintln(w)
 		}
 	}
 	if c := info.Consumed; c != nil {
-		fmt.Fprintf(w, "%s by projection %s as group task-projection: a release with a bug, it rejects %s for good.\n",
-			st.Title.Render("Consumed"), c.Release, c.Rejects)
-		fmt.Fprintf(w, "  %d records: %d applied, %d duplicates, %d stale, %d dead-lettered to tasks.dlq (%d malformed, %d rejected)\n",
-			c.Records, c.Applied, c.Duplicates, c.Stale, c.DeadLettered, c.DeadLetteredByReason[dlq.ReasonMalformed], c.DeadLetteredByReason[dlq.ReasonRejected])
-		fmt.Fprintf(w, "  The fix is --handler projection (release %s): replay the rejected dead letters, consume, and they are resolved.\n", demo.FixedRelease)
+		fmt.Fprintf(w, "%s by projection %s as group task-projection:\n", st.Title.Render("Consumed"), c.Release)
+		say("  ", fmt.Sprintf("a release with a bug: it rejects %s for good. %d records: %d applied, %d duplicates, %d stale, "+
+			"%d dead-lettered to tasks.dlq (%d malformed, %d rejected).", c.Rejects, c.Records, c.Applied, c.Duplicates, c.Stale,
+			c.DeadLettered, c.DeadLetteredByReason[dlq.ReasonMalformed], c.DeadLetteredByReason[dlq.ReasonRejected]))
+		say("  ", fmt.Sprintf("The fix is --handler projection (release %s): replay the rejected dead letters, consume, "+
+			"and they are resolved.", demo.FixedRelease))
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, st.Title.Render("Try")+", in another terminal:")
@@ -312,7 +328,9 @@ func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack
 	}
 	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s\n", info.Brokers, shellQuote(info.DSN))
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, st.Dim.Render("The broker keeps its data in memory: stopping it forgets the topics; the store file stays."))
+	for _, line := range output.Wrap("The broker keeps its data in memory: stopping it forgets the topics; the store file stays.", width) {
+		fmt.Fprintln(w, st.Dim.Render(line))
+	}
 	fmt.Fprintln(w, "Serving; press Ctrl-C to stop.")
 	return nil
 }
