@@ -304,7 +304,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
 		// On a narrow terminal: counts, when retention deletes the oldest, statuses.
-		WideOnly: []string{"oldest", "newest", "per hour", "retention"},
+		WideOnly: []string{"oldest", "newest", window, "per hour", "retention"},
 	}
 	if withStatus {
 		topics.Header = append(topics.Header, dlqStatusHeader...)
