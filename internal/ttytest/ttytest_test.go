@@ -103,6 +103,18 @@ func endOffset(t *testing.T, topic string) int64 {
 	return n
 }
 
+// answerPrompt runs fieldwork with args on a terminal 80 columns wide, waits for its
+// confirmation prompt, answers key and Enter, and returns the exit code, the whole output and
+// what the terminal showed before the answer.
+func answerPrompt(t *testing.T, env []string, args []string, key string) (code int, out, shown string) {
+	t.Helper()
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	shown = term.WaitForText(within, "[y/N] ")
+	term.Type(key + "\r")
+	code, out = term.Wait()
+	return code, out, shown
+}
+
 // TestReplayPromptOnATerminal: on a terminal 80 columns wide, an executed replay asks after
 // the plan, which names the context, the cluster, the store, the counts per target and the
 // reason, and draws no line wider than the terminal; n prints "cancelled", exits 6 and sends
@@ -114,8 +126,7 @@ func TestReplayPromptOnATerminal(t *testing.T) {
 	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--reason", "r"}
 	question := fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src)
 
-	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	shown := term.WaitForText(within, "? [y/N] ")
+	code, out, shown := answerPrompt(t, env, args, "n")
 	if !strings.Contains(strings.ReplaceAll(shown, "\r\n", " "), question) {
 		t.Errorf("the prompt does not ask %q:\n%s", question, shown)
 	}
@@ -130,18 +141,14 @@ func TestReplayPromptOnATerminal(t *testing.T) {
 			t.Errorf("at 80 columns, a prompt line %d columns wide wraps: %q", w, line)
 		}
 	}
-	term.Type("n\r")
-	if code, out := term.Wait(); code != 6 || !strings.Contains(out, "cancelled") {
+	if code != 6 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
 	}
 	if n := endOffset(t, src); n != 0 {
 		t.Fatalf("answered n: %s holds %d records, want none sent", src, n)
 	}
 
-	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	term.WaitForText(within, "? [y/N] ")
-	term.Type("y\r")
-	if code, out := term.Wait(); code != 0 {
+	if code, out, _ := answerPrompt(t, env, args, "y"); code != 0 {
 		t.Fatalf("answered y: exit %d:\n%s", code, out)
 	}
 	if n := endOffset(t, src); n != 10 {
@@ -455,24 +462,19 @@ func TestForgetPromptOnATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"processed", "forget", "evt-1", "--consumer", "billing", "--schema", sch, "--execute", "--reason", "fix deployed"}
-	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	shown := term.WaitForText(within, "[y/N] ")
+	code, out, shown := answerPrompt(t, env, args, "n")
 	for _, want := range []string{"context", "store", `"` + sch + `"`, "fix deployed"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("the prompt lacks %q:\n%s", want, shown)
 		}
 	}
-	term.Type("n\r")
-	if code, out := term.Wait(); code != 6 || !strings.Contains(out, "cancelled") {
+	if code != 6 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
 	}
 	if code, out, _ := fieldwork(t, env, "processed", "get", "evt-1", "--consumer", "billing", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"processed": true`) {
 		t.Fatalf("answered n: the marker is gone (exit %d):\n%s", code, out)
 	}
-	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	term.WaitForText(within, "[y/N] ")
-	term.Type("y\r")
-	if code, out := term.Wait(); code != 0 {
+	if code, out, _ := answerPrompt(t, env, args, "y"); code != 0 {
 		t.Fatalf("answered y: exit %d:\n%s", code, out)
 	}
 	if code, out, _ := fieldwork(t, env, "processed", "journal", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"fix deployed"`) {
