@@ -145,6 +145,7 @@ type DLQFilterFlags struct {
 	Key           string
 	KeyBase64     string
 	EventID       string
+	SchemaID      int
 }
 
 // DLQFilterSet says which of the dead-letter filters a command registers.
@@ -155,7 +156,8 @@ const (
 	// DLQWindow is --since and --until, on the dead letter's timestamp (replay has them from
 	// SelectionFlags, with the same meaning).
 	DLQWindow DLQFilterSet = 1 << iota
-	// DLQFields is --dlq-reason, --error, --original-topic, --group, --key and --key-base64.
+	// DLQFields is --dlq-reason, --error, --original-topic, --group, --key, --key-base64 and
+	// --schema-id.
 	DLQFields
 	// DLQEventID is --event-id.
 	DLQEventID
@@ -176,6 +178,7 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
 		fs.StringVar(&fl.KeyBase64, "key-base64", "", "dead letters with this record key, base64 (for keys that are not text)")
+		fs.IntVar(&fl.SchemaID, "schema-id", 0, "dead letters whose value or key names this schema registry id")
 	}
 	if set&DLQEventID != 0 {
 		fs.StringVar(&fl.EventID, "event-id", "", "dead letters of this event id")
@@ -219,6 +222,10 @@ func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter,
 		}
 	}
 	f.OriginalTopic, f.Group, f.EventID = fl.OriginalTopic, fl.Group, fl.EventID
+	if fl.SchemaID < 0 || cmd.Flags().Changed("schema-id") && fl.SchemaID == 0 {
+		return f, fwerr.Usagef("--schema-id %d: a schema registry id is 1 or more", fl.SchemaID)
+	}
+	f.SchemaID = fl.SchemaID
 	keySet, key64Set := cmd.Flags().Changed("key"), cmd.Flags().Changed("key-base64")
 	switch {
 	case keySet && key64Set:

@@ -61,7 +61,10 @@ the reopened events as rejected. The fix is the bundled projection itself: repla
 rejected dead letters, run fieldwork consume --handler projection (as printed), and dlq list
 shows them resolved. --no-consume skips the incident (tasks.dlq stays empty); --dead-letters
 instead seeds a dead letter for each poison record, in fieldwork's convention, as if a
-consumer had run. Any fieldwork command pointed at it with --brokers works.
+consumer had run. tasks.avro holds the same stream in Avro, in the Confluent wire format,
+its schema in an in-memory schema registry (franz-go's srfake) on 127.0.0.1 whose URL is
+printed: pass it as --schema-registry to see the values decoded. Any fieldwork command
+pointed at it with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
 authentication, so it only listens on loopback. The store file stays: a later fieldwork dev
@@ -100,7 +103,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Port, "port", devstack.DefaultPort, "port of the broker on 127.0.0.1 (0: any free port)")
-	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks and tasks.dlq")
+	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks, tasks.dlq and tasks.avro")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
 	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
@@ -141,11 +144,13 @@ func devDSN(dsn string) (string, error) {
 
 // devInfo is what `fieldwork dev` prints as data (-o json, jsonl, csv).
 type devInfo struct {
-	Brokers string                  `json:"brokers"`
-	DSN     string                  `json:"dsn"`
-	Seed    uint64                  `json:"seed"`
-	Seeded  []devstack.TopicSeed    `json:"seeded"`
-	Poison  []devstack.PoisonRecord `json:"poison"`
+	Brokers string `json:"brokers"`
+	DSN     string `json:"dsn"`
+	// SchemaRegistry serves the schema of tasks.avro.
+	SchemaRegistry string                  `json:"schema_registry"`
+	Seed           uint64                  `json:"seed"`
+	Seeded         []devstack.TopicSeed    `json:"seeded"`
+	Poison         []devstack.PoisonRecord `json:"poison"`
 	// Consumed is the buggy release's run over tasks (nil when it did not run).
 	Consumed *demo.ConsumeRun `json:"consumed"`
 	Try      []string         `json:"try"`
@@ -170,7 +175,7 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 			cmdutil.Plural(int64(e.Runs), "journaled replay run")))
 	}
 
-	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}
+	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, SchemaRegistry: stack.SchemaRegistry, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}
 	if stack.Seeded != nil {
 		info.Seeded, info.Poison = stack.Seeded.Topics, stack.Seeded.Poison
 		if !opts.NoConsume && !opts.DeadLetters {
@@ -217,6 +222,7 @@ func devTry(stack *devstack.Stack, consumed bool) []string {
 			p := sd.Poison[0]
 			try = append(try, "fieldwork inspect record "+poisonAddress(p).String()+b)
 		}
+		try = append(try, "fieldwork inspect record "+devstack.TopicAvro+"/0/0 --schema-registry "+stack.SchemaRegistry+b)
 	}
 	d := " --dsn " + stack.DSN
 	if consumed {
@@ -283,9 +289,10 @@ func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *dev
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)
 	fmt.Fprintf(w, "  %s      %s\n", st.Header.Render("dsn"), info.DSN)
+	fmt.Fprintf(w, "  %s  %s %s\n", st.Header.Render("schema registry"), info.SchemaRegistry, st.Dim.Render("(in memory: the schema of "+devstack.TopicAvro+", the stream of tasks in Avro)"))
 	fmt.Fprintln(w)
 	if stack.Seeded == nil {
-		fmt.Fprintf(w, "Topics tasks and tasks.dlq created empty (%d partitions each).\n\n", stack.Partitions)
+		fmt.Fprintf(w, "Topics tasks, tasks.dlq and tasks.avro created empty (%d partitions each).\n\n", stack.Partitions)
 	} else {
 		fmt.Fprintf(w, "%s (seed %d):\n", st.Title.Render("Seeded"), info.Seed)
 		header, rows := seededTable(info.Seeded)
@@ -326,7 +333,7 @@ func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *dev
 	for _, c := range info.Try {
 		fmt.Fprintln(w, "  "+c)
 	}
-	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s\n", info.Brokers, shellQuote(info.DSN))
+	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s FIELDWORK_SCHEMA_REGISTRY=%s\n", info.Brokers, shellQuote(info.DSN), info.SchemaRegistry)
 	fmt.Fprintln(w)
 	for _, line := range output.Wrap("The broker keeps its data in memory: stopping it forgets the topics; the store file stays.", width) {
 		fmt.Fprintln(w, st.Dim.Render(line))

@@ -109,7 +109,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	defer progress.Stop()
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
-		SkipDeleted: opts.TopicFlags.Discovered(),
+		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas,
 	})
 	if err != nil {
 		return err

@@ -91,6 +91,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			return dlq.FormatAge(now.Sub(e.Timestamp))
 		}},
 		{Name: "convention", WideOnly: true, Value: func(e dlq.Entry) string { return string(e.Convention) }},
+		{Name: "schema", Optional: true, Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
@@ -162,6 +163,7 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	}},
 	{Name: "status", Value: func(e dlq.Entry) string { return string(e.Status.Status) }},
 	{Name: "header_problems", Value: func(e dlq.Entry) string { return dlqProblems(e.DeadLetter) }},
+	{Name: "schema", Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 }
 
 func optInt[T int32 | int64](v *T) string {
@@ -212,6 +214,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", dlqEventID(d)},
 	}}
+	head.Fields = append(head.Fields, cmdutil.KeySchemaFields(d.KeySchema)...)
 	if d.HasOriginalKey {
 		head.Fields = append(head.Fields, [2]string{"original_key", cmdutil.BytesDisplay(st, d.OriginalKey)})
 	}
@@ -278,7 +281,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON))
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, d.ValueSchema))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}

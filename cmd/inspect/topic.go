@@ -53,7 +53,7 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions, cl *cmdutil
 	if sample == 0 {
 		sample = -1
 	}
-	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update})
+	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update, Schemas: cl.Schemas})
 	progress.Stop()
 	if err != nil {
 		return err

@@ -105,6 +105,10 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 		{"key", cmdutil.BytesDisplay(st, rep.Key)},
 		{"format", cmdutil.OrDash(rep.Format)},
 	}}
+	rec.Fields = append(rec.Fields, cmdutil.KeySchemaFields(rep.KeySchema)...)
+	if rep.ValueSchema != nil {
+		rec.Fields = append(rec.Fields, [2]string{"value schema", cmdutil.PayloadDisplay(rep.ValueSchema)})
+	}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
 	for _, h := range rep.Headers {
 		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
@@ -119,7 +123,7 @@ func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Secti
 	if m := rep.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.ValueJSON))
+	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.ValueJSON, rep.ValueSchema))
 }
 
 func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section {

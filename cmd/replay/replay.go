@@ -166,7 +166,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
+	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID, s.SchemaID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID, f.SchemaID
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {
@@ -270,5 +270,6 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		Reason:   opts.Reason,
 		Rate:     opts.Rate,
 		Sample:   sample,
+		Schemas:  cl.Schemas,
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // savepoint is the name of the savepoint each event is handled under.
@@ -69,7 +70,10 @@ func fatalStoreError(err error) bool {
 func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
 	ctx := w.ctx
-	items, malformed := e.decode(recs)
+	items, malformed, err := e.decodeWithRetry(ctx, w, recs)
+	if err != nil {
+		return err
+	}
 
 	units := [][]*item{items}
 	if e.o.TxPerEvent {
@@ -140,10 +144,48 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	return nil
 }
 
+// decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
+// value needs does not answer (an infrastructure failure: never a dead letter). A registry
+// that refuses the credentials, or none configured for a framed value, stops the engine.
+func (e *Engine) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, error) {
+	for attempt := 1; ; attempt++ {
+		items, bad, err := e.decode(ctx, recs)
+		if err == nil {
+			return items, bad, nil
+		}
+		se, ok := errors.AsType[*schema.Error](err)
+		if !ok {
+			return nil, nil, err
+		}
+		if se.Problem != schema.ProblemUnavailable {
+			return nil, nil, se.Kinded()
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return nil, nil, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, se.Kinded())
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("schema_registry").Inc()
+		e.log.Warn("schema registry unavailable; retrying the batch", "topic", w.tp.topic, "partition", w.tp.partition,
+			"first_offset", recs[0].Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return nil, nil, err
+		}
+		e.o.Schemas.Retry()
+	}
+}
+
 // decode turns records into items and dead-letters the malformed ones. Transaction markers
 // (control records, which the engine asks for so that its committed offset can pass a marker
-// at the end of the log) are skipped.
-func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
+// at the end of the log) are skipped. A registry-framed value is decoded through the schema
+// registry first and its envelope read from the decoded value (docs/design.md §3.6): one whose
+// schema the registry does not know is dead-lettered as unsupported, one that does not match
+// its schema as malformed; a failure of the registry itself is returned, for the batch to
+// wait for it.
+func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) ([]*item, []deadLetter, error) {
 	items := make([]*item, 0, len(recs))
 	var bad []deadLetter
 	seen := make(map[string]struct{}, len(recs))
@@ -151,7 +193,10 @@ func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 		if rec.Attrs.IsControl() {
 			continue
 		}
-		ev, err := envelope.DecodeRecord(rec)
+		ev, _, err := e.o.Schemas.Event(ctx, rec)
+		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
+			return nil, nil, se
+		}
 		if err == nil {
 			err = dedup.ValidateEventID(ev.ID)
 		}
@@ -161,15 +206,19 @@ func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 			if errors.As(err, &me) {
 				id = me.EventID
 			}
+			reason := dlq.ReasonMalformed
+			if se, ok := errors.AsType[*schema.Error](err); ok && se.Problem == schema.ProblemUnknownSchema {
+				reason = dlq.ReasonUnsupported
+			}
 			now := time.Now()
-			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, dlq.ReasonMalformed, id, err, 1, now, now)})
+			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, reason, id, err, 1, now, now)})
 			continue
 		}
 		_, dup := seen[ev.ID]
 		seen[ev.ID] = struct{}{}
 		items = append(items, &item{rec: rec, ev: ev, dup: dup})
 	}
-	return items, bad
+	return items, bad, nil
 }
 
 func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {

@@ -95,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"topic", "partition"}),
 		infraRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_infra_retries_total",
-			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters).",
+			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters; schema_registry: fetching a schema).",
 		}, []string{"stage"}),
 		batchFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fieldwork_consume_batch_fallbacks_total",

@@ -7,6 +7,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
@@ -112,6 +113,12 @@ type DeadLetter struct {
 
 	// ReplayCount is fw.replay.count: how many times fieldwork has replayed the record.
 	ReplayCount int `json:"replay_count"`
+
+	// KeySchema and ValueSchema are the key's and value's schema-registry framing and, when a
+	// registry decoded them, their content (docs/design.md §3.6); nil when not framed.
+	// DecodePayloads sets them.
+	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
+	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
 }
 
 // HeaderProblem names a header that could not be read as its convention specifies. Header is

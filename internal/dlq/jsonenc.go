@@ -2,6 +2,8 @@ package dlq
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +96,19 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"replay_count":`...)
 	b = strconv.AppendInt(b, int64(d.ReplayCount), 10)
+	for _, p := range []struct {
+		name string
+		p    *schema.Payload
+	}{{`,"key_schema":`, d.KeySchema}, {`,"value_schema":`, d.ValueSchema}} {
+		if p.p == nil {
+			continue
+		}
+		m, err := json.Marshal(p.p)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, p.name...), m...)
+	}
 	b = append(b, `,"key":`...)
 	b = appendJSONBytes(b, d.Key, "key")
 	if d.HasOriginalKey {

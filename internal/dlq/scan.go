@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // DefaultTopicPattern selects the dead-letter topics read when none are named and none is
@@ -94,6 +95,9 @@ type ScanOptions struct {
 	// runs. Topics named by the operator leave it unset, so that one that vanished is an
 	// error. Scan.Deleted lists what was skipped.
 	SkipDeleted bool
+	// Schemas decodes registry-framed keys and values before the filter sees them
+	// (DeadLetter.DecodePayloads); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // Scan is a planned read of dead-letter topics: the end offsets are fixed when it is planned,
@@ -190,6 +194,7 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 			progress(res.Read, total)
 		}
 		d := parser.Parse(r)
+		d.DecodePayloads(ctx, s.opts.Schemas, r)
 		if !f.Match(d) {
 			return nil
 		}

@@ -115,7 +115,7 @@ type Detail struct {
 // NewDetail decodes d's envelope and builds its replay hint.
 func NewDetail(e Entry) Detail {
 	det := Detail{Entry: e, Replay: e.Replay()}
-	ev, err := envelope.Decode(e.Headers, e.Value)
+	ev, err := envelope.Decode(e.Headers, e.envelopeValue())
 	if err != nil {
 		m := Malformed{Reason: err.Error(), Message: err.Error()}
 		if me, ok := errors.AsType[*envelope.MalformedError](err); ok {

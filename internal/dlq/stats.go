@@ -20,10 +20,13 @@ const (
 	ByReason        StatsKey = "reason"
 	ByErrorClass    StatsKey = "error_class"
 	ByGroup         StatsKey = "group"
+	// BySchema is the value's (else the key's) schema-registry format and schema id, as
+	// DeadLetter.SchemaLabel gives it ("avro:42"); "" for payloads not framed.
+	BySchema StatsKey = "schema"
 )
 
 // StatsKeys lists every StatsKey in a stable order.
-var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup}
+var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup, BySchema}
 
 // ParseStatsKeys reads a comma-separated list of StatsKey names ("topic,reason"), as
 // `--group-by` takes it. An unknown or repeated name is a usage error; "" is none.
@@ -58,7 +61,7 @@ func joinKeys(keys []StatsKey) string {
 
 // groupKey holds a dead letter's value of each StatsKey, indexed as StatsKeys; a key not
 // grouped by stays "".
-type groupKey [5]string
+type groupKey [6]string
 
 // Stats aggregates dead letters as they stream past, grouped by chosen StatsKeys. It keeps
 // one GroupStats per distinct group and nothing per record, so its memory is bounded by the
@@ -119,7 +122,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 	}
 	g := s.groups[k]
 	if g == nil {
-		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4]}
+		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4], Schema: k[5]}
 		s.groups[k] = g
 	}
 	g.Count++
@@ -151,6 +154,8 @@ func keyValue(d DeadLetter, k StatsKey) string {
 		return d.ErrorClass
 	case ByGroup:
 		return d.Group
+	case BySchema:
+		return d.SchemaLabel()
 	}
 	return ""
 }
@@ -196,6 +201,8 @@ func (s *Stats) Result() []GroupStats {
 // OriginalTopic, Reason, ErrorClass and Group; the others are "".
 type GroupStats struct {
 	Topic, OriginalTopic, Reason, ErrorClass, Group string
+	// Schema is the group's BySchema value.
+	Schema string
 	// Count is the number of dead letters in the group.
 	Count int64
 	// Oldest and Newest are the earliest and latest dead-letter timestamps (zero when no
@@ -228,6 +235,8 @@ func (g GroupStats) Value(k StatsKey) string {
 		return g.ErrorClass
 	case ByGroup:
 		return g.Group
+	case BySchema:
+		return g.Schema
 	}
 	return ""
 }

@@ -160,6 +160,7 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 		return b.Add(ctx, DeadLetter{
 			Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Timestamp: d.Timestamp,
 			OriginalTopic: d.OriginalTopic, Reason: d.Reason, ErrorClass: d.ErrorClass, Group: d.Group, EventID: d.EventID,
+			KeySchema: d.KeySchema.Slim(), ValueSchema: d.ValueSchema.Slim(),
 		})
 	})
 	if err == nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // DefaultSampleSize is how many of the newest records per partition Topic decodes to detect
@@ -30,6 +30,9 @@ type TopicOptions struct {
 	// when 0; negative disables sampling).
 	SampleSize int
 	Progress   ProgressFunc
+	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
+	// §3.6); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // TopicReport is what `inspect topic` shows.
@@ -239,7 +242,9 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 				}
 			}
 		}
-		ev, err := envelope.DecodeRecord(rec)
+		// A registry that failed is a warning here (the run's schema problems), not a stop:
+		// the sample only counts formats.
+		ev, err, _ := readEvent(ctx, opts.Schemas, rec)
 		if err != nil {
 			counts[FormatMalformed]++
 			if len(s.Malformed) < maxSampleMalformed {

@@ -61,7 +61,7 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		kgo.MetadataMinAge(500 * time.Millisecond),
 	}
 	if conn.TLS.Enabled {
-		tc, err := tlsConfig(conn.TLS, conn.KeyPassword)
+		tc, err := TLSConfig(conn.TLS, conn.KeyPassword)
 		if err != nil {
 			return nil, err
 		}
@@ -85,9 +85,9 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// tlsConfig builds the client TLS configuration. Every error is a usage error: the local files
+// TLSConfig builds the client TLS configuration. Every error is a usage error: the local files
 // or their password are wrong, and nothing was dialled (docs/design.md §4.2).
-func tlsConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
+func TLSConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by the operator
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)

@@ -131,6 +131,9 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	var ids []string
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
+		if c.filter.SchemaID != 0 {
+			dl.DecodePayloads(ctx, nil, r) // the framing names the id: no registry needed
+		}
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fieldwork/fieldwork/internal/schema"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -30,6 +31,8 @@ type FlowOptions struct {
 	// Sample is how many selected records a scan's report shows (ScanOptions.Sample: 0 the
 	// default, negative none).
 	Sample int
+	// Schemas decodes the sample's registry-framed payloads (ScanOptions.Schemas).
+	Schemas *schema.Decoder
 	// Progress, when set, is told how far the scan and the send have come.
 	Progress func(FlowProgress)
 }
@@ -161,7 +164,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 		return res, res.finish(err)
 	}
 
-	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress()})
+	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress(), Schemas: o.Schemas})
 	if err != nil {
 		return res, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Defaults of planning.
@@ -172,6 +173,11 @@ type SampleRecord struct {
 	Reason      string `json:"reason,omitempty"`
 	Error       string `json:"error,omitempty"`
 	ReplayCount int    `json:"replay_count"`
+	// KeySchema and ValueSchema are the key and value decoded through the schema registry when
+	// they are framed for one (docs/design.md §3.6), for the operator to see what would be
+	// sent; the replay sends the original bytes.
+	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
+	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
 }
 
 // Counts are a report's record counts. Selected = ToSend + Quarantined + Incomplete + Skipped
@@ -226,6 +232,8 @@ type ScanOptions struct {
 	// none).
 	Sample   int
 	Progress ProgressFunc
+	// Schemas decodes the sample's registry-framed keys and values; nil detects only.
+	Schemas *schema.Decoder
 }
 
 // Scan reads the plan's ranges once and reports what a replay would do, sending nothing.
@@ -301,6 +309,8 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+			payloads := opts.Schemas.Record(ctx, schema.Headers(d.rec), d.rec.Key, d.rec.Value)
+			s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
 			if key, exact := printable.Text(d.sendKey()); key != nil {
 				s.Key, s.KeyBase64 = *key, exact
 			}

@@ -36,6 +36,7 @@ type Filters struct {
 	Key           *string  `json:"key,omitempty"`
 	KeyBase64     string   `json:"key_base64,omitempty"`
 	EventID       string   `json:"event_id,omitempty"`
+	SchemaID      int      `json:"schema_id,omitempty"`
 	Status        []string `json:"status,omitempty"`
 	Consumer      string   `json:"consumer,omitempty"`
 	SkipProcessed bool     `json:"skip_processed,omitempty"`
@@ -48,7 +49,7 @@ func (s *Spec) Selection() Selection {
 
 // Filters describes every filter the spec applies.
 func (s *Spec) Filters() Filters {
-	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, SchemaID: s.SchemaID}
 	if s.Key != nil {
 		if utf8.Valid(s.Key) {
 			k := string(s.Key)

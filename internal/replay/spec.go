@@ -67,6 +67,9 @@ type Spec struct {
 	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
 	// empty and absent keys.
 	Key []byte `json:"key,omitzero"`
+	// SchemaID selects the records whose value or key names this schema registry id
+	// (dlq.Filter.SchemaID); 0 does not filter.
+	SchemaID int `json:"schema_id,omitempty"`
 	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
 	// of these: the others are not selected at all. The status is the one `dlq list --status`
 	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
@@ -240,7 +243,7 @@ func (s *Spec) selection() kafka.Selection {
 
 // filter is the dlq.Filter of the spec's dead-letter filters.
 func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key}
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key, SchemaID: s.SchemaID}
 }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or
