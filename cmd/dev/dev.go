@@ -287,9 +287,13 @@ func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *dev
 	}
 	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)
-	fmt.Fprintf(w, "  %s      %s\n", st.Header.Render("dsn"), info.DSN)
-	fmt.Fprintf(w, "  %s  %s %s\n", st.Header.Render("schema registry"), info.SchemaRegistry, st.Dim.Render("(in memory: the schema of "+devstack.TopicAvro+", the stream of tasks in Avro)"))
+	served := [][2]string{{"brokers", info.Brokers}, {"dsn", info.DSN}, {"schema registry", info.SchemaRegistry}}
+	for _, f := range served {
+		fmt.Fprintf(w, "  %s  %s\n", st.Header.Render(fmt.Sprintf("%-15s", f[0])), f[1])
+	}
+	for _, line := range output.Wrap("(in memory: the schema of "+devstack.TopicAvro+", the stream of tasks in Avro)", max(width-19, 0)) {
+		fmt.Fprintln(w, strings.Repeat(" ", 19)+st.Dim.Render(line))
+	}
 	fmt.Fprintln(w)
 	if stack.Seeded == nil {
 		fmt.Fprintf(w, "Topics tasks, tasks.dlq and tasks.avro created empty (%d partitions each).\n\n", stack.Partitions)
