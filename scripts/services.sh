@@ -104,6 +104,8 @@ install_missing() {
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
   command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
   [ -x /usr/bin/time ] || pkgs+=(time) # GNU time: the benchmarks' peak RSS of a child
+  command -v zsh >/dev/null 2>&1 || pkgs+=(zsh)   # the completion tests type into zsh and fish
+  command -v fish >/dev/null 2>&1 || pkgs+=(fish)
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
 }
 

@@ -176,7 +176,7 @@ func (a *ActionFlags) Register(fs *pflag.FlagSet, act, why, who string) {
 	fs.BoolVar(&a.Execute, "execute", false, act+" (default: print the plan and change nothing)")
 	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
 	fs.StringVar(&a.Reason, "reason", "", why)
-	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME, else the account running it)")
 }
 
 // RegisterYes adds --yes alone, for an action that has no dry run (replay resume).

@@ -36,7 +36,7 @@ type DLQTopicFlags struct {
 
 // Register adds --topic and --pattern.
 func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic --pattern matches)")
+	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter `topic` to read (repeatable; default: every topic --pattern matches)")
 	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default: FIELDWORK_DLQ_PATTERN, the context's dlq_pattern, else "+dlq.DefaultTopicPattern.String()+")")
 }
 

@@ -153,7 +153,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "source topic (repeat for several)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "source `topic` (repeat for several)")
 	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
@@ -275,7 +275,7 @@ type consumeSummary struct {
 	Consumer string `json:"consumer"`
 	Handler  string `json:"handler"`
 	consume.Stats
-	Elapsed string `json:"elapsed"`
+	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions) error {
@@ -389,7 +389,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 		return err
 	}
 	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: eng.Stats(),
-		Elapsed: time.Since(started).Round(time.Millisecond).String()}
+		ElapsedMS: time.Since(started).Milliseconds()}
 	return p.Object(sum, summarySections(sum))
 }
 
@@ -406,6 +406,7 @@ func summarySections(s consumeSummary) []output.Section {
 		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
 		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
 		{"other_group", i(s.OtherGroup)},
-		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)}, {"elapsed", s.Elapsed},
+		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)},
+		{"elapsed", (time.Duration(s.ElapsedMS) * time.Millisecond).String()},
 	}}}
 }

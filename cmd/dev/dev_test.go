@@ -33,7 +33,7 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
 	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	banner := errOut.String()
-	for _, want := range []string{"dsn      " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
+	for _, want := range []string{"dsn              " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}

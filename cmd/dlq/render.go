@@ -66,7 +66,7 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 }
 
 // dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
-// dead letter has header problems. A table on a terminal too narrow for it leaves ORIGINAL,
+// dead letter has header problems, ERROR CLASS when one has a class. A table on a terminal too narrow for it leaves ORIGINAL,
 // EVENT ID and CONVENTION out, then cuts the widest cells (messages first) to fit, unless
 // --wide (output.Printer.TableWidth).
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
@@ -80,7 +80,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			}
 			return cmdutil.OrDash(e.Reason)
 		}},
-		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
+		{Name: "error class", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
 		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
 		{Name: "root cause", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.RootCause)) }},
 		{Name: "event id", WideOnly: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
@@ -330,7 +330,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
 		// On a narrow terminal: counts, when retention deletes the oldest, statuses.
-		WideOnly: []string{"oldest", "newest", "per hour", "retention"},
+		WideOnly: []string{"oldest", "newest", window, "per hour", "retention"},
 	}
 	if withStatus {
 		topics.Header = append(topics.Header, dlqStatusHeader...)
@@ -360,10 +360,13 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		}
 		topics.Rows = append(topics.Rows, row)
 	}
+	// A grouped field none of the groups has (an error class, often) is left out of the table.
 	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
 		for _, name := range dlqKeyColumns(k) {
-			groups.Header = append(groups.Header, strings.ReplaceAll(name, "_", " "))
+			name = strings.ReplaceAll(name, "_", " ")
+			groups.Header = append(groups.Header, name)
+			groups.Optional = append(groups.Optional, name)
 		}
 	}
 	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")

@@ -129,7 +129,8 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	}
 	if len(rep.Sample) > 0 && !check {
 		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
-			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
+			Header:   []string{"record", "outcome", "target", "partition", "key", "event id", "reason", "replays"},
+			WideOnly: []string{"partition", "replays"}}
 		for _, r := range rep.Sample {
 			part := ""
 			if r.TargetTopic != "" {
@@ -237,7 +238,7 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		{"sent", strconv.FormatInt(c.Sent, 10)},
 		{"quarantined", strconv.FormatInt(c.Quarantined, 10)},
 		{"skipped", strconv.FormatInt(c.Skipped, 10)},
-		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, sum.Seconds, sum.RecordsPerSecond)},
+		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond)},
 	}}
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
@@ -375,12 +376,14 @@ func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
 	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
 }
 
-// sampleKey is a sample record's key in the table: its text, or its base64 flagged.
+// sampleKey is a sample record's key in the table: its text, or its base64 flagged. It is
+// whole: the table is fitted to the terminal (output.Truncate on its widest cells), and
+// --wide, a pipe, CSV and JSON show it all.
 func sampleKey(r replay.SampleRecord) string {
 	if r.KeyBase64 != nil {
-		return output.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+		return cmdutil.KeyDisplay(string(r.KeyBase64))
 	}
-	return output.Truncate(r.Key, 40)
+	return r.Key
 }
 
 // replayPlacement says how a plan places records in partitions (--to-partition, --partitioner).

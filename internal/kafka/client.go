@@ -137,10 +137,21 @@ func Connect(ctx context.Context, conn config.Connection, timeout time.Duration,
 	return &Cluster{Client: cl, Admin: kadm.NewClient(cl), Brokers: conn.Brokers, opts: opts}, nil
 }
 
-// describeConnectError finds the most telling cause: an authentication failure as the broker
-// said it, else what a plain TCP dial says (refused, no such host, timeout).
+// describeConnectError finds the most telling cause: a listener that does not speak Kafka's
+// protocol (a wrong port: its first four bytes read as an absurd response size), an
+// authentication failure as the broker said it, else what a plain TCP dial says (refused, no
+// such host, timeout).
 func describeConnectError(brokers []string, err error, timeout time.Duration) error {
 	who := strings.Join(brokers, ",")
+	if msg := err.Error(); strings.Contains(msg, "invalid large response size") {
+		switch {
+		case strings.Contains(msg, "tls alert"):
+			return fmt.Errorf("Kafka at %s speaks TLS: add --tls (and --tls-ca when a private CA signed its certificate)", who)
+		case strings.Contains(msg, "HTTP response"):
+			return fmt.Errorf("%s is not a Kafka broker (it answers HTTP): give the port of a Kafka listener in --brokers", who)
+		}
+		return fmt.Errorf("%s is not a Kafka broker (its answer is not Kafka's protocol): give the port of a Kafka listener in --brokers", who)
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) && (ke.Code == kerr.SaslAuthenticationFailed.Code || ke.Code == kerr.IllegalSaslState.Code || ke.Code == kerr.UnsupportedSaslMechanism.Code) {
 		return fmt.Errorf("cannot authenticate to Kafka at %s: %v", who, err)

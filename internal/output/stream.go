@@ -296,7 +296,7 @@ func (s *Stream[T]) csvHeader() error {
 	for i, c := range s.opts.CSV {
 		header[i] = c.Name
 	}
-	return s.csv.Write(header)
+	return s.csv.Write(csvHeader(header))
 }
 
 // Release writes what the stream holds back, so that every later row is written as it comes:

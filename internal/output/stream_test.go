@@ -595,3 +595,46 @@ func TestStreamRelease(t *testing.T) {
 		t.Fatalf("a released jsonl stream holds back %q (%v)", out.String(), err)
 	}
 }
+
+// TestStreamWideOnlyColumn: a streamed table leaves a WideOnly column out on a terminal too
+// narrow for it, kept whole or in chunks (every row after the first chunk in the chunk's
+// columns), and keeps it with Wide, on a wide enough terminal and in CSV.
+func TestStreamWideOnlyColumn(t *testing.T) {
+	type item struct{ id, detail string }
+	wcols := []Column[item]{
+		{Name: "id", Value: func(i item) string { return i.id }},
+		{Name: "detail", WideOnly: true, Value: func(i item) string { return i.detail }},
+	}
+	var items []item
+	for i := range 5 {
+		items = append(items, item{fmt.Sprintf("a-%d", i), strings.Repeat("x", 50)})
+	}
+	render := func(width, chunk int, wide bool, f Format) string {
+		s, _, out, _ := Test()
+		s.OutTTY, s.Width = true, width
+		p := NewPrinter(s, f)
+		p.Wide = wide
+		st := NewStream(p, wcols, StreamOptions[item]{TableChunk: chunk})
+		for _, it := range items {
+			if err := st.Write(it); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	for _, chunk := range []int{0, 2} {
+		got := render(40, chunk, false, FormatTable)
+		if strings.Contains(got, "DETAIL") || strings.Contains(got, "x") || strings.Count(got, "a-") != len(items) {
+			t.Errorf("chunk %d, narrow: want every id and no detail:\n%s", chunk, got)
+		}
+		for name, got := range map[string]string{"wide": render(40, chunk, true, FormatTable), "100 columns": render(100, chunk, false, FormatTable),
+			"csv": render(40, chunk, false, FormatCSV)} {
+			if !strings.Contains(strings.ToUpper(got), "DETAIL") || strings.Count(got, items[0].detail) != len(items) {
+				t.Errorf("chunk %d, %s: want the column whole on every row:\n%s", chunk, name, got)
+			}
+		}
+	}
+}

@@ -100,9 +100,10 @@ type Summary struct {
 	// column for them, they are the selected records neither sent, quarantined nor skipped).
 	Incomplete      []RecordRef `json:"incomplete"`
 	IncompleteCount int64       `json:"incomplete_count"`
-	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over Seconds.
+	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over the
+	// attempt's ElapsedMS.
 	SentNow          int64   `json:"sent_this_attempt"`
-	Seconds          float64 `json:"seconds"`
+	ElapsedMS        int64   `json:"elapsed_ms"`
 	RecordsPerSecond float64 `json:"records_per_second"`
 	// DuplicateWindow bounds how many records a crash of this process could have sent without
 	// the journal knowing (so that a resume sends them again): the producer's buffer plus one
@@ -545,9 +546,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	progress()
 	lv := e.tr.live()
 	e.sum.SentNow = lv.Acked
-	e.sum.Seconds = time.Since(start).Seconds()
-	if e.sum.Seconds > 0 {
-		e.sum.RecordsPerSecond = float64(lv.Acked) / e.sum.Seconds
+	elapsed := time.Since(start)
+	e.sum.ElapsedMS = elapsed.Milliseconds()
+	if elapsed > 0 {
+		e.sum.RecordsPerSecond = float64(lv.Acked) / elapsed.Seconds()
 	}
 	return readErr
 }

@@ -493,7 +493,7 @@ func TestReplayRateNeverExceedsTheCap(t *testing.T) {
 		}
 	}
 	spanRate := 1999 / last.Sub(first).Seconds()
-	t.Logf("--rate %.0f over 2,000 records: %.1f records/s by the summary (%.2fs), %.1f by record timestamps", rate, sum.RecordsPerSecond, sum.Seconds, spanRate)
+	t.Logf("--rate %.0f over 2,000 records: %.1f records/s by the summary (%.2fs), %.1f by record timestamps", rate, sum.RecordsPerSecond, float64(sum.ElapsedMS)/1000, spanRate)
 	for what, got := range map[string]float64{"summary": sum.RecordsPerSecond, "timestamps": spanRate} {
 		if ratio := got / rate; ratio > 1.1 {
 			t.Errorf("%s: %.1f records/s is %.0f%% of --rate %.0f, want at most 110%%", what, got, ratio*100, rate)
