@@ -108,18 +108,12 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
+	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "scanning", nil)
 	if err != nil {
 		return err
 	}
-	lookup, closeStore, err := opts.StatusFlags.Open(ctx, opts.lookup())
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-
-	progress := dlqProgress(opts.Streams, "scanning", topics)
-	defer progress.Stop()
+	defer rd.close()
+	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
 		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas,

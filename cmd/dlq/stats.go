@@ -97,22 +97,16 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
+	var retention map[string]dlq.Retention
+	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "summarising", func(topics []string) (err error) {
+		retention, err = dlq.DescribeRetention(ctx, c, topics)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	retention, err := dlq.DescribeRetention(ctx, c, topics)
-	if err != nil {
-		return err
-	}
-	lookup, closeStore, err := opts.StatusFlags.Open(ctx, opts.lookup())
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-
-	progress := dlqProgress(opts.Streams, "summarising", topics)
-	defer progress.Stop()
+	defer rd.close()
+	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
 		SkipDeleted: opts.TopicFlags.Discovered(),
