@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
+	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -152,35 +152,24 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 	if plan == nil {
 		return err
 	}
-	if !opts.Execute || errors.Is(err, groups.ErrActive) {
-		if perr := p.Object(plan, skipPlanSections(p, plan, !opts.Execute)); perr != nil {
-			return perr
+	prompt := func() cmdutil.Prompt {
+		return cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
+			Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
+				cmdutil.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
+			Counts: []string{fmt.Sprintf("%s to %s", cmdutil.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
+				fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
+	}
+	sections := func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) }
+	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.SkipResult, []output.Section, error) {
+		res, err := groups.Skip(ctx, c, cl.Store, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
+		if err != nil {
+			if res != nil && res.Parked > 0 {
+				cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", cmdutil.Plural(res.Parked, "record"), plan.DeadLetterTopic))
+			}
+			return nil, nil, err
 		}
-		return err
-	}
-	if !opts.Yes && cl.Streams.Interactive() {
-		// Whoever confirms sees the record first.
-		if err := p.Object(plan, skipPlanSections(p, plan, false)); err != nil {
-			return err
-		}
-		fmt.Fprintln(cl.Streams.ErrOut)
-	}
-	prompt := cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
-		Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
-			cmdutil.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
-		Counts: []string{fmt.Sprintf("%s to %s", cmdutil.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
-			fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
-	if err := opts.Confirm(opts.Yes, prompt); err != nil {
-		return err
-	}
-	res, err := groups.Skip(ctx, c, cl.Store, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
-	if err != nil {
-		if res != nil && res.Parked > 0 {
-			cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", cmdutil.Plural(res.Parked, "record"), plan.DeadLetterTopic))
-		}
-		return err
-	}
-	return p.Object(res, skipResultSections(p, res))
+		return res, skipResultSections(p, res), nil
+	})
 }
 
 func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
@@ -189,30 +178,21 @@ func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 	if plan == nil {
 		return err
 	}
-	if !opts.Execute || errors.Is(err, groups.ErrActive) {
-		if perr := p.Object(plan, undoPlanSections(p, plan, !opts.Execute)); perr != nil {
-			return perr
+	prompt := func() cmdutil.Prompt {
+		a := plan.Skip
+		pr := cmdutil.Prompt{Kafka: true, Store: st.Table(), Reason: opts.Reason,
+			Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
+		for _, m := range plan.Moves {
+			pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
 		}
-		return err
+		return pr
 	}
-	if !opts.Yes && cl.Streams.Interactive() {
-		if err := p.Object(plan, undoPlanSections(p, plan, false)); err != nil {
-			return err
+	sections := func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) }
+	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.UndoResult, []output.Section, error) {
+		res, err := groups.Undo(ctx, c, st, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
+		if err != nil {
+			return nil, nil, err
 		}
-		fmt.Fprintln(cl.Streams.ErrOut)
-	}
-	a := plan.Skip
-	prompt := cmdutil.Prompt{Kafka: true, Store: st.Table(), Reason: opts.Reason,
-		Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
-	for _, m := range plan.Moves {
-		prompt.Counts = append(prompt.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
-	}
-	if err := opts.Confirm(opts.Yes, prompt); err != nil {
-		return err
-	}
-	res, err := groups.Undo(ctx, c, st, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
-	if err != nil {
-		return err
-	}
-	return p.Object(res, undoResultSections(p, res))
+		return res, undoResultSections(p, res), nil
+	})
 }
