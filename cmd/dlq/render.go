@@ -250,6 +250,9 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"error_class", cmdutil.OrDash(d.ErrorClass)},
 		{"message", cmdutil.OrDash(d.ErrorMessage)},
 	}}
+	if d.ExpectedSchema != "" {
+		failure.Fields = append(failure.Fields, [2]string{"expected_schema", d.ExpectedSchema})
+	}
 	if d.RootCause != "" {
 		failure.Fields = append(failure.Fields, [2]string{"root_cause", d.RootCause})
 	}

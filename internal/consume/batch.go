@@ -233,11 +233,20 @@ func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item,
 }
 
 func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
-	return dlq.Meta{
+	m := dlq.Meta{
 		Topic: e.o.dlqTopic(rec.Topic), Group: e.o.Group, Handler: e.o.Handler.Name(),
 		EventID: eventID, Reason: reason, Error: err.Error(), ErrorClass: ErrorClass(err), Attempts: attempts,
 		FirstFailedAt: first, FailedAt: last,
 	}
+	// A value its schema could not read names that schema (fw.dlq.schema), and the problem
+	// is its class: what triage by schema needs (docs/design.md §3.6).
+	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Schema = se.Ref.String()
+		if m.ErrorClass == "" {
+			m.ErrorClass = "schema_" + string(se.Problem)
+		}
+	}
+	return m
 }
 
 // applyWithRetry runs one transaction over items, retrying the whole of it after

@@ -71,6 +71,9 @@ func TestRegistryFramedValues(t *testing.T) {
 		t.Fatalf("%d dead letters", len(dls))
 	}
 	d := dlq.Parse(dls[0])
+	if d.ExpectedSchema != "id 987654319" || d.ErrorClass != "schema_unknown_schema" {
+		t.Errorf("dead letter: expected schema %q, error class %q; want id 987654319, schema_unknown_schema", d.ExpectedSchema, d.ErrorClass)
+	}
 	if d.Reason != dlq.ReasonUnsupported || string(d.Value) != string(krecs[1].Value) {
 		t.Fatalf("dead letter: reason %q, error %q, value kept %v", d.Reason, d.ErrorMessage, string(d.Value) == string(krecs[1].Value))
 	}

@@ -68,6 +68,11 @@ type DeadLetter struct {
 	// what the message alone often leaves out (Kafka Connect's "Converting byte[] to Kafka
 	// Connect data failed due to serialization error: "). "" when the trace names none.
 	RootCause string `json:"root_cause,omitempty"`
+	// ExpectedSchema is the registry schema the consumer read the value with when that failed
+	// (a schema mismatch, a schema the registry does not know), when the convention records
+	// it: fieldwork's fw.dlq.schema ("id 42"), a data-contract rule's subject ("subject
+	// orders-value"). "" otherwise.
+	ExpectedSchema string `json:"expected_schema,omitempty"`
 	// RetryTopics are the topics a record passed through before this one, oldest first, when
 	// its convention keeps the chain (Spring's retry topics: one original-topic header per
 	// hop). nil otherwise.

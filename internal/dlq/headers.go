@@ -22,6 +22,7 @@ const (
 	HeaderReason        = "fw.dlq.reason"          // one of the Reason* values
 	HeaderError         = "fw.dlq.error"           // the error message
 	HeaderErrorClass    = "fw.dlq.error_class"     // the failure's class, e.g. http_422 (a handler's word)
+	HeaderSchema        = "fw.dlq.schema"          // the registry schema the value was read with when that failed, e.g. "id 42"
 	HeaderAttempts      = "fw.dlq.attempts"        // how many times the handler was tried
 	HeaderFirstFailedAt = "fw.dlq.first_failed_at" // when the first attempt failed
 	HeaderFailedAt      = "fw.dlq.failed_at"       // when the last attempt failed

@@ -60,6 +60,10 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"root_cause":`...)
 		b = appendJSONString(b, d.RootCause)
 	}
+	if d.ExpectedSchema != "" {
+		b = append(b, `,"expected_schema":`...)
+		b = appendJSONString(b, d.ExpectedSchema)
+	}
 	if len(d.RetryTopics) > 0 {
 		b = append(b, `,"retry_topics":[`...)
 		for i, t := range d.RetryTopics {
