@@ -151,15 +151,16 @@ func (w *world) consume(name, group, topic string, extra ...string) *testenv.Pro
 func stop(t *testing.T, procs ...*testenv.Proc) {
 	t.Helper()
 	for _, p := range procs {
-		// A process signalled before fieldwork's main has installed its handler dies of the
-		// signal (exit -1) instead of shutting down: a member restarted just before the end
-		// must have started first. It has once it writes its first line.
-		waitFor(t, time.Minute, nil, p.Name+" writing its first line (or exiting)", func() bool {
+		// A consumer signalled before it consumes is interrupted (exit 130; before fieldwork's
+		// main has installed its handler it even dies of the signal) instead of shutting down
+		// cleanly: a member restarted just before the end must be consuming first. It is once
+		// it logs "consumer starting" (its first line may be an earlier warning).
+		waitFor(t, time.Minute, nil, p.Name+" starting to consume (or exiting)", func() bool {
 			select {
 			case <-p.Done():
 				return true
 			default:
-				return p.Stderr() != "" || p.Stdout() != ""
+				return strings.Contains(p.Stderr(), "consumer starting") || strings.Contains(p.Stdout(), "consumer starting")
 			}
 		})
 		if err := p.Signal(syscall.SIGTERM); err != nil {
