@@ -57,14 +57,14 @@ type ReplayOptions struct {
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
-		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
+		Use:   "replay [TOPIC/PARTITION/OFFSET...] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
 		Long: `Replay dead letters (or any records) back into a topic: planned first, bounded, guarded
 against loops, and journaled so that an interrupted run resumes.
 
 Selection. --from TOPIC reads a topic (a dead-letter topic, or any topic with --to); narrow
 it with --partition, an inclusive --start-offset/--end-offset range, or a --since/--until
-time window; or name one record as TOPIC/PARTITION/OFFSET. The dead-letter filters are dlq
+time window; or name one record as TOPIC/PARTITION/OFFSET, or several of one topic. The dead-letter filters are dlq
 list's, the same flags: --dlq-reason, --error, --original-topic, --group, --key (or
 --key-base64) and --event-id (the records of one event: a bounded scan); --status pending
 --consumer C keeps the dead letters dlq list --status pending --consumer C lists (--schema,
@@ -117,7 +117,7 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
-		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err
@@ -189,6 +189,16 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		}
 		s.From, s.Record = topic, a.String()
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
+	}
+	if len(args) > 1 {
+		if s.From == "" {
+			a, err := kafka.ParseRecordAddress(args[0])
+			if err != nil {
+				return err
+			}
+			s.From = a.Topic
+		}
+		s.Records = args
 	}
 	statuses, err := opts.status.Statuses()
 	if err != nil {

@@ -134,9 +134,12 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 // times, and every filter with its value, as the command line spells it.
 func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Section {
 	s := output.Section{Title: "Selection", Fields: [][2]string{{"source", sel.Source}}}
-	if sel.Record != "" {
+	switch {
+	case sel.Record != "":
 		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
-	} else {
+	case len(sel.Records) > 0:
+		s.Fields = append(s.Fields, [2]string{"records", fmt.Sprintf("%d named: %s", len(sel.Records), strings.Join(sel.Records, ", "))})
+	default:
 		parts := "all"
 		if len(sel.Partitions) > 0 {
 			parts = cmdutil.JoinInt32(sel.Partitions)

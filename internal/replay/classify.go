@@ -115,7 +115,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
-		if !c.filter.Match(dl) {
+		if !c.spec.named(r.Partition, r.Offset) || !c.filter.Match(dl) {
 			d.outcome = OutcomeFiltered
 			continue
 		}

@@ -52,9 +52,20 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	ranges, err := c.Plan(ctx, spec.From, spec.selection())
-	if err != nil {
-		return nil, err
+	var ranges []kafka.PartitionRange
+	if len(spec.Records) > 0 {
+		for _, sel := range spec.recordSelections() {
+			rs, err := c.Plan(ctx, spec.From, sel)
+			if err != nil {
+				return nil, err
+			}
+			ranges = append(ranges, rs...)
+		}
+	} else {
+		var err error
+		if ranges, err = c.Plan(ctx, spec.From, spec.selection()); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Record != "" && (len(ranges) != 1 || ranges[0].Len() == 0) {
 		return nil, fmt.Errorf("record %s is not readable (past the last stable offset of an open transaction?)", spec.Record)

@@ -15,6 +15,8 @@ type Selection struct {
 	Source string `json:"source"`
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
+	// Records are the records named one by one (Spec.Records).
+	Records []string `json:"records,omitempty"`
 	// Partitions are the partitions read; none: every partition.
 	Partitions  []int32   `json:"partitions,omitempty"`
 	StartOffset *int64    `json:"start_offset,omitempty"`
@@ -43,7 +45,7 @@ type Filters struct {
 
 // Selection describes what the spec reads.
 func (s *Spec) Selection() Selection {
-	return Selection{Source: s.From, Record: s.Record, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	return Selection{Source: s.From, Record: s.Record, Records: s.Records, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
 }
 
 // Filters describes every filter the spec applies.

@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,6 +47,10 @@ type Spec struct {
 	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
 	// then that one offset.
 	Record string `json:"record,omitempty"`
+	// Records, when set, selects exactly these records of From (TOPIC/PARTITION/OFFSET each):
+	// a marked set or a group of dead letters, chosen one by one. The plan reads each named
+	// partition from its lowest to its highest named offset and sends only the named ones.
+	Records []string `json:"records,omitempty"`
 
 	// EventID selects the records carrying this event id (a bounded scan of the selection).
 	EventID string `json:"event_id,omitempty"`
@@ -95,6 +100,8 @@ type Spec struct {
 	MaxReplays int `json:"max_replays"`
 
 	errorRE *regexp.Regexp
+	// records are Records by partition and offset, set by Validate.
+	records map[int32]map[int64]bool
 }
 
 // Validate checks the spec without touching the network and fills the defaults. Every
@@ -153,6 +160,9 @@ func (s *Spec) Validate() error {
 			return fwerr.Usagef("--dlq-reason %q: want one of %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
 		}
 	}
+	if err := s.validateRecords(); err != nil {
+		return err
+	}
 	if s.Error != "" {
 		re, err := regexp.Compile(s.Error)
 		if err != nil {
@@ -164,6 +174,52 @@ func (s *Spec) Validate() error {
 		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
 	}
 	return s.validateStatuses()
+}
+
+// validateRecords reads Records into records: every address in From, none with another
+// selection beside it.
+func (s *Spec) validateRecords() error {
+	s.records = nil
+	if len(s.Records) == 0 {
+		return nil
+	}
+	if s.Record != "" || len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil || !s.Since.IsZero() || !s.Until.IsZero() {
+		return fwerr.Usagef("record addresses select their records: drop --partition, --start-offset, --end-offset, --since and --until")
+	}
+	s.records = map[int32]map[int64]bool{}
+	for _, r := range s.Records {
+		a, err := kafka.ParseRecordAddress(r)
+		if err != nil {
+			return err
+		}
+		if a.Topic != s.From {
+			return fwerr.Usagef("the record %s is not in %s: the records of one replay are in one topic", r, s.From)
+		}
+		if s.records[a.Partition] == nil {
+			s.records[a.Partition] = map[int64]bool{}
+		}
+		s.records[a.Partition][a.Offset] = true
+	}
+	return nil
+}
+
+// recordSelections are the selections that read Records: per partition, from its lowest to
+// its highest named offset.
+func (s *Spec) recordSelections() []kafka.Selection {
+	parts := slices.Sorted(maps.Keys(s.records))
+	out := make([]kafka.Selection, 0, len(parts))
+	for _, p := range parts {
+		offs := slices.Sorted(maps.Keys(s.records[p]))
+		lo, hi := offs[0], offs[len(offs)-1]
+		out = append(out, kafka.Selection{Partitions: []int32{p}, StartOffset: &lo, EndOffset: &hi})
+	}
+	return out
+}
+
+// named reports whether the record at partition and offset is one Records names (every
+// record is when Records is empty).
+func (s *Spec) named(partition int32, offset int64) bool {
+	return s.records == nil || s.records[partition][offset]
 }
 
 // ReplayStatuses are the statuses a replay can select by (Spec.Statuses).
