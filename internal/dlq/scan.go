@@ -224,3 +224,49 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 	}
 	return res, nil
 }
+
+// Next plans the read that follows s, for a view kept open on the dead-letter topics (the
+// live screens of `fieldwork triage`): each partition of topics from where s's range of it
+// ended (a partition or topic s did not read from its log start; past retention, from the log
+// start) to its end offsets now. Reading s and then every Next reads each dead letter once, as
+// it arrives. The options are s's, without a time window.
+func (s *Scan) Next(ctx context.Context, topics []string) (*Scan, error) {
+	type tp struct {
+		topic string
+		part  int32
+	}
+	ended := make(map[tp]int64, len(s.ranges))
+	for _, r := range s.ranges {
+		ended[tp{r.Topic, r.Partition}] = r.End
+	}
+	opts := s.opts
+	opts.Since, opts.Until = time.Time{}, time.Time{}
+	next := &Scan{c: s.c, opts: opts}
+	for _, t := range topics {
+		bounds, err := s.c.Bounds(ctx, t)
+		var ute *kafka.UnknownTopicError
+		if opts.SkipDeleted && errors.As(err, &ute) {
+			next.deleted = append(next.deleted, t)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bounds {
+			start, ok := ended[tp{t, b.Partition}]
+			if !ok || start < b.LogStart {
+				start = b.LogStart
+			}
+			next.ranges = append(next.ranges, kafka.PartitionRange{Topic: t, Partition: b.Partition, Start: min(start, b.LastStable),
+				End: b.LastStable, LogStart: b.LogStart, HighWatermark: b.HighWatermark})
+		}
+	}
+	sort.SliceStable(next.ranges, func(i, j int) bool {
+		a, b := next.ranges[i], next.ranges[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return next, nil
+}

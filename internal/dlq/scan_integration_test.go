@@ -168,3 +168,50 @@ func TestScanSkipsDeletedTopics(t *testing.T) {
 		t.Fatalf("plan without SkipDeleted: %v, want an UnknownTopicError for %s", err, gone)
 	}
 }
+
+// TestScanNext: a scan's Next reads what arrived since, each dead letter once, and a topic
+// added to the list from its start.
+func TestScanNext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := testenv.Topic(t, 2, nil), testenv.Topic(t, 1, nil)
+	c := testenv.Cluster(t)
+	produce := func(topic string, ids ...string) {
+		var recs []*kgo.Record
+		for _, id := range ids {
+			recs = append(recs, dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Value: []byte(`{}`)},
+				dlq.Meta{Topic: topic, Reason: dlq.ReasonRejected, Group: "g", EventID: id}))
+		}
+		testenv.Produce(t, testenv.Client(t), recs...)
+	}
+	read := func(s *dlq.Scan) []string {
+		var ids []string
+		if _, err := s.Run(ctx, dlq.Filter{}, func(d dlq.DeadLetter) error { ids = append(ids, d.EventID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	produce(a, "a1", "a2", "a3")
+	s, err := dlq.PlanScan(ctx, c, []string{a}, dlq.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(s); !slices.Equal(got, []string{"a1", "a2", "a3"}) {
+		t.Fatalf("first read: %v", got)
+	}
+	if s, err = s.Next(ctx, []string{a}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(s); len(got) != 0 {
+		t.Fatalf("nothing arrived, Next read %v", got)
+	}
+	produce(a, "a4", "a5")
+	produce(b, "b1")
+	if s, err = s.Next(ctx, []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(s); !slices.Equal(got, []string{"a4", "a5", "b1"}) {
+		t.Fatalf("after more arrived: %v", got)
+	}
+}
