@@ -353,3 +353,9 @@ func sampleKey(r replay.SampleRecord) string {
 	}
 	return output.Truncate(r.Key, 40)
 }
+
+// RenderPlan writes a plan as a dry run of `replay` shows it, for `fieldwork triage`'s plan
+// screen.
+func RenderPlan(p *output.Printer, rep *replay.Report) error {
+	return p.Object(rep, replayPlanSections(p, rep, false))
+}
