@@ -51,9 +51,8 @@ func TestTriageOnATerminal(t *testing.T) {
 	term.WaitForText(within, "+1")
 
 	// Filter the topics, open the topic: its dead letters grouped by cause.
-	term.Type("/")
-	term.WaitForText(within, "/ ")
-	term.Type(dlqTopic[len(dlqTopic)-6:] + "\r")
+	term.Type("/" + dlqTopic[len(dlqTopic)-6:] + "\r")
+	term.WaitForText(within, "filter: "+dlqTopic[len(dlqTopic)-6:])
 	term.Type("\r")
 	term.WaitForText(within, "SchemaError: field title missing")
 	// Filter the groups down to the database failure and replay the whole group.
@@ -68,7 +67,7 @@ func TestTriageOnATerminal(t *testing.T) {
 	}
 
 	// The consumer processes the copies: the console shows them resolved.
-	if code, _, stderr := fieldwork(t, env, "consume", "--topic", src, "--group", "billing", "--handler", "audit", "--schema", sch,
+	if code, _, stderr := fieldwork(t, env, "consume", "--topic", src, "--group", "billing", "--handler", "audit", "--schema", sch, "--migrate", "--dlq-topic", dlqTopic,
 		"--stop-when-idle", "2s", "--metrics-addr", ""); code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, stderr)
 	}

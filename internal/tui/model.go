@@ -148,19 +148,19 @@ type Model struct {
 	filters   map[screen]string
 
 	// The replay: the selection, its dry run, the reason, the run.
-	sel        selection
-	plan       *replay.FlowResult
-	reason     textinput.Model
-	running    bool
-	runCancel  context.CancelFunc
-	runCh      chan tea.Msg
-	progress   *replay.FlowProgress
-	runRes     *replay.FlowResult
-	runErr     error
-	quitAfter  bool
-	quitting   bool
+	sel       selection
+	plan      *replay.FlowResult
+	reason    textinput.Model
+	running   bool
+	runCancel context.CancelFunc
+	runCh     chan tea.Msg
+	progress  *replay.FlowProgress
+	runRes    *replay.FlowResult
+	runErr    error
+	quitAfter bool
+	quitting  bool
 	// noTick leaves the polling to the caller (the model's tests send tickMsg themselves).
-	noTick bool
+	noTick     bool
 	vp         viewport.Model
 	textTitle  string
 	returnTo   screen
@@ -319,6 +319,16 @@ func (m *Model) merge(msg readMsg) {
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if msg.Type == tea.KeyCtrlC {
 		return m.quit()
+	}
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+		// Keys typed faster than they are read arrive as one message: each is a key of its
+		// own ("/" then the filter's text), and text is never taken for a key's name (the
+		// word "down" typed into the filter is not the down arrow).
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+		}
+		return tea.Sequence(cmds...)
 	}
 	if m.filtering {
 		switch msg.Type {

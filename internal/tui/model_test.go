@@ -308,11 +308,11 @@ func TestGroupsAndListScreens(t *testing.T) {
 
 	// Open the group: its dead letters.
 	c.keys("\r")
-	c.want("tasks.dlq › db down", "DEAD LETTER", "STATUS", "EVENT ID", "tasks.dlq/0/0", "tasks.dlq/0/2", "tasks.dlq/0/4", "evt-0", "pending")
-	c.wantNot("tasks.dlq/0/1")
+	c.want("tasks.dlq › db down", "PARTITION/OFFSET", "STATUS", "EVENT ID", "0/0", "0/2", "0/4", "evt-0", "pending")
+	c.wantNot("0/1")
 	// Back up, and into the other group.
 	c.keys("\x1bj\r")
-	c.want("SchemaError: field title missing", "tasks.dlq/0/1", "tasks.dlq/0/3", "resolved")
+	c.want("SchemaError: field title missing", "0/1", "0/3", "resolved")
 	c.keys("\x1b\x1b")
 	c.want("TOPIC", "orders.dlq")
 }
@@ -338,6 +338,23 @@ func TestFilter(t *testing.T) {
 	c.want("orders.dlq")
 }
 
+// TestKeysTogether: keys that arrive in one message (typed faster than read) act one by one,
+// and what follows "/" is the filter's text.
+func TestKeysTogether(t *testing.T) {
+	c := newConsole(t, sample(), false)
+	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/tasks")})
+	c.want("/ tasks")
+	c.keys("\r")
+	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jk")})
+	c.want("› tasks.dlq")
+	c.keys("\r")
+	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/db")})
+	c.send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")})
+	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("down")})
+	c.keys("\r")
+	c.want("filter: db down (esc clears)")
+}
+
 func TestRecordScreen(t *testing.T) {
 	b := sample()
 	for _, i := range []int{0, 2, 4} {
@@ -361,7 +378,7 @@ func TestRecordScreen(t *testing.T) {
 	c.keys("\x1b")
 	c.want("Dead letter tasks.dlq/0/0")
 	c.keys("\x1b")
-	c.want("DEAD LETTER", "tasks.dlq/0/2")
+	c.want("PARTITION/OFFSET", "0/2")
 }
 
 func TestCopyCommands(t *testing.T) {
@@ -410,11 +427,11 @@ func TestReplayGroup(t *testing.T) {
 func TestReplayMarked(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("j\r\r  ")
-	c.want("* tasks.dlq/0/0", "* tasks.dlq/0/2", "2 marked: r replays them")
+	c.want("* 0/0", "* 0/2", "2 marked: r replays them")
 	c.keys("r")
 	c.want("replay 2 marked", "Plan: 2 to send")
 	c.keys("\x1b")
-	c.want("replay cancelled: nothing was sent", "DEAD LETTER")
+	c.want("replay cancelled: nothing was sent", "PARTITION/OFFSET")
 	c.keys("r")
 	c.keys("why\r")
 	c.want("run run-1 completed: 2 sent")
@@ -496,7 +513,7 @@ func TestReadOnly(t *testing.T) {
 	c.keys("j\r")
 	c.wantNot("r replay")
 	c.keys("r\r ")
-	c.wantNot("space mark", "Plan:", "* tasks")
+	c.wantNot("space mark", "Plan:", "* 0/")
 	c.keys("?")
 	c.wantNot("replay", "mark")
 	if got := c.b.replayed(); len(got) != 0 {

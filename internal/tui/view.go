@@ -497,7 +497,9 @@ func (m *Model) listView(n int) []string {
 	if len(rows) == 0 {
 		return []string{"", "  no dead letters here" + m.filterSays()}
 	}
-	cols := []column{{title: "DEAD LETTER", width: 14, flex: true}, {title: "STATUS", width: 8}, {title: "EVENT ID", width: 12, flex: true, optional: true},
+	// The topic is the screen's: a dead letter is its partition and offset here (y copies the
+	// whole address).
+	cols := []column{{title: "PARTITION/OFFSET", width: 16}, {title: "STATUS", width: 8}, {title: "EVENT ID", width: 12, flex: true, optional: true},
 		{title: "ORIGINAL", width: 12, flex: true, optional: true}, {title: "AGE", width: 5, optional: true}}
 	var cells [][]string
 	for _, r := range rows {
@@ -514,7 +516,7 @@ func (m *Model) listView(n int) []string {
 		if it.OriginalTopic != "" && it.OriginalPartition != nil && it.OriginalOffset != nil {
 			orig = fmt.Sprintf("%s/%d/%d", it.OriginalTopic, *it.OriginalPartition, *it.OriginalOffset)
 		}
-		cells = append(cells, []string{mark + escape(it.addr), st, escape(orDash(it.EventID)), escape(orig), m.age(it.Timestamp)})
+		cells = append(cells, []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(orDash(it.EventID)), escape(orig), m.age(it.Timestamp)})
 	}
 	styleOf := func(i, col int) *lipgloss.Style {
 		if col == 1 {
