@@ -1,5 +1,5 @@
 // Package tui is `fieldwork triage`: an interactive dead-letter console on a terminal, a thin
-// view over the domain paths the commands use (docs/design.md §4.2 of the console: the scan
+// view over the domain paths the commands use (docs/design.md §4, the console: the scan
 // and status rule of internal/dlq, the one replay flow of internal/replay, the markers of
 // internal/dedup). It has no status rule and no replay of its own: it reads through a
 // Backend and renders the record, the plan and the markers with the commands' own renderers
