@@ -367,6 +367,40 @@ func TestReplaySingleRecordAndEventID(t *testing.T) {
 	}
 }
 
+// TestReplayNamedRecords: Records sends exactly the named dead letters, across partitions,
+// reading each partition from its lowest to its highest named offset only.
+func TestReplayNamedRecords(t *testing.T) {
+	c, st := cluster(t), store(t)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 2, nil)
+	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	origs := originals(t, cl, src, 12)
+	dls := make([]*kgo.Record, len(origs))
+	for i, r := range origs {
+		dls[i] = dlq.NewDeadLetter(r, dlq.Meta{Topic: dlqTopic, Reason: dlq.ReasonExhausted})
+		dls[i].Partition = int32(i % 2) // offsets 0-5 in each partition
+	}
+	testenv.Produce(t, cl, dls...)
+
+	named := []string{dlqTopic + "/1/4", dlqTopic + "/0/1", dlqTopic + "/0/3", dlqTopic + "/1/2"}
+	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, Records: named}, ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := replayed(readTopic(t, c, src), sum.RunID)
+	if len(got) != 4 || sum.Counts.Sent != 4 {
+		t.Fatalf("sent %d, replayed %v", sum.Counts.Sent, got)
+	}
+	for _, a := range named {
+		if len(got[a]) != 1 {
+			t.Errorf("%s: replayed %d times", a, len(got[a]))
+		}
+	}
+	// Partition 0 is read from 1 to 3, partition 1 from 2 to 4: six offsets.
+	if rep.Counts.Read != 6 || rep.Counts.Selected != 4 {
+		t.Errorf("read %d, selected %d; want 6 and 4", rep.Counts.Read, rep.Counts.Selected)
+	}
+}
+
 func TestReplayLoopGuardQuarantines(t *testing.T) {
 	c, st := cluster(t), store(t)
 	cl := testenv.Client(t)
