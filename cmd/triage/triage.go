@@ -176,6 +176,7 @@ func views(s *output.Streams, now func() time.Time) tui.Views {
 		Plan: func(rep *replay.Report, width int) string {
 			return render(width, func(p *output.Printer) error { return replaycmd.RenderPlan(p, rep) })
 		},
+		Question: replaycmd.PlanQuestion,
 		Processed: func(eventID, consumer string, rows []dedup.MarkerRow, width int) string {
 			return render(width, func(p *output.Printer) error { return processedcmd.RenderGet(p, eventID, consumer, rows) })
 		},

@@ -58,10 +58,32 @@ func TestTriageOnATerminal(t *testing.T) {
 	// Filter the groups down to the database failure and replay the whole group.
 	term.Type("/db down\r")
 	term.WaitForText(within, "filter: db down")
-	term.Type("r")
-	term.WaitForText(within, "reason: ")
+	// One dead letter in full, as dlq show prints it, and back.
+	typed := func(keys string, what ...string) string {
+		t.Helper()
+		from := len(term.Output())
+		term.Type(keys)
+		return term.WaitFor(within, strings.Join(what, " and "), func(out string) bool {
+			for _, w := range what {
+				if !strings.Contains(out[from:], w) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	typed("\r", "PARTITION/OFFSET")
+	typed("\r", "Original record", "Failure")
+	typed("\x1b", "PARTITION/OFFSET")
+	typed("\x1b", "COUNT PENDING CAUSE")
+	// The plan, as replay's dry run prints it, then the reason.
+	out := typed("r", "to send      4", "reason: ")
+	if q := fmt.Sprintf("send 4 records from %s (4 to %s)?", dlqTopic, src); !strings.Contains(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(q), "")) {
+		// The question is wrapped to the width, never cut.
+		t.Errorf("the plan does not ask %q:\n%q", q, out)
+	}
 	term.Type("database is back\r")
-	out := term.WaitForText(within, "completed: 4 sent")
+	out = term.WaitForText(within, "completed: 4 sent")
 	if !strings.Contains(out, "now: 0 pending · 4 replayed") {
 		t.Errorf("after the run the group is not replayed:\n%q", out)
 	}

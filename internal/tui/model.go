@@ -25,6 +25,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -40,8 +41,10 @@ const DefaultPoll = 2 * time.Second
 // them, escaped by the terminal rule (docs/design.md §4.1). Each returns text at most width
 // columns wide where it can.
 type Views struct {
-	Record    func(e dlq.Entry, width int) string
-	Plan      func(rep *replay.Report, width int) string
+	Record func(e dlq.Entry, width int) string
+	Plan   func(rep *replay.Report, width int) string
+	// Question is what an executed plan asks (replay's confirmation): shown above the reason.
+	Question  func(rep *replay.Report) string
 	Processed func(eventID, consumer string, rows []dedup.MarkerRow, width int) string
 }
 
@@ -351,6 +354,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.screen == screenPlan && m.reason.Focused() {
 		switch msg.Type {
+		case tea.KeyUp, tea.KeyDown, tea.KeyPgUp, tea.KeyPgDown:
+			var cmd tea.Cmd
+			m.vp, cmd = m.vp.Update(msg)
+			return cmd
 		case tea.KeyEnter:
 			return m.execute()
 		case tea.KeyEsc:
@@ -724,11 +731,21 @@ func (m *Model) layout() {
 	}
 }
 
+// question is what the plan asks, wrapped to the width, never cut (docs/design.md §4.1); none
+// once it has been answered.
+func (m *Model) question() []string {
+	if m.screen != screenPlan || !m.reason.Focused() || m.plan == nil || m.plan.Report == nil {
+		return nil
+	}
+	q := escape(m.o.Views.Question(m.plan.Report) + "?")
+	return strings.Split(lipgloss.NewStyle().Width(m.width).Render(q), "\n")
+}
+
 // bodyHeight is the lines between the title and the help bar.
 func (m *Model) bodyHeight() int {
 	h := m.height - 4
 	if m.screen == screenPlan {
-		h-- // the reason
+		h -= 1 + len(m.question()) // the question and the reason
 	}
 	return max(1, h)
 }

@@ -143,6 +143,7 @@ func newConsole(t *testing.T, b *fakeBackend, readOnly bool) *console {
 		Plan: func(rep *replay.Report, width int) string {
 			return fmt.Sprintf("Plan: %d to send from %s", rep.Counts.ToSend, rep.Source)
 		},
+		Question: func(rep *replay.Report) string { return fmt.Sprintf("send %d records", rep.Counts.ToSend) },
 		Processed: func(id, consumer string, rows []dedup.MarkerRow, width int) string {
 			return fmt.Sprintf("Event %s: %d markers of %s", id, len(rows), consumer)
 		},
@@ -398,7 +399,7 @@ func TestCopyCommands(t *testing.T) {
 func TestReplayGroup(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("j\rr")
-	c.want("replay group db down (3)", "Plan: 3 to send from tasks.dlq", "reason: ", "enter send", "esc cancel")
+	c.want("replay group db down (3)", "Plan: 3 to send from tasks.dlq", "send 3 records?", "reason: ", "enter send", "esc cancel")
 	c.keys("\r")
 	c.want("say why")
 	c.keys("db is back\r")

@@ -317,7 +317,7 @@ func (m *Model) View() string {
 	body := m.body()
 	h := m.bodyHeight()
 	if m.screen == screenPlan {
-		h++ // the reason line is part of the body
+		h += 1 + len(m.question()) // the question and the reason are part of the body
 	}
 	lines := strings.Split(body, "\n")
 	if len(lines) > h+1 {
@@ -406,11 +406,9 @@ func (m *Model) body() string {
 		lines = []string{m.vp.View()}
 	case screenPlan:
 		m.vp.Height = m.bodyHeight()
-		lines = []string{m.vp.View()}
+		lines = append([]string{m.vp.View()}, m.question()...)
 		if m.reason.Focused() {
 			lines = append(lines, m.reason.View())
-		} else {
-			lines = append(lines, "")
 		}
 	case screenRun:
 		lines = m.runView()
