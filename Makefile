@@ -51,6 +51,7 @@ stop-services:
 FUZZ_TARGETS := \
 	./internal/envelope:FuzzDecode \
 	./internal/dlq:FuzzParse \
+	./internal/dlq:FuzzParseKey \
 	./internal/kafka:FuzzPlanRanges \
 	./internal/config:FuzzConfig \
 	./internal/timespec:FuzzParseDuration \

@@ -25,6 +25,10 @@
 #   scripts/services.sh perf-classpath
 #                                fetch Kafka's own benchmark tools (kafka-tools jar) if missing
 #                                and print the Java classpath of ProducerPerformance
+#   scripts/services.sh spring-classpath
+#                                fetch Spring Kafka's jars (scripts/spring/pom.xml) if missing and
+#                                print their classpath (start fetches them too: the dead-letter
+#                                convention tests write Spring's dead letters with Spring itself)
 #
 # For the fault tests, a cluster of its own beside them (it never touches the node above):
 # three combined broker+controller KRaft nodes on loopback, replication factor 3,
@@ -82,6 +86,8 @@ install_missing() {
   command -v jq >/dev/null 2>&1 || pkgs+=(jq)
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+  # javac compiles scripts/spring/SpringDeadLetters.java for the dead-letter convention tests.
+  command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
   command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
@@ -171,6 +177,26 @@ stop_postgres() {
   fi
 }
 
+# fetch_jars WHAT POM_DIR DEST JAR copies the runtime dependencies of POM_DIR/pom.xml into DEST
+# with Maven, unless DEST already holds JAR (the version the pom names).
+fetch_jars() {
+  local what=$1 pom=$2 dest=$3 jar=$4
+  if [ -f "$dest/$jar" ]; then return; fi
+  log "fetching $what with Maven"
+  rm -rf "$dest"; mkdir -p "$dest"
+  (cd "$pom" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$dest" -DincludeScope=runtime >&2)
+}
+
+# --- Spring Kafka (the dead-letter convention tests) ----------------------------------------
+
+spring_dir=$STATE/spring
+spring_version() { sed -n 's:.*<spring-kafka.version>\(.*\)</spring-kafka.version>.*:\1:p' "$ROOT/scripts/spring/pom.xml"; }
+
+fetch_spring() {
+  local v; v=$(spring_version)
+  fetch_jars "org.springframework.kafka:spring-kafka:$v" "$ROOT/scripts/spring" "$spring_dir/libs" "spring-kafka-$v.jar"
+}
+
 # --- Apache Kafka ------------------------------------------------------------------------
 
 kafka_dir=$STATE/kafka
@@ -178,11 +204,7 @@ kafka_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$RO
 
 fetch_kafka() {
   local v; v=$(kafka_version)
-  if [ -f "$kafka_dir/libs/kafka_2.13-$v.jar" ]; then return; fi
-  log "fetching org.apache.kafka:kafka_2.13:$v with Maven"
-  rm -rf "$kafka_dir/libs"; mkdir -p "$kafka_dir/libs"
-  (cd "$ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
-    -DoutputDirectory="$kafka_dir/libs" -DincludeScope=runtime >&2)
+  fetch_jars "org.apache.kafka:kafka_2.13:$v" "$ROOT/scripts/kafka" "$kafka_dir/libs" "kafka_2.13-$v.jar"
 }
 
 # Apache Kafka's own benchmark tools (kafka-producer-perf-test's ProducerPerformance) from the
@@ -557,6 +579,7 @@ export FIELDWORK_TEST_MTLS_BROKERS=127.0.0.1:$KAFKA_MTLS_PORT
 export FIELDWORK_TEST_CA_FILE=$tls_dir/ca.pem
 export FIELDWORK_TEST_CA_KEY_FILE=$tls_dir/ca.key
 export FIELDWORK_TEST_TLS_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=verify-full&sslrootcert=$tls_dir/ca.pem'
+export FIELDWORK_TEST_SPRING_CLASSPATH='$spring_dir/libs/*'
 EOF
 }
 
@@ -567,6 +590,7 @@ case "${1:-start}" in
     make_tls
     start_postgres
     start_kafka
+    fetch_spring
     print_env
     ;;
   stop)
@@ -583,6 +607,10 @@ case "${1:-start}" in
     fetch_kafka_tools
     echo "$kafka_dir/tools/*:$kafka_dir/libs/*"
     ;;
+  spring-classpath)
+    fetch_spring
+    echo "$spring_dir/libs/*"
+    ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env|perf-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|perf-classpath|spring-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

@@ -56,6 +56,7 @@ func (c *Clients) open(ctx context.Context, f *Factory, need Need) error {
 		}
 		st := c.Store
 		c.closers = append(c.closers, func() { st.Close() })
+		NoteTableShape(f.Streams, st)
 		if need&NeedJournal != 0 {
 			if err := st.Verify(ctx); err != nil {
 				return StoreError(err, c.Naming)

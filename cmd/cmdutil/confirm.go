@@ -151,21 +151,51 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// RegisterExecuteFlags adds the flags of an action that is a dry run unless told otherwise,
-// the same in replay, processed prune and processed forget (docs/design.md §4): --execute
-// (act; default print the plan and change nothing), --yes (do not ask; required with
-// --execute off a terminal) and --reason (the justification, shown in the confirmation).
-// act completes "--execute: …", why is the start of --reason's help.
-func RegisterExecuteFlags(fs *pflag.FlagSet, execute, yes *bool, reason *string, act, why string) {
-	fs.BoolVar(execute, "execute", false, act+" (default: print the plan and change nothing)")
-	fs.BoolVar(yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fs.StringVar(reason, "reason", "", why+": shown in the confirmation and journaled (only with --execute)")
+// ActionFlags are the inputs every action that changes something shares (replay, processed
+// prune, processed forget): a dry run unless --execute, --yes for scripts, the --reason that
+// justifies it and the --operator who acts, both journaled (docs/design.md §3.3), with the
+// confirmation and the environment that names the operator by default.
+type ActionFlags struct {
+	Execute  bool
+	Yes      bool
+	Reason   string
+	Operator string
+
+	Getenv  func(string) string
+	Confirm func(yes bool, p Prompt) error
 }
 
-// RegisterOperatorFlag adds --operator, who acts, for the journal (docs/design.md §3.3); the
-// default is replay.Operator's.
-func RegisterOperatorFlag(fs *pflag.FlagSet, operator *string, who string) {
-	fs.StringVar(operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+// NewActionFlags is an ActionFlags that confirms on f's terminal.
+func NewActionFlags(f *Factory) ActionFlags {
+	return ActionFlags{Getenv: f.Getenv, Confirm: func(yes bool, p Prompt) error { return ConfirmPrompt(f, yes, p) }}
+}
+
+// Register adds --execute, --yes, --reason and --operator: act is what --execute does, why
+// the help of --reason, who who acts.
+func (a *ActionFlags) Register(fs *pflag.FlagSet, act, why, who string) {
+	fs.BoolVar(&a.Execute, "execute", false, act+" (default: print the plan and change nothing)")
+	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
+	fs.StringVar(&a.Reason, "reason", "", why)
+	a.RegisterOperator(fs, who)
+}
+
+// RegisterOperator adds --operator alone, for a command that asks for its reasons as it acts
+// (triage).
+func (a *ActionFlags) RegisterOperator(fs *pflag.FlagSet, who string) {
+	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+}
+
+// RegisterYes adds --yes alone, for an action that has no dry run (replay resume).
+func (a *ActionFlags) RegisterYes(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+}
+
+// Check refuses --reason on a dry run: it justifies an action, and a dry run changes nothing.
+func (a *ActionFlags) Check(cmd *cobra.Command) error {
+	if !a.Execute && cmd.Flags().Changed("reason") {
+		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
+	}
+	return nil
 }
 
 // RawJSON is s as the JSON it holds, or as a JSON string when it holds none: a journaled
@@ -176,13 +206,4 @@ func RawJSON(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// CheckExecuteFlags refuses --reason on a dry run: it justifies an action, and a dry run
-// changes nothing.
-func CheckExecuteFlags(cmd *cobra.Command, execute bool) error {
-	if !execute && cmd.Flags().Changed("reason") {
-		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
-	}
-	return nil
 }

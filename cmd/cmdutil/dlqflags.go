@@ -36,8 +36,8 @@ type DLQTopicFlags struct {
 
 // Register adds --topic and --pattern.
 func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic ending in .dlq, -dlt or .DLT)")
-	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default "+dlq.DefaultTopicPattern.String()+")")
+	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic --pattern matches)")
+	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default: FIELDWORK_DLQ_PATTERN, the context's dlq_pattern, else "+dlq.DefaultTopicPattern.String()+")")
 }
 
 // Compile validates the flags: --topic and --pattern do not mix, and the pattern compiles.
@@ -60,23 +60,62 @@ func (t *DLQTopicFlags) Compile() (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// Resolve finds the topics, saying on stderr when a pattern matched none ("no dead letters:
-// no topic matches …", with a hint that ACLs may hide topics, whatever the format: nothing is
-// read then).
-func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, s *output.Streams) ([]string, error) {
+// DLQPattern is the pattern configured for finding dead-letter topics, and where it was
+// configured: the environment or the context (config.Connection.DLQPattern); "" for none.
+type DLQPattern func() (pattern, from string, err error)
+
+// DLQPattern is the dead-letter topic pattern of the resolved connection.
+func (f *Factory) DLQPattern() (pattern, from string, err error) {
+	conn, err := f.Connection()
+	return conn.DLQPattern, conn.DLQPatternFrom, err
+}
+
+// Resolve finds the topics. Without --topic it reads the topics the pattern matches: --pattern
+// (pattern), else the configured one, else dlq.DefaultTopicPattern, and says on stderr which
+// pattern it used, from where, and how many topics matched — when none, with a hint that ACLs
+// may hide topics, whatever the format: nothing is read then.
+func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, configured DLQPattern, s *output.Streams) ([]string, error) {
+	from := "--pattern"
+	if len(t.Topics) == 0 && pattern == nil {
+		from = "default"
+		pattern = dlq.DefaultTopicPattern
+		if configured != nil {
+			p, where, err := configured()
+			if err != nil {
+				return nil, err
+			}
+			if p != "" {
+				re, err := regexp.Compile(p)
+				if err != nil {
+					return nil, fwerr.Usagef("the dead-letter topic pattern %q (%s) is not a regular expression: %v", p, where, err)
+				}
+				pattern, from = re, where
+			}
+		}
+	}
 	topics, err := dlq.Topics(ctx, c, t.Topics, pattern)
 	if err != nil {
 		return nil, err
 	}
+	if len(t.Topics) > 0 {
+		return topics, nil
+	}
 	if len(topics) == 0 {
-		if pattern == nil {
-			pattern = dlq.DefaultTopicPattern
-		}
 		// The cluster lists only the topics the principal may DESCRIBE: say so, since an
 		// empty answer may be the ACLs' and not the cluster's.
-		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s\n", pattern)
+		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s (%s)\n", pattern, from)
 		fmt.Fprintln(s.ErrText(), "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
+		return topics, nil
 	}
+	noun := "topics match"
+	if len(topics) == 1 {
+		noun = "topic matches"
+	}
+	shown := topics
+	if len(shown) > 10 {
+		shown = append(slices.Clone(shown[:10]), "…")
+	}
+	fmt.Fprintf(s.ErrText(), "%d %s %s (%s): %s\n", len(topics), noun, pattern, from, strings.Join(shown, ", "))
 	return topics, nil
 }
 
@@ -132,7 +171,7 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 	}
 	if set&DLQFields != 0 {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
-		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message or error class matches this regular expression")
+		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message, error class or root cause matches this regular expression")
 		fs.StringVar(&fl.OriginalTopic, "original-topic", "", "dead letters of records from this topic")
 		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")

@@ -36,3 +36,9 @@ func WaitAndClose(ctx context.Context, s *output.Streams, name string, close fun
 func Warn(s *output.Streams, msg string) {
 	fmt.Fprintln(s.ErrText(), s.ErrStyles().Warn.Render("warning: ")+msg)
 }
+
+// Note writes a note on stderr: "note: " (dimmed on a terminal), then msg, through the
+// terminal rule (docs/design.md §4.1).
+func Note(s *output.Streams, msg string) {
+	fmt.Fprintln(s.ErrText(), s.ErrStyles().Dim.Render("note: ")+msg)
+}

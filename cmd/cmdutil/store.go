@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -58,10 +60,44 @@ func RegisterStoreFlags(fs *pflag.FlagSet, o *dedup.Options) {
 	} {
 		fs.StringVar(col.v, "column-"+col.name, col.def, "column holding the "+strings.ReplaceAll(col.name, "-", " ")+", on an existing table")
 	}
+	fs.StringVar(&c.ProcessedAtUnit, "column-processed-at-unit", "", "how an integer processed-at column counts time since the epoch: ms (the default) or s")
+	fs.StringVar(&o.Preset, "preset", "", "read the processed-message table of another library, created by its own DDL on PostgreSQL: "+strings.Join(dedup.PresetNames(), ", "))
+}
+
+// CompletePreset completes --preset on the commands that register the store flags.
+func CompletePreset(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("preset", cobra.FixedCompletions(dedup.PresetNames(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+// NoteTableShape says on stderr, once a store is open, what the marker table is when it is not
+// fieldwork's own: the library of its preset and the columns it lacks (read as absent).
+func NoteTableShape(s *output.Streams, st *dedup.Store) {
+	absent := st.Absent()
+	p := st.Preset()
+	if p == nil && len(absent) == 0 {
+		return
+	}
+	msg := st.Table()
+	if p != nil {
+		msg += " is " + p.Library + "'s table"
+	}
+	if len(absent) > 0 {
+		if p != nil {
+			msg += ";"
+		}
+		msg += " it has no " + strings.Join(absent, ", ") + " column: shown as -"
+		if slices.Contains(absent, "consumer") {
+			msg += " (the consumer is the table's name)"
+		}
+	}
+	Note(s, msg)
 }
 
 // CustomColumns reports whether the --column-* flags map any column away from its default.
 func CustomColumns(o dedup.Options) bool {
+	if o.Preset != "" {
+		return true
+	}
 	d := dedup.DefaultColumns
 	c := o.Columns
 	for _, p := range [][2]string{
@@ -100,11 +136,12 @@ func StoreError(err error, o dedup.Options) error {
 		ident *dedup.InvalidIdentifierError
 		dsn   *dedup.InvalidDSNError
 		input *dedup.InvalidInputError
+		col   *dedup.MissingColumnError
 		conn  *dedup.ConnectError
 		vm    *dedup.VersionMismatchError
 	)
 	switch {
-	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input):
+	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input), errors.As(err, &col):
 		return fwerr.Wrap(fwerr.KindUsage, err)
 	case errors.As(err, &conn):
 		return fwerr.Connect(err)

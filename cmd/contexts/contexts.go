@@ -41,13 +41,30 @@ type contextView struct {
 	config.Context
 }
 
-func load(f *cmdutil.Factory) (path string, file *config.File, current, from string, err error) {
-	path, file, err = f.ConfigFile()
-	if err != nil {
-		return "", nil, "", "", err
+// session is what each context subcommand reads: the config file, the context in use and
+// where that choice comes from, and the printer of -o.
+type session struct {
+	path          string
+	file          *config.File
+	current, from string
+	p             *output.Printer
+}
+
+// run is the one run shape of the group: load the session, then do fn with the arguments.
+func run(f *cmdutil.Factory, fn func(s *session, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		path, file, err := f.ConfigFile()
+		if err != nil {
+			return err
+		}
+		p, err := f.Printer()
+		if err != nil {
+			return err
+		}
+		s := &session{path: path, file: file, p: p}
+		s.current, s.from = config.Current(f.Conn, f.Getenv, file)
+		return fn(s, args)
 	}
-	current, from = config.Current(f.Conn, f.Getenv, file)
-	return path, file, current, from, nil
 }
 
 func newCmdList(f *cmdutil.Factory) *cobra.Command {
@@ -56,21 +73,13 @@ func newCmdList(f *cmdutil.Factory) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "Every context of the config file; * marks the one in use",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, file, current, _, err := load(f)
-			if err != nil {
-				return err
-			}
-			p, err := f.Printer()
-			if err != nil {
-				return err
-			}
+		RunE: run(f, func(s *session, _ []string) error {
 			var views []contextView
-			for _, n := range file.Names() {
-				views = append(views, contextView{Name: n, Current: n == current, Context: file.Contexts[n].Redacted()})
+			for _, n := range s.file.Names() {
+				views = append(views, contextView{Name: n, Current: n == s.current, Context: s.file.Contexts[n].Redacted()})
 			}
-			return output.List(p, views, listColumns, "no contexts in "+path)
-		},
+			return output.List(s.p, views, listColumns, "no contexts in "+s.path)
+		}),
 	}
 }
 
@@ -91,28 +100,20 @@ func newCmdCurrent(f *cmdutil.Factory) *cobra.Command {
 		Use:   "current",
 		Short: "The name of the context in use, and where that choice comes from",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, _, current, from, err := load(f)
-			if err != nil {
-				return err
-			}
-			if current == "" {
-				return fmt.Errorf("no context in use: %s sets no current_context, and neither --context nor FIELDWORK_CONTEXT is given (fieldwork context use NAME sets one)", path)
-			}
-			p, err := f.Printer()
-			if err != nil {
-				return err
+		RunE: run(f, func(s *session, _ []string) error {
+			if s.current == "" {
+				return fmt.Errorf("no context in use: %s sets no current_context, and neither --context nor FIELDWORK_CONTEXT is given (fieldwork context use NAME sets one)", s.path)
 			}
 			// The bare name unless -o asks for more: what a shell prompt or a script reads.
-			if f.OutputFormat == "" || p.Format == output.FormatTable {
-				fmt.Fprintln(f.Streams.Out, current)
+			if f.OutputFormat == "" || s.p.Format == output.FormatTable {
+				fmt.Fprintln(f.Streams.Out, s.current)
 				return nil
 			}
-			return p.Object(struct {
+			return s.p.Object(struct {
 				Name string `json:"name"`
 				From string `json:"from"`
-			}{current, from}, []output.Section{{Fields: [][2]string{{"name", current}, {"from", from}}}})
-		},
+			}{s.current, s.from}, []output.Section{{Fields: [][2]string{{"name", s.current}, {"from", s.from}}}})
+		}),
 	}
 }
 
@@ -121,29 +122,21 @@ func newCmdShow(f *cmdutil.Factory) *cobra.Command {
 		Use:   "show [NAME]",
 		Short: "A context's settings, secrets redacted (default the one in use)",
 		Args:  cmdutil.MaxArgs(1, "the name of one context"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, file, current, _, err := load(f)
-			if err != nil {
-				return err
-			}
-			name := current
+		RunE: run(f, func(s *session, args []string) error {
+			name := s.current
 			if len(args) == 1 {
 				name = args[0]
 			}
 			if name == "" {
-				return fwerr.Usagef("no context in use: name one (fieldwork context show NAME; known: %s)", orNone(file.Names()))
+				return fwerr.Usagef("no context in use: name one (fieldwork context show NAME; known: %s)", orNone(s.file.Names()))
 			}
-			c, ok := file.Contexts[name]
+			c, ok := s.file.Contexts[name]
 			if !ok {
-				return fwerr.Usagef("context %q is not defined in %s (known: %s)", name, path, orNone(file.Names()))
+				return fwerr.Usagef("context %q is not defined in %s (known: %s)", name, s.path, orNone(s.file.Names()))
 			}
-			p, err := f.Printer()
-			if err != nil {
-				return err
-			}
-			v := contextView{Name: name, Current: name == current, Context: c.Redacted()}
-			return p.Object(v, showSections(v))
-		},
+			v := contextView{Name: name, Current: name == s.current, Context: c.Redacted()}
+			return s.p.Object(v, showSections(v))
+		}),
 	}
 }
 
@@ -153,37 +146,31 @@ func showSections(v contextView) []output.Section {
 		{"name", v.Name}, {"in use", fmt.Sprint(v.Current)},
 		{"brokers", cmdutil.OrDash(strings.Join(c.Brokers, ","))}, {"dsn", cmdutil.OrDash(c.DSN)},
 	}
-	add := func(k, val string) {
-		if val != "" {
-			fields = append(fields, [2]string{k, val})
+	tls, insecure := "", ""
+	if c.TLS.Enabled || c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.PKCS12File != "" {
+		tls = "on"
+	}
+	if c.TLS.InsecureSkipVerify {
+		insecure = "true"
+	}
+	// Only the settings the context has, in this order.
+	for _, kv := range [][2]string{
+		{"dsn_password_env", c.DSNPasswordEnv}, {"dsn_password_file", c.DSNPasswordFile},
+		{"tls", tls}, {"tls.ca_file", c.TLS.CAFile}, {"tls.cert_file", c.TLS.CertFile},
+		{"tls.key_file", c.TLS.KeyFile}, {"tls.pkcs12_file", c.TLS.PKCS12File},
+		{"tls.key_password_env", c.TLS.KeyPasswordEnv}, {"tls.key_password_file", c.TLS.KeyPasswordFile},
+		{"tls.server_name", c.TLS.ServerName}, {"tls.insecure_skip_verify", insecure},
+		{"sasl.mechanism", c.SASL.Mechanism}, {"sasl.username", c.SASL.Username},
+		{"sasl.password_env", c.SASL.PasswordEnv}, {"sasl.password_file", c.SASL.PasswordFile},
+		{"sasl.token_env", c.SASL.TokenEnv}, {"sasl.token_file", c.SASL.TokenFile},
+		{"sasl.token_url", c.SASL.TokenURL}, {"sasl.client_id", c.SASL.ClientID},
+		{"sasl.client_secret_env", c.SASL.ClientSecretEnv}, {"sasl.client_secret_file", c.SASL.ClientSecretFile},
+		{"sasl.scope", c.SASL.Scope},
+	} {
+		if kv[1] != "" {
+			fields = append(fields, kv)
 		}
 	}
-	add("dsn_password_env", c.DSNPasswordEnv)
-	add("dsn_password_file", c.DSNPasswordFile)
-	if c.TLS.Enabled || c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.PKCS12File != "" {
-		fields = append(fields, [2]string{"tls", "on"})
-	}
-	add("tls.ca_file", c.TLS.CAFile)
-	add("tls.cert_file", c.TLS.CertFile)
-	add("tls.key_file", c.TLS.KeyFile)
-	add("tls.pkcs12_file", c.TLS.PKCS12File)
-	add("tls.key_password_env", c.TLS.KeyPasswordEnv)
-	add("tls.key_password_file", c.TLS.KeyPasswordFile)
-	add("tls.server_name", c.TLS.ServerName)
-	if c.TLS.InsecureSkipVerify {
-		fields = append(fields, [2]string{"tls.insecure_skip_verify", "true"})
-	}
-	add("sasl.mechanism", c.SASL.Mechanism)
-	add("sasl.username", c.SASL.Username)
-	add("sasl.password_env", c.SASL.PasswordEnv)
-	add("sasl.password_file", c.SASL.PasswordFile)
-	add("sasl.token_env", c.SASL.TokenEnv)
-	add("sasl.token_file", c.SASL.TokenFile)
-	add("sasl.token_url", c.SASL.TokenURL)
-	add("sasl.client_id", c.SASL.ClientID)
-	add("sasl.client_secret_env", c.SASL.ClientSecretEnv)
-	add("sasl.client_secret_file", c.SASL.ClientSecretFile)
-	add("sasl.scope", c.SASL.Scope)
 	return []output.Section{{Title: "Context " + v.Name, Fields: fields}}
 }
 
@@ -192,17 +179,13 @@ func newCmdUse(f *cmdutil.Factory) *cobra.Command {
 		Use:   "use NAME",
 		Short: "Make NAME the config file's current_context (the rest of the file is kept)",
 		Args:  cmdutil.ExactArgs(1, "the name of the context to use"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, _, _, _, err := load(f)
-			if err != nil {
+		RunE: run(f, func(s *session, args []string) error {
+			if err := config.Use(s.path, args[0]); err != nil {
 				return err
 			}
-			if err := config.Use(path, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.Streams.ErrOut, "current context: %s (in %s)\n", args[0], path)
+			fmt.Fprintf(f.Streams.ErrOut, "current context: %s (in %s)\n", args[0], s.path)
 			return nil
-		},
+		}),
 	}
 }
 

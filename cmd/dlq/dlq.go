@@ -13,7 +13,8 @@ import (
 
 // dlqLong is the group's help.
 const dlqLong = `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
-headers, Spring Kafka, Kafka Connect, Watermill, SmallRye) as one view: where the record
+headers, Spring Kafka and its retry topics, Kafka Connect, Watermill, SmallRye, Karafka,
+Wolverine, Confluent's data-contract rules, uber-go/kafka-client) as one view: where the record
 failed (original topic, partition, offset), why (reason, error class, message), and which
 consumer gave up on it.
 
@@ -21,8 +22,12 @@ consumer gave up on it.
   dlq show T/P/O                one dead letter: metadata, headers, event, value, replay command
   dlq stats                     per topic and per (original topic, reason, error class)
 
-Without --topic or --pattern the commands read every topic whose name ends in .dlq, -dlt or
-.DLT. Scans read the offsets fixed when they start and never wait for new records.
+Without --topic or --pattern the commands read every topic the configured pattern matches
+(FIELDWORK_DLQ_PATTERN, else the context's dlq_pattern), else the default: names ending in
+.dlq, -dlq, _dlq, .dlt, -dlt, .deadletter, -dead-letter-queue, _poison (and the other
+separators), starting with dlq-, dlq_, dlt- or deadletter- (Kafka Connect's dlq-s3-sink), and
+Spring's retry topics (-retry, -retry-N), case ignored. stderr says which pattern was used
+and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records.
 
 With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status
 for --consumer (default: the consumer group the dead letter names):
@@ -40,6 +45,7 @@ func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
 		NewCmdDLQStats(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.CompletePreset(cmd)
 	return cmd
 }
 
@@ -50,10 +56,12 @@ type dlqDeps struct {
 	// StoreConfigured reports whether a DSN is configured (flag, environment or context).
 	StoreConfigured func() (bool, error)
 	Now             func() time.Time
+	// DLQPattern is the configured dead-letter topic pattern (environment or context).
+	DLQPattern cmdutil.DLQPattern
 }
 
 func newDLQDeps(f *cmdutil.Factory) dlqDeps {
-	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: f.Now}
+	return dlqDeps{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: f.Now, DLQPattern: f.DLQPattern}
 }
 
 // lookup is what the status flags need to look statuses up.

@@ -289,7 +289,8 @@ func TestDLQConventions(t *testing.T) {
 			want int
 		}{
 			{[]string{"--dlq-reason", "malformed"}, 2},
-			{[]string{"--dlq-reason", "rejected,unknown"}, 10},
+			{[]string{"--dlq-reason", "rejected,unknown"}, 7},
+			{[]string{"--dlq-reason", "exhausted"}, 3},
 			{[]string{"--original-topic", "orders"}, 4},
 			{[]string{"--error", "^no such customer"}, 2},
 			{[]string{"--error", `IllegalStateException$`}, 2},
@@ -410,7 +411,7 @@ func TestDLQBadInput(t *testing.T) {
 	dlqCheck(t, env, names, "stats_empty.json", 0, "dlq", "stats", "--topic", empty, "-o", "json")
 
 	r = roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "-o", "json")
-	if r.Code != 0 || r.Stdout != "[]\n" || r.Stderr != "no dead letters: no topic matches ^no-such-topic-at-all$\n"+
+	if r.Code != 0 || r.Stdout != "[]\n" || r.Stderr != "no dead letters: no topic matches ^no-such-topic-at-all$ (--pattern)\n"+
 		"hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)\n" {
 		t.Errorf("pattern matching nothing: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}

@@ -95,7 +95,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
+	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 		}},
 		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
 		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
+		{Name: "root cause", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.RootCause)) }},
 		{Name: "event id", WideOnly: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
 		{Name: "age", Value: func(e dlq.Entry) string {
 			if e.Timestamp.IsZero() {
@@ -138,6 +139,7 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	{Name: "reason", Value: func(e dlq.Entry) string { return e.Reason }},
 	{Name: "error_class", Value: func(e dlq.Entry) string { return e.ErrorClass }},
 	{Name: "error_message", Value: func(e dlq.Entry) string { return e.ErrorMessage }},
+	{Name: "root_cause", Value: func(e dlq.Entry) string { return e.RootCause }},
 	{Name: "attempts", Value: func(e dlq.Entry) string {
 		if e.Attempts > 0 {
 			return strconv.Itoa(e.Attempts)
@@ -145,6 +147,7 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 		return ""
 	}},
 	{Name: "event_id", Value: func(e dlq.Entry) string { return e.EventID }},
+	{Name: "event_id_source", Value: func(e dlq.Entry) string { return e.EventIDSource }},
 	{Name: "key", Value: func(e dlq.Entry) string {
 		if t, ok := cmdutil.BytesText(e.Key); ok && e.Key != nil {
 			return t
@@ -207,8 +210,11 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"convention", string(d.Convention)},
 		{"written", cmdutil.FormatTime(d.Timestamp) + age},
 		{"key", cmdutil.BytesDisplay(st, d.Key)},
-		{"event_id", cmdutil.OrDash(d.EventID)},
+		{"event_id", dlqEventID(d)},
 	}}
+	if d.HasOriginalKey {
+		head.Fields = append(head.Fields, [2]string{"original_key", cmdutil.BytesDisplay(st, d.OriginalKey)})
+	}
 	if d.ReplayCount > 0 {
 		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
 	}
@@ -230,6 +236,9 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"group", cmdutil.OrDash(d.Group)},
 		{"handler", cmdutil.OrDash(d.Handler)},
 	}}
+	if len(d.RetryTopics) > 0 {
+		orig.Fields = append(orig.Fields, [2]string{"retried in", strings.Join(d.RetryTopics, " → ")})
+	}
 	if d.Convention == dlq.ConventionUnknown {
 		orig.Fields, orig.Text = nil, st.Dim.Render("(no dead-letter headers of a known convention: see the headers)")
 	}
@@ -238,6 +247,9 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"error_class", cmdutil.OrDash(d.ErrorClass)},
 		{"message", cmdutil.OrDash(d.ErrorMessage)},
 	}}
+	if d.RootCause != "" {
+		failure.Fields = append(failure.Fields, [2]string{"root_cause", d.RootCause})
+	}
 	if d.Attempts > 0 {
 		failure.Fields = append(failure.Fields, [2]string{"attempts", strconv.Itoa(d.Attempts)})
 	}
@@ -279,6 +291,17 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		replay.Fields = append(replay.Fields, [2]string{"note", st.Warn.Render(n)})
 	}
 	return append(sections, replay)
+}
+
+// dlqEventID is the event id and where it was read: "evt-1 (from _watermill_message_uuid)".
+func dlqEventID(d dlq.DeadLetter) string {
+	if d.EventID == "" {
+		return "-"
+	}
+	if d.EventIDSource == "" {
+		return d.EventID
+	}
+	return d.EventID + " (from " + d.EventIDSource + ")"
 }
 
 // dlqStatusNote adds what the status was told from.

@@ -97,7 +97,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 		}
 		d = dlq.Parse(rec)
 	} else {
-		topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
+		topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 		if err != nil {
 			return err
 		}

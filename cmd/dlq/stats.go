@@ -81,7 +81,7 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.Streams)
+	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 	if err != nil {
 		return err
 	}

@@ -180,8 +180,8 @@ func TestDLQStatus(t *testing.T) {
 	for _, g := range rep.Groups {
 		byReason[g.Reason] = g.Statuses
 	}
-	if byReason[dlq.ReasonRejected] != (dlq.StatusCounts{Pending: 1, Resolved: 1}) || byReason[dlq.ReasonExhausted] != (dlq.StatusCounts{Resolved: 1}) ||
-		byReason[dlq.ReasonMalformed] != (dlq.StatusCounts{Unknown: 1}) || byReason[""] != (dlq.StatusCounts{Pending: 1}) {
+	if byReason[dlq.ReasonRejected] != (dlq.StatusCounts{Pending: 1, Resolved: 1}) || byReason[dlq.ReasonExhausted] != (dlq.StatusCounts{Pending: 1, Resolved: 1}) ||
+		byReason[dlq.ReasonMalformed] != (dlq.StatusCounts{Unknown: 1}) || len(byReason) != 3 {
 		t.Errorf("stats by reason: %+v", byReason)
 	}
 	dlqCheck(t, env, names, "stats_status.txt", 0, append([]string{"dlq", "stats", "-o", "table"}, store...)...)

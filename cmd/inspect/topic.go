@@ -27,7 +27,9 @@ func NewCmdInspectTopic(f *cmdutil.Factory, runF func(context.Context, *InspectT
 		Long: `Show a topic: each partition's leader, replicas, log start, last stable offset, high
 watermark and record count; its retention and cleanup configs; the envelope formats found
 among the newest --sample records of each partition (malformed ones listed with their
-offsets); and, for every consumer group with committed offsets on the topic, each committed
+offsets); which partitioners (murmur2: Kafka's Java client and franz-go; crc32: librdkafka;
+fnv1a: sarama) the sampled keyed records agree with, the --partitioner a replay into the
+topic needs; and, for every consumer group with committed offsets on the topic, each committed
 offset and the lag behind the high watermark.`,
 		Example: `  fieldwork inspect topic tasks
   fieldwork inspect topic tasks -o json | jq '.groups[] | {group, total_lag}'`,

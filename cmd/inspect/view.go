@@ -170,6 +170,9 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 		if len(rep.Sample.Malformed) > 0 {
 			sections = append(sections, malformedSection("Malformed records in the sample", p, rep.Sample.Malformed))
 		}
+		if ps := rep.Sample.Partitioners; ps.Keyed > 0 {
+			sections = append(sections, partitionersSection(ps, rep.Totals.Partitions))
+		}
 	}
 
 	groups := output.Section{Title: "Consumer groups", Header: []string{"group", "state", "partition", "committed", "lag"}}
@@ -280,4 +283,28 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 		sections = append(sections, findings)
 	}
 	return sections
+}
+
+// partitionersSection says which producers' partitioners the sampled keyed records agree with.
+func partitionersSection(ps inspect.PartitionerSample, partitions int) output.Section {
+	verdict := "none agrees with every keyed record (several producers, or a custom placement)"
+	switch {
+	case partitions == 1:
+		verdict = "one partition: every partitioner agrees"
+	case len(ps.Matching) > 0:
+		verdict = "agree with " + strings.Join(ps.Matching, ", ")
+	}
+	s := output.Section{Title: fmt.Sprintf("Partitioners (%d keyed records sampled: %s)", ps.Keyed, verdict),
+		Header: []string{"partitioner", "producers", "agree"}}
+	for _, a := range ps.Agrees {
+		s.Rows = append(s.Rows, []string{a.Partitioner, partitionerProducers[a.Partitioner], strconv.FormatInt(a.Agree, 10)})
+	}
+	return s
+}
+
+// partitionerProducers names the clients whose default partitioner each one is.
+var partitionerProducers = map[string]string{
+	string(kafka.PartitionerMurmur2): "Java client, franz-go",
+	string(kafka.PartitionerCRC32):   "librdkafka (confluent-kafka-*, kcat)",
+	string(kafka.PartitionerFNV1a):   "sarama",
 }

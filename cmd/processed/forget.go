@@ -25,18 +25,12 @@ type ProcessedForgetOptions struct {
 	FromFile     string
 	Consumer     string
 	AllConsumers bool
-	Execute      bool
-	Yes          bool
-	Reason       string
-	Operator     string
-	Getenv       func(string) string
-
-	Confirm func(yes bool, p cmdutil.Prompt) error
+	cmdutil.ActionFlags
 }
 
 // NewCmdProcessedForget builds `processed forget`.
 func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
-	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv, Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) }}
+	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
 	cmd := &cobra.Command{
 		Use:   "forget (EVENT_ID… | --from-file FILE) --consumer CONSUMER",
 		Short: "Delete markers so that the events are processed again (after a bug fix)",
@@ -63,7 +57,7 @@ operator, --reason, the consumer, the ids and the counts; processed journal list
   jq -r .event_id missing.jsonl | fieldwork processed forget --from-file - --consumer billing --execute --yes`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+			if err := opts.Check(cmd); err != nil {
 				return err
 			}
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
@@ -76,8 +70,7 @@ operator, --reason, the consumer, the ids and the counts; processed journal list
 	fl.StringVar(&opts.FromFile, "from-file", "", `read the event ids from this file, one per line ("-": stdin)`)
 	fl.StringVar(&opts.Consumer, "consumer", "", "the consumer whose markers to delete (required unless --all-consumers)")
 	fl.BoolVar(&opts.AllConsumers, "all-consumers", false, "delete the markers of every consumer (every consumer processes the events again)")
-	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you forget")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who forgets")
+	opts.Register(fl, "delete the markers", "why you forget: shown in the confirmation and journaled (only with --execute)", "who forgets")
 	return cmd
 }
 

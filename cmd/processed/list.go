@@ -26,7 +26,14 @@ type ProcessedListOptions struct {
 
 	window cmdutil.WindowFlags
 	cursor string
+	status string
 }
+
+// The values of processed list --status.
+const (
+	statusProcessed = "processed"
+	statusFailed    = "failed"
+)
 
 // NewCmdProcessedList builds `processed list`.
 func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *ProcessedListOptions) error) *cobra.Command {
@@ -57,6 +64,8 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 	fl.StringVar(&opts.Filter.Consumer, "consumer", "", "only this consumer's markers")
 	opts.window.Register(fl, "processed at or after", "processed before")
 	fl.StringVar(&opts.Filter.AggregateID, "aggregate", "", "only markers of this aggregate id")
+	fl.StringVar(&opts.status, "status", statusProcessed, "processed (the markers) or failed (the failed rows of a table that keeps them: CAP's)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{statusProcessed, statusFailed}, cobra.ShellCompDirectiveNoFileComp))
 	fl.IntVar(&opts.Filter.Limit, "limit", dedup.DefaultListLimit, fmt.Sprintf("markers per page (1..%d)", maxListLimit))
 	fl.StringVar(&opts.cursor, "cursor", "", "continue after the page that printed this cursor")
 	return cmd
@@ -67,6 +76,13 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command, now time.Time) error
 		if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {
 			return err
 		}
+	}
+	switch opts.status {
+	case statusProcessed:
+	case statusFailed:
+		opts.Filter.Failed = true
+	default:
+		return fwerr.Usagef("--status %q: want %s or %s", opts.status, statusProcessed, statusFailed)
 	}
 	if opts.Filter.Limit < 1 || opts.Filter.Limit > maxListLimit {
 		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)

@@ -26,7 +26,13 @@ markers (by age, or by event id so that events are processed again).
 
 The store is --dsn (postgres://… or sqlite:PATH; env FIELDWORK_DSN, or the context's dsn).
 --schema and --table name the marker table; the --column-* flags let the queries read an
-existing table of the same shape whose columns have other names.
+existing table whose columns have other names, and --preset the processed-message table of
+another library as its own DDL creates it on PostgreSQL: eventuate (received_messages),
+masstransit (InboxState), cap (received; --status failed lists its Failed rows), nservicebus
+(the endpoint's OutboxData). The column types are read from the table; columns it lacks
+(topic, partition, offset, aggregate) are shown as - and said on stderr, and what needs them
+refuses. forget and prune never delete a row whose outgoing messages are not yet delivered,
+and forget is refused on CAP's table (CAP does not skip a message by its row).
 
 prune and forget are dry runs unless --execute: they print what they would delete. With
 --execute they ask for confirmation on a terminal; without a terminal (scripts, CI) they
@@ -47,6 +53,7 @@ func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
 		NewCmdProcessedJournal(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.CompletePreset(cmd)
 	return cmd
 }
 

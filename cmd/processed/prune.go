@@ -25,21 +25,15 @@ type ProcessedPruneOptions struct {
 	BatchSize int
 	Topics    []string
 	Force     bool
-	Execute   bool
-	Yes       bool
-	Reason    string
-	Operator  string
-	Getenv    func(string) string
-
-	Confirm func(yes bool, p cmdutil.Prompt) error
-	Now     func() time.Time
+	cmdutil.ActionFlags
+	Now func() time.Time
 }
 
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
-		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now, Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
+		StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}, Now: f.Now,
+		ActionFlags: cmdutil.NewActionFlags(f),
 	}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
@@ -54,8 +48,9 @@ recorded, or the --topic flags) and reads their retention.ms and cleanup.policy 
 (--brokers). It refuses (exit 2) when --older-than is shorter than any of those retentions,
 when a topic keeps records forever (retention.ms -1, or cleanup.policy compact), when a topic
 does not exist on the cluster, or when some markers recorded no topic and --topic is not
-given. When no brokers are configured it refuses (exit 2), and when they cannot be reached it
-fails (exit 4): it cannot tell the horizon. --force skips all of this, saying on stderr what
+given. When no brokers are configured it refuses (exit 2), when they cannot be reached it
+fails (exit 4), and when the cluster's ACLs deny DESCRIBE_CONFIGS on a source topic it fails
+(exit 5, naming the topic): it cannot tell the horizon. --force skips all of this, saying on stderr what
 it did not check.
 
 A dry run by default. Without --execute it prints the plan, how many markers it would delete
@@ -86,7 +81,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
 				return err
 			}
-			if err := cmdutil.CheckExecuteFlags(cmd, opts.Execute); err != nil {
+			if err := opts.Check(cmd); err != nil {
 				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
@@ -98,8 +93,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	fl.IntVar(&opts.BatchSize, "batch-size", dedup.DefaultPruneBatch, "markers deleted per transaction")
 	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
 	fl.BoolVar(&opts.Force, "force", false, "prune even inside a replay horizon, or without checking it")
-	cmdutil.RegisterExecuteFlags(fl, &opts.Execute, &opts.Yes, &opts.Reason, "delete the markers", "why you prune")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who prunes")
+	opts.Register(fl, "delete the markers", "why you prune: shown in the confirmation and journaled (only with --execute)", "who prunes")
 	return cmd
 }
 

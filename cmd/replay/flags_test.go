@@ -31,7 +31,7 @@ func TestReplayFlags(t *testing.T) {
 	}
 	s := o.Spec
 	if s.From != "tasks.dlq" || s.Record != "tasks.dlq/2/41" || len(s.Partitions) != 1 || s.Partitions[0] != 2 ||
-		*s.StartOffset != 41 || *s.EndOffset != 41 || s.MaxReplays != replay.DefaultMaxReplays || s.ToPartition != replay.PartitionDefault || o.Execute {
+		*s.StartOffset != 41 || *s.EndOffset != 41 || s.MaxReplays != replay.DefaultMaxReplays || s.ToPartition != replay.PartitionAuto || o.Execute {
 		t.Fatalf("record address: %+v", s)
 	}
 

@@ -21,27 +21,19 @@ import (
 // --help and usage errors never dial a broker or open a database.
 type replayDeps struct {
 	cmdutil.StoreDeps
-	Confirm func(yes bool, p cmdutil.Prompt) error
-	Getenv  func(string) string
+	cmdutil.ActionFlags
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
-	return replayDeps{
-		StoreDeps: cmdutil.NewStoreDeps(f), Getenv: f.Getenv,
-		Confirm: func(yes bool, p cmdutil.Prompt) error { return cmdutil.ConfirmPrompt(f, yes, p) },
-	}
+	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
 type ReplayOptions struct {
 	replayDeps
-	Spec     replay.Spec
-	Execute  bool
-	Yes      bool
-	Reason   string
-	Operator string
-	Rate     float64
-	Sample   int
+	Spec   replay.Spec
+	Rate   float64
+	Sample int
 
 	sel cmdutil.SelectionFlags
 	// filters and status are the dead-letter filters and --status/--consumer, the same flag
@@ -76,9 +68,13 @@ replay's own output included) are never read.
 Target. Each record goes back to the original topic its dead-letter headers name (fieldwork,
 Spring, Kafka Connect, Watermill and SmallRye conventions); --to TOPIC sends everything there
 instead, and a record that is not a dead letter needs --to. Writing into the topic being read
-is refused. Keyed records are partitioned as Kafka's default partitioner does (murmur2 of the
-key), so an aggregate's events stay in order in one partition; --to-partition original keeps
-the original partition instead.
+is refused. A record goes where its key's other records are (--to-partition auto, the
+default): to the original partition its dead-letter headers name when the target has as many
+partitions as the topic it came from; otherwise where the producer's partitioner puts its key,
+--partitioner murmur2 (Kafka's Java client, franz-go), crc32 (librdkafka: confluent-kafka-go,
+-python, -dotnet, kcat) or fnv1a (sarama), murmur2 by default; a record without a key is spread.
+--to-partition original always keeps the original partition, --to-partition key always places
+by the key. The plan says which rule each target partition got.
 
 What is sent. Key, value and headers byte for byte, minus the dead-letter headers of every
 convention, plus provenance headers: fw.replay.id (the run), fw.replay.source
@@ -135,17 +131,17 @@ failure marks it failed.
 	fl.Lookup("consumer").Usage = "consumer whose markers --status pending and --skip-processed look up"
 	fl.BoolVar(&opts.skipProcessed, "skip-processed", false, "count but do not send records whose event --consumer already processed (needs a store)")
 	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
-	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionDefault, "default (murmur2 of the key, as Kafka) or original (the record's original partition)")
+	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionAuto, "auto (the original partition while the partition counts match, else by the key), original (always the original partition) or key (always by the key)")
+	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
-	fl.BoolVar(&opts.Execute, "execute", false, "send the records (default: print the plan and send nothing)")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
-	fl.StringVar(&opts.Reason, "reason", "", "why you replay: required with --execute, journaled and sent as fw.replay.reason")
-	cmdutil.RegisterOperatorFlag(fl, &opts.Operator, "who replays")
+	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
-	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions([]string{replay.PartitionDefault, replay.PartitionOriginal}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
 	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.CompletePreset(cmd)
 	cmd.AddCommand(
 		NewCmdReplayRuns(f, nil),
 		NewCmdReplayShow(f, nil),

@@ -16,7 +16,6 @@ import (
 type ReplayResumeOptions struct {
 	replayDeps
 	RunID string
-	Yes   bool
 	Force bool
 	Rate  float64
 }
@@ -51,7 +50,7 @@ resume (exit 0).`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedJournal|cmdutil.NeedKafka, opts, runF, replayResumeRun)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	opts.RegisterYes(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
 	cmd.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
 	return cmd

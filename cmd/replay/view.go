@@ -34,6 +34,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	head := output.Section{Title: title, Fields: [][2]string{
 		{"source", rep.Source},
 		{"target", rep.Target},
+		{"partitions", replayPlacement(rep.ToPartition, rep.Partitioner)},
 		{"max replays", strconv.Itoa(rep.MaxReplays)},
 	}}
 	if rep.RunID != "" {
@@ -78,13 +79,13 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	for _, m := range rep.Missing {
 		missing[[2]string{m.Topic, replayPartitionLabel(m.Partition)}] = true
 	}
-	targets := output.Section{Title: "Targets", Header: []string{"topic", "partition", "records"}}
+	targets := output.Section{Title: "Targets", Header: []string{"topic", "partition", "rule", "records"}}
 	for _, t := range rep.Targets {
 		topic, part := t.Topic, replayPartitionLabel(t.Partition)
 		if missing[[2]string{topic, part}] {
 			topic = st.Bad.Render(topic + " (does not exist)")
 		}
-		targets.Rows = append(targets.Rows, []string{topic, part, strconv.FormatInt(t.Records, 10)})
+		targets.Rows = append(targets.Rows, []string{topic, part, replayRuleLabel(t.Rule), strconv.FormatInt(t.Records, 10)})
 	}
 	sections := []output.Section{head, sel, ranges, targets}
 
@@ -362,4 +363,30 @@ func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Q
 // screen.
 func RenderPlan(p *output.Printer, rep *replay.Report) error {
 	return p.Object(rep, replayPlanSections(p, rep, false))
+}
+
+// replayPlacement says how a plan places records in partitions (--to-partition, --partitioner).
+func replayPlacement(mode, partitioner string) string {
+	switch mode {
+	case replay.PartitionOriginal:
+		return "original"
+	case replay.PartitionKey:
+		return "by key (" + partitioner + ")"
+	case "":
+		return "-"
+	}
+	return "original while the counts match, else by key (" + partitioner + ")"
+}
+
+// replayRuleLabel says why a target partition was chosen (replay.TargetCount.Rule).
+func replayRuleLabel(rule string) string {
+	switch rule {
+	case replay.RuleOriginal:
+		return "original partition"
+	case replay.RuleSpread:
+		return "no key: spread"
+	case "":
+		return "-"
+	}
+	return "key, " + rule
 }

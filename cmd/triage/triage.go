@@ -35,8 +35,9 @@ type TriageOptions struct {
 	Topics   cmdutil.DLQTopicFlags
 	Status   cmdutil.DLQStatusFlags
 	ReadOnly bool
-	Operator string
-	Poll     time.Duration
+	// Action holds --operator (who replays, for the journal); the reasons are typed in the console.
+	Action cmdutil.ActionFlags
+	Poll   time.Duration
 
 	// Set by parsing.
 	Pattern *regexp.Regexp
@@ -82,7 +83,7 @@ in scripts use fieldwork dlq list, dlq stats and replay.`,
 	opts.Topics.Register(cmd.Flags())
 	opts.Status.Register(cmd.Flags(), 0)
 	cmdutil.RegisterStoreFlags(cmd.Flags(), &f.Dedup)
-	cmdutil.RegisterOperatorFlag(cmd.Flags(), &opts.Operator, "who replays")
+	opts.Action.RegisterOperator(cmd.Flags(), "who replays")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "hide every action (replay, marking): look only")
 	cmd.Flags().DurationVar(&opts.Poll, "poll", tui.DefaultPoll, "how often new dead letters and statuses are read")
 	return cmd
@@ -128,7 +129,7 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 	backend := tui.NewBackend(tui.BackendOptions{
 		Cluster: cl.Kafka, Store: lookup.Store, Lookup: lookup,
 		Topics: opts.Topics.Topics, Pattern: opts.Pattern,
-		Operator: replay.Operator(opts.Operator, opts.Getenv),
+		Operator: replay.Operator(opts.Action.Operator, opts.Getenv),
 		NewRunID: func() string { return replay.NewRunID(opts.Now()) },
 	})
 	clip := termenv.NewOutput(s.Out)

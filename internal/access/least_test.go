@@ -153,6 +153,18 @@ func TestConsumerPrincipal(t *testing.T) {
 	if want := fmt.Sprintf("%d with a marker, 0 missing, %d malformed", w.records-w.poison, w.poison); !strings.Contains(r.stderr, want) {
 		t.Errorf("processed check: want %q\n%s", want, r)
 	}
+
+	// Without DESCRIBE_CONFIGS on its topic the prune cannot see the replay horizon: refused
+	// as a missing right (dry run and execute alike), nothing deleted; --force prunes anyway.
+	prune := append([]string{"processed", "prune", "--consumer", group, "--older-than", "1s", "-o", "jsonl"}, st...)
+	denied(t, as(t, p, nil, prune...), "DESCRIBE_CONFIGS on topic "+w.topic)
+	denied(t, as(t, p, nil, append(prune, "--execute", "--yes", "--reason", "r")...), "DESCRIBE_CONFIGS on topic "+w.topic)
+	if r := expect(t, p, 0, append([]string{"processed", "list", "--consumer", group, "-o", "jsonl"}, st...)...); strings.Count(r.stdout, "\n") != w.manifest.Events {
+		t.Errorf("a denied prune deleted markers: want %d left\n%s", w.manifest.Events, r)
+	}
+	if r := expect(t, p, 0, append(prune, "--force")...); !strings.Contains(r.stderr, "--force: not checking") && !strings.Contains(r.stderr, "--force: pruning anyway") {
+		t.Errorf("processed prune --force: want a warning of what it did not check\n%s", r)
+	}
 }
 
 // TestNoRightsPrincipal: a principal without any ACL gets exit 5 naming what it lacks from

@@ -72,6 +72,9 @@ type Context struct {
 	DSNPasswordFile string   `yaml:"dsn_password_file" json:"dsn_password_file,omitempty"`
 	TLS             TLS      `yaml:"tls" json:"tls"`
 	SASL            SASL     `yaml:"sasl" json:"sasl"`
+	// DLQPattern is the regular expression that finds this cluster's dead-letter topics when
+	// a dlq command names none (dlq.DefaultTopicPattern when empty).
+	DLQPattern string `yaml:"dlq_pattern" json:"dlq_pattern,omitempty"`
 }
 
 // File is the config file: named contexts and the one used when none is named.

@@ -49,6 +49,11 @@ type Connection struct {
 	Token        string `json:"-"`
 	ClientSecret string `json:"-"`
 
+	// DLQPattern finds the dead-letter topics when a dlq command names none:
+	// FIELDWORK_DLQ_PATTERN, else the context's dlq_pattern; "" for the default.
+	// DLQPatternFrom says which ("FIELDWORK_DLQ_PATTERN", "context NAME").
+	DLQPattern, DLQPatternFrom string
+
 	// Warnings are facts about how the secrets were given that the operator should hear
 	// (docs/design.md §4.2): the command prints them once, on stderr.
 	Warnings []string `json:"-"`
@@ -90,6 +95,12 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		c.Brokers = ctx.Brokers
 	}
 	c.DSN = first(fl.DSN, getenv("FIELDWORK_DSN"), ctx.DSN)
+	switch {
+	case getenv("FIELDWORK_DLQ_PATTERN") != "":
+		c.DLQPattern, c.DLQPatternFrom = getenv("FIELDWORK_DLQ_PATTERN"), "FIELDWORK_DLQ_PATTERN"
+	case ctx.DLQPattern != "":
+		c.DLQPattern, c.DLQPatternFrom = ctx.DLQPattern, "context "+name
+	}
 	if file != nil {
 		c.Warnings = append(c.Warnings, file.Warnings...)
 	}

@@ -99,7 +99,7 @@ func TestBrokerOutageStopWhenIdle(t *testing.T) {
 	applied, stale := checkProjection(t, st, schema, group, man)
 	markers := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
 	poison := map[string]bool{}
-	for _, d := range readAllAt(t, k.Brokers(), dlqTopic) {
+	for _, d := range testenv.ReadTopic(t, k.Brokers(), dlqTopic) {
 		p, _ := header(d, dlq.HeaderPartition)
 		o, _ := header(d, dlq.HeaderOffset)
 		poison[p+"/"+o] = true

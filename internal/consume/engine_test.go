@@ -22,6 +22,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/sample"
 	"github.com/fieldwork/fieldwork/internal/testenv"
+	"github.com/fieldwork/fieldwork/internal/testenv/invariant"
 )
 
 // TestDuplicatesAbsorbed: producer-retry duplicates (the same event id twice) and a whole
@@ -95,58 +96,18 @@ func TestStaleVersionsAreNoOps(t *testing.T) {
 	}
 }
 
-// checkProjection compares task_state with the manifest: every task at its last version,
-// each first-send event applied once, each stale re-emit counted once as stale.
+// checkProjection fails t unless task_state holds every effect of the stream exactly once
+// (invariant.Projection, the one check of it), and returns the applied and stale counts.
 func checkProjection(t testing.TB, st *dedup.Store, schema, consumer string, man sample.Manifest) (applied, stale int64) {
 	t.Helper()
-	stalePer := map[string]int64{}
-	for _, s := range man.Stale {
-		stalePer[s.AggregateID]++
-	}
-	table := tableName(t, st, schema, handlers.TableTaskState)
-	type row struct {
-		version, applied, stale, gaps int64
-		typ, status                   string
-	}
-	got := map[string]row{}
-	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
-		rows, err := tx.Query(context.Background(), `SELECT aggregate_id, version, applied_events, stale_events, version_gaps, event_type, status FROM `+table+` WHERE consumer = $1`, consumer)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var r row
-			if err := rows.Scan(&id, &r.version, &r.applied, &r.stale, &r.gaps, &r.typ, &r.status); err != nil {
-				return err
-			}
-			got[id] = r
-		}
-		return rows.Err()
-	})
+	f, probs, err := invariant.Projection(context.Background(), st, schema, consumer, man)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(man.Aggregates) {
-		t.Errorf("projection has %d tasks, want %d", len(got), len(man.Aggregates))
+	for _, p := range probs {
+		t.Error(p)
 	}
-	bad := 0
-	for _, a := range man.Aggregates {
-		r := got[a.ID]
-		applied += r.applied
-		stale += r.stale
-		if r.version != a.LastVersion || r.applied != int64(a.Events) || r.stale != stalePer[a.ID] || r.gaps != 0 || r.typ != a.LastType || r.status == "" {
-			if bad++; bad <= 5 {
-				t.Errorf("task %s: %+v; want version %d, applied %d, stale %d, type %s, no gaps",
-					a.ID, r, a.LastVersion, a.Events, stalePer[a.ID], a.LastType)
-			}
-		}
-	}
-	if bad > 5 {
-		t.Errorf("… %d tasks wrong in all", bad)
-	}
-	return applied, stale
+	return f.Applied, f.Stale
 }
 
 func tableName(t testing.TB, st *dedup.Store, schema, name string) string {

@@ -170,46 +170,7 @@ func handler(t testing.TB, st *dedup.Store, schema, name, consumer string, cfg h
 // readAll reads every record of topic up to its end offsets at the time of the call.
 func readAll(t testing.TB, topic string) []*kgo.Record {
 	t.Helper()
-	return readAllAt(t, testenv.Brokers(t), topic)
-}
-
-// readAllAt is readAll on the broker at brokers.
-func readAllAt(t testing.TB, brokers, topic string) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(testenv.Client(t, kgo.SeedBrokers(brokers)))
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
-	if len(want) == 0 {
-		return nil
-	}
-	cl := testenv.Client(t, kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	var out []*kgo.Record
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %s: %v (still want %v)", topic, err, want)
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("read %s: %v", topic, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := want[r.Partition]; ok && r.Offset < end {
-				out = append(out, r)
-				if r.Offset == end-1 {
-					delete(want, r.Partition)
-				}
-			}
-		})
-	}
-	return out
+	return testenv.ReadTopic(t, testenv.Brokers(t), topic)
 }
 
 func header(r *kgo.Record, key string) (string, bool) {

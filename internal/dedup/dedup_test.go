@@ -130,3 +130,28 @@ func TestMigrationState(t *testing.T) {
 		}
 	}
 }
+
+func TestPresetNamesWhatTheCallerLeftDefault(t *testing.T) {
+	n, err := Options{Preset: "cap", Columns: DefaultColumns, Schema: DefaultSchema, Table: DefaultTable}.names()
+	if err != nil || n.Schema != "cap" || n.Table != "received" || n.Journal != DefaultSchema || n.Columns.Consumer != "Group" ||
+		n.Columns.EventID != "Content" || n.Columns.EventIDPath != "Headers/cap-msg-id" || n.Columns.Topic != "Name" || n.Columns.StatusFailed != "Failed" {
+		t.Fatalf("cap: %+v %v", n, err)
+	}
+	// Given names win; a caller's event-id column holds the id itself; the journal is beside a
+	// table whose schema the caller chose.
+	c := DefaultColumns
+	c.EventID = "MessageId"
+	n, err = Options{Preset: "cap", Columns: c, Schema: "orders"}.names()
+	if err != nil || n.Schema != "orders" || n.Journal != "" || n.Columns.EventID != "MessageId" || n.Columns.EventIDPath != "" {
+		t.Fatalf("cap with --column-event-id: %+v %v", n, err)
+	}
+	if _, err := (Options{Preset: "hibernate"}).names(); err == nil {
+		t.Fatal("an unknown preset was accepted")
+	}
+	if _, err := (Options{Columns: ColumnNames{ProcessedAtUnit: "us"}}).names(); err == nil {
+		t.Fatal("a processed-at unit of us was accepted")
+	}
+	if _, err := (Options{Columns: ColumnNames{EventID: Absent}}).names(); err == nil {
+		t.Fatal("an absent event id was accepted")
+	}
+}

@@ -25,6 +25,10 @@ type ConnectError = dedupdriver.ConnectError
 // carries the DSN redacted. Callers map it to a usage error (exit 2).
 type InvalidDSNError = dedupdriver.InvalidDSNError
 
+// MissingColumnError means a table named by a column mapping lacks a column the queries need;
+// callers map it to a usage error (exit 2).
+type MissingColumnError = dedupdriver.MissingColumnError
+
 // VersionMismatchError means the store's migration version is not the one
 // this binary knows: older (run `fieldwork db migrate`; errors.Is(err,
 // ErrNotMigrated) is then true) or newer (upgrade fieldwork; Migrate refuses

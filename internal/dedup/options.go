@@ -20,6 +20,9 @@ const (
 // processed_at, topic, partition, offset, aggregate_id, aggregate_version).
 type ColumnNames = dedupdriver.Columns
 
+// Absent, as a column name, says the table has no such column (read as NULL).
+const Absent = dedupdriver.Absent
+
 // DefaultColumns are the column names that Migrate creates.
 var DefaultColumns = dedupdriver.DefaultColumns
 
@@ -35,6 +38,9 @@ type Options struct {
 	// Columns maps column names so that the queries work on an existing
 	// table of the same shape. Migrate refuses a non-default mapping.
 	Columns ColumnNames
+	// Preset names another library's table (Presets): its schema, table and columns, where
+	// Schema, Table and Columns still hold the defaults.
+	Preset string
 	// ConnectTimeout bounds connecting and the first ping when the DSN sets
 	// no connect_timeout of its own (default 5s).
 	ConnectTimeout time.Duration
@@ -99,8 +105,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// names validates every identifier of o (after defaults) and returns them.
+// names validates every identifier of o (after its preset and defaults) and returns them.
 func (o Options) names() (dedupdriver.Names, error) {
+	o, journal, err := o.applyPreset()
+	if err != nil {
+		return dedupdriver.Names{}, err
+	}
 	o = o.withDefaults()
 	if err := ValidateIdentifier("schema", o.Schema); err != nil {
 		return dedupdriver.Names{}, err
@@ -116,6 +126,9 @@ func (o Options) names() (dedupdriver.Names, error) {
 		{"aggregate_id", c.AggregateID}, {"aggregate_version", c.AggregateVersion},
 	} {
 		kind := "column " + f.logical
+		if f.name == dedupdriver.Absent && f.logical != "event_id" && f.logical != "processed_at" {
+			continue // a column the table lacks
+		}
 		if err := ValidateIdentifier(kind, f.name); err != nil {
 			return dedupdriver.Names{}, err
 		}
@@ -125,5 +138,10 @@ func (o Options) names() (dedupdriver.Names, error) {
 		}
 		seen[f.name] = f.logical
 	}
-	return dedupdriver.Names{Schema: o.Schema, Table: o.Table, Columns: c}, nil
+	if err := validateShape(c); err != nil {
+		return dedupdriver.Names{}, err
+	}
+	// Another library's table in its own schema: the journal of prunes and forgets is in
+	// fieldwork's.
+	return dedupdriver.Names{Schema: o.Schema, Table: o.Table, Columns: c, Journal: journal}, nil
 }

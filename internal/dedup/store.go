@@ -50,6 +50,8 @@ type Store struct {
 	drv           dedupdriver.Driver
 	names         dedupdriver.Names
 	customColumns bool
+	// preset is the other library's table the store reads (Options.Preset), or nil.
+	preset *Preset
 }
 
 // Open validates opts, picks the driver from dsn, connects and pings.
@@ -73,6 +75,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	preset, _ := presetOf(opts.Preset) // names() checked it
+	if kind == driverSQLite && (preset != nil || shaped(names.Columns)) {
+		return nil, &InvalidInputError{Field: "store", Index: -1, Value: "sqlite", Reason: "the tables of other libraries (--preset, a column a table lacks) are read on PostgreSQL"}
+	}
 	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password}
 	var drv dedupdriver.Driver
 	switch kind {
@@ -84,8 +90,38 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{drv: drv, names: names, customColumns: names.Columns != DefaultColumns}, nil
+	return &Store{drv: drv, names: names, customColumns: names.Columns != DefaultColumns, preset: preset}, nil
 }
+
+// shaped reports whether c says more than column names: a column absent, a unit, a path, a
+// status, a done or removable column.
+func shaped(c ColumnNames) bool {
+	plain := c
+	plain.ProcessedAtUnit, plain.EventIDPath, plain.Done, plain.Status, plain.StatusDone, plain.StatusFailed, plain.Removable = "", "", "", "", "", "", ""
+	return plain != c || slices.Contains([]string{c.Consumer, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, dedupdriver.Absent)
+}
+
+// Preset is the other library's table the store reads, or nil for a table of fieldwork's shape.
+func (s *Store) Preset() *Preset { return s.preset }
+
+// Absent names the logical columns (consumer, topic, partition, offset, aggregate_id,
+// aggregate_version) the table lacks: read as NULL, the consumer as the table's name.
+func (s *Store) Absent() []string {
+	c := s.drv.Columns()
+	var out []string
+	for _, f := range []struct{ logical, name string }{
+		{"consumer", c.Consumer}, {"topic", c.Topic}, {"partition", c.Partition}, {"offset", c.Offset},
+		{"aggregate_id", c.AggregateID}, {"aggregate_version", c.AggregateVersion},
+	} {
+		if f.name == dedupdriver.Absent {
+			out = append(out, f.logical)
+		}
+	}
+	return out
+}
+
+// HasFailed reports whether the table keeps failed rows apart (ListFilter.Failed).
+func (s *Store) HasFailed() bool { return s.drv.Columns().StatusFailed != "" }
 
 // Close releases the connections. Open transactions must be ended first.
 func (s *Store) Close() error { return s.drv.Close() }
@@ -233,6 +269,12 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultListLimit
 	}
+	if f.Failed && !s.HasFailed() {
+		return ListPage{}, &InvalidInputError{Field: "status", Index: -1, Value: "failed", Reason: "the table " + s.Table() + " keeps no failed rows: only " + s.presetLibrary() + "processed ones"}
+	}
+	if f.AggregateID != "" && slices.Contains(s.Absent(), "aggregate_id") {
+		return ListPage{}, &InvalidInputError{Field: "aggregate", Index: -1, Value: f.AggregateID, Reason: "the table " + s.Table() + " has no aggregate column to filter by"}
+	}
 	limit := f.Limit
 	f.Limit++ // one more tells whether there is a next page
 	rows, err := s.drv.List(ctx, f)
@@ -356,11 +398,46 @@ func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) 
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	if err := s.CheckForget(ctx, consumer, eventIDs); err != nil {
+		return nil, err
+	}
 	rows, err := s.drv.Forget(ctx, consumer, keys)
 	if err != nil {
 		return nil, fmt.Errorf("forget %d markers for %q in %s: %w", len(keys), consumer, s.Table(), err)
 	}
 	return rows, nil
+}
+
+// CheckForget refuses, with a usage error saying why, to forget markers of a table that makes
+// it unsafe: a preset whose library does not skip by its rows (CAP), or markers whose outgoing
+// messages are not yet delivered (MassTransit's Delivered, NServiceBus's Dispatched): deleting
+// them would lose those messages.
+func (s *Store) CheckForget(ctx context.Context, consumer string, eventIDs []string) error {
+	if s.preset != nil && s.preset.NoForget != "" {
+		return &InvalidInputError{Field: "forget", Index: -1, Value: s.preset.Name, Reason: "refusing to forget in " + s.Table() + ": " + s.preset.NoForget}
+	}
+	keys, _, err := keysOf(eventIDs)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	blocked, err := s.drv.Unremovable(ctx, consumer, keys)
+	if err != nil {
+		return fmt.Errorf("forget markers in %s: %w", s.Table(), err)
+	}
+	if len(blocked) > 0 {
+		return &InvalidInputError{Field: "forget", Index: -1, Value: strings.Join(blocked, ", "),
+			Reason: fmt.Sprintf("refusing to forget in %s: the outgoing messages of these markers are not yet delivered (%s is not set), and deleting them would lose those messages; forget them once they are delivered",
+				s.Table(), s.drv.Columns().Removable)}
+	}
+	return nil
+}
+
+// presetLibrary is "LIBRARY " of the store's preset, or "".
+func (s *Store) presetLibrary() string {
+	if s.preset == nil {
+		return ""
+	}
+	return s.preset.Library + " "
 }
 
 // consumersProbed bounds the consumers UnknownConsumer reads: past that many it cannot

@@ -12,29 +12,21 @@ import (
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
 type Convention string
 
-// The conventions Parse recognises, in the order it prefers them when a record carries the
-// headers of more than one.
+// The conventions Parse recognises. The conventions table (conventions.go) says which headers
+// belong to each, how they are read, and the order Parse prefers them in when a record
+// carries the headers of more than one.
 const (
-	ConventionFieldwork Convention = "fieldwork"
-	ConventionSpring    Convention = "spring"
-	ConventionConnect   Convention = "connect"
-	ConventionWatermill Convention = "watermill"
-	ConventionSmallRye  Convention = "smallrye"
-	ConventionUnknown   Convention = "unknown"
+	ConventionFieldwork    Convention = "fieldwork"
+	ConventionSpring       Convention = "spring"
+	ConventionConnect      Convention = "connect"
+	ConventionWatermill    Convention = "watermill"
+	ConventionSmallRye     Convention = "smallrye"
+	ConventionKarafka      Convention = "karafka"
+	ConventionWolverine    Convention = "wolverine"
+	ConventionDataContract Convention = "data-contract"
+	ConventionUberKafka    Convention = "uber-kafka-client"
+	ConventionUnknown      Convention = "unknown"
 )
-
-// conventionOrder lists the known conventions in order of precedence.
-var conventionOrder = [...]Convention{ConventionFieldwork, ConventionSpring, ConventionConnect, ConventionWatermill, ConventionSmallRye}
-
-// conventionRank is c's index in conventionOrder; c must be one of them.
-func conventionRank(c Convention) int {
-	for i, k := range conventionOrder {
-		if k == c {
-			return i
-		}
-	}
-	panic("dlq: unknown convention " + string(c))
-}
 
 // DeadLetter is one dead-letter record of any convention, normalised. Fields a convention does
 // not carry are zero (nil for the pointers): "not known", never a guess.
@@ -70,6 +62,15 @@ type DeadLetter struct {
 	ErrorClass   string `json:"error_class"`
 	ErrorMessage string `json:"error_message"`
 	StackTrace   string `json:"stack_trace"`
+	// RootCause is the innermost cause the stack trace names ("class: message", a Java
+	// "Caused by:" line or a .NET " ---> " inner exception), when it is not the error itself:
+	// what the message alone often leaves out (Kafka Connect's "Converting byte[] to Kafka
+	// Connect data failed due to serialization error: "). "" when the trace names none.
+	RootCause string `json:"root_cause,omitempty"`
+	// RetryTopics are the topics a record passed through before this one, oldest first, when
+	// its convention keeps the chain (Spring's retry topics: one original-topic header per
+	// hop). nil otherwise.
+	RetryTopics []string `json:"retry_topics,omitempty"`
 
 	// Attempts is how many times the handler was tried (fieldwork; Spring retry topics), 0 when
 	// unknown. FirstFailedAt and FailedAt bound the failures (fieldwork only).
@@ -80,6 +81,17 @@ type DeadLetter struct {
 	// EventID is fw.dlq.event_id, else the id envelope.Decode reads from the record (also from
 	// a record it finds malformed, when the id was readable), else "".
 	EventID string `json:"event_id"`
+	// EventIDSource says where EventID came from: the header it was read from
+	// (fw.dlq.event_id, _watermill_message_uuid, kafka_messageId, id) or "envelope"; "" when
+	// there is no event id.
+	EventIDSource string `json:"event_id_source,omitempty"`
+
+	// OriginalKey is the original record's key when the convention moved it out of the dead
+	// letter's own key (HasOriginalKey): uber-go/kafka-client keeps it in the DLQMetadata its
+	// key holds, Karafka in original_key (its key is the original partition). A replay sends
+	// this key. nil with HasOriginalKey is a record that had no key.
+	OriginalKey    []byte `json:"-"`
+	HasOriginalKey bool   `json:"-"`
 
 	// Key, Value and Headers are the record's, every header kept in order. JSON: see MarshalJSON.
 	Key     []byte            `json:"key"`
@@ -150,6 +162,9 @@ type deadLetterJSON struct {
 	plainDeadLetter
 	Key            *string            `json:"key"`
 	KeyBase64      []byte             `json:"key_base64,omitempty"`
+	HasOrigKey     bool               `json:"has_original_key,omitempty"`
+	OrigKey        *string            `json:"original_key,omitempty"`
+	OrigKeyBase64  []byte             `json:"original_key_base64,omitempty"`
 	Value          *string            `json:"value"`
 	ValueBase64    []byte             `json:"value_base64,omitempty"`
 	Headers        []printable.Header `json:"headers"`
@@ -173,6 +188,10 @@ func (d DeadLetter) AppendJSON(dst []byte) ([]byte, error) { return d.appendJSON
 func (d DeadLetter) marshalReflect(dst []byte) ([]byte, error) {
 	out := deadLetterJSON{plainDeadLetter: plainDeadLetter(d)}
 	out.Key, out.KeyBase64 = printable.Text(d.Key)
+	if d.HasOriginalKey {
+		out.HasOrigKey = true
+		out.OrigKey, out.OrigKeyBase64 = printable.Text(d.OriginalKey)
+	}
 	out.Value, out.ValueBase64 = printable.Text(d.Value)
 	out.Headers = make([]printable.Header, len(d.Headers))
 	for i, h := range d.Headers {
@@ -197,6 +216,10 @@ func (d *DeadLetter) UnmarshalJSON(b []byte) error {
 	}
 	*d = DeadLetter(in.plainDeadLetter)
 	d.Key = printable.FromText(in.Key, in.KeyBase64)
+	if in.HasOrigKey {
+		d.HasOriginalKey = true
+		d.OriginalKey = printable.FromText(in.OrigKey, in.OrigKeyBase64)
+	}
 	d.Value = printable.FromText(in.Value, in.ValueBase64)
 	d.Headers = nil
 	if len(in.Headers) > 0 {

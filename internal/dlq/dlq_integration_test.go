@@ -144,16 +144,16 @@ func TestDeadLettersFromTheBroker(t *testing.T) {
 	cases := map[string]want{
 		"fieldwork": {dlq.ConventionFieldwork, "tasks", "4", "1041", &origTS, "projector", "projection", "", "no such task", dlq.ReasonRejected, "evt-fw", 0},
 		"spring": {dlq.ConventionSpring, "orders", "3", "42", &origTS, "order-service", "",
-			"java.lang.IllegalStateException", "no such customer", "", "evt-spring", 0},
-		"spring-truncated": {dlq.ConventionSpring, "orders", "nil", "43", nil, "", "", "", "", "", "", 1},
+			"java.lang.IllegalStateException", "no such customer", dlq.ReasonExhausted, "evt-spring", 0},
+		"spring-truncated": {dlq.ConventionSpring, "orders", "nil", "43", nil, "", "", "", "", dlq.ReasonExhausted, "", 1},
 		"connect": {dlq.ConventionConnect, "customers", "2", "1234567", nil, "", "jdbc-sink",
 			"org.apache.kafka.connect.errors.DataException", "bad json", dlq.ReasonMalformed, "", 0},
 		"watermill":   {dlq.ConventionWatermill, "payments", "nil", "nil", nil, "", "payments_handler", "", "card declined", "", "", 0},
-		"smallrye":    {dlq.ConventionSmallRye, "movies", "1", "17", nil, "", "", "java.lang.RuntimeException", "Something went wrong", "", "", 0},
+		"smallrye":    {dlq.ConventionSmallRye, "movies", "1", "17", nil, "", "", "java.lang.RuntimeException", "Something went wrong", dlq.ReasonRejected, "", 0},
 		"unknown\xff": {dlq.ConventionUnknown, "", "nil", "nil", nil, "", "", "", "", "", "", 0},
 	}
 	if kcat {
-		cases["kcat"] = want{dlq.ConventionSmallRye, "orders", "2", "7", nil, "", "", "", "rejected by hand", "", "evt-kcat", 0}
+		cases["kcat"] = want{dlq.ConventionSmallRye, "orders", "2", "7", nil, "", "", "", "rejected by hand", dlq.ReasonRejected, "evt-kcat", 0}
 	}
 	if len(got) != len(cases) {
 		t.Errorf("read %d dead letters, want %d", len(got), len(cases))

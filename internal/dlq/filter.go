@@ -17,7 +17,7 @@ type Filter struct {
 	Since, Until time.Time
 	// Reasons selects any of these reasons; ReasonUnknown selects the dead letters with none.
 	Reasons []string
-	// ErrorRegexp must match the error message or the error class.
+	// ErrorRegexp must match the error message, the error class or the root cause.
 	ErrorRegexp *regexp.Regexp
 	// OriginalTopic, Group and EventID must equal the dead letter's.
 	OriginalTopic, Group, EventID string
@@ -37,7 +37,8 @@ func (f Filter) Match(d DeadLetter) bool {
 	if len(f.Reasons) > 0 && !f.matchReason(d.Reason) {
 		return false
 	}
-	if f.ErrorRegexp != nil && !f.ErrorRegexp.MatchString(d.ErrorMessage) && !f.ErrorRegexp.MatchString(d.ErrorClass) {
+	if f.ErrorRegexp != nil && !f.ErrorRegexp.MatchString(d.ErrorMessage) && !f.ErrorRegexp.MatchString(d.ErrorClass) &&
+		!f.ErrorRegexp.MatchString(d.RootCause) {
 		return false
 	}
 	if f.OriginalTopic != "" && d.OriginalTopic != f.OriginalTopic {

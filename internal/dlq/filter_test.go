@@ -11,7 +11,7 @@ func TestFilterMatch(t *testing.T) {
 	d := DeadLetter{
 		Timestamp: at, OriginalTopic: "orders", Group: "billing", Reason: ReasonRejected,
 		ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "card declined",
-		EventID: "evt-1", Key: []byte("order-\xff"),
+		EventID: "evt-1", Key: []byte("order-\xff"), RootCause: "java.net.SocketTimeoutException: Read timed out",
 	}
 	none := d
 	none.Reason = ""
@@ -32,6 +32,7 @@ func TestFilterMatch(t *testing.T) {
 		{"unknown reason not a known one", Filter{Reasons: []string{ReasonUnknown}}, d, false},
 		{"error regexp on message", Filter{ErrorRegexp: regexp.MustCompile(`declin`)}, d, true},
 		{"error regexp on class", Filter{ErrorRegexp: regexp.MustCompile(`IllegalState`)}, d, true},
+		{"error regexp on root cause", Filter{ErrorRegexp: regexp.MustCompile(`SocketTimeout`)}, d, true},
 		{"error regexp no match", Filter{ErrorRegexp: regexp.MustCompile(`^timeout`)}, d, false},
 		{"original topic", Filter{OriginalTopic: "orders"}, d, true},
 		{"other original topic", Filter{OriginalTopic: "order"}, d, false},

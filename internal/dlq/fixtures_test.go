@@ -187,13 +187,12 @@ func checkInvariants(t testing.TB, r *kgo.Record, d DeadLetter) {
 			t.Fatalf("header %d = %q: %q, want %q: %q", i, g.Key, g.Value, h.Key, h.Value)
 		}
 	}
-	switch d.Convention {
-	case ConventionFieldwork, ConventionSpring, ConventionConnect, ConventionWatermill, ConventionSmallRye:
-	case ConventionUnknown:
+	switch {
+	case d.Convention == ConventionUnknown:
 		if d.OriginalTopic != "" || d.OriginalPartition != nil || d.OriginalOffset != nil {
 			t.Fatalf("unknown convention with original coordinates: %+v", d)
 		}
-	default:
+	case conventionAt(d.Convention) == nil:
 		t.Fatalf("convention %q", d.Convention)
 	}
 	for _, p := range d.HeaderProblems {
@@ -243,6 +242,9 @@ func normalJSON(d DeadLetter) DeadLetter {
 	}
 	if len(d.HeaderProblems) == 0 {
 		d.HeaderProblems = nil
+	}
+	if len(d.RetryTopics) == 0 {
+		d.RetryTopics = nil
 	}
 	return d
 }

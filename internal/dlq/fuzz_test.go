@@ -64,12 +64,12 @@ func checkLean(t *testing.T, r *kgo.Record, full DeadLetter) {
 	want := full
 	want.Headers, want.OriginalTimestamp, want.FirstFailedAt, want.FailedAt = nil, nil, nil, nil
 	if lean.EventID == "" {
-		want.EventID = ""
+		want.EventID, want.EventIDSource = "", ""
 	}
 	var problems []HeaderProblem
 	for _, p := range full.HeaderProblems {
 		switch strings.ToLower(p.Header) {
-		case HeaderTimestamp, HeaderFirstFailedAt, HeaderFailedAt, SpringOriginalTimestamp:
+		case HeaderTimestamp, HeaderFirstFailedAt, HeaderFailedAt, SpringOriginalTimestamp, SpringRetryOriginalTimestamp, WolverineFailedAt:
 		default:
 			problems = append(problems, p)
 		}
@@ -142,6 +142,39 @@ func FuzzParse(f *testing.F) {
 		}
 		if s := Parse(&stripped); s.Convention != ConventionUnknown {
 			t.Fatalf("after stripping, convention %s from %q", s.Convention, stripped.Headers)
+		}
+	})
+}
+
+// FuzzParseKey: a record whose key may be uber-go/kafka-client's DLQMetadata. Parse never
+// panics; a key it takes for one names a valid topic, a partition and an offset that are not
+// negative, and gives the original key back for the replay; a record with a dead-letter
+// header is never read from its key.
+func FuzzParseKey(f *testing.F) {
+	for _, fx := range loadFixtures(f, "uberkafka") {
+		r := fx.Record.record(f)
+		f.Add(r.Key, false)
+	}
+	f.Add([]byte{0x12, 0x01, 'o'}, true)
+	f.Fuzz(func(t *testing.T, key []byte, withHeader bool) {
+		r := &kgo.Record{Topic: "fuzz.dlq", Partition: 1, Offset: 2, Timestamp: time.UnixMilli(1773480420001), Key: key, Value: []byte("v")}
+		if withHeader {
+			r.Headers = []kgo.RecordHeader{{Key: HeaderTopic, Value: []byte("tasks")}}
+		}
+		d := Parse(r)
+		checkInvariants(t, r, d)
+		checkAppendJSON(t, d)
+		if d.Convention != ConventionUberKafka {
+			if d.HasOriginalKey && d.Convention != ConventionKarafka {
+				t.Fatalf("%s with an original key", d.Convention)
+			}
+			return
+		}
+		if withHeader {
+			t.Fatalf("read from the key despite a dead-letter header")
+		}
+		if !d.HasOriginalKey || d.OriginalPartition == nil || d.OriginalOffset == nil || *d.OriginalPartition < 0 || *d.OriginalOffset < 0 {
+			t.Fatalf("DLQMetadata read as %+v", d)
 		}
 	})
 }

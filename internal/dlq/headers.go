@@ -1,8 +1,6 @@
 package dlq
 
 import (
-	"strings"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -65,6 +63,11 @@ const (
 // and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key
 // exception headers are written instead of the exception headers when the key failed to
 // deserialize. The retry_topic-* headers come from Spring's non-blocking retries.
+//
+// Spring's retry topics (@RetryableTopic, RetryTopicConfigurationBuilder) write the same
+// headers without "dlt-" (kafka_original-topic, kafka_exception-fqcn, …), with the same
+// encodings, plus kafka_dlt-original-consumer-group; a record that passed through several
+// retry topics carries one original-topic header per hop, the true original first.
 const (
 	SpringPrefix                = "kafka_dlt-"
 	SpringOriginalTopic         = "kafka_dlt-original-topic"
@@ -82,6 +85,21 @@ const (
 	SpringKeyExceptionStack     = "kafka_dlt-key-exception-stacktrace"
 	SpringRetryPrefix           = "retry_topic-"
 	SpringRetryAttempts         = "retry_topic-attempts"
+
+	SpringRetryOriginalPrefix     = "kafka_original-"
+	SpringRetryExceptionPrefix    = "kafka_exception-"
+	SpringRetryKeyExceptionPrefix = "kafka_key-exception-"
+	SpringRetryOriginalTopic      = "kafka_original-topic"
+	SpringRetryOriginalPartition  = "kafka_original-partition"
+	SpringRetryOriginalOffset     = "kafka_original-offset"
+	SpringRetryOriginalTimestamp  = "kafka_original-timestamp"
+	SpringRetryExceptionFQCN      = "kafka_exception-fqcn"
+	SpringRetryExceptionCauseFQCN = "kafka_exception-cause-fqcn"
+	SpringRetryExceptionMessage   = "kafka_exception-message"
+	SpringRetryExceptionStack     = "kafka_exception-stacktrace"
+	SpringRetryKeyExceptionFQCN   = "kafka_key-exception-fqcn"
+	SpringRetryKeyExceptionMsg    = "kafka_key-exception-message"
+	SpringRetryKeyExceptionStack  = "kafka_key-exception-stacktrace"
 )
 
 // Kafka Connect's dead-letter queue reporter (errors.deadletterqueue.context.headers.enable).
@@ -124,13 +142,68 @@ const (
 	SmallRyeDeserializationReason = "deserialization-failure-reason"
 )
 
+// Karafka's dead-letter queue (Ruby). All values are text: numbers decimal. Karafka writes the
+// original partition as the dead letter's key and the original key in original_key (empty when
+// the record had none). Karafka before 2.4 wrote the same headers named source_*.
+const (
+	KarafkaTopic         = "original_topic"
+	KarafkaPartition     = "original_partition"
+	KarafkaOffset        = "original_offset"
+	KarafkaConsumerGroup = "original_consumer_group"
+	KarafkaKey           = "original_key"
+	KarafkaAttempts      = "original_attempts"
+	KarafkaOldTopic      = "source_topic"
+	KarafkaOldPartition  = "source_partition"
+	KarafkaOldOffset     = "source_offset"
+	KarafkaOldGroup      = "source_consumer_group"
+	KarafkaOldKey        = "source_key"
+	KarafkaOldAttempts   = "source_attempts"
+)
+
+// Wolverine's (.NET) dead letters on Kafka. All values are text; original-destination is the
+// endpoint's URI (kafka://topic/NAME) or a topic name, failed-at an ISO 8601 time or epoch
+// milliseconds.
+const (
+	WolverineExceptionType    = "exception-type"
+	WolverineExceptionMessage = "exception-message"
+	WolverineExceptionStack   = "exception-stack"
+	WolverineDestination      = "original-destination"
+	WolverinePartition        = "original-partition"
+	WolverineOffset           = "original-offset"
+	WolverineFailedAt         = "failed-at"
+)
+
+// Confluent's data-contract rules (the DLQ rule action of the schema registry clients): a
+// record a rule refused, written by the serializer (mode WRITE, the record never reached its
+// topic) or the deserializer (READ). All values are UTF-8 text.
+const (
+	RulePrefix    = "__rule."
+	RuleName      = "__rule.name"
+	RuleMode      = "__rule.mode"
+	RuleSubject   = "__rule.subject"
+	RuleTopic     = "__rule.topic"
+	RuleException = "__rule.exception"
+)
+
+// Ids that libraries put on every message, read as the event id when neither fieldwork's
+// header nor the envelope has one (docs/design.md §3.2). They are the message's own headers,
+// not dead-letter headers: a replay keeps them.
+const (
+	WatermillMessageUUID = "_watermill_message_uuid" // Watermill's message UUID
+	SpringMessageID      = "kafka_messageId"         // Spring's message id
+	MessageIDHeader      = "id"                      // Debezium's outbox event id; Spring's MessageHeaders id
+)
+
 // IsDeadLetterHeader reports whether key is a dead-letter header of any convention the package
-// knows: fw.dlq.*, kafka_dlt-* and retry_topic-* (Spring), __connect.errors.* (Kafka Connect),
-// the four *_poisoned keys (Watermill), dead-letter-* and deserialization-failure-* (SmallRye).
-// Keys compare ignoring ASCII case. Replay provenance headers (fw.replay.*) are not dead-letter
-// headers, nor is anything else the original producer wrote.
+// knows (the conventions table: fw.dlq.*, Spring's kafka_dlt-*, kafka_original-*,
+// kafka_exception-*, kafka_key-exception-* and retry_topic-*, Kafka Connect's
+// __connect.errors.*, Watermill's *_poisoned, SmallRye's dead-letter-* and
+// deserialization-failure-*, Karafka's original_* and source_*, Wolverine's exception-* and
+// original-*, the data-contract __rule.*). Keys compare ignoring ASCII case. Replay provenance
+// headers (fw.replay.*) are not dead-letter headers, nor is anything else the original
+// producer wrote.
 func IsDeadLetterHeader(key string) bool {
-	return conventionOfHeader(strings.ToLower(key)) != ""
+	return conventionOfHeader(asciiLower(key)) != ""
 }
 
 // StripDeadLetterHeaders returns the headers that are not dead-letter headers, in their order,
@@ -144,21 +217,4 @@ func StripDeadLetterHeaders(h []kgo.RecordHeader) []kgo.RecordHeader {
 		}
 	}
 	return out
-}
-
-// conventionOfHeader names the convention a lower-case header key belongs to, "" for none.
-func conventionOfHeader(lower string) Convention {
-	switch {
-	case strings.HasPrefix(lower, HeaderPrefix):
-		return ConventionFieldwork
-	case strings.HasPrefix(lower, SpringPrefix), strings.HasPrefix(lower, SpringRetryPrefix):
-		return ConventionSpring
-	case strings.HasPrefix(lower, ConnectPrefix):
-		return ConventionConnect
-	case lower == WatermillTopic, lower == WatermillHandler, lower == WatermillSubscriber, lower == WatermillReason:
-		return ConventionWatermill
-	case strings.HasPrefix(lower, SmallRyePrefix), strings.HasPrefix(lower, SmallRyeDeserializationPrefix):
-		return ConventionSmallRye
-	}
-	return ""
 }

@@ -54,6 +54,20 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, f.name...)
 		b = appendJSONString(b, f.v)
 	}
+	if d.RootCause != "" {
+		b = append(b, `,"root_cause":`...)
+		b = appendJSONString(b, d.RootCause)
+	}
+	if len(d.RetryTopics) > 0 {
+		b = append(b, `,"retry_topics":[`...)
+		for i, t := range d.RetryTopics {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, t)
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(d.Attempts), 10)
 	b = append(b, `,"first_failed_at":`...)
@@ -66,6 +80,10 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"event_id":`...)
 	b = appendJSONString(b, d.EventID)
+	if d.EventIDSource != "" {
+		b = append(b, `,"event_id_source":`...)
+		b = appendJSONString(b, d.EventIDSource)
+	}
 	if d.ValueOmitted != "" {
 		b = append(b, `,"value_omitted":`...)
 		b = appendJSONString(b, d.ValueOmitted)
@@ -78,6 +96,13 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(d.ReplayCount), 10)
 	b = append(b, `,"key":`...)
 	b = appendJSONBytes(b, d.Key, "key")
+	if d.HasOriginalKey {
+		b = append(b, `,"has_original_key":true`...)
+		if d.OriginalKey != nil {
+			b = append(b, `,"original_key":`...)
+			b = appendJSONBytes(b, d.OriginalKey, "original_key")
+		}
+	}
 	b = append(b, `,"value":`...)
 	b = appendJSONBytes(b, d.Value, "value")
 	b = append(b, `,"headers":[`...)

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Parse reads a dead-letter record of any known convention into one DeadLetter. It never
@@ -28,8 +32,9 @@ func Parse(r *kgo.Record) DeadLetter { return ParseWith(r, ParseOptions{}) }
 
 // ParseOptions trim the work Parse does for callers that need less than the whole view.
 type ParseOptions struct {
-	// NoEnvelope skips decoding the record's envelope: EventID is then only what a dead-letter
-	// header says (fw.dlq.event_id), "" for the other conventions. Decoding the value is most
+	// NoEnvelope skips decoding the record's envelope (and the library id headers read when
+	// it has no id): EventID is then only what a dead-letter header says (fw.dlq.event_id), ""
+	// for the other conventions. Decoding the value is most
 	// of Parse's cost for a dead letter without an event-id header, and summaries that never
 	// look at event ids do not need it.
 	NoEnvelope bool
@@ -90,9 +95,7 @@ const maxMemoKeys = 64
 func metaOf(key string) keyMeta {
 	lower := asciiLower(key)
 	var m keyMeta
-	if c := conventionOfHeader(lower); c != "" {
-		m.conv = int8(conventionRank(c) + 1)
-	}
+	m.conv = int8(conventionIndex(lower) + 1)
 	if id, ok := hdrByKey[lower]; ok {
 		m.id = int16(id + 1)
 	}
@@ -117,30 +120,52 @@ func (m *parseMemo) meta(i int, key string) keyMeta {
 	return v
 }
 
+// parseState is the memory one parse works in: the dead letter being read and the parser,
+// whose header index is a few hundred words. The conventions table calls each convention's
+// reader through a function value, which makes the parser escape to the heap: the states are
+// pooled, so that a parse allocates nothing of its own.
+type parseState struct {
+	d DeadLetter
+	p parser
+}
+
+var parseStates = sync.Pool{New: func() any { return new(parseState) }}
+
 func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
-	d := DeadLetter{Convention: ConventionUnknown}
 	if r == nil {
-		return d
+		return DeadLetter{Convention: ConventionUnknown}
 	}
+	st := parseStates.Get().(*parseState)
+	st.parse(r, opts, memo)
+	d := st.d
+	*st = parseState{} // no reference to the record stays in the pool
+	parseStates.Put(st)
+	return d
+}
+
+// parse reads r into st.d.
+func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
+	d := &st.d
+	d.Convention = ConventionUnknown
 	d.Topic, d.Partition, d.Offset = r.Topic, r.Partition, r.Offset
 	if !r.Timestamp.IsZero() {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	p := parser{d: &d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	st.p = parser{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	p := &st.p
 	p.index(r.Headers, !opts.NoHeaders)
-	switch d.Convention {
-	case ConventionFieldwork:
-		p.fieldwork()
-	case ConventionSpring:
-		p.spring()
-	case ConventionConnect:
-		p.connect()
-	case ConventionWatermill:
-		p.watermill()
-	case ConventionSmallRye:
-		p.smallRye()
+	if c := conventionAt(d.Convention); c != nil && c.parse != nil {
+		c.parse(p)
+	} else if c == nil {
+		for i := range conventions {
+			if c := &conventions[i]; c.fromKey != nil && c.fromKey(p, r.Key) {
+				d.Convention = c.name
+				break
+			}
+		}
 	}
+	p.causes()
 	p.bounded()
 	if v, ok := p.last(hReplayCount); ok {
 		if n, ok := p.decimal(hReplayCount, v, 31); ok {
@@ -151,14 +176,20 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 			}
 		}
 	}
+	if d.EventID != "" {
+		d.EventIDSource = HeaderEventID
+	}
 	if d.EventID == "" && !opts.NoEnvelope {
 		headers := d.Headers
 		if opts.NoHeaders {
 			headers = toEnvelopeHeaders(r.Headers)
 		}
-		d.EventID = decodedEventID(headers, d.Value)
+		if d.EventID = decodedEventID(headers, d.Value); d.EventID != "" {
+			d.EventIDSource = EventIDFromEnvelope
+		} else {
+			p.libraryEventID()
+		}
 	}
-	return d
 }
 
 // omittedUnsaid is ValueOmitted for a bounded copy whose fw.dlq.value_omitted is empty: the
@@ -230,34 +261,46 @@ func (p *parser) fieldwork() {
 	d.FailedAt = p.rfc3339(hFwFailedAt)
 }
 
+// spring reads Spring Kafka's dead letters: the recoverer's kafka_dlt-* headers, else the
+// retry topics' kafka_original-* and kafka_exception-* (the same encodings). Reason: a key that
+// failed to deserialize, or a class of Spring's default not-retryable exceptions, names it
+// (classReason); anything else Spring retried until its back-off ran out: exhausted.
 func (p *parser) spring() {
 	d := p.d
-	d.OriginalTopic = p.topic(hSpringTopic, p.first)
-	if v, ok := p.first(hSpringPartition); ok {
-		if n, ok := p.bigEndian(hSpringPartition, v, 4); ok {
-			d.OriginalPartition = p.partition(hSpringPartition, n)
+	topic := p.either(hSpringTopic, hSpringRetryTopic)
+	d.OriginalTopic = p.topic(topic, p.first)
+	id := p.either(hSpringPartition, hSpringRetryPartition)
+	if v, ok := p.first(id); ok {
+		if n, ok := p.bigEndian(id, v, 4); ok {
+			d.OriginalPartition = p.partition(id, n)
 		}
 	}
-	if v, ok := p.first(hSpringOffset); ok {
-		if n, ok := p.bigEndian(hSpringOffset, v, 8); ok {
-			d.OriginalOffset = p.offset(hSpringOffset, n)
+	id = p.either(hSpringOffset, hSpringRetryOffset)
+	if v, ok := p.first(id); ok {
+		if n, ok := p.bigEndian(id, v, 8); ok {
+			d.OriginalOffset = p.offset(id, n)
 		}
 	}
-	if v, ok := p.first(hSpringTimestamp); ok && !p.noTimes {
-		if ms, ok := p.bigEndian(hSpringTimestamp, v, 8); ok {
-			d.OriginalTimestamp = p.epochMillis(hSpringTimestamp, ms)
+	if id := p.either(hSpringTimestamp, hSpringRetryTimestamp); !p.noTimes {
+		if v, ok := p.first(id); ok {
+			if ms, ok := p.bigEndian(id, v, 8); ok {
+				d.OriginalTimestamp = p.epochMillis(id, ms)
+			}
 		}
 	}
+	d.RetryTopics = p.retryChain(topic)
 	d.Group = p.text(hSpringGroup, p.first)
-	class := p.text(hSpringFQCN, p.last)
-	if cause := p.text(hSpringCauseFQCN, p.last); cause != "" {
+	class := firstNonEmpty(p.text(hSpringFQCN, p.last), p.text(hSpringRetryFQCN, p.last))
+	if cause := firstNonEmpty(p.text(hSpringCauseFQCN, p.last), p.text(hSpringRetryCauseFQCN, p.last)); cause != "" {
 		class = cause
 	}
-	keyClass := p.text(hSpringKeyFQCN, p.last)
+	keyClass := firstNonEmpty(p.text(hSpringKeyFQCN, p.last), p.text(hSpringRetryKeyFQCN, p.last))
 	d.ErrorClass = firstNonEmpty(class, keyClass)
-	d.ErrorMessage = firstNonEmpty(p.text(hSpringMessage, p.last), p.text(hSpringKeyMessage, p.last))
-	d.StackTrace = firstNonEmpty(p.text(hSpringStacktrace, p.last), p.text(hSpringKeyStacktrace, p.last))
-	if keyClass != "" || isDeserializationClass(class) {
+	d.ErrorMessage = firstNonEmpty(p.text(hSpringMessage, p.last), p.text(hSpringRetryMessage, p.last),
+		p.text(hSpringKeyMessage, p.last), p.text(hSpringRetryKeyMessage, p.last))
+	d.StackTrace = firstNonEmpty(p.text(hSpringStacktrace, p.last), p.text(hSpringRetryStacktrace, p.last),
+		p.text(hSpringKeyStacktrace, p.last), p.text(hSpringRetryKeyStacktrace, p.last))
+	if keyClass != "" {
 		d.Reason = ReasonMalformed
 	}
 	if v, ok := p.last(hSpringRetryAttempts); ok {
@@ -271,11 +314,32 @@ func (p *parser) spring() {
 			}
 		}
 	}
+	p.fallbackReason = ReasonExhausted
+}
+
+// retryChain lists the topics a Spring dead letter passed through after its original one: the
+// values of the original-topic headers (id's key) after the first, in order; nil when there is
+// one or none.
+func (p *parser) retryChain(id hdr) []string {
+	if p.firstAt[id] == 0 || p.firstAt[id] == p.lastAt[id] {
+		return nil
+	}
+	key := asciiLower(p.raw[p.firstAt[id]-1].Key)
+	var chain []string
+	for _, h := range p.raw[p.firstAt[id]:] {
+		if asciiLower(h.Key) == key {
+			chain = append(chain, strings.ToValidUTF8(string(h.Value), "\uFFFD"))
+		}
+	}
+	return chain
 }
 
 // The Kafka Connect stages whose failures mean the record could not be read.
 var connectConverterStages = map[string]bool{"KEY_CONVERTER": true, "VALUE_CONVERTER": true, "HEADER_CONVERTER": true}
 
+// connect reads Kafka Connect's dead letters. Reason: a converter stage is malformed; a
+// retriable exception (Connect retried it for errors.retry.timeout) exhausted; any other
+// failure (a transformation, the sink task) rejected.
 func (p *parser) connect() {
 	d := p.d
 	d.OriginalTopic = p.topic(hConnectTopic, p.last)
@@ -285,11 +349,17 @@ func (p *parser) connect() {
 	d.ErrorClass = p.text(hConnectExceptionClass, p.last)
 	d.ErrorMessage = p.text(hConnectExceptionMessage, p.last)
 	d.StackTrace = p.text(hConnectExceptionStack, p.last)
-	if connectConverterStages[p.text(hConnectStage, p.last)] {
+	switch {
+	case connectConverterStages[p.text(hConnectStage, p.last)]:
 		d.Reason = ReasonMalformed
+	case strings.HasSuffix(d.ErrorClass, "RetriableException"):
+		d.Reason = ReasonExhausted
 	}
+	p.fallbackReason = ReasonRejected
 }
 
+// watermill reads Watermill's poison queue. Its reason is the handler's error as free text,
+// which names no class: the reason is unknown unless a class rule says otherwise.
 func (p *parser) watermill() {
 	d := p.d
 	d.OriginalTopic = p.topic(hWatermillTopic, p.last)
@@ -297,6 +367,8 @@ func (p *parser) watermill() {
 	d.ErrorMessage = p.text(hWatermillReason, p.last)
 }
 
+// smallRye reads SmallRye's dead-letter-queue strategy. Reason: a deserialization failure is
+// malformed; anything else the application nacked: rejected.
 func (p *parser) smallRye() {
 	d := p.d
 	d.OriginalTopic = p.topic(hSmallRyeTopic, p.first)
@@ -310,10 +382,141 @@ func (p *parser) smallRye() {
 		} else {
 			d.ErrorMessage += "; caused by: " + cause
 		}
+		if d.RootCause == "" {
+			d.RootCause = cause
+		}
 	}
 	_, deserialization := p.last(hSmallRyeDeserializationReason)
-	if deserialization || isDeserializationClass(d.ErrorClass) || isDeserializationClass(p.text(hSmallRyeCauseClass, p.first)) {
+	if deserialization || isDeserializationClass(p.text(hSmallRyeCauseClass, p.first)) {
 		d.Reason = ReasonMalformed
+	}
+	p.fallbackReason = ReasonRejected
+}
+
+// karafka reads Karafka's dead letters (original_*, or source_* before Karafka 2.4). Its key
+// is the original partition; the original key is original_key. Karafka dispatches a record
+// once its retries are used up: exhausted.
+func (p *parser) karafka() {
+	d := p.d
+	d.OriginalTopic = p.topic(p.either(hKarafkaTopic, hKarafkaOldTopic), p.last)
+	d.OriginalPartition = p.decimalPartition(p.either(hKarafkaPartition, hKarafkaOldPartition), p.last)
+	d.OriginalOffset = p.decimalOffset(p.either(hKarafkaOffset, hKarafkaOldOffset), p.last)
+	d.Group = p.text(p.either(hKarafkaGroup, hKarafkaOldGroup), p.last)
+	id := p.either(hKarafkaAttempts, hKarafkaOldAttempts)
+	if v, ok := p.last(id); ok {
+		if n, ok := p.decimal(id, v, 31); ok && n >= 0 {
+			d.Attempts = int(n)
+		}
+	}
+	if v, ok := p.last(p.either(hKarafkaKey, hKarafkaOldKey)); ok {
+		// Karafka writes a missing key as "" (Ruby's nil.to_s): read as no key.
+		d.HasOriginalKey = true
+		if len(v) > 0 {
+			d.OriginalKey = v
+		}
+	}
+	d.Reason = ReasonExhausted
+}
+
+// wolverine reads Wolverine's dead letters. Reason: a class rule (a serializer's exception,
+// no handler for the message type), else exhausted: Wolverine moves a message to its dead
+// letters when its error policy gives up.
+func (p *parser) wolverine() {
+	d := p.d
+	if v, ok := p.last(hWolverineDestination); ok {
+		dest := p.textOf(hWolverineDestination, v)
+		d.OriginalTopic = wolverineTopic(dest)
+		if !kafka.ValidTopic(d.OriginalTopic) {
+			p.problemf(hWolverineDestination, "%s names no valid topic", quote(dest))
+		}
+	}
+	d.OriginalPartition = p.decimalPartition(hWolverinePartition, p.last)
+	d.OriginalOffset = p.decimalOffset(hWolverineOffset, p.last)
+	d.ErrorClass = p.text(hWolverineType, p.last)
+	d.ErrorMessage = p.text(hWolverineMessage, p.last)
+	d.StackTrace = p.text(hWolverineStack, p.last)
+	if v, ok := p.last(hWolverineFailedAt); ok && !p.noTimes {
+		s := strings.TrimSpace(p.textOf(hWolverineFailedAt, v))
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			t = t.UTC()
+			d.FailedAt = &t
+		} else if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			d.FailedAt = p.epochMillis(hWolverineFailedAt, n)
+		} else {
+			p.problemf(hWolverineFailedAt, "not an ISO 8601 time nor epoch milliseconds: %s", quote(s))
+		}
+	}
+	p.fallbackReason = ReasonExhausted
+}
+
+// wolverineTopic is the topic a Wolverine endpoint URI names (kafka://topic/orders), or the
+// value itself when it is no URI.
+func wolverineTopic(dest string) string {
+	if i := strings.Index(dest, "://"); i >= 0 {
+		rest := strings.Trim(dest[i+3:], "/")
+		if j := strings.LastIndexByte(rest, '/'); j >= 0 {
+			return rest[j+1:]
+		}
+		return rest
+	}
+	return dest
+}
+
+// dataContract reads the dead letters of Confluent's data-contract DLQ rule action: a record a
+// rule refused. The topic is the one it was written to or read from; no partition or offset
+// (a refused write never had one). Reason: rejected, unless the exception names a
+// deserialization failure.
+func (p *parser) dataContract() {
+	d := p.d
+	d.OriginalTopic = p.topic(hRuleTopic, p.last)
+	name, mode := p.text(hRuleName, p.last), p.text(hRuleMode, p.last)
+	d.Handler = name
+	d.ErrorClass = "rule " + firstNonEmpty(name, "?")
+	if mode != "" {
+		d.ErrorClass += " (" + mode + ")"
+	}
+	d.ErrorMessage = p.text(hRuleException, p.last)
+	if subject := p.text(hRuleSubject, p.last); subject != "" {
+		d.ErrorClass += " on " + subject
+	}
+	p.fallbackReason = ReasonRejected
+}
+
+// causes derives what every convention shares from the fields its reader set: the root cause
+// from the stack trace, and the reason by class (classReason) when the convention's own rule
+// left it open, else the convention's fallback.
+func (p *parser) causes() {
+	d := p.d
+	if rc := rootCause(d.StackTrace); rc != "" && rc != d.ErrorMessage && rc != d.ErrorClass+": "+d.ErrorMessage {
+		d.RootCause = rc
+	}
+	if d.Reason != "" || d.Convention == ConventionFieldwork || d.Convention == ConventionUnknown {
+		return
+	}
+	d.Reason = firstNonEmpty(classReason(d.ErrorClass), classReason(rootCauseClass(d.RootCause)), p.fallbackReason)
+}
+
+// libraryEventID reads the event id a library puts on every message, for a record whose
+// envelope has none: Watermill's message uuid, Spring's kafka_messageId, then the id header
+// (Debezium's outbox event id, Spring's message id). A JSON string value (Spring's header
+// mapper writes one) is read unquoted.
+func (p *parser) libraryEventID() {
+	for _, id := range [...]hdr{hWatermillUUID, hSpringMessageID, hMessageID} {
+		v, ok := p.last(id)
+		if !ok {
+			continue
+		}
+		s := strings.TrimSpace(string(v))
+		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+			if u, err := strconv.Unquote(s); err == nil {
+				s = u
+			}
+		}
+		if s == "" || !utf8.ValidString(s) {
+			continue
+		}
+		p.d.EventID, p.d.EventIDSource = s, p.key(id)
+		return
 	}
 }
 
@@ -335,18 +538,48 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// EventIDFromEnvelope is DeadLetter.EventIDSource for an id the envelope decoder read.
+const EventIDFromEnvelope = "envelope"
+
+// classReason is the reason a failure's class says, whatever the convention: a class that
+// means the bytes could not be read (deserializationClasses) is malformed, one that means no
+// code handles the message (unsupportedClasses) unsupported; "" when the class says neither.
+func classReason(fqcn string) string {
+	switch {
+	case isDeserializationClass(fqcn):
+		return ReasonMalformed
+	case simpleNameIn(fqcn, unsupportedClasses):
+		return ReasonUnsupported
+	}
+	return ""
+}
+
+// unsupportedClasses are the simple names of exceptions that mean a well-formed message has no
+// handler: Spring's not-retryable NoSuchMethodException and MethodArgumentResolutionException,
+// Wolverine's missing handler and unknown message type.
+var unsupportedClasses = []string{
+	"NoSuchMethodException", "MethodArgumentResolutionException",
+	"NoHandlerForEndpointException", "UnknownMessageTypeNameException", "NoRoutesException",
+}
+
 // deserializationClasses are the simple names of JVM exceptions that mean a record's bytes
 // could not be turned into a message: Kafka's and Spring's serialization exceptions and
 // Jackson's parse errors.
 var deserializationClasses = []string{
 	"SerializationException", "DeserializationException", "RecordDeserializationException",
 	"MessageConversionException", "ConversionException", "JsonParseException",
-	"MismatchedInputException", "InvalidFormatException", "JsonEOFException",
+	"MismatchedInputException", "InvalidFormatException", "JsonEOFException", "ClassCastException",
+	"JsonException", "JsonReaderException", "JsonSerializationException", "InvalidProtocolBufferException",
+	"AvroTypeException",
 }
 
 // isDeserializationClass reports whether a fully qualified class name (or a simple one) is one
 // of deserializationClasses.
-func isDeserializationClass(fqcn string) bool {
+func isDeserializationClass(fqcn string) bool { return simpleNameIn(fqcn, deserializationClasses) }
+
+// simpleNameIn reports whether the simple name of a fully qualified class name (or a simple
+// one) is one of names.
+func simpleNameIn(fqcn string, names []string) bool {
 	if fqcn == "" {
 		return false
 	}
@@ -357,7 +590,7 @@ func isDeserializationClass(fqcn string) bool {
 			break
 		}
 	}
-	for _, c := range deserializationClasses {
+	for _, c := range names {
 		if simple == c {
 			return true
 		}

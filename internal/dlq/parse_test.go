@@ -36,6 +36,11 @@ type expect struct {
 	EventID           string
 	ReplayCount       int
 	Problems          []string
+	// RootCause is compared exactly; EventIDSource, RetryTopics and OriginalKey only when set.
+	RootCause     string
+	EventIDSource string
+	RetryTopics   []string
+	OriginalKey   *string
 }
 
 func (e expect) check(t *testing.T, d DeadLetter) {
@@ -64,6 +69,7 @@ func (e expect) check(t *testing.T, d DeadLetter) {
 		{"attempts", fmt.Sprint(d.Attempts), fmt.Sprint(e.Attempts), false},
 		{"event id", d.EventID, e.EventID, false},
 		{"replay count", fmt.Sprint(d.ReplayCount), fmt.Sprint(e.ReplayCount), false},
+		{"root cause", d.RootCause, e.RootCause, false},
 	} {
 		if p.substring && !strings.Contains(p.got, p.want) || !p.substring && p.got != p.want {
 			t.Errorf("%s = %q, want %q", p.name, p.got, p.want)
@@ -71,6 +77,15 @@ func (e expect) check(t *testing.T, d DeadLetter) {
 		if p.substring && p.want == "" && p.got != "" {
 			t.Errorf("%s = %q, want empty", p.name, p.got)
 		}
+	}
+	if e.EventIDSource != "" && d.EventIDSource != e.EventIDSource {
+		t.Errorf("event id source = %q, want %q", d.EventIDSource, e.EventIDSource)
+	}
+	if e.RetryTopics != nil && !reflect.DeepEqual(d.RetryTopics, e.RetryTopics) {
+		t.Errorf("retry topics = %q, want %q", d.RetryTopics, e.RetryTopics)
+	}
+	if e.OriginalKey != nil && (!d.HasOriginalKey || string(d.OriginalKey) != *e.OriginalKey) {
+		t.Errorf("original key = %q (%v), want %q", d.OriginalKey, d.HasOriginalKey, *e.OriginalKey)
 	}
 	var got []string
 	for _, hp := range d.HeaderProblems {
@@ -93,7 +108,7 @@ func TestParseConventions(t *testing.T) {
 	tests := map[string]map[string]expect{
 		"spring": {
 			"DefaultErrorHandler, every header": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](42),
 				OriginalTimestamp: ms, Group: "order-service", ErrorClass: "java.lang.IllegalStateException",
 				ErrorMessage: "no such customer", StackTrace: "OrderListener.java:42", EventID: "evt-spring-1",
 			},
@@ -108,12 +123,12 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "failed to deserialize key", StackTrace: "bad key",
 			},
 			"truncated partition header (3 bytes)": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalOffset: ptr[int64](42),
 				ErrorClass: "java.lang.RuntimeException", EventID: "evt-plain-19",
 				Problems: []string{"kafka_dlt-original-partition: want 4 bytes, got 3"},
 			},
 			"integers written as decimal text and with the wrong width": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](4), OriginalOffset: ptr[int64](42),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](4), OriginalOffset: ptr[int64](42),
 				OriginalTimestamp: ms,
 				Problems: []string{
 					`kafka_dlt-original-partition: want 4 big-endian bytes, got decimal text "4": read as 4`,
@@ -122,30 +137,48 @@ func TestParseConventions(t *testing.T) {
 				},
 			},
 			"partition as 4 ASCII digits and as 8 bytes": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](1234),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1234),
 				Problems: []string{
 					`kafka_dlt-original-partition: want 4 big-endian bytes, got decimal text "1234"`,
 					"KAFKA_DLT-ORIGINAL-OFFSET: negative offset -1",
 				},
 			},
 			"8-byte partition, empty offset": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](3),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](3),
 				Problems: []string{
 					"kafka_dlt-original-partition: want 4 bytes, got 8: read as a big-endian int64, 3",
 					"kafka_dlt-original-offset: want 8 bytes, got 0",
 				},
 			},
 			"retry topics: the first original headers are the true original": {
-				Convention: ConventionSpring, OriginalTopic: "orders", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](100),
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](100),
 				ErrorClass: "org.springframework.kafka.listener.ListenerExecutionFailedException", ErrorMessage: "timeout",
-				Attempts: 3, EventID: "evt-plain-20",
+				Attempts: 3, EventID: "evt-plain-20", RetryTopics: []string{"orders-retry-0"},
+			},
+			"retry topics (@RetryableTopic): kafka_original-* and kafka_exception-*, two hops": {
+				Convention: ConventionSpring, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](3),
+				OriginalOffset: ptr[int64](42), OriginalTimestamp: ms, Group: "order-service",
+				ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "threw exception", StackTrace: "Caused by: java.lang.IllegalStateException",
+				RootCause: "java.lang.IllegalStateException: no such customer: c-17", Attempts: 3,
+				EventID: "evt-retry-1", EventIDSource: EventIDFromEnvelope, RetryTopics: []string{"orders-retry-0", "orders-retry-1"},
 			},
 		},
 		"connect": {
 			"sink task put failure": {
-				Convention: ConventionConnect, OriginalTopic: "customers", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](1234567),
+				Convention: ConventionConnect, Reason: ReasonRejected, OriginalTopic: "customers", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](1234567),
 				Handler: "jdbc-sink", ErrorClass: "org.apache.kafka.connect.errors.ConnectException",
 				ErrorMessage: "duplicate key", StackTrace: "JdbcSinkTask.java:100", EventID: "evt-connect-1",
+			},
+			"converter failure: the message is generic, the cause is in the stack trace": {
+				Convention: ConventionConnect, Reason: ReasonMalformed, OriginalTopic: "clicks", OriginalPartition: ptr[int32](1),
+				OriginalOffset: ptr[int64](523), Handler: "s3-sink", ErrorClass: "org.apache.kafka.connect.errors.DataException",
+				ErrorMessage: "failed due to serialization error: ", StackTrace: "JsonConverter.java:333",
+				RootCause: "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('o' (code 111)): was expecting comma to separate Object entries",
+			},
+			"transformation failure": {
+				Convention: ConventionConnect, Reason: ReasonRejected, OriginalTopic: "clicks", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](77), Handler: "s3-sink", ErrorClass: "org.apache.kafka.connect.errors.DataException",
+				ErrorMessage: "Only Struct objects supported", EventID: "evt-smt-1",
 			},
 			"value converter failure": {
 				Convention: ConventionConnect, OriginalTopic: "clicks", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](88),
@@ -153,7 +186,7 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "serialization error",
 			},
 			"unreadable partition and offset, topic not a topic name": {
-				Convention: ConventionConnect, OriginalTopic: "clicks and views", Handler: "s3-sink",
+				Convention: ConventionConnect, Reason: ReasonRejected, OriginalTopic: "clicks and views", Handler: "s3-sink",
 				Problems: []string{
 					`__connect.errors.topic: "clicks and views" is not a valid topic name`,
 					`__connect.errors.partition: not an integer: "two"`,
@@ -171,11 +204,16 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "bad\uFFFDbytes",
 				Problems:     []string{"reason_poisoned: not valid UTF-8 at byte 3"},
 			},
+			"no envelope id: the message uuid is the event id": {
+				Convention: ConventionWatermill, OriginalTopic: "payments", Handler: "charge",
+				ErrorMessage: "cannot unmarshal amount", EventID: "2b6f1b4e-8d0a-4f59-a2a1-5c3f0d9e7a10", EventIDSource: WatermillMessageUUID,
+			},
 		},
 		"smallrye": {
 			"nack with a cause": {
-				Convention: ConventionSmallRye, OriginalTopic: "movies", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](17),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "movies", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](17),
 				ErrorClass: "java.lang.RuntimeException", ErrorMessage: "Something went wrong; caused by: connection reset", EventID: "evt-sr-1",
+				RootCause: "connection reset",
 			},
 			"deserialization failure": {
 				Convention: ConventionSmallRye, OriginalTopic: "movies", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](3),
@@ -183,11 +221,11 @@ func TestParseConventions(t *testing.T) {
 				ErrorMessage: "deserialization failed",
 			},
 			"dead-lettered twice: its own headers come first": {
-				Convention: ConventionSmallRye, OriginalTopic: "dead-letter-topic-movies", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](0),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "dead-letter-topic-movies", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](0),
 				ErrorClass: "java.lang.IllegalArgumentException", ErrorMessage: "second failure",
 			},
 			"produced by hand with kcat (strings only, no class)": {
-				Convention: ConventionSmallRye, OriginalTopic: "orders", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](7),
+				Convention: ConventionSmallRye, Reason: ReasonRejected, OriginalTopic: "orders", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](7),
 			},
 		},
 		"fieldwork": {
@@ -222,10 +260,54 @@ func TestParseConventions(t *testing.T) {
 				Problems: []string{"kafka_dlt-original-topic: not read: the record also has fieldwork dead-letter headers"},
 			},
 		},
+		"karafka": {
+			"Karafka 2.4+: original_* headers, the original partition as the key": {
+				Convention: ConventionKarafka, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](2),
+				OriginalOffset: ptr[int64](15), Group: "karafka_app_order_consumer", Attempts: 3, EventID: "evt-karafka-1",
+				OriginalKey: ptr("order-15"),
+			},
+			"Karafka before 2.4: source_* headers, a record without a key": {
+				Convention: ConventionKarafka, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](8), Group: "karafka_app_order_consumer", Attempts: 1, EventID: "evt-karafka-2",
+				OriginalKey: ptr(""),
+			},
+		},
+		"wolverine": {
+			"dead letter with an inner exception": {
+				Convention: ConventionWolverine, Reason: ReasonExhausted, OriginalTopic: "payments", OriginalPartition: ptr[int32](1),
+				OriginalOffset: ptr[int64](33), ErrorClass: "System.InvalidOperationException", ErrorMessage: "Charge failed",
+				StackTrace: "Gateway.cs:line 41", RootCause: "System.Net.Http.HttpRequestException: Response status code does not indicate success: 402 (Payment Required).",
+				EventID: "018e3f9a-7b2c-7d4e-9f01-23456789abcd", EventIDSource: MessageIDHeader,
+			},
+			"serializer failure": {
+				Convention: ConventionWolverine, Reason: ReasonMalformed, OriginalTopic: "payments", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](34), ErrorClass: "System.Text.Json.JsonException", ErrorMessage: "invalid start of a property name",
+			},
+		},
+		"datacontract": {
+			"a CONDITION rule refused a write": {
+				Convention: ConventionDataContract, Reason: ReasonRejected, OriginalTopic: "orders", Handler: "checkTotal",
+				ErrorClass: "rule checkTotal (WRITE) on orders-value", ErrorMessage: "Expr failed: 'message.total > 0'", EventID: "evt-dc-1",
+			},
+		},
+		"uberkafka": {
+			"DLQMetadata in the key, the original key inside it": {
+				Convention: ConventionUberKafka, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1),
+				OriginalOffset: ptr[int64](77), OriginalTimestamp: "2026-03-14T09:27:00.001Z", Attempts: 3, EventID: "evt-uber-1",
+				OriginalKey: ptr("order-77"),
+			},
+			"a key that is not a DLQMetadata stays unknown": {Convention: ConventionUnknown},
+		},
 		"unknown": {
 			"no headers, non-UTF-8 key":                                      {Convention: ConventionUnknown, EventID: "evt-u-1"},
 			"headers of no known convention, non-UTF-8 header key and value": {Convention: ConventionUnknown},
 			"tombstone": {Convention: ConventionUnknown},
+			"Debezium outbox record: its id header is the event id": {
+				Convention: ConventionUnknown, EventID: "4f1e7c9a-1b2c-4d3e-8f90-a1b2c3d4e5f6", EventIDSource: MessageIDHeader,
+			},
+			"Spring message id, JSON-encoded by the header mapper": {
+				Convention: ConventionUnknown, EventID: "6d3c2b1a-0000-4000-8000-000000000001", EventIDSource: SpringMessageID,
+			},
 		},
 	}
 	for _, file := range fixtureFiles(t) {

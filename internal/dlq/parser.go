@@ -69,6 +69,44 @@ const (
 	hSmallRyeExceptionClass
 	hSmallRyeCauseClass
 	hSmallRyeDeserializationReason
+	hSpringRetryTopic
+	hSpringRetryPartition
+	hSpringRetryOffset
+	hSpringRetryTimestamp
+	hSpringRetryFQCN
+	hSpringRetryCauseFQCN
+	hSpringRetryMessage
+	hSpringRetryStacktrace
+	hSpringRetryKeyFQCN
+	hSpringRetryKeyMessage
+	hSpringRetryKeyStacktrace
+	hKarafkaTopic
+	hKarafkaPartition
+	hKarafkaOffset
+	hKarafkaGroup
+	hKarafkaKey
+	hKarafkaAttempts
+	hKarafkaOldTopic
+	hKarafkaOldPartition
+	hKarafkaOldOffset
+	hKarafkaOldGroup
+	hKarafkaOldKey
+	hKarafkaOldAttempts
+	hWolverineType
+	hWolverineMessage
+	hWolverineStack
+	hWolverineDestination
+	hWolverinePartition
+	hWolverineOffset
+	hWolverineFailedAt
+	hRuleName
+	hRuleMode
+	hRuleSubject
+	hRuleTopic
+	hRuleException
+	hWatermillUUID
+	hSpringMessageID
+	hMessageID
 	numHdr
 )
 
@@ -123,6 +161,44 @@ var hdrByKey = map[string]hdr{
 	SmallRyeExceptionClassName:    hSmallRyeExceptionClass,
 	SmallRyeCauseClassName:        hSmallRyeCauseClass,
 	SmallRyeDeserializationReason: hSmallRyeDeserializationReason,
+	SpringRetryOriginalTopic:      hSpringRetryTopic,
+	SpringRetryOriginalPartition:  hSpringRetryPartition,
+	SpringRetryOriginalOffset:     hSpringRetryOffset,
+	SpringRetryOriginalTimestamp:  hSpringRetryTimestamp,
+	SpringRetryExceptionFQCN:      hSpringRetryFQCN,
+	SpringRetryExceptionCauseFQCN: hSpringRetryCauseFQCN,
+	SpringRetryExceptionMessage:   hSpringRetryMessage,
+	SpringRetryExceptionStack:     hSpringRetryStacktrace,
+	SpringRetryKeyExceptionFQCN:   hSpringRetryKeyFQCN,
+	SpringRetryKeyExceptionMsg:    hSpringRetryKeyMessage,
+	SpringRetryKeyExceptionStack:  hSpringRetryKeyStacktrace,
+	KarafkaTopic:                  hKarafkaTopic,
+	KarafkaPartition:              hKarafkaPartition,
+	KarafkaOffset:                 hKarafkaOffset,
+	KarafkaConsumerGroup:          hKarafkaGroup,
+	KarafkaKey:                    hKarafkaKey,
+	KarafkaAttempts:               hKarafkaAttempts,
+	KarafkaOldTopic:               hKarafkaOldTopic,
+	KarafkaOldPartition:           hKarafkaOldPartition,
+	KarafkaOldOffset:              hKarafkaOldOffset,
+	KarafkaOldGroup:               hKarafkaOldGroup,
+	KarafkaOldKey:                 hKarafkaOldKey,
+	KarafkaOldAttempts:            hKarafkaOldAttempts,
+	WolverineExceptionType:        hWolverineType,
+	WolverineExceptionMessage:     hWolverineMessage,
+	WolverineExceptionStack:       hWolverineStack,
+	WolverineDestination:          hWolverineDestination,
+	WolverinePartition:            hWolverinePartition,
+	WolverineOffset:               hWolverineOffset,
+	WolverineFailedAt:             hWolverineFailedAt,
+	RuleName:                      hRuleName,
+	RuleMode:                      hRuleMode,
+	RuleSubject:                   hRuleSubject,
+	RuleTopic:                     hRuleTopic,
+	RuleException:                 hRuleException,
+	WatermillMessageUUID:          hWatermillUUID,
+	"kafka_messageid":             hSpringMessageID, // SpringMessageID, lower-cased
+	MessageIDHeader:               hMessageID,
 }
 
 // parser reads one record's headers into a DeadLetter.
@@ -139,6 +215,9 @@ type parser struct {
 	strings *interner
 	// memo is the state a Parser keeps between records; nil for a one-off parse.
 	memo *parseMemo
+	// fallbackReason is the reason the convention's rule gives when neither its headers nor
+	// the failure's class decide (docs/design.md §3.2); "" leaves it unknown.
+	fallbackReason string
 }
 
 // repeats marks the headers whose text is usually the same from one dead letter to the next:
@@ -150,6 +229,10 @@ var repeats = func() (r [numHdr]bool) {
 		hConnectTopic, hConnectConnector, hConnectStage, hConnectExceptionClass, hConnectExceptionMessage,
 		hWatermillTopic, hWatermillHandler, hWatermillSubscriber, hWatermillReason,
 		hSmallRyeTopic, hSmallRyeReason, hSmallRyeCause, hSmallRyeExceptionClass, hSmallRyeCauseClass,
+		hSpringRetryTopic, hSpringRetryFQCN, hSpringRetryCauseFQCN, hSpringRetryMessage, hSpringRetryKeyFQCN, hSpringRetryKeyMessage,
+		hKarafkaTopic, hKarafkaGroup, hKarafkaOldTopic, hKarafkaOldGroup,
+		hWolverineType, hWolverineMessage, hWolverineDestination,
+		hRuleName, hRuleMode, hRuleSubject, hRuleTopic, hRuleException,
 	} {
 		r[id] = true
 	}
@@ -210,7 +293,7 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 	if copyHeaders {
 		p.d.Headers = make([]envelope.Header, len(headers))
 	}
-	var firstOf [len(conventionOrder)]int // 1 + index of the convention's first header, 0: none
+	var firstOf [len(conventions)]int // 1 + index of the convention's first header, 0: none
 	for i, h := range headers {
 		if copyHeaders {
 			p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
@@ -229,7 +312,8 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 			p.lastAt[id] = i + 1
 		}
 	}
-	for k, c := range conventionOrder {
+	for k := range conventions {
+		c := conventions[k].name
 		if firstOf[k] == 0 {
 			continue
 		}
@@ -258,6 +342,15 @@ func (p *parser) last(id hdr) ([]byte, bool) {
 		return p.raw[i-1].Value, true
 	}
 	return nil, false
+}
+
+// either is a when the record has that header, else b: the header a convention writes under
+// two names (Spring's recoverer and retry topics, Karafka's current and older names).
+func (p *parser) either(a, b hdr) hdr {
+	if p.firstAt[a] > 0 {
+		return a
+	}
+	return b
 }
 
 // key returns the key of the header id as it was written (the last one with that key).

@@ -15,9 +15,14 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// DefaultTopicPattern selects the dead-letter topics read when none are named: names ending
-// in .dlq (fieldwork's), -dlt (Spring's retry topics) or .DLT (Spring's recoverer).
-var DefaultTopicPattern = regexp.MustCompile(`(\.dlq|-dlt|\.DLT)$`)
+// DefaultTopicPattern selects the dead-letter topics read when none are named and none is
+// configured (docs/design.md §3.2): names ending in a separator (. - _) and dlq, dlt,
+// deadletter, dead-letter, dead-letter-queue, deadletterqueue or poison (fieldwork's .dlq,
+// Spring's .DLT and -dlt, events-dlq, orders_dlq, payments_poison, orders.deadletter,
+// Wolverine's wolverine-dead-letter-queue), names starting with dlq, dlt, deadletter or
+// dead-letter and a separator (Kafka Connect's usual dlq-s3-sink, dlq_file_sink), and Spring's
+// retry topics (-retry, -retry-N), ASCII case ignored.
+var DefaultTopicPattern = regexp.MustCompile(`(?i)(^(dlq|dlt|deadletter|dead-letter)[._-]|[._-](dlq|dlt|deadletter|dead-letter|dead-letter-queue|deadletterqueue|poison)$|-retry(-\d+)?$)`)
 
 // ErrStop, returned by a Scan callback, ends the scan early without an error.
 var ErrStop = errors.New("stop the scan")

@@ -88,7 +88,7 @@ func TestNewDeadLetterRoundTrip(t *testing.T) {
 		OriginalTopic: "tasks", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](1041), OriginalTimestamp: utc(origTS),
 		Group: "task-projector", Handler: "projection", Reason: ReasonExhausted,
 		ErrorMessage: meta.Error, Attempts: 5, FirstFailedAt: utc(first), FailedAt: utc(failed),
-		EventID: "evt-7", Key: orig.Key, Value: orig.Value, ReplayCount: 1,
+		EventID: "evt-7", EventIDSource: HeaderEventID, Key: orig.Key, Value: orig.Value, ReplayCount: 1,
 	}
 	for _, h := range dl.Headers {
 		want.Headers = append(want.Headers, envelope.Header{Key: h.Key, Value: h.Value})
@@ -205,7 +205,16 @@ var allDeadLetterHeaders = []string{
 	WatermillTopic, WatermillHandler, WatermillSubscriber, WatermillReason,
 	SmallRyeTopic, SmallRyePartition, SmallRyeOffset, SmallRyeReason, SmallRyeCause,
 	SmallRyeExceptionClassName, SmallRyeCauseClassName, SmallRyeDeserializationReason, "deserialization-failure-data",
-	"Kafka_DLT-Original-Topic", "FW.DLQ.TOPIC",
+	SpringRetryOriginalTopic, SpringRetryOriginalPartition, SpringRetryOriginalOffset, SpringRetryOriginalTimestamp,
+	"kafka_original-timestamp-type", SpringRetryExceptionFQCN, SpringRetryExceptionCauseFQCN,
+	SpringRetryExceptionMessage, SpringRetryExceptionStack, SpringRetryKeyExceptionFQCN, SpringRetryKeyExceptionMsg,
+	SpringRetryKeyExceptionStack,
+	KarafkaTopic, KarafkaPartition, KarafkaOffset, KarafkaConsumerGroup, KarafkaKey, KarafkaAttempts,
+	KarafkaOldTopic, KarafkaOldPartition, KarafkaOldOffset, KarafkaOldGroup, KarafkaOldKey, KarafkaOldAttempts,
+	WolverineExceptionType, WolverineExceptionMessage, WolverineExceptionStack, WolverineDestination,
+	WolverinePartition, WolverineOffset, WolverineFailedAt,
+	RuleName, RuleMode, RuleSubject, RuleTopic, RuleException,
+	"Kafka_DLT-Original-Topic", "FW.DLQ.TOPIC", "Kafka_Original-Topic", "__RULE.NAME",
 }
 
 // notDeadLetterHeaders are headers a replay must keep.
@@ -213,6 +222,7 @@ var notDeadLetterHeaders = []string{
 	ReplayHeaderID, ReplayHeaderSource, ReplayHeaderCount, ReplayHeaderAt, ReplayHeaderReason,
 	"ce_id", "ce_type", "content-type", "traceparent", "_watermill_message_uuid", "fw.dlq", "fw.dlqx",
 	"kafka_dlt", "topic_poisoned_x", "x_topic_poisoned", "dead-letter", "__connect.errors", "retry_topic",
+	"kafka_messageId", "id", "kafka_original", "original_topicx", "__rule", "exception-typex",
 	"kafka_correlationId", "", "\xff\xfe", "fw.replay.count.extra",
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,49 @@ func TestRecordOutsidePartition(t *testing.T) {
 		if fwerr.KindOf(err) != fwerr.KindUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("record %d/%d: %v (kind %v), want usage error with %q", tc.p, tc.o, err, fwerr.KindOf(err), tc.want)
 		}
+	}
+}
+
+// The sample tells which partitioner placed a topic's keyed records: kcat's (librdkafka's
+// CRC-32), sarama's FNV-1a, or franz-go's murmur2; and none where the producers disagree.
+func TestTopicTellsThePartitioner(t *testing.T) {
+	c := testenv.Cluster(t)
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("account-%d", i*13)
+	}
+	const parts = 5
+	murmur := func(t *testing.T, topic string) {
+		var recs []*kgo.Record
+		for _, k := range keys {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(`{}`)})
+		}
+		testenv.Produce(t, testenv.Client(t), recs...)
+	}
+	for _, tc := range []struct {
+		name    string
+		produce func(t *testing.T, topic string)
+		want    []string
+	}{
+		{"kcat", func(t *testing.T, topic string) { testenv.KcatProduceKeyed(t, topic, keys, 2) }, []string{"crc32"}},
+		{"sarama", func(t *testing.T, topic string) { testenv.SaramaProduceKeyed(t, topic, parts, keys, 2) }, []string{"fnv1a"}},
+		{"franz-go", murmur, []string{"murmur2"}},
+		{"mixed", func(t *testing.T, topic string) {
+			testenv.KcatProduceKeyed(t, topic, keys, 1)
+			testenv.SaramaProduceKeyed(t, topic, parts, keys, 1)
+		}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := testenv.Topic(t, parts, nil)
+			tc.produce(t, topic)
+			rep, err := inspect.Topic(ctx(t), c, topic, inspect.TopicOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := rep.Sample.Partitioners
+			if ps.Keyed != rep.Sample.Records || ps.Keyed == 0 || !slices.Equal(ps.Matching, tc.want) {
+				t.Fatalf("partitioners %+v of %d sampled records: want matching %v", ps, rep.Sample.Records, tc.want)
+			}
+		})
 	}
 }

@@ -79,11 +79,32 @@ type ConfigValue struct {
 
 // FormatSample counts the envelope formats among the newest PerPartition records of each
 // partition. Malformed lists the first few records of the sample that do not decode.
+// Partitioners says which producers' partitioners the sample's keyed records agree with.
 type FormatSample struct {
 	PerPartition int               `json:"per_partition"`
 	Records      int64             `json:"records"`
 	Formats      []FormatCount     `json:"formats"`
 	Malformed    []MalformedRecord `json:"malformed"`
+	Partitioners PartitionerSample `json:"partitioners"`
+}
+
+// PartitionerSample compares the sample's keyed records with where each partitioner
+// (kafka.Partitioners) puts their keys: a partitioner every keyed record agrees with is one
+// the producers may have used; with one partition, or no keyed record, nothing is told.
+type PartitionerSample struct {
+	// Keyed counts the sampled records with a key that every partitioner hashes (not null,
+	// not empty).
+	Keyed  int64              `json:"keyed_records"`
+	Agrees []PartitionerCount `json:"agreement"`
+	// Matching are the partitioners every keyed record agrees with, in kafka.Partitioners
+	// order: empty when none does (several producers, or a custom or manual placement).
+	Matching []string `json:"matching"`
+}
+
+// PartitionerCount is how many keyed records of the sample sit where Partitioner puts them.
+type PartitionerCount struct {
+	Partitioner string `json:"partitioner"`
+	Agree       int64  `json:"agree"`
 }
 
 // FormatCount is how many sampled records decoded as Format ("malformed" for none).
@@ -207,8 +228,17 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 			LogStart: b.LogStart, HighWatermark: b.HighWatermark})
 	}
 	counts := map[string]int64{}
+	agree := make([]int64, len(kafka.Partitioners))
 	err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		s.Records++
+		if len(rec.Key) > 0 {
+			s.Partitioners.Keyed++
+			for i, p := range kafka.Partitioners {
+				if q, _ := p.KeyPartition(rec.Key, len(bounds)); q == rec.Partition {
+					agree[i]++
+				}
+			}
+		}
 		ev, err := envelope.DecodeRecord(rec)
 		if err != nil {
 			counts[FormatMalformed]++
@@ -225,6 +255,13 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 	}
 	for f, n := range counts {
 		s.Formats = append(s.Formats, FormatCount{Format: f, Count: n})
+	}
+	s.Partitioners.Agrees, s.Partitioners.Matching = []PartitionerCount{}, []string{}
+	for i, p := range kafka.Partitioners {
+		s.Partitioners.Agrees = append(s.Partitioners.Agrees, PartitionerCount{Partitioner: string(p), Agree: agree[i]})
+		if s.Partitioners.Keyed > 0 && agree[i] == s.Partitioners.Keyed {
+			s.Partitioners.Matching = append(s.Partitioners.Matching, string(p))
+		}
 	}
 	sort.Slice(s.Formats, func(i, j int) bool {
 		if s.Formats[i].Count != s.Formats[j].Count {

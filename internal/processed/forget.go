@@ -25,6 +25,9 @@ type ForgetReport struct {
 // which ids had no marker. ids are taken as given: the caller makes them distinct. The forget
 // is journaled with j once the transaction is committed.
 func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string, j Journal) (*ForgetReport, error) {
+	if err := journalReady(ctx, st); err != nil {
+		return nil, err
+	}
 	removed, err := st.Forget(ctx, consumer, ids)
 	if err != nil {
 		return nil, err
@@ -37,6 +40,10 @@ func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string,
 // that have none, read without deleting anything (one query for a consumer, one per id for
 // every consumer's).
 func PlanForget(ctx context.Context, st *dedup.Store, consumer string, ids []string) (*ForgetReport, error) {
+	// A plan the forget would refuse says so at once (dedup.Store.CheckForget).
+	if err := st.CheckForget(ctx, consumer, ids); err != nil {
+		return nil, err
+	}
 	var rows []dedup.MarkerRow
 	if consumer != "" {
 		found, err := st.Lookup(ctx, consumer, ids)

@@ -93,3 +93,16 @@ func recordForget(ctx context.Context, st *dedup.Store, j Journal, ids []string,
 	counts := forgetCounts{Requested: rep.Requested, Deleted: len(rep.Removed), NotFound: len(rep.NotFound)}
 	return record(ctx, st, dedup.ActionForget, j, sel, counts, int64(len(rep.Removed)), nil)
 }
+
+// journalReady checks, before anything is deleted from another library's table (a preset),
+// that the journal of prunes and forgets can be written: it is fieldwork's own schema in the
+// same database (docs/design.md §3.4), which `fieldwork db migrate` creates.
+func journalReady(ctx context.Context, st *dedup.Store) error {
+	if st.Preset() == nil {
+		return nil
+	}
+	if _, err := st.MarkerActions(ctx, 1); err != nil {
+		return fmt.Errorf("nothing was deleted from %s: the journal of prunes and forgets cannot be read: %w\nhint: run `fieldwork db migrate` with the same --dsn (and no --preset) to create fieldwork's schema and its journal beside the table", st.Table(), err)
+	}
+	return nil
+}

@@ -128,6 +128,9 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	if o.DryRun {
 		return rep, nil
 	}
+	if err := journalReady(ctx, st); err != nil {
+		return rep, err
+	}
 
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
@@ -190,12 +193,23 @@ func checkReplayHorizon(ctx context.Context, cluster func(context.Context) (*kaf
 			return nil
 		}
 		rep.HorizonChecked = true
+		var denied error
 		for i := range rep.Topics {
 			h := &rep.Topics[i]
-			*h = Horizon(*h, retention.of(h.Topic), o.OlderThan)
+			r := retention.of(h.Topic)
+			*h = Horizon(*h, r, o.OlderThan)
 			if h.Problem != "" {
 				problems = append(problems, h.Topic+": "+h.Problem)
 			}
+			if r.Cause == kafka.CauseDenied && denied == nil {
+				denied = fwerr.Denied(&kafka.NotAuthorizedError{Operation: kafka.OpDescribeConfigs, ResourceType: kafka.ResourceTopic, Resource: h.Topic, Err: r.Err})
+			}
+		}
+		// A horizon the ACLs hide is a missing right, not a wrong flag (exit 5): the prune
+		// needs DESCRIBE_CONFIGS on every source topic, or --force.
+		if denied != nil && !o.Force {
+			return fmt.Errorf("%w\ncannot check the replay horizon of %s without it: grant DESCRIBE_CONFIGS on the source topics, or pass --force to prune without this check",
+				denied, strings.Join(topics, ", "))
 		}
 	}
 	if len(problems) == 0 {

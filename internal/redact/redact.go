@@ -6,8 +6,10 @@ package redact
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Mask stands in for every password.
@@ -92,15 +94,24 @@ func Secrets(dsn string) []string {
 	return variants(out)
 }
 
-// URL returns u without its user info and with every query value (and any fragment) replaced
-// by REDACTED: https://hooks.example/x?token=REDACTED. A URL that does not parse is
-// UnparseableURL.
+// URL returns u without its user info, with every query value (and any fragment) replaced
+// by REDACTED (https://hooks.example/x?token=REDACTED), and with every path segment that looks
+// like a token replaced too (https://hooks.example/services/T0/B0/REDACTED): many webhook
+// services put their secret in the path. A URL that does not parse is UnparseableURL.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Opaque != "" {
 		return UnparseableURL
 	}
 	u.User = nil
+	if segs := strings.Split(u.Path, "/"); slices.ContainsFunc(segs, tokenLike) {
+		for i, seg := range segs {
+			if tokenLike(seg) {
+				segs[i] = QueryMask
+			}
+		}
+		u.Path, u.RawPath = strings.Join(segs, "/"), ""
+	}
 	if u.RawQuery != "" {
 		q, ok := redactQuery(u.RawQuery, func(string) bool { return true }, QueryMask)
 		if !ok {
@@ -136,7 +147,31 @@ func URLSecrets(raw string) []string {
 		out = append(out, u.RawQuery)
 	}
 	out = append(out, u.Fragment)
+	for _, seg := range strings.Split(u.Path, "/") {
+		if tokenLike(seg) {
+			out = append(out, seg)
+		}
+	}
 	return variants(out)
+}
+
+// tokenLike reports whether a URL path segment looks like a secret rather than a name: 16
+// characters or more, with both letters and digits (a Slack or Discord webhook's token, an
+// API key). A word, a short id or a version number is not one.
+func tokenLike(seg string) bool {
+	if len(seg) < 16 {
+		return false
+	}
+	letters, digits := false, false
+	for _, r := range seg {
+		switch {
+		case unicode.IsLetter(r):
+			letters = true
+		case unicode.IsDigit(r):
+			digits = true
+		}
+	}
+	return letters && digits
 }
 
 var (

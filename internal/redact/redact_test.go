@@ -83,6 +83,9 @@ func TestURL(t *testing.T) {
 		{"https://user:s3cr3t@hooks.example/x", "https://hooks.example/x"},
 		{"https://hooks.example/x?a=1&token=s3cr3t#frag-s3cr3t", "https://hooks.example/x?a=REDACTED&token=REDACTED#REDACTED"},
 		{"http://127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook"},
+		{"https://hooks.example/services/T0AB12CD3/B0EF45GH6/q8Zr2XkP4mWn7LsT9vYb3cJd", "https://hooks.example/services/T0AB12CD3/B0EF45GH6/REDACTED"},
+		{"https://chat.example/api/webhooks/123456789012345678/aB3dE5fG7hI9jK1lM3nO5pQ7", "https://chat.example/api/webhooks/123456789012345678/REDACTED"},
+		{"https://hooks.example/v2/notifications/deliveries", "https://hooks.example/v2/notifications/deliveries"},
 		{"https://hooks.example/x?token=%zz-s3cr3t", UnparseableURL},
 		{"https://h:bad port/x?token=s3cr3t", UnparseableURL},
 	}
@@ -91,9 +94,9 @@ func TestURL(t *testing.T) {
 			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	raw := "https://bob:s3cr3t@hooks.example/x?token=t0k%2Fen"
+	raw := "https://bob:s3cr3t@hooks.example/x/q8Zr2XkP4mWn7LsT9vYb?token=t0k%2Fen"
 	msg := `Post "` + raw + `": dial: refused; token t0k/en`
-	if got := Scrub(msg, URLSecrets(raw)...); strings.Contains(got, "s3cr3t") || strings.Contains(got, "t0k") {
+	if got := Scrub(msg, URLSecrets(raw)...); strings.Contains(got, "s3cr3t") || strings.Contains(got, "t0k") || strings.Contains(got, "q8Zr2XkP4") {
 		t.Errorf("Scrub = %q", got)
 	}
 }

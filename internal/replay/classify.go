@@ -50,13 +50,32 @@ type decision struct {
 	reason  string
 	errMsg  string
 	outcome Outcome
-	// target and partition (-1: the producer's partitioner) for OutcomeSend.
+	// target and partition (-1: placed by targetCache.place) for OutcomeSend; rule says why
+	// that partition (Rule*, or the partitioner's name) once placed.
 	target    string
 	partition int32
+	rule      string
+	// origTopic and origPart are the original topic and partition the dead-letter headers
+	// name (origPart -1: none), which PartitionAuto keeps when the target's partitions allow.
+	origTopic string
+	origPart  int32
 	problem   string
 	// omitted and valueBytes are a bounded copy's dlq.DeadLetter.ValueOmitted and ValueBytes.
 	omitted    string
 	valueBytes int64
+	// key is the original key when the dead letter's convention moved it out of the record's
+	// own key (keySet: dlq.DeadLetter.HasOriginalKey); the replay sends it instead.
+	key    []byte
+	keySet bool
+}
+
+// sendKey is the key the replay sends: the original key a convention moved out of the dead
+// letter's own key, else the dead letter's key.
+func (d *decision) sendKey() []byte {
+	if d.keySet {
+		return d.key
+	}
+	return d.rec.Key
 }
 
 // classifier decides the outcome of records, in batches so that marker and journal lookups
@@ -115,6 +134,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
+		d.key, d.keySet = dl.OriginalKey, dl.HasOriginalKey
 		if !c.spec.named(r.Partition, r.Offset) || !c.filter.Match(dl) {
 			d.outcome = OutcomeFiltered
 			continue
@@ -180,6 +200,10 @@ func (c *classifier) route(d *decision, dl *dlq.DeadLetter) {
 	r := d.rec
 	d.partition = -1
 	origTopic, origPart, isDL := dl.Route()
+	d.origTopic, d.origPart = origTopic, -1
+	if isDL && c.spec.ToPartition == PartitionAuto {
+		d.origPart = origPart
+	}
 	if c.spec.To != "" {
 		d.target = c.spec.To
 		if c.spec.ToPartition == PartitionOriginal {

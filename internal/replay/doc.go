@@ -44,13 +44,17 @@
 // Routing. Without --to each record goes to the original topic its dead-letter headers name,
 // in any convention dlq.Parse reads (dlq.DeadLetter.Source). A record that names none needs
 // --to; one whose original topic is the topic being read is refused, like --to naming it.
-// Keyed records are partitioned by the producer's default partitioner, murmur2 of the key as
-// Kafka's Java client, so an aggregate's events land in one partition in source order; with
-// --to-partition original the original partition is kept (for a record that is not a dead
-// letter, the partition it is read from). The plan predicts each keyed record's partition
-// the same way and its scan checks, before anything is sent, that every target topic (and
-// with --to-partition original every target partition) exists; a single pass checks each
-// record's before it is sent (above).
+// Partitions (docs/design.md §3.3): a record goes where its key's other records are. With
+// PartitionAuto, the default, a dead letter naming its original partition goes back to it
+// when the target has as many partitions as the topic it came from; otherwise a keyed record
+// goes where Spec.Partitioner (kafka.Partitioner: murmur2, crc32, fnv1a) puts its key, and a
+// record without a key it hashes is spread. PartitionOriginal always keeps the original
+// partition (for a record that is not a dead letter, the partition it is read from),
+// PartitionKey always places by the key. targetCache.place decides it once per record, for
+// the plan (counted per target partition and rule) and for the send alike: the producer's
+// partitioner only sends a record to the partition set on it, or spreads it. The scan checks,
+// before anything is sent, that every target topic (and with --to-partition original every
+// target partition) exists; a single pass checks each record's before it is sent (above).
 //
 // Records. Key and value as they were; headers as they were minus the dead-letter headers of
 // every convention (also with --to: what is sent is the original record again) and minus

@@ -171,7 +171,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	// targets knows each target topic, and its record size limit, from the first record to it
 	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
-	targets := newTargetCache(c, kafka.OpWrite)
+	targets := newTargetCache(c, kafka.OpWrite, p.Spec.Partitioner)
 	targets.limits = newTargetLimits(c)
 	checkTargets := false
 	if opts.SinglePass {
@@ -333,9 +333,9 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		// Batches up to each target's own limit, not franz-go's default 1,000,012 bytes.
 		kgo.ProducerBatchMaxBytesFn(e.targets.limits.batchMax),
 	)
-	if e.plan.Spec.ToPartition == PartitionOriginal {
-		popts = append(popts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	}
+	// Each record's partition is chosen before it is sent (targetCache.place, the plan's rule);
+	// the producer only spreads the records that have none.
+	popts = append(popts, kgo.RecordPartitioner(placedPartitioner{}))
 	cl, err := kgo.NewClient(popts...)
 	if err != nil {
 		return fmt.Errorf("kafka producer: %w", err)
@@ -404,6 +404,11 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			if err := e.checkTarget(readCtx, d); err != nil {
 				return err
 			}
+			part, _, err := e.targets.place(readCtx, d)
+			if err != nil {
+				return err
+			}
+			d.partition = part
 		}
 		if e.create != nil && d.outcome != OutcomeFiltered {
 			// A single pass records its run before the first selected record is handled.
@@ -442,6 +447,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			e.sum.MalformedSent++
 		}
 		out := e.prov.outgoingWith(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at)
+		out.Key = d.sendKey()
+		if d.partition < 0 {
+			out.Partition = -1 // placedPartitioner: spread it
+		}
 		src, eventID := d.rec, d.eventID
 		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
 			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
@@ -625,4 +634,30 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 	}
 	e.tr.journaledN(len(f.sends))
 	return nil
+}
+
+// placedPartitioner sends a record to the partition already set on it (the plan's placement),
+// and spreads a record whose partition is -1 as franz-go's sticky partitioner does.
+type placedPartitioner struct{}
+
+func (placedPartitioner) ForTopic(string) kgo.TopicPartitioner {
+	return &placedTopicPartitioner{sticky: kgo.StickyPartitioner().ForTopic("")}
+}
+
+type placedTopicPartitioner struct{ sticky kgo.TopicPartitioner }
+
+// RequiresConsistency: a placed record waits for its own partition, never another.
+func (p *placedTopicPartitioner) RequiresConsistency(r *kgo.Record) bool { return r.Partition >= 0 }
+
+func (p *placedTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	return p.sticky.Partition(r, n)
+}
+
+func (p *placedTopicPartitioner) OnNewBatch() {
+	if nb, ok := p.sticky.(kgo.TopicPartitionerOnNewBatch); ok {
+		nb.OnNewBatch()
+	}
 }

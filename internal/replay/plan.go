@@ -95,7 +95,7 @@ func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
 	if !p.TargetKnown() {
 		return fmt.Errorf("replay: the targets of a replay without --to, or with --to-partition original, are known only by a scan")
 	}
-	t := newTargetCache(c, kafka.OpWrite)
+	t := newTargetCache(c, kafka.OpWrite, p.Spec.Partitioner)
 	n, err := t.lookup(ctx, p.Spec.To)
 	if err != nil {
 		return err
@@ -119,13 +119,24 @@ type RangeReport struct {
 	Offsets   int64  `json:"offsets"`
 }
 
-// TargetCount is how many records go to one target partition; Partition -1 means the
-// producer's partitioner chooses (records without a key).
+// TargetCount is how many records go to one target partition by one rule; Partition -1 means
+// the producer spreads them (records without a key its partitioner hashes).
 type TargetCount struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Records   int64  `json:"records"`
+	// Rule is why that partition: RuleOriginal, the partitioner's name (murmur2, crc32,
+	// fnv1a: placed by the key), or RuleSpread.
+	Rule    string `json:"rule,omitempty"`
+	Records int64  `json:"records"`
 }
+
+// The placement rules of a send besides a partitioner's name (TargetCount.Rule).
+const (
+	// RuleOriginal: the original partition the dead letter names.
+	RuleOriginal = "original"
+	// RuleSpread: no key the partitioner hashes; the producer spreads such records.
+	RuleSpread = "spread"
+)
 
 // place names the target: its topic, or "TOPIC partition N" for a fixed partition.
 func (tc TargetCount) place() string {
@@ -162,6 +173,8 @@ type SampleRecord struct {
 	Outcome         string `json:"outcome"`
 	TargetTopic     string `json:"target_topic,omitempty"`
 	TargetPartition *int32 `json:"target_partition,omitempty"`
+	// Rule is how the target partition was chosen (TargetCount.Rule).
+	Rule string `json:"rule,omitempty"`
 	// Key is the record's key as text ("" when null); when it is not printable text (by
 	// printable.Text, the rule for record bytes in JSON), KeyBase64 holds its exact bytes.
 	Key         string `json:"key"`
@@ -194,8 +207,12 @@ type Counts struct {
 // (Incomplete: listed like Quarantined, at most 1,000, Counts.Incomplete exact), and a
 // sample. Neither fails the plan (Err): an executed run sends the rest and exits 3.
 type Report struct {
-	Source      string         `json:"source"`
-	Target      string         `json:"target"`
+	Source string `json:"source"`
+	Target string `json:"target"`
+	// ToPartition and Partitioner are how records are placed (Spec.ToPartition, .Partitioner);
+	// each target's Rule says which rule placed its records.
+	ToPartition string         `json:"to_partition"`
+	Partitioner string         `json:"partitioner"`
 	MaxReplays  int            `json:"max_replays"`
 	RunID       string         `json:"resumes_run,omitempty"`
 	Selection   Selection      `json:"selection"`
@@ -233,6 +250,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
+		ToPartition: p.Spec.ToPartition, Partitioner: string(p.Spec.Partitioner),
 		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 	}
@@ -242,10 +260,11 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	for _, r := range p.Ranges {
 		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, Offsets: r.Len()})
 	}
-	targets := newTargetCache(c, kafka.OpDescribe)
+	targets := newTargetCache(c, kafka.OpDescribe, p.Spec.Partitioner)
 	type key struct {
 		topic string
 		part  int32
+		rule  string
 	}
 	byTarget := map[key]int64{}
 	cls := newClassifier(p, st)
@@ -284,22 +303,24 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			if d.reason == dlq.ReasonMalformed {
 				rep.Counts.MalformedToSend++
 			}
-			part, err := targets.partitionOf(ctx, d)
+			part, rule, err := targets.place(ctx, d)
 			if err != nil {
 				return err
 			}
-			byTarget[key{d.target, part}]++
+			byTarget[key{d.target, part, rule}]++
 		}
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-			if key, exact := printable.Text(d.rec.Key); key != nil {
+			if key, exact := printable.Text(d.sendKey()); key != nil {
 				s.Key, s.KeyBase64 = *key, exact
 			}
 			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
 				s.TargetTopic = d.target
-				if part, _ := targets.partitionOf(ctx, d); part >= 0 {
-					s.TargetPartition = &part
+				if part, rule, _ := targets.place(ctx, d); part >= 0 {
+					s.TargetPartition, s.Rule = &part, rule
+				} else {
+					s.Rule = rule
 				}
 			}
 			rep.Sample = append(rep.Sample, s)
@@ -313,7 +334,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		opts.Progress(rep.Counts.Read, total)
 	}
 	for k, n := range byTarget {
-		tc := TargetCount{Topic: k.topic, Partition: k.part, Records: n}
+		tc := TargetCount{Topic: k.topic, Partition: k.part, Rule: k.rule, Records: n}
 		if !targets.exists(k.topic, k.part) {
 			rep.Missing = append(rep.Missing, tc)
 		}
@@ -329,7 +350,10 @@ func sortTargets(ts []TargetCount) {
 		if ts[i].Topic != ts[j].Topic {
 			return ts[i].Topic < ts[j].Topic
 		}
-		return ts[i].Partition < ts[j].Partition
+		if ts[i].Partition != ts[j].Partition {
+			return ts[i].Partition < ts[j].Partition
+		}
+		return ts[i].Rule < ts[j].Rule
 	})
 }
 
@@ -376,17 +400,19 @@ func (e *MissingTargetError) Error() string {
 // targetCache knows the target topics' partition counts, asking the cluster once per topic;
 // with limits, it reads each existing topic's record size limit at the same time (Execute).
 type targetCache struct {
-	c      *kafka.Cluster
-	parts  map[string]int // 0: the topic does not exist
-	hash   map[string]kgo.TopicPartitioner
-	limits *targetLimits
+	c     *kafka.Cluster
+	parts map[string]int // 0: the topic does not exist
+	// origins are the partition counts of original topics that are not targets (count).
+	origins     map[string]int
+	partitioner kafka.Partitioner
+	limits      *targetLimits
 	// op is what the caller needs on a target, named when the ACLs hide one: DESCRIBE to plan,
 	// WRITE to send (which grants DESCRIBE).
 	op string
 }
 
-func newTargetCache(c *kafka.Cluster, op string) *targetCache {
-	return &targetCache{c: c, parts: map[string]int{}, hash: map[string]kgo.TopicPartitioner{}, op: op}
+func newTargetCache(c *kafka.Cluster, op string, p kafka.Partitioner) *targetCache {
+	return &targetCache{c: c, parts: map[string]int{}, origins: map[string]int{}, partitioner: p, op: op}
 }
 
 // exists reports whether a looked-up topic exists and, for part >= 0, has that partition.
@@ -419,25 +445,52 @@ func (t *targetCache) lookup(ctx context.Context, topic string) (int, error) {
 		}
 	}
 	t.parts[topic] = n
-	t.hash[topic] = kgo.StickyKeyPartitioner(nil).ForTopic(topic)
 	return n, nil
 }
 
-// partitionOf is the partition a send goes to: the fixed one, murmur2 of the key as Kafka's
-// default partitioner computes it, or -1 for a record without a key (the partitioner spreads
-// those) or a target that does not exist.
-func (t *targetCache) partitionOf(ctx context.Context, d *decision) (int32, error) {
+// count is the partition count of a topic a record came from, asked once per topic; 0 when it
+// does not exist or cannot be described (the original topic of a --to replay may be one the
+// operator may not see): its partitions then do not match the target's.
+func (t *targetCache) count(ctx context.Context, topic string) int {
+	if n, ok := t.parts[topic]; ok {
+		return n
+	}
+	if n, ok := t.origins[topic]; ok {
+		return n
+	}
+	n := 0
+	if details, err := t.c.Admin.ListTopics(ctx, topic); err == nil {
+		if d, ok := details[topic]; ok && d.Err == nil {
+			n = len(d.Partitions)
+		}
+	}
+	t.origins[topic] = n
+	return n
+}
+
+// place is the partition a send goes to and the rule that chose it (docs/design.md §3.3): the
+// fixed one (--to-partition original); with PartitionAuto the original partition the dead
+// letter names when the target has as many partitions as the topic it came from; otherwise
+// where the spec's partitioner puts the key, or -1 (RuleSpread) for a record without a key it
+// hashes. A target that does not exist is -1 and no rule.
+func (t *targetCache) place(ctx context.Context, d *decision) (int32, string, error) {
 	n, err := t.lookup(ctx, d.target)
 	if err != nil {
-		return -1, err
+		return -1, "", err
 	}
 	if d.partition >= 0 {
-		return d.partition, nil
+		return d.partition, RuleOriginal, nil
 	}
-	if n == 0 || d.rec.Key == nil {
-		return -1, nil
+	if n == 0 {
+		return -1, "", nil
 	}
-	return int32(t.hash[d.target].Partition(&kgo.Record{Key: d.rec.Key}, n)), nil
+	if d.origPart >= 0 && int(d.origPart) < n && (d.origTopic == d.target || t.count(ctx, d.origTopic) == n) {
+		return d.origPart, RuleOriginal, nil
+	}
+	if p, ok := t.partitioner.KeyPartition(d.sendKey(), n); ok {
+		return p, string(t.partitioner), nil
+	}
+	return -1, RuleSpread, nil
 }
 
 // progressEvery is how often (in records) a scan reports progress.

@@ -57,7 +57,7 @@ func TestSpecValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("valid spec refused: %v", err)
 				}
-				if tc.spec.MaxReplays != DefaultMaxReplays || tc.spec.ToPartition != PartitionDefault {
+				if tc.spec.MaxReplays != DefaultMaxReplays || tc.spec.ToPartition != PartitionAuto {
 					t.Fatalf("defaults not filled: %+v", tc.spec)
 				}
 				return
@@ -200,7 +200,7 @@ func TestClassifyRoutes(t *testing.T) {
 	if d := ds[0]; d.outcome != OutcomeSend || d.target != "retry" || d.partition != 0 {
 		t.Fatalf("plain record with --to: %+v", d)
 	}
-	ds = run(Spec{From: "orders.dlq", Reasons: []string{"exhausted"}}, fw, spring)
+	ds = run(Spec{From: "orders.dlq", Reasons: []string{"malformed"}}, fw, spring)
 	if ds[0].outcome != OutcomeFiltered || ds[1].outcome != OutcomeFiltered {
 		t.Fatalf("reason filter: %v %v", ds[0].outcome, ds[1].outcome)
 	}

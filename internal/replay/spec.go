@@ -19,17 +19,27 @@ import (
 // quarantined, not sent (docs/design.md §3.3).
 const DefaultMaxReplays = 3
 
-// Target partition modes.
+// Target partition modes (docs/design.md §3.3).
 const (
-	// PartitionDefault leaves the partition to the producer's default partitioner: murmur2 of
-	// the key, as Kafka's Java client, so an aggregate's events stay in one partition; records
-	// without a key are spread (sticky batches).
-	PartitionDefault = "default"
+	// PartitionAuto, the default, puts a record where its key's other records are: in the
+	// original partition its dead-letter headers name when the target has as many partitions
+	// as the topic it came from (and that partition), otherwise where Spec.Partitioner puts its
+	// key; records without a key the partitioner hashes are spread (sticky batches).
+	PartitionAuto = "auto"
 	// PartitionOriginal writes each record to the partition it originally came from: the
 	// dead-letter headers' original partition, or for a record that is not a dead letter the
 	// partition it is read from.
 	PartitionOriginal = "original"
+	// PartitionKey places every keyed record by Spec.Partitioner, whatever partition it came
+	// from (after partitions were added, say).
+	PartitionKey = "key"
+	// PartitionDefault is how runs journaled before PartitionAuto named PartitionKey with
+	// murmur2: a resumed one places its records as it began.
+	PartitionDefault = "default"
 )
+
+// ToPartitionModes are the values of --to-partition.
+var ToPartitionModes = []string{PartitionAuto, PartitionOriginal, PartitionKey}
 
 // Spec is everything that decides what a replay sends and where: the selection, the filters,
 // the target and the loop guard. It is journaled as the run's selection (JSON), so that a
@@ -92,8 +102,11 @@ type Spec struct {
 	// To overrides the target topic; empty sends each record back to the original topic its
 	// dead-letter headers name.
 	To string `json:"to,omitempty"`
-	// ToPartition is PartitionDefault or PartitionOriginal.
+	// ToPartition is PartitionAuto, PartitionOriginal or PartitionKey.
 	ToPartition string `json:"to_partition"`
+	// Partitioner is the partitioner of the producer that wrote the records, the one keyed
+	// records are placed by when they do not keep their original partition ("" is murmur2).
+	Partitioner kafka.Partitioner `json:"partitioner,omitempty"`
 	// MaxReplays is the loop guard: a record whose fw.replay.count has reached it is
 	// quarantined. A bounded copy (fw.dlq.value_omitted) is never sent whatever it is: it is
 	// incomplete (OutcomeIncomplete), which no field of the spec overrides.
@@ -124,11 +137,18 @@ func (s *Spec) Validate() error {
 	}
 	switch s.ToPartition {
 	case "":
-		s.ToPartition = PartitionDefault
-	case PartitionDefault, PartitionOriginal:
+		s.ToPartition = PartitionAuto
+	case PartitionDefault:
+		s.ToPartition = PartitionKey
+	case PartitionAuto, PartitionOriginal, PartitionKey:
 	default:
-		return fwerr.Usagef("--to-partition %q: want %s or %s", s.ToPartition, PartitionDefault, PartitionOriginal)
+		return fwerr.Usagef("--to-partition %q: want %s", s.ToPartition, strings.Join(ToPartitionModes, ", "))
 	}
+	p, err := kafka.ParsePartitioner(string(s.Partitioner))
+	if err != nil {
+		return fwerr.Usagef("--partitioner: %v", err)
+	}
+	s.Partitioner = p
 	if s.MaxReplays == 0 {
 		s.MaxReplays = DefaultMaxReplays
 	}
@@ -287,8 +307,11 @@ func (s *Spec) TargetLabel() string {
 	if t == "" {
 		t = "original"
 	}
-	if s.ToPartition == PartitionOriginal {
+	switch s.ToPartition {
+	case PartitionOriginal:
 		t += " (original partition)"
+	case PartitionKey:
+		t += " (partitioned by " + string(s.Partitioner) + ")"
 	}
 	return t
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -62,6 +63,21 @@ func need(t testing.TB, name string) string {
 		t.Skipf("%s is not set (scripts/services.sh start prints it)", name)
 	}
 	return v
+}
+
+// SpringClasspath returns the Java classpath of Spring Kafka's jars (scripts/spring/pom.xml),
+// which scripts/services.sh start fetches; without them the test skips, or fails where the
+// services are Required.
+func SpringClasspath(t testing.TB) string {
+	t.Helper()
+	cp := need(t, "FIELDWORK_TEST_SPRING_CLASSPATH")
+	if jars, _ := filepath.Glob(filepath.Join(filepath.Dir(cp), "spring-kafka-*.jar")); len(jars) == 0 {
+		if Required() {
+			t.Fatalf("no Spring Kafka jar in %s: run scripts/services.sh start (or spring-classpath)", filepath.Dir(cp))
+		}
+		t.Skipf("no Spring Kafka jar in %s", filepath.Dir(cp))
+	}
+	return cp
 }
 
 // Brokers returns the real Kafka broker's address.

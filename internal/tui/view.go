@@ -419,7 +419,7 @@ func (m *Model) body() string {
 func (m *Model) topicsView(n int) []string {
 	rows := m.rows()
 	if len(m.topics) == 0 {
-		return []string{"", "  no dead-letter topics (names ending in .dlq, -dlt or .DLT, or --topic)"}
+		return []string{"", "  no dead-letter topics found (--topic or --pattern chooses them)"}
 	}
 	cols := []column{{title: "TOPIC", width: 10, flex: true}, {title: "TOTAL", width: 6, right: true}, {title: "NEW", width: 5, right: true},
 		{title: "PENDING", width: 7, right: true}, {title: "REPLAYED", width: 8, right: true, optional: true},

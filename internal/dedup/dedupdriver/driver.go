@@ -24,9 +24,23 @@ type Names struct {
 	Schema  string
 	Table   string
 	Columns Columns
+	// Journal is the schema of the journal and the migrations table when it is not Schema:
+	// fieldwork's own, beside another library's table.
+	Journal string
 }
 
-// Columns maps the logical marker columns to the column names of the table.
+// JournalSchema is the schema of the journal and the migrations table.
+func (n Names) JournalSchema() string {
+	if n.Journal != "" {
+		return n.Journal
+	}
+	return n.Schema
+}
+
+// Columns maps the logical marker columns to the column names of the table, and says what
+// else a table of another library is (docs/design.md §3.4): the fields after the eight names
+// are empty for fieldwork's own table. A column the table lacks is Absent ("-"): read as NULL
+// (the consumer, as the table's name: such a table holds one endpoint's markers).
 type Columns struct {
 	Consumer         string
 	EventID          string
@@ -36,7 +50,29 @@ type Columns struct {
 	Offset           string
 	AggregateID      string
 	AggregateVersion string
+
+	// ProcessedAtUnit is how an integer processed-at column counts time since the epoch:
+	// "ms" (the default) or "s". A timestamp column is read as it is; one without a time zone
+	// holds UTC.
+	ProcessedAtUnit string
+	// EventIDPath, when set, is where the event id is inside the JSON of the EventID column:
+	// keys separated by "/" (CAP keeps it in its Content's Headers/cap-msg-id).
+	EventIDPath string
+	// Done is a column that is NULL until the row is processed (MassTransit's Consumed): rows
+	// where it is NULL are not markers.
+	Done string
+	// Status, StatusDone and StatusFailed: a status column whose value StatusDone marks the
+	// processed rows, StatusFailed the failed ones (CAP's StatusName Succeeded, Failed).
+	Status       string
+	StatusDone   string
+	StatusFailed string
+	// Removable is a column that must be true, or not NULL, for a row to be deleted (its
+	// outgoing messages delivered: MassTransit's Delivered, NServiceBus's Dispatched).
+	Removable string
 }
+
+// Absent names a column the table does not have.
+const Absent = "-"
 
 // DefaultColumns are the column names created by the migrations (docs/design.md §3.4).
 var DefaultColumns = Columns{
@@ -106,7 +142,9 @@ type Cursor struct {
 
 // ListFilter selects markers for List. Zero values do not filter.
 type ListFilter struct {
-	Consumer    string
+	Consumer string
+	// Failed lists the failed rows (Columns.StatusFailed) instead of the markers.
+	Failed      bool
 	Since       time.Time // processed_at >= Since
 	Until       time.Time // processed_at < Until
 	AggregateID string
@@ -214,6 +252,11 @@ type Driver interface {
 	// the same consumer and bound (all consumers' when consumer is empty).
 	PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]TopicCount, error)
 	Forget(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+	// Unremovable returns up to 10 of keys whose markers of consumer ("": every consumer's)
+	// may not be deleted (Columns.Removable): Forget would leave them.
+	Unremovable(ctx context.Context, consumer string, keys []string) ([]string, error)
+	// Columns are the columns read: the mapping, with Absent for the columns the table lacks.
+	Columns() Columns
 	// Consumers returns up to limit distinct consumer names that have markers, in order,
 	// without reading every row (ConsumersSQL).
 	Consumers(ctx context.Context, limit int) ([]string, error)

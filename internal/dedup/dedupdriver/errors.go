@@ -65,3 +65,19 @@ func (e *InvalidDSNError) Error() string {
 	}
 	return fmt.Sprintf("invalid DSN %q: %s", e.DSN, e.Reason)
 }
+
+// MissingColumnError means a table named by a column mapping lacks a column the queries need
+// (the event id, the processed time, or a column a preset reads). It is a usage error.
+type MissingColumnError struct {
+	Table, Column string
+	// Flag is the flag that maps the column, when one does.
+	Flag string
+}
+
+func (e *MissingColumnError) Error() string {
+	msg := fmt.Sprintf("table %s has no column %q", e.Table, e.Column)
+	if e.Flag != "" {
+		msg += fmt.Sprintf(": name the column that holds it with %s", e.Flag)
+	}
+	return msg
+}

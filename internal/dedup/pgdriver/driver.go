@@ -91,8 +91,76 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 		pool.Close()
 		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}
 	}
-	return New(pool, cfg.Names), nil
+	if cfg.Names.Columns == dedupdriver.DefaultColumns {
+		return New(pool, cfg.Names), nil
+	}
+	d, err := openShaped(ctx, pool, cfg.Names)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
 }
+
+// openShaped reads the column types of a table named by a column mapping (an existing table,
+// maybe another library's) and builds the statements for them: a column it lacks among the
+// optional ones is read as absent (dedupdriver.Absent); a table that lacks the event id or
+// the processed time is refused, naming the flag that maps it.
+func openShaped(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names) (*Driver, error) {
+	rows, err := pool.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+		names.Schema, names.Table)
+	if err != nil {
+		return nil, err
+	}
+	ty := types{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ty[name] = typ
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	table := qualify(names.Schema, names.Table)
+	if len(ty) == 0 {
+		return nil, dedupdriver.NotMigrated(table, nil)
+	}
+	c := &names.Columns
+	for _, col := range []struct {
+		v        *string
+		flag     string
+		optional bool
+	}{
+		{&c.Consumer, "consumer", true}, {&c.EventID, "event-id", false}, {&c.ProcessedAt, "processed-at", false},
+		{&c.Topic, "topic", true}, {&c.Partition, "partition", true}, {&c.Offset, "offset", true},
+		{&c.AggregateID, "aggregate-id", true}, {&c.AggregateVersion, "aggregate-version", true},
+	} {
+		if *col.v == dedupdriver.Absent {
+			continue
+		}
+		if _, ok := ty[*col.v]; !ok {
+			if !col.optional {
+				return nil, &dedupdriver.MissingColumnError{Table: table, Column: *col.v, Flag: "--column-" + col.flag}
+			}
+			*col.v = dedupdriver.Absent
+		}
+	}
+	for _, col := range []string{c.Done, c.Status, c.Removable} {
+		if _, ok := ty[col]; col != "" && !ok {
+			return nil, &dedupdriver.MissingColumnError{Table: table, Column: col}
+		}
+	}
+	d := &Driver{pool: pool, names: names, table: table, migTab: qualify(names.JournalSchema(), migrationsTable)}
+	d.sql = buildStatements(d.table, names.Table, names.Columns, ty)
+	return d, nil
+}
+
+// Columns are the columns the driver reads, dedupdriver.Absent for those the table lacks.
+func (d *Driver) Columns() dedupdriver.Columns { return d.names.Columns }
 
 // New wraps an existing pool. names must have been validated (package dedup
 // does that). Close closes the pool.
@@ -101,9 +169,9 @@ func New(pool *pgxpool.Pool, names dedupdriver.Names) *Driver {
 		pool:   pool,
 		names:  names,
 		table:  qualify(names.Schema, names.Table),
-		migTab: qualify(names.Schema, migrationsTable),
+		migTab: qualify(names.JournalSchema(), migrationsTable),
 	}
-	d.sql = buildStatements(d.table, names.Columns)
+	d.sql = buildStatements(d.table, names.Table, names.Columns, nil)
 	return d
 }
 

@@ -29,7 +29,7 @@ type journalTables struct {
 }
 
 func (d *Driver) journal() journalTables {
-	s := d.names.Schema
+	s := d.names.JournalSchema()
 	return journalTables{
 		schema:      s,
 		runs:        qualify(s, "replay_runs"),

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 )
 
-// statements are built once per store from validated, quoted names.
+// statements are built once per store from validated, quoted names and the table's shape.
 type statements struct {
-	cols      string // the eight columns, in MarkerRow order
+	cols      string // the eight columns read, in MarkerRow order
 	claim     string
 	unclaim   string
 	getAll    string
@@ -24,24 +25,166 @@ type statements struct {
 	pruneAll  string
 	pruneOne  string
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
-	candidatesAll string
-	candidatesOne string
-	consumers     string
-	c             dedupdriver.Columns // quoted
+	candidatesAll  string
+	candidatesOne  string
+	unremovableAll string
+	unremovableOne string
+	consumers      string
+	sh             shape
 }
 
-func buildStatements(table string, raw dedupdriver.Columns) statements {
+// shape is what the statements say of each logical column (docs/design.md §3.4): how it is
+// read (as the type MarkerRow scans), compared and ordered; which rows are markers; which may
+// be deleted. For fieldwork's own table every expression is the quoted column.
+type shape struct {
+	consumer, eventID, topic, partition, offset, aggID, aggVersion string // read expressions
+	// at is the processed-at column as stored (ordering, bounds), atRead the timestamptz read
+	// of it, atParam turns a timestamptz parameter into the column's representation.
+	at, atRead string
+	atParam    func(param string) string
+	// markers, failed and removable are row predicates ("" for none): the rows that are
+	// markers, the failed rows, the rows that may be deleted.
+	markers, failed, removable string
+	// consumerIs, eventIs and eventIn compare the consumer and event id with a text parameter
+	// (eventIn: a text[] one) as their read expressions do, on the column itself (a uuid
+	// column's index is used: only a uuid's own text form can equal its text).
+	consumerIs, eventIs, eventIn func(param string) string
+}
+
+// uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
+const uuidText = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`
+
+// equals compares the column col read as expr (its text) with a text parameter.
+func equals(col, expr, typ string) func(string) string {
+	if typ == "uuid" {
+		q := quote(col)
+		return func(p string) string {
+			return fmt.Sprintf("%s = CASE WHEN %s::text ~ %s THEN %s::text::uuid END", q, p, uuidText, p)
+		}
+	}
+	return func(p string) string { return expr + " = " + p }
+}
+
+// within is equals for a text[] parameter.
+func within(col, expr, typ string) func(string) string {
+	if typ == "uuid" {
+		q := quote(col)
+		return func(p string) string {
+			return fmt.Sprintf("%s = ANY(ARRAY(SELECT x::uuid FROM unnest(%s::text[]) AS x WHERE x ~ %s))", q, p, uuidText)
+		}
+	}
+	return func(p string) string { return expr + " = ANY(" + p + "::text[])" }
+}
+
+// types maps a table's column names to their PostgreSQL data types (information_schema's
+// data_type); nil means fieldwork's own table, whose types are known.
+type types map[string]string
+
+func newShape(table string, raw dedupdriver.Columns, ty types) shape {
+	typeOf := func(col string) string { return ty[col] }
+	text := func(col string) string {
+		switch {
+		case col == dedupdriver.Absent:
+			return "NULL::text"
+		case ty != nil && !isText(typeOf(col)):
+			return quote(col) + "::text"
+		}
+		return quote(col)
+	}
+	typed := func(col, cast string) string {
+		if col == dedupdriver.Absent {
+			return "NULL::" + cast
+		}
+		if ty != nil {
+			return quote(col) + "::" + cast
+		}
+		return quote(col)
+	}
+	sh := shape{
+		topic: text(raw.Topic), partition: typed(raw.Partition, "int4"), offset: typed(raw.Offset, "int8"),
+		aggID: text(raw.AggregateID), aggVersion: typed(raw.AggregateVersion, "int8"),
+		eventID: text(raw.EventID),
+		at:      quote(raw.ProcessedAt),
+	}
+	// A table without a consumer column holds one endpoint's markers: it is named by the table.
+	sh.consumer = text(raw.Consumer)
+	if raw.Consumer == dedupdriver.Absent {
+		sh.consumer = "'" + strings.ReplaceAll(table, "'", "''") + "'::text"
+	}
+	if raw.EventIDPath != "" {
+		sh.eventID = fmt.Sprintf("(%s::jsonb #>> '{%s}')", quote(raw.EventID), strings.ReplaceAll(raw.EventIDPath, "/", ","))
+	}
+	sh.consumerIs = equals(raw.Consumer, sh.consumer, typeOf(raw.Consumer))
+	idType := typeOf(raw.EventID)
+	if raw.EventIDPath != "" {
+		idType = "" // the id is text inside the column
+	}
+	sh.eventIs, sh.eventIn = equals(raw.EventID, sh.eventID, idType), within(raw.EventID, sh.eventID, idType)
+	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
+	switch t := typeOf(raw.ProcessedAt); {
+	case ty == nil || t == "timestamp with time zone":
+	case t == "timestamp without time zone":
+		sh.atRead = "(" + sh.at + " AT TIME ZONE 'UTC')"
+		sh.atParam = func(p string) string { return "(" + p + "::timestamptz AT TIME ZONE 'UTC')" }
+	case t == "date":
+		sh.atRead = "(" + sh.at + "::timestamp AT TIME ZONE 'UTC')"
+		sh.atParam = func(p string) string { return "(" + p + "::timestamptz AT TIME ZONE 'UTC')::date" }
+	case raw.ProcessedAtUnit == "s":
+		sh.atRead = "to_timestamp(" + sh.at + ")"
+		sh.atParam = func(p string) string { return "floor(extract(epoch from " + p + "::timestamptz))::bigint" }
+	default: // an integer of epoch milliseconds
+		sh.atRead = "to_timestamp(" + sh.at + " / 1000.0)"
+		sh.atParam = func(p string) string { return "floor(extract(epoch from " + p + "::timestamptz) * 1000)::bigint" }
+	}
+	var markers []string
+	if raw.Done != "" {
+		markers = append(markers, quote(raw.Done)+" IS NOT NULL")
+	}
+	if raw.Status != "" && raw.StatusDone != "" {
+		markers = append(markers, quote(raw.Status)+" = '"+raw.StatusDone+"'")
+	}
+	sh.markers = strings.Join(markers, " AND ")
+	if raw.Status != "" && raw.StatusFailed != "" {
+		sh.failed = quote(raw.Status) + " = '" + raw.StatusFailed + "'"
+	}
+	if raw.Removable != "" {
+		sh.removable = quote(raw.Removable) + " IS NOT NULL"
+		if typeOf(raw.Removable) == "boolean" {
+			sh.removable = "COALESCE(" + quote(raw.Removable) + ", false)"
+		}
+	}
+	return sh
+}
+
+// isText reports whether a column of PostgreSQL data type t reads as text without a cast.
+func isText(t string) bool {
+	return t == "text" || t == "character varying" || t == "character"
+}
+
+// and joins the predicates that are set with AND.
+func and(preds ...string) string {
+	var set []string
+	for _, p := range preds {
+		if p != "" {
+			set = append(set, p)
+		}
+	}
+	return strings.Join(set, " AND ")
+}
+
+func buildStatements(table, name string, raw dedupdriver.Columns, ty types) statements {
+	sh := newShape(name, raw, ty)
 	c := dedupdriver.Columns{
 		Consumer: quote(raw.Consumer), EventID: quote(raw.EventID), ProcessedAt: quote(raw.ProcessedAt),
 		Topic: quote(raw.Topic), Partition: quote(raw.Partition), Offset: quote(raw.Offset),
 		AggregateID: quote(raw.AggregateID), AggregateVersion: quote(raw.AggregateVersion),
 	}
-	cols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
-	mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
-	s := statements{cols: cols, c: c}
+	cols := strings.Join([]string{sh.consumer, sh.eventID, sh.atRead, sh.topic, sh.partition, sh.offset, sh.aggID, sh.aggVersion}, ", ")
+	s := statements{cols: cols, sh: sh}
 	// One statement per batch: the arrays are unnested into rows, existing
 	// markers are skipped by ON CONFLICT (never an error), and RETURNING
-	// names the rows this statement inserted.
+	// names the rows this statement inserted. (fieldwork's own table: consume writes no other.)
+	owncols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
 	s.claim = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
 SELECT $1, e.event_id, COALESCE(e.processed_at, now()),
        NULLIF(e.topic, ''), CASE WHEN e.topic <> '' THEN e.partition END, CASE WHEN e.topic <> '' THEN e.off END,
@@ -49,27 +192,39 @@ SELECT $1, e.event_id, COALESCE(e.processed_at, now()),
 FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[])
   AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version)
 ON CONFLICT (%[3]s, %[4]s) DO NOTHING
-RETURNING %[4]s`, table, cols, c.Consumer, c.EventID)
+RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
-	// Without a consumer, walk the distinct consumers through the primary
-	// key (a loose index scan) and probe (consumer, event_id) for each,
-	// instead of scanning the table for one event id.
-	s.getAll = fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
+	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
+	if ty == nil {
+		// Without a consumer, walk the distinct consumers through the primary
+		// key (a loose index scan) and probe (consumer, event_id) for each,
+		// instead of scanning the table for one event id.
+		mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
+		s.getAll = fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
   (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
   UNION ALL
   SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
 )
 SELECT %[4]s FROM c JOIN %[1]s m ON m.%[2]s = c.consumer AND m.%[3]s = $1
 ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
-	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $2 AND %s = $1`, cols, table, c.Consumer, c.EventID)
-	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s = ANY($2::text[])`, cols, table, c.Consumer, c.EventID)
-	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s = ANY($1::text[]) RETURNING %s`, table, c.EventID, cols)
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s = ANY($1::text[]) RETURNING %s`, table, c.Consumer, c.EventID, cols)
-	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
-	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
-	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt)
-	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 AND %[4]s = $2 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt, c.Consumer)
-	s.consumers = dedupdriver.ConsumersSQL(table, c.Consumer)
+	} else {
+		// Another library's table: its keys are its own; one query by event id.
+		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventIs("$1")))
+	}
+	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
+	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$1"), sh.eventIn("$2")))
+	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventIn("$1"), sh.removable), cols)
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumerIs("$2"), sh.eventIn("$1"), sh.removable), cols)
+	if sh.removable != "" {
+		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventIn("$1")), sh.removable)
+		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumerIs("$2"), sh.eventIn("$1")), sh.removable)
+	}
+	older := sh.at + " < " + sh.atParam("$1")
+	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.removable))
+	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.consumerIs("$3"), sh.removable))
+	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.removable))
+	s.candidatesOne = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s GROUP BY 1 ORDER BY 1`, table, sh.topic, where(older, sh.consumerIs("$2"), sh.removable))
+	s.consumers = dedupdriver.ConsumersSQL(table, sh.consumer)
 	return s
 }
 
@@ -135,11 +290,20 @@ func (d *Driver) collect(rows pgx.Rows, err error) ([]dedupdriver.MarkerRow, err
 
 func scanMarker(r pgx.CollectableRow) (dedupdriver.MarkerRow, error) {
 	var m dedupdriver.MarkerRow
-	var topic, aggID *string
-	if err := r.Scan(&m.Consumer, &m.EventID, &m.ProcessedAt, &topic, &m.Partition, &m.Offset, &aggID, &m.AggregateVersion); err != nil {
+	var consumer, eventID, topic, aggID *string
+	var at *time.Time // NULL in a table that keeps no time for some markers (NServiceBus's undispatched)
+	if err := r.Scan(&consumer, &eventID, &at, &topic, &m.Partition, &m.Offset, &aggID, &m.AggregateVersion); err != nil {
 		return m, err
 	}
-	m.ProcessedAt = m.ProcessedAt.UTC()
+	if consumer != nil {
+		m.Consumer = *consumer
+	}
+	if eventID != nil {
+		m.EventID = *eventID
+	}
+	if at != nil {
+		m.ProcessedAt = at.UTC()
+	}
 	if topic != nil {
 		m.Topic = *topic
 	}
@@ -157,46 +321,68 @@ func (d *Driver) Get(ctx context.Context, key, consumer string) ([]dedupdriver.M
 }
 
 func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdriver.MarkerRow, error) {
-	c := d.sql.c
+	sh := d.sql.sh
 	var where []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
+	switch {
+	case f.Failed:
+		where = append(where, sh.failed)
+	case sh.markers != "":
+		where = append(where, sh.markers)
+	}
 	if f.Consumer != "" {
-		where = append(where, c.Consumer+" = "+arg(f.Consumer))
+		where = append(where, sh.consumerIs(arg(f.Consumer)))
 	}
 	if !f.Since.IsZero() {
-		where = append(where, c.ProcessedAt+" >= "+arg(f.Since.UTC()))
+		where = append(where, sh.at+" >= "+sh.atParam(arg(f.Since.UTC())))
 	}
 	if !f.Until.IsZero() {
-		where = append(where, c.ProcessedAt+" < "+arg(f.Until.UTC()))
+		where = append(where, sh.at+" < "+sh.atParam(arg(f.Until.UTC())))
 	}
 	if f.AggregateID != "" {
-		where = append(where, c.AggregateID+" = "+arg(f.AggregateID))
+		where = append(where, sh.aggID+" = "+arg(f.AggregateID))
+	}
+	// Rows without a processed time (another library's table may keep none for some) come
+	// last; fieldwork's own column is never NULL, and ordered as it is indexed.
+	at := sh.at
+	if sh.atRead != sh.at || sh.markers != "" {
+		at = "COALESCE(" + sh.atRead + ", '-infinity'::timestamptz)"
 	}
 	if f.Before != nil {
+		var before any = f.Before.ProcessedAt.UTC()
+		if f.Before.ProcessedAt.IsZero() {
+			before = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+		}
 		where = append(where, fmt.Sprintf("(%s, %s, %s) < (%s::timestamptz, %s::text, %s::text)",
-			c.ProcessedAt, c.Consumer, c.EventID,
-			arg(f.Before.ProcessedAt.UTC()), arg(f.Before.Consumer), arg(f.Before.EventID)))
+			at, sh.consumer, sh.eventID, arg(before), arg(f.Before.Consumer), arg(f.Before.EventID)))
 	}
 	sql := "SELECT " + d.sql.cols + " FROM " + d.table
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
-	sql += fmt.Sprintf(" ORDER BY %s DESC, %s DESC, %s DESC LIMIT %s", c.ProcessedAt, c.Consumer, c.EventID, arg(f.Limit))
+	sql += fmt.Sprintf(" ORDER BY %s DESC, %s DESC, %s DESC LIMIT %s", at, sh.consumer, sh.eventID, arg(f.Limit))
 	return d.collect(d.pool.Query(ctx, sql, args...))
 }
 
 func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.Time) ([]dedupdriver.ConsumerStats, *dedupdriver.Sizes, error) {
-	c := d.sql.c
+	sh := d.sql.sh
 	args := []any{now.Add(-f.Window).UTC()}
-	sql := fmt.Sprintf(`SELECT %[1]s, count(*), min(%[2]s), max(%[2]s), count(*) FILTER (WHERE %[2]s >= $1) FROM %[3]s`,
-		c.Consumer, c.ProcessedAt, d.table)
+	sql := fmt.Sprintf(`SELECT %[1]s, count(*), min(%[2]s), max(%[2]s), count(*) FILTER (WHERE %[3]s >= %[4]s) FROM %[5]s`,
+		sh.consumer, sh.atRead, sh.at, sh.atParam("$1"), d.table)
+	var where []string
+	if sh.markers != "" {
+		where = append(where, sh.markers)
+	}
 	if f.Consumer != "" {
-		sql += " WHERE " + c.Consumer + " = $2"
+		where = append(where, sh.consumerIs("$2"))
 		args = append(args, f.Consumer)
+	}
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
 	}
 	sql += " GROUP BY 1 ORDER BY 1"
 	rows, err := d.pool.Query(ctx, sql, args...)
@@ -206,8 +392,11 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 	hours := f.Window.Hours()
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dedupdriver.ConsumerStats, error) {
 		var s dedupdriver.ConsumerStats
-		err := r.Scan(&s.Consumer, &s.Count, &s.First, &s.Last, &s.InWindow)
-		s.First, s.Last = s.First.UTC(), s.Last.UTC()
+		var first, last *time.Time // NULL when none of the consumer's markers has a time
+		err := r.Scan(&s.Consumer, &s.Count, &first, &last, &s.InWindow)
+		if first != nil && last != nil {
+			s.First, s.Last = first.UTC(), last.UTC()
+		}
 		s.PerHour = float64(s.InWindow) / hours
 		return s, err
 	})
@@ -250,6 +439,32 @@ func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]
 	return d.collect(d.pool.Query(ctx, d.sql.forgetOne, keys, consumer))
 }
 
+// Unremovable returns up to 10 of keys whose markers may not be deleted (Columns.Removable).
+func (d *Driver) Unremovable(ctx context.Context, consumer string, keys []string) ([]string, error) {
+	if d.sql.sh.removable == "" {
+		return nil, nil
+	}
+	query, args := d.sql.unremovableAll, []any{keys}
+	if consumer != "" {
+		query, args = d.sql.unremovableOne, append(args, consumer)
+	}
+	return d.strings(ctx, query, args...)
+}
+
+// strings runs a query of one text column and returns its values.
+func (d *Driver) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := d.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	out, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
+
 // PruneCandidates counts, per recorded topic, the markers PruneBatch would delete.
 func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan time.Time) ([]dedupdriver.TopicCount, error) {
 	query, args := d.sql.candidatesAll, []any{olderThan}
@@ -281,14 +496,5 @@ func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan
 
 // Consumers returns up to limit consumers that have markers (dedupdriver.ConsumersSQL).
 func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
-	rows, err := d.pool.Query(ctx, d.sql.consumers, limit)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	defer rows.Close()
-	names, err := dedupdriver.ScanStrings(rows)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	return names, nil
+	return d.strings(ctx, d.sql.consumers, limit)
 }

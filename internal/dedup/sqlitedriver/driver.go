@@ -117,7 +117,10 @@ func (d *Driver) DB() *sql.DB { return d.db }
 
 func (d *Driver) Name() string  { return Name }
 func (d *Driver) Table() string { return d.table }
-func (d *Driver) Close() error  { return d.db.Close() }
+
+// Columns are the mapping as given: SQLite reads no table of another shape.
+func (d *Driver) Columns() dedupdriver.Columns { return d.names.Columns }
+func (d *Driver) Close() error                 { return d.db.Close() }
 
 func quote(id string) string { return `"` + id + `"` }
 

@@ -320,3 +320,7 @@ func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Unremovable is always empty: a table of another library's shape (Columns.Removable) is read
+// on PostgreSQL only.
+func (d *Driver) Unremovable(context.Context, string, []string) ([]string, error) { return nil, nil }
