@@ -29,8 +29,10 @@ import (
 type TriageOptions struct {
 	cmdutil.StoreDeps
 	StoreConfigured func() (bool, error)
-	Now             func() time.Time
-	Getenv          func(string) string
+	// DLQPattern is the configured dead-letter topic pattern (environment or context).
+	DLQPattern cmdutil.DLQPattern
+	Now        func() time.Time
+	Getenv     func(string) string
 
 	Topics   cmdutil.DLQTopicFlags
 	Status   cmdutil.DLQStatusFlags
@@ -45,7 +47,7 @@ type TriageOptions struct {
 
 // NewCmdTriage builds `fieldwork triage`.
 func NewCmdTriage(f *cmdutil.Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
-	opts := &TriageOptions{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, Now: f.Now, Getenv: f.Getenv}
+	opts := &TriageOptions{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, DLQPattern: f.DLQPattern, Now: f.Now, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "triage",
 		Short: "An interactive dead-letter console: look, then replay a chosen set",
@@ -118,6 +120,10 @@ func (opts *TriageOptions) lookupDeps(errOut *bytes.Buffer) cmdutil.DLQStoreDeps
 
 func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) error {
 	s := opts.Streams
+	pattern, _, err := opts.Topics.Effective(opts.Pattern, opts.DLQPattern)
+	if err != nil {
+		return err
+	}
 	var warnings bytes.Buffer
 	lookup, closeStore, err := opts.Status.Open(ctx, opts.lookupDeps(&warnings))
 	if err != nil {
@@ -128,7 +134,7 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 
 	backend := tui.NewBackend(tui.BackendOptions{
 		Cluster: cl.Kafka, Store: lookup.Store, Lookup: lookup,
-		Topics: opts.Topics.Topics, Pattern: opts.Pattern,
+		Topics: opts.Topics.Topics, Pattern: pattern,
 		Operator: replay.Operator(opts.Action.Operator, opts.Getenv),
 		NewRunID: func() string { return replay.NewRunID(opts.Now()) },
 	})
