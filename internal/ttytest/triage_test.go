@@ -83,10 +83,9 @@ func TestTriageOnATerminal(t *testing.T) {
 		t.Errorf("the plan does not ask %q:\n%q", q, out)
 	}
 	term.Type("database is back\r")
-	out = term.WaitForText(within, "completed: 4 sent")
-	if !strings.Contains(out, "now: 0 pending · 4 replayed") {
-		t.Errorf("after the run the group is not replayed:\n%q", out)
-	}
+	term.WaitForText(within, "completed: 4 sent")
+	// The statuses are looked up again: the journal has the sends.
+	term.WaitForText(within, "now: 0 pending · 4 replayed")
 
 	// The consumer processes the copies: the console shows them resolved.
 	if code, _, stderr := fieldwork(t, env, "consume", "--topic", src, "--group", "billing", "--handler", "audit", "--schema", sch, "--migrate", "--dlq-topic", dlqTopic,
