@@ -131,13 +131,7 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 		}
 		s.ranges = append(s.ranges, rs...)
 	}
-	sort.SliceStable(s.ranges, func(i, j int) bool {
-		a, b := s.ranges[i], s.ranges[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
+	sortRanges(s.ranges)
 	return s, nil
 }
 
@@ -266,12 +260,17 @@ func (s *Scan) Next(ctx context.Context, topics []string) (*Scan, error) {
 				End: b.LastStable, LogStart: b.LogStart, HighWatermark: b.HighWatermark})
 		}
 	}
-	sort.SliceStable(next.ranges, func(i, j int) bool {
-		a, b := next.ranges[i], next.ranges[j]
+	sortRanges(next.ranges)
+	return next, nil
+}
+
+// sortRanges orders ranges by topic and partition, the order a scan reads them in.
+func sortRanges(rs []kafka.PartitionRange) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
 		if a.Topic != b.Topic {
 			return a.Topic < b.Topic
 		}
 		return a.Partition < b.Partition
 	})
-	return next, nil
 }
