@@ -207,3 +207,20 @@ func RawJSON(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
 }
+
+// RateFlag is --rate of the commands that replay (replay, replay resume, triage): records sent
+// per second at most, 0 for no cap.
+type RateFlag float64
+
+// Register adds --rate.
+func (r *RateFlag) Register(fs *pflag.FlagSet) {
+	fs.Float64Var((*float64)(r), "rate", 0, "send at most this many records per second (default: no cap)")
+}
+
+// Check refuses a negative rate.
+func (r RateFlag) Check() error {
+	if r < 0 {
+		return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", float64(r))
+	}
+	return nil
+}

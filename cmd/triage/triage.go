@@ -40,6 +40,7 @@ type TriageOptions struct {
 	// Action holds --operator (who replays, for the journal); the reasons are typed in the console.
 	Action cmdutil.ActionFlags
 	Poll   time.Duration
+	Rate   cmdutil.RateFlag
 
 	// Set by parsing.
 	Pattern *regexp.Regexp
@@ -87,6 +88,7 @@ in scripts use fieldwork dlq list, dlq stats and replay.`,
 	cmdutil.RegisterStoreFlags(cmd.Flags(), &f.Dedup)
 	opts.Action.RegisterOperator(cmd.Flags(), "who replays")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "hide every action (replay, marking): look only")
+	opts.Rate.Register(cmd.Flags())
 	cmd.Flags().DurationVar(&opts.Poll, "poll", tui.DefaultPoll, "how often new dead letters and statuses are read")
 	return cmd
 }
@@ -98,6 +100,9 @@ func (opts *TriageOptions) parse(cmd *cobra.Command) error {
 	}
 	if opts.Poll <= 0 {
 		return fwerr.Usagef("--poll %s: must be positive", opts.Poll)
+	}
+	if err := opts.Rate.Check(); err != nil {
+		return err
 	}
 	var err error
 	if opts.Pattern, err = opts.Topics.Compile(); err != nil {
@@ -137,6 +142,7 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 		Topics: opts.Topics.Topics, Pattern: pattern,
 		Operator: replay.Operator(opts.Action.Operator, opts.Getenv),
 		NewRunID: func() string { return replay.NewRunID(opts.Now()) },
+		Rate:     float64(opts.Rate),
 	})
 	clip := termenv.NewOutput(s.Out)
 	m := tui.New(ctx, tui.Options{

@@ -2,6 +2,7 @@ package ttytest
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -111,5 +112,43 @@ func TestTriageNeedsATerminal(t *testing.T) {
 	code, stdout, stderr := fieldwork(t, environ(t), "triage")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "fieldwork dlq list") {
 		t.Errorf("triage without a terminal: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestTriageCtrlCStopsAReplay: Ctrl-C while a replay (capped at 2 records a second) is sending
+// stops it as Ctrl-C stops fieldwork replay's: the run is journaled interrupted, the console
+// closes, prints the replay resume line and exits 130; the resume sends the rest.
+func TestTriageCtrlCStopsAReplay(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	triageDeadLetters(t, src, dlqTopic, "slow", "", "db down", 20)
+
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Rows: 24, Env: env, Stdin: true},
+		testenv.Fieldwork(t), "triage", "--schema", sch, "--topic", dlqTopic, "--rate", "2")
+	term.WaitForText(within, "reasons: exhausted 20")
+	term.Type("\r")
+	term.WaitForText(within, "COUNT PENDING CAUSE")
+	term.Type("r")
+	term.WaitForText(within, "reason: ")
+	term.Type("slowly\r")
+	term.WaitForText(within, "sending: 1 of 20 sent")
+	term.Type("\x03")
+	code, out := term.Wait()
+	if code != 130 {
+		t.Errorf("Ctrl-C during a replay: exit %d, want 130\n%s", code, out)
+	}
+	m := regexp.MustCompile(`continue it with: fieldwork replay resume (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no replay resume line:\n%q", out)
+	}
+	if code, stdout, stderr := fieldwork(t, env, "replay", "show", m[1], "--schema", sch, "-o", "json"); code != 0 || !regexp.MustCompile(`"status": *"interrupted"`).MatchString(stdout) {
+		t.Errorf("replay show %s: exit %d\n%s%s", m[1], code, stdout, stderr)
+	}
+	if code, _, stderr := fieldwork(t, env, "replay", "resume", m[1], "--schema", sch, "--yes"); code != 0 {
+		t.Fatalf("replay resume: exit %d: %s", code, stderr)
+	}
+	if n := endOffset(t, src); n < 20 {
+		t.Errorf("after the resume %s holds %d records, want the 20 at least", src, n)
 	}
 }

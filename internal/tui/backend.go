@@ -46,6 +46,8 @@ type BackendOptions struct {
 	// Operator is journaled with every run; NewRunID names a new run.
 	Operator string
 	NewRunID func() string
+	// Rate caps the records a replay sends per second; 0: no cap.
+	Rate float64
 }
 
 type backend struct {
@@ -108,7 +110,7 @@ func (b *backend) Replay(ctx context.Context, topic string, records []string, re
 	}
 	return replay.Run(ctx, b.o.Cluster, b.o.Store, plan, replay.FlowOptions{
 		Execute: reason != "", Confirm: confirm, Progress: progress,
-		RunID: b.o.NewRunID(), Operator: b.o.Operator, Reason: reason,
+		RunID: b.o.NewRunID(), Operator: b.o.Operator, Reason: reason, Rate: b.o.Rate,
 	})
 }
 
