@@ -162,6 +162,8 @@ type Model struct {
 	runErr    error
 	quitAfter bool
 	quitting  bool
+	// refreshAt is where the next poll's status lookups go on from; refreshCap bounds them.
+	refreshAt, refreshCap int
 	// noTick leaves the polling to the caller (the model's tests send tickMsg themselves).
 	noTick     bool
 	vp         viewport.Model
@@ -186,7 +188,7 @@ func New(ctx context.Context, o Options) *Model {
 	ctx, cancel := context.WithCancel(ctx)
 	m := &Model{o: o, ctx: ctx, cancel: cancel, keys: newKeyMap(), help: help.New(), st: newStyles(o.NoColor),
 		width: 80, height: 24, opened: map[string]int{}, byTopic: map[string][]*item{}, byAddr: map[string]*item{},
-		cursor: map[screen]int{}, marks: map[string]bool{}, filters: map[screen]string{}}
+		cursor: map[screen]int{}, marks: map[string]bool{}, filters: map[screen]string{}, refreshCap: refreshPerPoll}
 	m.keys.readOnly = o.ReadOnly
 	m.filter = newInput("/ ")
 	m.reason = newInput("reason: ")
@@ -210,12 +212,7 @@ func (m *Model) Init() tea.Cmd { return m.read() }
 // resolved again (a replay's copies get processed while the console is open).
 func (m *Model) read() tea.Cmd {
 	m.reading = true
-	var again []dlq.DeadLetter
-	for _, it := range m.byAddr {
-		if it.Status.Status == dlq.StatusPending || it.Status.Status == dlq.StatusReplayed {
-			again = append(again, it.DeadLetter)
-		}
-	}
+	again := m.toRefresh()
 	ctx, b := m.ctx, m.o.Backend
 	return func() tea.Msg {
 		topics, entries, err := b.Read(ctx)
@@ -233,6 +230,42 @@ func (m *Model) read() tea.Cmd {
 		}
 		return msg
 	}
+}
+
+// refreshPerPoll bounds the statuses looked up again at each poll, so that a large dead-letter
+// topic costs the store a bounded query every --poll.
+const refreshPerPoll = 5000
+
+// toRefresh are the dead letters whose status is looked up again at this poll: those that can
+// still change (pending, replayed), the last replay's first, then the others in turn, at most
+// refreshCap.
+func (m *Model) toRefresh() []dlq.DeadLetter {
+	var out []dlq.DeadLetter
+	seen := map[string]bool{}
+	add := func(it *item) bool {
+		if len(out) >= m.refreshCap {
+			return false
+		}
+		if it != nil && !seen[it.addr] && (it.Status.Status == dlq.StatusPending || it.Status.Status == dlq.StatusReplayed) {
+			seen[it.addr] = true
+			out = append(out, it.DeadLetter)
+		}
+		return true
+	}
+	for _, a := range m.sel.records {
+		add(m.byAddr[a])
+	}
+	var all []*item
+	for _, t := range m.topics {
+		all = append(all, m.byTopic[t]...)
+	}
+	k := 0
+	for ; k < len(all) && add(all[(m.refreshAt+k)%len(all)]); k++ {
+	}
+	if len(all) > 0 {
+		m.refreshAt = (m.refreshAt + k) % len(all)
+	}
+	return out
 }
 
 func (m *Model) tick() tea.Cmd {

@@ -288,6 +288,25 @@ func TestTopicsScreen(t *testing.T) {
 	c.wantRow("›", "tasks.dlq", "6", "+1", "4", "0", "2", "0")
 }
 
+// TestStatusRefreshBounded: each poll looks up at most refreshCap statuses, going round the
+// dead letters that can still change, so that every one is looked up again in turn.
+func TestStatusRefreshBounded(t *testing.T) {
+	c := newConsole(t, sample(), false)
+	c.m.refreshCap = 2
+	c.b.mu.Lock()
+	for a, st := range c.b.statuses {
+		if st == dlq.StatusPending {
+			c.b.statuses[a] = dlq.StatusResolved
+		}
+	}
+	c.b.mu.Unlock()
+	c.keys("j")
+	c.send(tickMsg(time.Now()))
+	c.wantRow("›", "tasks.dlq", "5", "+0", "2", "0", "3", "0")
+	c.send(tickMsg(time.Now()))
+	c.wantRow("›", "tasks.dlq", "5", "+0", "0", "0", "5", "0")
+}
+
 func TestGroupsAndListScreens(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("j\r")
