@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
@@ -155,7 +155,7 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 		Consumer: opts.Status.Consumer,
 		Copy:     func(text string) error { clip.Copy(text); return nil },
 	})
-	prog := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.In), tea.WithOutput(s.Out), tea.WithAltScreen())
+	prog := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.In), tea.WithOutput(s.Out))
 	_, err = prog.Run()
 	for _, l := range m.Final {
 		fmt.Fprintln(s.ErrText(), l)

@@ -2,10 +2,12 @@ package ttytest
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/vt"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -29,6 +31,35 @@ func triageDeadLetters(t *testing.T, src, dlqTopic, prefix, class, err string, n
 	testenv.Produce(t, testenv.Client(t), recs...)
 }
 
+// screen is what a terminal of 80×24 shows after out: the console draws only the cells that
+// change, so its text is read from an emulated screen, not from the bytes written.
+func screen(out string) string {
+	e := vt.NewEmulator(80, 24)
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, e); close(done) }() // the emulator's answers to queries
+	_, _ = e.WriteString(out)
+	s := e.String()
+	_ = e.Close()
+	<-done
+	return s
+}
+
+// shows waits until the screen shows every one of what.
+func shows(t *testing.T, term *testenv.Terminal, what ...string) string {
+	t.Helper()
+	var last string
+	term.WaitFor(within, strings.Join(what, " and "), func(out string) bool {
+		last = screen(out)
+		for _, w := range what {
+			if !strings.Contains(last, w) {
+				return false
+			}
+		}
+		return true
+	})
+	return last
+}
+
 // TestTriageOnATerminal drives `fieldwork triage` on an 80×24 pseudo-terminal against the real
 // broker and PostgreSQL: the topic with its counts, a dead letter arriving while it is open,
 // the filter, a group opened and replayed with a reason, the run's outcome, the replayed
@@ -43,57 +74,47 @@ func TestTriageOnATerminal(t *testing.T) {
 	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Rows: 24, Env: env, Stdin: true},
 		testenv.Fieldwork(t), "triage", "--schema", sch, "--topic", dlqTopic, "--poll", "300ms")
 	// The topics screen: 5 dead letters, all pending.
-	term.WaitFor(within, "the topic with 5 pending", func(out string) bool {
-		return strings.Contains(out, "TOPIC") && strings.Contains(out, "reasons: exhausted 5")
-	})
+	shows(t, term, "TOPIC", "reasons: exhausted 5")
 	// One arrives while the console is open: it is read, and counted as new.
 	triageDeadLetters(t, src, dlqTopic, "late", "", "db down", 1)
-	term.WaitForText(within, "reasons: exhausted 6")
-	term.WaitForText(within, "+1")
+	shows(t, term, "reasons: exhausted 6")
+	shows(t, term, "+1")
 
 	// Filter the topics, open the topic: its dead letters grouped by cause.
 	term.Type("/" + dlqTopic[len(dlqTopic)-6:] + "\r")
-	term.WaitForText(within, "filter: "+dlqTopic[len(dlqTopic)-6:])
+	shows(t, term, "filter: "+dlqTopic[len(dlqTopic)-6:])
 	term.Type("\r")
-	term.WaitForText(within, "SchemaError: field title missing")
+	shows(t, term, "SchemaError: field title missing")
 	// Filter the groups down to the database failure and replay the whole group.
 	term.Type("/db down\r")
-	term.WaitForText(within, "filter: db down")
+	shows(t, term, "filter: db down")
 	// One dead letter in full, as dlq show prints it, and back.
 	typed := func(keys string, what ...string) string {
 		t.Helper()
-		from := len(term.Output())
 		term.Type(keys)
-		return term.WaitFor(within, strings.Join(what, " and "), func(out string) bool {
-			for _, w := range what {
-				if !strings.Contains(out[from:], w) {
-					return false
-				}
-			}
-			return true
-		})
+		return shows(t, term, what...)
 	}
 	typed("\r", "PARTITION/OFFSET")
 	typed("\r", "Original record", "Failure")
 	typed("\x1b", "PARTITION/OFFSET")
 	typed("\x1b", "COUNT PENDING CAUSE")
 	// The plan, as replay's dry run prints it, then the reason.
-	out := typed("r", "to send      4", "reason: ")
+	out := typed("r", "to send      4", "reason:")
 	if q := fmt.Sprintf("send 4 records from %s (4 to %s)?", dlqTopic, src); !strings.Contains(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(q), "")) {
 		// The question is wrapped to the width, never cut.
 		t.Errorf("the plan does not ask %q:\n%q", q, out)
 	}
 	term.Type("database is back\r")
-	term.WaitForText(within, "completed: 4 sent")
+	shows(t, term, "completed: 4 sent")
 	// The statuses are looked up again: the journal has the sends.
-	term.WaitForText(within, "now: 0 pending · 4 replayed")
+	shows(t, term, "now: 0 pending · 4 replayed")
 
 	// The consumer processes the copies: the console shows them resolved.
 	if code, _, stderr := fieldwork(t, env, "consume", "--topic", src, "--group", "billing", "--handler", "audit", "--schema", sch, "--migrate", "--dlq-topic", dlqTopic,
 		"--stop-when-idle", "2s", "--metrics-addr", ""); code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, stderr)
 	}
-	term.WaitForText(within, "0 replayed · 4 resolved")
+	shows(t, term, "0 replayed · 4 resolved")
 
 	term.Type("q")
 	if code, _ := term.Wait(); code != 0 {
@@ -126,13 +147,13 @@ func TestTriageCtrlCStopsAReplay(t *testing.T) {
 
 	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Rows: 24, Env: env, Stdin: true},
 		testenv.Fieldwork(t), "triage", "--schema", sch, "--topic", dlqTopic, "--rate", "2")
-	term.WaitForText(within, "reasons: exhausted 20")
+	shows(t, term, "reasons: exhausted 20")
 	term.Type("\r")
-	term.WaitForText(within, "COUNT PENDING CAUSE")
+	shows(t, term, "COUNT PENDING CAUSE")
 	term.Type("r")
-	term.WaitForText(within, "reason: ")
+	shows(t, term, "reason:")
 	term.Type("slowly\r")
-	term.WaitForText(within, "sending: 1 of 20 sent")
+	shows(t, term, "sending: 1 of 20 sent")
 	term.Type("\x03")
 	code, out := term.Wait()
 	if code != 130 {

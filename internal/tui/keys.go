@@ -1,6 +1,6 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import "charm.land/bubbles/v2/key"
 
 // keyMap is every key the console answers to; the help bar shows the ones that apply to the
 // screen (shortHelp), `?` all of them (fullHelp).
@@ -23,7 +23,7 @@ func newKeyMap() keyMap {
 		PageDown:    key.NewBinding(key.WithKeys("pgdown", "f"), key.WithHelp("pgdn", "page down")),
 		Open:        key.NewBinding(key.WithKeys("enter", "right", "l"), key.WithHelp("enter", "open")),
 		Back:        key.NewBinding(key.WithKeys("esc", "left", "h", "backspace"), key.WithHelp("esc", "back")),
-		Mark:        key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "mark")),
+		Mark:        key.NewBinding(key.WithKeys("space", " "), key.WithHelp("space", "mark")),
 		Replay:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "replay")),
 		Status:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "status filter")),
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),

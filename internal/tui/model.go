@@ -19,13 +19,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -190,17 +189,22 @@ func New(ctx context.Context, o Options) *Model {
 		width: 80, height: 24, opened: map[string]int{}, byTopic: map[string][]*item{}, byAddr: map[string]*item{},
 		cursor: map[screen]int{}, marks: map[string]bool{}, filters: map[screen]string{}, refreshCap: refreshPerPoll}
 	m.keys.readOnly = o.ReadOnly
-	m.filter = newInput("/ ")
-	m.reason = newInput("reason: ")
-	m.vp = viewport.New(80, 20)
+	m.filter = newInput("/ ", o.NoColor)
+	m.reason = newInput("reason: ", o.NoColor)
+	m.vp = viewport.New(viewport.WithWidth(80), viewport.WithHeight(20))
 	m.help.Styles = m.st.help
 	return m
 }
 
-func newInput(prompt string) textinput.Model {
+func newInput(prompt string, noColor bool) textinput.Model {
 	ti := textinput.New()
 	ti.Prompt = prompt
-	ti.Cursor.SetMode(cursor.CursorStatic)
+	st := textinput.Styles{} // NO_COLOR: no escape sequence
+	if !noColor {
+		st = textinput.DefaultStyles(true)
+	}
+	st.Cursor.Blink = false
+	ti.SetStyles(st)
 	ti.CharLimit = 500
 	return ti
 }
@@ -280,7 +284,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		m.help.Width = msg.Width
+		m.help.SetWidth(msg.Width)
 		m.layout()
 		return m, nil
 	case tickMsg:
@@ -306,7 +310,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case processedMsg:
 		m.showProcessed(msg)
 		return m, nil
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	}
 	if m.screen == screenRecord || m.screen == screenProcessed || m.screen == screenPlan {
@@ -352,27 +356,27 @@ func (m *Model) merge(msg readMsg) {
 }
 
 // key handles a key: the text inputs first, then the keys of the screen.
-func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyCtrlC {
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	if msg.String() == "ctrl+c" {
 		return m.quit()
 	}
-	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+	if runes := []rune(msg.Text); len(runes) > 1 {
 		// Keys typed faster than they are read arrive as one message: each is a key of its
 		// own ("/" then the filter's text), and text is never taken for a key's name (the
 		// word "down" typed into the filter is not the down arrow).
 		var cmds []tea.Cmd
-		for _, r := range msg.Runes {
-			cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+		for _, r := range runes {
+			cmds = append(cmds, m.key(tea.KeyPressMsg{Code: r, Text: string(r)}))
 		}
 		return tea.Sequence(cmds...)
 	}
 	if m.filtering {
-		switch msg.Type {
+		switch msg.Code {
 		case tea.KeyEnter:
 			m.filtering = false
 			m.filter.Blur()
 			return nil
-		case tea.KeyEsc:
+		case tea.KeyEscape:
 			m.filtering = false
 			m.filter.Blur()
 			m.filter.SetValue("")
@@ -386,14 +390,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return cmd
 	}
 	if m.screen == screenPlan && m.reason.Focused() {
-		switch msg.Type {
+		switch msg.Code {
 		case tea.KeyUp, tea.KeyDown, tea.KeyPgUp, tea.KeyPgDown:
 			var cmd tea.Cmd
 			m.vp, cmd = m.vp.Update(msg)
 			return cmd
 		case tea.KeyEnter:
 			return m.execute()
-		case tea.KeyEsc:
+		case tea.KeyEscape:
 			m.reason.Blur()
 			m.goTo(m.returnTo)
 			m.note = "replay cancelled: nothing was sent"
@@ -755,7 +759,8 @@ func (m *Model) copyCommand(r row) tea.Cmd {
 
 // layout sizes the viewport to the window.
 func (m *Model) layout() {
-	m.vp.Width, m.vp.Height = m.width, m.bodyHeight()
+	m.vp.SetWidth(m.width)
+	m.vp.SetHeight(m.bodyHeight())
 	switch m.screen {
 	case screenRecord:
 		m.vp.SetContent(m.o.Views.Record(m.record.Entry, m.width))

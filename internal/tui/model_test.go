@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -181,8 +181,8 @@ func (c *console) run(cmd tea.Cmd) {
 	case tea.QuitMsg:
 		c.m.quitting = true
 	default:
-		if fmt.Sprintf("%T", msg) == "cursor.BlinkMsg" || fmt.Sprintf("%T", msg) == "cursor.initialBlinkMsg" {
-			return
+		if strings.HasPrefix(fmt.Sprintf("%T", msg), "cursor.") {
+			return // the text inputs' cursor blinks
 		}
 		c.send(msg)
 	}
@@ -194,13 +194,13 @@ func (c *console) keys(s string) {
 	for _, r := range s {
 		switch r {
 		case '\r':
-			c.send(tea.KeyMsg{Type: tea.KeyEnter})
+			c.send(tea.KeyPressMsg{Code: tea.KeyEnter})
 		case '\x1b':
-			c.send(tea.KeyMsg{Type: tea.KeyEsc})
+			c.send(tea.KeyPressMsg{Code: tea.KeyEscape})
 		case ' ':
-			c.send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+			c.send(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
 		default:
-			c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			c.send(tea.KeyPressMsg{Code: r, Text: string(r)})
 		}
 	}
 }
@@ -209,7 +209,7 @@ func (c *console) keys(s string) {
 // high at most, none wider.
 func (c *console) screen() string {
 	c.t.Helper()
-	v := c.m.View()
+	v := c.m.render()
 	lines := strings.Split(v, "\n")
 	if len(lines) > c.m.height {
 		c.t.Errorf("%d lines on a terminal %d high:\n%s", len(lines), c.m.height, v)
@@ -362,15 +362,15 @@ func TestFilter(t *testing.T) {
 // and what follows "/" is the filter's text.
 func TestKeysTogether(t *testing.T) {
 	c := newConsole(t, sample(), false)
-	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/tasks")})
+	c.send(tea.KeyPressMsg{Code: '/', Text: "/tasks"})
 	c.want("/ tasks")
 	c.keys("\r")
-	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jk")})
+	c.send(tea.KeyPressMsg{Code: 'j', Text: "jk"})
 	c.want("› tasks.dlq")
 	c.keys("\r")
-	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/db")})
-	c.send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")})
-	c.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("down")})
+	c.send(tea.KeyPressMsg{Code: '/', Text: "/db"})
+	c.send(tea.KeyPressMsg{Code: tea.KeySpace, Text: " "})
+	c.send(tea.KeyPressMsg{Code: 'd', Text: "down"})
 	c.keys("\r")
 	c.want("filter: db down (esc clears)")
 }
@@ -486,10 +486,10 @@ func TestQuitDuringReplay(t *testing.T) {
 	c := newConsole(t, b, false)
 	c.keys("j\rr")
 	c.keys("why")
-	_, cmd := c.m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	_, cmd := c.m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
 	c.m.Update(cmd()) // the first progress report; the rest waits for the run
 	c.want("sending: 1 of 3 sent")
-	_, cmd = c.m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
+	_, cmd = c.m.Update(ctrlC)
 	if cmd != nil {
 		t.Fatal("the console quit before the replay stopped")
 	}
@@ -506,8 +506,10 @@ func TestQuitDuringReplay(t *testing.T) {
 	}
 }
 
+var ctrlC = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+
 func TestQuit(t *testing.T) {
-	for _, k := range []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune{'q'}}, {Type: tea.KeyCtrlC}} {
+	for _, k := range []tea.KeyPressMsg{{Code: 'q', Text: "q"}, ctrlC} {
 		c := newConsole(t, sample(), false)
 		c.send(k)
 		if !c.m.quitting || c.m.Err != nil {
@@ -520,7 +522,7 @@ func TestQuit(t *testing.T) {
 	if c.m.quitting {
 		t.Error("q typed into the filter quit")
 	}
-	c.send(tea.KeyMsg{Type: tea.KeyCtrlC})
+	c.send(ctrlC)
 	if !c.m.quitting {
 		t.Error("Ctrl-C in the filter did not quit")
 	}

@@ -2,16 +2,15 @@ package tui
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/bubbles/v2/help"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/muesli/termenv"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/printable"
@@ -25,28 +24,23 @@ type styles struct {
 }
 
 func newStyles(noColor bool) styles {
-	r := lipgloss.NewRenderer(os.Stdout)
 	if noColor {
-		r.SetColorProfile(termenv.Ascii)
-	} else {
-		r.SetColorProfile(termenv.ANSI256)
+		return styles{} // no escape sequence at all; the cursor's row is marked with "›"
 	}
+	r := lipgloss.NewStyle
 	s := styles{
-		title:  r.NewStyle().Bold(true),
-		header: r.NewStyle().Bold(true),
-		cursor: r.NewStyle().Reverse(true),
-		dim:    r.NewStyle().Faint(true),
-		warn:   r.NewStyle().Foreground(lipgloss.Color("3")),
-		ok:     r.NewStyle().Foreground(lipgloss.Color("2")),
-		bad:    r.NewStyle().Foreground(lipgloss.Color("1")),
+		title:  r().Bold(true),
+		header: r().Bold(true),
+		cursor: r().Reverse(true),
+		dim:    r().Faint(true),
+		warn:   r().Foreground(lipgloss.Color("3")),
+		ok:     r().Foreground(lipgloss.Color("2")),
+		bad:    r().Foreground(lipgloss.Color("1")),
 	}
 	s.help = help.Styles{
-		ShortKey: r.NewStyle().Bold(true), ShortDesc: r.NewStyle(), ShortSeparator: r.NewStyle().Faint(true),
-		FullKey: r.NewStyle().Bold(true), FullDesc: r.NewStyle(), FullSeparator: r.NewStyle().Faint(true),
-		Ellipsis: r.NewStyle().Faint(true),
-	}
-	if noColor {
-		s.help = help.Styles{}
+		ShortKey: r().Bold(true), ShortDesc: r(), ShortSeparator: r().Faint(true),
+		FullKey: r().Bold(true), FullDesc: r(), FullSeparator: r().Faint(true),
+		Ellipsis: r().Faint(true),
 	}
 	return s
 }
@@ -307,9 +301,16 @@ func (m *Model) age(t time.Time) string {
 	return dlq.FormatAge(m.o.Now().Sub(t))
 }
 
-// View draws the screen: a title, the body, a line for the filter or the last outcome, and
+// View is the screen, on the terminal's alternate screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render draws the screen: a title, the body, a line for the filter or the last outcome, and
 // the help bar.
-func (m *Model) View() string {
+func (m *Model) render() string {
 	m.keys.canMark = m.screen == screenList
 	m.keys.onPlan = m.screen == screenPlan && m.reason.Focused()
 	m.keys.onRun = m.screen == screenRun
@@ -405,7 +406,7 @@ func (m *Model) body() string {
 	case screenRecord, screenProcessed:
 		lines = []string{m.vp.View()}
 	case screenPlan:
-		m.vp.Height = m.bodyHeight()
+		m.vp.SetHeight(m.bodyHeight())
 		lines = append([]string{m.vp.View()}, m.question()...)
 		if m.reason.Focused() {
 			lines = append(lines, m.reason.View())
