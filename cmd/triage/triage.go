@@ -10,7 +10,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
@@ -144,7 +143,6 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 		NewRunID: func() string { return replay.NewRunID(opts.Now()) },
 		Rate:     float64(opts.Rate),
 	})
-	clip := termenv.NewOutput(s.Out)
 	m := tui.New(ctx, tui.Options{
 		Backend:  backend,
 		Views:    views(s, opts.Now),
@@ -153,7 +151,6 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 		Poll:     opts.Poll,
 		Now:      opts.Now,
 		Consumer: opts.Status.Consumer,
-		Copy:     func(text string) error { clip.Copy(text); return nil },
 	})
 	prog := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.In), tea.WithOutput(s.Out))
 	_, err = prog.Run()

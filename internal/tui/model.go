@@ -59,7 +59,7 @@ type Options struct {
 	Poll time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Copy puts text on the terminal's clipboard (nil: the console only shows it).
+	// Copy puts text on a clipboard of the caller's (nil: the terminal's, OSC 52).
 	Copy func(string) error
 	// Consumer is the consumer whose markers `p` shows ("" each dead letter's group).
 	Consumer string
@@ -733,10 +733,11 @@ func (m *Model) showProcessed(msg processedMsg) {
 // copy puts text on the clipboard and shows it.
 func (m *Model) copy(what, text string) tea.Cmd {
 	m.note = "copied " + what + ": " + text
-	if m.o.Copy != nil {
-		if err := m.o.Copy(text); err != nil {
-			m.note = "copy: " + err.Error() + ": " + text
-		}
+	if m.o.Copy == nil {
+		return tea.SetClipboard(text) // OSC 52, through the terminal
+	}
+	if err := m.o.Copy(text); err != nil {
+		m.note = "copy: " + err.Error() + ": " + text
 	}
 	return nil
 }
