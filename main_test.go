@@ -21,10 +21,10 @@ func TestMain(m *testing.M) { testenv.ScriptMain(m, root.Main) }
 
 // TestScripts runs the end-to-end CLI scripts under testdata/script with the commands every
 // package's scripts share (testenv.ScriptParams: fieldwork-exit, fw-exit, fw-create-topic,
-// fw-create-db, fw-capture, fw-silent-port) and three of this package's own: fw-claim,
-// fw-journal-run and fw-webhook. Scripts that need the real services skip without them, except where the
-// services are required (CI, FIELDWORK_TEST_REQUIRE=1): there they fail. -update rewrites
-// the scripts' expected output.
+// fw-create-db, fw-capture, fw-silent-port) and four of this package's own: fw-claim,
+// fw-journal-run, fw-webhook and fw-plain-consumer. Scripts that need the real services
+// skip without them, except where the services are required (CI, FIELDWORK_TEST_REQUIRE=1):
+// there they fail. -update rewrites the scripts' expected output.
 func TestScripts(t *testing.T) {
 	p := testenv.ScriptParams("testdata/script")
 	p.UpdateScripts = golden.Update()
@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 	p.Cmds["fw-claim"] = cmdClaim
 	p.Cmds["fw-webhook"] = cmdWebhook
 	p.Cmds["fw-journal-run"] = cmdJournalRun
+	p.Cmds["fw-plain-consumer"] = cmdPlainConsumer
 	testscript.Run(t, p)
 }
 

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // webhook is a downstream for the webhook handler that fails with 503 until fixed.
@@ -83,4 +87,100 @@ func cmdWebhook(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("usage: fw-webhook start VAR | fix | once")
 	}
+}
+
+// plainConsumer is a consumer that knows nothing of fieldwork: a franz-go group member
+// (client id plain-consumer) that commits after each record and retries a record whose value
+// is POISON forever, as a consumer without a dead-letter path does.
+type plainConsumer struct {
+	cl      *kgo.Client
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stuck   chan struct{}
+	mu      sync.Mutex
+	handled []string
+	once    sync.Once
+}
+
+var (
+	plainMu        sync.Mutex
+	plainConsumers = map[*testscript.TestScript]*plainConsumer{}
+)
+
+// cmdPlainConsumer is `fw-plain-consumer start GROUP TOPIC | stuck | stop`: start runs a
+// plainConsumer on $FIELDWORK_BROKERS in the background; stuck waits (up to 30s) until it
+// retries a poison record; stop makes it leave the group and prints the keys it handled.
+func cmdPlainConsumer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: fw-plain-consumer start GROUP TOPIC | stuck | stop")
+	}
+	plainMu.Lock()
+	c := plainConsumers[ts]
+	plainMu.Unlock()
+	switch args[0] {
+	case "start":
+		if len(args) != 3 || c != nil {
+			ts.Fatalf("usage: fw-plain-consumer start GROUP TOPIC (one at a time)")
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(ts.Getenv("FIELDWORK_BROKERS"), ",")...),
+			kgo.ConsumerGroup(args[1]), kgo.ConsumeTopics(args[2]), kgo.DisableAutoCommit(),
+			kgo.ClientID("plain-consumer"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		ts.Check(err)
+		ctx, cancel := context.WithCancel(context.Background())
+		c = &plainConsumer{cl: cl, cancel: cancel, done: make(chan struct{}), stuck: make(chan struct{})}
+		go c.run(ctx)
+		plainMu.Lock()
+		plainConsumers[ts] = c
+		plainMu.Unlock()
+		ts.Defer(c.stop)
+	case "stuck":
+		if c == nil {
+			ts.Fatalf("fw-plain-consumer stuck: none started")
+		}
+		select {
+		case <-c.stuck:
+		case <-time.After(30 * time.Second):
+			ts.Fatalf("the plain consumer did not reach a poison record within 30s")
+		}
+	case "stop":
+		if c == nil {
+			ts.Fatalf("fw-plain-consumer stop: none started")
+		}
+		c.stop()
+		plainMu.Lock()
+		delete(plainConsumers, ts)
+		plainMu.Unlock()
+		c.mu.Lock()
+		fmt.Fprintf(ts.Stdout(), "handled %s\n", strings.Join(c.handled, " "))
+		c.mu.Unlock()
+	default:
+		ts.Fatalf("usage: fw-plain-consumer start GROUP TOPIC | stuck | stop")
+	}
+}
+
+func (c *plainConsumer) run(ctx context.Context) {
+	defer close(c.done)
+	var once sync.Once
+	for ctx.Err() == nil {
+		for _, rec := range c.cl.PollFetches(ctx).Records() {
+			if string(rec.Value) == "POISON" {
+				once.Do(func() { close(c.stuck) })
+				<-ctx.Done()
+				return
+			}
+			c.mu.Lock()
+			c.handled = append(c.handled, string(rec.Key))
+			c.mu.Unlock()
+			_ = c.cl.CommitRecords(ctx, rec)
+		}
+	}
+}
+
+// stop ends the consumer and makes it leave its group; it may be called more than once.
+func (c *plainConsumer) stop() {
+	c.once.Do(func() {
+		c.cancel()
+		<-c.done
+		c.cl.Close()
+	})
 }

@@ -4,7 +4,11 @@
 #   - Apache Kafka, a single-node KRaft broker from the org.apache.kafka:kafka_2.13 jars
 #     (fetched with Maven, run with the machine's Java 17);
 #   - PostgreSQL from Debian's packages;
-#   - kcat from Debian's packages (an independent client for interop tests).
+#   - kcat from Debian's packages (an independent client for interop tests);
+#   - Apicurio Registry, a Confluent-compatible schema registry (io.apicurio:apicurio-registry-app,
+#     the runnable distribution fetched with Maven, run with the machine's Java 17), schemas in
+#     memory, its API under /apis/ccompat/v7 on 127.0.0.1:$FW_REGISTRY_PORT (default 18081; its
+#     management port is the next one), behind HTTP basic auth (user fieldwork).
 # Installs whatever is missing. Prints the variables the tests read.
 #
 # Security, for the authentication and least-privilege tests: the script makes a CA with
@@ -18,8 +22,10 @@
 # unchanged) and User:$SASL_USER (the SASL admin); every other principal has exactly the ACLs a
 # test gives it. PostgreSQL serves TLS with the same CA (verify-full for 127.0.0.1).
 #
-#   scripts/services.sh start    install what is missing, start both, wait until they answer
-#   scripts/services.sh stop     stop both
+#   scripts/services.sh start    install what is missing, start them, wait until they answer
+#   scripts/services.sh stop     stop them
+#   scripts/services.sh registry start|stop
+#                                the schema registry alone (start is idempotent)
 #   scripts/services.sh status   say what runs
 #   scripts/services.sh env      print the export lines only
 #   scripts/services.sh perf-classpath
@@ -59,6 +65,11 @@ PG_DB=fieldwork
 # SASL users on the broker's SASL_PLAINTEXT listener, for authentication tests.
 SASL_USER=fieldwork
 SASL_PASSWORD=fieldwork-secret
+REGISTRY_VERSION=3.0.9
+REGISTRY_PORT=${FW_REGISTRY_PORT:-18081}
+REGISTRY_MANAGEMENT_PORT=$((REGISTRY_PORT + 1))
+REGISTRY_USER=fieldwork
+REGISTRY_PASSWORD=fieldwork-registry-secret
 
 log() { printf 'services: %s\n' "$*" >&2; }
 
@@ -84,6 +95,7 @@ install_missing() {
   local pkgs=()
   command -v kcat >/dev/null 2>&1 || pkgs+=(kcat)
   command -v jq >/dev/null 2>&1 || pkgs+=(jq)
+  command -v curl >/dev/null 2>&1 || pkgs+=(curl) # the schema registry's readiness check
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
   # javac compiles scripts/spring/SpringDeadLetters.java for the dead-letter convention tests.
@@ -92,6 +104,8 @@ install_missing() {
   command -v runuser >/dev/null 2>&1 || pkgs+=(util-linux)
   command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
   [ -x /usr/bin/time ] || pkgs+=(time) # GNU time: the benchmarks' peak RSS of a child
+  command -v zsh >/dev/null 2>&1 || pkgs+=(zsh)   # the completion tests type into zsh and fish
+  command -v fish >/dev/null 2>&1 || pkgs+=(fish)
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
 }
 
@@ -321,19 +335,75 @@ start_kafka() {
   exit 1
 }
 
-stop_kafka() {
-  if [ -f "$kafka_dir/pid" ]; then
-    local pid; pid=$(cat "$kafka_dir/pid")
+# stop_pidfile FILE NAME stops the process FILE names: SIGTERM, up to 30s, then SIGKILL.
+stop_pidfile() {
+  if [ -f "$1" ]; then
+    local pid; pid=$(cat "$1")
     if kill -0 "$pid" 2>/dev/null; then
       kill "$pid"
       local i
       for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
       kill -9 "$pid" 2>/dev/null || true
-      log "Kafka stopped"
+      log "$2 stopped"
     fi
-    rm -f "$kafka_dir/pid"
+    rm -f "$1"
   fi
 }
+
+stop_kafka() { stop_pidfile "$kafka_dir/pid" Kafka; }
+
+# --- Apicurio Registry --------------------------------------------------------------------
+# The runnable distribution (a Quarkus -runner.jar and its lib/), fetched once with Maven and
+# unpacked under $registry_dir. Its schemas live in memory: a restart forgets them, and the
+# tests register what they read.
+
+registry_dir=$STATE/registry
+registry_jar() { echo "$registry_dir/app/apicurio-registry-app-$REGISTRY_VERSION-runner.jar"; }
+registry_url() { echo "http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"; }
+
+fetch_registry() {
+  if [ -f "$(registry_jar)" ]; then return; fi
+  local tgz=$HOME/.m2/repository/io/apicurio/apicurio-registry-app/$REGISTRY_VERSION/apicurio-registry-app-$REGISTRY_VERSION-all.tar.gz
+  if [ ! -f "$tgz" ]; then
+    log "fetching io.apicurio:apicurio-registry-app:$REGISTRY_VERSION with Maven"
+    mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:2.8:get -Dtransitive=false \
+      -Dartifact="io.apicurio:apicurio-registry-app:$REGISTRY_VERSION:tar.gz:all" >&2
+  fi
+  rm -rf "$registry_dir/app"; mkdir -p "$registry_dir/app"
+  tar -xzf "$tgz" -C "$registry_dir/app"
+}
+
+registry_ready() {
+  curl -fsS -m 3 -u "$REGISTRY_USER:$REGISTRY_PASSWORD" "$(registry_url)/subjects" >/dev/null 2>&1
+}
+
+start_registry() {
+  if registry_ready; then log "schema registry already answers on 127.0.0.1:$REGISTRY_PORT"; return; fi
+  fetch_registry
+  log "starting Apicurio Registry $REGISTRY_VERSION on 127.0.0.1:$REGISTRY_PORT"
+  # Small heap and one JIT tier: it starts in seconds and shares the machine with the tests.
+  # Quarkus's embedded users give it HTTP basic auth on the API (the wrong-password tests).
+  nohup java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+    -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
+    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$REGISTRY_MANAGEMENT_PORT" \
+    -Dquarkus.security.users.embedded.enabled=true -Dquarkus.security.users.embedded.plain-text=true \
+    "-Dquarkus.security.users.embedded.users.$REGISTRY_USER=$REGISTRY_PASSWORD" \
+    -Dquarkus.http.auth.basic=true \
+    "-Dquarkus.http.auth.permission.api.paths=/apis/*" -Dquarkus.http.auth.permission.api.policy=authenticated \
+    -jar "$(registry_jar)" >"$registry_dir/stdout.log" 2>&1 </dev/null &
+  echo $! >"$registry_dir/pid"
+  local i
+  for i in $(seq 1 240); do
+    if registry_ready; then log "Apicurio Registry $REGISTRY_VERSION ready (pid $(cat "$registry_dir/pid"))"; return; fi
+    if ! kill -0 "$(cat "$registry_dir/pid")" 2>/dev/null; then break; fi
+    sleep 0.25
+  done
+  log "the schema registry did not answer; last lines of its log:"
+  tail -30 "$registry_dir/stdout.log" >&2 2>/dev/null || true
+  exit 1
+}
+
+stop_registry() { stop_pidfile "$registry_dir/pid" "schema registry"; }
 
 # --- A Kafka cluster for the fault tests --------------------------------------------------
 # Combined broker+controller nodes (node N is broker N and voter N), each with its own
@@ -579,6 +649,9 @@ export FIELDWORK_TEST_MTLS_BROKERS=127.0.0.1:$KAFKA_MTLS_PORT
 export FIELDWORK_TEST_CA_FILE=$tls_dir/ca.pem
 export FIELDWORK_TEST_CA_KEY_FILE=$tls_dir/ca.key
 export FIELDWORK_TEST_TLS_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=verify-full&sslrootcert=$tls_dir/ca.pem'
+export FIELDWORK_TEST_SCHEMA_REGISTRY=$(registry_url)
+export FIELDWORK_TEST_SCHEMA_REGISTRY_USER=$REGISTRY_USER
+export FIELDWORK_TEST_SCHEMA_REGISTRY_PASSWORD=$REGISTRY_PASSWORD
 export FIELDWORK_TEST_SPRING_CLASSPATH='$spring_dir/libs/*'
 EOF
 }
@@ -591,15 +664,25 @@ case "${1:-start}" in
     start_postgres
     start_kafka
     fetch_spring
+    start_registry
     print_env
     ;;
   stop)
+    stop_registry
     stop_kafka
     stop_postgres
     ;;
   status)
     if pg_ready; then echo "postgres: up on 127.0.0.1:$PG_PORT"; else echo "postgres: down"; fi
     if command -v kcat >/dev/null && kafka_ready; then echo "kafka: up on 127.0.0.1:$KAFKA_PORT"; else echo "kafka: down"; fi
+    if registry_ready; then echo "schema registry: up on 127.0.0.1:$REGISTRY_PORT"; else echo "schema registry: down"; fi
+    ;;
+  registry)
+    case "${2:-start}" in
+      start) mkdir -p "$STATE"; install_missing; start_registry; print_env ;;
+      stop) stop_registry ;;
+      *) echo "usage: $0 registry start|stop" >&2; exit 2 ;;
+    esac
     ;;
   env) print_env ;;
   perf-classpath)
@@ -612,5 +695,5 @@ case "${1:-start}" in
     echo "$spring_dir/libs/*"
     ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env|perf-classpath|spring-classpath | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|perf-classpath|spring-classpath | registry start|stop | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

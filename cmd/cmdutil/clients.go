@@ -2,12 +2,14 @@ package cmdutil
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Need names the clients a command's run works with besides the printer, which every run gets.
@@ -29,6 +31,8 @@ type Clients struct {
 	Printer *output.Printer
 	Store   *dedup.Store
 	Kafka   *kafka.Cluster
+	// Schemas decodes registry-framed payloads; always set (without a registry it detects only).
+	Schemas *schema.Decoder
 	// Naming is the --schema/--table/--column-* values, for the hints of StoreError.
 	Naming  dedup.Options
 	closers []func()
@@ -48,6 +52,9 @@ func (f *Factory) Open(ctx context.Context, need Need) (*Clients, error) {
 func (c *Clients) open(ctx context.Context, f *Factory, need Need) error {
 	var err error
 	if c.Printer, err = f.Printer(); err != nil {
+		return err
+	}
+	if c.Schemas, err = f.Schemas(); err != nil {
 		return err
 	}
 	if need&(NeedStore|NeedJournal) != 0 {
@@ -93,5 +100,34 @@ func RunWith[O any](cmd *cobra.Command, f *Factory, need Need, opts O, runF func
 		return err
 	}
 	defer c.Close()
-	return StoreError(run(cmd.Context(), opts, c), c.Naming)
+	err = run(cmd.Context(), opts, c)
+	if err == nil {
+		err = SchemaProblems(c.Streams, c.Schemas)
+	}
+	return StoreError(err, c.Naming)
+}
+
+// SchemaProblems ends a run that read payloads (docs/design.md §3.6): credentials the schema
+// registry refused fail it (exit 4, the message names the registry, never the secret); a
+// registry that did not answer, or framed payloads with no registry configured, are warnings:
+// the run showed those payloads' bytes instead.
+func SchemaProblems(s *output.Streams, d *schema.Decoder) error {
+	for _, e := range d.Problems() {
+		switch e.Problem {
+		case schema.ProblemDenied:
+			return e.Kinded()
+		case schema.ProblemNoRegistry:
+			Warn(s, fmt.Sprintf("payloads framed for a schema registry (%s schema %s, …) were not decoded: pass --schema-registry URL", payloadName(e), e.Ref))
+		default:
+			Warn(s, e.Error()+"; its payloads are shown as bytes")
+		}
+	}
+	return nil
+}
+
+func payloadName(e *schema.Error) string {
+	if e.Key {
+		return "key"
+	}
+	return "value"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,10 +20,10 @@ import (
 const completionTimeout = 3 * time.Second
 
 // topicFlags, consumerFlags: flags whose values are topic or consumer names, wherever a
-// command defines them.
+// command defines them (a group a replay is for, --for-group, names its markers by default).
 var (
 	topicFlags    = []string{"topic", "from", "to", "original-topic", "dlq-topic"}
-	consumerFlags = []string{"consumer"}
+	consumerFlags = []string{"consumer", "for-group"}
 )
 
 // topicArgCommands take a topic (or a T/P/O coordinate starting with one) as first argument.
@@ -32,11 +33,19 @@ var topicArgCommands = map[string]bool{
 	"fieldwork dlq show": true, "fieldwork replay": true,
 }
 
-// runArgCommands take a replay run id as first argument, and say which runs to offer.
-var runArgCommands = map[string]func(status string) bool{
-	"fieldwork replay resume": replay.Resumable,
-	"fieldwork replay show":   func(string) bool { return true },
+// runArgCommands take a replay run id as first argument, and say the statuses of the runs to
+// offer (none: every run).
+var runArgCommands = map[string][]string{
+	"fieldwork replay resume": replay.ResumableStatuses,
+	"fieldwork replay show":   nil,
 }
+
+// completionRuns bounds the runs a completion offers, so that a journal of any size answers
+// within completionTimeout: the newest completionRuns of each status offered (of every run,
+// for show). Each status is asked for on its own, so a resumable run is offered however many
+// completed runs are newer; beyond that many of one status, `replay runs --status S --limit N`
+// lists them.
+const completionRuns = 200
 
 // enumFlags are flags whose values are one of a fixed set, the same wherever a command
 // defines them, unless the command registered its own (replay's --status, a subset).
@@ -109,11 +118,11 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 			}
 		}
 		if c.ValidArgsFunction == nil {
-			switch path := c.CommandPath(); {
-			case topicArgCommands[path]:
+			path := c.CommandPath()
+			if statuses, ok := runArgCommands[path]; ok {
+				c.ValidArgsFunction = firstArg(f.completeRuns(statuses))
+			} else if topicArgCommands[path] {
 				c.ValidArgsFunction = firstArg(f.completeTopics)
-			case runArgCommands[path] != nil:
-				c.ValidArgsFunction = firstArg(f.completeRuns(runArgCommands[path]))
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -178,18 +187,30 @@ func (f *Factory) completeConsumers(c *cobra.Command, _ []string, toComplete str
 	})
 }
 
-// completeRuns offers the journaled replay runs that offer keeps, newest first, described by
-// status and reason.
-func (f *Factory) completeRuns(offer func(status string) bool) completeFunc {
+// completeRuns offers the journaled replay runs of statuses (every run when none), newest
+// first, described by status and reason.
+func (f *Factory) completeRuns(statuses []string) completeFunc {
 	return func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return f.completeFromStore(c, func(ctx context.Context, st *dedup.Store) ([]string, error) {
-			runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 50})
-			if err != nil {
-				return nil, err
+			var runs []dedup.ReplayRun
+			for _, status := range statuses {
+				rs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Status: status, Limit: completionRuns})
+				if err != nil {
+					return nil, err
+				}
+				runs = append(runs, rs...)
 			}
+			if len(statuses) == 0 {
+				rs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: completionRuns})
+				if err != nil {
+					return nil, err
+				}
+				runs = rs
+			}
+			slices.SortStableFunc(runs, func(a, b dedup.ReplayRun) int { return b.CreatedAt.Compare(a.CreatedAt) })
 			var out []string
 			for _, r := range runs {
-				if strings.HasPrefix(r.ID, toComplete) && offer(r.Status) {
+				if strings.HasPrefix(r.ID, toComplete) {
 					out = append(out, fmt.Sprintf("%s\t%s: %s", r.ID, r.Status, r.Reason))
 				}
 			}

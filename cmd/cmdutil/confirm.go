@@ -182,7 +182,38 @@ func (a *ActionFlags) Register(fs *pflag.FlagSet, act, why, who string) {
 // RegisterOperator adds --operator alone, for a command that asks for its reasons as it acts
 // (triage).
 func (a *ActionFlags) RegisterOperator(fs *pflag.FlagSet, who string) {
-	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME)")
+	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME, else the account running it)")
+}
+
+// Act is the one flow of an action whose plan is made before it is confirmed (groups skip
+// and its undo): the plan is printed and, on a dry run or when planErr refuses it, that is
+// all (planErr is returned); on a terminal whoever confirms sees the plan first; then the
+// prompt (made only then: a dry run may have no store), then execute, whose result is
+// printed. sections renders the plan, dry saying
+// whether it is a dry run.
+func Act[P, R any](cl *Clients, a ActionFlags, plan P, planErr error, sections func(plan P, dry bool) []output.Section,
+	prompt func() Prompt, execute func() (R, []output.Section, error)) error {
+	p := cl.Printer
+	if !a.Execute || planErr != nil {
+		if err := p.Object(plan, sections(plan, !a.Execute)); err != nil {
+			return err
+		}
+		return planErr
+	}
+	if !a.Yes && cl.Streams.Interactive() {
+		if err := p.Object(plan, sections(plan, false)); err != nil {
+			return err
+		}
+		fmt.Fprintln(cl.Streams.ErrOut)
+	}
+	if err := a.Confirm(a.Yes, prompt()); err != nil {
+		return err
+	}
+	res, secs, err := execute()
+	if err != nil {
+		return err
+	}
+	return p.Object(res, secs)
 }
 
 // RegisterYes adds --yes alone, for an action that has no dry run (replay resume).
@@ -206,6 +237,15 @@ func RawJSON(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// RequireReason refuses --execute without a --reason (blank counts as none), for the actions
+// that must say why (replay, groups skip); why completes "say why (…)".
+func (a *ActionFlags) RequireReason(why string) error {
+	if a.Execute && strings.TrimSpace(a.Reason) == "" {
+		return fwerr.Usagef("--execute needs --reason: say why (%s)", why)
+	}
+	return nil
 }
 
 // RateFlag is --rate of the commands that replay (replay, replay resume, triage): records sent

@@ -36,7 +36,7 @@ type DLQTopicFlags struct {
 
 // Register adds --topic and --pattern.
 func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter topic to read (repeatable; default: every topic --pattern matches)")
+	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter `topic` to read (repeatable; default: every topic --pattern matches)")
 	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default: FIELDWORK_DLQ_PATTERN, the context's dlq_pattern, else "+dlq.DefaultTopicPattern.String()+")")
 }
 
@@ -153,6 +153,8 @@ type DLQFilterFlags struct {
 	Key           string
 	KeyBase64     string
 	EventID       string
+	SchemaID      int
+	Fingerprint   string
 }
 
 // DLQFilterSet says which of the dead-letter filters a command registers.
@@ -163,7 +165,8 @@ const (
 	// DLQWindow is --since and --until, on the dead letter's timestamp (replay has them from
 	// SelectionFlags, with the same meaning).
 	DLQWindow DLQFilterSet = 1 << iota
-	// DLQFields is --dlq-reason, --error, --original-topic, --group, --key and --key-base64.
+	// DLQFields is --dlq-reason, --error, --original-topic, --group, --key, --key-base64,
+	// --schema-id and --fingerprint.
 	DLQFields
 	// DLQEventID is --event-id.
 	DLQEventID
@@ -184,6 +187,8 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
 		fs.StringVar(&fl.KeyBase64, "key-base64", "", "dead letters with this record key, base64 (for keys that are not text)")
+		fs.IntVar(&fl.SchemaID, "schema-id", 0, "dead letters whose value or key names this schema registry id")
+		fs.StringVar(&fl.Fingerprint, "fingerprint", "", "dead letters of this failure cause (a fingerprint of dlq stats --by fingerprint)")
 	}
 	if set&DLQEventID != 0 {
 		fs.StringVar(&fl.EventID, "event-id", "", "dead letters of this event id")
@@ -227,6 +232,14 @@ func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter,
 		}
 	}
 	f.OriginalTopic, f.Group, f.EventID = fl.OriginalTopic, fl.Group, fl.EventID
+	if fl.SchemaID < 0 || cmd.Flags().Changed("schema-id") && fl.SchemaID == 0 {
+		return f, fwerr.Usagef("--schema-id %d: a schema registry id is 1 or more", fl.SchemaID)
+	}
+	f.SchemaID = fl.SchemaID
+	if fl.Fingerprint != "" && !dlq.ValidFingerprint(fl.Fingerprint) {
+		return f, fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", fl.Fingerprint)
+	}
+	f.Fingerprint = fl.Fingerprint
 	keySet, key64Set := cmd.Flags().Changed("key"), cmd.Flags().Changed("key-base64")
 	switch {
 	case keySet && key64Set:

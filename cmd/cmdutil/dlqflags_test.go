@@ -20,10 +20,10 @@ func TestDLQFilterSets(t *testing.T) {
 		set  DLQFilterSet
 		want []string
 	}{
-		{DLQWindow | DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "group", "key", "key-base64", "original-topic", "since", "until"}},
-		{DLQWindow | DLQFields, []string{"dlq-reason", "error", "group", "key", "key-base64", "original-topic", "since", "until"}},
+		{DLQWindow | DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "fingerprint", "group", "key", "key-base64", "original-topic", "schema-id", "since", "until"}},
+		{DLQWindow | DLQFields, []string{"dlq-reason", "error", "fingerprint", "group", "key", "key-base64", "original-topic", "schema-id", "since", "until"}},
 		{DLQWindow | DLQEventID, []string{"event-id", "since", "until"}},
-		{DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "group", "key", "key-base64", "original-topic"}},
+		{DLQFields | DLQEventID, []string{"dlq-reason", "error", "event-id", "fingerprint", "group", "key", "key-base64", "original-topic", "schema-id"}},
 	} {
 		cmd := &cobra.Command{Use: "x"}
 		var fl DLQFilterFlags

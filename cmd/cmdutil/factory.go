@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Factory hands commands their streams and, lazily, their connections: nothing dials a broker
@@ -39,6 +40,8 @@ type Factory struct {
 	Running bool
 
 	warned map[string]bool // the connection warnings already printed in this run
+
+	schemas *schema.Decoder // the run's decoder of registry-framed payloads, once built
 }
 
 // NewFactory returns a factory on the process's streams and environment.
@@ -107,6 +110,32 @@ func (f *Factory) Kafka(ctx context.Context) (*kafka.Cluster, error) {
 		return nil, err
 	}
 	return kafka.Connect(ctx, conn, f.ConnectTimeout)
+}
+
+// Schemas is the run's decoder of registry-framed payloads (docs/design.md §3.6), built once:
+// without a registry configured it detects framing only. It dials nothing until a payload
+// needs a schema; each request is bounded by --connect-timeout.
+func (f *Factory) Schemas() (*schema.Decoder, error) {
+	if f.schemas != nil {
+		return f.schemas, nil
+	}
+	conn, err := f.Connection()
+	if err != nil {
+		return nil, err
+	}
+	c := schema.Config{URL: conn.Registry.URL, Username: conn.Registry.Username, Password: conn.RegistryPassword,
+		Token: conn.RegistryToken, Timeout: f.ConnectTimeout}
+	if c.URL != "" && (conn.Registry.TLS.CAFile != "" || conn.Registry.TLS.CertFile != "" || conn.Registry.TLS.InsecureSkipVerify) {
+		if c.TLS, err = kafka.TLSConfig(conn.Registry.TLS, ""); err != nil {
+			return nil, err
+		}
+	}
+	d, err := schema.New(c)
+	if err != nil {
+		return nil, err
+	}
+	f.schemas = d
+	return d, nil
 }
 
 // Printer returns a printer for the -o format (table on a terminal, JSON Lines when piped).

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // BytesText is record bytes (a key, a header, a value) as a table or CSV gives them, by the
@@ -49,9 +51,18 @@ func KeyDisplay(key string) string {
 // ValueSection shows a record's value: indented when it is JSON (valueJSON, the value when it
 // is valid JSON), else its text, or its base64 under a title that says so; (null) and (empty)
 // for no value.
-func ValueSection(st output.Styles, value []byte, valueJSON json.RawMessage) output.Section {
+//
+// A value decoded through a schema registry (p, nil when the value is not framed) is shown as
+// its decoded JSON under a title naming its format and schema; one that did not decode keeps
+// its bytes, and the title says why.
+func ValueSection(st output.Styles, value []byte, valueJSON json.RawMessage, p *schema.Payload) output.Section {
 	s := output.Section{Title: "Value"}
 	var pretty bytes.Buffer
+	if p != nil && len(p.Decoded) > 0 && json.Indent(&pretty, p.Decoded, "", "  ") == nil {
+		s.Title = fmt.Sprintf("Value (%s, %d bytes)", PayloadDisplay(p), len(value))
+		s.Text = pretty.String()
+		return s
+	}
 	switch {
 	case value == nil:
 		s.Text = st.Dim.Render("(null)")
@@ -66,5 +77,49 @@ func ValueSection(st output.Styles, value []byte, valueJSON json.RawMessage) out
 		}
 		s.Text = t
 	}
+	if p != nil {
+		s.Title += " - " + PayloadDisplay(p)
+	}
 	return s
+}
+
+// PayloadDisplay names a framed key's or value's schema in a detail view: "avro, schema id
+// 42, subject orders-value", "Protobuf message fieldwork.orders.Order.Line", and what went
+// wrong when it did not decode.
+func PayloadDisplay(p *schema.Payload) string {
+	if p == nil {
+		return ""
+	}
+	parts := []string{}
+	if p.Format != "" {
+		parts = append(parts, string(p.Format))
+	}
+	parts = append(parts, "schema "+p.Ref.String(), string(p.Framing))
+	if p.SchemaSubject != "" {
+		parts = append(parts, "subject "+p.SchemaSubject)
+	}
+	if p.Message != "" {
+		parts = append(parts, "message "+p.Message)
+	}
+	switch e := p.Err(); {
+	case e == nil:
+	case e.Problem == schema.ProblemNoRegistry:
+		parts = append(parts, "not decoded: no --schema-registry")
+	default:
+		parts = append(parts, "not decoded: "+string(e.Problem))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// KeySchemaFields are the detail view's fields of a registry-framed key: its schema and,
+// decoded, its JSON; none for a key that is not framed.
+func KeySchemaFields(p *schema.Payload) [][2]string {
+	if p == nil {
+		return nil
+	}
+	f := [][2]string{{"key schema", PayloadDisplay(p)}}
+	if len(p.Decoded) > 0 {
+		f = append(f, [2]string{"key decoded", string(p.Decoded)})
+	}
+	return f
 }

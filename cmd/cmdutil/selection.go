@@ -84,7 +84,8 @@ type SelectionFlags struct {
 // Register adds --partition, --start-offset, --end-offset, --since and --until to cmd.
 func (s *SelectionFlags) Register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Int32SliceVar(&s.Partitions, "partition", nil, "read only this partition (repeatable, or comma-separated; default all)")
+	fl.Int32SliceVar(&s.Partitions, "partition", nil, "read only partition `N` (repeatable, or comma-separated; default all)")
+	fl.Lookup("partition").DefValue = "" // all, said above; not "(default [])"
 	fl.Int64Var(&s.StartOffset, "start-offset", 0, "first offset to read, inclusive (in every selected partition)")
 	fl.Int64Var(&s.EndOffset, "end-offset", 0, "last offset to read, inclusive")
 	s.WindowFlags.Register(fl, "read records from this time", "read records before this time")

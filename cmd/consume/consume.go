@@ -29,6 +29,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
@@ -44,6 +45,7 @@ type ConsumeOptions struct {
 	Connection     func() (config.Connection, error)
 	Store          func(context.Context) (*dedup.Store, error)
 	Printer        func() (*output.Printer, error)
+	Schemas        func() (*schema.Decoder, error)
 	Names          *dedup.Options
 	ConnectTimeout time.Duration
 	// Signals delivers SIGINT/SIGTERM to the run, which aborts at the second one (the
@@ -78,7 +80,7 @@ type ConsumeOptions struct {
 // flag parsing).
 func NewCmdConsume(f *cmdutil.Factory, runF func(context.Context, *ConsumeOptions) error) *cobra.Command {
 	opts := &ConsumeOptions{
-		Streams: f.Streams, Connection: f.Connection, Store: f.Store, Printer: f.Printer, Names: &f.Dedup,
+		Streams: f.Streams, Connection: f.Connection, Store: f.Store, Printer: f.Printer, Schemas: f.Schemas, Names: &f.Dedup,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
 			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -151,7 +153,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "source topic (repeat for several)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "source `topic` (repeat for several)")
 	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
@@ -273,7 +275,7 @@ type consumeSummary struct {
 	Consumer string `json:"consumer"`
 	Handler  string `json:"handler"`
 	consume.Stats
-	Elapsed string `json:"elapsed"`
+	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions) error {
@@ -294,6 +296,10 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	}
 	kopts := cluster.Options()
 	cluster.Close()
+	schemas, err := o.Schemas()
+	if err != nil {
+		return err
+	}
 
 	st, err := o.Store(ctx)
 	if err != nil {
@@ -337,7 +343,8 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	}
 
 	eng, err := consume.New(consume.Options{
-		Topics: o.Topics, Group: o.Group, Consumer: consumer, Handler: h, Store: st, Kafka: kopts,
+		Schemas: schemas,
+		Topics:  o.Topics, Group: o.Group, Consumer: consumer, Handler: h, Store: st, Kafka: kopts,
 		DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
 		BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
 		RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
@@ -382,7 +389,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 		return err
 	}
 	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: eng.Stats(),
-		Elapsed: time.Since(started).Round(time.Millisecond).String()}
+		ElapsedMS: time.Since(started).Milliseconds()}
 	return p.Object(sum, summarySections(sum))
 }
 
@@ -398,6 +405,8 @@ func summarySections(s consumeSummary) []output.Section {
 		{"group", s.Group}, {"consumer", s.Consumer}, {"handler", s.Handler},
 		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
 		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
-		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)}, {"elapsed", s.Elapsed},
+		{"other_group", i(s.OtherGroup)},
+		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)},
+		{"elapsed", (time.Duration(s.ElapsedMS) * time.Millisecond).String()},
 	}}}
 }

@@ -15,8 +15,8 @@ import (
 )
 
 const contextLong = `A context is a named set of connection settings in the config file
-($XDG_CONFIG_HOME/fieldwork/config.yaml, --config or FIELDWORK_CONFIG): brokers, TLS, SASL
-and the store's DSN. The one in use is --context, else FIELDWORK_CONTEXT, else the file's
+($XDG_CONFIG_HOME/fieldwork/config.yaml, --config or FIELDWORK_CONFIG): brokers, TLS, SASL,
+the store's DSN and the schema registry. The one in use is --context, else FIELDWORK_CONTEXT, else the file's
 current_context. Flags and FIELDWORK_* variables still beat each of its settings.
 
   context list          every context; * marks the one in use
@@ -166,6 +166,10 @@ func showSections(v contextView) []output.Section {
 		{"sasl.token_url", c.SASL.TokenURL}, {"sasl.client_id", c.SASL.ClientID},
 		{"sasl.client_secret_env", c.SASL.ClientSecretEnv}, {"sasl.client_secret_file", c.SASL.ClientSecretFile},
 		{"sasl.scope", c.SASL.Scope},
+		{"schema_registry.url", c.SchemaRegistry.URL}, {"schema_registry.username", c.SchemaRegistry.Username},
+		{"schema_registry.password_env", c.SchemaRegistry.PasswordEnv}, {"schema_registry.password_file", c.SchemaRegistry.PasswordFile},
+		{"schema_registry.token_env", c.SchemaRegistry.TokenEnv}, {"schema_registry.token_file", c.SchemaRegistry.TokenFile},
+		{"schema_registry.tls.ca_file", c.SchemaRegistry.TLS.CAFile},
 	} {
 		if kv[1] != "" {
 			fields = append(fields, kv)

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/demo"
 	"github.com/fieldwork/fieldwork/internal/devstack"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -37,6 +39,8 @@ type DevOptions struct {
 	DeadLetters bool
 	// Fresh starts the store over (devstack.Options.Fresh).
 	Fresh bool
+	// NoConsume leaves tasks unconsumed: the buggy release of the projection does not run.
+	NoConsume bool
 }
 
 // NewCmdDev builds `fieldwork dev`; runF, when set, replaces the run (for tests of flag
@@ -50,10 +54,17 @@ func NewCmdDev(f *cmdutil.Factory, runF func(context.Context, *DevOptions) error
 on 127.0.0.1:--port with the topics tasks and tasks.dlq, and an SQLite dedup store, created
 and migrated. tasks is seeded with task events in CloudEvents structured mode keyed by
 aggregate id, including producer-retry duplicates, stale versions re-emitted later and a few
-poison records. tasks.dlq starts empty: run the reference consumer against the sandbox
-(fieldwork consume, as printed) to see the poison dead-lettered, or pass --dead-letters to
-seed a dead letter for each poison record, in fieldwork's convention, as if a consumer had
-already run. Any fieldwork command pointed at it with --brokers works.
+poison records. Then the incident: release 1.4 of the bundled projection, which has a bug
+(it rejects task.reopened for good), consumes tasks once as group task-projection, as
+fieldwork demo's second step does: the poison is dead-lettered to tasks.dlq as malformed,
+the reopened events as rejected. The fix is the bundled projection itself: replay the
+rejected dead letters, run fieldwork consume --handler projection (as printed), and dlq list
+shows them resolved. --no-consume skips the incident (tasks.dlq stays empty); --dead-letters
+instead seeds a dead letter for each poison record, in fieldwork's convention, as if a
+consumer had run. tasks.avro holds the same stream in Avro, in the Confluent wire format,
+its schema in an in-memory schema registry (franz-go's srfake) on 127.0.0.1 whose URL is
+printed: pass it as --schema-registry to see the values decoded. Any fieldwork command
+pointed at it with --brokers works.
 
 The broker keeps everything in memory (stopping it forgets the topics) and has no
 authentication, so it only listens on loopback. The store file stays: a later fieldwork dev
@@ -92,10 +103,11 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Port, "port", devstack.DefaultPort, "port of the broker on 127.0.0.1 (0: any free port)")
-	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks and tasks.dlq")
+	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks, tasks.dlq and tasks.avro")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")
 	fl.BoolVar(&opts.DeadLetters, "dead-letters", false, "seed tasks.dlq with a dead letter per poison record, as if a consumer had run")
+	fl.BoolVar(&opts.NoConsume, "no-consume", false, "do not run the buggy projection 1.4 over tasks (tasks.dlq stays empty)")
 	fl.BoolVar(&opts.Fresh, "fresh", false, "start over: delete the store file (markers, journaled runs) before starting")
 	return cmd
 }
@@ -132,12 +144,16 @@ func devDSN(dsn string) (string, error) {
 
 // devInfo is what `fieldwork dev` prints as data (-o json, jsonl, csv).
 type devInfo struct {
-	Brokers string                  `json:"brokers"`
-	DSN     string                  `json:"dsn"`
-	Seed    uint64                  `json:"seed"`
-	Seeded  []devstack.TopicSeed    `json:"seeded"`
-	Poison  []devstack.PoisonRecord `json:"poison"`
-	Try     []string                `json:"try"`
+	Brokers string `json:"brokers"`
+	DSN     string `json:"dsn"`
+	// SchemaRegistry serves the schema of tasks.avro.
+	SchemaRegistry string                  `json:"schema_registry"`
+	Seed           uint64                  `json:"seed"`
+	Seeded         []devstack.TopicSeed    `json:"seeded"`
+	Poison         []devstack.PoisonRecord `json:"poison"`
+	// Consumed is the buggy release's run over tasks (nil when it did not run).
+	Consumed *demo.ConsumeRun `json:"consumed"`
+	Try      []string         `json:"try"`
 }
 
 func devRun(ctx context.Context, opts *DevOptions) error {
@@ -159,13 +175,21 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 			cmdutil.Plural(int64(e.Runs), "journaled replay run")))
 	}
 
-	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}, Try: devTry(stack)}
+	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, SchemaRegistry: stack.SchemaRegistry, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}
 	if stack.Seeded != nil {
 		info.Seeded, info.Poison = stack.Seeded.Topics, stack.Seeded.Poison
+		if !opts.NoConsume && !opts.DeadLetters {
+			run, err := demo.ConsumeBuggy(ctx, stack)
+			if err != nil {
+				return fmt.Errorf("the sandbox's consumer (projection %s): %w", demo.BuggyRelease, err)
+			}
+			info.Consumed = &run
+		}
 	}
+	info.Try = devTry(stack, info.Consumed != nil)
 
 	s := opts.Streams
-	banner, bannerTTY := s.ErrOut, s.ErrTTY
+	banner, bannerTTY, width := s.ErrOut, s.ErrTTY, s.ErrWidth
 	switch format, _ := output.ParseFormat(opts.Format, s.OutTTY); {
 	case opts.Format != "" && format != output.FormatTable:
 		p := output.NewPrinter(s, format)
@@ -173,17 +197,18 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 			return err
 		}
 	case s.OutTTY:
-		banner, bannerTTY = s.Out, true
+		banner, bannerTTY, width = s.Out, true, s.Width
 	}
-	if err := printDevBanner(banner, bannerTTY && !s.NoColor, info, stack); err != nil {
+	if err := printDevBanner(banner, bannerTTY && !s.NoColor, width, info, stack); err != nil {
 		return err
 	}
 
 	return cmdutil.WaitAndClose(ctx, s, "dev", stack.Close)
 }
 
-// devTry lists commands worth trying against the stack, using what was seeded.
-func devTry(stack *devstack.Stack) []string {
+// devTry lists commands worth trying against the stack, using what was seeded; consumed: the
+// buggy release ran, so the tour goes on with the replay and the fix.
+func devTry(stack *devstack.Stack, consumed bool) []string {
 	b := " --brokers " + stack.Addr
 	try := []string{
 		"fieldwork inspect topic tasks" + b,
@@ -197,8 +222,21 @@ func devTry(stack *devstack.Stack) []string {
 			p := sd.Poison[0]
 			try = append(try, "fieldwork inspect record "+poisonAddress(p).String()+b)
 		}
+		try = append(try, "fieldwork inspect record "+devstack.TopicAvro+"/0/0 --schema-registry "+stack.SchemaRegistry+b)
 	}
 	d := " --dsn " + stack.DSN
+	if consumed {
+		replay := "fieldwork replay --from tasks.dlq --dlq-reason rejected"
+		return append(try,
+			"fieldwork dlq list --consumer task-projection"+b+d,
+			replay+b+d,
+			replay+" --execute --yes --reason "+shellQuote(fixReason)+b+d,
+			"fieldwork consume --topic tasks --group task-projection --handler projection --stop-when-idle 3s"+b+d,
+			"fieldwork dlq list --consumer task-projection --status resolved"+b+d,
+			"fieldwork processed stats"+d,
+			"kcat -b "+stack.Addr+" -C -t tasks -e -J",
+		)
+	}
 	return append(try,
 		"fieldwork consume --topic tasks --group task-projection --handler projection --migrate --stop-when-idle 3s"+b+d,
 		"fieldwork dlq list --consumer task-projection"+b+d,
@@ -207,6 +245,9 @@ func devTry(stack *devstack.Stack) []string {
 		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
 	)
 }
+
+// fixReason is the --reason of the tour's replay: the fix is deployed.
+const fixReason = "projection " + demo.FixedRelease + " deployed"
 
 // poisonAddress is where a seeded poison record is.
 func poisonAddress(p devstack.PoisonRecord) kafka.RecordAddress {
@@ -233,43 +274,74 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 	return header, rows
 }
 
-// printDevBanner writes what is served, what was seeded and what to try, for a person.
-func printDevBanner(w io.Writer, color bool, info devInfo, stack *devstack.Stack) error {
-	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
+// printDevBanner writes what is served, what was seeded and what to try, for a person: its
+// tables fitted to width and its sentences wrapped to it (0: not a terminal, nothing cut).
+func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *devstack.Stack) error {
+	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color, Width: width}, output.FormatTable)
 	st, w := p.Styles, output.TextWriter(w, color)
+	// say writes a sentence indented by indent, wrapped to the terminal under itself.
+	say := func(indent, s string) {
+		for _, line := range output.Wrap(s, max(width-len(indent), 0)) {
+			fmt.Fprintln(w, indent+line)
+		}
+	}
 	fmt.Fprintln(w, st.Title.Render("fieldwork dev")+": an in-process Kafka broker (kfake) and an SQLite store")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %s  %s\n", st.Header.Render("brokers"), info.Brokers)
-	fmt.Fprintf(w, "  %s      %s\n", st.Header.Render("dsn"), info.DSN)
+	served := [][2]string{{"brokers", info.Brokers}, {"dsn", info.DSN}, {"schema registry", info.SchemaRegistry}}
+	for _, f := range served {
+		fmt.Fprintf(w, "  %s  %s\n", st.Header.Render(fmt.Sprintf("%-15s", f[0])), f[1])
+	}
+	for _, line := range output.Wrap("(in memory: the schema of "+devstack.TopicAvro+", the stream of tasks in Avro)", max(width-19, 0)) {
+		fmt.Fprintln(w, strings.Repeat(" ", 19)+st.Dim.Render(line))
+	}
 	fmt.Fprintln(w)
 	if stack.Seeded == nil {
-		fmt.Fprintf(w, "Topics tasks and tasks.dlq created empty (%d partitions each).\n\n", stack.Partitions)
+		fmt.Fprintf(w, "Topics tasks, tasks.dlq and tasks.avro created empty (%d partitions each).\n\n", stack.Partitions)
 	} else {
-		fmt.Fprintf(w, "%s (seed %d; per_partition counts records in partitions 0/1/…):\n", st.Title.Render("Seeded"), info.Seed)
-		if err := p.Table(seededTable(info.Seeded)); err != nil {
+		fmt.Fprintf(w, "%s (seed %d):\n", st.Title.Render("Seeded"), info.Seed)
+		header, rows := seededTable(info.Seeded)
+		// On a narrow terminal the counts stay; the partitions are details.
+		if err := p.Object(nil, []output.Section{{Header: header, Rows: rows, WideOnly: []string{"partitions", "per_partition"}}}); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
 		if len(info.Poison) > 0 {
 			fmt.Fprintln(w, st.Title.Render("Poison records")+":")
-			addrs, width := make([]string, len(info.Poison)), 0
+			addrs, addrWidth := make([]string, len(info.Poison)), 0
 			for i, pr := range info.Poison {
 				addrs[i] = poisonAddress(pr).String()
-				width = max(width, len(addrs[i]))
+				addrWidth = max(addrWidth, len(addrs[i]))
 			}
 			for i, pr := range info.Poison {
-				fmt.Fprintf(w, "  %-*s  key %s  %s: %s\n", width, addrs[i], pr.Key, pr.Kind, pr.Reason)
+				head := fmt.Sprintf("  %-*s  key %s  ", addrWidth, addrs[i], pr.Key)
+				for j, line := range output.Wrap(fmt.Sprintf("%s: %s", pr.Kind, pr.Reason), max(width-len(head), 0)) {
+					if j > 0 {
+						head = strings.Repeat(" ", len(head))
+					}
+					fmt.Fprintln(w, head+line)
+				}
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	if c := info.Consumed; c != nil {
+		fmt.Fprintf(w, "%s by projection %s as group task-projection:\n", st.Title.Render("Consumed"), c.Release)
+		say("  ", fmt.Sprintf("a release with a bug: it rejects %s for good. %d records: %d applied, %d duplicates, %d stale, "+
+			"%d dead-lettered to tasks.dlq (%d malformed, %d rejected).", c.Rejects, c.Records, c.Applied, c.Duplicates, c.Stale,
+			c.DeadLettered, c.DeadLetteredByReason[dlq.ReasonMalformed], c.DeadLetteredByReason[dlq.ReasonRejected]))
+		say("  ", fmt.Sprintf("The fix is --handler projection (release %s): replay the rejected dead letters, consume, "+
+			"and they are resolved.", demo.FixedRelease))
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, st.Title.Render("Try")+", in another terminal:")
 	for _, c := range info.Try {
 		fmt.Fprintln(w, "  "+c)
 	}
-	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s\n", info.Brokers, shellQuote(info.DSN))
+	fmt.Fprintf(w, "  export FIELDWORK_BROKERS=%s FIELDWORK_DSN=%s FIELDWORK_SCHEMA_REGISTRY=%s\n", info.Brokers, shellQuote(info.DSN), info.SchemaRegistry)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, st.Dim.Render("The broker keeps its data in memory: stopping it forgets the topics; the store file stays."))
+	for _, line := range output.Wrap("The broker keeps its data in memory: stopping it forgets the topics; the store file stays.", width) {
+		fmt.Fprintln(w, st.Dim.Render(line))
+	}
 	fmt.Fprintln(w, "Serving; press Ctrl-C to stop.")
 	return nil
 }

@@ -33,7 +33,7 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
 	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
 	banner := errOut.String()
-	for _, want := range []string{"dsn      " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
+	for _, want := range []string{"dsn              " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
@@ -103,12 +103,13 @@ func TestDevJSONOnStdout(t *testing.T) {
 			Partition int32  `json:"partition"`
 			Offset    int64  `json:"offset"`
 		} `json:"poison"`
-		Try []string `json:"try"`
+		Try            []string `json:"try"`
+		SchemaRegistry string   `json:"schema_registry"`
 	}
 	if err := json.Unmarshal([]byte(out.String()), &info); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
 	}
-	if !strings.HasPrefix(info.Brokers, "127.0.0.1:") || len(info.Seeded) != 2 || info.Seeded[0].Topic != "tasks" ||
+	if !strings.HasPrefix(info.Brokers, "127.0.0.1:") || !strings.HasPrefix(info.SchemaRegistry, "http://127.0.0.1:") || len(info.Seeded) != 3 || info.Seeded[0].Topic != "tasks" ||
 		info.Seeded[0].Partitions != 2 || len(info.Seeded[0].PerPartition) != 2 || info.Seeded[1].Poison != 3 || len(info.Poison) != 3 || len(info.Try) == 0 {
 		t.Errorf("info: %+v", info)
 	}

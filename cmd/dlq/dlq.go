@@ -2,6 +2,7 @@
 package dlq
 
 import (
+	"context"
 	"regexp"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
 )
 
 // dlqLong is the group's help.
@@ -27,7 +30,8 @@ Without --topic or --pattern the commands read every topic the configured patter
 .dlq, -dlq, _dlq, .dlt, -dlt, .deadletter, -dead-letter-queue, _poison (and the other
 separators), starting with dlq-, dlq_, dlt- or deadletter- (Kafka Connect's dlq-s3-sink), and
 Spring's retry topics (-retry, -retry-N), case ignored. stderr says which pattern was used
-and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records.
+and how many topics it matched. Scans read the offsets fixed when they start and never wait for new records, except
+dlq list --follow, which goes on printing new dead letters until interrupted.
 
 With a dedup store (--dsn, FIELDWORK_DSN or the context's dsn) each dead letter has a status
 for --consumer (default: the consumer group the dead letter names):
@@ -80,6 +84,36 @@ type dlqSelection struct {
 	// Set by parsing.
 	Pattern *regexp.Regexp
 	Filter  dlq.Filter
+}
+
+// reading is the start of a read of dead letters by dlq list or stats: the topics the
+// selection resolved to, the status lookup, and the progress line; close ends both.
+type reading struct {
+	topics   []string
+	lookup   dlq.StatusLookup
+	progress *output.Progress
+	close    func()
+}
+
+// open resolves the selection's topics on c, then calls before with them (a read that needs
+// more of the cluster first, such as retention), opens the status lookup and starts the
+// progress line, labelled verb.
+func (s *dlqSelection) open(ctx context.Context, c *kafka.Cluster, d dlqDeps, verb string, before func([]string) error) (*reading, error) {
+	topics, err := s.TopicFlags.Resolve(ctx, c, s.Pattern, d.DLQPattern, d.Streams)
+	if err != nil {
+		return nil, err
+	}
+	if before != nil {
+		if err := before(topics); err != nil {
+			return nil, err
+		}
+	}
+	lookup, closeStore, err := s.StatusFlags.Open(ctx, d.lookup())
+	if err != nil {
+		return nil, err
+	}
+	progress := dlqProgress(d.Streams, verb, topics)
+	return &reading{topics: topics, lookup: lookup, progress: progress, close: func() { progress.Stop(); closeStore() }}, nil
 }
 
 // register registers the topic flags, the filters of filters and the status flags of status.

@@ -25,6 +25,8 @@ type DLQListOptions struct {
 	LimitGiven bool
 	// MarkTruncated is --mark-truncated: on when stdout is not a terminal, unless given.
 	MarkTruncated cmdutil.TruncationFlag
+	// Follow is --follow: after the listing, print new dead letters until interrupted.
+	Follow bool
 
 	// Set by parsing.
 	Statuses []dlq.Status
@@ -55,11 +57,18 @@ limit and written to a pipe or a file exits 7 (partial), so that a script never 
 the whole answer; give --limit N to ask for at most N (exit 0), or --limit 0 for everything.
 
 A record whose dead-letter headers cannot be read is listed anyway: the table's PROBLEMS
-column and JSON's header_problems say which header and why.`,
+column and JSON's header_problems say which header and why.
+
+--follow goes on after the listing: every dead letter written to the topics from then on that
+passes the filters is printed as it arrives, in the same format (JSON Lines for a script: one
+line each, at once), until interrupted (Ctrl-C ends it with exit 0). --limit then bounds only
+the listing of what is already there (--limit 0 with --since 10m: the last ten minutes, then
+new ones). Topics created after the command started are not followed.`,
 		Example: `  fieldwork dlq list
   fieldwork dlq list --topic tasks.dlq --dlq-reason malformed --since 2h
   fieldwork dlq list --original-topic orders --error 'timeout|refused' -o jsonl
-  fieldwork dlq list --dsn postgres://… --consumer billing --status pending`,
+  fieldwork dlq list --dsn postgres://… --consumer billing --status pending
+  fieldwork dlq list --topic tasks.dlq --follow --limit 10 -o jsonl | jq -c '{reason, error}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd); err != nil {
@@ -71,6 +80,7 @@ column and JSON's header_problems say which header and why.`,
 	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
 	fs.IntVar(&opts.Limit, "limit", DefaultDLQListLimit, "show at most this many dead letters (0: no limit)")
+	fs.BoolVarP(&opts.Follow, "follow", "f", false, "after the listing, print new dead letters as they arrive, until interrupted")
 	opts.MarkTruncated.Register(fs, opts.Streams)
 	return cmd
 }
@@ -86,6 +96,9 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 	if err := opts.StatusFlags.Validate(cmd, opts.lookup(), len(opts.Statuses) > 0); err != nil {
 		return err
 	}
+	if opts.Follow && !opts.Filter.Until.IsZero() {
+		return fwerr.Usagef("--follow prints dead letters as they arrive: --until would end the window before them")
+	}
 	opts.LimitGiven = cmd.Flags().Changed("limit")
 	if opts.Limit < 0 {
 		return fwerr.Usagef("--limit %d: must be 0 (no limit) or more", opts.Limit)
@@ -95,21 +108,15 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
+	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "scanning", nil)
 	if err != nil {
 		return err
 	}
-	lookup, closeStore, err := opts.StatusFlags.Open(ctx, opts.lookup())
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-
-	progress := dlqProgress(opts.Streams, "scanning", topics)
-	defer progress.Stop()
+	defer rd.close()
+	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
-		SkipDeleted: opts.TopicFlags.Discovered(),
+		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas,
 	})
 	if err != nil {
 		return err
@@ -127,6 +134,9 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		_ = stream.Flush() // the rows found before the error
 		return err
 	}
+	if opts.Follow {
+		return followDLQ(ctx, opts, scan, lookup, stream, res)
+	}
 	if res.More {
 		stream.Truncated(opts.Limit)
 	}
@@ -143,4 +153,21 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		fmt.Fprintln(opts.Streams.ErrText(), dlqNothingFound(topics, res.ScanResult))
 	}
 	return nil
+}
+
+// followDLQ goes on from where the listing's scan was planned to end: new dead letters are
+// written to stream as they arrive, until ctx is done. A listing cut at its limit says so
+// on stderr only: the stream goes on, so no mark ends it.
+func followDLQ(ctx context.Context, opts *DLQListOptions, scan *dlq.Scan, lookup dlq.StatusLookup, stream *output.Stream[dlq.Entry], res dlq.ListResult) error {
+	if res.More {
+		fmt.Fprintf(opts.Streams.ErrText(), "showing the first %d dead letters already there (more remain: raise --limit); following new ones\n", res.Listed)
+	}
+	if err := stream.Release(); err != nil {
+		return err
+	}
+	err := dlq.Follow(ctx, scan, dlq.FollowOptions{Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses}, stream.Write)
+	if cerr := stream.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

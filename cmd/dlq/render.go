@@ -66,7 +66,7 @@ func dlqNothingFound(topics []string, res dlq.ScanResult) string {
 }
 
 // dlqListColumns are the table's columns: STATUS when statuses are looked up, PROBLEMS when a
-// dead letter has header problems. A table on a terminal too narrow for it leaves ORIGINAL,
+// dead letter has header problems, ERROR CLASS when one has a class. A table on a terminal too narrow for it leaves ORIGINAL,
 // EVENT ID and CONVENTION out, then cuts the widest cells (messages first) to fit, unless
 // --wide (output.Printer.TableWidth).
 func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.Column[dlq.Entry] {
@@ -80,7 +80,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			}
 			return cmdutil.OrDash(e.Reason)
 		}},
-		{Name: "error class", Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
+		{Name: "error class", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.ErrorClass) }},
 		{Name: "message", Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.ErrorMessage)) }},
 		{Name: "root cause", Optional: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(dlqOneLine(e.RootCause)) }},
 		{Name: "event id", WideOnly: true, Value: func(e dlq.Entry) string { return cmdutil.OrDash(e.EventID) }},
@@ -91,6 +91,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 			return dlq.FormatAge(now.Sub(e.Timestamp))
 		}},
 		{Name: "convention", WideOnly: true, Value: func(e dlq.Entry) string { return string(e.Convention) }},
+		{Name: "schema", Optional: true, Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
@@ -162,6 +163,7 @@ var dlqCSVColumns = []output.Column[dlq.Entry]{
 	}},
 	{Name: "status", Value: func(e dlq.Entry) string { return string(e.Status.Status) }},
 	{Name: "header_problems", Value: func(e dlq.Entry) string { return dlqProblems(e.DeadLetter) }},
+	{Name: "schema", Value: func(e dlq.Entry) string { return e.SchemaLabel() }},
 }
 
 func optInt[T int32 | int64](v *T) string {
@@ -212,6 +214,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"key", cmdutil.BytesDisplay(st, d.Key)},
 		{"event_id", dlqEventID(d)},
 	}}
+	head.Fields = append(head.Fields, cmdutil.KeySchemaFields(d.KeySchema)...)
 	if d.HasOriginalKey {
 		head.Fields = append(head.Fields, [2]string{"original_key", cmdutil.BytesDisplay(st, d.OriginalKey)})
 	}
@@ -247,6 +250,9 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		{"error_class", cmdutil.OrDash(d.ErrorClass)},
 		{"message", cmdutil.OrDash(d.ErrorMessage)},
 	}}
+	if d.ExpectedSchema != "" {
+		failure.Fields = append(failure.Fields, [2]string{"expected_schema", d.ExpectedSchema})
+	}
 	if d.RootCause != "" {
 		failure.Fields = append(failure.Fields, [2]string{"root_cause", d.RootCause})
 	}
@@ -278,7 +284,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON))
+	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, d.ValueSchema))
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}
@@ -327,7 +333,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		Title:  "Dead-letter topics",
 		Header: []string{"topic", "count", "oldest", "newest", window, "per hour", "retention", "oldest deletable"},
 		// On a narrow terminal: counts, when retention deletes the oldest, statuses.
-		WideOnly: []string{"oldest", "newest", "per hour", "retention"},
+		WideOnly: []string{"oldest", "newest", window, "per hour", "retention"},
 	}
 	if withStatus {
 		topics.Header = append(topics.Header, dlqStatusHeader...)
@@ -357,9 +363,14 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		}
 		topics.Rows = append(topics.Rows, row)
 	}
+	// A grouped field none of the groups has (an error class, often) is left out of the table.
 	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
 	for _, k := range rep.GroupBy {
-		groups.Header = append(groups.Header, strings.ReplaceAll(string(k), "_", " "))
+		for _, name := range dlqKeyColumns(k) {
+			name = strings.ReplaceAll(name, "_", " ")
+			groups.Header = append(groups.Header, name)
+			groups.Optional = append(groups.Optional, name)
+		}
 	}
 	groups.Header = append(groups.Header, "count", "oldest", "newest", window, "per hour")
 	if withStatus {
@@ -369,7 +380,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		for _, g := range rep.Groups {
 			var row []string
 			for _, k := range rep.GroupBy {
-				row = append(row, cmdutil.OrDash(g.Value(k)))
+				for _, v := range dlqKeyCells(g, k) {
+					row = append(row, cmdutil.OrDash(v))
+				}
 			}
 			row = append(row, strconv.FormatInt(g.Count, 10), cmdutil.FormatTime(g.Oldest), cmdutil.FormatTime(g.Newest),
 				strconv.FormatInt(g.InWindow, 10), dlqRate(g.RatePerHour))
@@ -386,7 +399,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error {
 	var cols []output.Column[dlq.GroupStats]
 	for _, k := range rep.GroupBy {
-		cols = append(cols, output.Column[dlq.GroupStats]{Name: string(k), Value: func(g dlq.GroupStats) string { return g.Value(k) }})
+		for i, name := range dlqKeyColumns(k) {
+			cols = append(cols, output.Column[dlq.GroupStats]{Name: name, Value: func(g dlq.GroupStats) string { return dlqKeyCells(g, k)[i] }})
+		}
 	}
 	cols = append(cols,
 		output.Column[dlq.GroupStats]{Name: "count", Value: func(g dlq.GroupStats) string { return strconv.FormatInt(g.Count, 10) }},
@@ -405,6 +420,23 @@ func dlqStatsCSV(p *output.Printer, rep *dlq.StatsReport, withStatus bool) error
 		groups = rep.Groups
 	}
 	return output.List(p, groups, cols, "")
+}
+
+// dlqKeyColumns are the columns of one grouping key: its own, and for a fingerprint the cause,
+// the original topics and an example dead letter.
+func dlqKeyColumns(k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{string(k), "cause", "topics", "example"}
+	}
+	return []string{string(k)}
+}
+
+// dlqKeyCells are a group's cells of dlqKeyColumns(k).
+func dlqKeyCells(g dlq.GroupStats, k dlq.StatsKey) []string {
+	if k == dlq.ByFingerprint {
+		return []string{g.Fingerprint, g.Cause, strings.Join(g.Topics, ","), g.Example}
+	}
+	return []string{g.Value(k)}
 }
 
 var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}

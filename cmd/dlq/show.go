@@ -96,13 +96,14 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 			return err
 		}
 		d = dlq.Parse(rec)
+		d.DecodePayloads(ctx, cl.Schemas, rec)
 	} else {
 		topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 		if err != nil {
 			return err
 		}
 		progress, clearProgress := dlqScanProgress(opts.Streams, "looking for "+opts.Filter.EventID+" in", topics)
-		scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress})
+		scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress, Schemas: cl.Schemas})
 		if err != nil {
 			return err
 		}

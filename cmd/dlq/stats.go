@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -35,8 +36,15 @@ func NewCmdDLQStats(f *cmdutil.Factory, runF func(context.Context, *DLQStatsOpti
 		Use:   "stats",
 		Short: "Per dead-letter topic and per (original topic, reason, error class): counts, age, rate, retention",
 		Long: `Summarise dead-letter topics: for each topic, and for each group of --group-by (default
-original_topic,reason,error_class; any of topic, original_topic, reason, error_class, group),
-the number of dead letters, the oldest and newest, and the rate per hour over --window.
+original_topic,reason,error_class; any of topic, original_topic, reason, error_class, group,
+fingerprint), the number of dead letters, the oldest and newest, and the rate per hour over
+--window.
+
+Failures by cause: --group-by fingerprint (or --by fingerprint) groups dead letters by their
+error class and error message with quoted values, UUIDs, hexadecimal ids and numbers
+normalised away, so that failures that differ only in ids count as one; each group shows its
+fingerprint, the normalised cause, the original topics and one dead letter's address. dlq
+list --fingerprint F and replay --fingerprint F select that group.
 
 For each topic it also reads cleanup.policy and retention.ms and says when the oldest dead
 letter becomes old enough for retention to delete it: under a day, the OLDEST DELETABLE
@@ -52,6 +60,7 @@ aggregate per group: its memory does not grow with the topic. The table and JSON
 views; CSV gives the groups.`,
 		Example: `  fieldwork dlq stats
   fieldwork dlq stats --topic tasks.dlq --group-by reason --window 1h
+  fieldwork dlq stats --by fingerprint
   fieldwork dlq stats -o json | jq '.topics[] | select(.retention_warning)'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,7 +72,14 @@ views; CSV gives the groups.`,
 	}
 	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields, cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlq.StatsKeyNames()+` ("" for one group)`)
+	fs.StringVar(&opts.GroupByFlag, "group-by", dlqDefaultGroupBy, "comma-separated grouping: some of "+dlq.StatsKeyNames()+` ("" for one group; --by is the same flag)`)
+	// --by fingerprint reads as what it asks for; it is --group-by under a shorter name.
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "by" {
+			name = "group-by"
+		}
+		return pflag.NormalizedName(name)
+	})
 	fs.Var(timespec.NewDurationValue(&opts.Window, 24*time.Hour), "window", "window of the rate per hour, ending now: 90m, 1d, 2w")
 	return cmd
 }
@@ -81,28 +97,23 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
+	var retention map[string]dlq.Retention
+	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "summarising", func(topics []string) (err error) {
+		retention, err = dlq.DescribeRetention(ctx, c, topics)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	retention, err := dlq.DescribeRetention(ctx, c, topics)
-	if err != nil {
-		return err
-	}
-	lookup, closeStore, err := opts.StatusFlags.Open(ctx, opts.lookup())
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-
-	progress := dlqProgress(opts.Streams, "summarising", topics)
-	defer progress.Stop()
+	defer rd.close()
+	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
 		SkipDeleted: opts.TopicFlags.Discovered(),
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
-		Parse: dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
+		Parse:   dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
+		Schemas: cl.Schemas,
 	})
 	if err != nil {
 		return err

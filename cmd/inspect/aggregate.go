@@ -62,7 +62,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 func inspectAggregateRun(ctx context.Context, opts *InspectAggregateOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
 	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "scanning " + opts.Topic})
-	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress.Update})
+	rep, err := inspect.Aggregate(ctx, c, opts.Topic, opts.AggregateID, opts.Selection, inspect.AggregateOptions{MaxEvents: opts.MaxEvents, Progress: progress.Update, Schemas: cl.Schemas})
 	progress.Stop()
 	if err != nil {
 		return err

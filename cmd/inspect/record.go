@@ -40,9 +40,9 @@ indented when it is JSON.`,
 
 func inspectRecordRun(ctx context.Context, opts *InspectRecordOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
-	rep, err := inspect.Record(ctx, c, opts.Address.Topic, opts.Address.Partition, opts.Address.Offset)
+	rep, err := inspect.Record(ctx, c, cl.Schemas, opts.Address.Topic, opts.Address.Partition, opts.Address.Offset)
 	if err != nil {
 		return err
 	}
-	return p.Object(rep, recordSections(p, rep))
+	return p.Object(rep, cmdutil.RecordSections(p, rep))
 }

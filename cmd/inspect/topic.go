@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,12 +16,14 @@ import (
 type InspectTopicOptions struct {
 	Topic      string
 	SampleSize int
+	Watch      cmdutil.WatchFlags
+	Now        func() time.Time
 }
 
 // NewCmdInspectTopic builds `inspect topic T`. runF, when set, replaces the run (for tests of
 // flag parsing).
 func NewCmdInspectTopic(f *cmdutil.Factory, runF func(context.Context, *InspectTopicOptions) error) *cobra.Command {
-	opts := &InspectTopicOptions{}
+	opts := &InspectTopicOptions{Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "topic TOPIC",
 		Short: "Partitions, offsets, configs, envelope formats and consumer-group lag of a topic",
@@ -30,19 +33,28 @@ among the newest --sample records of each partition (malformed ones listed with 
 offsets); which partitioners (murmur2: Kafka's Java client and franz-go; crc32: librdkafka;
 fnv1a: sarama) the sampled keyed records agree with, the --partitioner a replay into the
 topic needs; and, for every consumer group with committed offsets on the topic, each committed
-offset and the lag behind the high watermark.`,
+offset and the lag behind the high watermark.
+
+--watch reads the topic again every --interval (the partitions' offsets, the groups' commits
+and lag; the sample is taken once, at the first read) and prints each report, until
+interrupted: in JSON Lines one report per line, for a script to follow.`,
 		Example: `  fieldwork inspect topic tasks
-  fieldwork inspect topic tasks -o json | jq '.groups[] | {group, total_lag}'`,
+  fieldwork inspect topic tasks -o json | jq '.groups[] | {group, total_lag}'
+  fieldwork inspect topic tasks --watch --interval 10s -o jsonl | jq -c '[.totals.records, (.groups[] | .total_lag)]'`,
 		Args: cmdutil.ExactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
 			if opts.SampleSize < 0 {
 				return fwerr.Usagef("--sample %d: must be 0 (no sampling) or more", opts.SampleSize)
 			}
+			if err := opts.Watch.Check(); err != nil {
+				return err
+			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectTopicRun)
 		},
 	}
 	cmd.Flags().IntVar(&opts.SampleSize, "sample", inspect.DefaultSampleSize, "decode the newest N records of each partition to detect envelope formats (0: none)")
+	opts.Watch.Register(cmd.Flags(), 5*time.Second, "with --watch, how long between two reads")
 	return cmd
 }
 
@@ -53,7 +65,7 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions, cl *cmdutil
 	if sample == 0 {
 		sample = -1
 	}
-	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update})
+	rep, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: sample, Progress: progress.Update, Schemas: cl.Schemas})
 	progress.Stop()
 	if err != nil {
 		return err
@@ -61,5 +73,20 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions, cl *cmdutil
 	for _, w := range rep.Warnings() {
 		cmdutil.Warn(cl.Streams, w)
 	}
-	return p.Object(rep, topicSections(p, rep))
+	if !opts.Watch.Watch {
+		return p.Object(rep, topicSections(p, rep))
+	}
+	first := rep
+	return cmdutil.Watch(ctx, p, opts.Watch.Interval, opts.Now, func(ctx context.Context) (*inspect.TopicReport, error) {
+		if first != nil {
+			r := first
+			first = nil
+			return r, nil
+		}
+		r, err := inspect.Topic(ctx, c, opts.Topic, inspect.TopicOptions{SampleSize: -1})
+		if r != nil {
+			r.Sample = rep.Sample // taken once
+		}
+		return r, err
+	}, func(r *inspect.TopicReport) []output.Section { return topicSections(p, r) })
 }

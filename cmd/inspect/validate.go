@@ -72,7 +72,7 @@ is removed at the end.`,
 func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
 	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
-	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{
+	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{Schemas: cl.Schemas,
 		MaxExamples: opts.MaxExamples, MemoryEntries: opts.MemoryEntries, TempDir: opts.TempDir, Progress: progress.Update,
 	})
 	progress.Stop()

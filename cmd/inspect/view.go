@@ -95,33 +95,6 @@ func continuityDisplay(p *output.Printer, e inspect.AggregateEvent) string {
 	return p.Styles.Bad.Render(e.Continuity)
 }
 
-func recordSections(p *output.Printer, rep *inspect.RecordReport) []output.Section {
-	st := p.Styles
-	rec := output.Section{Title: "Record " + kafka.RecordAddress{Topic: rep.Topic, Partition: rep.Partition, Offset: rep.Offset}.String(), Fields: [][2]string{
-		{"topic", rep.Topic},
-		{"partition", strconv.Itoa(int(rep.Partition))},
-		{"offset", strconv.FormatInt(rep.Offset, 10)},
-		{"timestamp", cmdutil.FormatTime(rep.Timestamp) + st.Dim.Render(" ("+rep.TimestampType+")")},
-		{"key", cmdutil.BytesDisplay(st, rep.Key)},
-		{"format", cmdutil.OrDash(rep.Format)},
-	}}
-	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(rep.Headers))}
-	for _, h := range rep.Headers {
-		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
-	}
-	if len(rep.Headers) == 0 {
-		headers.Text = st.Dim.Render("(none)")
-	}
-	sections := []output.Section{rec, headers}
-	if ev := rep.Event; ev != nil {
-		sections = append(sections, cmdutil.EventSection(st, ev))
-	}
-	if m := rep.Malformed; m != nil {
-		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
-	}
-	return append(sections, cmdutil.ValueSection(st, rep.Value, rep.ValueJSON))
-}
-
 func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section {
 	st := p.Styles
 	overview := output.Section{Title: "Topic " + rep.Topic, Fields: [][2]string{

@@ -2,7 +2,6 @@ package processed
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +53,7 @@ func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmd
 		return err
 	}
 	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: timespec.Format(s.Window),
-		WindowSeconds: int64(s.Window / time.Second), Consumers: s.Consumers, Sizes: s.Sizes}
+		WindowMS: s.Window.Milliseconds(), Consumers: s.Consumers, Sizes: s.Sizes}
 	if rep.Consumers == nil {
 		rep.Consumers = []dedup.ConsumerStats{}
 	}

@@ -21,11 +21,11 @@ type getReport struct {
 
 // statsReport is what `processed stats` prints.
 type statsReport struct {
-	Driver        string                `json:"driver"`
-	Table         string                `json:"table"`
-	Window        string                `json:"window"`
-	WindowSeconds int64                 `json:"window_seconds"`
-	Consumers     []dedup.ConsumerStats `json:"consumers"`
+	Driver    string                `json:"driver"`
+	Table     string                `json:"table"`
+	Window    string                `json:"window"`
+	WindowMS  int64                 `json:"window_ms"`
+	Consumers []dedup.ConsumerStats `json:"consumers"`
 	// Sizes is null on SQLite.
 	Sizes *dedup.Sizes `json:"sizes"`
 }
@@ -179,7 +179,7 @@ func statsColumns() []output.Column[dedup.ConsumerStats] {
 	return []output.Column[dedup.ConsumerStats]{
 		{Name: "consumer", Value: func(c dedup.ConsumerStats) string { return c.Consumer }},
 		{Name: "markers", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.Count, 10) }},
-		{Name: "first_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.First) }},
+		{Name: "first_processed_at", WideOnly: true, Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.First) }},
 		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.Last) }},
 		{Name: "in_window", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.InWindow, 10) }},
 		{Name: "per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
@@ -191,6 +191,9 @@ func statsSections(p *output.Printer, rep statsReport) []output.Section {
 	s := output.Section{Title: fmt.Sprintf("Markers in %s (%s); window: the last %s", rep.Table, rep.Driver, rep.Window)}
 	for _, c := range cols {
 		s.Header = append(s.Header, c.Name)
+		if c.WideOnly {
+			s.WideOnly = append(s.WideOnly, c.Name)
+		}
 	}
 	var total int64
 	for _, c := range rep.Consumers {

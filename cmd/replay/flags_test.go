@@ -35,17 +35,6 @@ func TestReplayFlags(t *testing.T) {
 		t.Fatalf("record address: %+v", s)
 	}
 
-	// Several records of one topic: exactly those.
-	o, err = parseReplay(t, "tasks.dlq/0/4", "tasks.dlq/1/2")
-	if err != nil || o.Spec.From != "tasks.dlq" || !slices.Equal(o.Spec.Records, []string{"tasks.dlq/0/4", "tasks.dlq/1/2"}) || o.Spec.Record != "" {
-		t.Fatalf("record addresses: %+v %v", o, err)
-	}
-	for _, args := range [][]string{{"tasks.dlq/0/4", "orders.dlq/0/1"}, {"tasks.dlq/0/4", "tasks.dlq/0/5", "--partition", "0"}, {"tasks.dlq/0/4", "nope"}} {
-		if _, err := parseReplay(t, args...); fwerr.KindOf(err) != fwerr.KindUsage {
-			t.Errorf("replay %s: %v, want a usage error", strings.Join(args, " "), err)
-		}
-	}
-
 	o, err = parseReplay(t, "--from", "tasks.dlq", "--partition", "1", "--start-offset", "5", "--end-offset", "9",
 		"--dlq-reason", "exhausted", "--error", "timeout", "--group", "g", "--original-topic", "tasks", "--key", "task-7",
 		"--event-id", "evt-1", "--status", "pending", "--consumer", "billing", "--to", "tasks-retry", "--to-partition", "original",
@@ -104,7 +93,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--from", "t", "--to-partition", "spread"}, "--to-partition"},
 		{[]string{"--from", "t", "--max-replays", "0"}, ""}, // 0 means the default
 		{[]string{"--from", "t", "--rate", "-1"}, "--rate"},
-		{[]string{"a/0/1", "b/0/2"}, "the records of one replay are in one topic"},
+		{[]string{"a/0/1", "b/0/2"}, "at most one record address"},
 		{[]string{"a/0/1", "--from", "b"}, "the record a/0/1 is in a but --from says b"},
 		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
 		{[]string{"a/x/1"}, "record address"},

@@ -103,10 +103,17 @@ func (f *flowView) confirm(ch replay.Check) error {
 	return f.d.Confirm(false, p)
 }
 
-// notices prints the notices not printed yet, one a line on stderr.
+// notices prints the notices not printed yet, one a line on stderr; on a terminal each is
+// wrapped to its width, as the prompt they may stand above is (docs/design.md §4.1).
 func (f *flowView) notices(ns []replay.Notice) {
+	width := 0
+	if f.d.Streams.ErrTTY {
+		width = f.d.Streams.ErrWidth
+	}
 	for _, n := range ns[min(f.shown, len(ns)):] {
-		fmt.Fprintln(f.d.Streams.ErrText(), n.String())
+		for _, line := range output.Wrap(n.String(), width) {
+			fmt.Fprintln(f.d.Streams.ErrText(), line)
+		}
 	}
 	f.shown = max(f.shown, len(ns))
 }

@@ -4,8 +4,8 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,10 +22,18 @@ import (
 type replayDeps struct {
 	cmdutil.StoreDeps
 	cmdutil.ActionFlags
+	// Edit opens a value in the operator's editor (replay --edit).
+	Edit func(value []byte) ([]byte, error)
+	// StoreConfigured reports whether a dedup store is configured: a plan then reads its
+	// markers for the guards.
+	StoreConfigured func() (bool, error)
 }
 
 func newReplayDeps(f *cmdutil.Factory) replayDeps {
-	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
+	return replayDeps{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f),
+		Edit:            func(v []byte) ([]byte, error) { return cmdutil.EditText(f, "value.json", v, "--value-file") },
+		StoreConfigured: f.StoreConfigured,
+	}
 }
 
 // ReplayOptions are the inputs of `replay` (plan, and with --execute, send).
@@ -41,7 +49,13 @@ type ReplayOptions struct {
 	filters       cmdutil.DLQFilterFlags
 	status        cmdutil.DLQStatusFlags
 	skipProcessed bool
-	Now           func() time.Time
+	// The edit of one record (--edit, --value-file, --set-header) and the file of records
+	// (--from-file).
+	edit       bool
+	valueFile  string
+	setHeaders []string
+	fromFile   string
+	Now        func() time.Time
 }
 
 // NewCmdReplay builds `replay` with its subcommands runs, show and resume. runF, when set,
@@ -49,14 +63,14 @@ type ReplayOptions struct {
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
-		Use:   "replay [TOPIC/PARTITION/OFFSET...] [--from TOPIC] [flags]",
+		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
 		Long: `Replay dead letters (or any records) back into a topic: planned first, bounded, guarded
 against loops, and journaled so that an interrupted run resumes.
 
 Selection. --from TOPIC reads a topic (a dead-letter topic, or any topic with --to); narrow
 it with --partition, an inclusive --start-offset/--end-offset range, or a --since/--until
-time window; or name one record as TOPIC/PARTITION/OFFSET, or several of one topic. The dead-letter filters are dlq
+time window; or name one record as TOPIC/PARTITION/OFFSET. The dead-letter filters are dlq
 list's, the same flags: --dlq-reason, --error, --original-topic, --group, --key (or
 --key-base64) and --event-id (the records of one event: a bounded scan); --status pending
 --consumer C keeps the dead letters dlq list --status pending --consumer C lists (--schema,
@@ -81,6 +95,32 @@ convention, plus provenance headers: fw.replay.id (the run), fw.replay.source
 (topic/partition/offset read), fw.replay.count (previous + 1), fw.replay.at, fw.replay.reason.
 Loop guard: a record whose fw.replay.count has reached --max-replays (default 3) is not sent
 but quarantined and reported; the command then exits 3.
+
+For one consumer group. Each record carries fw.replay.for, the one group it is for: --for-group
+G, else the group its dead letter names (fieldwork's fw.dlq.group, Spring's
+kafka_dlt-original-consumer-group), so a replay of dead letters that all name one group is for
+that group (the plan says so). fieldwork consume skips a record aimed at another group without
+writing a marker: the other groups reading the topic do not process the event a second time.
+--all-groups stamps no fw.replay.for.
+
+Edit, then replay. With one record TOPIC/PARTITION/OFFSET, --edit opens its value (JSON
+indented) in $EDITOR, --value-file F takes the new value from a file, --set-header K=V sets a
+header (repeatable). Only the edited copy is sent, marked fw.replay.edited (the dead letter's
+address); the plan shows the value's diff, and the journal links the copy to its dead letter.
+The copy is the same event fixed: it must keep the dead letter's event id, so that the
+consumer's marker for it resolves the dead letter.
+
+From a file. --from-file F replays the records it names, one a line: addresses
+(topic/partition/offset), event ids (with --from), or the JSON Lines of dlq list -o jsonl, so a
+triaged selection can be reviewed and replayed exactly.
+
+Guards. Before sending, the plan warns about dead letters older than their target's replay
+horizon (its retention.ms, the horizon processed prune keeps markers for: the markers that
+made them idempotent may be gone) and about aggregates whose consumer already processed a
+newer version (checked for the first 1,000 records to send); --strict refuses to execute then
+(exit 3). --stop-on-redeadletter N stops the run once N of its own records (by fw.replay.id)
+are dead-lettered again into the topic read: the run is marked interrupted, with the reason,
+and resumes with replay resume once the cause is fixed (exit 3).
 
 Plan, then execute. Without --execute nothing is sent: it prints the plan (the selection and
 every filter it applies, the ranges, records per target topic and partition, quarantined
@@ -113,7 +153,7 @@ failure marks it failed.
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
   fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
-		Args: cobra.ArbitraryArgs,
+		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
 				return err
@@ -137,6 +177,14 @@ failure marks it failed.
 	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	opts.Rate.Register(fl)
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
+	fl.StringVar(&opts.Spec.ForGroup, "for-group", "", "the one consumer group the records are for (fw.replay.for; default: the group each dead letter names)")
+	fl.BoolVar(&opts.Spec.AllGroups, "all-groups", false, "the records are for every consumer group reading their target (no fw.replay.for)")
+	fl.BoolVar(&opts.edit, "edit", false, "edit the value of the one record named in $EDITOR before it is sent")
+	fl.StringVar(&opts.valueFile, "value-file", "", "send the one record named with the value in this file")
+	fl.StringArrayVar(&opts.setHeaders, "set-header", nil, "send the one record named with this header set: KEY=VALUE (repeatable)")
+	fl.StringVar(&opts.fromFile, "from-file", "", "replay the records this file names: addresses, event ids, or dlq list -o jsonl lines")
+	fl.BoolVar(&opts.Spec.Strict, "strict", false, "refuse to execute when a guard warns (past the replay horizon, newer versions processed)")
+	fl.IntVar(&opts.Spec.StopOnRedeadletter, "stop-on-redeadletter", 0, "stop the run once this many of its records are dead-lettered again (0: never)")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
@@ -166,7 +214,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID
+	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID, s.SchemaID, s.Fingerprint = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID, f.SchemaID, f.Fingerprint
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {
@@ -186,15 +234,8 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		s.From, s.Record = topic, a.String()
 		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
 	}
-	if len(args) > 1 {
-		if s.From == "" {
-			a, err := kafka.ParseRecordAddress(args[0])
-			if err != nil {
-				return err
-			}
-			s.From = a.Topic
-		}
-		s.Records = args
+	if err := opts.parseAims(cmd, args); err != nil {
+		return err
 	}
 	statuses, err := opts.status.Statuses()
 	if err != nil {
@@ -227,9 +268,61 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
-	if opts.Execute && strings.TrimSpace(opts.Reason) == "" {
-		return fwerr.Usagef("--execute needs --reason: say why (it is journaled with the run and sent as fw.replay.reason)")
+	return opts.RequireReason("it is journaled with the run and sent as fw.replay.reason")
+}
+
+// parseAims reads the file of records (--from-file) and the edit of one record (--edit,
+// --value-file, --set-header) into the spec.
+func (opts *ReplayOptions) parseAims(cmd *cobra.Command, args []string) error {
+	s := &opts.Spec
+	if opts.fromFile != "" {
+		if len(args) > 0 {
+			return fwerr.Usagef("choose either a record address or --from-file, not both")
+		}
+		r, err := os.Open(opts.fromFile)
+		if err != nil {
+			return fwerr.Usagef("--from-file: %v", err)
+		}
+		fs, err := replay.ReadFileSelection(r, opts.fromFile)
+		_ = r.Close()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fs.Topic != "" && s.From != "" && s.From != fs.Topic:
+			return fwerr.Usagef("%s names records of %s but --from says %s", opts.fromFile, fs.Topic, s.From)
+		case fs.Topic != "":
+			s.From = fs.Topic
+		case s.From == "":
+			return fwerr.Usagef("%s names event ids only: say which topic holds them with --from TOPIC", opts.fromFile)
+		}
+		if fs.Truncated {
+			cmdutil.Warn(opts.Streams, opts.fromFile+" is a listing cut at its limit (_truncated): it names fewer dead letters than matched when it was written")
+		}
+		s.Addresses, s.EventIDs = fs.Addresses, fs.EventIDs
 	}
+	if !opts.edit && opts.valueFile == "" && len(opts.setHeaders) == 0 {
+		return nil
+	}
+	e := &replay.Edit{Interactive: opts.edit}
+	if opts.valueFile != "" {
+		v, err := os.ReadFile(opts.valueFile)
+		if err != nil {
+			return fwerr.Usagef("--value-file: %v", err)
+		}
+		e.Value = v
+		if e.Value == nil {
+			e.Value = []byte{}
+		}
+	}
+	for _, h := range opts.setHeaders {
+		he, err := replay.ParseHeaderEdit(h)
+		if err != nil {
+			return err
+		}
+		e.Headers = append(e.Headers, he)
+	}
+	s.Edit = e
 	return nil
 }
 
@@ -249,13 +342,19 @@ func replayGC(getenv func(string) string) {
 }
 
 // needs are the clients a replay opens: the cluster, and the store when it executes (the
-// journal, migrated) or when the selection looks statuses up.
+// journal, migrated), when the selection looks statuses up, or, for the guards' look at the
+// markers, whenever one is configured.
 func (opts *ReplayOptions) needs() cmdutil.Need {
 	switch {
 	case opts.Execute:
 		return cmdutil.NeedJournal | cmdutil.NeedKafka
 	case opts.Spec.NeedsStore():
 		return cmdutil.NeedStore | cmdutil.NeedKafka
+	}
+	if opts.StoreConfigured != nil {
+		if ok, err := opts.StoreConfigured(); ok && err == nil {
+			return cmdutil.NeedStore | cmdutil.NeedKafka
+		}
 	}
 	return cmdutil.NeedKafka
 }
@@ -280,5 +379,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		Reason:   opts.Reason,
 		Rate:     float64(opts.Rate),
 		Sample:   sample,
+		Schemas:  cl.Schemas,
+		Editor:   opts.Edit,
 	})
 }

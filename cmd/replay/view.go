@@ -63,6 +63,10 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	if c.Problems > 0 {
 		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
 	}
+	head.Fields = append(head.Fields, [2]string{"for group", replayAimLabel(rep)})
+	if n := len(rep.Guards); n > 0 {
+		head.Fields = append(head.Fields, [2]string{"guards", st.Warn.Render(strconv.Itoa(n)) + " (warnings on stderr; --strict refuses)"})
+	}
 
 	sel := replaySelectionSection(rep.Selection, rep.Filters)
 
@@ -88,6 +92,16 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		targets.Rows = append(targets.Rows, []string{topic, part, replayRuleLabel(t.Rule), strconv.FormatInt(t.Records, 10)})
 	}
 	sections := []output.Section{head, sel, ranges, targets}
+	if e := rep.Edit; e != nil {
+		s := output.Section{Title: "Edit of " + e.Original + " (only the edited copy is sent, marked fw.replay.edited)", Text: e.Diff}
+		if e.Diff == "" {
+			s.Text = "value unchanged\n"
+		}
+		for _, h := range e.Headers {
+			s.Text += fmt.Sprintf("header set: %s=%s\n", h.Key, h.Value)
+		}
+		sections = append(sections, s)
+	}
 
 	if len(rep.Quarantined) > 0 {
 		s := output.Section{Title: fmt.Sprintf("Quarantined (fw.replay.count reached %d)", rep.MaxReplays), Header: []string{"record", "event_id", "replays", "target"}}
@@ -115,7 +129,8 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	}
 	if len(rep.Sample) > 0 && !check {
 		s := output.Section{Title: fmt.Sprintf("Sample (first %d selected)", len(rep.Sample)),
-			Header: []string{"record", "outcome", "target", "partition", "key", "event_id", "reason", "replays"}}
+			Header:   []string{"record", "outcome", "target", "partition", "key", "event id", "reason", "replays"},
+			WideOnly: []string{"partition", "replays"}}
 		for _, r := range rep.Sample {
 			part := ""
 			if r.TargetTopic != "" {
@@ -131,16 +146,30 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	return sections
 }
 
+// replayAimLabel says which consumer groups a plan's records are for (fw.replay.for).
+func replayAimLabel(rep *replay.Report) string {
+	switch {
+	case rep.AllGroups:
+		return "every group (--all-groups)"
+	case rep.ForGroupDefault:
+		return rep.ForGroup + " (the group every selected dead letter names)"
+	case rep.ForGroup != "":
+		return rep.ForGroup
+	case len(rep.Groups) > 0:
+		return "each dead letter's own group: " + strings.Join(rep.Groups, ", ")
+	}
+	return "every group (no dead letter names one)"
+}
+
 // replaySelectionSection says what a plan selects: the source, the partitions, offsets or
 // times, and every filter with its value, as the command line spells it.
 func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Section {
 	s := output.Section{Title: "Selection", Fields: [][2]string{{"source", sel.Source}}}
-	switch {
-	case sel.Record != "":
+	if sel.Record != "" {
 		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
-	case len(sel.Records) > 0:
-		s.Fields = append(s.Fields, [2]string{"records", fmt.Sprintf("%d named: %s", len(sel.Records), strings.Join(sel.Records, ", "))})
-	default:
+	} else if sel.Addresses > 0 || sel.EventIDs > 0 {
+		s.Fields = append(s.Fields, [2]string{"from file", fmt.Sprintf("%d addresses, %d event ids", sel.Addresses, sel.EventIDs)})
+	} else {
 		parts := "all"
 		if len(sel.Partitions) > 0 {
 			parts = cmdutil.JoinInt32(sel.Partitions)
@@ -209,7 +238,7 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		{"sent", strconv.FormatInt(c.Sent, 10)},
 		{"quarantined", strconv.FormatInt(c.Quarantined, 10)},
 		{"skipped", strconv.FormatInt(c.Skipped, 10)},
-		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, sum.Seconds, sum.RecordsPerSecond)},
+		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond)},
 	}}
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
@@ -347,22 +376,14 @@ func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
 	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
 }
 
-// sampleKey is a sample record's key in the table: its text, or its base64 flagged.
+// sampleKey is a sample record's key in the table: its text, or its base64 flagged. It is
+// whole: the table is fitted to the terminal (output.Truncate on its widest cells), and
+// --wide, a pipe, CSV and JSON show it all.
 func sampleKey(r replay.SampleRecord) string {
 	if r.KeyBase64 != nil {
-		return output.Truncate(cmdutil.KeyDisplay(string(r.KeyBase64)), 40)
+		return cmdutil.KeyDisplay(string(r.KeyBase64))
 	}
-	return output.Truncate(r.Key, 40)
-}
-
-// PlanQuestion is what an executed plan asks, as `replay --execute` asks it: "send 4 records
-// from tasks.dlq (4 to tasks)".
-func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Question }
-
-// RenderPlan writes a plan as a dry run of `replay` shows it, for `fieldwork triage`'s plan
-// screen.
-func RenderPlan(p *output.Printer, rep *replay.Report) error {
-	return p.Object(rep, replayPlanSections(p, rep, false))
+	return r.Key
 }
 
 // replayPlacement says how a plan places records in partitions (--to-partition, --partitioner).
@@ -389,4 +410,14 @@ func replayRuleLabel(rule string) string {
 		return "-"
 	}
 	return "key, " + rule
+}
+
+// PlanQuestion is what an executed plan asks, as `replay --execute` asks it: "send 4 records
+// from tasks.dlq (4 to tasks)".
+func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Question }
+
+// RenderPlan writes a plan as a dry run of `replay` shows it, for `fieldwork triage`'s plan
+// screen.
+func RenderPlan(p *output.Printer, rep *replay.Report) error {
+	return p.Object(rep, replayPlanSections(p, rep, false))
 }

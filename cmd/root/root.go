@@ -20,6 +20,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/dev"
 	"github.com/fieldwork/fieldwork/cmd/dlq"
 	"github.com/fieldwork/fieldwork/cmd/docs"
+	"github.com/fieldwork/fieldwork/cmd/groups"
 	"github.com/fieldwork/fieldwork/cmd/inspect"
 	"github.com/fieldwork/fieldwork/cmd/processed"
 	"github.com/fieldwork/fieldwork/cmd/replay"
@@ -107,7 +108,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		Long: `fieldwork is a toolkit for the people on call for a Kafka-based event system that runs
 at-least-once with idempotent consumers: it inspects topics and dead-letter topics, replays
 offset ranges or single events back into their source topics, queries the processed_events
-tables consumers write, and runs a reference consumer.
+tables consumers write, shows consumer groups and moves a stuck one past a poison record
+without losing it, and runs a reference consumer.
 
 Connection settings come from flags, then FIELDWORK_* environment variables, then the
 current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
@@ -154,6 +156,12 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	pf.StringVar(&f.Conn.SASLClientID, "sasl-client-id", "", "OAUTHBEARER client id at the token endpoint (env FIELDWORK_SASL_CLIENT_ID)")
 	pf.StringVar(&f.Conn.SASLClientSecretFile, "sasl-client-secret-file", "", "file holding the OAUTHBEARER client secret (or env FIELDWORK_SASL_CLIENT_SECRET; env FIELDWORK_SASL_CLIENT_SECRET_FILE)")
 	pf.StringVar(&f.Conn.SASLScope, "sasl-scope", "", "OAUTHBEARER scopes to ask the token endpoint for, space- or comma-separated (env FIELDWORK_SASL_SCOPE)")
+	pf.StringVar(&f.Conn.SchemaRegistry, "schema-registry", "", "Confluent-compatible schema registry URL, to decode Avro, Protobuf and JSON Schema payloads (env FIELDWORK_SCHEMA_REGISTRY)")
+	pf.StringVar(&f.Conn.SchemaRegistryUsername, "schema-registry-username", "", "schema registry basic-auth user (env FIELDWORK_SCHEMA_REGISTRY_USERNAME)")
+	pf.StringVar(&f.Conn.SchemaRegistryPasswordFile, "schema-registry-password-file", "", "file holding the schema registry password (or env FIELDWORK_SCHEMA_REGISTRY_PASSWORD)")
+	pf.StringVar(&f.Conn.SchemaRegistryTokenFile, "schema-registry-token-file", "", "file holding a schema registry bearer token (or env FIELDWORK_SCHEMA_REGISTRY_TOKEN)")
+	pf.StringVar(&f.Conn.SchemaRegistryCAFile, "schema-registry-ca", "", "PEM file of CA certificates for an https schema registry (env FIELDWORK_SCHEMA_REGISTRY_CA)")
+	pf.BoolVar(&f.Conn.SchemaRegistryInsecure, "schema-registry-insecure-skip-verify", false, "do not verify the schema registry's certificate")
 	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
 	pf.BoolVar(&f.Wide, "wide", false, "show table cells whole instead of cutting the widest with … to fit the terminal (json, jsonl and csv are never cut)")
 	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
@@ -178,6 +186,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		docs.NewCmdDocs(f, nil),
 		processed.NewCmdProcessed(f),
 		replay.NewCmdReplay(f, nil),
+		groups.NewCmdGroups(f),
 		triage.NewCmdTriage(f, nil),
 	} {
 		c.GroupID = "ops"

@@ -279,6 +279,24 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"processed", "prune", "--older-than", "30d", "--execute", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "forget", "e1", "--consumer", group, "--execute", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "journal", "-o", "json"}, s...)...) // the prune and forget just journaled
+	// A group stuck at offset 0: listed, described, skipped (planned, executed), undone.
+	stuck := "leak-stuck-" + suffix
+	if err := adm.CommitAllOffsets(ctx, stuck, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	do(0, env, "groups", "list")
+	do(0, env, "groups", "describe", stuck, "--interval", "0")
+	skipArgs := append([]string{"groups", "skip", stuck, "--topic", topic, "--partition", "0"}, s...)
+	do(0, env, skipArgs...)
+	skipped := do(0, env, append(skipArgs, "--execute", "--yes", "--reason", "leak test", "-o", "json")...)
+	var skip struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(skipped.Stdout), &skip); err != nil || skip.ID == "" {
+		t.Fatalf("groups skip: %v %q", err, skipped.Stdout)
+	}
+	do(0, env, append([]string{"groups", "skip", "--undo", skip.ID, "--execute", "--yes", "--reason", "leak test"}, s...)...)
+	do(0, env, append([]string{"groups", "journal"}, s...)...)
 	withFile := secure(map[string]string{"FIELDWORK_CONFIG": cfgFile})
 	do(0, withFile, "context", "list")
 	do(0, withFile, "context", "show", "inline")

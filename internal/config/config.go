@@ -62,6 +62,20 @@ type SASL struct {
 	Scope            string `yaml:"scope" json:"scope,omitempty"`
 }
 
+// SchemaRegistry is where record payloads framed in the Confluent wire format find their
+// schemas (docs/design.md §3.6): a Confluent-compatible registry's base URL, HTTP basic auth
+// (Username, the password from PasswordEnv or PasswordFile) or a bearer token (TokenEnv,
+// TokenFile), and TLS for an https URL (CA, client certificate and key, as for brokers).
+type SchemaRegistry struct {
+	URL          string `yaml:"url" json:"url,omitempty"`
+	Username     string `yaml:"username" json:"username,omitempty"`
+	PasswordEnv  string `yaml:"password_env" json:"password_env,omitempty"`
+	PasswordFile string `yaml:"password_file" json:"password_file,omitempty"`
+	TokenEnv     string `yaml:"token_env" json:"token_env,omitempty"`
+	TokenFile    string `yaml:"token_file" json:"token_file,omitempty"`
+	TLS          TLS    `yaml:"tls" json:"tls"`
+}
+
 // Context is one named environment in the config file. DSNPasswordEnv names the environment
 // variable that holds the store's password, DSNPasswordFile a file holding it; either is used
 // only when the DSN holds no password of its own.
@@ -72,6 +86,8 @@ type Context struct {
 	DSNPasswordFile string   `yaml:"dsn_password_file" json:"dsn_password_file,omitempty"`
 	TLS             TLS      `yaml:"tls" json:"tls"`
 	SASL            SASL     `yaml:"sasl" json:"sasl"`
+	// SchemaRegistry is the registry payloads are decoded through; zero when none.
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry" json:"schema_registry"`
 	// DLQPattern is the regular expression that finds this cluster's dead-letter topics when
 	// a dlq command names none (dlq.DefaultTopicPattern when empty).
 	DLQPattern string `yaml:"dlq_pattern" json:"dlq_pattern,omitempty"`

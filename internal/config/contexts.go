@@ -50,6 +50,9 @@ func (c Context) Redacted() Context {
 	if c.SASL.TokenURL != "" {
 		c.SASL.TokenURL = redact.URL(c.SASL.TokenURL)
 	}
+	if c.SchemaRegistry.URL != "" {
+		c.SchemaRegistry.URL = redact.URL(c.SchemaRegistry.URL)
+	}
 	return c
 }
 

@@ -32,6 +32,14 @@ type Flags struct {
 	SASLClientID         string
 	SASLClientSecretFile string
 	SASLScope            string
+
+	// The schema registry (docs/design.md §3.6).
+	SchemaRegistry             string
+	SchemaRegistryUsername     string
+	SchemaRegistryPasswordFile string
+	SchemaRegistryTokenFile    string
+	SchemaRegistryCAFile       string
+	SchemaRegistryInsecure     bool
 }
 
 // Connection is the resolved place fieldwork connects to.
@@ -49,6 +57,11 @@ type Connection struct {
 	Token        string `json:"-"`
 	ClientSecret string `json:"-"`
 
+	// Registry is the schema registry ("" URL: none); RegistryPassword and RegistryToken its
+	// basic-auth password and bearer token, resolved; never printed.
+	Registry         SchemaRegistry
+	RegistryPassword string `json:"-"`
+	RegistryToken    string `json:"-"`
 	// DLQPattern finds the dead-letter topics when a dlq command names none:
 	// FIELDWORK_DLQ_PATTERN, else the context's dlq_pattern; "" for the default.
 	// DLQPatternFrom says which ("FIELDWORK_DLQ_PATTERN", "context NAME").
@@ -191,6 +204,9 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		c.Password = pw
 		c.warnExposed("SASL password file", from)
 	}
+	if err := c.resolveRegistry(fl, getenv, ctx.SchemaRegistry); err != nil {
+		return c, err
+	}
 	if (c.SASL.Mechanism == "PLAIN" || c.SASL.Mechanism == MechanismOAuthBearer || c.SASL.Mechanism == MechanismAWSMSKIAM) && !c.TLS.Enabled {
 		c.Warnings = append(c.Warnings, "SASL "+c.SASL.Mechanism+" without TLS sends the credentials in the clear: add --tls (and --tls-ca)")
 	}
@@ -222,6 +238,51 @@ func (c *Connection) resolveOAuth(getenv func(string) string) error {
 	}
 	c.ClientSecret = sec
 	c.warnExposed("SASL OAUTHBEARER client secret file", from)
+	return nil
+}
+
+// resolveRegistry reads the schema registry's settings: flag, then environment, then context.
+// A URL holding a password is refused (it would be shown in the process list and in errors);
+// the password comes from FIELDWORK_SCHEMA_REGISTRY_PASSWORD, a file or the context's variable,
+// the bearer token from FIELDWORK_SCHEMA_REGISTRY_TOKEN, a file or the context's variable.
+func (c *Connection) resolveRegistry(fl Flags, getenv func(string) string, ctx SchemaRegistry) error {
+	r := SchemaRegistry{
+		URL:          first(fl.SchemaRegistry, getenv("FIELDWORK_SCHEMA_REGISTRY"), ctx.URL),
+		Username:     first(fl.SchemaRegistryUsername, getenv("FIELDWORK_SCHEMA_REGISTRY_USERNAME"), ctx.Username),
+		PasswordEnv:  ctx.PasswordEnv,
+		PasswordFile: first(fl.SchemaRegistryPasswordFile, getenv("FIELDWORK_SCHEMA_REGISTRY_PASSWORD_FILE"), ctx.PasswordFile),
+		TokenEnv:     ctx.TokenEnv,
+		TokenFile:    first(fl.SchemaRegistryTokenFile, getenv("FIELDWORK_SCHEMA_REGISTRY_TOKEN_FILE"), ctx.TokenFile),
+		TLS:          ctx.TLS,
+	}
+	r.TLS.CAFile = first(fl.SchemaRegistryCAFile, getenv("FIELDWORK_SCHEMA_REGISTRY_CA"), ctx.TLS.CAFile)
+	r.TLS.InsecureSkipVerify = fl.SchemaRegistryInsecure || envBool(getenv("FIELDWORK_SCHEMA_REGISTRY_INSECURE_SKIP_VERIFY")) || ctx.TLS.InsecureSkipVerify
+	c.Registry = r
+	if r.URL == "" {
+		return nil
+	}
+	if len(redact.Secrets(r.URL)) > 0 {
+		return fwerr.Usagef("the schema registry URL %s holds a password: give the user with --schema-registry-username and the password through FIELDWORK_SCHEMA_REGISTRY_PASSWORD or --schema-registry-password-file", redact.URL(r.URL))
+	}
+	if r.TLS.InsecureSkipVerify {
+		c.Warnings = append(c.Warnings, "TLS certificate verification of the schema registry is off: anyone on the path can pose as it and read its credentials")
+	}
+	if r.Username != "" {
+		pw, from, err := secret(getenv, "FIELDWORK_SCHEMA_REGISTRY_PASSWORD", r.PasswordFile, r.PasswordEnv, "schema registry password",
+			"the schema registry user "+r.Username+" needs a password: set FIELDWORK_SCHEMA_REGISTRY_PASSWORD or --schema-registry-password-file")
+		if err != nil {
+			return err
+		}
+		c.RegistryPassword = pw
+		c.warnExposed("schema registry password file", from)
+		return nil
+	}
+	tok, from, err := secret(getenv, "FIELDWORK_SCHEMA_REGISTRY_TOKEN", r.TokenFile, r.TokenEnv, "schema registry token", "")
+	if err != nil {
+		return err
+	}
+	c.RegistryToken = tok
+	c.warnExposed("schema registry token file", from)
 	return nil
 }
 

@@ -242,3 +242,54 @@ func TestWarnings(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaRegistry(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("file-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := &File{CurrentContext: "c", Contexts: map[string]Context{"c": {SchemaRegistry: SchemaRegistry{
+		URL: "https://ctx-registry:8081", Username: "ctx-user", PasswordEnv: "CTX_REGISTRY_PW", TLS: TLS{CAFile: "/ctx/ca.pem"},
+	}}}}
+	cases := []struct {
+		name          string
+		flags         Flags
+		env           map[string]string
+		url, user, pw string
+		token, ca     string
+		err           string
+	}{
+		{"context", Flags{}, map[string]string{"CTX_REGISTRY_PW": "ctx-secret"}, "https://ctx-registry:8081", "ctx-user", "ctx-secret", "", "/ctx/ca.pem", ""},
+		{"env beats context", Flags{}, map[string]string{"FIELDWORK_SCHEMA_REGISTRY": "http://env:8081", "FIELDWORK_SCHEMA_REGISTRY_USERNAME": "env-user",
+			"FIELDWORK_SCHEMA_REGISTRY_PASSWORD": "env-secret", "FIELDWORK_SCHEMA_REGISTRY_CA": "/env/ca.pem"}, "http://env:8081", "env-user", "env-secret", "", "/env/ca.pem", ""},
+		{"flag beats env; password file", Flags{SchemaRegistry: "http://flag:8081", SchemaRegistryPasswordFile: pwFile},
+			map[string]string{"FIELDWORK_SCHEMA_REGISTRY": "http://env:8081"}, "http://flag:8081", "ctx-user", "file-secret", "", "/ctx/ca.pem", ""},
+		{"no password", Flags{}, nil, "", "", "", "", "", "schema registry password variable CTX_REGISTRY_PW is not set"},
+		{"password in the URL", Flags{SchemaRegistry: "https://u:hunter2@reg:8081"}, map[string]string{"CTX_REGISTRY_PW": "x"}, "", "", "", "", "", "holds a password"},
+	}
+	for _, c := range cases {
+		got, err := Resolve(c.flags, env(c.env), file)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("%s: error %v, want %q (and no password)", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r := got.Registry
+		if r.URL != c.url || r.Username != c.user || got.RegistryPassword != c.pw || got.RegistryToken != c.token || r.TLS.CAFile != c.ca {
+			t.Errorf("%s: %+v password %q token %q", c.name, r, got.RegistryPassword, got.RegistryToken)
+		}
+	}
+	// A bearer token when no user is named.
+	got, err := Resolve(Flags{SchemaRegistry: "http://reg:8081"}, env(map[string]string{"FIELDWORK_SCHEMA_REGISTRY_TOKEN": "tok"}), nil)
+	if err != nil || got.RegistryToken != "tok" || got.RegistryPassword != "" {
+		t.Fatalf("token: %+v %v", got, err)
+	}
+	if ctx := file.Contexts["c"]; ctx.Redacted().SchemaRegistry.URL != "https://ctx-registry:8081" {
+		t.Fatalf("redacted: %+v", ctx.Redacted().SchemaRegistry)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // savepoint is the name of the savepoint each event is handled under.
@@ -69,7 +70,10 @@ func fatalStoreError(err error) bool {
 func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
 	ctx := w.ctx
-	items, malformed := e.decode(recs)
+	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs)
+	if err != nil {
+		return err
+	}
 
 	units := [][]*item{items}
 	if e.o.TxPerEvent {
@@ -114,7 +118,9 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	}
 	topic := w.tp.topic
 	e.c.batches.Add(1)
-	e.c.records.Add(int64(len(items) + len(malformed)))
+	e.c.records.Add(int64(len(items) + len(malformed) + other))
+	e.c.otherGroup.Add(int64(other))
+	e.m.events.WithLabelValues(topic, OutcomeOtherGroup).Add(float64(other))
 	e.c.processed.Add(int64(res.processed))
 	e.c.stale.Add(int64(res.stale))
 	e.c.duplicates.Add(int64(res.duplicates))
@@ -140,18 +146,65 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	return nil
 }
 
+// decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
+// value needs does not answer (an infrastructure failure: never a dead letter). A registry
+// that refuses the credentials, or none configured for a framed value, stops the engine.
+func (e *Engine) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, int, error) {
+	for attempt := 1; ; attempt++ {
+		items, bad, other, err := e.decode(ctx, recs)
+		if err == nil {
+			return items, bad, other, nil
+		}
+		se, ok := errors.AsType[*schema.Error](err)
+		if !ok {
+			return nil, nil, 0, err
+		}
+		if se.Problem != schema.ProblemUnavailable {
+			return nil, nil, 0, se.Kinded()
+		}
+		if ctx.Err() != nil {
+			return nil, nil, 0, ctx.Err()
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return nil, nil, 0, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, se.Kinded())
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("schema_registry").Inc()
+		e.log.Warn("schema registry unavailable; retrying the batch", "topic", w.tp.topic, "partition", w.tp.partition,
+			"first_offset", recs[0].Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return nil, nil, 0, err
+		}
+		e.o.Schemas.Retry()
+	}
+}
+
 // decode turns records into items and dead-letters the malformed ones. Transaction markers
 // (control records, which the engine asks for so that its committed offset can pass a marker
-// at the end of the log) are skipped.
-func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
-	items := make([]*item, 0, len(recs))
-	var bad []deadLetter
+// at the end of the log) are skipped, and so are replayed records aimed at another consumer
+// group (fw.replay.for, docs/design.md §3.3), counted in other: they are not this group's to
+// handle, and a marker would make this group skip the event when a replay is aimed at it.
+// A registry-framed value is decoded through the schema registry first and its envelope read
+// from the decoded value (docs/design.md §3.6): one whose schema the registry does not know is
+// dead-lettered as unsupported (and so is a framed value when no registry is configured), one
+// that does not match its schema as malformed; a failure of the registry itself is returned,
+// for the batch to wait for it.
+func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item, bad []deadLetter, other int, err error) {
+	items = make([]*item, 0, len(recs))
 	seen := make(map[string]struct{}, len(recs))
 	for _, rec := range recs {
 		if rec.Attrs.IsControl() {
 			continue
 		}
-		ev, err := envelope.DecodeRecord(rec)
+		if g := dlq.ReplayedFor(rec.Headers); g != "" && g != e.o.Group {
+			other++
+			continue
+		}
+		ev, _, err := e.o.Schemas.Event(ctx, rec)
+		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
+			return nil, nil, 0, se
+		}
 		if err == nil {
 			err = dedup.ValidateEventID(ev.ID)
 		}
@@ -161,23 +214,39 @@ func (e *Engine) decode(recs []*kgo.Record) ([]*item, []deadLetter) {
 			if errors.As(err, &me) {
 				id = me.EventID
 			}
+			reason := dlq.ReasonMalformed
+			// A schema the registry does not know, or a framed value with no registry to ask
+			// (a misconfiguration or hostile bytes that look framed): not readable here, but
+			// perhaps elsewhere, so unsupported, never a stalled partition (design §3.6).
+			if se, ok := errors.AsType[*schema.Error](err); ok && (se.Problem == schema.ProblemUnknownSchema || se.Problem == schema.ProblemNoRegistry) {
+				reason = dlq.ReasonUnsupported
+			}
 			now := time.Now()
-			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, dlq.ReasonMalformed, id, err, 1, now, now)})
+			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, reason, id, err, 1, now, now)})
 			continue
 		}
 		_, dup := seen[ev.ID]
 		seen[ev.ID] = struct{}{}
 		items = append(items, &item{rec: rec, ev: ev, dup: dup})
 	}
-	return items, bad
+	return items, bad, other, nil
 }
 
 func (e *Engine) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
-	return dlq.Meta{
+	m := dlq.Meta{
 		Topic: e.o.dlqTopic(rec.Topic), Group: e.o.Group, Handler: e.o.Handler.Name(),
 		EventID: eventID, Reason: reason, Error: err.Error(), ErrorClass: ErrorClass(err), Attempts: attempts,
 		FirstFailedAt: first, FailedAt: last,
 	}
+	// A value its schema could not read names that schema (fw.dlq.schema), and the problem
+	// is its class: what triage by schema needs (docs/design.md §3.6).
+	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Schema = se.Ref.String()
+		if m.ErrorClass == "" {
+			m.ErrorClass = "schema_" + string(se.Problem)
+		}
+	}
+	return m
 }
 
 // applyWithRetry runs one transaction over items, retrying the whole of it after

@@ -182,7 +182,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	st := e.Stats()
 	e.log.Info("consumer stopped", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
 		"stale", st.Stale, "dead_lettered", st.DeadLettered, "dead_letters_bounded", st.DeadLettersBounded,
-		"retried", st.Retried, "infra_retries", st.InfraRetries, "elapsed", time.Since(started).Round(time.Millisecond).String())
+		"retried", st.Retried, "other_group", st.OtherGroup, "infra_retries", st.InfraRetries, "elapsed", time.Since(started).Round(time.Millisecond).String())
 	return loopErr
 }
 
@@ -291,7 +291,7 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 		if st := e.Stats(); time.Since(lastProgress) >= progressEvery && st != lastStats {
 			lastProgress, lastStats = time.Now(), st
 			e.log.Info("progress", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
-				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "infra_retries", st.InfraRetries)
+				"stale", st.Stale, "dead_lettered", st.DeadLettered, "retried", st.Retried, "other_group", st.OtherGroup, "infra_retries", st.InfraRetries)
 		}
 
 		e.throttle()

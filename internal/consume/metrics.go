@@ -14,6 +14,7 @@ const (
 	OutcomeStale        = "stale"         // an older version: not applied, still marked
 	OutcomeDeadLettered = "dead_lettered" // sent to the dead-letter topic, not marked
 	OutcomeRetried      = "retried"       // one more attempt of a handler after a retryable error
+	OutcomeOtherGroup   = "other_group"   // a replayed record for another group (fw.replay.for): skipped, not marked
 )
 
 // Stats are the engine's running totals since it started. Processed counts Applied events
@@ -28,22 +29,26 @@ type Stats struct {
 	// copies, their value cut or left out (fw.dlq.value_omitted).
 	DeadLettersBounded int64 `json:"dead_letters_bounded"`
 	Retried            int64 `json:"retried"`
-	Batches            int64 `json:"batches"`
-	InfraRetries       int64 `json:"infra_retries"`
+	// OtherGroup counts the replayed records aimed at another group (fw.replay.for): skipped
+	// without a marker.
+	OtherGroup   int64 `json:"other_group"`
+	Batches      int64 `json:"batches"`
+	InfraRetries int64 `json:"infra_retries"`
 	// BatchFallbacks counts the batches whose HandleBatch failed as a whole (not on
 	// infrastructure) and that were applied again event by event.
 	BatchFallbacks int64 `json:"batch_fallbacks"`
 }
 
 type counters struct {
-	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, batches, infraRetries, batchFallbacks atomic.Int64
+	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, otherGroup, batches, infraRetries, batchFallbacks atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Records: c.records.Load(), Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
 		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), DeadLettersBounded: c.deadLettersBounded.Load(), Retried: c.retried.Load(),
-		Batches: c.batches.Load(), InfraRetries: c.infraRetries.Load(), BatchFallbacks: c.batchFallbacks.Load(),
+		OtherGroup: c.otherGroup.Load(),
+		Batches:    c.batches.Load(), InfraRetries: c.infraRetries.Load(), BatchFallbacks: c.batchFallbacks.Load(),
 	}
 }
 
@@ -95,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"topic", "partition"}),
 		infraRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_infra_retries_total",
-			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters).",
+			Help: "Retries after an infrastructure failure, by stage (batch: the database transaction; dead_letter: producing dead letters; schema_registry: fetching a schema).",
 		}, []string{"stage"}),
 		batchFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fieldwork_consume_batch_fallbacks_total",

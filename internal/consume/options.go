@@ -3,6 +3,7 @@ package consume
 import (
 	"errors"
 	"fmt"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"log/slog"
 	"time"
 
@@ -26,6 +27,9 @@ const (
 
 // Options configure an Engine. Topics, Group, Handler, Store and Kafka are required.
 type Options struct {
+	// Schemas decodes registry-framed values before their envelope is read (docs/design.md
+	// §3.6); nil detects the framing only (a framed value then stops the engine: no registry).
+	Schemas *schema.Decoder
 	// Topics are the source topics.
 	Topics []string
 	// Group is the Kafka consumer group.

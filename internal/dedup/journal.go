@@ -279,3 +279,44 @@ func (s *Store) MarkerActions(ctx context.Context, limit int) ([]MarkerAction, e
 	}
 	return out, nil
 }
+
+// GroupAction is a journaled `groups skip` or its undo; see dedupdriver.GroupAction.
+type GroupAction = dedupdriver.GroupAction
+
+// The actions of the group journal (its action column).
+const (
+	ActionSkip = "skip"
+	ActionUndo = "undo"
+)
+
+func (s *Store) groups() dedupdriver.GroupJournal { return s.drv.(dedupdriver.GroupJournal) }
+
+// RecordGroupAction journals an executed move of a consumer group's committed offsets.
+func (s *Store) RecordGroupAction(ctx context.Context, a GroupAction) error {
+	if err := s.groups().RecordGroupAction(ctx, a); err != nil {
+		return fmt.Errorf("journal the %s %s of group %s: %w", a.Action, a.ID, a.Group, err)
+	}
+	return nil
+}
+
+// GroupAction returns the journaled group action id (with the undo that names it), nil when
+// there is none.
+func (s *Store) GroupAction(ctx context.Context, id string) (*GroupAction, error) {
+	a, err := s.groups().GetGroupAction(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read the group action %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// GroupActions returns the latest limit journaled group actions, newest first.
+func (s *Store) GroupActions(ctx context.Context, limit int) ([]GroupAction, error) {
+	out, err := s.groups().ListGroupActions(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the group actions: %w", err)
+	}
+	if out == nil {
+		out = []GroupAction{}
+	}
+	return out, nil
+}

@@ -9,10 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/devstack"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // rejecting is the projection "release 1.4": the bundled projection with a bug that rejects
@@ -154,4 +157,29 @@ func (d *Demo) projection(buggy bool) (consume.Handler, error) {
 		return rejecting{Handler: h, eventType: RejectedType}, nil
 	}
 	return h, nil
+}
+
+// ConsumeBuggy is the sandbox's incident (fieldwork dev, docs/design.md §5): release
+// BuggyRelease of the projection consumes stack's tasks once as group Group, exactly as step 2
+// of the story does, until every partition is committed through the end offsets it found,
+// and then leaves the group. The poison is dead-lettered as malformed and every RejectedType
+// event as rejected, so that a replay of the rejected dead letters followed by the fixed
+// handler (`fieldwork consume --handler projection`) resolves them. The handler's tables are
+// migrated first.
+func ConsumeBuggy(ctx context.Context, stack *devstack.Stack) (ConsumeRun, error) {
+	if stack.Store() == nil {
+		return ConsumeRun{}, errors.New("the sandbox's consumer needs a store")
+	}
+	cluster, err := kafka.Connect(ctx, config.Connection{Brokers: []string{stack.Addr}}, 10*time.Second)
+	if err != nil {
+		return ConsumeRun{}, err
+	}
+	defer cluster.Close()
+	d := &Demo{o: Options{StopWhenIdle: DefaultStopWhenIdle, ConsumeTimeout: DefaultConsumeTimeout}, n: silent{},
+		stack: stack, cluster: cluster, sum: newSummary(0)}
+	h, err := d.projection(true)
+	if err != nil {
+		return ConsumeRun{}, err
+	}
+	return d.runConsumer(ctx, h, true, BuggyRelease)
 }

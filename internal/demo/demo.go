@@ -228,6 +228,9 @@ func (d *Demo) produce(ctx context.Context) error {
 		"%d stale versions (an older version re-emitted later under a new event id) and %d poison records that no consumer can read. "+
 		"%s is empty: dead letters are the consumer's to write (fieldwork dev would seed some; the demo does not).",
 		c.Records, TopicTasks, c.Events, len(m.Aggregates), c.Duplicates, c.Stale, c.Poison, TopicDLQ)
+	d.say("The same stream is in %s in Avro, in the Confluent wire format (a magic byte and a schema id before each value), "+
+		"its schema in an in-memory schema registry at %s: fieldwork decodes such values through the registry wherever it reads a payload.",
+		devstack.TopicAvro, stack.SchemaRegistry)
 	return nil
 }
 
@@ -446,7 +449,11 @@ func (d *Demo) processedStats(ctx context.Context) error {
 
 // Export is the shell line that points fieldwork commands at the stack.
 func (d *Demo) Export() string {
-	return "export FIELDWORK_BROKERS=" + d.Brokers() + " FIELDWORK_DSN=" + shellQuote(d.DSN())
+	line := "export FIELDWORK_BROKERS=" + d.Brokers() + " FIELDWORK_DSN=" + shellQuote(d.DSN())
+	if d.stack != nil {
+		line += " FIELDWORK_SCHEMA_REGISTRY=" + d.stack.SchemaRegistry
+	}
+	return line
 }
 
 // Try lists commands worth running against the stack after the story (--keep), each with
@@ -471,6 +478,7 @@ func (d *Demo) Try() [][2]string {
 		}
 	}
 	return append(try,
+		[2]string{"fieldwork inspect record " + devstack.TopicAvro + "/0/0", "an Avro event decoded through the schema registry"},
 		[2]string{"fieldwork processed list --consumer " + Group, "the newest markers"},
 		[2]string{"fieldwork consume --topic " + TopicTasks + " --group audit --handler audit --migrate --stop-when-idle 2s", "a second consumer, with markers of its own"},
 	)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/redact"
@@ -36,6 +38,9 @@ const (
 	// TopicTasks is the seeded source topic; TopicDLQ its dead-letter topic.
 	TopicTasks = "tasks"
 	TopicDLQ   = "tasks.dlq"
+	// TopicAvro holds the same stream as TopicTasks in Avro, in the Confluent wire format, its
+	// schema in the sandbox's schema registry (docs/design.md §3.6).
+	TopicAvro = "tasks.avro"
 
 	// ClusterID is what the broker reports in metadata.
 	ClusterID = "fieldwork-dev"
@@ -125,14 +130,19 @@ type Stack struct {
 	Partitions int
 	// Seeded says what was produced; nil with NoSeed.
 	Seeded *Seeded
+	// SchemaRegistry is the URL of the sandbox's schema registry (franz-go's srfake, in
+	// memory), which holds TopicAvro's schema.
+	SchemaRegistry string
 	// Earlier is what the store held when the stack started: markers and journaled runs of
 	// an earlier session (zero for a new or Fresh store).
 	Earlier Earlier
 
-	cluster *kfake.Cluster
-	store   *dedup.Store
-	once    sync.Once
-	err     error
+	cluster  *kfake.Cluster
+	registry *srfake.Registry
+	regSrv   *http.Server
+	store    *dedup.Store
+	once     sync.Once
+	err      error
 }
 
 // Earlier is what a store kept from an earlier session.
@@ -159,7 +169,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		kfake.ListenFn(listenOn(o.Host)),
 		kfake.ClusterID(ClusterID),
 		kfake.DefaultNumPartitions(o.Partitions),
-		kfake.SeedTopics(int32(o.Partitions), TopicTasks, TopicDLQ),
+		kfake.SeedTopics(int32(o.Partitions), TopicTasks, TopicDLQ, TopicAvro),
 	)
 	if err != nil {
 		var inUse *PortInUseError
@@ -169,6 +179,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("start the dev broker: %w", err)
 	}
 	s.Addr = s.cluster.ListenAddrs()[0]
+	if err := s.serveRegistry(o.Host); err != nil {
+		s.Close()
+		return nil, err
+	}
 
 	if o.DSN != "" {
 		if o.Fresh {
@@ -187,7 +201,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 	}
 	if !o.NoSeed {
-		seeded, err := seed(ctx, s.Addr, o)
+		seeded, err := seed(ctx, s.Addr, s.registry, o)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -195,6 +209,19 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.Seeded = seeded
 	}
 	return s, nil
+}
+
+// serveRegistry serves an in-memory schema registry on host, on a port the kernel chooses.
+func (s *Stack) serveRegistry(host string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return fmt.Errorf("start the dev schema registry: %w", err)
+	}
+	s.registry = srfake.NewRegistry()
+	s.regSrv = &http.Server{Handler: s.registry.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.regSrv.Serve(ln) }()
+	s.SchemaRegistry = "http://" + ln.Addr().String()
+	return nil
 }
 
 // listenOn returns a kfake listen function that binds host instead of kfake's fixed
@@ -281,6 +308,9 @@ func (s *Stack) Close() error {
 		}
 		if s.cluster != nil {
 			s.cluster.Close()
+		}
+		if s.regSrv != nil {
+			_ = s.regSrv.Close()
 		}
 	})
 	return s.err

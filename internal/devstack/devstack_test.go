@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -68,7 +70,7 @@ func TestStartServesSeedsAndMigrates(t *testing.T) {
 	if meta.Cluster != ClusterID {
 		t.Errorf("cluster id %q", meta.Cluster)
 	}
-	for _, topic := range []string{TopicTasks, TopicDLQ} {
+	for _, topic := range []string{TopicTasks, TopicDLQ, TopicAvro} {
 		td, ok := meta.Topics[topic]
 		if !ok || td.Err != nil || len(td.Partitions) != DefaultPartitions {
 			t.Errorf("topic %s: %+v", topic, td)
@@ -83,7 +85,7 @@ func TestStartServesSeedsAndMigrates(t *testing.T) {
 	if age := time.Since(m.Last); age < 0 || age > 5*time.Minute {
 		t.Errorf("the stream ends %v ago; it should end about a minute before Start", age)
 	}
-	ends, err := adm.ListEndOffsets(ctx, TopicTasks, TopicDLQ)
+	ends, err := adm.ListEndOffsets(ctx, TopicTasks, TopicDLQ, TopicAvro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +299,55 @@ func TestFreshStartsTheStoreOver(t *testing.T) {
 	}
 	if runs, err := fresh.Store().ReplayRuns(ctx, dedup.ReplayRunFilter{Limit: 10}); err != nil || len(runs) != 0 {
 		t.Errorf("fresh store: runs %v, %v", runs, err)
+	}
+}
+
+// TestAvroTopicDecodes: each record of tasks.avro, decoded through the sandbox's schema
+// registry, has the envelope its twin in tasks has.
+func TestAvroTopicDecodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := start(t, Options{Port: 0, Seed: 7})
+	read := func(topic string) []*kgo.Record {
+		t.Helper()
+		rc, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		var out []*kgo.Record
+		for len(out) < s.Seeded.Topics[0].PerPartition[0] {
+			fs := rc.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("read %s: %d records: %v", topic, len(out), err)
+			}
+			out = append(out, fs.Records()...)
+		}
+		return out
+	}
+	jsons, avros := read(TopicTasks), read(TopicAvro)
+	dec, err := schema.New(schema.Config{URL: s.SchemaRegistry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded := 0
+	for i, a := range avros {
+		want, werr := envelope.DecodeRecord(jsons[i])
+		got, rec, gerr := dec.Event(ctx, a)
+		if rec.Value == nil || rec.Value.Format != schema.FormatAvro && rec.Value.Err() == nil {
+			t.Fatalf("record %d: not framed as Avro: %+v", i, rec.Value)
+		}
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("record %d: JSON twin error %v, Avro error %v", i, werr, gerr)
+		}
+		if werr == nil {
+			decoded++
+			if got.ID != want.ID || got.AggregateID != want.AggregateID || got.Version != want.Version || got.Type != want.Type {
+				t.Fatalf("record %d: %+v, JSON twin %+v", i, got, want)
+			}
+		}
+	}
+	if decoded == 0 {
+		t.Fatal("no record decoded")
 	}
 }

@@ -1,8 +1,13 @@
 package devstack
 
 import (
+	"slices"
+
 	"context"
 	"fmt"
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -87,7 +92,7 @@ func sampleOptions(o Options) (sample.Options, error) {
 // seed produces the sample stream into TopicTasks and (unless NoDeadLetters) a dead letter for
 // each poison record into TopicDLQ, with one idempotent producer so that each partition keeps
 // the stream's order.
-func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
+func seed(ctx context.Context, addr string, reg *srfake.Registry, o Options) (*Seeded, error) {
 	so, err := sampleOptions(o)
 	if err != nil {
 		return nil, fmt.Errorf("sample events: %w", err)
@@ -137,8 +142,43 @@ func seed(ctx context.Context, addr string, o Options) (*Seeded, error) {
 		dlqSeed.PerPartition[r.Partition]++
 	}
 	dlqSeed.Records, dlqSeed.Poison, dlqSeed.DeadLetters = len(dead), len(dead), len(dead)
-	s.Topics = []TopicSeed{tasks, dlqSeed}
+	avroSeed, err := seedAvro(ctx, cl, reg, krs, tasks)
+	if err != nil {
+		return nil, err
+	}
+	s.Topics = []TopicSeed{tasks, dlqSeed, avroSeed}
 	return s, nil
+}
+
+// seedAvro registers sample.AvroSchema as the subject tasks.avro-value and produces the
+// stream of TopicTasks into TopicAvro in Avro, in the Confluent wire format: each record's
+// key and timestamp, its value encoded and framed with the schema's id, no headers (the
+// framing says what the value is). A value that has no Avro form (the invalid-json poison)
+// is framed bytes that are not Avro of the schema: poison there too.
+func seedAvro(ctx context.Context, cl *kgo.Client, reg *srfake.Registry, krs []*kgo.Record, tasks TopicSeed) (TopicSeed, error) {
+	id, _, err := reg.RegisterSchema(TopicAvro+"-value", sr.Schema{Schema: sample.AvroSchema, Type: sr.TypeAvro})
+	if err != nil {
+		return TopicSeed{}, fmt.Errorf("register the schema of %s: %w", TopicAvro, err)
+	}
+	schema := avro.MustParse(sample.AvroSchema)
+	recs := make([]*kgo.Record, len(krs))
+	for i, r := range krs {
+		b, ok, err := sample.AvroValue(schema, r.Value)
+		if err != nil {
+			return TopicSeed{}, fmt.Errorf("seed %s: %w", TopicAvro, err)
+		}
+		if !ok {
+			b = []byte{0xff, 0xff, 0xff, 0x01}
+		}
+		v, _ := new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
+		recs[i] = &kgo.Record{Topic: TopicAvro, Partition: r.Partition, Key: r.Key, Value: append(v, b...), Timestamp: r.Timestamp}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return TopicSeed{}, fmt.Errorf("seed %s: %w", TopicAvro, err)
+	}
+	seed := tasks
+	seed.Topic, seed.PerPartition = TopicAvro, slices.Clone(tasks.PerPartition)
+	return seed, nil
 }
 
 // deadLetter is the record a consumer that met poison p at orig writes to the dead-letter

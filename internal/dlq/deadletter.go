@@ -7,6 +7,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
@@ -67,6 +68,11 @@ type DeadLetter struct {
 	// what the message alone often leaves out (Kafka Connect's "Converting byte[] to Kafka
 	// Connect data failed due to serialization error: "). "" when the trace names none.
 	RootCause string `json:"root_cause,omitempty"`
+	// ExpectedSchema is the registry schema the consumer read the value with when that failed
+	// (a schema mismatch, a schema the registry does not know), when the convention records
+	// it: fieldwork's fw.dlq.schema ("id 42"), a data-contract rule's subject ("subject
+	// orders-value"). "" otherwise.
+	ExpectedSchema string `json:"expected_schema,omitempty"`
 	// RetryTopics are the topics a record passed through before this one, oldest first, when
 	// its convention keeps the chain (Spring's retry topics: one original-topic header per
 	// hop). nil otherwise.
@@ -112,6 +118,12 @@ type DeadLetter struct {
 
 	// ReplayCount is fw.replay.count: how many times fieldwork has replayed the record.
 	ReplayCount int `json:"replay_count"`
+
+	// KeySchema and ValueSchema are the key's and value's schema-registry framing and, when a
+	// registry decoded them, their content (docs/design.md §3.6); nil when not framed.
+	// DecodePayloads sets them.
+	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
+	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
 }
 
 // HeaderProblem names a header that could not be read as its convention specifies. Header is

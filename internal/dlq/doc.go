@@ -15,7 +15,8 @@
 // streaming, in memory bounded by the number of groups.
 //
 // Scanning: Topics finds the dead-letter topics, PlanScan fixes their end offsets, and
-// Scan.Run streams Parse results through a Filter. List adds statuses (StatusLookup, from the
+// Scan.Run streams Parse results through a Filter; Follow goes on from the scan's planned end
+// with the dead letters that arrive after it. List adds statuses (StatusLookup, from the
 // dedup store's markers) and a limit; Summarise aggregates per topic and per group, with each
 // topic's retention; Fetch and FindEventID find one dead letter and NewDetail decodes it for
 // `dlq show`. These read Kafka through internal/kafka and the store through internal/dedup;

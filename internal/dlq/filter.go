@@ -24,6 +24,10 @@ type Filter struct {
 	// Key must equal the record key byte for byte; nil does not filter (an empty non-nil Key
 	// selects empty and absent keys).
 	Key []byte
+	// SchemaID must be the registry schema id of the value or the key (docs/design.md §3.6).
+	SchemaID int
+	// Fingerprint must equal the dead letter's failure cause (FingerprintOf(d).ID).
+	Fingerprint string
 }
 
 // Match reports whether d passes every set field of f.
@@ -51,6 +55,12 @@ func (f Filter) Match(d DeadLetter) bool {
 		return false
 	}
 	if f.Key != nil && !bytes.Equal(d.Key, f.Key) {
+		return false
+	}
+	if f.SchemaID != 0 && (d.ValueSchema == nil || d.ValueSchema.ID != f.SchemaID) && (d.KeySchema == nil || d.KeySchema.ID != f.SchemaID) {
+		return false
+	}
+	if f.Fingerprint != "" && FingerprintOf(d).ID != f.Fingerprint {
 		return false
 	}
 	return true

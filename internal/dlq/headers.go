@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,6 +22,7 @@ const (
 	HeaderReason        = "fw.dlq.reason"          // one of the Reason* values
 	HeaderError         = "fw.dlq.error"           // the error message
 	HeaderErrorClass    = "fw.dlq.error_class"     // the failure's class, e.g. http_422 (a handler's word)
+	HeaderSchema        = "fw.dlq.schema"          // the registry schema the value was read with when that failed, e.g. "id 42"
 	HeaderAttempts      = "fw.dlq.attempts"        // how many times the handler was tried
 	HeaderFirstFailedAt = "fw.dlq.first_failed_at" // when the first attempt failed
 	HeaderFailedAt      = "fw.dlq.failed_at"       // when the last attempt failed
@@ -43,10 +46,13 @@ const (
 	ReasonRejected = "rejected"
 	// ReasonExhausted: a temporary failure outlasted its retries.
 	ReasonExhausted = "exhausted"
+	// ReasonParked: an operator moved a stuck consumer group past the record (`groups skip`);
+	// fw.dlq.error holds the operator's reason, fw.dlq.group the group.
+	ReasonParked = "parked"
 )
 
 // Reasons lists the fw.dlq.reason values in a stable order.
-var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted}
+var Reasons = []string{ReasonMalformed, ReasonUnsupported, ReasonRejected, ReasonExhausted, ReasonParked}
 
 // Replay provenance headers (docs/design.md §3.3), written by the replay package on every replayed
 // record. They are not dead-letter headers: a replay keeps them.
@@ -57,7 +63,24 @@ const (
 	ReplayHeaderCount  = "fw.replay.count"  // previous count + 1, decimal
 	ReplayHeaderAt     = "fw.replay.at"     // when it was replayed, RFC 3339
 	ReplayHeaderReason = "fw.replay.reason" // why, as the operator said
+	// ReplayHeaderFor names the one consumer group a replayed record is for: every other
+	// group skips it without a marker (docs/design.md §3.3).
+	ReplayHeaderFor = "fw.replay.for"
+	// ReplayHeaderEdited is set on a record whose value or headers the operator edited
+	// before the replay: the topic/partition/offset of the dead letter it was edited from.
+	ReplayHeaderEdited = "fw.replay.edited"
 )
+
+// ReplayedFor is the group a record's fw.replay.for names, "" when it names none (the record
+// is for every group). The last such header wins, as everywhere headers are read.
+func ReplayedFor(h []kgo.RecordHeader) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		if strings.EqualFold(h[i].Key, ReplayHeaderFor) {
+			return string(h[i].Value)
+		}
+	}
+	return ""
+}
 
 // Spring Kafka's DeadLetterPublishingRecoverer. Partition is a 4-byte big-endian int, offset
 // and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key

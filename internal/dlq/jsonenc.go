@@ -2,6 +2,8 @@ package dlq
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"github.com/fieldwork/fieldwork/internal/schema"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +60,10 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"root_cause":`...)
 		b = appendJSONString(b, d.RootCause)
 	}
+	if d.ExpectedSchema != "" {
+		b = append(b, `,"expected_schema":`...)
+		b = appendJSONString(b, d.ExpectedSchema)
+	}
 	if len(d.RetryTopics) > 0 {
 		b = append(b, `,"retry_topics":[`...)
 		for i, t := range d.RetryTopics {
@@ -94,6 +100,19 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"replay_count":`...)
 	b = strconv.AppendInt(b, int64(d.ReplayCount), 10)
+	for _, p := range []struct {
+		name string
+		p    *schema.Payload
+	}{{`,"key_schema":`, d.KeySchema}, {`,"value_schema":`, d.ValueSchema}} {
+		if p.p == nil {
+			continue
+		}
+		m, err := json.Marshal(p.p)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, p.name...), m...)
+	}
 	b = append(b, `,"key":`...)
 	b = appendJSONBytes(b, d.Key, "key")
 	if d.HasOriginalKey {

@@ -248,6 +248,7 @@ func (p *parser) fieldwork() {
 	}
 	d.ErrorMessage = p.text(hFwError, p.last)
 	d.ErrorClass = p.text(hFwErrorClass, p.last)
+	d.ExpectedSchema = p.text(hFwSchema, p.last)
 	if v, ok := p.last(hFwAttempts); ok {
 		if n, ok := p.decimal(hFwAttempts, v, 31); ok {
 			if n < 0 {
@@ -478,6 +479,7 @@ func (p *parser) dataContract() {
 	d.ErrorMessage = p.text(hRuleException, p.last)
 	if subject := p.text(hRuleSubject, p.last); subject != "" {
 		d.ErrorClass += " on " + subject
+		d.ExpectedSchema = "subject " + subject
 	}
 	p.fallbackReason = ReasonRejected
 }

@@ -30,6 +30,7 @@ const (
 	hFwReason
 	hFwError
 	hFwErrorClass
+	hFwSchema
 	hFwAttempts
 	hFwFirstFailedAt
 	hFwFailedAt
@@ -122,6 +123,7 @@ var hdrByKey = map[string]hdr{
 	HeaderReason:                  hFwReason,
 	HeaderError:                   hFwError,
 	HeaderErrorClass:              hFwErrorClass,
+	HeaderSchema:                  hFwSchema,
 	HeaderAttempts:                hFwAttempts,
 	HeaderFirstFailedAt:           hFwFirstFailedAt,
 	HeaderFailedAt:                hFwFailedAt,

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // DefaultTopicPattern selects the dead-letter topics read when none are named and none is
@@ -94,6 +95,9 @@ type ScanOptions struct {
 	// runs. Topics named by the operator leave it unset, so that one that vanished is an
 	// error. Scan.Deleted lists what was skipped.
 	SkipDeleted bool
+	// Schemas decodes registry-framed keys and values before the filter sees them
+	// (DeadLetter.DecodePayloads); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // Scan is a planned read of dead-letter topics: the end offsets are fixed when it is planned,
@@ -131,7 +135,13 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 		}
 		s.ranges = append(s.ranges, rs...)
 	}
-	sortRanges(s.ranges)
+	sort.SliceStable(s.ranges, func(i, j int) bool {
+		a, b := s.ranges[i], s.ranges[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
 	return s, nil
 }
 
@@ -184,6 +194,7 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 			progress(res.Read, total)
 		}
 		d := parser.Parse(r)
+		d.DecodePayloads(ctx, s.opts.Schemas, r)
 		if !f.Match(d) {
 			return nil
 		}
@@ -222,55 +233,4 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 		}
 	}
 	return res, nil
-}
-
-// Next plans the read that follows s, for a view kept open on the dead-letter topics (the
-// live screens of `fieldwork triage`): each partition of topics from where s's range of it
-// ended (a partition or topic s did not read from its log start; past retention, from the log
-// start) to its end offsets now. Reading s and then every Next reads each dead letter once, as
-// it arrives. The options are s's, without a time window.
-func (s *Scan) Next(ctx context.Context, topics []string) (*Scan, error) {
-	type tp struct {
-		topic string
-		part  int32
-	}
-	ended := make(map[tp]int64, len(s.ranges))
-	for _, r := range s.ranges {
-		ended[tp{r.Topic, r.Partition}] = r.End
-	}
-	opts := s.opts
-	opts.Since, opts.Until = time.Time{}, time.Time{}
-	next := &Scan{c: s.c, opts: opts}
-	for _, t := range topics {
-		bounds, err := s.c.Bounds(ctx, t)
-		var ute *kafka.UnknownTopicError
-		if opts.SkipDeleted && errors.As(err, &ute) {
-			next.deleted = append(next.deleted, t)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range bounds {
-			start, ok := ended[tp{t, b.Partition}]
-			if !ok || start < b.LogStart {
-				start = b.LogStart
-			}
-			next.ranges = append(next.ranges, kafka.PartitionRange{Topic: t, Partition: b.Partition, Start: min(start, b.LastStable),
-				End: b.LastStable, LogStart: b.LogStart, HighWatermark: b.HighWatermark})
-		}
-	}
-	sortRanges(next.ranges)
-	return next, nil
-}
-
-// sortRanges orders ranges by topic and partition, the order a scan reads them in.
-func sortRanges(rs []kafka.PartitionRange) {
-	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := rs[i], rs[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
 }

@@ -102,9 +102,13 @@ func (d DeadLetter) Replay() ReplayHint {
 }
 
 // ReplayCommand is the fieldwork replay command line that executes a replay of the dead letters
-// at addrs (of one topic), the reason left for the operator to write.
+// at addrs (of one topic), the reason left for the operator to write: several are named one a
+// line on the standard input (--from-file). Topic names are shell-safe as Kafka allows them.
 func ReplayCommand(addrs ...string) string {
-	return "fieldwork replay " + strings.Join(addrs, " ") + ` --execute --reason "…"`
+	if len(addrs) == 1 {
+		return "fieldwork replay " + addrs[0] + ` --execute --reason "…"`
+	}
+	return `printf '%s\n' ` + strings.Join(addrs, " ") + ` | fieldwork replay --from-file /dev/stdin --execute --reason "…"`
 }
 
 // Detail is everything about one dead letter, as `dlq show` shows it.
@@ -122,7 +126,7 @@ type Detail struct {
 // NewDetail decodes d's envelope and builds its replay hint.
 func NewDetail(e Entry) Detail {
 	det := Detail{Entry: e, Replay: e.Replay()}
-	ev, err := envelope.Decode(e.Headers, e.Value)
+	ev, err := envelope.Decode(e.Headers, e.envelopeValue())
 	if err != nil {
 		m := Malformed{Reason: err.Error(), Message: err.Error()}
 		if me, ok := errors.AsType[*envelope.MalformedError](err); ok {

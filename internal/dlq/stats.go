@@ -20,10 +20,16 @@ const (
 	ByReason        StatsKey = "reason"
 	ByErrorClass    StatsKey = "error_class"
 	ByGroup         StatsKey = "group"
+	// BySchema is the value's (else the key's) schema-registry format and schema id, as
+	// DeadLetter.SchemaLabel gives it ("avro:42"); "" for payloads not framed.
+	BySchema StatsKey = "schema"
+	// ByFingerprint groups by failure cause (FingerprintOf): each group then also says its
+	// cause, the original topics it occurred on and one dead letter's address.
+	ByFingerprint StatsKey = "fingerprint"
 )
 
 // StatsKeys lists every StatsKey in a stable order.
-var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup}
+var StatsKeys = []StatsKey{ByTopic, ByOriginalTopic, ByReason, ByErrorClass, ByGroup, BySchema, ByFingerprint}
 
 // ParseStatsKeys reads a comma-separated list of StatsKey names ("topic,reason"), as
 // `--group-by` takes it. An unknown or repeated name is a usage error; "" is none.
@@ -58,7 +64,7 @@ func joinKeys(keys []StatsKey) string {
 
 // groupKey holds a dead letter's value of each StatsKey, indexed as StatsKeys; a key not
 // grouped by stays "".
-type groupKey [5]string
+type groupKey [7]string
 
 // Stats aggregates dead letters as they stream past, grouped by chosen StatsKeys. It keeps
 // one GroupStats per distinct group and nothing per record, so its memory is bounded by the
@@ -71,6 +77,8 @@ type Stats struct {
 	groups map[groupKey]*GroupStats
 	// withStatus is set once AddStatus has counted a status.
 	withStatus bool
+	// byFingerprint: the groups also keep their cause, original topics and an example.
+	byFingerprint bool
 }
 
 // NewStats returns an empty aggregator grouping by the keys in by (none: one group of
@@ -88,6 +96,7 @@ func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error
 			return nil, fwerr.Usagef("%q is named twice in the grouping", k)
 		}
 		s.index = append(s.index, j)
+		s.byFingerprint = s.byFingerprint || k == ByFingerprint
 	}
 	if window < 0 {
 		return nil, fwerr.Usagef("the rate window %s is negative", window)
@@ -114,13 +123,28 @@ func (s *Stats) AddStatus(d DeadLetter, st Status) {
 
 func (s *Stats) add(d DeadLetter) *GroupStats {
 	var k groupKey
+	var fp Fingerprint
+	if s.byFingerprint {
+		fp = FingerprintOf(d)
+	}
 	for _, j := range s.index {
+		if StatsKeys[j] == ByFingerprint {
+			k[j] = fp.ID
+			continue
+		}
 		k[j] = keyValue(d, StatsKeys[j])
 	}
 	g := s.groups[k]
 	if g == nil {
-		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4]}
+		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4], Schema: k[5], Fingerprint: k[6]}
+		if s.byFingerprint {
+			g.Cause, g.Example = fp.Cause, d.Address().String()
+		}
 		s.groups[k] = g
+	}
+	if s.byFingerprint && d.OriginalTopic != "" && !slices.Contains(g.Topics, d.OriginalTopic) && len(g.Topics) < maxCauseTopics {
+		g.Topics = append(g.Topics, d.OriginalTopic)
+		slices.Sort(g.Topics)
 	}
 	g.Count++
 	t := d.Timestamp
@@ -151,9 +175,16 @@ func keyValue(d DeadLetter, k StatsKey) string {
 		return d.ErrorClass
 	case ByGroup:
 		return d.Group
+	case BySchema:
+		return d.SchemaLabel()
+	case ByFingerprint:
+		return FingerprintOf(d).ID
 	}
 	return ""
 }
+
+// maxCauseTopics bounds the original topics a fingerprint's group lists.
+const maxCauseTopics = 100
 
 // Groups is the number of groups so far.
 func (s *Stats) Groups() int { return len(s.groups) }
@@ -167,6 +198,7 @@ func (s *Stats) Result() []GroupStats {
 		if s.window > 0 {
 			r.RatePerHour = float64(r.InWindow) / s.window.Hours()
 		}
+		r.Topics = slices.Clone(r.Topics)
 		if r.Statuses != nil {
 			c := *r.Statuses
 			r.Statuses = &c
@@ -193,9 +225,17 @@ func (s *Stats) Result() []GroupStats {
 }
 
 // GroupStats is one group's aggregate. Only the grouped-by fields are meaningful among Topic,
-// OriginalTopic, Reason, ErrorClass and Group; the others are "".
+// OriginalTopic, Reason, ErrorClass, Group and Fingerprint; the others are "".
 type GroupStats struct {
-	Topic, OriginalTopic, Reason, ErrorClass, Group string
+	Topic, OriginalTopic, Reason, ErrorClass, Group, Fingerprint string
+	// Schema is the group's BySchema value.
+	Schema string
+	// Cause, Topics and Example are set when grouped by fingerprint: the error class and
+	// normalised message, the original topics the cause occurred on (sorted, at most 100),
+	// and the address of the group's first dead letter.
+	Cause   string
+	Topics  []string
+	Example string
 	// Count is the number of dead letters in the group.
 	Count int64
 	// Oldest and Newest are the earliest and latest dead-letter timestamps (zero when no
@@ -228,11 +268,16 @@ func (g GroupStats) Value(k StatsKey) string {
 		return g.ErrorClass
 	case ByGroup:
 		return g.Group
+	case BySchema:
+		return g.Schema
+	case ByFingerprint:
+		return g.Fingerprint
 	}
 	return ""
 }
 
-// MarshalJSON writes the grouped-by fields in the order of the grouping, then count, oldest,
+// MarshalJSON writes the grouped-by fields in the order of the grouping (fingerprint followed
+// by cause, topics and example), then count, oldest,
 // newest (null when unknown), in_window and rate_per_hour, then status when Statuses is set.
 func (g GroupStats) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
@@ -260,6 +305,21 @@ func (g GroupStats) MarshalJSON() ([]byte, error) {
 	for _, k := range g.by {
 		if err := field(string(k), g.Value(k)); err != nil {
 			return nil, err
+		}
+		if k != ByFingerprint {
+			continue
+		}
+		topics := g.Topics
+		if topics == nil {
+			topics = []string{}
+		}
+		for _, f := range []struct {
+			name string
+			v    any
+		}{{"cause", g.Cause}, {"topics", topics}, {"example", g.Example}} {
+			if err := field(f.name, f.v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, f := range []struct {

@@ -103,10 +103,11 @@ func TestStatsKeys(t *testing.T) {
 		t.Errorf("negative window: %v", err)
 	}
 	s, _ := NewStats(StatsKeys, 0, time.Now())
-	s.Add(DeadLetter{Topic: "t", OriginalTopic: "o", Reason: "r", ErrorClass: "e", Group: "g"})
+	d := DeadLetter{Topic: "t", OriginalTopic: "o", Reason: "r", ErrorClass: "e", Group: "g"}
+	s.Add(d)
 	g := s.Result()[0]
 	for _, k := range StatsKeys {
-		if g.Value(k) != map[StatsKey]string{ByTopic: "t", ByOriginalTopic: "o", ByReason: "r", ByErrorClass: "e", ByGroup: "g"}[k] {
+		if g.Value(k) != map[StatsKey]string{ByTopic: "t", ByOriginalTopic: "o", ByReason: "r", ByErrorClass: "e", ByGroup: "g", ByFingerprint: FingerprintOf(d).ID}[k] {
 			t.Errorf("Value(%s) = %q", k, g.Value(k))
 		}
 	}

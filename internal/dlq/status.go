@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -151,6 +152,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		return out, nil
 	}
 	byConsumer := map[string][]string{}
+	var noID []int // dead letters without an event id, whose edited copy may have one
 	for i, d := range ds {
 		consumer := l.Consumer
 		if consumer == "" {
@@ -160,6 +162,9 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		switch {
 		case d.EventID == "":
 			out[i].Status, out[i].Why = StatusUnknown, "no event id"
+			if consumer != "" && dedup.ValidateConsumer(consumer) == nil {
+				noID = append(noID, i)
+			}
 		case consumer == "":
 			out[i].Status, out[i].Why = StatusUnknown, "no consumer group in the dead letter: pass --consumer"
 		case dedup.ValidateEventID(d.EventID) != nil:
@@ -191,8 +196,44 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRecord{
 			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
 	}
+	replayed, err := l.replays(ctx, unmarked, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(noID) > 0 {
+		// Their status is unknown without a journal anyway: no warning about it for them.
+		edits := map[string][]dedup.SourceRecord{}
+		for _, i := range noID {
+			d := ds[i]
+			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{
+				SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
+		}
+		quiet := l
+		quiet.NoJournal = nil
+		m, err := quiet.replays(ctx, edits, ids)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(replayed, m)
+	}
+	for i, d := range ds {
+		if out[i].Status != StatusPending {
+			continue
+		}
+		if r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]; ok {
+			out[i].Status, out[i].Replay = StatusReplayed, replayRefOf(r)
+		}
+	}
+	if err := l.resolveEdited(ctx, ds, noID, replayed, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// replays looks up the journaled replays of the records per dead-letter topic.
+func (l StatusLookup) replays(ctx context.Context, byTopic map[string][]dedup.SourceRecord, ids map[string]string) (map[dedup.SourceRef]dedup.ReplayRef, error) {
 	replayed := map[dedup.SourceRef]dedup.ReplayRef{}
-	for topic, recs := range unmarked {
+	for topic, recs := range byTopic {
 		id, err := l.topicID(ctx, topic, ids)
 		if err != nil {
 			return nil, err
@@ -212,16 +253,64 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		}
 		maps.Copy(replayed, m)
 	}
-	for i, d := range ds {
-		if out[i].Status != StatusPending {
+	return replayed, nil
+}
+
+func replayRefOf(r dedup.ReplayRef) *ReplayRef {
+	return &ReplayRef{RunID: r.RunID, At: r.At, TargetTopic: r.TargetTopic, TargetPartition: r.TargetPartition, TargetOffset: r.TargetOffset}
+}
+
+// resolveEdited tells the status of the dead letters without an event id (noID, indexes of
+// ds) that a replay sent as an edited copy with one: the copy is the event, so the consumer's
+// marker for its id resolves the dead letter, and without it the dead letter is replayed
+// (docs/design.md §3.2). The copy's id is the edit's, journaled with the run's selection.
+func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID []int, replayed map[dedup.SourceRef]dedup.ReplayRef, out []StatusInfo) error {
+	edited := map[string]string{} // run id → the event id of its edited copy ("": none)
+	for _, i := range noID {
+		d := ds[i]
+		r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]
+		if !ok {
 			continue
 		}
-		if r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]; ok {
-			out[i].Status = StatusReplayed
-			out[i].Replay = &ReplayRef{RunID: r.RunID, At: r.At, TargetTopic: r.TargetTopic, TargetPartition: r.TargetPartition, TargetOffset: r.TargetOffset}
+		id, known := edited[r.RunID]
+		if !known {
+			run, _, err := l.Store.ReplayRun(ctx, r.RunID)
+			if err != nil {
+				return err
+			}
+			id = EditedEventID(run.Selection)
+			edited[r.RunID] = id
+		}
+		if id == "" || dedup.ValidateEventID(id) != nil {
+			continue
+		}
+		m, err := l.Store.Lookup(ctx, out[i].Consumer, []string{id})
+		if err != nil {
+			return err
+		}
+		out[i].Why = ""
+		if row, ok := m[id]; ok {
+			out[i].Status, out[i].Marker = StatusResolved, &row
+		} else {
+			out[i].Status, out[i].Replay = StatusReplayed, replayRefOf(r)
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// EditedEventID is the event id of the edited copy a replay run sent, as its journaled
+// selection holds it ({"edit":{"event_id":…}}, docs/design.md §3.3); "" when the run edited
+// nothing or the copy had no event id.
+func EditedEventID(selection string) string {
+	var sel struct {
+		Edit *struct {
+			EventID string `json:"event_id"`
+		} `json:"edit"`
+	}
+	if json.Unmarshal([]byte(selection), &sel) != nil || sel.Edit == nil {
+		return ""
+	}
+	return sel.Edit.EventID
 }
 
 // DefaultStatusBatch is how many dead letters a StatusBatcher looks up together.

@@ -104,8 +104,10 @@ type StatsReport struct {
 	// Now is when the report was made: the rate window and retention deadlines count from it.
 	Now time.Time `json:"now"`
 	// Window is the rate window, as timespec.Format writes it ("1d", "1h30m").
-	Window  string     `json:"window"`
-	GroupBy []StatsKey `json:"group_by"`
+	Window string `json:"window"`
+	// WindowMS is Window in milliseconds.
+	WindowMS int64      `json:"window_ms"`
+	GroupBy  []StatsKey `json:"group_by"`
 	// RecordsRead is how many records the scan read; Matched how many passed the filter.
 	RecordsRead int64          `json:"records_read"`
 	Matched     int64          `json:"matched"`
@@ -158,6 +160,8 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 		return b.Add(ctx, DeadLetter{
 			Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Timestamp: d.Timestamp,
 			OriginalTopic: d.OriginalTopic, Reason: d.Reason, ErrorClass: d.ErrorClass, Group: d.Group, EventID: d.EventID,
+			KeySchema: d.KeySchema.Slim(), ValueSchema: d.ValueSchema.Slim(),
+			ErrorMessage: d.ErrorMessage, // the fingerprint's (a string the parser shares, no record memory)
 		})
 	})
 	if err == nil {
@@ -168,7 +172,7 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 	}
 
 	rep := &StatsReport{
-		Now: o.Now, Window: timespec.Format(o.Window), GroupBy: slices.Clone(o.By),
+		Now: o.Now, Window: timespec.Format(o.Window), WindowMS: o.Window.Milliseconds(), GroupBy: slices.Clone(o.By),
 		RecordsRead: res.Read, Matched: res.Matched, Groups: groups.Result(),
 	}
 	if rep.GroupBy == nil {

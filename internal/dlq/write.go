@@ -28,6 +28,9 @@ type Meta struct {
 	Error string
 	// ErrorClass is the failure's class (fw.dlq.error_class), "" when the handler gave none.
 	ErrorClass string
+	// Schema is the registry schema the value was to be read with when that failed
+	// (fw.dlq.schema, e.g. "id 42"); "" when the failure was not the schema's.
+	Schema string
 	// Attempts is how many times the handler was tried; 0 is not written.
 	Attempts int
 	// FirstFailedAt is when the first attempt failed; zero means FailedAt.
@@ -99,6 +102,7 @@ func NewDeadLetter(orig *kgo.Record, meta Meta) *kgo.Record {
 	add(HeaderReason, meta.Reason)
 	addIf(HeaderError, meta.Error)
 	addIf(HeaderErrorClass, meta.ErrorClass)
+	addIf(HeaderSchema, meta.Schema)
 	if meta.Attempts > 0 {
 		add(HeaderAttempts, strconv.Itoa(meta.Attempts))
 	}

@@ -195,3 +195,7 @@ func mediaType(contentType []byte) string {
 func isCloudEventsMediaType(contentType []byte) bool {
 	return strings.HasPrefix(mediaType(contentType), "application/cloudevents")
 }
+
+// LastHeader returns the value of the last header whose key equals key, ignoring ASCII case,
+// as the envelope reads its headers.
+func LastHeader(headers []Header, key string) ([]byte, bool) { return lastHeader(headers, key) }

@@ -41,6 +41,8 @@ type world struct {
 	dsn      string
 	schema   string
 	adm      *kadm.Client
+	// consumeArgs are added to every `fieldwork consume` the world starts.
+	consumeArgs []string
 }
 
 func newWorld(t *testing.T, brokers string, replicas int16, dsn string) *world {
@@ -140,7 +142,7 @@ func (w *world) consume(name, group, topic string, extra ...string) *testenv.Pro
 	args := append([]string{"consume", "--brokers", w.brokers, "--dsn", w.dsn, "--schema", w.schema,
 		"--topic", topic, "--group", group, "--handler", handlers.NameProjection, "--migrate",
 		"--metrics-addr", "", "--log-format", "json", "-o", "json", "--batch-max", "100",
-		"--retry-backoff", "20ms", "--retry-backoff-max", "200ms"}, extra...)
+		"--retry-backoff", "20ms", "--retry-backoff-max", "200ms"}, append(w.consumeArgs, extra...)...)
 	return testenv.StartProc(w.t, name, nil, w.bin, args...)
 }
 

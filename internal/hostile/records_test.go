@@ -16,6 +16,9 @@ type hostileRecord struct {
 	value  []byte // nil: a tombstone
 	header []kgo.RecordHeader
 	poison bool
+	// framed: the value starts as a registry-framed one (magic byte 0, a schema id), so a
+	// consumer with no registry dead-letters it as unsupported, not malformed.
+	framed bool
 }
 
 // event is a CloudEvents structured value; json.Marshal writes control characters in the
@@ -68,7 +71,7 @@ func hostileRecords() []hostileRecord {
 		{name: "a null key", value: event("e-null-key", "task.created", "", nil)},
 		{name: "an empty value", key: []byte("task-2"), value: []byte{}, poison: true},
 		{name: "a tombstone", key: []byte("task-3"), poison: true},
-		{name: "binary key and value", key: []byte("\xff\xfe\x00\x9b"), value: []byte("\x00\xff\x9b31m\x1b[2J"), poison: true},
+		{name: "binary key and value", key: []byte("\xff\xfe\x00\x9b"), value: []byte("\x00\xff\x9b31m\x1b[2J"), poison: true, framed: true},
 		{name: "an event with keys and headers that are not UTF-8", key: []byte("\xff\xfetask-4"),
 			header: []kgo.RecordHeader{{Key: "\xff\xfe", Value: []byte("\xc3\x28")}, {Key: "x-binary", Value: []byte{0, 1, 2, 0xff}}},
 			value:  event("e-not-utf8", "task.created", "", map[string]any{"title": "bytes"})},
@@ -94,7 +97,7 @@ func hostileRecords() []hostileRecord {
 		{name: "a Confluent-framed value (NUL, BEL, form feed) with C1 controls in key and headers",
 			key:    []byte("task-12\u0085\u009d0;t\u009c"),
 			header: []kgo.RecordHeader{{Key: "x-framed", Value: []byte(framed)}, {Key: "x-c1\u0090", Value: []byte("\u009b2J\u0085")}},
-			value:  []byte(framed + `{"event_id":"e-framed","title":"` + escTitle[:len(escTitle)-1] + `"}`), poison: true},
+			value:  []byte(framed + `{"event_id":"e-framed","title":"` + escTitle[:len(escTitle)-1] + `"}`), poison: true, framed: true},
 		{name: "malformed, not UTF-8, with every kind of control byte", key: []byte("\xc3\x28" + titleST + framed),
 			header: []kgo.RecordHeader{{Key: "x-mixed\xff" + bidi, Value: []byte(ownRed + "\xe2\x80" + framed)}},
 			value:  []byte(bidi + ownRed + "\xf0\x28\x8c\x28" + titleST + framed + c1CSI), poison: true},

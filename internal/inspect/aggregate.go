@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Continuity of an aggregate's event relative to the events before it.
@@ -41,6 +41,9 @@ type AggregateOptions struct {
 	// still counts but Truncated is set.
 	MaxEvents int
 	Progress  ProgressFunc
+	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
+	// §3.6); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // AggregateReport is what `inspect aggregate` shows.
@@ -120,7 +123,10 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 	err = scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		rep.RecordsScanned++
 		keyMatch := rec.Key != nil && string(rec.Key) == id
-		ev, err := envelope.DecodeRecord(rec)
+		ev, err, fatal := readEvent(ctx, opts.Schemas, rec)
+		if fatal != nil {
+			return fatal
+		}
 		if err != nil {
 			rep.MalformedSkipped++
 			if keyMatch && len(rep.MalformedWithKey) < maxAggregateMalformed {

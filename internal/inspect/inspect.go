@@ -9,6 +9,7 @@
 package inspect
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // ProgressFunc is told, during a scan, how many records have been read out of how many
@@ -51,7 +53,29 @@ func malformedOf(rec *kgo.Record, err error) MalformedRecord {
 	if me, ok := errors.AsType[*envelope.MalformedError](err); ok {
 		m.Format, m.Field, m.Reason, m.EventID = string(me.Format), me.Field, me.Reason, me.EventID
 	}
+	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Message = kafka.AddressOf(rec).String() + ": " + m.Message
+		m.Format, m.Field = string(se.Ref.Framing), "value"
+		if se.Key {
+			m.Field = "key"
+		}
+	}
 	return m
+}
+
+// readEvent is the one decode step of the inspect readers (docs/design.md §3.6): the
+// envelope read through d, a registry-framed value decoded first. fatal is set when the
+// registry itself failed (down, refusing the credentials) for a framed value: such a record is
+// not malformed, only unread, and a reader that judges records stops with it (exit 4) rather
+// than report it as malformed. A framed value with no registry configured is a problem of the
+// record (err, naming its schema id), not fatal: bytes that only look framed (a garbage record
+// starting with a NUL) must not keep the rest of a topic from being judged.
+func readEvent(ctx context.Context, d *schema.Decoder, rec *kgo.Record) (ev envelope.Event, err, fatal error) {
+	ev, _, err = d.Event(ctx, rec)
+	if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
+		return ev, err, se.Kinded()
+	}
+	return ev, err, nil
 }
 
 // FormatMalformed is the name under which format counts list records that do not decode.

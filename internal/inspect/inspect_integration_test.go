@@ -192,7 +192,7 @@ func TestUnknownTopic(t *testing.T) {
 	if _, err := inspect.Aggregate(ctx(t), c, missing, "x", kafka.Selection{}, inspect.AggregateOptions{}); !errors.As(err, &ute) {
 		t.Fatalf("aggregate: %v", err)
 	}
-	if _, err := inspect.Record(ctx(t), c, missing, 0, 0); !errors.As(err, &ute) {
+	if _, err := inspect.Record(ctx(t), c, nil, missing, 0, 0); !errors.As(err, &ute) {
 		t.Fatalf("record: %v", err)
 	}
 }
@@ -210,7 +210,7 @@ func TestRecordOutsidePartition(t *testing.T) {
 		{1, 0, "which holds no records"},
 		{2, 0, "has no partition 2 (partitions 0..1)"},
 	} {
-		_, err := inspect.Record(ctx(t), c, topic, tc.p, tc.o)
+		_, err := inspect.Record(ctx(t), c, nil, topic, tc.p, tc.o)
 		if fwerr.KindOf(err) != fwerr.KindUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("record %d/%d: %v (kind %v), want usage error with %q", tc.p, tc.o, err, fwerr.KindOf(err), tc.want)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // ErrNoRecord is returned (wrapped) when an offset inside a partition's bounds holds no
@@ -40,6 +41,10 @@ type RecordReport struct {
 	// ValueJSON is the value itself when it is valid JSON, for tools to read without decoding
 	// the value again.
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
+	// KeySchema and ValueSchema are the key's and value's registry framing and, decoded, their
+	// content (docs/design.md §3.6); nil when the bytes are not framed.
+	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
+	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
 }
 
 // recordReportJSON is RecordReport's JSON shape, its fields in the report's order.
@@ -58,6 +63,8 @@ type recordReportJSON struct {
 	Value         *string            `json:"value"`
 	ValueBase64   []byte             `json:"value_base64,omitempty"`
 	ValueJSON     json.RawMessage    `json:"value_json,omitempty"`
+	KeySchema     *schema.Payload    `json:"key_schema,omitempty"`
+	ValueSchema   *schema.Payload    `json:"value_schema,omitempty"`
 }
 
 // MarshalJSON writes the report's fields, key, headers and value by the one rule for record
@@ -67,7 +74,7 @@ type recordReportJSON struct {
 func (r RecordReport) MarshalJSON() ([]byte, error) {
 	out := recordReportJSON{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
 		TimestampType: r.TimestampType, Headers: make([]printable.Header, len(r.Headers)), Format: r.Format,
-		Event: r.Event, Malformed: r.Malformed, ValueJSON: r.ValueJSON}
+		Event: r.Event, Malformed: r.Malformed, ValueJSON: r.ValueJSON, KeySchema: r.KeySchema, ValueSchema: r.ValueSchema}
 	out.Key, out.KeyBase64 = printable.Text(r.Key)
 	out.Value, out.ValueBase64 = printable.Text(r.Value)
 	for i, h := range r.Headers {
@@ -80,15 +87,20 @@ func (r RecordReport) MarshalJSON() ([]byte, error) {
 // usage error that gives the valid range; an offset inside it with
 // no readable record wraps ErrNoRecord; an offset beyond the last stable offset (an open
 // transaction) says so.
-func Record(ctx context.Context, c *kafka.Cluster, topic string, partition int32, offset int64) (*RecordReport, error) {
+//
+// Framed payloads are decoded through d (docs/design.md §3.6) and the envelope read from the
+// decoded value; a payload that does not decode is reported in the report, not as an error.
+func Record(ctx context.Context, c *kafka.Cluster, d *schema.Decoder, topic string, partition int32, offset int64) (*RecordReport, error) {
 	rec, err := c.Fetch(ctx, topic, partition, offset)
 	if err != nil {
 		return nil, err
 	}
-	return recordReport(rec), nil
+	return RecordOf(ctx, d, rec), nil
 }
 
-func recordReport(rec *kgo.Record) *RecordReport {
+// RecordOf is rec as a report: its bytes, and its envelope (of the payload decoded through
+// d) or why it does not decode.
+func RecordOf(ctx context.Context, d *schema.Decoder, rec *kgo.Record) *RecordReport {
 	rep := &RecordReport{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Timestamp: recordTime(rec), TimestampType: "create",
@@ -101,7 +113,12 @@ func recordReport(rec *kgo.Record) *RecordReport {
 		rep.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
 	}
 	rep.Format = string(envelope.Detect(rep.Headers, rec.Value))
-	if ev, err := envelope.DecodeRecord(rec); err != nil {
+	ev, payloads, err := d.Event(ctx, rec)
+	rep.KeySchema, rep.ValueSchema = payloads.Key, payloads.Value
+	if payloads.Value != nil && len(payloads.Value.Decoded) > 0 {
+		rep.Format = string(envelope.Detect(rep.Headers, payloads.Value.Decoded))
+	}
+	if err != nil {
 		m := malformedOf(rec, err)
 		rep.Malformed = &m
 	} else {

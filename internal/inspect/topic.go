@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // DefaultSampleSize is how many of the newest records per partition Topic decodes to detect
@@ -30,6 +30,9 @@ type TopicOptions struct {
 	// when 0; negative disables sampling).
 	SampleSize int
 	Progress   ProgressFunc
+	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
+	// §3.6); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // TopicReport is what `inspect topic` shows.
@@ -239,7 +242,9 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 				}
 			}
 		}
-		ev, err := envelope.DecodeRecord(rec)
+		// A registry that failed is a warning here (the run's schema problems), not a stop:
+		// the sample only counts formats.
+		ev, err, _ := readEvent(ctx, opts.Schemas, rec)
 		if err != nil {
 			counts[FormatMalformed]++
 			if len(s.Malformed) < maxSampleMalformed {
@@ -272,9 +277,10 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 	return s, nil
 }
 
-// groupLags lists every consumer group, fetches all their commits in one batch, and keeps the
-// groups with a commit on topic. Groups whose commits cannot be fetched (another group type,
-// no permission) are left out: nothing says they read this topic.
+// groupLags lists every consumer group, fetches all their commits in one batch
+// (kafka.Cluster.GroupCommits), and keeps the groups with a commit on topic, each partition's
+// lag by kafka.Lag. Groups whose commits cannot be fetched (another group type, no
+// permission) are left out: nothing says they read this topic.
 func groupLags(ctx context.Context, c *kafka.Cluster, topic string, hwm map[int32]int64) ([]GroupLag, error) {
 	listed, err := c.Admin.ListGroups(ctx)
 	if err != nil && len(listed) == 0 {
@@ -282,37 +288,24 @@ func groupLags(ctx context.Context, c *kafka.Cluster, topic string, hwm map[int3
 	}
 	names := listed.Groups()
 	out := []GroupLag{}
-	if len(names) == 0 {
-		return out, nil
-	}
-	fetched := c.Admin.FetchManyOffsets(ctx, names...)
+	commits, _ := c.GroupCommits(ctx, names...)
 	for _, name := range names {
-		fr, ok := fetched[name]
-		if !ok || fr.Err != nil {
-			continue
-		}
-		parts := fr.Fetched[topic]
+		parts := commits[name][topic]
 		if len(parts) == 0 {
 			continue
 		}
 		g := GroupLag{Group: name, State: listed[name].State, Partitions: []GroupPartition{}}
-		for p, o := range parts {
-			if o.Err != nil || o.At < 0 {
-				continue
-			}
-			end, known := hwm[p]
+		for p, at := range parts {
 			lag := int64(0)
-			if known {
-				lag = max(0, end-o.At)
+			if end, known := hwm[p]; known {
+				lag = kafka.Lag(at, end)
 			}
-			g.Partitions = append(g.Partitions, GroupPartition{Partition: p, Committed: o.At, Lag: lag})
+			g.Partitions = append(g.Partitions, GroupPartition{Partition: p, Committed: at, Lag: lag})
 			g.TotalLag += lag
-		}
-		if len(g.Partitions) == 0 {
-			continue
 		}
 		sort.Slice(g.Partitions, func(i, j int) bool { return g.Partitions[i].Partition < g.Partitions[j].Partition })
 		out = append(out, g)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Kinds of Validate findings. Each is a problem: a clean stream has none.
@@ -63,6 +64,9 @@ type ValidateOptions struct {
 	// TempDir is where the spill file goes (os.TempDir() when empty).
 	TempDir  string
 	Progress ProgressFunc
+	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
+	// §3.6); nil detects their framing only.
+	Schemas *schema.Decoder
 }
 
 // ValidateReport is the result of the lint.
@@ -214,7 +218,10 @@ func (v *validator) find(f Finding) {
 
 func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	v.rep.RecordsScanned++
-	ev, err := envelope.DecodeRecord(rec)
+	ev, err, fatal := readEvent(ctx, v.opts.Schemas, rec)
+	if fatal != nil {
+		return fatal
+	}
 	if err != nil {
 		m := malformedOf(rec, err)
 		v.find(Finding{Kind: KindMalformed, Partition: rec.Partition, Offset: rec.Offset, EventID: m.EventID, Message: m.Message})

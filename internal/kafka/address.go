@@ -23,6 +23,24 @@ type RecordAddress struct {
 	Offset    int64  `json:"offset"`
 }
 
+// TopicPartition is one partition of a topic, spelled topic/partition (the address of a
+// record without its offset).
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// String writes topic/partition.
+func (tp TopicPartition) String() string { return tp.Topic + "/" + strconv.Itoa(int(tp.Partition)) }
+
+// Less orders by topic, then partition.
+func (tp TopicPartition) Less(o TopicPartition) bool {
+	if tp.Topic != o.Topic {
+		return tp.Topic < o.Topic
+	}
+	return tp.Partition < o.Partition
+}
+
 // AddressOf is the address of rec.
 func AddressOf(rec *kgo.Record) RecordAddress {
 	return RecordAddress{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}

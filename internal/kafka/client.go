@@ -61,7 +61,7 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		kgo.MetadataMinAge(500 * time.Millisecond),
 	}
 	if conn.TLS.Enabled {
-		tc, err := tlsConfig(conn.TLS, conn.KeyPassword)
+		tc, err := TLSConfig(conn.TLS, conn.KeyPassword)
 		if err != nil {
 			return nil, err
 		}
@@ -85,9 +85,9 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// tlsConfig builds the client TLS configuration. Every error is a usage error: the local files
+// TLSConfig builds the client TLS configuration. Every error is a usage error: the local files
 // or their password are wrong, and nothing was dialled (docs/design.md §4.2).
-func tlsConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
+func TLSConfig(t config.TLS, keyPassword string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by the operator
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
@@ -137,10 +137,21 @@ func Connect(ctx context.Context, conn config.Connection, timeout time.Duration,
 	return &Cluster{Client: cl, Admin: kadm.NewClient(cl), Brokers: conn.Brokers, opts: opts}, nil
 }
 
-// describeConnectError finds the most telling cause: an authentication failure as the broker
-// said it, else what a plain TCP dial says (refused, no such host, timeout).
+// describeConnectError finds the most telling cause: a listener that does not speak Kafka's
+// protocol (a wrong port: its first four bytes read as an absurd response size), an
+// authentication failure as the broker said it, else what a plain TCP dial says (refused, no
+// such host, timeout).
 func describeConnectError(brokers []string, err error, timeout time.Duration) error {
 	who := strings.Join(brokers, ",")
+	if msg := err.Error(); strings.Contains(msg, "invalid large response size") {
+		switch {
+		case strings.Contains(msg, "tls alert"):
+			return fmt.Errorf("Kafka at %s speaks TLS: add --tls (and --tls-ca when a private CA signed its certificate)", who)
+		case strings.Contains(msg, "HTTP response"):
+			return fmt.Errorf("%s is not a Kafka broker (it answers HTTP): give the port of a Kafka listener in --brokers", who)
+		}
+		return fmt.Errorf("%s is not a Kafka broker (its answer is not Kafka's protocol): give the port of a Kafka listener in --brokers", who)
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) && (ke.Code == kerr.SaslAuthenticationFailed.Code || ke.Code == kerr.IllegalSaslState.Code || ke.Code == kerr.UnsupportedSaslMechanism.Code) {
 		return fmt.Errorf("cannot authenticate to Kafka at %s: %v", who, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +183,43 @@ func TestUnreachableBroker(t *testing.T) {
 	}
 	if d := time.Since(start); d > 8*time.Second {
 		t.Errorf("took %s", d)
+	}
+}
+
+// TestNotAKafkaBroker: --brokers pointed at a port that is no Kafka listener says so, rather
+// than franz-go's "invalid large response size": the real PostgreSQL's port, a web server,
+// and the real broker's TLS listener dialled in the clear (which needs --tls).
+func TestNotAKafkaBroker(t *testing.T) {
+	pg, err := url.Parse(testenv.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A web server that answers what it cannot parse at once, as most proxies do.
+	web, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	go func() {
+		for {
+			c, err := web.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	tlsAddr, _, _ := testenv.SecureBrokers(t)
+	for _, c := range []struct{ addr, want string }{
+		{pg.Host, pg.Host + " is not a Kafka broker (its answer is not Kafka's protocol): give the port of a Kafka listener in --brokers"},
+		{web.Addr().String(), web.Addr().String() + " is not a Kafka broker (it answers HTTP)"},
+		{tlsAddr, "Kafka at " + tlsAddr + " speaks TLS: add --tls"},
+	} {
+		_, err := kafka.Connect(context.Background(), config.Connection{Brokers: []string{c.addr}}, 10*time.Second)
+		if fwerr.KindOf(err) != fwerr.KindConnect || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "invalid large response") {
+			t.Errorf("--brokers %s: err = %v (kind %v), want %q", c.addr, err, fwerr.KindOf(err), c.want)
+		}
 	}
 }
 

@@ -126,12 +126,12 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	}
 	var sinceOffsets, untilOffsets map[int32]int64
 	if !sel.Since.IsZero() {
-		if sinceOffsets, err = c.offsetsAfter(ctx, topic, sel.Since); err != nil {
+		if sinceOffsets, err = c.OffsetsAfter(ctx, topic, sel.Since); err != nil {
 			return nil, err
 		}
 	}
 	if !sel.Until.IsZero() {
-		if untilOffsets, err = c.offsetsAfter(ctx, topic, sel.Until); err != nil {
+		if untilOffsets, err = c.OffsetsAfter(ctx, topic, sel.Until); err != nil {
 			return nil, err
 		}
 	}
@@ -222,9 +222,9 @@ func validRange(b PartitionBounds) string {
 	return fmt.Sprintf("%d..%d", b.LogStart, b.HighWatermark-1)
 }
 
-// offsetsAfter returns, per partition, the first offset whose timestamp is >= t (the end
+// OffsetsAfter returns, per partition, the first offset whose timestamp is >= t (the end
 // offset when there is none).
-func (c *Cluster) offsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
 	listed, err := c.Admin.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
 	if err != nil {
 		return nil, Denied(fmt.Errorf("list offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err), OpDescribe, ResourceTopic, topic)
@@ -309,14 +309,8 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
 		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if ferr == nil && !errors.Is(err, context.Canceled) {
-				ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
-			}
-		})
-		if ferr != nil {
-			return ferr
+		if err := fetchError(fetches); err != nil {
+			return err
 		}
 		var stop error
 		fetches.EachPartition(func(ft kgo.FetchTopicPartition) {
@@ -352,4 +346,16 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		}
 	}
 	return nil
+}
+
+// fetchError is the first error of a poll (a cancellation aside), a denial classified as
+// READ on its topic.
+func fetchError(fetches kgo.Fetches) error {
+	var ferr error
+	fetches.EachError(func(t string, p int32, err error) {
+		if ferr == nil && !errors.Is(err, context.Canceled) {
+			ferr = Denied(fmt.Errorf("fetch %s/%d: %w", t, p, err), OpRead, ResourceTopic, t)
+		}
+	})
+	return ferr
 }

@@ -120,7 +120,8 @@ func fitWidths(widths, floors []int, limit int) []int {
 }
 
 // fitTable cuts the cells of header and rows (already made printable) to the widths that let
-// the table fit limit columns, and returns them with those widths.
+// the table fit limit columns, and returns them with those widths. The first column keeps
+// its width while the others' headers fit beside it.
 func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string, []int) {
 	natural := make([]int, len(header))
 	for i, h := range header {
@@ -135,6 +136,20 @@ func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string
 		}
 	}
 	widths := fitWidths(natural, headers, limit)
+	// The first column names the row (a topic, a dead letter's coordinates): it keeps its
+	// width when the others' headers still fit beside it.
+	if len(headers) > 0 && widths[0] < natural[0] {
+		floors := append([]int(nil), headers...)
+		floors[0] = natural[0]
+		first := fitWidths(natural, floors, limit)
+		kept := true
+		for i, w := range first {
+			kept = kept && w >= min(natural[i], max(minCellWidth, floors[i]))
+		}
+		if kept {
+			widths = first
+		}
+	}
 	cut := func(r []string) []string {
 		out := make([]string, len(r))
 		for i, c := range r {

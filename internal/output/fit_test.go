@@ -1,6 +1,7 @@
 package output
 
 import (
+	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"testing"
 
@@ -133,6 +134,51 @@ func TestHeadersNeverCut(t *testing.T) {
 		}
 		if !strings.HasSuffix(r[0][0], Ellipsis) || !strings.HasSuffix(r[0][3], Ellipsis) {
 			t.Errorf("width %d: the wide cells are not cut: %q", width, r[0])
+		}
+	}
+}
+
+// TestFirstColumnKept: the first column, which names the row, keeps its width when the other
+// headers still fit beside it; the other cells are cut first.
+func TestFirstColumnKept(t *testing.T) {
+	header := []string{"TOPIC", "MESSAGE", "AGE"}
+	rows := [][]string{{"orders.payments.dlq", strings.Repeat("m", 80), "3s"}}
+	h, r, _ := fitTable(header, rows, 40)
+	if r[0][0] != rows[0][0] || !strings.HasSuffix(r[0][1], Ellipsis) || strings.Join(h, " ") != "TOPIC MESSAGE AGE" {
+		t.Errorf("at 40 columns: %q %q", h, r)
+	}
+}
+
+// TestLongFieldWrapped: a plain field value wider than the terminal leaves is wrapped under
+// itself, never past the terminal's edge; --wide and a pipe keep it on one line.
+func TestLongFieldWrapped(t *testing.T) {
+	value := "3 (not recognisable as events: a consumer dead-letters them, never marks them)"
+	render := func(tty, wide bool) string {
+		s, _, out, _ := Test()
+		s.OutTTY, s.Width = tty, 60
+		if !tty {
+			s.Width = 0
+		}
+		p := NewPrinter(s, FormatTable)
+		p.Wide = wide
+		if err := p.Object(nil, []Section{{Fields: [][2]string{{"records", "238"}, {"malformed", value}}}}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	got := render(true, false)
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[2], strings.Repeat(" ", len("malformed")+columnGap)) {
+		t.Errorf("at 60 columns, want the value wrapped under itself:\n%s", got)
+	}
+	for _, l := range lines {
+		if w := twwidth.Width(ansi.Strip(l)); w > 60 {
+			t.Errorf("a line %d columns wide at 60: %q", w, l)
+		}
+	}
+	for _, got := range []string{render(true, true), render(false, false)} {
+		if !strings.Contains(got, value) {
+			t.Errorf("wide or piped, want the value on one line:\n%s", got)
 		}
 	}
 }

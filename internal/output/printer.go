@@ -102,7 +102,7 @@ func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
 	color := p.Styles.Color()
 	styled := make([]string, len(header))
 	for i, h := range header {
-		styled[i] = Printable(p.Styles.Header.Render(strings.ToUpper(h)), color)
+		styled[i] = Printable(p.Styles.Header.Render(tableHeader(h)), color)
 	}
 	safeRows := make([][]string, len(rows))
 	for i, r := range rows {
@@ -173,13 +173,16 @@ type Section struct {
 	// WideOnly names the columns of Header left out on a terminal too narrow for the whole
 	// table, as Column.WideOnly; CSV keeps them.
 	WideOnly []string
+	// Optional names the columns of Header left out of the table when none of their cells
+	// says anything, as Column.Optional; CSV keeps them.
+	Optional []string
 }
 
-// wideOnlyOf marks the columns of s.Header that s.WideOnly names.
-func wideOnlyOf(s Section) []bool {
+// namedIn marks the columns of s.Header that names names.
+func namedIn(s Section, names []string) []bool {
 	out := make([]bool, len(s.Header))
 	for i, h := range s.Header {
-		out[i] = slices.Contains(s.WideOnly, h)
+		out[i] = slices.Contains(names, h)
 	}
 	return out
 }
@@ -196,7 +199,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 		w := csv.NewWriter(p.Streams.Out)
 		for _, s := range sections {
 			if len(s.Header) > 0 {
-				_ = w.Write(s.Header)
+				_ = w.Write(csvHeader(s.Header))
 				for _, r := range s.Rows {
 					_ = w.Write(csvRow(p.Streams.OutTTY, r))
 				}
@@ -227,15 +230,25 @@ func (p *Printer) Object(v any, sections []Section) error {
 			for _, f := range s.Fields {
 				width = max(width, len(printable.Escape(f[0])))
 			}
+			// A plain value wider than the terminal leaves is wrapped under itself, as a
+			// confirmation's are, rather than by the terminal into the names' column.
+			room := p.TableWidth() - width - columnGap
 			for _, f := range s.Fields {
 				name := p.Styles.Header.Render(fmt.Sprintf("%-*s", width, printable.Escape(f[0])))
-				fmt.Fprintf(out, "%s  %s\n", Printable(name, color), Printable(f[1], color))
+				parts := []string{f[1]}
+				if room >= 2*minCellWidth && Printable(f[1], true) == f[1] { // plain: no style, nothing to escape
+					parts = Wrap(f[1], room)
+				}
+				fmt.Fprintf(out, "%s  %s\n", Printable(name, color), Printable(parts[0], color))
+				for _, part := range parts[1:] {
+					fmt.Fprintf(out, "%*s  %s\n", width, "", Printable(part, color))
+				}
 			}
 		}
 		if len(s.Header) > 0 {
 			if len(s.Rows) == 0 {
 				fmt.Fprintln(out, Printable(p.Styles.Dim.Render("(none)"), color))
-			} else if err := p.Table(p.shownColumnsOf(s.Header, make([]bool, len(s.Header)), wideOnlyOf(s), s.Rows)); err != nil {
+			} else if err := p.Table(p.shownColumnsOf(s.Header, namedIn(s, s.Optional), namedIn(s, s.WideOnly), s.Rows)); err != nil {
 				return err
 			}
 		}
@@ -262,6 +275,20 @@ func writeJSON(w io.Writer, v any, indent bool) error {
 	return err
 }
 
+// tableHeader is how a column's name heads a table: in capitals, its words apart, however
+// the name joins them ("event_id" and "event id" are both EVENT ID), so that every table
+// spells a column one way. csvHeader names CSV columns as the JSON fields are named: words
+// joined by underscores (event_id).
+func tableHeader(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", " ")) }
+
+func csvHeader(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ReplaceAll(n, " ", "_")
+	}
+	return out
+}
+
 // csvRow is a CSV row as written: escaped by Printable when stdout is a terminal (CSV read
 // there is read by a person; a file or a pipe gets the data as it is).
 func csvRow(tty bool, row []string) []string {
@@ -281,7 +308,7 @@ func writeCSV[T any](w io.Writer, tty bool, columns []Column[T], items []T) erro
 	for i, c := range columns {
 		header[i] = c.Name
 	}
-	if err := cw.Write(header); err != nil {
+	if err := cw.Write(csvHeader(header)); err != nil {
 		return err
 	}
 	for _, it := range items {

@@ -296,7 +296,29 @@ func (s *Stream[T]) csvHeader() error {
 	for i, c := range s.opts.CSV {
 		header[i] = c.Name
 	}
-	return s.csv.Write(header)
+	return s.csv.Write(csvHeader(header))
+}
+
+// Release writes what the stream holds back, so that every later row is written as it comes:
+// for a stream that goes on after its first part (dlq list --follow). A table prints the rows
+// it kept and fixes its widths to them; with none kept, the next row is printed at once, in
+// its own widths. A buffered stream writes its buffer (later rows still go out within
+// FlushDelay).
+func (s *Stream[T]) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil || s.closed {
+		return s.err
+	}
+	if s.p.Format == FormatTable {
+		if s.table == nil {
+			s.table = newTableStream(s.p, s.cols, s.opts.TableChunk, s.clearProgress)
+		}
+		if s.err = s.table.release(); s.err != nil {
+			return s.err
+		}
+	}
+	return s.flush()
 }
 
 // Truncated records that the command stopped at limit while more rows were left. Close then

@@ -28,7 +28,9 @@ import (
 // show nothing until it ends.
 //
 // An Optional column is left out only when the whole table was kept: a chunked table cannot
-// know whether a later row fills it, so it shows every column. So is a WideOnly column.
+// know whether a later row fills it, so it shows every column. A WideOnly column is left out
+// of a chunked table too, when the first chunk does not fit the terminal: it is a detail the
+// table can do without, and the rows after the chunk keep the chunk's columns.
 type tableStream struct {
 	p        *Printer
 	names    []string
@@ -37,6 +39,7 @@ type tableStream struct {
 	chunk    int
 	rows     [][]string
 	widths   []int  // set once the first chunk is printed
+	kept     []int  // the columns shown, set with widths
 	before   func() // called before anything is printed
 }
 
@@ -59,8 +62,15 @@ func (t *tableStream) add(row []string) error {
 	if len(t.rows) < t.chunk {
 		return nil
 	}
+	return t.fix()
+}
+
+// fix prints the kept rows with tablewriter and makes their widths the table's.
+func (t *tableStream) fix() error {
 	t.before()
-	widths, err := t.p.table(t.names, t.rows)
+	t.kept = t.p.shownColumnIndexes(t.names, make([]bool, len(t.names)), t.wideOnly, t.rows)
+	header, rows := selectColumns(t.names, t.rows, t.kept)
+	widths, err := t.p.table(header, rows)
 	t.widths, t.rows = widths, nil
 	return err
 }
@@ -70,6 +80,7 @@ func (t *tableStream) add(row []string) error {
 func (t *tableStream) line(row []string) error {
 	var b strings.Builder
 	color := t.p.Styles.Color()
+	row = pick(row, t.kept)
 	for i, c := range row {
 		c = Printable(c, color)
 		if t.p.TableWidth() > 0 {
@@ -82,6 +93,19 @@ func (t *tableStream) line(row []string) error {
 	}
 	_, err := io.WriteString(t.p.Streams.Out, strings.TrimRight(b.String(), " ")+"\n")
 	return err
+}
+
+// release prints the kept rows and fixes the widths to them; with none kept, the next row
+// is the chunk.
+func (t *tableStream) release() error {
+	if t.widths != nil {
+		return nil
+	}
+	if len(t.rows) == 0 {
+		t.chunk = 1
+		return nil
+	}
+	return t.fix()
 }
 
 func (t *tableStream) close() error {
@@ -103,6 +127,11 @@ func shownColumns[T any](p *Printer, cols []Column[T], rows [][]string) ([]strin
 }
 
 func (p *Printer) shownColumnsOf(names []string, opt, wideOnly []bool, rows [][]string) ([]string, [][]string) {
+	return selectColumns(names, rows, p.shownColumnIndexes(names, opt, wideOnly, rows))
+}
+
+// shownColumnIndexes is which columns shownColumnsOf keeps, in order.
+func (p *Printer) shownColumnIndexes(names []string, opt, wideOnly []bool, rows [][]string) []int {
 	says := make([]bool, len(names))
 	for i := range names {
 		says[i] = !opt[i] || !emptyColumn(rows, i)
@@ -114,7 +143,7 @@ func (p *Printer) shownColumnsOf(names []string, opt, wideOnly []bool, rows [][]
 			if !says[i] {
 				continue
 			}
-			w := twwidth.Width(strings.ToUpper(n))
+			w := twwidth.Width(tableHeader(n))
 			for _, r := range rows {
 				w = max(w, twwidth.Width(Printable(r[i], color)))
 			}
@@ -122,32 +151,34 @@ func (p *Printer) shownColumnsOf(names []string, opt, wideOnly []bool, rows [][]
 		}
 		narrow = total-columnGap > limit
 	}
-	return selectColumns(names, rows, func(i int) bool { return says[i] && !(narrow && wideOnly[i]) })
-}
-
-// selectColumns is names and rows with only the columns keep keeps.
-func selectColumns(names []string, rows [][]string, keep func(i int) bool) ([]string, [][]string) {
 	kept := make([]int, 0, len(names))
 	for i := range names {
-		if keep(i) {
+		if says[i] && !(narrow && wideOnly[i]) {
 			kept = append(kept, i)
 		}
 	}
+	return kept
+}
+
+// selectColumns is names and rows with only the columns kept (indexes, in order).
+func selectColumns(names []string, rows [][]string, kept []int) ([]string, [][]string) {
 	if len(kept) == len(names) {
 		return names, rows
 	}
-	header := make([]string, len(kept))
-	for j, i := range kept {
-		header[j] = names[i]
-	}
 	out := make([][]string, len(rows))
 	for r, row := range rows {
-		out[r] = make([]string, len(kept))
-		for j, i := range kept {
-			out[r][j] = row[i]
-		}
+		out[r] = pick(row, kept)
 	}
-	return header, out
+	return pick(names, kept), out
+}
+
+// pick is the cells of row at the indexes kept.
+func pick(row []string, kept []int) []string {
+	out := make([]string, len(kept))
+	for j, i := range kept {
+		out[j] = row[i]
+	}
+	return out
 }
 
 func emptyColumn(rows [][]string, i int) bool {

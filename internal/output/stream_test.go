@@ -551,3 +551,90 @@ func TestStreamJSONOption(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRelease: a table's kept rows are printed at Release, as List would print them,
+// and every later row at once; released with none kept, the next row is printed at once with
+// the header. A buffered jsonl stream writes what it holds.
+func TestStreamRelease(t *testing.T) {
+	s, _, out, _ := Test()
+	st := NewStream(NewPrinter(s, FormatTable), cols, StreamOptions[row]{})
+	_ = st.Write(row{"a", 1})
+	_ = st.Write(row{"bb", 22})
+	if out.Len() != 0 {
+		t.Fatalf("a table printed before its chunk was full: %q", out.String())
+	}
+	if err := st.Release(); err != nil {
+		t.Fatal(err)
+	}
+	ls, _, want, _ := Test()
+	if err := List(NewPrinter(ls, FormatTable), []row{{"a", 1}, {"bb", 22}}, cols, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Fatalf("released:\n%q\nwant what List prints:\n%q", out.String(), want.String())
+	}
+	_ = st.Write(row{"c", 3})
+	if !strings.HasSuffix(out.String(), "\nc     3\n") {
+		t.Fatalf("a row after Release was not printed at once in the table's widths: %q", out.String())
+	}
+
+	s, _, out, _ = Test()
+	st = NewStream(NewPrinter(s, FormatTable), cols, StreamOptions[row]{})
+	if err := st.Release(); err != nil || out.Len() != 0 {
+		t.Fatalf("an empty release printed %q (%v)", out.String(), err)
+	}
+	_ = st.Write(row{"first", 1})
+	if got := out.String(); !strings.Contains(got, "NAME") || !strings.Contains(got, "first") {
+		t.Fatalf("the first row after an empty release was not printed at once: %q", got)
+	}
+
+	s, _, out, _ = Test()
+	st = NewStream(NewPrinter(s, FormatJSONL), cols, StreamOptions[row]{})
+	_ = st.Write(row{"a", 1})
+	if err := st.Release(); err != nil || out.String() != "{\"name\":\"a\",\"count\":1}\n" {
+		t.Fatalf("a released jsonl stream holds back %q (%v)", out.String(), err)
+	}
+}
+
+// TestStreamWideOnlyColumn: a streamed table leaves a WideOnly column out on a terminal too
+// narrow for it, kept whole or in chunks (every row after the first chunk in the chunk's
+// columns), and keeps it with Wide, on a wide enough terminal and in CSV.
+func TestStreamWideOnlyColumn(t *testing.T) {
+	type item struct{ id, detail string }
+	wcols := []Column[item]{
+		{Name: "id", Value: func(i item) string { return i.id }},
+		{Name: "detail", WideOnly: true, Value: func(i item) string { return i.detail }},
+	}
+	var items []item
+	for i := range 5 {
+		items = append(items, item{fmt.Sprintf("a-%d", i), strings.Repeat("x", 50)})
+	}
+	render := func(width, chunk int, wide bool, f Format) string {
+		s, _, out, _ := Test()
+		s.OutTTY, s.Width = true, width
+		p := NewPrinter(s, f)
+		p.Wide = wide
+		st := NewStream(p, wcols, StreamOptions[item]{TableChunk: chunk})
+		for _, it := range items {
+			if err := st.Write(it); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	for _, chunk := range []int{0, 2} {
+		got := render(40, chunk, false, FormatTable)
+		if strings.Contains(got, "DETAIL") || strings.Contains(got, "x") || strings.Count(got, "a-") != len(items) {
+			t.Errorf("chunk %d, narrow: want every id and no detail:\n%s", chunk, got)
+		}
+		for name, got := range map[string]string{"wide": render(40, chunk, true, FormatTable), "100 columns": render(100, chunk, false, FormatTable),
+			"csv": render(40, chunk, false, FormatCSV)} {
+			if !strings.Contains(strings.ToUpper(got), "DETAIL") || strings.Count(got, items[0].detail) != len(items) {
+				t.Errorf("chunk %d, %s: want the column whole on every row:\n%s", chunk, name, got)
+			}
+		}
+	}
+}

@@ -285,6 +285,15 @@ func Horizon(h TopicHorizon, r kafka.Retention, olderThan time.Duration) TopicHo
 	return h
 }
 
+// PastHorizon reports whether the markers of events processed age ago, from a topic of
+// retention r, may already be pruned under the replay-horizon policy (Horizon): a prune of
+// markers older than age is one the policy lets through. A replay of such an event may then
+// meet no marker, and be processed a second time. Only a known retention says so; a topic
+// kept forever, or of unknown retention, never lets a prune through.
+func PastHorizon(r kafka.Retention, age time.Duration) bool {
+	return r.State == kafka.RetentionKnown && Horizon(TopicHorizon{}, r, age).Problem == ""
+}
+
 func forConsumer(c string) string {
 	if c == "" {
 		return ""

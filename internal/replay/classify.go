@@ -46,6 +46,8 @@ func (o Outcome) String() string {
 type decision struct {
 	rec     *kgo.Record
 	eventID string
+	// group is the consumer group the dead letter names ("" when none).
+	group   string
 	count   int // fw.replay.count as read
 	reason  string
 	errMsg  string
@@ -131,11 +133,14 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	var ids []string
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
+		if c.filter.SchemaID != 0 {
+			dl.DecodePayloads(ctx, nil, r) // the framing names the id: no registry needed
+		}
 		d := &out[i]
-		d.rec, d.eventID, d.count, d.reason, d.errMsg = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage
+		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
 		d.key, d.keySet = dl.OriginalKey, dl.HasOriginalKey
-		if !c.spec.named(r.Partition, r.Offset) || !c.filter.Match(dl) {
+		if !c.filter.Match(dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
 			d.outcome = OutcomeFiltered
 			continue
 		}

@@ -100,9 +100,10 @@ type Summary struct {
 	// column for them, they are the selected records neither sent, quarantined nor skipped).
 	Incomplete      []RecordRef `json:"incomplete"`
 	IncompleteCount int64       `json:"incomplete_count"`
-	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over Seconds.
+	// SentNow is what this process had acknowledged; RecordsPerSecond is SentNow over the
+	// attempt's ElapsedMS.
 	SentNow          int64   `json:"sent_this_attempt"`
-	Seconds          float64 `json:"seconds"`
+	ElapsedMS        int64   `json:"elapsed_ms"`
 	RecordsPerSecond float64 `json:"records_per_second"`
 	// DuplicateWindow bounds how many records a crash of this process could have sent without
 	// the journal knowing (so that a resume sends them again): the producer's buffer plus one
@@ -117,6 +118,11 @@ type Summary struct {
 	Recorded      bool  `json:"-"`
 	Read          int64 `json:"-"`
 	MalformedSent int64 `json:"-"`
+
+	// Stopped is set when the run stopped itself (--stop-on-redeadletter, *StoppedError).
+	Stopped bool `json:"stopped,omitempty"`
+	// guards are the guards' notices of a single pass (checked as the records were sent).
+	guards []Notice
 }
 
 // Err is the run's outcome as an exit code: nil when completed with nothing quarantined and
@@ -241,8 +247,12 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		tr:       newTracker(p.Ranges, base),
 		flushNow: make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
-		prov:     NewProvenance(sum.RunID, sum.Reason),
+		prov:     provenanceOf(sum.RunID, sum.Reason, &p.Spec),
 		targets:  targets, checkTargets: checkTargets,
+	}
+	if opts.SinglePass && p.Resume == nil {
+		// Nothing was scanned: the guards look at the records as they are sent, and warn after.
+		e.guard = newGuard(c, st, &p.Spec)
 	}
 	runErr := e.run(ctx, c)
 	if e.create != nil {
@@ -256,11 +266,18 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	}
 	sum.Recorded = true
 
+	if e.guard != nil {
+		gctx, cancel := context.WithTimeout(journalCtx, drainTimeout)
+		sum.guards, _ = e.guard.notices(gctx) // warnings after the fact: a failure to look is no failure of the run
+		cancel()
+	}
 	status := dedup.RunCompleted
 	switch {
 	case runErr == nil:
 	case ctx.Err() != nil: // SIGINT/SIGTERM: whatever failed after it failed because of it
 		status = dedup.RunInterrupted
+	case IsStopped(runErr): // stopped itself, cleanly: resumable as an interruption is
+		status, sum.Stopped = dedup.RunInterrupted, true
 	default:
 		status = dedup.RunFailed
 	}
@@ -288,7 +305,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	if sum.Targets == nil {
 		sum.Targets = []dedup.TargetCount{}
 	}
-	if status == dedup.RunInterrupted && runErr != nil && fwerr.KindOf(runErr) != fwerr.KindInterrupted {
+	if status == dedup.RunInterrupted && runErr != nil && !sum.Stopped && fwerr.KindOf(runErr) != fwerr.KindInterrupted {
 		runErr = fwerr.Wrap(fwerr.KindInterrupted, runErr)
 	}
 	return sum, runErr
@@ -314,6 +331,8 @@ type executor struct {
 	// otherwise: the scan or CheckTarget did).
 	targets      *targetCache
 	checkTargets bool
+	// guard checks the records of a single pass as they are sent (nil after a scan).
+	guard *guard
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -347,6 +366,19 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	readCtx, stopRead := context.WithCancelCause(ctx)
 	defer stopRead(nil)
 	prodCtx := context.WithoutCancel(ctx)
+
+	if n := e.plan.Spec.StopOnRedeadletter; n > 0 {
+		// Watch the topic read for the run's own records coming back, from its end now.
+		wctx, stopWatch := context.WithCancel(readCtx)
+		watched := make(chan struct{})
+		defer func() { stopWatch(); <-watched }()
+		go func() {
+			defer close(watched)
+			if err := watchRedeadletters(wctx, c, e.plan.Spec.From, e.sum.RunID, n, func(err error) { stopRead(err) }); err != nil && wctx.Err() == nil {
+				stopRead(err)
+			}
+		}()
+	}
 
 	// The flusher writes the journal of a recorded run: it starts once the run is recorded.
 	stopFlusher := make(chan struct{})
@@ -409,6 +441,11 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 				return err
 			}
 			d.partition = part
+			if e.guard != nil {
+				if err := e.guard.add(readCtx, d); err != nil {
+					return err
+				}
+			}
 		}
 		if e.create != nil && d.outcome != OutcomeFiltered {
 			// A single pass records its run before the first selected record is handled.
@@ -446,7 +483,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 		if d.reason == dlq.ReasonMalformed {
 			e.sum.MalformedSent++
 		}
-		out := e.prov.outgoingWith(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at)
+		out := e.prov.build(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at, d.group)
 		out.Key = d.sendKey()
 		if d.partition < 0 {
 			out.Partition = -1 // placedPartitioner: spread it
@@ -509,9 +546,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	progress()
 	lv := e.tr.live()
 	e.sum.SentNow = lv.Acked
-	e.sum.Seconds = time.Since(start).Seconds()
-	if e.sum.Seconds > 0 {
-		e.sum.RecordsPerSecond = float64(lv.Acked) / e.sum.Seconds
+	elapsed := time.Since(start)
+	e.sum.ElapsedMS = elapsed.Milliseconds()
+	if elapsed > 0 {
+		e.sum.RecordsPerSecond = float64(lv.Acked) / elapsed.Seconds()
 	}
 	return readErr
 }

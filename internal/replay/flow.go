@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // FlowOptions configure Run: what was asked for, and how to reach the person who asked.
@@ -21,6 +25,10 @@ type FlowOptions struct {
 	// and before anything is sent. nil from it goes on; an error stops the flow there with
 	// that error: nothing is sent and no run is recorded. Without Yes a Confirm is required.
 	Confirm func(Check) error
+	// Editor is asked for the new value of a record the plan edits interactively (Edit,
+	// --edit): given the value as the operator edits it (EditableValue), it returns the new
+	// one. Without it such a plan is refused.
+	Editor func(value []byte) ([]byte, error)
 
 	// RunID, Operator and Reason describe a new run (RunID defaults to NewRunID). A resumed
 	// plan keeps its own.
@@ -30,6 +38,8 @@ type FlowOptions struct {
 	// Sample is how many selected records a scan's report shows (ScanOptions.Sample: 0 the
 	// default, negative none).
 	Sample int
+	// Schemas decodes the sample's registry-framed payloads (ScanOptions.Schemas).
+	Schemas *schema.Decoder
 	// Progress, when set, is told how far the scan and the send have come.
 	Progress func(FlowProgress)
 }
@@ -84,6 +94,13 @@ const (
 	NoticeNothingSelected NoticeKind = "nothing_selected"
 	// NoticeResume: the run stopped (interrupted or failed) and can be resumed.
 	NoticeResume NoticeKind = "resume"
+	// NoticeForGroup: which consumer groups the records are for (fw.replay.for).
+	NoticeForGroup NoticeKind = "for_group"
+	// NoticeGuardPartial: a guard checked only part of the selection.
+	NoticeGuardPartial NoticeKind = "guard_partial"
+	// NoticeStopped: the run stopped because its own records were dead-lettered again
+	// (--stop-on-redeadletter); it can be resumed once the cause is fixed.
+	NoticeStopped NoticeKind = "stopped"
 )
 
 // Notice is something the person who ran the flow should read, beside the report or the
@@ -94,7 +111,13 @@ type Notice struct {
 }
 
 // Warning reports whether the notice warns (of something that will not go as hoped).
-func (n Notice) Warning() bool { return n.Kind == NoticeMalformed || n.Kind == NoticeLostOffsets }
+func (n Notice) Warning() bool {
+	switch n.Kind {
+	case NoticeMalformed, NoticeLostOffsets, NoticePastHorizon, NoticeNewerProcessed, NoticeStopped:
+		return true
+	}
+	return false
+}
 
 // String is the notice as a line: warnings start with "warning: ".
 func (n Notice) String() string {
@@ -148,8 +171,19 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
 			plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
 	}
-	if o.Execute && o.Yes && singlePass(ctx, c, p) {
+	if p.Spec.Edit != nil && p.Resume == nil && p.edit == nil {
+		read := func(ctx context.Context, fn func(*kgo.Record) error) error { return c.Read(ctx, p.Ranges, fn) }
+		rep, err := prepareEdit(ctx, p, read, o.Editor)
+		if err != nil {
+			return res, err
+		}
+		p.edit = rep
+	}
+	if o.Execute && o.Yes && !p.Spec.Strict && singlePass(ctx, c, p) {
 		sum, err := Execute(ctx, c, st, p, o.exec(true, -1))
+		if sum != nil {
+			res.Notices = append(res.Notices, sum.guards...)
+		}
 		if err == nil && sum != nil && !sum.Recorded {
 			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, plural(sum.Read, "record"))
 			return res, nil
@@ -161,7 +195,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 		return res, res.finish(err)
 	}
 
-	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress()})
+	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress(), Schemas: o.Schemas})
 	if err != nil {
 		return res, err
 	}
@@ -169,6 +203,8 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	if err := rep.Err(); err != nil {
 		return res, err
 	}
+	res.aim(rep)
+	res.Notices = append(res.Notices, rep.Guards...)
 	res.incomplete(rep.Counts.Incomplete)
 	if !o.Execute {
 		if n := rep.Counts.Quarantined; n > 0 {
@@ -184,6 +220,11 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 		return res, nil
 	}
 	res.malformed(rep.Counts.MalformedToSend, "to send")
+	if p.Spec.Strict {
+		if n := warnings(rep.Guards); n > 0 {
+			return res, fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", plural(int64(n), "guard warning"))
+		}
+	}
 	if !o.Yes {
 		if o.Confirm == nil {
 			return res, errors.New("replay: an executed plan without Yes needs a Confirm")
@@ -223,6 +264,32 @@ func (o FlowOptions) scanProgress() ProgressFunc {
 	}
 	return func(read, total int64) {
 		o.Progress(FlowProgress{Stage: StageScan, Read: read, Total: total, ToSend: -1})
+	}
+}
+
+// warnings counts the notices that warn.
+func warnings(ns []Notice) int {
+	n := 0
+	for _, x := range ns {
+		if x.Warning() {
+			n++
+		}
+	}
+	return n
+}
+
+// aim says which groups the records of rep are for (fw.replay.for).
+func (r *FlowResult) aim(rep *Report) {
+	switch {
+	case rep.Counts.ToSend == 0:
+	case rep.AllGroups:
+		r.notice(NoticeForGroup, "the records are for every consumer group reading their target (--all-groups: no fw.replay.for)")
+	case rep.ForGroupDefault:
+		r.notice(NoticeForGroup, "the records are for consumer group %s only, the one every selected dead letter names (fw.replay.for): other groups reading the target skip them; --all-groups sends them to every group", rep.ForGroup)
+	case rep.ForGroup != "":
+		r.notice(NoticeForGroup, "the records are for consumer group %s only (--for-group, fw.replay.for): other groups reading the target skip them", rep.ForGroup)
+	case len(rep.Groups) > 0:
+		r.notice(NoticeForGroup, "each record is for the consumer group its dead letter names (fw.replay.for: %s); dead letters that name none are for every group", strings.Join(rep.Groups, ", "))
 	}
 }
 

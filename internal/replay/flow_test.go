@@ -90,9 +90,13 @@ func TestFlowDryRun(t *testing.T) {
 	if res.Summary != nil || res.Report == nil || res.Report.Counts.Selected != 13 || res.Report.Counts.ToSend != 12 || res.Report.Counts.Quarantined != 1 {
 		t.Fatalf("dry run: %+v", res)
 	}
-	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeQuarantine, NoticeMalformed, NoticeDryRun}) {
+	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeForGroup, NoticeQuarantine, NoticeMalformed, NoticeDryRun}) {
 		t.Fatalf("notices %v", got)
 	}
+	if res.Report.ForGroup != "billing" || !res.Report.ForGroupDefault {
+		t.Fatalf("the plan is for %q (default %v), want billing, the group every dead letter names", res.Report.ForGroup, res.Report.ForGroupDefault)
+	}
+	res.Notices = res.Notices[1:]
 	if n := res.Notices[1]; !n.Warning() || !strings.HasPrefix(n.String(), "warning: 2 records to send were dead-lettered as malformed") {
 		t.Fatalf("malformed notice %q", n.String())
 	}
@@ -136,7 +140,7 @@ func TestFlowConfirm(t *testing.T) {
 	if !errors.Is(err, refused) || res.Summary != nil || len(asked) != 1 {
 		t.Fatalf("refused: %v %+v", err, res)
 	}
-	if ch := asked[0]; ch.Report.Counts.ToSend != 12 || ch.Report.RunID != "" || !slices.Equal(kinds(ch.Notices), []NoticeKind{NoticeMalformed}) {
+	if ch := asked[0]; ch.Report.Counts.ToSend != 12 || ch.Report.RunID != "" || !slices.Equal(kinds(ch.Notices), []NoticeKind{NoticeForGroup, NoticeMalformed}) {
 		t.Fatalf("asked %+v", ch)
 	}
 	if after := endOffsets(t, c, src); !slices.Equal(before, after) || len(runs(t, st)) != 0 {
@@ -245,4 +249,52 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 			t.Fatalf("%s reached %s %d times", addr(d), src, len(rs))
 		}
 	}
+}
+
+// TestFlowEditsInteractively: an interactive edit asks the editor once, with the value as JSON
+// indented, before anything is sent; only the edited copy goes out, compacted, marked
+// fw.replay.edited; without an editor the plan is refused and nothing is sent.
+func TestFlowEditsInteractively(t *testing.T) {
+	c, st, src, dlqTopic := flowFixture(t)
+	zero := int64(0)
+	record := dlqTopic + "/0/0"
+	spec := func() Spec {
+		return Spec{From: dlqTopic, Record: record, Partitions: []int32{0}, StartOffset: &zero, EndOffset: &zero, Edit: &Edit{Interactive: true}}
+	}
+	before := endOffsets(t, c, src)
+	if _, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "x"}); fwerr.KindOf(err) != fwerr.KindUsage {
+		t.Fatalf("without an editor: %v, want a usage error", err)
+	}
+	var asked [][]byte
+	res, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "fixed by hand",
+		Editor: func(v []byte) ([]byte, error) { asked = append(asked, v); return []byte("{\n  \"n\": 99\n}\n"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !strings.HasPrefix(string(asked[0]), "{\n  \"n\": ") {
+		t.Fatalf("the editor was asked %q", asked)
+	}
+	if res.Summary == nil || res.Summary.Counts.Sent != 1 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	var sent []*kgo.Record
+	for _, r := range readTopic(t, c, src) {
+		if header(r, dlq.ReplayHeaderID) == res.Summary.RunID {
+			sent = append(sent, r)
+		}
+	}
+	if len(sent) != 1 || string(sent[0].Value) != `{"n":99}` || header(sent[0], dlq.ReplayHeaderEdited) != record || header(sent[0], "ce_id") == "" {
+		t.Fatalf("sent %d records: %+v", len(sent), sent)
+	}
+	if after := endOffsets(t, c, src); sumInts(after)-sumInts(before) != 1 {
+		t.Fatalf("the source grew by %d records, want 1", sumInts(after)-sumInts(before))
+	}
+}
+
+func sumInts(xs []int64) int64 {
+	var n int64
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

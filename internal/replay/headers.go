@@ -14,14 +14,47 @@ import (
 type Provenance struct {
 	RunID  string
 	Reason string
+	// ForGroup and AllGroups are the spec's (Spec.ForGroup): the group fw.replay.for names,
+	// or none.
+	ForGroup  string
+	AllGroups bool
+	// Edit, when set, is applied to every record sent (a plan that edits sends one).
+	Edit *Edit
 	// id and reason are the values as bytes, shared by every record sent (the producer never
-	// modifies header values).
-	id, reason []byte
+	// modifies header values); forGroup is ForGroup's.
+	id, reason, forGroup []byte
 }
 
 // NewProvenance returns the provenance of run id with reason.
 func NewProvenance(runID, reason string) Provenance {
 	return Provenance{RunID: runID, Reason: reason, id: []byte(runID), reason: []byte(reason)}
+}
+
+// provenanceOf is the provenance of run id with reason under spec: NewProvenance and the
+// spec's aim and edit.
+func provenanceOf(runID, reason string, spec *Spec) Provenance {
+	p := NewProvenance(runID, reason)
+	p.ForGroup, p.AllGroups, p.Edit = spec.ForGroup, spec.AllGroups, spec.Edit
+	if p.ForGroup != "" {
+		p.forGroup = []byte(p.ForGroup)
+	}
+	return p
+}
+
+// aim is the fw.replay.for value of a record whose dead letter names group: the spec's group,
+// else the dead letter's own, none with AllGroups.
+func (p Provenance) aim(group string) []byte {
+	switch {
+	case p.AllGroups:
+		return nil
+	case p.forGroup != nil:
+		return p.forGroup
+	case p.ForGroup != "":
+		return []byte(p.ForGroup)
+	case group != "":
+		return []byte(group)
+	}
+	return nil
 }
 
 // outgoing builds the record a replay sends for src: the key and value as they were, the
@@ -38,13 +71,23 @@ func (p Provenance) outgoing(src *kgo.Record, count int, target string, partitio
 // outgoingWith is outgoing with the header keys' verdicts cached in hs and the record, its
 // headers and provenance values carved out of sl (either nil: no cache, allocate each).
 func (p Provenance) outgoingWith(hs *headerStripper, sl *slab, src *kgo.Record, count int, target string, partition int32, at []byte) *kgo.Record {
+	return p.build(hs, sl, src, count, target, partition, at, "")
+}
+
+// build is outgoingWith for a record whose dead letter names group: it adds fw.replay.for
+// (Provenance.aim) and applies the edit, if any.
+func (p Provenance) build(hs *headerStripper, sl *slab, src *kgo.Record, count int, target string, partition int32, at []byte, group string) *kgo.Record {
 	if p.id == nil {
-		p = NewProvenance(p.RunID, p.Reason)
+		p.id, p.reason = []byte(p.RunID), []byte(p.Reason)
 	}
+	aim := p.aim(group)
 	// Dead letters carry more dead-letter headers than headers of their own: count what is
 	// kept first, so that the slice is the size it needs, remembering the verdicts of the
 	// first 64 headers for the copy.
 	n := 5
+	if aim != nil {
+		n++
+	}
 	var keep uint64 // bit i: the i-th header is kept
 	for i, h := range src.Headers {
 		if !hs.stripsAt(i, h.Key) {
@@ -77,10 +120,16 @@ func (p Provenance) outgoingWith(hs *headerStripper, sl *slab, src *kgo.Record, 
 		kgo.RecordHeader{Key: dlq.ReplayHeaderAt, Value: at},
 		kgo.RecordHeader{Key: dlq.ReplayHeaderReason, Value: p.reason},
 	)
+	if aim != nil {
+		kept = append(kept, kgo.RecordHeader{Key: dlq.ReplayHeaderFor, Value: aim})
+	}
 	out := sl.record()
 	*out = kgo.Record{Topic: target, Key: src.Key, Value: src.Value, Headers: kept}
 	if partition >= 0 {
 		out.Partition = partition
+	}
+	if p.Edit != nil {
+		p.Edit.apply(out, addr(src))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Defaults of planning.
@@ -43,6 +45,8 @@ type Plan struct {
 	// brokers give none): the run journals it, so that the journal knows which records it
 	// sent, not only where (a topic recreated under the same name has another ID).
 	SourceTopicID string
+	// edit is the prepared edit's report (prepareEdit), set by Run.
+	edit *EditReport
 }
 
 // NewPlan validates spec and fixes its ranges. An unknown topic is an *kafka.UnknownTopicError
@@ -52,20 +56,12 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	var ranges []kafka.PartitionRange
-	if len(spec.Records) > 0 {
-		for _, sel := range spec.recordSelections() {
-			rs, err := c.Plan(ctx, spec.From, sel)
-			if err != nil {
-				return nil, err
-			}
-			ranges = append(ranges, rs...)
-		}
-	} else {
-		var err error
-		if ranges, err = c.Plan(ctx, spec.From, spec.selection()); err != nil {
-			return nil, err
-		}
+	ranges, err := c.Plan(ctx, spec.From, spec.selection())
+	if err != nil {
+		return nil, err
+	}
+	if ranges, err = spec.narrow(ranges); err != nil {
+		return nil, err
 	}
 	if spec.Record != "" && (len(ranges) != 1 || ranges[0].Len() == 0) {
 		return nil, fmt.Errorf("record %s is not readable (past the last stable offset of an open transaction?)", spec.Record)
@@ -75,6 +71,45 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 		return nil, err
 	}
 	return &Plan{Spec: spec, Ranges: ranges, SourceTopicID: id}, nil
+}
+
+// narrow cuts the ranges of a plan whose records are named by address alone (--from-file) to
+// the offsets between each partition's first and last, and refuses an address that is not in
+// its partition (a usage error naming the offsets there are).
+func (s *Spec) narrow(ranges []kafka.PartitionRange) ([]kafka.PartitionRange, error) {
+	if len(s.addresses) == 0 {
+		return ranges, nil
+	}
+	type span struct{ lo, hi int64 }
+	spans := map[int32]span{}
+	for a := range s.addresses {
+		sp, ok := spans[a.Partition]
+		if !ok {
+			sp = span{a.Offset, a.Offset}
+		}
+		spans[a.Partition] = span{min(sp.lo, a.Offset), max(sp.hi, a.Offset)}
+	}
+	for a := range s.addresses {
+		i := slices.IndexFunc(ranges, func(r kafka.PartitionRange) bool { return r.Partition == a.Partition })
+		if i < 0 {
+			return nil, fwerr.Usagef("%s: %s has no partition %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition)
+		}
+		if r := ranges[i]; a.Offset < r.Start || a.Offset >= r.End {
+			return nil, fwerr.Usagef("%s is not in %s: partition %d holds offsets %d to %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition, r.Start, r.End-1)
+		}
+	}
+	if len(s.eventIDs) > 0 {
+		// Event ids may be anywhere: every partition is read whole.
+		return ranges, nil
+	}
+	out := ranges[:0]
+	for _, r := range ranges {
+		if sp, ok := spans[r.Partition]; ok {
+			r.Start, r.End = sp.lo, sp.hi+1
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // TargetKnown reports whether every record the plan can send goes to one target known before
@@ -183,6 +218,11 @@ type SampleRecord struct {
 	Reason      string `json:"reason,omitempty"`
 	Error       string `json:"error,omitempty"`
 	ReplayCount int    `json:"replay_count"`
+	// KeySchema and ValueSchema are the key and value decoded through the schema registry when
+	// they are framed for one (docs/design.md §3.6), for the operator to see what would be
+	// sent; the replay sends the original bytes.
+	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
+	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
 }
 
 // Counts are a report's record counts. Selected = ToSend + Quarantined + Incomplete + Skipped
@@ -226,7 +266,21 @@ type Report struct {
 	Incomplete  []RecordRef    `json:"incomplete"`
 	Problems    []string       `json:"problems"`
 	Sample      []SampleRecord `json:"sample"`
+	// ForGroup is the group the records are for (fw.replay.for): --for-group, or, when every
+	// selected dead letter names one group, that one (ForGroupDefault). "" with Groups: each
+	// record is for the group its dead letter names; with AllGroups, for every group.
+	ForGroup        string   `json:"for_group,omitempty"`
+	ForGroupDefault bool     `json:"for_group_default,omitempty"`
+	AllGroups       bool     `json:"all_groups,omitempty"`
+	Groups          []string `json:"groups"`
+	// Edit is the edit of the one record a plan edits: the value's diff, the headers set.
+	Edit *EditReport `json:"edit,omitempty"`
+	// Guards are the guards' warnings (Spec.Strict refuses to execute when there are any).
+	Guards []Notice `json:"guards"`
 }
+
+// maxGroups bounds the groups a report names.
+const maxGroups = 100
 
 // ProgressFunc is told how many of the plan's offsets have been read.
 type ProgressFunc func(read, total int64)
@@ -237,6 +291,8 @@ type ScanOptions struct {
 	// none).
 	Sample   int
 	Progress ProgressFunc
+	// Schemas decodes the sample's registry-framed keys and values; nil detects only.
+	Schemas *schema.Decoder
 }
 
 // Scan reads the plan's ranges once and reports what a replay would do, sending nothing.
@@ -253,7 +309,10 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		ToPartition: p.Spec.ToPartition, Partitioner: string(p.Spec.Partitioner),
 		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
+		Groups: []string{}, Guards: []Notice{}, Edit: p.edit, ForGroup: p.Spec.ForGroup, AllGroups: p.Spec.AllGroups,
 	}
+	g := newGuard(c, st, &p.Spec)
+	groupless := false
 	if p.Resume != nil {
 		rep.RunID = p.Resume.Run.ID
 	}
@@ -303,6 +362,15 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			if d.reason == dlq.ReasonMalformed {
 				rep.Counts.MalformedToSend++
 			}
+			if err := g.add(ctx, d); err != nil {
+				return err
+			}
+			switch {
+			case d.group == "":
+				groupless = true
+			case !slices.Contains(rep.Groups, d.group) && len(rep.Groups) < maxGroups:
+				rep.Groups = append(rep.Groups, d.group)
+			}
 			part, rule, err := targets.place(ctx, d)
 			if err != nil {
 				return err
@@ -312,6 +380,8 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+			payloads := opts.Schemas.Record(ctx, schema.Headers(d.rec), d.rec.Key, d.rec.Value)
+			s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
 			if key, exact := printable.Text(d.sendKey()); key != nil {
 				s.Key, s.KeyBase64 = *key, exact
 			}
@@ -342,6 +412,16 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	sortTargets(rep.Targets)
 	sortTargets(rep.Missing)
+	slices.Sort(rep.Groups)
+	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
+		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true
+	}
+	if rep.Guards, err = g.notices(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Guards == nil {
+		rep.Guards = []Notice{}
+	}
 	return rep, nil
 }
 

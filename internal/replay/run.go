@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,12 +27,16 @@ func NewRunID(at time.Time) string {
 }
 
 // Operator is who runs a replay, for the journal: explicit when given, else $USER, else
-// $LOGNAME, else "unknown".
+// $LOGNAME, else the account the process runs as (a container or a cron job often sets
+// neither variable), else "unknown".
 func Operator(explicit string, getenv func(string) string) string {
 	for _, v := range []string{explicit, getenv("USER"), getenv("LOGNAME")} {
 		if v = strings.TrimSpace(v); v != "" {
 			return v
 		}
+	}
+	if u, err := user.Current(); err == nil && strings.TrimSpace(u.Username) != "" {
+		return strings.TrimSpace(u.Username)
 	}
 	return "unknown"
 }
@@ -84,8 +90,11 @@ var ErrNothingToResume = errors.New("the run is completed: nothing to resume")
 // end (interrupted, failed). A running run resumes only when abandoned (LoadRun's force), a
 // completed one has nothing left.
 func Resumable(status string) bool {
-	return status == dedup.RunInterrupted || status == dedup.RunFailed
+	return slices.Contains(ResumableStatuses, status)
 }
+
+// ResumableStatuses are the statuses of the runs that can be resumed.
+var ResumableStatuses = []string{dedup.RunInterrupted, dedup.RunFailed}
 
 // LoadRun reads run id from the journal and plans its continuation: each partition from just
 // after its checkpoint to the end offset journaled when the run was planned (never re-taken),

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,14 +16,15 @@ type Selection struct {
 	Source string `json:"source"`
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
-	// Records are the records named one by one (Spec.Records).
-	Records []string `json:"records,omitempty"`
 	// Partitions are the partitions read; none: every partition.
 	Partitions  []int32   `json:"partitions,omitempty"`
 	StartOffset *int64    `json:"start_offset,omitempty"`
 	EndOffset   *int64    `json:"end_offset,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
+	// Addresses and EventIDs count the records named one by one (--from-file).
+	Addresses int `json:"addresses,omitempty"`
+	EventIDs  int `json:"event_ids,omitempty"`
 }
 
 // Filters are the filters a plan applies, each named as its flag (snake_case); those not
@@ -38,6 +40,8 @@ type Filters struct {
 	Key           *string  `json:"key,omitempty"`
 	KeyBase64     string   `json:"key_base64,omitempty"`
 	EventID       string   `json:"event_id,omitempty"`
+	SchemaID      int      `json:"schema_id,omitempty"`
+	Fingerprint   string   `json:"fingerprint,omitempty"`
 	Status        []string `json:"status,omitempty"`
 	Consumer      string   `json:"consumer,omitempty"`
 	SkipProcessed bool     `json:"skip_processed,omitempty"`
@@ -45,12 +49,13 @@ type Filters struct {
 
 // Selection describes what the spec reads.
 func (s *Spec) Selection() Selection {
-	return Selection{Source: s.From, Record: s.Record, Records: s.Records, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	return Selection{Source: s.From, Record: s.Record, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until,
+		Addresses: len(s.Addresses), EventIDs: len(s.EventIDs)}
 }
 
 // Filters describes every filter the spec applies.
 func (s *Spec) Filters() Filters {
-	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID}
+	f := Filters{DLQReason: s.Reasons, Error: s.Error, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, SchemaID: s.SchemaID, Fingerprint: s.Fingerprint}
 	if s.Key != nil {
 		if utf8.Valid(s.Key) {
 			k := string(s.Key)
@@ -91,6 +96,10 @@ func (f Filters) Flags() [][2]string {
 	}
 	add("--key-base64", f.KeyBase64)
 	add("--event-id", f.EventID)
+	if f.SchemaID != 0 {
+		add("--schema-id", strconv.Itoa(f.SchemaID))
+	}
+	add("--fingerprint", f.Fingerprint)
 	add("--status", strings.Join(f.Status, ","))
 	add("--consumer", f.Consumer)
 	if f.SkipProcessed {

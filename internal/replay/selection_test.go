@@ -99,38 +99,3 @@ func TestFilters(t *testing.T) {
 		t.Errorf("selection: %s", b)
 	}
 }
-
-// TestSpecRecords: named records select exactly themselves, each partition read from its
-// lowest to its highest named offset; a record of another topic or beside a range is refused.
-func TestSpecRecords(t *testing.T) {
-	s := Spec{From: "t.dlq", Records: []string{"t.dlq/1/9", "t.dlq/0/4", "t.dlq/1/2"}}
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	sels := s.recordSelections()
-	if len(sels) != 2 || sels[0].Partitions[0] != 0 || *sels[0].StartOffset != 4 || *sels[0].EndOffset != 4 ||
-		sels[1].Partitions[0] != 1 || *sels[1].StartOffset != 2 || *sels[1].EndOffset != 9 {
-		t.Errorf("selections: %+v", sels)
-	}
-	for _, c := range []struct {
-		p    int32
-		o    int64
-		want bool
-	}{{0, 4, true}, {1, 2, true}, {1, 9, true}, {1, 5, false}, {0, 2, false}} {
-		if got := s.named(c.p, c.o); got != c.want {
-			t.Errorf("named(%d, %d) = %v", c.p, c.o, got)
-		}
-	}
-	if (&Spec{From: "t.dlq"}).named(3, 3) != true {
-		t.Error("without Records every record is named")
-	}
-	bad := Spec{From: "t.dlq", Records: []string{"t.dlq/0/1", "u.dlq/0/2"}}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not in t.dlq") {
-		t.Errorf("another topic: %v", err)
-	}
-	var start int64 = 1
-	mixed := Spec{From: "t.dlq", Records: []string{"t.dlq/0/1"}, StartOffset: &start}
-	if err := mixed.Validate(); err == nil {
-		t.Error("records beside a range are accepted")
-	}
-}

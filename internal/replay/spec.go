@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,10 +56,6 @@ type Spec struct {
 	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
 	// then that one offset.
 	Record string `json:"record,omitempty"`
-	// Records, when set, selects exactly these records of From (TOPIC/PARTITION/OFFSET each):
-	// a marked set or a group of dead letters, chosen one by one. The plan reads each named
-	// partition from its lowest to its highest named offset and sends only the named ones.
-	Records []string `json:"records,omitempty"`
 
 	// EventID selects the records carrying this event id (a bounded scan of the selection).
 	EventID string `json:"event_id,omitempty"`
@@ -72,6 +67,11 @@ type Spec struct {
 	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
 	// empty and absent keys.
 	Key []byte `json:"key,omitzero"`
+	// SchemaID selects the records whose value or key names this schema registry id
+	// (dlq.Filter.SchemaID); 0 does not filter.
+	SchemaID int `json:"schema_id,omitempty"`
+	// Fingerprint selects the dead letters of one failure cause (dlq.FingerprintOf).
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
 	// of these: the others are not selected at all. The status is the one `dlq list --status`
 	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
@@ -112,9 +112,33 @@ type Spec struct {
 	// incomplete (OutcomeIncomplete), which no field of the spec overrides.
 	MaxReplays int `json:"max_replays"`
 
-	errorRE *regexp.Regexp
-	// records are Records by partition and offset, set by Validate.
-	records map[int32]map[int64]bool
+	// ForGroup is the one consumer group the replayed records are for, stamped as
+	// fw.replay.for: every other group reading the target skips them without a marker
+	// (docs/design.md §3.3). Without it each record is for the group its dead letter names
+	// (so a replay of dead letters that all name one group is for that group), and a dead
+	// letter that names none is for every group. AllGroups stamps no fw.replay.for at all.
+	ForGroup  string `json:"for_group,omitempty"`
+	AllGroups bool   `json:"all_groups,omitempty"`
+
+	// Addresses and EventIDs select records named one by one (--from-file): the records of
+	// From at these addresses (topic/partition/offset), or the dead letters of these event ids.
+	Addresses []string `json:"addresses,omitempty"`
+	EventIDs  []string `json:"event_ids,omitempty"`
+
+	// Edit changes the one record named (Record) before it is sent: only the edited copy is
+	// sent, marked fw.replay.edited.
+	Edit *Edit `json:"edit,omitempty"`
+
+	// Strict refuses an executed plan that the guards warn about (Guard): dead letters older
+	// than their target's replay horizon, newer events of their aggregate already processed.
+	Strict bool `json:"strict,omitempty"`
+	// StopOnRedeadletter, when positive, stops a run once this many of its own records
+	// (fw.replay.id) are dead-lettered again into the topic it reads (ExecOptions).
+	StopOnRedeadletter int `json:"stop_on_redeadletter,omitempty"`
+
+	errorRE   *regexp.Regexp
+	addresses map[dedup.SourceRef]bool
+	eventIDs  map[string]bool
 }
 
 // Validate checks the spec without touching the network and fills the defaults. Every
@@ -180,9 +204,6 @@ func (s *Spec) Validate() error {
 			return fwerr.Usagef("--dlq-reason %q: want one of %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
 		}
 	}
-	if err := s.validateRecords(); err != nil {
-		return err
-	}
 	if s.Error != "" {
 		re, err := regexp.Compile(s.Error)
 		if err != nil {
@@ -190,56 +211,64 @@ func (s *Spec) Validate() error {
 		}
 		s.errorRE = re
 	}
+	if s.Fingerprint != "" && !dlq.ValidFingerprint(s.Fingerprint) {
+		return fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", s.Fingerprint)
+	}
 	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
 		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
+	}
+	if err := s.validateAims(); err != nil {
+		return err
 	}
 	return s.validateStatuses()
 }
 
-// validateRecords reads Records into records: every address in From, none with another
-// selection beside it.
-func (s *Spec) validateRecords() error {
-	s.records = nil
-	if len(s.Records) == 0 {
-		return nil
+// validateAims checks what the spec adds to a plain replay: the group it is for, the records
+// named one by one, the edit, the stop rule.
+func (s *Spec) validateAims() error {
+	if s.ForGroup != "" {
+		if s.AllGroups {
+			return fwerr.Usagef("choose either --for-group %s or --all-groups, not both", s.ForGroup)
+		}
+		if err := dedup.ValidateConsumer(s.ForGroup); err != nil {
+			return fwerr.Usagef("--for-group %q: %v", s.ForGroup, err)
+		}
 	}
-	if s.Record != "" || len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil || !s.Since.IsZero() || !s.Until.IsZero() {
-		return fwerr.Usagef("record addresses select their records: drop --partition, --start-offset, --end-offset, --since and --until")
+	if s.StopOnRedeadletter < 0 {
+		return fwerr.Usagef("--stop-on-redeadletter %d: must be positive (or 0: never stop)", s.StopOnRedeadletter)
 	}
-	s.records = map[int32]map[int64]bool{}
-	for _, r := range s.Records {
-		a, err := kafka.ParseRecordAddress(r)
-		if err != nil {
+	s.addresses, s.eventIDs = nil, nil
+	if len(s.Addresses) > 0 || len(s.EventIDs) > 0 {
+		if s.Record != "" || len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil {
+			return fwerr.Usagef("a file of records names its records: drop the record address, --partition, --start-offset and --end-offset")
+		}
+		s.addresses = make(map[dedup.SourceRef]bool, len(s.Addresses))
+		for _, a := range s.Addresses {
+			ra, err := kafka.ParseRecordAddress(a)
+			if err != nil {
+				return err
+			}
+			if ra.Topic != s.From {
+				return fwerr.Usagef("%s is not in %s: a replay reads one topic (split the file by topic)", a, s.From)
+			}
+			s.addresses[dedup.SourceRef{Topic: ra.Topic, Partition: ra.Partition, Offset: ra.Offset}] = true
+		}
+		if len(s.EventIDs) > 0 {
+			s.eventIDs = make(map[string]bool, len(s.EventIDs))
+			for _, id := range s.EventIDs {
+				s.eventIDs[id] = true
+			}
+		}
+	}
+	if s.Edit != nil {
+		if s.Record == "" {
+			return fwerr.Usagef("an edit changes one record: name it as TOPIC/PARTITION/OFFSET")
+		}
+		if err := s.Edit.validate(); err != nil {
 			return err
 		}
-		if a.Topic != s.From {
-			return fwerr.Usagef("the record %s is not in %s: the records of one replay are in one topic", r, s.From)
-		}
-		if s.records[a.Partition] == nil {
-			s.records[a.Partition] = map[int64]bool{}
-		}
-		s.records[a.Partition][a.Offset] = true
 	}
 	return nil
-}
-
-// recordSelections are the selections that read Records: per partition, from its lowest to
-// its highest named offset.
-func (s *Spec) recordSelections() []kafka.Selection {
-	parts := slices.Sorted(maps.Keys(s.records))
-	out := make([]kafka.Selection, 0, len(parts))
-	for _, p := range parts {
-		offs := slices.Sorted(maps.Keys(s.records[p]))
-		lo, hi := offs[0], offs[len(offs)-1]
-		out = append(out, kafka.Selection{Partitions: []int32{p}, StartOffset: &lo, EndOffset: &hi})
-	}
-	return out
-}
-
-// named reports whether the record at partition and offset is one Records names (every
-// record is when Records is empty).
-func (s *Spec) named(partition int32, offset int64) bool {
-	return s.records == nil || s.records[partition][offset]
 }
 
 // ReplayStatuses are the statuses a replay can select by (Spec.Statuses).
@@ -291,12 +320,22 @@ func (s *Spec) NeedsStore() bool {
 
 // selection is the kafka.Selection of the spec's range.
 func (s *Spec) selection() kafka.Selection {
-	return kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	sel := kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	if len(s.addresses) > 0 && len(s.eventIDs) == 0 {
+		// Records named by address: only their partitions are read (Spec.narrow).
+		for a := range s.addresses {
+			if !slices.Contains(sel.Partitions, a.Partition) {
+				sel.Partitions = append(sel.Partitions, a.Partition)
+			}
+		}
+		slices.Sort(sel.Partitions)
+	}
+	return sel
 }
 
 // filter is the dlq.Filter of the spec's dead-letter filters.
 func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key}
+	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key, SchemaID: s.SchemaID, Fingerprint: s.Fingerprint}
 }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or

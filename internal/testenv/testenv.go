@@ -105,6 +105,16 @@ func Name(t testing.TB, prefix string) string {
 	return fmt.Sprintf("%s-%s-%d-%d", prefix, base, time.Now().UnixNano()%1_000_000_000, seq.Add(1))
 }
 
+// Header is the value of r's first header named key, "" when it has none.
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 // Client returns a franz-go client on the real broker, closed at cleanup.
 func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()

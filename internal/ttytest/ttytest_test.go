@@ -1,6 +1,7 @@
 // Package ttytest runs the fieldwork binary on pseudo-terminals, as an operator meets it,
-// against the real broker and PostgreSQL: the confirmation prompt of an executed replay, the
-// progress line of a rate-capped one, and shell completion typed into an interactive bash.
+// against the real broker and PostgreSQL: the confirmation prompts of an executed replay,
+// forget and groups skip, the progress line of a rate-capped replay, dlq list fitted to 80
+// columns, and shell completion typed into interactive bash, zsh and fish.
 //
 // The package holds tests only.
 package ttytest
@@ -13,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 
 // within bounds every wait for the terminal: ample on a loaded machine; a program that hangs
 // fails the test instead of stalling it.
-const within = 2 * time.Minute
+const within = time.Minute
 
 // environ is a command's environment: the test's, less every FIELDWORK_* variable, its home
 // and its terminal settings, and then the test's services and a home of its own.
@@ -100,6 +103,18 @@ func endOffset(t *testing.T, topic string) int64 {
 	return n
 }
 
+// answerPrompt runs fieldwork with args on a terminal 80 columns wide, waits for its
+// confirmation prompt, answers key and Enter, and returns the exit code, the whole output and
+// what the terminal showed before the answer.
+func answerPrompt(t *testing.T, env []string, args []string, key string) (code int, out, shown string) {
+	t.Helper()
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
+	shown = term.WaitForText(within, "[y/N] ")
+	term.Type(key + "\r")
+	code, out = term.Wait()
+	return code, out, shown
+}
+
 // TestReplayPromptOnATerminal: on a terminal 80 columns wide, an executed replay asks after
 // the plan, which names the context, the cluster, the store, the counts per target and the
 // reason, and draws no line wider than the terminal; n prints "cancelled", exits 6 and sends
@@ -111,8 +126,7 @@ func TestReplayPromptOnATerminal(t *testing.T) {
 	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--reason", "r"}
 	question := fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src)
 
-	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	shown := term.WaitForText(within, "? [y/N] ")
+	code, out, shown := answerPrompt(t, env, args, "n")
 	if !strings.Contains(strings.ReplaceAll(shown, "\r\n", " "), question) {
 		t.Errorf("the prompt does not ask %q:\n%s", question, shown)
 	}
@@ -127,18 +141,14 @@ func TestReplayPromptOnATerminal(t *testing.T) {
 			t.Errorf("at 80 columns, a prompt line %d columns wide wraps: %q", w, line)
 		}
 	}
-	term.Type("n\r")
-	if code, out := term.Wait(); code != 6 || !strings.Contains(out, "cancelled") {
+	if code != 6 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
 	}
 	if n := endOffset(t, src); n != 0 {
 		t.Fatalf("answered n: %s holds %d records, want none sent", src, n)
 	}
 
-	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stdin: true}, testenv.Fieldwork(t), args...)
-	term.WaitForText(within, "? [y/N] ")
-	term.Type("y\r")
-	if code, out := term.Wait(); code != 0 {
+	if code, out, _ := answerPrompt(t, env, args, "y"); code != 0 {
 		t.Fatalf("answered y: exit %d:\n%s", code, out)
 	}
 	if n := endOffset(t, src); n != 10 {
@@ -191,8 +201,8 @@ func TestReplayProgressRedrawnByTime(t *testing.T) {
 	}
 }
 
-// shell is an interactive bash on a terminal, without any startup file or the
-// bash-completion package, with fieldwork on its PATH and its completion sourced.
+// shell is an interactive shell on a terminal, started without any startup file (and bash
+// without the bash-completion package), with fieldwork on its PATH and its completion loaded.
 type shell struct {
 	*testenv.Terminal
 	t     *testing.T
@@ -201,12 +211,27 @@ type shell struct {
 
 const prompt = "fw-prompt$ "
 
-func startShell(t *testing.T, env []string) *shell {
+// shells says how to start each shell bare and load fieldwork's completion into it.
+var shells = map[string]struct {
+	args  []string
+	env   []string
+	setup []string
+}{
+	"bash": {args: []string{"--norc", "--noprofile", "-i"}, env: []string{"PS1=" + prompt},
+		setup: []string{`source <(fieldwork completion bash)`}},
+	// -f: no startup file; the line editor in its emacs keymap, no marker before a prompt.
+	// compinit's dump goes to the shell's own home ($HOME/zcompdump): it is written beside
+	// its path and renamed over it, so it must never be a shared file.
+	"zsh": {args: []string{"-f", "-i"}, env: []string{"PS1=" + prompt},
+		setup: []string{`bindkey -e; unsetopt PROMPT_SP; autoload -U compinit && compinit -u -d "$HOME/zcompdump" && source <(fieldwork completion zsh)`}},
+	"fish": {args: []string{"--no-config", "-i", "-C", `function fish_prompt; printf 'fw-prompt$ '; end`}, env: []string{"fish_history="},
+		setup: []string{`fieldwork completion fish | source`}},
+}
+
+func startShell(t *testing.T, name string, env []string) *shell {
 	t.Helper()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Fatalf("no bash: %v", err)
-	}
+	kind := shells[name]
+	bin := testenv.Tool(t, name)
 	var path []string
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "PATH=") {
@@ -217,15 +242,27 @@ func startShell(t *testing.T, env []string) *shell {
 	if err := os.WriteFile(inputrc, []byte("set enable-bracketed-paste off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env = append(path, "PATH="+filepath.Dir(testenv.Fieldwork(t))+":"+os.Getenv("PATH"), "PS1="+prompt, "INPUTRC="+inputrc,
-		"HISTFILE=/dev/null")
-	sh := &shell{Terminal: testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 200, Env: env, Stdin: true}, bash,
-		"--norc", "--noprofile", "-i"), t: t}
+	// A home of its own (environ's, made again so that no shell writes into another's) holds
+	// the history and whatever else the shell keeps.
+	home := t.TempDir()
+	var kept []string
+	for _, kv := range path {
+		if !strings.HasPrefix(kv, "HOME=") {
+			kept = append(kept, kv)
+		}
+	}
+	env = append(append(kept, "HOME="+home, "HISTFILE="+filepath.Join(home, "history"),
+		"PATH="+filepath.Dir(testenv.Fieldwork(t))+":"+os.Getenv("PATH"), "INPUTRC="+inputrc), kind.env...)
+	sh := &shell{Terminal: testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 200, Env: env, Stdin: true}, bin, kind.args...), t: t}
 	sh.WaitForText(within, prompt)
-	sh.run(`source <(fieldwork completion bash)`)
-	sh.run(`declare -F _get_comp_words_by_ref >/dev/null && echo has-bash-completion || echo no-bash-completion`)
-	if !strings.Contains(plain(sh.Output()), "\nno-bash-completion\r\n") {
-		t.Fatalf("the shell has the bash-completion package:\n%q", sh.Output())
+	for _, line := range kind.setup {
+		sh.run(line)
+	}
+	if name == "bash" {
+		out := sh.run(`declare -F _get_comp_words_by_ref >/dev/null && echo has-bash-completion || echo no-bash-completion`)
+		if !slices.Contains(lines(out), "no-bash-completion") {
+			t.Fatalf("the shell has the bash-completion package:\n%q", out)
+		}
 	}
 	return sh
 }
@@ -238,25 +275,82 @@ func (sh *shell) run(line string) string {
 	sh.marks++
 	mark := fmt.Sprintf("done-%d", sh.marks)
 	sh.Type(line + "\r")
+	// The next line is typed only at the next prompt, once the line editor reads the terminal
+	// key by key: typed ahead, the terminal's own line editing would take Tab and Ctrl-U.
+	sh.WaitFor(within, "a prompt after "+strconv.Quote(line), func(out string) bool { return atPrompt(out[before:]) })
 	sh.Type("echo " + mark[:4] + "''" + mark[4:] + "\r") // the echoed input is not the mark
-	// The next line is typed only at the next prompt, once readline reads the terminal key
-	// by key: typed ahead, the terminal's own line editing would take Tab and Ctrl-U.
 	out := sh.WaitFor(within, strconv.Quote(mark)+" and a prompt", func(out string) bool {
-		return strings.Contains(plain(out), "\n"+mark+"\r\n"+prompt)
+		return slices.Contains(lines(out[before:]), mark) && atPrompt(out[before:])
 	})
 	return plain(out[before:])
 }
 
-// plain is a shell's output without the bracketed-paste switches readline may write.
+// plain is a shell's output without control sequences and bells, and with each backspace
+// taking back the character before it.
 func plain(out string) string {
-	return strings.NewReplacer("\x1b[?2004h", "", "\x1b[?2004l\r", "", "\x1b[?2004l", "").Replace(out)
+	out = strings.ReplaceAll(ansi.Strip(out), "\a", "")
+	var b []rune
+	for _, r := range out {
+		if r == '\b' {
+			if len(b) > 0 && b[len(b)-1] != '\n' {
+				b = b[:len(b)-1]
+			}
+			continue
+		}
+		b = append(b, r)
+	}
+	return string(b)
 }
 
-// TestBashCompletionOnATerminal: in an interactive bash without the bash-completion package,
-// Tab completes an enum flag's value (dlq list --status pen → pending), and Tab Tab after
-// replay resume lists the runs that can be resumed and no other, or nothing when there are
-// none. zsh and fish are checked where installed.
-func TestBashCompletionOnATerminal(t *testing.T) {
+// lines is out as the lines a terminal shows: a carriage return writes the rest of the line
+// over its start, as line editors redraw; trailing blanks are dropped.
+func lines(out string) []string {
+	var l []string
+	for _, line := range strings.Split(plain(out), "\n") {
+		var shown []rune
+		for _, part := range strings.Split(line, "\r") {
+			p := []rune(part)
+			if len(p) > len(shown) {
+				shown = append(shown, p[len(shown):]...)
+			}
+			copy(shown, p)
+		}
+		l = append(l, strings.TrimRight(string(shown), " "))
+	}
+	return l
+}
+
+// atPrompt reports whether out ends at a prompt on a line of its own.
+func atPrompt(out string) bool {
+	l := lines(out)
+	return len(l) > 1 && strings.HasPrefix(l[len(l)-1], strings.TrimSpace(prompt))
+}
+
+// completesTo types line, Tab, and then Ctrl-A and "echo " so that the shell prints the
+// completed line, and reports what it printed.
+func (sh *shell) completesTo(line, want string) bool {
+	sh.t.Helper()
+	out := sh.run(line + "\t\x01echo ")
+	if !slices.Contains(lines(out), want) {
+		sh.t.Errorf("%s<Tab> did not complete to %q:\n%q", line, want, out)
+		return false
+	}
+	return true
+}
+
+// offers types line and three Tabs, then Ctrl-U to drop the line, and returns what the shell
+// listed.
+func (sh *shell) offers(line string) string {
+	sh.t.Helper()
+	return sh.run(line + "\t\t\t\x15")
+}
+
+// TestCompletionOnATerminal: in an interactive bash without the bash-completion package, zsh
+// and fish, each without a startup file, Tab completes an enum flag's value (dlq list
+// --status pen → pending, --dlq-reason rej → rejected) and a topic name from the broker, and
+// Tab after replay resume lists the runs that can be resumed and no other, or nothing when
+// there are none.
+func TestCompletionOnATerminal(t *testing.T) {
 	env := environ(t)
 	sch := store(t, env)
 	empty := store(t, env)
@@ -271,37 +365,119 @@ func TestBashCompletionOnATerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	topic := testenv.Topic(t, 1, nil)
 
-	sh := startShell(t, env)
-	// Tab completes the value; Ctrl-A and "echo " make the shell print the completed line.
-	out := sh.run("fieldwork dlq list --status pen\t\x01echo ")
-	if !strings.Contains(out, "\nfieldwork dlq list --status pending\r\n") {
-		t.Errorf("--status pen<Tab> did not complete to pending:\n%q", out)
-	}
+	for _, name := range []string{"bash", "zsh", "fish"} {
+		t.Run(name, func(t *testing.T) {
+			sh := startShell(t, name, env)
+			sh.completesTo("fieldwork dlq list --status pen", "fieldwork dlq list --status pending")
+			sh.completesTo("fieldwork replay --from x --dlq-reason rej", "fieldwork replay --from x --dlq-reason rejected")
+			sh.completesTo("fieldwork inspect topic "+topic[:len(topic)-3], "fieldwork inspect topic "+topic)
 
-	// The first Tab inserts what the runs share ("run-"), so it takes two more to list them.
-	out = sh.run("fieldwork replay resume --schema " + sch + " \t\t\t\x15")
-	if !strings.Contains(out, "run-cut") || !strings.Contains(out, "run-bad") {
-		t.Errorf("replay resume <Tab><Tab> does not offer the interrupted and the failed run:\n%q", out)
+			out := sh.offers("fieldwork replay resume --schema " + sch + " ")
+			if !strings.Contains(out, "run-cut") || !strings.Contains(out, "run-bad") {
+				t.Errorf("replay resume <Tab> does not offer the interrupted and the failed run:\n%q", out)
+			}
+			if strings.Contains(out, "run-done") || strings.Contains(out, "run-now") {
+				t.Errorf("replay resume <Tab> offers a run that cannot be resumed:\n%q", out)
+			}
+			// replay show offers every run: the same store, the same shell, another answer.
+			if out := sh.offers("fieldwork replay show --schema " + sch + " "); !strings.Contains(out, "run-done") || !strings.Contains(out, "run-now") {
+				t.Errorf("replay show <Tab> does not offer every run:\n%q", out)
+			}
+			if out := sh.offers("fieldwork replay resume --schema " + empty + " "); strings.Contains(out, "run-") {
+				t.Errorf("replay resume <Tab> over a store without runs offers something:\n%q", out)
+			}
+			sh.Type("exit\r")
+			if code, _ := sh.Wait(); code != 0 {
+				t.Errorf("%s exited %d", name, code)
+			}
+		})
 	}
-	if strings.Contains(out, "run-done") || strings.Contains(out, "run-now") {
-		t.Errorf("replay resume <Tab><Tab> offers a run that cannot be resumed:\n%q", out)
-	}
+}
 
-	out = sh.run("fieldwork replay resume --schema " + empty + " \t\t\t\x15")
-	if strings.Contains(out, "run-") {
-		t.Errorf("replay resume <Tab><Tab> over a store without runs offers something:\n%q", out)
+// TestDLQListFitsTheTerminal: on a terminal 80 columns wide, dlq list draws no line wider
+// than the terminal (secondary columns left out, long messages cut with an ellipsis), and
+// --wide, CSV and JSON show every message whole.
+func TestDLQListFitsTheTerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	msg := "POST https://hooks.example/tasks: 422 Unprocessable Entity: " + strings.Repeat("the task's project does not exist; ", 4) + "end"
+	var recs []*kgo.Record
+	for i := range 3 {
+		orig := &kgo.Record{Topic: src, Offset: int64(i), Key: fmt.Appendf(nil, "task-%d", i), Value: []byte(`{}`)}
+		recs = append(recs, dlq.NewDeadLetter(orig, dlq.Meta{Topic: dlqTopic, Reason: dlq.ReasonRejected, Error: msg, Group: "billing",
+			EventID: fmt.Sprintf("evt-%d", i)}))
 	}
-	sh.Type("exit\r")
-	if code, _ := sh.Wait(); code != 0 {
-		t.Errorf("bash exited %d", code)
-	}
+	testenv.Produce(t, testenv.Client(t), recs...)
 
-	for _, other := range []string{"zsh", "fish"} {
-		if _, err := exec.LookPath(other); err != nil {
-			t.Logf("%s is not installed: its completion is not tried on a terminal", other)
-		} else {
-			t.Logf("%s is installed, but only bash's completion is tried on a terminal", other)
+	show := func(args ...string) string {
+		t.Helper()
+		term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env}, testenv.Fieldwork(t), append([]string{"dlq", "list", "--topic", dlqTopic, "--schema", sch}, args...)...)
+		code, out := term.Wait()
+		if code != 0 {
+			t.Fatalf("dlq list %v: exit %d:\n%s", args, code, out)
 		}
+		return out
+	}
+	out := show()
+	rows := 0
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if w := twwidth.Width(ansi.Strip(line)); w > 80 {
+			t.Errorf("at 80 columns, a line %d columns wide wraps: %q", w, line)
+		}
+		if strings.HasSuffix(strings.TrimSpace(ansi.Strip(line)), "pending") {
+			rows++
+			if !strings.Contains(line, "…") || strings.Contains(line, "; end") {
+				t.Errorf("a long message is not cut with an ellipsis: %q", line)
+			}
+		}
+	}
+	if rows != 3 {
+		t.Errorf("%d rows, want 3:\n%s", rows, out)
+	}
+	for _, args := range [][]string{{"--wide"}, {"-o", "csv"}, {"-o", "jsonl"}} {
+		if out := show(args...); strings.Count(out, "does not exist; end") < 3 {
+			t.Errorf("dlq list %v at 80 columns: want the 3 messages whole:\n%s", args, out)
+		}
+	}
+}
+
+// TestForgetPromptOnATerminal: an executed processed forget asks on a terminal after its
+// plan, with the context, the store and the reason; n prints "cancelled", exits 6 and
+// removes nothing; y removes the marker and journals it.
+func TestForgetPromptOnATerminal(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	st, err := dedup.Open(context.Background(), testenv.DSN(t), dedup.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		_, err := st.Claim(context.Background(), tx, "billing", []dedup.Marker{{EventID: "evt-1", Topic: "tasks", ProcessedAt: time.Now()}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"processed", "forget", "evt-1", "--consumer", "billing", "--schema", sch, "--execute", "--reason", "fix deployed"}
+	code, out, shown := answerPrompt(t, env, args, "n")
+	for _, want := range []string{"context", "store", `"` + sch + `"`, "fix deployed"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, shown)
+		}
+	}
+	if code != 6 || !strings.Contains(out, "cancelled") {
+		t.Fatalf("answered n: exit %d, want 6 and \"cancelled\":\n%s", code, out)
+	}
+	if code, out, _ := fieldwork(t, env, "processed", "get", "evt-1", "--consumer", "billing", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"processed": true`) {
+		t.Fatalf("answered n: the marker is gone (exit %d):\n%s", code, out)
+	}
+	if code, out, _ := answerPrompt(t, env, args, "y"); code != 0 {
+		t.Fatalf("answered y: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := fieldwork(t, env, "processed", "journal", "--schema", sch, "-o", "json"); code != 0 || !strings.Contains(out, `"fix deployed"`) {
+		t.Fatalf("answered y: no journaled forget (exit %d):\n%s", code, out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -18,8 +19,8 @@ import (
 // `dlq list`, the one replay flow of `replay`, the marker lookup of `processed get`. The model
 // tests drive the console with a Backend of their own.
 type Backend interface {
-	// Read returns the dead-letter topics now and the dead letters that arrived since the
-	// previous Read (every one the first time), each with its status.
+	// Read returns the dead-letter topics and the dead letters that arrived since the previous
+	// Read (every one the first time), each with its status.
 	Read(ctx context.Context) (topics []string, entries []dlq.Entry, err error)
 	// Statuses looks the statuses of ds up again, in order.
 	Statuses(ctx context.Context, ds []dlq.DeadLetter) ([]dlq.StatusInfo, error)
@@ -51,24 +52,31 @@ type BackendOptions struct {
 }
 
 type backend struct {
-	o    BackendOptions
-	scan *dlq.Scan
+	o BackendOptions
+	// read is set by the first Read; later Reads take what the follow (dlq.Follow) found since.
+	read   bool
+	mu     sync.Mutex
+	new    []dlq.Entry
+	topics []string
+	err    error
 }
 
 // NewBackend is the Backend of the domain packages.
 func NewBackend(o BackendOptions) Backend { return &backend{o: o} }
 
 func (b *backend) Read(ctx context.Context) ([]string, []dlq.Entry, error) {
+	if b.read {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		out, err := b.new, b.err
+		b.new, b.err = nil, nil
+		return b.topics, out, err
+	}
 	topics, err := dlq.Topics(ctx, b.o.Cluster, b.o.Topics, b.o.Pattern)
 	if err != nil {
 		return nil, nil, err
 	}
-	var scan *dlq.Scan
-	if b.scan == nil {
-		scan, err = dlq.PlanScan(ctx, b.o.Cluster, topics, dlq.ScanOptions{SkipDeleted: len(b.o.Topics) == 0})
-	} else {
-		scan, err = b.scan.Next(ctx, topics)
-	}
+	scan, err := dlq.PlanScan(ctx, b.o.Cluster, topics, dlq.ScanOptions{SkipDeleted: len(b.o.Topics) == 0})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +91,22 @@ func (b *backend) Read(ctx context.Context) ([]string, []dlq.Entry, error) {
 	if err := batch.Flush(ctx); err != nil {
 		return nil, nil, err
 	}
-	b.scan = scan
+	b.read, b.topics = true, topics
+	// Live: the dead letters written after the scan's end offsets, as dlq list --follow reads
+	// them, until ctx ends.
+	go func() {
+		err := dlq.Follow(ctx, scan, dlq.FollowOptions{Lookup: b.o.Lookup}, func(e dlq.Entry) error {
+			b.mu.Lock()
+			b.new = append(b.new, e)
+			b.mu.Unlock()
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			b.mu.Lock()
+			b.err = err
+			b.mu.Unlock()
+		}
+	}()
 	return topics, out, nil
 }
 
@@ -104,7 +127,7 @@ func (b *backend) Replay(ctx context.Context, topic string, records []string, re
 			return &replay.FlowResult{}, fwerr.Usagef("%s", why)
 		}
 	}
-	plan, err := replay.NewPlan(ctx, b.o.Cluster, replay.Spec{From: topic, Records: records})
+	plan, err := replay.NewPlan(ctx, b.o.Cluster, replay.Spec{From: topic, Addresses: records})
 	if err != nil {
 		return &replay.FlowResult{}, err
 	}

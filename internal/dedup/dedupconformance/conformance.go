@@ -104,6 +104,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"TargetCountsKeptAndBackfilled", testTargetCountsBackfill},
 		{"JournalNotMigrated", testJournalNotMigrated},
 		{"MarkerActions", testMarkerActions},
+		{"GroupActions", testGroupActions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, fresh) })

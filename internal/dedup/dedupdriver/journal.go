@@ -454,3 +454,60 @@ type ActionJournal interface {
 	// ListMarkerActions returns the latest limit actions, newest first.
 	ListMarkerActions(ctx context.Context, limit int) ([]MarkerAction, error)
 }
+
+// GroupAction is a journaled `groups skip` or its undo (migration 008 on PostgreSQL, 007 on
+// SQLite): who moved which group's committed offsets on which topic, why, from which offsets
+// to which (Offsets, JSON), the records parked in DeadLetterTopic, and, for an undo, the skip
+// it undoes (Undoes). UndoneBy is read, not written: the undo of this skip, when there is one.
+type GroupAction struct {
+	ID              string    `json:"id"`
+	Action          string    `json:"action"`
+	Group           string    `json:"group"`
+	Topic           string    `json:"topic"`
+	DeadLetterTopic string    `json:"dead_letter_topic"`
+	Operator        string    `json:"operator"`
+	Reason          string    `json:"reason"`
+	Offsets         string    `json:"offsets"`
+	Parked          int64     `json:"parked"`
+	Undoes          string    `json:"undoes,omitempty"`
+	UndoneBy        string    `json:"undone_by,omitempty"`
+	At              time.Time `json:"at"`
+}
+
+// GroupJournal is implemented by both drivers.
+type GroupJournal interface {
+	// RecordGroupAction inserts a; its At is the store's. An undo of a skip already undone
+	// fails (undoes is unique).
+	RecordGroupAction(ctx context.Context, a GroupAction) error
+	// GetGroupAction returns the action id, with UndoneBy set; nil when there is none.
+	GetGroupAction(ctx context.Context, id string) (*GroupAction, error)
+	// ListGroupActions returns the latest limit actions, newest first, with UndoneBy set.
+	ListGroupActions(ctx context.Context, limit int) ([]GroupAction, error)
+}
+
+// InsertGroupAction is the statement both drivers record a GroupAction with, into table (its
+// quoted name), and GroupActionArgs its arguments.
+func InsertGroupAction(table string) string {
+	return `INSERT INTO ` + table + ` (id, action, group_name, topic, dead_letter_topic, operator, reason, offsets, parked, undoes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))`
+}
+
+// GroupActionArgs are InsertGroupAction's arguments for a.
+func GroupActionArgs(a GroupAction) []any {
+	return []any{a.ID, a.Action, a.Group, a.Topic, a.DeadLetterTopic, a.Operator, a.Reason, a.Offsets, a.Parked, a.Undoes}
+}
+
+// SelectGroupActions reads the actions of table (its quoted name) as a, each with the undo
+// that names it (u), in the columns GroupActionDest scans; both drivers add their WHERE or
+// ORDER BY.
+func SelectGroupActions(table string) string {
+	return `SELECT a.id, a.action, a.group_name, a.topic, a.dead_letter_topic, a.operator, a.reason, a.offsets, a.parked,
+COALESCE(a.undoes, ''), COALESCE(u.id, ''), a.created_at
+FROM ` + table + ` a LEFT JOIN ` + table + ` u ON u.undoes = a.id`
+}
+
+// GroupActionDest are the scan destinations of SelectGroupActions's columns in a, the last
+// (created_at) at, which each driver reads as its own timestamp.
+func GroupActionDest(a *GroupAction, at any) []any {
+	return []any{&a.ID, &a.Action, &a.Group, &a.Topic, &a.DeadLetterTopic, &a.Operator, &a.Reason, &a.Offsets, &a.Parked, &a.Undoes, &a.UndoneBy, at}
+}

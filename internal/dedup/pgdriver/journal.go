@@ -26,6 +26,7 @@ type journalTables struct {
 	targets     string // replay_target_counts of migration 004
 	topics      string // replay_run_topics of migration 006
 	actions     string // marker_actions of migration 007
+	groups      string // group_actions of migration 008
 }
 
 func (d *Driver) journal() journalTables {
@@ -39,6 +40,7 @@ func (d *Driver) journal() journalTables {
 		targets:     qualify(s, "replay_target_counts"),
 		topics:      qualify(s, "replay_run_topics"),
 		actions:     qualify(s, "marker_actions"),
+		groups:      qualify(s, "group_actions"),
 	}
 }
 
@@ -56,6 +58,7 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplayTargetCounts"] = j.targets
 	m["ReplayRunTopics"] = j.topics
 	m["MarkerActions"] = j.actions
+	m["GroupActions"] = j.groups
 }
 
 // classify names the journal's runs table when the journal is missing.
@@ -63,6 +66,9 @@ func (j journalTables) classify(err error) error { return classifyMissing(j.runs
 
 // classifyActions names the actions table (migration 007) when it is missing.
 func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyGroups names the group actions table (migration 008) when it is missing.
+func (j journalTables) classifyGroups(err error) error { return classifyMissing(j.groups, err) }
 
 // classifyMissing is err as dedupdriver.NotMigrated naming table when a table or the schema is
 // missing.

@@ -21,6 +21,7 @@ type journalTables struct {
 	targets                           string // replay_target_counts of migration 004
 	topics, times                     string // replay_run_topics and replay_send_times of migration 005
 	actions                           string // marker_actions of migration 006
+	groups                            string // group_actions of migration 007
 	rawRuns, rawSends, rawBatches     string
 }
 
@@ -37,6 +38,7 @@ func (d *Driver) journal() journalTables {
 	j.topics = quote(TableName(s, "replay_run_topics"))
 	j.times = quote(TableName(s, "replay_send_times"))
 	j.actions = quote(TableName(s, "marker_actions"))
+	j.groups = quote(TableName(s, "group_actions"))
 	return j
 }
 
@@ -55,12 +57,16 @@ func (j journalTables) templateData(m map[string]string) {
 	m["ReplayRunTopics"] = j.topics
 	m["ReplaySendTimes"] = j.times
 	m["MarkerActions"] = j.actions
+	m["GroupActions"] = j.groups
 }
 
 func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
 
 // classifyActions names the actions table (migration 006) when it is missing.
 func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
+
+// classifyGroups names the group actions table (migration 007) when it is missing.
+func (j journalTables) classifyGroups(err error) error { return classifyMissing(j.groups, err) }
 
 // classifyMissing is err as dedupdriver.NotMigrated naming table when a table is missing.
 func classifyMissing(table string, err error) error {

@@ -404,7 +404,7 @@ func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run
 	}
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
-		round+1, mode, b.n, el.Seconds(), planned.Seconds(), sum.Seconds, sum.RecordsPerSecond, rate, cpu, allocs)
+		round+1, mode, b.n, el.Seconds(), planned.Seconds(), float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond, rate, cpu, allocs)
 	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 }
 

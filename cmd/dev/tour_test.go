@@ -1,0 +1,135 @@
+package dev_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fieldwork/fieldwork/cmd/root/roottest"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// tourSteps are the command lines of the README's tour: the shell block that exports
+// FIELDWORK_BROKERS, each with the exit code its comment names ("# exit 3"), 0 otherwise.
+func tourSteps(t *testing.T) (lines []string, codes []int) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```sh\nexport FIELDWORK_BROKERS=")
+	block, _, closed := strings.Cut(rest, "\n```")
+	if !ok || !closed {
+		t.Fatal(`README.md has no shell block that exports FIELDWORK_BROKERS`)
+	}
+	exit := regexp.MustCompile(`#.*\bexit (\d+)\b`)
+	for _, line := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(line, "fieldwork ") {
+			continue // the export line: the test sets the connection itself
+		}
+		code := 0
+		if m := exit.FindStringSubmatch(line); m != nil {
+			code, _ = strconv.Atoi(m[1])
+		}
+		lines, codes = append(lines, line), append(codes, code)
+	}
+	if len(lines) < 5 {
+		t.Fatalf("the tour has %d fieldwork lines:\n%s", len(lines), block)
+	}
+	return lines, codes
+}
+
+// TestTheREADMETour serves `fieldwork dev` and runs the README's tour through bash against it,
+// line by line, with the binary a reader builds: each line exits as its comment says, and at
+// the end every dead letter the sandbox's buggy release rejected is resolved, while the
+// malformed ones, which no replay can cure, are not.
+func TestTheREADMETour(t *testing.T) {
+	lines, codes := tourSteps(t)
+	bash := testenv.Tool(t, "bash")
+	bin := testenv.Fieldwork(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "fieldwork-dev.db")
+	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", dsn, "-o", "json")
+	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
+	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	var info struct {
+		Consumed *struct {
+			Release              string           `json:"release"`
+			Rejects              string           `json:"rejects"`
+			DeadLetteredByReason map[string]int64 `json:"dead_lettered_by_reason"`
+		} `json:"consumed"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &info); err != nil {
+		t.Fatalf("dev -o json: %v\n%s", err, out.String())
+	}
+	c := info.Consumed
+	if c == nil || c.Release != "1.4" || c.DeadLetteredByReason[dlq.ReasonRejected] == 0 || c.DeadLetteredByReason[dlq.ReasonMalformed] != 3 {
+		t.Fatalf("the sandbox's consumer: %+v, want release 1.4 with rejected and 3 malformed dead letters", c)
+	}
+	rejected := int(c.DeadLetteredByReason[dlq.ReasonRejected])
+
+	env := testenv.CleanEnviron(t.TempDir(), "FIELDWORK_BROKERS="+addr, "FIELDWORK_DSN="+dsn, "USER=tester",
+		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	run := func(line string) (int, string, string) {
+		t.Helper()
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer rcancel()
+		cmd := exec.CommandContext(rctx, bash, "-c", line)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok && rctx.Err() == nil {
+			return ee.ExitCode(), stdout.String(), stderr.String()
+		} else if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, stderr.String())
+		}
+		return 0, stdout.String(), stderr.String()
+	}
+	// statuses counts the dead letters by reason and status.
+	statuses := func() map[string]int {
+		t.Helper()
+		code, stdout, stderr := run("fieldwork dlq list --topic tasks.dlq --consumer task-projection --limit 0 -o jsonl")
+		if code != 0 {
+			t.Fatalf("dlq list: exit %d\n%s", code, stderr)
+		}
+		n := map[string]int{}
+		for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			var e struct{ Reason, Status string }
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("dlq list -o jsonl: %v: %q", err, l)
+			}
+			n[e.Reason+" "+e.Status]++
+		}
+		return n
+	}
+
+	if n := statuses(); n["rejected pending"] != rejected || n["rejected resolved"] != 0 {
+		t.Fatalf("before the tour: %v, want %d rejected pending and none resolved", n, rejected)
+	}
+	for i, line := range lines {
+		if code, stdout, stderr := run(line); code != codes[i] {
+			t.Fatalf("tour step %d, %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", i+1, line, code, codes[i], stdout, stderr)
+		}
+	}
+	n := statuses()
+	if n["rejected resolved"] != rejected || n["rejected pending"] != 0 || n["rejected replayed"] != 0 {
+		t.Errorf("after the tour: %v, want all %d rejected dead letters resolved", n, rejected)
+	}
+	if n["malformed resolved"] != 0 || n["malformed pending"]+n["malformed unknown"] != 3 {
+		t.Errorf("after the tour: %v, want the 3 malformed dead letters still pending or unknown", n)
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,74 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/groups"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
+)
+
+// DefaultDescribeInterval is the time between the two reads of `groups describe`.
+const DefaultDescribeInterval = 5 * time.Second
+
+// GroupsDescribeOptions are the inputs of `groups describe`.
+type GroupsDescribeOptions struct {
+	Group string
+	Watch cmdutil.WatchFlags
+	Now   func() time.Time
+}
+
+// NewCmdGroupsDescribe builds `groups describe G`.
+func NewCmdGroupsDescribe(f *cmdutil.Factory, runF func(context.Context, *GroupsDescribeOptions) error) *cobra.Command {
+	opts := &GroupsDescribeOptions{Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "A group's members, assignments, commits, lag, and which commits move",
+		Long: `Describe one consumer group: its state, protocol and coordinator; its members (client id,
+host, assigned partitions); and for each partition it is assigned or has committed on, the
+committed offset, the log end (high watermark), the lag, the member that holds it, and
+whether the commit moved.
+
+Kafka does not say when a commit last moved, so describe reads the group twice, --interval
+apart (0: once), and says which commits moved in between. A partition with lag whose commit
+stood still is marked stuck: its consumer is not getting past a record (groups skip) or is
+not running. --watch reads again every --interval until interrupted, and tells how long each
+commit has not moved since the watch began.`,
+		Example: `  fieldwork groups describe billing
+  fieldwork groups describe billing --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
+  fieldwork groups describe billing --watch --interval 10s -o jsonl`,
+		Args: cmdutil.ExactArgs(1, "one consumer group"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Group = args[0]
+			if err := opts.Watch.Check(); err != nil {
+				return err
+			}
+			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, groupsDescribeRun)
+		},
+	}
+	opts.Watch.Register(cmd.Flags(), DefaultDescribeInterval, "how long between the two reads that tell which commits move (0: read once), and between reads with --watch")
+	return cmd
+}
+
+func groupsDescribeRun(ctx context.Context, opts *GroupsDescribeOptions, cl *cmdutil.Clients) error {
+	p, c := cl.Printer, cl.Kafka
+	if !opts.Watch.Watch {
+		if opts.Watch.Interval > 0 && cl.Streams.ErrTTY {
+			fmt.Fprintln(cl.Streams.ErrText(), cl.Streams.ErrStyles().Dim.Render("reading the commits twice, "+timespec.Format(opts.Watch.Interval)+" apart (--interval 0: once)…"))
+		}
+		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, opts.Now)
+		if err != nil {
+			return err
+		}
+		return p.Object(rep, describeSections(p, rep))
+	}
+	w := groups.NewWatcher(c, opts.Group)
+	return cmdutil.Watch(ctx, p, opts.Watch.Interval, opts.Now,
+		func(ctx context.Context) (*groups.Report, error) { return w.Read(ctx, opts.Now()) },
+		func(r *groups.Report) []output.Section { return describeSections(p, r) })
+}

@@ -1,0 +1,37 @@
+// Package groups is the groups command group: consumer groups, their lag and whether they
+// move, and moving a stuck group past a poison record.
+package groups
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+)
+
+// groupsLong is the group's help.
+const groupsLong = `Consumer groups: which exist, how far behind they are, whether their commits move, and
+how to move a group that is stuck on a poison record past it without losing the record.
+
+  groups list                          every group: state, members, topics, total lag
+  groups describe G                    members, assignments, committed offsets, log end, lag,
+                                       and which commits moved between two reads (--watch)
+  groups skip G --topic T --partition P
+                                       park the record the group is stuck on in a dead-letter
+                                       topic, then commit past it; --undo RUN restores
+  groups journal                       the executed skips and undos: who, why, which offsets
+
+These work for any consumer, not only fieldwork's: lag and commits are the broker's. skip is a
+dry run unless --execute, asks on a terminal (--yes in scripts), needs --reason, refuses while
+the group has members, and is journaled in the store (--dsn) with the old and new offsets.`
+
+// NewCmdGroups is the groups group.
+func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
+	cmd := cmdutil.NewGroup("groups <command>", "Consumer groups: lag, stuck commits, and skipping a poison record", groupsLong,
+		NewCmdGroupsList(f, nil),
+		NewCmdGroupsDescribe(f, nil),
+		NewCmdGroupsSkip(f, nil),
+		NewCmdGroupsJournal(f, nil),
+	)
+	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	return cmd
+}

@@ -1,0 +1,198 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/groups"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/timespec"
+)
+
+// GroupsSkipOptions are the inputs of `groups skip`.
+type GroupsSkipOptions struct {
+	Skip groups.SkipOptions
+	// Undo is the skip to undo ("" for a skip).
+	Undo string
+	cmdutil.ActionFlags
+	Now func() time.Time
+
+	toOffset int64
+}
+
+// NewCmdGroupsSkip builds `groups skip`.
+func NewCmdGroupsSkip(f *cmdutil.Factory, runF func(context.Context, *GroupsSkipOptions) error) *cobra.Command {
+	opts := &GroupsSkipOptions{ActionFlags: cmdutil.NewActionFlags(f), Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "skip GROUP --topic TOPIC --partition N | skip --undo RUN",
+		Short: "Park the record a group is stuck on in a dead-letter topic, then commit past it",
+		Long: `Unstick a consumer group that keeps failing on one record (a poison message) and does not
+dead-letter it itself: any consumer, fieldwork's or not, since the offsets are the broker's.
+
+skip shows the record at the group's committed offset on --topic/--partition, decoded as
+inspect record shows it. With --execute it copies that record to the dead-letter topic
+(--dlq-topic, default <topic>.dlq) in fieldwork's convention — fw.dlq.reason parked,
+fw.dlq.group the group, fw.dlq.error the --reason — waits until the broker acknowledged the
+copy, and only then commits the group's offset one past it. The record is never lost: dlq list
+shows it, replay sends it back once its consumer is fixed.
+
+--count N parks N offsets from the commit on; --to-offset O and --to-time T move the commit to
+O, or to the first record at or after T, parking every record in between (the plan says how
+many).
+
+It refuses while the group has members, and names them: the broker refuses an operator's
+commit for a live group, and a running member would commit over it. Stop the consumers, skip,
+start them again. A skip whose group committed in between (the plan is stale) changes nothing.
+
+A dry run by default: without --execute it prints the plan and changes nothing. With
+--execute it needs --reason; on a terminal it shows the plan (context, cluster, store, counts,
+reason) and asks y/N (a no exits 6); without a terminal it refuses unless --yes. Each executed
+skip is journaled in the store (--dsn) with its operator (--operator, $USER or $LOGNAME), the
+reason and the old and new offsets: groups journal lists them, and skip --undo RUN commits the
+old offsets again (refused when the group has moved on since; the parked copies stay in the
+dead-letter topic).
+
+Exit codes: 0 planned or done; 1 refused (the group has members, or moved since the plan) or
+failed; 2 a usage error (no --reason, no --yes off a terminal, an offset not past the commit
+or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
+		Example: `  fieldwork groups skip billing --topic orders --partition 3
+  fieldwork groups skip billing --topic orders --partition 3 --execute --reason "INC-7: unparseable amount"
+  fieldwork groups skip billing --topic orders --partition 3 --count 5 --execute --yes --reason "INC-7"
+  fieldwork groups skip billing --topic orders --partition 3 --to-time 2026-12-01T10:00:00Z
+  fieldwork groups skip --undo 20261201-101500-3f9a1c --execute --yes --reason "wrong group"`,
+		Args: cmdutil.MaxArgs(1, "one consumer group"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parse(cmd, args); err != nil {
+				return err
+			}
+			need := cmdutil.NeedKafka
+			if opts.Execute || opts.Undo != "" {
+				need |= cmdutil.NeedJournal
+			}
+			return cmdutil.RunWith(cmd, f, need, opts, runF, groupsSkipRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Skip.Topic, "topic", "", "the topic the group is stuck on (required)")
+	fl.Int32Var(&opts.Skip.Partition, "partition", 0, "the partition the group is stuck on (required)")
+	fl.Int64Var(&opts.Skip.Count, "count", 1, "park this many offsets from the group's commit on")
+	fl.Int64Var(&opts.toOffset, "to-offset", 0, "move the commit to this offset, parking every record before it")
+	fl.Var(timespec.NewTimeValue(&opts.Skip.ToTime, func() time.Time { return opts.Now() }), "to-time",
+		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
+	fl.StringVar(&opts.Skip.DeadLetterTopic, "dlq-topic", "", "the dead-letter topic the parked records go to (default <topic>.dlq)")
+	fl.StringVar(&opts.Undo, "undo", "", "restore the offsets a journaled skip moved (its run id, from groups journal)")
+	opts.ActionFlags.Register(fl, "park the records and move the offsets",
+		"why you skip: required with --execute, shown in the confirmation, journaled and written as the parked records' fw.dlq.error", "who skips")
+	return cmd
+}
+
+func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
+	fl := cmd.Flags()
+	if err := opts.Check(cmd); err != nil {
+		return err
+	}
+	if opts.Undo != "" {
+		for _, n := range []string{"topic", "partition", "count", "to-offset", "to-time", "dlq-topic"} {
+			if fl.Changed(n) {
+				return fwerr.Usagef("--undo restores what the journal says the skip moved: --%s does not go with it", n)
+			}
+		}
+		if len(args) > 0 {
+			return fwerr.Usagef("--undo names the skip, which names its group: drop the argument %q", args[0])
+		}
+		return opts.RequireReason("it is journaled with the undo")
+	}
+	if len(args) == 0 {
+		return fwerr.Usagef("name the consumer group: groups skip GROUP --topic TOPIC --partition N")
+	}
+	opts.Skip.Group = args[0]
+	if !fl.Changed("topic") || !fl.Changed("partition") {
+		return fwerr.Usagef("--topic and --partition are required: the partition the group is stuck on (groups describe %s shows it)", opts.Skip.Group)
+	}
+	if err := cmdutil.CheckTopics([]string{opts.Skip.Topic}); err != nil {
+		return err
+	}
+	if opts.Skip.Partition < 0 {
+		return fwerr.Usagef("--partition %d: must be 0 or more", opts.Skip.Partition)
+	}
+	given := 0
+	for _, n := range []string{"count", "to-offset", "to-time"} {
+		if fl.Changed(n) {
+			given++
+		}
+	}
+	if given > 1 {
+		return fwerr.Usagef("--count, --to-offset and --to-time each say where the commit goes: give one")
+	}
+	if err := cmdutil.AtLeastOne("count", int(min(opts.Skip.Count, 1<<30))); err != nil {
+		return err
+	}
+	if fl.Changed("to-offset") {
+		if opts.toOffset < 0 {
+			return fwerr.Usagef("--to-offset %d: must be 0 or more", opts.toOffset)
+		}
+		opts.Skip.ToOffset = &opts.toOffset
+	}
+	return opts.RequireReason("it is journaled with the skip and written as the parked records' fw.dlq.error")
+}
+
+func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
+	if opts.Undo != "" {
+		return groupsUndoRun(ctx, opts, cl)
+	}
+	p, c := cl.Printer, cl.Kafka
+	opts.Skip.Schemas = cl.Schemas
+	plan, err := groups.PlanSkip(ctx, c, opts.Skip)
+	if plan == nil {
+		return err
+	}
+	prompt := func() cmdutil.Prompt {
+		return cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
+			Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
+				cmdutil.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
+			Counts: []string{fmt.Sprintf("%s to %s", cmdutil.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
+				fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
+	}
+	sections := func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) }
+	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.SkipResult, []output.Section, error) {
+		res, err := groups.Skip(ctx, c, cl.Store, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
+		if err != nil {
+			if res != nil && res.Parked > 0 {
+				cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", cmdutil.Plural(res.Parked, "record"), plan.DeadLetterTopic))
+			}
+			return nil, nil, err
+		}
+		return res, skipResultSections(p, res), nil
+	})
+}
+
+func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
+	p, c, st := cl.Printer, cl.Kafka, cl.Store
+	plan, err := groups.PlanUndo(ctx, c, st, opts.Undo)
+	if plan == nil {
+		return err
+	}
+	prompt := func() cmdutil.Prompt {
+		a := plan.Skip
+		pr := cmdutil.Prompt{Kafka: true, Store: st.Table(), Reason: opts.Reason,
+			Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
+		for _, m := range plan.Moves {
+			pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+		}
+		return pr
+	}
+	sections := func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) }
+	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.UndoResult, []output.Section, error) {
+		res, err := groups.Undo(ctx, c, st, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, undoResultSections(p, res), nil
+	})
+}

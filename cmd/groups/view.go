@@ -1,0 +1,207 @@
+package groups
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/groups"
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/timespec"
+)
+
+func summaryColumns(p *output.Printer) []output.Column[groups.Summary] {
+	return []output.Column[groups.Summary]{
+		{Name: "group", Value: func(s groups.Summary) string { return s.Group }},
+		{Name: "state", Value: func(s groups.Summary) string { return s.State }},
+		{Name: "type", Value: func(s groups.Summary) string { return cmdutil.OrDash(s.Type) }, WideOnly: true},
+		{Name: "members", Value: func(s groups.Summary) string { return strconv.Itoa(s.Members) }},
+		{Name: "topics", Value: func(s groups.Summary) string { return cmdutil.OrDash(strings.Join(s.Topics, ",")) }},
+		{Name: "lag", Value: func(s groups.Summary) string {
+			if !s.LagKnown {
+				return p.Styles.Warn.Render("unknown")
+			}
+			return lagText(p, s.TotalLag)
+		}},
+		{Name: "error", Value: func(s groups.Summary) string { return s.Error }, Optional: true},
+	}
+}
+
+func lagText(p *output.Printer, lag int64) string {
+	s := strconv.FormatInt(lag, 10)
+	if lag > 0 {
+		return p.Styles.Warn.Render(s)
+	}
+	return s
+}
+
+// commitText says whether a commit moved: how long ago, or for how long it was seen still.
+func commitText(p *output.Printer, rep *groups.Report, gp groups.Partition) string {
+	switch {
+	case gp.Committed < 0:
+		return p.Styles.Dim.Render("no commit")
+	case rep.WatchedMS <= 0:
+		return p.Styles.Dim.Render("read once")
+	case gp.CommitMoved:
+		return "moved " + seconds(gp.UnchangedForMS) + " ago"
+	case gp.Lag == 0:
+		return "caught up"
+	}
+	return p.Styles.Bad.Render("stuck: unchanged for ≥ " + seconds(gp.UnchangedForMS))
+}
+
+// seconds is ms milliseconds as a duration to the second.
+func seconds(ms int64) string {
+	return timespec.Format((time.Duration(ms) * time.Millisecond).Round(time.Second))
+}
+
+func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
+	st := p.Styles
+	watched := "one read"
+	if rep.WatchedMS > 0 {
+		watched = "commits compared over " + seconds(rep.WatchedMS)
+	}
+	overview := output.Section{Title: "Consumer group " + rep.Group, Fields: [][2]string{
+		{"state", rep.State},
+		{"protocol", cmdutil.OrDash(strings.Trim(rep.ProtocolType+" "+rep.Protocol, " "))},
+		{"coordinator", strconv.Itoa(int(rep.Coordinator))},
+		{"members", strconv.Itoa(len(rep.Members))},
+		{"total lag", lagText(p, rep.TotalLag)},
+		{"read at", cmdutil.FormatTime(rep.ReadAt) + st.Dim.Render(" ("+watched+")")},
+	}}
+	if stuck := rep.Stuck(); len(stuck) > 0 {
+		var at []string
+		for _, s := range stuck {
+			at = append(at, fmt.Sprintf("%s/%d/%d", s.Topic, s.Partition, s.Committed))
+		}
+		overview.Fields = append(overview.Fields, [2]string{"stuck at", st.Bad.Render(strings.Join(at, ", "))})
+	}
+	members := output.Section{Title: "Members", Header: []string{"client id", "host", "instance", "assigned", "member id"}, WideOnly: []string{"member id"}}
+	for _, m := range rep.Members {
+		members.Rows = append(members.Rows, []string{m.ClientID, strings.TrimPrefix(m.Host, "/"), cmdutil.OrDash(m.InstanceID), cmdutil.OrDash(strings.Join(m.Assigned, ",")), m.MemberID})
+	}
+	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "committed", "log end", "lag", "member", "commit"}}
+	for _, gp := range rep.Partitions {
+		committed, lag := strconv.FormatInt(gp.Committed, 10), lagText(p, gp.Lag)
+		if gp.Committed < 0 {
+			committed, lag = "-", "-"
+		}
+		parts.Rows = append(parts.Rows, []string{gp.Topic, strconv.Itoa(int(gp.Partition)), committed, strconv.FormatInt(gp.LogEnd, 10),
+			lag, cmdutil.OrDash(gp.Member), commitText(p, rep, gp)})
+	}
+	return []output.Section{overview, members, parts}
+}
+
+func membersSection(p *output.Printer, group string, ms []groups.Member) output.Section {
+	s := output.Section{Title: fmt.Sprintf("Active members of %s (stop them first)", group), Header: []string{"client id", "host", "instance", "assigned"}}
+	for _, m := range ms {
+		s.Rows = append(s.Rows, []string{p.Styles.Bad.Render(m.ClientID), strings.TrimPrefix(m.Host, "/"), cmdutil.OrDash(m.InstanceID), cmdutil.OrDash(strings.Join(m.Assigned, ","))})
+	}
+	return s
+}
+
+func skipPlanSections(p *output.Printer, plan *groups.SkipPlan, dryRun bool) []output.Section {
+	st := p.Styles
+	title := "Skip plan"
+	if dryRun {
+		title += " (dry run: nothing is parked or committed)"
+	}
+	over := output.Section{Title: title, Fields: [][2]string{
+		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
+		{"stuck at", plan.Address().String()},
+		{"new offset", strconv.FormatInt(plan.NewOffset, 10)},
+		{"parks", cmdutil.Plural(plan.Offsets, "offset") + " to " + plan.DeadLetterTopic + st.Dim.Render(" (reason parked)")},
+		{"log end", strconv.FormatInt(plan.LogEnd, 10)},
+	}}
+	sections := []output.Section{over}
+	if len(plan.Members) > 0 {
+		sections = append(sections, membersSection(p, plan.Group, plan.Members))
+	}
+	if plan.Record != nil {
+		sections = append(sections, cmdutil.RecordSections(p, plan.Record)...)
+	} else {
+		sections = append(sections, output.Section{Title: "Record " + plan.Address().String(), Text: st.Dim.Render("no readable record at this offset (compacted, aborted or a transaction marker)")})
+	}
+	return sections
+}
+
+func skipResultSections(p *output.Printer, res *groups.SkipResult) []output.Section {
+	plan := res.Plan
+	var dls []string
+	for _, a := range res.DeadLetters {
+		dls = append(dls, a.String())
+	}
+	if int64(len(dls)) < res.Parked {
+		dls = append(dls, fmt.Sprintf("… %d more", res.Parked-int64(len(dls))))
+	}
+	return []output.Section{{Title: "Skipped", Fields: [][2]string{
+		{"run", res.ID},
+		{"group", plan.Group},
+		{"offset", fmt.Sprintf("%s/%d: %d → %d", plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)},
+		{"parked", cmdutil.Plural(res.Parked, "record") + " in " + plan.DeadLetterTopic},
+		{"dead letters", cmdutil.OrDash(strings.Join(dls, ", "))},
+		{"operator", res.Operator},
+		{"reason", res.Reason},
+		{"undo", "fieldwork groups skip --undo " + res.ID},
+	}}}
+}
+
+func movesText(topic string, moves []groups.PartitionMove) string {
+	var s []string
+	for _, m := range moves {
+		s = append(s, fmt.Sprintf("%s/%d: %d → %d", topic, m.Partition, m.OldOffset, m.NewOffset))
+	}
+	return strings.Join(s, ", ")
+}
+
+func undoPlanSections(p *output.Printer, plan *groups.UndoPlan, dryRun bool) []output.Section {
+	title := "Undo plan"
+	if dryRun {
+		title += " (dry run: nothing is committed)"
+	}
+	a := plan.Skip
+	sections := []output.Section{{Title: title, Fields: [][2]string{
+		{"skip", a.ID + p.Styles.Dim.Render(" (by "+a.Operator+" at "+cmdutil.FormatTime(a.At)+": "+a.Reason+")")},
+		{"group", a.Group + p.Styles.Dim.Render(" ("+plan.State+")")},
+		{"offsets", movesText(a.Topic, plan.Moves)},
+		{"parked", cmdutil.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")},
+	}}}
+	if len(plan.Members) > 0 {
+		sections = append(sections, membersSection(p, a.Group, plan.Members))
+	}
+	return sections
+}
+
+func undoResultSections(_ *output.Printer, res *groups.UndoResult) []output.Section {
+	return []output.Section{{Title: "Undone", Fields: [][2]string{
+		{"run", res.ID},
+		{"undoes", res.Undoes},
+		{"group", res.Group},
+		{"offsets", movesText(res.Topic, res.Moves)},
+		{"operator", res.Operator},
+		{"reason", res.Reason},
+	}}}
+}
+
+var groupActionColumns = []output.Column[groupActionView]{
+	{Name: "id", Value: func(a groupActionView) string { return a.ID }},
+	{Name: "at", Value: func(a groupActionView) string { return cmdutil.FormatTime(a.At) }},
+	{Name: "action", Value: func(a groupActionView) string { return a.Action }},
+	{Name: "group", Value: func(a groupActionView) string { return a.Group }},
+	{Name: "offsets", Value: func(a groupActionView) string {
+		var moves []groups.PartitionMove
+		if json.Unmarshal(a.Offsets, &moves) != nil {
+			return string(a.Offsets)
+		}
+		return movesText(a.Topic, moves)
+	}},
+	{Name: "parked", Value: func(a groupActionView) string { return strconv.FormatInt(a.Parked, 10) }},
+	{Name: "dead-letter topic", Value: func(a groupActionView) string { return a.DeadLetterTopic }, WideOnly: true},
+	{Name: "operator", Value: func(a groupActionView) string { return a.Operator }},
+	{Name: "reason", Value: func(a groupActionView) string { return a.Reason }},
+	{Name: "undone by", Value: func(a groupActionView) string { return a.UndoneBy }, Optional: true},
+	{Name: "undoes", Value: func(a groupActionView) string { return a.Undoes }, Optional: true},
+}

@@ -1,0 +1,66 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
+	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/replay"
+)
+
+// TestPlanSampleKeysFitTheTerminal: a sample record's long key is cut, with the ellipsis, to
+// what the terminal leaves it, not to a fixed length: more of it on a wider terminal, all of
+// it with --wide or off a terminal, and no line of the table wider than the terminal; the
+// partition and the replay count are left out before the record is cut.
+func TestPlanSampleKeysFitTheTerminal(t *testing.T) {
+	key := "tenant-0042/order/" + strings.Repeat("k", 100) + "-end"
+	rep := &replay.Report{Sample: []replay.SampleRecord{
+		{Source: "orders.dlq/0/7", Outcome: "send", TargetTopic: "orders", Key: key, EventID: "e-1", Reason: "rejected"},
+	}}
+	render := func(tty bool, width int, wide bool) (keyShown string, lines []string) {
+		t.Helper()
+		s, _, out, _ := output.Test()
+		s.OutTTY, s.Width = tty, width
+		p := output.NewPrinter(s, output.FormatTable)
+		p.Wide = wide
+		var sample output.Section
+		for _, sec := range replayPlanSections(p, rep, false) {
+			if strings.HasPrefix(sec.Title, "Sample") {
+				sample = sec
+			}
+		}
+		if err := p.Object(rep, []output.Section{sample}); err != nil {
+			t.Fatal(err)
+		}
+		lines = strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+		for _, f := range strings.Fields(lines[len(lines)-1]) {
+			if strings.HasPrefix(f, "tenant-0042") {
+				keyShown = f
+			}
+		}
+		return keyShown, lines
+	}
+	at80, lines := render(true, 80, false)
+	for _, l := range lines {
+		if w := twwidth.Width(l); w > 80 {
+			t.Errorf("a line %d columns wide at 80: %q", w, l)
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], "orders.dlq/0/7  send") {
+		t.Errorf("at 80 columns the record or its outcome is cut (the partition and replay count go first):\n%s", strings.Join(lines, "\n"))
+	}
+	at160, _ := render(true, 160, false)
+	if !strings.HasSuffix(at80, output.Ellipsis) || !strings.HasSuffix(at160, output.Ellipsis) || twwidth.Width(at160) <= twwidth.Width(at80) ||
+		twwidth.Width(at160) <= 40 {
+		t.Errorf("the key at 80 columns %q, at 160 %q: want each cut to its terminal, more at 160 (and more than 40 columns)", at80, at160)
+	}
+	for name, got := range map[string]string{"--wide": first(render(true, 80, true)), "off a terminal": first(render(false, 0, false))} {
+		if got != key {
+			t.Errorf("%s: the key is %q, want it whole", name, got)
+		}
+	}
+}
+
+func first(s string, _ []string) string { return s }

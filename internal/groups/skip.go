@@ -1,0 +1,409 @@
+package groups
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/schema"
+)
+
+// ErrActive is returned (wrapped, naming the members) when a skip or its undo finds the
+// group with members: the broker refuses an operator's commit for a group with members, and
+// a live member would commit over it anyway.
+var ErrActive = errors.New("the consumer group has active members")
+
+// SkipOptions select what a skip steps over: from the group's committed offset on
+// Topic/Partition, Count records (1 when none of the three is given), or up to ToOffset, or
+// up to the first record at or after ToTime.
+type SkipOptions struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Count     int64
+	ToOffset  *int64
+	ToTime    time.Time
+	// DeadLetterTopic receives the parked records; "" is Topic + dlq.DefaultTopicSuffix.
+	DeadLetterTopic string
+	// Schemas decodes a registry-framed record for the plan, as inspect record does.
+	Schemas *schema.Decoder
+}
+
+// SkipPlan is what a skip would do: move Group's commit on Topic/Partition from Committed to
+// NewOffset, parking the records in between in DeadLetterTopic first.
+type SkipPlan struct {
+	Group           string `json:"group"`
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	State           string `json:"state"`
+	Committed       int64  `json:"committed_offset"`
+	NewOffset       int64  `json:"new_offset"`
+	LogEnd          int64  `json:"log_end_offset"`
+	Offsets         int64  `json:"offsets"`
+	DeadLetterTopic string `json:"dead_letter_topic"`
+	// Record is the record at the committed offset, the one the group is stuck on, decoded as
+	// `inspect record` shows it; nil when that offset holds no readable record.
+	Record *inspect.RecordReport `json:"record"`
+	// Members are the group's members; a skip is refused while there are any.
+	Members []Member `json:"members"`
+}
+
+// Address is the record the group is stuck on.
+func (p *SkipPlan) Address() kafka.RecordAddress {
+	return kafka.RecordAddress{Topic: p.Topic, Partition: p.Partition, Offset: p.Committed}
+}
+
+// active is ErrActive naming the members, or nil.
+func active(group string, ms []Member) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name()
+	}
+	return fmt.Errorf("refusing to move the offsets of consumer group %s: %w (%d: %s); stop them first", group, ErrActive, len(ms), strings.Join(names, ", "))
+}
+
+// PlanSkip reads the group and the partition and returns the plan. A group with members is
+// planned and refused: the plan comes back with an error wrapping ErrActive that names them.
+// A group without a commit on the partition, or a target offset that is not past the commit
+// and within the partition, is a usage error.
+func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, error) {
+	bounds, err := c.Bounds(ctx, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	var b *kafka.PartitionBounds
+	for i := range bounds {
+		if bounds[i].Partition == o.Partition {
+			b = &bounds[i]
+		}
+	}
+	if b == nil {
+		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", o.Topic, o.Partition, len(bounds)-1)
+	}
+	d, err := describe(ctx, c, o.Group)
+	if err != nil {
+		return nil, err
+	}
+	commits, failed := c.GroupCommits(ctx, o.Group)
+	if ferr := failed[o.Group]; ferr != nil {
+		return nil, ferr
+	}
+	committed, ok := commits[o.Group][o.Topic][o.Partition]
+	if !ok {
+		return nil, fwerr.Usagef("consumer group %s has no committed offset on %s/%d: nothing to skip from (groups describe %s shows its offsets)", o.Group, o.Topic, o.Partition, o.Group)
+	}
+	dlqTopic := o.DeadLetterTopic
+	if dlqTopic == "" {
+		dlqTopic = o.Topic + dlq.DefaultTopicSuffix
+	}
+	p := &SkipPlan{Group: o.Group, Topic: o.Topic, Partition: o.Partition, State: d.State, Committed: committed,
+		LogEnd: b.HighWatermark, DeadLetterTopic: dlqTopic, Members: []Member{}}
+	p.Members = append(p.Members, d.Members...)
+	switch {
+	case o.ToOffset != nil:
+		p.NewOffset = *o.ToOffset
+	case !o.ToTime.IsZero():
+		after, err := c.OffsetsAfter(ctx, o.Topic, o.ToTime)
+		if err != nil {
+			return nil, err
+		}
+		p.NewOffset = after[o.Partition]
+	default:
+		p.NewOffset = committed + max(o.Count, 1)
+	}
+	switch {
+	case committed >= b.LastStable:
+		return nil, fwerr.Usagef("consumer group %s is at the end of %s/%d (offset %d): it is not stuck on a record there", o.Group, o.Topic, o.Partition, committed)
+	case p.NewOffset <= committed:
+		return nil, fwerr.Usagef("the new offset %d is not past the group's committed offset %d on %s/%d: a skip only moves forward (--undo restores a skip)", p.NewOffset, committed, o.Topic, o.Partition)
+	case p.NewOffset > b.LastStable:
+		return nil, fwerr.Usagef("the new offset %d is past the end of %s/%d (%d): --count, --to-offset and --to-time stay within the partition", p.NewOffset, o.Topic, o.Partition, b.LastStable)
+	}
+	p.Offsets = p.NewOffset - committed
+	if committed >= b.LogStart {
+		rec, err := c.Fetch(ctx, o.Topic, o.Partition, committed)
+		switch {
+		case err == nil:
+			p.Record = inspect.RecordOf(ctx, o.Schemas, rec)
+		case !errors.Is(err, kafka.ErrNoRecord):
+			return nil, err
+		}
+	}
+	return p, active(o.Group, p.Members)
+}
+
+// Journal says who moves a group's offsets and why, for the journal (docs/design.md §3.4).
+type Journal struct {
+	Operator string
+	Reason   string
+}
+
+// PartitionMove is one partition's move in the journal: from OldOffset to NewOffset, and
+// how many records were parked on the way.
+type PartitionMove struct {
+	Partition int32 `json:"partition"`
+	OldOffset int64 `json:"old_offset"`
+	NewOffset int64 `json:"new_offset"`
+	Parked    int64 `json:"parked"`
+}
+
+// SkipResult is what a skip did.
+type SkipResult struct {
+	ID   string    `json:"id"`
+	Plan *SkipPlan `json:"plan"`
+	// Parked is how many records were copied to the dead-letter topic (fewer than the plan's
+	// offsets when some hold no record: compacted, aborted, transaction markers).
+	Parked int64 `json:"parked"`
+	// DeadLetters are the addresses of the first parked copies.
+	DeadLetters []kafka.RecordAddress `json:"dead_letters"`
+	Operator    string                `json:"operator"`
+	Reason      string                `json:"reason"`
+}
+
+// maxListedDeadLetters bounds SkipResult.DeadLetters.
+const maxListedDeadLetters = 20
+
+// parkBatch is how many parked copies are produced and acknowledged together.
+const parkBatch = 500
+
+// Skip executes plan: it checks again that the group has no members and that its commit is
+// still plan.Committed, commits plan.Committed again (so that a commit the broker refuses
+// stops the skip before anything is parked), copies every record of [Committed, NewOffset) to the dead-letter
+// topic in fieldwork's convention (reason parked, the group, the operator's reason as the
+// error) and waits for their acknowledgements, only then commits NewOffset for the group, and
+// journals the skip with both offsets (so that Undo can restore the old one). A failure
+// before the commit leaves the group where it was; the copies already acknowledged stay in
+// the dead-letter topic, and the error says how many.
+func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, j Journal, now time.Time) (*SkipResult, error) {
+	if err := recheck(ctx, c, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
+		return nil, err
+	}
+	// The commit that stays where it is, first: it proves that the broker takes this
+	// principal's commits for the group (READ on it, the group still empty) before anything is
+	// parked, so that a refused commit leaves no copy behind.
+	if err := c.CommitGroupOffsets(ctx, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
+		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
+	}
+	// The dead-letter topic must be there: a producer would wait for it (or have it created
+	// with the broker's defaults).
+	if err := writable(ctx, c, plan.DeadLetterTopic); err != nil {
+		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
+	}
+	res := &SkipResult{ID: replay.NewRunID(now), Plan: plan, DeadLetters: []kafka.RecordAddress{}, Operator: j.Operator, Reason: j.Reason}
+	prod, err := kgo.NewClient(c.Options()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer: %w", err)
+	}
+	defer prod.Close()
+	var batch []*kgo.Record
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		results := prod.ProduceSync(context.WithoutCancel(ctx), batch...)
+		batch = batch[:0]
+		for _, r := range results {
+			if r.Err != nil {
+				return fmt.Errorf("the group's offset was not moved (%d parked in %s before): %w",
+					res.Parked, plan.DeadLetterTopic, kafka.DeniedWrite(r.Err, plan.DeadLetterTopic))
+			}
+			res.Parked++
+			if len(res.DeadLetters) < maxListedDeadLetters {
+				res.DeadLetters = append(res.DeadLetters, kafka.RecordAddress{Topic: r.Record.Topic, Partition: r.Record.Partition, Offset: r.Record.Offset})
+			}
+		}
+		return nil
+	}
+	r := kafka.PartitionRange{Topic: plan.Topic, Partition: plan.Partition, Start: plan.Committed, End: plan.NewOffset, HighWatermark: plan.LogEnd}
+	err = c.Read(ctx, []kafka.PartitionRange{r}, func(rec *kgo.Record) error {
+		batch = append(batch, dlq.NewDeadLetter(rec, dlq.Meta{Topic: plan.DeadLetterTopic, Group: plan.Group,
+			Reason: dlq.ReasonParked, Error: j.Reason, FailedAt: now}))
+		if len(batch) >= parkBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := c.CommitGroupOffsets(ctx, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.NewOffset}); err != nil {
+		return res, fmt.Errorf("%d records parked in %s, but the group's offset was not moved: %w", res.Parked, plan.DeadLetterTopic, err)
+	}
+	moves := []PartitionMove{{Partition: plan.Partition, OldOffset: plan.Committed, NewOffset: plan.NewOffset, Parked: res.Parked}}
+	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionSkip, Group: plan.Group, Topic: plan.Topic,
+		DeadLetterTopic: plan.DeadLetterTopic, Operator: j.Operator, Reason: j.Reason, Parked: res.Parked}, moves); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// writable says whether topic exists, a denial named as the WRITE the skip needs on it (it
+// implies the DESCRIBE asked for here).
+func writable(ctx context.Context, c *kafka.Cluster, topic string) error {
+	details, err := c.Admin.ListTopics(ctx, topic)
+	if err == nil {
+		d, ok := details[topic]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("the dead-letter topic: %w", &kafka.UnknownTopicError{Topic: topic})
+		default:
+			err = d.Err
+		}
+	}
+	if err != nil {
+		return kafka.Denied(fmt.Errorf("describe the dead-letter topic %s: %w", topic, err), kafka.OpWrite, kafka.ResourceTopic, topic)
+	}
+	return nil
+}
+
+// record journals a, its offsets moves. A journal that cannot be written fails the command:
+// the offsets were moved, and the error says from where to where.
+func record(ctx context.Context, st *dedup.Store, a dedup.GroupAction, moves []PartitionMove) error {
+	b, err := json.Marshal(moves)
+	if err != nil {
+		return err
+	}
+	a.Offsets = string(b)
+	if err := st.RecordGroupAction(ctx, a); err != nil {
+		var from []string
+		for _, m := range moves {
+			from = append(from, fmt.Sprintf("%s/%d from %d to %d", a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+		}
+		return fmt.Errorf("the offsets of group %s were moved (%s), but the journal was not written: %w", a.Group, strings.Join(from, ", "), err)
+	}
+	return nil
+}
+
+// recheck refuses when group has members or its commits on topic are no longer want (the
+// plan is stale: a consumer ran in between).
+func recheck(ctx context.Context, c *kafka.Cluster, group, topic string, want map[int32]int64) error {
+	d, err := describe(ctx, c, group)
+	if err != nil {
+		return err
+	}
+	if err := active(group, d.Members); err != nil {
+		return err
+	}
+	commits, failed := c.GroupCommits(ctx, group)
+	if ferr := failed[group]; ferr != nil {
+		return ferr
+	}
+	for p, at := range want {
+		now, ok := commits[group][topic][p]
+		if !ok || now != at {
+			return fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %d as planned: it moved since; nothing was changed (plan again)", group, topic, p, offsetText(now, ok), at)
+		}
+	}
+	return nil
+}
+
+func offsetText(at int64, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprint(at)
+}
+
+// UndoPlan is what an undo would do: move the group's commits back to where the skip found
+// them.
+type UndoPlan struct {
+	Skip  dedup.GroupAction `json:"skip"`
+	Moves []PartitionMove   `json:"moves"`
+	State string            `json:"state"`
+	// Members are the group's members; an undo is refused while there are any.
+	Members []Member `json:"members"`
+}
+
+// PlanUndo reads the skip id from the journal and the group now. A skip that is not in the
+// journal, or was undone already, is a usage error; a group whose commit moved on since the
+// skip is refused (undoing would also send the consumer back over what it processed since);
+// a group with members is planned and refused with an error wrapping ErrActive.
+func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string) (*UndoPlan, error) {
+	a, err := st.GroupAction(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a == nil:
+		return nil, fwerr.Usagef("no groups skip %s in the journal", id)
+	case a.Action != dedup.ActionSkip:
+		return nil, fwerr.Usagef("%s is an undo of %s, not a skip", id, a.Undoes)
+	case a.UndoneBy != "":
+		return nil, fwerr.Usagef("skip %s was undone already (by %s)", id, a.UndoneBy)
+	}
+	var skipped []PartitionMove
+	if err := json.Unmarshal([]byte(a.Offsets), &skipped); err != nil {
+		return nil, fmt.Errorf("skip %s: its journaled offsets do not read: %w", id, err)
+	}
+	d, err := describe(ctx, c, a.Group)
+	if err != nil {
+		return nil, err
+	}
+	p := &UndoPlan{Skip: *a, State: d.State, Members: []Member{}}
+	p.Members = append(p.Members, d.Members...)
+	commits, failed := c.GroupCommits(ctx, a.Group)
+	if ferr := failed[a.Group]; ferr != nil {
+		return nil, ferr
+	}
+	for _, m := range skipped {
+		now, ok := commits[a.Group][a.Topic][m.Partition]
+		if !ok || now != m.NewOffset {
+			return nil, fmt.Errorf("refusing to undo skip %s: the committed offset of group %s on %s/%d is %s, not the skip's %d: the group moved on since, and restoring %d would also reprocess what it did since",
+				id, a.Group, a.Topic, m.Partition, offsetText(now, ok), m.NewOffset, m.OldOffset)
+		}
+		p.Moves = append(p.Moves, PartitionMove{Partition: m.Partition, OldOffset: m.NewOffset, NewOffset: m.OldOffset})
+	}
+	return p, active(a.Group, p.Members)
+}
+
+// UndoResult is what an undo did.
+type UndoResult struct {
+	ID       string          `json:"id"`
+	Undoes   string          `json:"undoes"`
+	Group    string          `json:"group"`
+	Topic    string          `json:"topic"`
+	Moves    []PartitionMove `json:"moves"`
+	Operator string          `json:"operator"`
+	Reason   string          `json:"reason"`
+}
+
+// Undo executes plan: it checks again that the group has no members and is where the skip
+// left it, commits the old offsets, and journals the undo naming the skip. The parked copies
+// stay in the dead-letter topic: the group reads the records again from the source.
+func Undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan, j Journal, now time.Time) (*UndoResult, error) {
+	a := plan.Skip
+	want, back := map[int32]int64{}, map[int32]int64{}
+	for _, m := range plan.Moves {
+		want[m.Partition], back[m.Partition] = m.OldOffset, m.NewOffset
+	}
+	if err := recheck(ctx, c, a.Group, a.Topic, want); err != nil {
+		return nil, err
+	}
+	if err := c.CommitGroupOffsets(ctx, a.Group, a.Topic, back); err != nil {
+		return nil, err
+	}
+	res := &UndoResult{ID: replay.NewRunID(now), Undoes: a.ID, Group: a.Group, Topic: a.Topic, Moves: plan.Moves, Operator: j.Operator, Reason: j.Reason}
+	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionUndo, Group: a.Group, Topic: a.Topic,
+		DeadLetterTopic: a.DeadLetterTopic, Operator: j.Operator, Reason: j.Reason, Undoes: a.ID}, plan.Moves); err != nil {
+		return res, err
+	}
+	return res, nil
+}

@@ -1,0 +1,137 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Lag is how many offsets lie between a group's committed offset and a partition's log end
+// (its high watermark): the one lag rule of `inspect topic`, `groups list` and `groups
+// describe`. A commit at or past the end has no lag.
+func Lag(committed, logEnd int64) int64 { return max(0, logEnd-committed) }
+
+// Commits are a group's committed offsets: topic → partition → offset.
+type Commits map[string]map[int32]int64
+
+// GroupCommits fetches the committed offsets of groups in one batch (a partition without a
+// commit is left out). A group whose commits cannot be fetched (another group type, no
+// DESCRIBE on it) is in the second map with its error, classified by Denied.
+func (c *Cluster) GroupCommits(ctx context.Context, groups ...string) (map[string]Commits, map[string]error) {
+	out := make(map[string]Commits, len(groups))
+	failed := map[string]error{}
+	if len(groups) == 0 {
+		return out, failed
+	}
+	for name, fr := range c.Admin.FetchManyOffsets(ctx, groups...) {
+		if fr.Err != nil {
+			failed[name] = Denied(fmt.Errorf("fetch the offsets of group %s: %w", name, fr.Err), OpDescribe, ResourceGroup, name)
+			continue
+		}
+		cm := Commits{}
+		for t, ps := range fr.Fetched {
+			for p, o := range ps {
+				if o.Err != nil || o.At < 0 {
+					continue
+				}
+				if cm[t] == nil {
+					cm[t] = map[int32]int64{}
+				}
+				cm[t][p] = o.At
+			}
+		}
+		out[name] = cm
+	}
+	return out, failed
+}
+
+// LogEnds are the high watermarks of every partition of topics: topic → partition → offset.
+// A topic that does not exist or cannot be described is left out.
+func (c *Cluster) LogEnds(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
+	out := map[string]map[int32]int64{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	listed, err := c.Admin.ListEndOffsets(ctx, topics...)
+	if err != nil && len(listed) == 0 {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			return
+		}
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out, nil
+}
+
+// CommitGroupOffsets sets group's committed offsets of topic (partition → offset), as an
+// operator's reset does: the broker accepts it only while the group has no members. Each
+// partition's error is returned, the first one wrapped with its partition.
+func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	os := kadm.Offsets{}
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	resp, err := c.Admin.CommitOffsets(ctx, group, os)
+	if err != nil {
+		return Denied(fmt.Errorf("commit the offsets of group %s: %w", group, err), OpRead, ResourceGroup, group)
+	}
+	var first error
+	resp.Each(func(r kadm.OffsetResponse) {
+		if r.Err != nil && first == nil {
+			first = Denied(fmt.Errorf("commit %s/%d for group %s: %w", r.Topic, r.Partition, group, r.Err), OpRead, ResourceGroup, group)
+		}
+	})
+	return first
+}
+
+// Follow reads topic/partition from each start offset on (read committed) and calls fn with
+// every record as it arrives, until ctx is done (then it returns nil) or fn fails (its error
+// is returned). Records of partitions created after it started are not read.
+func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64, fn func(*kgo.Record) error) error {
+	consume := map[string]map[int32]kgo.Offset{}
+	for t, ps := range starts {
+		consume[t] = map[int32]kgo.Offset{}
+		for p, o := range ps {
+			consume[t][p] = kgo.NewOffset().At(o)
+		}
+	}
+	if len(consume) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	cl, err := kgo.NewClient(append(c.Options(),
+		kgo.ConsumePartitions(consume),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(readFetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(readFetchPartBytes),
+	)...)
+	if err != nil {
+		return fmt.Errorf("kafka reader: %w", err)
+	}
+	defer cl.Close()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := fetchError(fetches); err != nil {
+			return err
+		}
+		var stop error
+		fetches.EachRecord(func(rec *kgo.Record) {
+			if stop == nil {
+				stop = fn(rec)
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package schema
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+)
+
+// Event reads a record's envelope through its payloads (docs/design.md §3.6): a framed value
+// is decoded first and the envelope read from the decoded JSON, so an Avro or Protobuf event
+// with event_id, aggregate_id and aggregate_version fields, or CloudEvents binary mode with an
+// Avro or Protobuf data, is read like a JSON one. The record itself is not changed.
+//
+// Its error is a *Error when the framed value did not decode (the registry's failure or the
+// payload's), else what envelope.DecodeRecord returns. A nil Decoder detects only: a framed
+// value is then a *Error of ProblemNoRegistry.
+func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Record, error) {
+	if r == nil {
+		ev, err := envelope.DecodeRecord(r)
+		return ev, Record{}, err
+	}
+	headers := Headers(r)
+	rec := d.Record(ctx, headers, r.Key, r.Value)
+	if rec.Value == nil {
+		ev, err := envelope.DecodeRecord(r)
+		return ev, rec, err
+	}
+	if e := rec.Value.Err(); e != nil {
+		return envelope.Event{}, rec, e
+	}
+	decoded := *r
+	decoded.Value = rec.Value.Decoded
+	ev, err := envelope.DecodeRecord(&decoded)
+	return ev, rec, err
+}
+
+// Headers are a franz-go record's headers as the envelope reads them.
+func Headers(r *kgo.Record) []envelope.Header {
+	hs := make([]envelope.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
+	}
+	return hs
+}
