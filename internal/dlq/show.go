@@ -103,12 +103,13 @@ func (d DeadLetter) Replay() ReplayHint {
 
 // ReplayCommand is the fieldwork replay command line that executes a replay of the dead letters
 // at addrs (of one topic), the reason left for the operator to write: several are named one a
-// line on the standard input (--from-file). Topic names are shell-safe as Kafka allows them.
+// line in a file (--from-file) the shell makes (bash, zsh), so that the terminal stays the
+// command's input and it can ask. Topic names are shell-safe as Kafka allows them.
 func ReplayCommand(addrs ...string) string {
 	if len(addrs) == 1 {
 		return "fieldwork replay " + addrs[0] + ` --execute --reason "…"`
 	}
-	return `printf '%s\n' ` + strings.Join(addrs, " ") + ` | fieldwork replay --from-file /dev/stdin --execute --reason "…"`
+	return `fieldwork replay --from-file <(printf '%s\n' ` + strings.Join(addrs, " ") + `) --execute --reason "…"`
 }
 
 // Detail is everything about one dead letter, as `dlq show` shows it.

@@ -405,7 +405,7 @@ func TestCopyCommands(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("jY\rY\ry")
 	want := []string{"fieldwork dlq list --topic tasks.dlq",
-		`printf '%s\n' tasks.dlq/0/0 tasks.dlq/0/2 tasks.dlq/0/4 | fieldwork replay --from-file /dev/stdin --execute --reason "…"`, "tasks.dlq/0/0"}
+		`fieldwork replay --from-file <(printf '%s\n' tasks.dlq/0/0 tasks.dlq/0/2 tasks.dlq/0/4) --execute --reason "…"`, "tasks.dlq/0/0"}
 	if !slices.Equal(c.copied, want) {
 		t.Errorf("copied %q, want %q", c.copied, want)
 	}
