@@ -176,6 +176,12 @@ func (a *ActionFlags) Register(fs *pflag.FlagSet, act, why, who string) {
 	fs.BoolVar(&a.Execute, "execute", false, act+" (default: print the plan and change nothing)")
 	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
 	fs.StringVar(&a.Reason, "reason", "", why)
+	a.RegisterOperator(fs, who)
+}
+
+// RegisterOperator adds --operator alone, for a command that asks for its reasons as it acts
+// (triage).
+func (a *ActionFlags) RegisterOperator(fs *pflag.FlagSet, who string) {
 	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME, else the account running it)")
 }
 
@@ -238,6 +244,23 @@ func RawJSON(s string) json.RawMessage {
 func (a *ActionFlags) RequireReason(why string) error {
 	if a.Execute && strings.TrimSpace(a.Reason) == "" {
 		return fwerr.Usagef("--execute needs --reason: say why (%s)", why)
+	}
+	return nil
+}
+
+// RateFlag is --rate of the commands that replay (replay, replay resume, triage): records sent
+// per second at most, 0 for no cap.
+type RateFlag float64
+
+// Register adds --rate.
+func (r *RateFlag) Register(fs *pflag.FlagSet) {
+	fs.Float64Var((*float64)(r), "rate", 0, "send at most this many records per second (default: no cap)")
+}
+
+// Check refuses a negative rate.
+func (r RateFlag) Check() error {
+	if r < 0 {
+		return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", float64(r))
 	}
 	return nil
 }

@@ -75,23 +75,9 @@ func (f *Factory) DLQPattern() (pattern, from string, err error) {
 // pattern it used, from where, and how many topics matched — when none, with a hint that ACLs
 // may hide topics, whatever the format: nothing is read then.
 func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, configured DLQPattern, s *output.Streams) ([]string, error) {
-	from := "--pattern"
-	if len(t.Topics) == 0 && pattern == nil {
-		from = "default"
-		pattern = dlq.DefaultTopicPattern
-		if configured != nil {
-			p, where, err := configured()
-			if err != nil {
-				return nil, err
-			}
-			if p != "" {
-				re, err := regexp.Compile(p)
-				if err != nil {
-					return nil, fwerr.Usagef("the dead-letter topic pattern %q (%s) is not a regular expression: %v", p, where, err)
-				}
-				pattern, from = re, where
-			}
-		}
+	pattern, from, err := t.Effective(pattern, configured)
+	if err != nil {
+		return nil, err
 	}
 	topics, err := dlq.Topics(ctx, c, t.Topics, pattern)
 	if err != nil {
@@ -117,6 +103,28 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	}
 	fmt.Fprintf(s.ErrText(), "%d %s %s (%s): %s\n", len(topics), noun, pattern, from, strings.Join(shown, ", "))
 	return topics, nil
+}
+
+// Effective is the pattern that finds the topics without --topic, and where it comes from:
+// --pattern (pattern), else the configured one, else dlq.DefaultTopicPattern ("default").
+func (t *DLQTopicFlags) Effective(pattern *regexp.Regexp, configured DLQPattern) (*regexp.Regexp, string, error) {
+	if len(t.Topics) > 0 || pattern != nil {
+		return pattern, "--pattern", nil
+	}
+	if configured != nil {
+		p, where, err := configured()
+		if err != nil {
+			return nil, "", err
+		}
+		if p != "" {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return nil, "", fwerr.Usagef("the dead-letter topic pattern %q (%s) is not a regular expression: %v", p, where, err)
+			}
+			return re, where, nil
+		}
+	}
+	return dlq.DefaultTopicPattern, "default", nil
 }
 
 // Discovered reports whether the topics come from a pattern rather than --topic: a scan may

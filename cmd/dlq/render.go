@@ -466,3 +466,10 @@ func dlqGroupTitle(by []dlq.StatsKey) string {
 }
 
 func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }
+
+// RenderShow writes one dead letter as `dlq show` shows it, for `fieldwork triage`'s record
+// screen: the same sections through p, so the same escaping.
+func RenderShow(p *output.Printer, e dlq.Entry, now func() time.Time) error {
+	det := dlq.NewDetail(e)
+	return p.Object(det, dlqShowSections(p, det, now))
+}

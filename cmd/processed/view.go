@@ -282,3 +282,12 @@ func renderForget(p *output.Printer, rep *processed.ForgetReport) error {
 	}
 	return nil
 }
+
+// RenderGet writes an event's markers as `processed get` shows them, for `fieldwork triage`.
+func RenderGet(p *output.Printer, eventID, consumer string, rows []dedup.MarkerRow) error {
+	rep := getReport{EventID: eventID, Consumer: consumer, Processed: len(rows) > 0, Markers: rows}
+	if rep.Markers == nil {
+		rep.Markers = []dedup.MarkerRow{}
+	}
+	return p.Object(rep, getSections(p, rep))
+}

@@ -40,7 +40,7 @@ func newReplayDeps(f *cmdutil.Factory) replayDeps {
 type ReplayOptions struct {
 	replayDeps
 	Spec   replay.Spec
-	Rate   float64
+	Rate   cmdutil.RateFlag
 	Sample int
 
 	sel cmdutil.SelectionFlags
@@ -175,7 +175,7 @@ failure marks it failed.
 	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
 	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
-	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
+	opts.Rate.Register(fl)
 	fl.IntVar(&opts.Sample, "sample", replay.DefaultSample, "how many selected records the plan shows (0: none)")
 	fl.StringVar(&opts.Spec.ForGroup, "for-group", "", "the one consumer group the records are for (fw.replay.for; default: the group each dead letter names)")
 	fl.BoolVar(&opts.Spec.AllGroups, "all-groups", false, "the records are for every consumer group reading their target (no fw.replay.for)")
@@ -262,8 +262,8 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	if opts.Rate < 0 {
-		return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", opts.Rate)
+	if err := opts.Rate.Check(); err != nil {
+		return err
 	}
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
@@ -377,7 +377,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		RunID:    replay.NewRunID(opts.Now()),
 		Operator: replay.Operator(opts.Operator, opts.Getenv),
 		Reason:   opts.Reason,
-		Rate:     opts.Rate,
+		Rate:     float64(opts.Rate),
 		Sample:   sample,
 		Schemas:  cl.Schemas,
 		Editor:   opts.Edit,

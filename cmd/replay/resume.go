@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
@@ -17,7 +16,7 @@ type ReplayResumeOptions struct {
 	replayDeps
 	RunID string
 	Force bool
-	Rate  float64
+	Rate  cmdutil.RateFlag
 }
 
 // NewCmdReplayResume builds `replay resume RUN`.
@@ -44,15 +43,15 @@ resume (exit 0).`,
 		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.RunID = args[0]
-			if opts.Rate < 0 {
-				return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", opts.Rate)
+			if err := opts.Rate.Check(); err != nil {
+				return err
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedJournal|cmdutil.NeedKafka, opts, runF, replayResumeRun)
 		},
 	}
 	opts.RegisterYes(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
-	cmd.Flags().Float64Var(&opts.Rate, "rate", 0, "send at most this many records per second (default: no cap)")
+	opts.Rate.Register(cmd.Flags())
 	return cmd
 }
 
@@ -67,5 +66,5 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	if err != nil {
 		return err
 	}
-	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: opts.Rate, Sample: -1})
+	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: float64(opts.Rate), Sample: -1})
 }

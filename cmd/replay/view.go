@@ -411,3 +411,13 @@ func replayRuleLabel(rule string) string {
 	}
 	return "key, " + rule
 }
+
+// PlanQuestion is what an executed plan asks, as `replay --execute` asks it: "send 4 records
+// from tasks.dlq (4 to tasks)".
+func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Question }
+
+// RenderPlan writes a plan as a dry run of `replay` shows it, for `fieldwork triage`'s plan
+// screen.
+func RenderPlan(p *output.Printer, rep *replay.Report) error {
+	return p.Object(rep, replayPlanSections(p, rep, false))
+}

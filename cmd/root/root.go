@@ -24,6 +24,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/inspect"
 	"github.com/fieldwork/fieldwork/cmd/processed"
 	"github.com/fieldwork/fieldwork/cmd/replay"
+	"github.com/fieldwork/fieldwork/cmd/triage"
 	"github.com/fieldwork/fieldwork/cmd/version"
 	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -186,6 +187,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		processed.NewCmdProcessed(f),
 		replay.NewCmdReplay(f, nil),
 		groups.NewCmdGroups(f),
+		triage.NewCmdTriage(f, nil),
 	} {
 		c.GroupID = "ops"
 		root.AddCommand(c)

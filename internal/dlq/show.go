@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -76,7 +77,7 @@ func (d DeadLetter) Replay() ReplayHint {
 	addr := d.Address().String()
 	h := ReplayHint{
 		DryRun:  "fieldwork replay " + addr,
-		Command: "fieldwork replay " + addr + ` --execute --reason "…"`,
+		Command: ReplayCommand(addr),
 		Notes:   []string{},
 	}
 	if topic, _, ok := d.Source(); ok {
@@ -98,6 +99,17 @@ func (d DeadLetter) Replay() ReplayHint {
 		h.Notes = append(h.Notes, fmt.Sprintf("replayed %d times already: replay quarantines it unless --max-replays is above %d", d.ReplayCount, d.ReplayCount))
 	}
 	return h
+}
+
+// ReplayCommand is the fieldwork replay command line that executes a replay of the dead letters
+// at addrs (of one topic), the reason left for the operator to write: several are named one a
+// line in a file (--from-file) the shell makes (bash, zsh), so that the terminal stays the
+// command's input and it can ask. Topic names are shell-safe as Kafka allows them.
+func ReplayCommand(addrs ...string) string {
+	if len(addrs) == 1 {
+		return "fieldwork replay " + addrs[0] + ` --execute --reason "…"`
+	}
+	return `fieldwork replay --from-file <(printf '%s\n' ` + strings.Join(addrs, " ") + `) --execute --reason "…"`
 }
 
 // Detail is everything about one dead letter, as `dlq show` shows it.
