@@ -27,11 +27,8 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
-	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", dsn, "--seed", "3")
-
 	// Stdout is not a terminal: the banner goes to stderr, stdout stays clean.
-	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
-	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	addr, out, errOut, done := roottest.StartDev(t, ctx, "--dsn", dsn, "--seed", "3")
 	banner := errOut.String()
 	for _, want := range []string{"dsn              " + dsn, "fieldwork inspect topic tasks --brokers " + addr, "fieldwork inspect validate tasks --brokers " + addr, "tasks.dlq", "invalid-json", "missing-id", "bad-version"} {
 		if !strings.Contains(banner, want) {
@@ -86,8 +83,7 @@ func TestDevServesAndStopsOnCancel(t *testing.T) {
 func TestDevJSONOnStdout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2", "--dead-letters")
-	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	_, out, _, done := roottest.StartDev(t, ctx, "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "dev.db"), "-o", "json", "--partitions", "2", "--dead-letters")
 	var info struct {
 		Brokers string `json:"brokers"`
 		DSN     string `json:"dsn"`

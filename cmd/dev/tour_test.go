@@ -60,9 +60,7 @@ func TestTheREADMETour(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "fieldwork-dev.db")
-	out, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dsn", dsn, "-o", "json")
-	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
-	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	addr, out, _, done := roottest.StartDev(t, ctx, "--dsn", dsn, "-o", "json")
 	var info struct {
 		Consumed *struct {
 			Release              string           `json:"release"`

@@ -374,9 +374,7 @@ func TestReplayThroughTheDevStack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
-	_, errOut, done := roottest.Start(ctx, "dev", "--port", "0", "--dead-letters", "--dsn", dsn)
-	addr := roottest.WaitFor(t, errOut, roottest.DevBrokers, done)[1]
-	roottest.WaitFor(t, errOut, regexp.MustCompile(`press Ctrl-C to stop`), done)
+	addr, _, _, done := roottest.StartDev(t, ctx, "--dead-letters", "--dsn", dsn)
 	env := map[string]string{"FIELDWORK_BROKERS": addr, "FIELDWORK_DSN": dsn, "USER": "dev"}
 	before := devEnds(t, addr)
 

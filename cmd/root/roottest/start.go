@@ -58,6 +58,21 @@ func Start(ctx context.Context, args ...string) (out, errOut *SyncBuffer, done <
 // DevBrokers finds the address `fieldwork dev` serves on in its banner.
 var DevBrokers = regexp.MustCompile(`brokers\s+(127\.0\.0\.1:\d+)`)
 
+// StartDev starts `fieldwork dev <args>` (on a free port, --port 0, unless args give one)
+// and waits until it serves: its brokers' address, and its streams.
+func StartDev(t *testing.T, ctx context.Context, args ...string) (addr string, out, errOut *SyncBuffer, done <-chan Exit) {
+	t.Helper()
+	out, errOut, done = Start(ctx, append([]string{"dev", "--port", "0"}, args...)...)
+	WaitFor(t, errOut, servesLine, done)
+	if m := DevBrokers.FindStringSubmatch(errOut.String()); m != nil {
+		addr = m[1]
+	}
+	return addr, out, errOut, done
+}
+
+// servesLine is the banner's last line: the sandbox serves.
+var servesLine = regexp.MustCompile(`press Ctrl-C to stop`)
+
 // WaitFor waits, up to 30s, for re to match what buf holds and returns the match; it fails
 // the test if the command ends first.
 func WaitFor(t *testing.T, buf *SyncBuffer, re *regexp.Regexp, done <-chan Exit) []string {
