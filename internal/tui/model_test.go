@@ -337,6 +337,22 @@ func TestGroupsAndListScreens(t *testing.T) {
 	c.want("TOPIC", "orders.dlq")
 }
 
+// TestCausesByFingerprint: messages that differ only in ids, numbers or quoted values are one
+// cause, as dlq stats --group-by fingerprint counts them.
+func TestCausesByFingerprint(t *testing.T) {
+	b := &fakeBackend{topics: []string{"orders.dlq"}, pending: []dlq.Entry{
+		deadLetter("orders.dlq", 0, "NotFound", "order 1017 not found", dlq.StatusPending),
+		deadLetter("orders.dlq", 1, "NotFound", `order 2231 not found`, dlq.StatusPending),
+		deadLetter("orders.dlq", 2, "NotFound", "order 4410 not found", dlq.StatusPending),
+		deadLetter("orders.dlq", 3, "Timeout", "db down", dlq.StatusPending),
+	}, toSend: -1}
+	c := newConsole(t, b, false)
+	c.keys("\r")
+	c.wantRow("›", "3", "3", "NotFound:", "order", "<n>", "not", "found", "1h", "58m", "tasks")
+	c.want("Timeout: db down")
+	c.wantNot("1017", "2231")
+}
+
 func TestFilter(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("/task")
@@ -382,7 +398,7 @@ func TestRecordScreen(t *testing.T) {
 	}
 	c := newConsole(t, b, false)
 	c.keys("j\r")
-	c.want(`db down\x1b]0;owned\a`)
+	c.want(`db down\x1b]<n>;owned\a`) // the cause, its number normalised away (dlq.FingerprintOf)
 	c.keys("\r\r")
 	v := c.want("Dead letter tasks.dlq/0/0", `db down\x1b]0;owned\a`)
 	if strings.Contains(v, "\x1b]0;") {

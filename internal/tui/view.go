@@ -51,21 +51,19 @@ func escape(s string) string { return printable.Escape(s) }
 // oneLine folds whitespace into single spaces, for a cell.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// cause is what a dead letter failed of: the key its group is known by, and its label. Dead
-// letters are grouped by error class and message; a fingerprint of the failure, where the
-// dead letters carry one, is meant to take the key's place here, and only here.
+// cause is what a dead letter failed of: the key its group is known by (the failure's
+// fingerprint, dlq.FingerprintOf: its error class and message with ids, numbers and quoted
+// values normalised away, the one rule dlq stats --group-by fingerprint and --fingerprint
+// use), and its label, the normalised cause.
 type cause struct{ key, label string }
 
 func causeOf(d dlq.DeadLetter) cause {
-	msg := oneLine(d.ErrorMessage)
-	label := msg
-	if d.ErrorClass != "" {
-		label = d.ErrorClass + ": " + msg
-	}
+	fp := dlq.FingerprintOf(d)
+	label := oneLine(fp.Cause)
 	if label == "" {
 		label = "(no error given)"
 	}
-	return cause{key: d.ErrorClass + "\x00" + msg, label: label}
+	return cause{key: fp.ID, label: label}
 }
 
 // group is one failure cause of a topic's dead letters.
