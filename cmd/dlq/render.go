@@ -364,7 +364,7 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		topics.Rows = append(topics.Rows, row)
 	}
 	// A grouped field none of the groups has (an error class, often) is left out of the table.
-	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour"}}
+	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour", "topics", "example"}}
 	for _, k := range rep.GroupBy {
 		for _, name := range dlqKeyColumns(k) {
 			name = strings.ReplaceAll(name, "_", " ")
