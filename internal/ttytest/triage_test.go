@@ -39,7 +39,11 @@ func screen(out string) string {
 	go func() { _, _ = io.Copy(io.Discard, e); close(done) }() // the emulator's answers to queries
 	_, _ = e.WriteString(out)
 	s := e.String()
-	_ = e.Close()
+	// Closing the answers' pipe ends the reader. Not e.Close: it sets a flag that Read checks
+	// without synchronisation, a data race under -race.
+	if c, ok := e.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
 	<-done
 	return s
 }
