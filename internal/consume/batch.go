@@ -202,7 +202,7 @@ func (e *Engine) decode(ctx context.Context, recs []*kgo.Record) (items []*item,
 			continue
 		}
 		ev, _, err := e.o.Schemas.Event(ctx, rec)
-		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
+		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
 			return nil, nil, 0, se
 		}
 		if err == nil {

@@ -72,7 +72,7 @@ func malformedOf(rec *kgo.Record, err error) MalformedRecord {
 // starting with a NUL) must not keep the rest of a topic from being judged.
 func readEvent(ctx context.Context, d *schema.Decoder, rec *kgo.Record) (ev envelope.Event, err, fatal error) {
 	ev, _, err = d.Event(ctx, rec)
-	if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() && se.Problem != schema.ProblemNoRegistry {
+	if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
 		return ev, err, se.Kinded()
 	}
 	return ev, err, nil

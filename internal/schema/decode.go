@@ -72,13 +72,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Registry reports whether the failure is the registry's rather than the payload's: no
-// registry, one that is down, or one that refused the credentials. A command that cannot
-// read what it was asked without the payload fails with it (exit 4, docs/design.md §3.6);
-// one that only shows payloads warns and shows the bytes.
+// Registry reports whether the failure is the registry's rather than the payload's: one that
+// is down, or one that refused the credentials. A command that cannot read what it was asked
+// without the payload fails with it (exit 4, docs/design.md §3.6); one that only shows
+// payloads warns and shows the bytes. No registry configured is not one: that is a problem of
+// the framed record (bytes that only look framed must not stop a reader), ProblemNoRegistry.
 func (e *Error) Registry() bool {
 	switch e.Problem {
-	case ProblemNoRegistry, ProblemUnavailable, ProblemDenied:
+	case ProblemUnavailable, ProblemDenied:
 		return true
 	}
 	return false
