@@ -89,16 +89,10 @@ func committed(t *testing.T, adm *kadm.Client, group, topic string) int64 {
 	return -1
 }
 
-// waitFor polls cond every 100ms for up to 30s.
+// waitFor waits up to 30s for cond (testenv.WaitUntil).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitUntil(t, 30*time.Second, nil, what, cond)
 }
 
 // empty waits until group has no members.

@@ -48,6 +48,9 @@ func TestMakeBuildStamps(t *testing.T) {
 	git := func(args ...string) string {
 		out, err := exec.Command(gitPath, append([]string{"-C", root}, args...)...).Output()
 		if err != nil {
+			if testenv.Required() {
+				t.Fatalf("git %v: %v (the tests run in a git checkout)", args, err)
+			}
 			t.Skipf("not a git checkout (git %v: %v)", args, err)
 		}
 		return strings.TrimSpace(string(out))

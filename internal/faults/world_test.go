@@ -215,21 +215,7 @@ func warnings(p *testenv.Proc) int {
 	return len(p.Lines(`"level":"WARN"`)) + len(p.Lines(`"level":"ERROR"`))
 }
 
-// waitFor polls cond every 50ms for up to within and fails the test if it never holds, or
-// if stop is closed first.
-func waitFor(t *testing.T, within time.Duration, stop <-chan struct{}, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		select {
-		case <-stop:
-			t.Fatalf("%s: a process it waited on exited", what)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+// waitFor is testenv.WaitUntil.
+var waitFor = testenv.WaitUntil
 
 func join(parts ...string) string { return strings.Join(parts, "\n  ") }
