@@ -1,9 +1,11 @@
 package cmdutil
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
@@ -28,14 +30,6 @@ func MaxArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// AtLeastOne refuses a value below 1 of the count flag --name.
-func AtLeastOne(name string, v int) error {
-	if v < 1 {
-		return fwerr.Usagef("--%s %d: must be at least 1", name, v)
-	}
-	return nil
-}
-
 // CheckTopics refuses an empty --topic value.
 func CheckTopics(topics []string) error {
 	for _, t := range topics {
@@ -45,3 +39,31 @@ func CheckTopics(topics []string) error {
 	}
 	return nil
 }
+
+// CountVar defines the count flag --name: a whole number of at least 1, so that "how many"
+// flags (--limit of a journal, --batch-size, --max-events, …) refuse 0 and negatives where
+// they are parsed, with one message, and a command never checks one itself.
+func CountVar(fs *pflag.FlagSet, p *int, name string, def int, usage string) {
+	*p = def
+	fs.Var((*countValue)(p), name, usage)
+}
+
+// countValue is pflag's Value of a CountVar flag.
+type countValue int
+
+func (v *countValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fwerr.Usagef("want a whole number")
+	}
+	if n < 1 {
+		return fwerr.Usagef("must be at least 1")
+	}
+	*v = countValue(n)
+	return nil
+}
+
+func (v *countValue) String() string { return strconv.Itoa(int(*v)) }
+
+// Type names the value in help: "int", like pflag's own.
+func (v *countValue) Type() string { return "int" }

@@ -2,7 +2,6 @@ package cmdutil
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -227,16 +226,6 @@ func (a *ActionFlags) Check(cmd *cobra.Command) error {
 		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
 	}
 	return nil
-}
-
-// RawJSON is s as the JSON it holds, or as a JSON string when it holds none: a journaled
-// selection printed as itself.
-func RawJSON(s string) json.RawMessage {
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // RequireReason refuses --execute without a --reason (blank counts as none), for the actions

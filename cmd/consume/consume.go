@@ -159,7 +159,7 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
 	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")
 	fl.StringVar(&opts.DLQTopic, "dlq-topic", "", "dead-letter topic for every source topic (default <topic>.dlq)")
-	fl.IntVar(&opts.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
+	cmdutil.CountVar(fl, &opts.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
 	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
 	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
@@ -199,8 +199,6 @@ func (o *ConsumeOptions) validate() error {
 		return fwerr.Usagef("--handler webhook needs --webhook-url")
 	case o.Handler != handlers.NameWebhook && o.WebhookURL != "":
 		return fwerr.Usagef("--webhook-url applies to --handler webhook only")
-	case o.MaxAttempts < 1:
-		return fwerr.Usagef("--max-attempts %d: must be at least 1", o.MaxAttempts)
 	case o.MaxInfraRetries < 0:
 		return fwerr.Usagef("--max-infra-retries %d: must not be negative", o.MaxInfraRetries)
 	case o.BatchMax < 1 || o.BatchMax > 100_000:

@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/spf13/cobra"
 
@@ -31,13 +30,10 @@ journaled.`,
   fieldwork groups journal -o json | jq '.[] | select(.action == "skip" and .undone_by == null)'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cmdutil.AtLeastOne("limit", opts.Limit); err != nil {
-				return err
-			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedJournal, opts, runF, groupsJournalRun)
 		},
 	}
-	cmd.Flags().IntVar(&opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
+	cmdutil.CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
 	return cmd
 }
 
@@ -46,15 +42,5 @@ func groupsJournalRun(ctx context.Context, opts *GroupsJournalOptions, cl *cmdut
 	if err != nil {
 		return err
 	}
-	views := make([]groupActionView, len(actions))
-	for i, a := range actions {
-		views[i] = groupActionView{GroupAction: a, Offsets: cmdutil.RawJSON(a.Offsets)}
-	}
-	return output.List(cl.Printer, views, groupActionColumns, "no skip or undo in the journal")
-}
-
-// groupActionView prints the offsets as the JSON they are.
-type groupActionView struct {
-	dedup.GroupAction
-	Offsets json.RawMessage `json:"offsets"`
+	return output.List(cl.Printer, actions, groupActionColumns, "no skip or undo in the journal")
 }

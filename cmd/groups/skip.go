@@ -24,6 +24,7 @@ type GroupsSkipOptions struct {
 	Now func() time.Time
 
 	toOffset int64
+	count    int
 }
 
 // NewCmdGroupsSkip builds `groups skip`.
@@ -81,7 +82,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Skip.Topic, "topic", "", "the topic the group is stuck on (required)")
 	fl.Int32Var(&opts.Skip.Partition, "partition", 0, "the partition the group is stuck on (required)")
-	fl.Int64Var(&opts.Skip.Count, "count", 1, "park this many offsets from the group's commit on")
+	cmdutil.CountVar(fl, &opts.count, "count", 1, "park this many offsets from the group's commit on")
 	fl.Int64Var(&opts.toOffset, "to-offset", 0, "move the commit to this offset, parking every record before it")
 	fl.Var(timespec.NewTimeValue(&opts.Skip.ToTime, func() time.Time { return opts.Now() }), "to-time",
 		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
@@ -130,9 +131,7 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 	if given > 1 {
 		return fwerr.Usagef("--count, --to-offset and --to-time each say where the commit goes: give one")
 	}
-	if err := cmdutil.AtLeastOne("count", int(min(opts.Skip.Count, 1<<30))); err != nil {
-		return err
-	}
+	opts.Skip.Count = int64(opts.count)
 	if fl.Changed("to-offset") {
 		if opts.toOffset < 0 {
 			return fwerr.Usagef("--to-offset %d: must be 0 or more", opts.toOffset)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
@@ -186,22 +187,22 @@ func undoResultSections(_ *output.Printer, res *groups.UndoResult) []output.Sect
 	}}}
 }
 
-var groupActionColumns = []output.Column[groupActionView]{
-	{Name: "id", Value: func(a groupActionView) string { return a.ID }},
-	{Name: "at", Value: func(a groupActionView) string { return cmdutil.FormatTime(a.At) }},
-	{Name: "action", Value: func(a groupActionView) string { return a.Action }},
-	{Name: "group", Value: func(a groupActionView) string { return a.Group }},
-	{Name: "offsets", Value: func(a groupActionView) string {
+var groupActionColumns = []output.Column[dedup.GroupAction]{
+	{Name: "id", Value: func(a dedup.GroupAction) string { return a.ID }},
+	{Name: "at", Value: func(a dedup.GroupAction) string { return cmdutil.FormatTime(a.At) }},
+	{Name: "action", Value: func(a dedup.GroupAction) string { return a.Action }},
+	{Name: "group", Value: func(a dedup.GroupAction) string { return a.Group }},
+	{Name: "offsets", Value: func(a dedup.GroupAction) string {
 		var moves []groups.PartitionMove
-		if json.Unmarshal(a.Offsets, &moves) != nil {
+		if json.Unmarshal([]byte(a.Offsets), &moves) != nil {
 			return string(a.Offsets)
 		}
 		return movesText(a.Topic, moves)
 	}},
-	{Name: "parked", Value: func(a groupActionView) string { return strconv.FormatInt(a.Parked, 10) }},
-	{Name: "dead-letter topic", Value: func(a groupActionView) string { return a.DeadLetterTopic }, WideOnly: true},
-	{Name: "operator", Value: func(a groupActionView) string { return a.Operator }},
-	{Name: "reason", Value: func(a groupActionView) string { return a.Reason }},
-	{Name: "undone by", Value: func(a groupActionView) string { return a.UndoneBy }, Optional: true},
-	{Name: "undoes", Value: func(a groupActionView) string { return a.Undoes }, Optional: true},
+	{Name: "parked", Value: func(a dedup.GroupAction) string { return strconv.FormatInt(a.Parked, 10) }},
+	{Name: "dead-letter topic", Value: func(a dedup.GroupAction) string { return a.DeadLetterTopic }, WideOnly: true},
+	{Name: "operator", Value: func(a dedup.GroupAction) string { return a.Operator }},
+	{Name: "reason", Value: func(a dedup.GroupAction) string { return a.Reason }},
+	{Name: "undone by", Value: func(a dedup.GroupAction) string { return a.UndoneBy }, Optional: true},
+	{Name: "undoes", Value: func(a dedup.GroupAction) string { return a.Undoes }, Optional: true},
 }

@@ -45,9 +45,6 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			if opts.AggregateID == "" {
 				return fwerr.Usagef("the aggregate id is empty")
 			}
-			if err := cmdutil.AtLeastOne("max-events", opts.MaxEvents); err != nil {
-				return err
-			}
 			if err := opts.parseSelection(cmd, f.Now()); err != nil {
 				return err
 			}
@@ -55,7 +52,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 		},
 	}
 	opts.sel.Register(cmd)
-	cmd.Flags().IntVar(&opts.MaxEvents, "max-events", inspect.DefaultMaxAggregateEvents, "keep at most this many of the aggregate's events")
+	cmdutil.CountVar(cmd.Flags(), &opts.MaxEvents, "max-events", inspect.DefaultMaxAggregateEvents, "keep at most this many of the aggregate's events")
 	return cmd
 }
 

@@ -49,12 +49,6 @@ is removed at the end.`,
 		Args: cmdutil.ExactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if err := cmdutil.AtLeastOne("max-examples", opts.MaxExamples); err != nil {
-				return err
-			}
-			if err := cmdutil.AtLeastOne("memory-entries", opts.MemoryEntries); err != nil {
-				return err
-			}
 			if err := opts.parseSelection(cmd, f.Now()); err != nil {
 				return err
 			}
@@ -63,8 +57,8 @@ is removed at the end.`,
 	}
 	opts.sel.Register(cmd)
 	fl := cmd.Flags()
-	fl.IntVar(&opts.MaxExamples, "max-examples", inspect.DefaultMaxExamples, "findings shown per kind (all are counted)")
-	fl.IntVar(&opts.MemoryEntries, "memory-entries", inspect.DefaultMemoryEntries, "fingerprints kept in memory per table before spilling to disk (~50 bytes each)")
+	cmdutil.CountVar(fl, &opts.MaxExamples, "max-examples", inspect.DefaultMaxExamples, "findings shown per kind (all are counted)")
+	cmdutil.CountVar(fl, &opts.MemoryEntries, "memory-entries", inspect.DefaultMemoryEntries, "fingerprints kept in memory per table before spilling to disk (~50 bytes each)")
 	fl.StringVar(&opts.TempDir, "temp-dir", "", "directory for the temporary spill file (default the system's)")
 	return cmd
 }

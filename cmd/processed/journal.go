@@ -2,7 +2,6 @@ package processed
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -35,13 +34,10 @@ on every marker table of the schema, each with its table.`,
   fieldwork processed journal --limit 5 -o json | jq '.[] | {action, operator, deleted}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cmdutil.AtLeastOne("limit", opts.Limit); err != nil {
-				return err
-			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedJournalRun)
 		},
 	}
-	cmd.Flags().IntVar(&opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
+	cmdutil.CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
 	return cmd
 }
 
@@ -50,28 +46,17 @@ func processedJournalRun(ctx context.Context, opts *ProcessedJournalOptions, cl 
 	if err != nil {
 		return err
 	}
-	views := make([]markerActionView, len(actions))
-	for i, a := range actions {
-		views[i] = markerActionView{MarkerAction: a, Selection: cmdutil.RawJSON(a.Selection), Counts: cmdutil.RawJSON(a.Counts)}
-	}
-	return output.List(cl.Printer, views, markerActionColumns, "no prune or forget in the journal")
+	return output.List(cl.Printer, actions, markerActionColumns, "no prune or forget in the journal")
 }
 
-// markerActionView prints the selection and counts as the JSON they are.
-type markerActionView struct {
-	dedup.MarkerAction
-	Selection json.RawMessage `json:"selection"`
-	Counts    json.RawMessage `json:"counts"`
-}
-
-var markerActionColumns = []output.Column[markerActionView]{
-	{Name: "id", Value: func(a markerActionView) string { return strconv.FormatInt(a.ID, 10) }},
-	{Name: "at", Value: func(a markerActionView) string { return cmdutil.FormatTime(a.At) }},
-	{Name: "action", Value: func(a markerActionView) string { return a.Action }},
-	{Name: "operator", Value: func(a markerActionView) string { return a.Operator }},
-	{Name: "table", Value: func(a markerActionView) string { return a.MarkerTable }, WideOnly: true},
-	{Name: "deleted", Value: func(a markerActionView) string { return strconv.FormatInt(a.Deleted, 10) }},
-	{Name: "reason", Value: func(a markerActionView) string { return a.Reason }},
-	{Name: "error", Value: func(a markerActionView) string { return a.Error }, Optional: true},
-	{Name: "selection", Value: func(a markerActionView) string { return string(a.Selection) }, WideOnly: true},
+var markerActionColumns = []output.Column[dedup.MarkerAction]{
+	{Name: "id", Value: func(a dedup.MarkerAction) string { return strconv.FormatInt(a.ID, 10) }},
+	{Name: "at", Value: func(a dedup.MarkerAction) string { return cmdutil.FormatTime(a.At) }},
+	{Name: "action", Value: func(a dedup.MarkerAction) string { return a.Action }},
+	{Name: "operator", Value: func(a dedup.MarkerAction) string { return a.Operator }},
+	{Name: "table", Value: func(a dedup.MarkerAction) string { return a.MarkerTable }, WideOnly: true},
+	{Name: "deleted", Value: func(a dedup.MarkerAction) string { return strconv.FormatInt(a.Deleted, 10) }},
+	{Name: "reason", Value: func(a dedup.MarkerAction) string { return a.Reason }},
+	{Name: "error", Value: func(a dedup.MarkerAction) string { return a.Error }, Optional: true},
+	{Name: "selection", Value: func(a dedup.MarkerAction) string { return string(a.Selection) }, WideOnly: true},
 }

@@ -285,7 +285,7 @@ func TestReplayEditedResolvesTheOriginal(t *testing.T) {
 		t.Fatalf("the receiver got %d deliveries, want 2 (edit-2, then the edited edit-1)", d)
 	}
 	run := replayRuns(t, w)
-	if len(run) != 1 || !strings.Contains(run[0].Selection, `"edit"`) || !strings.Contains(run[0].Selection, `"record":"`+addr+`"`) {
+	if len(run) != 1 || !strings.Contains(string(run[0].Selection), `"edit"`) || !strings.Contains(string(run[0].Selection), `"record":"`+addr+`"`) {
 		t.Fatalf("the journal does not link the edit to %s: %+v", addr, run)
 	}
 

@@ -36,14 +36,11 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 			if opts.Status != "" && !slices.Contains(dedup.RunStatuses, opts.Status) {
 				return fwerr.Usagef("--status %q: want one of %s", opts.Status, strings.Join(dedup.RunStatuses, ", "))
 			}
-			if err := cmdutil.AtLeastOne("limit", opts.Limit); err != nil {
-				return err
-			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, replayRunsRun)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only runs with this status: "+strings.Join(dedup.RunStatuses, ", "))
-	cmd.Flags().IntVar(&opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many runs")
+	cmdutil.CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many runs")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(dedup.RunStatuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -45,7 +45,7 @@ func replayShowRun(ctx context.Context, opts *ReplayShowOptions, cl *cmdutil.Cli
 	if err != nil {
 		return err
 	}
-	d := replayRunDetail{replayRunView: replayViewOf(run), Targets: targets, Checkpoints: make([]replayCheckpointView, len(cps))}
+	d := replayRunDetail{ReplayRun: run, Targets: targets, Checkpoints: make([]replayCheckpointView, len(cps))}
 	for i, c := range cps {
 		d.Checkpoints[i] = replayCheckpointView{ReplayCheckpoint: c, Remaining: max(0, c.End-c.AckedThrough)}
 	}

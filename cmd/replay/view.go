@@ -268,34 +268,23 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 	return sections
 }
 
-// replayRunView is a journaled run as the commands print it: the selection as JSON, not as a string
-// holding JSON.
-type replayRunView struct {
-	dedup.ReplayRun
-	Selection json.RawMessage `json:"selection"`
-}
-
-func replayViewOf(r dedup.ReplayRun) replayRunView {
-	return replayRunView{ReplayRun: r, Selection: cmdutil.RawJSON(r.Selection)}
-}
-
-var replayRunColumns = []output.Column[replayRunView]{
-	{Name: "id", Value: func(r replayRunView) string { return r.ID }},
-	{Name: "status", Value: func(r replayRunView) string { return r.Status }},
-	{Name: "created_at", Value: func(r replayRunView) string { return cmdutil.FormatTime(r.CreatedAt) }},
-	{Name: "operator", Value: func(r replayRunView) string { return r.Operator }},
-	{Name: "source", Value: func(r replayRunView) string { return strings.Join(r.Sources, ",") }},
-	{Name: "target", Value: func(r replayRunView) string { return r.Target }},
-	{Name: "selected", Value: func(r replayRunView) string { return strconv.FormatInt(r.Selected, 10) }},
-	{Name: "sent", Value: func(r replayRunView) string { return strconv.FormatInt(r.Sent, 10) }},
-	{Name: "quarantined", Value: func(r replayRunView) string { return strconv.FormatInt(r.Quarantined, 10) }},
-	{Name: "skipped", Value: func(r replayRunView) string { return strconv.FormatInt(r.Skipped, 10) }},
-	{Name: "reason", Value: func(r replayRunView) string { return r.Reason }},
+var replayRunColumns = []output.Column[dedup.ReplayRun]{
+	{Name: "id", Value: func(r dedup.ReplayRun) string { return r.ID }},
+	{Name: "status", Value: func(r dedup.ReplayRun) string { return r.Status }},
+	{Name: "created_at", Value: func(r dedup.ReplayRun) string { return cmdutil.FormatTime(r.CreatedAt) }},
+	{Name: "operator", Value: func(r dedup.ReplayRun) string { return r.Operator }},
+	{Name: "source", Value: func(r dedup.ReplayRun) string { return strings.Join(r.Sources, ",") }},
+	{Name: "target", Value: func(r dedup.ReplayRun) string { return r.Target }},
+	{Name: "selected", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Selected, 10) }},
+	{Name: "sent", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Sent, 10) }},
+	{Name: "quarantined", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Quarantined, 10) }},
+	{Name: "skipped", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Skipped, 10) }},
+	{Name: "reason", Value: func(r dedup.ReplayRun) string { return r.Reason }},
 }
 
 // replayRunDetail is what `replay show` prints.
 type replayRunDetail struct {
-	replayRunView
+	dedup.ReplayRun
 	Checkpoints []replayCheckpointView `json:"checkpoints"`
 	Targets     []dedup.TargetCount    `json:"targets"`
 }
@@ -343,10 +332,10 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	// The journaled selection, as its plan printed it; as it is written when it is not a
 	// replay spec (a run of another version).
 	var spec replay.Spec
-	if err := json.Unmarshal(d.replayRunView.Selection, &spec); err == nil && spec.From != "" {
+	if err := json.Unmarshal([]byte(d.Selection), &spec); err == nil && spec.From != "" {
 		sections = append(sections, replaySelectionSection(spec.Selection(), spec.Filters()))
 	} else {
-		head.Fields = append(head.Fields, [2]string{"selection", string(d.replayRunView.Selection)})
+		head.Fields = append(head.Fields, [2]string{"selection", string(d.Selection)})
 		sections[0] = head
 	}
 	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "end", "acked through", "remaining"}}
@@ -369,11 +358,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 
 // renderRuns prints the journal's runs, newest first.
 func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
-	views := make([]replayRunView, len(runs))
-	for i, r := range runs {
-		views[i] = replayViewOf(r)
-	}
-	return output.List(p, views, replayRunColumns, "no replay runs in the journal")
+	return output.List(p, runs, replayRunColumns, "no replay runs in the journal")
 }
 
 // sampleKey is a sample record's key in the table: its text, or its base64 flagged. It is

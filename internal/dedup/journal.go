@@ -38,6 +38,9 @@ var RunStatuses = []string{RunPlanned, RunRunning, RunCompleted, RunInterrupted,
 // ReplayRun is a journaled run; see dedupdriver.ReplayRun.
 type ReplayRun = dedupdriver.ReplayRun
 
+// JSONText is a journal column holding JSON as text; see dedupdriver.JSONText.
+type JSONText = dedupdriver.JSONText
+
 // RunCounts are a run's record counts.
 type RunCounts = dedupdriver.RunCounts
 

@@ -278,7 +278,7 @@ func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID [
 			if err != nil {
 				return err
 			}
-			id = EditedEventID(run.Selection)
+			id = EditedEventID(string(run.Selection))
 			edited[r.RunID] = id
 		}
 		if id == "" || dedup.ValidateEventID(id) != nil {

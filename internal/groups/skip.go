@@ -281,7 +281,7 @@ func record(ctx context.Context, st *dedup.Store, a dedup.GroupAction, moves []P
 	if err != nil {
 		return err
 	}
-	a.Offsets = string(b)
+	a.Offsets = dedup.JSONText(b)
 	if err := st.RecordGroupAction(ctx, a); err != nil {
 		var from []string
 		for _, m := range moves {

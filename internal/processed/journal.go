@@ -62,7 +62,7 @@ func record(ctx context.Context, st *dedup.Store, action string, j Journal, sele
 	if err != nil {
 		return err
 	}
-	a := dedup.MarkerAction{Action: action, Operator: j.Operator, Reason: j.Reason, Selection: string(sel), Counts: string(cnt), Deleted: deleted}
+	a := dedup.MarkerAction{Action: action, Operator: j.Operator, Reason: j.Reason, Selection: dedup.JSONText(sel), Counts: dedup.JSONText(cnt), Deleted: deleted}
 	if failed != nil {
 		a.Error = failed.Error()
 	}

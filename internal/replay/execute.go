@@ -223,7 +223,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		}
 		sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
 		run := dedup.ReplayRun{
-			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: p.Spec.marshal(),
+			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(p.Spec.marshal()),
 			Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
 		}
 		if p.SourceTopicID != "" {

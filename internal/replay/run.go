@@ -122,7 +122,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 			return nil, err
 		}
 	}
-	spec, err := unmarshalSpec(run.Selection)
+	spec, err := unmarshalSpec(string(run.Selection))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}

@@ -2,6 +2,7 @@ package dedupdriver
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ type ReplayRun struct {
 	Operator string `json:"operator"`
 	Reason   string `json:"reason"`
 	// Selection is the run's selection as JSON text (flags, offsets, filters).
-	Selection string `json:"selection"`
+	Selection JSONText `json:"selection"`
 	// Sources are the topics the run reads, in order.
 	Sources []string `json:"source_topics"`
 	// SourceTopicIDs are the Kafka topic IDs of Sources (topic → ID) as the brokers gave them
@@ -440,8 +441,8 @@ type MarkerAction struct {
 	MarkerTable string    `json:"marker_table"`
 	Operator    string    `json:"operator"`
 	Reason      string    `json:"reason"`
-	Selection   string    `json:"selection"`
-	Counts      string    `json:"counts"`
+	Selection   JSONText  `json:"selection"`
+	Counts      JSONText  `json:"counts"`
 	Deleted     int64     `json:"deleted"`
 	Error       string    `json:"error,omitempty"`
 	At          time.Time `json:"at"`
@@ -467,7 +468,7 @@ type GroupAction struct {
 	DeadLetterTopic string    `json:"dead_letter_topic"`
 	Operator        string    `json:"operator"`
 	Reason          string    `json:"reason"`
-	Offsets         string    `json:"offsets"`
+	Offsets         JSONText  `json:"offsets"`
 	Parked          int64     `json:"parked"`
 	Undoes          string    `json:"undoes,omitempty"`
 	UndoneBy        string    `json:"undone_by,omitempty"`
@@ -510,4 +511,30 @@ FROM ` + table + ` a LEFT JOIN ` + table + ` u ON u.undoes = a.id`
 // (created_at) at, which each driver reads as its own timestamp.
 func GroupActionDest(a *GroupAction, at any) []any {
 	return []any{&a.ID, &a.Action, &a.Group, &a.Topic, &a.DeadLetterTopic, &a.Operator, &a.Reason, &a.Offsets, &a.Parked, &a.Undoes, &a.UndoneBy, at}
+}
+
+// JSONText is a journal column holding JSON as text (a run's selection, an action's counts
+// or offsets). Stored and compared as the text it is; encoded to JSON as the value it holds,
+// not as a string that holds JSON, so `-o json` prints {"selection": {"from": …}}. Text that
+// is not JSON (a row written by hand) is encoded as a JSON string.
+type JSONText string
+
+// MarshalJSON writes the text itself when it is JSON, else the text as a JSON string.
+func (t JSONText) MarshalJSON() ([]byte, error) {
+	if json.Valid([]byte(t)) {
+		return []byte(t), nil
+	}
+	return json.Marshal(string(t))
+}
+
+// UnmarshalJSON is MarshalJSON's inverse: a JSON string that holds no JSON is its text,
+// any other value is kept as the JSON it is.
+func (t *JSONText) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil && !json.Valid([]byte(s)) {
+		*t = JSONText(s)
+		return nil
+	}
+	*t = JSONText(b)
+	return nil
 }

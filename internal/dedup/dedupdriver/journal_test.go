@@ -2,6 +2,7 @@ package dedupdriver
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
@@ -169,4 +170,32 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("%x: packed again, unpacked %+v, %v; first %+v", data, again, err, got)
 		}
 	})
+}
+
+// TestJSONText: journaled JSON is encoded as the value it holds, text that is not JSON as a
+// string, and decoding gives the text back.
+func TestJSONText(t *testing.T) {
+	for _, tc := range []struct {
+		text JSONText
+		want string
+	}{
+		{`{"from":"tasks.dlq","limit":5}`, `{"t":{"from":"tasks.dlq","limit":5}}`},
+		{`[1,2]`, `{"t":[1,2]}`},
+		{`written by hand`, `{"t":"written by hand"}`},
+		{``, `{"t":""}`},
+	} {
+		b, err := json.Marshal(struct {
+			T JSONText `json:"t"`
+		}{tc.text})
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal(%q) = %s, %v; want %s", tc.text, b, err, tc.want)
+			continue
+		}
+		var back struct {
+			T JSONText `json:"t"`
+		}
+		if err := json.Unmarshal(b, &back); err != nil || back.T != tc.text {
+			t.Errorf("Unmarshal(%s) = %q, %v; want %q", b, back.T, err, tc.text)
+		}
+	}
 }
