@@ -17,7 +17,7 @@ import (
 // processed and db groups do, so that tests parse --schema, --table and --column-* too.
 func InGroup(f *cmdutil.Factory, leaf *cobra.Command, args ...string) *cobra.Command {
 	g := &cobra.Command{Use: "group"}
-	cmdutil.RegisterStoreFlags(g.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(g, g.PersistentFlags(), &f.Dedup)
 	g.AddCommand(leaf)
 	g.SetArgs(append([]string{leaf.Name()}, args...))
 	g.SetOut(f.Streams.Out)

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,14 +35,16 @@ type Clients struct {
 	// Schemas decodes registry-framed payloads; always set (without a registry it detects only).
 	Schemas *schema.Decoder
 	// Naming is the --schema/--table/--column-* values, for the hints of StoreError.
-	Naming  dedup.Options
+	Naming dedup.Options
+	// Now is the factory's clock (a test may swap it).
+	Now     func() time.Time
 	closers []func()
 }
 
 // Open opens the clients need names, in a fixed order (printer, store, cluster), so that a
 // usage error of -o comes before any connection. On an error it closes what it opened.
 func (f *Factory) Open(ctx context.Context, need Need) (*Clients, error) {
-	c := &Clients{Streams: f.Streams, Naming: f.Dedup}
+	c := &Clients{Streams: f.Streams, Naming: f.Dedup, Now: f.Now}
 	if err := c.open(ctx, f, need); err != nil {
 		c.Close()
 		return nil, err
@@ -100,6 +103,9 @@ func RunWith[O any](cmd *cobra.Command, f *Factory, need Need, opts O, runF func
 		return err
 	}
 	defer c.Close()
+	if n, ok := any(opts).(ConsumerNamer); ok {
+		WarnUnknownConsumer(cmd.Context(), c.Streams, c.Store, n.NamedConsumer())
+	}
 	err = run(cmd.Context(), opts, c)
 	if err == nil {
 		err = SchemaProblems(c.Streams, c.Schemas)

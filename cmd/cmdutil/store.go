@@ -38,9 +38,10 @@ func (d StoreDeps) Names() dedup.Options {
 	return *d.Naming
 }
 
-// RegisterStoreFlags registers the flags that name the marker table: the schema, the table and,
-// for read-only queries on an existing table of the same shape, its column names.
-func RegisterStoreFlags(fs *pflag.FlagSet, o *dedup.Options) {
+// RegisterStoreFlags registers on fs, one of cmd's flag sets, the flags that name the marker
+// table: the schema, the table, --preset (completed with the presets' names) and, for
+// read-only queries on an existing table of the same shape, its column names.
+func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options) {
 	fs.StringVar(&o.Schema, "schema", dedup.DefaultSchema, `schema of the marker table (on SQLite a table-name prefix; "main" means none)`)
 	fs.StringVar(&o.Table, "table", dedup.DefaultTable, "marker table")
 	c, d := &o.Columns, dedup.DefaultColumns
@@ -62,10 +63,6 @@ func RegisterStoreFlags(fs *pflag.FlagSet, o *dedup.Options) {
 	}
 	fs.StringVar(&c.ProcessedAtUnit, "column-processed-at-unit", "", "how an integer processed-at column counts time since the epoch: ms (the default) or s")
 	fs.StringVar(&o.Preset, "preset", "", "read the processed-message table of another library, created by its own DDL on PostgreSQL: "+strings.Join(dedup.PresetNames(), ", "))
-}
-
-// CompletePreset completes --preset on the commands that register the store flags.
-func CompletePreset(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("preset", cobra.FixedCompletions(dedup.PresetNames(), cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -164,10 +161,17 @@ func CheckConsumer(c string) error {
 	return nil
 }
 
+// ConsumerNamer is implemented by the options of a command that takes --consumer: RunWith
+// calls WarnUnknownConsumer with it once the store is open, so that no command has to.
+type ConsumerNamer interface {
+	// NamedConsumer is the --consumer value ("" when none was given).
+	NamedConsumer() string
+}
+
 // WarnUnknownConsumer warns on stderr when consumer has no markers at all in st, naming the
 // consumers that do (dedup.Store.UnknownConsumer): a mistyped --consumer otherwise reads as
-// "every event is missing". Every command taking --consumer calls it once the store is open;
-// a failed lookup says nothing (the command's own query reports the store's errors).
+// "every event is missing". A failed lookup says nothing (the command's own query reports
+// the store's errors).
 func WarnUnknownConsumer(ctx context.Context, s *output.Streams, st *dedup.Store, consumer string) {
 	if consumer == "" || st == nil {
 		return

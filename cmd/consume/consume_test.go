@@ -39,7 +39,7 @@ func TestConsumeUsageErrors(t *testing.T) {
 		{append(base, "--handler", "email"), `--handler "email"`},
 		{append(base, "--handler", "webhook"), "needs --webhook-url"},
 		{append(base, "--handler", "audit", "--webhook-url", "http://x"), "webhook only"},
-		{append(base, "--handler", "audit", "--max-attempts", "0"), "--max-attempts 0"},
+		{append(base, "--handler", "audit", "--max-attempts", "0"), `"0" for "--max-attempts" flag: must be at least 1`},
 		{append(base, "--handler", "audit", "--batch-max", "0"), "--batch-max 0"},
 		{append(base, "--handler", "audit", "--log-format", "xml"), "--log-format"},
 		{append(base, "--handler", "audit", "--log-level", "loud"), "--log-level"},

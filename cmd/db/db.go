@@ -24,6 +24,6 @@ func NewCmdDB(f *cmdutil.Factory) *cobra.Command {
 		NewCmdDBMigrate(f, nil),
 		NewCmdDBStatus(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }

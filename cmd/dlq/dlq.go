@@ -48,8 +48,7 @@ func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
 		NewCmdDLQShow(f, nil),
 		NewCmdDLQStats(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmdutil.CompletePreset(cmd)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }
 

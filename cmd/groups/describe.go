@@ -20,12 +20,11 @@ const DefaultDescribeInterval = 5 * time.Second
 type GroupsDescribeOptions struct {
 	Group string
 	Watch cmdutil.WatchFlags
-	Now   func() time.Time
 }
 
 // NewCmdGroupsDescribe builds `groups describe G`.
 func NewCmdGroupsDescribe(f *cmdutil.Factory, runF func(context.Context, *GroupsDescribeOptions) error) *cobra.Command {
-	opts := &GroupsDescribeOptions{Now: f.Now}
+	opts := &GroupsDescribeOptions{}
 	cmd := &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "A group's members, assignments, commits, lag, and which commits move",
@@ -61,14 +60,14 @@ func groupsDescribeRun(ctx context.Context, opts *GroupsDescribeOptions, cl *cmd
 		if opts.Watch.Interval > 0 && cl.Streams.ErrTTY {
 			fmt.Fprintln(cl.Streams.ErrText(), cl.Streams.ErrStyles().Dim.Render("reading the commits twice, "+timespec.Format(opts.Watch.Interval)+" apart (--interval 0: once)…"))
 		}
-		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, opts.Now)
+		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, cl.Now)
 		if err != nil {
 			return err
 		}
 		return p.Object(rep, describeSections(p, rep))
 	}
 	w := groups.NewWatcher(c, opts.Group)
-	return cmdutil.Watch(ctx, p, opts.Watch.Interval, opts.Now,
-		func(ctx context.Context) (*groups.Report, error) { return w.Read(ctx, opts.Now()) },
+	return cmdutil.Watch(ctx, p, opts.Watch.Interval, cl.Now,
+		func(ctx context.Context) (*groups.Report, error) { return w.Read(ctx, cl.Now()) },
 		func(r *groups.Report) []output.Section { return describeSections(p, r) })
 }

@@ -32,6 +32,6 @@ func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
 		NewCmdGroupsSkip(f, nil),
 		NewCmdGroupsJournal(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }

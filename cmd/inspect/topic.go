@@ -17,13 +17,12 @@ type InspectTopicOptions struct {
 	Topic      string
 	SampleSize int
 	Watch      cmdutil.WatchFlags
-	Now        func() time.Time
 }
 
 // NewCmdInspectTopic builds `inspect topic T`. runF, when set, replaces the run (for tests of
 // flag parsing).
 func NewCmdInspectTopic(f *cmdutil.Factory, runF func(context.Context, *InspectTopicOptions) error) *cobra.Command {
-	opts := &InspectTopicOptions{Now: f.Now}
+	opts := &InspectTopicOptions{}
 	cmd := &cobra.Command{
 		Use:   "topic TOPIC",
 		Short: "Partitions, offsets, configs, envelope formats and consumer-group lag of a topic",
@@ -77,7 +76,7 @@ func inspectTopicRun(ctx context.Context, opts *InspectTopicOptions, cl *cmdutil
 		return p.Object(rep, topicSections(p, rep))
 	}
 	first := rep
-	return cmdutil.Watch(ctx, p, opts.Watch.Interval, opts.Now, func(ctx context.Context) (*inspect.TopicReport, error) {
+	return cmdutil.Watch(ctx, p, opts.Watch.Interval, cl.Now, func(ctx context.Context) (*inspect.TopicReport, error) {
 		if first != nil {
 			r := first
 			first = nil

@@ -25,6 +25,9 @@ type ProcessedCheckOptions struct {
 	sel cmdutil.SelectionFlags
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedCheckOptions) NamedConsumer() string { return o.Consumer }
+
 // NewCmdProcessedCheck builds `processed check`.
 func NewCmdProcessedCheck(f *cmdutil.Factory, runF func(context.Context, *ProcessedCheckOptions) error) *cobra.Command {
 	opts := &ProcessedCheckOptions{StoreDeps: cmdutil.NewStoreDeps(f), kafkaDeps: kafkaDeps{Kafka: f.Kafka}}
@@ -81,7 +84,6 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()

@@ -28,6 +28,9 @@ type ProcessedForgetOptions struct {
 	cmdutil.ActionFlags
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedForgetOptions) NamedConsumer() string { return o.Consumer }
+
 // NewCmdProcessedForget builds `processed forget`.
 func NewCmdProcessedForget(f *cmdutil.Factory, runF func(context.Context, *ProcessedForgetOptions) error) *cobra.Command {
 	opts := &ProcessedForgetOptions{StoreDeps: cmdutil.NewStoreDeps(f), ActionFlags: cmdutil.NewActionFlags(f)}
@@ -165,7 +168,6 @@ func distinct(ids []string) []string {
 
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
 		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
 	counts := []string{fmt.Sprintf("%s of %s", cmdutil.Plural(int64(len(opts.EventIDs)), "event id"), consumerText("", opts.Consumer, "every consumer"))}

@@ -17,6 +17,9 @@ type ProcessedGetOptions struct {
 	Consumer string
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedGetOptions) NamedConsumer() string { return o.Consumer }
+
 // NewCmdProcessedGet builds `processed get EVENT_ID`.
 func NewCmdProcessedGet(f *cmdutil.Factory, runF func(context.Context, *ProcessedGetOptions) error) *cobra.Command {
 	opts := &ProcessedGetOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
@@ -50,7 +53,6 @@ says which (in JSON, "processed": false and an empty "markers").`,
 
 func processedGetRun(ctx context.Context, opts *ProcessedGetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	rows, err := st.Get(ctx, opts.EventID, opts.Consumer)
 	if err != nil {
 		return err

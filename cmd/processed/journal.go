@@ -11,16 +11,9 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// ProcessedJournalOptions are the inputs of `processed journal`.
-type ProcessedJournalOptions struct {
-	cmdutil.StoreDeps
-	Limit int
-}
-
 // NewCmdProcessedJournal builds `processed journal`.
-func NewCmdProcessedJournal(f *cmdutil.Factory, runF func(context.Context, *ProcessedJournalOptions) error) *cobra.Command {
-	opts := &ProcessedJournalOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
-	cmd := &cobra.Command{
+func NewCmdProcessedJournal(f *cmdutil.Factory, runF func(context.Context, *cmdutil.JournalOptions) error) *cobra.Command {
+	return cmdutil.NewCmdJournal(f, runF, cmdutil.Journal[dedup.MarkerAction]{
 		Use:   "journal",
 		Short: "The executed prunes and forgets, newest first: who, why, what, how many",
 		Long: `List the executed processed prune and processed forget runs the store journaled, newest
@@ -32,21 +25,11 @@ The journal belongs to the schema, like the replay journal (replay runs): it lis
 on every marker table of the schema, each with its table.`,
 		Example: `  fieldwork processed journal
   fieldwork processed journal --limit 5 -o json | jq '.[] | {action, operator, deleted}'`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedJournalRun)
-		},
-	}
-	cmdutil.CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
-	return cmd
-}
-
-func processedJournalRun(ctx context.Context, opts *ProcessedJournalOptions, cl *cmdutil.Clients) error {
-	actions, err := cl.Store.MarkerActions(ctx, opts.Limit)
-	if err != nil {
-		return err
-	}
-	return output.List(cl.Printer, actions, markerActionColumns, "no prune or forget in the journal")
+		Need:    cmdutil.NeedStore,
+		Read:    (*dedup.Store).MarkerActions,
+		Columns: markerActionColumns,
+		Empty:   "no prune or forget in the journal",
+	})
 }
 
 var markerActionColumns = []output.Column[dedup.MarkerAction]{

@@ -29,6 +29,9 @@ type ProcessedListOptions struct {
 	status string
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedListOptions) NamedConsumer() string { return o.Filter.Consumer }
+
 // The values of processed list --status.
 const (
 	statusProcessed = "processed"
@@ -128,7 +131,6 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 
 func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Filter.Consumer)
 	page, err := st.List(ctx, opts.Filter)
 	if err != nil {
 		return err

@@ -52,8 +52,7 @@ func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
 		NewCmdProcessedForget(f, nil),
 		NewCmdProcessedJournal(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmdutil.CompletePreset(cmd)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
 	return cmd
 }
 

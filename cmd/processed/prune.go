@@ -29,6 +29,9 @@ type ProcessedPruneOptions struct {
 	Now func() time.Time
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedPruneOptions) NamedConsumer() string { return o.Consumer }
+
 // NewCmdProcessedPrune builds `processed prune`.
 func NewCmdProcessedPrune(f *cmdutil.Factory, runF func(context.Context, *ProcessedPruneOptions) error) *cobra.Command {
 	opts := &ProcessedPruneOptions{
@@ -96,7 +99,6 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 
 func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Consumer)
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress

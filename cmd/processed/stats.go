@@ -17,6 +17,9 @@ type ProcessedStatsOptions struct {
 	Filter dedup.StatsFilter
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ProcessedStatsOptions) NamedConsumer() string { return o.Filter.Consumer }
+
 // NewCmdProcessedStats builds `processed stats`.
 func NewCmdProcessedStats(f *cmdutil.Factory, runF func(context.Context, *ProcessedStatsOptions) error) *cobra.Command {
 	opts := &ProcessedStatsOptions{StoreDeps: cmdutil.NewStoreDeps(f)}
@@ -47,7 +50,6 @@ It reads the whole table (or the consumer's part of it): on a large table it tak
 
 func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.Filter.Consumer)
 	s, err := st.Stats(ctx, opts.Filter)
 	if err != nil {
 		return err

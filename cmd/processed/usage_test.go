@@ -27,7 +27,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, Want: "--max-missing -1"},
 		{Args: []string{"processed", "prune"}, Want: "--older-than is required"},
 		{Args: []string{"processed", "prune", "--older-than", "-3d"}, Want: `invalid argument "-3d"`},
-		{Args: []string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, Want: "--batch-size 0"},
+		{Args: []string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, Want: `"0" for "--batch-size" flag: must be at least 1`},
 		{Args: []string{"processed", "forget", "e1"}, Want: "--consumer is required: refusing to forget the events for every consumer unless --all-consumers"},
 		{Args: []string{"processed", "forget", "e1", "--consumer", "c", "--all-consumers"}, Want: "exclude each other"},
 		{Args: []string{"processed", "forget", "--consumer", "c"}, Want: "no event ids"},

@@ -58,6 +58,9 @@ type ReplayOptions struct {
 	Now        func() time.Time
 }
 
+// NamedConsumer is --consumer, for cmdutil.RunWith's warning.
+func (o *ReplayOptions) NamedConsumer() string { return o.status.Consumer }
+
 // NewCmdReplay builds `replay` with its subcommands runs, show and resume. runF, when set,
 // replaces the run (for tests of flag parsing).
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
@@ -188,8 +191,7 @@ failure marks it failed.
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
-	cmdutil.RegisterStoreFlags(cmd.PersistentFlags(), &f.Dedup)
-	cmdutil.CompletePreset(cmd)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
 	cmd.AddCommand(
 		NewCmdReplayRuns(f, nil),
 		NewCmdReplayShow(f, nil),
@@ -362,7 +364,6 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
-	cmdutil.WarnUnknownConsumer(ctx, opts.Streams, st, opts.status.Consumer)
 	plan, err := replay.NewPlan(ctx, c, opts.Spec)
 	if err != nil {
 		return err

@@ -84,7 +84,7 @@ in scripts use fieldwork dlq list, dlq stats and replay.`,
 	}
 	opts.Topics.Register(cmd.Flags())
 	opts.Status.Register(cmd.Flags(), 0)
-	cmdutil.RegisterStoreFlags(cmd.Flags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.Flags(), &f.Dedup)
 	opts.Action.RegisterOperator(cmd.Flags(), "who replays")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "hide every action (replay, marking): look only")
 	opts.Rate.Register(cmd.Flags())
