@@ -14,14 +14,13 @@ import (
 
 // ReplayRunsOptions are the inputs of `replay runs`.
 type ReplayRunsOptions struct {
-	replayDeps
 	Status string
 	Limit  int
 }
 
 // NewCmdReplayRuns builds `replay runs`.
 func NewCmdReplayRuns(f *cmdutil.Factory, runF func(context.Context, *ReplayRunsOptions) error) *cobra.Command {
-	opts := &ReplayRunsOptions{replayDeps: newReplayDeps(f)}
+	opts := &ReplayRunsOptions{}
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "The replay journal's runs, newest first",

@@ -10,13 +10,12 @@ import (
 
 // ReplayShowOptions are the inputs of `replay show`.
 type ReplayShowOptions struct {
-	replayDeps
 	RunID string
 }
 
 // NewCmdReplayShow builds `replay show RUN`.
 func NewCmdReplayShow(f *cmdutil.Factory, runF func(context.Context, *ReplayShowOptions) error) *cobra.Command {
-	opts := &ReplayShowOptions{replayDeps: newReplayDeps(f)}
+	opts := &ReplayShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "One replay run: selection, counts, checkpoints, targets",
