@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
@@ -38,5 +41,53 @@ func TestStoreErrorKinds(t *testing.T) {
 	mapped := StoreError(fmt.Errorf("x: %w", dedup.ErrNotMigrated), dedup.Options{Table: "seen", Columns: dedup.ColumnNames{EventID: "message_id"}})
 	if !strings.Contains(mapped.Error(), "--column-* flags name an existing table") {
 		t.Errorf("with a column mapping: %v", mapped)
+	}
+}
+
+// TestStoreFlagsCompletePreset: every command given the store flags completes --preset with
+// the presets' names, on a persistent or a local flag set.
+func TestStoreFlagsCompletePreset(t *testing.T) {
+	for _, persistent := range []bool{true, false} {
+		cmd := &cobra.Command{Use: "x"}
+		fs := cmd.Flags()
+		if persistent {
+			fs = cmd.PersistentFlags()
+		}
+		RegisterStoreFlags(cmd, fs, &dedup.Options{})
+		complete, ok := cmd.GetFlagCompletionFunc("preset")
+		if !ok {
+			t.Fatalf("persistent=%v: --preset has no completion", persistent)
+		}
+		got, _ := complete(cmd, nil, "")
+		if want := dedup.PresetNames(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("persistent=%v: --preset completes %v, want %v", persistent, got, want)
+		}
+	}
+}
+
+// TestCountFlags: a count flag refuses what is not a whole number of at least 1 where it is
+// parsed, as a usage error, and keeps its default when not given.
+func TestCountFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+		err  string
+	}{
+		{nil, 50, ""},
+		{[]string{"--limit", "3"}, 3, ""},
+		{[]string{"--limit", "0"}, 0, "must be at least 1"},
+		{[]string{"--limit", "-2"}, 0, "must be at least 1"},
+		{[]string{"--limit", "many"}, 0, "want a whole number"},
+	} {
+		var n int
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		CountVar(fs, &n, "limit", 50, "at most this many")
+		err := fs.Parse(tc.args)
+		switch {
+		case tc.err == "" && (err != nil || n != tc.want):
+			t.Errorf("%v: %d, %v; want %d", tc.args, n, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: error %v; want one saying %q", tc.args, err, tc.err)
+		}
 	}
 }
