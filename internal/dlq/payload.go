@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,12 +15,15 @@ import (
 // record d was parsed from, for its headers when the parse kept none.
 func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r *kgo.Record) {
 	headers := d.Headers
-	if headers == nil && len(r.Headers) > 0 {
-		headers = toEnvelopeHeaders(r.Headers)
+	if headers == nil && slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return schema.ReadsHeader(h.Key) }) {
+		headers = toEnvelopeHeaders(r.Headers) // a dead letter parsed without headers: convert them only when detection reads one
 	}
 	rec := dec.Record(ctx, headers, d.Key, d.Value)
 	d.KeySchema, d.ValueSchema = rec.Key, rec.Value
 	if d.EventID == "" && rec.Value != nil && len(rec.Value.Decoded) > 0 {
+		if headers == nil && len(r.Headers) > 0 {
+			headers = toEnvelopeHeaders(r.Headers)
+		}
 		if d.EventID = decodedEventID(headers, rec.Value.Decoded); d.EventID != "" {
 			d.EventIDSource = EventIDFromEnvelope
 		}

@@ -95,7 +95,7 @@ func Detect(headers []envelope.Header, b []byte, key bool) (ref Ref, rest []byte
 		return Ref{Framing: FramingConfluent, ID: id}, rest, true
 	}
 	if !key {
-		for _, n := range []string{"ce_dataschema", "dataschema"} {
+		for _, n := range dataSchemaHeaders {
 			if h, found := envelope.LastHeader(headers, n); found {
 				if ref, ok := dataSchemaRef(string(h)); ok {
 					return ref, b, true
@@ -104,6 +104,29 @@ func Detect(headers []envelope.Header, b []byte, key bool) (ref Ref, rest []byte
 		}
 	}
 	return Ref{}, nil, false
+}
+
+// dataSchemaHeaders are the headers of a CloudEvents dataschema, binary mode first.
+var dataSchemaHeaders = []string{"ce_dataschema", "dataschema"}
+
+// ReadsHeader reports whether a header named name is one Detect reads (ASCII case ignored,
+// as envelope.LastHeader does). A reader that keeps no headers hands Detect a record's headers
+// only when one of them is: without one, Detect answers from the bytes alone.
+func ReadsHeader(name string) bool {
+	// The names start with '_', 'c' or 'd', letters no other rune folds to: a first byte of
+	// anything else (fw.dlq.…, kafka_dlt-…, most headers) is none of them.
+	if name == "" || !strings.ContainsRune("_cCdD", rune(name[0])) {
+		return false
+	}
+	if strings.EqualFold(name, ValueSchemaIDHeader) || strings.EqualFold(name, KeySchemaIDHeader) {
+		return true
+	}
+	for _, n := range dataSchemaHeaders {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // headerRef reads a schema-id header: magic byte 1 and a 16-byte GUID, or magic byte 0 and a
