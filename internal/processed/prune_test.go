@@ -198,6 +198,14 @@ func TestHorizonDecision(t *testing.T) {
 		if h.Horizon != tc.horizon || (tc.problem == "") != (h.Problem == "") || !strings.Contains(h.Problem, tc.problem) {
 			t.Errorf("%+v: horizon %q problem %q, want %q %q", tc.r, h.Horizon, h.Problem, tc.horizon, tc.problem)
 		}
+		// A replay's guard asks the same rule per record: markers of an event processed age
+		// ago may be pruned exactly when Horizon lets a prune of that age through.
+		for _, age := range []time.Duration{0, day - time.Second, day, 7 * day, 30 * day, 31 * day} {
+			want := tc.r.State == kafka.RetentionKnown && processed.Horizon(processed.TopicHorizon{}, tc.r, age).Problem == ""
+			if got := processed.PastHorizon(tc.r, age); got != want {
+				t.Errorf("%+v: PastHorizon(age %s) = %v, but Horizon says %v", tc.r, age, got, want)
+			}
+		}
 	}
 }
 
