@@ -182,7 +182,7 @@ func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 	if d.EventID == "" && !opts.NoEnvelope {
 		headers := d.Headers
 		if opts.NoHeaders {
-			headers = toEnvelopeHeaders(r.Headers)
+			headers = envelope.RecordHeaders(r.Headers)
 		}
 		if d.EventID = decodedEventID(headers, d.Value); d.EventID != "" {
 			d.EventIDSource = EventIDFromEnvelope

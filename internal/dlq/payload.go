@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
@@ -16,13 +17,13 @@ import (
 func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r *kgo.Record) {
 	headers := d.Headers
 	if headers == nil && slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return schema.ReadsHeader(h.Key) }) {
-		headers = toEnvelopeHeaders(r.Headers) // a dead letter parsed without headers: convert them only when detection reads one
+		headers = envelope.RecordHeaders(r.Headers) // a dead letter parsed without headers: convert them only when detection reads one
 	}
 	rec := dec.Record(ctx, headers, d.Key, d.Value)
 	d.KeySchema, d.ValueSchema = rec.Key, rec.Value
 	if d.EventID == "" && rec.Value != nil && len(rec.Value.Decoded) > 0 {
 		if headers == nil && len(r.Headers) > 0 {
-			headers = toEnvelopeHeaders(r.Headers)
+			headers = envelope.RecordHeaders(r.Headers)
 		}
 		if d.EventID = decodedEventID(headers, rec.Value.Decoded); d.EventID != "" {
 			d.EventIDSource = EventIDFromEnvelope

@@ -72,7 +72,7 @@ func NewDeadLetter(orig *kgo.Record, meta Meta) *kgo.Record {
 	}
 	eventID := meta.EventID
 	if eventID == "" {
-		eventID = decodedEventID(toEnvelopeHeaders(orig.Headers), orig.Value)
+		eventID = decodedEventID(envelope.RecordHeaders(orig.Headers), orig.Value)
 	}
 
 	headers := make([]kgo.RecordHeader, 0, len(orig.Headers)+12)
@@ -120,14 +120,3 @@ func NewDeadLetter(orig *kgo.Record, meta Meta) *kgo.Record {
 
 // formatTime writes t in UTC as RFC 3339 with the fraction digits it needs.
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func toEnvelopeHeaders(h []kgo.RecordHeader) []envelope.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make([]envelope.Header, len(h))
-	for i, hd := range h {
-		out[i] = envelope.Header{Key: hd.Key, Value: hd.Value}
-	}
-	return out
-}

@@ -125,17 +125,25 @@ func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	return Event{}, &MalformedError{Field: "event_id", Reason: "missing: no CloudEvents id and no event_id"}
 }
 
+// RecordHeaders are franz-go record headers as the envelope reads them (nil for none).
+func RecordHeaders(h []kgo.RecordHeader) []Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]Header, len(h))
+	for i, hd := range h {
+		out[i] = Header{Key: hd.Key, Value: hd.Value}
+	}
+	return out
+}
+
 // DecodeRecord is Decode for a franz-go record. Its errors are *MalformedError with the
 // record's topic, partition and offset set (HasPosition true). A nil record is malformed.
 func DecodeRecord(r *kgo.Record) (Event, error) {
 	if r == nil {
 		return Event{}, &MalformedError{Reason: "nil record"}
 	}
-	headers := make([]Header, len(r.Headers))
-	for i, h := range r.Headers {
-		headers[i] = Header{Key: h.Key, Value: h.Value}
-	}
-	ev, merr := decode(headers, r.Value)
+	ev, merr := decode(RecordHeaders(r.Headers), r.Value)
 	if merr != nil {
 		merr.Topic, merr.Partition, merr.Offset, merr.HasPosition = r.Topic, r.Partition, r.Offset, true
 		return Event{}, merr

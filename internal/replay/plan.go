@@ -13,6 +13,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
@@ -380,7 +381,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
 			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-			payloads := opts.Schemas.Record(ctx, schema.Headers(d.rec), d.rec.Key, d.rec.Value)
+			payloads := opts.Schemas.Record(ctx, envelope.RecordHeaders(d.rec.Headers), d.rec.Key, d.rec.Value)
 			s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
 			if key, exact := printable.Text(d.sendKey()); key != nil {
 				s.Key, s.KeyBase64 = *key, exact

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -21,7 +22,10 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 		ev, err := envelope.DecodeRecord(r)
 		return ev, Record{}, err
 	}
-	headers := Headers(r)
+	var headers []envelope.Header // detection reads headers only when one of them is one it reads
+	if slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return ReadsHeader(h.Key) }) {
+		headers = envelope.RecordHeaders(r.Headers)
+	}
 	rec := d.Record(ctx, headers, r.Key, r.Value)
 	if rec.Value == nil {
 		ev, err := envelope.DecodeRecord(r)
@@ -34,13 +38,4 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 	decoded.Value = rec.Value.Decoded
 	ev, err := envelope.DecodeRecord(&decoded)
 	return ev, rec, err
-}
-
-// Headers are a franz-go record's headers as the envelope reads them.
-func Headers(r *kgo.Record) []envelope.Header {
-	hs := make([]envelope.Header, len(r.Headers))
-	for i, h := range r.Headers {
-		hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
-	}
-	return hs
 }
