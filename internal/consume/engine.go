@@ -45,6 +45,9 @@ const pollWait = 500 * time.Millisecond
 // maxQueued is the queue, in batches, at which fetching a partition pauses (pause.go).
 const maxQueued = 8
 
+// fetchMaxWait bounds a fetch request's long poll (kgo.FetchMaxWait).
+const fetchMaxWait = 500 * time.Millisecond
+
 // progressEvery is how often Run logs its running totals.
 const progressEvery = 15 * time.Second
 
@@ -144,6 +147,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.ProducerBatchMaxBytesFn(e.batchMaxBytes),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		// A fetch request long-polls a broker for this long when its partitions have nothing
+		// new, and a partition resumed meanwhile (pause.go) is fetched only by the next
+		// request: franz-go's 5 s default left a resumed partition idle behind partitions at
+		// their end. Kafka's own consumer waits 500 ms (fetch.max.wait.ms).
+		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.OnPartitionsAssigned(e.assigned),
 		kgo.OnPartitionsRevoked(e.revoked),
 		kgo.OnPartitionsLost(e.lost),
