@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -16,7 +15,7 @@ import (
 // record d was parsed from, for its headers when the parse kept none.
 func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r *kgo.Record) {
 	headers := d.Headers
-	if headers == nil && slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return schema.ReadsHeader(h.Key) }) {
+	if headers == nil && schema.ReadsAnyHeader(r.Headers) {
 		headers = envelope.RecordHeaders(r.Headers) // a dead letter parsed without headers: convert them only when detection reads one
 	}
 	rec := dec.Record(ctx, headers, d.Key, d.Value)

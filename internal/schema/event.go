@@ -2,7 +2,6 @@ package schema
 
 import (
 	"context"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -23,7 +22,7 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 		return ev, Record{}, err
 	}
 	var headers []envelope.Header // detection reads headers only when one of them is one it reads
-	if slices.ContainsFunc(r.Headers, func(h kgo.RecordHeader) bool { return ReadsHeader(h.Key) }) {
+	if ReadsAnyHeader(r.Headers) {
 		headers = envelope.RecordHeaders(r.Headers)
 	}
 	rec := d.Record(ctx, headers, r.Key, r.Value)

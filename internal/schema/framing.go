@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
@@ -114,10 +115,29 @@ var dataSchemaHeaders = []string{"ce_dataschema", "dataschema"}
 // only when one of them is: without one, Detect answers from the bytes alone.
 func ReadsHeader(name string) bool {
 	// The names start with '_', 'c' or 'd', letters no other rune folds to: a first byte of
-	// anything else (fw.dlq.…, kafka_dlt-…, most headers) is none of them.
-	if name == "" || !strings.ContainsRune("_cCdD", rune(name[0])) {
+	// anything else (fw.dlq.…, kafka_dlt-…, most headers) is none of them. Small enough to be
+	// inlined into a loop over every record's headers.
+	if name == "" {
 		return false
 	}
+	switch name[0] {
+	case '_', 'c', 'C', 'd', 'D':
+		return readsHeader(name)
+	}
+	return false
+}
+
+// ReadsAnyHeader reports whether one of a record's headers is one Detect reads (ReadsHeader).
+func ReadsAnyHeader(hs []kgo.RecordHeader) bool {
+	for i := range hs {
+		if ReadsHeader(hs[i].Key) {
+			return true
+		}
+	}
+	return false
+}
+
+func readsHeader(name string) bool {
 	if strings.EqualFold(name, ValueSchemaIDHeader) || strings.EqualFold(name, KeySchemaIDHeader) {
 		return true
 	}
