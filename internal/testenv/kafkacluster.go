@@ -85,11 +85,7 @@ func needKafkaJars(t testing.TB) {
 	if len(jars) > 0 && javaErr == nil {
 		return
 	}
-	msg := fmt.Sprintf("no Kafka jars under %s/kafka/libs or no java (scripts/services.sh start installs both)", dir)
-	if Required() {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	Missing(t, fmt.Sprintf("no Kafka jars under %s/kafka/libs or no java", dir), "scripts/services.sh start installs both")
 }
 
 // servicesDir is where scripts/services.sh keeps the services' files.

@@ -27,10 +27,7 @@ func StartPrivatePostgres(t testing.TB) *PrivatePostgres {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	if len(bins) == 0 {
-		if Required() {
-			t.Fatal("no PostgreSQL server binaries under /usr/lib/postgresql: run scripts/services.sh start")
-		}
-		t.Skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+		Missing(t, "no PostgreSQL server binaries under /usr/lib/postgresql", "run scripts/services.sh start")
 	}
 	pg := &PrivatePostgres{t: t, bin: filepath.Dir(bins[len(bins)-1])}
 	dir, err := os.MkdirTemp("", "fieldwork-pg-")

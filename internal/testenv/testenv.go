@@ -31,6 +31,16 @@ func Required() bool {
 	return os.Getenv("CI") != "" || os.Getenv("FIELDWORK_TEST_REQUIRE") == "1"
 }
 
+// Missing ends a test that lacks something the services provide: it fails where the services
+// are Required, saying what is missing and how to get it (hint), and skips elsewhere.
+func Missing(t testing.TB, what, hint string) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("%s: %s", what, hint)
+	}
+	t.Skip(what)
+}
+
 // Kcat returns kcat's path, the independent client of the interop tests; without it the test
 // skips, or fails where the services are Required.
 func Kcat(t testing.TB) string {
@@ -45,10 +55,7 @@ func Tool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if Required() {
-			t.Fatalf("%s is not installed: run scripts/services.sh start", name)
-		}
-		t.Skipf("%s is not installed", name)
+		Missing(t, name+" is not installed", "run scripts/services.sh start")
 	}
 	return path
 }
@@ -57,10 +64,7 @@ func need(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		if Required() {
-			t.Fatalf("%s is not set: start the services with scripts/services.sh start and export what it prints", name)
-		}
-		t.Skipf("%s is not set (scripts/services.sh start prints it)", name)
+		Missing(t, name+" is not set", "start the services with scripts/services.sh start and export what it prints")
 	}
 	return v
 }
@@ -72,10 +76,7 @@ func SpringClasspath(t testing.TB) string {
 	t.Helper()
 	cp := need(t, "FIELDWORK_TEST_SPRING_CLASSPATH")
 	if jars, _ := filepath.Glob(filepath.Join(filepath.Dir(cp), "spring-kafka-*.jar")); len(jars) == 0 {
-		if Required() {
-			t.Fatalf("no Spring Kafka jar in %s: run scripts/services.sh start (or spring-classpath)", filepath.Dir(cp))
-		}
-		t.Skipf("no Spring Kafka jar in %s", filepath.Dir(cp))
+		Missing(t, "no Spring Kafka jar in "+filepath.Dir(cp), "run scripts/services.sh start (or spring-classpath)")
 	}
 	return cp
 }
