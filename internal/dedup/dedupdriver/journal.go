@@ -498,16 +498,24 @@ func GroupActionArgs(a GroupAction) []any {
 	return []any{a.ID, a.Action, a.Group, a.Topic, a.DeadLetterTopic, a.Operator, a.Reason, a.Offsets, a.Parked, a.Undoes}
 }
 
-// SelectGroupActions reads the actions of table (its quoted name) as a, each with the undo
-// that names it (u), in the columns GroupActionDest scans; both drivers add their WHERE or
-// ORDER BY.
-func SelectGroupActions(table string) string {
+// GetGroupAction is the statement both drivers read one action with ($1 its id), and
+// ListGroupActions the one they list the newest with ($1 the limit); table is the quoted name.
+func GetGroupAction(table string) string { return selectGroupActions(table) + ` WHERE a.id = $1` }
+
+// ListGroupActions: see GetGroupAction.
+func ListGroupActions(table string) string {
+	return selectGroupActions(table) + ` ORDER BY a.created_at DESC, a.id DESC LIMIT $1`
+}
+
+// selectGroupActions reads the actions of table (its quoted name) as a, each with the undo
+// that names it (u), in the columns GroupActionDest scans.
+func selectGroupActions(table string) string {
 	return `SELECT a.id, a.action, a.group_name, a.topic, a.dead_letter_topic, a.operator, a.reason, a.offsets, a.parked,
 COALESCE(a.undoes, ''), COALESCE(u.id, ''), a.created_at
 FROM ` + table + ` a LEFT JOIN ` + table + ` u ON u.undoes = a.id`
 }
 
-// GroupActionDest are the scan destinations of SelectGroupActions's columns in a, the last
+// GroupActionDest are the scan destinations of the columns GetGroupAction and ListGroupActions read in a, the last
 // (created_at) at, which each driver reads as its own timestamp.
 func GroupActionDest(a *GroupAction, at any) []any {
 	return []any{&a.ID, &a.Action, &a.Group, &a.Topic, &a.DeadLetterTopic, &a.Operator, &a.Reason, &a.Offsets, &a.Parked, &a.Undoes, &a.UndoneBy, at}

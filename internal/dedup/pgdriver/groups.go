@@ -26,7 +26,7 @@ func scanGroupAction(r pgx.Row) (dedupdriver.GroupAction, error) {
 
 func (d *Driver) GetGroupAction(ctx context.Context, id string) (*dedupdriver.GroupAction, error) {
 	j := d.journal()
-	a, err := scanGroupAction(d.pool.QueryRow(ctx, dedupdriver.SelectGroupActions(j.groups)+` WHERE a.id = $1`, id))
+	a, err := scanGroupAction(d.pool.QueryRow(ctx, dedupdriver.GetGroupAction(j.groups), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -38,7 +38,7 @@ func (d *Driver) GetGroupAction(ctx context.Context, id string) (*dedupdriver.Gr
 
 func (d *Driver) ListGroupActions(ctx context.Context, limit int) ([]dedupdriver.GroupAction, error) {
 	j := d.journal()
-	rows, err := d.pool.Query(ctx, dedupdriver.SelectGroupActions(j.groups)+` ORDER BY a.created_at DESC, a.id DESC LIMIT $1`, limit)
+	rows, err := d.pool.Query(ctx, dedupdriver.ListGroupActions(j.groups), limit)
 	if err != nil {
 		return nil, j.classifyGroups(err)
 	}

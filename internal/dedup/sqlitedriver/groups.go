@@ -31,7 +31,7 @@ func scanGroupAction(r scanner) (dedupdriver.GroupAction, error) {
 
 func (d *Driver) GetGroupAction(ctx context.Context, id string) (*dedupdriver.GroupAction, error) {
 	j := d.journal()
-	a, err := scanGroupAction(d.db.QueryRowContext(ctx, dedupdriver.SelectGroupActions(j.groups)+` WHERE a.id = $1`, id))
+	a, err := scanGroupAction(d.db.QueryRowContext(ctx, dedupdriver.GetGroupAction(j.groups), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -43,7 +43,7 @@ func (d *Driver) GetGroupAction(ctx context.Context, id string) (*dedupdriver.Gr
 
 func (d *Driver) ListGroupActions(ctx context.Context, limit int) ([]dedupdriver.GroupAction, error) {
 	j := d.journal()
-	rows, err := d.db.QueryContext(ctx, dedupdriver.SelectGroupActions(j.groups)+` ORDER BY a.created_at DESC, a.id DESC LIMIT $1`, limit)
+	rows, err := d.db.QueryContext(ctx, dedupdriver.ListGroupActions(j.groups), limit)
 	if err != nil {
 		return nil, j.classifyGroups(err)
 	}
