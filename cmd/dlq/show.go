@@ -96,7 +96,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 			return err
 		}
 		d = dlq.Parse(rec)
-		d.DecodePayloads(ctx, cl.Schemas, rec)
+		d.DecodePayloads(ctx, cl.Schemas, rec, true)
 	} else {
 		topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 		if err != nil {

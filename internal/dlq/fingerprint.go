@@ -56,11 +56,12 @@ type Fingerprint struct {
 
 // FingerprintOf is d's fingerprint.
 func FingerprintOf(d DeadLetter) Fingerprint {
-	cause := NormaliseError(d.ErrorMessage)
+	norm := NormaliseError(d.ErrorMessage)
+	cause := norm
 	if d.ErrorClass != "" {
-		cause = d.ErrorClass + ": " + cause
+		cause = d.ErrorClass + ": " + norm
 	}
-	sum := sha256.Sum256([]byte(d.ErrorClass + "\x00" + NormaliseError(d.ErrorMessage)))
+	sum := sha256.Sum256([]byte(d.ErrorClass + "\x00" + norm))
 	return Fingerprint{ID: hex.EncodeToString(sum[:])[:fingerprintLen], Cause: cause}
 }
 

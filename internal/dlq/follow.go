@@ -31,9 +31,7 @@ func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) erro
 		}
 		starts[r.Topic][r.Partition] = r.End
 	}
-	popts := s.opts.Parse
-	popts.strings = newInterner()
-	parser := NewParser(popts)
+	read := s.reader()
 	b := NewStatusBatcher(o.Lookup, 1, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
@@ -41,7 +39,7 @@ func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) erro
 		return emit(Entry{DeadLetter: d, Status: info})
 	})
 	return s.c.Follow(ctx, starts, func(r *kgo.Record) error {
-		d := parser.Parse(r)
+		d := read(ctx, r)
 		if !o.Filter.Match(d) {
 			return nil
 		}

@@ -10,17 +10,18 @@ import (
 )
 
 // DecodePayloads detects the registry framing of the dead letter's key and value and decodes
-// them through dec (docs/design.md §3.6; a nil dec detects only). A dead letter whose event
-// id was not readable from its bytes gets the one its decoded value's envelope holds. r is the
-// record d was parsed from, for its headers when the parse kept none.
-func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r *kgo.Record) {
+// them through dec (docs/design.md §3.6; a nil dec detects only). With envelopes (false for a
+// parse that reads none, ParseOptions.NoEnvelope), a dead letter whose event id was not
+// readable from its bytes gets the one its decoded value's envelope holds. r is the record d
+// was parsed from, for its headers when the parse kept none.
+func (d *DeadLetter) DecodePayloads(ctx context.Context, dec *schema.Decoder, r *kgo.Record, envelopes bool) {
 	headers := d.Headers
 	if headers == nil && schema.ReadsAnyHeader(r.Headers) {
 		headers = envelope.RecordHeaders(r.Headers) // a dead letter parsed without headers: convert them only when detection reads one
 	}
 	rec := dec.Record(ctx, headers, d.Key, d.Value)
 	d.KeySchema, d.ValueSchema = rec.Key, rec.Value
-	if d.EventID == "" && rec.Value != nil && len(rec.Value.Decoded) > 0 {
+	if envelopes && d.EventID == "" && rec.Value != nil && len(rec.Value.Decoded) > 0 {
 		if headers == nil && len(r.Headers) > 0 {
 			headers = envelope.RecordHeaders(r.Headers)
 		}

@@ -177,6 +177,20 @@ const progressEvery = 4096
 // error ends it and is returned. The DeadLetter shares memory with the fetched record: fn
 // may keep it, the memory stays valid. Run may be called more than once; each call reads
 // the same ranges again.
+// reader is how the scan reads each record, for Run and Follow alike: one Parser for the scan
+// (what each header key means is worked out once, not per record), one string table (values
+// repeat across records), and the payloads decoded through the scan's schemas.
+func (s *Scan) reader() func(context.Context, *kgo.Record) DeadLetter {
+	popts := s.opts.Parse
+	popts.strings = newInterner()
+	parser := NewParser(popts)
+	return func(ctx context.Context, r *kgo.Record) DeadLetter {
+		d := parser.Parse(r)
+		d.DecodePayloads(ctx, s.opts.Schemas, r, !popts.NoEnvelope)
+		return d
+	}
+}
+
 func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (ScanResult, error) {
 	var res ScanResult
 	total := s.Total()
@@ -184,17 +198,13 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 	if progress != nil {
 		progress(0, total)
 	}
-	popts := s.opts.Parse
-	popts.strings = newInterner() // one string table for the scan: values repeat across records
-	// One Parser for the scan: what each header key means is worked out once, not per record.
-	parser := NewParser(popts)
+	read := s.reader()
 	each := func(r *kgo.Record) error {
 		res.Read++
 		if progress != nil && res.Read%progressEvery == 0 {
 			progress(res.Read, total)
 		}
-		d := parser.Parse(r)
-		d.DecodePayloads(ctx, s.opts.Schemas, r)
+		d := read(ctx, r)
 		if !f.Match(d) {
 			return nil
 		}

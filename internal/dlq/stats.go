@@ -163,6 +163,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 	return g
 }
 
+// keyValue is d's value of key k (ByFingerprint is computed once per record by add).
 func keyValue(d DeadLetter, k StatsKey) string {
 	switch k {
 	case ByTopic:
@@ -177,8 +178,6 @@ func keyValue(d DeadLetter, k StatsKey) string {
 		return d.Group
 	case BySchema:
 		return d.SchemaLabel()
-	case ByFingerprint:
-		return FingerprintOf(d).ID
 	}
 	return ""
 }

@@ -134,7 +134,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
 		if c.filter.SchemaID != 0 {
-			dl.DecodePayloads(ctx, nil, r) // the framing names the id: no registry needed
+			dl.DecodePayloads(ctx, nil, r, true) // the framing names the id: no registry needed
 		}
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group

@@ -43,31 +43,26 @@ func watchRedeadletters(ctx context.Context, c *kafka.Cluster, topic, runID stri
 	if err != nil {
 		return err
 	}
-	offsets := map[int32]kgo.Offset{}
+	starts := map[string]map[int32]int64{topic: {}}
 	for _, b := range bounds {
-		offsets[b.Partition] = kgo.NewOffset().At(b.HighWatermark)
+		starts[topic][b.Partition] = b.HighWatermark
 	}
-	cl, err := kgo.NewClient(append(c.Options(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))...)
-	if err != nil {
-		return fmt.Errorf("kafka consumer of %s: %w", topic, err)
-	}
-	defer cl.Close()
 	id := []byte(runID)
 	seen := 0
-	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			for _, h := range r.Headers {
-				if h.Key == dlq.ReplayHeaderID && bytes.Equal(h.Value, id) {
-					seen++
-					break
+	err = c.Follow(ctx, starts, func(r *kgo.Record) error {
+		for _, h := range r.Headers {
+			if h.Key == dlq.ReplayHeaderID && bytes.Equal(h.Value, id) {
+				if seen++; seen >= n {
+					return &StoppedError{RunID: runID, Topic: topic, Redeadlettered: seen}
 				}
+				break
 			}
-		})
-		if seen >= n {
-			stop(fwerr.Wrap(fwerr.KindCheck, &StoppedError{RunID: runID, Topic: topic, Redeadlettered: seen}))
-			return nil
 		}
+		return nil
+	})
+	if IsStopped(err) {
+		stop(fwerr.Wrap(fwerr.KindCheck, err))
+		return nil
 	}
-	return nil
+	return err
 }
