@@ -21,7 +21,7 @@ func EditText(f *Factory, name string, text []byte, alt string) ([]byte, error) 
 		editor = strings.TrimSpace(f.Getenv("EDITOR"))
 	}
 	switch {
-	case !s.InTTY || !s.ErrTTY:
+	case !s.Interactive():
 		return nil, fwerr.Usagef("editing needs a terminal: give the new value with %s", alt)
 	case editor == "":
 		return nil, fwerr.Usagef("editing needs $EDITOR (or $VISUAL): set it, or give the new value with %s", alt)

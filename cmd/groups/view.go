@@ -10,6 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/groups"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -76,7 +77,7 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 	if stuck := rep.Stuck(); len(stuck) > 0 {
 		var at []string
 		for _, s := range stuck {
-			at = append(at, fmt.Sprintf("%s/%d/%d", s.Topic, s.Partition, s.Committed))
+			at = append(at, kafka.RecordAddress{Topic: s.Topic, Partition: s.Partition, Offset: s.Committed}.String())
 		}
 		overview.Fields = append(overview.Fields, [2]string{"stuck at", st.Bad.Render(strings.Join(at, ", "))})
 	}

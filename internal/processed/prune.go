@@ -271,7 +271,7 @@ func Horizon(h TopicHorizon, r kafka.Retention, olderThan time.Duration) TopicHo
 		}
 	case kafka.RetentionKnown:
 		h.Horizon = timespec.Format(r.Horizon)
-		if !prunable(r, olderThan) {
+		if !PastHorizon(r, olderThan) {
 			h.Problem = fmt.Sprintf("retention.ms %d (%s) is longer than --older-than %s: use --older-than %s or more",
 				*r.Ms, h.Horizon, timespec.Format(olderThan), h.Horizon)
 		}
@@ -290,13 +290,12 @@ func Horizon(h TopicHorizon, r kafka.Retention, olderThan time.Duration) TopicHo
 // markers older than age is one the policy lets through. A replay of such an event may then
 // meet no marker, and be processed a second time. Only a known retention says so; a topic
 // kept forever, or of unknown retention, never lets a prune through.
-func PastHorizon(r kafka.Retention, age time.Duration) bool { return prunable(r, age) }
-
-// prunable is the policy's one rule, which Horizon explains and PastHorizon asks per record
-// (without building the explanation): a prune of markers older than olderThan is safe only on
-// a topic of known retention no longer than olderThan.
-func prunable(r kafka.Retention, olderThan time.Duration) bool {
-	return r.State == kafka.RetentionKnown && olderThan >= r.Horizon
+//
+// It is the policy's one rule, which Horizon explains (and a replay's guard asks per record,
+// without building the explanation): a prune of markers older than age is safe only on a topic
+// of known retention no longer than age.
+func PastHorizon(r kafka.Retention, age time.Duration) bool {
+	return r.State == kafka.RetentionKnown && age >= r.Horizon
 }
 
 func forConsumer(c string) string {

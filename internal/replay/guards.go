@@ -119,7 +119,7 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 }
 
 // notices looks the aggregates up and says what the guard found.
-func (g *guard) notices(ctx context.Context) ([]Notice, error) {
+func (g *guard) notices(ctx context.Context) []Notice {
 	var out []Notice
 	if g.past > 0 {
 		r := g.retention[g.pastTopic]
@@ -173,5 +173,5 @@ func (g *guard) notices(ctx context.Context) ([]Notice, error) {
 		out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check looked at the first %d records to send; %s not checked",
 			maxGuardAggregates, plural(g.aggsCut, "record"))})
 	}
-	return out, nil
+	return out
 }

@@ -417,10 +417,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
 		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true
 	}
-	if rep.Guards, err = g.notices(ctx); err != nil {
-		return nil, err
-	}
-	if rep.Guards == nil {
+	if rep.Guards = g.notices(ctx); rep.Guards == nil {
 		rep.Guards = []Notice{}
 	}
 	return rep, nil

@@ -81,6 +81,9 @@ const (
 type item struct {
 	dlq.Entry
 	addr string
+	// cause is the dead letter's cause (causeOf), worked out once when the entry is read, not
+	// on every render.
+	cause cause
 }
 
 // selection is what a replay is asked for: records of one topic, and how they were chosen.
@@ -332,10 +335,10 @@ func (m *Model) merge(msg readMsg) {
 	for _, e := range msg.entries {
 		addr := e.Address().String()
 		if it, ok := m.byAddr[addr]; ok {
-			it.Entry = e
+			it.Entry, it.cause = e, causeOf(e.DeadLetter)
 			continue
 		}
-		it := &item{Entry: e, addr: addr}
+		it := &item{Entry: e, addr: addr, cause: causeOf(e.DeadLetter)}
 		m.byAddr[addr] = it
 		m.byTopic[e.Topic] = append(m.byTopic[e.Topic], it)
 	}

@@ -96,7 +96,7 @@ func (m *Model) groups() []*group {
 		if !m.visible(it) {
 			continue
 		}
-		c := causeOf(it.DeadLetter)
+		c := it.cause
 		g := by[c.key]
 		if g == nil {
 			g = &group{cause: c, first: it.Timestamp, last: it.Timestamp, statuses: map[dlq.Status]int{}}
@@ -381,8 +381,8 @@ func (m *Model) title() string {
 
 func causeOfKeyLabel(m *Model, key string) string {
 	for _, it := range m.byTopic[m.topic] {
-		if c := causeOf(it.DeadLetter); c.key == key {
-			return c.label
+		if it.cause.key == key {
+			return it.cause.label
 		}
 	}
 	return "(none)"
