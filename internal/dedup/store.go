@@ -398,7 +398,7 @@ func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) 
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	if err := s.CheckForget(ctx, consumer, eventIDs); err != nil {
+	if err := s.checkForget(ctx, consumer, keys); err != nil {
 		return nil, err
 	}
 	rows, err := s.drv.Forget(ctx, consumer, keys)
@@ -413,12 +413,20 @@ func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) 
 // messages are not yet delivered (MassTransit's Delivered, NServiceBus's Dispatched): deleting
 // them would lose those messages.
 func (s *Store) CheckForget(ctx context.Context, consumer string, eventIDs []string) error {
+	keys, _, err := keysOf(eventIDs)
+	if err != nil && (s.preset == nil || s.preset.NoForget == "") {
+		return err // a preset's refusal comes before the ids' problems
+	}
+	return s.checkForget(ctx, consumer, keys)
+}
+
+// checkForget is CheckForget of the event ids' keys (keysOf).
+func (s *Store) checkForget(ctx context.Context, consumer string, keys []string) error {
 	if s.preset != nil && s.preset.NoForget != "" {
 		return &InvalidInputError{Field: "forget", Index: -1, Value: s.preset.Name, Reason: "refusing to forget in " + s.Table() + ": " + s.preset.NoForget}
 	}
-	keys, _, err := keysOf(eventIDs)
-	if err != nil || len(keys) == 0 {
-		return err
+	if len(keys) == 0 {
+		return nil
 	}
 	blocked, err := s.drv.Unremovable(ctx, consumer, keys)
 	if err != nil {

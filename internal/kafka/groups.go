@@ -106,14 +106,9 @@ func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64,
 		<-ctx.Done()
 		return nil
 	}
-	cl, err := kgo.NewClient(append(c.Options(),
-		kgo.ConsumePartitions(consume),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxBytes(readFetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(readFetchPartBytes),
-	)...)
+	cl, err := c.reader(consume)
 	if err != nil {
-		return fmt.Errorf("kafka reader: %w", err)
+		return err
 	}
 	defer cl.Close()
 	for {

@@ -286,17 +286,9 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 	if len(consume) == 0 {
 		return nil
 	}
-	opts := append(c.Options(),
-		kgo.ConsumePartitions(consume),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(readFetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(readFetchPartBytes),
-		kgo.MaxConcurrentFetches(readConcurrentFetches),
-	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := c.reader(consume, kgo.KeepControlRecords(), kgo.MaxConcurrentFetches(readConcurrentFetches))
 	if err != nil {
-		return fmt.Errorf("kafka reader: %w", err)
+		return err
 	}
 	defer cl.Close()
 	left := 0
@@ -346,6 +338,21 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		}
 	}
 	return nil
+}
+
+// reader is the client Read and Follow read with: partitions from the given offsets, read
+// committed, fetches bounded by readFetchMaxBytes and readFetchPartBytes, plus extra.
+func (c *Cluster) reader(consume map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append(append(c.Options(),
+		kgo.ConsumePartitions(consume),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(readFetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(readFetchPartBytes),
+	), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka reader: %w", err)
+	}
+	return cl, nil
 }
 
 // fetchError is the first error of a poll (a cancellation aside), a denial classified as
