@@ -90,24 +90,6 @@ func NoteTableShape(s *output.Streams, st *dedup.Store) {
 	Note(s, msg)
 }
 
-// CustomColumns reports whether the --column-* flags map any column away from its default.
-func CustomColumns(o dedup.Options) bool {
-	if o.Preset != "" {
-		return true
-	}
-	d := dedup.DefaultColumns
-	c := o.Columns
-	for _, p := range [][2]string{
-		{c.Consumer, d.Consumer}, {c.EventID, d.EventID}, {c.ProcessedAt, d.ProcessedAt}, {c.Topic, d.Topic},
-		{c.Partition, d.Partition}, {c.Offset, d.Offset}, {c.AggregateID, d.AggregateID}, {c.AggregateVersion, d.AggregateVersion},
-	} {
-		if p[0] != "" && p[0] != p[1] {
-			return true
-		}
-	}
-	return false
-}
-
 // NameFlags writes the --schema and --table flags that differ from the defaults, for hints.
 func NameFlags(o dedup.Options) string {
 	var b strings.Builder
@@ -145,7 +127,7 @@ func StoreError(err error, o dedup.Options) error {
 	case errors.As(err, &vm) && vm.Current > vm.Latest:
 		return err
 	case errors.Is(err, dedup.ErrNotMigrated):
-		if CustomColumns(o) {
+		if o.CustomColumns() {
 			return fmt.Errorf("%w\nhint: --table and the --column-* flags name an existing table: check --schema and --table (db migrate creates only fieldwork's own table)", err)
 		}
 		return fmt.Errorf("%w\nhint: run `fieldwork db migrate%s` with the same --dsn to create it", err, NameFlags(o))

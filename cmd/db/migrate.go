@@ -35,7 +35,7 @@ create fieldwork's own columns.`,
   FIELDWORK_DSN=postgres://app@db/app fieldwork db migrate --schema billing`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmdutil.CustomColumns(opts.Names()) {
+			if opts.Names().CustomColumns() {
 				return fwerr.Usagef("db migrate creates fieldwork's own columns: the --column-* flags are for querying an existing table")
 			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbMigrateRun)

@@ -21,7 +21,7 @@ func TestProcessedGetFlags(t *testing.T) {
 		t.Fatalf("options = %+v", got)
 	}
 	n := got.Names()
-	if n.Schema != "app" || n.Table != "seen" || n.Columns.EventID != "message_id" || n.Columns.Consumer != "consumer" || !cmdutil.CustomColumns(n) {
+	if n.Schema != "app" || n.Table != "seen" || n.Columns.EventID != "message_id" || n.Columns.Consumer != "consumer" || !n.CustomColumns() {
 		t.Fatalf("names = %+v", n)
 	}
 }

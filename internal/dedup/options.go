@@ -105,6 +105,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// CustomColumns reports whether o, after its preset and defaults, names a marker table's columns
+// other than fieldwork's own (the rule a Store applies: db migrate creates only its own table).
+// Options whose names are invalid report false: opening the store reports them.
+func (o Options) CustomColumns() bool {
+	n, err := o.names()
+	return err == nil && n.Columns != DefaultColumns
+}
+
 // names validates every identifier of o (after its preset and defaults) and returns them.
 func (o Options) names() (dedupdriver.Names, error) {
 	o, journal, err := o.applyPreset()
