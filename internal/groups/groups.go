@@ -199,13 +199,9 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	commits, failed := w.c.GroupCommits(ctx, w.group)
-	if ferr := failed[w.group]; ferr != nil {
-		return nil, ferr
-	}
-	cm := commits[w.group]
-	if cm == nil {
-		cm = kafka.Commits{}
+	cm, err := w.c.CommitsOf(ctx, w.group)
+	if err != nil {
+		return nil, err
 	}
 	if d.State == "Dead" && len(cm) == 0 {
 		// DescribeGroups answers Dead, without an error, for a group it does not know.

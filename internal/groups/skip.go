@@ -99,11 +99,11 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	if err != nil {
 		return nil, err
 	}
-	commits, failed := c.GroupCommits(ctx, o.Group)
-	if ferr := failed[o.Group]; ferr != nil {
-		return nil, ferr
+	commits, err := c.CommitsOf(ctx, o.Group)
+	if err != nil {
+		return nil, err
 	}
-	committed, ok := commits[o.Group][o.Topic][o.Partition]
+	committed, ok := commits[o.Topic][o.Partition]
 	if !ok {
 		return nil, fwerr.Usagef("consumer group %s has no committed offset on %s/%d: nothing to skip from (groups describe %s shows its offsets)", o.Group, o.Topic, o.Partition, o.Group)
 	}
@@ -302,12 +302,12 @@ func recheck(ctx context.Context, c *kafka.Cluster, group, topic string, want ma
 	if err := active(group, d.Members); err != nil {
 		return err
 	}
-	commits, failed := c.GroupCommits(ctx, group)
-	if ferr := failed[group]; ferr != nil {
-		return ferr
+	commits, err := c.CommitsOf(ctx, group)
+	if err != nil {
+		return err
 	}
 	for p, at := range want {
-		now, ok := commits[group][topic][p]
+		now, ok := commits[topic][p]
 		if !ok || now != at {
 			return fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %d as planned: it moved since; nothing was changed (plan again)", group, topic, p, offsetText(now, ok), at)
 		}
@@ -359,12 +359,12 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	}
 	p := &UndoPlan{Skip: *a, State: d.State, Members: []Member{}}
 	p.Members = append(p.Members, d.Members...)
-	commits, failed := c.GroupCommits(ctx, a.Group)
-	if ferr := failed[a.Group]; ferr != nil {
-		return nil, ferr
+	commits, err := c.CommitsOf(ctx, a.Group)
+	if err != nil {
+		return nil, err
 	}
 	for _, m := range skipped {
-		now, ok := commits[a.Group][a.Topic][m.Partition]
+		now, ok := commits[a.Topic][m.Partition]
 		if !ok || now != m.NewOffset {
 			return nil, fmt.Errorf("refusing to undo skip %s: the committed offset of group %s on %s/%d is %s, not the skip's %d: the group moved on since, and restoring %d would also reprocess what it did since",
 				id, a.Group, a.Topic, m.Partition, offsetText(now, ok), m.NewOffset, m.OldOffset)

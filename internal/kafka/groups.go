@@ -16,6 +16,19 @@ func Lag(committed, logEnd int64) int64 { return max(0, logEnd-committed) }
 // Commits are a group's committed offsets: topic → partition → offset.
 type Commits map[string]map[int32]int64
 
+// CommitsOf is GroupCommits of one group: its committed offsets (empty, never nil, when it has
+// none), or the error reading them.
+func (c *Cluster) CommitsOf(ctx context.Context, group string) (Commits, error) {
+	commits, failed := c.GroupCommits(ctx, group)
+	if err := failed[group]; err != nil {
+		return nil, err
+	}
+	if cm := commits[group]; cm != nil {
+		return cm, nil
+	}
+	return Commits{}, nil
+}
+
 // GroupCommits fetches the committed offsets of groups in one batch (a partition without a
 // commit is left out). A group whose commits cannot be fetched (another group type, no
 // DESCRIBE on it) is in the second map with its error, classified by Denied.
