@@ -42,8 +42,9 @@ func provenanceOf(runID, reason string, spec *Spec) Provenance {
 }
 
 // aim is the fw.replay.for value of a record whose dead letter names group: the spec's group,
-// else the dead letter's own, none with AllGroups.
-func (p Provenance) aim(group string) []byte {
+// else the dead letter's own (carved out of sl, like the other provenance values), none with
+// AllGroups.
+func (p Provenance) aim(sl *slab, group string) []byte {
 	switch {
 	case p.AllGroups:
 		return nil
@@ -52,7 +53,7 @@ func (p Provenance) aim(group string) []byte {
 	case p.ForGroup != "":
 		return []byte(p.ForGroup)
 	case group != "":
-		return []byte(group)
+		return append(sl.bytes(len(group)), group...)
 	}
 	return nil
 }
@@ -80,7 +81,7 @@ func (p Provenance) build(hs *headerStripper, sl *slab, src *kgo.Record, count i
 	if p.id == nil {
 		p.id, p.reason = []byte(p.RunID), []byte(p.Reason)
 	}
-	aim := p.aim(group)
+	aim := p.aim(sl, group)
 	// Dead letters carry more dead-letter headers than headers of their own: count what is
 	// kept first, so that the slice is the size it needs, remembering the verdicts of the
 	// first 64 headers for the copy.
