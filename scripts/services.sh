@@ -671,11 +671,14 @@ case "${1:-start}" in
     stop_registry
     stop_kafka
     stop_postgres
+    # The fault tests' cluster too, where they started it (they start it again when needed).
+    (cluster_cmd stop)
     ;;
   status)
     if pg_ready; then echo "postgres: up on 127.0.0.1:$PG_PORT"; else echo "postgres: down"; fi
     if command -v kcat >/dev/null && kafka_ready; then echo "kafka: up on 127.0.0.1:$KAFKA_PORT"; else echo "kafka: down"; fi
     if registry_ready; then echo "schema registry: up on 127.0.0.1:$REGISTRY_PORT"; else echo "schema registry: down"; fi
+    if [ -d "$cluster_dir" ]; then (cluster_cmd status); fi
     ;;
   registry)
     case "${2:-start}" in
