@@ -168,9 +168,6 @@ func distinct(ids []string) []string {
 
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	question := fmt.Sprintf("forget the markers of %s for %s in %s (they will be processed again when redelivered or replayed)",
-		cmdutil.Plural(int64(len(opts.EventIDs)), "event"), consumerText("", opts.Consumer, "every consumer"), st.Table())
-	counts := []string{fmt.Sprintf("%s of %s", cmdutil.Plural(int64(len(opts.EventIDs)), "event id"), consumerText("", opts.Consumer, "every consumer"))}
 	if !opts.Execute {
 		rep, err := processed.PlanForget(ctx, st, opts.Consumer, opts.EventIDs)
 		if err != nil {
@@ -178,14 +175,26 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 		}
 		return renderForget(p, rep)
 	}
-	if err := opts.Confirm(opts.Yes, cmdutil.Prompt{Question: question, Store: st.Table(), Counts: counts, Reason: opts.Reason}); err != nil {
-		return err
-	}
 	// --all-consumers leaves Consumer empty: every consumer's markers.
-	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs,
-		processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason})
+	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs, processed.ForgetOptions{
+		Journal: processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason},
+		Confirm: func(plan *processed.ForgetReport, question string) error {
+			return opts.Confirm(opts.Yes, forgetPrompt(plan, question, st.Table(), opts.Reason))
+		},
+	})
 	if err != nil {
 		return err
 	}
 	return renderForget(p, rep)
+}
+
+// forgetPrompt is the confirmation of a forget: the question, and the markers found and the
+// ids without one.
+func forgetPrompt(plan *processed.ForgetReport, question, table, reason string) cmdutil.Prompt {
+	counts := []string{fmt.Sprintf("%s found of %s of %s", cmdutil.Plural(int64(len(plan.Removed)), "marker"),
+		cmdutil.Plural(int64(plan.Requested), "event id"), consumerText("", plan.Consumer, "every consumer"))}
+	if n := len(plan.NotFound); n > 0 {
+		counts = append(counts, fmt.Sprintf("%s without a marker (nothing to forget)", cmdutil.Plural(int64(n), "event id")))
+	}
+	return cmdutil.Prompt{Question: question, Store: table, Counts: counts, Reason: reason}
 }

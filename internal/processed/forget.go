@@ -2,6 +2,7 @@ package processed
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 )
@@ -20,20 +21,48 @@ type ForgetReport struct {
 	DryRun bool `json:"dry_run"`
 }
 
+// ForgetOptions are how Forget is run beyond what it deletes.
+type ForgetOptions struct {
+	// Journal is who forgets and why.
+	Journal Journal
+	// Confirm, when set, is asked before anything is deleted, once the store's refusals are
+	// checked (dedup.Store.CheckForget), with the plan (PlanForget: the markers found and the
+	// ids that have none) and a sentence that says what will be deleted; an error from it
+	// stops the forget and is returned. An operator is never asked to confirm what the
+	// store then refuses.
+	Confirm func(plan *ForgetReport, question string) error
+}
+
 // Forget deletes the markers of ids for consumer ("" for every consumer's), all in one
 // transaction, so that the events are processed again when redelivered or replayed, and says
 // which ids had no marker. ids are taken as given: the caller makes them distinct. The forget
-// is journaled with j once the transaction is committed.
-func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string, j Journal) (*ForgetReport, error) {
+// is journaled with o.Journal once the transaction is committed.
+func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string, o ForgetOptions) (*ForgetReport, error) {
 	if err := journalReady(ctx, st); err != nil {
 		return nil, err
 	}
+	if o.Confirm != nil {
+		plan, err := PlanForget(ctx, st, consumer, ids)
+		if err != nil {
+			return nil, err
+		}
+		of := "every consumer"
+		if consumer != "" {
+			of = "consumer " + consumer
+		}
+		question := fmt.Sprintf("forget %s of %s for %s in %s (they will be processed again when redelivered or replayed)",
+			plural(int64(len(plan.Removed)), "marker"), plural(int64(len(ids)), "event"), of, st.Table())
+		if err := o.Confirm(plan, question); err != nil {
+			return nil, err
+		}
+	}
+	// The store checks its refusals again before it deletes: the rows may have changed since.
 	removed, err := st.Forget(ctx, consumer, ids)
 	if err != nil {
 		return nil, err
 	}
 	rep := forgetReport(st, consumer, ids, removed)
-	return rep, recordForget(context.WithoutCancel(ctx), st, j, ids, rep)
+	return rep, recordForget(context.WithoutCancel(ctx), st, o.Journal, ids, rep)
 }
 
 // PlanForget is Forget's dry run: the markers of ids that Forget would delete, and the ids

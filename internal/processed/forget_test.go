@@ -1,6 +1,7 @@
 package processed_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,7 +31,29 @@ func TestForget(t *testing.T) {
 		t.Fatalf("the plan removed markers: billing keeps %d of 3", len(left))
 	}
 
-	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.Journal{Operator: "alice"})
+	// Confirm is asked with the plan before anything is deleted; declining deletes nothing.
+	declined := errors.New("declined")
+	var asked string
+	_, err = processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.ForgetOptions{
+		Confirm: func(plan *processed.ForgetReport, question string) error {
+			asked = question
+			if len(plan.Removed) != 2 || fmt.Sprint(plan.NotFound) != "[nope]" {
+				t.Errorf("confirm got the plan %+v", plan)
+			}
+			return declined
+		},
+	})
+	if !errors.Is(err, declined) || !strings.HasPrefix(asked, "forget 2 markers of 3 events for consumer billing in ") {
+		t.Fatalf("declined forget: %v, asked %q", err, asked)
+	}
+	if left, _ := st.Lookup(ctx(t), "billing", []string{"e1", "e2", long}); len(left) != 3 {
+		t.Fatalf("a declined forget removed markers: billing keeps %d of 3", len(left))
+	}
+
+	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.ForgetOptions{
+		Journal: processed.Journal{Operator: "alice"},
+		Confirm: func(*processed.ForgetReport, string) error { return nil },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +65,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("billing keeps %d markers, want e2 alone", len(left))
 	}
 
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"}, processed.Journal{Operator: "alice"})
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +73,7 @@ func TestForget(t *testing.T) {
 		t.Fatalf("every consumer: %+v", rep)
 	}
 	// Nothing left to forget: every id is reported, and the lists are empty, not null.
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"}, processed.Journal{Operator: "alice"})
+	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "alice"}})
 	if err != nil || rep.Removed == nil || fmt.Sprint(rep.NotFound) != "[e1]" {
 		t.Fatalf("again: %+v, %v", rep, err)
 	}

@@ -34,7 +34,7 @@ func TestJournal(t *testing.T) {
 	prune(processed.PruneOptions{})
 	prune(processed.PruneOptions{}) // nothing left to delete: not journaled
 
-	if _, err := processed.Forget(ctx(t), st, "", []string{"new", "nope"}, processed.Journal{Operator: "bob"}); err != nil {
+	if _, err := processed.Forget(ctx(t), st, "", []string{"new", "nope"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.MarkerActions(ctx(t), 10)
