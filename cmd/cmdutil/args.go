@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -40,8 +41,48 @@ func CheckTopics(topics []string) error {
 	return nil
 }
 
+// LimitVar defines --limit, the one "at most this many" of every listing (dlq list, the
+// journals, replay runs, processed list): a whole number, 0 for no limit, refused where it is
+// parsed when negative. maxPage, when above 0, is for a listing read a page at a time
+// (processed list): there --limit is the page, from 1 to maxPage, and readOn says how to
+// read past it.
+func LimitVar(fs *pflag.FlagSet, p *int, def int, noun string, maxPage int, readOn string) {
+	*p = def
+	usage := fmt.Sprintf("at most this many %s (0: no limit)", noun)
+	if maxPage > 0 {
+		usage = fmt.Sprintf("at most this many %s, one page (1..%d; %s)", noun, maxPage, readOn)
+	}
+	fs.Var(&limitValue{p: p, maxPage: maxPage, readOn: readOn}, "limit", usage)
+}
+
+// limitValue is pflag's Value of --limit (LimitVar).
+type limitValue struct {
+	p       *int
+	maxPage int
+	readOn  string
+}
+
+func (v *limitValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return fwerr.Usagef("want a whole number")
+	case n < 0:
+		return fwerr.Usagef("must be 0 (no limit) or more")
+	case v.maxPage > 0 && (n < 1 || n > v.maxPage):
+		return fwerr.Usagef("must be between 1 and %d: this listing is read a page at a time (%s)", v.maxPage, v.readOn)
+	}
+	*v.p = n
+	return nil
+}
+
+func (v *limitValue) String() string { return strconv.Itoa(*v.p) }
+
+// Type names the value in help: "int", like pflag's own.
+func (v *limitValue) Type() string { return "int" }
+
 // CountVar defines the count flag --name: a whole number of at least 1, so that "how many"
-// flags (--limit of a journal, --batch-size, --max-events, …) refuse 0 and negatives where
+// flags (--batch-size, --max-events, --count, …) refuse 0 and negatives where
 // they are parsed, with one message, and a command never checks one itself.
 func CountVar(fs *pflag.FlagSet, p *int, name string, def int, usage string) {
 	*p = def

@@ -13,6 +13,8 @@ import (
 // (processed journal, groups journal).
 type JournalOptions struct {
 	Limit int
+	// MarkTruncated is --mark-truncated: a journal cut at --limit says so (WriteAtMost).
+	MarkTruncated TruncationFlag
 }
 
 // Journal describes such a command: its help, what it opens, how it reads the newest
@@ -23,6 +25,8 @@ type Journal[T any] struct {
 	// Read is a method expression of the store: (*dedup.Store).GroupActions.
 	Read    func(st *dedup.Store, ctx context.Context, limit int) ([]T, error)
 	Columns []output.Column[T]
+	// Noun names the entries in the plural, for the note of a listing cut at --limit.
+	Noun string
 	// Empty is said when the journal holds nothing.
 	Empty string
 }
@@ -36,14 +40,15 @@ func NewCmdJournal[T any](f *Factory, runF func(context.Context, *JournalOptions
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunWith(cmd, f, j.Need, opts, runF, func(ctx context.Context, opts *JournalOptions, cl *Clients) error {
-				entries, err := j.Read(cl.Store, ctx, opts.Limit)
+				entries, err := j.Read(cl.Store, ctx, ReadLimit(opts.Limit))
 				if err != nil {
 					return err
 				}
-				return output.List(cl.Printer, entries, j.Columns, j.Empty)
+				return WriteAtMost(cl.Printer, entries, opts.Limit, &opts.MarkTruncated, j.Columns, j.Noun, j.Empty)
 			})
 		},
 	}
-	CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many actions")
+	LimitVar(cmd.Flags(), &opts.Limit, dedup.DefaultRunsLimit, j.Noun, 0, "")
+	opts.MarkTruncated.Register(cmd.Flags(), f.Streams)
 	return cmd
 }

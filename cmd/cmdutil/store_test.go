@@ -74,20 +74,52 @@ func TestCountFlags(t *testing.T) {
 		err  string
 	}{
 		{nil, 50, ""},
-		{[]string{"--limit", "3"}, 3, ""},
-		{[]string{"--limit", "0"}, 0, "must be at least 1"},
-		{[]string{"--limit", "-2"}, 0, "must be at least 1"},
-		{[]string{"--limit", "many"}, 0, "want a whole number"},
+		{[]string{"--batch-size", "3"}, 3, ""},
+		{[]string{"--batch-size", "0"}, 0, "must be at least 1"},
+		{[]string{"--batch-size", "-2"}, 0, "must be at least 1"},
+		{[]string{"--batch-size", "many"}, 0, "want a whole number"},
 	} {
 		var n int
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-		CountVar(fs, &n, "limit", 50, "at most this many")
+		CountVar(fs, &n, "batch-size", 50, "at most this many")
 		err := fs.Parse(tc.args)
 		switch {
 		case tc.err == "" && (err != nil || n != tc.want):
 			t.Errorf("%v: %d, %v; want %d", tc.args, n, err, tc.want)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%v: error %v; want one saying %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+// TestLimitFlag: --limit is one rule in every listing: 0 is no limit and a negative is refused
+// where it is parsed; a paged listing takes 1 to its page bound and says how to read on.
+func TestLimitFlag(t *testing.T) {
+	for _, tc := range []struct {
+		maxPage int
+		args    []string
+		want    int
+		err     string
+	}{
+		{0, nil, 50, ""},
+		{0, []string{"--limit", "3"}, 3, ""},
+		{0, []string{"--limit", "0"}, 0, ""},
+		{0, []string{"--limit", "-2"}, 0, `invalid argument "-2" for "--limit" flag: must be 0 (no limit) or more`},
+		{0, []string{"--limit", "many"}, 0, "want a whole number"},
+		{100, []string{"--limit", "100"}, 100, ""},
+		{100, []string{"--limit", "0"}, 0, "must be between 1 and 100: this listing is read a page at a time (read on with --cursor)"},
+		{100, []string{"--limit", "101"}, 0, "must be between 1 and 100"},
+		{100, []string{"--limit", "-1"}, 0, "must be 0 (no limit) or more"},
+	} {
+		n := -7
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		LimitVar(fs, &n, 50, "rows", tc.maxPage, "read on with --cursor")
+		err := fs.Parse(tc.args)
+		switch {
+		case tc.err == "" && (err != nil || n != tc.want):
+			t.Errorf("page %d %v: %d, %v; want %d", tc.maxPage, tc.args, n, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("page %d %v: error %v; want one saying %q", tc.maxPage, tc.args, err, tc.err)
 		}
 	}
 }

@@ -36,3 +36,34 @@ func (t *TruncationFlag) On() bool {
 	}
 	return t.streams != nil && !t.streams.OutTTY
 }
+
+// ReadLimit is what a listing with --limit limit reads: one more than it shows, so that
+// WriteAtMost can tell a cut listing from a whole one (0, no limit, reads every row).
+func ReadLimit(limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	return limit + 1
+}
+
+// WriteAtMost writes the rows of a listing read with ReadLimit(limit): at most limit of them
+// and, when more were read, the truncation note on stderr ("showing the first 50 runs: more
+// remain (raise --limit, 0 for no limit)") and, with mark on, the mark in the output, the
+// same as dlq list's (output.Stream.Truncated). noun names the rows.
+func WriteAtMost[T any](p *output.Printer, rows []T, limit int, mark *TruncationFlag, cols []output.Column[T], noun, empty string) error {
+	s := output.NewStream(p, cols, output.StreamOptions[T]{Noun: noun, Empty: empty,
+		MoreHint: "raise --limit, 0 for no limit", MarkTruncated: mark.On()})
+	cut := limit > 0 && len(rows) > limit
+	if cut {
+		rows = rows[:limit]
+	}
+	for _, r := range rows {
+		if err := s.Write(r); err != nil {
+			return err
+		}
+	}
+	if cut {
+		s.Truncated(limit)
+	}
+	return s.Close()
+}

@@ -79,7 +79,7 @@ new ones). Topics created after the command started are not followed.`,
 	}
 	opts.dlqSelection.register(cmd, cmdutil.DLQWindow|cmdutil.DLQFields|cmdutil.DLQEventID, cmdutil.DLQStatusFilter|cmdutil.DLQNoStatus)
 	fs := cmd.Flags()
-	fs.IntVar(&opts.Limit, "limit", DefaultDLQListLimit, "show at most this many dead letters (0: no limit)")
+	cmdutil.LimitVar(fs, &opts.Limit, DefaultDLQListLimit, "dead letters", 0, "")
 	fs.BoolVarP(&opts.Follow, "follow", "f", false, "after the listing, print new dead letters as they arrive, until interrupted")
 	opts.MarkTruncated.Register(fs, opts.Streams)
 	return cmd
@@ -100,9 +100,6 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 		return fwerr.Usagef("--follow prints dead letters as they arrive: --until would end the window before them")
 	}
 	opts.LimitGiven = cmd.Flags().Changed("limit")
-	if opts.Limit < 0 {
-		return fwerr.Usagef("--limit %d: must be 0 (no limit) or more", opts.Limit)
-	}
 	return nil
 }
 

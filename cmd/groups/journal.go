@@ -24,6 +24,7 @@ journaled.`,
 		Need:    cmdutil.NeedJournal,
 		Read:    (*dedup.Store).GroupActions,
 		Columns: groupActionColumns,
+		Noun:    "skips and undos",
 		Empty:   "no skip or undo in the journal",
 	})
 }

@@ -28,6 +28,7 @@ on every marker table of the schema, each with its table.`,
 		Need:    cmdutil.NeedStore,
 		Read:    (*dedup.Store).MarkerActions,
 		Columns: markerActionColumns,
+		Noun:    "prunes and forgets",
 		Empty:   "no prune or forget in the journal",
 	})
 }

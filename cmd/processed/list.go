@@ -69,7 +69,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 	fl.StringVar(&opts.Filter.AggregateID, "aggregate", "", "only markers of this aggregate id")
 	fl.StringVar(&opts.status, "status", statusProcessed, "processed (the markers) or failed (the failed rows of a table that keeps them: CAP's)")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{statusProcessed, statusFailed}, cobra.ShellCompDirectiveNoFileComp))
-	fl.IntVar(&opts.Filter.Limit, "limit", dedup.DefaultListLimit, fmt.Sprintf("markers per page (1..%d)", maxListLimit))
+	cmdutil.LimitVar(fl, &opts.Filter.Limit, dedup.DefaultListLimit, "markers", maxListLimit, "read on with --cursor")
 	fl.StringVar(&opts.cursor, "cursor", "", "continue after the page that printed this cursor")
 	return cmd
 }
@@ -86,9 +86,6 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command, now time.Time) error
 		opts.Filter.Failed = true
 	default:
 		return fwerr.Usagef("--status %q: want %s or %s", opts.status, statusProcessed, statusFailed)
-	}
-	if opts.Filter.Limit < 1 || opts.Filter.Limit > maxListLimit {
-		return fwerr.Usagef("--limit %d: must be between 1 and %d (read more with --cursor)", opts.Filter.Limit, maxListLimit)
 	}
 	var err error
 	if opts.Filter.Since, opts.Filter.Until, err = opts.window.Window(now); err != nil {

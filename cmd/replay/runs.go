@@ -16,6 +16,8 @@ import (
 type ReplayRunsOptions struct {
 	Status string
 	Limit  int
+	// MarkTruncated is --mark-truncated: a listing cut at --limit says so.
+	MarkTruncated cmdutil.TruncationFlag
 }
 
 // NewCmdReplayRuns builds `replay runs`.
@@ -39,16 +41,17 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 		},
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only runs with this status: "+strings.Join(dedup.RunStatuses, ", "))
-	cmdutil.CountVar(cmd.Flags(), &opts.Limit, "limit", dedup.DefaultRunsLimit, "at most this many runs")
+	cmdutil.LimitVar(cmd.Flags(), &opts.Limit, dedup.DefaultRunsLimit, "runs", 0, "")
+	opts.MarkTruncated.Register(cmd.Flags(), f.Streams)
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(dedup.RunStatuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 func replayRunsRun(ctx context.Context, opts *ReplayRunsOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Status: opts.Status, Limit: opts.Limit})
+	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Status: opts.Status, Limit: cmdutil.ReadLimit(opts.Limit)})
 	if err != nil {
 		return err
 	}
-	return renderRuns(p, runs)
+	return cmdutil.WriteAtMost(p, runs, opts.Limit, &opts.MarkTruncated, replayRunColumns, "runs", "no replay runs in the journal")
 }

@@ -356,11 +356,6 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	return append(sections, cps, targets)
 }
 
-// renderRuns prints the journal's runs, newest first.
-func renderRuns(p *output.Printer, runs []dedup.ReplayRun) error {
-	return output.List(p, runs, replayRunColumns, "no replay runs in the journal")
-}
-
 // sampleKey is a sample record's key in the table: its text, or its base64 flagged. It is
 // whole: the table is fitted to the terminal (output.Truncate on its widest cells), and
 // --wide, a pipe, CSV and JSON show it all.

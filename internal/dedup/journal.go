@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -163,11 +164,17 @@ func (s *Store) ReplayRun(ctx context.Context, id string) (ReplayRun, []ReplayCh
 	return *run, cps, nil
 }
 
-// ReplayRuns lists runs newest first, at most f.Limit (default 50).
-func (s *Store) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, error) {
-	if f.Limit <= 0 {
-		f.Limit = DefaultRunsLimit
+// rowLimit is the SQL LIMIT of a journal listing's limit: 0 (or less) is every row.
+func rowLimit(limit int) int {
+	if limit <= 0 {
+		return math.MaxInt64
 	}
+	return limit
+}
+
+// ReplayRuns lists runs newest first, at most f.Limit (0: every run).
+func (s *Store) ReplayRuns(ctx context.Context, f ReplayRunFilter) ([]ReplayRun, error) {
+	f.Limit = rowLimit(f.Limit)
 	runs, err := s.journal().ListReplayRuns(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list replay runs: %w", err)
@@ -270,10 +277,10 @@ func (s *Store) RecordMarkerAction(ctx context.Context, a MarkerAction) error {
 	return nil
 }
 
-// MarkerActions returns the latest limit journaled prunes and forgets of the schema's
-// marker tables, newest first.
+// MarkerActions returns the latest limit (0: every one) journaled prunes and forgets of the
+// schema's marker tables, newest first.
 func (s *Store) MarkerActions(ctx context.Context, limit int) ([]MarkerAction, error) {
-	out, err := s.actions().ListMarkerActions(ctx, limit)
+	out, err := s.actions().ListMarkerActions(ctx, rowLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list the marker actions: %w", err)
 	}
@@ -312,9 +319,9 @@ func (s *Store) GroupAction(ctx context.Context, id string) (*GroupAction, error
 	return a, nil
 }
 
-// GroupActions returns the latest limit journaled group actions, newest first.
+// GroupActions returns the latest limit (0: every one) journaled group actions, newest first.
 func (s *Store) GroupActions(ctx context.Context, limit int) ([]GroupAction, error) {
-	out, err := s.groups().ListGroupActions(ctx, limit)
+	out, err := s.groups().ListGroupActions(ctx, rowLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list the group actions: %w", err)
 	}
