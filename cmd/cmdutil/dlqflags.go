@@ -73,25 +73,28 @@ func (f *Factory) DLQPattern() (pattern, from string, err error) {
 // Resolve finds the topics. Without --topic it reads the topics the pattern matches: --pattern
 // (pattern), else the configured one, else dlq.DefaultTopicPattern, and says on stderr which
 // pattern it used, from where, and how many topics matched — when none, with a hint that ACLs
-// may hide topics, whatever the format: nothing is read then.
-func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, configured DLQPattern, s *output.Streams) ([]string, error) {
+// may hide topics, whatever the format: nothing is read then. found is that pattern, nil
+// with --topic (for a follow that also reads the topics it matches later).
+func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *regexp.Regexp, configured DLQPattern, s *output.Streams) (topics []string, found *regexp.Regexp, err error) {
 	pattern, from, err := t.Effective(pattern, configured)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	topics, err := dlq.Topics(ctx, c, t.Topics, pattern)
-	if err != nil {
-		return nil, err
+	if topics, err = dlq.Topics(ctx, c, t.Topics, pattern); err != nil {
+		return nil, nil, err
 	}
 	if len(t.Topics) > 0 {
-		return topics, nil
+		return topics, nil, nil
+	}
+	if pattern == nil {
+		pattern = dlq.DefaultTopicPattern
 	}
 	if len(topics) == 0 {
 		// The cluster lists only the topics the principal may DESCRIBE: say so, since an
 		// empty answer may be the ACLs' and not the cluster's.
 		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s (%s)\n", pattern, from)
 		fmt.Fprintln(s.ErrText(), "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
-		return topics, nil
+		return topics, pattern, nil
 	}
 	noun := "topics match"
 	if len(topics) == 1 {
@@ -102,7 +105,7 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 		shown = append(slices.Clone(shown[:10]), "…")
 	}
 	fmt.Fprintf(s.ErrText(), "%d %s %s (%s): %s\n", len(topics), noun, pattern, from, strings.Join(shown, ", "))
-	return topics, nil
+	return topics, pattern, nil
 }
 
 // Effective is the pattern that finds the topics without --topic, and where it comes from:

@@ -88,7 +88,9 @@ type dlqSelection struct {
 // reading is the start of a read of dead letters by dlq list or stats: the topics the
 // selection resolved to, the status lookup, and the progress line; close ends both.
 type reading struct {
-	topics   []string
+	topics []string
+	// pattern found the topics (nil when they were named with --topic).
+	pattern  *regexp.Regexp
 	lookup   dlq.StatusLookup
 	progress *output.Progress
 	close    func()
@@ -98,7 +100,7 @@ type reading struct {
 // more of the cluster first, such as retention), opens the status lookup and starts the
 // progress line, labelled verb.
 func (s *dlqSelection) open(ctx context.Context, c *kafka.Cluster, d dlqDeps, verb string, before func([]string) error) (*reading, error) {
-	topics, err := s.TopicFlags.Resolve(ctx, c, s.Pattern, d.DLQPattern, d.Streams)
+	topics, pattern, err := s.TopicFlags.Resolve(ctx, c, s.Pattern, d.DLQPattern, d.Streams)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func (s *dlqSelection) open(ctx context.Context, c *kafka.Cluster, d dlqDeps, ve
 		return nil, err
 	}
 	progress := dlqProgress(d.Streams, verb, topics)
-	return &reading{topics: topics, lookup: lookup, progress: progress, close: func() { progress.Stop(); closeStore() }}, nil
+	return &reading{topics: topics, pattern: pattern, lookup: lookup, progress: progress, close: func() { progress.Stop(); closeStore() }}, nil
 }
 
 // register registers the topic flags, the filters of filters and the status flags of status.

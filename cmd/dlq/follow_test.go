@@ -10,6 +10,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -65,5 +66,62 @@ func TestDLQListFollow(t *testing.T) {
 				t.Fatalf("the json array is not closed at the end:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestDLQListFollowNewTopicsAndPartitions: a follow without --topic also reads the
+// dead-letter topics its pattern matches that are created while it runs, from their first
+// record; a follow of named topics reads the partitions added to them, and no other topic.
+func TestDLQListFollowNewTopicsAndPartitions(t *testing.T) {
+	brokers := testenv.Brokers(t)
+	prefix := inspecttest.Name("dfn")
+	a, b := prefix+".a.dlq", prefix+".b.dlq"
+	dlqNamedTopic(t, a, 1, nil)
+	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(topic string, partition int32, id string) {
+		orig := &kgo.Record{Topic: "orders", Value: []byte(`{"event_id":"` + id + `"}`)}
+		d := dlq.NewDeadLetter(orig, dlq.Meta{Topic: topic, Group: "billing", Reason: dlq.ReasonRejected, Error: "boom", EventID: id})
+		d.Topic, d.Partition = topic, partition
+		testenv.Produce(t, cl, d)
+	}
+	line := func(id string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\{.*"event_id":"` + regexp.QuoteMeta(id) + `".*\}$`)
+	}
+	produce(a, 0, "a-0")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	byPattern, _, patternDone := roottest.Start(ctx, "--brokers", brokers, "dlq", "list", "--pattern", "^"+regexp.QuoteMeta(prefix)+`\.`,
+		"--no-status", "--follow", "-o", "jsonl")
+	byName, _, nameDone := roottest.Start(ctx, "--brokers", brokers, "dlq", "list", "--topic", a, "--no-status", "--follow", "-o", "jsonl")
+	roottest.WaitFor(t, byPattern, line("a-0"), patternDone)
+	roottest.WaitFor(t, byName, line("a-0"), nameDone)
+
+	// A topic the pattern matches, created after the follow began: its dead letter, written
+	// before the follow can have seen the topic, is printed all the same.
+	dlqNamedTopic(t, b, 1, nil)
+	produce(b, 0, "b-0")
+	roottest.WaitFor(t, byPattern, line("b-0"), patternDone)
+
+	// A partition added to a followed topic: both follows read it from its start.
+	testenv.GrowTopic(t, a, 2)
+	cl = testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())) // metadata that knows partition 1
+	produce(a, 1, "a-1")
+	roottest.WaitFor(t, byPattern, line("a-1"), patternDone)
+	roottest.WaitFor(t, byName, line("a-1"), nameDone)
+
+	cancel()
+	for name, done := range map[string]<-chan roottest.Exit{"--pattern": patternDone, "--topic": nameDone} {
+		if r := <-done; r.Code != 0 {
+			t.Fatalf("%s follow: exit %d after the interruption, want 0: %v", name, r.Code, r.Err)
+		}
+	}
+	if got := byName.String(); strings.Contains(got, "b-0") {
+		t.Fatalf("the follow of --topic %s printed a dead letter of %s:\n%s", a, b, got)
+	}
+	for _, id := range []string{"a-0", "b-0", "a-1"} {
+		if n := len(line(id).FindAllString(byPattern.String(), -1)); n != 1 {
+			t.Fatalf("%s printed %d times by the --pattern follow:\n%s", id, n, byPattern.String())
+		}
 	}
 }

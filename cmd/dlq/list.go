@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,7 +64,9 @@ column and JSON's header_problems say which header and why.
 passes the filters is printed as it arrives, in the same format (JSON Lines for a script: one
 line each, at once), until interrupted (Ctrl-C ends it with exit 0). --limit then bounds only
 the listing of what is already there (--limit 0 with --since 10m: the last ten minutes, then
-new ones). Topics created after the command started are not followed.`,
+new ones). Without --topic, topics the pattern matches that are created while it follows are
+followed too, from their first record, and so are partitions added to a followed topic: each
+shows up within a few seconds.`,
 		Example: `  fieldwork dlq list
   fieldwork dlq list --topic tasks.dlq --dlq-reason malformed --since 2h
   fieldwork dlq list --original-topic orders --error 'timeout|refused' -o jsonl
@@ -132,7 +135,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		return err
 	}
 	if opts.Follow {
-		return followDLQ(ctx, opts, scan, lookup, stream, res)
+		return followDLQ(ctx, opts, scan, rd.pattern, lookup, stream, res)
 	}
 	if res.More {
 		stream.Truncated(opts.Limit)
@@ -155,14 +158,14 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 // followDLQ goes on from where the listing's scan was planned to end: new dead letters are
 // written to stream as they arrive, until ctx is done. A listing cut at its limit says so
 // on stderr only: the stream goes on, so no mark ends it.
-func followDLQ(ctx context.Context, opts *DLQListOptions, scan *dlq.Scan, lookup dlq.StatusLookup, stream *output.Stream[dlq.Entry], res dlq.ListResult) error {
+func followDLQ(ctx context.Context, opts *DLQListOptions, scan *dlq.Scan, pattern *regexp.Regexp, lookup dlq.StatusLookup, stream *output.Stream[dlq.Entry], res dlq.ListResult) error {
 	if res.More {
 		fmt.Fprintf(opts.Streams.ErrText(), "showing the first %d dead letters already there (more remain: raise --limit); following new ones\n", res.Listed)
 	}
 	if err := stream.Release(); err != nil {
 		return err
 	}
-	err := dlq.Follow(ctx, scan, dlq.FollowOptions{Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses}, stream.Write)
+	err := dlq.Follow(ctx, scan, dlq.FollowOptions{Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Pattern: pattern}, stream.Write)
 	if cerr := stream.Close(); err == nil {
 		err = cerr
 	}

@@ -98,7 +98,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 		d = dlq.Parse(rec)
 		d.DecodePayloads(ctx, cl.Schemas, rec, true)
 	} else {
-		topics, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
+		topics, _, err := opts.TopicFlags.Resolve(ctx, c, opts.Pattern, opts.DLQPattern, opts.Streams)
 		if err != nil {
 			return err
 		}

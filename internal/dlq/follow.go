@@ -2,6 +2,8 @@ package dlq
 
 import (
 	"context"
+	"maps"
+	"regexp"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,13 +15,20 @@ type FollowOptions struct {
 	Filter   Filter
 	Lookup   StatusLookup
 	Statuses []Status
+	// Pattern, when set, is the pattern the scan's topics were found by (no topic named):
+	// topics it matches that are created while Follow runs are followed too, from their
+	// first record.
+	Pattern *regexp.Regexp
 }
 
 // Follow reads the scan's partitions from where the scan's plan ends (the end offsets taken
 // when it was planned, so that nothing List showed is shown again and nothing written since
 // is missed) and hands emit every new dead letter that passes the filter and the status
 // filter, one at a time as it arrives (its status looked up at once), until ctx is done: then
-// it returns nil. Topics created after the scan was planned are not read.
+// it returns nil. Partitions added to the scan's topics while it runs are read from their
+// start, and so are the topics o.Pattern matches that are created while it runs (or that
+// were deleted when the scan was planned and are created again), found within
+// kafka.FollowDiscoverEvery.
 func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) error) error {
 	starts := map[string]map[int32]int64{}
 	for _, r := range s.ranges {
@@ -38,7 +47,15 @@ func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) erro
 		}
 		return emit(Entry{DeadLetter: d, Status: info})
 	})
-	return s.c.Follow(ctx, starts, func(r *kgo.Record) error {
+	topics := slices.Sorted(maps.Keys(starts))
+	topics = append(topics, s.deleted...)
+	discover := func(ctx context.Context) ([]string, error) {
+		if o.Pattern == nil {
+			return topics, nil
+		}
+		return Topics(ctx, s.c, nil, o.Pattern)
+	}
+	return s.c.Follow(ctx, starts, discover, func(r *kgo.Record) error {
 		d := read(ctx, r)
 		if !o.Filter.Match(d) {
 			return nil

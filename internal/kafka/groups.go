@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -104,18 +105,28 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 	return first
 }
 
+// FollowDiscoverEvery is how often Follow asks its discover function for the topics to
+// follow: a topic created since, or a partition added, shows up within about this long.
+const FollowDiscoverEvery = 5 * time.Second
+
 // Follow reads topic/partition from each start offset on (read committed) and calls fn with
 // every record as it arrives, until ctx is done (then it returns nil) or fn fails (its error
-// is returned). Records of partitions created after it started are not read.
-func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64, fn func(*kgo.Record) error) error {
+// is returned). discover, when set, is asked every FollowDiscoverEvery for the topics to
+// follow: every partition of them that is not read yet (a topic created since Follow began, a
+// partition added to a followed topic) is then read from its start, since
+// every record it holds came after the starts were taken. A round that fails (the broker
+// down, a topic gone) is skipped: the next one catches up, and nothing is lost.
+func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64, discover func(context.Context) ([]string, error), fn func(*kgo.Record) error) error {
 	consume := map[string]map[int32]kgo.Offset{}
+	followed := map[string]map[int32]bool{}
 	for t, ps := range starts {
-		consume[t] = map[int32]kgo.Offset{}
+		consume[t], followed[t] = map[int32]kgo.Offset{}, map[int32]bool{}
 		for p, o := range ps {
 			consume[t][p] = kgo.NewOffset().At(o)
+			followed[t][p] = true
 		}
 	}
-	if len(consume) == 0 {
+	if len(consume) == 0 && discover == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -124,6 +135,24 @@ func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64,
 		return err
 	}
 	defer cl.Close()
+	if discover != nil {
+		dctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			tick := time.NewTicker(FollowDiscoverEvery)
+			defer tick.Stop()
+			for {
+				select {
+				case <-dctx.Done():
+					return
+				case <-tick.C:
+				}
+				if add := c.unfollowed(dctx, discover, followed); len(add) > 0 {
+					cl.AddConsumePartitions(add)
+				}
+			}
+		}()
+	}
 	for {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -142,4 +171,39 @@ func (c *Cluster) Follow(ctx context.Context, starts map[string]map[int32]int64,
 			return stop
 		}
 	}
+}
+
+// unfollowed is what Follow adds in one discovery round: each partition of the topics
+// discover names that followed does not hold, from its start (followed is updated). A failed
+// round adds nothing.
+func (c *Cluster) unfollowed(ctx context.Context, discover func(context.Context) ([]string, error), followed map[string]map[int32]bool) map[string]map[int32]kgo.Offset {
+	topics, err := discover(ctx)
+	if err != nil || len(topics) == 0 {
+		return nil
+	}
+	details, err := c.Admin.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for _, t := range topics {
+		d, ok := details[t]
+		if !ok || d.Err != nil {
+			continue
+		}
+		for p := range d.Partitions {
+			if followed[t][p] {
+				continue
+			}
+			if followed[t] == nil {
+				followed[t] = map[int32]bool{}
+			}
+			if add[t] == nil {
+				add[t] = map[int32]kgo.Offset{}
+			}
+			followed[t][p] = true
+			add[t][p] = kgo.NewOffset().AtStart()
+		}
+	}
+	return add
 }

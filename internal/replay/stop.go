@@ -49,7 +49,7 @@ func watchRedeadletters(ctx context.Context, c *kafka.Cluster, topic, runID stri
 	}
 	id := []byte(runID)
 	seen := 0
-	err = c.Follow(ctx, starts, func(r *kgo.Record) error {
+	err = c.Follow(ctx, starts, nil, func(r *kgo.Record) error {
 		for _, h := range r.Headers {
 			if h.Key == dlq.ReplayHeaderID && bytes.Equal(h.Value, id) {
 				if seen++; seen >= n {

@@ -46,6 +46,25 @@ func CreateTopicWith(t testing.TB, cl *kgo.Client, name string, partitions int32
 	})
 }
 
+// GrowTopic adds partitions to the topic name on the real broker until it has partitions,
+// and waits until the metadata shows every one with a leader, as CreateTopic does.
+func GrowTopic(t testing.TB, name string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := adm.UpdatePartitions(ctx, int(partitions), name)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("grow topic %s to %d partitions: %v", name, partitions, err)
+	}
+	if err := waitTopic(ctx, adm, name, partitions); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // createTopic creates name and waits until it is in the metadata, bounded by ctx.
 func createTopic(ctx context.Context, adm *kadm.Client, name string, partitions int32, replicas int16, configs map[string]*string) error {
 	cfg := maps.Clone(configs)

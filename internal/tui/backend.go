@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -95,9 +97,17 @@ func (b *backend) Read(ctx context.Context) ([]string, []dlq.Entry, error) {
 	// Live: the dead letters written after the scan's end offsets, as dlq list --follow reads
 	// them, until ctx ends.
 	go func() {
-		err := dlq.Follow(ctx, scan, dlq.FollowOptions{Lookup: b.o.Lookup}, func(e dlq.Entry) error {
+		var pattern *regexp.Regexp
+		if len(b.o.Topics) == 0 {
+			pattern = cmp.Or(b.o.Pattern, dlq.DefaultTopicPattern)
+		}
+		err := dlq.Follow(ctx, scan, dlq.FollowOptions{Lookup: b.o.Lookup, Pattern: pattern}, func(e dlq.Entry) error {
 			b.mu.Lock()
 			b.new = append(b.new, e)
+			if !slices.Contains(b.topics, e.Topic) { // a topic created since (dlq.Follow's Pattern)
+				b.topics = append(slices.Clone(b.topics), e.Topic)
+				slices.Sort(b.topics)
+			}
 			b.mu.Unlock()
 			return nil
 		})
