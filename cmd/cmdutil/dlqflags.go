@@ -180,8 +180,8 @@ const (
 func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 	fs := cmd.Flags()
 	if set&DLQWindow != 0 {
-		fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: RFC 3339 or a duration ago (2h, 30m)")
-		fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: RFC 3339 or a duration ago")
+		fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: "+TimeHelp)
+		fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: the same forms")
 	}
 	if set&DLQFields != 0 {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
@@ -214,52 +214,43 @@ func DLQReasonHint(c *cobra.Command, err error) error {
 // Filter validates the flags and builds the filter and the time window of the scan; now
 // anchors durations.
 func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter, error) {
-	var f dlq.Filter
-	var err error
-	if f.Since, f.Until, err = ParseWindow(fl.Since, fl.Until, now); err != nil {
+	spec, err := fl.Spec(cmd)
+	if err != nil {
+		return dlq.Filter{}, err
+	}
+	f, err := spec.Compile()
+	if err != nil {
 		return f, err
 	}
-	for _, r := range fl.Reasons {
-		r = strings.TrimSpace(r)
-		if r == "" {
-			continue
-		}
-		if !slices.Contains(dlq.Reasons, r) && r != dlq.ReasonUnknown {
-			return f, fwerr.Usagef("--dlq-reason %q: want %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
-		}
-		f.Reasons = append(f.Reasons, r)
+	f.Since, f.Until, err = ParseWindow(fl.Since, fl.Until, now)
+	return f, err
+}
+
+// Spec is the filter the flags write (without the window), checked by dlq.FilterSpec.Compile
+// when it is used: what replay journals and resumes with.
+func (fl *DLQFilterFlags) Spec(cmd *cobra.Command) (dlq.FilterSpec, error) {
+	s := dlq.FilterSpec{Reasons: fl.Reasons, Error: fl.Error, OriginalTopic: fl.OriginalTopic, Group: fl.Group,
+		EventID: fl.EventID, SchemaID: fl.SchemaID, Fingerprint: fl.Fingerprint}
+	if cmd.Flags().Changed("schema-id") && fl.SchemaID == 0 {
+		return s, fwerr.Usagef("--schema-id 0: a schema registry id is 1 or more")
 	}
-	if fl.Error != "" {
-		if f.ErrorRegexp, err = regexp.Compile(fl.Error); err != nil {
-			return f, fwerr.Usagef("--error %q is not a regular expression: %v", fl.Error, err)
-		}
-	}
-	f.OriginalTopic, f.Group, f.EventID = fl.OriginalTopic, fl.Group, fl.EventID
-	if fl.SchemaID < 0 || cmd.Flags().Changed("schema-id") && fl.SchemaID == 0 {
-		return f, fwerr.Usagef("--schema-id %d: a schema registry id is 1 or more", fl.SchemaID)
-	}
-	f.SchemaID = fl.SchemaID
-	if fl.Fingerprint != "" && !dlq.ValidFingerprint(fl.Fingerprint) {
-		return f, fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", fl.Fingerprint)
-	}
-	f.Fingerprint = fl.Fingerprint
 	keySet, key64Set := cmd.Flags().Changed("key"), cmd.Flags().Changed("key-base64")
 	switch {
 	case keySet && key64Set:
-		return f, fwerr.Usagef("choose either --key or --key-base64, not both")
+		return s, fwerr.Usagef("choose either --key or --key-base64, not both")
 	case keySet:
-		f.Key = []byte(fl.Key)
+		s.Key = []byte(fl.Key)
 	case key64Set:
 		k, err := base64.StdEncoding.DecodeString(fl.KeyBase64)
 		if err != nil {
-			return f, fwerr.Usagef("--key-base64: %v", err)
+			return s, fwerr.Usagef("--key-base64: %v", err)
 		}
-		f.Key = k
-		if f.Key == nil {
-			f.Key = []byte{}
+		s.Key = k
+		if s.Key == nil {
+			s.Key = []byte{}
 		}
 	}
-	return f, nil
+	return s, nil
 }
 
 // DLQStatusFlags say how statuses are looked up (--consumer, --no-status) and which are

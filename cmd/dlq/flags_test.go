@@ -23,7 +23,10 @@ func TestDLQUsageErrors(t *testing.T) {
 		{Args: []string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, Want: "choose either --topic or --pattern, not both"},
 		{Args: []string{"dlq", "list", "--pattern", "("}, Want: `--pattern "(" is not a regular expression`},
 		{Args: []string{"dlq", "list", "--topic", ""}, Want: "--topic: a topic name cannot be empty"},
-		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want malformed, unsupported, rejected, exhausted, parked or unknown`},
+		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
+		// The filters are checked as replay checks them (dlq.FilterSpec.Compile).
+		{Args: []string{"dlq", "list", "--original-topic", "no/such topic"}, Want: `--original-topic "no/such topic" is not a valid topic name`},
+		{Args: []string{"replay", "--from", "t.dlq", "--original-topic", "no/such topic"}, Want: `--original-topic "no/such topic" is not a valid topic name`},
 		// The filter's old name is refused, with its new one.
 		{Args: []string{"dlq", "list", "--reason", "malformed"}, Want: "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},
 		{Args: []string{"dlq", "stats", "--reason=malformed"}, Want: "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},

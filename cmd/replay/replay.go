@@ -212,11 +212,9 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	}
 	s := &opts.Spec
 	s.Partitions, s.StartOffset, s.EndOffset, s.Since, s.Until = sel.Partitions, sel.StartOffset, sel.EndOffset, sel.Since, sel.Until
-	f, err := opts.filters.Filter(cmd, opts.Now())
-	if err != nil {
+	if s.FilterSpec, err = opts.filters.Spec(cmd); err != nil {
 		return err
 	}
-	s.Reasons, s.Error, s.OriginalTopic, s.Group, s.Key, s.EventID, s.SchemaID, s.Fingerprint = f.Reasons, opts.filters.Error, f.OriginalTopic, f.Group, f.Key, f.EventID, f.SchemaID, f.Fingerprint
 	if len(args) == 1 {
 		a, err := kafka.ParseRecordAddress(args[0])
 		if err != nil {

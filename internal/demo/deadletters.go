@@ -90,7 +90,7 @@ func (d *Demo) deadLetterStats(ctx context.Context) (*dlq.StatsReport, error) {
 
 // replaySpec is `replay --from tasks.dlq --dlq-reason rejected`.
 func replaySpec() (replay.Spec, error) {
-	s := replay.Spec{From: TopicDLQ, Reasons: []string{dlq.ReasonRejected}}
+	s := replay.Spec{From: TopicDLQ, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonRejected}}}
 	return s, s.Validate()
 }
 

@@ -3,7 +3,12 @@ package dlq
 import (
 	"bytes"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ReasonUnknown is the Filter.Reasons value that selects dead letters whose Reason is "".
@@ -73,4 +78,59 @@ func (f Filter) matchReason(reason string) bool {
 		}
 	}
 	return false
+}
+
+// FilterSpec is a dead-letter filter as an operator writes it: the filter flags of `dlq list`,
+// `dlq stats`, `dlq show` and `replay` (cmdutil.DLQFilterFlags), and the selection a replay
+// journals (replay.Spec embeds it, so these are also its JSON fields). Compile is the one
+// check of it, so that every command refuses the same values with the same words.
+type FilterSpec struct {
+	// EventID selects the dead letters carrying this event id.
+	EventID string `json:"event_id,omitempty"`
+	// Reasons selects any of these reasons (Reasons, or ReasonUnknown).
+	Reasons []string `json:"reasons,omitempty"`
+	// Error is a regular expression on the error message, class or root cause.
+	Error         string `json:"error,omitempty"`
+	OriginalTopic string `json:"original_topic,omitempty"`
+	Group         string `json:"group,omitempty"`
+	// Key is the record key byte for byte (Filter.Key): nil does not filter, empty selects
+	// empty and absent keys.
+	Key []byte `json:"key,omitzero"`
+	// SchemaID selects the dead letters whose value or key names this schema registry id;
+	// 0 does not filter.
+	SchemaID int `json:"schema_id,omitempty"`
+	// Fingerprint selects the dead letters of one failure cause (FingerprintOf).
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// Compile checks s and returns its Filter (without a time window: Since and Until are the
+// caller's). A value no dead letter could have is a usage error naming its flag.
+func (s FilterSpec) Compile() (Filter, error) {
+	f := Filter{OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key, SchemaID: s.SchemaID, Fingerprint: s.Fingerprint}
+	for _, r := range s.Reasons {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		if r != ReasonUnknown && !slices.Contains(Reasons, r) {
+			return Filter{}, fwerr.Usagef("--dlq-reason %q: want one of %s or %s", r, strings.Join(Reasons, ", "), ReasonUnknown)
+		}
+		f.Reasons = append(f.Reasons, r)
+	}
+	if s.Error != "" {
+		re, err := regexp.Compile(s.Error)
+		if err != nil {
+			return Filter{}, fwerr.Usagef("--error %q is not a regular expression: %v", s.Error, err)
+		}
+		f.ErrorRegexp = re
+	}
+	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
+		return Filter{}, fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
+	}
+	if s.SchemaID < 0 {
+		return Filter{}, fwerr.Usagef("--schema-id %d: a schema registry id is 1 or more", s.SchemaID)
+	}
+	if s.Fingerprint != "" && !ValidFingerprint(s.Fingerprint) {
+		return Filter{}, fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", s.Fingerprint)
+	}
+	return f, nil
 }

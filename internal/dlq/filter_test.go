@@ -1,9 +1,13 @@
 package dlq
 
 import (
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 func TestFilterMatch(t *testing.T) {
@@ -54,5 +58,34 @@ func TestFilterMatch(t *testing.T) {
 				t.Fatalf("Match = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFilterSpecCompile: the one check of the dead-letter filters as written, for dlq list,
+// dlq stats, dlq show and replay (and a resumed replay's journaled selection) alike.
+func TestFilterSpecCompile(t *testing.T) {
+	for _, tc := range []struct {
+		spec FilterSpec
+		err  string
+	}{
+		{FilterSpec{}, ""},
+		{FilterSpec{Reasons: []string{" rejected", "", ReasonUnknown}, Error: "time(out)?", OriginalTopic: "orders", SchemaID: 7, Fingerprint: "0123456789ab"}, ""},
+		{FilterSpec{Reasons: []string{"poison"}}, `--dlq-reason "poison": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
+		{FilterSpec{Error: "("}, `--error "(" is not a regular expression`},
+		{FilterSpec{OriginalTopic: "bad topic"}, `--original-topic "bad topic" is not a valid topic name`},
+		{FilterSpec{SchemaID: -1}, "--schema-id -1: a schema registry id is 1 or more"},
+		{FilterSpec{Fingerprint: "xyz"}, `--fingerprint "xyz": a fingerprint is 12 hexadecimal digits`},
+	} {
+		f, err := tc.spec.Compile()
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%+v: %v", tc.spec, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || fwerr.KindOf(err) != fwerr.KindUsage):
+			t.Errorf("%+v: error %v; want a usage error saying %q", tc.spec, err, tc.err)
+		case tc.err == "" && tc.spec.Error != "" && (f.ErrorRegexp == nil || !f.ErrorRegexp.MatchString("timeout")):
+			t.Errorf("%+v: the error pattern was not compiled: %+v", tc.spec, f)
+		case tc.err == "" && tc.spec.Reasons != nil && fmt.Sprint(f.Reasons) != "[rejected unknown]":
+			t.Errorf("%+v: reasons %q, want the given ones trimmed, blanks dropped", tc.spec, f.Reasons)
+		}
 	}
 }

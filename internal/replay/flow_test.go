@@ -172,7 +172,7 @@ func TestFlowYesSinglePass(t *testing.T) {
 		Confirm: func(Check) error { t.Fatal("asked with Yes"); return nil }}
 
 	// Nothing selected: no run recorded, and the notice says so.
-	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, Reasons: []string{dlq.ReasonUnsupported}}), o)
+	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonUnsupported}}}), o)
 	if err != nil || res.Summary != nil || res.Report != nil || !slices.Equal(kinds(res.Notices), []NoticeKind{NoticeNothingSelected}) {
 		t.Fatalf("nothing selected: %v %+v", err, res)
 	}

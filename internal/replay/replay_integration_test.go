@@ -356,7 +356,7 @@ func TestReplaySingleRecordAndEventID(t *testing.T) {
 		t.Fatalf("single record: %v", got)
 	}
 
-	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, EventID: "evt-0007"}, ExecOptions{})
+	rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, FilterSpec: dlq.FilterSpec{EventID: "evt-0007"}}, ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func TestReplaySinglePass(t *testing.T) {
 	}
 
 	// Nothing selected: no run.
-	p, err = NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst, Reasons: []string{dlq.ReasonMalformed}})
+	p, err = NewPlan(t.Context(), c, Spec{From: dlqTopic, To: dst, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonMalformed}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,9 +37,9 @@ func TestSpecValidate(t *testing.T) {
 		{"negative", Spec{From: "t", StartOffset: i64(-1)}, "not negative"},
 		{"range and window", Spec{From: "t", StartOffset: i64(1), Since: time.Now()}, "not both"},
 		{"window inverted", Spec{From: "t", Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "is not after"},
-		{"reason", Spec{From: "t", Reasons: []string{"bored"}}, "--dlq-reason"},
-		{"reason unknown ok", Spec{From: "t", Reasons: []string{"unknown", "exhausted"}}, ""},
-		{"bad regexp", Spec{From: "t", Error: "("}, "not a regular expression"},
+		{"reason", Spec{From: "t", FilterSpec: dlq.FilterSpec{Reasons: []string{"bored"}}}, "--dlq-reason"},
+		{"reason unknown ok", Spec{From: "t", FilterSpec: dlq.FilterSpec{Reasons: []string{"unknown", "exhausted"}}}, ""},
+		{"bad regexp", Spec{From: "t", FilterSpec: dlq.FilterSpec{Error: "("}}, "not a regular expression"},
 		{"to-partition", Spec{From: "t", ToPartition: "random"}, "--to-partition"},
 		{"max replays", Spec{From: "t", MaxReplays: -1}, "--max-replays"},
 		{"pending and replayed", Spec{From: "t", Statuses: []dlq.Status{dlq.StatusPending, dlq.StatusReplayed}, StatusConsumer: "billing"}, ""},
@@ -94,9 +94,10 @@ func TestPendingForIsDLQsPending(t *testing.T) {
 }
 
 func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
-	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), Error: "time(out)?",
-		Reasons: []string{"exhausted"}, SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
-		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing"}
+	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
+		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing",
+		FilterSpec: dlq.FilterSpec{Error: "time(out)?", Reasons: []string{"exhausted"}},
+	}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.marshal() != s.marshal() || back.errorRE == nil || !back.errorRE.MatchString("timeout") {
+	if back.marshal() != s.marshal() || back.compiled.ErrorRegexp == nil || !back.compiled.ErrorRegexp.MatchString("timeout") {
 		t.Fatalf("round trip: %s vs %s", back.marshal(), s.marshal())
 	}
 }
@@ -201,11 +202,11 @@ func TestClassifyRoutes(t *testing.T) {
 	if d := ds[0]; d.outcome != OutcomeSend || d.target != "retry" || d.partition != 0 {
 		t.Fatalf("plain record with --to: %+v", d)
 	}
-	ds = run(Spec{From: "orders.dlq", Reasons: []string{"malformed"}}, fw, spring)
+	ds = run(Spec{From: "orders.dlq", FilterSpec: dlq.FilterSpec{Reasons: []string{"malformed"}}}, fw, spring)
 	if ds[0].outcome != OutcomeFiltered || ds[1].outcome != OutcomeFiltered {
 		t.Fatalf("reason filter: %v %v", ds[0].outcome, ds[1].outcome)
 	}
-	ds = run(Spec{From: "orders.dlq", EventID: "e-1"}, fw, spring)
+	ds = run(Spec{From: "orders.dlq", FilterSpec: dlq.FilterSpec{EventID: "e-1"}}, fw, spring)
 	if ds[0].outcome != OutcomeSend || ds[1].outcome != OutcomeFiltered {
 		t.Fatalf("event id: %v %v", ds[0].outcome, ds[1].outcome)
 	}

@@ -49,7 +49,7 @@ func TestSelectStatus(t *testing.T) {
 // selects empty and absent keys) as well as one that is not text.
 func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
 	for _, key := range [][]byte{nil, {}, []byte("task-7"), {0xff, 0}} {
-		s := Spec{From: "orders.dlq", Key: key}
+		s := Spec{From: "orders.dlq", FilterSpec: dlq.FilterSpec{Key: key}}
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -74,14 +74,16 @@ func TestFilters(t *testing.T) {
 	}{
 		{Spec{From: "t"}, Filters{}, nil},
 		{
-			Spec{From: "t", Reasons: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: []byte{}, EventID: "e",
-				PendingFor: "billing", SkipProcessedFor: "billing"},
+			Spec{From: "t",
+				PendingFor: "billing", SkipProcessedFor: "billing",
+				FilterSpec: dlq.FilterSpec{Reasons: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: []byte{}, EventID: "e"},
+			},
 			Filters{DLQReason: []string{"rejected", "exhausted"}, Error: "db", OriginalTopic: "tasks", Group: "g", Key: &empty, EventID: "e",
 				Status: []string{"pending"}, Consumer: "billing", SkipProcessed: true},
 			[][2]string{{"--dlq-reason", "rejected,exhausted"}, {"--error", "db"}, {"--original-topic", "tasks"}, {"--group", "g"}, {"--key", ""},
 				{"--event-id", "e"}, {"--status", "pending"}, {"--consumer", "billing"}, {"--skip-processed", ""}},
 		},
-		{Spec{From: "t", Key: []byte{0xff, 'k'}, SkipProcessedFor: "audit"}, Filters{KeyBase64: "/2s=", Consumer: "audit", SkipProcessed: true},
+		{Spec{From: "t", SkipProcessedFor: "audit", FilterSpec: dlq.FilterSpec{Key: []byte{0xff, 'k'}}}, Filters{KeyBase64: "/2s=", Consumer: "audit", SkipProcessed: true},
 			[][2]string{{"--key-base64", "/2s="}, {"--consumer", "audit"}, {"--skip-processed", ""}}},
 	} {
 		got := tc.spec.Filters()

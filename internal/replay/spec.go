@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -57,21 +56,10 @@ type Spec struct {
 	// then that one offset.
 	Record string `json:"record,omitempty"`
 
-	// EventID selects the records carrying this event id (a bounded scan of the selection).
-	EventID string `json:"event_id,omitempty"`
-	// The dead-letter filters of `dlq list`.
-	Reasons       []string `json:"reasons,omitempty"`
-	Error         string   `json:"error,omitempty"` // a regular expression on the error message or class
-	OriginalTopic string   `json:"original_topic,omitempty"`
-	Group         string   `json:"group,omitempty"`
-	// Key is the record key byte for byte (dlq.Filter.Key): nil does not filter, empty selects
-	// empty and absent keys.
-	Key []byte `json:"key,omitzero"`
-	// SchemaID selects the records whose value or key names this schema registry id
-	// (dlq.Filter.SchemaID); 0 does not filter.
-	SchemaID int `json:"schema_id,omitempty"`
-	// Fingerprint selects the dead letters of one failure cause (dlq.FingerprintOf).
-	Fingerprint string `json:"fingerprint,omitempty"`
+	// FilterSpec is the dead-letter filters of `dlq list`, checked as dlq checks them; its
+	// EventID selects the records carrying this event id (a bounded scan of the selection)
+	// on any topic.
+	dlq.FilterSpec
 	// Statuses, when set, selects only the dead letters whose status for StatusConsumer is one
 	// of these: the others are not selected at all. The status is the one `dlq list --status`
 	// shows, told by the same code (dlq.StatusLookup; see dlq.Status for the definition), so
@@ -136,7 +124,8 @@ type Spec struct {
 	// (fw.replay.id) are dead-lettered again into the topic it reads (ExecOptions).
 	StopOnRedeadletter int `json:"stop_on_redeadletter,omitempty"`
 
-	errorRE   *regexp.Regexp
+	// compiled is FilterSpec as Validate compiled it.
+	compiled  dlq.Filter
 	addresses map[dedup.SourceRef]bool
 	eventIDs  map[string]bool
 }
@@ -199,24 +188,11 @@ func (s *Spec) Validate() error {
 	if !s.Since.IsZero() && !s.Until.IsZero() && !s.Until.After(s.Since) {
 		return fwerr.Usagef("--until %s is not after --since %s", s.Until.Format(time.RFC3339), s.Since.Format(time.RFC3339))
 	}
-	for _, r := range s.Reasons {
-		if r != dlq.ReasonUnknown && !slices.Contains(dlq.Reasons, r) {
-			return fwerr.Usagef("--dlq-reason %q: want one of %s or %s", r, strings.Join(dlq.Reasons, ", "), dlq.ReasonUnknown)
-		}
+	f, err := s.FilterSpec.Compile()
+	if err != nil {
+		return err
 	}
-	if s.Error != "" {
-		re, err := regexp.Compile(s.Error)
-		if err != nil {
-			return fwerr.Usagef("--error %q is not a regular expression: %v", s.Error, err)
-		}
-		s.errorRE = re
-	}
-	if s.Fingerprint != "" && !dlq.ValidFingerprint(s.Fingerprint) {
-		return fwerr.Usagef("--fingerprint %q: a fingerprint is 12 hexadecimal digits, as dlq stats --by fingerprint shows them", s.Fingerprint)
-	}
-	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
-		return fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
-	}
+	s.compiled = f
 	if err := s.validateAims(); err != nil {
 		return err
 	}
@@ -333,10 +309,8 @@ func (s *Spec) selection() kafka.Selection {
 	return sel
 }
 
-// filter is the dlq.Filter of the spec's dead-letter filters.
-func (s *Spec) filter() dlq.Filter {
-	return dlq.Filter{Reasons: s.Reasons, ErrorRegexp: s.errorRE, OriginalTopic: s.OriginalTopic, Group: s.Group, EventID: s.EventID, Key: s.Key, SchemaID: s.SchemaID, Fingerprint: s.Fingerprint}
-}
+// filter is the dlq.Filter of the spec's dead-letter filters, as Validate compiled them.
+func (s *Spec) filter() dlq.Filter { return s.compiled }
 
 // TargetLabel describes the target for the journal and the plan: the --to topic, or
 // "original" (each record's dead-letter headers), with " partition original" when records keep

@@ -116,7 +116,7 @@ func TestReplaySelectsWhatDLQListCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"evt-0001", "evt-0003", "evt-0004"} {
-			if _, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, EventID: id}, ExecOptions{}); err != nil || sum.Counts.Sent != 1 {
+			if _, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, FilterSpec: dlq.FilterSpec{EventID: id}}, ExecOptions{}); err != nil || sum.Counts.Sent != 1 {
 				t.Fatalf("replay of %s: %+v %v", id, sum, err)
 			}
 		}
@@ -227,7 +227,7 @@ func TestRecreatedDeadLetterTopic(t *testing.T) {
 		if got := withStatus(statuses, dlq.StatusReplayed); !slices.Equal(got, addrs(0, 1, 2, 3)) {
 			t.Fatalf("before the topic is recreated, replayed: %v (all %v)", got, statuses)
 		}
-		stale, err := NewPlan(t.Context(), c, Spec{From: dlt, EventID: "evt-0005"})
+		stale, err := NewPlan(t.Context(), c, Spec{From: dlt, FilterSpec: dlq.FilterSpec{EventID: "evt-0005"}})
 		if err != nil {
 			t.Fatal(err)
 		}
