@@ -55,10 +55,7 @@ func ParseWindow(since, until string, now time.Time) (from, to time.Time, err er
 	if to, err = parseBound("--until", until, now); err != nil {
 		return from, to, err
 	}
-	if !from.IsZero() && !to.IsZero() && !to.After(from) {
-		return from, to, fwerr.Usagef("--until %s is not after --since %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
-	}
-	return from, to, nil
+	return from, to, kafka.CheckWindow(from, to)
 }
 
 func parseBound(flag, v string, now time.Time) (time.Time, error) {
@@ -93,35 +90,18 @@ func (s *SelectionFlags) Register(cmd *cobra.Command) {
 
 // Selection validates the flags and turns them into a kafka.Selection; now anchors durations.
 func (s *SelectionFlags) Selection(cmd *cobra.Command, now time.Time) (kafka.Selection, error) {
-	startSet, endSet := cmd.Flags().Changed("start-offset"), cmd.Flags().Changed("end-offset")
-	var sel kafka.Selection
-	for _, p := range s.Partitions {
-		if p < 0 {
-			return sel, fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
-		}
-	}
-	sel.Partitions = s.Partitions
-	if (startSet || endSet) && s.Given() {
-		return sel, fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
-	}
-	if startSet {
-		if s.StartOffset < 0 {
-			return sel, fwerr.Usagef("--start-offset %d: offsets are not negative", s.StartOffset)
-		}
+	sel := kafka.Selection{Partitions: s.Partitions}
+	if cmd.Flags().Changed("start-offset") {
 		v := s.StartOffset
 		sel.StartOffset = &v
 	}
-	if endSet {
-		if s.EndOffset < 0 {
-			return sel, fwerr.Usagef("--end-offset %d: offsets are not negative", s.EndOffset)
-		}
+	if cmd.Flags().Changed("end-offset") {
 		v := s.EndOffset
 		sel.EndOffset = &v
 	}
-	if startSet && endSet && s.EndOffset < s.StartOffset {
-		return sel, fwerr.Usagef("--end-offset %d is before --start-offset %d", s.EndOffset, s.StartOffset)
-	}
 	var err error
-	sel.Since, sel.Until, err = s.Window(now)
-	return sel, err
+	if sel.Since, sel.Until, err = s.Window(now); err != nil {
+		return sel, err
+	}
+	return sel, sel.Check()
 }

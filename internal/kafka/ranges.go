@@ -120,8 +120,8 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	if err != nil {
 		return nil, err
 	}
-	// An inverted selection fails before the broker is asked for offsets by time.
-	if err := checkSelection(sel); err != nil {
+	// A selection Check refuses fails before the broker is asked for offsets by time.
+	if err := sel.Check(); err != nil {
 		return nil, err
 	}
 	var sinceOffsets, untilOffsets map[int32]int64
@@ -138,14 +138,36 @@ func (c *Cluster) Plan(ctx context.Context, topic string, sel Selection) ([]Part
 	return planRanges(topic, bounds, sel, sinceOffsets, untilOffsets)
 }
 
-// checkSelection refuses an offset range that ends before it starts and a time window that
-// ends before it starts.
-func checkSelection(sel Selection) error {
-	if sel.StartOffset != nil && sel.EndOffset != nil && *sel.EndOffset < *sel.StartOffset {
-		return fwerr.Usagef("end offset %d is before start offset %d", *sel.EndOffset, *sel.StartOffset)
+// Check is the one rule of a selection, for every command that takes --partition,
+// --start-offset, --end-offset, --since and --until, and for a replay's journaled selection:
+// partitions and offsets are not negative, a range does not end before it starts, a window
+// is not empty, and a selection is an offset range or a time window, not both. Each failure
+// is a usage error naming its flag.
+func (sel Selection) Check() error {
+	for _, p := range sel.Partitions {
+		if p < 0 {
+			return fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
+		}
 	}
-	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
-		return fwerr.Usagef("--until %s is not after --since %s", sel.Until.Format(time.RFC3339), sel.Since.Format(time.RFC3339))
+	if (sel.StartOffset != nil || sel.EndOffset != nil) && (!sel.Since.IsZero() || !sel.Until.IsZero()) {
+		return fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
+	}
+	if sel.StartOffset != nil && *sel.StartOffset < 0 {
+		return fwerr.Usagef("--start-offset %d: offsets are not negative", *sel.StartOffset)
+	}
+	if sel.EndOffset != nil && *sel.EndOffset < 0 {
+		return fwerr.Usagef("--end-offset %d: offsets are not negative", *sel.EndOffset)
+	}
+	if sel.StartOffset != nil && sel.EndOffset != nil && *sel.EndOffset < *sel.StartOffset {
+		return fwerr.Usagef("--end-offset %d is before --start-offset %d", *sel.EndOffset, *sel.StartOffset)
+	}
+	return CheckWindow(sel.Since, sel.Until)
+}
+
+// CheckWindow refuses a time window that ends before it starts (a zero bound is open).
+func CheckWindow(since, until time.Time) error {
+	if !since.IsZero() && !until.IsZero() && !until.After(since) {
+		return fwerr.Usagef("--until %s is not after --since %s", until.Format(time.RFC3339), since.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -157,7 +179,7 @@ func checkSelection(sel Selection) error {
 // twice), with LogStart <= Start <= End <= HighWatermark. Only records at offsets below
 // LastStable are selected.
 func planRanges(topic string, bounds []PartitionBounds, sel Selection, sinceOffsets, untilOffsets map[int32]int64) ([]PartitionRange, error) {
-	if err := checkSelection(sel); err != nil {
+	if err := sel.Check(); err != nil {
 		return nil, err
 	}
 	byPart := make(map[int32]PartitionBounds, len(bounds))

@@ -168,25 +168,9 @@ func (s *Spec) Validate() error {
 	if s.MaxReplays < 1 {
 		return fwerr.Usagef("--max-replays %d: must be at least 1", s.MaxReplays)
 	}
-	for _, p := range s.Partitions {
-		if p < 0 {
-			return fwerr.Usagef("--partition %d: partitions are numbered from 0", p)
-		}
-	}
-	if s.StartOffset != nil && *s.StartOffset < 0 {
-		return fwerr.Usagef("--start-offset %d: offsets are not negative", *s.StartOffset)
-	}
-	if s.EndOffset != nil && *s.EndOffset < 0 {
-		return fwerr.Usagef("--end-offset %d: offsets are not negative", *s.EndOffset)
-	}
-	if s.StartOffset != nil && s.EndOffset != nil && *s.EndOffset < *s.StartOffset {
-		return fwerr.Usagef("--end-offset %d is before --start-offset %d", *s.EndOffset, *s.StartOffset)
-	}
-	if (s.StartOffset != nil || s.EndOffset != nil) && (!s.Since.IsZero() || !s.Until.IsZero()) {
-		return fwerr.Usagef("choose either an offset range (--start-offset/--end-offset) or a time window (--since/--until), not both")
-	}
-	if !s.Since.IsZero() && !s.Until.IsZero() && !s.Until.After(s.Since) {
-		return fwerr.Usagef("--until %s is not after --since %s", s.Until.Format(time.RFC3339), s.Since.Format(time.RFC3339))
+	sel := kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+	if err := sel.Check(); err != nil {
+		return err
 	}
 	f, err := s.FilterSpec.Compile()
 	if err != nil {
