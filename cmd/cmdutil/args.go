@@ -81,6 +81,33 @@ func (v *limitValue) String() string { return strconv.Itoa(*v.p) }
 // Type names the value in help: "int", like pflag's own.
 func (v *limitValue) Type() string { return "int" }
 
+// PortVar defines --port, the port of a broker fieldwork serves on 127.0.0.1 (dev, demo):
+// 0 (any free port) to 65535, refused where it is parsed otherwise.
+func PortVar(fs *pflag.FlagSet, p *int, def int) {
+	*p = def
+	fs.Var((*portValue)(p), "port", "port of the broker on 127.0.0.1 (0: any free port)")
+}
+
+// portValue is pflag's Value of --port (PortVar).
+type portValue int
+
+func (v *portValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fwerr.Usagef("want a whole number")
+	}
+	if n < 0 || n > 65535 {
+		return fwerr.Usagef("must be between 0 (any free port) and 65535")
+	}
+	*v = portValue(n)
+	return nil
+}
+
+func (v *portValue) String() string { return strconv.Itoa(int(*v)) }
+
+// Type names the value in help: "int", like pflag's own.
+func (v *portValue) Type() string { return "int" }
+
 // CountVar defines the count flag --name: a whole number of at least 1, so that "how many"
 // flags (--batch-size, --max-events, --count, …) refuse 0 and negatives where
 // they are parsed, with one message, and a command never checks one itself.

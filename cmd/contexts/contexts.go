@@ -128,11 +128,11 @@ func newCmdShow(f *cmdutil.Factory) *cobra.Command {
 				name = args[0]
 			}
 			if name == "" {
-				return fwerr.Usagef("no context in use: name one (fieldwork context show NAME; known: %s)", orNone(s.file.Names()))
+				return fwerr.Usagef("no context in use: name one (fieldwork context show NAME; known: %s)", s.file.Known())
 			}
-			c, ok := s.file.Contexts[name]
-			if !ok {
-				return fwerr.Usagef("context %q is not defined in %s (known: %s)", name, s.path, orNone(s.file.Names()))
+			c, err := s.file.Lookup(name, s.path)
+			if err != nil {
+				return err
 			}
 			v := contextView{Name: name, Current: name == s.current, Context: c.Redacted()}
 			return s.p.Object(v, showSections(v))
@@ -191,11 +191,4 @@ func newCmdUse(f *cmdutil.Factory) *cobra.Command {
 			return nil
 		}),
 	}
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }

@@ -77,9 +77,6 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
 			if len(f.Conn.Brokers) > 0 || f.Conn.DSN != "" {
 				return fwerr.Usagef("fieldwork demo runs on its own embedded broker and store: drop --brokers and --dsn (choose the port with --port and the store's directory with --dir)")
 			}
-			if opts.Port < 0 || opts.Port > 65535 {
-				return fwerr.Usagef("--port %d: must be between 0 (any free port) and 65535", opts.Port)
-			}
 			if opts.Dir != "" {
 				fi, err := os.Stat(opts.Dir)
 				if err != nil || !fi.IsDir() {
@@ -96,7 +93,7 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Keep, "keep", false, "leave the broker and store running after the story, until Ctrl-C")
-	fl.IntVar(&opts.Port, "port", 0, "port of the broker on 127.0.0.1 (0: any free port)")
+	cmdutil.PortVar(fl, &opts.Port, 0)
 	fl.StringVar(&opts.Dir, "dir", "", "existing directory for the store file (default: a temporary directory, removed at the end)")
 	fl.Uint64Var(&opts.Seed, "seed", demo.DefaultSeed, "seed of the sample events")
 	return cmd

@@ -87,9 +87,6 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 			if len(f.Conn.Brokers) > 0 {
 				return fwerr.Usagef("--brokers does not apply to fieldwork dev: it serves its own broker (choose its port with --port)")
 			}
-			if opts.Port < 0 || opts.Port > 65535 {
-				return fwerr.Usagef("--port %d: must be between 0 (any free port) and 65535", opts.Port)
-			}
 			if opts.Partitions < 1 || opts.Partitions > 1000 {
 				return fwerr.Usagef("--partitions %d: must be between 1 and 1000", opts.Partitions)
 			}
@@ -102,7 +99,7 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Port, "port", devstack.DefaultPort, "port of the broker on 127.0.0.1 (0: any free port)")
+	cmdutil.PortVar(fl, &opts.Port, devstack.DefaultPort)
 	fl.IntVar(&opts.Partitions, "partitions", devstack.DefaultPartitions, "partitions of tasks, tasks.dlq and tasks.avro")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the sample events")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "create the topics empty")

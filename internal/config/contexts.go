@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -15,6 +16,25 @@ import (
 )
 
 // Names are the file's context names, sorted.
+// Lookup is the context name of the file (nil: no file), or the usage error that it is not
+// defined in where (the file's path, or a phrase) and names the ones that are.
+func (f *File) Lookup(name, where string) (Context, error) {
+	if f != nil {
+		if c, ok := f.Contexts[name]; ok {
+			return c, nil
+		}
+	}
+	return Context{}, fwerr.Usagef("context %q is not defined in %s (known: %s)", name, where, f.Known())
+}
+
+// Known lists the names of the contexts, comma-separated, or says "none".
+func (f *File) Known() string {
+	if names := f.Names(); len(names) > 0 {
+		return strings.Join(names, ", ")
+	}
+	return "none"
+}
+
 func (f *File) Names() []string {
 	if f == nil {
 		return nil
@@ -63,8 +83,8 @@ func Use(path, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := file.Contexts[name]; !ok {
-		return fwerr.Usagef("context %q is not defined in %s (known: %s)", name, path, known(file))
+	if _, err := file.Lookup(name, path); err != nil {
+		return err
 	}
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {

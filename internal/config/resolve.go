@@ -90,12 +90,9 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	name, _ := Current(fl, getenv, file)
 	var ctx Context
 	if name != "" {
-		var ok bool
-		if file != nil {
-			ctx, ok = file.Contexts[name]
-		}
-		if !ok {
-			return c, fwerr.Usagef("context %q is not defined in the config file (known: %s)", name, known(file))
+		var err error
+		if ctx, err = file.Lookup(name, "the config file"); err != nil {
+			return c, err
 		}
 		c.Context = name
 	}
@@ -335,13 +332,6 @@ func validMechanism(m string) bool {
 		}
 	}
 	return false
-}
-
-func known(f *File) string {
-	if f == nil || len(f.Contexts) == 0 {
-		return "none"
-	}
-	return strings.Join(f.Names(), ", ")
 }
 
 func first(vals ...string) string {

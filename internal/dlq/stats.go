@@ -39,16 +39,22 @@ func ParseStatsKeys(s string) ([]StatsKey, error) {
 	}
 	var out []StatsKey
 	for name := range strings.SplitSeq(s, ",") {
-		k := StatsKey(strings.TrimSpace(name))
-		if !slices.Contains(StatsKeys, k) {
-			return nil, fwerr.Usagef("cannot group by %q: want some of %s", k, joinKeys(StatsKeys))
-		}
-		if slices.Contains(out, k) {
-			return nil, fwerr.Usagef("%q is named twice in the grouping", k)
-		}
-		out = append(out, k)
+		out = append(out, StatsKey(strings.TrimSpace(name)))
 	}
-	return out, nil
+	return out, checkStatsKeys(out)
+}
+
+// checkStatsKeys refuses a grouping with a key that is not a StatsKey, or a key twice.
+func checkStatsKeys(by []StatsKey) error {
+	for i, k := range by {
+		if !slices.Contains(StatsKeys, k) {
+			return fwerr.Usagef("cannot group by %q: want some of %s", k, joinKeys(StatsKeys))
+		}
+		if slices.Contains(by[:i], k) {
+			return fwerr.Usagef("%q is named twice in the grouping", k)
+		}
+	}
+	return nil
 }
 
 // StatsKeyNames lists the names of every StatsKey, comma-separated, for help and messages.
@@ -86,16 +92,12 @@ type Stats struct {
 // (later ones included: clocks drift); a window of 0 computes no rate. A key that is not a
 // StatsKey, or repeated, is a usage error.
 func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error) {
+	if err := checkStatsKeys(by); err != nil {
+		return nil, err
+	}
 	s := &Stats{by: slices.Clone(by), window: window, groups: map[groupKey]*GroupStats{}}
-	for i, k := range by {
-		j := slices.Index(StatsKeys, k)
-		if j < 0 {
-			return nil, fwerr.Usagef("cannot group by %q: want some of %s", k, joinKeys(StatsKeys))
-		}
-		if slices.Contains(by[:i], k) {
-			return nil, fwerr.Usagef("%q is named twice in the grouping", k)
-		}
-		s.index = append(s.index, j)
+	for _, k := range by {
+		s.index = append(s.index, slices.Index(StatsKeys, k))
 		s.byFingerprint = s.byFingerprint || k == ByFingerprint
 	}
 	if window < 0 {

@@ -205,7 +205,7 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	}
 	if d.State == "Dead" && len(cm) == 0 {
 		// DescribeGroups answers Dead, without an error, for a group it does not know.
-		return nil, fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", w.group)
+		return nil, errNoGroup(w.group)
 	}
 	if w.first.IsZero() {
 		w.first = now
@@ -319,7 +319,7 @@ func describe(ctx context.Context, c *kafka.Cluster, name string) (group, error)
 	if d.Err == nil {
 		return classic(d), nil // Dead: known to have no members; its commits say whether it exists
 	}
-	return group{}, fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", name)
+	return group{}, errNoGroup(name)
 }
 
 // describeMany describes the listed groups, each with the API of its type (listed by
@@ -396,4 +396,9 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// errNoGroup is the usage error of a consumer group the cluster does not know.
+func errNoGroup(name string) error {
+	return fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", name)
 }

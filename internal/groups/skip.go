@@ -86,14 +86,9 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	if err != nil {
 		return nil, err
 	}
-	var b *kafka.PartitionBounds
-	for i := range bounds {
-		if bounds[i].Partition == o.Partition {
-			b = &bounds[i]
-		}
-	}
-	if b == nil {
-		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", o.Topic, o.Partition, len(bounds)-1)
+	b, err := kafka.PartitionOf(o.Topic, bounds, o.Partition)
+	if err != nil {
+		return nil, err
 	}
 	d, err := describe(ctx, c, o.Group)
 	if err != nil {

@@ -24,15 +24,11 @@ func (c *Cluster) Fetch(ctx context.Context, topic string, partition int32, offs
 		return nil, err
 	}
 	addr := RecordAddress{Topic: topic, Partition: partition, Offset: offset}
-	var b *PartitionBounds
-	for i := range bounds {
-		if bounds[i].Partition == partition {
-			b = &bounds[i]
-		}
+	b, err := PartitionOf(topic, bounds, partition)
+	if err != nil {
+		return nil, err
 	}
 	switch {
-	case b == nil:
-		return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, partition, len(bounds)-1)
 	case b.HighWatermark <= b.LogStart:
 		return nil, fwerr.Usagef("offset %d is outside %s/%d, which holds no records", offset, topic, partition)
 	case offset < b.LogStart || offset >= b.HighWatermark:

@@ -57,6 +57,17 @@ type PartitionBounds struct {
 	HighWatermark int64
 }
 
+// PartitionOf is partition p's bounds among a topic's (Bounds), or the usage error that
+// names the partitions the topic has.
+func PartitionOf(topic string, bounds []PartitionBounds, p int32) (PartitionBounds, error) {
+	for _, b := range bounds {
+		if b.Partition == p {
+			return b, nil
+		}
+	}
+	return PartitionBounds{}, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, p, len(bounds)-1)
+}
+
 // Bounds lists every partition's offsets of topic, sorted by partition. A missing topic is an
 // *UnknownTopicError.
 func (c *Cluster) Bounds(ctx context.Context, topic string) ([]PartitionBounds, error) {
@@ -182,10 +193,6 @@ func planRanges(topic string, bounds []PartitionBounds, sel Selection, sinceOffs
 	if err := sel.Check(); err != nil {
 		return nil, err
 	}
-	byPart := make(map[int32]PartitionBounds, len(bounds))
-	for _, b := range bounds {
-		byPart[b.Partition] = b
-	}
 	var parts []int32
 	if len(sel.Partitions) == 0 {
 		for _, b := range bounds {
@@ -202,9 +209,9 @@ func planRanges(topic string, bounds []PartitionBounds, sel Selection, sinceOffs
 	}
 	out := make([]PartitionRange, 0, len(parts))
 	for _, p := range parts {
-		b, ok := byPart[p]
-		if !ok {
-			return nil, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, p, len(bounds)-1)
+		b, err := PartitionOf(topic, bounds, p)
+		if err != nil {
+			return nil, err
 		}
 		r := PartitionRange{Topic: topic, Partition: p, Start: b.LogStart, End: b.LastStable, LogStart: b.LogStart, HighWatermark: b.HighWatermark}
 		if sel.StartOffset != nil {
