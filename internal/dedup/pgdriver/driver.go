@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -272,7 +270,7 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 		"ProcessedAtIndex": quote(indexName(d.names.Table, "_processed_at_idx")),
 	}
 	d.journal().templateData(data)
-	return renderMigrations(migrationFS, data)
+	return dedupdriver.RenderMigrations(migrationFS, data)
 }
 
 // indexName appends suffix to table, cut (as Postgres would) to 63 bytes.
@@ -282,37 +280,6 @@ func indexName(table, suffix string) string {
 		n = n[:63]
 	}
 	return n
-}
-
-var migrationName = regexp.MustCompile(`^(\d+)_([a-z0-9_]+)\.sql$`)
-
-func renderMigrations(fsys embed.FS, data map[string]string) ([]dedupdriver.Migration, error) {
-	entries, err := fs.ReadDir(fsys, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []dedupdriver.Migration
-	for _, e := range entries { // ReadDir sorts by name; names are zero-padded
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %s: name is not NNN_name.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		src, err := fsys.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		tpl, err := template.New(e.Name()).Option("missingkey=error").Parse(string(src))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
-		}
-		var b strings.Builder
-		if err := tpl.Execute(&b, data); err != nil {
-			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
-		}
-		out = append(out, dedupdriver.Migration{Version: v, Name: m[2], SQL: b.String()})
-	}
-	return out, nil
 }
 
 // querier is a pool or a transaction.

@@ -6,12 +6,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"modernc.org/sqlite"
@@ -145,35 +141,8 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 		"ProcessedAtIndex": quote(d.rawTable + "_processed_at_idx"),
 	}
 	d.journal().templateData(data)
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []dedupdriver.Migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %s: name is not NNN_name.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		src, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		tpl, err := template.New(e.Name()).Option("missingkey=error").Parse(string(src))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
-		}
-		var b strings.Builder
-		if err := tpl.Execute(&b, data); err != nil {
-			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
-		}
-		out = append(out, dedupdriver.Migration{Version: v, Name: m[2], SQL: b.String()})
-	}
-	return out, nil
+	return dedupdriver.RenderMigrations(migrationFS, data)
 }
-
-var migrationName = regexp.MustCompile(`^(\d+)_([a-z0-9_]+)\.sql$`)
 
 // querier is *sql.DB or *sql.Tx.
 type querier interface {
