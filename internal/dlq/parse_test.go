@@ -202,7 +202,7 @@ func TestParseConventions(t *testing.T) {
 			"no handler: the subscriber names it": {
 				Convention: ConventionWatermill, OriginalTopic: "payments", Handler: "payments-subscriber",
 				ErrorMessage: "bad\uFFFDbytes",
-				Problems:     []string{"reason_poisoned: not valid UTF-8 at byte 3"},
+				Problems:     []string{"reason_poisoned: not valid UTF-8 at byte offset 3"},
 			},
 			"no envelope id: the message uuid is the event id": {
 				Convention: ConventionWatermill, OriginalTopic: "payments", Handler: "charge",
@@ -248,7 +248,7 @@ func TestParseConventions(t *testing.T) {
 					"fw.dlq.partition: partition -1 out of range",
 					`fw.dlq.offset: not an integer: "12x"`,
 					`fw.dlq.timestamp: not an RFC 3339 time: "yesterday"`,
-					"fw.dlq.group: not valid UTF-8 at byte 3",
+					"fw.dlq.group: not valid UTF-8 at byte offset 3",
 					`fw.dlq.reason: unknown reason "bored"`,
 					"fw.dlq.attempts: negative count -3",
 					`fw.replay.count: not an integer: "many"`,
@@ -415,9 +415,9 @@ func TestParseNonUTF8(t *testing.T) {
 		t.Errorf("Source() ok for an invalid topic name")
 	}
 	want := []string{
-		"dead-letter-topic: not valid UTF-8 at byte 3",
+		"dead-letter-topic: not valid UTF-8 at byte offset 3",
 		"dead-letter-topic: \"ord\uFFFDers\" is not a valid topic name",
-		"dead-letter-reason: not valid UTF-8 at byte 4",
+		"dead-letter-reason: not valid UTF-8 at byte offset 4",
 	}
 	if len(d.HeaderProblems) != len(want) {
 		t.Fatalf("problems %+v, want %q", d.HeaderProblems, want)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // hdr identifies a header Parse reads.
@@ -387,7 +388,7 @@ func (p *parser) textOf(id hdr, v []byte) string {
 		}
 	}
 	if !utf8.Valid(v) {
-		p.problemf(id, "not valid UTF-8 at byte %d: read with U+FFFD in its place", invalidUTF8At(v))
+		p.problemf(id, "%s: read with U+FFFD in its place", printable.InvalidUTF8(v))
 		return strings.ToValidUTF8(string(v), "\uFFFD")
 	}
 	if p.strings != nil && repeats[id] {
@@ -399,19 +400,6 @@ func (p *parser) textOf(id hdr, v []byte) string {
 		return s
 	}
 	return string(v)
-}
-
-// invalidUTF8At returns the 0-based index of the first byte of v that does not start a valid
-// UTF-8 sequence.
-func invalidUTF8At(v []byte) int {
-	for i := 0; i < len(v); {
-		r, size := utf8.DecodeRune(v[i:])
-		if r == utf8.RuneError && size == 1 {
-			return i
-		}
-		i += size
-	}
-	return -1
 }
 
 // topic reads a topic-name header; a name Kafka would not accept is kept and listed.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
 // maxShown bounds how much of an offending value a Reason quotes.
@@ -22,7 +24,7 @@ func parseObject(value []byte) (map[string]json.RawMessage, string) {
 		return nil, "empty value"
 	}
 	if !utf8.Valid(value) {
-		return nil, fmt.Sprintf("invalid JSON: not valid UTF-8 at byte %d", firstInvalidUTF8(value)+1)
+		return nil, "invalid JSON: " + printable.InvalidUTF8(value)
 	}
 	trimmed := bytes.TrimLeft(value, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] != '{' && json.Valid(value) {
@@ -130,19 +132,6 @@ func valueEnd(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// firstInvalidUTF8 returns the index of the first byte of b that does not start a valid UTF-8
-// sequence, or -1.
-func firstInvalidUTF8(b []byte) int {
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 {
-			return i
-		}
-		i += size
-	}
-	return -1
 }
 
 // jsonKind names the kind of a valid JSON value from its first byte.

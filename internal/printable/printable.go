@@ -156,3 +156,20 @@ func HeaderOf(key string, value []byte) Header {
 func (h Header) Bytes() (key string, value []byte) {
 	return string(FromText(&h.Key, h.KeyBase64)), FromText(h.Value, h.ValueBase64)
 }
+
+// InvalidUTF8 says where b, which is not valid UTF-8, stops being so: "not valid UTF-8 at
+// byte offset N", N counted from 0 (as xxd and od count) to the first byte that does not
+// start a valid sequence. It is the one wording of every decoder's message (dead-letter
+// headers, envelopes), which said it two ways, one counting from 1.
+func InvalidUTF8(b []byte) string {
+	at := -1
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			at = i
+			break
+		}
+		i += size
+	}
+	return fmt.Sprintf("not valid UTF-8 at byte offset %d", at)
+}

@@ -58,3 +58,16 @@ func TestText(t *testing.T) {
 		t.Error("nil bytes are not null")
 	}
 }
+
+func TestInvalidUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"\xff":           "not valid UTF-8 at byte offset 0",
+		"ord\xffers":     "not valid UTF-8 at byte offset 3",
+		"é\xc3":          "not valid UTF-8 at byte offset 2", // a sequence cut short
+		"ab\xed\xa0\x80": "not valid UTF-8 at byte offset 2", // a surrogate
+	} {
+		if got := InvalidUTF8([]byte(in)); got != want {
+			t.Errorf("InvalidUTF8(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
