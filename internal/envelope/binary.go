@@ -28,16 +28,7 @@ func decodeBinary(headers []Header, value []byte) (Event, *MalformedError) {
 		return fail("id", reason)
 	}
 	ev.ID = string(id)
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"type", &ev.Type},
-		{"source", &ev.Source},
-		{"subject", &ev.Subject},
-		{"aggregatetype", &ev.AggregateType},
-		{"aggregateid", &ev.AggregateID},
-	} {
+	for _, f := range ev.textAttributes() {
 		s := string(attrs[f.name])
 		if reason := checkText(s); reason != "" {
 			return fail(f.name, reason)
@@ -70,4 +61,22 @@ func binaryData(value []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(value)) // marshalling a string cannot fail
 	return s
+}
+
+// textAttribute is a CloudEvents attribute read as text into dst, in either mode.
+type textAttribute struct {
+	name string
+	dst  *string
+}
+
+// textAttributes are the text attributes an Event takes from a CloudEvent, binary or
+// structured, with where each goes.
+func (ev *Event) textAttributes() []textAttribute {
+	return []textAttribute{
+		{"type", &ev.Type},
+		{"source", &ev.Source},
+		{"subject", &ev.Subject},
+		{"aggregatetype", &ev.AggregateType},
+		{"aggregateid", &ev.AggregateID},
+	}
 }

@@ -37,16 +37,7 @@ func decodeStructuredObject(obj map[string]json.RawMessage) (Event, *MalformedEr
 		ev.ID = ""
 		return fail("id", reason)
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"type", &ev.Type},
-		{"source", &ev.Source},
-		{"subject", &ev.Subject},
-		{"aggregatetype", &ev.AggregateType},
-		{"aggregateid", &ev.AggregateID},
-	} {
+	for _, f := range ev.textAttributes() {
 		if *f.dst, reason = jsonString(obj[f.name]); reason != "" {
 			return fail(f.name, reason)
 		}
