@@ -98,7 +98,10 @@ func FuzzPlanRanges(f *testing.F) {
 				want = append(want, b.Partition)
 			}
 		}
-		wantErr := hasStart && hasEnd && end < start || !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since)
+		// Selection.Check's rules: a negative offset, a range that ends before it starts, an
+		// empty window, a range and a window both.
+		wantErr := hasStart && hasEnd && end < start || !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) ||
+			(hasStart || hasEnd) && (hasSince || hasUntil) || hasStart && start < 0 || hasEnd && end < 0
 		for _, p := range want {
 			b, ok := byPart[p]
 			outside := func(o int64) bool { return o < b.LogStart || o >= b.HighWatermark }
