@@ -5,6 +5,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // EventSection renders a decoded event the same way wherever a record is shown in full
@@ -40,4 +41,16 @@ func MalformedRecordSection(st output.Styles, format, field, reason string) outp
 		{"field", OrDash(field)},
 		{"reason", st.Bad.Render(reason)},
 	}}
+}
+
+// MalformedRecordsSection lists the records of a topic that are not recognisable events
+// (inspect topic's sample, inspect aggregate, processed check), with their format, field and
+// reason.
+func MalformedRecordsSection(title string, p *output.Printer, ms []schema.MalformedRecord) output.Section {
+	s := output.Section{Title: title, Header: []string{"partition", "offset", "format", "field", "reason"}}
+	for _, m := range ms {
+		s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10),
+			OrDash(m.Format), OrDash(m.Field), p.Styles.Bad.Render(m.Reason)})
+	}
+	return s
 }

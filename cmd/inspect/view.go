@@ -75,7 +75,7 @@ func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output
 	}
 	sections := []output.Section{overview, events}
 	if len(rep.MalformedWithKey) > 0 {
-		sections = append(sections, malformedSection("Malformed records keyed "+rep.AggregateID, p, rep.MalformedWithKey))
+		sections = append(sections, cmdutil.MalformedRecordsSection("Malformed records keyed "+rep.AggregateID, p, rep.MalformedWithKey))
 	}
 	return sections
 }
@@ -141,7 +141,7 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 		}
 		sections = append(sections, formats)
 		if len(rep.Sample.Malformed) > 0 {
-			sections = append(sections, malformedSection("Malformed records in the sample", p, rep.Sample.Malformed))
+			sections = append(sections, cmdutil.MalformedRecordsSection("Malformed records in the sample", p, rep.Sample.Malformed))
 		}
 		if ps := rep.Sample.Partitioners; ps.Keyed > 0 {
 			sections = append(sections, partitionersSection(ps, rep.Totals.Partitions))
@@ -162,15 +162,6 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 		groups.Header, groups.Text = nil, st.Warn.Render("cannot list consumer groups: "+rep.GroupsError)
 	}
 	return append(sections, groups)
-}
-
-func malformedSection(title string, p *output.Printer, ms []inspect.MalformedRecord) output.Section {
-	s := output.Section{Title: title, Header: []string{"partition", "offset", "format", "field", "reason"}}
-	for _, m := range ms {
-		s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10),
-			cmdutil.OrDash(m.Format), cmdutil.OrDash(m.Field), p.Styles.Bad.Render(m.Reason)})
-	}
-	return s
 }
 
 // retentionDisplay says what the retention configs mean: how long a record stays at least,

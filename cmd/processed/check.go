@@ -39,8 +39,10 @@ func NewCmdProcessedCheck(f *cmdutil.Factory, runF func(context.Context, *Proces
 when the check starts) and look up, for --consumer, which events have a marker and which do
 not.
 
-Records are decoded as events (CloudEvents binary or structured, or plain JSON) and looked up
-in batches of 1,000 while the range streams past, so memory stays bounded on ranges of
+Records are decoded as events (CloudEvents binary or structured, or plain JSON; a value framed
+for a schema registry is decoded through --schema-registry first, as inspect validate does, and
+a registry that fails stops the check, exit 4, rather than call its records malformed) and
+looked up in batches of 1,000 while the range streams past, so memory stays bounded on ranges of
 millions of records. Counts are of records: an event written twice (a producer retry) counts
 twice. Records with no recognisable event id are counted as malformed: a consumer
 dead-letters them and never marks them, so they are not "missing".
@@ -88,7 +90,7 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmd
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()
 	o := processed.CheckOptions{Topic: opts.Topic, Consumer: opts.Consumer, Selection: opts.Selection, MaxMissing: opts.MaxMissing,
-		Progress: progress.Update}
+		Progress: progress.Update, Schemas: cl.Schemas}
 	// jsonl (the default when piped) and csv stream every missing record as it is found.
 	var stream *output.Stream[processed.MissingRecord]
 	if p.Format == output.FormatJSONL || p.Format == output.FormatCSV {

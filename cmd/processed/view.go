@@ -75,11 +75,7 @@ func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Secti
 		sections = append(sections, s)
 	}
 	if len(rep.MalformedExamples) > 0 {
-		s := output.Section{Title: "Malformed records", Header: []string{"partition", "offset", "reason"}}
-		for _, m := range rep.MalformedExamples {
-			s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10), m.Reason})
-		}
-		sections = append(sections, s)
+		sections = append(sections, cmdutil.MalformedRecordsSection("Malformed records", p, rep.MalformedExamples))
 	}
 	return sections
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // ErrNoRecord is returned (wrapped) when an offset holds no readable record.
@@ -45,15 +45,6 @@ func Newest(ds []DeadLetter) (DeadLetter, bool) {
 		}
 	}
 	return best, true
-}
-
-// Malformed says why a dead letter's record is not a recognisable event.
-type Malformed struct {
-	Format string `json:"format,omitempty"`
-	Field  string `json:"field,omitempty"`
-	Reason string `json:"reason"`
-	// Message is the decoder's one-line error.
-	Message string `json:"message"`
 }
 
 // ReplayHint says how to send a dead letter back to where it failed.
@@ -118,7 +109,7 @@ type Detail struct {
 	// Event is the decoded envelope; nil when the record is malformed.
 	Event *envelope.Event
 	// Malformed says why the envelope does not decode; nil when it does.
-	Malformed *Malformed
+	Malformed *schema.Malformed
 	// ValueJSON is the value itself when it is valid JSON.
 	ValueJSON json.RawMessage
 	Replay    ReplayHint
@@ -129,10 +120,7 @@ func NewDetail(e Entry) Detail {
 	det := Detail{Entry: e, Replay: e.Replay()}
 	ev, err := envelope.Decode(e.Headers, e.envelopeValue())
 	if err != nil {
-		m := Malformed{Reason: err.Error(), Message: err.Error()}
-		if me, ok := errors.AsType[*envelope.MalformedError](err); ok {
-			m.Format, m.Field, m.Reason = string(me.Format), me.Field, me.Reason
-		}
+		m := schema.MalformedOf(err)
 		det.Malformed = &m
 	} else {
 		det.Event = &ev

@@ -123,14 +123,14 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 	err = scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		rep.RecordsScanned++
 		keyMatch := rec.Key != nil && string(rec.Key) == id
-		ev, err, fatal := readEvent(ctx, opts.Schemas, rec)
+		ev, err, fatal := opts.Schemas.ReadEvent(ctx, rec)
 		if fatal != nil {
 			return fatal
 		}
 		if err != nil {
 			rep.MalformedSkipped++
 			if keyMatch && len(rep.MalformedWithKey) < maxAggregateMalformed {
-				rep.MalformedWithKey = append(rep.MalformedWithKey, malformedOf(rec, err))
+				rep.MalformedWithKey = append(rep.MalformedWithKey, schema.MalformedRecordOf(rec, err))
 			}
 			return nil
 		}

@@ -119,7 +119,7 @@ func RecordOf(ctx context.Context, d *schema.Decoder, rec *kgo.Record) *RecordRe
 		rep.Format = string(envelope.Detect(rep.Headers, payloads.Value.Decoded))
 	}
 	if err != nil {
-		m := malformedOf(rec, err)
+		m := schema.MalformedRecordOf(rec, err)
 		rep.Malformed = &m
 	} else {
 		rep.Event = &ev

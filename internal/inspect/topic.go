@@ -244,11 +244,11 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 		}
 		// A registry that failed is a warning here (the run's schema problems), not a stop:
 		// the sample only counts formats.
-		ev, err, _ := readEvent(ctx, opts.Schemas, rec)
+		ev, err, _ := opts.Schemas.ReadEvent(ctx, rec)
 		if err != nil {
 			counts[FormatMalformed]++
 			if len(s.Malformed) < maxSampleMalformed {
-				s.Malformed = append(s.Malformed, malformedOf(rec, err))
+				s.Malformed = append(s.Malformed, schema.MalformedRecordOf(rec, err))
 			}
 			return nil
 		}

@@ -218,12 +218,12 @@ func (v *validator) find(f Finding) {
 
 func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	v.rep.RecordsScanned++
-	ev, err, fatal := readEvent(ctx, v.opts.Schemas, rec)
+	ev, err, fatal := v.opts.Schemas.ReadEvent(ctx, rec)
 	if fatal != nil {
 		return fatal
 	}
 	if err != nil {
-		m := malformedOf(rec, err)
+		m := schema.MalformedRecordOf(rec, err)
 		v.find(Finding{Kind: KindMalformed, Partition: rec.Partition, Offset: rec.Offset, EventID: m.EventID, Message: m.Message})
 		return nil
 	}

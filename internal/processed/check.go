@@ -8,9 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // Defaults of Check.
@@ -44,6 +44,10 @@ type CheckOptions struct {
 	Progress func(done, total int64)
 	// LookupBatch is the ids per lookup (DefaultLookupBatch when 0).
 	LookupBatch int
+	// Schemas decodes registry-framed values before their envelope is read, as every reader
+	// that judges records does (schema.Decoder.ReadEvent); nil detects framing only, so a
+	// framed value is malformed, naming its schema id.
+	Schemas *schema.Decoder
 }
 
 // MissingRecord is one record whose event has no marker.
@@ -62,12 +66,9 @@ func (r MissingRecord) Address() kafka.RecordAddress {
 	return kafka.RecordAddress{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 }
 
-// MalformedRecord is a record without a recognisable event.
-type MalformedRecord struct {
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Reason    string `json:"reason"`
-}
+// MalformedRecord is a record without a recognisable event (schema.MalformedRecord, as
+// inspect gives it).
+type MalformedRecord = schema.MalformedRecord
 
 // CheckReport is what `processed check` prints.
 type CheckReport struct {
@@ -130,6 +131,7 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		afterBatch: o.AfterBatch,
 		maxMissing: o.MaxMissing,
 		batchSize:  o.LookupBatch,
+		schemas:    o.Schemas,
 		rep:        rep,
 	}
 	if g.batchSize <= 0 {
@@ -162,6 +164,7 @@ type gapFinder struct {
 	afterBatch func() error
 	maxMissing int
 	batchSize  int
+	schemas    *schema.Decoder
 
 	rep   *CheckReport
 	batch []MissingRecord
@@ -170,11 +173,14 @@ type gapFinder struct {
 
 func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
 	g.rep.Records++
-	ev, err := envelope.DecodeRecord(rec)
+	ev, err, fatal := g.schemas.ReadEvent(ctx, rec)
+	if fatal != nil {
+		return fatal // the registry failed: the record is unread, not malformed
+	}
 	if err != nil {
 		g.rep.Malformed++
 		if len(g.rep.MalformedExamples) < MaxMalformedExamples {
-			g.rep.MalformedExamples = append(g.rep.MalformedExamples, MalformedRecord{Partition: rec.Partition, Offset: rec.Offset, Reason: err.Error()})
+			g.rep.MalformedExamples = append(g.rep.MalformedExamples, schema.MalformedRecordOf(rec, err))
 		}
 		return nil
 	}

@@ -65,8 +65,8 @@ func TestCheckFindsGapsExactly(t *testing.T) {
 		t.Fatalf("listed %d missing (truncated %v), %d malformed", len(rep.MissingRecords), rep.MissingTruncated, len(rep.MalformedExamples))
 	}
 	for _, m := range rep.MalformedExamples {
-		if !strings.Contains(m.Reason, fmt.Sprintf("%s/%d/%d: ", topic, m.Partition, m.Offset)) {
-			t.Errorf("malformed reason %q does not give the record's address", m.Reason)
+		if !strings.Contains(m.Message, fmt.Sprintf("%s/%d/%d: ", topic, m.Partition, m.Offset)) || m.Reason == "" {
+			t.Errorf("malformed %+v: the message does not give the record's address, or no reason", m)
 		}
 	}
 	if err := rep.Result(); fwerr.KindOf(err) != fwerr.KindCheck || !strings.Contains(err.Error(), "21 of 62 events") {
