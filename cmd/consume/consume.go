@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -16,15 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/consume/serve"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -277,17 +274,16 @@ type consumeSummary struct {
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions) error {
-	log := consumeLogger(o)
 	consumer := cmpOrString(o.Consumer, o.Group)
 	names := dedup.Options{}
 	if o.Names != nil {
 		names = *o.Names
 	}
-
 	conn, err := o.Connection()
 	if err != nil {
 		return err
 	}
+	// Connected once, so that a broker that cannot be reached fails here, exit 4.
 	cluster, err := kafka.Connect(ctx, conn, o.ConnectTimeout)
 	if err != nil {
 		return err
@@ -298,103 +294,56 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	if err != nil {
 		return err
 	}
-
 	st, err := o.Store(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h, err := handlers.New(o.Handler, handlers.Config{
-		Consumer: consumer, Driver: st.Driver(), Schema: names.Schema, Logger: log, Registerer: reg,
-		WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
-	})
-	if err != nil {
-		return fwerr.Wrap(fwerr.KindUsage, err)
-	}
-	steps, err := consume.Prepare(ctx, st, h, o.Migrate)
-	if err != nil {
-		if errors.Is(err, handlers.ErrTableMissing) {
-			return err
-		}
-		err = cmdutil.StoreError(err, names)
-		if errors.Is(err, dedup.ErrNotMigrated) {
-			err = fmt.Errorf("%w\nhint: or pass --migrate to fieldwork consume", err)
-		}
-		return err
-	}
-	for _, s := range steps {
-		log.Info("migrated the dedup store", "version", s.Version, "name", s.Name, "table", st.Table())
-	}
-
-	if o.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", o.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("serve metrics on %s: %w (choose another --metrics-addr, or \"\" to turn metrics off)", o.MetricsAddr, err)
-		}
-		srv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
-	}
-
-	eng, err := consume.New(consume.Options{
-		Schemas: schemas,
-		Topics:  o.Topics, Group: o.Group, Consumer: consumer, Handler: h, Store: st, Kafka: kopts,
-		DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
-		BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
-		RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
-		StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
-		InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
-		Logger: log, Registerer: reg,
-	})
-	if err != nil {
-		return fwerr.Wrap(fwerr.KindUsage, err)
-	}
-
+	var interrupts <-chan os.Signal
 	if o.Signals != nil {
 		sigs, stop := o.Signals()
 		defer stop()
-		go func() {
-			n := 0
-			for {
-				select {
-				case <-sigs:
-					if n++; n >= 2 {
-						log.Warn("second signal: abandoning batches in flight")
-						eng.Abort()
-						return
-					}
-				case <-eng.Done():
-					return
-				}
-			}
-		}()
+		interrupts = sigs
 	}
 
 	started := time.Now()
-	runErr := eng.Run(ctx)
-	switch {
-	case errors.Is(runErr, consume.ErrAborted):
-		return fwerr.Wrap(fwerr.KindInterrupted, runErr)
-	case runErr != nil:
-		return runErr
+	stats, err := serve.Run(ctx, st, serve.Options{
+		Options: consume.Options{
+			Schemas: schemas,
+			Topics:  o.Topics, Group: o.Group, Consumer: consumer, Kafka: kopts,
+			DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
+			BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
+			RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
+			StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
+			InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
+			Logger: consumeLogger(o),
+		},
+		HandlerName: o.Handler, Schema: names.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
+		Migrate: o.Migrate, MetricsAddr: o.MetricsAddr, Interrupts: interrupts,
+	})
+	if err != nil {
+		return consumeError(err, names)
 	}
 	p, err := o.Printer()
 	if err != nil {
 		return err
 	}
-	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: eng.Stats(),
+	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: stats,
 		ElapsedMS: time.Since(started).Milliseconds()}
 	return p.Object(sum, summarySections(sum))
 }
 
-func metricsMux(reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return mux
+// consumeError gives a store error its exit code and hint (cmdutil.StoreError), a store that
+// is not migrated the hint of --migrate too; a handler's missing table says so itself.
+func consumeError(err error, names dedup.Options) error {
+	if errors.Is(err, handlers.ErrTableMissing) {
+		return err
+	}
+	err = cmdutil.StoreError(err, names)
+	if errors.Is(err, dedup.ErrNotMigrated) {
+		err = fmt.Errorf("%w\nhint: or pass --migrate to fieldwork consume", err)
+	}
+	return err
 }
 
 func summarySections(s consumeSummary) []output.Section {
