@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -194,7 +193,7 @@ func (n *demoNarrator) Command(line string) {
 
 func (n *demoNarrator) Say(text string) {
 	fmt.Fprintln(n.w)
-	for _, line := range demoWrap(text, demoWidth) {
+	for _, line := range output.Wrap(text, demoWidth) {
 		fmt.Fprintln(n.w, line)
 	}
 }
@@ -449,29 +448,4 @@ func demoTime(t time.Time) string {
 
 func demoMillis(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
-}
-
-// demoWrap breaks text into lines of at most width runes, at spaces.
-func demoWrap(text string, width int) []string {
-	var lines []string
-	var cur strings.Builder
-	n := 0
-	for _, word := range strings.Fields(text) {
-		wl := utf8.RuneCountInString(word)
-		if n > 0 && n+1+wl > width {
-			lines = append(lines, cur.String())
-			cur.Reset()
-			n = 0
-		}
-		if n > 0 {
-			cur.WriteByte(' ')
-			n++
-		}
-		cur.WriteString(word)
-		n += wl
-	}
-	if n > 0 {
-		lines = append(lines, cur.String())
-	}
-	return lines
 }
