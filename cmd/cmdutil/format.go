@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -31,13 +33,8 @@ func OptTime(t *time.Time) string {
 	return FormatTime(*t)
 }
 
-// Plural writes "1 problem", "2 problems".
-func Plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+// Plural writes "1 problem", "2 problems" (wording.Plural, the one rule).
+func Plural(n int64, noun string) string { return wording.Plural(n, noun) }
 
 // JoinInt32 writes partition or broker numbers as "0,1,2".
 func JoinInt32(s []int32) string {

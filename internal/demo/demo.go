@@ -17,6 +17,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // The story's names.
@@ -274,7 +275,7 @@ func (d *Demo) consumeBuggy(ctx context.Context) error {
 	d.n.Result(&ConsumeResult{ConsumeRun: run})
 	staleNote := ""
 	if rejected := int64(len(d.stack.Seeded.Manifest.Stale)) - run.Stale; rejected > 0 {
-		staleNote = fmt.Sprintf(" (%s re-emitted a %s and was rejected with the others)", plural(rejected, "other stale version", "other stale versions"), RejectedType)
+		staleNote = fmt.Sprintf(" (%s re-emitted a %s and was rejected with the others)", wording.Count(rejected, "other stale version", "other stale versions"), RejectedType)
 		if rejected > 1 {
 			staleNote = strings.Replace(staleNote, "and was", "and were", 1)
 		}
@@ -283,12 +284,12 @@ func (d *Demo) consumeBuggy(ctx context.Context) error {
 		"(earlier in the batch, or by its marker in the store) and skipped, not applied twice. "+
 		"%s: older than the version stored, and still marked as handled%s. "+
 		"%s dead-lettered to %s, without a marker, and the events behind them in the partition went on: %s.",
-		plural(run.Duplicates, "duplicate was", "duplicates were"), plural(run.Stale, "stale version was a no-op", "stale versions were no-ops"), staleNote,
-		plural(run.DeadLettered, "record was", "records were"), TopicDLQ, reasonsLine(run.DeadLetteredByReason))
+		wording.Count(run.Duplicates, "duplicate was", "duplicates were"), wording.Count(run.Stale, "stale version was a no-op", "stale versions were no-ops"), staleNote,
+		wording.Count(run.DeadLettered, "record was", "records were"), TopicDLQ, reasonsLine(run.DeadLetteredByReason))
 	if n := run.DeadLetteredByReason[dlq.ReasonRejected]; n > 0 {
 		d.say("The %s are the stream's %s events: the bug. The %s are its poison records: %s.",
-			plural(n, "rejected dead letter", "rejected dead letters"), RejectedType,
-			plural(run.DeadLetteredByReason[dlq.ReasonMalformed], "malformed one", "malformed ones"), poisonLine(d.stack.Seeded.Manifest.Poison))
+			wording.Count(n, "rejected dead letter", "rejected dead letters"), RejectedType,
+			wording.Count(run.DeadLetteredByReason[dlq.ReasonMalformed], "malformed one", "malformed ones"), poisonLine(d.stack.Seeded.Manifest.Poison))
 	}
 	return nil
 }
@@ -391,8 +392,8 @@ func (d *Demo) consumeFixed(ctx context.Context) error {
 	d.say("The group resumed at its committed offsets, so it read only the %d replayed records. A dead-lettered event has no marker, so each was new to the consumer: "+
 		"%s (tasks whose latest event was the reopen, which %s had left as done), "+
 		"%s because the task already had a newer version (its state includes the reopen)%s.",
-		run.Records, plural(run.Applied, "was applied", "were applied"), BuggyRelease,
-		plural(run.Stale, "was a no-op", "were no-ops"), dupClause(run.Duplicates))
+		run.Records, wording.Count(run.Applied, "was applied", "were applied"), BuggyRelease,
+		wording.Count(run.Stale, "was a no-op", "were no-ops"), dupClause(run.Duplicates))
 
 	rec = d.command("fieldwork dlq list --topic " + TopicDLQ + " --status resolved" + d.conn(true, true))
 	resolved, err := d.listDeadLetters(ctx, []dlq.Status{dlq.StatusResolved})
@@ -419,7 +420,7 @@ func (d *Demo) consumeFixed(ctx context.Context) error {
 	d.say("Every replayed dead letter is resolved: the consumer has a marker for its event. "+
 		"%s remain, all malformed: %s. No replay can fix them; an operator fixes the producer, then publishes corrected events "+
 		"(or records the loss). Until then they stay in %s, visible to dlq list and dlq stats.",
-		plural(int64(len(left)), "dead letter", "dead letters"), statusLine(byStatus), TopicDLQ)
+		wording.Count(int64(len(left)), "dead letter", "dead letters"), statusLine(byStatus), TopicDLQ)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // Summary is the story in numbers: what `fieldwork demo -o json` prints. Field names are
@@ -138,13 +139,6 @@ func (s *Summary) Check() error {
 
 // Text helpers for the narration and the step results.
 
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // reasonsLine writes counts by reason, most first: "14 rejected, 3 malformed".
 func reasonsLine(m map[string]int64) string {
 	if len(m) == 0 {
@@ -209,5 +203,5 @@ func dupClause(n int64) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %s skipped as a duplicate", plural(n, "copy was", "copies were"))
+	return fmt.Sprintf("; %s skipped as a duplicate", wording.Count(n, "copy was", "copies were"))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // ForgetReport is what `processed forget` prints.
@@ -51,7 +52,7 @@ func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string,
 			of = "consumer " + consumer
 		}
 		question := fmt.Sprintf("forget %s of %s for %s in %s (they will be processed again when redelivered or replayed)",
-			plural(int64(len(plan.Removed)), "marker"), plural(int64(len(ids)), "event"), of, st.Table())
+			wording.Plural(int64(len(plan.Removed)), "marker"), wording.Plural(int64(len(ids)), "event"), of, st.Table())
 		if err := o.Confirm(plan, question); err != nil {
 			return nil, err
 		}

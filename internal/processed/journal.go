@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // Journal says who deletes markers and why, for the journal of executed prunes and forgets
@@ -67,7 +68,7 @@ func record(ctx context.Context, st *dedup.Store, action string, j Journal, sele
 		a.Error = failed.Error()
 	}
 	if err := st.RecordMarkerAction(ctx, a); err != nil {
-		return fmt.Errorf("%s deleted, but the journal was not written: %w", plural(deleted, "marker"), err)
+		return fmt.Errorf("%s deleted, but the journal was not written: %w", wording.Plural(deleted, "marker"), err)
 	}
 	return nil
 }

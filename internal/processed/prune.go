@@ -11,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // PruneOptions configure Prune.
@@ -134,7 +135,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
-			plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
+			wording.Plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
 		if err := o.Confirm(rep, question); err != nil {
 			return rep, err
 		}
@@ -180,7 +181,7 @@ func checkReplayHorizon(ctx context.Context, cluster func(context.Context) (*kaf
 	var problems []string
 	if rep.NoTopic > 0 && len(o.Topics) == 0 {
 		problems = append(problems, fmt.Sprintf("%s recorded no source topic, so their replay horizon is unknown: name their topics with --topic",
-			plural(rep.NoTopic, "marker")))
+			wording.Plural(rep.NoTopic, "marker")))
 	}
 	if len(topics) > 0 {
 		retention, err := readRetention(ctx, cluster, topics)
@@ -303,11 +304,4 @@ func forConsumer(c string) string {
 		return ""
 	}
 	return " of consumer " + c
-}
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

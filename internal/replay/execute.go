@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // Defaults of execution.
@@ -131,10 +132,10 @@ type Summary struct {
 func (s *Summary) Err() error {
 	var held []string
 	if n := s.Counts.Quarantined; n > 0 {
-		held = append(held, fmt.Sprintf("%s quarantined: their fw.replay.count reached --max-replays", plural(n, "record")))
+		held = append(held, fmt.Sprintf("%s quarantined: their fw.replay.count reached --max-replays", wording.Plural(n, "record")))
 	}
 	if n := s.IncompleteCount; n > 0 {
-		held = append(held, fmt.Sprintf("%s not sent, incomplete: bounded copies whose value is not whole (fw.dlq.value_omitted)", plural(n, "record")))
+		held = append(held, fmt.Sprintf("%s not sent, incomplete: bounded copies whose value is not whole (fw.dlq.value_omitted)", wording.Plural(n, "record")))
 	}
 	if len(held) == 0 {
 		return nil

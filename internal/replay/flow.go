@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/schema"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // FlowOptions configure Run: what was asked for, and how to reach the person who asked.
@@ -169,7 +170,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	}
 	if p.LostOffsets > 0 && p.Resume != nil {
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
-			plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
+			wording.Plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
 	}
 	if p.Spec.Edit != nil && p.Resume == nil && p.edit == nil {
 		read := func(ctx context.Context, fn func(*kgo.Record) error) error { return c.Read(ctx, p.Ranges, fn) }
@@ -185,7 +186,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 			res.Notices = append(res.Notices, sum.guards...)
 		}
 		if err == nil && sum != nil && !sum.Recorded {
-			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, plural(sum.Read, "record"))
+			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, wording.Plural(sum.Read, "record"))
 			return res, nil
 		}
 		res.Summary = sum
@@ -209,20 +210,20 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	if !o.Execute {
 		if n := rep.Counts.Quarantined; n > 0 {
 			res.notice(NoticeQuarantine, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3",
-				plural(n, "record"), rep.MaxReplays)
+				wording.Plural(n, "record"), rep.MaxReplays)
 		}
 		res.malformed(rep.Counts.MalformedToSend, "to send")
 		res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute --reason \"…\" to send")
 		return res, nil
 	}
 	if rep.Counts.Selected == 0 && p.Resume == nil {
-		res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", rep.Source, plural(rep.Counts.Read, "record"))
+		res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", rep.Source, wording.Plural(rep.Counts.Read, "record"))
 		return res, nil
 	}
 	res.malformed(rep.Counts.MalformedToSend, "to send")
 	if p.Spec.Strict {
 		if n := warnings(rep.Guards); n > 0 {
-			return res, fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", plural(int64(n), "guard warning"))
+			return res, fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", wording.Plural(int64(n), "guard warning"))
 		}
 	}
 	if !o.Yes {
@@ -297,7 +298,7 @@ func (r *FlowResult) aim(rep *Report) {
 func (r *FlowResult) incomplete(n int64) {
 	if n > 0 {
 		r.notice(NoticeIncomplete, "%s incomplete: bounded copies the consumer wrote when the whole dead letter did not fit its topic (fw.dlq.value_omitted); "+
-			"their value is cut or empty, so they are never sent: --execute sends the rest and exits 3", plural(n, "record"))
+			"their value is cut or empty, so they are never sent: --execute sends the rest and exits 3", wording.Plural(n, "record"))
 	}
 }
 
@@ -306,7 +307,7 @@ func (r *FlowResult) incomplete(n int64) {
 func (r *FlowResult) malformed(n int64, what string) {
 	if n > 0 {
 		r.notice(NoticeMalformed, "%s %s were dead-lettered as malformed: the same bytes will fail again; "+
-			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported", plural(n, "record"), what)
+			"fix the producer, or leave them out with --dlq-reason exhausted,rejected,unsupported", wording.Plural(n, "record"), what)
 	}
 }
 
@@ -328,12 +329,4 @@ func (r *FlowResult) finish(err error) error {
 		err = fwerr.Wrap(fwerr.KindInterrupted, err)
 	}
 	return err
-}
-
-// plural writes "1 record", "2 records".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/processed"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // The guards' notices (warnings; with Spec.Strict an executed plan that has any is refused).
@@ -171,7 +172,7 @@ func (g *guard) notices(ctx context.Context) []Notice {
 	}
 	if g.aggsCut > 0 {
 		out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check looked at the first %d records to send; %s not checked",
-			maxGuardAggregates, plural(g.aggsCut, "record"))})
+			maxGuardAggregates, wording.Plural(g.aggsCut, "record"))})
 	}
 	return out
 }
