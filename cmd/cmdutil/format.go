@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
@@ -22,7 +23,7 @@ func FormatTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return timespec.FormatTime(t)
 }
 
 // OptTime is FormatTime of a time that may be absent ("-").

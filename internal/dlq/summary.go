@@ -72,7 +72,7 @@ func (r *StatsReport) Warnings() []string {
 		switch {
 		case t.RetentionWarning:
 			in, _ := t.DeletableIn(r.Now)
-			written := t.Oldest.UTC().Format(warningTime)
+			written := timespec.FormatTime(*t.Oldest)
 			if in <= 0 {
 				out = append(out, fmt.Sprintf("the oldest dead letter in %s (written %s) is past retention (%s) by %s: Kafka may delete it at any time",
 					t.Topic, written, t.Retention.Describe(), FormatAge(-in)))
@@ -86,9 +86,6 @@ func (r *StatsReport) Warnings() []string {
 	}
 	return out
 }
-
-// warningTime is how Warnings writes a time: UTC to the millisecond, as the tables do.
-const warningTime = "2006-01-02T15:04:05.000Z07:00"
 
 // DeletableIn is how long until OldestDeletableAt, from now (negative when past); ok is false
 // when there is no such time.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
@@ -74,7 +75,7 @@ func record(ctx context.Context, st *dedup.Store, action string, j Journal, sele
 }
 
 func recordPrune(ctx context.Context, st *dedup.Store, o PruneOptions, rep *PruneReport, failed error) error {
-	sel := pruneSelection{Consumer: o.Consumer, OlderThan: rep.OlderThan, ProcessedBefore: rep.ProcessedBefore.Format("2006-01-02T15:04:05.000Z07:00"),
+	sel := pruneSelection{Consumer: o.Consumer, OlderThan: rep.OlderThan, ProcessedBefore: timespec.FormatTime(rep.ProcessedBefore),
 		Topics: o.Topics, Forced: o.Force}
 	counts := pruneCounts{Candidates: rep.Candidates, Deleted: rep.Deleted, NoTopic: rep.NoTopic}
 	for _, t := range rep.Topics {

@@ -135,7 +135,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 
 	if o.Confirm != nil {
 		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
-			wording.Plural(rep.Candidates, "marker"), forConsumer(o.Consumer), before.Format("2006-01-02T15:04:05.000Z07:00"), rep.OlderThan, rep.Table)
+			wording.Plural(rep.Candidates, "marker"), forConsumer(o.Consumer), timespec.FormatTime(before), rep.OlderThan, rep.Table)
 		if err := o.Confirm(rep, question); err != nil {
 			return rep, err
 		}

@@ -10,6 +10,13 @@ import (
 // DateLayout is the layout of a date alone, read as midnight UTC of that day.
 const DateLayout = "2006-01-02"
 
+// TimeLayout is how fieldwork writes a point in time, in tables, messages, plans and
+// journals alike: RFC 3339 in UTC, to the millisecond (Kafka's precision).
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime writes t in TimeLayout, in UTC. ParseTime reads it back.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
 // timeHint ends every time error: what would be accepted.
 const timeHint = "want an RFC 3339 time (2026-12-01T15:04:05Z), a date (2026-12-01, midnight UTC) or a duration ago (2h, 7d)"
 
