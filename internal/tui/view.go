@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
@@ -511,7 +512,7 @@ func (m *Model) listView(n int) []string {
 		}
 		orig := "-"
 		if it.OriginalTopic != "" && it.OriginalPartition != nil && it.OriginalOffset != nil {
-			orig = fmt.Sprintf("%s/%d/%d", it.OriginalTopic, *it.OriginalPartition, *it.OriginalOffset)
+			orig = kafka.RecordAddress{Topic: it.OriginalTopic, Partition: *it.OriginalPartition, Offset: *it.OriginalOffset}.String()
 		}
 		cells = append(cells, []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(orDash(it.EventID)), escape(orig), m.age(it.Timestamp)})
 	}

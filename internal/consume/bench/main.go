@@ -44,6 +44,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
@@ -201,7 +202,7 @@ func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 	for _, r := range recs {
 		ev, err := envelope.DecodeRecord(r)
 		if err != nil {
-			return fmt.Errorf("decode %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return fmt.Errorf("decode %s: %w", kafka.AddressOf(r), err)
 		}
 		byPartition[r.Partition] = append(byPartition[r.Partition], dedup.Marker{
 			EventID: ev.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
