@@ -1,12 +1,8 @@
 package consume_test
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -16,10 +12,12 @@ import (
 )
 
 // TestCLI runs the `fieldwork consume` scripts under testdata/consume against the built
-// binary. Scripts that need the real broker start with `[!broker] skip`: when
-// FIELDWORK_TEST_BROKERS is set the test creates a topic and its dead-letter topic, seeded
-// with a small sample stream (120 events, 6 duplicates, 2 stale versions, 3 poison records),
-// and the scripts share it, each with consumer groups of its own.
+// binary, with the harness every package's scripts share (testenv.ScriptParams: its
+// commands, and [env:NAME], which fails where the services are required). Scripts that need
+// the real broker start with `[!env:FIELDWORK_TEST_BROKERS] skip`: when it is set the test
+// creates a topic and its dead-letter topic, seeded with a small sample stream (120 events,
+// 6 duplicates, 2 stale versions, 3 poison records), and the scripts share it ($TOPIC), each
+// with consumer groups of its own.
 func TestCLI(t *testing.T) {
 	bin := buildFieldwork(t)
 	var topic string
@@ -31,47 +29,20 @@ func TestCLI(t *testing.T) {
 		}
 		testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
 	}
-	testscript.Run(t, testscript.Params{
-		Dir: filepath.Join("..", "..", "testdata", "consume"),
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
-			e.Setenv("HOME", e.WorkDir)
-			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
-			e.Setenv("NO_COLOR", "1")
-			if topic != "" {
-				e.Setenv("FIELDWORK_BROKERS", os.Getenv("FIELDWORK_TEST_BROKERS"))
-				e.Setenv("TOPIC", topic)
-			}
-			return nil
-		},
-		Condition: func(cond string) (bool, error) {
-			if cond == "broker" {
-				return topic != "", nil
-			}
-			return false, fmt.Errorf("unknown condition %q", cond)
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// fieldwork-exit WANT ARGS... runs fieldwork and fails unless it exits with WANT.
-			"fieldwork-exit": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) < 1 {
-					ts.Fatalf("usage: fieldwork-exit WANT ARGS...")
-				}
-				want, err := strconv.Atoi(args[0])
-				if err != nil {
-					ts.Fatalf("fieldwork-exit: %v", err)
-				}
-				err = ts.Exec("fieldwork", args[1:]...)
-				got := 0
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					got = ee.ExitCode()
-				} else if err != nil {
-					ts.Fatalf("fieldwork: %v", err)
-				}
-				if got != want {
-					ts.Fatalf("fieldwork exited %d, want %d (%v)", got, want, err)
-				}
-			},
-		},
-	})
+	p := testenv.ScriptParams(filepath.Join("..", "..", "testdata", "consume"))
+	shared := p.Setup
+	p.Setup = func(e *testscript.Env) error {
+		if err := shared(e); err != nil {
+			return err
+		}
+		// The built binary, not the test's own: signals and exit codes are a process's.
+		e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
+		e.Setenv("NO_COLOR", "1")
+		if topic != "" {
+			e.Setenv("FIELDWORK_BROKERS", os.Getenv("FIELDWORK_TEST_BROKERS"))
+			e.Setenv("TOPIC", topic)
+		}
+		return nil
+	}
+	testscript.Run(t, p)
 }
