@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // ExactArgs is cobra.ExactArgs with a message that names the arguments expected.
@@ -31,14 +32,80 @@ func MaxArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// CheckTopics refuses an empty --topic value.
-func CheckTopics(topics []string) error {
-	for _, t := range topics {
-		if strings.TrimSpace(t) == "" {
-			return fwerr.Usagef("--topic: empty topic name")
+// TopicVar defines the flag --name that takes one topic name, refused where it is parsed
+// when Kafka would refuse it (kafka.CheckTopic: empty, too long, a character a topic cannot
+// have), so that every command says so the same way, exit 2, before anything connects.
+func TopicVar(fs *pflag.FlagSet, p *string, name, usage string) {
+	fs.Var(&topicValue{one: p}, name, usage)
+}
+
+// TopicsVar is TopicVar of a flag that may be repeated (--topic a --topic b); comma, when
+// set, also splits a value at commas (--topic a,b).
+func TopicsVar(fs *pflag.FlagSet, p *[]string, name, usage string, comma bool) {
+	fs.Var(&topicValue{many: p, comma: comma}, name, usage)
+}
+
+// TopicArgs is ExactArgs for a command whose first argument is a topic (inspect topic
+// TOPIC): that topic is checked as TopicVar checks a flag's.
+func TopicArgs(n int, what string) cobra.PositionalArgs {
+	exact := ExactArgs(n, what)
+	return func(cmd *cobra.Command, args []string) error {
+		if err := exact(cmd, args); err != nil {
+			return err
+		}
+		return kafka.CheckTopic(args[0])
+	}
+}
+
+// topicValue is pflag's Value of TopicVar and TopicsVar.
+type topicValue struct {
+	one   *string
+	many  *[]string
+	comma bool
+}
+
+func (v *topicValue) Set(s string) error {
+	names := []string{s}
+	if v.comma {
+		names = strings.Split(s, ",")
+	}
+	for _, n := range names {
+		if p := kafka.TopicProblem(strings.TrimSpace(n)); p != "" {
+			if len(names) > 1 {
+				return fwerr.Usagef("%q: %s", n, p)
+			}
+			return fwerr.Usagef("%s", p)
 		}
 	}
+	if v.one != nil {
+		*v.one = strings.TrimSpace(s)
+		return nil
+	}
+	for _, n := range names {
+		*v.many = append(*v.many, strings.TrimSpace(n))
+	}
 	return nil
+}
+
+func (v *topicValue) String() string {
+	if v.one != nil {
+		return *v.one
+	}
+	if v.many == nil || len(*v.many) == 0 {
+		return "" // no default shown in help, as for pflag's own empty lists
+	}
+	return "[" + strings.Join(*v.many, ",") + "]"
+}
+
+// Type names the value in help as pflag's own string, stringArray and strings flags do.
+func (v *topicValue) Type() string {
+	switch {
+	case v.one != nil:
+		return "string"
+	case v.comma:
+		return "strings"
+	}
+	return "stringArray"
 }
 
 // LimitVar defines --limit, the one "at most this many" of every listing (dlq list, the

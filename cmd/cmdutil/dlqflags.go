@@ -36,17 +36,12 @@ type DLQTopicFlags struct {
 
 // Register adds --topic and --pattern.
 func (t *DLQTopicFlags) Register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&t.Topics, "topic", nil, "dead-letter `topic` to read (repeatable; default: every topic --pattern matches)")
+	TopicsVar(fs, &t.Topics, "topic", "dead-letter `topic` to read (repeatable; default: every topic --pattern matches)", false)
 	fs.StringVar(&t.Pattern, "pattern", "", "read every topic whose name matches this regular expression (default: FIELDWORK_DLQ_PATTERN, the context's dlq_pattern, else "+dlq.DefaultTopicPattern.String()+")")
 }
 
 // Compile validates the flags: --topic and --pattern do not mix, and the pattern compiles.
 func (t *DLQTopicFlags) Compile() (*regexp.Regexp, error) {
-	for _, name := range t.Topics {
-		if strings.TrimSpace(name) == "" {
-			return nil, fwerr.Usagef("--topic: a topic name cannot be empty")
-		}
-	}
 	if t.Pattern == "" {
 		return nil, nil
 	}
@@ -186,7 +181,7 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 	if set&DLQFields != 0 {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
 		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message, error class or root cause matches this regular expression")
-		fs.StringVar(&fl.OriginalTopic, "original-topic", "", "dead letters of records from this topic")
+		TopicVar(fs, &fl.OriginalTopic, "original-topic", "dead letters of records from this topic")
 		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
 		fs.StringVar(&fl.KeyBase64, "key-base64", "", "dead letters with this record key, base64 (for keys that are not text)")

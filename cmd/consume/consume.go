@@ -150,12 +150,12 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "source `topic` (repeat for several)")
+	cmdutil.TopicsVar(fl, &opts.Topics, "topic", "source `topic` (repeat for several)", false)
 	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
 	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")
-	fl.StringVar(&opts.DLQTopic, "dlq-topic", "", "dead-letter topic for every source topic (default <topic>.dlq)")
+	cmdutil.TopicVar(fl, &opts.DLQTopic, "dlq-topic", "dead-letter topic for every source topic (default <topic>.dlq)")
 	cmdutil.CountVar(fl, &opts.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
 	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
 	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
@@ -210,9 +210,6 @@ func (o *ConsumeOptions) validate() error {
 		return fwerr.Usagef("--session-timeout must not be negative and --webhook-timeout must be positive")
 	case !slices.Contains([]string{"auto", "text", "json"}, o.LogFormat):
 		return fwerr.Usagef("--log-format %q: want text, json or auto", o.LogFormat)
-	}
-	if err := cmdutil.CheckTopics(o.Topics); err != nil {
-		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		return err

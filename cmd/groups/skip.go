@@ -80,13 +80,13 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Skip.Topic, "topic", "", "the topic the group is stuck on (required)")
+	cmdutil.TopicVar(fl, &opts.Skip.Topic, "topic", "the topic the group is stuck on (required)")
 	fl.Int32Var(&opts.Skip.Partition, "partition", 0, "the partition the group is stuck on (required)")
 	cmdutil.CountVar(fl, &opts.count, "count", 1, "park this many offsets from the group's commit on")
 	fl.Int64Var(&opts.toOffset, "to-offset", 0, "move the commit to this offset, parking every record before it")
 	fl.Var(timespec.NewTimeValue(&opts.Skip.ToTime, func() time.Time { return opts.Now() }), "to-time",
 		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
-	fl.StringVar(&opts.Skip.DeadLetterTopic, "dlq-topic", "", "the dead-letter topic the parked records go to (default <topic>.dlq)")
+	cmdutil.TopicVar(fl, &opts.Skip.DeadLetterTopic, "dlq-topic", "the dead-letter topic the parked records go to (default <topic>.dlq)")
 	fl.StringVar(&opts.Undo, "undo", "", "restore the offsets a journaled skip moved (its run id, from groups journal)")
 	opts.ActionFlags.Register(fl, "park the records and move the offsets",
 		"why you skip: required with --execute, shown in the confirmation, journaled and written as the parked records' fw.dlq.error", "who skips")
@@ -115,9 +115,6 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 	opts.Skip.Group = args[0]
 	if !fl.Changed("topic") || !fl.Changed("partition") {
 		return fwerr.Usagef("--topic and --partition are required: the partition the group is stuck on (groups describe %s shows it)", opts.Skip.Group)
-	}
-	if err := cmdutil.CheckTopics([]string{opts.Skip.Topic}); err != nil {
-		return err
 	}
 	if opts.Skip.Partition < 0 {
 		return fwerr.Usagef("--partition %d: must be 0 or more", opts.Skip.Partition)

@@ -39,7 +39,7 @@ key is the id. Each event's version is checked against the ones before it:
 Malformed records are skipped and counted; those keyed by the aggregate id are listed.`,
 		Example: `  fieldwork inspect aggregate tasks task-42
   fieldwork inspect aggregate tasks task-42 --since 2h -o json`,
-		Args: cmdutil.ExactArgs(2, "a topic and an aggregate id"),
+		Args: cmdutil.TopicArgs(2, "a topic and an aggregate id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.AggregateID = args[0], args[1]
 			if opts.AggregateID == "" {

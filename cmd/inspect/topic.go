@@ -40,7 +40,7 @@ interrupted: in JSON Lines one report per line, for a script to follow.`,
 		Example: `  fieldwork inspect topic tasks
   fieldwork inspect topic tasks -o json | jq '.groups[] | {group, total_lag}'
   fieldwork inspect topic tasks --watch --interval 10s -o jsonl | jq -c '[.totals.records, (.groups[] | .total_lag)]'`,
-		Args: cmdutil.ExactArgs(1, "one topic"),
+		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
 			if opts.SampleSize < 0 {

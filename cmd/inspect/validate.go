@@ -46,7 +46,7 @@ is removed at the end.`,
 		Example: `  fieldwork inspect validate tasks
   fieldwork inspect validate tasks --partition 0 --start-offset 1000 --end-offset 2000
   fieldwork inspect validate tasks --since 2h -o json`,
-		Args: cmdutil.ExactArgs(1, "one topic"),
+		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
 			if err := opts.parseSelection(cmd, f.Now()); err != nil {

@@ -77,7 +77,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Topic, "topic", "", "topic whose records to check (required)")
+	cmdutil.TopicVar(fl, &opts.Topic, "topic", "topic whose records to check (required)")
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer whose markers to look up (required)")
 	opts.sel.Register(cmd)
 	fl.IntVar(&opts.MaxMissing, "max-missing", processed.DefaultMaxMissing, "missing records listed in table and json output (all are counted; jsonl and csv stream them all)")

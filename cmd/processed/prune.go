@@ -78,9 +78,6 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 					return err
 				}
 			}
-			if err := cmdutil.CheckTopics(opts.Topics); err != nil {
-				return err
-			}
 			if err := opts.Check(cmd); err != nil {
 				return err
 			}
@@ -91,7 +88,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 	fl.Var(timespec.NewDurationValue(&opts.OlderThan, 0), "older-than", "delete markers processed more than this long ago: 30d, 36h, 2w (required)")
 	fl.StringVar(&opts.Consumer, "consumer", "", "only this consumer's markers (default every consumer's)")
 	cmdutil.CountVar(fl, &opts.BatchSize, "batch-size", dedup.DefaultPruneBatch, "markers deleted per transaction")
-	fl.StringSliceVar(&opts.Topics, "topic", nil, "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)")
+	cmdutil.TopicsVar(fl, &opts.Topics, "topic", "source topic whose retention bounds the replay horizon (repeatable; default the topics the markers recorded)", true)
 	fl.BoolVar(&opts.Force, "force", false, "prune even inside a replay horizon, or without checking it")
 	opts.Register(fl, "delete the markers", "why you prune: shown in the confirmation and journaled (only with --execute)", "who prunes")
 	return cmd

@@ -165,7 +165,7 @@ failure marks it failed.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Spec.From, "from", "", "topic to read (a dead-letter topic, or any topic with --to)")
+	cmdutil.TopicVar(fl, &opts.Spec.From, "from", "topic to read (a dead-letter topic, or any topic with --to)")
 	opts.sel.Register(cmd)
 	opts.filters.Register(cmd, cmdutil.DLQFields|cmdutil.DLQEventID)
 	opts.status.Register(fl, cmdutil.DLQStatusFilter)
@@ -173,7 +173,7 @@ failure marks it failed.
 	fl.Lookup("status").Usage = "pending or replayed: the dead letters dlq list --status lists for --consumer (default each one's group; needs a store)"
 	fl.Lookup("consumer").Usage = "consumer whose markers --status pending and --skip-processed look up"
 	fl.BoolVar(&opts.skipProcessed, "skip-processed", false, "count but do not send records whose event --consumer already processed (needs a store)")
-	fl.StringVar(&opts.Spec.To, "to", "", "send every record to this topic (default: each dead letter's original topic)")
+	cmdutil.TopicVar(fl, &opts.Spec.To, "to", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionAuto, "auto (the original partition while the partition counts match, else by the key), original (always the original partition) or key (always by the key)")
 	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")

@@ -123,8 +123,8 @@ func (s FilterSpec) Compile() (Filter, error) {
 		}
 		f.ErrorRegexp = re
 	}
-	if s.OriginalTopic != "" && !kafka.ValidTopic(s.OriginalTopic) {
-		return Filter{}, fwerr.Usagef("--original-topic %q is not a valid topic name", s.OriginalTopic)
+	if p := kafka.TopicProblem(s.OriginalTopic); s.OriginalTopic != "" && p != "" {
+		return Filter{}, fwerr.Usagef("--original-topic %q: %s", s.OriginalTopic, p)
 	}
 	if s.SchemaID < 0 {
 		return Filter{}, fwerr.Usagef("--schema-id %d: a schema registry id is 1 or more", s.SchemaID)

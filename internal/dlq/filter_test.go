@@ -72,7 +72,7 @@ func TestFilterSpecCompile(t *testing.T) {
 		{FilterSpec{Reasons: []string{" rejected", "", ReasonUnknown}, Error: "time(out)?", OriginalTopic: "orders", SchemaID: 7, Fingerprint: "0123456789ab"}, ""},
 		{FilterSpec{Reasons: []string{"poison"}}, `--dlq-reason "poison": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
 		{FilterSpec{Error: "("}, `--error "(" is not a regular expression`},
-		{FilterSpec{OriginalTopic: "bad topic"}, `--original-topic "bad topic" is not a valid topic name`},
+		{FilterSpec{OriginalTopic: "bad topic"}, `--original-topic "bad topic": a topic name holds only ASCII letters`},
 		{FilterSpec{SchemaID: -1}, "--schema-id -1: a schema registry id is 1 or more"},
 		{FilterSpec{Fingerprint: "xyz"}, `--fingerprint "xyz": a fingerprint is 12 hexadecimal digits`},
 	} {

@@ -92,7 +92,7 @@ func ParseRecordAddress(s string) (RecordAddress, error) {
 		return RecordAddress{}, bad("too many slashes: a topic name cannot contain one")
 	}
 	topic, part, off := parts[0], parts[1], parts[2]
-	if err := topicProblem(topic); err != "" {
+	if err := TopicProblem(topic); err != "" {
 		return RecordAddress{}, bad("%s", err)
 	}
 	p, err := strconv.ParseInt(part, 10, 32)
@@ -124,19 +124,20 @@ func decimal(s string) bool {
 
 // ValidTopic reports whether name is a legal Kafka topic name: 1 to 249 characters of
 // [a-zA-Z0-9._-], and neither "." nor "..".
-func ValidTopic(name string) bool { return topicProblem(name) == "" }
+func ValidTopic(name string) bool { return TopicProblem(name) == "" }
 
 // CheckTopic is ValidTopic as a usage error that says what is wrong with name; nil when it
 // is legal.
 func CheckTopic(name string) error {
-	if p := topicProblem(name); p != "" {
-		return fwerr.Usagef("topic name %q: %s", name, p)
+	if p := TopicProblem(name); p != "" {
+		return fwerr.Usagef("topic %q: %s", name, p)
 	}
 	return nil
 }
 
-// topicProblem says what makes name an illegal topic name, "" when nothing does.
-func topicProblem(name string) string {
+// TopicProblem says what makes name an illegal topic name, "" when nothing does: the one
+// rule of ValidTopic, CheckTopic and every topic flag.
+func TopicProblem(name string) string {
 	switch {
 	case name == "":
 		return "no topic name"

@@ -30,7 +30,7 @@ func TestSpecValidate(t *testing.T) {
 	}{
 		{"whole topic", Spec{From: "orders.dlq"}, ""},
 		{"no topic", Spec{}, "nothing to read"},
-		{"bad topic", Spec{From: "a b"}, "not a valid topic name"},
+		{"bad topic", Spec{From: "a b"}, "a topic name holds only ASCII letters"},
 		{"into itself", Spec{From: "orders", To: "orders"}, "refusing to write into orders"},
 		{"bad target", Spec{From: "orders.dlq", To: "x/y"}, "--to"},
 		{"inverted", Spec{From: "t", StartOffset: i64(9), EndOffset: i64(3)}, "--end-offset 3 is before --start-offset 9"},

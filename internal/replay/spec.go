@@ -136,11 +136,11 @@ func (s *Spec) Validate() error {
 	if s.From == "" {
 		return fwerr.Usagef("nothing to read: name a topic with --from TOPIC or a record TOPIC/PARTITION/OFFSET")
 	}
-	if !kafka.ValidTopic(s.From) {
-		return fwerr.Usagef("--from %q is not a valid topic name", s.From)
+	if p := kafka.TopicProblem(s.From); p != "" {
+		return fwerr.Usagef("--from %q: %s", s.From, p)
 	}
-	if s.To != "" && !kafka.ValidTopic(s.To) {
-		return fwerr.Usagef("--to %q is not a valid topic name", s.To)
+	if p := kafka.TopicProblem(s.To); s.To != "" && p != "" {
+		return fwerr.Usagef("--to %q: %s", s.To, p)
 	}
 	if s.To == s.From && s.To != "" {
 		return fwerr.Usagef("refusing to write into %s, the topic being read: a replay into its own source would read its own output (choose another --to)", s.From)
