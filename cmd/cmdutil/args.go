@@ -114,91 +114,70 @@ func (v *topicValue) Type() string {
 // (processed list): there --limit is the page, from 1 to maxPage, and readOn says how to
 // read past it.
 func LimitVar(fs *pflag.FlagSet, p *int, def int, noun string, maxPage int, readOn string) {
-	*p = def
 	usage := fmt.Sprintf("at most this many %s (0: no limit)", noun)
 	if maxPage > 0 {
 		usage = fmt.Sprintf("at most this many %s, one page (1..%d; %s)", noun, maxPage, readOn)
 	}
-	fs.Var(&limitValue{p: p, maxPage: maxPage, readOn: readOn}, "limit", usage)
+	intVar(fs, p, "limit", def, usage, func(n int) error {
+		switch {
+		case n < 0:
+			return fwerr.Usagef("must be 0 (no limit) or more")
+		case maxPage > 0 && (n < 1 || n > maxPage):
+			return fwerr.Usagef("must be between 1 and %d: this listing is read a page at a time (%s)", maxPage, readOn)
+		}
+		return nil
+	})
 }
-
-// limitValue is pflag's Value of --limit (LimitVar).
-type limitValue struct {
-	p       *int
-	maxPage int
-	readOn  string
-}
-
-func (v *limitValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	switch {
-	case err != nil:
-		return fwerr.Usagef("want a whole number")
-	case n < 0:
-		return fwerr.Usagef("must be 0 (no limit) or more")
-	case v.maxPage > 0 && (n < 1 || n > v.maxPage):
-		return fwerr.Usagef("must be between 1 and %d: this listing is read a page at a time (%s)", v.maxPage, v.readOn)
-	}
-	*v.p = n
-	return nil
-}
-
-func (v *limitValue) String() string { return strconv.Itoa(*v.p) }
-
-// Type names the value in help: "int", like pflag's own.
-func (v *limitValue) Type() string { return "int" }
 
 // PortVar defines --port, the port of a broker fieldwork serves on 127.0.0.1 (dev, demo):
 // 0 (any free port) to 65535, refused where it is parsed otherwise.
 func PortVar(fs *pflag.FlagSet, p *int, def int) {
-	*p = def
-	fs.Var((*portValue)(p), "port", "port of the broker on 127.0.0.1 (0: any free port)")
+	intVar(fs, p, "port", def, "port of the broker on 127.0.0.1 (0: any free port)", func(n int) error {
+		if n < 0 || n > 65535 {
+			return fwerr.Usagef("must be between 0 (any free port) and 65535")
+		}
+		return nil
+	})
 }
-
-// portValue is pflag's Value of --port (PortVar).
-type portValue int
-
-func (v *portValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return fwerr.Usagef("want a whole number")
-	}
-	if n < 0 || n > 65535 {
-		return fwerr.Usagef("must be between 0 (any free port) and 65535")
-	}
-	*v = portValue(n)
-	return nil
-}
-
-func (v *portValue) String() string { return strconv.Itoa(int(*v)) }
-
-// Type names the value in help: "int", like pflag's own.
-func (v *portValue) Type() string { return "int" }
 
 // CountVar defines the count flag --name: a whole number of at least 1, so that "how many"
 // flags (--batch-size, --max-events, --count, …) refuse 0 and negatives where
 // they are parsed, with one message, and a command never checks one itself.
 func CountVar(fs *pflag.FlagSet, p *int, name string, def int, usage string) {
-	*p = def
-	fs.Var((*countValue)(p), name, usage)
+	intVar(fs, p, name, def, usage, func(n int) error {
+		if n < 1 {
+			return fwerr.Usagef("must be at least 1")
+		}
+		return nil
+	})
 }
 
-// countValue is pflag's Value of a CountVar flag.
-type countValue int
+// intVar defines --name, a whole number that check accepts, refused where it is parsed: the
+// one Value of CountVar, LimitVar and PortVar.
+func intVar(fs *pflag.FlagSet, p *int, name string, def int, usage string, check func(int) error) {
+	*p = def
+	fs.Var(&intValue{p: p, check: check}, name, usage)
+}
 
-func (v *countValue) Set(s string) error {
+// intValue is pflag's Value of intVar.
+type intValue struct {
+	p     *int
+	check func(int) error
+}
+
+func (v *intValue) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
 		return fwerr.Usagef("want a whole number")
 	}
-	if n < 1 {
-		return fwerr.Usagef("must be at least 1")
+	if err := v.check(n); err != nil {
+		return err
 	}
-	*v = countValue(n)
+	*v.p = n
 	return nil
 }
 
-func (v *countValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *intValue) String() string { return strconv.Itoa(*v.p) }
 
 // Type names the value in help: "int", like pflag's own.
-func (v *countValue) Type() string { return "int" }
+func (v *intValue) Type() string { return "int" }
