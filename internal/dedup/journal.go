@@ -71,7 +71,8 @@ type SourceRecord = dedupdriver.SourceRecord
 // ReplayRef is the latest replay of a source record.
 type ReplayRef = dedupdriver.ReplayRef
 
-// DefaultRunsLimit is how many runs ReplayRuns returns by default.
+// DefaultRunsLimit is how many entries the journal listings (replay runs, processed journal,
+// groups journal) show unless --limit says otherwise; ReplayRuns with no limit returns every run.
 const DefaultRunsLimit = 50
 
 // RunNotFoundError means no run has the id.
