@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/timespec"
-	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // OrDash writes an absent value as "-" in a table.
@@ -33,9 +32,6 @@ func OptTime(t *time.Time) string {
 	}
 	return FormatTime(*t)
 }
-
-// Plural writes "1 problem", "2 problems" (wording.Plural, the one rule).
-func Plural(n int64, noun string) string { return wording.Plural(n, noun) }
 
 // JoinInt32 writes partition or broker numbers as "0,1,2".
 func JoinInt32(s []int32) string {

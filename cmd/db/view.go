@@ -9,6 +9,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/output"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // migrateStep is one migration in the output; SQL only with --dry-run.
@@ -35,7 +36,7 @@ func migrateSections(p *output.Printer, rep migrateReport) []output.Section {
 	if rep.UpToDate {
 		return []output.Section{{Text: st.OK.Render(fmt.Sprintf("%s is up to date at migration version %d: nothing to apply", where, rep.FromVersion))}}
 	}
-	n := cmdutil.Plural(int64(len(rep.Steps)), "migration")
+	n := wording.Plural(int64(len(rep.Steps)), "migration")
 	steps := output.Section{Header: []string{"version", "name"}}
 	for _, s := range rep.Steps {
 		steps.Rows = append(steps.Rows, []string{fmt.Sprintf("%03d", s.Version), s.Name})
@@ -115,7 +116,7 @@ func newStatusReport(ms dedup.MigrationStatus, migrate string) statusReport {
 	case dedup.StateNotMigrated:
 		rep.Message = fmt.Sprintf("the store has no migrations applied (%s is missing): %s", ms.Table, migrate)
 	case dedup.StatePending:
-		rep.Message = fmt.Sprintf("%s pending: %s", cmdutil.Plural(int64(len(ms.Pending)), "migration"), migrate)
+		rep.Message = fmt.Sprintf("%s pending: %s", wording.Plural(int64(len(ms.Pending)), "migration"), migrate)
 	default:
 		rep.Message = fmt.Sprintf("up to date at migration version %d", ms.Current)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/redact"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // DefaultDevDSN is the store `fieldwork dev` creates when --dsn is not given.
@@ -168,8 +169,8 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 	if e := stack.Earlier; !e.Empty() {
 		cmdutil.Warn(opts.Streams, fmt.Sprintf("the store %s already holds %s of %s and %s from an earlier session: "+
 			"counts and statuses will not match a new sandbox's; run fieldwork dev --fresh to start over",
-			redact.DSN(stack.DSN), cmdutil.Plural(e.Markers, "marker"), cmdutil.Plural(int64(e.Consumers), "consumer"),
-			cmdutil.Plural(int64(e.Runs), "journaled replay run")))
+			redact.DSN(stack.DSN), wording.Plural(e.Markers, "marker"), wording.Plural(int64(e.Consumers), "consumer"),
+			wording.Plural(int64(e.Runs), "journaled replay run")))
 	}
 
 	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, SchemaRegistry: stack.SchemaRegistry, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}

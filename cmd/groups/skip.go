@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // GroupsSkipOptions are the inputs of `groups skip`.
@@ -151,8 +152,8 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 	prompt := func() cmdutil.Prompt {
 		return cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
 			Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
-				cmdutil.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
-			Counts: []string{fmt.Sprintf("%s to %s", cmdutil.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
+				wording.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
+			Counts: []string{fmt.Sprintf("%s to %s", wording.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
 				fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
 	}
 	sections := func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) }
@@ -160,7 +161,7 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		res, err := groups.Skip(ctx, c, cl.Store, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
 		if err != nil {
 			if res != nil && res.Parked > 0 {
-				cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", cmdutil.Plural(res.Parked, "record"), plan.DeadLetterTopic))
+				cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", wording.Plural(res.Parked, "record"), plan.DeadLetterTopic))
 			}
 			return nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 func summaryColumns(p *output.Printer) []output.Column[groups.Summary] {
@@ -115,7 +116,7 @@ func skipPlanSections(p *output.Printer, plan *groups.SkipPlan, dryRun bool) []o
 		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
 		{"stuck at", plan.Address().String()},
 		{"new offset", strconv.FormatInt(plan.NewOffset, 10)},
-		{"parks", cmdutil.Plural(plan.Offsets, "offset") + " to " + plan.DeadLetterTopic + st.Dim.Render(" (reason parked)")},
+		{"parks", wording.Plural(plan.Offsets, "offset") + " to " + plan.DeadLetterTopic + st.Dim.Render(" (reason parked)")},
 		{"log end", strconv.FormatInt(plan.LogEnd, 10)},
 	}}
 	sections := []output.Section{over}
@@ -143,7 +144,7 @@ func skipResultSections(p *output.Printer, res *groups.SkipResult) []output.Sect
 		{"run", res.ID},
 		{"group", plan.Group},
 		{"offset", fmt.Sprintf("%s/%d: %d → %d", plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)},
-		{"parked", cmdutil.Plural(res.Parked, "record") + " in " + plan.DeadLetterTopic},
+		{"parked", wording.Plural(res.Parked, "record") + " in " + plan.DeadLetterTopic},
 		{"dead letters", cmdutil.OrDash(strings.Join(dls, ", "))},
 		{"operator", res.Operator},
 		{"reason", res.Reason},
@@ -169,7 +170,7 @@ func undoPlanSections(p *output.Printer, plan *groups.UndoPlan, dryRun bool) []o
 		{"skip", a.ID + p.Styles.Dim.Render(" (by "+a.Operator+" at "+cmdutil.FormatTime(a.At)+": "+a.Reason+")")},
 		{"group", a.Group + p.Styles.Dim.Render(" ("+plan.State+")")},
 		{"offsets", movesText(a.Topic, plan.Moves)},
-		{"parked", cmdutil.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")},
+		{"parked", wording.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")},
 	}}}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, a.Group, plan.Members))

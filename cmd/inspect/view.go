@@ -11,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output.Section {
@@ -216,7 +217,7 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 	st := p.Styles
 	result := st.OK.Render("clean")
 	if !rep.Clean() {
-		result = st.Bad.Render(cmdutil.Plural(rep.Problems, "problem"))
+		result = st.Bad.Render(wording.Plural(rep.Problems, "problem"))
 	}
 	overview := output.Section{Title: "Validate " + rep.Topic, Fields: [][2]string{
 		{"result", result},

@@ -15,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/processed"
 	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // ProcessedForgetOptions are the inputs of `processed forget`.
@@ -191,10 +192,10 @@ func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *c
 // forgetPrompt is the confirmation of a forget: the question, and the markers found and the
 // ids without one.
 func forgetPrompt(plan *processed.ForgetReport, question, table, reason string) cmdutil.Prompt {
-	counts := []string{fmt.Sprintf("%s found of %s of %s", cmdutil.Plural(int64(len(plan.Removed)), "marker"),
-		cmdutil.Plural(int64(plan.Requested), "event id"), consumerText("", plan.Consumer, "every consumer"))}
+	counts := []string{fmt.Sprintf("%s found of %s of %s", wording.Plural(int64(len(plan.Removed)), "marker"),
+		wording.Plural(int64(plan.Requested), "event id"), consumerText("", plan.Consumer, "every consumer"))}
 	if n := len(plan.NotFound); n > 0 {
-		counts = append(counts, fmt.Sprintf("%s without a marker (nothing to forget)", cmdutil.Plural(int64(n), "event id")))
+		counts = append(counts, fmt.Sprintf("%s without a marker (nothing to forget)", wording.Plural(int64(n), "event id")))
 	}
 	return cmdutil.Prompt{Question: question, Store: table, Counts: counts, Reason: reason}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // maxListLimit bounds one page, so that a page is always held in memory comfortably; more
@@ -138,7 +139,7 @@ func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdut
 	if page.Next != nil {
 		// One line, the token first, so that a script can take it with `next cursor: (\S+)`.
 		fmt.Fprintf(opts.Streams.ErrOut, "next cursor: %s (%s shown; more follow: run again with --cursor)\n",
-			encodeCursor(page.Next), cmdutil.Plural(int64(len(page.Rows)), "marker"))
+			encodeCursor(page.Next), wording.Plural(int64(len(page.Rows)), "marker"))
 	}
 	return nil
 }

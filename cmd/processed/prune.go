@@ -14,6 +14,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/processed"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // ProcessedPruneOptions are the inputs of `processed prune`.
@@ -118,7 +119,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	progress.Stop()
 	if err != nil {
 		if rep != nil && rep.Deleted > 0 {
-			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", cmdutil.Plural(rep.Deleted, "marker"))
+			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", wording.Plural(rep.Deleted, "marker"))
 		}
 		return err
 	}
@@ -129,13 +130,13 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 func prunePrompt(rep *processed.PruneReport, question, table string) cmdutil.Prompt {
 	p := cmdutil.Prompt{Question: question, Store: table, Kafka: rep.HorizonChecked}
 	for _, t := range rep.Topics {
-		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded %s", cmdutil.Plural(t.Markers, "marker"), t.Topic))
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded %s", wording.Plural(t.Markers, "marker"), t.Topic))
 	}
 	if rep.NoTopic > 0 {
-		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded no topic", cmdutil.Plural(rep.NoTopic, "marker")))
+		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded no topic", wording.Plural(rep.NoTopic, "marker")))
 	}
 	if len(p.Counts) == 0 {
-		p.Counts = []string{cmdutil.Plural(rep.Candidates, "marker")}
+		p.Counts = []string{wording.Plural(rep.Candidates, "marker")}
 	}
 	return p
 }

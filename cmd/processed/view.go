@@ -9,6 +9,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // getReport is what `processed get` prints.
@@ -86,8 +87,8 @@ func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Sec
 	if rep.DryRun {
 		verb = "Dry run (pass --execute to delete): would remove"
 	}
-	title := fmt.Sprintf("%s %s of %s for %s from %s", verb, cmdutil.Plural(int64(len(rep.Removed)), "marker"),
-		cmdutil.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
+	title := fmt.Sprintf("%s %s of %s for %s from %s", verb, wording.Plural(int64(len(rep.Removed)), "marker"),
+		wording.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
 	removed := output.Section{Title: title}
 	if len(rep.Removed) > 0 {
 		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
@@ -114,7 +115,7 @@ func getSections(p *output.Printer, rep getReport) []output.Section {
 	if !rep.Processed {
 		return []output.Section{{Title: "Event " + rep.EventID, Text: st.Warn.Render("not processed: no marker for " + who)}}
 	}
-	verdict := fmt.Sprintf("processed by %s", cmdutil.Plural(int64(len(rep.Markers)), "consumer"))
+	verdict := fmt.Sprintf("processed by %s", wording.Plural(int64(len(rep.Markers)), "consumer"))
 	if rep.Consumer != "" {
 		verdict = "processed by consumer " + rep.Consumer
 	}
@@ -131,13 +132,13 @@ var getColumns = []output.Column[dedup.MarkerRow]{
 func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Section {
 	st := p.Styles
 	result := fmt.Sprintf("deleted %s%s processed before %s (older than %s)",
-		cmdutil.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
+		wording.Plural(rep.Deleted, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
 	switch {
 	case rep.Candidates == 0:
 		result = "nothing to prune: " + result
 	case rep.DryRun:
 		result = fmt.Sprintf("dry run: would delete %s%s processed before %s (older than %s); pass --execute to delete",
-			cmdutil.Plural(rep.Candidates, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
+			wording.Plural(rep.Candidates, "marker"), consumerText(" of ", rep.Consumer, ""), cmdutil.FormatTime(rep.ProcessedBefore), rep.OlderThan)
 	}
 	overview := output.Section{Title: "Prune " + rep.Table, Fields: [][2]string{{"result", st.OK.Render(result)}}}
 	horizon := "checked"
@@ -145,7 +146,7 @@ func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Secti
 	case rep.Candidates == 0:
 		horizon = "nothing to check"
 	case len(rep.Topics) == 0:
-		horizon = st.Warn.Render(fmt.Sprintf("unknown: %s recorded no source topic (--force)", cmdutil.Plural(rep.NoTopic, "marker")))
+		horizon = st.Warn.Render(fmt.Sprintf("unknown: %s recorded no source topic (--force)", wording.Plural(rep.NoTopic, "marker")))
 	case !rep.HorizonChecked:
 		horizon = st.Warn.Render("not checked (--force)")
 	case rep.Forced:
@@ -274,7 +275,7 @@ func renderForget(p *output.Printer, rep *processed.ForgetReport) error {
 		return err
 	}
 	if len(rep.NotFound) > 0 {
-		fmt.Fprintf(p.Streams.ErrText(), "%s had no marker\n", cmdutil.Plural(int64(len(rep.NotFound)), "event id"))
+		fmt.Fprintf(p.Streams.ErrText(), "%s had no marker\n", wording.Plural(int64(len(rep.NotFound)), "event id"))
 	}
 	return nil
 }

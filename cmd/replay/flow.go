@@ -10,6 +10,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // runFlow runs the one replay flow (replay.Run) for `replay` and `replay resume` and renders
@@ -137,7 +138,7 @@ func replayConfirmPrompt(rep *replay.Report) cmdutil.Prompt {
 	for _, t := range order {
 		dests = append(dests, fmt.Sprintf("%d to %s", seen[t], t))
 	}
-	q := fmt.Sprintf("%s %s from %s (%s)", verb, cmdutil.Plural(rep.Counts.ToSend, "record"), rep.Source, strings.Join(dests, ", "))
+	q := fmt.Sprintf("%s %s from %s (%s)", verb, wording.Plural(rep.Counts.ToSend, "record"), rep.Source, strings.Join(dests, ", "))
 	if len(dests) == 0 {
 		q = fmt.Sprintf("%s no records from %s", verb, rep.Source)
 	}
