@@ -296,9 +296,9 @@ func (n *demoNarrator) deadLetterStats(r *demo.DeadLetterStatsResult) {
 			c = &dlq.StatusCounts{}
 		}
 		rows = append(rows, []string{cmdutil.OrDash(g.Reason), strconv.FormatInt(g.Count, 10),
-			strconv.FormatInt(c.Pending, 10), strconv.FormatInt(c.Replayed, 10), strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Unknown, 10)})
+			strconv.FormatInt(c.Pending, 10), strconv.FormatInt(c.Replayed, 10), strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Stale, 10), strconv.FormatInt(c.Unknown, 10)})
 	}
-	n.table([]string{"reason", "count", "pending", "replayed", "resolved", "unknown"}, rows)
+	n.table([]string{"reason", "count", "pending", "replayed", "resolved", "stale", "unknown"}, rows)
 	for _, t := range rep.Topics {
 		line := fmt.Sprintf("%s: %d dead letters", t.Topic, t.Count)
 		if t.Retention != nil {
@@ -391,6 +391,7 @@ func demoSummarySections(s *demo.Summary) []output.Section {
 		{"dead-lettered", fmt.Sprintf("%d (%s)", s.DeadLetteredTotal, demoReasons(s.DeadLettered))},
 		{"replayed", fmt.Sprintf("%d (run %s)", s.Replayed, s.ReplayRunID)},
 		{"resolved", i(s.Resolved)},
+		{"stale", i(s.Stale)},
 		{"still pending", pending},
 		{"processed markers", i(s.ProcessedMarkers)},
 		{"elapsed", demoMillis(s.ElapsedMS)},
@@ -422,7 +423,7 @@ func demoStatuses(m map[string]int64) string {
 
 func demoStatus(st output.Styles, s dlq.Status) string {
 	switch s {
-	case dlq.StatusPending:
+	case dlq.StatusPending, dlq.StatusStale:
 		return st.Warn.Render(string(s))
 	case dlq.StatusResolved:
 		return st.OK.Render(string(s))

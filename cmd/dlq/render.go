@@ -95,15 +95,12 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
-			switch e.Status.Status {
-			case dlq.StatusPending:
-				return st.Warn.Render(string(e.Status.Status))
-			case dlq.StatusResolved:
-				return st.OK.Render(string(e.Status.Status))
-			case "":
+			if e.Status.Status == "" {
 				return "-"
 			}
-			return string(e.Status.Status)
+			return dlqStatusText(st, e.Status.Status)
+		}}, output.Column[dlq.Entry]{Name: "last replay", Optional: true, WideOnly: true, Value: func(e dlq.Entry) string {
+			return dlqLastReplay(e.Status)
 		}})
 	}
 	return append(cols, output.Column[dlq.Entry]{Name: "problems", Optional: true, Value: func(e dlq.Entry) string {
@@ -222,13 +219,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
 	}
 	if det.Status.Status != "" {
-		status := string(det.Status.Status)
-		switch det.Status.Status {
-		case dlq.StatusPending:
-			status = st.Warn.Render(status)
-		case dlq.StatusResolved:
-			status = st.OK.Render(status)
-		}
+		status := dlqStatusText(st, det.Status.Status)
 		head.Fields = append(head.Fields, [2]string{"status", status + dlqStatusNote(det.Status)})
 	}
 	orig := output.Section{Title: "Original record", Fields: [][2]string{
@@ -310,16 +301,47 @@ func dlqEventID(d dlq.DeadLetter) string {
 	return d.EventID + " (from " + d.EventIDSource + ")"
 }
 
+// dlqStatusText is a status as the tables show it, coloured: pending and stale (the fix did
+// not take effect) as warnings, resolved as done.
+func dlqStatusText(st output.Styles, s dlq.Status) string {
+	switch s {
+	case dlq.StatusPending, dlq.StatusStale:
+		return st.Warn.Render(string(s))
+	case dlq.StatusResolved:
+		return st.OK.Render(string(s))
+	}
+	return string(s)
+}
+
+// dlqLastReplay names the latest journaled replay of a dead letter: its run id, or "-".
+func dlqLastReplay(s dlq.StatusInfo) string {
+	if s.Replay == nil {
+		return "-"
+	}
+	return s.Replay.RunID
+}
+
 // dlqStatusNote adds what the status was told from.
 func dlqStatusNote(s dlq.StatusInfo) string {
+	sent := ""
+	if s.Replay != nil {
+		sent = fmt.Sprintf("replay run %s sent it to %s at %s", s.Replay.RunID,
+			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At))
+	}
 	switch {
 	case s.Status == dlq.StatusUnknown && s.Why != "":
 		return " (" + s.Why + ")"
-	case s.Replay != nil:
-		return fmt.Sprintf(" (replay run %s sent it to %s at %s; consumer %s has no marker yet)", s.Replay.RunID,
-			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At), s.Consumer)
+	case s.Status == dlq.StatusReplayed && s.Replay != nil:
+		return fmt.Sprintf(" (%s; consumer %s has no marker yet)", sent, s.Consumer)
 	case s.Marker != nil:
-		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.FormatTime(s.Marker.ProcessedAt))
+		what := "processed"
+		if s.Status == dlq.StatusStale {
+			what = "ignored it as stale (an older version than it had) and marked"
+		}
+		if sent != "" {
+			sent = "; " + sent
+		}
+		return fmt.Sprintf(" (consumer %s %s it at %s%s)", s.Consumer, what, cmdutil.FormatTime(s.Marker.ProcessedAt), sent)
 	case s.Consumer != "":
 		return " (consumer " + s.Consumer + ")"
 	}
@@ -439,7 +461,7 @@ func dlqKeyCells(g dlq.GroupStats, k dlq.StatsKey) []string {
 	return []string{g.Value(k)}
 }
 
-var dlqStatusHeader = []string{"pending", "replayed", "resolved", "unknown"}
+var dlqStatusHeader = []string{"pending", "replayed", "resolved", "stale", "unknown"}
 
 func dlqStatusCells(c *dlq.StatusCounts) []string {
 	if c == nil {
@@ -447,7 +469,7 @@ func dlqStatusCells(c *dlq.StatusCounts) []string {
 	}
 	return []string{
 		strconv.FormatInt(c.Pending, 10), strconv.FormatInt(c.Replayed, 10),
-		strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Unknown, 10),
+		strconv.FormatInt(c.Resolved, 10), strconv.FormatInt(c.Stale, 10), strconv.FormatInt(c.Unknown, 10),
 	}
 }
 

@@ -36,6 +36,9 @@ type deadLetter struct {
 type unitResult struct {
 	processed, stale, duplicates, retried int
 	deadLetters                           []deadLetter
+	// staleIDs are the events the handler ignored as stale: their markers record it
+	// (dedup.OutcomeStale) in the transaction that claimed them.
+	staleIDs []string
 }
 
 func (r *unitResult) add(o unitResult) {
@@ -44,6 +47,7 @@ func (r *unitResult) add(o unitResult) {
 	r.duplicates += o.duplicates
 	r.retried += o.retried
 	r.deadLetters = append(r.deadLetters, o.deadLetters...)
+	r.staleIDs = append(r.staleIDs, o.staleIDs...)
 }
 
 // infraError is a failure of the database (or of the handler's access to it) that retrying
@@ -371,6 +375,11 @@ func (e *Engine) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 	if err != nil {
 		return res, err
 	}
+	// The stale events' markers say so, for the status of the dead letters they were replayed
+	// from (stale, not resolved: docs/design.md §3.2).
+	if err = st.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
+		return res, err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return res, err
 	}
@@ -395,9 +404,10 @@ func (e *Engine) applyBatch(ctx context.Context, tx *dedup.Tx, sp *savepoints, b
 			}
 			return &batchFallback{err}
 		}
-		for _, out := range r.Outcomes {
+		for i, out := range r.Outcomes {
 			if out == Stale {
 				res.stale++
+				res.staleIDs = append(res.staleIDs, todo[i].ev.ID)
 			} else {
 				res.processed++
 			}
@@ -432,6 +442,7 @@ func (e *Engine) handleCounted(ctx context.Context, tx *dedup.Tx, sp *savepoints
 		res.deadLetters = append(res.deadLetters, *dl)
 	case out == Stale:
 		res.stale++
+		res.staleIDs = append(res.staleIDs, it.ev.ID)
 	default:
 		res.processed++
 	}

@@ -341,6 +341,72 @@ func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) 
 	return out, nil
 }
 
+// OutcomeStale is a marker's outcome when its consumer marked the event but deliberately did
+// not apply it (older than what it already had: consume.Stale). A marker without an outcome
+// was applied, or written before the store recorded outcomes.
+const OutcomeStale = dedupdriver.OutcomeStale
+
+// recordsOutcomes reports whether the store's table is fieldwork's own, which has the outcome
+// column once migrated: another library's table (a preset) or one read with columns of its
+// own never records one.
+func (s *Store) recordsOutcomes() bool { return s.preset == nil && !s.customColumns }
+
+// SetOutcome records outcome (OutcomeStale) on consumer's markers of eventIDs inside tx: the
+// markers tx claimed for events the handler did not apply. On a table that does not record
+// outcomes (a preset, custom columns) it does nothing; on one not migrated to the outcome
+// column it fails (and leaves tx to be rolled back): the consumer verifies the store first.
+func (s *Store) SetOutcome(ctx context.Context, tx *Tx, consumer string, eventIDs []string, outcome string) error {
+	dtx, err := s.driverTx(tx)
+	if err != nil {
+		return fmt.Errorf("record outcome %s for %q: %w", outcome, consumer, err)
+	}
+	if len(eventIDs) == 0 || !s.recordsOutcomes() {
+		return nil
+	}
+	keys, _, err := keysOf(eventIDs)
+	if err != nil {
+		return fmt.Errorf("record outcome %s for %q: %w", outcome, consumer, err)
+	}
+	for start := 0; start < len(keys); start += lookupChunk {
+		chunk := keys[start:min(start+lookupChunk, len(keys))]
+		if err := s.drv.SetOutcome(ctx, dtx, consumer, chunk, outcome); err != nil {
+			return fmt.Errorf("record outcome %s of %d markers for %q in %s: %w", outcome, len(chunk), consumer, s.Table(), err)
+		}
+	}
+	return nil
+}
+
+// Outcomes returns the outcomes recorded on consumer's markers among eventIDs, keyed by the
+// ids as given; an id whose marker has none (applied, or not known), or that has no marker,
+// is absent. A table that records no outcomes (a preset, custom columns, a table not
+// migrated to the outcome column) gives an empty map, not an error.
+func (s *Store) Outcomes(ctx context.Context, consumer string, eventIDs []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(eventIDs) == 0 || !s.recordsOutcomes() {
+		return out, nil
+	}
+	keys, orig, err := keysOf(eventIDs)
+	if err != nil {
+		return nil, fmt.Errorf("look up outcomes for %q: %w", consumer, err)
+	}
+	for start := 0; start < len(keys); start += lookupChunk {
+		chunk := keys[start:min(start+lookupChunk, len(keys))]
+		m, err := s.drv.Outcomes(ctx, consumer, chunk)
+		if errors.Is(err, dedupdriver.ErrNoOutcome) {
+			return map[string]string{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up outcomes of %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
+		}
+		for k, o := range m {
+			for _, id := range orig[k] {
+				out[id] = o
+			}
+		}
+	}
+	return out, nil
+}
+
 // Prune deletes the markers with processed_at strictly before olderThan
 // (only consumer's when consumer is not empty), batchSize rows at a time
 // (default 10,000), each batch in its own transaction, and calls progress

@@ -395,13 +395,13 @@ func (d *Demo) consumeFixed(ctx context.Context) error {
 		run.Records, wording.Count(run.Applied, "was applied", "were applied"), BuggyRelease,
 		wording.Count(run.Stale, "was a no-op", "were no-ops"), dupClause(run.Duplicates))
 
-	rec = d.command("fieldwork dlq list --topic " + TopicDLQ + " --status resolved" + d.conn(true, true))
-	resolved, err := d.listDeadLetters(ctx, []dlq.Status{dlq.StatusResolved})
+	rec = d.command("fieldwork dlq list --topic " + TopicDLQ + " --status resolved,stale" + d.conn(true, true))
+	resolved, err := d.listDeadLetters(ctx, []dlq.Status{dlq.StatusResolved, dlq.StatusStale})
 	if err != nil {
 		return err
 	}
-	rec.Result = fmt.Sprintf("%d resolved: %s", len(resolved), reasonsLine(countReasons(resolved)))
-	d.n.Result(&DeadLettersResult{Entries: resolved, Statuses: []dlq.Status{dlq.StatusResolved}})
+	rec.Result = fmt.Sprintf("%d settled: %s; %s", len(resolved), statusLine(countStatuses(resolved)), reasonsLine(countReasons(resolved)))
+	d.n.Result(&DeadLettersResult{Entries: resolved, Statuses: []dlq.Status{dlq.StatusResolved, dlq.StatusStale}})
 
 	rec = d.command("fieldwork dlq list --topic " + TopicDLQ + " --status pending,replayed,unknown" + d.conn(true, true))
 	left, err := d.listDeadLetters(ctx, []dlq.Status{dlq.StatusPending, dlq.StatusReplayed, dlq.StatusUnknown})
@@ -417,9 +417,12 @@ func (d *Demo) consumeFixed(ctx context.Context) error {
 	rec.Result = fmt.Sprintf("%d not resolved: %s", len(left), statusLine(byStatus))
 	d.n.Result(&DeadLettersResult{Entries: left, Statuses: []dlq.Status{dlq.StatusPending, dlq.StatusReplayed, dlq.StatusUnknown}})
 	d.sum.setStatuses(resolved, left)
-	d.say("Every replayed dead letter is resolved: the consumer has a marker for its event. "+
+	settled := countStatuses(resolved)
+	d.say("Every replayed dead letter is settled: the consumer has a marker for its event. %s: the fix took effect; "+
+		"%s: the consumer ignored the replayed event as older than the version it had, so the reopen itself changed nothing. "+
 		"%s remain, all malformed: %s. No replay can fix them; an operator fixes the producer, then publishes corrected events "+
 		"(or records the loss). Until then they stay in %s, visible to dlq list and dlq stats.",
+		wording.Count(settled[string(dlq.StatusResolved)], "is resolved", "are resolved"), wording.Count(settled[string(dlq.StatusStale)], "is stale", "are stale"),
 		wording.Count(int64(len(left)), "dead letter", "dead letters"), statusLine(byStatus), TopicDLQ)
 	return nil
 }

@@ -47,8 +47,10 @@ type Summary struct {
 	// Replayed is the dead letters the replay sent back; ReplayRunID names the journaled run.
 	Replayed    int64  `json:"replayed"`
 	ReplayRunID string `json:"replay_run_id"`
-	// Resolved is the dead letters whose event the consumer has a marker for at the end.
+	// Resolved is the dead letters whose event the consumer has a marker for at the end, and
+	// applied; Stale those whose event it marked but ignored as stale (dlq.StatusStale).
 	Resolved int64 `json:"resolved"`
+	Stale    int64 `json:"stale"`
 	// StillPending is the dead letters not resolved at the end, by status (pending, or
 	// unknown when they carry no event id) and by reason.
 	StillPending         int64            `json:"still_pending"`
@@ -95,7 +97,13 @@ func (s *Summary) addRun(r ConsumeRun) {
 }
 
 func (s *Summary) setStatuses(resolved, left []dlq.Entry) {
-	s.Resolved = int64(len(resolved))
+	for _, e := range resolved {
+		if e.Status.Status == dlq.StatusStale {
+			s.Stale++
+		} else {
+			s.Resolved++
+		}
+	}
 	s.StillPending = int64(len(left))
 	for _, e := range left {
 		s.StillPendingByStatus[string(e.Status.Status)]++
@@ -111,8 +119,8 @@ func (s *Summary) Check() error {
 	if s.Replayed == 0 {
 		errs = append(errs, errors.New("nothing was replayed: the stream had no "+RejectedType+" event to reject"))
 	}
-	if s.Resolved != s.Replayed {
-		errs = append(errs, fmt.Errorf("%d dead letters resolved, but %d were replayed", s.Resolved, s.Replayed))
+	if s.Resolved+s.Stale != s.Replayed {
+		errs = append(errs, fmt.Errorf("%d dead letters resolved and %d stale, but %d were replayed", s.Resolved, s.Stale, s.Replayed))
 	}
 	if s.Replayed != s.DeadLettered[dlq.ReasonRejected] {
 		errs = append(errs, fmt.Errorf("%d dead letters replayed, but %d were rejected", s.Replayed, s.DeadLettered[dlq.ReasonRejected]))

@@ -15,7 +15,8 @@ type Entry struct {
 }
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
-// its Status, or null when it was not looked up.
+// its Status, or null when it was not looked up; and replay: the latest journaled replay of
+// the dead letter (StatusInfo.Replay, whatever the status), null when none is known.
 func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
@@ -29,6 +30,16 @@ func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
 		out = append(out, "null"...)
 	} else {
 		out = appendJSONString(out, string(e.Status.Status))
+	}
+	out = append(out, `,"replay":`...)
+	if e.Status.Replay == nil {
+		out = append(out, "null"...)
+	} else {
+		b, err := json.Marshal(e.Status.Replay)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
 	}
 	return append(out, '}'), nil
 }

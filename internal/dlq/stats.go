@@ -350,6 +350,7 @@ type StatusCounts struct {
 	Pending  int64 `json:"pending"`
 	Replayed int64 `json:"replayed"`
 	Resolved int64 `json:"resolved"`
+	Stale    int64 `json:"stale"`
 	Unknown  int64 `json:"unknown"`
 }
 
@@ -362,6 +363,8 @@ func (c *StatusCounts) Add(st Status) {
 		c.Replayed++
 	case StatusResolved:
 		c.Resolved++
+	case StatusStale:
+		c.Stale++
 	default:
 		c.Unknown++
 	}

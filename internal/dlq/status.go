@@ -22,12 +22,21 @@ import (
 // replay --status) asks StatusLookup rather than looking at markers or the journal itself:
 //
 //   - unknown: the dead letter has no (usable) event id, or there is no consumer to ask;
-//   - resolved: the consumer has a marker for its event;
+//   - resolved: the consumer has a marker for its event, and the marker does not say it
+//     ignored the event as stale;
+//   - stale: the consumer has a marker for its event that says it ignored the event as stale
+//     (dedup.OutcomeStale: older than what it already had, consume.Stale): the event was
+//     handled, and nothing it carried took effect. A marker table without the outcome column
+//     (another library's, one not migrated) never says so: its markers mean resolved;
 //   - replayed: no marker, and the replay journal sent THIS record: a journaled send at its
 //     topic, partition and offset whose record is this one (same topic ID, event id and
 //     timestamp, as far as both sides know them: dedupdriver.SendBatch.SentRecord), not merely a
 //     record that was at those coordinates before the topic was recreated;
 //   - pending: it has an event id, and neither holds.
+//
+// Whatever the status, StatusInfo.Replay is the latest journaled replay of the dead letter
+// when there is one. Resolved and stale are settled (Status.Settled): the consumer has
+// handled the event, and a replay again would change nothing.
 type Status string
 
 // The statuses of a dead letter, for one consumer.
@@ -38,6 +47,9 @@ const (
 	// StatusResolved: the consumer has a marker for the event: it was processed since (after
 	// a replay, or a redelivery). A dead-lettered event is never marked by the failure itself.
 	StatusResolved Status = "resolved"
+	// StatusStale: the consumer has a marker for the event that says it ignored the event as
+	// stale (an older version than the one it has): handled, not applied.
+	StatusStale Status = "stale"
 	// StatusReplayed: a journaled replay has sent this dead letter back, and the consumer has no
 	// marker yet: it is on its way, or failed again.
 	StatusReplayed Status = "replayed"
@@ -47,7 +59,21 @@ const (
 )
 
 // Statuses lists every Status in a stable order.
-var Statuses = []Status{StatusPending, StatusReplayed, StatusResolved, StatusUnknown}
+var Statuses = []Status{StatusPending, StatusReplayed, StatusResolved, StatusStale, StatusUnknown}
+
+// Settled reports whether a dead letter of this status needs no replay: its consumer has
+// handled the event (resolved, or ignored it as stale). A replay leaves settled dead letters
+// out unless told otherwise (replay --include-replayed), and `replay --status` refuses them.
+func (s Status) Settled() bool { return s == StatusResolved || s == StatusStale }
+
+// statusNames is "pending, replayed, resolved, stale, unknown".
+func statusNames() string {
+	names := make([]string, len(Statuses))
+	for i, s := range Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
 
 // ParseStatuses reads --status values (each may be comma-separated). An unknown name is a
 // usage error; none is nil.
@@ -64,7 +90,7 @@ func ParseStatuses(values []string) ([]Status, error) {
 				known = known || k == st
 			}
 			if !known {
-				return nil, fwerr.Usagef("--status %q: want some of pending, replayed, resolved, unknown", st)
+				return nil, fwerr.Usagef("--status %q: want some of %s", st, statusNames())
 			}
 			out = append(out, st)
 		}
@@ -78,9 +104,10 @@ type StatusInfo struct {
 	Status Status `json:"status"`
 	// Consumer is the consumer whose markers were looked up.
 	Consumer string `json:"consumer,omitempty"`
-	// Marker is the consumer's marker when the status is resolved.
+	// Marker is the consumer's marker when the status is resolved or stale.
 	Marker *dedup.MarkerRow `json:"marker,omitempty"`
-	// Replay is the latest journaled replay of the dead letter when the status is replayed.
+	// Replay is the latest journaled replay of the dead letter, whatever its status (nil when
+	// no journaled run sent it, or the store has no journal).
 	Replay *ReplayRef `json:"replay,omitempty"`
 	// Why says why the status is unknown.
 	Why string `json:"why,omitempty"`
@@ -176,27 +203,44 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		}
 	}
 	found := make(map[string]map[string]dedup.MarkerRow, len(byConsumer))
+	stale := make(map[string]map[string]string, len(byConsumer)) // consumer → event id → outcome
 	for consumer, ids := range byConsumer {
 		m, err := l.Store.Lookup(ctx, consumer, ids)
 		if err != nil {
 			return nil, err
 		}
 		found[consumer] = m
+		if stale[consumer], err = l.outcomes(ctx, consumer, m); err != nil {
+			return nil, err
+		}
 	}
-	unmarked := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters without a marker
+	journaled := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters with an event id
+	pending := false
 	for i, d := range ds {
+		if d.EventID == "" {
+			continue
+		}
+		journaled[d.Topic] = append(journaled[d.Topic], dedup.SourceRecord{
+			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
 		if out[i].Status != "" {
 			continue
 		}
 		if row, ok := found[out[i].Consumer][d.EventID]; ok {
-			out[i].Status, out[i].Marker = StatusResolved, &row
+			out[i].Status, out[i].Marker = markedStatus(stale[out[i].Consumer][d.EventID]), &row
 			continue
 		}
-		out[i].Status = StatusPending
-		unmarked[d.Topic] = append(unmarked[d.Topic], dedup.SourceRecord{
-			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
+		out[i].Status, pending = StatusPending, true
 	}
-	replayed, err := l.replays(ctx, unmarked, ids)
+	quiet := l
+	quiet.NoJournal = nil
+	replayed, err := quiet.replays(ctx, journaled, ids)
+	if errors.Is(err, dedup.ErrNotMigrated) {
+		// Without a journal no dead letter can be told replayed: say so when one may be.
+		if pending && l.NoJournal != nil {
+			l.NoJournal(err)
+		}
+		replayed, err = map[dedup.SourceRef]dedup.ReplayRef{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -208,20 +252,20 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{
 				SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
 		}
-		quiet := l
-		quiet.NoJournal = nil
 		m, err := quiet.replays(ctx, edits, ids)
-		if err != nil {
+		if err != nil && !errors.Is(err, dedup.ErrNotMigrated) {
 			return nil, err
 		}
 		maps.Copy(replayed, m)
 	}
 	for i, d := range ds {
-		if out[i].Status != StatusPending {
+		r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]
+		if !ok || d.EventID == "" {
 			continue
 		}
-		if r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]; ok {
-			out[i].Status, out[i].Replay = StatusReplayed, replayRefOf(r)
+		out[i].Replay = replayRefOf(r)
+		if out[i].Status == StatusPending {
+			out[i].Status = StatusReplayed
 		}
 	}
 	if err := l.resolveEdited(ctx, ds, noID, replayed, out); err != nil {
@@ -230,7 +274,29 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 	return out, nil
 }
 
-// replays looks up the journaled replays of the records per dead-letter topic.
+// outcomes are the outcomes consumer's markers in m record, by event id (dedup.Store.Outcomes):
+// none on a table that records none.
+func (l StatusLookup) outcomes(ctx context.Context, consumer string, m map[string]dedup.MarkerRow) (map[string]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	return l.Store.Outcomes(ctx, consumer, ids)
+}
+
+// markedStatus is the status of a dead letter whose consumer has a marker with outcome.
+func markedStatus(outcome string) Status {
+	if outcome == dedup.OutcomeStale {
+		return StatusStale
+	}
+	return StatusResolved
+}
+
+// replays looks up the journaled replays of the records per dead-letter topic; an error
+// matching dedup.ErrNotMigrated means the store has no journal.
 func (l StatusLookup) replays(ctx context.Context, byTopic map[string][]dedup.SourceRecord, ids map[string]string) (map[dedup.SourceRef]dedup.ReplayRef, error) {
 	replayed := map[dedup.SourceRef]dedup.ReplayRef{}
 	for topic, recs := range byTopic {
@@ -242,14 +308,9 @@ func (l StatusLookup) replays(ctx context.Context, byTopic map[string][]dedup.So
 			recs[i].TopicID = id
 		}
 		m, err := l.Store.ReplayedSources(ctx, topic, recs)
-		if errors.Is(err, dedup.ErrNotMigrated) {
-			if l.NoJournal != nil {
-				l.NoJournal(err)
-			}
-			break
-		}
 		if err != nil {
-			return nil, err
+			// dedup.ErrNotMigrated: the store has no journal (the caller decides what to say).
+			return replayed, err
 		}
 		maps.Copy(replayed, m)
 	}
@@ -288,11 +349,15 @@ func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID [
 		if err != nil {
 			return err
 		}
-		out[i].Why = ""
+		outcomes, err := l.outcomes(ctx, out[i].Consumer, m)
+		if err != nil {
+			return err
+		}
+		out[i].Why, out[i].Replay = "", replayRefOf(r)
 		if row, ok := m[id]; ok {
-			out[i].Status, out[i].Marker = StatusResolved, &row
+			out[i].Status, out[i].Marker = markedStatus(outcomes[id]), &row
 		} else {
-			out[i].Status, out[i].Replay = StatusReplayed, replayRefOf(r)
+			out[i].Status = StatusReplayed
 		}
 	}
 	return nil

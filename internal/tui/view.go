@@ -285,7 +285,8 @@ func (m *Model) table(cols []column, cells [][]string, styleOf func(i, col int) 
 
 func (m *Model) statusStyle(st dlq.Status) *lipgloss.Style {
 	switch st {
-	case dlq.StatusPending:
+	case dlq.StatusPending, dlq.StatusStale:
+		// stale: the consumer ignored the replayed event; the fix did not take effect.
 		return &m.st.warn
 	case dlq.StatusResolved:
 		return &m.st.ok
@@ -423,7 +424,8 @@ func (m *Model) topicsView(n int) []string {
 	}
 	cols := []column{{title: "TOPIC", width: 10, flex: true}, {title: "TOTAL", width: 6, right: true}, {title: "NEW", width: 5, right: true},
 		{title: "PENDING", width: 7, right: true}, {title: "REPLAYED", width: 8, right: true, optional: true},
-		{title: "RESOLVED", width: 8, right: true, optional: true}, {title: "UNKNOWN", width: 7, right: true, optional: true}}
+		{title: "RESOLVED", width: 8, right: true, optional: true}, {title: "STALE", width: 5, right: true, optional: true},
+		{title: "UNKNOWN", width: 7, right: true, optional: true}}
 	var cells [][]string
 	for _, r := range rows {
 		its := m.byTopic[r.topic]
@@ -433,7 +435,7 @@ func (m *Model) topicsView(n int) []string {
 		}
 		growth := len(its) - m.opened[r.topic]
 		cells = append(cells, []string{escape(r.topic), fmt.Sprint(len(its)), fmt.Sprintf("+%d", growth),
-			fmt.Sprint(c.Pending), fmt.Sprint(c.Replayed), fmt.Sprint(c.Resolved), fmt.Sprint(c.Unknown)})
+			fmt.Sprint(c.Pending), fmt.Sprint(c.Replayed), fmt.Sprint(c.Resolved), fmt.Sprint(c.Stale), fmt.Sprint(c.Unknown)})
 	}
 	cur := min(m.cursor[screenTopics], max(0, len(rows)-1))
 	out := m.table(cols, cells, nil, cur, n-2)
@@ -589,7 +591,7 @@ func (m *Model) runView() []string {
 		}
 	}
 	out = append(out, "")
-	add(fmt.Sprintf("now: %d pending · %d replayed · %d resolved · %d unknown (of %d)", c.Pending, c.Replayed, c.Resolved, c.Unknown, len(m.sel.records)))
+	add(fmt.Sprintf("now: %d pending · %d replayed · %d resolved · %d stale · %d unknown (of %d)", c.Pending, c.Replayed, c.Resolved, c.Stale, c.Unknown, len(m.sel.records)))
 	add("statuses refresh as the consumer processes the copies; esc: back")
 	return out
 }

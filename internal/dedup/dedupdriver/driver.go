@@ -116,6 +116,11 @@ type Marker struct {
 	ProcessedAt      time.Time
 }
 
+// OutcomeStale is the outcome column's value for an event the consumer marked but
+// deliberately did not apply: older than what it already had (consume.Stale). NULL means
+// applied, or not known (a marker written before the column existed).
+const OutcomeStale = "stale"
+
 // MarkerRow is a stored marker. Columns that are NULL in the table are the
 // empty string (Topic, AggregateID) or nil (Partition, Offset,
 // AggregateVersion). EventID is the stored key: see dedup.EventKey for ids
@@ -242,6 +247,13 @@ type Driver interface {
 	// chunk of bind variables) and returns the keys that were inserted.
 	Claim(ctx context.Context, tx Tx, consumer string, markers []Marker) ([]string, error)
 	Unclaim(ctx context.Context, tx Tx, consumer, key string) (bool, error)
+	// SetOutcome records outcome (OutcomeStale) on consumer's markers of keys inside tx, in
+	// one statement (on SQLite one per chunk); ErrNoOutcome when the table has no outcome
+	// column.
+	SetOutcome(ctx context.Context, tx Tx, consumer string, keys []string, outcome string) error
+	// Outcomes returns the outcomes recorded on consumer's markers among keys, by key (a
+	// marker without one is absent); ErrNoOutcome when the table has no outcome column.
+	Outcomes(ctx context.Context, consumer string, keys []string) (map[string]string, error)
 
 	Get(ctx context.Context, key, consumer string) ([]MarkerRow, error)
 	List(ctx context.Context, f ListFilter) ([]MarkerRow, error)

@@ -11,6 +11,10 @@ import (
 // table) does not exist. Its text tells the operator what to do.
 var ErrNotMigrated = errors.New("the dedup store is not migrated: run `fieldwork db migrate`")
 
+// ErrNoOutcome means the marker table has no outcome column (a table not migrated to the
+// marker-outcome migration, or another library's table): no marker records an outcome.
+var ErrNoOutcome = errors.New("the marker table has no outcome column")
+
 // NotMigrated wraps ErrNotMigrated with the table that is missing.
 func NotMigrated(table string, cause error) error {
 	return &notMigratedError{table: table, cause: cause}

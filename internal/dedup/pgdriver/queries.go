@@ -2,11 +2,13 @@ package pgdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
@@ -17,6 +19,9 @@ type statements struct {
 	cols      string // the eight columns read, in MarkerRow order
 	claim     string
 	unclaim   string
+	// setOutcome and outcomes write and read the outcome column (fieldwork's own table).
+	setOutcome string
+	outcomes   string
 	getAll    string
 	getOne    string
 	lookup    string
@@ -194,6 +199,8 @@ FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $
 ON CONFLICT (%[3]s, %[4]s) DO NOTHING
 RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s = ANY($2::text[])`, table, c.Consumer, c.EventID)
+	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s = ANY($2::text[]) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
 	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
 	if ty == nil {
 		// Without a consumer, walk the distinct consumers through the primary
@@ -263,6 +270,42 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	}
 	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return fresh, d.classify(err)
+}
+
+func (d *Driver) SetOutcome(ctx context.Context, tx dedupdriver.Tx, consumer string, keys []string, outcome string) error {
+	q, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, d.sql.setOutcome, consumer, keys, outcome)
+	return d.classifyOutcome(err)
+}
+
+func (d *Driver) Outcomes(ctx context.Context, consumer string, keys []string) (map[string]string, error) {
+	rows, err := d.pool.Query(ctx, d.sql.outcomes, consumer, keys)
+	if err != nil {
+		return nil, d.classifyOutcome(err)
+	}
+	out := map[string]string{}
+	var key, outcome string
+	_, err = pgx.ForEachRow(rows, []any{&key, &outcome}, func() error {
+		out[key] = outcome
+		return nil
+	})
+	if err != nil {
+		return nil, d.classifyOutcome(err)
+	}
+	return out, nil
+}
+
+// classifyOutcome is classify, with a table that lacks the outcome column (SQLSTATE 42703,
+// undefined_column) as dedupdriver.ErrNoOutcome.
+func (d *Driver) classifyOutcome(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42703" {
+		return fmt.Errorf("%s: %w", d.table, dedupdriver.ErrNoOutcome)
+	}
+	return d.classify(err)
 }
 
 func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, error) {

@@ -23,6 +23,9 @@ type statements struct {
 	getAll    string
 	getOne    string
 	lookup    string
+	// setOutcome and outcomes write and read the outcome column.
+	setOutcome string
+	outcomes   string
 	forgetAll string
 	forgetOne string
 	pruneAll  string
@@ -50,6 +53,8 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	// A JSON array of ids, unpacked by json_each, is one bind variable
 	// however many ids it holds.
 	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2))`, cols, table, c.Consumer, c.EventID)
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2))`, table, c.Consumer, c.EventID)
+	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2)) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
 	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.EventID, cols)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.Consumer, c.EventID, cols)
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
@@ -244,6 +249,52 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 func jsonArray(keys []string) (string, error) {
 	b, err := json.Marshal(keys)
 	return string(b), err
+}
+
+func (d *Driver) SetOutcome(ctx context.Context, tx dedupdriver.Tx, consumer string, keys []string, outcome string) error {
+	q, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	arr, err := jsonArray(keys)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, d.sql.setOutcome, consumer, arr, outcome)
+	return d.classifyOutcome(err)
+}
+
+func (d *Driver) Outcomes(ctx context.Context, consumer string, keys []string) (map[string]string, error) {
+	arr, err := jsonArray(keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, d.sql.outcomes, consumer, arr)
+	if err != nil {
+		return nil, d.classifyOutcome(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var key, outcome string
+		if err := rows.Scan(&key, &outcome); err != nil {
+			return nil, err
+		}
+		out[key] = outcome
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classifyOutcome(err)
+	}
+	return out, nil
+}
+
+// classifyOutcome is classify, with a table that lacks the outcome column as
+// dedupdriver.ErrNoOutcome.
+func (d *Driver) classifyOutcome(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such column") {
+		return fmt.Errorf("%s: %w", d.table, dedupdriver.ErrNoOutcome)
+	}
+	return d.classify(err)
 }
 
 func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
