@@ -149,6 +149,9 @@ func replayConfirmPrompt(rep *replay.Report) cmdutil.Prompt {
 	if rep.Counts.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d skipped as processed", rep.Counts.Skipped))
 	}
+	if rep.Counts.AlreadyReplayed > 0 {
+		notes = append(notes, fmt.Sprintf("%d left out: replayed before and settled", rep.Counts.AlreadyReplayed))
+	}
 	if len(notes) > 0 {
 		q += "; " + strings.Join(notes, ", ")
 	}

@@ -141,6 +141,12 @@ most --rate records per second, with progress on a terminal and a summary at the
 --skip-processed --consumer C counts but does not send the records whose event C already has
 a marker for.
 
+Replays remember. With a store, the plan counts the selected dead letters an earlier run
+already sent, by run (id, when, their status now). Those whose status is settled (resolved,
+or stale: the consumer handled the event) are left out, and the plan says how many and from
+which runs; --include-replayed sends them too (journaled with the selection). Replayed ones
+whose consumer has no marker yet are sent again, like pending ones.
+
 Journal. Every executed run is recorded in the store with its operator ($USER, or
 --operator), reason, selection, target, counts, status and per-partition checkpoint of
 acknowledged source offsets. SIGINT/SIGTERM stop it cleanly (status interrupted, exit 130); a
@@ -173,6 +179,7 @@ failure marks it failed.
 	fl.Lookup("status").Usage = "pending or replayed: the dead letters dlq list --status lists for --consumer (default each one's group; needs a store)"
 	fl.Lookup("consumer").Usage = "consumer whose markers --status pending and --skip-processed look up"
 	fl.BoolVar(&opts.skipProcessed, "skip-processed", false, "count but do not send records whose event --consumer already processed (needs a store)")
+	fl.BoolVar(&opts.Spec.IncludeReplayed, "include-replayed", false, "also send the dead letters an earlier run sent whose status is settled (resolved or stale), which a replay leaves out")
 	cmdutil.TopicVar(fl, &opts.Spec.To, "to", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionAuto, "auto (the original partition while the partition counts match, else by the key), original (always the original partition) or key (always by the key)")
 	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")

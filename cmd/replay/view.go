@@ -8,6 +8,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -56,6 +57,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	}
 	if c.AlreadySent > 0 {
 		head.Fields = append(head.Fields, [2]string{"already sent", strconv.FormatInt(c.AlreadySent, 10)})
+	}
+	if rb := rep.ReplayedBefore; rb.Records > 0 {
+		head.Fields = append(head.Fields, [2]string{"replayed before", replayedBeforeLabel(st, rb, rep.Filters.IncludeReplayed)})
 	}
 	if rep.LostOffsets > 0 {
 		head.Fields = append(head.Fields, [2]string{"lost to retention", st.Warn.Render(strconv.FormatInt(rep.LostOffsets, 10))})
@@ -144,6 +148,34 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		sections = append(sections, s)
 	}
 	return sections
+}
+
+// replayedBeforeLabel says how many selected dead letters earlier runs sent, which runs, when,
+// their status now, and how many the plan leaves out: "29 by run R at T (10 resolved, 19
+// stale); 29 left out: settled (--include-replayed sends them)".
+func replayedBeforeLabel(st output.Styles, rb replay.ReplayedBefore, included bool) string {
+	var runs []string
+	for i, r := range rb.Runs {
+		if i == 3 {
+			runs = append(runs, fmt.Sprintf("%d more runs", len(rb.Runs)-i))
+			break
+		}
+		var by []string
+		for _, s := range dlq.Statuses {
+			if n := r.Statuses.Of(s); n > 0 {
+				by = append(by, fmt.Sprintf("%d %s", n, s))
+			}
+		}
+		runs = append(runs, fmt.Sprintf("%d by run %s at %s (%s)", r.Records, r.RunID, cmdutil.FormatTime(r.At), strings.Join(by, ", ")))
+	}
+	out := strings.Join(runs, "; ")
+	switch {
+	case rb.LeftOut > 0:
+		out += "; " + st.Warn.Render(fmt.Sprintf("%d left out", rb.LeftOut)) + ": settled, the consumer handled them (--include-replayed sends them)"
+	case included:
+		out += "; settled ones sent again (--include-replayed)"
+	}
+	return out
 }
 
 // replayAimLabel says which consumer groups a plan's records are for (fw.replay.for).

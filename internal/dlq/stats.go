@@ -354,6 +354,21 @@ type StatusCounts struct {
 	Unknown  int64 `json:"unknown"`
 }
 
+// Of is the count of st (a status that is not one of Statuses: Unknown).
+func (c StatusCounts) Of(st Status) int64 {
+	switch st {
+	case StatusPending:
+		return c.Pending
+	case StatusReplayed:
+		return c.Replayed
+	case StatusResolved:
+		return c.Resolved
+	case StatusStale:
+		return c.Stale
+	}
+	return c.Unknown
+}
+
 // Add counts one status; a status that is not one of Statuses counts as unknown.
 func (c *StatusCounts) Add(st Status) {
 	switch st {

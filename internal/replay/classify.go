@@ -36,10 +36,16 @@ const (
 	// arrive as the event itself); counted and listed, and an executed run then exits 3, as
 	// for quarantine.
 	OutcomeIncomplete
+	// OutcomeAlreadyReplayed: selected, but an earlier journaled run sent this very dead
+	// letter and its status is settled (dlq.Status.Settled: resolved, or stale): the consumer
+	// has handled the event, and sending it again would change nothing for fieldwork's
+	// consumer and apply it twice for one that does not deduplicate. Left out (counted, never
+	// sent) unless Spec.IncludeReplayed.
+	OutcomeAlreadyReplayed
 )
 
 func (o Outcome) String() string {
-	return [...]string{"filtered", "send", "quarantined", "skipped", "already-sent", "problem", "incomplete"}[o]
+	return [...]string{"filtered", "send", "quarantined", "skipped", "already-sent", "problem", "incomplete", "already-replayed"}[o]
 }
 
 // decision is a record and what to do with it.
@@ -69,6 +75,10 @@ type decision struct {
 	// own key (keySet: dlq.DeadLetter.HasOriginalKey); the replay sends it instead.
 	key    []byte
 	keySet bool
+	// status is the dead letter's status (dlq.StatusLookup) and replay the latest journaled
+	// run that sent it (nil: none, or no store), for the records a run has not sent itself.
+	status dlq.Status
+	replay *dlq.ReplayRef
 }
 
 // sendKey is the key the replay sends: the original key a convention moved out of the dead
@@ -91,8 +101,10 @@ type classifier struct {
 	// parser reads the dead letters; the headers stay in the record (no copy) and the failure
 	// times are never used here.
 	parser *dlq.Parser
-	// statuses tells the status of the dead letters Spec.Statuses selects by: dlq's rule, the
-	// one `dlq list --status` applies, asked with the plan's source topic ID.
+	// statuses tells the status of the selected dead letters, and which earlier run sent
+	// each: dlq's rule, the one `dlq list --status` applies, asked with the plan's source
+	// topic ID. Spec.Statuses selects by it; a settled dead letter an earlier run sent is left
+	// out (OutcomeAlreadyReplayed). Without a store nothing is looked up.
 	statuses dlq.StatusLookup
 	// out is reused from batch to batch: the decisions of a batch are handled before the next
 	// one is classified; so are dls and at, the dead letters whose status is looked up and the
@@ -146,7 +158,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		}
 		d.outcome = OutcomeSend
 		c.route(d, &dl)
-		if len(c.spec.Statuses) > 0 && !c.sent[sourceRef(r)] {
+		if c.statuses.Enabled() && !c.sent[sourceRef(r)] {
 			c.dls, c.at = append(c.dls, dl), append(c.at, i)
 		}
 		if d.eventID != "" && c.spec.SkipProcessedFor != "" {
@@ -159,9 +171,12 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			return nil, err
 		}
 		for k, info := range infos {
-			if !slices.Contains(c.spec.Statuses, info.Status) {
-				out[c.at[k]].outcome = OutcomeFiltered
+			d := &out[c.at[k]]
+			if len(c.spec.Statuses) > 0 && !slices.Contains(c.spec.Statuses, info.Status) {
+				d.outcome = OutcomeFiltered
+				continue
 			}
+			d.status, d.replay = info.Status, info.Replay
 		}
 	}
 	var processed map[string]dedup.MarkerRow
@@ -179,6 +194,8 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		switch {
 		case c.sent[sourceRef(d.rec)]:
 			d.outcome = OutcomeAlreadySent
+		case d.replay != nil && d.status.Settled() && !c.spec.IncludeReplayed:
+			d.outcome = OutcomeAlreadyReplayed
 		case d.eventID != "" && processed != nil && hasKey(processed, d.eventID):
 			d.outcome = OutcomeSkipped
 		case d.omitted != "":

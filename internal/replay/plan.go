@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -227,17 +228,21 @@ type SampleRecord struct {
 }
 
 // Counts are a report's record counts. Selected = ToSend + Quarantined + Incomplete + Skipped
-// + AlreadySent (+ Problems).
+// + AlreadySent + AlreadyReplayed (+ Problems).
 type Counts struct {
 	Read        int64 `json:"read"`
 	Selected    int64 `json:"selected"`
 	ToSend      int64 `json:"to_send"`
 	Quarantined int64 `json:"quarantined"`
 	// Incomplete counts the bounded copies selected (OutcomeIncomplete): never sent.
-	Incomplete  int64 `json:"incomplete"`
-	Skipped     int64 `json:"skipped"`
+	Incomplete int64 `json:"incomplete"`
+	Skipped    int64 `json:"skipped"`
+	// AlreadySent counts a resumed run's records that the run itself sent before it stopped.
 	AlreadySent int64 `json:"already_sent"`
-	Problems    int64 `json:"problems"`
+	// AlreadyReplayed counts the settled dead letters an earlier run sent, left out
+	// (OutcomeAlreadyReplayed; Report.ReplayedBefore says which runs).
+	AlreadyReplayed int64 `json:"already_replayed"`
+	Problems        int64 `json:"problems"`
 	// MalformedToSend counts the records to send that were dead-lettered as malformed: the
 	// same bytes fail the same way again, whatever was fixed downstream.
 	MalformedToSend int64 `json:"malformed_to_send"`
@@ -278,6 +283,63 @@ type Report struct {
 	Edit *EditReport `json:"edit,omitempty"`
 	// Guards are the guards' warnings (Spec.Strict refuses to execute when there are any).
 	Guards []Notice `json:"guards"`
+	// ReplayedBefore are the selected dead letters that earlier journaled runs sent, by run.
+	ReplayedBefore ReplayedBefore `json:"replayed_before"`
+}
+
+// ReplayedBefore counts the selected dead letters that earlier journaled runs already sent
+// (the latest run that sent each, dlq.StatusInfo.Replay), with their status now; the settled
+// ones (dlq.Status.Settled) are left out unless Spec.IncludeReplayed. A resumed run's own
+// sends are Counts.AlreadySent, not these. Without a store nothing is known: all zero.
+type ReplayedBefore struct {
+	// Records is how many selected dead letters an earlier run sent; LeftOut how many of them
+	// the plan leaves out (Counts.AlreadyReplayed).
+	Records int64 `json:"records"`
+	LeftOut int64 `json:"left_out"`
+	// Runs are the runs that sent them, latest first (at most 100; the counts are exact).
+	Runs []PriorRun `json:"runs"`
+}
+
+// PriorRun is one earlier run that sent selected dead letters.
+type PriorRun struct {
+	RunID string `json:"run_id"`
+	// At is when the broker acknowledged the latest of its copies among them.
+	At      time.Time `json:"at"`
+	Records int64     `json:"records"`
+	LeftOut int64     `json:"left_out"`
+	// Statuses are their statuses now.
+	Statuses dlq.StatusCounts `json:"statuses"`
+}
+
+// add counts d, selected, whose dead letter an earlier run sent (d.replay).
+func (rb *ReplayedBefore) add(d *decision) {
+	rb.Records++
+	left := d.outcome == OutcomeAlreadyReplayed
+	if left {
+		rb.LeftOut++
+	}
+	i := slices.IndexFunc(rb.Runs, func(r PriorRun) bool { return r.RunID == d.replay.RunID })
+	if i < 0 {
+		if len(rb.Runs) >= maxGroups {
+			return
+		}
+		rb.Runs = append(rb.Runs, PriorRun{RunID: d.replay.RunID, At: d.replay.At})
+		i = len(rb.Runs) - 1
+	}
+	r := &rb.Runs[i]
+	r.Records++
+	if left {
+		r.LeftOut++
+	}
+	if d.replay.At.After(r.At) {
+		r.At = d.replay.At
+	}
+	r.Statuses.Add(d.status)
+}
+
+// sort orders the runs latest first.
+func (rb *ReplayedBefore) sort() {
+	sort.SliceStable(rb.Runs, func(i, j int) bool { return rb.Runs[i].At.After(rb.Runs[j].At) })
 }
 
 // maxGroups bounds the groups a report names.
@@ -311,6 +373,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 		Groups: []string{}, Guards: []Notice{}, Edit: p.edit, ForGroup: p.Spec.ForGroup, AllGroups: p.Spec.AllGroups,
+		ReplayedBefore: ReplayedBefore{Runs: []PriorRun{}},
 	}
 	g := newGuard(c, st, &p.Spec)
 	groupless := false
@@ -338,6 +401,9 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			return nil
 		}
 		rep.Counts.Selected++
+		if d.replay != nil && d.outcome != OutcomeAlreadySent {
+			rep.ReplayedBefore.add(d)
+		}
 		switch d.outcome {
 		case OutcomeQuarantined:
 			rep.Counts.Quarantined++
@@ -353,6 +419,8 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 			rep.Counts.Skipped++
 		case OutcomeAlreadySent:
 			rep.Counts.AlreadySent++
+		case OutcomeAlreadyReplayed:
+			rep.Counts.AlreadyReplayed++
 		case OutcomeProblem:
 			rep.Counts.Problems++
 			if len(rep.Problems) < maxListed {
@@ -413,6 +481,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	sortTargets(rep.Targets)
 	sortTargets(rep.Missing)
+	rep.ReplayedBefore.sort()
 	slices.Sort(rep.Groups)
 	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
 		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true

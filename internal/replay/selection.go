@@ -45,6 +45,8 @@ type Filters struct {
 	Status        []string `json:"status,omitempty"`
 	Consumer      string   `json:"consumer,omitempty"`
 	SkipProcessed bool     `json:"skip_processed,omitempty"`
+	// IncludeReplayed sends settled dead letters an earlier run sent (Spec.IncludeReplayed).
+	IncludeReplayed bool `json:"include_replayed,omitempty"`
 }
 
 // Selection describes what the spec reads.
@@ -69,6 +71,7 @@ func (s *Spec) Filters() Filters {
 		f.Status = append(f.Status, string(st))
 	}
 	f.Consumer = consumer
+	f.IncludeReplayed = s.IncludeReplayed
 	if s.SkipProcessedFor != "" {
 		f.SkipProcessed = true
 		if f.Consumer == "" {
@@ -104,6 +107,9 @@ func (f Filters) Flags() [][2]string {
 	add("--consumer", f.Consumer)
 	if f.SkipProcessed {
 		out = append(out, [2]string{"--skip-processed", ""})
+	}
+	if f.IncludeReplayed {
+		out = append(out, [2]string{"--include-replayed", ""})
 	}
 	return out
 }

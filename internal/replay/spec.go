@@ -70,11 +70,17 @@ type Spec struct {
 	//   - replayed: a journaled replay sent this dead letter and the consumer still has no
 	//     marker — its copy failed again, was skipped, or went where it was lost: a second
 	//     replay is the operator's decision, never the default.
-	// resolved (the consumer processed the event: a replay would be a duplicate it skips) and
+	// resolved and stale (the consumer processed the event: a replay would be a duplicate it
+	// skips) and
 	// unknown (no event id or no consumer: nothing tells that a replay is needed) are refused
 	// by Validate; the other filters select such dead letters. A resumed run's records that it
 	// journaled as sent are already-sent, whatever their status now.
 	Statuses []dlq.Status `json:"statuses,omitempty"`
+	// IncludeReplayed sends the selected dead letters that an earlier journaled run already
+	// sent and whose status is settled (resolved, or stale: dlq.Status.Settled), which a
+	// replay otherwise leaves out (OutcomeAlreadyReplayed, counted and named by run in the
+	// plan: Report.ReplayedBefore). Their status is StatusConsumer's, as for Statuses.
+	IncludeReplayed bool `json:"include_replayed,omitempty"`
 	// StatusConsumer is the consumer whose markers Statuses look up; "" means each dead
 	// letter's own consumer group, as `dlq list` without --consumer.
 	StatusConsumer string `json:"status_consumer,omitempty"`
@@ -250,8 +256,8 @@ func (s *Spec) validateStatuses() error {
 	for _, st := range s.Statuses {
 		switch {
 		case slices.Contains(ReplayStatuses, st):
-		case st == dlq.StatusResolved:
-			return fwerr.Usagef("--status resolved: the consumer has processed these events; a replay would send duplicates it skips (a replay selects pending or replayed dead letters)")
+		case st.Settled():
+			return fwerr.Usagef("--status %s: the consumer has processed these events; a replay would send duplicates it skips (a replay selects pending or replayed dead letters; --include-replayed sends settled dead letters an earlier run sent along with the rest)", st)
 		case st == dlq.StatusUnknown:
 			return fwerr.Usagef("--status unknown: these dead letters have no event id or no consumer to ask, so nothing tells that they need a replay (select them by the other filters; a replay selects pending or replayed dead letters)")
 		default:

@@ -125,7 +125,9 @@ func (t *tracker) commit(o Outcome) {
 	case OutcomeQuarantined:
 		t.committed.Selected++
 		t.committed.Quarantined++
-	case OutcomeSkipped:
+	case OutcomeSkipped, OutcomeAlreadyReplayed:
+		// The journal counts the settled dead letters an earlier run sent, left out, as
+		// skipped: selected and not sent, by choice.
 		t.committed.Selected++
 		t.committed.Skipped++
 	case OutcomeIncomplete:

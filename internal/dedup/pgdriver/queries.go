@@ -16,19 +16,19 @@ import (
 
 // statements are built once per store from validated, quoted names and the table's shape.
 type statements struct {
-	cols      string // the eight columns read, in MarkerRow order
-	claim     string
-	unclaim   string
+	cols    string // the eight columns read, in MarkerRow order
+	claim   string
+	unclaim string
 	// setOutcome and outcomes write and read the outcome column (fieldwork's own table).
 	setOutcome string
 	outcomes   string
-	getAll    string
-	getOne    string
-	lookup    string
-	forgetAll string
-	forgetOne string
-	pruneAll  string
-	pruneOne  string
+	getAll     string
+	getOne     string
+	lookup     string
+	forgetAll  string
+	forgetOne  string
+	pruneAll   string
+	pruneOne   string
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
 	candidatesAll  string
 	candidatesOne  string

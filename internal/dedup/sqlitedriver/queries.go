@@ -16,20 +16,20 @@ import (
 const claimChunk = 4000
 
 type statements struct {
-	cols      string
-	insert    string // INSERT … (cols) VALUES, rows appended per chunk
-	conflict  string
-	unclaim   string
-	getAll    string
-	getOne    string
-	lookup    string
+	cols     string
+	insert   string // INSERT … (cols) VALUES, rows appended per chunk
+	conflict string
+	unclaim  string
+	getAll   string
+	getOne   string
+	lookup   string
 	// setOutcome and outcomes write and read the outcome column.
 	setOutcome string
 	outcomes   string
-	forgetAll string
-	forgetOne string
-	pruneAll  string
-	pruneOne  string
+	forgetAll  string
+	forgetOne  string
+	pruneAll   string
+	pruneOne   string
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
 	candidatesAll string
 	candidatesOne string
