@@ -15,7 +15,7 @@ type Entry struct {
 }
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
-// its Status, or null when it was not looked up; and replay: the latest journaled replay of
+// its Status, or null when it was not looked up; and last_replay: the latest journaled replay of
 // the dead letter (StatusInfo.Replay, whatever the status), null when none is known.
 func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
@@ -31,7 +31,7 @@ func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
 	} else {
 		out = appendJSONString(out, string(e.Status.Status))
 	}
-	out = append(out, `,"replay":`...)
+	out = append(out, `,"last_replay":`...)
 	if e.Status.Replay == nil {
 		out = append(out, "null"...)
 	} else {
