@@ -94,6 +94,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"ListPagingAndFilters", testList},
 		{"Stats", testStats},
 		{"CustomColumnMapping", testCustomColumns},
+		{"MarkerOutcome", testMarkerOutcome},
 		{"JournalRunRoundTrip", testJournalRunRoundTrip},
 		{"JournalProgress", testJournalProgress},
 		{"JournalTakeOver", testJournalTake},
@@ -1252,6 +1253,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plai
 	if removed, err := st.Forget(ctx, "legacy", []string{"new-one"}); err != nil || len(removed) != 1 {
 		t.Fatalf("forget on the mapped table: %v %v", removed, err)
 	}
+	// A table of its own records no outcome: recording one does nothing, reading finds none.
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		return st.SetOutcome(ctx, tx, "legacy", []string{"pre-existing"}, dedup.OutcomeStale)
+	}); err != nil {
+		t.Fatalf("set outcome on the mapped table: %v", err)
+	}
+	if got, err := st.Outcomes(ctx, "legacy", []string{"pre-existing"}); err != nil || len(got) != 0 {
+		t.Fatalf("outcomes on the mapped table: %v %v", got, err)
+	}
 	if _, err := st.Migrate(ctx, false); err == nil {
 		t.Fatal("migrate with a column mapping was not refused")
 	}
@@ -1268,5 +1278,60 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plai
 	}
 	if err == nil || errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "event_key") {
 		t.Fatalf("missing mapped column: %v", err)
+	}
+}
+
+// testMarkerOutcome: a marker records that its event was ignored as stale (the outcome column,
+// written in the transaction that claims it), per consumer, for long ids too; a rollback
+// leaves none; a table without the column (not migrated to it) reads as having none, without
+// an error.
+func testMarkerOutcome(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	long := strings.Repeat("l", dedup.MaxInlineEventIDBytes+10)
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		if _, err := st.Claim(ctx, tx, "c1", markers("applied", "stale", long)); err != nil {
+			return err
+		}
+		if _, err := st.Claim(ctx, tx, "c2", markers("stale")); err != nil {
+			return err
+		}
+		return st.SetOutcome(ctx, tx, "c1", []string{"stale", long}, dedup.OutcomeStale)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Outcomes(ctx, "c1", []string{"applied", "stale", long, "missing"})
+	if err != nil || len(got) != 2 || got["stale"] != dedup.OutcomeStale || got[long] != dedup.OutcomeStale {
+		t.Fatalf("outcomes of c1: %v %v", got, err)
+	}
+	if got, err := st.Outcomes(ctx, "c2", []string{"stale"}); err != nil || len(got) != 0 {
+		t.Fatalf("outcomes of c2 (applied): %v %v", got, err)
+	}
+	if found, err := st.Lookup(ctx, "c1", []string{"stale"}); err != nil || len(found) != 1 {
+		t.Fatalf("a stale event's marker: %v %v", found, err)
+	}
+
+	rollback := errors.New("rollback")
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		if err := st.SetOutcome(ctx, tx, "c1", []string{"applied"}, dedup.OutcomeStale); err != nil {
+			return err
+		}
+		return rollback
+	}); !errors.Is(err, rollback) {
+		t.Fatal(err)
+	}
+	if got, err := st.Outcomes(ctx, "c1", []string{"applied"}); err != nil || len(got) != 0 {
+		t.Fatalf("outcome after a rollback: %v %v", got, err)
+	}
+
+	// A table from before the outcome column: no outcomes, no error.
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := tx.Exec(ctx, `ALTER TABLE `+st.Table()+` DROP COLUMN outcome`)
+		return err
+	}); err != nil {
+		t.Fatalf("drop the outcome column: %v", err)
+	}
+	if got, err := st.Outcomes(ctx, "c1", []string{"stale"}); err != nil || len(got) != 0 {
+		t.Fatalf("outcomes without the column: %v %v", got, err)
 	}
 }
