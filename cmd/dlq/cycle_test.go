@@ -137,6 +137,7 @@ func TestDLQConsumeReplayCycle(t *testing.T) {
         "pending": 1,
         "replayed": 0,
         "resolved": 1,
+        "stale": 0,
         "unknown": 1
       }`) {
 		t.Errorf("stats: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)

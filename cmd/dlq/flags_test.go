@@ -38,7 +38,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{Args: []string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, Want: "choose either --key or --key-base64, not both"},
 		{Args: []string{"dlq", "list", "--key-base64", "%%%"}, Want: "--key-base64: illegal base64 data"},
 		{Args: []string{"dlq", "list", "--limit", "-1"}, Want: `invalid argument "-1" for "--limit" flag: must be 0 (no limit) or more`},
-		{Args: []string{"dlq", "list", "--status", "done"}, Want: `--status "done": want some of pending, replayed, resolved, unknown`},
+		{Args: []string{"dlq", "list", "--status", "done"}, Want: `--status "done": want some of pending, replayed, resolved, stale, unknown`},
 		{Args: []string{"dlq", "list", "--status", "pending"}, Want: "--status needs the dedup store: pass --dsn"},
 		{Args: []string{"dlq", "list", "--consumer", "billing"}, Want: "--consumer needs the dedup store: pass --dsn"},
 		{Args: []string{"dlq", "list", "--consumer", "billing", "--no-status", "--dsn", "sqlite:x.db"}, Want: "--consumer is about the status, which --no-status turns off"},

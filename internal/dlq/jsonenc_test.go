@@ -57,13 +57,16 @@ func TestAppendJSON(t *testing.T) {
 		d.HeaderProblems = []HeaderProblem{{Header: s, Problem: s}, {}}
 		checkAppendJSON(t, d)
 		checkAppendJSON(t, DeadLetter{Timestamp: tm, Key: []byte{}, Value: nil})
-		for _, st := range []Status{"", StatusPending, Status(s)} {
+		for i, st := range []Status{"", StatusPending, Status(s)} {
 			e := Entry{DeadLetter: d, Status: StatusInfo{Status: st}}
 			var status *Status
 			if st != "" {
 				status = &st
 			}
-			want, werr := appendJSONFields(nil, d, jsonField{"status", status})
+			if i == 2 {
+				e.Status.Replay = &ReplayRef{RunID: s, At: tm, TargetTopic: s, TargetPartition: 1, TargetOffset: 2}
+			}
+			want, werr := appendJSONFields(nil, d, jsonField{"status", status}, jsonField{"last_replay", e.Status.Replay})
 			got, gerr := e.AppendJSON(nil)
 			if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
 				t.Fatalf("entry with status %q:\n got %s %v\nwant %s %v", st, got, gerr, want, werr)

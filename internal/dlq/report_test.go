@@ -18,14 +18,14 @@ func TestEntryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(string(b), `"header_problems":[],"status":null}`) || !strings.HasPrefix(string(b), `{"topic":"t.dlq",`) {
+	if !strings.HasSuffix(string(b), `"header_problems":[],"status":null,"last_replay":null}`) || !strings.HasPrefix(string(b), `{"topic":"t.dlq",`) {
 		t.Errorf("no status: %s", b)
 	}
 	b, err = json.Marshal(Entry{DeadLetter: d, Status: StatusInfo{Status: StatusPending, Consumer: "g"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(string(b), `"status":"pending"}`) {
+	if !strings.HasSuffix(string(b), `"status":"pending","last_replay":null}`) {
 		t.Errorf("pending: %s", b)
 	}
 	// It reads back as the dead letter it holds.
@@ -169,7 +169,7 @@ func TestStatsWithStatus(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	b, _ := json.Marshal(got[0])
-	if want := `{"reason":"rejected","count":3,"oldest":"2026-03-14T12:00:00Z","newest":"2026-03-14T12:00:00Z","in_window":3,"rate_per_hour":3,"status":{"pending":2,"replayed":0,"resolved":1,"unknown":0}}`; string(b) != want {
+	if want := `{"reason":"rejected","count":3,"oldest":"2026-03-14T12:00:00Z","newest":"2026-03-14T12:00:00Z","in_window":3,"rate_per_hour":3,"status":{"pending":2,"replayed":0,"resolved":1,"stale":0,"unknown":0}}`; string(b) != want {
 		t.Errorf("json\n got %s\nwant %s", b, want)
 	}
 }
