@@ -328,7 +328,7 @@ func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *dev
 			"%d dead-lettered to tasks.dlq (%d malformed, %d rejected).", c.Rejects, c.Records, c.Applied, c.Duplicates, c.Stale,
 			c.DeadLettered, c.DeadLetteredByReason[dlq.ReasonMalformed], c.DeadLetteredByReason[dlq.ReasonRejected]))
 		say("  ", fmt.Sprintf("The fix is --handler projection (release %s): replay the rejected dead letters, consume, "+
-			"and they are resolved.", demo.FixedRelease))
+			"and they are settled: resolved, or stale where the task already had a newer version.", demo.FixedRelease))
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, st.Title.Render("Try")+", in another terminal:")

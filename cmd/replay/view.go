@@ -181,6 +181,8 @@ func replayedBeforeLabel(st output.Styles, rb replay.ReplayedBefore, included bo
 // replayAimLabel says which consumer groups a plan's records are for (fw.replay.for).
 func replayAimLabel(rep *replay.Report) string {
 	switch {
+	case rep.Counts.ToSend == 0 && rep.ForGroup == "" && !rep.AllGroups:
+		return "- (nothing to send)"
 	case rep.AllGroups:
 		return "every group (--all-groups)"
 	case rep.ForGroupDefault:

@@ -71,28 +71,55 @@ func TestDuplicatesAbsorbed(t *testing.T) {
 }
 
 // TestStaleVersionsAreNoOps: an older version re-emitted after a newer one does not change
-// the projection, and is still marked.
+// the projection, and is still marked, with the outcome stale (dedup.OutcomeStale) that the
+// applied events' markers do not have: through the batch handler and event by event.
 func TestStaleVersionsAreNoOps(t *testing.T) {
 	t.Parallel()
-	st, schema := pgStore(t)
-	topic, _ := topics(t, 2)
-	recs, man, err := sample.Generate(sample.Options{Seed: 12, Aggregates: 12, EventsPerAggregate: 6, DuplicateFraction: 0.1, Stale: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
-	const group = "projection-stale"
-	h := handler(t, st, schema, handlers.NameProjection, group, handlers.Config{})
-	stats := run(t, engineOpts(t, st, h, topic, group))
-	if stats.Stale != int64(len(man.Stale)) || stats.Processed != int64(man.Events) || stats.DeadLettered != 0 {
-		t.Errorf("stats %+v; want %d stale, %d processed", stats, len(man.Stale), man.Events)
-	}
-	checkProjection(t, st, schema, group, man)
-	for _, s := range man.Stale {
-		rows, err := st.Get(context.Background(), s.EventID, group)
-		if err != nil || len(rows) != 1 {
-			t.Errorf("stale event %s: markers %v, %v; want it marked", s.EventID, rows, err)
-		}
+	for _, perEvent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "per-event"}[perEvent], func(t *testing.T) {
+			st, schema := pgStore(t)
+			topic, _ := topics(t, 2)
+			recs, man, err := sample.Generate(sample.Options{Seed: 12, Aggregates: 12, EventsPerAggregate: 6, DuplicateFraction: 0.1, Stale: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+			const group = "projection-stale"
+			h := handler(t, st, schema, handlers.NameProjection, group, handlers.Config{})
+			o := engineOpts(t, st, h, topic, group)
+			o.PerEvent = perEvent
+			stats := run(t, o)
+			if stats.Stale != int64(len(man.Stale)) || stats.Processed != int64(man.Events) || stats.DeadLettered != 0 {
+				t.Errorf("stats %+v; want %d stale, %d processed", stats, len(man.Stale), man.Events)
+			}
+			checkProjection(t, st, schema, group, man)
+			var stale []string
+			for _, s := range man.Stale {
+				rows, err := st.Get(context.Background(), s.EventID, group)
+				if err != nil || len(rows) != 1 {
+					t.Errorf("stale event %s: markers %v, %v; want it marked", s.EventID, rows, err)
+				}
+				stale = append(stale, s.EventID)
+			}
+			var all []string // every record's event id: the applied events' and the stale ones'
+			for _, id := range man.EventIDs {
+				if id != "" {
+					all = append(all, id)
+				}
+			}
+			outcomes, err := st.Outcomes(context.Background(), group, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range stale {
+				if outcomes[id] != dedup.OutcomeStale {
+					t.Errorf("stale event %s: outcome %q, want %q", id, outcomes[id], dedup.OutcomeStale)
+				}
+			}
+			if len(outcomes) != len(stale) {
+				t.Errorf("%d markers say stale, want the %d stale events'", len(outcomes), len(stale))
+			}
+		})
 	}
 }
 
