@@ -11,7 +11,7 @@ import (
 // remainder one each to the first parts at the level, never below a floor.
 func TestFill(t *testing.T) {
 	for _, tc := range []struct {
-		n                   int64
+		n                     int64
 		floor, capacity, want []int64
 	}{
 		{200, []int64{0, 0}, []int64{3000, 32}, []int64{168, 32}},
