@@ -278,6 +278,9 @@ type Report struct {
 	Edit *EditReport `json:"edit,omitempty"`
 	// Guards are the guards' warnings (Spec.Strict refuses to execute when there are any).
 	Guards []Notice `json:"guards"`
+	// Execution is how the plan executes (its rate, its batching) and where each setting came
+	// from: a resumed run's own, journaled with it, unless given again. Set by the flow (Run).
+	Execution *ExecutionReport `json:"execution"`
 }
 
 // maxGroups bounds the groups a report names.
