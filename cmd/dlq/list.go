@@ -49,13 +49,16 @@ Topics are read one partition at a time, in topic and partition order, each in o
 up to the end offsets taken when the command starts. JSON Lines and CSV are written while the
 scan runs.
 
---limit (default 100) is shared fairly by the topics: each gets what is left of the limit
-divided by the topics still to read, so a topic with few dead letters leaves its part to the
-next ones, and one full topic never crowds out the others. When any topic has more than its
-share, stderr says that more remain and in which topics, and, when stdout is not a terminal,
-the output ends with the truncation mark (--mark-truncated). A listing cut at the default
-limit and written to a pipe or a file exits 7 (partial), so that a script never takes it for
-the whole answer; give --limit N to ask for at most N (exit 0), or --limit 0 for everything.
+--limit (default 100) is shared fairly: evenly by the topics and, within a topic, by its
+partitions; what a small topic or partition does not use goes to the others, so one full
+topic never crowds out the others. Rows come in topic, partition and offset order, except
+those a partition with fewer dead letters than offsets left room for, which follow. When a
+topic has more than its share, stderr says what each topic gave and, for each one cut, at
+most how many more it has (--limit 200 is shared by 2 topics: 168 from big.dlq (up to 2832
+more), all 32 from tasks.dlq), and, when stdout is not a terminal, the output ends with the
+truncation mark (--mark-truncated). A listing cut at the default limit and written to a pipe
+or a file exits 7 (partial), so that a script never takes it for the whole answer; give
+--limit N to ask for at most N (exit 0), or --limit 0 for everything.
 
 A record whose dead-letter headers cannot be read is listed anyway: the table's PROBLEMS
 column and JSON's header_problems say which header and why.
@@ -143,8 +146,8 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	if err := stream.Close(); err != nil {
 		return err
 	}
-	if res.More && len(topics) > 1 {
-		fmt.Fprintf(opts.Streams.ErrText(), "--limit %d is shared by %d topics; more remain in %s\n", opts.Limit, len(topics), strings.Join(res.Cut, ", "))
+	if res.More && len(res.Shares) > 1 {
+		fmt.Fprintln(opts.Streams.ErrText(), limitShares(opts.Limit, res.Shares))
 	}
 	if res.More && !opts.Streams.OutTTY && !opts.LimitGiven {
 		return fwerr.Partialf("the output stops at the default --limit %d and more dead letters remain: pass --limit N to ask for at most N, or --limit 0 for all", opts.Limit)
@@ -153,6 +156,22 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		fmt.Fprintln(opts.Streams.ErrText(), dlqNothingFound(topics, res.ScanResult))
 	}
 	return nil
+}
+
+// limitShares is the note on a limit shared by several topics and cut: what each topic had
+// listed and, for every topic cut, at most how many more it has.
+// --limit 200 is shared by 2 topics: 168 from big.dlq (up to 2832 more), all 32 from tasks.dlq
+func limitShares(limit int, shares []dlq.TopicShare) string {
+	parts := make([]string, 0, len(shares))
+	for _, t := range shares {
+		switch {
+		case t.More:
+			parts = append(parts, fmt.Sprintf("%d from %s (up to %d more)", t.Listed, t.Topic, t.Left))
+		case t.Listed > 0:
+			parts = append(parts, fmt.Sprintf("all %d from %s", t.Listed, t.Topic))
+		}
+	}
+	return fmt.Sprintf("--limit %d is shared by %d topics: %s", limit, len(shares), strings.Join(parts, ", "))
 }
 
 // followDLQ goes on from where the listing's scan was planned to end: new dead letters are

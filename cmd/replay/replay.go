@@ -55,6 +55,7 @@ type ReplayOptions struct {
 	valueFile  string
 	setHeaders []string
 	fromFile   string
+	rateGiven  bool
 	Now        func() time.Time
 }
 
@@ -149,8 +150,10 @@ whose consumer has no marker yet are sent again, like pending ones.
 
 Journal. Every executed run is recorded in the store with its operator ($USER, or
 --operator), reason, selection, target, counts, status and per-partition checkpoint of
-acknowledged source offsets. SIGINT/SIGTERM stop it cleanly (status interrupted, exit 130); a
-failure marks it failed.
+acknowledged source offsets, and how it executes (--rate and the batching; the partitioner,
+partition rule, edit, stop rule and group are the selection's): replay resume executes it
+the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status interrupted, exit
+130); a failure marks it failed.
 
   replay runs                    the journal's runs, newest first
   replay show RUN                one run: selection, counts, checkpoints, targets
@@ -272,6 +275,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	if err := opts.Rate.Check(); err != nil {
 		return err
 	}
+	opts.rateGiven = cmd.Flags().Changed("rate")
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
@@ -378,14 +382,15 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		sample = -1 // --sample 0: none
 	}
 	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{
-		Execute:  opts.Execute,
-		Yes:      opts.Yes,
-		RunID:    replay.NewRunID(opts.Now()),
-		Operator: replay.Operator(opts.Operator, opts.Getenv),
-		Reason:   opts.Reason,
-		Rate:     float64(opts.Rate),
-		Sample:   sample,
-		Schemas:  cl.Schemas,
-		Editor:   opts.Edit,
+		Execute:   opts.Execute,
+		Yes:       opts.Yes,
+		RunID:     replay.NewRunID(opts.Now()),
+		Operator:  replay.Operator(opts.Operator, opts.Getenv),
+		Reason:    opts.Reason,
+		Rate:      float64(opts.Rate),
+		RateGiven: opts.rateGiven,
+		Sample:    sample,
+		Schemas:   cl.Schemas,
+		Editor:    opts.Edit,
 	})
 }

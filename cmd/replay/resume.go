@@ -17,6 +17,8 @@ type ReplayResumeOptions struct {
 	RunID string
 	Force bool
 	Rate  cmdutil.RateFlag
+	// RateGiven is whether --rate was given: it then overrides the run's journaled rate.
+	RateGiven bool
 }
 
 // NewCmdReplayResume builds `replay resume RUN`.
@@ -28,7 +30,12 @@ func NewCmdReplayResume(f *cmdutil.Factory, runF func(context.Context, *ReplayRe
 		Long: `Continue a journaled run that did not complete (interrupted, failed, or marked running by a
 process that is gone): each partition from just after its checkpoint to the end offset fixed
 when the run was planned (never re-taken, so records that arrived since are not read), with
-the run's own selection, filters, target, loop guard and reason. Records the journal shows as
+the run's own selection, filters, target, loop guard and reason, and as the run was meant to
+execute: its --rate, partitioner and partition rule, edit, stop rule, group and batching, all
+journaled with it; the plan and the summary say so (rate 5000/s (from the run)). --rate
+overrides the journaled rate (--rate 0: no cap) and is journaled in its place, so that a
+second resume keeps it. A run journaled by an earlier version, without its rate, resumes
+with no cap, and says that its rate is unknown. Records the journal shows as
 acknowledged are not sent again; only what the interrupted process had sent without the
 journal knowing (at most its duplicate window: the producer's buffer plus one journal batch)
 can be sent twice, which idempotent consumers absorb.
@@ -43,6 +50,7 @@ resume (exit 0).`,
 		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.RunID = args[0]
+			opts.RateGiven = cmd.Flags().Changed("rate")
 			if err := opts.Rate.Check(); err != nil {
 				return err
 			}
@@ -52,6 +60,7 @@ resume (exit 0).`,
 	opts.RegisterYes(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
 	opts.Rate.Register(cmd.Flags())
+	cmd.Flags().Lookup("rate").Usage = "send at most this many records per second, in place of the rate the run was journaled with (0: no cap)"
 	return cmd
 }
 
@@ -66,5 +75,5 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	if err != nil {
 		return err
 	}
-	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: float64(opts.Rate), Sample: -1})
+	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
 }

@@ -68,6 +68,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
 	}
 	head.Fields = append(head.Fields, [2]string{"for group", replayAimLabel(rep)})
+	if e := rep.Execution; e != nil {
+		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
+	}
 	if n := len(rep.Guards); n > 0 {
 		head.Fields = append(head.Fields, [2]string{"guards", st.Warn.Render(strconv.Itoa(n)) + " (warnings on stderr; --strict refuses)"})
 	}
@@ -276,6 +279,9 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 	}}
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
+	}
+	if e := sum.Execution; e != nil {
+		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
 	}
 	if sum.IncompleteCount > 0 {
 		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(sum.IncompleteCount, 10)) + " (bounded copies: never sent)"})

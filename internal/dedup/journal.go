@@ -134,9 +134,10 @@ func (s *Store) SaveReplayProgress(ctx context.Context, p ReplayProgress) error 
 // TakeReplayRun makes owner the driver of run id, status running, provided
 // the run still has fromStatus and fromOwner (as the caller read them):
 // of two processes resuming one run, one wins and the other gets
-// ErrRunNotOwned.
-func (s *Store) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string) error {
-	ok, err := s.journal().TakeReplayRun(ctx, id, fromStatus, fromOwner, owner, time.Now())
+// ErrRunNotOwned. A selection that is not empty replaces the run's in the
+// same update: how the resumed run executes is journaled as it is taken.
+func (s *Store) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection JSONText) error {
+	ok, err := s.journal().TakeReplayRun(ctx, id, fromStatus, fromOwner, owner, selection, time.Now())
 	if err != nil {
 		return fmt.Errorf("take replay run %s: %w", id, err)
 	}

@@ -24,8 +24,9 @@
 //
 // Decisions where docs/design.md is silent:
 //   - A list reads one partition at a time, topics and partitions in name and number order,
-//     each in offset order, so that a limit keeps the same dead letters every time; it reads
-//     until one dead letter past the limit is found, so "more remain" is never a guess.
+//     each in offset order, so that a limit keeps the same dead letters every time. A limit is
+//     water-filled over topics, then partitions, in rounds (List); each partition is read
+//     until one dead letter past its share is found, so "more remain" is never a guess.
 //     Summaries read every partition at once: their order does not matter.
 //   - A dead letter's status is for one consumer: --consumer, else the group the dead letter
 //     names (fieldwork's consumer writes markers under its group name unless told

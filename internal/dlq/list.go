@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Entry is a dead letter as `dlq list` shows it: the normalised view and, when a store was
@@ -98,55 +102,242 @@ type ListResult struct {
 	Listed int
 	// More is true when the limit was reached and at least one more dead letter matched.
 	More bool
-	// Cut are the topics, in scan order, that had more matching dead letters than their
-	// share of the limit (see List).
-	Cut []string
+	// Shares are the scan's topics, in scan order, with what each had listed of the limit and
+	// whether the limit left some of its dead letters out (see List); nil without a limit.
+	Shares []TopicShare
+}
+
+// TopicShare is one topic's part of a limit: the dead letters of it that were listed and,
+// when the limit left some out, at most how many.
+type TopicShare struct {
+	Topic  string
+	Listed int
+	// More is true when at least one of the topic's dead letters is left out.
+	More bool
+	// Left is at most how many are left out when More: the offsets not read of the topic's
+	// partitions that had more (the filters and compaction may leave fewer); 0 otherwise.
+	Left int64
+}
+
+// Cut are the topics, in scan order, some of whose dead letters the limit left out.
+func (r ListResult) Cut() []string {
+	var out []string
+	for _, t := range r.Shares {
+		if t.More {
+			out = append(out, t.Topic)
+		}
+	}
+	return out
 }
 
 // List runs s and hands emit every dead letter that passes the filter and the status filter,
-// in scan order, until the limit. Statuses are looked up in batches while the scan streams:
-// emit is called late by at most a batch.
+// until the limit. Statuses are looked up in batches while the scan streams: emit is called
+// late by at most a batch.
 //
-// The limit is shared fairly among the scan's topics (docs/design.md §4): when the first dead
-// letter of a topic arrives, that topic's share is what is left of the limit divided by the
-// topics not yet listed (itself included, rounded up), so what a topic does not use passes on
-// to the topics after it. The dead letters of a topic past its share are held back (at most
-// the limit of them, in scan order) and, when the later topics leave room, listed after them
-// at the end, so that a limit at least as large as everything lists everything. Cut names
-// the topics some of whose dead letters are left out, More says any are. The scan stops at
-// the dead letter after the last topic's share. Over one topic this is the plain limit. The
-// scan must read in order (ScanOptions.InOrder), one topic after the other.
+// The limit is shared fairly (docs/design.md §4): evenly among the scan's topics and, within
+// a topic, evenly among its partitions, what a small topic or partition does not use going to
+// the others (water-filling: each gets as many as it has, up to one level, the highest level
+// the limit allows, the remainder one each to the first ones in scan order). The counts are
+// not known before reading, so the shares are worked out in rounds: the first from the
+// partitions' offsets (what each can have at most), each partition then read from where it
+// stopped until it has its share and one more dead letter (so that "more remain" is never a
+// guess) or to its end (what it has is then known), and the shares worked out again from
+// what the rounds found, never below what was listed, until every partition has its share.
+// Dead letters are handed on as they are found, in topic, partition and offset order within
+// a round; what a later round adds (a partition that had fewer than its offsets promised left
+// room) follows. Nothing is held back: memory does not grow with the limit. Shares says what
+// each topic had listed and which the limit cut. Without a limit everything is listed in scan
+// order. The scan must read in order (ScanOptions.InOrder).
 func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (ListResult, error) {
-	var res ListResult
-	topics := scanTopics(s)
-	index := make(map[string]int, len(topics))
-	for i, t := range topics {
-		index[t] = i
+	if o.Limit <= 0 {
+		return listAll(ctx, s, o, emit)
 	}
-	var held []Entry // past their topic's share, in scan order
-	current, share, inTopic := "", 0, 0
+	var res ListResult
+	parts := make([]partShare, 0, len(s.ranges))
+	for _, r := range s.ranges {
+		parts = append(parts, partShare{r: r})
+	}
+	if s.opts.Progress != nil {
+		s.opts.Progress(0, s.Total())
+	}
+	read := s.reader()
+	for {
+		shares := allot(int64(o.Limit), parts)
+		todo := false
+		for i := range parts {
+			p := &parts[i]
+			if slices.Contains(s.deleted, p.r.Topic) {
+				p.done, p.more = true, false // a topic deleted while it was read has no more
+			}
+			if p.done || (p.more && int64(p.taken) >= shares[i]) {
+				continue
+			}
+			todo = true
+			stop, err := s.readShare(ctx, p, int(shares[i]), o, read, &res, emit)
+			if err != nil || stop {
+				return res, err
+			}
+		}
+		if !todo {
+			break
+		}
+	}
+	for _, p := range parts {
+		if slices.Contains(s.deleted, p.r.Topic) {
+			continue
+		}
+		if n := len(res.Shares); n == 0 || res.Shares[n-1].Topic != p.r.Topic {
+			res.Shares = append(res.Shares, TopicShare{Topic: p.r.Topic})
+		}
+		t := &res.Shares[len(res.Shares)-1]
+		t.Listed += p.taken
+		if p.more {
+			t.More, t.Left = true, t.Left+p.r.Len()
+			res.More = true
+		}
+	}
+	res.Stopped = res.More
+	s.progressEnd(res.ScanResult)
+	return res, nil
+}
+
+// errShareFull ends the read of a partition that has its share and one more dead letter.
+var errShareFull = errors.New("the partition has its share")
+
+// readShare reads p from where it stopped until it has share dead letters listed and one more
+// found (p.more, p.r.Start then at that one) or to its end (p.done). stop is true when emit
+// ended the listing with ErrStop.
+func (s *Scan) readShare(ctx context.Context, p *partShare, share int, o ListOptions, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult, emit func(Entry) error) (stop bool, err error) {
+	p.more = false
 	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
 		}
-		if o.Limit > 0 {
-			if d.Topic != current {
-				// Rounded up, so that a limit smaller than the topics still reaches the first
-				// ones; never more than is left, so that the shares add up to the limit.
-				current, inTopic = d.Topic, 0
-				left, rest := max(len(topics)-index[d.Topic], 1), o.Limit-res.Listed
-				share = (rest + left - 1) / left
-			}
-			if inTopic >= share {
-				if index[d.Topic] == len(topics)-1 || len(held) >= o.Limit {
-					res.More = true
-					addCut(&res, d.Topic)
-					return ErrStop
-				}
-				held = append(held, Entry{DeadLetter: d, Status: info})
-				return nil
-			}
-			inTopic++
+		if p.taken >= share {
+			p.more, p.r.Start = true, d.Offset
+			return errShareFull
+		}
+		p.taken++
+		res.Listed++
+		return emit(Entry{DeadLetter: d, Status: info})
+	})
+	err = s.read(ctx, []kafka.PartitionRange{p.r}, o.Filter, read, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
+	if err == nil {
+		err = b.Flush(ctx)
+	}
+	switch {
+	case errors.Is(err, errShareFull):
+		return false, nil
+	case errors.Is(err, ErrStop):
+		res.Stopped = true
+		return true, nil
+	case err != nil:
+		return true, err
+	}
+	p.done = true
+	return false, nil
+}
+
+// partShare is one partition's part of a shared limit, as List works it out.
+type partShare struct {
+	// r is the partition's planned range, its Start moved to where reading goes on.
+	r     kafka.PartitionRange
+	taken int  // dead letters listed
+	done  bool // read to its end: taken is all it has
+	more  bool // one more dead letter was found, at r.Start
+}
+
+// most is at most how many dead letters p has: what it listed, and every offset not read
+// unless it was read to its end.
+func (p partShare) most() int64 {
+	if p.done {
+		return int64(p.taken)
+	}
+	return int64(p.taken) + p.r.Len()
+}
+
+// allot shares limit among parts: among their topics by fill, each topic's part among its
+// partitions by fill again, none below what it has listed.
+func allot(limit int64, parts []partShare) []int64 {
+	var topicFloor, topicCap []int64
+	var first []int // the index of each topic's first partition
+	for i, p := range parts {
+		if i == 0 || parts[i-1].r.Topic != p.r.Topic {
+			first = append(first, i)
+			topicFloor, topicCap = append(topicFloor, 0), append(topicCap, 0)
+		}
+		t := len(first) - 1
+		topicFloor[t] += int64(p.taken)
+		topicCap[t] += p.most()
+	}
+	topicShare := fill(limit, topicFloor, topicCap)
+	out := make([]int64, 0, len(parts))
+	for t, from := range first {
+		to := len(parts)
+		if t+1 < len(first) {
+			to = first[t+1]
+		}
+		floor, capacity := make([]int64, 0, to-from), make([]int64, 0, to-from)
+		for _, p := range parts[from:to] {
+			floor, capacity = append(floor, int64(p.taken)), append(capacity, p.most())
+		}
+		out = append(out, fill(topicShare[t], floor, capacity)...)
+	}
+	return out
+}
+
+// fill shares n among parts that each have at least floor[i] and at most capacity[i]
+// (floor ≤ capacity, the floors adding up to at most n): part i gets
+// max(floor[i], min(capacity[i], level)) at the highest level whose total is at most n, and
+// what that leaves of n goes one each to the first parts, in order, that are at the level and
+// could take more. When the capacities add up to at most n, each gets its capacity.
+func fill(n int64, floor, capacity []int64) []int64 {
+	at := func(level int64) (total int64) {
+		for i := range floor {
+			total += max(floor[i], min(capacity[i], level))
+		}
+		return total
+	}
+	var top int64
+	for _, c := range capacity {
+		top = max(top, c)
+	}
+	if at(top) <= n {
+		return slices.Clone(capacity)
+	}
+	lo, hi := int64(0), top // at(lo) <= n < at(hi)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if at(mid) <= n {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	out := make([]int64, len(floor))
+	left := n
+	for i := range floor {
+		out[i] = max(floor[i], min(capacity[i], lo))
+		left -= out[i]
+	}
+	for i := range out {
+		if left == 0 {
+			break
+		}
+		if out[i] == lo && capacity[i] > lo {
+			out[i]++
+			left--
+		}
+	}
+	return out
+}
+
+// listAll is List without a limit: every dead letter, in scan order.
+func listAll(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (ListResult, error) {
+	var res ListResult
+	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
+		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
+			return nil
 		}
 		res.Listed++
 		return emit(Entry{DeadLetter: d, Status: info})
@@ -159,45 +350,5 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			res.Stopped, err = true, nil
 		}
 	}
-	if err != nil {
-		return res, err
-	}
-	// The room the later topics left, for what the earlier ones held back.
-	room := min(max(o.Limit-res.Listed, 0), len(held))
-	for _, e := range held[:room] {
-		res.Listed++
-		if err := emit(e); err != nil {
-			return res, err
-		}
-	}
-	if rest := held[room:]; len(rest) > 0 {
-		res.More = true
-		cut := res.Cut
-		res.Cut = nil
-		for _, e := range rest {
-			addCut(&res, e.Topic)
-		}
-		for _, t := range cut {
-			addCut(&res, t)
-		}
-	}
-	return res, nil
-}
-
-// addCut adds topic to res.Cut unless it is there.
-func addCut(res *ListResult, topic string) {
-	if !slices.Contains(res.Cut, topic) {
-		res.Cut = append(res.Cut, topic)
-	}
-}
-
-// scanTopics are the distinct topics of s's ranges, in scan order.
-func scanTopics(s *Scan) []string {
-	var topics []string
-	for _, r := range s.ranges {
-		if len(topics) == 0 || topics[len(topics)-1] != r.Topic {
-			topics = append(topics, r.Topic)
-		}
-	}
-	return topics
+	return res, err
 }

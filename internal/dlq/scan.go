@@ -172,11 +172,6 @@ type ScanResult struct {
 // progressEvery is how many records pass between two Progress calls.
 const progressEvery = 4096
 
-// Run reads the planned ranges, parses every record and calls fn with each dead letter that
-// f matches. fn returning ErrStop ends the scan (Stopped is set, the error is nil); any other
-// error ends it and is returned. The DeadLetter shares memory with the fetched record: fn
-// may keep it, the memory stays valid. Run may be called more than once; each call reads
-// the same ranges again.
 // reader is how the scan reads each record, for Run and Follow alike: one Parser for the scan
 // (what each header key means is worked out once, not per record), one string table (values
 // repeat across records), and the payloads decoded through the scan's schemas.
@@ -191,14 +186,47 @@ func (s *Scan) reader() func(context.Context, *kgo.Record) DeadLetter {
 	}
 }
 
+// Run reads the planned ranges, parses every record and calls fn with each dead letter that
+// f matches. fn returning ErrStop ends the scan (Stopped is set, the error is nil); any other
+// error ends it and is returned. The DeadLetter shares memory with the fetched record: fn
+// may keep it, the memory stays valid. Run may be called more than once; each call reads
+// the same ranges again.
 func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (ScanResult, error) {
 	var res ScanResult
 	total := s.Total()
-	progress := s.opts.Progress
-	if progress != nil {
-		progress(0, total)
+	if s.opts.Progress != nil {
+		s.opts.Progress(0, total)
 	}
-	read := s.reader()
+	err := s.read(ctx, s.ranges, f, s.reader(), &res, fn)
+	if errors.Is(err, ErrStop) {
+		res.Stopped, err = true, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	s.progressEnd(res)
+	return res, nil
+}
+
+// progressEnd tells Progress where a scan ended: all of it, or where it was stopped.
+func (s *Scan) progressEnd(res ScanResult) {
+	if s.opts.Progress == nil {
+		return
+	}
+	if res.Stopped {
+		s.opts.Progress(res.Read, s.Total())
+	} else {
+		s.opts.Progress(s.Total(), s.Total())
+	}
+}
+
+// read reads ranges (some of the planned ones, or parts of them) as Run does, adding to res
+// what it reads and matches and telling Progress every progressEvery records of res.Read.
+// Records are parsed by read (Scan.reader). fn's errors, ErrStop included, are returned as
+// they are.
+func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter, read func(context.Context, *kgo.Record) DeadLetter, res *ScanResult, fn func(DeadLetter) error) error {
+	progress := s.opts.Progress
+	total := s.Total()
 	each := func(r *kgo.Record) error {
 		res.Read++
 		if progress != nil && res.Read%progressEvery == 0 {
@@ -211,36 +239,20 @@ func (s *Scan) Run(ctx context.Context, f Filter, fn func(DeadLetter) error) (Sc
 		res.Matched++
 		return fn(d)
 	}
-	var err error
-	if s.opts.InOrder {
-		for _, r := range s.ranges {
-			if r.Len() == 0 {
+	if !s.opts.InOrder {
+		return s.c.Read(ctx, ranges, each)
+	}
+	for _, r := range ranges {
+		if r.Len() == 0 || slices.Contains(s.deleted, r.Topic) {
+			continue
+		}
+		if err := s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
+			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
+				s.deleted = append(s.deleted, r.Topic)
 				continue
 			}
-			if err = s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
-				if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
-					s.deleted = append(s.deleted, r.Topic)
-					err = nil
-					continue
-				}
-				break
-			}
-		}
-	} else {
-		err = s.c.Read(ctx, s.ranges, each)
-	}
-	if errors.Is(err, ErrStop) {
-		res.Stopped, err = true, nil
-	}
-	if err != nil {
-		return res, err
-	}
-	if progress != nil {
-		if res.Stopped {
-			progress(res.Read, total)
-		} else {
-			progress(total, total)
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }

@@ -168,3 +168,100 @@ func TestScanSkipsDeletedTopics(t *testing.T) {
 		t.Fatalf("plan without SkipDeleted: %v, want an UnknownTopicError for %s", err, gone)
 	}
 }
+
+// TestListSharesLimitFairly: a limit over a large three-partition dead-letter topic and a
+// small one lists the small one whole and shares the rest evenly among the large one's
+// partitions; a partition that has fewer matching dead letters than offsets leaves its room
+// to its siblings; Shares names each topic cut and at most how many more it has.
+func TestListSharesLimitFairly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := testenv.Name(t, "fw")
+	big, small := base+".big.dlq", base+".tasks.dlq" // read in this order
+	testenv.CreateTopic(t, big, 3, nil)
+	testenv.CreateTopic(t, small, 1, nil)
+	c := testenv.Cluster(t)
+	produce := func(topic string, partition int32, n int, reason func(i int) string) {
+		cl := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		recs := make([]*kgo.Record, 0, n)
+		for i := range n {
+			r := dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Value: []byte(fmt.Sprintf(`{"event_id":"e-%d-%d"}`, partition, i))},
+				dlq.Meta{Topic: topic, Reason: reason(i), Group: "g"})
+			r.Partition = partition
+			recs = append(recs, r)
+		}
+		testenv.Produce(t, cl, recs...)
+	}
+	rejected := func(int) string { return dlq.ReasonRejected }
+	produce(big, 0, 1000, rejected)
+	produce(big, 1, 1000, func(i int) string { // 5 rejected in 1000
+		if i%200 == 0 {
+			return dlq.ReasonRejected
+		}
+		return dlq.ReasonMalformed
+	})
+	produce(big, 2, 1000, rejected)
+	produce(small, 0, 32, rejected)
+	topics := []string{big, small}
+	s, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{InOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(limit int, f dlq.Filter) (dlq.ListResult, map[string]int, []string) {
+		t.Helper()
+		per := map[string]int{}
+		var order []string
+		res, err := dlq.List(ctx, s, dlq.ListOptions{Limit: limit, Filter: f}, func(e dlq.Entry) error {
+			key := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
+			per[key]++
+			if len(order) == 0 || order[len(order)-1] != key {
+				order = append(order, key)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, per, order
+	}
+	p := func(topic string, n int) string { return fmt.Sprintf("%s/%d", topic, n) }
+
+	// No filter: 168 from the large topic, 56 from each partition, and the 32 of the small one.
+	res, per, order := list(200, dlq.Filter{})
+	want := map[string]int{p(big, 0): 56, p(big, 1): 56, p(big, 2): 56, p(small, 0): 32}
+	if res.Listed != 200 || !res.More || fmt.Sprint(per) != fmt.Sprint(want) {
+		t.Fatalf("limit 200: listed %d more %v per partition %v, want 200, true, %v", res.Listed, res.More, per, want)
+	}
+	if !slices.Equal(order, []string{p(big, 0), p(big, 1), p(big, 2), p(small, 0)}) {
+		t.Errorf("order %v: want topic and partition order", order)
+	}
+	wantShares := []dlq.TopicShare{{Topic: big, Listed: 168, More: true, Left: 2832}, {Topic: small, Listed: 32}}
+	if !slices.Equal(res.Shares, wantShares) || !slices.Equal(res.Cut(), []string{big}) {
+		t.Errorf("shares %+v, want %+v", res.Shares, wantShares)
+	}
+
+	// Rejected only: partition 1 has 5, not the 56 its offsets promised; partitions 0 and 2
+	// take its room in a second round, listed after the first.
+	res, per, order = list(200, dlq.Filter{Reasons: []string{dlq.ReasonRejected}})
+	want = map[string]int{p(big, 0): 82, p(big, 1): 5, p(big, 2): 81, p(small, 0): 32}
+	if res.Listed != 200 || !res.More || fmt.Sprint(per) != fmt.Sprint(want) {
+		t.Fatalf("rejected: listed %d more %v per partition %v, want 200, true, %v", res.Listed, res.More, per, want)
+	}
+	if !slices.Equal(order, []string{p(big, 0), p(big, 1), p(big, 2), p(small, 0), p(big, 0), p(big, 2)}) {
+		t.Errorf("rejected: order %v", order)
+	}
+	if len(res.Shares) != 2 || res.Shares[0].Listed != 168 || !res.Shares[0].More || res.Shares[1] != (dlq.TopicShare{Topic: small, Listed: 32}) {
+		t.Errorf("rejected: shares %+v", res.Shares)
+	}
+
+	// Room for all: everything, nothing cut.
+	res, _, _ = list(3032, dlq.Filter{})
+	if res.Listed != 3032 || res.More || len(res.Cut()) != 0 {
+		t.Errorf("limit 3032: %+v", res)
+	}
+	// A limit smaller than the topics: the first one, and the other named as cut.
+	res, per, _ = list(1, dlq.Filter{})
+	if res.Listed != 1 || per[p(big, 0)] != 1 || !slices.Equal(res.Cut(), []string{big, small}) {
+		t.Errorf("limit 1: %+v %v", res, per)
+	}
+}

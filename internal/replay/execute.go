@@ -122,6 +122,9 @@ type Summary struct {
 
 	// Stopped is set when the run stopped itself (--stop-on-redeadletter, *StoppedError).
 	Stopped bool `json:"stopped,omitempty"`
+	// Execution is how the run executed (its rate, its batching) and where each setting came
+	// from. Set by the flow (Run).
+	Execution *ExecutionReport `json:"execution"`
 	// guards are the guards' notices of a single pass (checked as the records were sent).
 	guards []Notice
 }
@@ -212,7 +215,8 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		run := p.Resume.Run
 		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
 		base = run.RunCounts
-		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner); err != nil {
+		// The run is taken with how it now executes, journaled for the next resume.
+		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(opts)))); err != nil {
 			if errors.Is(err, dedup.ErrRunNotOwned) {
 				return nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
 			}
@@ -224,7 +228,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		}
 		sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
 		run := dedup.ReplayRun{
-			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(p.Spec.marshal()),
+			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(opts))),
 			Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
 		}
 		if p.SourceTopicID != "" {

@@ -34,8 +34,11 @@ type FlowOptions struct {
 	// RunID, Operator and Reason describe a new run (RunID defaults to NewRunID). A resumed
 	// plan keeps its own.
 	RunID, Operator, Reason string
-	// Rate caps records sent per second; 0: no cap.
-	Rate float64
+	// Rate caps records sent per second; 0: no cap. A resumed run sends at the rate it was
+	// journaled with unless RateGiven: Rate was given explicitly (and is journaled in place of
+	// the old).
+	Rate      float64
+	RateGiven bool
 	// Sample is how many selected records a scan's report shows (ScanOptions.Sample: 0 the
 	// default, negative none).
 	Sample int
@@ -165,6 +168,7 @@ func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
 // then say how to resume), the failure itself otherwise.
 func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) (*FlowResult, error) {
 	res := &FlowResult{}
+	ex, exRep := o.execution(p)
 	if st == nil && (o.Execute || p.Spec.NeedsStore()) {
 		return res, errors.New("replay: an executed plan, or one that looks markers up, needs the store")
 	}
@@ -181,8 +185,9 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 		p.edit = rep
 	}
 	if o.Execute && o.Yes && !p.Spec.Strict && singlePass(ctx, c, p) {
-		sum, err := Execute(ctx, c, st, p, o.exec(true, -1))
+		sum, err := Execute(ctx, c, st, p, o.exec(ex, true, -1))
 		if sum != nil {
+			sum.Execution = &exRep
 			res.Notices = append(res.Notices, sum.guards...)
 		}
 		if err == nil && sum != nil && !sum.Recorded {
@@ -200,6 +205,7 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	if err != nil {
 		return res, err
 	}
+	rep.Execution = &exRep
 	res.Report = rep
 	if err := rep.Err(); err != nil {
 		return res, err
@@ -234,7 +240,10 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 			return res, err
 		}
 	}
-	sum, err := Execute(ctx, c, st, p, o.exec(false, rep.Counts.ToSend))
+	sum, err := Execute(ctx, c, st, p, o.exec(ex, false, rep.Counts.ToSend))
+	if sum != nil {
+		sum.Execution = &exRep
+	}
 	res.Summary = sum
 	return res, res.finish(err)
 }
@@ -248,9 +257,10 @@ func singlePass(ctx context.Context, c *kafka.Cluster, p *Plan) bool {
 	return !p.TargetKnown() || CheckTarget(ctx, c, p) == nil
 }
 
-// exec is the ExecOptions of the flow's send; toSend is what the scan counted (-1: none).
-func (o FlowOptions) exec(singlePass bool, toSend int64) ExecOptions {
-	eo := ExecOptions{RunID: o.RunID, Operator: o.Operator, Reason: o.Reason, Rate: o.Rate, SinglePass: singlePass}
+// exec is the ExecOptions of the flow's send, executed as ex; toSend is what the scan
+// counted (-1: none).
+func (o FlowOptions) exec(ex Execution, singlePass bool, toSend int64) ExecOptions {
+	eo := ex.options(ExecOptions{RunID: o.RunID, Operator: o.Operator, Reason: o.Reason, SinglePass: singlePass})
 	if o.Progress != nil {
 		eo.Progress = func(pr Progress) {
 			o.Progress(FlowProgress{Stage: StageSend, Read: pr.Read, Total: pr.Total, Send: pr, ToSend: toSend})
@@ -323,7 +333,11 @@ func (r *FlowResult) finish(err error) error {
 		return sum.Err()
 	}
 	if sum.Status == dedup.RunInterrupted || sum.Status == dedup.RunFailed {
-		r.notice(NoticeResume, "run %s is %s; continue it with: fieldwork replay resume %s", sum.RunID, sum.Status, sum.RunID)
+		keeps := ""
+		if e := sum.Execution; e != nil && e.Rate != nil {
+			keeps = fmt.Sprintf(" (it keeps --rate %g, journaled with the run; --rate overrides)", *e.Rate)
+		}
+		r.notice(NoticeResume, "run %s is %s; continue it with: fieldwork replay resume %s%s", sum.RunID, sum.Status, sum.RunID, keeps)
 	}
 	if errors.Is(err, context.Canceled) && fwerr.KindOf(err) == fwerr.KindError {
 		err = fwerr.Wrap(fwerr.KindInterrupted, err)

@@ -228,7 +228,7 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 		t.Fatalf("interrupted: %v %+v", err, res)
 	}
 	id := res.Summary.RunID
-	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s", id, id)
+	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s (it keeps --rate 2000, journaled with the run; --rate overrides)", id, id)
 	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeResume}) || res.Notices[0].String() != want {
 		t.Fatalf("notices %+v, want %q", res.Notices, want)
 	}
@@ -242,6 +242,12 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 	if err != nil || asked == nil || asked.RunID != id || res.Summary == nil || !res.Summary.Resumed ||
 		res.Summary.Counts != (dedup.RunCounts{Selected: n, Sent: n}) {
 		t.Fatalf("resumed: %v %+v (asked about %+v)", err, res, asked)
+	}
+	// It resumed at the run's rate, and said so in the plan it asked about and its summary.
+	for _, e := range []*ExecutionReport{asked.Execution, res.Summary.Execution} {
+		if e == nil || e.Rate == nil || *e.Rate != 2000 || e.RateFrom != FromRun || e.RateLabel() != "2000/s (from the run)" {
+			t.Fatalf("resumed execution %+v, want 2000/s from the run", e)
+		}
 	}
 	got := replayed(readTopic(t, c, src), id)
 	for _, d := range dls {

@@ -285,6 +285,9 @@ type Report struct {
 	Guards []Notice `json:"guards"`
 	// ReplayedBefore are the selected dead letters that earlier journaled runs sent, by run.
 	ReplayedBefore ReplayedBefore `json:"replayed_before"`
+	// Execution is how the plan executes (its rate, its batching) and where each setting came
+	// from: a resumed run's own, journaled with it, unless given again. Set by the flow (Run).
+	Execution *ExecutionReport `json:"execution"`
 }
 
 // ReplayedBefore counts the selected dead letters that earlier journaled runs already sent

@@ -81,6 +81,9 @@ type Resume struct {
 	// Sent are the records beyond the checkpoints that the journal shows acknowledged: they
 	// are not sent again.
 	Sent map[dedup.SourceRef]bool
+	// Execution is how the run was journaled to execute (its rate, its batching): nil for a
+	// run journaled without (by an earlier version), whose settings are unknown.
+	Execution *Execution
 }
 
 // ErrNothingToResume means the run is completed.
@@ -122,7 +125,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 			return nil, err
 		}
 	}
-	spec, err := unmarshalSpec(string(run.Selection))
+	spec, execution, err := unmarshalSpec(string(run.Selection))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -142,7 +145,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 	for _, s := range sends {
 		sent[dedup.SourceRef{Topic: s.SourceTopic, Partition: s.SourcePartition, Offset: s.SourceOffset}] = true
 	}
-	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent}, SourceTopicID: topicID}
+	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent, Execution: execution}, SourceTopicID: topicID}
 	starts := map[string]map[int32]int64{}
 	for _, cp := range cps {
 		r := kafka.PartitionRange{Topic: cp.Topic, Partition: cp.Partition, Start: cp.AckedThrough + 1, End: cp.End + 1}

@@ -53,7 +53,7 @@ func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		back, err := unmarshalSpec(s.marshal())
+		back, _, err := unmarshalSpec(s.marshal())
 		if err != nil {
 			t.Fatal(err)
 		}

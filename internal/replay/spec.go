@@ -328,14 +328,15 @@ func (s *Spec) marshal() string {
 	return string(b)
 }
 
-// unmarshalSpec reads a journaled spec back and validates it.
-func unmarshalSpec(text string) (Spec, error) {
-	var s Spec
-	if err := json.Unmarshal([]byte(text), &s); err != nil {
-		return Spec{}, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
+// unmarshalSpec reads a journaled selection back: the spec, validated, and how the run
+// executes (nil when it was journaled without: by an earlier version).
+func unmarshalSpec(text string) (Spec, *Execution, error) {
+	var j journaled
+	if err := json.Unmarshal([]byte(text), &j); err != nil {
+		return Spec{}, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
 	}
-	if err := s.Validate(); err != nil {
-		return Spec{}, fmt.Errorf("the journaled selection: %w", err)
+	if err := j.Spec.Validate(); err != nil {
+		return Spec{}, nil, fmt.Errorf("the journaled selection: %w", err)
 	}
-	return s, nil
+	return j.Spec, j.Execution, nil
 }

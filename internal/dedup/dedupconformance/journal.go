@@ -132,7 +132,7 @@ func testJournalProgress(t *testing.T, fresh Fresh) {
 		t.Fatalf("sends after the checkpoint: %+v %v", after, err)
 	}
 	// A failure records its error; progress is many small transactions.
-	if err := st.TakeReplayRun(ctx, "r", dedup.RunCompleted, "me", "me2"); err != nil {
+	if err := st.TakeReplayRun(ctx, "r", dedup.RunCompleted, "me", "me2", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r", Owner: "me2", Status: dedup.RunFailed, Error: "broker gone", Finished: true,
@@ -154,21 +154,32 @@ func testJournalTake(t *testing.T, fresh Fresh) {
 		t.Fatal(err)
 	}
 	// Two resumers read the same state; one wins.
-	if err := st.TakeReplayRun(ctx, "r", dedup.RunInterrupted, "dead:1", "a:2"); err != nil {
+	// The winner journals the selection it resumes with (how it executes), the loser nothing.
+	if err := st.TakeReplayRun(ctx, "r", dedup.RunInterrupted, "dead:1", "a:2", `{"from":"tasks.dlq","execution":{"rate":2000}}`); err != nil {
 		t.Fatalf("first taker: %v", err)
 	}
-	if err := st.TakeReplayRun(ctx, "r", dedup.RunInterrupted, "dead:1", "b:3"); !errors.Is(err, dedup.ErrRunNotOwned) {
+	if err := st.TakeReplayRun(ctx, "r", dedup.RunInterrupted, "dead:1", "b:3", `{"from":"tasks.dlq","execution":{"rate":1}}`); !errors.Is(err, dedup.ErrRunNotOwned) {
 		t.Fatalf("second taker: %v, want ErrRunNotOwned", err)
 	}
 	run, _, _ := st.ReplayRun(ctx, "r")
-	if run.Status != dedup.RunRunning || run.Owner != "a:2" || run.FinishedAt != nil {
+	if run.Status != dedup.RunRunning || run.Owner != "a:2" || run.FinishedAt != nil || run.Selection != `{"from":"tasks.dlq","execution":{"rate":2000}}` {
 		t.Fatalf("taken run: %+v", run)
+	}
+	// An empty selection keeps the run's.
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r", Owner: "a:2", Status: dedup.RunInterrupted, Finished: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TakeReplayRun(ctx, "r", dedup.RunInterrupted, "a:2", "c:4", ""); err != nil {
+		t.Fatal(err)
+	}
+	if run, _, _ := st.ReplayRun(ctx, "r"); run.Owner != "c:4" || run.Selection != `{"from":"tasks.dlq","execution":{"rate":2000}}` {
+		t.Fatalf("taken again: %+v", run)
 	}
 	// The old owner's late flush is refused.
 	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r", Owner: "dead:1", Status: dedup.RunRunning}); !errors.Is(err, dedup.ErrRunNotOwned) {
 		t.Fatalf("late flush of the old owner: %v", err)
 	}
-	if err := st.TakeReplayRun(ctx, "missing", dedup.RunInterrupted, "", "a:2"); !errors.Is(err, dedup.ErrRunNotOwned) {
+	if err := st.TakeReplayRun(ctx, "missing", dedup.RunInterrupted, "", "a:2", ""); !errors.Is(err, dedup.ErrRunNotOwned) {
 		t.Fatalf("take a missing run: %v", err)
 	}
 }

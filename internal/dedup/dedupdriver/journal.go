@@ -197,8 +197,9 @@ type Journal interface {
 	SaveReplayProgress(ctx context.Context, p ReplayProgress) (bool, error)
 	// TakeReplayRun sets the run's owner to owner and its status to
 	// running if its status and owner are still fromStatus and fromOwner
-	// (compare and swap) and reports whether it did.
-	TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, now time.Time) (bool, error)
+	// (compare and swap) and reports whether it did; a selection that is
+	// not empty replaces the run's (how the resumed run executes).
+	TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection JSONText, now time.Time) (bool, error)
 	// GetReplayRun returns the run (nil when absent) and its checkpoints,
 	// ordered by topic and partition.
 	GetReplayRun(ctx context.Context, id string) (*ReplayRun, []ReplayCheckpoint, error)

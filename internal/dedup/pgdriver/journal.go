@@ -275,10 +275,11 @@ func batchRowsOf(batches []dedupdriver.SendBatch) batchRows {
 	return r
 }
 
-func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, now time.Time) (bool, error) {
+func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection dedupdriver.JSONText, now time.Time) (bool, error) {
 	j := d.journal()
-	tag, err := d.pool.Exec(ctx, `UPDATE `+j.runs+` SET status = 'running', owner = $4, updated_at = $5, finished_at = NULL, error = NULL
-WHERE id = $1 AND status = $2 AND owner IS NOT DISTINCT FROM NULLIF($3, '')`, id, fromStatus, fromOwner, owner, orNow(now))
+	tag, err := d.pool.Exec(ctx, `UPDATE `+j.runs+` SET status = 'running', owner = $4, updated_at = $5, finished_at = NULL, error = NULL,
+  selection = COALESCE(NULLIF($6::text, ''), selection)
+WHERE id = $1 AND status = $2 AND owner IS NOT DISTINCT FROM NULLIF($3, '')`, id, fromStatus, fromOwner, owner, orNow(now), string(selection))
 	if err != nil {
 		return false, j.classify(err)
 	}

@@ -255,10 +255,11 @@ WHERE run_id = $1 AND topic = $2 AND partition = $3`, p.RunID, c.Topic, c.Partit
 	return owned, nil
 }
 
-func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, now time.Time) (bool, error) {
+func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection dedupdriver.JSONText, now time.Time) (bool, error) {
 	j := d.journal()
-	res, err := d.db.ExecContext(ctx, `UPDATE `+j.runs+` SET status = 'running', owner = $4, updated_at = $5, finished_at = NULL, error = NULL
-WHERE id = $1 AND status = $2 AND owner IS $3`, id, fromStatus, nullIfEmpty(fromOwner), owner, storedOrNow(now))
+	res, err := d.db.ExecContext(ctx, `UPDATE `+j.runs+` SET status = 'running', owner = $4, updated_at = $5, finished_at = NULL, error = NULL,
+  selection = COALESCE(NULLIF($6, ''), selection)
+WHERE id = $1 AND status = $2 AND owner IS $3`, id, fromStatus, nullIfEmpty(fromOwner), owner, storedOrNow(now), string(selection))
 	if err != nil {
 		return false, j.classify(err)
 	}
