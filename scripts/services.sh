@@ -5,6 +5,9 @@
 #     (fetched with Maven, run with the machine's Java 17);
 #   - PostgreSQL from Debian's packages;
 #   - kcat from Debian's packages (an independent client for interop tests);
+#   - a Python virtualenv ($FW_SERVICES_DIR/python) with the pinned packages of
+#     scripts/python/requirements.txt (confluent-kafka with its Protobuf serializer and schema
+#     registry client: the Protobuf interop test writes its records with them);
 #   - Apicurio Registry, a Confluent-compatible schema registry (io.apicurio:apicurio-registry-app,
 #     the runnable distribution fetched with Maven, run with the machine's Java 17), schemas in
 #     memory, its API under /apis/ccompat/v7 on 127.0.0.1:$FW_REGISTRY_PORT (default 18081; its
@@ -31,6 +34,8 @@
 #   scripts/services.sh perf-classpath
 #                                fetch Kafka's own benchmark tools (kafka-tools jar) if missing
 #                                and print the Java classpath of ProducerPerformance
+#   scripts/services.sh python  make the Python virtualenv if missing or its pins changed, and
+#                                print its python's path
 #   scripts/services.sh spring-classpath
 #                                fetch Spring Kafka's jars (scripts/spring/pom.xml) if missing and
 #                                print their classpath (start fetches them too: the dead-letter
@@ -106,6 +111,9 @@ install_missing() {
   [ -x /usr/bin/time ] || pkgs+=(time) # GNU time: the benchmarks' peak RSS of a child
   command -v zsh >/dev/null 2>&1 || pkgs+=(zsh)   # the completion tests type into zsh and fish
   command -v fish >/dev/null 2>&1 || pkgs+=(fish)
+  # The Python interop tests' virtualenv (python_env): python3 with its venv module.
+  command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then pkgs+=(python3-venv); fi
   if [ ${#pkgs[@]} -gt 0 ]; then apt_install "${pkgs[@]}"; fi
 }
 
@@ -209,6 +217,22 @@ spring_version() { sed -n 's:.*<spring-kafka.version>\(.*\)</spring-kafka.versio
 fetch_spring() {
   local v; v=$(spring_version)
   fetch_jars "org.springframework.kafka:spring-kafka:$v" "$ROOT/scripts/spring" "$spring_dir/libs" "spring-kafka-$v.jar"
+}
+
+# --- Python (the Protobuf interop test) -----------------------------------------------------
+# A virtualenv of its own with the packages scripts/python/requirements.txt pins, installed by
+# name with pip; made again only when the pins change (a copy of the file marks what it holds).
+
+python_dir=$STATE/python
+python_env() {
+  local req=$ROOT/scripts/python/requirements.txt
+  if [ -x "$python_dir/bin/python" ] && cmp -s "$req" "$python_dir/requirements.txt"; then return; fi
+  log "making a Python virtualenv in $python_dir (scripts/python/requirements.txt)"
+  rm -rf "$python_dir"
+  python3 -m venv "$python_dir"
+  "$python_dir/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
+  cp "$req" "$python_dir/requirements.txt"
+  log "Python packages ready: $("$python_dir/bin/pip" freeze | grep -i '^confluent-kafka==')"
 }
 
 # --- Apache Kafka ------------------------------------------------------------------------
@@ -653,6 +677,7 @@ export FIELDWORK_TEST_SCHEMA_REGISTRY=$(registry_url)
 export FIELDWORK_TEST_SCHEMA_REGISTRY_USER=$REGISTRY_USER
 export FIELDWORK_TEST_SCHEMA_REGISTRY_PASSWORD=$REGISTRY_PASSWORD
 export FIELDWORK_TEST_SPRING_CLASSPATH='$spring_dir/libs/*'
+export FIELDWORK_TEST_PYTHON=$python_dir/bin/python
 EOF
 }
 
@@ -664,6 +689,7 @@ case "${1:-start}" in
     start_postgres
     start_kafka
     fetch_spring
+    python_env
     start_registry
     print_env
     ;;
@@ -693,10 +719,15 @@ case "${1:-start}" in
     fetch_kafka_tools
     echo "$kafka_dir/tools/*:$kafka_dir/libs/*"
     ;;
+  python)
+    install_missing
+    python_env
+    echo "$python_dir/bin/python"
+    ;;
   spring-classpath)
     fetch_spring
     echo "$spring_dir/libs/*"
     ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env|perf-classpath|spring-classpath | registry start|stop | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|python|perf-classpath|spring-classpath | registry start|stop | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

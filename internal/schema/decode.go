@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
@@ -196,6 +200,42 @@ type compiled struct {
 	subject string
 	avro    avro.Schema
 	proto   linker.File
+	// protoTypes resolves the messages and extensions of proto and its imports: an Any's
+	// content is rendered through it.
+	protoTypes protoTypes
+}
+
+// protoTypes resolves types in a schema's file and its imports first, then among the types
+// linked into fieldwork (the well-known types an Any may hold without the schema importing
+// them).
+type protoTypes struct{ file linker.Resolver }
+
+func (r protoTypes) FindMessageByName(n protoreflect.FullName) (protoreflect.MessageType, error) {
+	if t, err := r.file.FindMessageByName(n); err == nil {
+		return t, nil
+	}
+	return protoregistry.GlobalTypes.FindMessageByName(n)
+}
+
+func (r protoTypes) FindMessageByURL(url string) (protoreflect.MessageType, error) {
+	if t, err := r.file.FindMessageByURL(url); err == nil {
+		return t, nil
+	}
+	return protoregistry.GlobalTypes.FindMessageByURL(url)
+}
+
+func (r protoTypes) FindExtensionByName(n protoreflect.FullName) (protoreflect.ExtensionType, error) {
+	if t, err := r.file.FindExtensionByName(n); err == nil {
+		return t, nil
+	}
+	return protoregistry.GlobalTypes.FindExtensionByName(n)
+}
+
+func (r protoTypes) FindExtensionByNumber(m protoreflect.FullName, n protoreflect.FieldNumber) (protoreflect.ExtensionType, error) {
+	if t, err := r.file.FindExtensionByNumber(m, n); err == nil {
+		return t, nil
+	}
+	return protoregistry.GlobalTypes.FindExtensionByNumber(m, n)
 }
 
 // New returns a decoder on the registry c names; a zero c.URL gives one that only detects.
@@ -327,10 +367,10 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		}
 		p.Message = string(md.FullName())
 		m := dynamicpb.NewMessage(md)
-		if err := proto.Unmarshal(after, m); err != nil {
+		if err := (proto.UnmarshalOptions{Resolver: s.protoTypes}).Unmarshal(after, m); err != nil {
 			return fail(ProblemMismatch, fmt.Errorf("protobuf %s: %w", md.FullName(), err))
 		}
-		out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+		out, err := protojson.MarshalOptions{UseProtoNames: true, Resolver: s.protoTypes}.Marshal(m)
 		if err != nil {
 			return fail(ProblemMismatch, fmt.Errorf("protobuf %s: %w", md.FullName(), err))
 		}
@@ -458,20 +498,27 @@ func (d *Decoder) fetch(ctx context.Context, ref Ref) (*compiled, *Error) {
 		}
 	case sr.TypeProtobuf:
 		c.format = FormatProtobuf
-		files := map[string]string{}
+		files := map[string]protocompile.SearchResult{}
 		if err := d.protoReferences(ctx, sch.References, files); err != nil {
 			return nil, err
 		}
 		const main = "fieldwork-registry-schema.proto"
-		files[main] = sch.Schema
-		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(files),
-		})}
+		res, err := protoSource(main, sch.Schema)
+		if err != nil {
+			return nil, &Error{Problem: ProblemInvalidSchema, Err: fmt.Errorf("protobuf schema: %w", err)}
+		}
+		files[main] = res
+		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+			if r, ok := files[path]; ok {
+				return r, nil
+			}
+			return protocompile.SearchResult{}, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+		}))}
 		out, err := comp.Compile(ctx, main)
 		if err != nil {
 			return nil, &Error{Problem: ProblemInvalidSchema, Err: fmt.Errorf("protobuf schema: %w", err)}
 		}
-		c.proto = out[0]
+		c.proto, c.protoTypes = out[0], protoTypes{linker.ResolverFromFile(out[0])}
 	case sr.TypeJSON:
 		c.format = FormatJSON
 	default:
@@ -501,8 +548,9 @@ func (d *Decoder) avroReferences(ctx context.Context, refs []sr.SchemaReference,
 	return nil
 }
 
-// protoReferences fetches the files a Protobuf schema imports into files, by import name.
-func (d *Decoder) protoReferences(ctx context.Context, refs []sr.SchemaReference, files map[string]string) *Error {
+// protoReferences fetches the files a Protobuf schema imports into files, by import name, each
+// in the form the registry holds it (protoSource).
+func (d *Decoder) protoReferences(ctx context.Context, refs []sr.SchemaReference, files map[string]protocompile.SearchResult) *Error {
 	for _, r := range refs {
 		if _, ok := files[r.Name]; ok {
 			continue
@@ -511,12 +559,82 @@ func (d *Decoder) protoReferences(ctx context.Context, refs []sr.SchemaReference
 		if err != nil {
 			return d.referenceError(r, err)
 		}
-		files[r.Name] = ss.Schema.Schema
+		res, perr := protoSource(r.Name, ss.Schema.Schema)
+		if perr != nil {
+			return &Error{Problem: ProblemInvalidSchema, Err: fmt.Errorf("protobuf reference %s (subject %s version %d): %w", r.Name, r.Subject, r.Version, perr)}
+		}
+		files[r.Name] = res
 		if err := d.protoReferences(ctx, ss.References, files); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// protoSource is a registered Protobuf schema as the compiler takes it, under the import name
+// name, in either form a registry holds (docs/design.md §3.6): .proto text, or a serialized
+// FileDescriptorProto in standard base64, the form Confluent's serializers register. A schema
+// is the latter when it is nothing but base64 (text always holds a space, a semicolon or a
+// brace) and decodes to a descriptor; base64 that is no descriptor is an error, not text.
+func protoSource(name, schema string) (protocompile.SearchResult, error) {
+	text := strings.TrimSpace(schema)
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if text == "" || err != nil {
+		return protocompile.SearchResult{Source: strings.NewReader(schema)}, nil
+	}
+	fd := &descriptorpb.FileDescriptorProto{}
+	if err := proto.Unmarshal(raw, fd); err != nil {
+		return protocompile.SearchResult{}, fmt.Errorf("base64 that is not a serialized FileDescriptorProto: %w", err)
+	}
+	// The compiler wants the descriptor under the name it was asked for: the import name (the
+	// reference's name), which a registry does not require the descriptor's own to be.
+	fd.Name = proto.String(name)
+	for _, m := range fd.GetMessageType() {
+		defaultJSONNames(m)
+	}
+	for _, f := range fd.GetExtension() {
+		defaultJSONName(f)
+	}
+	return protocompile.SearchResult{Proto: fd}, nil
+}
+
+// defaultJSONNames gives the fields of m and of its nested messages that have no json_name
+// their default one, as protoc writes it into the descriptors it emits: descriptors built at
+// run time (Python's descriptor pool) and those of generated Python code leave it out, and the
+// compiler would take the absent name for a custom "" that every field shares.
+func defaultJSONNames(m *descriptorpb.DescriptorProto) {
+	for _, f := range m.GetField() {
+		defaultJSONName(f)
+	}
+	for _, f := range m.GetExtension() {
+		defaultJSONName(f)
+	}
+	for _, n := range m.GetNestedType() {
+		defaultJSONNames(n)
+	}
+}
+
+// defaultJSONName sets f's json_name, when it has none, to protoc's default: the name with
+// each underscore dropped and the letter after it upper-cased.
+func defaultJSONName(f *descriptorpb.FieldDescriptorProto) {
+	if f.JsonName != nil {
+		return
+	}
+	var b strings.Builder
+	upper := false
+	for _, r := range f.GetName() {
+		switch {
+		case r == '_':
+			upper = true
+		case upper && 'a' <= r && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+			upper = false
+		default:
+			b.WriteRune(r)
+			upper = false
+		}
+	}
+	f.JsonName = proto.String(b.String())
 }
 
 func (d *Decoder) referenceError(r sr.SchemaReference, err error) *Error {

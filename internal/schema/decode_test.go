@@ -229,3 +229,18 @@ func TestSchemaIDHeaders(t *testing.T) {
 		t.Fatalf("protobuf by guid: %+v %v", p, p.Err())
 	}
 }
+
+// TestProtobufBase64ThatIsNoDescriptor: a Protobuf schema that is base64 but not a serialized
+// FileDescriptorProto is an invalid schema that says so, not text that fails to parse.
+func TestProtobufBase64ThatIsNoDescriptor(t *testing.T) {
+	reg, cl, _ := fake(t)
+	ss, err := cl.CreateSchema(context.Background(), "bad-value", sr.Schema{Schema: "AAAA", Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decoder(t, schema.Config{URL: reg.URL(), Username: "u", Password: "p"})
+	p := d.Decode(context.Background(), nil, []byte{0, 0, 0, 0, byte(ss.ID), 0, 0x0a, 0}, false)
+	if e := p.Err(); e == nil || e.Problem != schema.ProblemInvalidSchema || !strings.Contains(e.Error(), "base64 that is not a serialized FileDescriptorProto") {
+		t.Fatalf("%+v %v", p, e)
+	}
+}

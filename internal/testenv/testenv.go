@@ -81,6 +81,18 @@ func SpringClasspath(t testing.TB) string {
 	return cp
 }
 
+// Python returns the python of the virtualenv scripts/services.sh start makes
+// (FIELDWORK_TEST_PYTHON: scripts/python/requirements.txt installed, Confluent's Python client
+// among them); without it the test skips, or fails where the services are Required.
+func Python(t testing.TB) string {
+	t.Helper()
+	py := need(t, "FIELDWORK_TEST_PYTHON")
+	if _, err := os.Stat(py); err != nil {
+		Missing(t, "no Python virtualenv at "+py, "run scripts/services.sh start (or scripts/services.sh python)")
+	}
+	return py
+}
+
 // Brokers returns the real Kafka broker's address.
 func Brokers(t testing.TB) string { t.Helper(); return need(t, "FIELDWORK_TEST_BROKERS") }
 

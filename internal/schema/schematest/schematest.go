@@ -5,6 +5,7 @@ package schematest
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/bufbuild/protocompile"
@@ -12,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
@@ -146,6 +149,37 @@ func Proto(t testing.TB, indexes ...int) protoreflect.MessageDescriptor {
 		msgs = md.Messages()
 	}
 	return md
+}
+
+// ProtoDescriptor compiles the .proto text of file (its imports among files) and returns it in
+// the other form a registry holds: a serialized FileDescriptorProto in standard base64, as
+// Confluent's serializers register it; like the descriptors of Python's generated code and
+// descriptor pool, its fields carry no json_name.
+func ProtoDescriptor(t testing.TB, file string, files map[string]string) string {
+	t.Helper()
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(files),
+	})}
+	fs, err := c.Compile(context.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := protodesc.ToFileDescriptorProto(fs[0])
+	var strip func(ms []*descriptorpb.DescriptorProto)
+	strip = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			for _, f := range m.Field {
+				f.JsonName = nil
+			}
+			strip(m.NestedType)
+		}
+	}
+	strip(fd.MessageType)
+	b, err := proto.Marshal(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // ProtoFrame encodes the message at the index path from its protojson text and frames it in
