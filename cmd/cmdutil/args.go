@@ -181,3 +181,35 @@ func (v *intValue) String() string { return strconv.Itoa(*v.p) }
 
 // Type names the value in help: "int", like pflag's own.
 func (v *intValue) Type() string { return "int" }
+
+// ShareVar defines --name, a share of a whole: a number more than 0 and at most 1 (0.5), or
+// a percentage (50%), refused where it is parsed otherwise.
+func ShareVar(fs *pflag.FlagSet, p *float64, name string, def float64, usage string) {
+	*p = def
+	fs.Var(&shareValue{p: p}, name, usage)
+}
+
+// shareValue is pflag's Value of ShareVar.
+type shareValue struct{ p *float64 }
+
+func (v *shareValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return fwerr.Usagef("want a share: a number more than 0 and at most 1 (0.5), or a percentage (50%%)")
+	}
+	if pct {
+		f /= 100
+	}
+	if !(f > 0 && f <= 1) {
+		return fwerr.Usagef("must be more than 0 and at most 1 (100%%)")
+	}
+	*v.p = f
+	return nil
+}
+
+func (v *shareValue) String() string { return strconv.FormatFloat(*v.p, 'g', -1, 64) }
+
+// Type names the value in help.
+func (v *shareValue) Type() string { return "share" }

@@ -92,6 +92,37 @@ func TestCountFlags(t *testing.T) {
 	}
 }
 
+// TestShareFlag: a share is more than 0 and at most 1, as a fraction or a percentage,
+// refused where it is parsed otherwise.
+func TestShareFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want float64
+		err  string
+	}{
+		{nil, 0.5, ""},
+		{[]string{"--ratio", "0.25"}, 0.25, ""},
+		{[]string{"--ratio", "80%"}, 0.8, ""},
+		{[]string{"--ratio", "1"}, 1, ""},
+		{[]string{"--ratio", "0"}, 0, "must be more than 0 and at most 1"},
+		{[]string{"--ratio", "1.5"}, 0, "must be more than 0 and at most 1"},
+		{[]string{"--ratio", "150%"}, 0, "must be more than 0 and at most 1"},
+		{[]string{"--ratio", "NaN"}, 0, "must be more than 0 and at most 1"},
+		{[]string{"--ratio", "half"}, 0, "want a share"},
+	} {
+		var f float64
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		ShareVar(fs, &f, "ratio", 0.5, "share")
+		err := fs.Parse(tc.args)
+		switch {
+		case tc.err == "" && (err != nil || f != tc.want):
+			t.Errorf("%v: %g, %v; want %g", tc.args, f, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: error %v; want one saying %q", tc.args, err, tc.err)
+		}
+	}
+}
+
 // TestLimitFlag: --limit is one rule in every listing: 0 is no limit and a negative is refused
 // where it is parsed; a paged listing takes 1 to its page bound and says how to read on.
 func TestLimitFlag(t *testing.T) {

@@ -71,6 +71,12 @@ type ConsumeOptions struct {
 	LogLevel        string
 	WebhookURL      string
 	WebhookTimeout  time.Duration
+	// The dead-letter breaker: --breaker-consecutive, --breaker-ratio, --breaker-window,
+	// --no-breaker.
+	BreakerConsecutive int
+	BreakerRatio       float64
+	BreakerWindow      int
+	NoBreaker          bool
 }
 
 // NewCmdConsume builds `fieldwork consume`; runF, when set, replaces the run (for tests of
@@ -120,6 +126,17 @@ fw.dlq.value_omitted saying why and fw.dlq.value_bytes the original length. If e
 refused (the topic deleted, not authorized), that partition stops at the record with an
 error naming it, the others go on, and fieldwork exits 1 when it stops: no record is lost.
 
+The dead-letter breaker stops the consumer when records keep failing (a schema it cannot
+read, a handler bug just deployed) instead of emptying the topics into their dead-letter
+topics: when more than --breaker-consecutive records in a row would be dead-lettered (in one
+partition, or in the consumer with no record handled in between), or more than
+--breaker-ratio of its last --breaker-window records, it trips at that record. Nothing is
+dead-lettered or committed from that record on (the dead letters before it stay written),
+the batches in flight finish the same way, the member leaves the group, and fieldwork exits
+8 naming the most common failure of the window and its count. Fix the cause and run again:
+the records from the trip on are read again. --no-breaker dead-letters every failing record,
+however many.
+
 The store must be migrated (fieldwork db migrate, or --migrate here, which also creates
 the handler's table). --schema and --table name the marker table; the handler's table is
 in the same schema.
@@ -136,12 +153,20 @@ Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus
 by default; --metrics-addr host:port serves them at /metrics (give each member on one host its
 own port, or port 0 for any free one, logged): fieldwork_consume_events_total by
 outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency histogram,
-lag per partition, dead letters by reason, infrastructure retries.`,
+lag per partition, dead letters by reason, infrastructure retries, and the breaker's
+fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _trips_total.`,
 		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
   fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --stop-when-idle 5s
   fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.NoBreaker {
+				for _, n := range []string{"breaker-consecutive", "breaker-ratio", "breaker-window"} {
+					if cmd.Flags().Changed(n) {
+						return fwerr.Usagef("--%s and --no-breaker: the breaker is off, give one or the other", n)
+					}
+				}
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -161,6 +186,10 @@ lag per partition, dead letters by reason, infrastructure retries.`,
 	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
 	fl.BoolVar(&opts.PerEvent, "per-event", false, "apply each event with its own statements under a savepoint instead of the handler's batch statements (for comparison)")
+	cmdutil.CountVar(fl, &opts.BreakerConsecutive, "breaker-consecutive", consume.DefaultBreakerConsecutive, "stop (exit 8) when more than this many records in a row would be dead-lettered")
+	cmdutil.ShareVar(fl, &opts.BreakerRatio, "breaker-ratio", consume.DefaultBreakerRatio, "stop (exit 8) when more than this share of the last --breaker-window records would be dead-lettered (0.5 or 50%)")
+	cmdutil.CountVar(fl, &opts.BreakerWindow, "breaker-window", consume.DefaultBreakerWindow, "records the --breaker-ratio is judged over (the consumer's last ones, all partitions)")
+	fl.BoolVar(&opts.NoBreaker, "no-breaker", false, "never stop for dead letters: dead-letter every failing record, however many")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consume.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consume.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
 	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
@@ -200,6 +229,8 @@ func (o *ConsumeOptions) validate() error {
 		return fwerr.Usagef("--max-infra-retries %d: must not be negative", o.MaxInfraRetries)
 	case o.BatchMax < 1 || o.BatchMax > 100_000:
 		return fwerr.Usagef("--batch-max %d: must be between 1 and 100000", o.BatchMax)
+	case o.BreakerWindow > consume.MaxBreakerWindow:
+		return fwerr.Usagef("--breaker-window %d: must be at most %d", o.BreakerWindow, consume.MaxBreakerWindow)
 	case o.StopWhenIdle < 0:
 		return fwerr.Usagef("--stop-when-idle must not be negative")
 	case o.ShutdownTimeout <= 0:
@@ -313,7 +344,8 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 			RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
 			StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
 			InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
-			Logger: consumeLogger(o),
+			Breaker: consume.Breaker{Off: o.NoBreaker, Consecutive: o.BreakerConsecutive, Ratio: o.BreakerRatio, Window: o.BreakerWindow},
+			Logger:  consumeLogger(o),
 		},
 		HandlerName: o.Handler, Schema: names.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
 		Migrate: o.Migrate, MetricsAddr: o.MetricsAddr, Interrupts: interrupts,

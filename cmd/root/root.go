@@ -43,6 +43,7 @@ const (
 	ExitDenied      = 5
 	ExitCancelled   = 6
 	ExitPartial     = 7
+	ExitTripped     = 8
 	ExitInterrupted = 130
 )
 
@@ -96,6 +97,8 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 		return ExitConnect
 	case fwerr.KindDenied:
 		return ExitDenied
+	case fwerr.KindTripped:
+		return ExitTripped
 	}
 	return ExitError
 }

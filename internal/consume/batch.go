@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +98,17 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 
 	dls := append(malformed, res.deadLetters...)
 	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
+	// The dead-letter breaker judges the batch before any of its dead letters is written:
+	// from the record where it trips (or, tripped already, from the batch's first failed
+	// record) nothing is dead-lettered nor committed. The effects and markers of the records
+	// handled after that point are committed already: read again, they are duplicates.
+	cut, trip := e.br.judge(w.tp, judgedOf(items, dls))
+	if cut >= 0 {
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= cut })
+	}
+	if trip != nil {
+		e.tripped(w.tp, trip)
+	}
 	halt, err := e.produceDeadLetters(ctx, w, dls)
 	if err != nil {
 		return err
@@ -104,11 +116,15 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 
 	// Done: every record of the batch, or, when a dead letter could not be written at all,
 	// every record before it (their effects and dead letters are in; the record itself is
-	// read again by whoever consumes the partition next).
+	// read again by whoever consumes the partition next), or every record before the
+	// breaker's cut.
 	last := recs[len(recs)-1]
 	done := kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
-	if halt != nil {
+	switch {
+	case halt != nil:
 		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
+	case cut >= 0:
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: cut}
 	}
 	w.finish(done)
 	w.commitSoon()
@@ -147,7 +163,34 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	if halt != nil {
 		return halt
 	}
+	if cut >= 0 {
+		return errBreakerCut
+	}
 	return nil
+}
+
+// errBreakerCut ends a worker whose batch the tripped breaker cut: the engine is stopping.
+var errBreakerCut = errors.New("the dead-letter breaker has tripped")
+
+// judgedOf is the batch's records as the breaker judges them, in offset order: the items
+// (handled, duplicates included, or failed) and the malformed records, each with its dead
+// letter when it failed. Transaction markers and records for another group are not judged.
+func judgedOf(items []*item, dls []deadLetter) []judged {
+	failed := make(map[int64]*deadLetter, len(dls))
+	for i := range dls {
+		failed[dls[i].rec.Offset] = &dls[i]
+	}
+	out := make([]judged, 0, len(items)+len(dls))
+	for _, it := range items {
+		if _, ok := failed[it.rec.Offset]; !ok {
+			out = append(out, judged{offset: it.rec.Offset})
+		}
+	}
+	for i := range dls {
+		out = append(out, judged{offset: dls[i].rec.Offset, dl: &dls[i]})
+	}
+	slices.SortFunc(out, func(a, b judged) int { return cmp.Compare(a.offset, b.offset) })
+	return out
 }
 
 // decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed

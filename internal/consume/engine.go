@@ -75,6 +75,11 @@ type Engine struct {
 	// limits are the dead-letter topics' size limits, read at start.
 	limits map[string]sizeLimit
 
+	// br is the dead-letter breaker, nil when it is off (breaker.go); softStop ends the
+	// poll loop as a signal does (a drain) when it trips.
+	br       *breaker
+	softStop context.CancelFunc
+
 	mu      sync.Mutex
 	workers map[tp]*worker
 	// gen counts assignment changes (assigned, revoked, lost): an idle check that saw the
@@ -93,10 +98,11 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("consumer options: %w", err)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
+	m := newMetrics(o.Registerer)
 	return &Engine{
-		o: o, log: o.Logger, m: newMetrics(o.Registerer),
+		o: o, log: o.Logger, m: m, br: newBreaker(o.Breaker, m),
 		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, halts: map[tp]*HaltedError{},
-		done: make(chan struct{}), pollWake: make(chan struct{}, 1),
+		done: make(chan struct{}), pollWake: make(chan struct{}, 1), softStop: func() {},
 	}, nil
 }
 
@@ -126,7 +132,9 @@ func (e *Engine) fail(err error) {
 // missing at start, MaxInfraRetries exceeded, a store error that retrying cannot fix) is
 // returned as it is. Partitions stopped at a dead letter that could not be written
 // (*HaltedError, one per partition) are joined to whatever Run returns, so a run that had
-// to stop a partition never returns nil.
+// to stop a partition never returns nil. When the dead-letter breaker trips (Options.Breaker)
+// the engine drains as for a signal, committing nothing past the trip, and Run returns the
+// *TrippedError (fwerr.KindTripped).
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
 	defer e.hardCancel(nil)
@@ -175,7 +183,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		"tx_per_event", e.o.TxPerEvent, "batch_handler", e.batchHandler() != nil)
 
 	started := time.Now()
-	loopErr := e.pollLoop(ctx)
+	runCtx, softStop := context.WithCancel(ctx)
+	defer softStop()
+	e.softStop = softStop
+	loopErr := e.pollLoop(runCtx)
 	abandoned := e.shutdown(loopErr == nil)
 	switch cause := context.Cause(e.hardCtx); {
 	case loopErr != nil:
@@ -183,6 +194,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		loopErr = ErrAborted
 	case abandoned:
 		loopErr = ErrDrainTimeout
+	}
+	if t := e.trippedError(); t != nil {
+		loopErr = errors.Join(loopErr, t.kinded())
 	}
 	if halts := e.haltErrors(); len(halts) > 0 {
 		loopErr = errors.Join(append([]error{loopErr}, halts...)...)
@@ -446,6 +460,7 @@ func (e *Engine) detach(parts map[string][]int32) []*worker {
 			if w, ok := e.workers[k]; ok {
 				ws = append(ws, w)
 				delete(e.workers, k)
+				e.br.forget(k)
 				e.m.dropLag(topic, p)
 				if w.paused {
 					paused = addPartition(paused, k)
@@ -585,6 +600,35 @@ func (e *Engine) halt(h *HaltedError) {
 	e.m.halted.Set(float64(len(e.halts)))
 	e.mu.Unlock()
 	e.wakePoller() // to pause it
+}
+
+// tripped stops the engine after the dead-letter breaker tripped in a batch of k: no worker
+// takes another batch, the poll loop stops and the engine drains, commits what is done
+// (nothing past the trip) and leaves the group.
+func (e *Engine) tripped(k tp, t *TrippedError) {
+	e.log.Error("dead-letter breaker tripped: stopping the consumer; nothing is committed or dead-lettered past the trip",
+		"topic", k.topic, "partition", k.partition, "offset", t.Offset, "rule", t.Rule, "limit", t.Limit,
+		"consecutive", t.Consecutive, "failed", t.Failed, "records", t.Records,
+		"dominant_reason", t.Dominant.Reason, "dominant_count", t.Dominant.Count, "dominant_fingerprint", t.Dominant.Fingerprint,
+		"dominant_error", t.Dominant.Error)
+	e.softStop()
+	e.wakePoller()
+}
+
+// trippedError is the breaker's TrippedError, with the dead letters written by the run, nil
+// when it has not tripped.
+func (e *Engine) trippedError() *TrippedError {
+	if e.br == nil {
+		return nil
+	}
+	e.br.mu.Lock()
+	defer e.br.mu.Unlock()
+	if e.br.tripped == nil {
+		return nil
+	}
+	t := *e.br.tripped
+	t.DeadLettered = e.c.deadLettered.Load()
+	return &t
 }
 
 // clearHalt forgets a halt of k once a batch of k has committed past it (a later owner of

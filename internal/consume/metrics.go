@@ -69,6 +69,13 @@ type metrics struct {
 	commitFailed   prometheus.Counter
 	assigned       prometheus.Gauge
 	handlerErrors  *prometheus.CounterVec
+	// The dead-letter breaker (breaker.go): trips by rule, whether it has tripped, the
+	// longest run of failed records now (the consumer's or a partition's), and the failed
+	// records among the window's.
+	breakerTrips        *prometheus.CounterVec
+	breakerTripped      prometheus.Gauge
+	breakerConsecutive  prometheus.Gauge
+	breakerWindowFailed prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -118,10 +125,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_handler_errors_total",
 			Help: "Errors returned by the handler, by class (retryable, permanent, unsupported, infra).",
 		}, []string{"class"}),
+		breakerTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fieldwork_consume_breaker_trips_total",
+			Help: "Trips of the dead-letter breaker, by rule (consecutive, ratio): the consumer stopped instead of dead-lettering on, and exits 8.",
+		}, []string{"rule"}),
+		breakerTripped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_breaker_tripped",
+			Help: "1 once the dead-letter breaker has tripped (the consumer is stopping, nothing is committed past the trip), else 0.",
+		}),
+		breakerConsecutive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_breaker_consecutive_failures",
+			Help: "The longest run of dead-lettered records now, in one partition or in the consumer with nothing handled in between (the breaker trips above --breaker-consecutive).",
+		}),
+		breakerWindowFailed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fieldwork_consume_breaker_window_failures",
+			Help: "Dead-lettered records among the consumer's last --breaker-window records (the breaker trips above --breaker-ratio of the window).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
-			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors)
+			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors,
+			m.breakerTrips, m.breakerTripped, m.breakerConsecutive, m.breakerWindowFailed)
 	}
 	return m
 }

@@ -69,6 +69,10 @@ type Options struct {
 	// forever. When exceeded, Run returns an error (nothing unfinished is committed).
 	MaxInfraRetries int
 
+	// Breaker is the dead-letter breaker: the zero value is on, with the defaults
+	// (docs/design.md §3.5); Breaker.Off turns it off.
+	Breaker Breaker
+
 	// StopWhenIdle, when positive, makes Run return once no record has arrived for that long
 	// (counted from the last assignment change), nothing is in flight, and the group's
 	// committed offsets have reached the end of every partition of the source topics (see
@@ -118,6 +122,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if !o.Breaker.Off {
+		o.Breaker = o.Breaker.withDefaults()
+	}
 	return o
 }
 
@@ -152,6 +159,9 @@ func (o Options) validate() error {
 	}
 	if o.MaxInfraRetries < 0 {
 		errs = append(errs, fmt.Errorf("max infra retries %d is negative", o.MaxInfraRetries))
+	}
+	if err := o.Breaker.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

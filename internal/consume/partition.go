@@ -169,7 +169,7 @@ func (w *worker) committer(stop <-chan struct{}, done chan<- struct{}) {
 func (w *worker) take() ([]*kgo.Record, int64) {
 	for {
 		w.mu.Lock()
-		if w.stopping || w.ctx.Err() != nil {
+		if w.stopping || w.ctx.Err() != nil || w.e.br.isTripped() {
 			w.queue = nil
 			w.mu.Unlock()
 			return nil, 0
@@ -259,6 +259,11 @@ func (w *worker) run() {
 		if halted {
 			// This partition stops; the others go on (see the package documentation).
 			w.e.halt(halt)
+			return
+		}
+		if errors.Is(err, errBreakerCut) {
+			// The engine is stopping: what is done before the cut is committed as the
+			// worker exits.
 			return
 		}
 		if err != nil {

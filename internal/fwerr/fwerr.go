@@ -32,6 +32,10 @@ const (
 	// and more results remain, while stdout is not a terminal (exit 7): a script must not take
 	// it for the whole answer.
 	KindPartial
+	// KindTripped means a breaker stopped the run on purpose before it did harm at scale
+	// (exit 8): `consume`'s dead-letter breaker, when records kept failing. Nothing past the
+	// point where it tripped was done or committed; the message names the dominant failure.
+	KindTripped
 )
 
 // Error carries a Kind beside the underlying error.
