@@ -35,8 +35,13 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		{"source", rep.Source},
 		{"target", rep.Target},
 		{"partitions", replayPlacement(rep.ToPartition, rep.Partitioner)},
-		{"max replays", strconv.Itoa(rep.MaxReplays)},
 	}}
+	for _, ch := range rep.PartitionerChoices {
+		if ch.By != replay.ByFlag {
+			head.Fields = append(head.Fields, [2]string{"partitioner", ch.String()})
+		}
+	}
+	head.Fields = append(head.Fields, [2]string{"max replays", strconv.Itoa(rep.MaxReplays)})
 	if rep.RunID != "" {
 		head.Title = "Resume plan of run " + rep.RunID
 	}
@@ -366,8 +371,12 @@ func sampleKey(r replay.SampleRecord) string {
 	return r.Key
 }
 
-// replayPlacement says how a plan places records in partitions (--to-partition, --partitioner).
+// replayPlacement says how a plan places records in partitions (--to-partition, --partitioner;
+// without either, "inferred": the plan's partitioner rows say from what).
 func replayPlacement(mode, partitioner string) string {
+	if partitioner == "" {
+		partitioner = "inferred"
+	}
 	switch mode {
 	case replay.PartitionOriginal:
 		return "original"

@@ -93,7 +93,9 @@ type Spec struct {
 	// ToPartition is PartitionAuto, PartitionOriginal or PartitionKey.
 	ToPartition string `json:"to_partition"`
 	// Partitioner is the partitioner of the producer that wrote the records, the one keyed
-	// records are placed by when they do not keep their original partition ("" is murmur2).
+	// records are placed by when they do not keep their original partition. "" infers it for
+	// each target topic from the topic's own keyed records, murmur2 when they tell nothing
+	// (PartitionerChoice, docs/design.md §3.3).
 	Partitioner kafka.Partitioner `json:"partitioner,omitempty"`
 	// MaxReplays is the loop guard: a record whose fw.replay.count has reached it is
 	// quarantined. A bounded copy (fw.dlq.value_omitted) is never sent whatever it is: it is
@@ -157,11 +159,14 @@ func (s *Spec) Validate() error {
 	default:
 		return fwerr.Usagef("--to-partition %q: want %s", s.ToPartition, strings.Join(ToPartitionModes, ", "))
 	}
-	p, err := kafka.ParsePartitioner(string(s.Partitioner))
-	if err != nil {
-		return fwerr.Usagef("--partitioner: %v", err)
+	if s.Partitioner != "" {
+		// "": inferred per target topic from its keyed records (Plan.partitioners).
+		p, err := kafka.ParsePartitioner(string(s.Partitioner))
+		if err != nil {
+			return fwerr.Usagef("--partitioner: %v", err)
+		}
+		s.Partitioner = p
 	}
-	s.Partitioner = p
 	if s.MaxReplays == 0 {
 		s.MaxReplays = DefaultMaxReplays
 	}
@@ -308,7 +313,11 @@ func (s *Spec) TargetLabel() string {
 	case PartitionOriginal:
 		t += " (original partition)"
 	case PartitionKey:
-		t += " (partitioned by " + string(s.Partitioner) + ")"
+		if s.Partitioner == "" {
+			t += " (partitioned by key)"
+		} else {
+			t += " (partitioned by " + string(s.Partitioner) + ")"
+		}
 	}
 	return t
 }
