@@ -75,9 +75,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 
 	sel := replaySelectionSection(rep.Selection, rep.Filters)
 
-	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "end", "offsets"}}
+	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "last", "offsets"}}
 	for _, r := range rep.Ranges {
-		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
+		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.Last, 10)
 		if r.Offsets == 0 {
 			start, end = "-", "-"
 		}
@@ -343,7 +343,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 		head.Fields = append(head.Fields, [2]string{"selection", string(d.Selection)})
 		sections[0] = head
 	}
-	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "end", "acked through", "remaining"}}
+	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "last", "acked through", "remaining"}}
 	for _, c := range d.Checkpoints {
 		start, end, acked := strconv.FormatInt(c.Start, 10), strconv.FormatInt(c.End, 10), strconv.FormatInt(c.AckedThrough, 10)
 		if c.End < c.Start {

@@ -149,12 +149,13 @@ func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
 // Total is the number of offsets the plan reads.
 func (p *Plan) Total() int64 { return kafka.Total(p.Ranges) }
 
-// RangeReport is one partition of a plan, offsets inclusive.
+// RangeReport is one partition of a plan, offsets inclusive: Start is its first offset, Last
+// its last (Start-1 when the range is empty, Offsets 0).
 type RangeReport struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Start     int64  `json:"start_offset"`
-	End       int64  `json:"end_offset"`
+	Last      int64  `json:"last_offset"`
 	Offsets   int64  `json:"offsets"`
 }
 
@@ -325,7 +326,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		rep.RunID = p.Resume.Run.ID
 	}
 	for _, r := range p.Ranges {
-		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, Offsets: r.Len()})
+		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, Last: r.End - 1, Offsets: r.Len()})
 	}
 	targets := newTargetCache(c, kafka.OpDescribe, p)
 	type key struct {

@@ -49,7 +49,7 @@ type Spec struct {
 	// none the whole topic is read, bounded by its end offsets when the plan is made.
 	Partitions  []int32   `json:"partitions,omitempty"`
 	StartOffset *int64    `json:"start_offset,omitempty"`
-	EndOffset   *int64    `json:"end_offset,omitempty"`
+	EndOffset   *int64    `json:"last_offset,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
 	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
@@ -329,6 +329,24 @@ func (s *Spec) marshal() string {
 		panic(fmt.Sprintf("replay: marshal spec: %v", err)) // plain data: cannot fail
 	}
 	return string(b)
+}
+
+// UnmarshalJSON reads a journaled spec, also one journaled before the inclusive end of its
+// offset range was named last_offset (end_offset then).
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	type plain Spec
+	var j struct {
+		plain
+		LegacyEndOffset *int64 `json:"end_offset"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Spec(j.plain)
+	if s.EndOffset == nil {
+		s.EndOffset = j.LegacyEndOffset
+	}
+	return nil
 }
 
 // unmarshalSpec reads a journaled spec back and validates it.
