@@ -17,7 +17,7 @@ type Selection struct {
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
 	// Partitions are the partitions read; none: every partition.
-	Partitions  []int32   `json:"partitions,omitempty"`
+	Partitions []int32 `json:"partitions,omitempty"`
 	// StartOffset and EndOffset are --start-offset and --end-offset: the first and the last
 	// offset, both inclusive (last_offset, as every inclusive end in JSON).
 	StartOffset *int64    `json:"start_offset,omitempty"`
