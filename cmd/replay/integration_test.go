@@ -707,7 +707,7 @@ func TestReplayCLIPlanPrintsItsFilters(t *testing.T) {
 		t.Fatalf("dry run: exit %d %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 	wantFilters := map[string]any{"dlq_reason": []any{"exhausted"}, "error": "db", "original_topic": src, "group": "billing", "key": "agg-1", "event_id": "evt-000001"}
-	wantSelection := map[string]any{"source": dlqTopic, "partitions": []any{0.0}, "start_offset": 0.0, "end_offset": 8.0}
+	wantSelection := map[string]any{"source": dlqTopic, "partitions": []any{0.0}, "start_offset": 0.0, "last_offset": 8.0}
 	if fmt.Sprint(plan.Filters) != fmt.Sprint(wantFilters) || fmt.Sprint(plan.Selection) != fmt.Sprint(wantSelection) || plan.Counts.Read != 9 || plan.Counts.Selected != 1 {
 		t.Fatalf("plan selection %v filters %v counts %+v", plan.Selection, plan.Filters, plan.Counts)
 	}

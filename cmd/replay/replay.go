@@ -90,7 +90,11 @@ is refused. A record goes where its key's other records are (--to-partition auto
 default): to the original partition its dead-letter headers name when the target has as many
 partitions as the topic it came from; otherwise where the producer's partitioner puts its key,
 --partitioner murmur2 (Kafka's Java client, franz-go), crc32 (librdkafka: confluent-kafka-go,
--python, -dotnet, kcat) or fnv1a (sarama), murmur2 by default; a record without a key is spread.
+-python, -dotnet, kcat) or fnv1a (sarama). Without --partitioner it is inferred from the target
+topic's own keyed records (the newest 200 of each partition): the one partitioner that places
+all of them where they are; murmur2 when they tell nothing (no keyed records, one partition);
+a plan whose target's records agree with no one partitioner is refused (exit 2): name it with
+--partitioner. A record without a key is spread.
 --to-partition original always keeps the original partition, --to-partition key always places
 by the key. The plan says which rule each target partition got.
 
@@ -185,7 +189,7 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 	fl.BoolVar(&opts.Spec.IncludeReplayed, "include-replayed", false, "also send the dead letters an earlier run sent whose status is settled (resolved or stale), which a replay leaves out")
 	cmdutil.TopicVar(fl, &opts.Spec.To, "to", "send every record to this topic (default: each dead letter's original topic)")
 	fl.StringVar(&opts.Spec.ToPartition, "to-partition", replay.PartitionAuto, "auto (the original partition while the partition counts match, else by the key), original (always the original partition) or key (always by the key)")
-	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", string(kafka.PartitionerMurmur2), "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama)")
+	fl.StringVar((*string)(&opts.Spec.Partitioner), "partitioner", "", "the producer's partitioner, that keyed records are placed by: murmur2 (Java, franz-go), crc32 (librdkafka) or fnv1a (sarama); default: inferred from the target's keyed records, else murmur2")
 	fl.IntVar(&opts.Spec.MaxReplays, "max-replays", replay.DefaultMaxReplays, "quarantine records whose fw.replay.count has reached this")
 	opts.Register(fl, "send the records", "why you replay: required with --execute, journaled and sent as fw.replay.reason", "who replays")
 	opts.Rate.Register(fl)

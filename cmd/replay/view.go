@@ -36,8 +36,13 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		{"source", rep.Source},
 		{"target", rep.Target},
 		{"partitions", replayPlacement(rep.ToPartition, rep.Partitioner)},
-		{"max replays", strconv.Itoa(rep.MaxReplays)},
 	}}
+	for _, ch := range rep.PartitionerChoices {
+		if ch.By != replay.ByFlag {
+			head.Fields = append(head.Fields, [2]string{"partitioner", ch.String()})
+		}
+	}
+	head.Fields = append(head.Fields, [2]string{"max replays", strconv.Itoa(rep.MaxReplays)})
 	if rep.RunID != "" {
 		head.Title = "Resume plan of run " + rep.RunID
 	}
@@ -77,9 +82,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 
 	sel := replaySelectionSection(rep.Selection, rep.Filters)
 
-	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "end", "offsets"}}
+	ranges := output.Section{Title: "Ranges (end offsets fixed now)", Header: []string{"topic", "partition", "start", "last", "offsets"}}
 	for _, r := range rep.Ranges {
-		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
+		start, end := strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.Last, 10)
 		if r.Offsets == 0 {
 			start, end = "-", "-"
 		}
@@ -378,7 +383,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 		head.Fields = append(head.Fields, [2]string{"selection", string(d.Selection)})
 		sections[0] = head
 	}
-	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "end", "acked through", "remaining"}}
+	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "last", "acked through", "remaining"}}
 	for _, c := range d.Checkpoints {
 		start, end, acked := strconv.FormatInt(c.Start, 10), strconv.FormatInt(c.End, 10), strconv.FormatInt(c.AckedThrough, 10)
 		if c.End < c.Start {
@@ -406,8 +411,12 @@ func sampleKey(r replay.SampleRecord) string {
 	return r.Key
 }
 
-// replayPlacement says how a plan places records in partitions (--to-partition, --partitioner).
+// replayPlacement says how a plan places records in partitions (--to-partition, --partitioner;
+// without either, "inferred": the plan's partitioner rows say from what).
 func replayPlacement(mode, partitioner string) string {
+	if partitioner == "" {
+		partitioner = "inferred"
+	}
 	switch mode {
 	case replay.PartitionOriginal:
 		return "original"

@@ -231,17 +231,10 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 			LogStart: b.LogStart, HighWatermark: b.HighWatermark})
 	}
 	counts := map[string]int64{}
-	agree := make([]int64, len(kafka.Partitioners))
+	ev := kafka.NewPartitionerEvidence(topic, len(bounds))
 	err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		s.Records++
-		if len(rec.Key) > 0 {
-			s.Partitioners.Keyed++
-			for i, p := range kafka.Partitioners {
-				if q, _ := p.KeyPartition(rec.Key, len(bounds)); q == rec.Partition {
-					agree[i]++
-				}
-			}
-		}
+		ev.Add(rec)
 		// A registry that failed is a warning here (the run's schema problems), not a stop:
 		// the sample only counts formats.
 		ev, err, _ := opts.Schemas.ReadEvent(ctx, rec)
@@ -261,12 +254,12 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 	for f, n := range counts {
 		s.Formats = append(s.Formats, FormatCount{Format: f, Count: n})
 	}
-	s.Partitioners.Agrees, s.Partitioners.Matching = []PartitionerCount{}, []string{}
+	s.Partitioners.Keyed, s.Partitioners.Agrees, s.Partitioners.Matching = ev.Keyed, []PartitionerCount{}, []string{}
 	for i, p := range kafka.Partitioners {
-		s.Partitioners.Agrees = append(s.Partitioners.Agrees, PartitionerCount{Partitioner: string(p), Agree: agree[i]})
-		if s.Partitioners.Keyed > 0 && agree[i] == s.Partitioners.Keyed {
-			s.Partitioners.Matching = append(s.Partitioners.Matching, string(p))
-		}
+		s.Partitioners.Agrees = append(s.Partitioners.Agrees, PartitionerCount{Partitioner: string(p), Agree: ev.Agree[i]})
+	}
+	for _, p := range ev.Matching() {
+		s.Partitioners.Matching = append(s.Partitioners.Matching, string(p))
 	}
 	sort.Slice(s.Formats, func(i, j int) bool {
 		if s.Formats[i].Count != s.Formats[j].Count {

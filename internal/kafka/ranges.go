@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -37,13 +38,44 @@ type Selection struct {
 
 // PartitionRange is the half-open offset range [Start, End) of one partition, fixed when the
 // plan is made. LogStart and HighWatermark are the partition's bounds at that time.
+//
+// In JSON a range is inclusive at both ends, as every offset range fieldwork writes
+// (docs/design.md §4, "Offsets in JSON"): start_offset is its first offset and last_offset
+// its last (End-1; start_offset-1 for an empty range), never the exclusive End, which only
+// high_watermark, an exclusive bound by Kafka's definition, is.
 type PartitionRange struct {
+	Topic         string
+	Partition     int32
+	Start         int64
+	End           int64
+	LogStart      int64
+	HighWatermark int64
+}
+
+// partitionRangeJSON is a PartitionRange as JSON.
+type partitionRangeJSON struct {
 	Topic         string `json:"topic"`
 	Partition     int32  `json:"partition"`
 	Start         int64  `json:"start_offset"`
-	End           int64  `json:"end_offset"`
+	Last          int64  `json:"last_offset"`
 	LogStart      int64  `json:"log_start_offset"`
 	HighWatermark int64  `json:"high_watermark"`
+}
+
+// MarshalJSON writes the range inclusive at both ends (start_offset, last_offset).
+func (r PartitionRange) MarshalJSON() ([]byte, error) {
+	return json.Marshal(partitionRangeJSON{Topic: r.Topic, Partition: r.Partition, Start: r.Start, Last: r.End - 1,
+		LogStart: r.LogStart, HighWatermark: r.HighWatermark})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *PartitionRange) UnmarshalJSON(b []byte) error {
+	var j partitionRangeJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = PartitionRange{Topic: j.Topic, Partition: j.Partition, Start: j.Start, End: j.Last + 1, LogStart: j.LogStart, HighWatermark: j.HighWatermark}
+	return nil
 }
 
 // Len is the number of offsets in the range (records, less compacted or control ones).

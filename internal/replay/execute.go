@@ -181,7 +181,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	// targets knows each target topic, and its record size limit, from the first record to it
 	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
-	targets := newTargetCache(c, kafka.OpWrite, p.Spec.Partitioner)
+	targets := newTargetCache(c, kafka.OpWrite, p)
 	targets.limits = newTargetLimits(c)
 	checkTargets := false
 	if opts.SinglePass {
@@ -443,6 +443,10 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 			}
 			part, _, err := e.targets.place(readCtx, d)
 			if err != nil {
+				if fwerr.KindOf(err) == fwerr.KindUsage {
+					// The target's partitioner cannot be told (a single pass meets it here).
+					return fwerr.Usagef("%v%s", err, e.stoppedNote())
+				}
 				return err
 			}
 			d.partition = part

@@ -2,12 +2,14 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -153,4 +155,133 @@ func checkRules(t *testing.T, rep *Report, rule string) {
 	if len(rep.Targets) == 0 || len(rules) > 0 {
 		t.Errorf("targets %v: want every rule %s, not %s", rep.Targets, rule, strings.Join(rules, ", "))
 	}
+}
+
+// TestReplayInfersThePartitioner: without --partitioner, a replay of dead letters that name no
+// original partition (Watermill's) places each keyed record by the partitioner that the target
+// topic's own keyed records agree with, written here by librdkafka (kcat) with its FNV-1a,
+// murmur2 and CRC-32 partitioners; the plan says which and on what evidence. A target whose
+// keyed records agree with no one partitioner (two producers) is refused, a usage error naming
+// --partitioner, before anything is sent; one without keyed records takes the default.
+func TestReplayInfersThePartitioner(t *testing.T) {
+	c, st := cluster(t), store(t)
+	cl := testenv.Client(t)
+	keys := partitionerKeys()
+	const parts = 6
+	// moved counts the keys of want that p places elsewhere.
+	moved := func(p kafka.Partitioner, want map[string]int32) int {
+		n := 0
+		for k, part := range want {
+			if q, _ := p.KeyPartition([]byte(k), parts); q != part {
+				n++
+			}
+		}
+		return n
+	}
+	deadLettersOf := func(t *testing.T, src string) string {
+		dlt := testenv.Topic(t, 2, nil)
+		seen := map[string]bool{}
+		var dls []*kgo.Record
+		for _, r := range readTopic(t, c, src) {
+			if !seen[string(r.Key)] {
+				seen[string(r.Key)] = true
+				dls = append(dls, watermillDeadLetter(dlt, r))
+			}
+		}
+		testenv.Produce(t, cl, dls...)
+		return dlt
+	}
+	for _, tc := range []struct {
+		partitioner kafka.Partitioner
+		librdkafka  string
+	}{
+		{kafka.PartitionerFNV1a, "fnv1a_random"},
+		{kafka.PartitionerMurmur2, "murmur2_random"},
+		{kafka.PartitionerCRC32, "consistent_random"},
+	} {
+		t.Run(string(tc.partitioner), func(t *testing.T) {
+			src := testenv.Topic(t, parts, nil)
+			testenv.KcatProduceKeyedBy(t, src, tc.librdkafka, keys, 3)
+			want := siblings(t, readTopic(t, c, src))
+			if len(want) != len(keys) {
+				t.Fatalf("%d keys in %s, want %d", len(want), src, len(keys))
+			}
+			// The test can fail: every other partitioner puts some of these keys elsewhere.
+			for _, p := range kafka.Partitioners {
+				if p != tc.partitioner && moved(p, want) == 0 {
+					t.Fatalf("%s places every key as librdkafka's %s did: the keys prove nothing", p, tc.librdkafka)
+				}
+			}
+			dlt := deadLettersOf(t, src)
+			rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlt}, ExecOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSiblings(t, c, src, sum.RunID, want, len(keys), true)
+			checkRules(t, rep, string(tc.partitioner))
+			n := int64(len(keys) * 3)
+			wantText := fmt.Sprintf("%s (inferred: %d of %d keyed records of %s agree)", tc.partitioner, n, n, src)
+			if rep.Partitioner != string(tc.partitioner) || len(rep.PartitionerChoices) != 1 || rep.PartitionerChoices[0].String() != wantText ||
+				rep.PartitionerChoices[0].By != ByInferred {
+				t.Fatalf("partitioner %q, choices %+v: want %q", rep.Partitioner, rep.PartitionerChoices, wantText)
+			}
+		})
+	}
+
+	t.Run("contradicting evidence", func(t *testing.T) {
+		src := testenv.Topic(t, parts, nil)
+		testenv.KcatProduceKeyedBy(t, src, "fnv1a_random", keys[:12], 2)
+		testenv.KcatProduceKeyedBy(t, src, "murmur2_random", keys[12:], 2)
+		want := siblings(t, readTopic(t, c, src))
+		for _, p := range kafka.Partitioners {
+			if moved(p, want) == 0 {
+				t.Fatalf("%s places every key where it is: the two producers prove nothing", p)
+			}
+		}
+		dlt := deadLettersOf(t, src)
+		before := endOffsets(t, c, src)
+		p, err := NewPlan(t.Context(), c, Spec{From: dlt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Scan(t.Context(), c, st, p, ScanOptions{})
+		if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(fmt.Sprint(err), "--partitioner") ||
+			!strings.Contains(fmt.Sprint(err), "cannot tell the partitioner of "+src) {
+			t.Fatalf("scan: %v (%v): want a usage error naming --partitioner", err, fwerr.KindOf(err))
+		}
+		// Executed with --yes (a single pass): refused at the first record, nothing sent.
+		res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlt}),
+			FlowOptions{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name()})
+		if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(fmt.Sprint(err), "--partitioner") {
+			t.Fatalf("single pass: %v %+v: want a usage error naming --partitioner", err, res)
+		}
+		if after := endOffsets(t, c, src); !slices.Equal(before, after) {
+			t.Fatalf("%s moved from %v to %v: something was sent", src, before, after)
+		}
+		// Named, it is sent by that partitioner.
+		rep, _, err := execute(t, t.Context(), c, st, Spec{From: dlt, Partitioner: kafka.PartitionerFNV1a}, ExecOptions{})
+		if err != nil || len(rep.PartitionerChoices) != 0 || rep.Partitioner != string(kafka.PartitionerFNV1a) {
+			t.Fatalf("--partitioner fnv1a: %v, %q %+v", err, rep.Partitioner, rep.PartitionerChoices)
+		}
+		checkRules(t, rep, string(kafka.PartitionerFNV1a))
+	})
+
+	t.Run("no evidence", func(t *testing.T) {
+		src := testenv.Topic(t, parts, nil)
+		dlt := testenv.Topic(t, 2, nil)
+		var dls []*kgo.Record
+		for _, k := range keys {
+			dls = append(dls, watermillDeadLetter(dlt, &kgo.Record{Topic: src, Key: []byte(k), Value: []byte(`{"event_id":"` + k + `"}`)}))
+		}
+		testenv.Produce(t, cl, dls...)
+		rep, _, err := execute(t, t.Context(), c, st, Spec{From: dlt}, ExecOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRules(t, rep, string(kafka.PartitionerMurmur2))
+		wantText := "murmur2 (default: no keyed records in the newest 200 of each partition of " + src + " to infer from)"
+		if len(rep.PartitionerChoices) != 1 || rep.PartitionerChoices[0].String() != wantText {
+			t.Fatalf("choices %+v: want %q", rep.PartitionerChoices, wantText)
+		}
+	})
 }

@@ -49,6 +49,9 @@ type Plan struct {
 	SourceTopicID string
 	// edit is the prepared edit's report (prepareEdit), set by Run.
 	edit *EditReport
+	// partitioners are the target topics' partitioners, decided once for the plan (without
+	// --partitioner, inferred from each target's keyed records).
+	partitioners inferences
 }
 
 // NewPlan validates spec and fixes its ranges. An unknown topic is an *kafka.UnknownTopicError
@@ -132,7 +135,7 @@ func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
 	if !p.TargetKnown() {
 		return fmt.Errorf("replay: the targets of a replay without --to, or with --to-partition original, are known only by a scan")
 	}
-	t := newTargetCache(c, kafka.OpWrite, p.Spec.Partitioner)
+	t := newTargetCache(c, kafka.OpWrite, p)
 	n, err := t.lookup(ctx, p.Spec.To)
 	if err != nil {
 		return err
@@ -147,12 +150,13 @@ func CheckTarget(ctx context.Context, c *kafka.Cluster, p *Plan) error {
 // Total is the number of offsets the plan reads.
 func (p *Plan) Total() int64 { return kafka.Total(p.Ranges) }
 
-// RangeReport is one partition of a plan, offsets inclusive.
+// RangeReport is one partition of a plan, offsets inclusive: Start is its first offset, Last
+// its last (Start-1 when the range is empty, Offsets 0).
 type RangeReport struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Start     int64  `json:"start_offset"`
-	End       int64  `json:"end_offset"`
+	Last      int64  `json:"last_offset"`
 	Offsets   int64  `json:"offsets"`
 }
 
@@ -256,22 +260,26 @@ type Report struct {
 	Source string `json:"source"`
 	Target string `json:"target"`
 	// ToPartition and Partitioner are how records are placed (Spec.ToPartition, .Partitioner);
-	// each target's Rule says which rule placed its records.
-	ToPartition string         `json:"to_partition"`
-	Partitioner string         `json:"partitioner"`
-	MaxReplays  int            `json:"max_replays"`
-	RunID       string         `json:"resumes_run,omitempty"`
-	Selection   Selection      `json:"selection"`
-	Filters     Filters        `json:"filters"`
-	Ranges      []RangeReport  `json:"ranges"`
-	LostOffsets int64          `json:"lost_offsets,omitempty"`
-	Counts      Counts         `json:"counts"`
-	Targets     []TargetCount  `json:"targets"`
-	Missing     []TargetCount  `json:"missing_targets"`
-	Quarantined []RecordRef    `json:"quarantined"`
-	Incomplete  []RecordRef    `json:"incomplete"`
-	Problems    []string       `json:"problems"`
-	Sample      []SampleRecord `json:"sample"`
+	// each target's Rule says which rule placed its records. Partitioner is --partitioner, or
+	// without it the one chosen for every target topic that records are placed in by key
+	// (absent when they differ, or none is); PartitionerChoices says, per topic, which and why
+	// (inferred from the target's keyed records, or the default).
+	ToPartition        string              `json:"to_partition"`
+	Partitioner        string              `json:"partitioner,omitempty"`
+	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
+	MaxReplays         int                 `json:"max_replays"`
+	RunID              string              `json:"resumes_run,omitempty"`
+	Selection          Selection           `json:"selection"`
+	Filters            Filters             `json:"filters"`
+	Ranges             []RangeReport       `json:"ranges"`
+	LostOffsets        int64               `json:"lost_offsets,omitempty"`
+	Counts             Counts              `json:"counts"`
+	Targets            []TargetCount       `json:"targets"`
+	Missing            []TargetCount       `json:"missing_targets"`
+	Quarantined        []RecordRef         `json:"quarantined"`
+	Incomplete         []RecordRef         `json:"incomplete"`
+	Problems           []string            `json:"problems"`
+	Sample             []SampleRecord      `json:"sample"`
 	// ForGroup is the group the records are for (fw.replay.for): --for-group, or, when every
 	// selected dead letter names one group, that one (ForGroupDefault). "" with Groups: each
 	// record is for the group its dead letter names; with AllGroups, for every group.
@@ -384,9 +392,9 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		rep.RunID = p.Resume.Run.ID
 	}
 	for _, r := range p.Ranges {
-		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, Offsets: r.Len()})
+		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, Last: r.End - 1, Offsets: r.Len()})
 	}
-	targets := newTargetCache(c, kafka.OpDescribe, p.Spec.Partitioner)
+	targets := newTargetCache(c, kafka.OpDescribe, p)
 	type key struct {
 		topic string
 		part  int32
@@ -485,6 +493,16 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	sortTargets(rep.Targets)
 	sortTargets(rep.Missing)
 	rep.ReplayedBefore.sort()
+	rep.PartitionerChoices = p.partitioners.choices()
+	if rep.Partitioner == "" {
+		for i, ch := range rep.PartitionerChoices {
+			if i > 0 && ch.Partitioner != rep.Partitioner {
+				rep.Partitioner = ""
+				break
+			}
+			rep.Partitioner = ch.Partitioner
+		}
+	}
 	slices.Sort(rep.Groups)
 	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
 		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true
@@ -553,16 +571,17 @@ type targetCache struct {
 	c     *kafka.Cluster
 	parts map[string]int // 0: the topic does not exist
 	// origins are the partition counts of original topics that are not targets (count).
-	origins     map[string]int
-	partitioner kafka.Partitioner
-	limits      *targetLimits
+	origins map[string]int
+	// plan gives the partitioner of each target topic (Plan.partitioners).
+	plan   *Plan
+	limits *targetLimits
 	// op is what the caller needs on a target, named when the ACLs hide one: DESCRIBE to plan,
 	// WRITE to send (which grants DESCRIBE).
 	op string
 }
 
-func newTargetCache(c *kafka.Cluster, op string, p kafka.Partitioner) *targetCache {
-	return &targetCache{c: c, parts: map[string]int{}, origins: map[string]int{}, partitioner: p, op: op}
+func newTargetCache(c *kafka.Cluster, op string, p *Plan) *targetCache {
+	return &targetCache{c: c, parts: map[string]int{}, origins: map[string]int{}, plan: p, op: op}
 }
 
 // exists reports whether a looked-up topic exists and, for part >= 0, has that partition.
@@ -621,8 +640,8 @@ func (t *targetCache) count(ctx context.Context, topic string) int {
 // place is the partition a send goes to and the rule that chose it (docs/design.md §3.3): the
 // fixed one (--to-partition original); with PartitionAuto the original partition the dead
 // letter names when the target has as many partitions as the topic it came from; otherwise
-// where the spec's partitioner puts the key, or -1 (RuleSpread) for a record without a key it
-// hashes. A target that does not exist is -1 and no rule.
+// where the target's partitioner puts the key (--partitioner, or inferred from the target's
+// keyed records: Plan.partitioners), or -1 (RuleSpread) for a record without a key it hashes. A target that does not exist is -1 and no rule.
 func (t *targetCache) place(ctx context.Context, d *decision) (int32, string, error) {
 	n, err := t.lookup(ctx, d.target)
 	if err != nil {
@@ -637,8 +656,16 @@ func (t *targetCache) place(ctx context.Context, d *decision) (int32, string, er
 	if d.origPart >= 0 && int(d.origPart) < n && (d.origTopic == d.target || t.count(ctx, d.origTopic) == n) {
 		return d.origPart, RuleOriginal, nil
 	}
-	if p, ok := t.partitioner.KeyPartition(d.sendKey(), n); ok {
-		return p, string(t.partitioner), nil
+	if d.sendKey() == nil {
+		return -1, RuleSpread, nil
+	}
+	ch, err := t.plan.partitioners.choose(ctx, t.c, d.target, t.plan.Spec.Partitioner)
+	if err != nil {
+		return -1, "", err
+	}
+	pt := kafka.Partitioner(ch.Partitioner)
+	if p, ok := pt.KeyPartition(d.sendKey(), n); ok {
+		return p, string(pt), nil
 	}
 	return -1, RuleSpread, nil
 }

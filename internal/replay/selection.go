@@ -17,9 +17,11 @@ type Selection struct {
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
 	// Partitions are the partitions read; none: every partition.
-	Partitions  []int32   `json:"partitions,omitempty"`
+	Partitions []int32 `json:"partitions,omitempty"`
+	// StartOffset and EndOffset are --start-offset and --end-offset: the first and the last
+	// offset, both inclusive (last_offset, as every inclusive end in JSON).
 	StartOffset *int64    `json:"start_offset,omitempty"`
-	EndOffset   *int64    `json:"end_offset,omitempty"`
+	EndOffset   *int64    `json:"last_offset,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
 	// Addresses and EventIDs count the records named one by one (--from-file).

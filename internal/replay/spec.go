@@ -49,7 +49,7 @@ type Spec struct {
 	// none the whole topic is read, bounded by its end offsets when the plan is made.
 	Partitions  []int32   `json:"partitions,omitempty"`
 	StartOffset *int64    `json:"start_offset,omitempty"`
-	EndOffset   *int64    `json:"end_offset,omitempty"`
+	EndOffset   *int64    `json:"last_offset,omitempty"`
 	Since       time.Time `json:"since,omitzero"`
 	Until       time.Time `json:"until,omitzero"`
 	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
@@ -99,7 +99,9 @@ type Spec struct {
 	// ToPartition is PartitionAuto, PartitionOriginal or PartitionKey.
 	ToPartition string `json:"to_partition"`
 	// Partitioner is the partitioner of the producer that wrote the records, the one keyed
-	// records are placed by when they do not keep their original partition ("" is murmur2).
+	// records are placed by when they do not keep their original partition. "" infers it for
+	// each target topic from the topic's own keyed records, murmur2 when they tell nothing
+	// (PartitionerChoice, docs/design.md §3.3).
 	Partitioner kafka.Partitioner `json:"partitioner,omitempty"`
 	// MaxReplays is the loop guard: a record whose fw.replay.count has reached it is
 	// quarantined. A bounded copy (fw.dlq.value_omitted) is never sent whatever it is: it is
@@ -163,11 +165,14 @@ func (s *Spec) Validate() error {
 	default:
 		return fwerr.Usagef("--to-partition %q: want %s", s.ToPartition, strings.Join(ToPartitionModes, ", "))
 	}
-	p, err := kafka.ParsePartitioner(string(s.Partitioner))
-	if err != nil {
-		return fwerr.Usagef("--partitioner: %v", err)
+	if s.Partitioner != "" {
+		// "": inferred per target topic from its keyed records (Plan.partitioners).
+		p, err := kafka.ParsePartitioner(string(s.Partitioner))
+		if err != nil {
+			return fwerr.Usagef("--partitioner: %v", err)
+		}
+		s.Partitioner = p
 	}
-	s.Partitioner = p
 	if s.MaxReplays == 0 {
 		s.MaxReplays = DefaultMaxReplays
 	}
@@ -314,7 +319,11 @@ func (s *Spec) TargetLabel() string {
 	case PartitionOriginal:
 		t += " (original partition)"
 	case PartitionKey:
-		t += " (partitioned by " + string(s.Partitioner) + ")"
+		if s.Partitioner == "" {
+			t += " (partitioned by key)"
+		} else {
+			t += " (partitioned by " + string(s.Partitioner) + ")"
+		}
 	}
 	return t
 }
@@ -328,13 +337,39 @@ func (s *Spec) marshal() string {
 	return string(b)
 }
 
+// UnmarshalJSON reads a journaled spec, also one journaled before the inclusive end of its
+// offset range was named last_offset (end_offset then).
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	type plain Spec
+	var j struct {
+		plain
+		LegacyEndOffset *int64 `json:"end_offset"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Spec(j.plain)
+	if s.EndOffset == nil {
+		s.EndOffset = j.LegacyEndOffset
+	}
+	return nil
+}
+
 // unmarshalSpec reads a journaled selection back: the spec, validated, and how the run
-// executes (nil when it was journaled without: by an earlier version).
+// executes (nil when it was journaled without: by an earlier version). The two are read
+// apart: journaled embeds Spec, whose UnmarshalJSON would otherwise swallow the execution.
 func unmarshalSpec(text string) (Spec, *Execution, error) {
 	var j journaled
-	if err := json.Unmarshal([]byte(text), &j); err != nil {
+	if err := json.Unmarshal([]byte(text), &j.Spec); err != nil {
 		return Spec{}, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
 	}
+	var ex struct {
+		Execution *Execution `json:"execution"`
+	}
+	if err := json.Unmarshal([]byte(text), &ex); err != nil {
+		return Spec{}, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
+	}
+	j.Execution = ex.Execution
 	if err := j.Spec.Validate(); err != nil {
 		return Spec{}, nil, fmt.Errorf("the journaled selection: %w", err)
 	}

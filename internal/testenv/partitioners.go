@@ -15,13 +15,21 @@ import (
 // Each value is {"event_id":"KEY-ROUND"}.
 func KcatProduceKeyed(t testing.TB, topic string, keys []string, rounds int) {
 	t.Helper()
+	KcatProduceKeyedBy(t, topic, "consistent_random", keys, rounds)
+}
+
+// KcatProduceKeyedBy is KcatProduceKeyed with another of librdkafka's partitioners:
+// consistent_random (CRC-32), murmur2_random (the Java client's placement) or fnv1a_random
+// (sarama's).
+func KcatProduceKeyedBy(t testing.TB, topic, partitioner string, keys []string, rounds int) {
+	t.Helper()
 	var in bytes.Buffer
 	for round := range rounds {
 		for _, k := range keys {
 			fmt.Fprintf(&in, "%s|{\"event_id\":\"%s-%d\"}\n", k, k, round)
 		}
 	}
-	cmd := exec.Command(Kcat(t), "-P", "-b", Brokers(t), "-t", topic, "-K", "|", "-X", "partitioner=consistent_random")
+	cmd := exec.Command(Kcat(t), "-P", "-b", Brokers(t), "-t", topic, "-K", "|", "-X", "partitioner="+partitioner)
 	cmd.Stdin = &in
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kcat: %v: %s", err, out)

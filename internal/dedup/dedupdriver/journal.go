@@ -80,7 +80,7 @@ type ReplayCheckpoint struct {
 	Topic        string `json:"topic"`
 	Partition    int32  `json:"partition"`
 	Start        int64  `json:"start_offset"`
-	End          int64  `json:"end_offset"`
+	End          int64  `json:"last_offset"` // inclusive (the column end_offset)
 	AckedThrough int64  `json:"acked_through"`
 }
 

@@ -1,0 +1,154 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/wording"
+)
+
+// How a target topic's partitioner was chosen (PartitionerChoice.By).
+const (
+	// ByFlag: --partitioner named it.
+	ByFlag = "flag"
+	// ByInferred: the target's keyed records all agree with it, and with no other one that is
+	// not the default.
+	ByInferred = "inferred"
+	// ByDefault: nothing told it (no keyed record, one partition, the target not readable, or
+	// the keyed records agree with the default as with others): kafka.PartitionerMurmur2.
+	ByDefault = "default"
+)
+
+// DefaultPartitioner is the partitioner of a replay that nothing tells otherwise: Kafka's Java
+// client's.
+const DefaultPartitioner = kafka.PartitionerMurmur2
+
+// PartitionerChoice is the partitioner the keyed records sent to one target topic are placed
+// by, and why: without --partitioner it is inferred from the newest records of the target
+// (docs/design.md §3.3).
+type PartitionerChoice struct {
+	Topic       string `json:"topic"`
+	Partitioner string `json:"partitioner"`
+	By          string `json:"by"`
+	// KeyedRecords, Agree and Matching are the evidence (null with --partitioner): the keyed
+	// records sampled, how many of them Partitioner places where they are, and every
+	// partitioner that places all of them.
+	KeyedRecords *int64   `json:"keyed_records"`
+	Agree        *int64   `json:"agree"`
+	Matching     []string `json:"matching"`
+	// Why says what the evidence was, in a sentence.
+	Why string `json:"why"`
+}
+
+// String is the choice as the plan says it: "fnv1a (inferred: 412 of 412 keyed records of
+// orders agree)".
+func (c PartitionerChoice) String() string {
+	return c.Partitioner + " (" + c.By + ": " + c.Why + ")"
+}
+
+// inferences holds a plan's partitioner per target topic, decided once (by its scan, or by the
+// single pass that sends it) and reused by every later step of the plan.
+type inferences struct {
+	mu     sync.Mutex
+	byName map[string]inferred
+	order  []string
+}
+
+type inferred struct {
+	choice PartitionerChoice
+	err    error
+}
+
+// choose is the partitioner of topic: the spec's when it names one (a flag), else inferred from
+// the topic's keyed records. Evidence that disagrees is a usage error naming --partitioner.
+func (in *inferences) choose(ctx context.Context, c *kafka.Cluster, topic string, given kafka.Partitioner) (PartitionerChoice, error) {
+	if given != "" {
+		return PartitionerChoice{Topic: topic, Partitioner: string(given), By: ByFlag, Matching: []string{}, Why: "--partitioner"}, nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if got, ok := in.byName[topic]; ok {
+		return got.choice, got.err
+	}
+	ev, err := c.SamplePartitioners(ctx, topic, kafka.DefaultEvidenceSample)
+	var got inferred
+	switch {
+	case err != nil && fwerr.KindOf(err) == fwerr.KindDenied:
+		got.choice = defaultChoice(topic, nil, fmt.Sprintf("%s could not be read to infer from (%v)", topic, err))
+	case err != nil:
+		return PartitionerChoice{}, fmt.Errorf("infer the partitioner of %s: %w", topic, err)
+	default:
+		got.choice, got.err = decide(ev)
+	}
+	if in.byName == nil {
+		in.byName = map[string]inferred{}
+	}
+	in.byName[topic] = got
+	in.order = append(in.order, topic)
+	return got.choice, got.err
+}
+
+// choices are the choices made so far, in the order they were made.
+func (in *inferences) choices() []PartitionerChoice {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := []PartitionerChoice{}
+	for _, t := range in.order {
+		if g := in.byName[t]; g.err == nil {
+			out = append(out, g.choice)
+		}
+	}
+	return out
+}
+
+// decide is the rule of inference: the one partitioner that places every sampled keyed record
+// where it is; the default when there is no evidence (no keyed record, one partition) or when
+// the default is among several that do; a usage error when none does, or several that are not
+// the default do.
+func decide(ev kafka.PartitionerEvidence) (PartitionerChoice, error) {
+	matching := ev.Matching()
+	names := make([]string, len(matching))
+	for i, p := range matching {
+		names[i] = string(p)
+	}
+	keyed := ev.Keyed
+	switch {
+	case ev.Partitions < 2:
+		return defaultChoice(ev.Topic, &ev, fmt.Sprintf("%s has one partition: every partitioner agrees there", ev.Topic)), nil
+	case keyed == 0:
+		return defaultChoice(ev.Topic, &ev, fmt.Sprintf("no keyed records in the newest %d of each partition of %s to infer from", kafka.DefaultEvidenceSample, ev.Topic)), nil
+	case len(matching) == 1:
+		agree := ev.AgreeWith(matching[0])
+		return PartitionerChoice{Topic: ev.Topic, Partitioner: string(matching[0]), By: ByInferred, KeyedRecords: &keyed, Agree: &agree, Matching: names,
+			Why: fmt.Sprintf("%d of %d keyed records of %s agree", agree, keyed, ev.Topic)}, nil
+	case len(matching) > 1 && matching[0] == DefaultPartitioner:
+		return defaultChoice(ev.Topic, &ev, fmt.Sprintf("the %s of %s agree with %s alike",
+			wording.Plural(keyed, "keyed record"), ev.Topic, strings.Join(names, " and "))), nil
+	case len(matching) > 1:
+		return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: its %s agree with %s alike; name it with --partitioner (%s)",
+			ev.Topic, wording.Plural(keyed, "sampled keyed record"), strings.Join(names, " and "), strings.Join(kafka.PartitionerNames(), ", "))
+	}
+	var agree []string
+	for i, p := range kafka.Partitioners {
+		agree = append(agree, fmt.Sprintf("%s %d", p, ev.Agree[i]))
+	}
+	return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: no partitioner places all %d of its sampled keyed records where they are (%s agree): "+
+		"several producers, or a custom placement; name it with --partitioner (%s)",
+		ev.Topic, keyed, strings.Join(agree, ", "), strings.Join(kafka.PartitionerNames(), ", "))
+}
+
+func defaultChoice(topic string, ev *kafka.PartitionerEvidence, why string) PartitionerChoice {
+	c := PartitionerChoice{Topic: topic, Partitioner: string(DefaultPartitioner), By: ByDefault, Matching: []string{}, Why: why}
+	if ev != nil {
+		keyed, agree := ev.Keyed, ev.AgreeWith(DefaultPartitioner)
+		c.KeyedRecords, c.Agree = &keyed, &agree
+		for _, p := range ev.Matching() {
+			c.Matching = append(c.Matching, string(p))
+		}
+	}
+	return c
+}
