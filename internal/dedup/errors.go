@@ -21,6 +21,11 @@ var ErrNotMigrated = dedupdriver.ErrNotMigrated
 // and never contains a password. Callers map it to exit code 4.
 type ConnectError = dedupdriver.ConnectError
 
+// NoStoreError means an SQLite DSN names a file that does not exist and Options.Create was
+// not set: nothing was created. Callers map it to exit code 4, like a database that does not
+// exist.
+type NoStoreError = dedupdriver.NoStoreError
+
 // InvalidDSNError means the DSN is malformed or names no known driver. It
 // carries the DSN redacted. Callers map it to a usage error (exit 2).
 type InvalidDSNError = dedupdriver.InvalidDSNError

@@ -47,6 +47,10 @@ type Options struct {
 	// Password is the PostgreSQL password to use when the DSN holds none (it then beats
 	// PGPASSWORD and PGPASSFILE). Never printed.
 	Password string `json:"-"`
+	// Create lets Open create an SQLite file that does not exist: only what creates a store
+	// sets it (`db migrate`, `consume --migrate`, `dev`, `demo`). Without it a missing file is
+	// a *NoStoreError and nothing is created.
+	Create bool `json:"-"`
 }
 
 // identifierRE is what a schema, table, column or savepoint name must match.

@@ -62,7 +62,8 @@ type Store struct {
 // Failures, in the order they are checked, before anything touches the
 // network: *InvalidIdentifierError (opts), *InvalidDSNError (dsn); then
 // *ConnectError when the database cannot be reached or refuses the
-// credentials. Connecting is bounded by the DSN's connect_timeout or else
+// credentials; *NoStoreError when an SQLite file does not exist and
+// opts.Create is not set (nothing is then created). Connecting is bounded by the DSN's connect_timeout or else
 // opts.ConnectTimeout (5s). Open does not check the schema version (so that
 // `fieldwork db migrate` can run on an empty database): see Verify.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
@@ -79,7 +80,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if kind == driverSQLite && (preset != nil || shaped(names.Columns)) {
 		return nil, &InvalidInputError{Field: "store", Index: -1, Value: "sqlite", Reason: "the tables of other libraries (--preset, a column a table lacks) are read on PostgreSQL"}
 	}
-	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password}
+	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password, Create: opts.Create}
 	var drv dedupdriver.Driver
 	switch kind {
 	case driverPostgres:

@@ -34,13 +34,14 @@ type Env struct {
 	Schema string
 }
 
-// Open opens a store in env with opts (Schema defaults to env.Schema) and
-// closes it at cleanup.
+// Open opens a store in env with opts (Schema defaults to env.Schema), creating an SQLite
+// file that is not there yet (the namespace is the test's own), and closes it at cleanup.
 func (e Env) Open(t *testing.T, opts dedup.Options) *dedup.Store {
 	t.Helper()
 	if opts.Schema == "" {
 		opts.Schema = e.Schema
 	}
+	opts.Create = true
 	st, err := dedup.Open(context.Background(), e.DSN, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", redact.DSN(e.DSN), err)

@@ -98,6 +98,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Password is used when the DSN holds none (Postgres only).
 	Password string
+	// Create lets SQLite create a database file that does not exist. Without it a missing
+	// file is a *NoStoreError and nothing is created (docs/design.md §3.4).
+	Create bool
 }
 
 // Marker is one event to claim for a consumer.

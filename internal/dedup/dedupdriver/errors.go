@@ -52,6 +52,17 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
+// NoStoreError means an SQLite DSN names a file that does not exist, and the store was not
+// opened to create one (dedup.Options.Create): nothing was created. Callers map it to a
+// connect error (exit 4), as they do a PostgreSQL database that does not exist.
+type NoStoreError struct {
+	Path string
+}
+
+func (e *NoStoreError) Error() string {
+	return fmt.Sprintf("no such store: the SQLite file %s does not exist", e.Path)
+}
+
 // InvalidDSNError means a DSN could not be parsed or names no known driver.
 // The DSN it carries is already redacted. Callers map it to a usage error.
 type InvalidDSNError struct {
