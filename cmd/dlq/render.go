@@ -318,8 +318,10 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 	case s.Replay != nil:
 		return fmt.Sprintf(" (replay run %s sent it to %s at %s; consumer %s has no marker yet)", s.Replay.RunID,
 			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At), s.Consumer)
+	case s.Marker != nil && s.Marker.ProcessedAt == nil:
+		return fmt.Sprintf(" (consumer %s processed it; its marker keeps no time)", s.Consumer)
 	case s.Marker != nil:
-		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.FormatTime(s.Marker.ProcessedAt))
+		return fmt.Sprintf(" (consumer %s processed it at %s)", s.Consumer, cmdutil.OptTime(s.Marker.ProcessedAt))
 	case s.Consumer != "":
 		return " (consumer " + s.Consumer + ")"
 	}

@@ -286,7 +286,10 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if len(rows) > limit {
 		page.Rows = rows[:limit]
 		last := page.Rows[limit-1]
-		page.Next = &Cursor{ProcessedAt: last.ProcessedAt, Consumer: last.Consumer, EventID: last.EventID}
+		page.Next = &Cursor{Consumer: last.Consumer, EventID: last.EventID}
+		if last.ProcessedAt != nil {
+			page.Next.ProcessedAt = *last.ProcessedAt
+		}
 	}
 	return page, nil
 }
