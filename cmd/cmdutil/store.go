@@ -67,7 +67,8 @@ func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options)
 }
 
 // NoteTableShape says on stderr, once a store is open, what the marker table is when it is not
-// fieldwork's own: the library of its preset and the columns it lacks (read as absent).
+// fieldwork's own: the library of its preset (and how its table was found, when --table did not
+// name it) and the columns it lacks (read as absent).
 func NoteTableShape(s *output.Streams, st *dedup.Store) {
 	absent := st.Absent()
 	p := st.Preset()
@@ -77,6 +78,9 @@ func NoteTableShape(s *output.Streams, st *dedup.Store) {
 	msg := st.Table()
 	if p != nil {
 		msg += " is " + p.Library + "'s table"
+		if found := st.Found(); found != "" {
+			msg += " (" + found + "; --table names another)"
+		}
 	}
 	if len(absent) > 0 {
 		if p != nil {
@@ -119,9 +123,10 @@ func StoreError(err error, o dedup.Options) error {
 		conn  *dedup.ConnectError
 		vm    *dedup.VersionMismatchError
 		none  *dedup.NoStoreError
+		amb   *dedup.AmbiguousTableError
 	)
 	switch {
-	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input), errors.As(err, &col):
+	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input), errors.As(err, &col), errors.As(err, &amb):
 		return fwerr.Wrap(fwerr.KindUsage, err)
 	case errors.As(err, &conn):
 		return fwerr.Connect(err)

@@ -26,6 +26,14 @@ type ConnectError = dedupdriver.ConnectError
 // exist.
 type NoStoreError = dedupdriver.NoStoreError
 
+// AmbiguousTableError means several tables may be a preset's table named after an endpoint
+// (NServiceBus's <Endpoint>_OutboxData): --table must choose. Callers map it to exit 2.
+type AmbiguousTableError = dedupdriver.AmbiguousTableError
+
+// MissingTableError means a preset's table does not exist: fieldwork does not create another
+// library's table (no advice to run db migrate).
+type MissingTableError = dedupdriver.MissingTableError
+
 // InvalidDSNError means the DSN is malformed or names no known driver. It
 // carries the DSN redacted. Callers map it to a usage error (exit 2).
 type InvalidDSNError = dedupdriver.InvalidDSNError

@@ -105,6 +105,20 @@ func shaped(c ColumnNames) bool {
 // Preset is the other library's table the store reads, or nil for a table of fieldwork's shape.
 func (s *Store) Preset() *Preset { return s.preset }
 
+// Found says how the table was found when it was not named (a preset's table named after an
+// endpoint, Preset.Prefixed): "the one table of schema S named T or ending in _T"; "" when the
+// table was named.
+func (s *Store) Found() string {
+	if !s.names.Prefixed {
+		return ""
+	}
+	return fmt.Sprintf("the one table of schema %s named %s or ending in _%s", s.names.Schema, s.names.Table, s.names.Table)
+}
+
+// JournalSchema is the schema of the store's journal and migrations: fieldwork's own, also
+// beside another library's table (a preset's), whatever --schema names.
+func (s *Store) JournalSchema() string { return s.names.JournalSchema() }
+
 // Absent names the logical columns (consumer, topic, partition, offset, aggregate_id,
 // aggregate_version) the table lacks: read as NULL, the consumer as the table's name.
 func (s *Store) Absent() []string {

@@ -27,6 +27,13 @@ type Names struct {
 	// Journal is the schema of the journal and the migrations table when it is not Schema:
 	// fieldwork's own, beside another library's table.
 	Journal string
+	// Library is the library whose table it is (a preset's), for messages; "" for a table of
+	// fieldwork's shape or one named by a column mapping.
+	Library string
+	// Prefixed says Table is the name after an endpoint's prefix (NServiceBus's
+	// <Endpoint>_OutboxData): the table read is the one of Schema named Table or ending in
+	// "_"+Table, found when the store opens (one, or a *AmbiguousTableError naming them).
+	Prefixed bool
 }
 
 // JournalSchema is the schema of the journal and the migrations table.

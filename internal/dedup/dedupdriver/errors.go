@@ -3,6 +3,7 @@ package dedupdriver
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -61,6 +62,33 @@ type NoStoreError struct {
 
 func (e *NoStoreError) Error() string {
 	return fmt.Sprintf("no such store: the SQLite file %s does not exist", e.Path)
+}
+
+// AmbiguousTableError means several tables of a schema may be a library's table named after an
+// endpoint (Names.Prefixed): --table must choose one. Callers map it to a usage error.
+type AmbiguousTableError struct {
+	Library, Schema, Table string
+	Candidates             []string
+}
+
+func (e *AmbiguousTableError) Error() string {
+	return fmt.Sprintf("%d tables of schema %s may be %s's %s: %s; name one with --table", len(e.Candidates), e.Schema, e.Library, e.Table, strings.Join(e.Candidates, ", "))
+}
+
+// MissingTableError means another library's table does not exist where the store looked for it
+// (Names.Library): fieldwork never creates it, so nothing here advises `fieldwork db migrate`.
+type MissingTableError struct {
+	Library string
+	// Table is the qualified table looked for; Find, when set, says how it was looked for.
+	Table, Find string
+}
+
+func (e *MissingTableError) Error() string {
+	what := "table " + e.Table
+	if e.Find != "" {
+		what = e.Find
+	}
+	return fmt.Sprintf("%s's %s does not exist: check --schema and --table (%s creates it; fieldwork db migrate creates only fieldwork's own tables)", e.Library, what, e.Library)
 }
 
 // InvalidDSNError means a DSN could not be parsed or names no known driver.
