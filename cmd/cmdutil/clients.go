@@ -23,6 +23,9 @@ const (
 	NeedStore
 	// NeedJournal opens the dedup store and checks that it is migrated, for the replay journal.
 	NeedJournal
+	// NeedNewStore opens the dedup store, creating an SQLite file that does not exist (see
+	// Factory.CreateStore): only for the commands that create a store (`db migrate`).
+	NeedNewStore
 )
 
 // Clients are what a command's run works with: the printer for -o and, as Need asks, the
@@ -60,8 +63,12 @@ func (c *Clients) open(ctx context.Context, f *Factory, need Need) error {
 	if c.Schemas, err = f.Schemas(); err != nil {
 		return err
 	}
-	if need&(NeedStore|NeedJournal) != 0 {
-		if c.Store, err = f.Store(ctx); err != nil {
+	if need&(NeedStore|NeedJournal|NeedNewStore) != 0 {
+		open := f.Store
+		if need&NeedNewStore != 0 {
+			open = f.CreateStore
+		}
+		if c.Store, err = open(ctx); err != nil {
 			return err
 		}
 		st := c.Store

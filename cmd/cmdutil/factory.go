@@ -152,10 +152,21 @@ func (f *Factory) Printer() (*output.Printer, error) {
 // Store opens the dedup store named by the connection's DSN and f.Dedup, bounded by
 // --connect-timeout. It does not check the migration version (db migrate must open an empty
 // database); queries on a missing table fail with dedup.ErrNotMigrated, which StoreError
-// explains. Errors carry their exit code: no DSN, a malformed DSN or an invalid identifier is
-// a usage error (2), an unreachable database or refused credentials a connect error (4); no
-// message holds the password.
+// explains. It creates nothing: an SQLite file that does not exist is refused, "no such store"
+// (see CreateStore). Errors carry their exit code: no DSN, a malformed DSN or an invalid
+// identifier is a usage error (2), an unreachable database, refused credentials or a store
+// that does not exist a connect error (4); no message holds the password.
 func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
+	return f.openStore(ctx, false)
+}
+
+// CreateStore is Store for the commands that create a store (`db migrate`, `consume
+// --migrate`): an SQLite file that does not exist is created.
+func (f *Factory) CreateStore(ctx context.Context) (*dedup.Store, error) {
+	return f.openStore(ctx, true)
+}
+
+func (f *Factory) openStore(ctx context.Context, create bool) (*dedup.Store, error) {
 	conn, err := f.Connection()
 	if err != nil {
 		return nil, err
@@ -166,6 +177,7 @@ func (f *Factory) Store(ctx context.Context) (*dedup.Store, error) {
 	opts := f.Dedup
 	opts.ConnectTimeout = f.ConnectTimeout
 	opts.Password = conn.DSNPassword
+	opts.Create = create
 	st, err := dedup.Open(ctx, conn.DSN, opts)
 	if err != nil {
 		return nil, StoreError(err, f.Dedup)

@@ -67,7 +67,8 @@ func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options)
 }
 
 // NoteTableShape says on stderr, once a store is open, what the marker table is when it is not
-// fieldwork's own: the library of its preset and the columns it lacks (read as absent).
+// fieldwork's own: the library of its preset (and how its table was found, when --table did not
+// name it) and the columns it lacks (read as absent).
 func NoteTableShape(s *output.Streams, st *dedup.Store) {
 	absent := st.Absent()
 	p := st.Preset()
@@ -77,6 +78,9 @@ func NoteTableShape(s *output.Streams, st *dedup.Store) {
 	msg := st.Table()
 	if p != nil {
 		msg += " is " + p.Library + "'s table"
+		if found := st.Found(); found != "" {
+			msg += " (" + found + "; --table names another)"
+		}
 	}
 	if len(absent) > 0 {
 		if p != nil {
@@ -104,9 +108,9 @@ func NameFlags(o dedup.Options) string {
 
 // StoreError gives an error from package dedup its exit code and, where the operator has
 // something to do, a hint: a malformed DSN, an invalid name or an unusable consumer or event
-// id is a usage error (2); an unreachable database or refused credentials a connect error
-// (4); a missing table says which `fieldwork db migrate` creates it (1). Messages from dedup
-// never hold a password.
+// id is a usage error (2); an unreachable database, refused credentials or an SQLite file that
+// does not exist ("no such store") a connect error (4); a missing table says which `fieldwork
+// db migrate` creates it (1). Messages from dedup never hold a password.
 func StoreError(err error, o dedup.Options) error {
 	if err == nil || fwerr.KindOf(err) != fwerr.KindError {
 		return err
@@ -118,12 +122,18 @@ func StoreError(err error, o dedup.Options) error {
 		col   *dedup.MissingColumnError
 		conn  *dedup.ConnectError
 		vm    *dedup.VersionMismatchError
+		none  *dedup.NoStoreError
+		amb   *dedup.AmbiguousTableError
 	)
 	switch {
-	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input), errors.As(err, &col):
+	case errors.As(err, &ident), errors.As(err, &dsn), errors.As(err, &input), errors.As(err, &col), errors.As(err, &amb):
 		return fwerr.Wrap(fwerr.KindUsage, err)
 	case errors.As(err, &conn):
 		return fwerr.Connect(err)
+	case errors.As(err, &none):
+		// A mistyped path is the likely cause: a new, empty store would make every event
+		// look unprocessed.
+		return fwerr.Connect(fmt.Errorf("%w\nhint: check the path in --dsn (or FIELDWORK_DSN, the context's dsn); a new, empty store is created only by `fieldwork db migrate`", err))
 	case errors.As(err, &vm) && vm.Current > vm.Latest:
 		return err
 	case errors.Is(err, dedup.ErrNotMigrated):

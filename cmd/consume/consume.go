@@ -83,12 +83,19 @@ type ConsumeOptions struct {
 // flag parsing).
 func NewCmdConsume(f *cmdutil.Factory, runF func(context.Context, *ConsumeOptions) error) *cobra.Command {
 	opts := &ConsumeOptions{
-		Streams: f.Streams, Connection: f.Connection, Store: f.Store, Printer: f.Printer, Schemas: f.Schemas, Names: &f.Dedup,
+		Streams: f.Streams, Connection: f.Connection, Printer: f.Printer, Schemas: f.Schemas, Names: &f.Dedup,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
 			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 			return ch, func() { signal.Stop(ch) }
 		},
+	}
+	// --migrate creates the store; without it an SQLite file that does not exist is refused.
+	opts.Store = func(ctx context.Context) (*dedup.Store, error) {
+		if opts.Migrate {
+			return f.CreateStore(ctx)
+		}
+		return f.Store(ctx)
 	}
 	cmd := &cobra.Command{
 		Use:   "consume --topic T --group G --handler H",
@@ -138,8 +145,9 @@ the records from the trip on are read again. --no-breaker dead-letters every fai
 however many.
 
 The store must be migrated (fieldwork db migrate, or --migrate here, which also creates
-the handler's table). --schema and --table name the marker table; the handler's table is
-in the same schema.
+the handler's table, and an SQLite file that does not exist; without it such a file is
+refused as "no such store"). --schema and --table name the marker table; the handler's
+table is in the same schema.
 
 SIGINT or SIGTERM drains: batches in flight finish (within --shutdown-timeout), offsets are
 committed, the member leaves the group, and fieldwork exits 0 with a summary on stdout. A

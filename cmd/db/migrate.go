@@ -27,6 +27,9 @@ transaction under a lock, so that concurrent runs apply each migration once and 
 leaves the store as it was. Each step is printed with its version and name; --dry-run prints
 the SQL instead and changes nothing. Running it again says the store is up to date.
 
+An SQLite file that does not exist is created (without --dry-run): every other command
+refuses it as "no such store" (exit 4), so that a mistyped path never becomes an empty store.
+
 A store newer than this binary is refused (exit 1): upgrade fieldwork. The --column-* flags
 are refused (exit 2): they name an existing table for the read-only queries, and migrations
 create fieldwork's own columns.`,
@@ -38,7 +41,12 @@ create fieldwork's own columns.`,
 			if opts.Names().CustomColumns() {
 				return fwerr.Usagef("db migrate creates fieldwork's own columns: the --column-* flags are for querying an existing table")
 			}
-			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbMigrateRun)
+			// The one command that creates an SQLite store; a dry run creates nothing.
+			need := cmdutil.NeedNewStore
+			if opts.DryRun {
+				need = cmdutil.NeedStore
+			}
+			return cmdutil.RunWith(cmd, f, need, opts, runF, dbMigrateRun)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the pending migrations' SQL and change nothing")

@@ -440,8 +440,8 @@ func demoOriginal(d dlq.DeadLetter) string {
 	return kafka.RecordAddress{Topic: d.OriginalTopic, Partition: *d.OriginalPartition, Offset: *d.OriginalOffset}.String()
 }
 
-func demoTime(t time.Time) string {
-	if t.IsZero() {
+func demoTime(t *time.Time) string {
+	if t == nil {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)

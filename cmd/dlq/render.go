@@ -338,10 +338,14 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 		if s.Status == dlq.StatusStale {
 			what = "ignored it as stale (an older version than it had) and marked"
 		}
+		at := " at " + cmdutil.OptTime(s.Marker.ProcessedAt)
+		if s.Marker.ProcessedAt == nil {
+			at = "; its marker keeps no time"
+		}
 		if sent != "" {
 			sent = "; " + sent
 		}
-		return fmt.Sprintf(" (consumer %s %s it at %s%s)", s.Consumer, what, cmdutil.FormatTime(s.Marker.ProcessedAt), sent)
+		return fmt.Sprintf(" (consumer %s %s it%s%s)", s.Consumer, what, at, sent)
 	case s.Consumer != "":
 		return " (consumer " + s.Consumer + ")"
 	}

@@ -103,15 +103,21 @@ func (opts *ProcessedListOptions) parse(cmd *cobra.Command, now time.Time) error
 }
 
 // cursorJSON is a cursor's content; the token is its JSON in unpadded base64url, opaque to
-// the operator and safe in a shell.
+// the operator and safe in a shell. The time is null after a row without one (another
+// library's table may keep none), whose rows List orders last.
 type cursorJSON struct {
-	ProcessedAt time.Time `json:"t"`
-	Consumer    string    `json:"c"`
-	EventID     string    `json:"e"`
+	ProcessedAt *time.Time `json:"t"`
+	Consumer    string     `json:"c"`
+	EventID     string     `json:"e"`
 }
 
 func encodeCursor(c *dedup.Cursor) string {
-	b, _ := json.Marshal(cursorJSON{ProcessedAt: c.ProcessedAt.UTC(), Consumer: c.Consumer, EventID: c.EventID})
+	var at *time.Time
+	if !c.ProcessedAt.IsZero() {
+		t := c.ProcessedAt.UTC()
+		at = &t
+	}
+	b, _ := json.Marshal(cursorJSON{ProcessedAt: at, Consumer: c.Consumer, EventID: c.EventID})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -121,10 +127,14 @@ func decodeCursor(s string) (*dedup.Cursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err != nil || c.ProcessedAt.IsZero() || c.Consumer == "" || c.EventID == "" {
+	if err != nil || (c.ProcessedAt != nil && c.ProcessedAt.IsZero()) || c.Consumer == "" || c.EventID == "" {
 		return nil, fwerr.Usagef("--cursor %q is not a cursor printed by fieldwork processed list", s)
 	}
-	return &dedup.Cursor{ProcessedAt: c.ProcessedAt, Consumer: c.Consumer, EventID: c.EventID}, nil
+	out := &dedup.Cursor{Consumer: c.Consumer, EventID: c.EventID}
+	if c.ProcessedAt != nil {
+		out.ProcessedAt = *c.ProcessedAt
+	}
+	return out, nil
 }
 
 func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdutil.Clients) error {

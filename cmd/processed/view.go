@@ -176,8 +176,8 @@ func statsColumns() []output.Column[dedup.ConsumerStats] {
 	return []output.Column[dedup.ConsumerStats]{
 		{Name: "consumer", Value: func(c dedup.ConsumerStats) string { return c.Consumer }},
 		{Name: "markers", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.Count, 10) }},
-		{Name: "first_processed_at", WideOnly: true, Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.First) }},
-		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.FormatTime(c.Last) }},
+		{Name: "first_processed_at", WideOnly: true, Value: func(c dedup.ConsumerStats) string { return cmdutil.OptTime(c.First) }},
+		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.OptTime(c.Last) }},
 		{Name: "in_window", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.InWindow, 10) }},
 		{Name: "per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
 	}
@@ -221,12 +221,19 @@ func statsSections(p *output.Printer, rep statsReport) []output.Section {
 var markerColumns = []output.Column[dedup.MarkerRow]{
 	{Name: "consumer", Value: func(m dedup.MarkerRow) string { return m.Consumer }},
 	{Name: "event_id", Value: func(m dedup.MarkerRow) string { return m.EventID }},
-	{Name: "processed_at", Value: func(m dedup.MarkerRow) string { return cmdutil.FormatTime(m.ProcessedAt) }},
-	{Name: "topic", Value: func(m dedup.MarkerRow) string { return m.Topic }},
+	{Name: "processed_at", Value: func(m dedup.MarkerRow) string { return cmdutil.OptTime(m.ProcessedAt) }},
+	{Name: "topic", Value: func(m dedup.MarkerRow) string { return optStr(m.Topic) }},
 	{Name: "partition", Value: func(m dedup.MarkerRow) string { return optInt(m.Partition) }},
 	{Name: "offset", Value: func(m dedup.MarkerRow) string { return optInt(m.Offset) }},
-	{Name: "aggregate_id", Value: func(m dedup.MarkerRow) string { return m.AggregateID }},
+	{Name: "aggregate_id", Value: func(m dedup.MarkerRow) string { return optStr(m.AggregateID) }},
 	{Name: "aggregate_version", Value: func(m dedup.MarkerRow) string { return optInt(m.AggregateVersion) }},
+}
+
+func optStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func optInt[T int32 | int64](v *T) string {

@@ -203,7 +203,7 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		for _, m := range page.Rows {
 			// The notifier's markers come from the replayed copies, the auditor's from the originals.
 			if copy := copies[[2]int64{int64(*m.Partition), *m.Offset}]; copy != (consumer == w.notifier) {
-				t.Errorf("%s's marker of %s is from %s/%d/%d (a replayed copy: %v)", consumer, m.EventID, m.Topic, *m.Partition, *m.Offset, copy)
+				t.Errorf("%s's marker of %s is from %s/%d/%d (a replayed copy: %v)", consumer, m.EventID, *m.Topic, *m.Partition, *m.Offset, copy)
 			}
 		}
 	}

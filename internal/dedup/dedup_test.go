@@ -137,13 +137,24 @@ func TestPresetNamesWhatTheCallerLeftDefault(t *testing.T) {
 		n.Columns.EventID != "Content" || n.Columns.EventIDPath != "Headers/cap-msg-id" || n.Columns.Topic != "Name" || n.Columns.StatusFailed != "Failed" {
 		t.Fatalf("cap: %+v %v", n, err)
 	}
-	// Given names win; a caller's event-id column holds the id itself; the journal is beside a
-	// table whose schema the caller chose.
+	// Given names win; a caller's event-id column holds the id itself; the journal stays in
+	// fieldwork's own schema, never the library's, also when --schema names it.
 	c := DefaultColumns
 	c.EventID = "MessageId"
 	n, err = Options{Preset: "cap", Columns: c, Schema: "orders"}.names()
-	if err != nil || n.Schema != "orders" || n.Journal != "" || n.Columns.EventID != "MessageId" || n.Columns.EventIDPath != "" {
+	if err != nil || n.Schema != "orders" || n.JournalSchema() != DefaultSchema || n.Columns.EventID != "MessageId" || n.Columns.EventIDPath != "" {
 		t.Fatalf("cap with --column-event-id: %+v %v", n, err)
+	}
+	n, err = Options{Preset: "cap", Schema: "cap"}.names()
+	if err != nil || n.Schema != "cap" || n.JournalSchema() != DefaultSchema || n.Library != "CAP" || n.Prefixed {
+		t.Fatalf("cap with --schema cap: %+v %v", n, err)
+	}
+	// NServiceBus's table is found by its endpoint prefix unless --table names it.
+	if n, err = (Options{Preset: "nservicebus"}).names(); err != nil || !n.Prefixed || n.Table != "OutboxData" || n.Schema != "public" {
+		t.Fatalf("nservicebus: %+v %v", n, err)
+	}
+	if n, err = (Options{Preset: "nservicebus", Table: "Sales_OutboxData"}).names(); err != nil || n.Prefixed || n.Table != "Sales_OutboxData" {
+		t.Fatalf("nservicebus --table: %+v %v", n, err)
 	}
 	if _, err := (Options{Preset: "hibernate"}).names(); err == nil {
 		t.Fatal("an unknown preset was accepted")

@@ -19,7 +19,7 @@
 //
 // # Using it
 //
-//	st, err := dedup.Open(ctx, dsn, dedup.Options{})   // *InvalidIdentifierError, *InvalidDSNError, *ConnectError
+//	st, err := dedup.Open(ctx, dsn, dedup.Options{})   // *InvalidIdentifierError, *InvalidDSNError, *ConnectError, *NoStoreError
 //	err = st.Verify(ctx)                                // ErrNotMigrated, *VersionMismatchError
 //	err = st.InTx(ctx, func(tx *dedup.Tx) error {
 //		fresh, err := st.Claim(ctx, tx, "billing", markers)

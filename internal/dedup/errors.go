@@ -21,6 +21,19 @@ var ErrNotMigrated = dedupdriver.ErrNotMigrated
 // and never contains a password. Callers map it to exit code 4.
 type ConnectError = dedupdriver.ConnectError
 
+// NoStoreError means an SQLite DSN names a file that does not exist and Options.Create was
+// not set: nothing was created. Callers map it to exit code 4, like a database that does not
+// exist.
+type NoStoreError = dedupdriver.NoStoreError
+
+// AmbiguousTableError means several tables may be a preset's table named after an endpoint
+// (NServiceBus's <Endpoint>_OutboxData): --table must choose. Callers map it to exit 2.
+type AmbiguousTableError = dedupdriver.AmbiguousTableError
+
+// MissingTableError means a preset's table does not exist: fieldwork does not create another
+// library's table (no advice to run db migrate).
+type MissingTableError = dedupdriver.MissingTableError
+
 // InvalidDSNError means the DSN is malformed or names no known driver. It
 // carries the DSN redacted. Callers map it to a usage error (exit 2).
 type InvalidDSNError = dedupdriver.InvalidDSNError

@@ -47,6 +47,10 @@ type Options struct {
 	// Password is the PostgreSQL password to use when the DSN holds none (it then beats
 	// PGPASSWORD and PGPASSFILE). Never printed.
 	Password string `json:"-"`
+	// Create lets Open create an SQLite file that does not exist: only what creates a store
+	// sets it (`db migrate`, `consume --migrate`, `dev`, `demo`). Without it a missing file is
+	// a *NoStoreError and nothing is created.
+	Create bool `json:"-"`
 }
 
 // identifierRE is what a schema, table, column or savepoint name must match.
@@ -115,7 +119,7 @@ func (o Options) CustomColumns() bool {
 
 // names validates every identifier of o (after its preset and defaults) and returns them.
 func (o Options) names() (dedupdriver.Names, error) {
-	o, journal, err := o.applyPreset()
+	o, journal, prefixed, err := o.applyPreset()
 	if err != nil {
 		return dedupdriver.Names{}, err
 	}
@@ -149,7 +153,10 @@ func (o Options) names() (dedupdriver.Names, error) {
 	if err := validateShape(c); err != nil {
 		return dedupdriver.Names{}, err
 	}
-	// Another library's table in its own schema: the journal of prunes and forgets is in
-	// fieldwork's.
-	return dedupdriver.Names{Schema: o.Schema, Table: o.Table, Columns: c, Journal: journal}, nil
+	// Another library's table: the journal is in fieldwork's own schema.
+	n := dedupdriver.Names{Schema: o.Schema, Table: o.Table, Columns: c, Journal: journal, Prefixed: prefixed}
+	if p, _ := presetOf(o.Preset); p != nil {
+		n.Library = p.Library
+	}
+	return n, nil
 }

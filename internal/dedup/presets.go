@@ -19,6 +19,9 @@ type Preset struct {
 	Columns ColumnNames
 	// NoForget, when set, is why `processed forget` is refused on the table.
 	NoForget string
+	// Prefixed says the library names Table after an endpoint (<Endpoint>_Table): without
+	// --table the store reads the one table of the schema named Table or ending in _Table.
+	Prefixed bool
 }
 
 // Presets are the tables of other libraries the processed commands read (--preset).
@@ -36,9 +39,10 @@ var Presets = []Preset{
 		Columns: ColumnNames{Consumer: "Group", EventID: "Content", EventIDPath: "Headers/cap-msg-id", ProcessedAt: "Added", Topic: "Name",
 			Status: "StatusName", StatusDone: "Succeeded", StatusFailed: "Failed"},
 		NoForget: "CAP does not skip a message because of its received row: deleting it would not make the message be processed again (CAP retries Failed rows itself)"},
-	{Name: "nservicebus", Library: "NServiceBus", Schema: "public", Table: "OutboxData",
-		// One endpoint's outbox (the table is named after it: pass --table PREFIX_OutboxData);
-		// a row may be deleted once Dispatched, as NServiceBus's own cleanup does.
+	{Name: "nservicebus", Library: "NServiceBus", Schema: "public", Table: "OutboxData", Prefixed: true,
+		// One endpoint's outbox, named after it by NServiceBus's SQL persistence (the table
+		// prefix is the endpoint's name and an underscore: Sales_OutboxData), found by that
+		// name; a row may be deleted once Dispatched, as NServiceBus's own cleanup does.
 		Columns: ColumnNames{Consumer: Absent, EventID: "MessageId", ProcessedAt: "DispatchedAt", Removable: "Dispatched"}},
 }
 
@@ -65,18 +69,22 @@ func presetOf(name string) (*Preset, error) {
 }
 
 // applyPreset puts the preset's names where o still has the defaults (the flags' values when
-// not given): a --schema, --table or --column-* given with a preset wins. journal is the schema
-// of the journal when it is not the table's: fieldwork's own, when the preset chose the schema.
-func (o Options) applyPreset() (_ Options, journal string, _ error) {
+// not given): a --schema, --table or --column-* given with a preset wins. The journal (of
+// replays, prunes, forgets and skips) and the migrations table are fieldwork's own, in its
+// default schema, never the library's: --schema names the library's table alone. prefixed is
+// set when the table is to be found by the library's endpoint prefix (Preset.Prefixed, no
+// --table given).
+func (o Options) applyPreset() (_ Options, journal string, prefixed bool, _ error) {
 	p, err := presetOf(o.Preset)
 	if err != nil || p == nil {
-		return o, "", err
+		return o, "", false, err
 	}
+	journal = DefaultSchema
 	if o.Schema == "" || o.Schema == DefaultSchema {
-		o.Schema, journal = p.Schema, DefaultSchema
+		o.Schema = p.Schema
 	}
 	if o.Table == "" || o.Table == DefaultTable {
-		o.Table = p.Table
+		o.Table, prefixed = p.Table, p.Prefixed
 	}
 	c, d, pc := &o.Columns, DefaultColumns, p.Columns
 	// The path is into the preset's own event-id column: a --column-event-id of the caller's
@@ -99,7 +107,7 @@ func (o Options) applyPreset() (_ Options, journal string, _ error) {
 	if ownEventID {
 		c.EventIDPath = pc.EventIDPath
 	}
-	return o, journal, nil
+	return o, journal, prefixed, nil
 }
 
 // shapeValueRE is what a status value and an event-id path key must match (they are written

@@ -62,7 +62,8 @@ type Store struct {
 // Failures, in the order they are checked, before anything touches the
 // network: *InvalidIdentifierError (opts), *InvalidDSNError (dsn); then
 // *ConnectError when the database cannot be reached or refuses the
-// credentials. Connecting is bounded by the DSN's connect_timeout or else
+// credentials; *NoStoreError when an SQLite file does not exist and
+// opts.Create is not set (nothing is then created). Connecting is bounded by the DSN's connect_timeout or else
 // opts.ConnectTimeout (5s). Open does not check the schema version (so that
 // `fieldwork db migrate` can run on an empty database): see Verify.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
@@ -79,7 +80,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if kind == driverSQLite && (preset != nil || shaped(names.Columns)) {
 		return nil, &InvalidInputError{Field: "store", Index: -1, Value: "sqlite", Reason: "the tables of other libraries (--preset, a column a table lacks) are read on PostgreSQL"}
 	}
-	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password}
+	cfg := dedupdriver.Config{DSN: rest, Names: names, ConnectTimeout: opts.ConnectTimeout, Password: opts.Password, Create: opts.Create}
 	var drv dedupdriver.Driver
 	switch kind {
 	case driverPostgres:
@@ -103,6 +104,20 @@ func shaped(c ColumnNames) bool {
 
 // Preset is the other library's table the store reads, or nil for a table of fieldwork's shape.
 func (s *Store) Preset() *Preset { return s.preset }
+
+// Found says how the table was found when it was not named (a preset's table named after an
+// endpoint, Preset.Prefixed): "the one table of schema S named T or ending in _T"; "" when the
+// table was named.
+func (s *Store) Found() string {
+	if !s.names.Prefixed {
+		return ""
+	}
+	return fmt.Sprintf("the one table of schema %s named %s or ending in _%s", s.names.Schema, s.names.Table, s.names.Table)
+}
+
+// JournalSchema is the schema of the store's journal and migrations: fieldwork's own, also
+// beside another library's table (a preset's), whatever --schema names.
+func (s *Store) JournalSchema() string { return s.names.JournalSchema() }
 
 // Absent names the logical columns (consumer, topic, partition, offset, aggregate_id,
 // aggregate_version) the table lacks: read as NULL, the consumer as the table's name.
@@ -285,7 +300,10 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if len(rows) > limit {
 		page.Rows = rows[:limit]
 		last := page.Rows[limit-1]
-		page.Next = &Cursor{ProcessedAt: last.ProcessedAt, Consumer: last.Consumer, EventID: last.EventID}
+		page.Next = &Cursor{Consumer: last.Consumer, EventID: last.EventID}
+		if last.ProcessedAt != nil {
+			page.Next.ProcessedAt = *last.ProcessedAt
+		}
 	}
 	return page, nil
 }

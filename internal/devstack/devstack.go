@@ -245,7 +245,8 @@ func listenOn(host string) func(network, address string) (net.Listener, error) {
 }
 
 func (s *Stack) openStore(ctx context.Context, dsn string) error {
-	st, err := dedup.Open(ctx, dsn, dedup.Options{})
+	// The dev store is created when it is not there (dev, demo).
+	st, err := dedup.Open(ctx, dsn, dedup.Options{Create: true})
 	if err != nil {
 		return fmt.Errorf("open the dev store %s: %w", redact.DSN(dsn), err)
 	}

@@ -98,13 +98,24 @@ func recordForget(ctx context.Context, st *dedup.Store, j Journal, ids []string,
 
 // journalReady checks, before anything is deleted from another library's table (a preset),
 // that the journal of prunes and forgets can be written: it is fieldwork's own schema in the
-// same database (docs/design.md §3.4), which `fieldwork db migrate` creates.
+// same database (docs/design.md §3.4), never the library's, which `fieldwork db migrate`
+// creates.
 func journalReady(ctx context.Context, st *dedup.Store) error {
 	if st.Preset() == nil {
 		return nil
 	}
-	if _, err := st.MarkerActions(ctx, 1); err != nil {
-		return fmt.Errorf("nothing was deleted from %s: the journal of prunes and forgets cannot be read: %w\nhint: run `fieldwork db migrate` with the same --dsn (and no --preset) to create fieldwork's schema and its journal beside the table", st.Table(), err)
+	_, err := st.MarkerActions(ctx, 1)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, dedup.ErrNotMigrated):
+		// Not wrapped: the advice is this one, for fieldwork's schema, not the table's.
+		migrate := "fieldwork db migrate"
+		if s := st.JournalSchema(); s != dedup.DefaultSchema {
+			migrate += " --schema " + s
+		}
+		return fmt.Errorf("nothing was deleted from %s: fieldwork's journal of prunes and forgets is not in schema %s: %v\nhint: run `%s` with the same --dsn and no --preset: it creates fieldwork's own tables in schema %s, beside %s's table, not in its schema",
+			st.Table(), st.JournalSchema(), err, migrate, st.JournalSchema(), st.Preset().Library)
 	}
-	return nil
+	return fmt.Errorf("nothing was deleted from %s: the journal of prunes and forgets cannot be read: %w", st.Table(), err)
 }

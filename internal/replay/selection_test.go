@@ -106,15 +106,15 @@ func TestFilters(t *testing.T) {
 // was named last_offset (end_offset then) resumes with the same range; a new one is journaled
 // with last_offset.
 func TestJournaledSpecReadsTheOldEndOffset(t *testing.T) {
-	s, err := unmarshalSpec(`{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3}`)
-	if err != nil || s.StartOffset == nil || *s.StartOffset != 2 || s.EndOffset == nil || *s.EndOffset != 7 {
+	s, ex, err := unmarshalSpec(`{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3}`)
+	if err != nil || ex != nil || s.StartOffset == nil || *s.StartOffset != 2 || s.EndOffset == nil || *s.EndOffset != 7 {
 		t.Fatalf("old spec: %+v %v", s, err)
 	}
 	text := s.marshal()
 	if !strings.Contains(text, `"last_offset":7`) || strings.Contains(text, "end_offset") {
 		t.Fatalf("journaled as %s", text)
 	}
-	if back, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
+	if back, _, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
 		t.Fatalf("read back: %+v %v", back, err)
 	}
 }

@@ -33,7 +33,7 @@ func Cluster(t testing.TB) *kafka.Cluster {
 func SQLiteStore(t testing.TB) *dedup.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := dedup.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "fieldwork.db"), dedup.Options{})
+	st, err := dedup.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "fieldwork.db"), dedup.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

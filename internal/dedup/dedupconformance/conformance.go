@@ -34,13 +34,14 @@ type Env struct {
 	Schema string
 }
 
-// Open opens a store in env with opts (Schema defaults to env.Schema) and
-// closes it at cleanup.
+// Open opens a store in env with opts (Schema defaults to env.Schema), creating an SQLite
+// file that is not there yet (the namespace is the test's own), and closes it at cleanup.
 func (e Env) Open(t *testing.T, opts dedup.Options) *dedup.Store {
 	t.Helper()
 	if opts.Schema == "" {
 		opts.Schema = e.Schema
 	}
+	opts.Create = true
 	st, err := dedup.Open(context.Background(), e.DSN, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", redact.DSN(e.DSN), err)
@@ -484,14 +485,14 @@ func testRoundTrip(t *testing.T, fresh Fresh) {
 		t.Fatalf("get full: %v %v", rows, err)
 	}
 	r := rows[0]
-	if r.Consumer != "c" || r.EventID != "full" || !r.ProcessedAt.Equal(at) || r.Topic != "orders" ||
+	if r.Consumer != "c" || r.EventID != "full" || !r.ProcessedAt.Equal(at) || str(r.Topic) != "orders" ||
 		r.Partition == nil || *r.Partition != 7 || r.Offset == nil || *r.Offset != 0 ||
-		r.AggregateID != "order-1" || r.AggregateVersion == nil || *r.AggregateVersion != 0 {
+		str(r.AggregateID) != "order-1" || r.AggregateVersion == nil || *r.AggregateVersion != 0 {
 		t.Fatalf("full marker read back as %+v", r)
 	}
 	rows, _ = st.Get(ctx, "bare", "c")
-	if len(rows) != 1 || rows[0].Topic != "" || rows[0].Partition != nil || rows[0].Offset != nil ||
-		rows[0].AggregateID != "" || rows[0].AggregateVersion != nil {
+	if len(rows) != 1 || rows[0].Topic != nil || rows[0].Partition != nil || rows[0].Offset != nil ||
+		rows[0].AggregateID != nil || rows[0].AggregateVersion != nil {
 		t.Fatalf("bare marker read back as %+v", rows)
 	}
 	if p := rows[0].ProcessedAt; p.Before(before) || p.After(time.Now().Add(time.Minute)) {
@@ -1138,7 +1139,7 @@ func testList(t *testing.T, fresh Fresh) {
 	}
 	page, _ = st.List(ctx, dedup.ListFilter{AggregateID: "agg-1", Consumer: "b", Limit: 100})
 	for _, r := range page.Rows {
-		if r.AggregateID != "agg-1" || r.Consumer != "b" {
+		if str(r.AggregateID) != "agg-1" || r.Consumer != "b" {
 			t.Fatalf("aggregate filter returned %+v", r)
 		}
 	}
@@ -1232,8 +1233,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plai
 		t.Fatalf("get on the mapped table: %+v %v", rows, err)
 	}
 	r := rows[0]
-	if r.Consumer != "legacy" || !r.ProcessedAt.Equal(old) || r.Topic != "orders" || *r.Partition != 3 || *r.Offset != 42 ||
-		r.AggregateID != "o-1" || *r.AggregateVersion != 7 {
+	if r.Consumer != "legacy" || !r.ProcessedAt.Equal(old) || str(r.Topic) != "orders" || *r.Partition != 3 || *r.Offset != 42 ||
+		str(r.AggregateID) != "o-1" || *r.AggregateVersion != 7 {
 		t.Fatalf("mapped row: %+v", r)
 	}
 	equalIDs(t, "claim on the mapped table", claim(t, st, "legacy", markers("pre-existing", "new-one")), []string{"new-one"})
@@ -1334,4 +1335,12 @@ func testMarkerOutcome(t *testing.T, fresh Fresh) {
 	if got, err := st.Outcomes(ctx, "c1", []string{"stale"}); err != nil || len(got) != 0 {
 		t.Fatalf("outcomes without the column: %v %v", got, err)
 	}
+}
+
+// str is *p, or "" for nil (a NULL column).
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

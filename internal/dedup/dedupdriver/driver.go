@@ -27,6 +27,13 @@ type Names struct {
 	// Journal is the schema of the journal and the migrations table when it is not Schema:
 	// fieldwork's own, beside another library's table.
 	Journal string
+	// Library is the library whose table it is (a preset's), for messages; "" for a table of
+	// fieldwork's shape or one named by a column mapping.
+	Library string
+	// Prefixed says Table is the name after an endpoint's prefix (NServiceBus's
+	// <Endpoint>_OutboxData): the table read is the one of Schema named Table or ending in
+	// "_"+Table, found when the store opens (one, or a *AmbiguousTableError naming them).
+	Prefixed bool
 }
 
 // JournalSchema is the schema of the journal and the migrations table.
@@ -98,6 +105,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Password is used when the DSN holds none (Postgres only).
 	Password string
+	// Create lets SQLite create a database file that does not exist. Without it a missing
+	// file is a *NoStoreError and nothing is created (docs/design.md §3.4).
+	Create bool
 }
 
 // Marker is one event to claim for a consumer.
@@ -121,24 +131,43 @@ type Marker struct {
 // applied, or not known (a marker written before the column existed).
 const OutcomeStale = "stale"
 
-// MarkerRow is a stored marker. Columns that are NULL in the table are the
-// empty string (Topic, AggregateID) or nil (Partition, Offset,
-// AggregateVersion). EventID is the stored key: see dedup.EventKey for ids
-// longer than dedup.MaxInlineEventIDBytes.
+// MarkerRow is a stored marker. A column that is NULL in the table (or that the table lacks)
+// is nil, JSON null (docs/design.md §4: an absent value is null, never a zero time or number):
+// ProcessedAt too, which another library's table may leave NULL (Eventuate's rows written
+// before creation_time existed, NServiceBus's outbox rows not yet dispatched). EventID is the
+// stored key: see dedup.EventKey for ids longer than dedup.MaxInlineEventIDBytes.
 type MarkerRow struct {
-	Consumer         string    `json:"consumer"`
-	EventID          string    `json:"event_id"`
-	ProcessedAt      time.Time `json:"processed_at"`
-	Topic            string    `json:"topic,omitempty"`
-	Partition        *int32    `json:"partition,omitempty"`
-	Offset           *int64    `json:"offset,omitempty"`
-	AggregateID      string    `json:"aggregate_id,omitempty"`
-	AggregateVersion *int64    `json:"aggregate_version,omitempty"`
+	Consumer         string     `json:"consumer"`
+	EventID          string     `json:"event_id"`
+	ProcessedAt      *time.Time `json:"processed_at"`
+	Topic            *string    `json:"topic"`
+	Partition        *int32     `json:"partition"`
+	Offset           *int64     `json:"offset"`
+	AggregateID      *string    `json:"aggregate_id"`
+	AggregateVersion *int64     `json:"aggregate_version"`
+}
+
+// Instant is t, or nil for the zero time: how a driver gives a time column that may be NULL.
+func Instant(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Text is s, or nil for the empty string: how a driver gives a text column that may be NULL.
+func Text(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Cursor is a position in the newest-first order of List: rows strictly
 // older than it (by processed_at, then consumer, then event_id, all
-// descending) come next.
+// descending) come next. A zero ProcessedAt is a row without a processed time,
+// which List orders after every row that has one.
 type Cursor struct {
 	ProcessedAt time.Time
 	Consumer    string
@@ -164,14 +193,15 @@ type StatsFilter struct {
 	Window   time.Duration
 }
 
-// ConsumerStats are one consumer's figures.
+// ConsumerStats are one consumer's figures. First and Last are nil (null) when none of the
+// consumer's markers has a processed time.
 type ConsumerStats struct {
-	Consumer string    `json:"consumer"`
-	Count    int64     `json:"count"`
-	First    time.Time `json:"first_processed_at"`
-	Last     time.Time `json:"last_processed_at"`
-	InWindow int64     `json:"in_window"`
-	PerHour  float64   `json:"per_hour"`
+	Consumer string     `json:"consumer"`
+	Count    int64      `json:"count"`
+	First    *time.Time `json:"first_processed_at"`
+	Last     *time.Time `json:"last_processed_at"`
+	InWindow int64      `json:"in_window"`
+	PerHour  float64    `json:"per_hour"`
 }
 
 // Sizes are the on-disk sizes of the marker table, in bytes.

@@ -3,6 +3,7 @@ package dedupdriver
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -55,6 +56,44 @@ func (e *ConnectError) Error() string {
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
+
+// NoStoreError means an SQLite DSN names a file that does not exist, and the store was not
+// opened to create one (dedup.Options.Create): nothing was created. Callers map it to a
+// connect error (exit 4), as they do a PostgreSQL database that does not exist.
+type NoStoreError struct {
+	Path string
+}
+
+func (e *NoStoreError) Error() string {
+	return fmt.Sprintf("no such store: the SQLite file %s does not exist", e.Path)
+}
+
+// AmbiguousTableError means several tables of a schema may be a library's table named after an
+// endpoint (Names.Prefixed): --table must choose one. Callers map it to a usage error.
+type AmbiguousTableError struct {
+	Library, Schema, Table string
+	Candidates             []string
+}
+
+func (e *AmbiguousTableError) Error() string {
+	return fmt.Sprintf("%d tables of schema %s may be %s's %s: %s; name one with --table", len(e.Candidates), e.Schema, e.Library, e.Table, strings.Join(e.Candidates, ", "))
+}
+
+// MissingTableError means another library's table does not exist where the store looked for it
+// (Names.Library): fieldwork never creates it, so nothing here advises `fieldwork db migrate`.
+type MissingTableError struct {
+	Library string
+	// Table is the qualified table looked for; Find, when set, says how it was looked for.
+	Table, Find string
+}
+
+func (e *MissingTableError) Error() string {
+	what := "table " + e.Table
+	if e.Find != "" {
+		what = e.Find
+	}
+	return fmt.Sprintf("%s's %s does not exist: check --schema and --table (%s creates it; fieldwork db migrate creates only fieldwork's own tables)", e.Library, what, e.Library)
+}
 
 // InvalidDSNError means a DSN could not be parsed or names no known driver.
 // The DSN it carries is already redacted. Callers map it to a usage error.

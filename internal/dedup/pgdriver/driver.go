@@ -105,6 +105,13 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 // optional ones is read as absent (dedupdriver.Absent); a table that lacks the event id or
 // the processed time is refused, naming the flag that maps it.
 func openShaped(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names) (*Driver, error) {
+	if names.Prefixed {
+		found, err := findPrefixed(ctx, pool, names)
+		if err != nil {
+			return nil, err
+		}
+		names.Table = found
+	}
 	rows, err := pool.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
 		names.Schema, names.Table)
 	if err != nil {
@@ -125,6 +132,9 @@ func openShaped(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names
 	}
 	table := qualify(names.Schema, names.Table)
 	if len(ty) == 0 {
+		if names.Library != "" {
+			return nil, &dedupdriver.MissingTableError{Library: names.Library, Table: table}
+		}
 		return nil, dedupdriver.NotMigrated(table, nil)
 	}
 	c := &names.Columns
@@ -155,6 +165,33 @@ func openShaped(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names
 	d := &Driver{pool: pool, names: names, table: table, migTab: qualify(names.JournalSchema(), migrationsTable)}
 	d.sql = buildStatements(d.table, names.Table, names.Columns, ty)
 	return d, nil
+}
+
+// findPrefixed finds the table of names.Schema that is named names.Table or ends in
+// "_"+names.Table (an endpoint's prefix, names.Prefixed): the one there is, else a
+// *dedupdriver.AmbiguousTableError naming them, or a *dedupdriver.MissingTableError. Only
+// names that are plain identifiers are candidates (--table takes no other).
+func findPrefixed(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names) (string, error) {
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = $1 AND table_name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'
+		  AND (table_name = $2 OR (length(table_name) > length($2) + 1 AND right(table_name, length($2) + 1) = '_' || $2))
+		ORDER BY 1`, names.Schema, names.Table)
+	if err != nil {
+		return "", err
+	}
+	found, err := dedupdriver.ScanStrings(rows)
+	rows.Close()
+	if err != nil {
+		return "", err
+	}
+	switch len(found) {
+	case 0:
+		return "", &dedupdriver.MissingTableError{Library: names.Library, Table: qualify(names.Schema, names.Table),
+			Find: fmt.Sprintf("table %s or *_%s in schema %s", names.Table, names.Table, names.Schema)}
+	case 1:
+		return found[0], nil
+	}
+	return "", &dedupdriver.AmbiguousTableError{Library: names.Library, Schema: names.Schema, Table: names.Table, Candidates: found}
 }
 
 // Columns are the columns the driver reads, dedupdriver.Absent for those the table lacks.

@@ -344,14 +344,9 @@ func scanMarker(r pgx.CollectableRow) (dedupdriver.MarkerRow, error) {
 	if eventID != nil {
 		m.EventID = *eventID
 	}
+	m.ProcessedAt, m.Topic, m.AggregateID = at, topic, aggID
 	if at != nil {
-		m.ProcessedAt = at.UTC()
-	}
-	if topic != nil {
-		m.Topic = *topic
-	}
-	if aggID != nil {
-		m.AggregateID = *aggID
+		*at = at.UTC()
 	}
 	return m, nil
 }
@@ -438,7 +433,7 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 		var first, last *time.Time // NULL when none of the consumer's markers has a time
 		err := r.Scan(&s.Consumer, &s.Count, &first, &last, &s.InWindow)
 		if first != nil && last != nil {
-			s.First, s.Last = first.UTC(), last.UTC()
+			s.First, s.Last = dedupdriver.Instant(*first), dedupdriver.Instant(*last)
 		}
 		s.PerHour = float64(s.InWindow) / hours
 		return s, err

@@ -6,7 +6,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -49,15 +51,25 @@ func TableName(schema, name string) string {
 	return schema + "_" + name
 }
 
-// Open opens (creating when absent) the database file cfg.DSN (a path with
-// an optional ?query of modernc.org/sqlite parameters) and pings it. A file
-// that cannot be opened or is not a database is a *dedupdriver.ConnectError
-// naming the path.
+// Open opens the database file cfg.DSN (a path with an optional ?query of modernc.org/sqlite
+// parameters) and pings it. A file that does not exist is a *dedupdriver.NoStoreError unless
+// cfg.Create, and is then never created: the file is opened read-write without create
+// (SQLite's mode=rw), so that a mistyped path cannot become an empty store. A file that cannot
+// be opened or is not a database is a *dedupdriver.ConnectError naming the path.
 func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	path, query, _ := strings.Cut(cfg.DSN, "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return nil, &dedupdriver.InvalidDSNError{DSN: "sqlite:" + cfg.DSN, Reason: "query: " + err.Error()}
+	}
+	name := path
+	if !cfg.Create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, &dedupdriver.NoStoreError{Path: path}
+		}
+		// SQLite reads mode only from a file: URI; mode=rw never creates the file.
+		q.Set("mode", "rw")
+		name = fileURI(path)
 	}
 	has := func(word string) bool { return strings.Contains(strings.ToLower(query), word) }
 	if !has("busy_timeout") && !has("_timeout") {
@@ -73,7 +85,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 	// this a mapped column the table lacks would silently read as its
 	// own name.
 	q.Set("_dqs", "0")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", name+"?"+q.Encode())
 	if err != nil {
 		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: path, Err: err}
 	}
@@ -92,6 +104,16 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: path, Err: err}
 	}
 	return New(db, cfg.Names), nil
+}
+
+// fileURI is path as an SQLite file: URI (https://www.sqlite.org/uri.html): the characters a
+// URI gives a meaning to escaped, an absolute path after an empty authority.
+func fileURI(path string) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(p, "/") {
+		return "file://" + p
+	}
+	return "file:" + p
 }
 
 // New wraps an open database. names must have been validated (package

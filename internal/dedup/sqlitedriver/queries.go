@@ -150,10 +150,11 @@ func (d *Driver) collect(rows *sql.Rows, err error) ([]dedupdriver.MarkerRow, er
 		if err := rows.Scan(&m.Consumer, &m.EventID, &at, &topic, &part, &off, &aggID, &ver); err != nil {
 			return nil, err
 		}
-		if m.ProcessedAt, err = parseTime(at); err != nil {
+		t, err := parseTime(at)
+		if err != nil {
 			return nil, err
 		}
-		m.Topic, m.AggregateID = topic.String, aggID.String
+		m.ProcessedAt, m.Topic, m.AggregateID = dedupdriver.Instant(t), dedupdriver.Text(topic.String), dedupdriver.Text(aggID.String)
 		if part.Valid {
 			p := int32(part.Int64)
 			m.Partition = &p
@@ -234,12 +235,15 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 		if err := rows.Scan(&s.Consumer, &s.Count, &first, &last, &s.InWindow); err != nil {
 			return nil, nil, err
 		}
-		if s.First, err = parseTime(first); err != nil {
+		t0, err := parseTime(first)
+		if err != nil {
 			return nil, nil, err
 		}
-		if s.Last, err = parseTime(last); err != nil {
+		t1, err := parseTime(last)
+		if err != nil {
 			return nil, nil, err
 		}
+		s.First, s.Last = dedupdriver.Instant(t0), dedupdriver.Instant(t1)
 		s.PerHour = float64(s.InWindow) / f.Window.Hours()
 		out = append(out, s)
 	}

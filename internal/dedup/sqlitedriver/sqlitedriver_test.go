@@ -111,8 +111,9 @@ func TestDSNForms(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	path := filepath.Join(dir, "a.db")
-	for _, dsn := range []string{"sqlite:" + path, "sqlite://" + path, "sqlite:" + path + "?_pragma=busy_timeout(9000)"} {
-		st, err := dedup.Open(ctx, dsn, dedup.Options{})
+	for i, dsn := range []string{"sqlite:" + path, "sqlite://" + path, "sqlite:" + path + "?_pragma=busy_timeout(9000)"} {
+		// The first creates the file; the others open it as it is.
+		st, err := dedup.Open(ctx, dsn, dedup.Options{Create: i == 0})
 		if err != nil {
 			t.Fatalf("Open(%s): %v", dsn, err)
 		}
@@ -126,6 +127,56 @@ func TestDSNForms(t *testing.T) {
 	}
 }
 
+// TestNoSuchStore: a path that does not exist is refused, and nothing is created, unless the
+// store is opened to create it (Options.Create, db migrate's); a store that is there opens
+// without it, through every form of the DSN.
+func TestNoSuchStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, path := range []string{filepath.Join(dir, "typo.db"), filepath.Join(dir, "missing", "typo.db"), filepath.Join(dir, "we ird%20#other.db")} {
+		_, err := dedup.Open(ctx, "sqlite:"+path, dedup.Options{})
+		var ns *dedup.NoStoreError
+		if !errors.As(err, &ns) || ns.Path != path || !strings.Contains(err.Error(), "no such store") {
+			t.Fatalf("Open(%s): %T %v, want *NoStoreError naming the path", path, err, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Open(%s) without Create left a file: %v", path, err)
+		}
+	}
+	path := filepath.Join(dir, "we ird%20#name.db")
+	st, err := dedup.Open(ctx, "sqlite:"+path, dedup.Options{Create: true})
+	if err != nil {
+		t.Fatalf("Open with Create: %v", err)
+	}
+	if _, err := st.Migrate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, dsn := range []string{"sqlite:" + path, "sqlite://" + path, "sqlite:" + path + "?_pragma=busy_timeout(9000)"} {
+		st, err := dedup.Open(ctx, dsn, dedup.Options{})
+		if err != nil {
+			t.Fatalf("Open(%s) of an existing store: %v", dsn, err)
+		}
+		if err := st.Verify(ctx); err != nil {
+			t.Fatalf("Verify through %s: %v", dsn, err)
+		}
+		st.Close()
+	}
+	// Relative paths too.
+	t.Chdir(dir)
+	if _, err := dedup.Open(ctx, "sqlite:rel.db", dedup.Options{}); !errors.As(err, new(*dedup.NoStoreError)) {
+		t.Fatalf("relative missing path: %v", err)
+	}
+	st, err = dedup.Open(ctx, "sqlite:"+filepath.Base(path), dedup.Options{})
+	if err != nil {
+		t.Fatalf("relative existing path: %v", err)
+	}
+	st.Close()
+	if _, err := os.Stat(filepath.Join(dir, "rel.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("rel.db was created: %v", err)
+	}
+}
+
 func TestOpenFailures(t *testing.T) {
 	dir := t.TempDir()
 	notADB := filepath.Join(dir, "not-a-db")
@@ -133,7 +184,8 @@ func TestOpenFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{filepath.Join(dir, "missing", "dir", "x.db"), notADB} {
-		_, err := dedup.Open(context.Background(), "sqlite:"+path, dedup.Options{})
+		// Created where it cannot be (a directory that does not exist), or opened as it is.
+		_, err := dedup.Open(context.Background(), "sqlite:"+path, dedup.Options{Create: true})
 		var ce *dedup.ConnectError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("Open(%s): %T %v, want *ConnectError naming the path", path, err, err)
