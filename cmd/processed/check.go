@@ -21,6 +21,8 @@ type ProcessedCheckOptions struct {
 	Consumer   string
 	Selection  kafka.Selection
 	MaxMissing int
+	// MaxMalformedShare is --max-malformed-share, 0 to 1.
+	MaxMalformedShare float64
 
 	sel cmdutil.SelectionFlags
 }
@@ -51,7 +53,14 @@ Output: the counts and up to --max-missing missing records (topic, partition, of
 id) as a table or JSON; with -o jsonl (the default when piped) or csv, every missing record is
 streamed to stdout as it is found and the counts go to stderr.
 
-Exit code 3 when any event is missing, 0 when every event has a marker.`,
+A check that could not read the range fails rather than pass on what it never saw: when the
+range has records and none of them, or more than --max-malformed-share of them (default 0.5:
+more than half), could be read as an event, it exits 3 naming the most common malformed reason
+and how many records gave it (a schema it cannot read, a producer writing another format).
+--max-malformed-share 0 accepts no malformed record, 1 any share so long as one event was read.
+
+Exit code 3 when any event is missing or the range is unreadable, 0 when every event has a
+marker.`,
 		Example: `  fieldwork processed check --topic tasks --consumer billing
   fieldwork processed check --topic tasks --consumer billing --partition 3 --start-offset 1200 --end-offset 5000
   fieldwork processed check --topic tasks --consumer billing --since 2h -o jsonl > missing.jsonl`,
@@ -69,6 +78,9 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 			if opts.MaxMissing < 0 {
 				return fwerr.Usagef("--max-missing %d: must be 0 or more", opts.MaxMissing)
 			}
+			if !(opts.MaxMalformedShare >= 0 && opts.MaxMalformedShare <= 1) {
+				return fwerr.Usagef("--max-malformed-share %v: must be from 0 to 1 (0.5: half the records)", opts.MaxMalformedShare)
+			}
 			var err error
 			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
@@ -81,6 +93,7 @@ Exit code 3 when any event is missing, 0 when every event has a marker.`,
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer whose markers to look up (required)")
 	opts.sel.Register(cmd)
 	fl.IntVar(&opts.MaxMissing, "max-missing", processed.DefaultMaxMissing, "missing records listed in table and json output (all are counted; jsonl and csv stream them all)")
+	fl.Float64Var(&opts.MaxMalformedShare, "max-malformed-share", processed.DefaultMaxMalformedShare, "largest share of the records (0 to 1) that may be malformed; more, or no event at all, fails the check (exit 3)")
 	return cmd
 }
 
@@ -90,7 +103,10 @@ func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmd
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
 	defer progress.Stop()
 	o := processed.CheckOptions{Topic: opts.Topic, Consumer: opts.Consumer, Selection: opts.Selection, MaxMissing: opts.MaxMissing,
-		Progress: progress.Update, Schemas: cl.Schemas}
+		Progress: progress.Update, Schemas: cl.Schemas, MaxMalformedShare: opts.MaxMalformedShare}
+	if o.MaxMalformedShare == 0 {
+		o.MaxMalformedShare = processed.NoMalformed
+	}
 	// jsonl (the default when piped) and csv stream every missing record as it is found.
 	var stream *output.Stream[processed.MissingRecord]
 	if p.Format == output.FormatJSONL || p.Format == output.FormatCSV {

@@ -86,14 +86,14 @@ func TestProcessedStatsFlags(t *testing.T) {
 func TestProcessedCheckFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
 	got := cmdtest.Parse(t, f, NewCmdProcessedCheck,
-		"--topic", "tasks", "--consumer", "billing", "--partition", "0,2", "--start-offset", "10", "--end-offset", "20", "--max-missing", "5")
+		"--topic", "tasks", "--consumer", "billing", "--partition", "0,2", "--start-offset", "10", "--end-offset", "20", "--max-missing", "5", "--max-malformed-share", "0.1")
 	sel := got.Selection
-	if got.Topic != "tasks" || got.Consumer != "billing" || got.MaxMissing != 5 || len(sel.Partitions) != 2 || *sel.StartOffset != 10 || *sel.EndOffset != 20 {
+	if got.Topic != "tasks" || got.Consumer != "billing" || got.MaxMissing != 5 || got.MaxMalformedShare != 0.1 || len(sel.Partitions) != 2 || *sel.StartOffset != 10 || *sel.EndOffset != 20 {
 		t.Fatalf("options = %+v, selection %+v", got, sel)
 	}
 	got = cmdtest.Parse(t, cmdutil.TestFactory(), NewCmdProcessedCheck,
 		"--topic", "tasks", "--consumer", "billing", "--since", "90m")
-	if d := time.Since(got.Selection.Since); d < 89*time.Minute || d > 91*time.Minute || got.MaxMissing != processed.DefaultMaxMissing {
+	if d := time.Since(got.Selection.Since); d < 89*time.Minute || d > 91*time.Minute || got.MaxMissing != processed.DefaultMaxMissing || got.MaxMalformedShare != processed.DefaultMaxMalformedShare {
 		t.Fatalf("since = %v, max missing %d", got.Selection.Since, got.MaxMissing)
 	}
 }

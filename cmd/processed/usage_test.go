@@ -25,6 +25,8 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "check", "--topic", "t"}, Want: "--consumer is required"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, Want: "not both"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, Want: "--max-missing -1"},
+		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-malformed-share", "1.5"}, Want: "--max-malformed-share 1.5: must be from 0 to 1"},
+		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-malformed-share", "NaN"}, Want: "--max-malformed-share NaN: must be from 0 to 1"},
 		{Args: []string{"processed", "prune"}, Want: "--older-than is required"},
 		{Args: []string{"processed", "prune", "--older-than", "-3d"}, Want: `invalid argument "-3d"`},
 		{Args: []string{"processed", "prune", "--older-than", "1d", "--batch-size", "0"}, Want: `"0" for "--batch-size" flag: must be at least 1`},

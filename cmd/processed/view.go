@@ -46,6 +46,11 @@ func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Secti
 	st := p.Styles
 	result := st.OK.Render("complete: every event has a marker")
 	switch {
+	case rep.Unreadable && rep.Events == 0:
+		result = st.Bad.Render("unreadable: no record could be read as an event")
+	case rep.Unreadable:
+		result = st.Bad.Render(fmt.Sprintf("unreadable: %d of %d records malformed (more than %s)", rep.Malformed, rep.Records,
+			strconv.FormatFloat(rep.MaxMalformedShare, 'f', -1, 64)))
 	case rep.Missing > 0:
 		result = st.Bad.Render(fmt.Sprintf("%d missing", rep.Missing))
 	case rep.Records == 0:
@@ -65,6 +70,9 @@ func checkSections(p *output.Printer, rep *processed.CheckReport) []output.Secti
 		{"missing", missing},
 		{"malformed", strconv.FormatInt(rep.Malformed, 10) + st.Dim.Render(" (not recognisable as events: a consumer dead-letters them, never marks them)")},
 	}}
+	if d := rep.DominantMalformed; d != nil {
+		overview.Fields = append(overview.Fields, [2]string{"most common", fmt.Sprintf("%s: %s", wording.Plural(d.Records, "record"), d.Text())})
+	}
 	sections := []output.Section{overview}
 	if len(rep.MissingRecords) > 0 {
 		title := "Missing"

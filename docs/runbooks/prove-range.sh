@@ -3,7 +3,8 @@
 # Page: docs/runbooks/prove-range.md
 #
 #   prove-range.sh   exit 0 when every event of the range has a marker for CONSUMER; exit 3 and
-#                    list the missing ones (all of them in $WORKDIR/missing.jsonl) when not
+#                    list the missing ones (all of them in $WORKDIR/missing.jsonl) when not, or
+#                    exit 3 naming the most common reason when the range could not be read
 #
 # Environment: TOPIC, CONSUMER (required); the range: SINCE and UNTIL (RFC 3339 or a duration
 # ago), or PARTITION with START and END offsets (inclusive); WORKDIR (default ./prove-$TOPIC);
@@ -30,6 +31,12 @@ jq -r '"records \(.records)  events \(.events)  with marker \(.with_marker)  mis
 if [ "$rc" -eq 0 ]; then
   echo "proven: every event of the range has a marker for $CONSUMER"
   exit 0
+fi
+if [ "$(jq -r .unreadable "$WORKDIR/check.json")" = true ]; then
+  jq -r '"not proven: the range could not be read: \(.malformed) of \(.records) records are no event; most common reason (\(.dominant_malformed.records) records): \(.dominant_malformed.reason)"' \
+    "$WORKDIR/check.json" >&2
+  echo "Read them first (a schema registry to pass, a producer writing another format): fieldwork inspect validate $TOPIC" >&2
+  exit 3
 fi
 
 step "2. The missing events, every one of them"

@@ -3,6 +3,8 @@ package processed
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -11,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/schema"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // Defaults of Check.
@@ -22,6 +25,15 @@ const (
 	DefaultMaxMissing = 100
 	// MaxMalformedExamples bounds the malformed records a report lists (all are counted).
 	MaxMalformedExamples = 20
+	// DefaultMaxMalformedShare is the largest share of a range's records that may be malformed
+	// for the check to speak for the topic (CheckReport.Unreadable): more than half unreadable,
+	// and "missing 0" would say nothing about most of it.
+	DefaultMaxMalformedShare = 0.5
+	// NoMalformed as CheckOptions.MaxMalformedShare accepts no malformed record at all.
+	NoMalformed = -1.0
+	// maxMalformedReasons bounds the distinct reasons counted for the dominant one: reasons
+	// first met after that many others are counted in Malformed only.
+	maxMalformedReasons = 1000
 )
 
 // CheckOptions configure Check.
@@ -44,6 +56,10 @@ type CheckOptions struct {
 	Progress func(done, total int64)
 	// LookupBatch is the ids per lookup (DefaultLookupBatch when 0).
 	LookupBatch int
+	// MaxMalformedShare is the largest share (0 to 1) of the records read that may be
+	// malformed; more, or no event at all among records, makes the report Unreadable. 0 is
+	// DefaultMaxMalformedShare; NoMalformed (any negative value) accepts none.
+	MaxMalformedShare float64
 	// Schemas decodes registry-framed values before their envelope is read, as every reader
 	// that judges records does (schema.Decoder.ReadEvent); nil detects framing only, so a
 	// framed value is malformed, naming its schema id.
@@ -87,15 +103,73 @@ type CheckReport struct {
 	MissingRecords    []MissingRecord   `json:"missing_records"`
 	MissingTruncated  bool              `json:"missing_truncated"`
 	MalformedExamples []MalformedRecord `json:"malformed_examples"`
+	// MaxMalformedShare is the share of malformed records the check accepted (0 to 1).
+	MaxMalformedShare float64 `json:"max_malformed_share"`
+	// DominantMalformed is the most common reason among the malformed records, with how many
+	// records gave it; nil when none is malformed.
+	DominantMalformed *MalformedReason `json:"dominant_malformed"`
+	// Unreadable: the check cannot speak for the range (Unreadable).
+	Unreadable bool `json:"unreadable"`
+
+	reasons map[malformedKey]int64
 }
 
-// Result is the check's verdict as an error: a check error (exit 3) naming how many events
-// have no marker, nil when none is missing.
-func (r *CheckReport) Result() error {
-	if r.Missing == 0 {
-		return nil
+// MalformedReason is one reason records are malformed and how many gave it.
+type MalformedReason struct {
+	Format  string `json:"format,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Reason  string `json:"reason"`
+	Records int64  `json:"records"`
+}
+
+// Text is the reason on one line: the reason, then the field and format it is about.
+func (m MalformedReason) Text() string {
+	var about []string
+	if m.Field != "" {
+		about = append(about, "field "+m.Field)
 	}
-	return fwerr.Checkf("%d of %d events in %s have no marker for consumer %s", r.Missing, r.Events, r.Topic, r.Consumer)
+	if m.Format != "" {
+		about = append(about, "format "+m.Format)
+	}
+	if len(about) == 0 {
+		return m.Reason
+	}
+	return m.Reason + " (" + strings.Join(about, ", ") + ")"
+}
+
+type malformedKey struct{ format, field, reason string }
+
+// unreadable is the one rule of a range the check cannot speak for: it has records, and none
+// of them, or more than share of them, could be read as an event.
+func unreadable(records, events, malformed int64, share float64) bool {
+	return records > 0 && (events == 0 || float64(malformed) > share*float64(records))
+}
+
+// Result is the check's verdict as an error: a check error (exit 3) when the range is
+// unreadable (naming the dominant reason) or when events have no marker (naming how many),
+// nil when neither.
+func (r *CheckReport) Result() error {
+	var unread string
+	if r.Unreadable {
+		if r.Events == 0 {
+			unread = fmt.Sprintf("no record of %s could be read as an event (%s)", r.Topic, wording.Plural(r.Malformed, "malformed record"))
+		} else {
+			unread = fmt.Sprintf("%d of %d records of %s could not be read as events, more than --max-malformed-share %s allows",
+				r.Malformed, r.Records, r.Topic, strconv.FormatFloat(r.MaxMalformedShare, 'f', -1, 64))
+		}
+		if d := r.DominantMalformed; d != nil {
+			unread += fmt.Sprintf("; most common reason (%s): %s", wording.Plural(d.Records, "record"), d.Text())
+		}
+	}
+	switch {
+	case unread != "" && r.Missing > 0:
+		return fwerr.Checkf("%s; and %d of %d events have no marker for consumer %s", unread, r.Missing, r.Events, r.Consumer)
+	case unread != "":
+		return fwerr.Checkf("%s", unread)
+	case r.Missing > 0:
+		return fwerr.Checkf("%d of %d events in %s have no marker for consumer %s", r.Missing, r.Events, r.Topic, r.Consumer)
+	}
+	return nil
 }
 
 // Summary is the result on one line, for stderr when the missing records are streamed.
@@ -107,8 +181,8 @@ func (r *CheckReport) Summary() string {
 // Check reads the records o selects from o.Topic and finds, for o.Consumer, the events
 // without a marker. Counts are of records: an event written twice counts twice. The store is
 // probed first, so that a missing table fails before the range is planned and read. Memory
-// holds one lookup batch, the listed missing records and the malformed examples, whatever the
-// size of the range. On error the report is nil.
+// holds one lookup batch, the listed missing records, the malformed examples and the counts of
+// at most 1,000 distinct malformed reasons, whatever the size of the range. On error the report is nil.
 func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOptions) (*CheckReport, error) {
 	if o.Topic == "" || o.Consumer == "" {
 		return nil, fwerr.Usagef("a check needs a topic and a consumer")
@@ -121,8 +195,15 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	if err != nil {
 		return nil, err
 	}
+	share := o.MaxMalformedShare
+	switch {
+	case share == 0:
+		share = DefaultMaxMalformedShare
+	case share < 0:
+		share = 0
+	}
 	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.Table(), Ranges: ranges,
-		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}}
+		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}, MaxMalformedShare: share}
 	g := &gapFinder{
 		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
 			return st.Lookup(ctx, o.Consumer, ids)
@@ -153,7 +234,31 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	if err != nil {
 		return nil, err
 	}
+	rep.finish()
 	return rep, nil
+}
+
+// finish names the dominant malformed reason (of equal counts, the first in the order of the
+// key's text) and applies the unreadable rule.
+func (r *CheckReport) finish() {
+	for k, n := range r.reasons {
+		d := r.DominantMalformed
+		if d == nil || n > d.Records || (n == d.Records && k.less(malformedKey{d.Format, d.Field, d.Reason})) {
+			r.DominantMalformed = &MalformedReason{Format: k.format, Field: k.field, Reason: k.reason, Records: n}
+		}
+	}
+	r.reasons = nil
+	r.Unreadable = unreadable(r.Records, r.Events, r.Malformed, r.MaxMalformedShare)
+}
+
+func (k malformedKey) less(o malformedKey) bool {
+	if k.reason != o.reason {
+		return k.reason < o.reason
+	}
+	if k.field != o.field {
+		return k.field < o.field
+	}
+	return k.format < o.format
 }
 
 // gapFinder counts the records of a range and finds the events without a marker, looking
@@ -179,8 +284,16 @@ func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
 	}
 	if err != nil {
 		g.rep.Malformed++
+		m := schema.MalformedRecordOf(rec, err)
 		if len(g.rep.MalformedExamples) < MaxMalformedExamples {
-			g.rep.MalformedExamples = append(g.rep.MalformedExamples, schema.MalformedRecordOf(rec, err))
+			g.rep.MalformedExamples = append(g.rep.MalformedExamples, m)
+		}
+		k := malformedKey{m.Format, m.Field, m.Reason}
+		if g.rep.reasons == nil {
+			g.rep.reasons = map[malformedKey]int64{}
+		}
+		if _, ok := g.rep.reasons[k]; ok || len(g.rep.reasons) < maxMalformedReasons {
+			g.rep.reasons[k]++
 		}
 		return nil
 	}

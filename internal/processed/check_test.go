@@ -111,7 +111,7 @@ func TestCheckFindsGapsExactly(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := "[consumer events malformed malformed_examples missing missing_records missing_truncated ranges records table topic with_marker]"; fmt.Sprint(keys) != want {
+	if want := "[consumer dominant_malformed events malformed malformed_examples max_malformed_share missing missing_records missing_truncated ranges records table topic unreadable with_marker]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}
 

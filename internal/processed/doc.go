@@ -4,8 +4,10 @@
 //   - Check, the gap finder: which events of a Kafka range have no marker for a consumer.
 //     It reads the range through kafka.Cluster.Plan and Read (end offsets fixed at the
 //     start) and looks the event ids up in batches, so memory stays bounded however many
-//     records the range holds: one batch of ids, the listed missing records and a few
-//     malformed examples.
+//     records the range holds: one batch of ids, the listed missing records, a few
+//     malformed examples and the counts of at most 1,000 distinct malformed reasons. A range
+//     of which no record, or more than a share (default half), could be read as an event is
+//     unreadable: the check fails on it, naming the most common malformed reason.
 //   - Prune, under the replay-horizon policy: markers older than a window are deleted only
 //     when no source topic could still deliver their events, since an event replayed after
 //     its marker is gone is processed a second time. Each source topic's retention is read
