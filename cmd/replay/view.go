@@ -413,9 +413,10 @@ func sampleKey(r replay.SampleRecord) string {
 
 // replayPlacement says how a plan places records in partitions (--to-partition, --partitioner;
 // without either, "inferred": the plan's partitioner rows say from what).
-func replayPlacement(mode, partitioner string) string {
-	if partitioner == "" {
-		partitioner = "inferred"
+func replayPlacement(mode string, one *string) string {
+	partitioner := "inferred"
+	if one != nil {
+		partitioner = *one
 	}
 	switch mode {
 	case replay.PartitionOriginal:

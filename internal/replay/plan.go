@@ -262,10 +262,10 @@ type Report struct {
 	// ToPartition and Partitioner are how records are placed (Spec.ToPartition, .Partitioner);
 	// each target's Rule says which rule placed its records. Partitioner is --partitioner, or
 	// without it the one chosen for every target topic that records are placed in by key
-	// (absent when they differ, or none is); PartitionerChoices says, per topic, which and why
+	// (null when they differ, or none is); PartitionerChoices says, per topic, which and why
 	// (inferred from the target's keyed records, or the default).
 	ToPartition        string              `json:"to_partition"`
-	Partitioner        string              `json:"partitioner,omitempty"`
+	Partitioner        *string             `json:"partitioner"`
 	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
 	MaxReplays         int                 `json:"max_replays"`
 	RunID              string              `json:"resumes_run,omitempty"`
@@ -380,8 +380,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
-		ToPartition: p.Spec.ToPartition, Partitioner: string(p.Spec.Partitioner),
-		Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
+		ToPartition: p.Spec.ToPartition, Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 		Groups: []string{}, Guards: []Notice{}, Edit: p.edit, ForGroup: p.Spec.ForGroup, AllGroups: p.Spec.AllGroups,
 		ReplayedBefore: ReplayedBefore{Runs: []PriorRun{}},
@@ -494,15 +493,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	sortTargets(rep.Missing)
 	rep.ReplayedBefore.sort()
 	rep.PartitionerChoices = p.partitioners.choices()
-	if rep.Partitioner == "" {
-		for i, ch := range rep.PartitionerChoices {
-			if i > 0 && ch.Partitioner != rep.Partitioner {
-				rep.Partitioner = ""
-				break
-			}
-			rep.Partitioner = ch.Partitioner
-		}
-	}
+	rep.Partitioner = p.partitioner(rep.PartitionerChoices)
 	slices.Sort(rep.Groups)
 	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
 		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true
@@ -511,6 +502,23 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 		rep.Guards = []Notice{}
 	}
 	return rep, nil
+}
+
+// partitioner is the one partitioner of the plan: --partitioner, or the one chosen for every
+// target topic of choices; nil when they differ or none was chosen.
+func (p *Plan) partitioner(choices []PartitionerChoice) *string {
+	if p.Spec.Partitioner != "" {
+		s := string(p.Spec.Partitioner)
+		return &s
+	}
+	var one *string
+	for _, ch := range choices {
+		if one != nil && *one != ch.Partitioner {
+			return nil
+		}
+		one = &ch.Partitioner
+	}
+	return one
 }
 
 func sortTargets(ts []TargetCount) {
