@@ -334,14 +334,14 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 	case s.Status == dlq.StatusReplayed && s.Replay != nil:
 		return fmt.Sprintf(" (%s; consumer %s has no marker yet)", sent, s.Consumer)
 	case s.Marker != nil:
-		what := "processed"
+		what := "processed it at " + cmdutil.FormatTime(s.Marker.ProcessedAt)
 		if s.Status == dlq.StatusStale {
-			what = "ignored it as stale (an older version than it had) and marked"
+			what = "marked it at " + cmdutil.FormatTime(s.Marker.ProcessedAt) + " but ignored it as stale: it had a newer version"
 		}
 		if sent != "" {
 			sent = "; " + sent
 		}
-		return fmt.Sprintf(" (consumer %s %s it at %s%s)", s.Consumer, what, cmdutil.FormatTime(s.Marker.ProcessedAt), sent)
+		return fmt.Sprintf(" (consumer %s %s%s)", s.Consumer, what, sent)
 	case s.Consumer != "":
 		return " (consumer " + s.Consumer + ")"
 	}
