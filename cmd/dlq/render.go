@@ -334,18 +334,18 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 	case s.Status == dlq.StatusReplayed && s.Replay != nil:
 		return fmt.Sprintf(" (%s; consumer %s has no marker yet)", sent, s.Consumer)
 	case s.Marker != nil:
-		what := "processed"
-		if s.Status == dlq.StatusStale {
-			what = "ignored it as stale (an older version than it had) and marked"
-		}
-		at := " at " + cmdutil.OptTime(s.Marker.ProcessedAt)
+		at := "at " + cmdutil.OptTime(s.Marker.ProcessedAt)
 		if s.Marker.ProcessedAt == nil {
-			at = "; its marker keeps no time"
+			at = "(its marker keeps no time)"
+		}
+		what := "processed it " + at
+		if s.Status == dlq.StatusStale {
+			what = "marked it " + at + " but ignored it as stale: it had a newer version"
 		}
 		if sent != "" {
 			sent = "; " + sent
 		}
-		return fmt.Sprintf(" (consumer %s %s it%s%s)", s.Consumer, what, at, sent)
+		return fmt.Sprintf(" (consumer %s %s%s)", s.Consumer, what, sent)
 	case s.Consumer != "":
 		return " (consumer " + s.Consumer + ")"
 	}

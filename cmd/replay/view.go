@@ -245,6 +245,8 @@ func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Secti
 		switch {
 		case fl[0] == "--skip-processed":
 			v = "yes: records whose event --consumer processed are counted, not sent"
+		case fl[0] == "--include-replayed":
+			v = "yes: settled dead letters an earlier run sent are sent too"
 		case v == "":
 			v = `""`
 		}

@@ -231,9 +231,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		}
 		out[i].Status, pending = StatusPending, true
 	}
-	quiet := l
-	quiet.NoJournal = nil
-	replayed, err := quiet.replays(ctx, journaled, ids)
+	replayed, err := l.replays(ctx, journaled, ids)
 	if errors.Is(err, dedup.ErrNotMigrated) {
 		// Without a journal no dead letter can be told replayed: say so when one may be.
 		if pending && l.NoJournal != nil {
@@ -252,7 +250,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{
 				SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
 		}
-		m, err := quiet.replays(ctx, edits, ids)
+		m, err := l.replays(ctx, edits, ids)
 		if err != nil && !errors.Is(err, dedup.ErrNotMigrated) {
 			return nil, err
 		}

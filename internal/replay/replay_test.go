@@ -95,7 +95,7 @@ func TestPendingForIsDLQsPending(t *testing.T) {
 
 func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
 	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
-		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing",
+		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing", IncludeReplayed: true,
 		FilterSpec: dlq.FilterSpec{Error: "time(out)?", Reasons: []string{"exhausted"}},
 	}
 	if err := s.Validate(); err != nil {
@@ -105,7 +105,7 @@ func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.marshal() != s.marshal() || back.compiled.ErrorRegexp == nil || !back.compiled.ErrorRegexp.MatchString("timeout") {
+	if back.marshal() != s.marshal() || back.compiled.ErrorRegexp == nil || !back.compiled.ErrorRegexp.MatchString("timeout") || !back.IncludeReplayed {
 		t.Fatalf("round trip: %s vs %s", back.marshal(), s.marshal())
 	}
 }

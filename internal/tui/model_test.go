@@ -276,7 +276,7 @@ func TestTopicsScreen(t *testing.T) {
 		t.Errorf("the cursor is not on the first topic:\n%s", v)
 	}
 	c.keys("j")
-	c.wantRow("›", "tasks.dlq", "5", "+0", "4", "0", "1", "0")
+	c.wantRow("›", "tasks.dlq", "5", "+0", "4", "0", "1", "0", "0")
 	c.want("reasons: exhausted 5")
 
 	// Live: a dead letter arrives, and one is resolved meanwhile.
@@ -285,7 +285,7 @@ func TestTopicsScreen(t *testing.T) {
 	c.b.statuses["tasks.dlq/0/0"] = dlq.StatusResolved
 	c.b.mu.Unlock()
 	c.send(tickMsg(time.Now()))
-	c.wantRow("›", "tasks.dlq", "6", "+1", "4", "0", "2", "0")
+	c.wantRow("›", "tasks.dlq", "6", "+1", "4", "0", "2", "0", "0")
 }
 
 // TestStatusRefreshBounded: each poll looks up at most refreshCap statuses, going round the
@@ -302,9 +302,9 @@ func TestStatusRefreshBounded(t *testing.T) {
 	c.b.mu.Unlock()
 	c.keys("j")
 	c.send(tickMsg(time.Now()))
-	c.wantRow("›", "tasks.dlq", "5", "+0", "2", "0", "3", "0")
+	c.wantRow("›", "tasks.dlq", "5", "+0", "2", "0", "3", "0", "0")
 	c.send(tickMsg(time.Now()))
-	c.wantRow("›", "tasks.dlq", "5", "+0", "0", "0", "5", "0")
+	c.wantRow("›", "tasks.dlq", "5", "+0", "0", "0", "5", "0", "0")
 }
 
 func TestGroupsAndListScreens(t *testing.T) {
@@ -323,6 +323,8 @@ func TestGroupsAndListScreens(t *testing.T) {
 	c.want("status: resolved")
 	c.wantRow("›", "1", "0", "SchemaError:", "field", "title", "missing", "57m", "57m", "tasks")
 	c.wantNot("db down")
+	c.keys("s")
+	c.want("status: stale", "no dead letters here (status stale)")
 	c.keys("ss")
 	c.want("status: all")
 
@@ -438,7 +440,7 @@ func TestReplayGroup(t *testing.T) {
 	c.keys("\r")
 	c.want("say why")
 	c.keys("db is back\r")
-	c.want("run run-1 completed: 3 sent", "now: 0 pending · 3 replayed · 0 resolved · 0 unknown (of 3)")
+	c.want("run run-1 completed: 3 sent", "now: 0 pending · 3 replayed · 0 resolved · 0 stale · 0 unknown (of 3)")
 	want := []fakeReplay{
 		{"tasks.dlq", []string{"tasks.dlq/0/0", "tasks.dlq/0/2", "tasks.dlq/0/4"}, ""},
 		{"tasks.dlq", []string{"tasks.dlq/0/0", "tasks.dlq/0/2", "tasks.dlq/0/4"}, "db is back"},
