@@ -62,7 +62,7 @@ func (b Breaker) validate() error {
 		return nil
 	}
 	var errs []error
-	if b.Ratio > 1 {
+	if !(b.Ratio > 0 && b.Ratio <= 1) {
 		errs = append(errs, fmt.Errorf("breaker ratio %g: must be more than 0 and at most 1", b.Ratio))
 	}
 	if b.Window > MaxBreakerWindow {

@@ -134,9 +134,9 @@ func TestBreakerStopsUnreadableTopic(t *testing.T) {
 		t.Errorf("tripping partition %d committed at %d, want the trip point %d", te.Partition, c, te.Offset)
 	}
 	checkMetrics(t, reg, map[string]float64{
-		`fieldwork_consume_breaker_trips_total{rule="consecutive"}`: 1,
-		`fieldwork_consume_breaker_tripped`:                        1,
-		`fieldwork_consume_breaker_window_failures`:                limit + 1,
+		`fieldwork_consume_breaker_trips_total{rule="consecutive"}`:                      1,
+		`fieldwork_consume_breaker_tripped`:                                              1,
+		`fieldwork_consume_breaker_window_failures`:                                      limit + 1,
 		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `"}`: limit,
 	})
 

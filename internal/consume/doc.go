@@ -129,6 +129,25 @@
 // record again and writes its dead letter. A member that takes such a partition over stops
 // at the same record, for the same reason.
 //
+// # The dead-letter breaker
+//
+// Options.Breaker (docs/design.md §3.5) stops the engine when records keep failing, rather
+// than dead-letter a whole topic: more than Consecutive failed records in a row (one
+// partition's, in offset order, or the consumer's, with no record handled in between), or
+// more than Ratio × Window failed among the consumer's last Window records. One breaker
+// serves every partition (breaker.go); batches are counted in the order they finish, each in
+// offset order. It judges a batch after its transaction commits and before its dead letters
+// are produced, so it trips at an exact record even inside a batch: the dead letters from that
+// record on are not produced and the partition's offset is committed up to the record
+// (runBatch's cut, as for a halt). Then no worker takes another batch, the batches in flight
+// are cut at their first failure, the poll loop stops as for a signal (Engine.softStop), the
+// engine drains, commits, leaves the group, and Run returns the *TrippedError
+// (fwerr.KindTripped, exit 8) naming the dominant failure of the window (reason and
+// dlq.FingerprintOf, counted). The events handled after the cut in the same batch are
+// committed in the store with their markers: read again they are duplicates; the failed ones
+// were unclaimed, so a run after the fix handles them. Breaker.Off restores dead-lettering
+// without limit.
+//
 // # Rebalances and shutdown
 //
 // The group uses manual commits (DisableAutoCommit) with BlockRebalanceOnPoll, as in

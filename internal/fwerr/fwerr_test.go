@@ -19,6 +19,7 @@ func TestKindOf(t *testing.T) {
 		{"check", Checkf("3 problems"), KindCheck},
 		{"interrupted", Wrap(KindInterrupted, base), KindInterrupted},
 		{"denied wrapped", fmt.Errorf("replay: %w", Denied(base)), KindDenied},
+		{"tripped joined", errors.Join(nil, fmt.Errorf("consume: %w", Wrap(KindTripped, base))), KindTripped},
 	}
 	for _, c := range cases {
 		if got := KindOf(c.err); got != c.want {
