@@ -183,27 +183,40 @@ func (v *intValue) String() string { return strconv.Itoa(*v.p) }
 func (v *intValue) Type() string { return "int" }
 
 // ShareVar defines --name, a share of a whole: a number more than 0 and at most 1 (0.5), or
-// a percentage (50%), refused where it is parsed otherwise.
+// a percentage (50%), refused where it is parsed otherwise. ShareOrNoneVar also takes 0.
 func ShareVar(fs *pflag.FlagSet, p *float64, name string, def float64, usage string) {
 	*p = def
 	fs.Var(&shareValue{p: p}, name, usage)
 }
 
-// shareValue is pflag's Value of ShareVar.
-type shareValue struct{ p *float64 }
+// ShareOrNoneVar is ShareVar for a share that may be 0 (none at all): 0 to 1, or 0% to 100%.
+func ShareOrNoneVar(fs *pflag.FlagSet, p *float64, name string, def float64, usage string) {
+	*p = def
+	fs.Var(&shareValue{p: p, zero: true}, name, usage)
+}
+
+// shareValue is pflag's Value of ShareVar and ShareOrNoneVar (zero: 0 is a share).
+type shareValue struct {
+	p    *float64
+	zero bool
+}
 
 func (v *shareValue) Set(s string) error {
 	s = strings.TrimSpace(s)
 	pct := strings.HasSuffix(s, "%")
 	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	least := "more than 0"
+	if v.zero {
+		least = "from 0"
+	}
 	if err != nil {
-		return fwerr.Usagef("want a share: a number more than 0 and at most 1 (0.5), or a percentage (50%%)")
+		return fwerr.Usagef("want a share: a number %s and at most 1 (0.5), or a percentage (50%%)", least)
 	}
 	if pct {
 		f /= 100
 	}
-	if !(f > 0 && f <= 1) {
-		return fwerr.Usagef("must be more than 0 and at most 1 (100%%)")
+	if !((f > 0 || v.zero && f == 0) && f <= 1) {
+		return fwerr.Usagef("must be %s and at most 1 (100%%)", least)
 	}
 	*v.p = f
 	return nil

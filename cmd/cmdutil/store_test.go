@@ -92,33 +92,44 @@ func TestCountFlags(t *testing.T) {
 	}
 }
 
-// TestShareFlag: a share is more than 0 and at most 1, as a fraction or a percentage,
-// refused where it is parsed otherwise.
+// TestShareFlag: a share is more than 0 and at most 1 (ShareVar), or from 0 (ShareOrNoneVar),
+// as a fraction or a percentage, refused where it is parsed otherwise.
 func TestShareFlag(t *testing.T) {
 	for _, tc := range []struct {
+		zero bool
 		args []string
 		want float64
 		err  string
 	}{
-		{nil, 0.5, ""},
-		{[]string{"--ratio", "0.25"}, 0.25, ""},
-		{[]string{"--ratio", "80%"}, 0.8, ""},
-		{[]string{"--ratio", "1"}, 1, ""},
-		{[]string{"--ratio", "0"}, 0, "must be more than 0 and at most 1"},
-		{[]string{"--ratio", "1.5"}, 0, "must be more than 0 and at most 1"},
-		{[]string{"--ratio", "150%"}, 0, "must be more than 0 and at most 1"},
-		{[]string{"--ratio", "NaN"}, 0, "must be more than 0 and at most 1"},
-		{[]string{"--ratio", "half"}, 0, "want a share"},
+		{false, nil, 0.5, ""},
+		{false, []string{"--ratio", "0.25"}, 0.25, ""},
+		{false, []string{"--ratio", "80%"}, 0.8, ""},
+		{false, []string{"--ratio", "1"}, 1, ""},
+		{false, []string{"--ratio", "0"}, 0, "must be more than 0 and at most 1"},
+		{false, []string{"--ratio", "1.5"}, 0, "must be more than 0 and at most 1"},
+		{false, []string{"--ratio", "150%"}, 0, "must be more than 0 and at most 1"},
+		{false, []string{"--ratio", "NaN"}, 0, "must be more than 0 and at most 1"},
+		{false, []string{"--ratio", "half"}, 0, "want a share"},
+		{true, []string{"--ratio", "0"}, 0, ""},
+		{true, []string{"--ratio", "0%"}, 0, ""},
+		{true, []string{"--ratio", "0.1"}, 0.1, ""},
+		{true, []string{"--ratio", "-0.1"}, 0, "must be from 0 and at most 1"},
+		{true, []string{"--ratio", "1.5"}, 0, "must be from 0 and at most 1"},
+		{true, []string{"--ratio", "NaN"}, 0, "must be from 0 and at most 1"},
 	} {
 		var f float64
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-		ShareVar(fs, &f, "ratio", 0.5, "share")
+		if tc.zero {
+			ShareOrNoneVar(fs, &f, "ratio", 0.5, "share")
+		} else {
+			ShareVar(fs, &f, "ratio", 0.5, "share")
+		}
 		err := fs.Parse(tc.args)
 		switch {
 		case tc.err == "" && (err != nil || f != tc.want):
-			t.Errorf("%v: %g, %v; want %g", tc.args, f, err, tc.want)
+			t.Errorf("zero %v %v: %g, %v; want %g", tc.zero, tc.args, f, err, tc.want)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%v: error %v; want one saying %q", tc.args, err, tc.err)
+			t.Errorf("zero %v %v: error %v; want one saying %q", tc.zero, tc.args, err, tc.err)
 		}
 	}
 }

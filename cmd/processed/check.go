@@ -78,9 +78,6 @@ marker.`,
 			if opts.MaxMissing < 0 {
 				return fwerr.Usagef("--max-missing %d: must be 0 or more", opts.MaxMissing)
 			}
-			if !(opts.MaxMalformedShare >= 0 && opts.MaxMalformedShare <= 1) {
-				return fwerr.Usagef("--max-malformed-share %v: must be from 0 to 1 (0.5: half the records)", opts.MaxMalformedShare)
-			}
 			var err error
 			if opts.Selection, err = opts.sel.Selection(cmd, f.Now()); err != nil {
 				return err
@@ -93,7 +90,7 @@ marker.`,
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer whose markers to look up (required)")
 	opts.sel.Register(cmd)
 	fl.IntVar(&opts.MaxMissing, "max-missing", processed.DefaultMaxMissing, "missing records listed in table and json output (all are counted; jsonl and csv stream them all)")
-	fl.Float64Var(&opts.MaxMalformedShare, "max-malformed-share", processed.DefaultMaxMalformedShare, "largest share of the records (0 to 1) that may be malformed; more, or no event at all, fails the check (exit 3)")
+	cmdutil.ShareOrNoneVar(fl, &opts.MaxMalformedShare, "max-malformed-share", processed.DefaultMaxMalformedShare, "largest share of the records (0 to 1, or 0% to 100%) that may be malformed; more, or no event at all, fails the check (exit 3)")
 	return cmd
 }
 
