@@ -23,6 +23,20 @@ type Execution struct {
 	FlushIntervalMS int64 `json:"flush_interval_ms"`
 }
 
+// MarshalJSON writes Rate as null when there is no cap (docs/design.md: an absent value is
+// null, never a zero number).
+func (e Execution) MarshalJSON() ([]byte, error) {
+	type plain Execution
+	var rate *float64
+	if e.Rate > 0 {
+		rate = &e.Rate
+	}
+	return json.Marshal(struct {
+		Rate *float64 `json:"rate"`
+		plain
+	}{rate, plain(e)})
+}
+
 // Where an execution setting came from (ExecutionReport).
 const (
 	// FromFlag: given to this command (journaled with the run).

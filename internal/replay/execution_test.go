@@ -58,4 +58,12 @@ func TestJournaledExecution(t *testing.T) {
 	if err != nil || ex == nil || ex.Rate != 5000 || back.marshal() != s.marshal() {
 		t.Fatalf("read back: %+v %+v %v", back, ex, err)
 	}
+	// No cap is null, not 0, and reads back as no cap.
+	text = marshalRun(&s, executionOf(ExecOptions{}))
+	if err := json.Unmarshal([]byte(text), &raw); err != nil || string(raw["execution"]) != `{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}` {
+		t.Fatalf("journaled without a cap: %s (%v)", text, err)
+	}
+	if _, ex, err := unmarshalSpec(text); err != nil || ex == nil || ex.Rate != 0 || ex.MaxBuffered != DefaultMaxBuffered {
+		t.Fatalf("read back without a cap: %+v %v", ex, err)
+	}
 }
