@@ -143,6 +143,22 @@ func (e Execution) options(opts ExecOptions) ExecOptions {
 	return opts
 }
 
+// JournaledRateLabel is the rate a run's journaled selection holds, as `replay show` says it
+// (the rate a resume keeps): "5000/s", "no cap", or unknown for a run journaled without its
+// execution (by an earlier version).
+func JournaledRateLabel(selection string) string {
+	var j struct {
+		Execution *Execution `json:"execution"`
+	}
+	switch err := json.Unmarshal([]byte(selection), &j); {
+	case err != nil || j.Execution == nil:
+		return "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"
+	case j.Execution.Rate > 0:
+		return fmt.Sprintf("%g/s", j.Execution.Rate)
+	}
+	return "no cap"
+}
+
 // journaled is a run's selection as the journal keeps it: the spec, and how it executes.
 type journaled struct {
 	Spec

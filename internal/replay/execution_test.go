@@ -67,3 +67,18 @@ func TestJournaledExecution(t *testing.T) {
 		t.Fatalf("read back without a cap: %+v %v", ex, err)
 	}
 }
+
+// TestJournaledRateLabel: replay show says the rate a resume keeps, and that a run journaled
+// without it (an earlier version) has none known.
+func TestJournaledRateLabel(t *testing.T) {
+	s := Spec{From: "tasks.dlq"}
+	for _, tc := range []struct{ selection, want string }{
+		{marshalRun(&s, executionOf(ExecOptions{Rate: 5000})), "5000/s"},
+		{marshalRun(&s, executionOf(ExecOptions{})), "no cap"},
+		{`{"from":"tasks.dlq","to_partition":"auto","max_replays":3}`, "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"},
+	} {
+		if got := JournaledRateLabel(tc.selection); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.selection, got, tc.want)
+		}
+	}
+}
