@@ -161,6 +161,24 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 		s.opts.Progress(0, s.Total())
 	}
 	read := s.reader()
+	// One batcher for every read (the topic IDs it asked for are kept): each read flushes it,
+	// and cur is the partition it lists for, at most share of it.
+	var (
+		cur   *partShare
+		share int
+	)
+	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
+		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
+			return nil
+		}
+		if cur.taken >= share {
+			cur.more, cur.r.Start = true, d.Offset
+			return errShareFull
+		}
+		cur.taken++
+		res.Listed++
+		return emit(Entry{DeadLetter: d, Status: info})
+	})
 	for {
 		shares := allot(int64(o.Limit), parts)
 		todo := false
@@ -173,7 +191,8 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 				continue
 			}
 			todo = true
-			stop, err := s.readShare(ctx, p, int(shares[i]), o, read, &res, emit)
+			cur, share = p, int(shares[i])
+			stop, err := s.readShare(ctx, p, o.Filter, b, read, &res)
 			if err != nil || stop {
 				return res, err
 			}
@@ -204,24 +223,12 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 // errShareFull ends the read of a partition that has its share and one more dead letter.
 var errShareFull = errors.New("the partition has its share")
 
-// readShare reads p from where it stopped until it has share dead letters listed and one more
-// found (p.more, p.r.Start then at that one) or to its end (p.done). stop is true when emit
-// ended the listing with ErrStop.
-func (s *Scan) readShare(ctx context.Context, p *partShare, share int, o ListOptions, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult, emit func(Entry) error) (stop bool, err error) {
+// readShare reads p from where it stopped through b, which lists p's dead letters up to its
+// share and stops at the next one (errShareFull: p.more, p.r.Start then at that one), or to
+// its end (p.done). stop is true when emit ended the listing with ErrStop.
+func (s *Scan) readShare(ctx context.Context, p *partShare, f Filter, b *StatusBatcher, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult) (stop bool, err error) {
 	p.more = false
-	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
-		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
-			return nil
-		}
-		if p.taken >= share {
-			p.more, p.r.Start = true, d.Offset
-			return errShareFull
-		}
-		p.taken++
-		res.Listed++
-		return emit(Entry{DeadLetter: d, Status: info})
-	})
-	err = s.read(ctx, []kafka.PartitionRange{p.r}, o.Filter, read, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
+	err = s.read(ctx, []kafka.PartitionRange{p.r}, f, read, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
 	if err == nil {
 		err = b.Flush(ctx)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -252,6 +253,32 @@ func TestListSharesLimitFairly(t *testing.T) {
 	}
 	if len(res.Shares) != 2 || res.Shares[0].Listed != 168 || !res.Shares[0].More || res.Shares[1] != (dlq.TopicShare{Topic: small, Listed: 32}) {
 		t.Errorf("rejected: shares %+v", res.Shares)
+	}
+
+	// The same through statuses: partition 1's events but 5 processed by the consumer, the
+	// pending ones listed, looked up in small batches.
+	st := testenv.SQLiteStore(t)
+	var processed []dedup.Marker
+	for i := range 1000 {
+		if i%200 != 0 {
+			processed = append(processed, dedup.Marker{EventID: fmt.Sprintf("e-1-%d", i)})
+		}
+	}
+	if err := st.InTx(ctx, func(tx *dedup.Tx) error { _, err := st.Claim(ctx, tx, "g", processed); return err }); err != nil {
+		t.Fatal(err)
+	}
+	per = map[string]int{}
+	res, err = dlq.List(ctx, s, dlq.ListOptions{Limit: 200, Lookup: dlq.StatusLookup{Store: st}, Statuses: []dlq.Status{dlq.StatusPending}, StatusBatch: 7},
+		func(e dlq.Entry) error {
+			if e.Status.Status != dlq.StatusPending {
+				t.Errorf("%s/%d/%d is %s", e.Topic, e.Partition, e.Offset, e.Status.Status)
+			}
+			per[fmt.Sprintf("%s/%d", e.Topic, e.Partition)]++
+			return nil
+		})
+	want = map[string]int{p(big, 0): 82, p(big, 1): 5, p(big, 2): 81, p(small, 0): 32}
+	if err != nil || res.Listed != 200 || !res.More || fmt.Sprint(per) != fmt.Sprint(want) {
+		t.Fatalf("pending: %v listed %d more %v per partition %v, want 200, true, %v", err, res.Listed, res.More, per, want)
 	}
 
 	// Room for all: everything, nothing cut.

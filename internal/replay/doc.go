@@ -116,4 +116,10 @@
 //
 // Rate. --rate is a token bucket kept as a virtual schedule (GCRA) with a 50ms burst: short
 // enough that even a short replay holds the rate, long enough to make up for late wake-ups.
+//
+// Execution. How a run executes (its rate and batching, Execution) is journaled with its
+// Spec, as the selection's "execution" object. A resume (the flow, FlowOptions.execution)
+// uses it unless FlowOptions.RateGiven, and the run is taken with the execution it now has
+// (TakeReplayRun), so that an explicit --rate is journaled for the next resume. Report and
+// Summary say each setting and where it came from (ExecutionReport).
 package replay

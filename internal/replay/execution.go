@@ -23,6 +23,20 @@ type Execution struct {
 	FlushIntervalMS int64 `json:"flush_interval_ms"`
 }
 
+// MarshalJSON writes Rate as null when there is no cap (docs/design.md: an absent value is
+// null, never a zero number).
+func (e Execution) MarshalJSON() ([]byte, error) {
+	type plain Execution
+	var rate *float64
+	if e.Rate > 0 {
+		rate = &e.Rate
+	}
+	return json.Marshal(struct {
+		Rate *float64 `json:"rate"`
+		plain
+	}{rate, plain(e)})
+}
+
 // Where an execution setting came from (ExecutionReport).
 const (
 	// FromFlag: given to this command (journaled with the run).
@@ -127,6 +141,22 @@ func (e Execution) options(opts ExecOptions) ExecOptions {
 	opts.Rate, opts.MaxBuffered, opts.FlushRecords = e.Rate, e.MaxBuffered, e.FlushRecords
 	opts.FlushInterval = time.Duration(e.FlushIntervalMS) * time.Millisecond
 	return opts
+}
+
+// JournaledRateLabel is the rate a run's journaled selection holds, as `replay show` says it
+// (the rate a resume keeps): "5000/s", "no cap", or unknown for a run journaled without its
+// execution (by an earlier version).
+func JournaledRateLabel(selection string) string {
+	var j struct {
+		Execution *Execution `json:"execution"`
+	}
+	switch err := json.Unmarshal([]byte(selection), &j); {
+	case err != nil || j.Execution == nil:
+		return "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"
+	case j.Execution.Rate > 0:
+		return fmt.Sprintf("%g/s", j.Execution.Rate)
+	}
+	return "no cap"
 }
 
 // journaled is a run's selection as the journal keeps it: the spec, and how it executes.

@@ -58,4 +58,27 @@ func TestJournaledExecution(t *testing.T) {
 	if err != nil || ex == nil || ex.Rate != 5000 || back.marshal() != s.marshal() {
 		t.Fatalf("read back: %+v %+v %v", back, ex, err)
 	}
+	// No cap is null, not 0, and reads back as no cap.
+	text = marshalRun(&s, executionOf(ExecOptions{}))
+	if err := json.Unmarshal([]byte(text), &raw); err != nil || string(raw["execution"]) != `{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}` {
+		t.Fatalf("journaled without a cap: %s (%v)", text, err)
+	}
+	if _, ex, err := unmarshalSpec(text); err != nil || ex == nil || ex.Rate != 0 || ex.MaxBuffered != DefaultMaxBuffered {
+		t.Fatalf("read back without a cap: %+v %v", ex, err)
+	}
+}
+
+// TestJournaledRateLabel: replay show says the rate a resume keeps, and that a run journaled
+// without it (an earlier version) has none known.
+func TestJournaledRateLabel(t *testing.T) {
+	s := Spec{From: "tasks.dlq"}
+	for _, tc := range []struct{ selection, want string }{
+		{marshalRun(&s, executionOf(ExecOptions{Rate: 5000})), "5000/s"},
+		{marshalRun(&s, executionOf(ExecOptions{})), "no cap"},
+		{`{"from":"tasks.dlq","to_partition":"auto","max_replays":3}`, "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"},
+	} {
+		if got := JournaledRateLabel(tc.selection); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.selection, got, tc.want)
+		}
+	}
 }
