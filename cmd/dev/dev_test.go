@@ -192,7 +192,7 @@ func TestDevFlags(t *testing.T) {
 func TestDevWarnsAboutAnEarlierStore(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "dev.db")
 	ctx := context.Background()
-	st, err := dedup.Open(ctx, dsn, dedup.Options{})
+	st, err := dedup.Open(ctx, dsn, dedup.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,8 @@ type Event struct {
 	// AggregateID is aggregateid / aggregate_id.
 	AggregateID string `json:"aggregate_id,omitempty"`
 	// Version is the aggregate's version: aggregateversion / aggregate_version (or version).
-	// Meaningful only when HasVersion is true. Negative values are kept as they are.
+	// Meaningful only when HasVersion is true (JSON null otherwise, MarshalJSON). Negative
+	// values are kept as they are.
 	Version int64 `json:"aggregate_version"`
 	// HasVersion reports whether the envelope carries an aggregate version.
 	HasVersion bool `json:"has_version"`
@@ -69,6 +70,20 @@ type Event struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// Format is the envelope the event was decoded from.
 	Format Format `json:"format"`
+}
+
+// MarshalJSON writes the event as its field tags say, with aggregate_version null when the
+// envelope carries no version (docs/design.md §4: an absent value is null, never a zero
+// number). The fields keep their order: the struct is written as it is and its version, the
+// first "aggregate_version":0 followed by "has_version":false (no string holds that sequence
+// unescaped, and data comes after), written as null.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type event Event // without this method
+	b, err := json.Marshal(event(e))
+	if err != nil || e.HasVersion {
+		return b, err
+	}
+	return bytes.Replace(b, []byte(`"aggregate_version":0,"has_version":false`), []byte(`"aggregate_version":null,"has_version":false`), 1), nil
 }
 
 // Detect returns the format Decode would try for this record, or "" when none is recognised.

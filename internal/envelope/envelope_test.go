@@ -204,7 +204,7 @@ func TestEventJSON(t *testing.T) {
 		want string
 	}{
 		{"minimal", Event{ID: "e", Format: FormatPlainJSON},
-			`{"event_id":"e","aggregate_version":0,"has_version":false,"format":"plain-json"}`},
+			`{"event_id":"e","aggregate_version":null,"has_version":false,"format":"plain-json"}`},
 		{"full", Event{ID: "e", Type: "t", Source: "/s", Subject: "sub",
 			Time:          time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
 			AggregateType: "task", AggregateID: "task-17", Version: 3, HasVersion: true,
