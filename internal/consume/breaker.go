@@ -249,8 +249,13 @@ func (b *breaker) key(dl *deadLetter) failKey {
 }
 
 // push adds a record to the window, evicting the oldest when it is full. The caller has
-// counted a failed record's cause (key).
+// counted a failed record's cause (key). The new record is counted before the oldest is
+// evicted: when both have the one cause, evicting first would drop the cause that key made.
 func (b *breaker) push(k failKey) {
+	if k != "" {
+		b.failed++
+		b.causes[k].Count++
+	}
 	if b.n == len(b.ring) {
 		if old := b.ring[b.next]; old != "" {
 			b.failed--
@@ -265,10 +270,6 @@ func (b *breaker) push(k failKey) {
 	}
 	b.ring[b.next] = k
 	b.next = (b.next + 1) % len(b.ring)
-	if k != "" {
-		b.failed++
-		b.causes[k].Count++
-	}
 }
 
 // forget drops a partition's own streak (it was revoked or lost: another member may handle

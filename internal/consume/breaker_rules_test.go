@@ -70,6 +70,18 @@ func TestBreakerRules(t *testing.T) {
 		t.Error("the trip must be returned as itself")
 	}
 
+	// The window evicts the only earlier failure of a cause as the next one of that cause
+	// comes: the cause is still counted (it once vanished from under the count).
+	b = newBreaker(Breaker{Consecutive: 50, Ratio: 1, Window: 2}, m)
+	for i := range 10 {
+		if cut, trip := b.judge(p0, batchOf(int64(i*2), "x.")); cut != -1 || trip != nil {
+			t.Fatalf("window 2, x. %d: cut %d trip %+v", i, cut, trip)
+		}
+	}
+	if len(b.causes) != 1 || b.failed != 1 {
+		t.Errorf("window 2 after x.x.…x.: %d causes, %d failed; want 1 and 1", len(b.causes), b.failed)
+	}
+
 	// The window forgets: failures spread thin enough never trip.
 	b = newBreaker(Breaker{Consecutive: 50, Ratio: 0.5, Window: 10}, m)
 	for i := range 100 {
