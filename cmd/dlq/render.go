@@ -390,7 +390,9 @@ func dlqStatsSections(p *output.Printer, rep *dlq.StatsReport, withStatus bool) 
 		topics.Rows = append(topics.Rows, row)
 	}
 	// A grouped field none of the groups has (an error class, often) is left out of the table.
-	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour", "topics", "example"}}
+	// With the stale column the statuses no longer fit 80 columns beside two grouped fields:
+	// unknown (no event id or no consumer: no work a replay can do) goes first after the times.
+	groups := output.Section{Title: "By " + dlqGroupTitle(rep.GroupBy), WideOnly: []string{"oldest", "newest", window, "per hour", "topics", "example", "unknown"}}
 	for _, k := range rep.GroupBy {
 		for _, name := range dlqKeyColumns(k) {
 			name = strings.ReplaceAll(name, "_", " ")

@@ -506,7 +506,7 @@ func TestReplayStopOnRedeadletter(t *testing.T) {
 	environ := append(os.Environ(), "FIELDWORK_BROKERS="+w.env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+w.env["FIELDWORK_DSN"],
 		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
 	consumer := exec.Command(bin, "consume", "--topic", w.src, "--group", w.notifier, "--handler", "webhook", "--webhook-url", w.url,
-		"--dlq-topic", w.dlq, "--migrate", "--schema", w.schema, "--metrics-addr", "", "--log-level", "warn")
+		"--dlq-topic", w.dlq, "--no-breaker", "--migrate", "--schema", w.schema, "--metrics-addr", "", "--log-level", "warn")
 	consumer.Env = environ
 	var cerr bytes.Buffer
 	consumer.Stderr = &cerr
