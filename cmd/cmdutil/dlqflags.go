@@ -338,3 +338,17 @@ func (s *DLQStatusFlags) Open(ctx context.Context, d DLQStoreDeps) (dlq.StatusLo
 	}
 	return dlq.StatusLookup{Store: st, Consumer: s.Consumer, NoJournal: noJournal}, func() { _ = st.Close() }, nil
 }
+
+// StatusText is a dead letter's status as the tables show it, coloured: pending and stale (the
+// fix did not take effect) as warnings, resolved as done; "-" when it was not looked up.
+func StatusText(st output.Styles, s dlq.Status) string {
+	switch s {
+	case dlq.StatusPending, dlq.StatusStale:
+		return st.Warn.Render(string(s))
+	case dlq.StatusResolved:
+		return st.OK.Render(string(s))
+	case "":
+		return "-"
+	}
+	return string(s)
+}

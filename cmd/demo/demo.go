@@ -277,7 +277,7 @@ func (n *demoNarrator) deadLetters(r *demo.DeadLettersResult) {
 		}
 		rows = append(rows, []string{
 			e.DeadLetter.Address().String(), demoOriginal(e.DeadLetter), reason,
-			output.Truncate(cmdutil.OrDash(e.EventID), 13), demoStatus(n.st, e.Status.Status),
+			output.Truncate(cmdutil.OrDash(e.EventID), 13), cmdutil.StatusText(n.st, e.Status.Status),
 			output.Truncate(strings.Join(strings.Fields(e.ErrorMessage), " "), 56),
 		})
 	}
@@ -419,18 +419,6 @@ func demoStatuses(m map[string]int64) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func demoStatus(st output.Styles, s dlq.Status) string {
-	switch s {
-	case dlq.StatusPending, dlq.StatusStale:
-		return st.Warn.Render(string(s))
-	case dlq.StatusResolved:
-		return st.OK.Render(string(s))
-	case "":
-		return "-"
-	}
-	return string(s)
 }
 
 func demoOriginal(d dlq.DeadLetter) string {

@@ -95,10 +95,7 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	}
 	if withStatus {
 		cols = append(cols, output.Column[dlq.Entry]{Name: "status", Value: func(e dlq.Entry) string {
-			if e.Status.Status == "" {
-				return "-"
-			}
-			return dlqStatusText(st, e.Status.Status)
+			return cmdutil.StatusText(st, e.Status.Status)
 		}}, output.Column[dlq.Entry]{Name: "last replay", Optional: true, WideOnly: true, Value: func(e dlq.Entry) string {
 			return dlqLastReplay(e.Status)
 		}})
@@ -219,7 +216,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		head.Fields = append(head.Fields, [2]string{"replay_count", strconv.Itoa(d.ReplayCount)})
 	}
 	if det.Status.Status != "" {
-		status := dlqStatusText(st, det.Status.Status)
+		status := cmdutil.StatusText(st, det.Status.Status)
 		head.Fields = append(head.Fields, [2]string{"status", status + dlqStatusNote(det.Status)})
 	}
 	orig := output.Section{Title: "Original record", Fields: [][2]string{
@@ -299,18 +296,6 @@ func dlqEventID(d dlq.DeadLetter) string {
 		return d.EventID
 	}
 	return d.EventID + " (from " + d.EventIDSource + ")"
-}
-
-// dlqStatusText is a status as the tables show it, coloured: pending and stale (the fix did
-// not take effect) as warnings, resolved as done.
-func dlqStatusText(st output.Styles, s dlq.Status) string {
-	switch s {
-	case dlq.StatusPending, dlq.StatusStale:
-		return st.Warn.Render(string(s))
-	case dlq.StatusResolved:
-		return st.OK.Render(string(s))
-	}
-	return string(s)
 }
 
 // dlqLastReplay names the latest journaled replay of a dead letter: its run id, or "-".
