@@ -271,7 +271,7 @@ const (
 func (s *DLQStatusFlags) Register(fs *pflag.FlagSet, set DLQStatusSet) {
 	fs.StringVar(&s.Consumer, "consumer", "", "consumer whose markers tell the status (default: the group each dead letter names)")
 	if set&DLQStatusFilter != 0 {
-		fs.StringSliceVar(&s.StatusNames, "status", nil, "only dead letters with this status: pending, replayed, resolved, unknown (repeatable; needs a store)")
+		fs.StringSliceVar(&s.StatusNames, "status", nil, "only dead letters with this status: "+dlq.StatusNames()+" (repeatable; needs a store)")
 	}
 	if set&DLQNoStatus != 0 {
 		fs.BoolVar(&s.NoStatus, "no-status", false, "do not look statuses up, even with a store configured")

@@ -38,6 +38,8 @@ for --consumer (default: the consumer group the dead letter names):
   pending    the consumer has no marker for the event: it still needs work
   replayed   a journaled replay sent it back and there is no marker yet
   resolved   the consumer has a marker for the event: it was processed since
+  stale      the consumer has a marker but ignored the event as stale: it had a newer
+             version of the aggregate, so the fix changed nothing
   unknown    no event id (or no consumer) to look up
 --no-status skips the store.`
 

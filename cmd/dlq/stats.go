@@ -53,7 +53,7 @@ whole segments, so a record may outlive that time, never undercut it (unless ret
 deletes first). Compacted topics and retention.ms=-1 are said as such.
 
 With a dedup store configured, each row breaks the count down by status (pending, replayed,
-resolved, unknown; see fieldwork dlq --help).
+resolved, stale, unknown; see fieldwork dlq --help).
 
 The scan reads every partition at once, up to the end offsets taken at start, and keeps one
 aggregate per group: its memory does not grow with the topic. The table and JSON give both

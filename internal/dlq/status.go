@@ -66,8 +66,9 @@ var Statuses = []Status{StatusPending, StatusReplayed, StatusResolved, StatusSta
 // out unless told otherwise (replay --include-replayed), and `replay --status` refuses them.
 func (s Status) Settled() bool { return s == StatusResolved || s == StatusStale }
 
-// statusNames is "pending, replayed, resolved, stale, unknown".
-func statusNames() string {
+// StatusNames is "pending, replayed, resolved, stale, unknown": every Status, for messages and
+// help.
+func StatusNames() string {
 	names := make([]string, len(Statuses))
 	for i, s := range Statuses {
 		names[i] = string(s)
@@ -90,7 +91,7 @@ func ParseStatuses(values []string) ([]Status, error) {
 				known = known || k == st
 			}
 			if !known {
-				return nil, fwerr.Usagef("--status %q: want some of %s", st, statusNames())
+				return nil, fwerr.Usagef("--status %q: want some of %s", st, StatusNames())
 			}
 			out = append(out, st)
 		}
