@@ -176,6 +176,13 @@ var errBreakerCut = errors.New("the dead-letter breaker has tripped")
 // (handled, duplicates included, or failed) and the malformed records, each with its dead
 // letter when it failed. Transaction markers and records for another group are not judged.
 func judgedOf(items []*item, dls []deadLetter) []judged {
+	if len(dls) == 0 { // the common batch: nothing failed, nothing to merge or sort
+		out := make([]judged, len(items))
+		for i, it := range items {
+			out[i] = judged{offset: it.rec.Offset}
+		}
+		return out
+	}
 	failed := make(map[int64]*deadLetter, len(dls))
 	for i := range dls {
 		failed[dls[i].rec.Offset] = &dls[i]

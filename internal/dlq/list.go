@@ -119,17 +119,6 @@ type TopicShare struct {
 	Left int64
 }
 
-// Cut are the topics, in scan order, some of whose dead letters the limit left out.
-func (r ListResult) Cut() []string {
-	var out []string
-	for _, t := range r.Shares {
-		if t.More {
-			out = append(out, t.Topic)
-		}
-	}
-	return out
-}
-
 // List runs s and hands emit every dead letter that passes the filter and the status filter,
 // until the limit. Statuses are looked up in batches while the scan streams: emit is called
 // late by at most a batch.

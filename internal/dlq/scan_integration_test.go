@@ -237,7 +237,7 @@ func TestListSharesLimitFairly(t *testing.T) {
 		t.Errorf("order %v: want topic and partition order", order)
 	}
 	wantShares := []dlq.TopicShare{{Topic: big, Listed: 168, More: true, Left: 2832}, {Topic: small, Listed: 32}}
-	if !slices.Equal(res.Shares, wantShares) || !slices.Equal(res.Cut(), []string{big}) {
+	if !slices.Equal(res.Shares, wantShares) || !slices.Equal(cutTopics(res), []string{big}) {
 		t.Errorf("shares %+v, want %+v", res.Shares, wantShares)
 	}
 
@@ -283,12 +283,23 @@ func TestListSharesLimitFairly(t *testing.T) {
 
 	// Room for all: everything, nothing cut.
 	res, _, _ = list(3032, dlq.Filter{})
-	if res.Listed != 3032 || res.More || len(res.Cut()) != 0 {
+	if res.Listed != 3032 || res.More || len(cutTopics(res)) != 0 {
 		t.Errorf("limit 3032: %+v", res)
 	}
 	// A limit smaller than the topics: the first one, and the other named as cut.
 	res, per, _ = list(1, dlq.Filter{})
-	if res.Listed != 1 || per[p(big, 0)] != 1 || !slices.Equal(res.Cut(), []string{big, small}) {
+	if res.Listed != 1 || per[p(big, 0)] != 1 || !slices.Equal(cutTopics(res), []string{big, small}) {
 		t.Errorf("limit 1: %+v %v", res, per)
 	}
+}
+
+// cutTopics are the topics, in scan order, some of whose dead letters the limit left out.
+func cutTopics(r dlq.ListResult) []string {
+	var out []string
+	for _, t := range r.Shares {
+		if t.More {
+			out = append(out, t.Topic)
+		}
+	}
+	return out
 }

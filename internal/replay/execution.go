@@ -91,13 +91,12 @@ func (o FlowOptions) execution(p *Plan) (Execution, ExecutionReport) {
 		rep.RateFrom = FromFlag
 	}
 	if p.Resume != nil {
-		switch j := p.Resume.Execution; {
-		case j == nil:
+		if j := p.Resume.Execution; j == nil {
 			if !o.RateGiven {
 				rep.RateFrom = FromUnknown
 			}
 			rep.BatchFrom = FromUnknown
-		default:
+		} else {
 			if !o.RateGiven {
 				ex.Rate, rep.RateFrom = j.Rate, FromRun
 			}
