@@ -25,7 +25,8 @@ import (
 
 // schemaIDs makes the registry's ids, which depend on what was registered before, into
 // placeholders in the forms output gives them, and the framed bytes that hold them (text
-// starting with the magic byte, base64 starting with the magic byte and the id's high bytes).
+// starting with the magic byte and the id's high two bytes, base64 starting with the magic byte
+// and the id's high two bytes: ids below 65,536, however many schemas the registry has).
 func schemaIDs(s string, ids map[int]string) string {
 	for id, name := range ids {
 		re := regexp.MustCompile(fmt.Sprintf(`("schema_id": ?|avro:|protobuf:|json:|confluent:|schema id |--schema-id )%d\b`, id))
@@ -36,8 +37,8 @@ func schemaIDs(s string, ids map[int]string) string {
 }
 
 var (
-	framedText   = regexp.MustCompile(`"\\u0000\\u0000\\u0000\\u0000(\\"|[^"])*"`)
-	framedBase64 = regexp.MustCompile(`\bAAAAA[A-Za-z0-9+/]*=*`)
+	framedText   = regexp.MustCompile(`"\\u0000\\u0000\\u0000(\\"|[^"])*"`)
+	framedBase64 = regexp.MustCompile(`\bAAAA[A-Za-z0-9+/]*=*`)
 )
 
 // seedFramed writes dead letters (fieldwork's convention) of registry-framed records to
