@@ -138,7 +138,7 @@ func Load(path string) (*File, error) {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		// YAML's messages quote keys (and the start of values): a DSN written where a key goes
 		// would show its password.
-		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Text(err.Error()))
+		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Scrub(err.Error(), docSecrets(b)...))
 	}
 	if holdsPassword(f) {
 		if w := exposed("config file", path); w != "" {
@@ -146,6 +146,17 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// docSecrets returns every password that a DSN written anywhere in a config document holds,
+// in a key or a value, quoted or not: redact.Text recognises a password in free text only up
+// to a quote or a backtick, and YAML quotes a key as it was written.
+func docSecrets(doc []byte) []string {
+	var out []string
+	for _, field := range strings.Fields(string(doc)) {
+		out = append(out, redact.Secrets(strings.Trim(field, `"'{}[],:`))...)
+	}
+	return out
 }
 
 // holdsPassword reports whether a context's DSN carries a password.
