@@ -2,7 +2,8 @@
 // internal/dlq/bench, internal/replay/replaybench and the suite that runs them all,
 // internal/benchsuite): a measured run of one contender, a child process measured as the
 // kernel sees it (wall time, CPU time, peak resident set size from wait4's rusage), medians
-// and spreads, and the JSON report a benchmark writes with -json for the suite to read. It
+// and spreads, the JSON report a benchmark writes with -json for the suite to read, and the
+// setup they repeat (a fresh topic, a schema dropped after: setup.go). It
 // asserts nothing: benchmarks print figures and are not part of the tests (docs/design.md
 // §5).
 package benchkit

@@ -236,57 +236,13 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 	}
 	p("## Targets\n\n| Target | Ratio (median) | Spread of rounds | Bound | Met |\n|---|---:|---|---|---|\n")
 	for _, t := range targets {
-		xs, ok := t.ratios(reps[t.bench])
-		if !ok {
-			p("| %s | — | — | %s | not measured |\n", cell(t.what), bound(t))
-			continue
-		}
-		med := benchkit.Median(xs)
-		lo, hi := benchkit.Spread(xs)
-		val := med
-		if t.minRound {
-			val = lo
-		}
-		met := "—"
-		if t.bound > 0 {
-			met = "not met"
-			if (!t.atMost && val >= t.bound) || (t.atMost && val <= t.bound) {
-				met = "met"
-			}
-		}
-		unit := "x"
-		if t.absolute() {
-			unit = " MiB"
-			val, med = hi, hi // the highest peak of all rounds
-			met = map[bool]string{true: "met", false: "not met"}[hi <= t.bound]
-		}
-		p("| %s | %.2f%s | %.2f–%.2f | %s | %s |\n", cell(t.what), med, unit, lo, hi, bound(t), met)
+		p("%s", targetRow(t, reps[t.bench]))
 	}
 	p("\n")
 	for _, name := range []string{"consume", "dlq", "replay"} {
-		rep, ok := reps[name]
-		if !ok {
-			continue
+		if rep, ok := reps[name]; ok {
+			writeBench(p, name, rep)
 		}
-		p("## %s\n\n", map[string]string{"consume": "Consume", "dlq": "Reading topics (dlq, processed check, inspect validate)", "replay": "Replay"}[name])
-		for _, n := range rep.Notes {
-			p("- %s\n", n)
-		}
-		p("\n| Contender | Records | Records/s (median) | Spread | CPU s (median) | Peak RSS MiB (highest) |\n|---|---:|---:|---|---:|---:|\n")
-		for _, s := range rep.Series {
-			lo, hi := benchkit.Spread(s.Rates())
-			cpu := make([]float64, len(s.Runs))
-			for i, r := range s.Runs {
-				cpu[i] = r.CPUS
-			}
-			_, peak := benchkit.Spread(s.Peaks())
-			peakS := "—"
-			if peak > 0 {
-				peakS = fmt.Sprintf("%.1f", peak)
-			}
-			p("| `%s` %s | %d | %.0f | %.0f–%.0f | %.2f | %s |\n", s.Key, cell(s.Label), s.Runs[0].Records, benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu), peakS)
-		}
-		p("\n")
 	}
 	p("Peak RSS is the child process's maximum resident set size as wait4 reports it, read through\n")
 	p("GNU time (%s); contenders run in-process (consume, replay, the client-only copy) have none.\n", benchkit.TimeBinary)
@@ -303,6 +259,57 @@ func write(reps map[string]benchkit.Report, scale float64, rounds int, began tim
 	p("\n## Command\n\n```\n%s\n```\n\nwhich ran, in order (`$BUILD` is a temporary directory of the binaries it built):\n\n```\n%s\n```\n",
 		command, strings.Join(commands, "\n"))
 	return w.String()
+}
+
+// targetRow is the Targets table's row of t, measured in rep.
+func targetRow(t target, rep benchkit.Report) string {
+	xs, ok := t.ratios(rep)
+	if !ok {
+		return fmt.Sprintf("| %s | — | — | %s | not measured |\n", cell(t.what), bound(t))
+	}
+	med := benchkit.Median(xs)
+	lo, hi := benchkit.Spread(xs)
+	val := med
+	if t.minRound {
+		val = lo
+	}
+	met := "—"
+	if t.bound > 0 {
+		met = "not met"
+		if (!t.atMost && val >= t.bound) || (t.atMost && val <= t.bound) {
+			met = "met"
+		}
+	}
+	unit := "x"
+	if t.absolute() {
+		unit = " MiB"
+		med = hi // the highest peak of all rounds
+		met = map[bool]string{true: "met", false: "not met"}[hi <= t.bound]
+	}
+	return fmt.Sprintf("| %s | %.2f%s | %.2f–%.2f | %s | %s |\n", cell(t.what), med, unit, lo, hi, bound(t), met)
+}
+
+// writeBench writes the section of the benchmark name: its notes and a row a contender.
+func writeBench(p func(format string, args ...any), name string, rep benchkit.Report) {
+	p("## %s\n\n", map[string]string{"consume": "Consume", "dlq": "Reading topics (dlq, processed check, inspect validate)", "replay": "Replay"}[name])
+	for _, n := range rep.Notes {
+		p("- %s\n", n)
+	}
+	p("\n| Contender | Records | Records/s (median) | Spread | CPU s (median) | Peak RSS MiB (highest) |\n|---|---:|---:|---|---:|---:|\n")
+	for _, s := range rep.Series {
+		lo, hi := benchkit.Spread(s.Rates())
+		cpu := make([]float64, len(s.Runs))
+		for i, r := range s.Runs {
+			cpu[i] = r.CPUS
+		}
+		_, peak := benchkit.Spread(s.Peaks())
+		peakS := "—"
+		if peak > 0 {
+			peakS = fmt.Sprintf("%.1f", peak)
+		}
+		p("| `%s` %s | %d | %.0f | %.0f–%.0f | %.2f | %s |\n", s.Key, cell(s.Label), s.Runs[0].Records, benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu), peakS)
+	}
+	p("\n")
 }
 
 // cell escapes the pipes of a table cell ("kcat -C -e | kcat -P").

@@ -96,7 +96,28 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 		}
 		c.Context = name
 	}
+	if err := c.resolvePlaces(fl, getenv, file, ctx); err != nil {
+		return c, err
+	}
+	if err := c.resolveTLS(fl, getenv, ctx.TLS); err != nil {
+		return c, err
+	}
+	if err := c.resolveSASL(fl, getenv, ctx.SASL); err != nil {
+		return c, err
+	}
+	if err := c.resolveRegistry(fl, getenv, ctx.SchemaRegistry); err != nil {
+		return c, err
+	}
+	if (c.SASL.Mechanism == "PLAIN" || c.SASL.Mechanism == MechanismOAuthBearer || c.SASL.Mechanism == MechanismAWSMSKIAM) && !c.TLS.Enabled {
+		c.Warnings = append(c.Warnings, "SASL "+c.SASL.Mechanism+" without TLS sends the credentials in the clear: add --tls (and --tls-ca)")
+	}
+	return c, nil
+}
 
+// resolvePlaces reads where fieldwork connects (the brokers, the store's DSN and its password,
+// the dead-letter pattern), flag, then environment, then the context ctx, and carries the
+// config file's warnings over.
+func (c *Connection) resolvePlaces(fl Flags, getenv func(string) string, file *File, ctx Context) error {
 	c.Brokers = fl.Brokers
 	if len(c.Brokers) == 0 {
 		c.Brokers = splitList(getenv("FIELDWORK_BROKERS"))
@@ -109,7 +130,7 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	case getenv("FIELDWORK_DLQ_PATTERN") != "":
 		c.DLQPattern, c.DLQPatternFrom = getenv("FIELDWORK_DLQ_PATTERN"), "FIELDWORK_DLQ_PATTERN"
 	case ctx.DLQPattern != "":
-		c.DLQPattern, c.DLQPatternFrom = ctx.DLQPattern, "context "+name
+		c.DLQPattern, c.DLQPatternFrom = ctx.DLQPattern, "context "+c.Context
 	}
 	if file != nil {
 		c.Warnings = append(c.Warnings, file.Warnings...)
@@ -121,22 +142,27 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	if len(redact.Secrets(c.DSN)) == 0 {
 		pw, from, err := secret(getenv, "", ctx.DSNPasswordFile, ctx.DSNPasswordEnv, "store password", "")
 		if err != nil {
-			return c, err
+			return err
 		}
 		c.DSNPassword = pw
 		c.warnExposed("store password file", from)
 	}
+	return nil
+}
 
+// resolveTLS reads the TLS settings, flag, then environment, then the context's ctx, refuses
+// a client key or bundle given inconsistently, and reads the key's password.
+func (c *Connection) resolveTLS(fl Flags, getenv func(string) string, ctx TLS) error {
 	c.TLS = TLS{
-		Enabled:            fl.TLS || envBool(getenv("FIELDWORK_TLS")) || ctx.TLS.Enabled,
-		CAFile:             first(fl.TLSCAFile, getenv("FIELDWORK_TLS_CA"), ctx.TLS.CAFile),
-		CertFile:           first(fl.TLSCertFile, getenv("FIELDWORK_TLS_CERT"), ctx.TLS.CertFile),
-		KeyFile:            first(fl.TLSKeyFile, getenv("FIELDWORK_TLS_KEY"), ctx.TLS.KeyFile),
-		PKCS12File:         first(fl.TLSPKCS12File, getenv("FIELDWORK_TLS_PKCS12"), ctx.TLS.PKCS12File),
-		KeyPasswordFile:    first(fl.TLSKeyPasswordFile, getenv("FIELDWORK_TLS_KEY_PASSWORD_FILE"), ctx.TLS.KeyPasswordFile),
-		KeyPasswordEnv:     ctx.TLS.KeyPasswordEnv,
-		ServerName:         first(fl.TLSServerName, getenv("FIELDWORK_TLS_SERVER_NAME"), ctx.TLS.ServerName),
-		InsecureSkipVerify: fl.TLSInsecure || envBool(getenv("FIELDWORK_TLS_INSECURE_SKIP_VERIFY")) || ctx.TLS.InsecureSkipVerify,
+		Enabled:            fl.TLS || envBool(getenv("FIELDWORK_TLS")) || ctx.Enabled,
+		CAFile:             first(fl.TLSCAFile, getenv("FIELDWORK_TLS_CA"), ctx.CAFile),
+		CertFile:           first(fl.TLSCertFile, getenv("FIELDWORK_TLS_CERT"), ctx.CertFile),
+		KeyFile:            first(fl.TLSKeyFile, getenv("FIELDWORK_TLS_KEY"), ctx.KeyFile),
+		PKCS12File:         first(fl.TLSPKCS12File, getenv("FIELDWORK_TLS_PKCS12"), ctx.PKCS12File),
+		KeyPasswordFile:    first(fl.TLSKeyPasswordFile, getenv("FIELDWORK_TLS_KEY_PASSWORD_FILE"), ctx.KeyPasswordFile),
+		KeyPasswordEnv:     ctx.KeyPasswordEnv,
+		ServerName:         first(fl.TLSServerName, getenv("FIELDWORK_TLS_SERVER_NAME"), ctx.ServerName),
+		InsecureSkipVerify: fl.TLSInsecure || envBool(getenv("FIELDWORK_TLS_INSECURE_SKIP_VERIFY")) || ctx.InsecureSkipVerify,
 	}
 	// Any TLS file implies TLS.
 	if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.PKCS12File != "" {
@@ -144,16 +170,16 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	}
 	switch {
 	case c.TLS.PKCS12File != "" && (c.TLS.CertFile != "" || c.TLS.KeyFile != ""):
-		return c, fwerr.Usagef("a PKCS#12 bundle (--tls-pkcs12) holds the client certificate and key: give it without --tls-cert and --tls-key")
+		return fwerr.Usagef("a PKCS#12 bundle (--tls-pkcs12) holds the client certificate and key: give it without --tls-cert and --tls-key")
 	case c.TLS.KeyFile != "" && c.TLS.CertFile == "":
-		return c, fwerr.Usagef("a TLS client key needs its certificate (--tls-cert)")
+		return fwerr.Usagef("a TLS client key needs its certificate (--tls-cert)")
 	}
 	// A PEM certificate without --tls-key is refused when it is loaded; a file that is not PEM
 	// is read as a PKCS#12 bundle.
 	if c.TLS.CertFile != "" || c.TLS.PKCS12File != "" {
 		pw, from, err := secret(getenv, "FIELDWORK_TLS_KEY_PASSWORD", c.TLS.KeyPasswordFile, c.TLS.KeyPasswordEnv, "TLS key password", "")
 		if err != nil {
-			return c, err
+			return err
 		}
 		c.KeyPassword = pw
 		c.warnExposed("TLS key password file", from)
@@ -165,49 +191,47 @@ func Resolve(fl Flags, getenv func(string) string, file *File) (Connection, erro
 	if c.TLS.InsecureSkipVerify {
 		c.Warnings = append(c.Warnings, "TLS certificate verification is off (--tls-insecure-skip-verify): anyone on the path can pose as the brokers and read the credentials")
 	}
+	return nil
+}
 
+// resolveSASL reads the SASL settings, flag, then environment, then the context's ctx,
+// refuses an unknown mechanism, and reads what the mechanism needs (password, token or
+// client secret).
+func (c *Connection) resolveSASL(fl Flags, getenv func(string) string, ctx SASL) error {
 	c.SASL = SASL{
-		Mechanism:    strings.ToUpper(first(fl.SASLMechanism, getenv("FIELDWORK_SASL_MECHANISM"), ctx.SASL.Mechanism)),
-		Username:     first(fl.SASLUsername, getenv("FIELDWORK_SASL_USERNAME"), ctx.SASL.Username),
-		PasswordFile: first(fl.SASLPasswordFile, getenv("FIELDWORK_SASL_PASSWORD_FILE"), ctx.SASL.PasswordFile),
-		PasswordEnv:  ctx.SASL.PasswordEnv,
+		Mechanism:    strings.ToUpper(first(fl.SASLMechanism, getenv("FIELDWORK_SASL_MECHANISM"), ctx.Mechanism)),
+		Username:     first(fl.SASLUsername, getenv("FIELDWORK_SASL_USERNAME"), ctx.Username),
+		PasswordFile: first(fl.SASLPasswordFile, getenv("FIELDWORK_SASL_PASSWORD_FILE"), ctx.PasswordFile),
+		PasswordEnv:  ctx.PasswordEnv,
 
-		TokenEnv:         ctx.SASL.TokenEnv,
-		TokenFile:        first(fl.SASLTokenFile, getenv("FIELDWORK_SASL_TOKEN_FILE"), ctx.SASL.TokenFile),
-		TokenURL:         first(fl.SASLTokenURL, getenv("FIELDWORK_SASL_TOKEN_URL"), ctx.SASL.TokenURL),
-		ClientID:         first(fl.SASLClientID, getenv("FIELDWORK_SASL_CLIENT_ID"), ctx.SASL.ClientID),
-		ClientSecretEnv:  ctx.SASL.ClientSecretEnv,
-		ClientSecretFile: first(fl.SASLClientSecretFile, getenv("FIELDWORK_SASL_CLIENT_SECRET_FILE"), ctx.SASL.ClientSecretFile),
-		Scope:            first(fl.SASLScope, getenv("FIELDWORK_SASL_SCOPE"), ctx.SASL.Scope),
+		TokenEnv:         ctx.TokenEnv,
+		TokenFile:        first(fl.SASLTokenFile, getenv("FIELDWORK_SASL_TOKEN_FILE"), ctx.TokenFile),
+		TokenURL:         first(fl.SASLTokenURL, getenv("FIELDWORK_SASL_TOKEN_URL"), ctx.TokenURL),
+		ClientID:         first(fl.SASLClientID, getenv("FIELDWORK_SASL_CLIENT_ID"), ctx.ClientID),
+		ClientSecretEnv:  ctx.ClientSecretEnv,
+		ClientSecretFile: first(fl.SASLClientSecretFile, getenv("FIELDWORK_SASL_CLIENT_SECRET_FILE"), ctx.ClientSecretFile),
+		Scope:            first(fl.SASLScope, getenv("FIELDWORK_SASL_SCOPE"), ctx.Scope),
 	}
 	switch m := c.SASL.Mechanism; {
 	case m == "":
 	case !validMechanism(m):
-		return c, fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", m, strings.Join(Mechanisms, ", "))
+		return fwerr.Usagef("unknown SASL mechanism %q (want one of %s)", m, strings.Join(Mechanisms, ", "))
 	case m == MechanismOAuthBearer:
-		if err := c.resolveOAuth(getenv); err != nil {
-			return c, err
-		}
+		return c.resolveOAuth(getenv)
 	case m == MechanismAWSMSKIAM:
 		// Signed with AWS credentials from the AWS SDK's default chain, read when connecting.
 	case c.SASL.Username == "":
-		return c, fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", m)
+		return fwerr.Usagef("SASL %s needs a username (--sasl-username or FIELDWORK_SASL_USERNAME)", m)
 	default:
 		pw, from, err := secret(getenv, "FIELDWORK_SASL_PASSWORD", c.SASL.PasswordFile, c.SASL.PasswordEnv, "SASL password",
 			"SASL "+m+" needs a password: set FIELDWORK_SASL_PASSWORD or --sasl-password-file")
 		if err != nil {
-			return c, err
+			return err
 		}
 		c.Password = pw
 		c.warnExposed("SASL password file", from)
 	}
-	if err := c.resolveRegistry(fl, getenv, ctx.SchemaRegistry); err != nil {
-		return c, err
-	}
-	if (c.SASL.Mechanism == "PLAIN" || c.SASL.Mechanism == MechanismOAuthBearer || c.SASL.Mechanism == MechanismAWSMSKIAM) && !c.TLS.Enabled {
-		c.Warnings = append(c.Warnings, "SASL "+c.SASL.Mechanism+" without TLS sends the credentials in the clear: add --tls (and --tls-ca)")
-	}
-	return c, nil
+	return nil
 }
 
 // resolveOAuth reads what OAUTHBEARER needs: with a token URL, the client id and secret of

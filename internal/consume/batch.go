@@ -79,36 +79,11 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	if err != nil {
 		return err
 	}
-
-	units := [][]*item{items}
-	if e.o.TxPerEvent {
-		units = units[:0]
-		for _, it := range items {
-			units = append(units, []*item{it})
-		}
+	res, err := e.applyUnits(ctx, w, items)
+	if err != nil {
+		return err
 	}
-	var res unitResult
-	for _, unit := range units {
-		r, err := e.applyWithRetry(ctx, w, unit)
-		if err != nil {
-			return err
-		}
-		res.add(r)
-	}
-
-	dls := append(malformed, res.deadLetters...)
-	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
-	// The dead-letter breaker judges the batch before any of its dead letters is written:
-	// from the record where it trips (or, tripped already, from the batch's first failed
-	// record) nothing is dead-lettered nor committed. The effects and markers of the records
-	// handled after that point are committed already: read again, they are duplicates.
-	cut, trip := e.br.judge(w.tp, judgedOf(items, dls))
-	if cut >= 0 {
-		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= cut })
-	}
-	if trip != nil {
-		e.tripped(w.tp, trip)
-	}
+	dls, cut := e.judgeDeadLetters(w, items, append(malformed, res.deadLetters...))
 	halt, err := e.produceDeadLetters(ctx, w, dls)
 	if err != nil {
 		return err
@@ -136,9 +111,62 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 		// again (or given up on again) when the record is read again.
 		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= halt.Offset })
 	}
+	e.countBatch(w, recs, hw, start, len(items)+len(malformed), other, res, dls)
+	if halt != nil {
+		return halt
+	}
+	if cut >= 0 {
+		return errBreakerCut
+	}
+	return nil
+}
+
+// applyUnits applies the decoded items: in one transaction, or one transaction each with
+// TxPerEvent.
+func (e *Engine) applyUnits(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+	units := [][]*item{items}
+	if e.o.TxPerEvent {
+		units = units[:0]
+		for _, it := range items {
+			units = append(units, []*item{it})
+		}
+	}
+	var res unitResult
+	for _, unit := range units {
+		r, err := e.applyWithRetry(ctx, w, unit)
+		if err != nil {
+			return res, err
+		}
+		res.add(r)
+	}
+	return res, nil
+}
+
+// judgeDeadLetters puts the batch's dead letters in offset order and lets the dead-letter
+// breaker judge the batch before any of them is written: from the record where it trips (or,
+// tripped already, from the batch's first failed record) nothing is dead-lettered nor
+// committed. The effects and markers of the records handled after that point are committed
+// already: read again, they are duplicates. It returns the dead letters to write and the
+// breaker's cut (-1: none).
+func (e *Engine) judgeDeadLetters(w *worker, items []*item, dls []deadLetter) ([]deadLetter, int64) {
+	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
+	cut, trip := e.br.judge(w.tp, judgedOf(items, dls))
+	if cut >= 0 {
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= cut })
+	}
+	if trip != nil {
+		e.tripped(w.tp, trip)
+	}
+	return dls, cut
+}
+
+// countBatch adds a handled batch to the counters and metrics and logs it: records counts
+// the decoded and malformed records, other those of another group, dls the dead letters
+// written.
+func (e *Engine) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.Time, records, other int, res unitResult, dls []deadLetter) {
 	topic := w.tp.topic
 	e.c.batches.Add(1)
-	e.c.records.Add(int64(len(items) + len(malformed) + other))
+	e.c.records.Add(int64(records + other))
 	e.c.otherGroup.Add(int64(other))
 	e.m.events.WithLabelValues(topic, OutcomeOtherGroup).Add(float64(other))
 	e.c.processed.Add(int64(res.processed))
@@ -157,16 +185,9 @@ func (e *Engine) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	e.m.setLag(topic, w.tp.partition, hw-w.finished.Offset)
 	e.m.batchSeconds.WithLabelValues(topic).Observe(time.Since(start).Seconds())
 	e.log.Debug("batch done", "topic", topic, "partition", w.tp.partition,
-		"first_offset", recs[0].Offset, "last_offset", last.Offset, "records", len(recs),
+		"first_offset", recs[0].Offset, "last_offset", recs[len(recs)-1].Offset, "records", len(recs),
 		"processed", res.processed, "duplicates", res.duplicates, "stale", res.stale,
 		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
-	if halt != nil {
-		return halt
-	}
-	if cut >= 0 {
-		return errBreakerCut
-	}
-	return nil
 }
 
 // errBreakerCut ends a worker whose batch the tripped breaker cut: the engine is stopping.

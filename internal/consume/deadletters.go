@@ -108,53 +108,11 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 	}
 	var given []*outgoing
 	for attempt := 1; len(pending) > 0; {
-		recs := make([]*kgo.Record, len(pending))
-		for i, o := range pending {
-			recs[i] = o.rec
+		again, gaveUp, infraErr, err := e.produceRound(ctx, pending)
+		if err != nil {
+			return nil, err
 		}
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		results := e.cl.ProduceSync(pctx, recs...)
-		cancel()
-		var again []*outgoing
-		var infraErr error
-		missing := map[string]bool{} // topics confirmed missing in this round, asked once each
-		for i, r := range results {
-			o := pending[i]
-			if r.Err == nil {
-				e.deadLettered(o, r.Record)
-				continue
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if e.infraProduceError(ctx, r.Err, o.rec.Topic, missing) {
-				infraErr = cmpOr(infraErr, r.Err)
-				again = append(again, o)
-				continue
-			}
-			if kafka.IsAuthorization(r.Err) {
-				// A smaller copy is refused as surely: the partition stops at once.
-				o.denied = kafka.DeniedWrite(r.Err, o.rec.Topic)
-				e.log.Error("dead letter refused: the partition stops here",
-					"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
-					"event_id", o.dl.meta.EventID, "dead_letter_topic", o.rec.Topic, "error", o.denied)
-				given = append(given, o)
-				continue
-			}
-			if o.send == sendNoValue {
-				e.log.Error("dead letter refused even without its value: the partition stops here",
-					"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
-					"event_id", o.dl.meta.EventID, "dead_letter_topic", o.rec.Topic, "error", r.Err)
-				o.why = r.Err.Error()
-				given = append(given, o)
-				continue
-			}
-			e.log.Warn("dead letter refused; sending a smaller copy", "topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition,
-				"offset", o.dl.rec.Offset, "dead_letter_topic", o.rec.Topic, "bytes", batchBytes(o.rec), "error", r.Err)
-			o.bound("producing it failed: "+r.Err.Error(), e.sizeLimit(o.rec.Topic).bytes)
-			again = append(again, o)
-		}
-		pending = again
+		pending, given = again, append(given, gaveUp...)
 		if infraErr == nil {
 			continue
 		}
@@ -171,8 +129,65 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 			return nil, err
 		}
 	}
+	return haltedBy(given), nil
+}
+
+// produceRound produces pending once and sorts out the results: again are to be sent again
+// (after an infrastructure error, infraErr the first, or as a smaller copy), given are given
+// up on. The error is the context's, when it ended.
+func (e *Engine) produceRound(ctx context.Context, pending []*outgoing) (again, given []*outgoing, infraErr, err error) {
+	recs := make([]*kgo.Record, len(pending))
+	for i, o := range pending {
+		recs[i] = o.rec
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	results := e.cl.ProduceSync(pctx, recs...)
+	cancel()
+	missing := map[string]bool{} // topics confirmed missing in this round, asked once each
+	for i, r := range results {
+		o := pending[i]
+		if r.Err == nil {
+			e.deadLettered(o, r.Record)
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, nil, nil, ctx.Err()
+		}
+		if e.infraProduceError(ctx, r.Err, o.rec.Topic, missing) {
+			infraErr = cmpOr(infraErr, r.Err)
+			again = append(again, o)
+			continue
+		}
+		if kafka.IsAuthorization(r.Err) {
+			// A smaller copy is refused as surely: the partition stops at once.
+			o.denied = kafka.DeniedWrite(r.Err, o.rec.Topic)
+			e.log.Error("dead letter refused: the partition stops here",
+				"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
+				"event_id", o.dl.meta.EventID, "dead_letter_topic", o.rec.Topic, "error", o.denied)
+			given = append(given, o)
+			continue
+		}
+		if o.send == sendNoValue {
+			e.log.Error("dead letter refused even without its value: the partition stops here",
+				"topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition, "offset", o.dl.rec.Offset,
+				"event_id", o.dl.meta.EventID, "dead_letter_topic", o.rec.Topic, "error", r.Err)
+			o.why = r.Err.Error()
+			given = append(given, o)
+			continue
+		}
+		e.log.Warn("dead letter refused; sending a smaller copy", "topic", o.dl.rec.Topic, "partition", o.dl.rec.Partition,
+			"offset", o.dl.rec.Offset, "dead_letter_topic", o.rec.Topic, "bytes", batchBytes(o.rec), "error", r.Err)
+		o.bound("producing it failed: "+r.Err.Error(), e.sizeLimit(o.rec.Topic).bytes)
+		again = append(again, o)
+	}
+	return again, given, infraErr, nil
+}
+
+// haltedBy is the HaltedError of the first (by offset) of the dead letters given up on; nil
+// when there is none.
+func haltedBy(given []*outgoing) *HaltedError {
 	if len(given) == 0 {
-		return nil, nil
+		return nil
 	}
 	first := given[0]
 	for _, o := range given[1:] {
@@ -188,7 +203,7 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 		Topic: first.dl.rec.Topic, Partition: first.dl.rec.Partition, Offset: first.dl.rec.Offset,
 		EventID: first.dl.meta.EventID, DeadLetterTopic: first.rec.Topic, Reason: first.dl.meta.Reason,
 		Err: why,
-	}, nil
+	}
 }
 
 // deadLettered logs and counts a dead letter the broker acknowledged.

@@ -335,50 +335,62 @@ func (e *Engine) pollLoop(ctx context.Context) error {
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed unexpectedly")
 		}
-		var denied error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if kafka.IsAuthorization(err) && denied == nil {
-				// Retrying cannot grant an ACL: fail now, naming it (a group's error comes
-				// with no topic).
-				if t == "" {
-					denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceGroup, e.o.Group)
-				} else {
-					denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceTopic, t)
-				}
-				return
-			}
-			e.log.Warn("fetch error", "topic", t, "partition", p, "error", err)
-		})
-		if denied != nil {
+		if denied := e.fetchErrors(fs); denied != nil {
 			e.cl.AllowRebalance() // or leaving the group waits for it
 			e.fail(denied)
 			return denied
 		}
-		var orphan *tp
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			e.mu.Lock()
-			w := e.workers[tp{p.Topic, p.Partition}]
-			e.lastRecv = time.Now()
-			e.mu.Unlock()
-			if w == nil {
-				orphan = &tp{p.Topic, p.Partition}
-				return
-			}
-			w.enqueue(p.Records, p.HighWatermark)
-		})
-		e.cl.AllowRebalance()
-		if orphan != nil {
-			// Cannot happen with BlockRebalanceOnPoll (assignment precedes fetching and
-			// revocation waits for the poll); if it did, dropping the records would let a
-			// later commit skip them, so stop instead.
-			e.fail(fmt.Errorf("records for %s/%d arrived with no worker for the partition", orphan.topic, orphan.partition))
+		e.handOut(fs)
+	}
+}
+
+// fetchErrors logs the errors of a poll, a deadline or cancellation aside, and returns the
+// first authorization error, named: retrying cannot grant an ACL.
+func (e *Engine) fetchErrors(fs kgo.Fetches) error {
+	var denied error
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
 		}
+		if kafka.IsAuthorization(err) && denied == nil {
+			// Retrying cannot grant an ACL: fail now, naming it (a group's error comes
+			// with no topic).
+			if t == "" {
+				denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceGroup, e.o.Group)
+			} else {
+				denied = kafka.Denied(err, kafka.OpRead, kafka.ResourceTopic, t)
+			}
+			return
+		}
+		e.log.Warn("fetch error", "topic", t, "partition", p, "error", err)
+	})
+	return denied
+}
+
+// handOut queues each partition's fetched records to its worker and lets a rebalance
+// proceed.
+func (e *Engine) handOut(fs kgo.Fetches) {
+	var orphan *tp
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		e.mu.Lock()
+		w := e.workers[tp{p.Topic, p.Partition}]
+		e.lastRecv = time.Now()
+		e.mu.Unlock()
+		if w == nil {
+			orphan = &tp{p.Topic, p.Partition}
+			return
+		}
+		w.enqueue(p.Records, p.HighWatermark)
+	})
+	e.cl.AllowRebalance()
+	if orphan != nil {
+		// Cannot happen with BlockRebalanceOnPoll (assignment precedes fetching and
+		// revocation waits for the poll); if it did, dropping the records would let a
+		// later commit skip them, so stop instead.
+		e.fail(fmt.Errorf("records for %s/%d arrived with no worker for the partition", orphan.topic, orphan.partition))
 	}
 }
 

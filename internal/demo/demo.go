@@ -262,17 +262,10 @@ func (d *Demo) consumeBuggy(ctx context.Context) error {
 	d.say("The projection keeps each task's current state in a table next to the markers, and applies an event only when its version is newer than the stored one. "+
 		"Release %s has a bug: it rejects %s for good (\"a done task cannot be reopened\"). The demo runs the bundled projection wrapped with that bug.",
 		BuggyRelease, RejectedType)
-	h, err := d.projection(true)
+	run, err := d.consumeWith(ctx, true, BuggyRelease)
 	if err != nil {
 		return err
 	}
-	rec := d.command(d.consumeCommand(true))
-	run, err := d.runConsumer(ctx, h, true, BuggyRelease)
-	if err != nil {
-		return err
-	}
-	rec.Result = consumeLine(run)
-	d.n.Result(&ConsumeResult{ConsumeRun: run})
 	staleNote := ""
 	if rejected := int64(len(d.stack.Seeded.Manifest.Stale)) - run.Stale; rejected > 0 {
 		staleNote = fmt.Sprintf(" (%s re-emitted a %s and was rejected with the others)", wording.Count(rejected, "other stale version", "other stale versions"), RejectedType)
@@ -292,6 +285,24 @@ func (d *Demo) consumeBuggy(ctx context.Context) error {
 			wording.Count(run.DeadLetteredByReason[dlq.ReasonMalformed], "malformed one", "malformed ones"), poisonLine(d.stack.Seeded.Manifest.Poison))
 	}
 	return nil
+}
+
+// consumeWith runs the bundled projection of release (with the bug when buggy, and migrating
+// the store then: it is the first run) as a step of the story: its command line, the run and
+// its result.
+func (d *Demo) consumeWith(ctx context.Context, buggy bool, release string) (ConsumeRun, error) {
+	h, err := d.projection(buggy)
+	if err != nil {
+		return ConsumeRun{}, err
+	}
+	rec := d.command(d.consumeCommand(buggy))
+	run, err := d.runConsumer(ctx, h, buggy, release)
+	if err != nil {
+		return ConsumeRun{}, err
+	}
+	rec.Result = consumeLine(run)
+	d.n.Result(&ConsumeResult{ConsumeRun: run})
+	return run, nil
 }
 
 func (d *Demo) runConsumer(ctx context.Context, handler consume.Handler, migrate bool, release string) (ConsumeRun, error) {
@@ -378,24 +389,17 @@ func (d *Demo) replay(ctx context.Context) error {
 // Step 5: the fixed consumer, and the dead letters' status.
 func (d *Demo) consumeFixed(ctx context.Context) error {
 	d.begin("Consume again with the fix")
-	h, err := d.projection(false)
+	run, err := d.consumeWith(ctx, false, FixedRelease)
 	if err != nil {
 		return err
 	}
-	rec := d.command(d.consumeCommand(false))
-	run, err := d.runConsumer(ctx, h, false, FixedRelease)
-	if err != nil {
-		return err
-	}
-	rec.Result = consumeLine(run)
-	d.n.Result(&ConsumeResult{ConsumeRun: run})
 	d.say("The group resumed at its committed offsets, so it read only the %d replayed records. A dead-lettered event has no marker, so each was new to the consumer: "+
 		"%s (tasks whose latest event was the reopen, which %s had left as done), "+
 		"%s because the task already had a newer version (its state includes the reopen)%s.",
 		run.Records, wording.Count(run.Applied, "was applied", "were applied"), BuggyRelease,
 		wording.Count(run.Stale, "was a no-op", "were no-ops"), dupClause(run.Duplicates))
 
-	rec = d.command("fieldwork dlq list --topic " + TopicDLQ + " --status resolved,stale" + d.conn(true, true))
+	rec := d.command("fieldwork dlq list --topic " + TopicDLQ + " --status resolved,stale" + d.conn(true, true))
 	resolved, err := d.listDeadLetters(ctx, []dlq.Status{dlq.StatusResolved, dlq.StatusStale})
 	if err != nil {
 		return err

@@ -228,47 +228,60 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 		return nil
 	}
 	v.rep.Events++
-	at := func(kind, msg string) Finding {
-		f := Finding{Kind: kind, Partition: rec.Partition, Offset: rec.Offset, EventID: ev.ID, AggregateID: ev.AggregateID, Message: msg}
-		if ev.HasVersion {
-			ver := ev.Version
-			f.Version = &ver
-		}
-		return f
-	}
 	if !ev.HasVersion {
-		v.find(at(KindMissingVersion, fmt.Sprintf("event %s has no aggregate version", ev.ID)))
+		v.find(findingAt(rec, ev, KindMissingVersion, fmt.Sprintf("event %s has no aggregate version", ev.ID)))
 	}
+	idKey, judged, err := v.eventID(ctx, rec, ev)
+	if err != nil || judged {
+		return err
+	}
+	return v.aggregate(ctx, rec, ev, idKey)
+}
 
-	// Event ids: a redelivery or a conflicting payload is judged here and goes no further, so
-	// a redelivered old event is not also a version regression.
-	idKey := hash64([]byte(ev.ID))
+// findingAt is a finding of kind about the event ev read from rec.
+func findingAt(rec *kgo.Record, ev envelope.Event, kind, msg string) Finding {
+	f := Finding{Kind: kind, Partition: rec.Partition, Offset: rec.Offset, EventID: ev.ID, AggregateID: ev.AggregateID, Message: msg}
+	if ev.HasVersion {
+		ver := ev.Version
+		f.Version = &ver
+	}
+	return f
+}
+
+// eventID judges ev's event id: a redelivery or a conflicting payload is judged here
+// (judged true) and goes no further, so a redelivered old event is not also a version
+// regression; a new id is remembered. idKey is the id's fingerprint.
+func (v *validator) eventID(ctx context.Context, rec *kgo.Record, ev envelope.Event) (idKey uint64, judged bool, err error) {
+	idKey = hash64([]byte(ev.ID))
 	payload := int64(payloadHash(ev))
 	seen, ok, err := v.events.Get(ctx, idKey)
 	if err != nil {
-		return err
+		return idKey, false, err
 	}
 	if ok {
 		first := &Position{Partition: int32(seen[evPartition]), Offset: seen[evOffset]}
 		if seen[evPayload] == payload {
 			v.rep.Redeliveries++
-			return nil
+			return idKey, true, nil
 		}
-		f := at(KindConflictingPayload, fmt.Sprintf("event %s has a different payload than at %s", ev.ID, first.In(rec.Topic)))
+		f := findingAt(rec, ev, KindConflictingPayload, fmt.Sprintf("event %s has a different payload than at %s", ev.ID, first.In(rec.Topic)))
 		f.Related = first
 		v.find(f)
-		return nil
+		return idKey, true, nil
 	}
-	if err := v.events.Put(ctx, idKey, fingerprint{payload, int64(rec.Partition), rec.Offset}); err != nil {
-		return err
-	}
+	return idKey, false, v.events.Put(ctx, idKey, fingerprint{payload, int64(rec.Partition), rec.Offset})
+}
 
+// aggregate judges ev against what its aggregate (the envelope's, else the record's key) has
+// seen: a missing aggregate, a split over partitions, a duplicate version or a regression;
+// and remembers the highest version. idKey is the event id's fingerprint.
+func (v *validator) aggregate(ctx context.Context, rec *kgo.Record, ev envelope.Event, idKey uint64) error {
 	aggID := ev.AggregateID
 	if aggID == "" && len(rec.Key) > 0 {
 		aggID = string(rec.Key)
 	}
 	if aggID == "" {
-		v.find(at(KindMissingAggregate, fmt.Sprintf("event %s names no aggregate and has no key", ev.ID)))
+		v.find(findingAt(rec, ev, KindMissingAggregate, fmt.Sprintf("event %s names no aggregate and has no key", ev.ID)))
 		return nil
 	}
 	aggKey := hash64([]byte(aggID))
@@ -290,7 +303,7 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	related := &Position{Partition: part, Offset: st[aggOffset]}
 	if part != rec.Partition {
 		if st[aggPartFlags]&flagSplitReported == 0 {
-			f := at(KindSplitAggregate, fmt.Sprintf("aggregate %s is in partitions %d and %d (also at %s)", aggID, part, rec.Partition, related.In(rec.Topic)))
+			f := findingAt(rec, ev, KindSplitAggregate, fmt.Sprintf("aggregate %s is in partitions %d and %d (also at %s)", aggID, part, rec.Partition, related.In(rec.Topic)))
 			f.AggregateID, f.Related = aggID, related
 			v.find(f)
 			st[aggPartFlags] |= flagSplitReported
@@ -301,20 +314,17 @@ func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
 	if !ev.HasVersion {
 		return nil
 	}
-	update := func() error {
+	if st[aggPartFlags]&flagHasVersion == 0 || ev.Version > st[aggMaxVersion] {
 		st[aggMaxVersion], st[aggEventAtMax], st[aggOffset] = ev.Version, int64(idKey), rec.Offset
 		st[aggPartFlags] |= flagHasVersion
 		return v.aggs.Put(ctx, aggKey, st)
 	}
-	if st[aggPartFlags]&flagHasVersion == 0 || ev.Version > st[aggMaxVersion] {
-		return update()
-	}
 	maxV := st[aggMaxVersion]
 	var f Finding
 	if ev.Version == maxV {
-		f = at(KindDuplicateVersion, fmt.Sprintf("aggregate %s version %d again, from a different event than at %s", aggID, maxV, related.In(rec.Topic)))
+		f = findingAt(rec, ev, KindDuplicateVersion, fmt.Sprintf("aggregate %s version %d again, from a different event than at %s", aggID, maxV, related.In(rec.Topic)))
 	} else {
-		f = at(KindVersionRegression, fmt.Sprintf("aggregate %s version %d after version %d at %s", aggID, ev.Version, maxV, related.In(rec.Topic)))
+		f = findingAt(rec, ev, KindVersionRegression, fmt.Sprintf("aggregate %s version %d after version %d at %s", aggID, ev.Version, maxV, related.In(rec.Topic)))
 	}
 	f.AggregateID, f.Related = aggID, related
 	v.find(f)

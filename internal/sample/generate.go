@@ -63,12 +63,34 @@ func (g *generator) ms(lo, hi int64) time.Duration {
 }
 
 func (g *generator) run() ([]Record, Manifest, error) {
-	o := g.o
-	var items []*item
+	perAgg, originals := g.firstSends()
+	items := slices.Clone(originals)
+	items = append(items, g.duplicates(originals)...)
+	items = append(items, g.stale(perAgg)...)
+	poison, err := g.poison(originals)
+	if err != nil {
+		return nil, Manifest{}, err
+	}
+	items = append(items, poison...)
 
-	// First sends: each task is created within the first couple of hours, then changes every
-	// few minutes; the record reaches Kafka a few milliseconds after the event happened.
-	perAgg := make([][]*item, o.Aggregates)
+	slices.SortStableFunc(items, func(a, b *item) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	for i, it := range items {
+		it.index = i
+	}
+	return g.assemble(items, perAgg)
+}
+
+// firstSends are the events themselves: each task is created within the first couple of
+// hours, then changes every few minutes; the record reaches Kafka a few milliseconds after the
+// event happened. It returns them by aggregate and in the order they were made.
+func (g *generator) firstSends() (perAgg [][]*item, originals []*item) {
+	o := g.o
+	perAgg = make([][]*item, o.Aggregates)
 	createSpread := min(time.Duration(max(o.Aggregates, 1))*5*time.Minute, 2*time.Hour)
 	for a := range o.Aggregates {
 		id := AggregateID(a + 1)
@@ -87,23 +109,30 @@ func (g *generator) run() ([]Record, Manifest, error) {
 				AggregateType: AggregateType, AggregateID: id, AggregateVersion: v, Data: task,
 			}
 			perAgg[a] = append(perAgg[a], it)
-			items = append(items, it)
+			originals = append(originals, it)
 		}
 	}
-	originals := slices.Clone(items)
+	return perAgg, originals
+}
 
-	// Duplicates: a producer that timed out waiting for an ack sends the same bytes again.
-	nDup := int(math.Round(o.DuplicateFraction * float64(len(originals))))
+// duplicates: a producer that timed out waiting for an ack sends the same bytes again.
+func (g *generator) duplicates(originals []*item) []*item {
+	nDup := int(math.Round(g.o.DuplicateFraction * float64(len(originals))))
+	var items []*item
 	for _, i := range g.r.Perm(len(originals))[:nDup] {
 		orig := originals[i]
 		it := g.item(KindDuplicate, orig.at.Add(g.ms(100, 3000)))
 		it.orig, it.ce = orig, orig.ce
 		items = append(items, it)
 	}
+	return items
+}
 
-	// Stale versions: an older version of a task published again (an outbox relay re-running,
-	// a restored snapshot) after a newer one, under a new event id.
-	for range o.Stale {
+// stale versions: an older version of a task published again (an outbox relay re-running,
+// a restored snapshot) after a newer one, under a new event id.
+func (g *generator) stale(perAgg [][]*item) []*item {
+	var items []*item
+	for range g.o.Stale {
 		evs := perAgg[g.r.IntN(len(perAgg))]
 		k := g.r.IntN(len(evs) - 1) // version k+1, with k+2 already sent
 		after, last := evs[k+1].at, evs[len(evs)-1].at
@@ -113,8 +142,11 @@ func (g *generator) run() ([]Record, Manifest, error) {
 		it.ce.ID = newID(g.r)
 		items = append(items, it)
 	}
+	return items
+}
 
-	// Poison, spread over the stream and keyed like real events.
+// poison records, spread over the stream of originals and keyed like real events.
+func (g *generator) poison(originals []*item) ([]*item, error) {
 	first, last := g.base, g.base.Add(time.Hour)
 	if len(originals) > 0 {
 		first, last = originals[0].at, originals[0].at
@@ -122,7 +154,8 @@ func (g *generator) run() ([]Record, Manifest, error) {
 			first, last = minTime(first, it.at), maxTime(last, it.at)
 		}
 	}
-	for p := range o.Poison {
+	var items []*item
+	for p := range g.o.Poison {
 		kind := PoisonKinds[p%len(PoisonKinds)]
 		var ce cloudEvent
 		if len(originals) > 0 {
@@ -137,39 +170,37 @@ func (g *generator) run() ([]Record, Manifest, error) {
 		at := it.at.Add(-g.ms(3, 250)) // the (broken) event happened just before it was produced
 		ce.Time, ce.Data.UpdatedAt = formatTime(at), formatTime(at)
 		it.bad = &Poison{Key: ce.AggregateID, Kind: kind}
-		switch kind {
-		case PoisonInvalidJSON:
-			ce.ID = newID(g.r)
-			full, err := marshal(ce)
-			if err != nil {
-				return nil, Manifest{}, err
-			}
-			cut := len(full)/3 + g.r.IntN(len(full)/3)
-			it.value = full[:cut]
-			it.bad.Reason = fmt.Sprintf("value is not valid JSON: cut off after %d of %d bytes", cut, len(full))
-		case PoisonMissingID:
-			ce.ID = ""
-			it.bad.Field, it.bad.Reason = "id", "no id attribute"
-		case PoisonBadVersion:
-			ce.ID = newID(g.r)
-			ce.AggregateVersion = "abc"
-			it.bad.EventID = ce.ID
-			it.bad.Field, it.bad.Reason = "aggregateversion", `aggregateversion is the string "abc", not an integer`
+		if err := g.spoil(it, &ce, kind); err != nil {
+			return nil, err
 		}
 		it.ce = ce
 		items = append(items, it)
 	}
+	return items, nil
+}
 
-	slices.SortStableFunc(items, func(a, b *item) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
+// spoil breaks ce the way kind says and records why on it.bad.
+func (g *generator) spoil(it *item, ce *cloudEvent, kind PoisonKind) error {
+	switch kind {
+	case PoisonInvalidJSON:
+		ce.ID = newID(g.r)
+		full, err := marshal(*ce)
+		if err != nil {
+			return err
 		}
-		return a.seq - b.seq
-	})
-	for i, it := range items {
-		it.index = i
+		cut := len(full)/3 + g.r.IntN(len(full)/3)
+		it.value = full[:cut]
+		it.bad.Reason = fmt.Sprintf("value is not valid JSON: cut off after %d of %d bytes", cut, len(full))
+	case PoisonMissingID:
+		ce.ID = ""
+		it.bad.Field, it.bad.Reason = "id", "no id attribute"
+	case PoisonBadVersion:
+		ce.ID = newID(g.r)
+		ce.AggregateVersion = "abc"
+		it.bad.EventID = ce.ID
+		it.bad.Field, it.bad.Reason = "aggregateversion", `aggregateversion is the string "abc", not an integer`
 	}
-	return g.assemble(items, perAgg)
+	return nil
 }
 
 // assemble encodes the sorted items and writes the manifest.

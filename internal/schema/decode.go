@@ -325,63 +325,82 @@ func (d *Decoder) Decode(ctx context.Context, headers []envelope.Header, b []byt
 		return p
 	}
 	p.Format, p.SchemaSubject = s.format, s.subject
+	var err error
 	switch s.format {
 	case FormatAvro:
-		// A decoder on a reader, not avro.Unmarshal: on a byte slice a short payload decodes to
-		// nil fields without an error.
-		var v any
-		if err := avro.NewDecoderForSchema(s.avro, bytes.NewReader(rest)).Decode(&v); err != nil {
-			// hamba's message names the Go type at each level ("map[string]interface {}: …").
-			return fail(ProblemMismatch, errors.New("avro: "+strings.TrimPrefix(strings.ReplaceAll(err.Error(), "map[string]interface {}: ", ""), "avro: ")))
-		}
-		if enc, err := avro.Marshal(s.avro, v); err == nil && len(enc) < len(rest) {
-			return fail(ProblemMismatch, fmt.Errorf("avro: %d bytes after the value", len(rest)-len(enc)))
-		}
-		out, err := json.Marshal(plainAvro(s.avro, v))
-		if err != nil {
-			return fail(ProblemMismatch, fmt.Errorf("avro: %w", err))
-		}
-		p.Decoded = out
+		p.Decoded, err = decodeAvro(s.avro, rest)
 	case FormatProtobuf:
-		idxBytes := rest
-		if ref.Framing == FramingHeader {
-			idxBytes = ref.indexes
-		}
-		indexes, after, err := new(sr.ConfluentHeader).DecodeIndex(idxBytes, 64)
-		if err != nil {
-			if ref.Framing == FramingHeader && len(idxBytes) == 0 {
-				indexes, after, err = []int{0}, nil, nil
-			} else if ref.Framing == FramingDataSchema {
-				indexes, after, err = []int{0}, rest, nil
-			} else {
-				return fail(ProblemMismatch, fmt.Errorf("protobuf message indexes: %w", err))
-			}
-		}
-		if ref.Framing != FramingConfluent {
-			after = rest
-		}
-		p.Indexes = indexes
-		md, err := messageAt(s.proto, indexes)
-		if err != nil {
-			return fail(ProblemMismatch, err)
-		}
-		p.Message = string(md.FullName())
-		m := dynamicpb.NewMessage(md)
-		if err := (proto.UnmarshalOptions{Resolver: s.protoTypes}).Unmarshal(after, m); err != nil {
-			return fail(ProblemMismatch, fmt.Errorf("protobuf %s: %w", md.FullName(), err))
-		}
-		out, err := protojson.MarshalOptions{UseProtoNames: true, Resolver: s.protoTypes}.Marshal(m)
-		if err != nil {
-			return fail(ProblemMismatch, fmt.Errorf("protobuf %s: %w", md.FullName(), err))
-		}
-		p.Decoded = compactJSON(out)
+		err = decodeProtobuf(s, ref, rest, p)
 	case FormatJSON:
 		if !json.Valid(rest) {
-			return fail(ProblemMismatch, errors.New("json: the payload is not valid JSON"))
+			err = errors.New("json: the payload is not valid JSON")
+		} else {
+			p.Decoded = compactJSON(rest)
 		}
-		p.Decoded = compactJSON(rest)
+	}
+	if err != nil {
+		return fail(ProblemMismatch, err)
 	}
 	return p
+}
+
+// decodeAvro renders the Avro value rest holds as JSON. An error means the payload does not
+// match the schema.
+func decodeAvro(schema avro.Schema, rest []byte) (json.RawMessage, error) {
+	// A decoder on a reader, not avro.Unmarshal: on a byte slice a short payload decodes to
+	// nil fields without an error.
+	var v any
+	if err := avro.NewDecoderForSchema(schema, bytes.NewReader(rest)).Decode(&v); err != nil {
+		// hamba's message names the Go type at each level ("map[string]interface {}: …").
+		return nil, errors.New("avro: " + strings.TrimPrefix(strings.ReplaceAll(err.Error(), "map[string]interface {}: ", ""), "avro: "))
+	}
+	if enc, err := avro.Marshal(schema, v); err == nil && len(enc) < len(rest) {
+		return nil, fmt.Errorf("avro: %d bytes after the value", len(rest)-len(enc))
+	}
+	out, err := json.Marshal(plainAvro(schema, v))
+	if err != nil {
+		return nil, fmt.Errorf("avro: %w", err)
+	}
+	return out, nil
+}
+
+// decodeProtobuf finds the message the indexes name (in the payload, or in the header for
+// header framing) and renders the message rest holds as JSON into p. An error means the
+// payload does not match the schema.
+func decodeProtobuf(s *compiled, ref Ref, rest []byte, p *Payload) error {
+	idxBytes := rest
+	if ref.Framing == FramingHeader {
+		idxBytes = ref.indexes
+	}
+	indexes, after, err := new(sr.ConfluentHeader).DecodeIndex(idxBytes, 64)
+	if err != nil {
+		if ref.Framing == FramingHeader && len(idxBytes) == 0 {
+			indexes, after, err = []int{0}, nil, nil
+		} else if ref.Framing == FramingDataSchema {
+			indexes, after, err = []int{0}, rest, nil
+		} else {
+			return fmt.Errorf("protobuf message indexes: %w", err)
+		}
+	}
+	if ref.Framing != FramingConfluent {
+		after = rest
+	}
+	p.Indexes = indexes
+	md, err := messageAt(s.proto, indexes)
+	if err != nil {
+		return err
+	}
+	p.Message = string(md.FullName())
+	m := dynamicpb.NewMessage(md)
+	if err := (proto.UnmarshalOptions{Resolver: s.protoTypes}).Unmarshal(after, m); err != nil {
+		return fmt.Errorf("protobuf %s: %w", md.FullName(), err)
+	}
+	out, err := protojson.MarshalOptions{UseProtoNames: true, Resolver: s.protoTypes}.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("protobuf %s: %w", md.FullName(), err)
+	}
+	p.Decoded = compactJSON(out)
+	return nil
 }
 
 // note remembers a failure of the registry itself, once per problem.

@@ -180,13 +180,21 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// scriptClient is a Kafka client of the script's brokers (FIELDWORK_TEST_BROKERS) for the
+// script command cmd, which fails when they are not set.
+func scriptClient(ts *testscript.TestScript, cmd string) *kgo.Client {
+	brokers := ts.Getenv("FIELDWORK_TEST_BROKERS")
+	if brokers == "" {
+		ts.Fatalf("%s: FIELDWORK_TEST_BROKERS is not set", cmd)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	ts.Check(err)
+	return cl
+}
+
 func cmdCreateTopic(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: fw-create-topic NAME PARTITIONS [CONFIG=VALUE...]")
-	}
-	brokers := ts.Getenv("FIELDWORK_TEST_BROKERS")
-	if brokers == "" {
-		ts.Fatalf("fw-create-topic: FIELDWORK_TEST_BROKERS is not set")
 	}
 	partitions, err := strconv.ParseInt(args[1], 10, 32)
 	if err != nil {
@@ -200,8 +208,7 @@ func cmdCreateTopic(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		configs[k] = &v
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	ts.Check(err)
+	cl := scriptClient(ts, "fw-create-topic")
 	adm := kadm.NewClient(cl)
 	ts.Defer(func() {
 		defer cl.Close()
@@ -222,12 +229,7 @@ func cmdDeleteTopic(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: fw-delete-topic NAME")
 	}
-	brokers := ts.Getenv("FIELDWORK_TEST_BROKERS")
-	if brokers == "" {
-		ts.Fatalf("fw-delete-topic: FIELDWORK_TEST_BROKERS is not set")
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	ts.Check(err)
+	cl := scriptClient(ts, "fw-delete-topic")
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -59,73 +59,85 @@ func ParseDuration(text string) (time.Duration, error) {
 	if s == "" {
 		return 0, fwerr.Usagef("invalid duration %q: %s", text, durationHint)
 	}
-	tooLong := func() error {
-		return fwerr.Usagef("duration %q is too long: the longest is %s (about 292 years)", text, maxDuration)
-	}
 	var total uint64
 	for s != "" {
-		if c := s[0]; c != '.' && (c < '0' || c > '9') {
-			return 0, fwerr.Usagef("invalid duration %q: expected a number at %q (%s)", text, s, durationHint)
-		}
-		// The integer part.
-		before := len(s)
-		v, rest, ok := leadingInt(s)
-		if !ok {
-			return 0, tooLong()
+		v, rest, err := durationTerm(text, s)
+		if err != nil {
+			return 0, err
 		}
 		s = rest
-		hasInt := len(s) != before
-		// The fraction, if any.
-		var frac uint64
-		scale, hasFrac := 1.0, false
-		if s != "" && s[0] == '.' {
-			s = s[1:]
-			before := len(s)
-			frac, scale, s = leadingFraction(s)
-			hasFrac = len(s) != before
-		}
-		if !hasInt && !hasFrac {
-			return 0, fwerr.Usagef("invalid duration %q: a lone %q is not a number (%s)", text, ".", durationHint)
-		}
-		// The unit: everything up to the next number.
-		i := 0
-		for ; i < len(s); i++ {
-			if c := s[i]; c == '.' || '0' <= c && c <= '9' {
-				break
-			}
-		}
-		if i == 0 {
-			return 0, fwerr.Usagef("missing unit in duration %q: say 90m or 36h, not 90 (units: ns, us, ms, s, m, h, d, w)", text)
-		}
-		u := s[:i]
-		s = s[i:]
-		unit, known := units[u]
-		if !known {
-			if strings.ContainsAny(u, " \t") {
-				return 0, fwerr.Usagef("invalid duration %q: no spaces inside a duration (write 1h30m, not 1h 30m)", text)
-			}
-			return 0, fwerr.Usagef("unknown unit %q in duration %q: units are ns, us, ms, s, m, h, d (24h) and w (7d)", u, text)
-		}
-		if v > 1<<63/unit {
-			return 0, tooLong()
-		}
-		v *= unit
-		if frac > 0 {
-			// float64 is needed to stay exact enough with a fraction of many digits, as in Go.
-			v += uint64(float64(frac) * (float64(unit) / scale))
-			if v > 1<<63 {
-				return 0, tooLong()
-			}
-		}
 		total += v
 		if total > 1<<63 {
-			return 0, tooLong()
+			return 0, durationTooLong(text)
 		}
 	}
 	if total > 1<<63-1 {
-		return 0, tooLong()
+		return 0, durationTooLong(text)
 	}
 	return time.Duration(total), nil
+}
+
+// durationTooLong is the error for a duration text beyond the longest there is.
+func durationTooLong(text string) error {
+	return fwerr.Usagef("duration %q is too long: the longest is %s (about 292 years)", text, maxDuration)
+}
+
+// durationTerm reads the number-unit pair that s, the rest of the duration text, starts with:
+// its length in nanoseconds (at most 1<<63) and what follows it.
+func durationTerm(text, s string) (v uint64, rest string, err error) {
+	if c := s[0]; c != '.' && (c < '0' || c > '9') {
+		return 0, "", fwerr.Usagef("invalid duration %q: expected a number at %q (%s)", text, s, durationHint)
+	}
+	// The integer part.
+	before := len(s)
+	v, s, ok := leadingInt(s)
+	if !ok {
+		return 0, "", durationTooLong(text)
+	}
+	hasInt := len(s) != before
+	// The fraction, if any.
+	var frac uint64
+	scale, hasFrac := 1.0, false
+	if s != "" && s[0] == '.' {
+		s = s[1:]
+		before := len(s)
+		frac, scale, s = leadingFraction(s)
+		hasFrac = len(s) != before
+	}
+	if !hasInt && !hasFrac {
+		return 0, "", fwerr.Usagef("invalid duration %q: a lone %q is not a number (%s)", text, ".", durationHint)
+	}
+	// The unit: everything up to the next number.
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '.' || '0' <= c && c <= '9' {
+			break
+		}
+	}
+	if i == 0 {
+		return 0, "", fwerr.Usagef("missing unit in duration %q: say 90m or 36h, not 90 (units: ns, us, ms, s, m, h, d, w)", text)
+	}
+	u := s[:i]
+	s = s[i:]
+	unit, known := units[u]
+	if !known {
+		if strings.ContainsAny(u, " \t") {
+			return 0, "", fwerr.Usagef("invalid duration %q: no spaces inside a duration (write 1h30m, not 1h 30m)", text)
+		}
+		return 0, "", fwerr.Usagef("unknown unit %q in duration %q: units are ns, us, ms, s, m, h, d (24h) and w (7d)", u, text)
+	}
+	if v > 1<<63/unit {
+		return 0, "", durationTooLong(text)
+	}
+	v *= unit
+	if frac > 0 {
+		// float64 is needed to stay exact enough with a fraction of many digits, as in Go.
+		v += uint64(float64(frac) * (float64(unit) / scale))
+		if v > 1<<63 {
+			return 0, "", durationTooLong(text)
+		}
+	}
+	return v, s, nil
 }
 
 // leadingInt consumes the leading digits of s; ok is false on overflow.

@@ -35,7 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -116,53 +115,18 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 		// The sample stream's timestamps are of 2025: without this the broker's retention
 		// (7 days by record time) deletes the segments while the benchmark reads them.
 		forever := "-1"
-		if resp, err := adm.CreateTopic(ctx, t.n, 1, map[string]*string{"retention.ms": &forever}, t.name); err != nil || resp.Err != nil {
-			return fmt.Errorf("create topic %s: %v %v", t.name, err, resp.Err)
+		if err := benchkit.CreateTopic(ctx, adm, t.name, t.n, map[string]*string{"retention.ms": &forever}); err != nil {
+			return err
 		}
 		if !b.keep {
 			defer adm.DeleteTopics(context.Background(), t.name) //nolint:errcheck
 		}
 	}
-
-	recs, man, err := sample.Generate(sample.Options{Seed: 1, Aggregates: events / perTask, EventsPerAggregate: perTask})
+	man, err := b.produce(ctx, cl, events, perTask, partitions)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	produced := sample.KgoRecords(b.topic, recs) // ProduceSync sets their partitions and offsets
-	if err := cl.ProduceSync(ctx, produced...).FirstErr(); err != nil {
-		return fmt.Errorf("produce: %w", err)
-	}
-	el := time.Since(start)
-	b.events = int64(man.Events)
-	fmt.Printf("produced %d events (%d tasks × %d) to %s (%d partitions) in %s: %.0f events/s\n",
-		man.Events, len(man.Aggregates), perTask, b.topic, partitions, el.Round(time.Millisecond), float64(man.Events)/el.Seconds())
-	if err := b.prepareMarkers(produced); err != nil {
-		return err
-	}
-	recs, produced = nil, nil //nolint:ineffassign,wastedassign // let the stream be collected
-
-	var cs []contender
-	for _, name := range names {
-		cs = append(cs,
-			contender{"consume/" + name, fmt.Sprintf("fieldwork consume, %s handler (the engine's default mode)", name),
-				func(ctx context.Context, round int) (benchkit.Run, error) {
-					return b.consume(ctx, round, name, modeDefault)
-				}},
-			contender{"consume/" + name + "/per-event", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event", name),
-				func(ctx context.Context, round int) (benchkit.Run, error) {
-					return b.consume(ctx, round, name, modeTxPerEvent)
-				}})
-		if b.savepoints {
-			cs = append(cs, contender{"consume/" + name + "/savepoints", fmt.Sprintf("fieldwork consume --per-event, %s handler, a savepoint per event", name),
-				func(ctx context.Context, round int) (benchkit.Run, error) {
-					return b.consume(ctx, round, name, modeSavepoints)
-				}})
-		}
-	}
-	cs = append(cs,
-		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
-		contender{"consume/franz-go", "bare franz-go group consumer, no database work", b.bare})
+	cs := b.contenders(names)
 	b.rep = benchkit.Report{Bench: "consume", Notes: []string{
 		fmt.Sprintf("%d events (%d tasks × %d) on %d partitions; batches of up to %d; one transaction per event over the first %d events",
 			man.Events, len(man.Aggregates), perTask, partitions, b.batchMax, b.perEvent),
@@ -193,6 +157,51 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 		fmt.Printf("%-80s %9.0f events/s (median of %d; %.0f–%.0f)\n", s.Label+":", benchkit.Median(s.Rates()), len(s.Runs), lo, hi)
 	}
 	return b.rep.WriteJSON(jsonOut)
+}
+
+// produce writes the sample stream of events (tasks of perTask events each) to the topic once
+// and prepares the markers the engine claims for it.
+func (b *bench) produce(ctx context.Context, cl *kgo.Client, events, perTask int, partitions int32) (sample.Manifest, error) {
+	recs, man, err := sample.Generate(sample.Options{Seed: 1, Aggregates: events / perTask, EventsPerAggregate: perTask})
+	if err != nil {
+		return man, err
+	}
+	start := time.Now()
+	produced := sample.KgoRecords(b.topic, recs) // ProduceSync sets their partitions and offsets
+	if err := cl.ProduceSync(ctx, produced...).FirstErr(); err != nil {
+		return man, fmt.Errorf("produce: %w", err)
+	}
+	el := time.Since(start)
+	b.events = int64(man.Events)
+	fmt.Printf("produced %d events (%d tasks × %d) to %s (%d partitions) in %s: %.0f events/s\n",
+		man.Events, len(man.Aggregates), perTask, b.topic, partitions, el.Round(time.Millisecond), float64(man.Events)/el.Seconds())
+	return man, b.prepareMarkers(produced)
+}
+
+// contenders are the ways to process the stream measured each round: the engine's modes for
+// each handler named, the marker ceiling and the bare client.
+func (b *bench) contenders(names []string) []contender {
+	var cs []contender
+	for _, name := range names {
+		cs = append(cs,
+			contender{"consume/" + name, fmt.Sprintf("fieldwork consume, %s handler (the engine's default mode)", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeDefault)
+				}},
+			contender{"consume/" + name + "/per-event", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeTxPerEvent)
+				}})
+		if b.savepoints {
+			cs = append(cs, contender{"consume/" + name + "/savepoints", fmt.Sprintf("fieldwork consume --per-event, %s handler, a savepoint per event", name),
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.consume(ctx, round, name, modeSavepoints)
+				}})
+		}
+	}
+	return append(cs,
+		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
+		contender{"consume/franz-go", "bare franz-go group consumer, no database work", b.bare})
 }
 
 // prepareMarkers decodes the produced records as the engine does and keeps their markers in
@@ -385,18 +394,7 @@ func (b *bench) freshStore(ctx context.Context, schema string) (st *dedup.Store,
 	return st, func() {
 		_ = st.Close()
 		if !b.keep {
-			dropSchema(b.dsn, schema)
+			benchkit.DropSchema(b.dsn, schema)
 		}
 	}, nil
-}
-
-func dropSchema(dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
 }

@@ -1200,30 +1200,7 @@ func testCustomColumns(t *testing.T, fresh Fresh) {
 	dsn, schema := fresh(t)
 	env := Env{DSN: dsn, Schema: schema}
 	plain := env.Open(t, dedup.Options{})
-	var ddl, table string
-	if plain.Driver() == "postgres" {
-		table = fmt.Sprintf(`"%s"."seen"`, schema)
-		ddl = fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS "%s";
-CREATE TABLE %s (who text NOT NULL, eid text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(),
-  src_topic text, src_partition int, src_offset bigint, agg text, agg_ver bigint, PRIMARY KEY (who, eid))`, schema, table)
-	} else {
-		table = `"` + sqlitedriver.TableName(schema, "seen") + `"`
-		ddl = `CREATE TABLE ` + table + ` (who TEXT NOT NULL, eid TEXT NOT NULL,
-  seen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  src_topic TEXT, src_partition INTEGER, src_offset INTEGER, agg TEXT, agg_ver INTEGER, PRIMARY KEY (who, eid))`
-	}
-	old := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Millisecond)
-	err := plain.InTx(ctx, func(tx *dedup.Tx) error {
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO `+table+` (who, eid, seen_at, src_topic, src_partition, src_offset, agg, agg_ver)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plain, old), "orders", 3, 42, "o-1", 7)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("hand-made table: %v", err)
-	}
+	old := handMadeTable(ctx, t, plain, schema)
 	cols := dedup.ColumnNames{Consumer: "who", EventID: "eid", ProcessedAt: "seen_at", Topic: "src_topic",
 		Partition: "src_partition", Offset: "src_offset", AggregateID: "agg", AggregateVersion: "agg_ver"}
 	st := env.Open(t, dedup.Options{Table: "seen", Columns: cols})
@@ -1280,6 +1257,37 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plai
 	if err == nil || errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "event_key") {
 		t.Fatalf("missing mapped column: %v", err)
 	}
+}
+
+// handMadeTable creates table "seen" of schema with columns of its own names, as an
+// application made it before fieldwork, holding one marker ("legacy", "pre-existing") claimed
+// at the time it returns.
+func handMadeTable(ctx context.Context, t *testing.T, plain *dedup.Store, schema string) time.Time {
+	var ddl, table string
+	if plain.Driver() == "postgres" {
+		table = fmt.Sprintf(`"%s"."seen"`, schema)
+		ddl = fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS "%s";
+CREATE TABLE %s (who text NOT NULL, eid text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(),
+  src_topic text, src_partition int, src_offset bigint, agg text, agg_ver bigint, PRIMARY KEY (who, eid))`, schema, table)
+	} else {
+		table = `"` + sqlitedriver.TableName(schema, "seen") + `"`
+		ddl = `CREATE TABLE ` + table + ` (who TEXT NOT NULL, eid TEXT NOT NULL,
+  seen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  src_topic TEXT, src_partition INTEGER, src_offset INTEGER, agg TEXT, agg_ver INTEGER, PRIMARY KEY (who, eid))`
+	}
+	old := time.Now().UTC().Add(-10 * 24 * time.Hour).Truncate(time.Millisecond)
+	err := plain.InTx(ctx, func(tx *dedup.Tx) error {
+		if _, err := tx.Exec(ctx, ddl); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+table+` (who, eid, seen_at, src_topic, src_partition, src_offset, agg, agg_ver)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "legacy", "pre-existing", sqlTime(plain, old), "orders", 3, 42, "o-1", 7)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("hand-made table: %v", err)
+	}
+	return old
 }
 
 // testMarkerOutcome: a marker records that its event was ignored as stale (the outcome column,

@@ -301,33 +301,7 @@ func testRecordIdentity(t *testing.T, fresh Fresh) {
 	st, _ := NewStore(t, fresh)
 	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	ts := t0.Add(-time.Hour) // the source records' own timestamps
-	journal := func(run, topicID string, at time.Time, sends ...dedup.ReplaySend) {
-		t.Helper()
-		r := newRun(run, "o", at)
-		if topicID != "" {
-			r.SourceTopicIDs = map[string]string{"orders.dlq": topicID}
-		}
-		if err := st.CreateReplayRun(ctx, r, []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
-			t.Fatal(err)
-		}
-		for i := range sends {
-			sends[i].At = at
-		}
-		if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: run, Owner: "o", Status: dedup.RunCompleted, Sends: sends, FlushID: run + "#1"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	timed := func(off int64, at time.Time, eventID string, targetOff int64) dedup.ReplaySend {
-		s := send(0, off, targetOff, time.Time{})
-		s.SourceTimestamp, s.EventID = at, eventID
-		return s
-	}
-	// Under topic ID A: 0/1 and 0/2. The topic recreated as B: its 0/1 (another event id, another
-	// time) sent later by a run of B, and 0/3.
-	journal("of-A", "AAAAAAAAAAAAAAAAAAAAAA", t0,
-		timed(1, ts, "e-old-1", 101), timed(2, ts.Add(time.Second), "e-2", 102))
-	journal("of-B", "BBBBBBBBBBBBBBBBBBBBBB", t0.Add(time.Minute),
-		timed(1, ts.Add(time.Hour), "e-new-1", 201), timed(3, ts.Add(time.Hour), "e-3", 203))
+	journalIdentityRuns(ctx, t, st, t0, ts)
 
 	run, _, err := st.ReplayRun(ctx, "of-A")
 	if err != nil || len(run.SourceTopicIDs) != 1 || run.SourceTopicIDs["orders.dlq"] != "AAAAAAAAAAAAAAAAAAAAAA" {
@@ -381,6 +355,39 @@ func testRecordIdentity(t *testing.T, fresh Fresh) {
 	}
 }
 
+// journalIdentityRuns journals, at t0, a run of orders.dlq under topic ID A that sends 0/1 and
+// 0/2; and a minute later a run of the topic recreated as B that sends its 0/1 (another event
+// id, another time) and 0/3. ts is the source records' own timestamp.
+func journalIdentityRuns(ctx context.Context, t *testing.T, st *dedup.Store, t0, ts time.Time) {
+	t.Helper()
+	journal := func(run, topicID string, at time.Time, sends ...dedup.ReplaySend) {
+		t.Helper()
+		r := newRun(run, "o", at)
+		if topicID != "" {
+			r.SourceTopicIDs = map[string]string{"orders.dlq": topicID}
+		}
+		if err := st.CreateReplayRun(ctx, r, []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range sends {
+			sends[i].At = at
+		}
+		if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: run, Owner: "o", Status: dedup.RunCompleted, Sends: sends, FlushID: run + "#1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timed := func(off int64, at time.Time, eventID string, targetOff int64) dedup.ReplaySend {
+		s := send(0, off, targetOff, time.Time{})
+		s.SourceTimestamp, s.EventID = at, eventID
+		return s
+	}
+	journal("of-A", "AAAAAAAAAAAAAAAAAAAAAA", t0,
+		timed(1, ts, "e-old-1", 101), timed(2, ts.Add(time.Second), "e-2", 102))
+	journal("of-B", "BBBBBBBBBBBBBBBBBBBBBB", t0.Add(time.Minute),
+		timed(1, ts.Add(time.Hour), "e-new-1", 201), timed(3, ts.Add(time.Hour), "e-3", 203))
+
+}
+
 func testJournalNotMigrated(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
 	dsn, schema := fresh(t)
@@ -427,11 +434,35 @@ func testTargetCountsBackfill(t *testing.T, fresh Fresh) {
 	}
 	check("as journaled", "r", want)
 
-	// A run journaled before migration 004: its sends in the arrays written then, no counts.
+	journalBeforeTargetCounts(ctx, t, st, env, now)
+	if _, err := st.ReplayTargetCounts(ctx, "old"); err == nil {
+		t.Fatal("target counts read without their table")
+	}
+	steps, err := st.Migrate(ctx, false)
+	if err != nil || len(steps) == 0 || steps[0].Version != 4 {
+		t.Fatalf("migrate a version-3 store: %+v %v", steps, err)
+	}
+	check("summed by migration 004", "old", []dedup.TargetCount{{Topic: "audit", Partition: 0, Records: 1}, {Topic: "orders", Partition: 2, Records: 2}})
+	sends, err := st.ReplaySendsAfterCheckpoint(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sends {
+		got = append(got, fmt.Sprintf("%s/%d/%d %s → %s/%d/%d", s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID, s.TargetTopic, s.TargetPartition, s.TargetOffset))
+	}
+	if w := "[orders.dlq/0/0 e-0-0 → orders/2/100 orders.dlq/0/1 e-0-1 → orders/2/101 orders.dlq/1/12 e-1-12 → audit/0/300]"; fmt.Sprint(got) != w {
+		t.Fatalf("sends journaled before: %v, want %s", got, w)
+	}
+}
+
+// journalBeforeTargetCounts journals run "old" as a store before migration 004 held it (its
+// sends in the arrays written then, no counts) and turns st back into that store.
+func journalBeforeTargetCounts(ctx context.Context, t *testing.T, st *dedup.Store, env Env, now time.Time) {
+	table := func(name string) string { return journalTable(st, env, name) }
 	if err := st.CreateReplayRun(ctx, newRun("old", "me", time.Time{}), twoCheckpoints()); err != nil {
 		t.Fatal(err)
 	}
-	table := func(name string) string { return journalTable(st, env, name) }
 	type legacy struct {
 		part          int32
 		target        string
@@ -468,7 +499,7 @@ VALUES ('old', $1, 'orders.dlq', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		t.Fatal(err)
 	}
 
-	// The store as it was before migration 004: no counts table, version 3.
+	// The store as it was before: no counts table, version 3.
 	err = st.InTx(ctx, func(tx *dedup.Tx) error {
 		if _, err := tx.Exec(ctx, `DROP TABLE `+table("replay_target_counts")); err != nil {
 			return err
@@ -481,25 +512,6 @@ VALUES ('old', $1, 'orders.dlq', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := st.ReplayTargetCounts(ctx, "old"); err == nil {
-		t.Fatal("target counts read without their table")
-	}
-	steps, err := st.Migrate(ctx, false)
-	if err != nil || len(steps) == 0 || steps[0].Version != 4 {
-		t.Fatalf("migrate a version-3 store: %+v %v", steps, err)
-	}
-	check("summed by migration 004", "old", []dedup.TargetCount{{Topic: "audit", Partition: 0, Records: 1}, {Topic: "orders", Partition: 2, Records: 2}})
-	sends, err := st.ReplaySendsAfterCheckpoint(ctx, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range sends {
-		got = append(got, fmt.Sprintf("%s/%d/%d %s → %s/%d/%d", s.SourceTopic, s.SourcePartition, s.SourceOffset, s.EventID, s.TargetTopic, s.TargetPartition, s.TargetOffset))
-	}
-	if w := "[orders.dlq/0/0 e-0-0 → orders/2/100 orders.dlq/0/1 e-0-1 → orders/2/101 orders.dlq/1/12 e-1-12 → audit/0/300]"; fmt.Sprint(got) != w {
-		t.Fatalf("sends journaled before: %v, want %s", got, w)
 	}
 }
 
@@ -533,53 +545,8 @@ func testJournalBeforeRecordIdentity(t *testing.T, fresh Fresh) {
 		}
 	}
 	pg := st.Driver() == "postgres"
-	table := func(name string) string { return journalTable(st, env, name) }
-
-	// The store as it was before: no tables of record identity, the version before.
-	err = st.InTx(ctx, func(tx *dedup.Tx) error {
-		drop := []string{"replay_run_topics"}
-		if !pg {
-			drop = append(drop, "replay_send_times")
-		}
-		for _, name := range drop {
-			if _, err := tx.Exec(ctx, `DROP TABLE `+table(name)); err != nil {
-				return err
-			}
-		}
-		if err := dropOutcome(ctx, tx, st); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version >= $1`, identity)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateReplayRun(ctx, newRun("old", "o", time.Time{}), []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	insert := `INSERT INTO ` + table("replay_send_batches") + ` (run_id, flush_id, source_topic, source_partition,
-  first_offset, last_offset, target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
-VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
-	err = st.InTx(ctx, func(tx *dedup.Tx) error {
-		if !pg { // SQLite: JSON arrays, the only form it wrote
-			_, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, "[1,2]", `["e-0-1","e-0-2"]`, "[2,2]", "[101,102]", sqlTime(st, now))
-			return err
-		}
-		// PostgreSQL before migration 005: arrays.
-		if _, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, []int64{1, 2}, []string{"e-0-1", "e-0-2"}, []int32{2, 2}, []int64{101, 102}, now); err != nil {
-			return err
-		}
-		// Migration 005: packed, version 1 (no timestamps).
-		b := dedupdriver.SendBatch{SourceOffsets: []int64{3}, EventIDs: []string{"e-0-3"}, TargetPartitions: []int32{2}, TargetOffsets: []int64{103}}
-		_, err := tx.Exec(ctx, `INSERT INTO `+table("replay_send_batches")+` (run_id, flush_id, source_topic, source_partition,
-  first_offset, last_offset, target_topic, records, sends, sent_at) VALUES ('old', 'old#2', 'orders.dlq', 0, 3, 3, 'orders', 1, $1, $2)`, b.Pack(nil), now)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	journalBeforeRecordIdentity(ctx, t, st, env, identity, now)
 
 	steps, err := st.Migrate(ctx, false)
 	if err != nil || len(steps) != status.Latest-identity+1 || steps[0].Version != identity || steps[0].Name != "replay_record_identity" {
@@ -602,8 +569,65 @@ VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
 			t.Fatalf("send %d journaled before: %+v", i, s)
 		}
 	}
+	replayedAcrossRecordIdentity(ctx, t, st, now)
+}
 
-	// After the migration a run of the topic recreated (topic ID B) sends its 0/1, another record.
+// journalBeforeRecordIdentity turns st back into a store of before record identity (no tables
+// of it, the version before identity) and journals run "old" in it, as it was written then:
+// sends of 0/1 and 0/2 (and, on PostgreSQL, 0/3 packed in version 1, without timestamps).
+func journalBeforeRecordIdentity(ctx context.Context, t *testing.T, st *dedup.Store, env Env, identity int, now time.Time) {
+	pg := st.Driver() == "postgres"
+	table := func(name string) string { return journalTable(st, env, name) }
+
+	// The store as it was before: no tables of record identity, the version before.
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		drop := []string{"replay_run_topics"}
+		if !pg {
+			drop = append(drop, "replay_send_times")
+		}
+		for _, name := range drop {
+			if _, err := tx.Exec(ctx, `DROP TABLE `+table(name)); err != nil {
+				return err
+			}
+		}
+		if err := dropOutcome(ctx, tx, st); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM `+migrationsTable(st, env)+` WHERE version >= $1`, identity)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateReplayRun(ctx, newRun("old", "o", time.Time{}), []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0, Start: 0, End: 9, AckedThrough: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	insert := `INSERT INTO ` + table("replay_send_batches") + ` (run_id, flush_id, source_topic, source_partition,
+  first_offset, last_offset, target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
+	err = st.InTx(ctx, func(tx *dedup.Tx) error {
+		if !pg { // SQLite: JSON arrays, the only form it wrote
+			_, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, "[1,2]", `["e-0-1","e-0-2"]`, "[2,2]", "[101,102]", sqlTime(st, now))
+			return err
+		}
+		// PostgreSQL before migration 005: arrays.
+		if _, err := tx.Exec(ctx, insert, "old#1", 1, 2, 2, []int64{1, 2}, []string{"e-0-1", "e-0-2"}, []int32{2, 2}, []int64{101, 102}, now); err != nil {
+			return err
+		}
+		// Migration 005: packed, version 1 (no timestamps).
+		b := dedupdriver.SendBatch{SourceOffsets: []int64{3}, EventIDs: []string{"e-0-3"}, TargetPartitions: []int32{2}, TargetOffsets: []int64{103}}
+		_, err := tx.Exec(ctx, `INSERT INTO `+table("replay_send_batches")+` (run_id, flush_id, source_topic, source_partition,
+  first_offset, last_offset, target_topic, records, sends, sent_at) VALUES ('old', 'old#2', 'orders.dlq', 0, 3, 3, 'orders', 1, $1, $2)`, b.Pack(nil), now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayedAcrossRecordIdentity checks, after the migration, that a run of the topic recreated
+// (topic ID B) that sends its 0/1, another record, is told apart from run "old"'s sends.
+func replayedAcrossRecordIdentity(ctx context.Context, t *testing.T, st *dedup.Store, now time.Time) {
 	newer := newRun("new", "o", time.Time{})
 	newer.SourceTopicIDs = map[string]string{"orders.dlq": "BBBBBBBBBBBBBBBBBBBBBB"}
 	if err := st.CreateReplayRun(ctx, newer, nil); err != nil {
@@ -637,7 +661,7 @@ VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
 			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
 		}
 	}
-	if pg {
+	if st.Driver() == "postgres" {
 		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{at(3, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-0-3")})
 		if err != nil || got[dedup.SourceRef{Topic: "orders.dlq", Offset: 3}].TargetOffset != 103 {
 			t.Fatalf("a send packed in version 1: %+v %v", got, err)

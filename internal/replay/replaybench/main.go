@@ -35,8 +35,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -51,7 +49,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -108,18 +105,10 @@ func main() {
 	ctx := context.Background()
 	b := bench{brokers: *brokers, dsn: *dsn, n: *n, partitions: int32(*partitions), kcat: *kcat, keep: *keep,
 		maxBuf: *maxBuf, flushRecs: *flushRecs, settle: *settle, perfCP: *perfCP}
+	modes := b.modes(*modesFlag)
 	b.setup(ctx)
 	defer b.cleanup(ctx)
 
-	modes := strings.Split(*modesFlag, ",")
-	for _, m := range modes {
-		if label[m] == "" || m == "kcat" {
-			fail("-modes: unknown mode %q", m)
-		}
-		if strings.HasPrefix(m, "perftest") && b.perfCP == "" {
-			fail("-modes %s needs -perf-classpath (scripts/services.sh perf-classpath prints it)", m)
-		}
-	}
 	contenders := modes
 	if !*noKcat {
 		contenders = append(slices.Clone(modes), "kcat")
@@ -133,42 +122,79 @@ func main() {
 	for r := range *rounds {
 		// The contenders alternate their order, so that none always follows the same other one.
 		for _, m := range benchkit.Rotate(contenders, r) {
-			if *cpuProfile != "" {
-				f, err := os.Create(*cpuProfile + "." + m)
-				if err != nil {
-					fail("%v", err)
-				}
-				_ = pprof.StartCPUProfile(f)
-			}
-			if *traceFile != "" {
-				f, err := os.Create(*traceFile + "." + m)
-				if err != nil {
-					fail("%v", err)
-				}
-				_ = trace.Start(f)
-			}
-			var run benchkit.Run
-			switch m {
-			case "client":
-				run = b.clientCopy(ctx, r)
-			case "kcat":
-				run = b.kcatCopy(ctx, r)
-			case "perftest", "perftest-replay":
-				run = b.perfTest(ctx, r, m == "perftest-replay")
-			default:
-				run = b.replay(ctx, r, m)
-			}
-			if *cpuProfile != "" {
-				pprof.StopCPUProfile()
-			}
-			if *traceFile != "" {
-				trace.Stop()
-			}
+			stop := startProfiles(*cpuProfile, *traceFile, m)
+			run := b.contend(ctx, r, m)
+			stop()
 			run.Round = r + 1
 			rep.Add("replay/"+m, label[m], run)
 		}
 	}
-	fmt.Printf("\n%d records, %d partitions, %d round(s)\n", b.n, b.partitions, *rounds)
+	printSummary(rep, b, modes, *rounds)
+	if err := rep.WriteJSON(*jsonOut); err != nil {
+		fail("%v", err)
+	}
+}
+
+// modes reads -modes: the replay modes measured each round; an unknown mode, or a perftest
+// mode without -perf-classpath, fails.
+func (b *bench) modes(flagValue string) []string {
+	modes := strings.Split(flagValue, ",")
+	for _, m := range modes {
+		if label[m] == "" || m == "kcat" {
+			fail("-modes: unknown mode %q", m)
+		}
+		if strings.HasPrefix(m, "perftest") && b.perfCP == "" {
+			fail("-modes %s needs -perf-classpath (scripts/services.sh perf-classpath prints it)", m)
+		}
+	}
+	return modes
+}
+
+// contend measures the contender m once, in round r.
+func (b *bench) contend(ctx context.Context, r int, m string) benchkit.Run {
+	switch m {
+	case "client":
+		return b.clientCopy(ctx, r)
+	case "kcat":
+		return b.kcatCopy(ctx, r)
+	case "perftest", "perftest-replay":
+		return b.perfTest(ctx, r, m == "perftest-replay")
+	default:
+		return b.replay(ctx, r, m)
+	}
+}
+
+// startProfiles starts a CPU profile and an execution trace of contender m, each when its
+// file is named (the contender's name is appended), and returns what stops them.
+func startProfiles(cpuProfile, traceFile, m string) (stop func()) {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile + "." + m)
+		if err != nil {
+			fail("%v", err)
+		}
+		_ = pprof.StartCPUProfile(f)
+	}
+	if traceFile != "" {
+		f, err := os.Create(traceFile + "." + m)
+		if err != nil {
+			fail("%v", err)
+		}
+		_ = trace.Start(f)
+	}
+	return func() {
+		if cpuProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		if traceFile != "" {
+			trace.Stop()
+		}
+	}
+}
+
+// printSummary prints every contender's median rate and CPU time, and each mode's ratio to
+// kcat's.
+func printSummary(rep benchkit.Report, b bench, modes []string, rounds int) {
+	fmt.Printf("\n%d records, %d partitions, %d round(s)\n", b.n, b.partitions, rounds)
 	for _, s := range rep.Series {
 		cpu := make([]float64, len(s.Runs))
 		for i, r := range s.Runs {
@@ -182,9 +208,6 @@ func main() {
 			s, _ := rep.Get("replay/" + m)
 			fmt.Printf("ratio %-42s %10.2f (medians)\n", m+"/kcat:", benchkit.Median(s.Rates())/benchkit.Median(k.Rates()))
 		}
-	}
-	if err := rep.WriteJSON(*jsonOut); err != nil {
-		fail("%v", err)
 	}
 }
 
@@ -266,20 +289,10 @@ func fail(format string, args ...any) {
 	os.Exit(1)
 }
 
-func suffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func (b *bench) topic(ctx context.Context, prefix string) string {
-	name := prefix + "-" + suffix()
-	resp, err := b.adm.CreateTopic(ctx, b.partitions, 1, nil, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		fail("create topic %s: %v", name, err)
+	name := prefix + "-" + benchkit.Suffix()
+	if err := benchkit.CreateTopic(ctx, b.adm, name, b.partitions, nil); err != nil {
+		fail("%v", err)
 	}
 	b.topics = append(b.topics, name)
 	return name
@@ -342,11 +355,8 @@ func (b *bench) cleanup(ctx context.Context) {
 		return
 	}
 	_, _ = b.adm.DeleteTopics(ctx, b.topics...)
-	if conn, err := pgx.Connect(ctx, b.dsn); err == nil {
-		for _, s := range b.schemas {
-			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`)
-		}
-		_ = conn.Close(ctx)
+	for _, s := range b.schemas {
+		benchkit.DropSchema(b.dsn, s)
 	}
 	b.c.Close()
 	b.cl.Close()
@@ -357,7 +367,7 @@ func (b *bench) cleanup(ctx context.Context) {
 // after a scan of the whole range (mode "scan", as when the command asks for confirmation),
 // and returns records per second over the whole command (plan, send, journal, summary).
 func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run {
-	schema := "fwbench_" + suffix()
+	schema := "fwbench_" + benchkit.Suffix()
 	b.schemas = append(b.schemas, schema)
 	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
 	if err != nil {

@@ -39,35 +39,9 @@ func (f JournalFigures) String() string {
 func Journal(ctx context.Context, st *dedup.Store, runID string, selected, target []*kgo.Record, window int) (JournalFigures, Problems, error) {
 	var f JournalFigures
 	var probs Problems
-	run, cps, err := st.ReplayRun(ctx, runID)
-	if err != nil {
+	if err := journalRun(ctx, st, runID, len(selected), &f, &probs); err != nil {
 		return f, nil, err
 	}
-	f.Status, f.Selected, f.Sent, f.Checkpoints = run.Status, run.Selected, run.Sent, len(cps)
-	if run.Status != dedup.RunCompleted {
-		probs.add("run %s is %s, not completed (error %q)", runID, run.Status, run.Error)
-	}
-	if run.Selected != int64(len(selected)) || run.Sent != int64(len(selected)) || run.Quarantined != 0 || run.Skipped != 0 {
-		probs.add("run counts %+v, want %d selected and sent", run.RunCounts, len(selected))
-	}
-	for _, cp := range cps {
-		if cp.AckedThrough == cp.End {
-			f.AtTheEnd++
-		} else {
-			probs.add("checkpoint %s/%d acknowledged through %d, its range ends at %d", cp.Topic, cp.Partition, cp.AckedThrough, cp.End)
-		}
-	}
-	counts, err := st.ReplayTargetCounts(ctx, runID)
-	if err != nil {
-		return f, nil, err
-	}
-	for _, c := range counts {
-		f.TargetCounts += c.Records
-	}
-	if f.TargetCounts != run.Sent {
-		probs.add("the journal's per-target counts add up to %d, the run says %d sent", f.TargetCounts, run.Sent)
-	}
-
 	// What reached the target, by source.
 	at := map[string]*kgo.Record{} // target address → record
 	copies := map[string]int{}     // source → records of this run in the target
@@ -78,10 +52,8 @@ func Journal(ctx context.Context, st *dedup.Store, runID string, selected, targe
 		}
 	}
 	want := map[string]bool{}
-	refs := make([]dedup.SourceRef, len(selected))
-	for i, d := range selected {
+	for _, d := range selected {
 		want[Addr(d.Topic, d.Partition, d.Offset)] = true
-		refs[i] = dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
 	}
 	var strays, over []string
 	for src, n := range copies {
@@ -101,33 +73,79 @@ func Journal(ctx context.Context, st *dedup.Store, runID string, selected, targe
 	if f.InTarget != len(selected) {
 		probs.add("%d of the %d selected dead letters reached the target", f.InTarget, len(selected))
 	}
-
-	if len(selected) > 0 {
-		recs := make([]dedup.SourceRecord, len(refs))
-		for i, ref := range refs {
-			recs[i] = dedup.SourceRecord{SourceRef: ref, EventID: dlq.Parse(selected[i]).EventID, Timestamp: selected[i].Timestamp}
-		}
-		replayed, err := st.ReplayedSources(ctx, selected[0].Topic, recs)
-		if err != nil {
-			return f, nil, err
-		}
-		var bad []string
-		for _, ref := range refs {
-			src := Addr(ref.Topic, ref.Partition, ref.Offset)
-			rr, ok := replayed[ref]
-			if !ok || rr.RunID != runID {
-				bad = append(bad, fmt.Sprintf("%s: no send of run %s in the journal (%+v)", src, runID, rr))
-				continue
-			}
-			r := at[Addr(rr.TargetTopic, rr.TargetPartition, rr.TargetOffset)]
-			if r == nil || header(r, dlq.ReplayHeaderID) != runID || header(r, dlq.ReplayHeaderSource) != src {
-				bad = append(bad, fmt.Sprintf("%s: the journal says it went to %s, which holds no copy of it",
-					src, Addr(rr.TargetTopic, rr.TargetPartition, rr.TargetOffset)))
-				continue
-			}
-			f.Journaled++
-		}
-		probs.examples("journaled sends wrong", bad)
+	if err := journaledSends(ctx, st, runID, selected, at, &f, &probs); err != nil {
+		return f, nil, err
 	}
 	return f, probs, nil
+}
+
+// journalRun checks the run's row, its checkpoints and its per-target counts: completed, every
+// one of the selected dead letters selected and sent, every checkpoint at its range's end, the
+// counts adding up to the sends.
+func journalRun(ctx context.Context, st *dedup.Store, runID string, selected int, f *JournalFigures, probs *Problems) error {
+	run, cps, err := st.ReplayRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	f.Status, f.Selected, f.Sent, f.Checkpoints = run.Status, run.Selected, run.Sent, len(cps)
+	if run.Status != dedup.RunCompleted {
+		probs.add("run %s is %s, not completed (error %q)", runID, run.Status, run.Error)
+	}
+	if run.Selected != int64(selected) || run.Sent != int64(selected) || run.Quarantined != 0 || run.Skipped != 0 {
+		probs.add("run counts %+v, want %d selected and sent", run.RunCounts, selected)
+	}
+	for _, cp := range cps {
+		if cp.AckedThrough == cp.End {
+			f.AtTheEnd++
+		} else {
+			probs.add("checkpoint %s/%d acknowledged through %d, its range ends at %d", cp.Topic, cp.Partition, cp.AckedThrough, cp.End)
+		}
+	}
+	counts, err := st.ReplayTargetCounts(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, c := range counts {
+		f.TargetCounts += c.Records
+	}
+	if f.TargetCounts != run.Sent {
+		probs.add("the journal's per-target counts add up to %d, the run says %d sent", f.TargetCounts, run.Sent)
+	}
+	return nil
+}
+
+// journaledSends checks that each selected dead letter's journaled send names a record of the
+// target (at, by address) that carries this run's id and that dead letter as its source.
+func journaledSends(ctx context.Context, st *dedup.Store, runID string, selected []*kgo.Record, at map[string]*kgo.Record, f *JournalFigures, probs *Problems) error {
+	if len(selected) == 0 {
+		return nil
+	}
+	recs := make([]dedup.SourceRecord, len(selected))
+	for i, d := range selected {
+		ref := dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
+		recs[i] = dedup.SourceRecord{SourceRef: ref, EventID: dlq.Parse(d).EventID, Timestamp: d.Timestamp}
+	}
+	replayed, err := st.ReplayedSources(ctx, selected[0].Topic, recs)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for _, rec := range recs {
+		ref := rec.SourceRef
+		src := Addr(ref.Topic, ref.Partition, ref.Offset)
+		rr, ok := replayed[ref]
+		if !ok || rr.RunID != runID {
+			bad = append(bad, fmt.Sprintf("%s: no send of run %s in the journal (%+v)", src, runID, rr))
+			continue
+		}
+		r := at[Addr(rr.TargetTopic, rr.TargetPartition, rr.TargetOffset)]
+		if r == nil || header(r, dlq.ReplayHeaderID) != runID || header(r, dlq.ReplayHeaderSource) != src {
+			bad = append(bad, fmt.Sprintf("%s: the journal says it went to %s, which holds no copy of it",
+				src, Addr(rr.TargetTopic, rr.TargetPartition, rr.TargetOffset)))
+			continue
+		}
+		f.Journaled++
+	}
+	probs.examples("journaled sends wrong", bad)
+	return nil
 }
