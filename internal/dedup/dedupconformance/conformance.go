@@ -185,20 +185,12 @@ func exists(t *testing.T, st *dedup.Store, consumer, id string) bool {
 
 // migrationsTable is the quoted migrations table of a store in env.
 func migrationsTable(st *dedup.Store, env Env) string {
-	if st.Driver() == "postgres" {
-		return fmt.Sprintf(`"%s"."fieldwork_migrations"`, env.Schema)
-	}
-	return `"` + sqlitedriver.TableName(env.Schema, "fieldwork_migrations") + `"`
+	return dedup.TableName(st.Driver(), env.Schema, "fieldwork_migrations")
 }
 
 // sqlTime is a time as a bind value the driver's timestamp column compares
-// correctly (timestamptz on Postgres, UTC millisecond text on SQLite).
-func sqlTime(st *dedup.Store, t time.Time) any {
-	if st.Driver() == "postgres" {
-		return t
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
+// correctly (dedup.TimeArg).
+func sqlTime(st *dedup.Store, t time.Time) any { return dedup.TimeArg(st.Driver(), t) }
 
 // --- migrations ---
 

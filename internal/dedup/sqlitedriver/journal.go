@@ -118,7 +118,7 @@ func storedOrNow(t time.Time) string {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	return formatStored(t)
+	return FormatTime(t)
 }
 
 func nullIfEmpty(s string) any {
