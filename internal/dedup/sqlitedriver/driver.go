@@ -168,13 +168,18 @@ func (d *Driver) BeginMigration(ctx context.Context) (dedupdriver.Tx, error) {
 }
 
 func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
+	return dedupdriver.RenderMigrations(migrationFS, d.templateData())
+}
+
+// templateData are the names the migrations are rendered with.
+func (d *Driver) templateData() map[string]string {
 	data := map[string]string{
 		"Table":            d.table,
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(d.rawTable + "_processed_at_idx"),
 	}
 	d.journal().templateData(data)
-	return dedupdriver.RenderMigrations(migrationFS, data)
+	return data
 }
 
 // querier is *sql.DB or *sql.Tx.
