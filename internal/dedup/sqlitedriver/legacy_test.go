@@ -3,12 +3,13 @@ package sqlitedriver_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
@@ -18,7 +19,7 @@ import (
 // legacyStore makes, in a new file, the store an older fieldwork made: the SQLite migrations
 // it had, numbered as it numbered them (before the one migration line: 001–008, without
 // replay_packed_sends), applied up to version upTo and recorded as it recorded them. The
-// files in testdata/legacy_migrations are that fieldwork's migrations/, as they were
+// files of testdata/legacy_migrations.txtar are that fieldwork's migrations/, as they were
 // (git show of internal/dedup/sqlitedriver/migrations at the commit before the line). Two
 // markers and a marker action are written in the millisecond layout it wrote.
 func legacyStore(t *testing.T, upTo int) string {
@@ -31,24 +32,20 @@ func legacyStore(t *testing.T, upTo int) string {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	files, err := filepath.Glob("testdata/legacy_migrations/*.sql")
-	if err != nil || len(files) != 8 {
-		t.Fatalf("legacy migrations %v %v", files, err)
+	ar, err := txtar.ParseFile("testdata/legacy_migrations.txtar")
+	if err != nil || len(ar.Files) != 8 {
+		t.Fatalf("legacy migrations: %d files, %v", len(ar.Files), err)
 	}
 	db := d.DB()
-	for i, f := range files[:upTo] {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, f := range ar.Files[:upTo] {
 		var b strings.Builder
-		if err := template.Must(template.New(f).Option("missingkey=error").Parse(string(src))).Execute(&b, sqlitedriver.TemplateData(d)); err != nil {
+		if err := template.Must(template.New(f.Name).Option("missingkey=error").Parse(string(f.Data))).Execute(&b, sqlitedriver.TemplateData(d)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, b.String()); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			t.Fatalf("%s: %v", f.Name, err)
 		}
-		name := strings.TrimSuffix(filepath.Base(f)[4:], ".sql")
+		name := strings.TrimSuffix(f.Name[4:], ".sql")
 		if _, err := db.ExecContext(ctx, `INSERT INTO "fieldwork_fieldwork_migrations" (line, version, name) VALUES ('processed_events', $1, $2)`, i+1, name); err != nil {
 			t.Fatal(err)
 		}
