@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -199,20 +200,7 @@ func testMigrate(t *testing.T, fresh Fresh) {
 	dsn, schema := fresh(t)
 	env := Env{DSN: dsn, Schema: schema}
 	st := env.Open(t, dedup.Options{})
-
-	status, err := st.Status(ctx)
-	if err != nil {
-		t.Fatalf("status of an empty database: %v", err)
-	}
-	if status.Current != 0 || status.Latest < 1 || len(status.Pending) != status.Latest {
-		t.Fatalf("empty database: status %+v", status)
-	}
-	if err := status.Err(); !errors.Is(err, dedup.ErrNotMigrated) {
-		t.Fatalf("empty database: Err() = %v, want ErrNotMigrated", err)
-	}
-	if err := st.Verify(ctx); !errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "fieldwork db migrate") {
-		t.Fatalf("Verify on an empty database = %v, want ErrNotMigrated naming `fieldwork db migrate`", err)
-	}
+	status := emptyStatus(t, st)
 
 	planned, err := st.Migrate(ctx, true)
 	if err != nil {
@@ -260,14 +248,45 @@ func testMigrate(t *testing.T, fresh Fresh) {
 	if err := st.Verify(ctx); err != nil {
 		t.Fatalf("Verify after migrate: %v", err)
 	}
+	for i, a := range status.Applied {
+		if l := dedupdriver.Line[i]; a.Version != l.Version || a.Name != l.Name {
+			t.Fatalf("applied migration %d_%s, want step %d_%s of the line", a.Version, a.Name, l.Version, l.Name)
+		}
+	}
+	testOtherLine(t, env, st, status.Latest)
+}
 
-	// A second store with another table in the same namespace has its own
-	// migration line.
+// emptyStatus checks the status of st's empty database: nothing applied, every migration
+// pending, ErrNotMigrated naming `fieldwork db migrate`.
+func emptyStatus(t *testing.T, st *dedup.Store) dedup.MigrationStatus {
+	t.Helper()
+	ctx := ctxT(t)
+	status, err := st.Status(ctx)
+	if err != nil {
+		t.Fatalf("status of an empty database: %v", err)
+	}
+	if status.Current != 0 || status.Latest < 1 || len(status.Pending) != status.Latest {
+		t.Fatalf("empty database: status %+v", status)
+	}
+	if err := status.Err(); !errors.Is(err, dedup.ErrNotMigrated) {
+		t.Fatalf("empty database: Err() = %v, want ErrNotMigrated", err)
+	}
+	if err := st.Verify(ctx); !errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "fieldwork db migrate") {
+		t.Fatalf("Verify on an empty database = %v, want ErrNotMigrated naming `fieldwork db migrate`", err)
+	}
+	return status
+}
+
+// testOtherLine: a second store with another table in the namespace of st (migrated to
+// latest) has its own migration line.
+func testOtherLine(t *testing.T, env Env, st *dedup.Store, latest int) {
+	t.Helper()
+	ctx := ctxT(t)
 	other := env.Open(t, dedup.Options{Table: "other_events"})
 	if s, _ := other.Status(ctx); s.Current != 0 {
 		t.Fatalf("other table: current %d before its migrate", s.Current)
 	}
-	if steps, err := other.Migrate(ctx, false); err != nil || len(steps) != status.Latest {
+	if steps, err := other.Migrate(ctx, false); err != nil || len(steps) != latest {
 		t.Fatalf("other table migrate: %d steps, %v", len(steps), err)
 	}
 	claim(t, other, "c", markers("x"))

@@ -87,3 +87,38 @@ func Empty(sql string) bool {
 	}
 	return true
 }
+
+// journalTables are the tables of the journals beside the markers (migrations 002–008), by the
+// name the migrations' templates give them: they belong to the store's schema (on SQLite its
+// prefix), shared by its marker tables.
+var journalTables = []struct{ key, name string }{
+	{"ReplayRuns", "replay_runs"},
+	{"ReplayCheckpoints", "replay_checkpoints"},
+	{"ReplaySends", "replay_sends"}, // of migration 002, which 003 drops
+	{"ReplaySendBatches", "replay_send_batches"},
+	{"ReplayTargetCounts", "replay_target_counts"},
+	{"ReplayRunTopics", "replay_run_topics"},
+	{"ReplaySendTimes", "replay_send_times"}, // SQLite's: PostgreSQL packs the timestamps
+	{"MarkerActions", "marker_actions"},
+	{"GroupActions", "group_actions"},
+}
+
+// journalIndexes are the journal's indexes: the template's name, the table, the suffix.
+var journalIndexes = []struct{ key, table, suffix string }{
+	{"ReplayRunsCreatedIndex", "replay_runs", "_created_at_idx"},
+	{"ReplaySendsSourceIndex", "replay_sends", "_source_idx"},
+	{"ReplaySendBatchesRunIndex", "replay_send_batches", "_run_idx"},
+	{"ReplaySendBatchesSourceIndex", "replay_send_batches", "_source_idx"},
+}
+
+// JournalTemplateData adds the journal's tables and indexes to a driver's migration template
+// data m: each table as table(its base name), each index as index(its table's base name,
+// suffix), the driver's quoted forms.
+func JournalTemplateData(m map[string]string, table func(name string) string, index func(table, suffix string) string) {
+	for _, t := range journalTables {
+		m[t.key] = table(t.name)
+	}
+	for _, i := range journalIndexes {
+		m[i.key] = index(i.table, i.suffix)
+	}
+}
