@@ -193,6 +193,20 @@ func migrationsTable(st *dedup.Store, env Env) string {
 // correctly (dedup.TimeArg).
 func sqlTime(st *dedup.Store, t time.Time) any { return dedup.TimeArg(st.Driver(), t) }
 
+// storeTx is a migrated store of fresh and a transaction on it, rolled back at the end of the
+// test unless committed.
+func storeTx(t *testing.T, fresh Fresh) (*dedup.Store, *dedup.Tx) {
+	t.Helper()
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	tx, err := st.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return st, tx
+}
+
 // --- migrations ---
 
 func testMigrate(t *testing.T, fresh Fresh) {
@@ -438,12 +452,7 @@ func testInvalidIdentifiers(t *testing.T, fresh Fresh) {
 
 	// Savepoint names are identifiers too, and refusing one leaves the
 	// transaction usable.
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	if err := tx.Savepoint(ctx, "sp; ROLLBACK"); !errors.As(err, &ie) {
 		t.Fatalf("bad savepoint name: %v", err)
 	}
@@ -464,12 +473,7 @@ func testClaimBasics(t *testing.T, fresh Fresh) {
 
 func testEmptyBatch(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	for _, batch := range [][]dedup.Marker{nil, {}} {
 		fresh, err := st.Claim(ctx, tx, "c", batch)
 		if err != nil || len(fresh) != 0 {
@@ -562,12 +566,7 @@ func testRollback(t *testing.T, fresh Fresh) {
 
 func testInvalidInput(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	var ie *dedup.InvalidInputError
 	for _, bad := range [][]dedup.Marker{
 		markers("ok", ""),
@@ -850,12 +849,7 @@ func testWaitForRollback(t *testing.T, fresh Fresh) {
 
 func testSavepoints(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -112,24 +112,9 @@ func TestLegacyNumberedStoreUpgrades(t *testing.T) {
 				t.Fatalf("after migrate: %+v %v", status, err)
 			}
 			// The table itself says the line's numbering, to every reader.
-			var recorded []string
-			err = st.InTx(ctx, func(tx *dedup.Tx) error {
-				rows, err := tx.Query(ctx, `SELECT version || '_' || name FROM "fieldwork_fieldwork_migrations" WHERE line = 'processed_events' ORDER BY version`)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var s string
-					if err := rows.Scan(&s); err != nil {
-						return err
-					}
-					recorded = append(recorded, s)
-				}
-				return rows.Err()
-			})
-			if err != nil || strings.Join(recorded, " ") != strings.Join(line, " ") {
-				t.Fatalf("migrations table %v %v", recorded, err)
+			recorded := queryStrings(t, st, `SELECT version || '_' || name FROM "fieldwork_fieldwork_migrations" WHERE line = 'processed_events' ORDER BY version`)
+			if strings.Join(recorded, " ") != strings.Join(line, " ") {
+				t.Fatalf("migrations table %v", recorded)
 			}
 			// Millisecond times of the old layout: the marker at .123 is before .1235, the one
 			// at .124 is not.
