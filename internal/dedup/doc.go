@@ -41,11 +41,21 @@
 // schema "main" means no prefix (for existing tables). Details in the
 // sqlitedriver package documentation.
 //
-// Migrations. Numbered .sql files embedded per driver
-// (pgdriver/migrations, sqlitedriver/migrations), recorded in the table
-// fieldwork_migrations of the schema, keyed by (line, version) where line is
-// the marker table's name, so several stores can share a schema. All
-// pending migrations apply in one transaction under a lock.
+// Migrations. One migration line for every driver (dedupdriver.Line): version N is the
+// same schema change on PostgreSQL and on SQLite, so a store's version means one thing. Each
+// driver embeds one numbered .sql file per step (pgdriver/migrations,
+// sqlitedriver/migrations); a step a driver needs nothing for is a file of comments saying
+// why (SQLite's 005_replay_packed_sends, PostgreSQL's 010_sqlite_microsecond_times), recorded
+// as applied like any other. They are recorded in the table fieldwork_migrations of the
+// schema, keyed by (line, version) where line is the marker table's name, so several stores
+// can share a schema. All pending migrations apply in one transaction under a lock. SQLite
+// stores made before the one line recorded their steps from replay_record_identity on one
+// version lower: the driver reads them in the line's numbering and renumbers the table when
+// it migrates (sqlitedriver/legacy.go).
+//
+// Capabilities. The journals a driver keeps (dedupdriver.Journal, ActionJournal,
+// GroupJournal) are checked once, when the store opens (dedupdriver.Check): a driver without
+// one is refused there, naming what it lacks.
 //
 // Long event ids. PostgreSQL cannot index a key of more than about 2.7 KB,
 // so ids longer than MaxInlineEventIDBytes (1 KB) are stored as
@@ -56,7 +66,7 @@
 // claimers of overlapping batches take row locks in the same order and wait
 // for each other rather than deadlock.
 //
-// Replay journal. Migrations 002 to 005 add the journal of `fieldwork
+// Replay journal. Migrations 002 to 006 add the journal of `fieldwork
 // replay` (journal.go): replay_runs (who, why, the selection as JSON, source
 // topics, target, status, counts, times, the owning process),
 // replay_checkpoints (per source partition: the inclusive range fixed at
@@ -77,7 +87,7 @@
 // the run; ReplayedSources answers "was this dead letter replayed, when,
 // where to".
 //
-// Journal of marker actions. Migration 007 on PostgreSQL (006 on SQLite) adds marker_actions
+// Journal of marker actions. Migration 007 adds marker_actions
 // (journal.go): every executed `processed prune` and `processed forget`, its operator, reason,
 // selection and counts as JSON, the markers it deleted and the marker table, shared by the
 // schema's marker tables like the replay journal.

@@ -16,7 +16,7 @@ import (
 // store's schema that migrations 002 and 003 create (replay_runs,
 // replay_checkpoints, replay_send_batches; on SQLite with the schema
 // prefix), with the topic IDs of the topics each run reads
-// (replay_run_topics: PostgreSQL migration 006, SQLite 005). The tables
+// (replay_run_topics: migration 006). The tables
 // belong to the schema, not to one marker table: stores of several marker
 // tables in one schema share one journal.
 //
@@ -86,7 +86,7 @@ func (e *RunNotFoundError) Error() string {
 // another process (or the run is gone).
 var ErrRunNotOwned = errors.New("the replay run is driven by another process")
 
-func (s *Store) journal() dedupdriver.Journal { return s.drv.(dedupdriver.Journal) }
+func (s *Store) journal() dedupdriver.Journal { return s.caps.Journal }
 
 func checkRunID(id string) error { return checkText("run id", -1, id, 200) }
 
@@ -267,7 +267,7 @@ const (
 	ActionForget = "forget"
 )
 
-func (s *Store) actions() dedupdriver.ActionJournal { return s.drv.(dedupdriver.ActionJournal) }
+func (s *Store) actions() dedupdriver.ActionJournal { return s.caps.Actions }
 
 // RecordMarkerAction journals an executed deletion of this store's markers (a.MarkerTable is
 // set to the store's table).
@@ -301,7 +301,7 @@ const (
 	ActionUndo = "undo"
 )
 
-func (s *Store) groups() dedupdriver.GroupJournal { return s.drv.(dedupdriver.GroupJournal) }
+func (s *Store) groups() dedupdriver.GroupJournal { return s.caps.Groups }
 
 // RecordGroupAction journals an executed move of a consumer group's committed offsets.
 func (s *Store) RecordGroupAction(ctx context.Context, a GroupAction) error {

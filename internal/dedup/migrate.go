@@ -136,7 +136,9 @@ func (s *Store) Migrate(ctx context.Context, dryRun bool) ([]MigrationStep, erro
 	}
 	for _, step := range pending {
 		i := slices.IndexFunc(all, func(m dedupdriver.Migration) bool { return m.Version == step.Version })
-		if _, err := tx.Exec(ctx, step.SQL); err != nil {
+		if dedupdriver.Empty(step.SQL) {
+			// A step this driver needs nothing for: recorded, nothing run.
+		} else if _, err := tx.Exec(ctx, step.SQL); err != nil {
 			return nil, fmt.Errorf("apply migration %03d_%s to %s: %w", step.Version, step.Name, s.Table(), err)
 		}
 		if err := s.drv.RecordMigration(ctx, tx, all[i]); err != nil {

@@ -47,7 +47,9 @@ const (
 // Store is the durable marker store of one table. It is safe for concurrent
 // use; transactions (Tx) are not.
 type Store struct {
-	drv           dedupdriver.Driver
+	drv dedupdriver.Driver
+	// caps are drv's journals, checked when the store opened.
+	caps          dedupdriver.Capabilities
 	names         dedupdriver.Names
 	customColumns bool
 	// preset is the other library's table the store reads (Options.Preset), or nil.
@@ -91,7 +93,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{drv: drv, names: names, customColumns: names.Columns != DefaultColumns, preset: preset}, nil
+	caps, err := dedupdriver.Check(drv)
+	if err != nil {
+		_ = drv.Close()
+		return nil, err
+	}
+	return &Store{drv: drv, caps: caps, names: names, customColumns: names.Columns != DefaultColumns, preset: preset}, nil
 }
 
 // shaped reports whether c says more than column names: a column absent, a unit, a path, a

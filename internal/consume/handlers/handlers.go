@@ -94,6 +94,7 @@ func New(name string, cfg Config) (consume.Handler, error) {
 
 // dialect holds what differs between PostgreSQL and SQLite in the handlers' SQL.
 type dialect struct {
+	driver   string
 	postgres bool
 	schema   string
 }
@@ -106,17 +107,14 @@ func newDialect(driver, schema string) (dialect, error) {
 		return dialect{}, err
 	}
 	switch driver {
-	case "postgres":
-		return dialect{postgres: true, schema: schema}, nil
-	case "sqlite":
-		return dialect{schema: schema}, nil
+	case "postgres", "sqlite":
+		return dialect{driver: driver, postgres: driver == "postgres", schema: schema}, nil
 	}
 	return dialect{}, fmt.Errorf("unknown store driver %q", driver)
 }
 
 // Table returns the quoted name of a handler table in the store's schema, as the store
-// names its own tables: "schema"."name" on PostgreSQL; "schema_name" on SQLite ("name" for
-// the schema main). name must be one of the Table constants.
+// names its own tables (dedup.TableName). name must be one of the Table constants.
 func Table(driver, schema, name string) (string, error) {
 	d, err := newDialect(driver, schema)
 	if err != nil {
@@ -125,36 +123,16 @@ func Table(driver, schema, name string) (string, error) {
 	return d.table(name), nil
 }
 
-func (d dialect) table(name string) string {
-	if d.postgres {
-		return `"` + d.schema + `"."` + name + `"`
-	}
-	if d.schema == "main" {
-		return `"` + name + `"`
-	}
-	return `"` + d.schema + "_" + name + `"`
-}
+func (d dialect) table(name string) string { return dedup.TableName(d.driver, d.schema, name) }
 
-// index names an index of table name: schema-scoped on PostgreSQL (no schema part, it is
-// created in the table's schema), prefixed on SQLite (index names are per database).
+// index names an index of table name, as the store names its own (dedup.IndexName).
 func (d dialect) index(name, suffix string) string {
-	if d.postgres || d.schema == "main" {
-		return `"` + name + "_" + suffix + `"`
-	}
-	return `"` + d.schema + "_" + name + "_" + suffix + `"`
+	return dedup.IndexName(d.driver, d.schema, name, suffix)
 }
 
-// ts turns a time into a bind parameter: time.Time for PostgreSQL, RFC 3339 text in UTC for
-// SQLite; nil for the zero time.
-func (d dialect) ts(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	if d.postgres {
-		return t
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
-}
+// ts turns a time into a bind parameter of the store's one time form (dedup.TimeArg); nil for
+// the zero time.
+func (d dialect) ts(t time.Time) any { return dedup.TimeArg(d.driver, t) }
 
 // types for CREATE TABLE.
 func (d dialect) timestamp() string {

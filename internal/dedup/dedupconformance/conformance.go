@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -185,19 +186,25 @@ func exists(t *testing.T, st *dedup.Store, consumer, id string) bool {
 
 // migrationsTable is the quoted migrations table of a store in env.
 func migrationsTable(st *dedup.Store, env Env) string {
-	if st.Driver() == "postgres" {
-		return fmt.Sprintf(`"%s"."fieldwork_migrations"`, env.Schema)
-	}
-	return `"` + sqlitedriver.TableName(env.Schema, "fieldwork_migrations") + `"`
+	return dedup.TableName(st.Driver(), env.Schema, "fieldwork_migrations")
 }
 
 // sqlTime is a time as a bind value the driver's timestamp column compares
-// correctly (timestamptz on Postgres, UTC millisecond text on SQLite).
-func sqlTime(st *dedup.Store, t time.Time) any {
-	if st.Driver() == "postgres" {
-		return t
+// correctly (dedup.TimeArg).
+func sqlTime(st *dedup.Store, t time.Time) any { return dedup.TimeArg(st.Driver(), t) }
+
+// storeTx is a migrated store of fresh and a transaction on it, rolled back at the end of the
+// test unless committed.
+func storeTx(t *testing.T, fresh Fresh) (*dedup.Store, *dedup.Tx) {
+	t.Helper()
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	tx, err := st.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return st, tx
 }
 
 // --- migrations ---
@@ -207,20 +214,7 @@ func testMigrate(t *testing.T, fresh Fresh) {
 	dsn, schema := fresh(t)
 	env := Env{DSN: dsn, Schema: schema}
 	st := env.Open(t, dedup.Options{})
-
-	status, err := st.Status(ctx)
-	if err != nil {
-		t.Fatalf("status of an empty database: %v", err)
-	}
-	if status.Current != 0 || status.Latest < 1 || len(status.Pending) != status.Latest {
-		t.Fatalf("empty database: status %+v", status)
-	}
-	if err := status.Err(); !errors.Is(err, dedup.ErrNotMigrated) {
-		t.Fatalf("empty database: Err() = %v, want ErrNotMigrated", err)
-	}
-	if err := st.Verify(ctx); !errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "fieldwork db migrate") {
-		t.Fatalf("Verify on an empty database = %v, want ErrNotMigrated naming `fieldwork db migrate`", err)
-	}
+	status := emptyStatus(t, st)
 
 	planned, err := st.Migrate(ctx, true)
 	if err != nil {
@@ -268,14 +262,45 @@ func testMigrate(t *testing.T, fresh Fresh) {
 	if err := st.Verify(ctx); err != nil {
 		t.Fatalf("Verify after migrate: %v", err)
 	}
+	for i, a := range status.Applied {
+		if l := dedupdriver.Line[i]; a.Version != l.Version || a.Name != l.Name {
+			t.Fatalf("applied migration %d_%s, want step %d_%s of the line", a.Version, a.Name, l.Version, l.Name)
+		}
+	}
+	testOtherLine(t, env, st, status.Latest)
+}
 
-	// A second store with another table in the same namespace has its own
-	// migration line.
+// emptyStatus checks the status of st's empty database: nothing applied, every migration
+// pending, ErrNotMigrated naming `fieldwork db migrate`.
+func emptyStatus(t *testing.T, st *dedup.Store) dedup.MigrationStatus {
+	t.Helper()
+	ctx := ctxT(t)
+	status, err := st.Status(ctx)
+	if err != nil {
+		t.Fatalf("status of an empty database: %v", err)
+	}
+	if status.Current != 0 || status.Latest < 1 || len(status.Pending) != status.Latest {
+		t.Fatalf("empty database: status %+v", status)
+	}
+	if err := status.Err(); !errors.Is(err, dedup.ErrNotMigrated) {
+		t.Fatalf("empty database: Err() = %v, want ErrNotMigrated", err)
+	}
+	if err := st.Verify(ctx); !errors.Is(err, dedup.ErrNotMigrated) || !strings.Contains(err.Error(), "fieldwork db migrate") {
+		t.Fatalf("Verify on an empty database = %v, want ErrNotMigrated naming `fieldwork db migrate`", err)
+	}
+	return status
+}
+
+// testOtherLine: a second store with another table in the namespace of st (migrated to
+// latest) has its own migration line.
+func testOtherLine(t *testing.T, env Env, st *dedup.Store, latest int) {
+	t.Helper()
+	ctx := ctxT(t)
 	other := env.Open(t, dedup.Options{Table: "other_events"})
 	if s, _ := other.Status(ctx); s.Current != 0 {
 		t.Fatalf("other table: current %d before its migrate", s.Current)
 	}
-	if steps, err := other.Migrate(ctx, false); err != nil || len(steps) != status.Latest {
+	if steps, err := other.Migrate(ctx, false); err != nil || len(steps) != latest {
 		t.Fatalf("other table migrate: %d steps, %v", len(steps), err)
 	}
 	claim(t, other, "c", markers("x"))
@@ -427,12 +452,7 @@ func testInvalidIdentifiers(t *testing.T, fresh Fresh) {
 
 	// Savepoint names are identifiers too, and refusing one leaves the
 	// transaction usable.
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	if err := tx.Savepoint(ctx, "sp; ROLLBACK"); !errors.As(err, &ie) {
 		t.Fatalf("bad savepoint name: %v", err)
 	}
@@ -453,12 +473,7 @@ func testClaimBasics(t *testing.T, fresh Fresh) {
 
 func testEmptyBatch(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	for _, batch := range [][]dedup.Marker{nil, {}} {
 		fresh, err := st.Claim(ctx, tx, "c", batch)
 		if err != nil || len(fresh) != 0 {
@@ -551,12 +566,7 @@ func testRollback(t *testing.T, fresh Fresh) {
 
 func testInvalidInput(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	var ie *dedup.InvalidInputError
 	for _, bad := range [][]dedup.Marker{
 		markers("ok", ""),
@@ -839,12 +849,7 @@ func testWaitForRollback(t *testing.T, fresh Fresh) {
 
 func testSavepoints(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	st, tx := storeTx(t, fresh)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
-	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 )
 
 // The replay journal's part of the suite (migration 002).
@@ -517,10 +516,7 @@ VALUES ('old', $1, 'orders.dlq', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 
 // journalTable is the quoted table name of the journal's table name in env.
 func journalTable(st *dedup.Store, env Env, name string) string {
-	if st.Driver() == "postgres" {
-		return `"` + env.Schema + `"."` + name + `"`
-	}
-	return `"` + sqlitedriver.TableName(env.Schema, name) + `"`
+	return dedup.TableName(st.Driver(), env.Schema, name)
 }
 
 // testJournalBeforeRecordIdentity: a store journaled before record identity (PostgreSQL

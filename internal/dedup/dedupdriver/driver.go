@@ -16,6 +16,7 @@ package dedupdriver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -343,4 +344,35 @@ func ScanStrings(rows interface {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// Capabilities are the journals a driver keeps beside its markers, each an interface of its
+// own: checked once, when the store opens (Check), and held from then on, so that no caller
+// asserts them later.
+type Capabilities struct {
+	Journal Journal       // the replay journal
+	Actions ActionJournal // the journal of prunes and forgets
+	Groups  GroupJournal  // the journal of group skips and undos
+}
+
+// Check returns d's capabilities, or an error naming every one d lacks: every driver keeps
+// every journal, and a driver that does not is refused when the store opens, not when a
+// command first reaches for it.
+func Check(d Driver) (Capabilities, error) {
+	var c Capabilities
+	var ok bool
+	var missing []string
+	if c.Journal, ok = d.(Journal); !ok {
+		missing = append(missing, "the replay journal (dedupdriver.Journal)")
+	}
+	if c.Actions, ok = d.(ActionJournal); !ok {
+		missing = append(missing, "the marker action journal (dedupdriver.ActionJournal)")
+	}
+	if c.Groups, ok = d.(GroupJournal); !ok {
+		missing = append(missing, "the group action journal (dedupdriver.GroupJournal)")
+	}
+	if len(missing) > 0 {
+		return Capabilities{}, fmt.Errorf("the %s store driver lacks %s", d.Name(), strings.Join(missing, ", "))
+	}
+	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 // that schema: replay_runs, replay_checkpoints and replay_send_batches (the
 // acknowledged sends, a row per flush, source partition and target topic).
 //
-// Record identity (PostgreSQL migration 006, SQLite 005). Coordinates alone do not name a
+// Record identity (migration 006). Coordinates alone do not name a
 // record: a topic deleted and recreated, or a sandbox broker restarted over the same store,
 // puts other records at the same topic, partition and offset. So a run journals the Kafka
 // topic ID of each topic it reads (replay_run_topics), and each send the source record's
@@ -432,8 +432,7 @@ func SortSends(sends []ReplaySend) []ReplaySend {
 	return out
 }
 
-// MarkerAction is a journaled `processed prune` or `processed forget` (migration 007 on
-// PostgreSQL, 006 on SQLite): who deleted markers of which table, why, which (Selection,
+// MarkerAction is a journaled `processed prune` or `processed forget` (migration 007): who deleted markers of which table, why, which (Selection,
 // JSON), how many (Counts, JSON; Deleted, the markers deleted), and the error when it failed
 // part way.
 type MarkerAction struct {
@@ -457,8 +456,33 @@ type ActionJournal interface {
 	ListMarkerActions(ctx context.Context, limit int) ([]MarkerAction, error)
 }
 
-// GroupAction is a journaled `groups skip` or its undo (migration 008 on PostgreSQL, 007 on
-// SQLite): who moved which group's committed offsets on which topic, why, from which offsets
+// InsertMarkerAction is the statement both drivers record a MarkerAction with, into table
+// (its quoted name), created at now (the dialect's current time in SQL); MarkerActionArgs
+// are its arguments.
+func InsertMarkerAction(table, now string) string {
+	return `INSERT INTO ` + table + ` (action, marker_table, operator, reason, selection, counts, deleted, error, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), ` + now + `)`
+}
+
+// MarkerActionArgs are InsertMarkerAction's arguments for a.
+func MarkerActionArgs(a MarkerAction) []any {
+	return []any{a.Action, a.MarkerTable, a.Operator, a.Reason, a.Selection, a.Counts, a.Deleted, a.Error}
+}
+
+// ListMarkerActions is the statement both drivers list the newest actions of table (its
+// quoted name) with ($1 the limit), in the columns MarkerActionDest scans.
+func ListMarkerActions(table string) string {
+	return `SELECT id, action, marker_table, operator, reason, selection, counts, deleted, COALESCE(error, ''), created_at
+FROM ` + table + ` ORDER BY created_at DESC, id DESC LIMIT $1`
+}
+
+// MarkerActionDest are the scan destinations of ListMarkerActions' columns, the last
+// (created_at) at, which each driver reads as its own timestamp.
+func MarkerActionDest(a *MarkerAction, at any) []any {
+	return []any{&a.ID, &a.Action, &a.MarkerTable, &a.Operator, &a.Reason, &a.Selection, &a.Counts, &a.Deleted, &a.Error, at}
+}
+
+// GroupAction is a journaled `groups skip` or its undo (migration 008): who moved which group's committed offsets on which topic, why, from which offsets
 // to which (Offsets, JSON), the records parked in DeadLetterTopic, and, for an undo, the skip
 // it undoes (Undoes). UndoneBy is read, not written: the undo of this skip, when there is one.
 type GroupAction struct {
@@ -488,10 +512,11 @@ type GroupJournal interface {
 }
 
 // InsertGroupAction is the statement both drivers record a GroupAction with, into table (its
-// quoted name), and GroupActionArgs its arguments.
-func InsertGroupAction(table string) string {
-	return `INSERT INTO ` + table + ` (id, action, group_name, topic, dead_letter_topic, operator, reason, offsets, parked, undoes)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))`
+// quoted name), created at now (the dialect's current time in SQL), and GroupActionArgs its
+// arguments.
+func InsertGroupAction(table, now string) string {
+	return `INSERT INTO ` + table + ` (id, action, group_name, topic, dead_letter_topic, operator, reason, offsets, parked, undoes, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), ` + now + `)`
 }
 
 // GroupActionArgs are InsertGroupAction's arguments for a.

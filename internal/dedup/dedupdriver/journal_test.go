@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -197,5 +199,40 @@ func TestJSONText(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil || back.T != tc.text {
 			t.Errorf("Unmarshal(%s) = %q, %v; want %q", b, back.T, err, tc.text)
 		}
+	}
+}
+
+func TestRenderMigrationsFollowsTheLine(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for _, s := range Line {
+		fsys[fmt.Sprintf("migrations/%03d_%s.sql", s.Version, s.Name)] = &fstest.MapFile{Data: []byte("-- nothing\n")}
+	}
+	if ms, err := RenderMigrations(fsys, nil); err != nil || len(ms) != len(Line) || !Empty(ms[0].SQL) {
+		t.Fatalf("the line: %v %v", ms, err)
+	}
+	delete(fsys, "migrations/005_replay_packed_sends.sql")
+	if _, err := RenderMigrations(fsys, nil); err == nil || !strings.Contains(err.Error(), "006_replay_record_identity.sql is not step 5") {
+		t.Fatalf("a step missing: %v", err)
+	}
+	fsys["migrations/005_replay_packed_sends.sql"] = &fstest.MapFile{Data: []byte("-- nothing\n")}
+	fsys["migrations/099_more.sql"] = &fstest.MapFile{Data: []byte("SELECT 1;\n")}
+	if _, err := RenderMigrations(fsys, nil); err == nil {
+		t.Fatal("a step beyond the line was read")
+	}
+	if Empty("-- a comment\n\nSELECT 1;") || !Empty("  -- only\n\n") {
+		t.Fatal("Empty")
+	}
+}
+
+// bare is a driver that keeps no journal.
+type bare struct{ Driver }
+
+func (bare) Name() string { return "bare" }
+
+func TestCheckNamesTheJournalsADriverLacks(t *testing.T) {
+	_, err := Check(bare{})
+	if err == nil || !strings.Contains(err.Error(), "the bare store driver lacks the replay journal") ||
+		!strings.Contains(err.Error(), "ActionJournal") || !strings.Contains(err.Error(), "GroupJournal") {
+		t.Fatalf("Check of a driver without journals: %v", err)
 	}
 }

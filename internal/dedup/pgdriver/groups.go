@@ -13,7 +13,7 @@ var _ dedupdriver.GroupJournal = (*Driver)(nil)
 
 func (d *Driver) RecordGroupAction(ctx context.Context, a dedupdriver.GroupAction) error {
 	j := d.journal()
-	_, err := d.pool.Exec(ctx, dedupdriver.InsertGroupAction(j.groups), dedupdriver.GroupActionArgs(a)...)
+	_, err := d.pool.Exec(ctx, dedupdriver.InsertGroupAction(j.groups, "now()"), dedupdriver.GroupActionArgs(a)...)
 	return j.classifyGroups(err)
 }
 

@@ -21,7 +21,6 @@ type journalTables struct {
 	schema      string
 	runs        string
 	checkpoints string
-	sends       string // replay_sends of migration 002, which 003 drops
 	batches     string
 	targets     string // replay_target_counts of migration 004
 	topics      string // replay_run_topics of migration 006
@@ -35,7 +34,6 @@ func (d *Driver) journal() journalTables {
 		schema:      s,
 		runs:        qualify(s, "replay_runs"),
 		checkpoints: qualify(s, "replay_checkpoints"),
-		sends:       qualify(s, "replay_sends"),
 		batches:     qualify(s, "replay_send_batches"),
 		targets:     qualify(s, "replay_target_counts"),
 		topics:      qualify(s, "replay_run_topics"),
@@ -47,18 +45,8 @@ func (d *Driver) journal() journalTables {
 // templateData adds the journal's names to the migrations' template data.
 // Index names are unqualified: an index lives in its table's schema.
 func (j journalTables) templateData(m map[string]string) {
-	m["ReplayRuns"] = j.runs
-	m["ReplayCheckpoints"] = j.checkpoints
-	m["ReplaySends"] = j.sends
-	m["ReplayRunsCreatedIndex"] = quote("replay_runs_created_at_idx")
-	m["ReplaySendsSourceIndex"] = quote("replay_sends_source_idx")
-	m["ReplaySendBatches"] = j.batches
-	m["ReplaySendBatchesRunIndex"] = quote("replay_send_batches_run_idx")
-	m["ReplaySendBatchesSourceIndex"] = quote("replay_send_batches_source_idx")
-	m["ReplayTargetCounts"] = j.targets
-	m["ReplayRunTopics"] = j.topics
-	m["MarkerActions"] = j.actions
-	m["GroupActions"] = j.groups
+	dedupdriver.JournalTemplateData(m, func(name string) string { return qualify(j.schema, name) },
+		func(table, suffix string) string { return quote(table + suffix) })
 }
 
 // classify names the journal's runs table when the journal is missing.

@@ -35,8 +35,14 @@
 //
 // # Time
 //
-// processed_at is TEXT in UTC, 2006-01-02T15:04:05.000Z, millisecond
-// precision; the default is the time of the statement. Comparisons round
-// the given instant up to the millisecond, which makes "strictly before T"
-// exact for stored values.
+// Every time is TEXT in UTC in one layout, TimeLayout (2006-01-02T15:04:05.000000Z:
+// microseconds, what PostgreSQL's timestamptz keeps), in the store's tables and in the
+// bundled handlers' (dedup.TimeArg); the default is the time of the statement. Comparisons
+// round the given instant up to the microsecond, which makes "strictly before T" exact for
+// stored values. Stores made before migration 010 held milliseconds
+// (2006-01-02T15:04:05.000Z), which do not sort among microsecond texts: migration 010
+// rewrites them, and every reader still parses them.
+//
+// TableName is the one rule of a table's name in a schema, used for the store's tables and,
+// through dedup.TableName and dedup.IndexName, for the tables that live beside them.
 package sqlitedriver

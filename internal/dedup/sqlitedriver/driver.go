@@ -152,18 +152,34 @@ func (d *Driver) Begin(ctx context.Context) (dedupdriver.Tx, error) {
 	return &sqlTx{tx: tx}, nil
 }
 
-// BeginMigration is Begin: the write lock taken at BEGIN IMMEDIATE is the
-// migration lock.
-func (d *Driver) BeginMigration(ctx context.Context) (dedupdriver.Tx, error) { return d.Begin(ctx) }
+// BeginMigration is Begin (the write lock taken at BEGIN IMMEDIATE is the migration lock),
+// with the migrations table of a store made before the one migration line renumbered to it in
+// the transaction (renumberLegacy).
+func (d *Driver) BeginMigration(ctx context.Context) (dedupdriver.Tx, error) {
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.renumberLegacy(ctx, tx); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
+}
 
 func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
+	return dedupdriver.RenderMigrations(migrationFS, d.templateData())
+}
+
+// templateData are the names the migrations are rendered with.
+func (d *Driver) templateData() map[string]string {
 	data := map[string]string{
 		"Table":            d.table,
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(d.rawTable + "_processed_at_idx"),
 	}
 	d.journal().templateData(data)
-	return dedupdriver.RenderMigrations(migrationFS, data)
+	return data
 }
 
 // querier is *sql.DB or *sql.Tx.
@@ -184,7 +200,18 @@ func (d *Driver) on(tx dedupdriver.Tx) (querier, error) {
 	return t.tx, nil
 }
 
+// AppliedMigrations reads the migrations table in the line's numbering, also that of a store
+// made before the one migration line (renumber).
 func (d *Driver) AppliedMigrations(ctx context.Context, tx dedupdriver.Tx) ([]dedupdriver.AppliedMigration, error) {
+	rows, err := d.readApplied(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return renumber(rows), nil
+}
+
+// readApplied reads the rows of the store's line as they are recorded.
+func (d *Driver) readApplied(ctx context.Context, tx dedupdriver.Tx) ([]dedupdriver.AppliedMigration, error) {
 	q, err := d.on(tx)
 	if err != nil {
 		return nil, err
@@ -217,7 +244,7 @@ func (d *Driver) AppliedMigrations(ctx context.Context, tx dedupdriver.Tx) ([]de
 }
 
 func (d *Driver) RecordMigration(ctx context.Context, tx dedupdriver.Tx, m dedupdriver.Migration) error {
-	_, err := tx.Exec(ctx, `INSERT INTO `+d.migTab+` (line, version, name) VALUES ($1, $2, $3)`, d.names.Table, m.Version, m.Name)
+	_, err := tx.Exec(ctx, `INSERT INTO `+d.migTab+` (line, version, name, applied_at) VALUES ($1, $2, $3, `+nowExpr+`)`, d.names.Table, m.Version, m.Name)
 	return d.classify(err)
 }
 
@@ -281,22 +308,28 @@ func (t *sqlTx) Rollback(context.Context) error {
 
 func (t *sqlTx) Unwrap() any { return t.tx }
 
-// Time in the database: UTC text with milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z"
+// TimeLayout is how SQLite holds a time, in every table of the store and of the bundled
+// handlers: UTC text with microseconds, which keeps what PostgreSQL's timestamptz keeps and
+// sorts and compares in time order. Stores made before migration 010 held milliseconds
+// (2006-01-02T15:04:05.000Z): that migration rewrites them, and parseTime still reads them.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
 
-// formatBound formats t for a comparison, rounded up to the millisecond:
-// for a stored value s (whole milliseconds), s < t ⇔ s < ceil(t), and
+// FormatTime formats a time to store, truncated to the microsecond.
+func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(TimeLayout) }
+
+// nowExpr is the current time in TimeLayout, in SQL (strftime gives milliseconds).
+const nowExpr = `strftime('%Y-%m-%dT%H:%M:%f000Z', 'now')`
+
+// formatBound formats t for a comparison, rounded up to the microsecond:
+// for a stored value s (whole microseconds), s < t ⇔ s < ceil(t), and
 // s >= t ⇔ s >= ceil(t).
 func formatBound(t time.Time) string {
 	t = t.UTC()
-	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
-		t = r.Add(time.Millisecond)
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		t = r.Add(time.Microsecond)
 	}
-	return t.Format(timeLayout)
+	return t.Format(TimeLayout)
 }
-
-// formatStored formats a time to store, truncated to the millisecond.
-func formatStored(t time.Time) string { return t.UTC().Truncate(time.Millisecond).Format(timeLayout) }
 
 var parseLayouts = []string{
 	time.RFC3339Nano,

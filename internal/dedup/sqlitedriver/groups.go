@@ -12,7 +12,7 @@ var _ dedupdriver.GroupJournal = (*Driver)(nil)
 
 func (d *Driver) RecordGroupAction(ctx context.Context, a dedupdriver.GroupAction) error {
 	j := d.journal()
-	_, err := d.db.ExecContext(ctx, dedupdriver.InsertGroupAction(j.groups), dedupdriver.GroupActionArgs(a)...)
+	_, err := d.db.ExecContext(ctx, dedupdriver.InsertGroupAction(j.groups, nowExpr), dedupdriver.GroupActionArgs(a)...)
 	return j.classifyGroups(err)
 }
 

@@ -14,58 +14,38 @@ import (
 
 var _ dedupdriver.Journal = (*Driver)(nil)
 
-// journalTables are the replay journal's tables (migration 002), named
-// with the store's schema prefix like every other table, quoted.
+// journalTables are the journal's tables (dedupdriver.JournalTemplateData), named with the
+// store's schema prefix like every other table, quoted.
 type journalTables struct {
-	runs, checkpoints, sends, batches string
-	targets                           string // replay_target_counts of migration 004
-	topics, times                     string // replay_run_topics and replay_send_times of migration 005
-	actions                           string // marker_actions of migration 006
-	groups                            string // group_actions of migration 007
-	rawRuns, rawSends, rawBatches     string
+	schema                     string
+	runs, checkpoints, batches string
+	targets                    string // replay_target_counts of migration 004
+	topics, times              string // replay_run_topics and replay_send_times of migration 006
+	actions                    string // marker_actions of migration 007
+	groups                     string // group_actions of migration 008
 }
 
 func (d *Driver) journal() journalTables {
 	s := d.names.Schema
-	j := journalTables{
-		rawRuns:    TableName(s, "replay_runs"),
-		rawSends:   TableName(s, "replay_sends"),
-		rawBatches: TableName(s, "replay_send_batches"),
-	}
-	j.runs, j.sends, j.batches = quote(j.rawRuns), quote(j.rawSends), quote(j.rawBatches)
-	j.checkpoints = quote(TableName(s, "replay_checkpoints"))
-	j.targets = quote(TableName(s, "replay_target_counts"))
-	j.topics = quote(TableName(s, "replay_run_topics"))
-	j.times = quote(TableName(s, "replay_send_times"))
-	j.actions = quote(TableName(s, "marker_actions"))
-	j.groups = quote(TableName(s, "group_actions"))
-	return j
+	t := func(name string) string { return quote(TableName(s, name)) }
+	return journalTables{schema: s, runs: t("replay_runs"), checkpoints: t("replay_checkpoints"), batches: t("replay_send_batches"),
+		targets: t("replay_target_counts"), topics: t("replay_run_topics"), times: t("replay_send_times"),
+		actions: t("marker_actions"), groups: t("group_actions")}
 }
 
 // templateData adds the journal's names to the migrations' template data.
 // SQLite index names are global in the file, so they carry the prefix too.
 func (j journalTables) templateData(m map[string]string) {
-	m["ReplayRuns"] = j.runs
-	m["ReplayCheckpoints"] = j.checkpoints
-	m["ReplaySends"] = j.sends
-	m["ReplayRunsCreatedIndex"] = quote(j.rawRuns + "_created_at_idx")
-	m["ReplaySendsSourceIndex"] = quote(j.rawSends + "_source_idx")
-	m["ReplaySendBatches"] = j.batches
-	m["ReplaySendBatchesRunIndex"] = quote(j.rawBatches + "_run_idx")
-	m["ReplaySendBatchesSourceIndex"] = quote(j.rawBatches + "_source_idx")
-	m["ReplayTargetCounts"] = j.targets
-	m["ReplayRunTopics"] = j.topics
-	m["ReplaySendTimes"] = j.times
-	m["MarkerActions"] = j.actions
-	m["GroupActions"] = j.groups
+	dedupdriver.JournalTemplateData(m, func(name string) string { return quote(TableName(j.schema, name)) },
+		func(table, suffix string) string { return quote(TableName(j.schema, table) + suffix) })
 }
 
 func (j journalTables) classify(err error) error { return classifyMissing(j.runs, err) }
 
-// classifyActions names the actions table (migration 006) when it is missing.
+// classifyActions names the actions table (migration 007) when it is missing.
 func (j journalTables) classifyActions(err error) error { return classifyMissing(j.actions, err) }
 
-// classifyGroups names the group actions table (migration 007) when it is missing.
+// classifyGroups names the group actions table (migration 008) when it is missing.
 func (j journalTables) classifyGroups(err error) error { return classifyMissing(j.groups, err) }
 
 // classifyMissing is err as dedupdriver.NotMigrated naming table when a table is missing.
@@ -118,7 +98,7 @@ func storedOrNow(t time.Time) string {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	return formatStored(t)
+	return FormatTime(t)
 }
 
 func nullIfEmpty(s string) any {
@@ -172,72 +152,19 @@ func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayPro
 	j := d.journal()
 	owned := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		now := storedOrNow(p.Now)
-		var finished any
-		if p.Finished {
-			finished = now
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET status = $3, error = $4,
-  selected = $5, sent = $6, quarantined = $7, skipped = $8, updated_at = $9, finished_at = $10
-WHERE id = $1 AND owner = $2`,
-			p.RunID, p.Owner, p.Status, nullIfEmpty(p.Error), p.Counts.Selected, p.Counts.Sent, p.Counts.Quarantined, p.Counts.Skipped, now, finished)
-		if err != nil {
-			return fmt.Errorf("update run: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		var err error
+		if owned, err = j.updateRun(ctx, tx, p); err != nil || !owned {
 			return err
 		}
-		owned = true
 		written := false
 		if p.FlushID != "" && len(p.Sends) > 0 {
 			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+j.batches+` WHERE run_id = $1 AND flush_id = $2)`, p.RunID, p.FlushID).Scan(&written); err != nil {
 				return fmt.Errorf("check flush %s: %w", p.FlushID, err)
 			}
 		}
-		for _, b := range dedupdriver.GroupSends(p.Sends) {
-			if written {
-				break
-			}
-			n := len(b.SourceOffsets)
-			arrays := make([]any, 4)
-			for i, v := range []any{b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets} {
-				text, err := json.Marshal(v)
-				if err != nil {
-					return err
-				}
-				arrays[i] = string(text)
-			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
-  target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-				p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
-				arrays[0], arrays[1], arrays[2], arrays[3], storedOrNow(b.At))
-			if err != nil {
-				return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
-			}
-			if b.SourceTimestamps != nil {
-				id, err := res.LastInsertId()
-				if err != nil {
-					return err
-				}
-				text, err := json.Marshal(b.SourceTimestamps)
-				if err != nil {
-					return err
-				}
-				// OR REPLACE: SQLite may give a batch the id of one deleted before, whose
-				// timestamps a database without foreign keys enforced would still hold.
-				if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO `+j.times+` (batch_id, source_timestamps) VALUES ($1, $2)`, id, string(text)); err != nil {
-					return fmt.Errorf("insert the source timestamps of %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
-				}
-			}
-		}
 		if !written {
-			for _, c := range dedupdriver.CountTargets(p.Sends) {
-				_, err := tx.ExecContext(ctx, `INSERT INTO `+j.targets+` (run_id, target_topic, target_partition, records) VALUES ($1, $2, $3, $4)
-ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = records + excluded.records`, p.RunID, c.Topic, c.Partition, c.Records)
-				if err != nil {
-					return fmt.Errorf("count sends to %s/%d: %w", c.Topic, c.Partition, err)
-				}
+			if err := j.insertSends(ctx, tx, p); err != nil {
+				return err
 			}
 		}
 		for _, c := range p.Checkpoints {
@@ -253,6 +180,82 @@ WHERE run_id = $1 AND topic = $2 AND partition = $3`, p.RunID, c.Topic, c.Partit
 		return false, j.classify(err)
 	}
 	return owned, nil
+}
+
+// updateRun writes p's status, counts and times on the run while p.Owner owns it, and reports
+// whether it does.
+func (j journalTables) updateRun(ctx context.Context, tx *sql.Tx, p dedupdriver.ReplayProgress) (bool, error) {
+	now := storedOrNow(p.Now)
+	var finished any
+	if p.Finished {
+		finished = now
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET status = $3, error = $4,
+  selected = $5, sent = $6, quarantined = $7, skipped = $8, updated_at = $9, finished_at = $10
+WHERE id = $1 AND owner = $2`,
+		p.RunID, p.Owner, p.Status, nullIfEmpty(p.Error), p.Counts.Selected, p.Counts.Sent, p.Counts.Quarantined, p.Counts.Skipped, now, finished)
+	if err != nil {
+		return false, fmt.Errorf("update run: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// insertSends journals p's sends as send batches (with their source timestamps, when they
+// have them) and adds them to the run's counts per target partition.
+func (j journalTables) insertSends(ctx context.Context, tx *sql.Tx, p dedupdriver.ReplayProgress) error {
+	for _, b := range dedupdriver.GroupSends(p.Sends) {
+		if err := j.insertBatch(ctx, tx, p, b); err != nil {
+			return err
+		}
+	}
+	for _, c := range dedupdriver.CountTargets(p.Sends) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+j.targets+` (run_id, target_topic, target_partition, records) VALUES ($1, $2, $3, $4)
+ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = records + excluded.records`, p.RunID, c.Topic, c.Partition, c.Records)
+		if err != nil {
+			return fmt.Errorf("count sends to %s/%d: %w", c.Topic, c.Partition, err)
+		}
+	}
+	return nil
+}
+
+// insertBatch writes one send batch: its positions as JSON arrays, its source timestamps in
+// replay_send_times.
+func (j journalTables) insertBatch(ctx context.Context, tx *sql.Tx, p dedupdriver.ReplayProgress, b dedupdriver.SendBatch) error {
+	n := len(b.SourceOffsets)
+	arrays := make([]any, 4)
+	for i, v := range []any{b.SourceOffsets, b.EventIDs, b.TargetPartitions, b.TargetOffsets} {
+		text, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		arrays[i] = string(text)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+  target_topic, records, source_offsets, event_ids, target_partitions, target_offsets, sent_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		p.RunID, p.FlushID, b.SourceTopic, b.SourcePartition, b.SourceOffsets[0], b.SourceOffsets[n-1], b.TargetTopic, n,
+		arrays[0], arrays[1], arrays[2], arrays[3], storedOrNow(b.At))
+	if err != nil {
+		return fmt.Errorf("insert %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+	}
+	if b.SourceTimestamps == nil {
+		return nil
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	text, err := json.Marshal(b.SourceTimestamps)
+	if err != nil {
+		return err
+	}
+	// OR REPLACE: SQLite may give a batch the id of one deleted before, whose
+	// timestamps a database without foreign keys enforced would still hold.
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO `+j.times+` (batch_id, source_timestamps) VALUES ($1, $2)`, id, string(text)); err != nil {
+		return fmt.Errorf("insert the source timestamps of %d sends of %s/%d: %w", n, b.SourceTopic, b.SourcePartition, err)
+	}
+	return nil
 }
 
 func (d *Driver) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection dedupdriver.JSONText, now time.Time) (bool, error) {
@@ -314,7 +317,7 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 
 // batchColumns are the columns collectBatches reads from a send batch b: with the topic ID its
 // run journaled for its source topic (t) and its source timestamps (s), both LEFT JOINed by
-// batchJoins and missing for a batch journaled before migration 005.
+// batchJoins and missing for a batch journaled before migration 006.
 const batchColumns = `b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic,
   b.source_offsets, COALESCE(s.source_timestamps, ''), b.event_ids, b.target_partitions, b.target_offsets, b.sent_at`
 
@@ -343,7 +346,7 @@ func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []dedup
 			dst  any
 		}
 		arrays := []array{{so, &b.SourceOffsets}, {ids, &b.EventIDs}, {tp, &b.TargetPartitions}, {to, &b.TargetOffsets}}
-		if ts != "" { // none for a batch journaled before migration 005
+		if ts != "" { // none for a batch journaled before migration 006
 			arrays = append(arrays, array{ts, &b.SourceTimestamps})
 		}
 		for _, a := range arrays {

@@ -65,9 +65,6 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	return s
 }
 
-// nowExpr is the default processed_at, as in the migration.
-const nowExpr = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
-
 // Claim inserts the markers with one INSERT … VALUES … ON CONFLICT DO
 // NOTHING RETURNING per 4,000 markers.
 func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker) ([]string, error) {
@@ -90,7 +87,7 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 			b.WriteString("(?, ?, COALESCE(?, " + nowExpr + "), ?, ?, ?, ?, ?)")
 			var at, topic, part, off, aggID, ver any
 			if !m.ProcessedAt.IsZero() {
-				at = formatStored(m.ProcessedAt)
+				at = FormatTime(m.ProcessedAt)
 			}
 			if m.Topic != "" {
 				topic, part, off = m.Topic, int64(m.Partition), m.Offset

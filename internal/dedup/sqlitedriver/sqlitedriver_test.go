@@ -23,9 +23,15 @@ func TestConformance(t *testing.T) {
 
 func tableNames(t *testing.T, st *dedup.Store) []string {
 	t.Helper()
+	return queryStrings(t, st, `SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+}
+
+// queryStrings runs query on st and returns the one text column of its rows.
+func queryStrings(t *testing.T, st *dedup.Store, query string) []string {
+	t.Helper()
 	var names []string
 	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
-		rows, err := tx.Query(context.Background(), `SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+		rows, err := tx.Query(context.Background(), query)
 		if err != nil {
 			return err
 		}

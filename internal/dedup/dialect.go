@@ -1,0 +1,45 @@
+package dedup
+
+import (
+	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
+)
+
+// The naming and time rules of the stores, for tables that live beside the markers (the
+// bundled handlers', a test's): one place each, the drivers' own.
+
+// TableName is the quoted name of the table name in the store's schema on driver: "schema"."name"
+// on PostgreSQL; on SQLite, which has no schemas, the table the schema's prefix names
+// (sqlitedriver.TableName: "schema_name", "name" in the schema main). schema and name must be
+// valid identifiers (ValidateIdentifier).
+func TableName(driver, schema, name string) string {
+	if driver == driverSQLite {
+		return quote(sqlitedriver.TableName(schema, name))
+	}
+	return quote(schema) + "." + quote(name)
+}
+
+// IndexName is the quoted name of an index of the table name with suffix: in the table's schema
+// on PostgreSQL (no schema part), prefixed as the table on SQLite (an index name is per file).
+func IndexName(driver, schema, name, suffix string) string {
+	if driver == driverSQLite {
+		return quote(sqlitedriver.TableName(schema, name) + "_" + suffix)
+	}
+	return quote(name + "_" + suffix)
+}
+
+// TimeArg is t as a bind value a timestamp column of driver holds and compares correctly:
+// the time itself on PostgreSQL (timestamptz), the one SQLite layout (sqlitedriver.TimeLayout,
+// microseconds in UTC) on SQLite; nil for the zero time.
+func TimeArg(driver string, t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	if driver == driverSQLite {
+		return sqlitedriver.FormatTime(t)
+	}
+	return t
+}
+
+func quote(id string) string { return `"` + id + `"` }

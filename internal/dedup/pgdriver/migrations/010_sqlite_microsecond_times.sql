@@ -1,0 +1,3 @@
+-- PostgreSQL needs nothing for this step of the migration line (dedupdriver.Line): its times
+-- are timestamptz, microseconds. On SQLite the step rewrites the times the store's own tables
+-- held in milliseconds to the one microsecond layout (sqlitedriver's migration 010).

@@ -1,0 +1,9 @@
+-- SQLite needs nothing for this step of the migration line (dedupdriver.Line). On PostgreSQL
+-- it packs a send batch's per-record positions into one value instead of four arrays, whose
+-- element-by-element encoding was the journal's largest cost there. SQLite's send batches keep
+-- them as JSON arrays (migration 003): text, which SQLite stores without checking an element.
+--
+-- SQLite stores created before the one migration line recorded this driver's later steps one
+-- version lower (006_replay_record_identity as 5, and so on); the driver renumbers them when
+-- it opens such a store (sqlitedriver's legacyVersions), and counts this step as applied
+-- wherever a later one is.
