@@ -38,3 +38,30 @@ func TestDriversFollowOneMigrationLine(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsWithNothingToRunHoldNoConsumerBack: a store that lacks only steps its driver needs
+// nothing for (PostgreSQL's 010 after an upgrade) passes Verify's check and still reads as
+// pending for `db migrate` to record them; a missing step with work, or a newer store, fails.
+func TestStepsWithNothingToRunHoldNoConsumerBack(t *testing.T) {
+	empty := MigrationStep{Version: 10, Name: "sqlite_microsecond_times", SQL: "-- nothing on this driver\n\n"}
+	work := MigrationStep{Version: 9, Name: "marker_outcome", SQL: "ALTER TABLE t ADD COLUMN outcome text;"}
+	for _, tc := range []struct {
+		name    string
+		st      MigrationStatus
+		ok      bool
+		pending bool
+	}{
+		{"only an empty step pending", MigrationStatus{Current: 9, Latest: 10, Pending: []MigrationStep{empty}}, true, true},
+		{"a step with work pending", MigrationStatus{Current: 8, Latest: 10, Pending: []MigrationStep{work, empty}}, false, true},
+		{"up to date", MigrationStatus{Current: 10, Latest: 10}, true, false},
+		{"newer", MigrationStatus{Current: 11, Latest: 10}, false, false},
+		{"nothing applied", MigrationStatus{Latest: 10, Pending: []MigrationStep{work, empty}}, false, false},
+	} {
+		if err := tc.st.Err(); (err == nil) != tc.ok {
+			t.Errorf("%s: Err() = %v", tc.name, err)
+		}
+		if got := tc.st.State() == StatePending; got != tc.pending {
+			t.Errorf("%s: State() = %s", tc.name, tc.st.State())
+		}
+	}
+}

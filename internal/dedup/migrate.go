@@ -30,14 +30,16 @@ type MigrationStatus struct {
 	Pending []MigrationStep    `json:"pending"`
 }
 
-// Err is nil when the store is at the binary's version; ErrNotMigrated when
-// nothing is applied; a *VersionMismatchError when it is older (which also
-// matches ErrNotMigrated) or newer.
+// Err is nil when the store is at the binary's version, or lacks only steps its driver
+// needs nothing for (dedupdriver.Empty: they would change nothing, so an upgraded binary does
+// not hold a consumer back for them; `db migrate` records them); ErrNotMigrated when nothing
+// is applied; a *VersionMismatchError when it is older (which also matches ErrNotMigrated) or
+// newer.
 func (st MigrationStatus) Err() error {
 	switch {
 	case st.Current == 0:
 		return fmt.Errorf("%s: %w", st.Table, ErrNotMigrated)
-	case st.Current != st.Latest || len(st.Pending) > 0:
+	case st.Current > st.Latest || slices.ContainsFunc(st.Pending, func(m MigrationStep) bool { return !dedupdriver.Empty(m.SQL) }):
 		return &VersionMismatchError{Table: st.Table, Current: st.Current, Latest: st.Latest}
 	}
 	return nil
