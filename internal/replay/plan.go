@@ -61,7 +61,7 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	ranges, err := c.Plan(ctx, spec.From, spec.selection())
+	ranges, err := c.Plan(ctx, spec.From, spec.readSelection())
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ type Report struct {
 	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
 	MaxReplays         int                 `json:"max_replays"`
 	RunID              string              `json:"resumes_run,omitempty"`
-	Selection          Selection           `json:"selection"`
+	Selection          SelectionReport     `json:"selection"`
 	Filters            Filters             `json:"filters"`
 	Ranges             []RangeReport       `json:"ranges"`
 	LostOffsets        int64               `json:"lost_offsets,omitempty"`
@@ -380,7 +380,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
-		ToPartition: p.Spec.ToPartition, Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
+		ToPartition: p.Spec.ToPartition, Selection: p.Spec.SelectionReport(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 		Groups: []string{}, Guards: []Notice{}, Edit: p.edit, ForGroup: p.Spec.ForGroup, AllGroups: p.Spec.AllGroups,
 		ReplayedBefore: ReplayedBefore{Runs: []PriorRun{}},
