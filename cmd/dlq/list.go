@@ -118,7 +118,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	defer rd.close()
 	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
-		Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress.Update,
+		Selection: opts.Filter.Selection(), InOrder: true, Progress: progress.Update,
 		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas,
 	})
 	if err != nil {

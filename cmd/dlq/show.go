@@ -103,7 +103,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 			return err
 		}
 		progress, clearProgress := dlqScanProgress(opts.Streams, "looking for "+opts.Filter.EventID+" in", topics)
-		scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Since: opts.Filter.Since, Until: opts.Filter.Until, InOrder: true, Progress: progress, Schemas: cl.Schemas})
+		scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Selection: opts.Filter.Selection(), InOrder: true, Progress: progress, Schemas: cl.Schemas})
 		if err != nil {
 			return err
 		}

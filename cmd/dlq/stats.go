@@ -108,7 +108,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients
 	defer rd.close()
 	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
-		Since: opts.Filter.Since, Until: opts.Filter.Until, Progress: progress.Update,
+		Selection: opts.Filter.Selection(), Progress: progress.Update,
 		SkipDeleted: opts.TopicFlags.Discovered(),
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.

@@ -220,12 +220,11 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		return fwerr.Usagef("--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: "+
 			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason %s)", opts.Reason)
 	}
-	sel, err := opts.sel.Selection(cmd, opts.Now())
-	if err != nil {
+	s := &opts.Spec
+	var err error
+	if s.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 		return err
 	}
-	s := &opts.Spec
-	s.Partitions, s.StartOffset, s.EndOffset, s.Since, s.Until = sel.Partitions, sel.StartOffset, sel.EndOffset, sel.Since, sel.Until
 	if s.FilterSpec, err = opts.filters.Spec(cmd); err != nil {
 		return err
 	}
@@ -238,15 +237,13 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 			}
 			return err
 		}
-		topic, part, off := a.Topic, a.Partition, a.Offset
-		if s.From != "" && s.From != topic {
-			return fwerr.Usagef("the record %s is in %s but --from says %s: name the record or the topic, not both", args[0], topic, s.From)
+		if s.From != "" && s.From != a.Topic {
+			return fwerr.Usagef("the record %s is in %s but --from says %s: name the record or the topic, not both", args[0], a.Topic, s.From)
 		}
-		if len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil || !s.Since.IsZero() || !s.Until.IsZero() {
+		if s.Narrowed() {
 			return fwerr.Usagef("a record address selects one record: drop --partition, --start-offset, --end-offset, --since and --until")
 		}
-		s.From, s.Record = topic, a.String()
-		s.Partitions, s.StartOffset, s.EndOffset = []int32{part}, &off, &off
+		s.From, s.Record, s.Selection = a.Topic, a.String(), a.Selection()
 	}
 	if err := opts.parseAims(cmd, args); err != nil {
 		return err

@@ -205,7 +205,7 @@ func replayAimLabel(rep *replay.Report) string {
 
 // replaySelectionSection says what a plan selects: the source, the partitions, offsets or
 // times, and every filter with its value, as the command line spells it.
-func replaySelectionSection(sel replay.Selection, f replay.Filters) output.Section {
+func replaySelectionSection(sel replay.SelectionReport, f replay.Filters) output.Section {
 	s := output.Section{Title: "Selection", Fields: [][2]string{{"source", sel.Source}}}
 	if sel.Record != "" {
 		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
@@ -381,7 +381,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	// replay spec (a run of another version).
 	var spec replay.Spec
 	if err := json.Unmarshal([]byte(d.Selection), &spec); err == nil && spec.From != "" {
-		sections = append(sections, replaySelectionSection(spec.Selection(), spec.Filters()))
+		sections = append(sections, replaySelectionSection(spec.SelectionReport(), spec.Filters()))
 	} else {
 		head.Fields = append(head.Fields, [2]string{"selection", string(d.Selection)})
 		sections[0] = head

@@ -35,6 +35,12 @@ type Filter struct {
 	Fingerprint string
 }
 
+// Selection is what a scan for f reads (ScanOptions.Selection): its window, through the
+// broker's time index.
+func (f Filter) Selection() kafka.Selection {
+	return kafka.Selection{Since: f.Since, Until: f.Until}
+}
+
 // Match reports whether d passes every set field of f.
 func (f Filter) Match(d DeadLetter) bool {
 	if !f.Since.IsZero() && d.Timestamp.Before(f.Since) {

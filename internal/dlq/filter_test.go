@@ -89,3 +89,16 @@ func TestFilterSpecCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterSelection: a filter's scan reads its window through the one selection type, and
+// nothing else narrows it.
+func TestFilterSelection(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	sel := Filter{Since: at, Until: at.Add(time.Hour), Group: "g"}.Selection()
+	if !sel.Since.Equal(at) || !sel.Until.Equal(at.Add(time.Hour)) || sel.Ranged() {
+		t.Errorf("selection %+v", sel)
+	}
+	if (Filter{Group: "g"}).Selection().Narrowed() {
+		t.Error("a filter without a window narrows its scan")
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,10 +75,11 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 
 // ScanOptions configure a Scan.
 type ScanOptions struct {
-	// Since and Until narrow the offsets read through the broker's time index, so that a
-	// window over a large topic does not read it all. The index is by record timestamp; give
-	// the same bounds to Filter, which checks each dead letter exactly.
-	Since, Until time.Time
+	// Selection narrows the records read in every topic (kafka.Selection, the one selection
+	// type): a time window goes through the broker's time index, so that a window over a
+	// large topic does not read it all. The index is by record timestamp; Filter checks each
+	// dead letter exactly (Filter.Selection is the window a filter's scan reads).
+	Selection kafka.Selection
 	// InOrder reads one partition at a time, topics and partitions in order, each in offset
 	// order: the order is deterministic (what a list shows, what a limit keeps) at the cost of
 	// one reader per partition. Otherwise every partition is read at once, interleaved.
@@ -119,7 +119,7 @@ func (s *Scan) Deleted() []string { return slices.Clone(s.deleted) }
 // *kafka.UnknownTopicError.
 func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanOptions) (*Scan, error) {
 	s := &Scan{c: c, opts: opts}
-	sel := kafka.Selection{Since: opts.Since, Until: opts.Until}
+	sel := opts.Selection
 	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
 		return s, nil // an empty window: nothing to read
 	}

@@ -135,7 +135,7 @@ func TestScan(t *testing.T) {
 	}
 
 	// A window before everything plans nothing.
-	s3, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Until: time.Now().Add(-24 * time.Hour)})
+	s3, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{Selection: kafka.Selection{Until: time.Now().Add(-24 * time.Hour)}})
 	if err != nil || s3.Total() != 0 {
 		t.Fatalf("empty window: %d %v", s3.Total(), err)
 	}

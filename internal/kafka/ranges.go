@@ -24,16 +24,36 @@ type UnknownTopicError struct{ Topic string }
 func (e *UnknownTopicError) Error() string { return fmt.Sprintf("topic %q does not exist", e.Topic) }
 func (e *UnknownTopicError) Unwrap() error { return ErrUnknownTopic }
 
-// Selection says which records of a topic to read. Offsets are inclusive on both ends, as an
-// operator says "offsets 100 to 200". Times select records whose timestamp t satisfies
-// Since <= t < Until (by the broker's time index). Nil/zero fields mean "from the start" and
-// "to the end as of now".
+// Selection says which records of a topic to read: the one type of --partition,
+// --start-offset, --end-offset, --since and --until, from the flags (cmdutil.SelectionFlags)
+// through a plan to the replay journal, which keeps it as JSON with these field names
+// (replay.Spec embeds it). Offsets are inclusive on both ends, as an operator says "offsets
+// 100 to 200" (the last is last_offset, as every inclusive end in JSON). Times select records
+// whose timestamp t satisfies Since <= t < Until (by the broker's time index). Nil/zero
+// fields mean "from the start" and "to the end as of now".
 type Selection struct {
-	Partitions  []int32 // empty: every partition
-	StartOffset *int64
-	EndOffset   *int64
-	Since       time.Time
-	Until       time.Time
+	Partitions  []int32   `json:"partitions,omitempty"` // empty: every partition
+	StartOffset *int64    `json:"start_offset,omitempty"`
+	EndOffset   *int64    `json:"last_offset,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+	Until       time.Time `json:"until,omitzero"`
+}
+
+// Selection is the selection of the one record at a: its partition, from its offset to its
+// offset.
+func (a RecordAddress) Selection() Selection {
+	start, last := a.Offset, a.Offset
+	return Selection{Partitions: []int32{a.Partition}, StartOffset: &start, EndOffset: &last}
+}
+
+// Ranged reports whether the selection names partitions or offsets.
+func (sel Selection) Ranged() bool {
+	return len(sel.Partitions) > 0 || sel.StartOffset != nil || sel.EndOffset != nil
+}
+
+// Narrowed reports whether anything narrows the selection: partitions, offsets or times.
+func (sel Selection) Narrowed() bool {
+	return sel.Ranged() || !sel.Since.IsZero() || !sel.Until.IsZero()
 }
 
 // PartitionRange is the half-open offset range [Start, End) of one partition, fixed when the

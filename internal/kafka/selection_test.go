@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +37,36 @@ func TestSelectionCheck(t *testing.T) {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || fwerr.KindOf(err) != fwerr.KindUsage):
 			t.Errorf("%s: error %v; want a usage error saying %q", tc.name, err, tc.err)
 		}
+	}
+}
+
+// TestSelectionJSON: the selection is written with the names the replay journal keeps it
+// under (the inclusive end is last_offset), absent bounds left out, and read back whole; a
+// record's address selects that one offset of its partition.
+func TestSelectionJSON(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		sel  Selection
+		want string
+	}{
+		{Selection{}, `{}`},
+		{RecordAddress{Topic: "t", Partition: 3, Offset: 42}.Selection(), `{"partitions":[3],"start_offset":42,"last_offset":42}`},
+		{Selection{Since: at, Until: at.Add(time.Hour)}, `{"since":"2026-12-01T00:00:00Z","until":"2026-12-01T01:00:00Z"}`},
+	} {
+		b, err := json.Marshal(tc.sel)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%+v: %s %v, want %s", tc.sel, b, err, tc.want)
+			continue
+		}
+		var back Selection
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := json.Marshal(back); string(again) != tc.want {
+			t.Errorf("%s read back as %s", tc.want, again)
+		}
+	}
+	if sel := (RecordAddress{Partition: 1, Offset: 5}).Selection(); !sel.Ranged() || !sel.Narrowed() || (Selection{}).Narrowed() || (Selection{Since: at}).Ranged() || !(Selection{Since: at}).Narrowed() {
+		t.Error("Ranged or Narrowed says otherwise")
 	}
 }

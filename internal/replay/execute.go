@@ -164,89 +164,22 @@ func incompleteOf(c dedup.RunCounts) int64 { return c.Selected - c.Sent - c.Quar
 // (up to 30s), the journal is written and the run is marked interrupted; the error is then an
 // interruption (exit 130). Any other failure marks it failed. Either can be resumed.
 func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts ExecOptions) (*Summary, error) {
-	if opts.Owner == "" {
-		opts.Owner = Owner()
-	}
-	if opts.MaxBuffered <= 0 {
-		opts.MaxBuffered = DefaultMaxBuffered
-	}
-	if opts.FlushRecords <= 0 {
-		opts.FlushRecords = DefaultFlushRecords
-	}
-	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = DefaultFlushInterval
-	}
-	journalCtx := context.WithoutCancel(ctx)
+	opts = opts.withDefaults()
 	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{}, Incomplete: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
-	// targets knows each target topic, and its record size limit, from the first record to it
-	// on; checkTargets: it also refuses a record whose target does not exist (a single pass).
-	targets := newTargetCache(c, kafka.OpWrite, p)
-	targets.limits = newTargetLimits(c)
-	checkTargets := false
-	if opts.SinglePass {
-		// Nothing was scanned: a target known up front must exist before anything is read;
-		// others are checked record by record.
-		if p.TargetKnown() {
-			if err := CheckTarget(ctx, c, p); err != nil {
-				return nil, err
-			}
-		} else {
-			checkTargets = true
-		}
+	targets, checkTargets, err := sendTargets(ctx, c, p, opts.SinglePass)
+	if err != nil {
+		return nil, err
 	}
-	if p.Spec.To != "" {
-		// The one target is known: its limit is read before anything is.
-		if _, err := targets.lookup(ctx, p.Spec.To); err != nil {
-			return nil, err
-		}
-	}
-
 	// The records read must be those the plan was made of: a source topic recreated since
 	// (another topic ID) holds others, which the journal would take for the plan's.
 	if err := checkSourceTopic(ctx, c, p); err != nil {
 		return nil, err
 	}
-	var (
-		base   dedup.RunCounts
-		create func(context.Context) error // records a new run; nil once recorded
-	)
-	if p.Resume != nil {
-		run := p.Resume.Run
-		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
-		base = run.RunCounts
-		// The run is taken with how it now executes, journaled for the next resume.
-		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(opts)))); err != nil {
-			if errors.Is(err, dedup.ErrRunNotOwned) {
-				return nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
-			}
-			return nil, err
-		}
-	} else {
-		if opts.RunID == "" {
-			opts.RunID = NewRunID(time.Now())
-		}
-		sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
-		run := dedup.ReplayRun{
-			ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(opts))),
-			Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
-		}
-		if p.SourceTopicID != "" {
-			run.SourceTopicIDs = map[string]string{p.Spec.From: p.SourceTopicID}
-		}
-		cps := make([]dedup.ReplayCheckpoint, 0, len(p.Ranges))
-		for _, r := range p.Ranges {
-			cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
-		}
-		create = func(ctx context.Context) error { return st.CreateReplayRun(ctx, run, cps) }
-		if !opts.SinglePass {
-			if err := create(ctx); err != nil {
-				return nil, err
-			}
-			create = nil
-		}
+	base, create, err := startRun(ctx, st, p, &opts, sum)
+	if err != nil {
+		return nil, err
 	}
-
 	e := &executor{
 		st: st, plan: p, opts: opts, sum: sum, create: create,
 		tr:       newTracker(p.Ranges, base),
@@ -270,7 +203,95 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		return sum, nil
 	}
 	sum.Recorded = true
+	return e.conclude(ctx, runErr)
+}
 
+// withDefaults fills in the default of every option not set: the owner, and the rate and
+// batching as Execution.withDefaults fills them (the one rule, which the journal keeps; the
+// flush interval in whole milliseconds, as journaled).
+func (opts ExecOptions) withDefaults() ExecOptions {
+	if opts.Owner == "" {
+		opts.Owner = Owner()
+	}
+	return executionOf(opts).options(opts)
+}
+
+// sendTargets is the target cache of an execution: it knows each target topic, and its record
+// size limit, from the first record to it on (a --to topic's before anything is read).
+// checkTargets: it also refuses a record whose target does not exist (a single pass whose
+// targets are in the records); a single pass whose target is known up front checks it here.
+func sendTargets(ctx context.Context, c *kafka.Cluster, p *Plan, singlePass bool) (targets *targetCache, checkTargets bool, err error) {
+	targets = newTargetCache(c, kafka.OpWrite, p)
+	targets.limits = newTargetLimits(c)
+	if singlePass {
+		// Nothing was scanned: a target known up front must exist before anything is read;
+		// others are checked record by record.
+		if p.TargetKnown() {
+			if err := CheckTarget(ctx, c, p); err != nil {
+				return nil, false, err
+			}
+		} else {
+			checkTargets = true
+		}
+	}
+	if p.Spec.To != "" {
+		// The one target is known: its limit is read before anything is.
+		if _, err := targets.lookup(ctx, p.Spec.To); err != nil {
+			return nil, false, err
+		}
+	}
+	return targets, checkTargets, nil
+}
+
+// startRun journals the run in st before it sends: a resumed run is taken by this process
+// with how it now executes; a new one is created (opts.RunID, made when empty), at once, or
+// with a single pass by create when its first selected record is read (create is nil
+// otherwise). base is the counts the run had journaled. sum gets the run's id, operator and
+// reason.
+func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, sum *Summary) (base dedup.RunCounts, create func(context.Context) error, err error) {
+	if p.Resume != nil {
+		run := p.Resume.Run
+		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
+		// The run is taken with how it now executes, journaled for the next resume.
+		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts)))); err != nil {
+			if errors.Is(err, dedup.ErrRunNotOwned) {
+				return base, nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
+			}
+			return base, nil, err
+		}
+		return run.RunCounts, nil, nil
+	}
+	if opts.RunID == "" {
+		opts.RunID = NewRunID(time.Now())
+	}
+	sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
+	run := dedup.ReplayRun{
+		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts))),
+		Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
+	}
+	if p.SourceTopicID != "" {
+		run.SourceTopicIDs = map[string]string{p.Spec.From: p.SourceTopicID}
+	}
+	cps := make([]dedup.ReplayCheckpoint, 0, len(p.Ranges))
+	for _, r := range p.Ranges {
+		cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
+	}
+	create = func(ctx context.Context) error { return st.CreateReplayRun(ctx, run, cps) }
+	if opts.SinglePass {
+		return base, create, nil
+	}
+	if err := create(ctx); err != nil {
+		return base, nil, err
+	}
+	return base, nil, nil
+}
+
+// conclude ends a recorded run once it has read and sent what it would: the guards' notices of
+// a single pass, the run's final status and journal write, its counts and targets, and the
+// error its outcome is (runErr, the run's, made an interruption when the run was interrupted).
+func (e *executor) conclude(ctx context.Context, runErr error) (*Summary, error) {
+	sum := e.sum
+	journalCtx := context.WithoutCancel(ctx)
 	if e.guard != nil {
 		gctx, cancel := context.WithTimeout(journalCtx, drainTimeout)
 		sum.guards = e.guard.notices(gctx) // warnings after the fact: a failed look is a notice, no failure of the run
@@ -302,7 +323,7 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 	}
 	tctx, cancel := context.WithTimeout(journalCtx, drainTimeout)
 	defer cancel()
-	if targets, err := st.ReplayTargetCounts(tctx, sum.RunID); err == nil {
+	if targets, err := e.st.ReplayTargetCounts(tctx, sum.RunID); err == nil {
 		sum.Targets = targets
 	} else if runErr == nil {
 		runErr = err
@@ -349,7 +370,58 @@ type executor struct {
 	jerr    error         // the journal write that failed
 }
 
+// run reads the plan's ranges once and sends what they select: a producer of its own, the
+// watch of --stop-on-redeadletter, the journal's flusher, and a pass over the records (pass);
+// then it awaits what is in flight and fills the summary's figures.
 func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
+	cl, err := e.producer(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	// readCtx stops reading on an interruption or a failure; records already handed to the
+	// producer are never cancelled (prodCtx), so that their acknowledgements can be awaited.
+	readCtx, stopRead := context.WithCancelCause(ctx)
+	defer stopRead(nil)
+	prodCtx := context.WithoutCancel(ctx)
+	if stopWatch := e.watch(readCtx, c, stopRead); stopWatch != nil {
+		defer stopWatch()
+	}
+
+	// The flusher writes the journal of a recorded run: it starts once the run is recorded.
+	fl := &flusherLoop{e: e, ctx: context.WithoutCancel(ctx), fail: func(err error) { stopRead(err) },
+		stopCh: make(chan struct{}), done: make(chan struct{})}
+	if e.create == nil {
+		fl.start()
+	}
+	defer fl.stop()
+
+	ps := &pass{e: e, cl: cl, readCtx: readCtx, prodCtx: prodCtx, stopRead: stopRead, flusher: fl,
+		lim: newLimiter(e.opts.Rate), start: time.Now(), total: e.plan.Total(), window: e.sum.DuplicateWindow, sinceAt: atEvery}
+	readErr := readBatches(readCtx, c, e.plan.Ranges, newClassifier(e.plan, e.st), ps.handle)
+	readErr = ps.drain(ctx, readErr)
+	fl.stop()
+	e.sum.Read = ps.read
+	if readErr == nil {
+		e.mu.Lock()
+		readErr = e.jerr
+		e.mu.Unlock()
+	}
+	ps.progress()
+	lv := e.tr.live()
+	e.sum.SentNow = lv.Acked
+	elapsed := time.Since(ps.start)
+	e.sum.ElapsedMS = elapsed.Milliseconds()
+	if elapsed > 0 {
+		e.sum.RecordsPerSecond = float64(lv.Acked) / elapsed.Seconds()
+	}
+	return readErr
+}
+
+// producer is the run's own producer: bounded by the duplicate window's buffer, each batch up
+// to its target's own limit, each record to the partition the plan placed it in.
+func (e *executor) producer(c *kafka.Cluster) (*kgo.Client, error) {
 	popts := append(c.Options(),
 		kgo.MaxBufferedRecords(e.opts.MaxBuffered),
 		kgo.MaxBufferedBytes(maxBufferedBytes),
@@ -362,178 +434,221 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	popts = append(popts, kgo.RecordPartitioner(placedPartitioner{}))
 	cl, err := kgo.NewClient(popts...)
 	if err != nil {
-		return fmt.Errorf("kafka producer: %w", err)
+		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
-	defer cl.Close()
+	return cl, nil
+}
 
-	// readCtx stops reading on an interruption or a failure; records already handed to the
-	// producer are never cancelled (prodCtx), so that their acknowledgements can be awaited.
-	readCtx, stopRead := context.WithCancelCause(ctx)
-	defer stopRead(nil)
-	prodCtx := context.WithoutCancel(ctx)
-
-	if n := e.plan.Spec.StopOnRedeadletter; n > 0 {
-		// Watch the topic read for the run's own records coming back, from its end now.
-		wctx, stopWatch := context.WithCancel(readCtx)
-		watched := make(chan struct{})
-		defer func() { stopWatch(); <-watched }()
-		go func() {
-			defer close(watched)
-			if err := watchRedeadletters(wctx, c, e.plan.Spec.From, e.sum.RunID, n, func(err error) { stopRead(err) }); err != nil && wctx.Err() == nil {
-				stopRead(err)
-			}
-		}()
+// watch starts, with --stop-on-redeadletter, the watch of the topic read for the run's own
+// records coming back (from its end now), which stops the reading through stopRead; the
+// function it returns ends the watch. nil: nothing to watch.
+func (e *executor) watch(readCtx context.Context, c *kafka.Cluster, stopRead context.CancelCauseFunc) func() {
+	n := e.plan.Spec.StopOnRedeadletter
+	if n <= 0 {
+		return nil
 	}
-
-	// The flusher writes the journal of a recorded run: it starts once the run is recorded.
-	stopFlusher := make(chan struct{})
-	flusherDone := make(chan struct{})
-	flusherStarted := false
-	startFlusher := func() {
-		flusherStarted = true
-		go func() {
-			defer close(flusherDone)
-			e.flusher(context.WithoutCancel(ctx), stopFlusher, func(err error) { stopRead(err) })
-		}()
-	}
-	if e.create == nil {
-		startFlusher()
-	}
-	defer func() {
-		select {
-		case <-stopFlusher:
-		default:
-			close(stopFlusher)
-		}
-		if flusherStarted {
-			<-flusherDone
+	wctx, stopWatch := context.WithCancel(readCtx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if err := watchRedeadletters(wctx, c, e.plan.Spec.From, e.sum.RunID, n, func(err error) { stopRead(err) }); err != nil && wctx.Err() == nil {
+			stopRead(err)
 		}
 	}()
+	return func() { stopWatch(); <-watched }
+}
 
-	cls := newClassifier(e.plan, e.st)
-	lim := newLimiter(e.opts.Rate)
-	start := time.Now()
-	total := e.plan.Total()
-	var read int64
-	progress := func() {
-		if e.opts.Progress != nil {
-			lv := e.tr.live()
-			e.opts.Progress(Progress{Read: read, Total: total, Produced: lv.Produced, Sent: lv.Acked, Counts: lv.Committed, Elapsed: time.Since(start)})
+// flusherLoop runs the executor's flusher in its own goroutine, from start until stop (which
+// may be called more than once, and before start).
+type flusherLoop struct {
+	e            *executor
+	ctx          context.Context
+	fail         func(error)
+	stopCh, done chan struct{}
+	started      bool
+}
+
+func (f *flusherLoop) start() {
+	f.started = true
+	go func() {
+		defer close(f.done)
+		f.e.flusher(f.ctx, f.stopCh, f.fail)
+	}()
+}
+
+// stop ends the flusher and waits for its last write.
+func (f *flusherLoop) stop() {
+	select {
+	case <-f.stopCh:
+	default:
+		close(f.stopCh)
+	}
+	if f.started {
+		<-f.done
+	}
+}
+
+// pass is the one read of a run: each record the classifier decided on is handled in order
+// (handle), a record to send handed to the producer (send).
+type pass struct {
+	e                *executor
+	cl               *kgo.Client
+	readCtx, prodCtx context.Context
+	stopRead         context.CancelCauseFunc
+	flusher          *flusherLoop
+	lim              *limiter
+	start            time.Time
+	total, read      int64
+	// window is the duplicate window the records not yet journaled are kept under.
+	window int64
+	// atTime and at are the fw.replay.at of the records sent, read from the clock every
+	// atEvery records (sinceAt counts them).
+	atTime  time.Time
+	at      []byte
+	sinceAt int
+}
+
+// progress tells ExecOptions.Progress how far the run is.
+func (ps *pass) progress() {
+	e := ps.e
+	if e.opts.Progress != nil {
+		lv := e.tr.live()
+		e.opts.Progress(Progress{Read: ps.read, Total: ps.total, Produced: lv.Produced, Sent: lv.Acked, Counts: lv.Committed, Elapsed: time.Since(ps.start)})
+	}
+}
+
+// handle is one record of the pass: counted, admitted, and sent when it is to be sent.
+func (ps *pass) handle(d *decision) error {
+	ps.read++
+	// Every 256 records keeps the cost out of a fast replay; a rate-capped one is slow
+	// enough to tell every record (at --rate 2, 256 records would be two minutes unseen).
+	if ps.read%256 == 0 || ps.e.opts.Rate > 0 {
+		ps.progress()
+	}
+	if err := ps.admit(d); err != nil {
+		return err
+	}
+	if d.outcome != OutcomeSend {
+		ps.e.tr.read(d)
+		return nil
+	}
+	return ps.send(d)
+}
+
+// admit checks a record before anything is done with it: one that cannot be routed stops the
+// run, one to send has its target checked and its partition placed (and passes the guards of
+// a single pass); a single pass records its run at its first selected record; the
+// quarantined and incomplete ones are listed.
+func (ps *pass) admit(d *decision) error {
+	e := ps.e
+	if d.outcome == OutcomeProblem {
+		return fwerr.Usagef("%s%s", d.problem, e.stoppedNote())
+	}
+	if d.outcome == OutcomeSend {
+		if err := e.checkTarget(ps.readCtx, d); err != nil {
+			return err
+		}
+		part, _, err := e.targets.place(ps.readCtx, d)
+		if err != nil {
+			if fwerr.KindOf(err) == fwerr.KindUsage {
+				// The target's partitioner cannot be told (a single pass meets it here).
+				return fwerr.Usagef("%v%s", err, e.stoppedNote())
+			}
+			return err
+		}
+		d.partition = part
+		if e.guard != nil {
+			if err := e.guard.add(ps.readCtx, d); err != nil {
+				return err
+			}
 		}
 	}
-	window := e.sum.DuplicateWindow
-	var (
-		atTime  time.Time
-		at      []byte
-		sinceAt = atEvery
-	)
-	readErr := readBatches(readCtx, c, e.plan.Ranges, cls, func(d *decision) error {
-		read++
-		// Every 256 records keeps the cost out of a fast replay; a rate-capped one is slow
-		// enough to tell every record (at --rate 2, 256 records would be two minutes unseen).
-		if read%256 == 0 || e.opts.Rate > 0 {
-			progress()
-		}
-		if d.outcome == OutcomeProblem {
-			return fwerr.Usagef("%s%s", d.problem, e.stoppedNote())
-		}
-		if d.outcome == OutcomeSend {
-			if err := e.checkTarget(readCtx, d); err != nil {
-				return err
-			}
-			part, _, err := e.targets.place(readCtx, d)
-			if err != nil {
-				if fwerr.KindOf(err) == fwerr.KindUsage {
-					// The target's partitioner cannot be told (a single pass meets it here).
-					return fwerr.Usagef("%v%s", err, e.stoppedNote())
-				}
-				return err
-			}
-			d.partition = part
-			if e.guard != nil {
-				if err := e.guard.add(readCtx, d); err != nil {
-					return err
-				}
-			}
-		}
-		if e.create != nil && d.outcome != OutcomeFiltered {
-			// A single pass records its run before the first selected record is handled.
-			if err := e.create(readCtx); err != nil {
-				return err
-			}
-			e.create = nil
-			startFlusher()
-		}
-		if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
-			e.sum.Quarantined = append(e.sum.Quarantined, refOf(d))
-		}
-		if d.outcome == OutcomeIncomplete && len(e.sum.Incomplete) < maxListed {
-			e.sum.Incomplete = append(e.sum.Incomplete, refOf(d))
-		}
-		if d.outcome != OutcomeSend {
-			e.tr.read(d)
-			return nil
-		}
-		if err := e.waitWindow(readCtx, window); err != nil {
+	if e.create != nil && d.outcome != OutcomeFiltered {
+		// A single pass records its run before the first selected record is handled.
+		if err := e.create(ps.readCtx); err != nil {
 			return err
 		}
-		if err := lim.wait(readCtx); err != nil {
-			return err
+		e.create = nil
+		ps.flusher.start()
+	}
+	if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
+		e.sum.Quarantined = append(e.sum.Quarantined, refOf(d))
+	}
+	if d.outcome == OutcomeIncomplete && len(e.sum.Incomplete) < maxListed {
+		e.sum.Incomplete = append(e.sum.Incomplete, refOf(d))
+	}
+	return nil
+}
+
+// send hands a record to the producer, within the duplicate window and the rate, with its
+// provenance headers; its acknowledgement is tracked for the journal (a failed one stops the
+// reading).
+func (ps *pass) send(d *decision) error {
+	e := ps.e
+	if err := e.waitWindow(ps.readCtx, ps.window); err != nil {
+		return err
+	}
+	if err := ps.lim.wait(ps.readCtx); err != nil {
+		return err
+	}
+	tk := e.tr.read(d)
+	// fw.replay.at: the clock is read every atEvery records (and after every wait of
+	// --rate), and the time formatted again when it moved by a millisecond.
+	if ps.sinceAt++; ps.sinceAt >= atEvery || ps.lim != nil {
+		if now := time.Now(); now.Sub(ps.atTime) >= time.Millisecond {
+			ps.atTime, ps.at = now, replayAt(now)
 		}
-		tk := e.tr.read(d)
-		// fw.replay.at: the clock is read every atEvery records (and after every wait of
-		// --rate), and the time formatted again when it moved by a millisecond.
-		if sinceAt++; sinceAt >= atEvery || lim != nil {
-			if now := time.Now(); now.Sub(atTime) >= time.Millisecond {
-				atTime, at = now, replayAt(now)
+		ps.sinceAt = 0
+	}
+	if d.reason == dlq.ReasonMalformed {
+		e.sum.MalformedSent++
+	}
+	out := e.prov.build(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, ps.at, d.group)
+	out.Key = d.sendKey()
+	if d.partition < 0 {
+		out.Partition = -1 // placedPartitioner: spread it
+	}
+	src, eventID := d.rec, d.eventID
+	ps.cl.Produce(ps.prodCtx, out, func(r *kgo.Record, err error) {
+		s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
+			SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
+		if err != nil {
+			err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
+			ps.stopRead(err)
+		}
+		if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
+			select {
+			case e.flushNow <- struct{}{}:
+			default:
 			}
-			sinceAt = 0
 		}
-		if d.reason == dlq.ReasonMalformed {
-			e.sum.MalformedSent++
-		}
-		out := e.prov.build(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, at, d.group)
-		out.Key = d.sendKey()
-		if d.partition < 0 {
-			out.Partition = -1 // placedPartitioner: spread it
-		}
-		src, eventID := d.rec, d.eventID
-		cl.Produce(prodCtx, out, func(r *kgo.Record, err error) {
-			s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
-				SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
-			if err != nil {
-				err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
-				stopRead(err)
-			}
-			if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
-				select {
-				case e.flushNow <- struct{}{}:
-				default:
-				}
-			}
-		})
-		return nil
 	})
+	return nil
+}
+
+// drain ends the pass: the real error when the reading was stopped by a failed send or
+// journal write; the acknowledgement of everything handed to the producer awaited, on
+// success as long as it takes (an interruption cuts it short), after a failure or an
+// interruption at most drainTimeout; the tracker's error, or its end.
+func (ps *pass) drain(ctx context.Context, readErr error) error {
+	e := ps.e
 	if ctx.Err() == nil {
 		// readCtx alone was stopped: by a failed send or journal write, the real error.
-		if cause := context.Cause(readCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		if cause := context.Cause(ps.readCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 			readErr = cause
 		}
 	}
-	// Wait for the acknowledgement of everything handed to the producer: on success as long
-	// as it takes (an interruption cuts it short), after a failure or an interruption at most
-	// drainTimeout.
-	fctx, cancel := context.WithTimeout(prodCtx, drainTimeout)
+	fctx, cancel := context.WithTimeout(ps.prodCtx, drainTimeout)
 	if readErr == nil {
 		cancel()
 		fctx, cancel = context.WithCancel(ctx)
 	}
-	ferr := cl.Flush(fctx)
+	ferr := ps.cl.Flush(fctx)
 	cancel()
 	if readErr == nil && ferr != nil {
 		readErr = fwerr.Wrap(fwerr.KindInterrupted, ferr)
-		dctx, dcancel := context.WithTimeout(prodCtx, drainTimeout)
-		_ = cl.Flush(dctx)
+		dctx, dcancel := context.WithTimeout(ps.prodCtx, drainTimeout)
+		_ = ps.cl.Flush(dctx)
 		dcancel()
 	}
 	if readErr == nil {
@@ -541,24 +656,6 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	}
 	if readErr == nil {
 		e.tr.finish()
-	}
-	close(stopFlusher)
-	if flusherStarted {
-		<-flusherDone
-	}
-	e.sum.Read = read
-	if readErr == nil {
-		e.mu.Lock()
-		readErr = e.jerr
-		e.mu.Unlock()
-	}
-	progress()
-	lv := e.tr.live()
-	e.sum.SentNow = lv.Acked
-	elapsed := time.Since(start)
-	e.sum.ElapsedMS = elapsed.Milliseconds()
-	if elapsed > 0 {
-		e.sum.RecordsPerSecond = float64(lv.Acked) / elapsed.Seconds()
 	}
 	return readErr
 }

@@ -265,7 +265,7 @@ func TestFlowEditsInteractively(t *testing.T) {
 	zero := int64(0)
 	record := dlqTopic + "/0/0"
 	spec := func() Spec {
-		return Spec{From: dlqTopic, Record: record, Partitions: []int32{0}, StartOffset: &zero, EndOffset: &zero, Edit: &Edit{Interactive: true}}
+		return Spec{From: dlqTopic, Record: record, Selection: kafka.Selection{Partitions: []int32{0}, StartOffset: &zero, EndOffset: &zero}, Edit: &Edit{Interactive: true}}
 	}
 	before := endOffsets(t, c, src)
 	if _, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "x"}); fwerr.KindOf(err) != fwerr.KindUsage {

@@ -61,7 +61,7 @@ func NewPlan(ctx context.Context, c *kafka.Cluster, spec Spec) (*Plan, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	ranges, err := c.Plan(ctx, spec.From, spec.selection())
+	ranges, err := c.Plan(ctx, spec.From, spec.readSelection())
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ type Report struct {
 	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
 	MaxReplays         int                 `json:"max_replays"`
 	RunID              string              `json:"resumes_run,omitempty"`
-	Selection          Selection           `json:"selection"`
+	Selection          SelectionReport     `json:"selection"`
 	Filters            Filters             `json:"filters"`
 	Ranges             []RangeReport       `json:"ranges"`
 	LostOffsets        int64               `json:"lost_offsets,omitempty"`
@@ -378,113 +378,160 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	if opts.Sample == 0 {
 		opts.Sample = DefaultSample
 	}
+	sc := &scan{rep: newReport(p), opts: opts, guard: newGuard(c, st, &p.Spec), targets: newTargetCache(c, kafka.OpDescribe, p),
+		byTarget: map[targetKey]int64{}, total: p.Total()}
+	err := readBatches(ctx, c, p.Ranges, newClassifier(p, st), func(d *decision) error { return sc.add(ctx, d) })
+	if err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(sc.rep.Counts.Read, sc.total)
+	}
+	return sc.finish(ctx, p), nil
+}
+
+// newReport is the report of p before anything is read: what it selects and how it places,
+// its ranges, every list empty.
+func newReport(p *Plan) *Report {
 	rep := &Report{
 		Source: p.Spec.From, Target: p.Spec.TargetLabel(), MaxReplays: p.Spec.MaxReplays, LostOffsets: p.LostOffsets,
-		ToPartition: p.Spec.ToPartition, Selection: p.Spec.Selection(), Filters: p.Spec.Filters(),
+		ToPartition: p.Spec.ToPartition, Selection: p.Spec.SelectionReport(), Filters: p.Spec.Filters(),
 		Targets: []TargetCount{}, Missing: []TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Problems: []string{}, Sample: []SampleRecord{},
 		Groups: []string{}, Guards: []Notice{}, Edit: p.edit, ForGroup: p.Spec.ForGroup, AllGroups: p.Spec.AllGroups,
 		ReplayedBefore: ReplayedBefore{Runs: []PriorRun{}},
 	}
-	g := newGuard(c, st, &p.Spec)
-	groupless := false
 	if p.Resume != nil {
 		rep.RunID = p.Resume.Run.ID
 	}
 	for _, r := range p.Ranges {
 		rep.Ranges = append(rep.Ranges, RangeReport{Topic: r.Topic, Partition: r.Partition, Start: r.Start, Last: r.End - 1, Offsets: r.Len()})
 	}
-	targets := newTargetCache(c, kafka.OpDescribe, p)
-	type key struct {
-		topic string
-		part  int32
-		rule  string
+	return rep
+}
+
+// targetKey is one target partition and the rule that placed records in it.
+type targetKey struct {
+	topic string
+	part  int32
+	rule  string
+}
+
+// scan is one Scan: the report it fills record by record, the guards the records to send
+// pass, and where they go.
+type scan struct {
+	rep      *Report
+	opts     ScanOptions
+	guard    *guard
+	targets  *targetCache
+	byTarget map[targetKey]int64
+	// groupless: a record to send names no group.
+	groupless bool
+	total     int64
+}
+
+// add counts one record the classifier decided on, and shows it in the sample while there is
+// room.
+func (sc *scan) add(ctx context.Context, d *decision) error {
+	rep := sc.rep
+	rep.Counts.Read++
+	if sc.opts.Progress != nil && rep.Counts.Read%progressEvery == 0 {
+		sc.opts.Progress(rep.Counts.Read, sc.total)
 	}
-	byTarget := map[key]int64{}
-	cls := newClassifier(p, st)
-	total := p.Total()
-	err := readBatches(ctx, c, p.Ranges, cls, func(d *decision) error {
-		rep.Counts.Read++
-		if opts.Progress != nil && rep.Counts.Read%progressEvery == 0 {
-			opts.Progress(rep.Counts.Read, total)
-		}
-		if d.outcome == OutcomeFiltered {
-			return nil
-		}
-		rep.Counts.Selected++
-		if d.replay != nil && d.outcome != OutcomeAlreadySent {
-			rep.ReplayedBefore.add(d)
-		}
-		switch d.outcome {
-		case OutcomeQuarantined:
-			rep.Counts.Quarantined++
-			if len(rep.Quarantined) < maxListed {
-				rep.Quarantined = append(rep.Quarantined, refOf(d))
-			}
-		case OutcomeIncomplete:
-			rep.Counts.Incomplete++
-			if len(rep.Incomplete) < maxListed {
-				rep.Incomplete = append(rep.Incomplete, refOf(d))
-			}
-		case OutcomeSkipped:
-			rep.Counts.Skipped++
-		case OutcomeAlreadySent:
-			rep.Counts.AlreadySent++
-		case OutcomeAlreadyReplayed:
-			rep.Counts.AlreadyReplayed++
-		case OutcomeProblem:
-			rep.Counts.Problems++
-			if len(rep.Problems) < maxListed {
-				rep.Problems = append(rep.Problems, d.problem)
-			}
-		case OutcomeSend:
-			rep.Counts.ToSend++
-			if d.reason == dlq.ReasonMalformed {
-				rep.Counts.MalformedToSend++
-			}
-			if err := g.add(ctx, d); err != nil {
-				return err
-			}
-			switch {
-			case d.group == "":
-				groupless = true
-			case !slices.Contains(rep.Groups, d.group) && len(rep.Groups) < maxGroups:
-				rep.Groups = append(rep.Groups, d.group)
-			}
-			part, rule, err := targets.place(ctx, d)
-			if err != nil {
-				return err
-			}
-			byTarget[key{d.target, part, rule}]++
-		}
-		if opts.Sample > 0 && len(rep.Sample) < opts.Sample {
-			s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
-				Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-			payloads := opts.Schemas.Record(ctx, envelope.RecordHeaders(d.rec.Headers), d.rec.Key, d.rec.Value)
-			s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
-			if key, exact := printable.Text(d.sendKey()); key != nil {
-				s.Key, s.KeyBase64 = *key, exact
-			}
-			if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
-				s.TargetTopic = d.target
-				if part, rule, _ := targets.place(ctx, d); part >= 0 {
-					s.TargetPartition, s.Rule = &part, rule
-				} else {
-					s.Rule = rule
-				}
-			}
-			rep.Sample = append(rep.Sample, s)
-		}
+	if d.outcome == OutcomeFiltered {
 		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	if opts.Progress != nil {
-		opts.Progress(rep.Counts.Read, total)
+	rep.Counts.Selected++
+	if d.replay != nil && d.outcome != OutcomeAlreadySent {
+		rep.ReplayedBefore.add(d)
 	}
-	for k, n := range byTarget {
+	if err := sc.count(ctx, d); err != nil {
+		return err
+	}
+	if sc.opts.Sample > 0 && len(rep.Sample) < sc.opts.Sample {
+		rep.Sample = append(rep.Sample, sc.sample(ctx, d))
+	}
+	return nil
+}
+
+// count counts a selected record by its outcome, listing the quarantined, incomplete and
+// unroutable ones (at most maxListed each); a record to send passes the guards and is counted
+// by its group and its target.
+func (sc *scan) count(ctx context.Context, d *decision) error {
+	rep := sc.rep
+	switch d.outcome {
+	case OutcomeQuarantined:
+		rep.Counts.Quarantined++
+		if len(rep.Quarantined) < maxListed {
+			rep.Quarantined = append(rep.Quarantined, refOf(d))
+		}
+	case OutcomeIncomplete:
+		rep.Counts.Incomplete++
+		if len(rep.Incomplete) < maxListed {
+			rep.Incomplete = append(rep.Incomplete, refOf(d))
+		}
+	case OutcomeSkipped:
+		rep.Counts.Skipped++
+	case OutcomeAlreadySent:
+		rep.Counts.AlreadySent++
+	case OutcomeAlreadyReplayed:
+		rep.Counts.AlreadyReplayed++
+	case OutcomeProblem:
+		rep.Counts.Problems++
+		if len(rep.Problems) < maxListed {
+			rep.Problems = append(rep.Problems, d.problem)
+		}
+	case OutcomeSend:
+		rep.Counts.ToSend++
+		if d.reason == dlq.ReasonMalformed {
+			rep.Counts.MalformedToSend++
+		}
+		if err := sc.guard.add(ctx, d); err != nil {
+			return err
+		}
+		switch {
+		case d.group == "":
+			sc.groupless = true
+		case !slices.Contains(rep.Groups, d.group) && len(rep.Groups) < maxGroups:
+			rep.Groups = append(rep.Groups, d.group)
+		}
+		part, rule, err := sc.targets.place(ctx, d)
+		if err != nil {
+			return err
+		}
+		sc.byTarget[targetKey{d.target, part, rule}]++
+	}
+	return nil
+}
+
+// sample is a selected record as the plan's sample shows it: its key, its payloads decoded
+// through the registry, and where it would go.
+func (sc *scan) sample(ctx context.Context, d *decision) SampleRecord {
+	s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
+		Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(d.rec.Headers), d.rec.Key, d.rec.Value)
+	s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
+	if key, exact := printable.Text(d.sendKey()); key != nil {
+		s.Key, s.KeyBase64 = *key, exact
+	}
+	if d.outcome == OutcomeSend || d.outcome == OutcomeQuarantined || d.outcome == OutcomeIncomplete {
+		s.TargetTopic = d.target
+		if part, rule, _ := sc.targets.place(ctx, d); part >= 0 {
+			s.TargetPartition, s.Rule = &part, rule
+		} else {
+			s.Rule = rule
+		}
+	}
+	return s
+}
+
+// finish completes the report once every record is read: the targets and the missing ones,
+// the runs that replayed before, the partitioners, the group the records are for, the guards'
+// warnings.
+func (sc *scan) finish(ctx context.Context, p *Plan) *Report {
+	rep := sc.rep
+	for k, n := range sc.byTarget {
 		tc := TargetCount{Topic: k.topic, Partition: k.part, Rule: k.rule, Records: n}
-		if !targets.exists(k.topic, k.part) {
+		if !sc.targets.exists(k.topic, k.part) {
 			rep.Missing = append(rep.Missing, tc)
 		}
 		rep.Targets = append(rep.Targets, tc)
@@ -495,13 +542,13 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	rep.PartitionerChoices = p.partitioners.choices()
 	rep.Partitioner = p.partitioner(rep.PartitionerChoices)
 	slices.Sort(rep.Groups)
-	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !groupless {
+	if rep.ForGroup == "" && !rep.AllGroups && len(rep.Groups) == 1 && !sc.groupless {
 		rep.ForGroup, rep.ForGroupDefault = rep.Groups[0], true
 	}
-	if rep.Guards = g.notices(ctx); rep.Guards == nil {
+	if rep.Guards = sc.guard.notices(ctx); rep.Guards == nil {
 		rep.Guards = []Notice{}
 	}
-	return rep, nil
+	return rep
 }
 
 // partitioner is the one partitioner of the plan: --partitioner, or the one chosen for every

@@ -347,7 +347,7 @@ func TestReplaySingleRecordAndEventID(t *testing.T) {
 	deadLetters(t, cl, dlqTopic, origs, dlq.Meta{})
 
 	three := int64(3)
-	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, Record: dlqTopic + "/0/3", Partitions: []int32{0}, StartOffset: &three, EndOffset: &three}, ExecOptions{})
+	_, sum, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic, Record: dlqTopic + "/0/3", Selection: kafka.Selection{Partitions: []int32{0}, StartOffset: &three, EndOffset: &three}}, ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +655,7 @@ func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
 
 	// The first record read goes nowhere: nothing sent, no run.
 	first := int64(6)
-	p, err := NewPlan(t.Context(), c, Spec{From: dlt, StartOffset: &first})
+	p, err := NewPlan(t.Context(), c, Spec{From: dlt, Selection: kafka.Selection{StartOffset: &first}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,10 @@ func TestSpecValidate(t *testing.T) {
 		{"bad topic", Spec{From: "a b"}, "a topic name holds only ASCII letters"},
 		{"into itself", Spec{From: "orders", To: "orders"}, "refusing to write into orders"},
 		{"bad target", Spec{From: "orders.dlq", To: "x/y"}, "--to"},
-		{"inverted", Spec{From: "t", StartOffset: i64(9), EndOffset: i64(3)}, "--end-offset 3 is before --start-offset 9"},
-		{"negative", Spec{From: "t", StartOffset: i64(-1)}, "not negative"},
-		{"range and window", Spec{From: "t", StartOffset: i64(1), Since: time.Now()}, "not both"},
-		{"window inverted", Spec{From: "t", Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "is not after"},
+		{"inverted", Spec{From: "t", Selection: kafka.Selection{StartOffset: i64(9), EndOffset: i64(3)}}, "--end-offset 3 is before --start-offset 9"},
+		{"negative", Spec{From: "t", Selection: kafka.Selection{StartOffset: i64(-1)}}, "not negative"},
+		{"range and window", Spec{From: "t", Selection: kafka.Selection{StartOffset: i64(1), Since: time.Now()}}, "not both"},
+		{"window inverted", Spec{From: "t", Selection: kafka.Selection{Since: time.Now(), Until: time.Now().Add(-time.Hour)}}, "is not after"},
 		{"reason", Spec{From: "t", FilterSpec: dlq.FilterSpec{Reasons: []string{"bored"}}}, "--dlq-reason"},
 		{"reason unknown ok", Spec{From: "t", FilterSpec: dlq.FilterSpec{Reasons: []string{"unknown", "exhausted"}}}, ""},
 		{"bad regexp", Spec{From: "t", FilterSpec: dlq.FilterSpec{Error: "("}}, "not a regular expression"},
@@ -94,7 +94,7 @@ func TestPendingForIsDLQsPending(t *testing.T) {
 }
 
 func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
-	s := Spec{From: "orders.dlq", Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9), SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
+	s := Spec{From: "orders.dlq", Selection: kafka.Selection{Partitions: []int32{1}, StartOffset: i64(5), EndOffset: i64(9)}, SkipProcessedFor: "billing", To: "orders-retry", ToPartition: PartitionOriginal,
 		Statuses: []dlq.Status{dlq.StatusReplayed}, StatusConsumer: "billing", IncludeReplayed: true,
 		FilterSpec: dlq.FilterSpec{Error: "time(out)?", Reasons: []string{"exhausted"}},
 	}

@@ -4,26 +4,22 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// Selection is what a plan was asked to read, as its report prints it (Report.Ranges are the
-// offsets that came to when the plan was made).
-type Selection struct {
+// SelectionReport is what a plan was asked to read, as its report prints it (Report.Ranges
+// are the offsets that came to when the plan was made): the spec's source, record and
+// selection (kafka.Selection: --start-offset and --end-offset are the first and the last
+// offset, both inclusive, last_offset as every inclusive end in JSON).
+type SelectionReport struct {
 	Source string `json:"source"`
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
-	// Partitions are the partitions read; none: every partition.
-	Partitions []int32 `json:"partitions,omitempty"`
-	// StartOffset and EndOffset are --start-offset and --end-offset: the first and the last
-	// offset, both inclusive (last_offset, as every inclusive end in JSON).
-	StartOffset *int64    `json:"start_offset,omitempty"`
-	EndOffset   *int64    `json:"last_offset,omitempty"`
-	Since       time.Time `json:"since,omitzero"`
-	Until       time.Time `json:"until,omitzero"`
+	// Selection: no partitions, every partition.
+	kafka.Selection
 	// Addresses and EventIDs count the records named one by one (--from-file).
 	Addresses int `json:"addresses,omitempty"`
 	EventIDs  int `json:"event_ids,omitempty"`
@@ -51,10 +47,9 @@ type Filters struct {
 	IncludeReplayed bool `json:"include_replayed,omitempty"`
 }
 
-// Selection describes what the spec reads.
-func (s *Spec) Selection() Selection {
-	return Selection{Source: s.From, Record: s.Record, Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until,
-		Addresses: len(s.Addresses), EventIDs: len(s.EventIDs)}
+// SelectionReport describes what the spec reads.
+func (s *Spec) SelectionReport() SelectionReport {
+	return SelectionReport{Source: s.From, Record: s.Record, Selection: s.Selection, Addresses: len(s.Addresses), EventIDs: len(s.EventIDs)}
 }
 
 // Filters describes every filter the spec applies.

@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // TestSelectStatus: the command line's status selection lands in the Spec as dlq's statuses,
@@ -97,7 +99,7 @@ func TestFilters(t *testing.T) {
 		t.Errorf("no filters: %s", b)
 	}
 	start := int64(5)
-	if b, _ := json.Marshal((&Spec{From: "t", Partitions: []int32{1}, StartOffset: &start}).Selection()); string(b) != `{"source":"t","partitions":[1],"start_offset":5}` {
+	if b, _ := json.Marshal((&Spec{From: "t", Selection: kafka.Selection{Partitions: []int32{1}, StartOffset: &start}}).SelectionReport()); string(b) != `{"source":"t","partitions":[1],"start_offset":5}` {
 		t.Errorf("selection: %s", b)
 	}
 }
@@ -116,5 +118,48 @@ func TestJournaledSpecReadsTheOldEndOffset(t *testing.T) {
 	}
 	if back, _, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
 		t.Fatalf("read back: %+v %v", back, err)
+	}
+}
+
+// TestJournaledSelectionKeepsItsShape: selections journaled by earlier versions (the spec with
+// its kafka.Selection flattened in, and its execution object) are read back into the one
+// selection type, and journaled again in the very same shape, so that their runs resume.
+func TestJournaledSelectionKeepsItsShape(t *testing.T) {
+	since := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	two, seven := int64(2), int64(7)
+	for _, tc := range []struct {
+		name, text string
+		want       kafka.Selection
+		record     string
+		rate       float64
+		same       bool // journaled again as it is
+	}{
+		{"window", `{"from":"tasks.dlq","partitions":[0,2],"since":"2026-11-30T08:00:00Z","until":"2026-11-30T14:00:00Z","reasons":["exhausted"],"key":"dGFzay03","statuses":["pending"],"status_consumer":"task-projection","to":"tasks-retry","to_partition":"key","partitioner":"crc32","max_replays":5,"for_group":"task-projection","strict":true,"stop_on_redeadletter":10,"execution":{"rate":500,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+			kafka.Selection{Partitions: []int32{0, 2}, Since: since, Until: since.Add(6 * time.Hour)}, "", 500, true},
+		{"record", `{"from":"tasks.dlq","partitions":[1],"start_offset":2,"last_offset":2,"record":"tasks.dlq/1/42","to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+			kafka.Selection{Partitions: []int32{1}, StartOffset: &two, EndOffset: &two}, "tasks.dlq/1/42", 0, true},
+		{"legacy end_offset", `{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+			kafka.Selection{Partitions: []int32{0}, StartOffset: &two, EndOffset: &seven}, "", 0, false},
+	} {
+		s, ex, err := unmarshalSpec(tc.text)
+		if err != nil || ex == nil {
+			t.Fatalf("%s: %v (execution %v)", tc.name, err, ex)
+		}
+		g, _ := json.Marshal(s.Selection)
+		w, _ := json.Marshal(tc.want)
+		if string(g) != string(w) || s.Record != tc.record || ex.Rate != tc.rate || s.From != "tasks.dlq" {
+			t.Errorf("%s: read as selection %s, record %q, rate %g; want %s, %q, %g", tc.name, g, s.Record, ex.Rate, w, tc.record, tc.rate)
+		}
+		if again := marshalRun(&s, *ex); tc.same && again != tc.text {
+			t.Errorf("%s: journaled again as\n%s\nwant\n%s", tc.name, again, tc.text)
+		}
+		// replay show reads the journaled selection as a Spec, and prints its selection.
+		var shown Spec
+		if err := json.Unmarshal([]byte(tc.text), &shown); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := json.Marshal(shown.SelectionReport().Selection); string(g) != string(w) {
+			t.Errorf("%s: shown as %s, want %s", tc.name, g, w)
+		}
 	}
 }

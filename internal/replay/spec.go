@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -45,13 +44,10 @@ var ToPartitionModes = []string{PartitionAuto, PartitionOriginal, PartitionKey}
 type Spec struct {
 	// From is the topic read (a dead-letter topic, or any topic with To).
 	From string `json:"from"`
-	// Selection narrows From: partitions, an inclusive offset range or a time window. With
-	// none the whole topic is read, bounded by its end offsets when the plan is made.
-	Partitions  []int32   `json:"partitions,omitempty"`
-	StartOffset *int64    `json:"start_offset,omitempty"`
-	EndOffset   *int64    `json:"last_offset,omitempty"`
-	Since       time.Time `json:"since,omitzero"`
-	Until       time.Time `json:"until,omitzero"`
+	// Selection narrows From: partitions, an inclusive offset range or a time window, as the
+	// flags gave it (its fields are the spec's in JSON). With none the whole topic is read,
+	// bounded by its end offsets when the plan is made. Validate checks it (its Check).
+	kafka.Selection
 	// Record is set when a single record was named (TOPIC/PARTITION/OFFSET); the selection is
 	// then that one offset.
 	Record string `json:"record,omitempty"`
@@ -179,8 +175,7 @@ func (s *Spec) Validate() error {
 	if s.MaxReplays < 1 {
 		return fwerr.Usagef("--max-replays %d: must be at least 1", s.MaxReplays)
 	}
-	sel := kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
-	if err := sel.Check(); err != nil {
+	if err := s.Selection.Check(); err != nil {
 		return err
 	}
 	f, err := s.FilterSpec.Compile()
@@ -210,7 +205,7 @@ func (s *Spec) validateAims() error {
 	}
 	s.addresses, s.eventIDs = nil, nil
 	if len(s.Addresses) > 0 || len(s.EventIDs) > 0 {
-		if s.Record != "" || len(s.Partitions) > 0 || s.StartOffset != nil || s.EndOffset != nil {
+		if s.Record != "" || s.Ranged() {
 			return fwerr.Usagef("a file of records names its records: drop the record address, --partition, --start-offset and --end-offset")
 		}
 		s.addresses = make(map[dedup.SourceRef]bool, len(s.Addresses))
@@ -289,9 +284,10 @@ func (s *Spec) NeedsStore() bool {
 	return len(s.Statuses) > 0 || s.PendingFor != "" || s.SkipProcessedFor != ""
 }
 
-// selection is the kafka.Selection of the spec's range.
-func (s *Spec) selection() kafka.Selection {
-	sel := kafka.Selection{Partitions: s.Partitions, StartOffset: s.StartOffset, EndOffset: s.EndOffset, Since: s.Since, Until: s.Until}
+// readSelection is the selection a plan reads: the spec's, and for records named by address
+// alone their partitions.
+func (s *Spec) readSelection() kafka.Selection {
+	sel := s.Selection
 	if len(s.addresses) > 0 && len(s.eventIDs) == 0 {
 		// Records named by address: only their partitions are read (Spec.narrow).
 		for a := range s.addresses {
