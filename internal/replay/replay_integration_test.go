@@ -509,9 +509,16 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 	src, dlqTopic := testenv.Topic(t, 3, nil), testenv.Topic(t, 3, nil)
 	dls := deadLetters(t, cl, dlqTopic, originals(t, cl, src, 3000), dlq.Meta{})
 
-	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	// Interrupted once the broker has acknowledged some of the run (a condition, not a time:
+	// the rate keeps the rest unsent for a while after it).
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, sum, err := execute(t, ctx, c, st, Spec{From: dlqTopic}, ExecOptions{Rate: 2000})
+	interrupt := func(p Progress) {
+		if p.Sent > 0 {
+			cancel()
+		}
+	}
+	_, sum, err := execute(t, ctx, c, st, Spec{From: dlqTopic}, ExecOptions{Rate: 1000, Progress: interrupt})
 	if fwerr.KindOf(err) != fwerr.KindInterrupted || sum.Status != dedup.RunInterrupted {
 		t.Fatalf("interrupted run: %v, status %s", err, sum.Status)
 	}
