@@ -77,7 +77,8 @@ func (f *Factory) Settings() Settings {
 
 // WithStoreNaming is f for the commands of a group that binds the store-naming flags (see
 // RegisterStoreFlags) into naming: the store they open and the hints of its errors use its
-// values as parsed. f itself is unchanged.
+// values as parsed. f itself is unchanged; the new factory copies f's streams, environment and
+// clock as they are now, so set them before building the commands.
 func (f *Factory) WithStoreNaming(naming *dedup.Options) *Factory {
 	g := *f
 	g.naming = naming
