@@ -10,7 +10,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs bench
+.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs architecture bench
 
 # The stamps `fieldwork version` prints (cmd/version); outside a git checkout, "dev" and none.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -79,3 +79,8 @@ fuzz:
 # The markdown reference and man pages, generated from the command tree (a test checks them).
 docs:
 	$(GO) run . docs --markdown-dir docs/reference --man-dir docs/man
+
+# The import table of docs/architecture.md, rewritten from the code (internal/architecture's
+# test checks it, and the layer rules, in make test).
+architecture:
+	$(GO) test -count=1 ./internal/architecture -run '^TestArchitecture$$' -update

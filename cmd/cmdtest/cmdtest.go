@@ -10,14 +10,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-// InGroup puts a leaf command under a parent carrying the store-naming flags, as the
-// processed and db groups do, so that tests parse --schema, --table and --column-* too.
-func InGroup(f *cmdutil.Factory, leaf *cobra.Command, args ...string) *cobra.Command {
+// InGroup puts a leaf command, built by newLeaf, under a parent carrying the store-naming
+// flags, as the processed and db groups do: the parent binds them and hands the leaf the
+// factory derived for them, so that tests parse --schema, --table and --column-* too.
+func InGroup(f *cmdutil.Factory, newLeaf func(*cmdutil.Factory) *cobra.Command, args ...string) *cobra.Command {
+	naming := new(dedup.Options)
 	g := &cobra.Command{Use: "group"}
-	cmdutil.RegisterStoreFlags(g, g.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(g, g.PersistentFlags(), naming)
+	leaf := newLeaf(f.WithStoreNaming(naming))
 	g.AddCommand(leaf)
 	g.SetArgs(append([]string{leaf.Name()}, args...))
 	g.SetOut(f.Streams.Out)
@@ -36,7 +40,9 @@ func BrokerEnv(t *testing.T) map[string]string {
 func Parse[O any](t *testing.T, f *cmdutil.Factory, newCmd func(*cmdutil.Factory, func(context.Context, *O) error) *cobra.Command, args ...string) *O {
 	t.Helper()
 	var got *O
-	cmd := InGroup(f, newCmd(f, func(_ context.Context, o *O) error { got = o; return nil }), args...)
+	cmd := InGroup(f, func(f *cmdutil.Factory) *cobra.Command {
+		return newCmd(f, func(_ context.Context, o *O) error { got = o; return nil })
+	}, args...)
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type Clients struct {
 // Open opens the clients need names, in a fixed order (printer, store, cluster), so that a
 // usage error of -o comes before any connection. On an error it closes what it opened.
 func (f *Factory) Open(ctx context.Context, need Need) (*Clients, error) {
-	c := &Clients{Streams: f.Streams, Naming: f.Dedup, Now: f.Now}
+	c := &Clients{Streams: f.Streams, Naming: f.StoreNaming(), Now: f.Now}
 	if err := c.open(ctx, f, need); err != nil {
 		c.Close()
 		return nil, err

@@ -155,10 +155,7 @@ func completionContext(c *cobra.Command) (context.Context, context.CancelFunc) {
 func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := completionContext(c)
 	defer cancel()
-	saved := f.ConnectTimeout
-	f.ConnectTimeout = completionTimeout
-	defer func() { f.ConnectTimeout = saved }()
-	cl, err := f.Kafka(ctx)
+	cl, err := f.kafka(ctx, completionTimeout)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -224,7 +221,8 @@ func (f *Factory) completeRuns(statuses []string) completeFunc {
 func (f *Factory) completeFromStore(c *cobra.Command, list func(context.Context, *dedup.Store) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := completionContext(c)
 	defer cancel()
-	st, err := f.completionStore(ctx)
+	naming := StoreNamingOf(c.Flags())
+	st, err := f.WithStoreNaming(&naming).openStore(ctx, false, completionTimeout)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -234,13 +232,6 @@ func (f *Factory) completeFromStore(c *cobra.Command, list func(context.Context,
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-func (f *Factory) completionStore(ctx context.Context) (*dedup.Store, error) {
-	saved := f.ConnectTimeout
-	f.ConnectTimeout = completionTimeout
-	defer func() { f.ConnectTimeout = saved }()
-	return f.Store(ctx)
 }
 
 // portableBashInit replaces, in a shell without the bash-completion package, the function

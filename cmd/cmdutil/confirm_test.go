@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
@@ -16,7 +17,7 @@ func TestConfirm(t *testing.T) {
 		s, in, _, errOut := output.Test()
 		s.InTTY, s.ErrTTY = true, true
 		in.WriteString(answer)
-		return &Factory{Streams: s, Getenv: func(string) string { return "" }, ConfigPath: "/nonexistent/fieldwork.yaml"}, errOut
+		return &Factory{Streams: s, Getenv: func(string) string { return "" }, settings: &Settings{ConfigPath: "/nonexistent/fieldwork.yaml"}}, errOut
 	}
 
 	// --yes never asks, terminal or not.
@@ -59,8 +60,8 @@ func TestConfirmPrompt(t *testing.T) {
 	s.InTTY, s.ErrTTY = true, true
 	in.WriteString("n\n")
 	env := map[string]string{"FIELDWORK_DSN": "postgres://fw:s3cret@db:5432/fw"}
-	f := &Factory{Streams: s, Getenv: func(k string) string { return env[k] }, ConfigPath: "/nonexistent/fieldwork.yaml"}
-	f.Conn.Brokers = []string{"kafka-1:9092", "kafka-2:9092"}
+	f := &Factory{Streams: s, Getenv: func(k string) string { return env[k] },
+		settings: &Settings{ConfigPath: "/nonexistent/fieldwork.yaml", Conn: config.Flags{Brokers: []string{"kafka-1:9092", "kafka-2:9092"}}}}
 	err := ConfirmPrompt(f, false, Prompt{Question: "send 3 records from orders.dlq", Kafka: true, Store: `"public"."processed_events"`,
 		Counts: []string{"2 to orders", "1 to payments"}, Reason: "db is back"})
 	if !errors.Is(err, ErrNotConfirmed) {

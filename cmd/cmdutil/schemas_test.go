@@ -34,7 +34,7 @@ func TestSchemasOverTLS(t *testing.T) {
 		t.Helper()
 		f := TestFactory()
 		f.Getenv = func(k string) string { return env[k] }
-		f.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
+		f.settings.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
 		d, err := f.Schemas()
 		if err != nil {
 			t.Fatal(err)

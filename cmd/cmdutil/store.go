@@ -21,13 +21,14 @@ import (
 type StoreDeps struct {
 	Streams *output.Streams
 	Store   func(context.Context) (*dedup.Store, error)
-	// Naming points at the factory's --schema/--table/--column-* values, for messages.
+	// Naming points at the command group's --schema/--table/--column-* values, for messages.
 	Naming *dedup.Options
 }
 
-// NewStoreDeps takes the store's dependencies from f.
+// NewStoreDeps takes the store's dependencies from f (a factory derived with WithStoreNaming
+// by the command group that binds the naming flags).
 func NewStoreDeps(f *Factory) StoreDeps {
-	return StoreDeps{Streams: f.Streams, Store: f.Store, Naming: &f.Dedup}
+	return StoreDeps{Streams: f.Streams, Store: f.Store, Naming: f.naming}
 }
 
 // Names returns the store-naming flags' values (zero Options when there are none, in tests).
@@ -38,32 +39,66 @@ func (d StoreDeps) Names() dedup.Options {
 	return *d.Naming
 }
 
-// RegisterStoreFlags registers on fs, one of cmd's flag sets, the flags that name the marker
-// table: the schema, the table, --preset (completed with the presets' names) and, for
-// read-only queries on an existing table of the same shape, its column names.
-func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options) {
-	fs.StringVar(&o.Schema, "schema", dedup.DefaultSchema, `schema of the marker table (on SQLite a table-name prefix; "main" means none)`)
-	fs.StringVar(&o.Table, "table", dedup.DefaultTable, "marker table")
-	c, d := &o.Columns, dedup.DefaultColumns
-	for _, col := range []struct {
-		v    *string
-		name string
-		def  string
-	}{
-		{&c.Consumer, "consumer", d.Consumer},
-		{&c.EventID, "event-id", d.EventID},
-		{&c.ProcessedAt, "processed-at", d.ProcessedAt},
-		{&c.Topic, "topic", d.Topic},
-		{&c.Partition, "partition", d.Partition},
-		{&c.Offset, "offset", d.Offset},
-		{&c.AggregateID, "aggregate-id", d.AggregateID},
-		{&c.AggregateVersion, "aggregate-version", d.AggregateVersion},
-	} {
-		fs.StringVar(col.v, "column-"+col.name, col.def, "column holding the "+strings.ReplaceAll(col.name, "-", " ")+", on an existing table")
+// storeFlag is one of the flags that name the marker table and the field of dedup.Options it
+// sets: RegisterStoreFlags binds them, StoreNamingOf reads them back from parsed flags.
+type storeFlag struct {
+	name, def, usage string
+	field            func(*dedup.Options) *string
+}
+
+// storeFlags are the store-naming flags: the schema, the table, the column names of an
+// existing table, and --preset.
+func storeFlags() []storeFlag {
+	d := dedup.DefaultColumns
+	flags := []storeFlag{
+		{"schema", dedup.DefaultSchema, `schema of the marker table (on SQLite a table-name prefix; "main" means none)`, func(o *dedup.Options) *string { return &o.Schema }},
+		{"table", dedup.DefaultTable, "marker table", func(o *dedup.Options) *string { return &o.Table }},
 	}
-	fs.StringVar(&c.ProcessedAtUnit, "column-processed-at-unit", "", "how an integer processed-at column counts time since the epoch: ms (the default) or s")
-	fs.StringVar(&o.Preset, "preset", "", "read the processed-message table of another library, created by its own DDL on PostgreSQL: "+strings.Join(dedup.PresetNames(), ", "))
+	for _, col := range []struct {
+		name, def string
+		field     func(*dedup.ColumnNames) *string
+	}{
+		{"consumer", d.Consumer, func(c *dedup.ColumnNames) *string { return &c.Consumer }},
+		{"event-id", d.EventID, func(c *dedup.ColumnNames) *string { return &c.EventID }},
+		{"processed-at", d.ProcessedAt, func(c *dedup.ColumnNames) *string { return &c.ProcessedAt }},
+		{"topic", d.Topic, func(c *dedup.ColumnNames) *string { return &c.Topic }},
+		{"partition", d.Partition, func(c *dedup.ColumnNames) *string { return &c.Partition }},
+		{"offset", d.Offset, func(c *dedup.ColumnNames) *string { return &c.Offset }},
+		{"aggregate-id", d.AggregateID, func(c *dedup.ColumnNames) *string { return &c.AggregateID }},
+		{"aggregate-version", d.AggregateVersion, func(c *dedup.ColumnNames) *string { return &c.AggregateVersion }},
+	} {
+		field := col.field
+		flags = append(flags, storeFlag{"column-" + col.name, col.def, "column holding the " + strings.ReplaceAll(col.name, "-", " ") + ", on an existing table",
+			func(o *dedup.Options) *string { return field(&o.Columns) }})
+	}
+	return append(flags,
+		storeFlag{"column-processed-at-unit", "", "how an integer processed-at column counts time since the epoch: ms (the default) or s", func(o *dedup.Options) *string { return &o.Columns.ProcessedAtUnit }},
+		storeFlag{"preset", "", "read the processed-message table of another library, created by its own DDL on PostgreSQL: " + strings.Join(dedup.PresetNames(), ", "), func(o *dedup.Options) *string { return &o.Preset }},
+	)
+}
+
+// RegisterStoreFlags registers on fs, one of cmd's flag sets, the flags that name the marker
+// table, bound to o, which the command owns: the schema, the table, --preset (completed with
+// the presets' names) and, for read-only queries on an existing table of the same shape, its
+// column names. The command hands its subcommands f.WithStoreNaming(o).
+func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options) {
+	for _, fl := range storeFlags() {
+		fs.StringVar(fl.field(o), fl.name, fl.def, fl.usage)
+	}
 	_ = cmd.RegisterFlagCompletionFunc("preset", cobra.FixedCompletions(dedup.PresetNames(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+// StoreNamingOf reads the store-naming flags back from a parsed flag set (a command's Flags(),
+// its parents' persistent ones included); a flag fs lacks is left at its zero, the default.
+// For completion, which has the parsed command, not its options.
+func StoreNamingOf(fs *pflag.FlagSet) dedup.Options {
+	var o dedup.Options
+	for _, fl := range storeFlags() {
+		if v := fs.Lookup(fl.name); v != nil {
+			*fl.field(&o) = v.Value.String()
+		}
+	}
+	return o
 }
 
 // NoteTableShape says on stderr, once a store is open, what the marker table is when it is not
@@ -111,8 +146,10 @@ func NameFlags(o dedup.Options) string {
 // id is a usage error (2); an unreachable database, refused credentials or an SQLite file that
 // does not exist ("no such store") a connect error (4); a missing table says which `fieldwork
 // db migrate` creates it (1). Messages from dedup never hold a password.
+// A second pass over its own result (a command's, then RunWith's) adds nothing.
 func StoreError(err error, o dedup.Options) error {
-	if err == nil || fwerr.KindOf(err) != fwerr.KindError {
+	var done hintedError
+	if err == nil || fwerr.KindOf(err) != fwerr.KindError || errors.As(err, &done) {
 		return err
 	}
 	var (
@@ -138,12 +175,17 @@ func StoreError(err error, o dedup.Options) error {
 		return err
 	case errors.Is(err, dedup.ErrNotMigrated):
 		if o.CustomColumns() {
-			return fmt.Errorf("%w\nhint: --table and the --column-* flags name an existing table: check --schema and --table (db migrate creates only fieldwork's own table)", err)
+			return hintedError{fmt.Errorf("%w\nhint: --table and the --column-* flags name an existing table: check --schema and --table (db migrate creates only fieldwork's own table)", err)}
 		}
-		return fmt.Errorf("%w\nhint: run `fieldwork db migrate%s` with the same --dsn to create it", err, NameFlags(o))
+		return hintedError{fmt.Errorf("%w\nhint: run `fieldwork db migrate%s` with the same --dsn to create it", err, NameFlags(o))}
 	}
 	return err
 }
+
+// hintedError is an error StoreError gave its hint.
+type hintedError struct{ error }
+
+func (e hintedError) Unwrap() error { return e.error }
 
 // CheckConsumer validates a --consumer value before anything connects.
 func CheckConsumer(c string) error {

@@ -18,15 +18,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/consume/serve"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
-	"github.com/fieldwork/fieldwork/internal/schema"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
@@ -35,19 +32,15 @@ import (
 // (docs/design.md §3.5); --metrics-addr turns them on.
 const DefaultMetricsAddr = ""
 
-// ConsumeOptions are the inputs of `fieldwork consume`.
+// ConsumeOptions are the inputs of `fieldwork consume`: its flags. What it connects to comes
+// with the run's cmdutil.Clients.
 type ConsumeOptions struct {
-	Streams *output.Streams
-	// Lazily built dependencies: nothing is dialled before the run.
-	Connection     func() (config.Connection, error)
-	Store          func(context.Context) (*dedup.Store, error)
-	Printer        func() (*output.Printer, error)
-	Schemas        func() (*schema.Decoder, error)
-	Names          *dedup.Options
-	ConnectTimeout time.Duration
 	// Signals delivers SIGINT/SIGTERM to the run, which aborts at the second one (the
 	// first cancels the command's context in Main). Nil in tests.
 	Signals func() (<-chan os.Signal, func())
+
+	// Naming is --schema and --table: the marker table, and the schema of the handler's.
+	Naming dedup.Options
 
 	Topics          []string
 	Group           string
@@ -83,20 +76,14 @@ type ConsumeOptions struct {
 // flag parsing).
 func NewCmdConsume(f *cmdutil.Factory, runF func(context.Context, *ConsumeOptions) error) *cobra.Command {
 	opts := &ConsumeOptions{
-		Streams: f.Streams, Connection: f.Connection, Printer: f.Printer, Schemas: f.Schemas, Names: &f.Dedup,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
 			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 			return ch, func() { signal.Stop(ch) }
 		},
 	}
-	// --migrate creates the store; without it an SQLite file that does not exist is refused.
-	opts.Store = func(ctx context.Context) (*dedup.Store, error) {
-		if opts.Migrate {
-			return f.CreateStore(ctx)
-		}
-		return f.Store(ctx)
-	}
+	// --schema and --table are this command's: the store its run opens reads them.
+	f = f.WithStoreNaming(&opts.Naming)
 	cmd := &cobra.Command{
 		Use:   "consume --topic T --group G --handler H",
 		Short: "Run the reference idempotent consumer",
@@ -178,8 +165,14 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 			if err := opts.validate(); err != nil {
 				return err
 			}
-			opts.ConnectTimeout = f.ConnectTimeout
-			return cmdutil.Run(cmd, opts, runF, consumeRun)
+			// The cluster is connected once before the run, so that a broker that cannot be
+			// reached fails at start, exit 4; --migrate creates the store, without it an SQLite
+			// file that does not exist is refused.
+			need := cmdutil.NeedKafka | cmdutil.NeedStore
+			if opts.Migrate {
+				need = cmdutil.NeedKafka | cmdutil.NeedNewStore
+			}
+			return cmdutil.RunWith(cmd, f, need, opts, runF, consumeRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -209,12 +202,11 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&opts.WebhookURL, "webhook-url", "", "URL the webhook handler POSTs events to")
 	fl.Var(timespec.NewDurationValue(&opts.WebhookTimeout, handlers.DefaultWebhookTimeout), "webhook-timeout", "timeout of one webhook delivery attempt")
-	fl.StringVar(&f.Dedup.Schema, "schema", dedup.DefaultSchema, `schema of the marker and handler tables (on SQLite a table-name prefix; "main" means none)`)
-	fl.StringVar(&f.Dedup.Table, "table", dedup.DefaultTable, "marker table")
+	fl.StringVar(&opts.Naming.Schema, "schema", dedup.DefaultSchema, `schema of the marker and handler tables (on SQLite a table-name prefix; "main" means none)`)
+	fl.StringVar(&opts.Naming.Table, "table", dedup.DefaultTable, "marker table")
 	_ = cmd.RegisterFlagCompletionFunc("handler", cobra.FixedCompletions(handlers.Names, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -262,13 +254,11 @@ func (o *ConsumeOptions) validate() error {
 	if err := dedup.ValidateConsumer(consumer); err != nil {
 		return fwerr.Usagef("--consumer: %v", err)
 	}
-	if o.Names != nil {
-		if err := dedup.ValidateIdentifier("schema", cmpOrString(o.Names.Schema, dedup.DefaultSchema)); err != nil {
-			return fwerr.Usagef("--schema: %v", err)
-		}
-		if err := dedup.ValidateIdentifier("table", cmpOrString(o.Names.Table, dedup.DefaultTable)); err != nil {
-			return fwerr.Usagef("--table: %v", err)
-		}
+	if err := dedup.ValidateIdentifier("schema", cmpOrString(o.Naming.Schema, dedup.DefaultSchema)); err != nil {
+		return fwerr.Usagef("--schema: %v", err)
+	}
+	if err := dedup.ValidateIdentifier("table", cmpOrString(o.Naming.Table, dedup.DefaultTable)); err != nil {
+		return fwerr.Usagef("--table: %v", err)
 	}
 	return nil
 }
@@ -291,13 +281,13 @@ func parseLevel(s string) (slog.Level, error) {
 // consumeLogger is the structured logger on stderr: text on a terminal, JSON otherwise. Log
 // lines carry record data (keys, event ids, errors): the text handler quotes and escapes
 // every control character itself, and both go through the terminal rule (docs/design.md §4.1).
-func consumeLogger(o *ConsumeOptions) *slog.Logger {
+func consumeLogger(o *ConsumeOptions, s *output.Streams) *slog.Logger {
 	level, _ := parseLevel(o.LogLevel)
 	ho := &slog.HandlerOptions{Level: level}
-	if o.LogFormat == "json" || (o.LogFormat == "auto" && !o.Streams.ErrTTY) {
-		return slog.New(slog.NewJSONHandler(output.JSONWriter(o.Streams.ErrOut), ho))
+	if o.LogFormat == "json" || (o.LogFormat == "auto" && !s.ErrTTY) {
+		return slog.New(slog.NewJSONHandler(output.JSONWriter(s.ErrOut), ho))
 	}
-	return slog.New(slog.NewTextHandler(output.TextWriter(o.Streams.ErrOut, false), ho))
+	return slog.New(slog.NewTextHandler(output.TextWriter(s.ErrOut, false), ho))
 }
 
 // consumeSummary is what `fieldwork consume` prints on stdout when it stops.
@@ -309,32 +299,8 @@ type consumeSummary struct {
 	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
-func consumeRun(ctx context.Context, o *ConsumeOptions) error {
+func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) error {
 	consumer := cmpOrString(o.Consumer, o.Group)
-	names := dedup.Options{}
-	if o.Names != nil {
-		names = *o.Names
-	}
-	conn, err := o.Connection()
-	if err != nil {
-		return err
-	}
-	// Connected once, so that a broker that cannot be reached fails here, exit 4.
-	cluster, err := kafka.Connect(ctx, conn, o.ConnectTimeout)
-	if err != nil {
-		return err
-	}
-	kopts := cluster.Options()
-	cluster.Close()
-	schemas, err := o.Schemas()
-	if err != nil {
-		return err
-	}
-	st, err := o.Store(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	var interrupts <-chan os.Signal
 	if o.Signals != nil {
 		sigs, stop := o.Signals()
@@ -343,31 +309,27 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	}
 
 	started := time.Now()
-	stats, err := serve.Run(ctx, st, serve.Options{
+	stats, err := serve.Run(ctx, c.Store, serve.Options{
 		Options: consume.Options{
-			Schemas: schemas,
-			Topics:  o.Topics, Group: o.Group, Consumer: consumer, Kafka: kopts,
+			Schemas: c.Schemas,
+			Topics:  o.Topics, Group: o.Group, Consumer: consumer, Kafka: c.Kafka.Options(),
 			DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
 			BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
 			RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
 			StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
 			InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
 			Breaker: consume.Breaker{Off: o.NoBreaker, Consecutive: o.BreakerConsecutive, Ratio: o.BreakerRatio, Window: o.BreakerWindow},
-			Logger:  consumeLogger(o),
+			Logger:  consumeLogger(o, c.Streams),
 		},
-		HandlerName: o.Handler, Schema: names.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
+		HandlerName: o.Handler, Schema: o.Naming.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
 		Migrate: o.Migrate, MetricsAddr: o.MetricsAddr, Interrupts: interrupts,
 	})
 	if err != nil {
-		return consumeError(err, names)
-	}
-	p, err := o.Printer()
-	if err != nil {
-		return err
+		return consumeError(err, c.Naming)
 	}
 	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: stats,
 		ElapsedMS: time.Since(started).Milliseconds()}
-	return p.Object(sum, summarySections(sum))
+	return c.Printer.Object(sum, summarySections(sum))
 }
 
 // consumeError gives a store error its exit code and hint (cmdutil.StoreError), a store that

@@ -22,8 +22,8 @@ func TestConsumeFlags(t *testing.T) {
 	}
 	if strings.Join(got.Topics, ",") != "tasks,orders" || got.Group != "g" || got.Handler != "projection" || !got.Migrate ||
 		got.MaxAttempts != 3 || got.BatchMax != 100 || got.StopWhenIdle != 5*time.Second || got.MetricsAddr != "" ||
-		got.LogFormat != "json" || got.InstanceID != "c-1" || f.Dedup.Schema != "billing" || got.ShutdownTimeout != 30*time.Second {
-		t.Errorf("options %+v, schema %q", got, f.Dedup.Schema)
+		got.LogFormat != "json" || got.InstanceID != "c-1" || got.Naming.Schema != "billing" || got.ShutdownTimeout != 30*time.Second {
+		t.Errorf("options %+v", got)
 	}
 }
 

@@ -62,7 +62,7 @@ func run(f *cmdutil.Factory, fn func(s *session, args []string) error) func(*cob
 			return err
 		}
 		s := &session{path: path, file: file, p: p}
-		s.current, s.from = config.Current(f.Conn, f.Getenv, file)
+		s.current, s.from = config.Current(f.Settings().Conn, f.Getenv, file)
 		return fn(s, args)
 	}
 }
@@ -105,7 +105,7 @@ func newCmdCurrent(f *cmdutil.Factory) *cobra.Command {
 				return fmt.Errorf("no context in use: %s sets no current_context, and neither --context nor FIELDWORK_CONTEXT is given (fieldwork context use NAME sets one)", s.path)
 			}
 			// The bare name unless -o asks for more: what a shell prompt or a script reads.
-			if f.OutputFormat == "" || s.p.Format == output.FormatTable {
+			if f.Settings().OutputFormat == "" || s.p.Format == output.FormatTable {
 				fmt.Fprintln(f.Streams.Out, s.current)
 				return nil
 			}

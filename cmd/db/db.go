@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 )
 
 // dbLong is the group's help.
@@ -20,10 +21,13 @@ the table fieldwork_migrations of the schema.`
 
 // NewCmdDB is the db group: the dedup store's schema migrations.
 func NewCmdDB(f *cmdutil.Factory) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	cmd := cmdutil.NewGroup("db <command>", "Migrate and report on the dedup store's schema", dbLong,
 		NewCmdDBMigrate(f, nil),
 		NewCmdDBStatus(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
 }

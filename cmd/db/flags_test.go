@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -23,7 +25,9 @@ func TestDBMigrateFlags(t *testing.T) {
 	// A column mapping is refused before anything opens.
 	f = cmdutil.TestFactory()
 	called := false
-	cmd := cmdtest.InGroup(f, NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil }), "--column-event-id", "id")
+	cmd := cmdtest.InGroup(f, func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdDBMigrate(f, func(context.Context, *DBMigrateOptions) error { called = true; return nil })
+	}, "--column-event-id", "id")
 	err := cmd.Execute()
 	if called || fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "--column-* flags") {
 		t.Fatalf("mapping: called %v, %v", called, err)

@@ -73,7 +73,7 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
   fieldwork demo --keep --port 19092 --dir ./demo`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(f.Conn.Brokers) > 0 || f.Conn.DSN != "" {
+			if len(f.Settings().Conn.Brokers) > 0 || f.Settings().Conn.DSN != "" {
 				return fwerr.Usagef("fieldwork demo runs on its own embedded broker and store: drop --brokers and --dsn (choose the port with --port and the store's directory with --dir)")
 			}
 			if opts.Dir != "" {
@@ -86,7 +86,7 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
 					return fwerr.Usagef("--dir: %v", err)
 				}
 			}
-			opts.Format = f.OutputFormat
+			opts.Format = f.Settings().OutputFormat
 			return cmdutil.Run(cmd, opts, runF, demoRun)
 		},
 	}

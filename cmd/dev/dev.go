@@ -85,17 +85,17 @@ csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
   fieldwork dev --fresh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(f.Conn.Brokers) > 0 {
+			if len(f.Settings().Conn.Brokers) > 0 {
 				return fwerr.Usagef("--brokers does not apply to fieldwork dev: it serves its own broker (choose its port with --port)")
 			}
 			if opts.Partitions < 1 || opts.Partitions > 1000 {
 				return fwerr.Usagef("--partitions %d: must be between 1 and 1000", opts.Partitions)
 			}
-			dsn, err := devDSN(f.Conn.DSN)
+			dsn, err := devDSN(f.Settings().Conn.DSN)
 			if err != nil {
 				return err
 			}
-			opts.DSN, opts.Format = dsn, f.OutputFormat
+			opts.DSN, opts.Format = dsn, f.Settings().OutputFormat
 			return cmdutil.Run(cmd, opts, runF, devRun)
 		},
 	}

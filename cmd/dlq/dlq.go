@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -45,12 +46,15 @@ for --consumer (default: the consumer group the dead letter names):
 
 // NewCmdDLQ is the dlq group: list, show and summarise dead-letter topics of every convention.
 func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	cmd := cmdutil.NewGroup("dlq <command>", "List, show and summarise dead-letter topics", dlqLong,
 		NewCmdDLQList(f, nil),
 		NewCmdDLQShow(f, nil),
 		NewCmdDLQStats(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 )
 
 // groupsLong is the group's help.
@@ -26,12 +27,15 @@ the group has members, and is journaled in the store (--dsn) with the old and ne
 
 // NewCmdGroups is the groups group.
 func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	cmd := cmdutil.NewGroup("groups <command>", "Consumer groups: lag, stuck commits, and skipping a poison record", groupsLong,
 		NewCmdGroupsList(f, nil),
 		NewCmdGroupsDescribe(f, nil),
 		NewCmdGroupsSkip(f, nil),
 		NewCmdGroupsJournal(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
 }

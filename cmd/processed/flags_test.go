@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -31,7 +33,9 @@ func TestProcessedListFlags(t *testing.T) {
 	var got *ProcessedListOptions
 	at := time.Date(2025, 6, 1, 11, 59, 0, 0, time.UTC)
 	cursor := encodeCursor(&dedup.Cursor{ProcessedAt: at, Consumer: "billing", EventID: "e9"})
-	cmd := cmdtest.InGroup(f, NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil }),
+	cmd := cmdtest.InGroup(f, func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdProcessedList(f, func(_ context.Context, o *ProcessedListOptions) error { got = o; return nil })
+	},
 		"--consumer", "billing", "--since", "2h", "--until", "2099-06-01T11:30:00Z", "--aggregate", "task-1", "--limit", "7", "--cursor", cursor)
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

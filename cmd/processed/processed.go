@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
@@ -43,6 +44,9 @@ journal lists them.`
 // NewCmdProcessed is the processed group: queries on the processed-event markers consumers
 // write, the gap finder, and the two commands that remove markers.
 func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	cmd := cmdutil.NewGroup("processed <command>", "Query and manage processed-event markers", processedLong,
 		NewCmdProcessedGet(f, nil),
 		NewCmdProcessedList(f, nil),
@@ -52,7 +56,7 @@ func NewCmdProcessed(f *cmdutil.Factory) *cobra.Command {
 		NewCmdProcessedForget(f, nil),
 		NewCmdProcessedJournal(f, nil),
 	)
-	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
 }
 

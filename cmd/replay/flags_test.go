@@ -66,13 +66,14 @@ func TestReplayFlags(t *testing.T) {
 // processed do, so --status pending reads an existing table with other column names.
 func TestReplayStoreFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
-	cmd := NewCmdReplay(f, func(context.Context, *ReplayOptions) error { return nil })
+	var got *ReplayOptions
+	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--from", "t", "--status", "pending", "--consumer", "c", "--schema", "app", "--table", "seen",
 		"--column-event-id", "message_id", "--column-consumer", "svc"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if d := f.Dedup; d.Schema != "app" || d.Table != "seen" || d.Columns.EventID != "message_id" || d.Columns.Consumer != "svc" {
+	if d := got.Names(); d.Schema != "app" || d.Table != "seen" || d.Columns.EventID != "message_id" || d.Columns.Consumer != "svc" {
 		t.Fatalf("store names %+v", d)
 	}
 }

@@ -654,9 +654,8 @@ func TestReplayCLIConfirmOnATerminal(t *testing.T) {
 		s.InTTY, s.ErrTTY, s.NoColor = true, true, true
 		in.WriteString(answer)
 		f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string { return env[k] }}
-		f.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
 		cmd := root.NewCmdRoot(f)
-		cmd.SetArgs([]string{"replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
+		cmd.SetArgs([]string{"--config", filepath.Join(t.TempDir(), "absent.yaml"), "replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
 			"--execute", "--reason", "db is back", "-o", "json"})
 		ran, err := cmd.ExecuteContextC(t.Context())
 		return root.ExitCode(t.Context(), f, ran, err), errOut.String()

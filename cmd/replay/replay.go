@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -65,6 +66,9 @@ func (o *ReplayOptions) NamedConsumer() string { return o.status.Consumer }
 // NewCmdReplay builds `replay` with its subcommands runs, show and resume. runF, when set,
 // replaces the run (for tests of flag parsing).
 func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
@@ -205,7 +209,7 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
-	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	cmd.AddCommand(
 		NewCmdReplayRuns(f, nil),
 		NewCmdReplayShow(f, nil),

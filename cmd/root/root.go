@@ -65,7 +65,7 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 		return ExitOK
 	}
 	kind := fwerr.KindOf(err)
-	if !f.Running && kind == fwerr.KindError {
+	if !f.Settings().Running && kind == fwerr.KindError {
 		kind = fwerr.KindUsage // cobra's own errors: unknown command, flag or argument count
 	}
 	if ctx.Err() != nil && (kind == fwerr.KindError || errors.Is(err, context.Canceled)) {
@@ -105,6 +105,8 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	// The persistent flags are the root's: bound here, read by every command through f.
+	set := cmdutil.RootSettings(f)
 	root := &cobra.Command{
 		Use:   "fieldwork",
 		Short: "Inspect dead letters, replay events and query processed-event markers of a Kafka event system",
@@ -124,8 +126,8 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			f.Running = true
-			if _, err := output.ParseFormat(f.OutputFormat, false); err != nil {
+			set.Running = true
+			if _, err := output.ParseFormat(set.OutputFormat, false); err != nil {
 				return fwerr.Wrap(fwerr.KindUsage, err)
 			}
 			return nil
@@ -139,35 +141,35 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 	})
 
 	pf := root.PersistentFlags()
-	pf.StringSliceVar(&f.Conn.Brokers, "brokers", nil, "Kafka bootstrap brokers, comma-separated (env FIELDWORK_BROKERS)")
-	pf.StringVar(&f.Conn.Context, "context", "", "named context from the config file (env FIELDWORK_CONTEXT)")
-	pf.StringVar(&f.ConfigPath, "config", "", "config file (default $XDG_CONFIG_HOME/fieldwork/config.yaml; env FIELDWORK_CONFIG)")
-	pf.StringVar(&f.Conn.DSN, "dsn", "", "dedup store: postgres://… or sqlite:PATH (env FIELDWORK_DSN)")
-	pf.BoolVar(&f.Conn.TLS, "tls", false, "connect to brokers with TLS (env FIELDWORK_TLS)")
-	pf.StringVar(&f.Conn.TLSCAFile, "tls-ca", "", "PEM file of CA certificates for the brokers (env FIELDWORK_TLS_CA)")
-	pf.StringVar(&f.Conn.TLSCertFile, "tls-cert", "", "PEM client certificate (env FIELDWORK_TLS_CERT)")
-	pf.StringVar(&f.Conn.TLSKeyFile, "tls-key", "", "PEM client key, plain or encrypted (env FIELDWORK_TLS_KEY)")
-	pf.StringVar(&f.Conn.TLSPKCS12File, "tls-pkcs12", "", "PKCS#12 bundle of the client certificate and key (env FIELDWORK_TLS_PKCS12)")
-	pf.StringVar(&f.Conn.TLSKeyPasswordFile, "tls-key-password-file", "", "file holding the password of an encrypted client key or PKCS#12 bundle (or env FIELDWORK_TLS_KEY_PASSWORD)")
-	pf.StringVar(&f.Conn.TLSServerName, "tls-server-name", "", "server name to verify (env FIELDWORK_TLS_SERVER_NAME)")
-	pf.BoolVar(&f.Conn.TLSInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
-	pf.StringVar(&f.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (env FIELDWORK_SASL_MECHANISM)")
-	pf.StringVar(&f.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
-	pf.StringVar(&f.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
-	pf.StringVar(&f.Conn.SASLTokenFile, "sasl-token-file", "", "file holding a static OAUTHBEARER token (or env FIELDWORK_SASL_TOKEN; env FIELDWORK_SASL_TOKEN_FILE)")
-	pf.StringVar(&f.Conn.SASLTokenURL, "sasl-token-url", "", "OAUTHBEARER token endpoint: fetch tokens with the client-credentials grant (env FIELDWORK_SASL_TOKEN_URL)")
-	pf.StringVar(&f.Conn.SASLClientID, "sasl-client-id", "", "OAUTHBEARER client id at the token endpoint (env FIELDWORK_SASL_CLIENT_ID)")
-	pf.StringVar(&f.Conn.SASLClientSecretFile, "sasl-client-secret-file", "", "file holding the OAUTHBEARER client secret (or env FIELDWORK_SASL_CLIENT_SECRET; env FIELDWORK_SASL_CLIENT_SECRET_FILE)")
-	pf.StringVar(&f.Conn.SASLScope, "sasl-scope", "", "OAUTHBEARER scopes to ask the token endpoint for, space- or comma-separated (env FIELDWORK_SASL_SCOPE)")
-	pf.StringVar(&f.Conn.SchemaRegistry, "schema-registry", "", "Confluent-compatible schema registry URL, to decode Avro, Protobuf and JSON Schema payloads (env FIELDWORK_SCHEMA_REGISTRY)")
-	pf.StringVar(&f.Conn.SchemaRegistryUsername, "schema-registry-username", "", "schema registry basic-auth user (env FIELDWORK_SCHEMA_REGISTRY_USERNAME)")
-	pf.StringVar(&f.Conn.SchemaRegistryPasswordFile, "schema-registry-password-file", "", "file holding the schema registry password (or env FIELDWORK_SCHEMA_REGISTRY_PASSWORD)")
-	pf.StringVar(&f.Conn.SchemaRegistryTokenFile, "schema-registry-token-file", "", "file holding a schema registry bearer token (or env FIELDWORK_SCHEMA_REGISTRY_TOKEN)")
-	pf.StringVar(&f.Conn.SchemaRegistryCAFile, "schema-registry-ca", "", "PEM file of CA certificates for an https schema registry (env FIELDWORK_SCHEMA_REGISTRY_CA)")
-	pf.BoolVar(&f.Conn.SchemaRegistryInsecure, "schema-registry-insecure-skip-verify", false, "do not verify the schema registry's certificate")
-	pf.StringVarP(&f.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
-	pf.BoolVar(&f.Wide, "wide", false, "show table cells whole instead of cutting the widest with … to fit the terminal (json, jsonl and csv are never cut)")
-	pf.Var(timespec.NewDurationValue(&f.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
+	pf.StringSliceVar(&set.Conn.Brokers, "brokers", nil, "Kafka bootstrap brokers, comma-separated (env FIELDWORK_BROKERS)")
+	pf.StringVar(&set.Conn.Context, "context", "", "named context from the config file (env FIELDWORK_CONTEXT)")
+	pf.StringVar(&set.ConfigPath, "config", "", "config file (default $XDG_CONFIG_HOME/fieldwork/config.yaml; env FIELDWORK_CONFIG)")
+	pf.StringVar(&set.Conn.DSN, "dsn", "", "dedup store: postgres://… or sqlite:PATH (env FIELDWORK_DSN)")
+	pf.BoolVar(&set.Conn.TLS, "tls", false, "connect to brokers with TLS (env FIELDWORK_TLS)")
+	pf.StringVar(&set.Conn.TLSCAFile, "tls-ca", "", "PEM file of CA certificates for the brokers (env FIELDWORK_TLS_CA)")
+	pf.StringVar(&set.Conn.TLSCertFile, "tls-cert", "", "PEM client certificate (env FIELDWORK_TLS_CERT)")
+	pf.StringVar(&set.Conn.TLSKeyFile, "tls-key", "", "PEM client key, plain or encrypted (env FIELDWORK_TLS_KEY)")
+	pf.StringVar(&set.Conn.TLSPKCS12File, "tls-pkcs12", "", "PKCS#12 bundle of the client certificate and key (env FIELDWORK_TLS_PKCS12)")
+	pf.StringVar(&set.Conn.TLSKeyPasswordFile, "tls-key-password-file", "", "file holding the password of an encrypted client key or PKCS#12 bundle (or env FIELDWORK_TLS_KEY_PASSWORD)")
+	pf.StringVar(&set.Conn.TLSServerName, "tls-server-name", "", "server name to verify (env FIELDWORK_TLS_SERVER_NAME)")
+	pf.BoolVar(&set.Conn.TLSInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates")
+	pf.StringVar(&set.Conn.SASLMechanism, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (env FIELDWORK_SASL_MECHANISM)")
+	pf.StringVar(&set.Conn.SASLUsername, "sasl-username", "", "SASL user (env FIELDWORK_SASL_USERNAME)")
+	pf.StringVar(&set.Conn.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (or env FIELDWORK_SASL_PASSWORD)")
+	pf.StringVar(&set.Conn.SASLTokenFile, "sasl-token-file", "", "file holding a static OAUTHBEARER token (or env FIELDWORK_SASL_TOKEN; env FIELDWORK_SASL_TOKEN_FILE)")
+	pf.StringVar(&set.Conn.SASLTokenURL, "sasl-token-url", "", "OAUTHBEARER token endpoint: fetch tokens with the client-credentials grant (env FIELDWORK_SASL_TOKEN_URL)")
+	pf.StringVar(&set.Conn.SASLClientID, "sasl-client-id", "", "OAUTHBEARER client id at the token endpoint (env FIELDWORK_SASL_CLIENT_ID)")
+	pf.StringVar(&set.Conn.SASLClientSecretFile, "sasl-client-secret-file", "", "file holding the OAUTHBEARER client secret (or env FIELDWORK_SASL_CLIENT_SECRET; env FIELDWORK_SASL_CLIENT_SECRET_FILE)")
+	pf.StringVar(&set.Conn.SASLScope, "sasl-scope", "", "OAUTHBEARER scopes to ask the token endpoint for, space- or comma-separated (env FIELDWORK_SASL_SCOPE)")
+	pf.StringVar(&set.Conn.SchemaRegistry, "schema-registry", "", "Confluent-compatible schema registry URL, to decode Avro, Protobuf and JSON Schema payloads (env FIELDWORK_SCHEMA_REGISTRY)")
+	pf.StringVar(&set.Conn.SchemaRegistryUsername, "schema-registry-username", "", "schema registry basic-auth user (env FIELDWORK_SCHEMA_REGISTRY_USERNAME)")
+	pf.StringVar(&set.Conn.SchemaRegistryPasswordFile, "schema-registry-password-file", "", "file holding the schema registry password (or env FIELDWORK_SCHEMA_REGISTRY_PASSWORD)")
+	pf.StringVar(&set.Conn.SchemaRegistryTokenFile, "schema-registry-token-file", "", "file holding a schema registry bearer token (or env FIELDWORK_SCHEMA_REGISTRY_TOKEN)")
+	pf.StringVar(&set.Conn.SchemaRegistryCAFile, "schema-registry-ca", "", "PEM file of CA certificates for an https schema registry (env FIELDWORK_SCHEMA_REGISTRY_CA)")
+	pf.BoolVar(&set.Conn.SchemaRegistryInsecure, "schema-registry-insecure-skip-verify", false, "do not verify the schema registry's certificate")
+	pf.StringVarP(&set.OutputFormat, "output", "o", "", "output format: table, json, jsonl, csv (default table on a terminal, jsonl when piped)")
+	pf.BoolVar(&set.Wide, "wide", false, "show table cells whole instead of cutting the widest with … to fit the terminal (json, jsonl and csv are never cut)")
+	pf.Var(timespec.NewDurationValue(&set.ConnectTimeout, kafka.DefaultConnectTimeout), "connect-timeout", "how long to wait for a broker or database to answer")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(output.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("sasl-mechanism", cobra.FixedCompletions(config.Mechanisms, cobra.ShellCompDirectiveNoFileComp))
 

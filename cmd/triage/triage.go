@@ -47,6 +47,9 @@ type TriageOptions struct {
 
 // NewCmdTriage builds `fieldwork triage`.
 func NewCmdTriage(f *cmdutil.Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
+	// The store-naming flags are this command's: bound here, read by the store its commands open.
+	naming := new(dedup.Options)
+	f = f.WithStoreNaming(naming)
 	opts := &TriageOptions{StoreDeps: cmdutil.NewStoreDeps(f), StoreConfigured: f.StoreConfigured, DLQPattern: f.DLQPattern, Now: f.Now, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "triage",
@@ -84,7 +87,7 @@ in scripts use fieldwork dlq list, dlq stats and replay.`,
 	}
 	opts.Topics.Register(cmd.Flags())
 	opts.Status.Register(cmd.Flags(), 0)
-	cmdutil.RegisterStoreFlags(cmd, cmd.Flags(), &f.Dedup)
+	cmdutil.RegisterStoreFlags(cmd, cmd.Flags(), naming)
 	opts.Action.RegisterOperator(cmd.Flags(), "who replays")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "hide every action (replay, marking): look only")
 	opts.Rate.Register(cmd.Flags())
