@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"time"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -141,10 +143,13 @@ func (b *backend) Replay(ctx context.Context, topic string, records []string, re
 	if err != nil {
 		return &replay.FlowResult{}, err
 	}
-	return replay.Run(ctx, b.o.Cluster, b.o.Store, plan, replay.FlowOptions{
-		Execute: reason != "", Confirm: confirm, Progress: progress,
-		RunID: b.o.NewRunID(), Operator: b.o.Operator, Reason: reason, Rate: b.o.Rate,
-	})
+	out, err := action.Run(ctx, replay.Flow(b.o.Cluster, b.o.Store, plan, replay.FlowOptions{Rate: b.o.Rate}),
+		action.Options{Execute: reason != "", Record: action.Record{ID: b.o.NewRunID(), At: time.Now(), Operator: b.o.Operator, Reason: reason}},
+		action.Hooks[*replay.FlowResult]{
+			Confirm:  func(res *replay.FlowResult) error { return confirm(res.Check()) },
+			Progress: func(p action.Progress) { progress(p.Of.(replay.FlowProgress)) },
+		})
+	return out.Plan, err
 }
 
 func (b *backend) Processed(ctx context.Context, eventID, consumer string) ([]dedup.MarkerRow, error) {
