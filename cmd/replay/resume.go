@@ -74,8 +74,9 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	if err != nil {
 		return err
 	}
-	// A resume is executed, and keeps its run's id, operator and reason.
+	// A resume is executed, and keeps its run's id, operator and reason: the reason it sends
+	// (fw.replay.reason) is the one its question shows.
 	a := opts.ActionFlags
-	a.Execute = true
+	a.Execute, a.Reason = true, plan.Resume.Run.Reason
 	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
 }
