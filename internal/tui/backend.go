@@ -143,12 +143,15 @@ func (b *backend) Replay(ctx context.Context, topic string, records []string, re
 	if err != nil {
 		return &replay.FlowResult{}, err
 	}
+	var h action.Hooks[*replay.FlowResult]
+	if confirm != nil {
+		h.Confirm = func(res *replay.FlowResult) error { return confirm(res.Check()) }
+	}
+	if progress != nil {
+		h.Progress = func(p action.Progress) { progress(p.Of.(replay.FlowProgress)) }
+	}
 	out, err := action.Run(ctx, replay.Flow(b.o.Cluster, b.o.Store, plan, replay.FlowOptions{Rate: b.o.Rate}),
-		action.Options{Execute: reason != "", Record: action.Record{ID: b.o.NewRunID(), At: time.Now(), Operator: b.o.Operator, Reason: reason}},
-		action.Hooks[*replay.FlowResult]{
-			Confirm:  func(res *replay.FlowResult) error { return confirm(res.Check()) },
-			Progress: func(p action.Progress) { progress(p.Of.(replay.FlowProgress)) },
-		})
+		action.Options{Execute: reason != "", Record: action.Record{ID: b.o.NewRunID(), At: time.Now(), Operator: b.o.Operator, Reason: reason}}, h)
 	return out.Plan, err
 }
 
