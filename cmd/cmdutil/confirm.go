@@ -43,10 +43,10 @@ type Prompt struct {
 	Reason string
 }
 
-// Confirm asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
+// ConfirmPrompt asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
 // ask for confirmation on a terminal unless --yes").
 //
-// question is the action as a phrase that completes "refusing to …", for example "delete
+// p.Question is the action as a phrase that completes "refusing to …", for example "delete
 // 1,204 markers of consumer billing processed before 2025-05-01T00:00:00Z". The rule:
 //
 //   - yes (--yes) skips the question: nil.
@@ -57,11 +57,9 @@ type Prompt struct {
 //   - Anywhere else (a script, a pipe, CI) it refuses with a usage error (exit 2): "refusing
 //     to … without --yes". Proceeding silently would make a script's first run destructive;
 //     failing makes the script's author choose --yes deliberately.
-func Confirm(f *Factory, yes bool, question string) error {
-	return ConfirmPrompt(f, yes, Prompt{Question: question})
-}
-
-// ConfirmPrompt is Confirm with the lines of p shown above the question on a terminal.
+//
+// Above the question, on a terminal, it shows the lines of p (promptLines). Actions reach it
+// through RunAction.
 func ConfirmPrompt(f *Factory, yes bool, p Prompt) error {
 	if yes {
 		return nil
