@@ -38,7 +38,7 @@ func TestConfirm(t *testing.T) {
 
 	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, " yes \n": true, "Y": true, "n\n": false, "\n": false, "": false, "yep\n": false} {
 		f, errOut := terminal(answer)
-		err := ConfirmPrompt(f, false, Prompt{Question: q+"?"})
+		err := ConfirmPrompt(f, false, Prompt{Question: q + "?"})
 		prompt := errOut.String()
 		if !strings.HasPrefix(prompt, "  context  none (flags and environment)\nDelete 3 markers of consumer billing? [y/N] ") {
 			t.Errorf("%q: prompt %q", answer, prompt)
