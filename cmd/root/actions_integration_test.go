@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,13 +12,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -93,7 +90,7 @@ func TestDestructiveCommands(t *testing.T) {
 			}
 			unchanged("the dry run")
 
-			code, stderr := runOnTerminal(t, w.env, "n\n", exec...)
+			code, stderr := roottest.RunOnTerminal(t, w.env, "n\n", exec...)
 			for _, want := range []string{"  plan     " + l.plan, "  reason   " + l.reason + "\n", l.question, "? [y/N] ", "cancelled: nothing was changed"} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("answered no: the prompt lacks %q:\n%s", want, stderr)
@@ -144,22 +141,6 @@ func newActionWorld(t *testing.T) *actionWorld {
 	t.Cleanup(func() { st.Close() })
 	w.st = st
 	return w
-}
-
-// runOnTerminal runs fieldwork with stdin and stderr terminals, answer typed at the prompt.
-func runOnTerminal(t *testing.T, env map[string]string, answer string, args ...string) (code int, stderr string) {
-	t.Helper()
-	s, in, _, errOut := output.Test()
-	s.InTTY, s.ErrTTY, s.NoColor = true, true, true
-	in.WriteString(answer)
-	f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string { return env[k] }}
-	f.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
-	cmd := root.NewCmdRoot(f)
-	cmd.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ran, err := cmd.ExecuteContextC(ctx)
-	return root.ExitCode(ctx, f, ran, err), errOut.String()
 }
 
 // replayJournal is the store's replay runs: id, status, operator, reason.
