@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/redact"
@@ -40,10 +43,10 @@ type Prompt struct {
 	Reason string
 }
 
-// Confirm asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
+// ConfirmPrompt asks before a destructive or large action (docs/design.md §4: "Destructive or large actions
 // ask for confirmation on a terminal unless --yes").
 //
-// question is the action as a phrase that completes "refusing to …", for example "delete
+// p.Question is the action as a phrase that completes "refusing to …", for example "delete
 // 1,204 markers of consumer billing processed before 2025-05-01T00:00:00Z". The rule:
 //
 //   - yes (--yes) skips the question: nil.
@@ -54,11 +57,9 @@ type Prompt struct {
 //   - Anywhere else (a script, a pipe, CI) it refuses with a usage error (exit 2): "refusing
 //     to … without --yes". Proceeding silently would make a script's first run destructive;
 //     failing makes the script's author choose --yes deliberately.
-func Confirm(f *Factory, yes bool, question string) error {
-	return ConfirmPrompt(f, yes, Prompt{Question: question})
-}
-
-// ConfirmPrompt is Confirm with the lines of p shown above the question on a terminal.
+//
+// Above the question, on a terminal, it shows the lines of p (promptLines). Actions reach it
+// through RunAction.
 func ConfirmPrompt(f *Factory, yes bool, p Prompt) error {
 	if yes {
 		return nil
@@ -150,23 +151,28 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// ActionFlags are the inputs every action that changes something shares (replay, processed
-// prune, processed forget): a dry run unless --execute, --yes for scripts, the --reason that
-// justifies it and the --operator who acts, both journaled (docs/design.md §3.3), with the
-// confirmation and the environment that names the operator by default.
+// ActionFlags are the inputs every action that changes something shares (replay, replay
+// resume, processed prune, processed forget, groups skip): a dry run unless --execute, --yes
+// for scripts, the --reason that justifies it and the --operator who acts, both journaled
+// (docs/design.md §3.3), with the confirmation and the environment that names the operator by
+// default. RunAction runs an action with them.
 type ActionFlags struct {
 	Execute  bool
 	Yes      bool
 	Reason   string
 	Operator string
+	// ReasonOnDryRun, when set, is what Check says of a --reason given without --execute, in
+	// place of the general sentence (replay's, which points at its --dlq-reason filter).
+	ReasonOnDryRun func(reason string) string
 
 	Getenv  func(string) string
+	Now     func() time.Time
 	Confirm func(yes bool, p Prompt) error
 }
 
 // NewActionFlags is an ActionFlags that confirms on f's terminal.
 func NewActionFlags(f *Factory) ActionFlags {
-	return ActionFlags{Getenv: f.Getenv, Confirm: func(yes bool, p Prompt) error { return ConfirmPrompt(f, yes, p) }}
+	return ActionFlags{Getenv: f.Getenv, Now: f.Now, Confirm: func(yes bool, p Prompt) error { return ConfirmPrompt(f, yes, p) }}
 }
 
 // Register adds --execute, --yes, --reason and --operator: act is what --execute does, why
@@ -184,35 +190,61 @@ func (a *ActionFlags) RegisterOperator(fs *pflag.FlagSet, who string) {
 	fs.StringVar(&a.Operator, "operator", "", who+", for the journal (default $USER, else $LOGNAME, else the account running it)")
 }
 
-// Act is the one flow of an action whose plan is made before it is confirmed (groups skip
-// and its undo): the plan is printed and, on a dry run or when planErr refuses it, that is
-// all (planErr is returned); on a terminal whoever confirms sees the plan first; then the
-// prompt (made only then: a dry run may have no store), then execute, whose result is
-// printed. sections renders the plan, dry saying
-// whether it is a dry run.
-func Act[P, R any](cl *Clients, a ActionFlags, plan P, planErr error, sections func(plan P, dry bool) []output.Section,
-	prompt func() Prompt, execute func() (R, []output.Section, error)) error {
-	p := cl.Printer
-	if !a.Execute || planErr != nil {
-		if err := p.Object(plan, sections(plan, !a.Execute)); err != nil {
-			return err
+// Record is what the journal says of an action these flags ask for now: a new id, the
+// operator (--operator, else looked up: action.Operator) and the --reason.
+func (a *ActionFlags) Record() action.Record {
+	now := time.Now()
+	if a.Now != nil {
+		now = a.Now()
+	}
+	return action.NewRecord(now, a.Operator, a.Getenv, a.Reason)
+}
+
+// ActionView is how a command shows its action to the person who runs it.
+type ActionView[P any] struct {
+	// Prompt is the confirmation of plan: its question and counts (the context, the cluster,
+	// the store's DSN and the --reason are filled in).
+	Prompt func(plan P) Prompt
+	// Show, when set, prints plan on a terminal before the question, so that whoever confirms
+	// sees what the action will do.
+	Show func(plan P) error
+	// Progress, when set, shows how far the action has come.
+	Progress func(action.Progress)
+	// Notice, when set, shows a notice; by default a warning is written as Warn does, a note as
+	// Note does.
+	Notice func(action.Notice)
+}
+
+// RunAction runs the action steps describes (action.Run) as a asks: a dry run unless
+// --execute; --yes asks nobody, otherwise the plan is confirmed (ConfirmPrompt, through
+// a.Confirm), shown first on a terminal by v.Show; journaled with a.Record(). It is the one
+// way a command runs an action: the command renders the outcome (the plan of a dry run or a
+// refused plan, the result of an executed one).
+func RunAction[P, R any](ctx context.Context, cl *Clients, a ActionFlags, steps action.Steps[P, R], v ActionView[P]) (action.Outcome[P, R], error) {
+	h := action.Hooks[P]{
+		Progress: v.Progress,
+		Notice:   v.Notice,
+		Confirm: func(plan P) error {
+			if v.Show != nil && cl.Streams.Interactive() {
+				if err := v.Show(plan); err != nil {
+					return err
+				}
+			}
+			p := v.Prompt(plan)
+			p.Reason = a.Reason
+			return a.Confirm(false, p)
+		},
+	}
+	if h.Notice == nil {
+		h.Notice = func(n action.Notice) {
+			if n.Warning {
+				Warn(cl.Streams, n.Text)
+			} else {
+				Note(cl.Streams, n.Text)
+			}
 		}
-		return planErr
 	}
-	if !a.Yes && cl.Streams.Interactive() {
-		if err := p.Object(plan, sections(plan, false)); err != nil {
-			return err
-		}
-		fmt.Fprintln(cl.Streams.ErrOut)
-	}
-	if err := a.Confirm(a.Yes, prompt()); err != nil {
-		return err
-	}
-	res, secs, err := execute()
-	if err != nil {
-		return err
-	}
-	return p.Object(res, secs)
+	return action.Run(ctx, steps, action.Options{Execute: a.Execute, Yes: a.Yes, Record: a.Record()}, h)
 }
 
 // RegisterYes adds --yes alone, for an action that has no dry run (replay resume).
@@ -221,8 +253,12 @@ func (a *ActionFlags) RegisterYes(fs *pflag.FlagSet) {
 }
 
 // Check refuses --reason on a dry run: it justifies an action, and a dry run changes nothing.
+// It is every action's one check of its flags before anything is opened.
 func (a *ActionFlags) Check(cmd *cobra.Command) error {
 	if !a.Execute && cmd.Flags().Changed("reason") {
+		if a.ReasonOnDryRun != nil {
+			return fwerr.Usagef("%s", a.ReasonOnDryRun(a.Reason))
+		}
 		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
 	}
 	return nil

@@ -21,25 +21,25 @@ func TestConfirm(t *testing.T) {
 	}
 
 	// --yes never asks, terminal or not.
-	if err := Confirm(TestFactory(), true, q); err != nil {
+	if err := ConfirmPrompt(TestFactory(), true, Prompt{Question: q}); err != nil {
 		t.Errorf("--yes: %v", err)
 	}
 
 	// Not a terminal, no --yes: a usage error naming the action and --yes.
-	err := Confirm(TestFactory(), false, q)
+	err := ConfirmPrompt(TestFactory(), false, Prompt{Question: q})
 	if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "refusing to delete 3 markers of consumer billing without --yes") {
 		t.Errorf("non-interactive: %v", err)
 	}
 	// stdin a terminal but stderr not (or the reverse) is not interactive either.
 	f := TestFactory()
 	f.Streams.InTTY = true
-	if err := Confirm(f, false, q); fwerr.KindOf(err) != fwerr.KindUsage {
+	if err := ConfirmPrompt(f, false, Prompt{Question: q}); fwerr.KindOf(err) != fwerr.KindUsage {
 		t.Errorf("stdin only: %v", err)
 	}
 
 	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, " yes \n": true, "Y": true, "n\n": false, "\n": false, "": false, "yep\n": false} {
 		f, errOut := terminal(answer)
-		err := Confirm(f, false, q+"?")
+		err := ConfirmPrompt(f, false, Prompt{Question: q + "?"})
 		prompt := errOut.String()
 		if !strings.HasPrefix(prompt, "  context  none (flags and environment)\nDelete 3 markers of consumer billing? [y/N] ") {
 			t.Errorf("%q: prompt %q", answer, prompt)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/demo"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -122,7 +123,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	d, err := demo.New(demo.Options{
 		Dir: dir, Port: opts.Port, Seed: opts.Seed, Narrator: n,
-		Operator: replay.Operator("", opts.Getenv),
+		Operator: action.Operator("", opts.Getenv),
 	})
 	var exists *demo.StoreExistsError
 	if errors.As(err, &exists) {

@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
-	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
@@ -143,53 +143,62 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 	if opts.Undo != "" {
 		return groupsUndoRun(ctx, opts, cl)
 	}
-	p, c := cl.Printer, cl.Kafka
+	p := cl.Printer
 	opts.Skip.Schemas = cl.Schemas
-	plan, err := groups.PlanSkip(ctx, c, opts.Skip)
-	if plan == nil {
-		return err
-	}
-	prompt := func() cmdutil.Prompt {
-		return cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(), Reason: opts.Reason,
-			Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
-				wording.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
-			Counts: []string{fmt.Sprintf("%s to %s", wording.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
-				fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
-	}
-	sections := func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) }
-	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.SkipResult, []output.Section, error) {
-		res, err := groups.Skip(ctx, c, cl.Store, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
-		if err != nil {
-			if res != nil && res.Parked > 0 {
-				cmdutil.Warn(cl.Streams, fmt.Sprintf("%s parked in %s before the failure", wording.Plural(res.Parked, "record"), plan.DeadLetterTopic))
-			}
-			return nil, nil, err
-		}
-		return res, skipResultSections(p, res), nil
+	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, groups.Skip(cl.Kafka, cl.Store, opts.Skip), cmdutil.ActionView[*groups.SkipPlan]{
+		Prompt: func(plan *groups.SkipPlan) cmdutil.Prompt {
+			return cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(),
+				Question: fmt.Sprintf("park %s of %s/%d in %s and move consumer group %s from offset %d to %d",
+					wording.Plural(plan.Offsets, "record"), plan.Topic, plan.Partition, plan.DeadLetterTopic, plan.Group, plan.Committed, plan.NewOffset),
+				Counts: []string{fmt.Sprintf("%s to %s", wording.Plural(plan.Offsets, "offset"), plan.DeadLetterTopic),
+					fmt.Sprintf("group %s on %s/%d: %d → %d", plan.Group, plan.Topic, plan.Partition, plan.Committed, plan.NewOffset)}}
+		},
+		Show: func(plan *groups.SkipPlan) error { return showPlan(cl, plan, skipPlanSections(p, plan, false)) },
 	})
+	return render(cl, opts.Execute, out, err, func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) },
+		func(res *groups.SkipResult) []output.Section { return skipResultSections(p, res) })
 }
 
 func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
-	p, c, st := cl.Printer, cl.Kafka, cl.Store
-	plan, err := groups.PlanUndo(ctx, c, st, opts.Undo)
-	if plan == nil {
+	p, st := cl.Printer, cl.Store
+	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, groups.Undo(cl.Kafka, st, opts.Undo), cmdutil.ActionView[*groups.UndoPlan]{
+		Prompt: func(plan *groups.UndoPlan) cmdutil.Prompt {
+			a := plan.Skip
+			pr := cmdutil.Prompt{Kafka: true, Store: st.Table(),
+				Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
+			for _, m := range plan.Moves {
+				pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+			}
+			return pr
+		},
+		Show: func(plan *groups.UndoPlan) error { return showPlan(cl, plan, undoPlanSections(p, plan, false)) },
+	})
+	return render(cl, opts.Execute, out, err, func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) },
+		func(res *groups.UndoResult) []output.Section { return undoResultSections(p, res) })
+}
+
+// showPlan prints an executed plan on a terminal before its question.
+func showPlan(cl *cmdutil.Clients, plan any, secs []output.Section) error {
+	if err := cl.Printer.Object(plan, secs); err != nil {
 		return err
 	}
-	prompt := func() cmdutil.Prompt {
-		a := plan.Skip
-		pr := cmdutil.Prompt{Kafka: true, Store: st.Table(), Reason: opts.Reason,
-			Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
-		for _, m := range plan.Moves {
-			pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+	fmt.Fprintln(cl.Streams.ErrOut)
+	return nil
+}
+
+// render prints what an action of groups did: the plan of a dry run, or of a plan refused
+// (with its refusal); the result of an executed one.
+func render[P comparable, R any](cl *cmdutil.Clients, execute bool, out action.Outcome[P, R], err error,
+	plan func(P, bool) []output.Section, result func(R) []output.Section) error {
+	var none P
+	switch {
+	case out.Stage == action.StagePlan && out.Plan != none:
+		if perr := cl.Printer.Object(out.Plan, plan(out.Plan, !execute)); perr != nil {
+			return perr
 		}
-		return pr
+		return err
+	case err != nil || out.Stage != action.StageExecute:
+		return err
 	}
-	sections := func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) }
-	return cmdutil.Act(cl, opts.ActionFlags, plan, err, sections, prompt, func() (*groups.UndoResult, []output.Section, error) {
-		res, err := groups.Undo(ctx, c, st, plan, groups.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason}, opts.Now())
-		if err != nil {
-			return nil, nil, err
-		}
-		return res, undoResultSections(p, res), nil
-	})
+	return cl.Printer.Object(out.Result, result(out.Result))
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/processed"
-	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
@@ -169,33 +168,26 @@ func distinct(ids []string) []string {
 
 func processedForgetRun(ctx context.Context, opts *ProcessedForgetOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	if !opts.Execute {
-		rep, err := processed.PlanForget(ctx, st, opts.Consumer, opts.EventIDs)
-		if err != nil {
-			return err
-		}
-		return renderForget(p, rep)
-	}
 	// --all-consumers leaves Consumer empty: every consumer's markers.
-	rep, err := processed.Forget(ctx, st, opts.Consumer, opts.EventIDs, processed.ForgetOptions{
-		Journal: processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason},
-		Confirm: func(plan *processed.ForgetReport, question string) error {
-			return opts.Confirm(opts.Yes, forgetPrompt(plan, question, st.Table(), opts.Reason))
-		},
+	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, processed.Forget(st, opts.Consumer, opts.EventIDs), cmdutil.ActionView[*processed.ForgetReport]{
+		Prompt: func(plan *processed.ForgetReport) cmdutil.Prompt { return forgetPrompt(plan, st.Table()) },
 	})
 	if err != nil {
 		return err
 	}
-	return renderForget(p, rep)
+	if out.Result != nil {
+		return renderForget(p, out.Result)
+	}
+	return renderForget(p, out.Plan)
 }
 
 // forgetPrompt is the confirmation of a forget: the question, and the markers found and the
 // ids without one.
-func forgetPrompt(plan *processed.ForgetReport, question, table, reason string) cmdutil.Prompt {
+func forgetPrompt(plan *processed.ForgetReport, table string) cmdutil.Prompt {
 	counts := []string{fmt.Sprintf("%s found of %s of %s", wording.Plural(int64(len(plan.Removed)), "marker"),
 		wording.Plural(int64(plan.Requested), "event id"), consumerText("", plan.Consumer, "every consumer"))}
 	if n := len(plan.NotFound); n > 0 {
 		counts = append(counts, fmt.Sprintf("%s without a marker (nothing to forget)", wording.Plural(int64(n), "event id")))
 	}
-	return cmdutil.Prompt{Question: question, Store: table, Counts: counts, Reason: reason}
+	return cmdutil.Prompt{Question: plan.Question(), Store: table, Counts: counts}
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
-	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
@@ -100,23 +100,20 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	// The progress line starts once the deletion is confirmed: drawn earlier, it would hide
 	// the question.
 	var progress *output.Progress
-	rep, err := processed.Prune(ctx, st, opts.Kafka, processed.PruneOptions{
+	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, processed.Prune(st, opts.Kafka, processed.PruneOptions{
 		OlderThan: opts.OlderThan, Consumer: opts.Consumer, BatchSize: opts.BatchSize, Topics: opts.Topics,
-		Force: opts.Force, Now: opts.Now(), DryRun: !opts.Execute,
-		Journal: processed.Journal{Operator: replay.Operator(opts.Operator, opts.Getenv), Reason: opts.Reason},
-		Confirm: func(rep *processed.PruneReport, question string) error {
-			p := prunePrompt(rep, question, st.Table())
-			p.Reason = opts.Reason
-			if err := opts.Confirm(opts.Yes, p); err != nil {
-				return err
+		Force: opts.Force, Now: opts.Now(),
+	}), cmdutil.ActionView[*processed.PruneReport]{
+		Prompt: func(rep *processed.PruneReport) cmdutil.Prompt { return prunePrompt(rep, st.Table()) },
+		Progress: func(pr action.Progress) {
+			if progress == nil {
+				progress = output.NewProgress(opts.Streams, output.ProgressOptions{Label: "pruning", Unit: "markers", Estimate: true})
 			}
-			progress = output.NewProgress(opts.Streams, output.ProgressOptions{Label: "pruning", Unit: "markers", Estimate: true})
-			return nil
+			progress.Update(pr.Done, pr.Total)
 		},
-		Progress: func(deleted, candidates int64) { progress.Update(deleted, candidates) },
-		Warn:     func(s string) { cmdutil.Warn(opts.Streams, s) },
 	})
 	progress.Stop()
+	rep := out.Plan
 	if err != nil {
 		if rep != nil && rep.Deleted > 0 {
 			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", wording.Plural(rep.Deleted, "marker"))
@@ -127,8 +124,8 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 }
 
 // prunePrompt is the confirmation of a prune: the question and the candidates per source topic.
-func prunePrompt(rep *processed.PruneReport, question, table string) cmdutil.Prompt {
-	p := cmdutil.Prompt{Question: question, Store: table, Kafka: rep.HorizonChecked}
+func prunePrompt(rep *processed.PruneReport, table string) cmdutil.Prompt {
+	p := cmdutil.Prompt{Question: rep.Question(), Store: table, Kafka: rep.HorizonChecked}
 	for _, t := range rep.Topics {
 		p.Counts = append(p.Counts, fmt.Sprintf("%s recorded %s", wording.Plural(t.Markers, "marker"), t.Topic))
 	}

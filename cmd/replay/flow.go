@@ -6,32 +6,34 @@ import (
 	"strings"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
-// runFlow runs the one replay flow (replay.Run) for `replay` and `replay resume` and renders
-// what it did: progress on stderr while it runs, the plan and the question on a terminal when
-// it asks, then the dry run's report or the run's summary on stdout and its notices on stderr.
-func (d replayDeps) runFlow(ctx context.Context, p *output.Printer, c *kafka.Cluster, st *dedup.Store, plan *replay.Plan, o replay.FlowOptions) error {
-	fl := &flowView{d: d, from: plan.Spec.From, reason: o.Reason}
+// runFlow runs the one replay flow (replay.Flow, through cmdutil.RunAction) for `replay` and
+// `replay resume` as a asks, and renders what it did: progress on stderr while it runs, the
+// plan and the question on a terminal when it asks, then the dry run's report or the run's
+// summary on stdout and its notices on stderr.
+func (d replayDeps) runFlow(ctx context.Context, cl *cmdutil.Clients, plan *replay.Plan, a cmdutil.ActionFlags, o replay.FlowOptions) error {
+	p, st := cl.Printer, cl.Store
+	fl := &flowView{d: d, from: plan.Spec.From}
 	if st != nil {
 		fl.table = st.Table()
 	}
+	v := cmdutil.ActionView[*replay.FlowResult]{Prompt: fl.prompt, Show: fl.show}
 	if d.Streams.ErrTTY {
-		o.Progress = fl.progress
+		v.Progress = fl.progress
 	}
-	o.Confirm = fl.confirm
-	res, err := replay.Run(ctx, c, st, plan, o)
+	out, err := cmdutil.RunAction(ctx, cl, a, replay.Flow(cl.Kafka, st, plan, o), v)
 	fl.clear()
+	res := out.Plan
 	var perr error
 	switch {
 	case res.Summary != nil:
 		perr = p.Object(res.Summary, replaySummarySections(p, res.Summary))
-	case !o.Execute && res.Report != nil:
+	case !a.Execute && res.Report != nil:
 		perr = p.Object(res.Report, replayPlanSections(p, res.Report, false))
 	}
 	fl.notices(res.Notices)
@@ -47,15 +49,16 @@ type flowView struct {
 	// scan and send are the progress lines of the two stages, nil until the stage starts.
 	scan, send *output.Progress
 	from       string
-	// reason and table are shown above the question: the run's --reason and the journal's store.
-	reason, table string
+	// table is shown above the question: the journal's store.
+	table string
 	// shown counts the notices already printed (with the question).
 	shown int
 }
 
 // progress keeps the progress line up to date: the scan's records read, then the send's
 // figures. Both are output.Progress lines, redrawn by time whatever the rate.
-func (f *flowView) progress(fp replay.FlowProgress) {
+func (f *flowView) progress(ap action.Progress) {
+	fp, _ := ap.Of.(replay.FlowProgress)
 	switch fp.Stage {
 	case replay.StageScan:
 		if f.scan == nil {
@@ -84,24 +87,28 @@ func (f *flowView) clear() {
 	f.send.Stop()
 }
 
-// confirm asks before an executed plan is sent. On a terminal the question comes after the
-// plan it is about: the selection and its filters, the counts, the targets, and the warnings.
-// Elsewhere cmdutil.Confirm refuses without --yes.
-func (f *flowView) confirm(ch replay.Check) error {
+// show prints, on a terminal, the plan an executed replay asks about before the question:
+// the selection and its filters, the counts, the targets, and the warnings.
+func (f *flowView) show(res *replay.FlowResult) error {
 	f.clear()
-	if f.d.Streams.Interactive() {
-		es := *f.d.Streams
-		es.Out, es.OutTTY = es.ErrOut, es.ErrTTY
-		ep := output.NewPrinter(&es, output.FormatTable)
-		if err := ep.Object(ch.Report, replayPlanSections(ep, ch.Report, true)); err != nil {
-			return err
-		}
-		fmt.Fprintln(es.ErrOut)
-		f.notices(ch.Notices)
+	es := *f.d.Streams
+	es.Out, es.OutTTY = es.ErrOut, es.ErrTTY
+	ep := output.NewPrinter(&es, output.FormatTable)
+	if err := ep.Object(res.Report, replayPlanSections(ep, res.Report, true)); err != nil {
+		return err
 	}
-	p := replayConfirmPrompt(ch.Report)
-	p.Kafka, p.Store, p.Reason = true, f.table, f.reason
-	return f.d.Confirm(false, p)
+	fmt.Fprintln(es.ErrOut)
+	f.notices(res.Notices)
+	return nil
+}
+
+// prompt is the question of an executed replay; elsewhere than on a terminal
+// cmdutil.ConfirmPrompt refuses it without --yes.
+func (f *flowView) prompt(res *replay.FlowResult) cmdutil.Prompt {
+	f.clear()
+	p := replayConfirmPrompt(res.Report)
+	p.Kafka, p.Store = true, f.table
+	return p
 }
 
 // notices prints the notices not printed yet, one a line on stderr; on a terminal each is

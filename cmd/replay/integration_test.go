@@ -23,12 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
-	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/redact"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -650,15 +647,8 @@ func TestReplayCLIConfirmOnATerminal(t *testing.T) {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
 	terminal := func(answer string) (code int, stderr string) {
-		s, in, _, errOut := output.Test()
-		s.InTTY, s.ErrTTY, s.NoColor = true, true, true
-		in.WriteString(answer)
-		f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string { return env[k] }}
-		cmd := root.NewCmdRoot(f)
-		cmd.SetArgs([]string{"--config", filepath.Join(t.TempDir(), "absent.yaml"), "replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
-			"--execute", "--reason", "db is back", "-o", "json"})
-		ran, err := cmd.ExecuteContextC(t.Context())
-		return root.ExitCode(t.Context(), f, ran, err), errOut.String()
+		return roottest.RunOnTerminal(t, env, answer, "replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
+			"--execute", "--reason", "db is back", "-o", "json")
 	}
 
 	code, stderr := terminal("n\n")

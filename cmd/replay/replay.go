@@ -70,6 +70,10 @@ func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions)
 	naming := new(dedup.Options)
 	f = f.WithStoreNaming(naming)
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
+	opts.ReasonOnDryRun = func(reason string) string {
+		return "--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: " +
+			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason " + reason + ")"
+	}
 	cmd := &cobra.Command{
 		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
@@ -220,9 +224,8 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 
 // parse turns the flags into opts.Spec and checks everything that needs no network.
 func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
-	if !opts.Execute && cmd.Flags().Changed("reason") {
-		return fwerr.Usagef("--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: "+
-			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason %s)", opts.Reason)
+	if err := opts.Check(cmd); err != nil {
+		return err
 	}
 	s := &opts.Spec
 	var err error
@@ -377,8 +380,7 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
-	p, st, c := cl.Printer, cl.Store, cl.Kafka
-	plan, err := replay.NewPlan(ctx, c, opts.Spec)
+	plan, err := replay.NewPlan(ctx, cl.Kafka, opts.Spec)
 	if err != nil {
 		return err
 	}
@@ -386,12 +388,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 	if sample == 0 {
 		sample = -1 // --sample 0: none
 	}
-	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{
-		Execute:   opts.Execute,
-		Yes:       opts.Yes,
-		RunID:     replay.NewRunID(opts.Now()),
-		Operator:  replay.Operator(opts.Operator, opts.Getenv),
-		Reason:    opts.Reason,
+	return opts.runFlow(ctx, cl, plan, opts.ActionFlags, replay.FlowOptions{
 		Rate:      float64(opts.Rate),
 		RateGiven: opts.rateGiven,
 		Sample:    sample,

@@ -66,8 +66,7 @@ resume (exit 0).`,
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
-	p, st, c := cl.Printer, cl.Store, cl.Kafka
-	plan, err := replay.LoadRun(ctx, c, st, opts.RunID, opts.Force)
+	plan, err := replay.LoadRun(ctx, cl.Kafka, cl.Store, opts.RunID, opts.Force)
 	if errors.Is(err, replay.ErrNothingToResume) {
 		fmt.Fprintf(opts.Streams.ErrText(), "run %s is completed: nothing to resume\n", opts.RunID)
 		return nil
@@ -75,5 +74,9 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	if err != nil {
 		return err
 	}
-	return opts.runFlow(ctx, p, c, st, plan, replay.FlowOptions{Execute: true, Yes: opts.Yes, Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
+	// A resume is executed, and keeps its run's id, operator and reason: the reason it sends
+	// (fw.replay.reason) is the one its question shows.
+	a := opts.ActionFlags
+	a.Execute, a.Reason = true, plan.Resume.Run.Reason
+	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
 }

@@ -16,6 +16,7 @@ import (
 	dlqcmd "github.com/fieldwork/fieldwork/cmd/dlq"
 	processedcmd "github.com/fieldwork/fieldwork/cmd/processed"
 	replaycmd "github.com/fieldwork/fieldwork/cmd/replay"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -142,8 +143,8 @@ func triageRun(ctx context.Context, opts *TriageOptions, cl *cmdutil.Clients) er
 	backend := tui.NewBackend(tui.BackendOptions{
 		Cluster: cl.Kafka, Store: lookup.Store, Lookup: lookup,
 		Topics: opts.Topics.Topics, Pattern: pattern,
-		Operator: replay.Operator(opts.Action.Operator, opts.Getenv),
-		NewRunID: func() string { return replay.NewRunID(opts.Now()) },
+		Operator: action.Operator(opts.Action.Operator, opts.Getenv),
+		NewRunID: func() string { return action.NewRunID(opts.Now()) },
 		Rate:     float64(opts.Rate),
 	})
 	m := tui.New(ctx, tui.Options{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -96,7 +97,7 @@ func replaySpec() (replay.Spec, error) {
 
 // replayFlow runs `fieldwork replay --from tasks.dlq --dlq-reason rejected` (a dry run) or,
 // with execute, the same line with `--execute --yes --reason …`: a new plan and the one replay
-// flow the command runs (replay.Run), so that the demo does what the line it prints does.
+// flow the command runs (replay.Flow), so that the demo does what the line it prints does.
 func (d *Demo) replayFlow(ctx context.Context, execute bool) (*replay.FlowResult, error) {
 	spec, err := replaySpec()
 	if err != nil {
@@ -106,14 +107,16 @@ func (d *Demo) replayFlow(ctx context.Context, execute bool) (*replay.FlowResult
 	if err != nil {
 		return nil, err
 	}
-	o := replay.FlowOptions{Sample: 3}
+	o, a := replay.FlowOptions{Sample: 3}, action.Options{}
 	if execute {
-		o = replay.FlowOptions{Execute: true, Yes: true, RunID: replay.NewRunID(time.Now()), Operator: d.o.Operator, Reason: ReplayReason}
+		o = replay.FlowOptions{}
+		a = action.Options{Execute: true, Yes: true, Record: action.Record{ID: action.NewRunID(time.Now()), At: time.Now(), Operator: d.o.Operator, Reason: ReplayReason}}
 	}
-	res, err := replay.Run(ctx, d.cluster, d.stack.Store(), plan, o)
+	out, err := action.Run(ctx, replay.Flow(d.cluster, d.stack.Store(), plan, o), a, action.Hooks[*replay.FlowResult]{})
 	if err != nil {
 		return nil, err
 	}
+	res := out.Plan
 	for _, n := range res.Notices {
 		if n.Warning() {
 			d.say("%s", n.String())

@@ -4,7 +4,7 @@
 // caller's), with no Kafka, PostgreSQL or configuration needed.
 //
 // Every step calls the domain packages the commands call — consume.Engine, dlq.List and
-// dlq.Summarise, replay.NewPlan and replay.Run (the one flow `fieldwork replay` runs: the
+// dlq.Summarise, replay.NewPlan and replay.Flow (the one flow `fieldwork replay` runs: the
 // executed replay takes the same single pass as the `--execute --yes` line it prints),
 // dedup.Store.Stats — and announces the command line it stands for, so that a reader can run
 // the same commands against the stack (`fieldwork demo --keep`) or their own cluster.

@@ -11,13 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/kafka"
-	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/schema"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // ErrActive is returned (wrapped, naming the members) when a skip or its undo finds the
@@ -142,12 +143,6 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	return p, active(o.Group, p.Members)
 }
 
-// Journal says who moves a group's offsets and why, for the journal (docs/design.md §3.4).
-type Journal struct {
-	Operator string
-	Reason   string
-}
-
 // PartitionMove is one partition's move in the journal: from OldOffset to NewOffset, and
 // how many records were parked on the way.
 type PartitionMove struct {
@@ -176,7 +171,23 @@ const maxListedDeadLetters = 20
 // parkBatch is how many parked copies are produced and acknowledged together.
 const parkBatch = 500
 
-// Skip executes plan: it checks again that the group has no members and that its commit is
+// Skip is the skip of what o selects as an action (action.Run): its plan is PlanSkip's (a
+// group with members is planned and refused), its execute skip's, journaled under the
+// action's Record (its id is the skip's).
+func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPlan, *SkipResult] {
+	return action.Steps[*SkipPlan, *SkipResult]{
+		Plan: func(ctx context.Context, _ *action.Env) (*SkipPlan, error) { return PlanSkip(ctx, c, o) },
+		Execute: func(ctx context.Context, e *action.Env, plan *SkipPlan) (*SkipResult, error) {
+			res, err := skip(ctx, c, st, plan, e.Record)
+			if err != nil && res != nil && res.Parked > 0 {
+				e.Warn(fmt.Sprintf("%s parked in %s before the failure", wording.Plural(res.Parked, "record"), plan.DeadLetterTopic))
+			}
+			return res, err
+		},
+	}
+}
+
+// skip executes plan: it checks again that the group has no members and that its commit is
 // still plan.Committed, commits plan.Committed again (so that a commit the broker refuses
 // stops the skip before anything is parked), copies every record of [Committed, NewOffset) to the dead-letter
 // topic in fieldwork's convention (reason parked, the group, the operator's reason as the
@@ -184,7 +195,7 @@ const parkBatch = 500
 // journals the skip with both offsets (so that Undo can restore the old one). A failure
 // before the commit leaves the group where it was; the copies already acknowledged stay in
 // the dead-letter topic, and the error says how many.
-func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, j Journal, now time.Time) (*SkipResult, error) {
+func skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, rec action.Record) (*SkipResult, error) {
 	if err := recheck(ctx, c, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
 		return nil, err
 	}
@@ -199,7 +210,7 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 	if err := writable(ctx, c, plan.DeadLetterTopic); err != nil {
 		return nil, fmt.Errorf("nothing was parked or moved: %w", err)
 	}
-	res := &SkipResult{ID: replay.NewRunID(now), Plan: plan, DeadLetters: []kafka.RecordAddress{}, Operator: j.Operator, Reason: j.Reason}
+	res := &SkipResult{ID: rec.ID, Plan: plan, DeadLetters: []kafka.RecordAddress{}, Operator: rec.Operator, Reason: rec.Reason}
 	prod, err := kgo.NewClient(c.Options()...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
@@ -225,9 +236,9 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 		return nil
 	}
 	r := kafka.PartitionRange{Topic: plan.Topic, Partition: plan.Partition, Start: plan.Committed, End: plan.NewOffset, HighWatermark: plan.LogEnd}
-	err = c.Read(ctx, []kafka.PartitionRange{r}, func(rec *kgo.Record) error {
-		batch = append(batch, dlq.NewDeadLetter(rec, dlq.Meta{Topic: plan.DeadLetterTopic, Group: plan.Group,
-			Reason: dlq.ReasonParked, Error: j.Reason, FailedAt: now}))
+	err = c.Read(ctx, []kafka.PartitionRange{r}, func(kr *kgo.Record) error {
+		batch = append(batch, dlq.NewDeadLetter(kr, dlq.Meta{Topic: plan.DeadLetterTopic, Group: plan.Group,
+			Reason: dlq.ReasonParked, Error: rec.Reason, FailedAt: rec.At}))
 		if len(batch) >= parkBatch {
 			return flush()
 		}
@@ -244,7 +255,7 @@ func Skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 	}
 	moves := []PartitionMove{{Partition: plan.Partition, OldOffset: plan.Committed, NewOffset: plan.NewOffset, Parked: res.Parked}}
 	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionSkip, Group: plan.Group, Topic: plan.Topic,
-		DeadLetterTopic: plan.DeadLetterTopic, Operator: j.Operator, Reason: j.Reason, Parked: res.Parked}, moves); err != nil {
+		DeadLetterTopic: plan.DeadLetterTopic, Operator: rec.Operator, Reason: rec.Reason, Parked: res.Parked}, moves); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -380,10 +391,21 @@ type UndoResult struct {
 	Reason   string          `json:"reason"`
 }
 
-// Undo executes plan: it checks again that the group has no members and is where the skip
+// Undo is the undo of the journaled skip id as an action (action.Run): its plan is
+// PlanUndo's, its execute undo's, journaled under the action's Record.
+func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, *UndoResult] {
+	return action.Steps[*UndoPlan, *UndoResult]{
+		Plan: func(ctx context.Context, _ *action.Env) (*UndoPlan, error) { return PlanUndo(ctx, c, st, id) },
+		Execute: func(ctx context.Context, e *action.Env, plan *UndoPlan) (*UndoResult, error) {
+			return undo(ctx, c, st, plan, e.Record)
+		},
+	}
+}
+
+// undo executes plan: it checks again that the group has no members and is where the skip
 // left it, commits the old offsets, and journals the undo naming the skip. The parked copies
 // stay in the dead-letter topic: the group reads the records again from the source.
-func Undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan, j Journal, now time.Time) (*UndoResult, error) {
+func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan, rec action.Record) (*UndoResult, error) {
 	a := plan.Skip
 	want, back := map[int32]int64{}, map[int32]int64{}
 	for _, m := range plan.Moves {
@@ -395,9 +417,9 @@ func Undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan
 	if err := c.CommitGroupOffsets(ctx, a.Group, a.Topic, back); err != nil {
 		return nil, err
 	}
-	res := &UndoResult{ID: replay.NewRunID(now), Undoes: a.ID, Group: a.Group, Topic: a.Topic, Moves: plan.Moves, Operator: j.Operator, Reason: j.Reason}
+	res := &UndoResult{ID: rec.ID, Undoes: a.ID, Group: a.Group, Topic: a.Topic, Moves: plan.Moves, Operator: rec.Operator, Reason: rec.Reason}
 	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionUndo, Group: a.Group, Topic: a.Topic,
-		DeadLetterTopic: a.DeadLetterTopic, Operator: j.Operator, Reason: j.Reason, Undoes: a.ID}, plan.Moves); err != nil {
+		DeadLetterTopic: a.DeadLetterTopic, Operator: rec.Operator, Reason: rec.Reason, Undoes: a.ID}, plan.Moves); err != nil {
 		return res, err
 	}
 	return res, nil

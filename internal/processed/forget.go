@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
@@ -22,48 +23,40 @@ type ForgetReport struct {
 	DryRun bool `json:"dry_run"`
 }
 
-// ForgetOptions are how Forget is run beyond what it deletes.
-type ForgetOptions struct {
-	// Journal is who forgets and why.
-	Journal Journal
-	// Confirm, when set, is asked before anything is deleted, once the store's refusals are
-	// checked (dedup.Store.CheckForget), with the plan (PlanForget: the markers found and the
-	// ids that have none) and a sentence that says what will be deleted; an error from it
-	// stops the forget and is returned. An operator is never asked to confirm what the
-	// store then refuses.
-	Confirm func(plan *ForgetReport, question string) error
+// Forget is the forget of the markers of ids for consumer ("" for every consumer's) as an
+// action (action.Run), so that the events are processed again when redelivered or replayed.
+// ids are taken as given: the caller makes them distinct.
+//
+// Its plan is PlanForget's (the markers found, the ids that have none, the store's refusals
+// checked: an operator is never asked to confirm what the store then refuses); an executed
+// forget checks first that its journal can be written (journalReady), then deletes them all
+// in one transaction and journals the forget under the action's Record once it is committed.
+func Forget(st *dedup.Store, consumer string, ids []string) action.Steps[*ForgetReport, *ForgetReport] {
+	return action.Steps[*ForgetReport, *ForgetReport]{
+		Plan: func(ctx context.Context, _ *action.Env) (*ForgetReport, error) {
+			return PlanForget(ctx, st, consumer, ids)
+		},
+		Check: func(ctx context.Context, _ *action.Env, _ *ForgetReport) error { return journalReady(ctx, st) },
+		Execute: func(ctx context.Context, e *action.Env, _ *ForgetReport) (*ForgetReport, error) {
+			// The store checks its refusals again before it deletes: the rows may have changed since.
+			removed, err := st.Forget(ctx, consumer, ids)
+			if err != nil {
+				return nil, err
+			}
+			rep := forgetReport(st, consumer, ids, removed)
+			return rep, recordForget(context.WithoutCancel(ctx), st, e.Record, ids, rep)
+		},
+	}
 }
 
-// Forget deletes the markers of ids for consumer ("" for every consumer's), all in one
-// transaction, so that the events are processed again when redelivered or replayed, and says
-// which ids had no marker. ids are taken as given: the caller makes them distinct. The forget
-// is journaled with o.Journal once the transaction is committed.
-func Forget(ctx context.Context, st *dedup.Store, consumer string, ids []string, o ForgetOptions) (*ForgetReport, error) {
-	if err := journalReady(ctx, st); err != nil {
-		return nil, err
+// Question is what the person who forgets is asked, completing "refusing to …".
+func (r *ForgetReport) Question() string {
+	of := "every consumer"
+	if r.Consumer != "" {
+		of = "consumer " + r.Consumer
 	}
-	if o.Confirm != nil {
-		plan, err := PlanForget(ctx, st, consumer, ids)
-		if err != nil {
-			return nil, err
-		}
-		of := "every consumer"
-		if consumer != "" {
-			of = "consumer " + consumer
-		}
-		question := fmt.Sprintf("forget %s of %s for %s in %s (they will be processed again when redelivered or replayed)",
-			wording.Plural(int64(len(plan.Removed)), "marker"), wording.Plural(int64(len(ids)), "event"), of, st.Table())
-		if err := o.Confirm(plan, question); err != nil {
-			return nil, err
-		}
-	}
-	// The store checks its refusals again before it deletes: the rows may have changed since.
-	removed, err := st.Forget(ctx, consumer, ids)
-	if err != nil {
-		return nil, err
-	}
-	rep := forgetReport(st, consumer, ids, removed)
-	return rep, recordForget(context.WithoutCancel(ctx), st, o.Journal, ids, rep)
+	return fmt.Sprintf("forget %s of %s for %s in %s (they will be processed again when redelivered or replayed)",
+		wording.Plural(int64(len(r.Removed)), "marker"), wording.Plural(int64(r.Requested), "event"), of, r.Table)
 }
 
 // PlanForget is Forget's dry run: the markers of ids that Forget would delete, and the ids

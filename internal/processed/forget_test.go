@@ -3,6 +3,7 @@ package processed_test
 import (
 	"errors"
 	"fmt"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestForget(t *testing.T) {
 	// Confirm is asked with the plan before anything is deleted; declining deletes nothing.
 	declined := errors.New("declined")
 	var asked string
-	_, err = processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.ForgetOptions{
+	_, err = runForget(ctx(t), st, "billing", []string{"e1", long, "nope"}, forgetCall{
 		Confirm: func(plan *processed.ForgetReport, question string) error {
 			asked = question
 			if len(plan.Removed) != 2 || fmt.Sprint(plan.NotFound) != "[nope]" {
@@ -50,8 +51,8 @@ func TestForget(t *testing.T) {
 		t.Fatalf("a declined forget removed markers: billing keeps %d of 3", len(left))
 	}
 
-	rep, err := processed.Forget(ctx(t), st, "billing", []string{"e1", long, "nope"}, processed.ForgetOptions{
-		Journal: processed.Journal{Operator: "alice"},
+	rep, err := runForget(ctx(t), st, "billing", []string{"e1", long, "nope"}, forgetCall{
+		Journal: action.Record{Operator: "alice"},
 		Confirm: func(*processed.ForgetReport, string) error { return nil },
 	})
 	if err != nil {
@@ -65,7 +66,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("billing keeps %d markers, want e2 alone", len(left))
 	}
 
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1", "e2"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "alice"}})
+	rep, err = runForget(ctx(t), st, "", []string{"e1", "e2"}, forgetCall{Journal: action.Record{Operator: "alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestForget(t *testing.T) {
 		t.Fatalf("every consumer: %+v", rep)
 	}
 	// Nothing left to forget: every id is reported, and the lists are empty, not null.
-	rep, err = processed.Forget(ctx(t), st, "", []string{"e1"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "alice"}})
+	rep, err = runForget(ctx(t), st, "", []string{"e1"}, forgetCall{Journal: action.Record{Operator: "alice"}})
 	if err != nil || rep.Removed == nil || fmt.Sprint(rep.NotFound) != "[e1]" {
 		t.Fatalf("again: %+v, %v", rep, err)
 	}

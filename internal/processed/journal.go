@@ -6,17 +6,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
-
-// Journal says who deletes markers and why, for the journal of executed prunes and forgets
-// (dedup.Store.RecordMarkerAction; docs/design.md §3.3), as replay's journal does for runs.
-type Journal struct {
-	Operator string
-	Reason   string
-}
 
 // maxJournaledIDs bounds the event ids a forget's journal entry lists; Counts.Requested says
 // how many were given.
@@ -55,7 +49,8 @@ type forgetCounts struct {
 // record journals an executed action that deleted deleted markers (failed is the error that
 // stopped it part way, or nil). A journal that cannot be written fails the command: the
 // markers are gone, and the error says so.
-func record(ctx context.Context, st *dedup.Store, action string, j Journal, selection, counts any, deleted int64, failed error) error {
+// rec says who acted and why (action.Record; docs/design.md §3.3).
+func record(ctx context.Context, st *dedup.Store, kind string, rec action.Record, selection, counts any, deleted int64, failed error) error {
 	sel, err := json.Marshal(selection)
 	if err != nil {
 		return err
@@ -64,7 +59,7 @@ func record(ctx context.Context, st *dedup.Store, action string, j Journal, sele
 	if err != nil {
 		return err
 	}
-	a := dedup.MarkerAction{Action: action, Operator: j.Operator, Reason: j.Reason, Selection: dedup.JSONText(sel), Counts: dedup.JSONText(cnt), Deleted: deleted}
+	a := dedup.MarkerAction{Action: kind, Operator: rec.Operator, Reason: rec.Reason, Selection: dedup.JSONText(sel), Counts: dedup.JSONText(cnt), Deleted: deleted}
 	if failed != nil {
 		a.Error = failed.Error()
 	}
@@ -74,7 +69,7 @@ func record(ctx context.Context, st *dedup.Store, action string, j Journal, sele
 	return nil
 }
 
-func recordPrune(ctx context.Context, st *dedup.Store, o PruneOptions, rep *PruneReport, failed error) error {
+func recordPrune(ctx context.Context, st *dedup.Store, o PruneOptions, rec action.Record, rep *PruneReport, failed error) error {
 	sel := pruneSelection{Consumer: o.Consumer, OlderThan: rep.OlderThan, ProcessedBefore: timespec.FormatTime(rep.ProcessedBefore),
 		Topics: o.Topics, Forced: o.Force}
 	counts := pruneCounts{Candidates: rep.Candidates, Deleted: rep.Deleted, NoTopic: rep.NoTopic}
@@ -84,16 +79,16 @@ func recordPrune(ctx context.Context, st *dedup.Store, o PruneOptions, rep *Prun
 		}
 		counts.PerTopic[t.Topic] = t.Markers
 	}
-	return errors.Join(failed, record(ctx, st, dedup.ActionPrune, o.Journal, sel, counts, rep.Deleted, failed))
+	return errors.Join(failed, record(ctx, st, dedup.ActionPrune, rec, sel, counts, rep.Deleted, failed))
 }
 
-func recordForget(ctx context.Context, st *dedup.Store, j Journal, ids []string, rep *ForgetReport) error {
+func recordForget(ctx context.Context, st *dedup.Store, rec action.Record, ids []string, rep *ForgetReport) error {
 	sel := forgetSelection{Consumer: rep.Consumer, AllConsumers: rep.AllConsumers, EventIDs: ids}
 	if len(ids) > maxJournaledIDs {
 		sel.EventIDs, sel.Truncated = ids[:maxJournaledIDs], true
 	}
 	counts := forgetCounts{Requested: rep.Requested, Deleted: len(rep.Removed), NotFound: len(rep.NotFound)}
-	return record(ctx, st, dedup.ActionForget, j, sel, counts, int64(len(rep.Removed)), nil)
+	return record(ctx, st, dedup.ActionForget, rec, sel, counts, int64(len(rep.Removed)), nil)
 }
 
 // journalReady checks, before anything is deleted from another library's table (a preset),

@@ -2,6 +2,7 @@ package processed_test
 
 import (
 	"encoding/json"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"testing"
 	"time"
 
@@ -18,23 +19,23 @@ func TestJournal(t *testing.T) {
 	old := now.Add(-48 * time.Hour)
 	mark(t, st, "billing", dedup.Marker{EventID: "o1", Topic: "tasks", ProcessedAt: old}, dedup.Marker{EventID: "o2", Topic: "tasks", ProcessedAt: old},
 		dedup.Marker{EventID: "o3", ProcessedAt: old}, dedup.Marker{EventID: "new", Topic: "tasks", ProcessedAt: now})
-	j := processed.Journal{Operator: "alice", Reason: "quarterly cleanup"}
-	prune := func(o processed.PruneOptions) {
+	j := action.Record{Operator: "alice", Reason: "quarterly cleanup"}
+	prune := func(o pruneCall) {
 		t.Helper()
 		o.OlderThan, o.Consumer, o.Force, o.Now, o.Journal = 24*time.Hour, "billing", true, now, j
-		if _, err := processed.Prune(ctx(t), st, nil, o); err != nil && o.Confirm == nil {
+		if _, err := runPrune(ctx(t), st, nil, o); err != nil && o.Confirm == nil {
 			t.Fatal(err)
 		}
 	}
-	prune(processed.PruneOptions{DryRun: true})
-	prune(processed.PruneOptions{Confirm: func(*processed.PruneReport, string) error { return dedup.ErrNotMigrated }})
+	prune(pruneCall{DryRun: true})
+	prune(pruneCall{Confirm: func(*processed.PruneReport, string) error { return dedup.ErrNotMigrated }})
 	if got, err := st.MarkerActions(ctx(t), 10); err != nil || len(got) != 0 {
 		t.Fatalf("journaled without deleting: %+v, %v", got, err)
 	}
-	prune(processed.PruneOptions{})
-	prune(processed.PruneOptions{}) // nothing left to delete: not journaled
+	prune(pruneCall{})
+	prune(pruneCall{}) // nothing left to delete: not journaled
 
-	if _, err := processed.Forget(ctx(t), st, "", []string{"new", "nope"}, processed.ForgetOptions{Journal: processed.Journal{Operator: "bob"}}); err != nil {
+	if _, err := runForget(ctx(t), st, "", []string{"new", "nope"}, forgetCall{Journal: action.Record{Operator: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.MarkerActions(ctx(t), 10)

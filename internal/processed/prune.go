@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -26,26 +27,11 @@ type PruneOptions struct {
 	// Topics, when given, are the source topics whose retention bounds the replay horizon,
 	// in place of the topics the markers recorded.
 	Topics []string
-	// DryRun stops after the candidates are counted and the horizon checked: the report says
-	// what would be deleted, and nothing is asked (Confirm) or deleted.
-	DryRun bool
 	// Force prunes even inside a replay horizon, or without checking it; each thing it did
-	// not respect is passed to Warn.
+	// not respect is a warning of the action (action.Env.Warn).
 	Force bool
 	// Now anchors the window (time.Now when zero).
 	Now time.Time
-	// Confirm, when set, is asked before anything is deleted, with the report so far (the
-	// candidates per topic) and a sentence that says what will be; an error from it stops the
-	// prune and is returned (with the report).
-	Confirm func(rep *PruneReport, question string) error
-	// Progress, when set, gets the running count after each deleted batch, and the number of
-	// candidates (the shape of output.Progress.Update).
-	Progress func(deleted, candidates int64)
-	// Warn, when set, gets what --force let through, one sentence each.
-	Warn func(string)
-	// Journal is who prunes and why: an executed prune that deleted markers, or that ran to
-	// its end, is journaled (dedup.Store.RecordMarkerAction).
-	Journal Journal
 }
 
 // TopicHorizon is one source topic's replay horizon as Prune checked it.
@@ -80,23 +66,60 @@ type PruneReport struct {
 	DryRun bool `json:"dry_run"`
 }
 
-// Prune deletes the markers processed more than o.OlderThan ago (o.Consumer's only, when
-// set), unless a replay could still deliver their events: the replay-horizon policy.
+// Prune is the deletion of the markers processed more than o.OlderThan ago (o.Consumer's only,
+// when set) as an action (action.Run), unless a replay could still deliver their events: the
+// replay-horizon policy.
 //
-// It counts the candidates per recorded source topic first; with none it returns at once
-// (nothing is asked of Kafka). Otherwise it reads the retention of the source topics
-// (o.Topics, or the topics the candidates recorded) through cluster, which is called only
-// then, and refuses with a usage error, one reason per topic, when o.OlderThan is shorter
-// than a topic's retention, when a topic keeps its records forever, when its retention is
-// unknown (DescribeConfigs denied, not reported, no such topic), or when candidates
-// recorded no topic and o.Topics is empty. A cluster that cannot be had (none configured,
-// unreachable) fails the prune with that error. o.Force turns each of these into a warning.
-// Then o.Confirm is asked, and the markers are deleted in batches of o.BatchSize, each its
-// own transaction, and the prune is journaled with o.Journal (also when it failed part way).
+// Its plan counts the candidates per recorded source topic; with none it is all (nothing is
+// asked of Kafka, and an executed prune ends there: action.ErrNothingToDo). Otherwise it
+// reads the retention of the source topics (o.Topics, or the topics the candidates recorded)
+// through cluster, which is called only then, and refuses with a usage error, one reason per
+// topic, when o.OlderThan is shorter than a topic's retention, when a topic keeps its records
+// forever, when its retention is unknown (DescribeConfigs denied, not reported, no such
+// topic), or when candidates recorded no topic and o.Topics is empty. A cluster that cannot be
+// had (none configured, unreachable) fails the plan with that error. o.Force turns each of
+// these into a warning. The plan is returned with every error after the candidates were
+// counted.
 //
-// The report is returned with every error after the candidates were counted; on a failure
-// while deleting, Deleted says how many markers are gone.
-func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions) (*PruneReport, error) {
+// An executed prune checks that its journal can be written (journalReady), is confirmed, and
+// deletes the markers in batches of o.BatchSize, each its own transaction (progress: the
+// markers deleted of the candidates), and is journaled under the action's Record, also when it
+// failed part way; Deleted then says how many markers are gone.
+func Prune(st *dedup.Store, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions) action.Steps[*PruneReport, *PruneReport] {
+	return action.Steps[*PruneReport, *PruneReport]{
+		Plan: func(ctx context.Context, e *action.Env) (*PruneReport, error) {
+			return planPrune(ctx, st, cluster, o, e)
+		},
+		Check: func(ctx context.Context, _ *action.Env, rep *PruneReport) error {
+			if rep.Candidates == 0 {
+				return action.ErrNothingToDo
+			}
+			return journalReady(ctx, st)
+		},
+		Execute: func(ctx context.Context, e *action.Env, rep *PruneReport) (*PruneReport, error) {
+			e.Progress(action.Progress{Stage: "prune", Total: rep.Candidates})
+			var progress func(int64)
+			if e.Reports() {
+				progress = func(n int64) { e.Progress(action.Progress{Stage: "prune", Done: n, Total: rep.Candidates}) }
+			}
+			var err error
+			rep.Deleted, err = st.Prune(ctx, o.Consumer, rep.ProcessedBefore, o.BatchSize, progress)
+			if err != nil && rep.Deleted == 0 {
+				return rep, err
+			}
+			return rep, recordPrune(context.WithoutCancel(ctx), st, o, e.Record, rep, err)
+		},
+	}
+}
+
+// Question is what the person who prunes is asked, completing "refusing to …".
+func (r *PruneReport) Question() string {
+	return fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
+		wording.Plural(r.Candidates, "marker"), forConsumer(r.Consumer), timespec.FormatTime(r.ProcessedBefore), r.OlderThan, r.Table)
+}
+
+// planPrune is Prune's plan: the candidates counted, the horizon checked.
+func planPrune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions, e *action.Env) (*PruneReport, error) {
 	if o.OlderThan <= 0 {
 		return nil, fwerr.Usagef("the pruning window %s must be positive", timespec.Format(o.OlderThan))
 	}
@@ -106,7 +129,7 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	}
 	before := now.Add(-o.OlderThan).UTC()
 	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
-		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: o.DryRun}
+		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: !e.Execute}
 
 	// Through the store's own query first: a missing table is reported as such.
 	page, err := st.List(ctx, dedup.ListFilter{Consumer: o.Consumer, Until: before, Limit: 1})
@@ -123,41 +146,12 @@ func Prune(ctx context.Context, st *dedup.Store, cluster func(context.Context) (
 	for _, c := range counts {
 		rep.Candidates += c.Markers
 	}
-	if err := checkReplayHorizon(ctx, cluster, o, rep, counts); err != nil {
-		return rep, err
-	}
-	if o.DryRun {
-		return rep, nil
-	}
-	if err := journalReady(ctx, st); err != nil {
-		return rep, err
-	}
-
-	if o.Confirm != nil {
-		question := fmt.Sprintf("delete %s%s processed before %s (older than %s) from %s",
-			wording.Plural(rep.Candidates, "marker"), forConsumer(o.Consumer), timespec.FormatTime(before), rep.OlderThan, rep.Table)
-		if err := o.Confirm(rep, question); err != nil {
-			return rep, err
-		}
-	}
-	var progress func(int64)
-	if o.Progress != nil {
-		progress = func(n int64) { o.Progress(n, rep.Candidates) }
-	}
-	rep.Deleted, err = st.Prune(ctx, o.Consumer, before, o.BatchSize, progress)
-	if err != nil && rep.Deleted == 0 {
-		return rep, err
-	}
-	return rep, recordPrune(context.WithoutCancel(ctx), st, o, rep, err)
+	return rep, checkReplayHorizon(ctx, cluster, o, e.Warn, rep, counts)
 }
 
 // checkReplayHorizon fills rep.Topics and refuses, unless forced, to prune markers that a
 // replay could still need.
-func checkReplayHorizon(ctx context.Context, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions, rep *PruneReport, counts []dedup.TopicCount) error {
-	warn := o.Warn
-	if warn == nil {
-		warn = func(string) {}
-	}
+func checkReplayHorizon(ctx context.Context, cluster func(context.Context) (*kafka.Cluster, error), o PruneOptions, warn func(string), rep *PruneReport, counts []dedup.TopicCount) error {
 	byTopic := map[string]int64{}
 	for _, c := range counts {
 		if c.Topic == "" {

@@ -94,7 +94,7 @@ func TestPruneHorizonPolicy(t *testing.T) {
 			mark(t, st, consumer, append(old, dedup.Marker{EventID: "new", Topic: tc.topic, ProcessedAt: now})...)
 			var warnings []string
 			asked := ""
-			rep, err := processed.Prune(ctx(t), st, tc.cluster, processed.PruneOptions{
+			rep, err := runPrune(ctx(t), st, tc.cluster, pruneCall{
 				OlderThan: olderThan, Consumer: consumer, BatchSize: 2, Topics: tc.topics, Force: tc.force, Now: now,
 				Confirm: func(_ *processed.PruneReport, q string) error { asked = q; return nil },
 				Warn:    func(w string) { warnings = append(warnings, w) },
@@ -148,10 +148,10 @@ func TestPruneHorizonPolicy(t *testing.T) {
 func TestPruneNothingToDo(t *testing.T) {
 	st := pgStore(t, true)
 	mark(t, st, "c", dedup.Marker{EventID: "new", Topic: "tasks"})
-	rep, err := processed.Prune(ctx(t), st, func(context.Context) (*kafka.Cluster, error) {
+	rep, err := runPrune(ctx(t), st, func(context.Context) (*kafka.Cluster, error) {
 		t.Error("Kafka was asked")
 		return nil, errors.New("no")
-	}, processed.PruneOptions{OlderThan: time.Hour, Confirm: func(*processed.PruneReport, string) error { t.Error("asked to confirm"); return nil }})
+	}, pruneCall{OlderThan: time.Hour, Confirm: func(*processed.PruneReport, string) error { t.Error("asked to confirm"); return nil }})
 	if err != nil || rep.Candidates != 0 || rep.Deleted != 0 || len(rep.Topics) != 0 {
 		t.Fatalf("%+v, %v", rep, err)
 	}
@@ -170,7 +170,7 @@ func TestPruneNothingToDo(t *testing.T) {
 	// A declined confirmation deletes nothing and is returned.
 	mark(t, st, "c", dedup.Marker{EventID: "old", ProcessedAt: time.Now().Add(-2 * time.Hour)})
 	declined := fwerr.Usagef("declined")
-	_, err = processed.Prune(ctx(t), st, nil, processed.PruneOptions{OlderThan: time.Hour, Force: true, Confirm: func(*processed.PruneReport, string) error { return declined }})
+	_, err = runPrune(ctx(t), st, nil, pruneCall{OlderThan: time.Hour, Force: true, Confirm: func(*processed.PruneReport, string) error { return declined }})
 	if !errors.Is(err, declined) {
 		t.Fatalf("declined: %v", err)
 	}

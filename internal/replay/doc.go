@@ -10,11 +10,13 @@
 //	eo.SinglePass = true                                        // --yes: no scan (below)
 //	plan, err = replay.LoadRun(ctx, cluster, store, id, force) // continue an interrupted run
 //
-// Run is that flow, once, for every caller (`fieldwork replay`, `replay resume`, the demo):
-// plan → check → confirm → execute, with the single pass under --yes, "nothing selected, no
-// run recorded", the loop guard's exit 3 and the resume hint of an interrupted run. It asks
-// through FlowOptions.Confirm, reports progress through FlowOptions.Progress and returns
-// its warnings as data (FlowResult.Notices): it never prints.
+// Flow is that flow as an action (internal/action), once, for every caller (`fieldwork
+// replay`, `replay resume`, triage, the demo), run by action.Run: plan → check → confirm →
+// execute, with the single pass under --yes, "nothing selected, no run recorded", the loop
+// guard's exit 3 and the resume hint of an interrupted run. It asks through the action's
+// Confirm hook, reports progress through its Progress hook (Of a FlowProgress), is journaled
+// under the action's Record and returns its warnings as data (FlowResult.Notices): it never
+// prints.
 //
 // Execute reads the ranges again rather than keeping the scan's records: the ranges are
 // fixed, so the second read sees the same records, and memory stays bounded however large

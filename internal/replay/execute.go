@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -46,7 +47,7 @@ const (
 
 // ExecOptions configure Execute.
 type ExecOptions struct {
-	// RunID names a new run (NewRunID); ignored when resuming.
+	// RunID names a new run (action.NewRunID); ignored when resuming.
 	RunID    string
 	Operator string
 	// Reason is journaled and stamped as fw.replay.reason; a resumed run keeps its own.
@@ -262,7 +263,7 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 		return run.RunCounts, nil, nil
 	}
 	if opts.RunID == "" {
-		opts.RunID = NewRunID(time.Now())
+		opts.RunID = action.NewRunID(time.Now())
 	}
 	sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
 	run := dedup.ReplayRun{

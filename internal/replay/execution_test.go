@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"github.com/fieldwork/fieldwork/internal/action"
 	"testing"
 	"time"
 )
@@ -28,8 +29,10 @@ func TestExecutionOfAResume(t *testing.T) {
 		{"a resume at --rate 0", &Plan{Resume: &Resume{Execution: journaledAs}}, FlowOptions{RateGiven: true}, 0, FromFlag, 1000, FromRun},
 		{"a resume of an older run", &Plan{Resume: &Resume{}}, FlowOptions{}, 0, FromUnknown, DefaultMaxBuffered, FromUnknown},
 	} {
-		ex, rep := tc.o.execution(tc.plan)
-		eo := tc.o.exec(ex, true, -1)
+		f := &flow{o: tc.o, single: true}
+		f.ex, f.exRep = tc.o.execution(tc.plan)
+		rep := f.exRep
+		eo := f.exec(&action.Env{}, -1)
 		if eo.Rate != tc.rate || eo.MaxBuffered != tc.batch || rep.RateFrom != tc.rateFrom || rep.BatchFrom != tc.batchFrom || rep.MaxBuffered != tc.batch {
 			t.Errorf("%s: sends at %g (%d buffered), says %+v; want %g from %s, %d from %s", tc.name, eo.Rate, eo.MaxBuffered, rep, tc.rate, tc.rateFrom, tc.batch, tc.batchFrom)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -15,25 +16,13 @@ import (
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
-// FlowOptions configure Run: what was asked for, and how to reach the person who asked.
+// FlowOptions configure a replay's flow (Flow) beyond what every action is asked
+// (action.Options: Execute, Yes, and the Record a new run is journaled with).
 type FlowOptions struct {
-	// Execute sends the plan; without it Run is a dry run: a scan that sends nothing.
-	Execute bool
-	// Yes means nobody is asked. An executed plan is then sent in one pass where that keeps
-	// what a scan would have guaranteed (see SinglePass).
-	Yes bool
-	// Confirm is asked, when an executed plan is not Yes, once the scan has checked the plan
-	// and before anything is sent. nil from it goes on; an error stops the flow there with
-	// that error: nothing is sent and no run is recorded. Without Yes a Confirm is required.
-	Confirm func(Check) error
 	// Editor is asked for the new value of a record the plan edits interactively (Edit,
 	// --edit): given the value as the operator edits it (EditableValue), it returns the new
 	// one. Without it such a plan is refused.
 	Editor func(value []byte) ([]byte, error)
-
-	// RunID, Operator and Reason describe a new run (RunID defaults to NewRunID). A resumed
-	// plan keeps its own.
-	RunID, Operator, Reason string
 	// Rate caps records sent per second; 0: no cap. A resumed run sends at the rate it was
 	// journaled with unless RateGiven: Rate was given explicitly (and is journaled in place of
 	// the old).
@@ -44,8 +33,6 @@ type FlowOptions struct {
 	Sample int
 	// Schemas decodes the sample's registry-framed payloads (ScanOptions.Schemas).
 	Schemas *schema.Decoder
-	// Progress, when set, is told how far the scan and the send have come.
-	Progress func(FlowProgress)
 }
 
 // Check is what the person asked to confirm an executed plan is shown: the scan's report
@@ -131,7 +118,7 @@ func (n Notice) String() string {
 	return n.Text
 }
 
-// FlowResult is what Run did. It is returned with the error too: render what it holds, then
+// FlowResult is what a Flow did (its plan and its result). It is returned with the error too: render what it holds, then
 // report the error.
 type FlowResult struct {
 	// Report is the scan: a dry run's result, or the check an executed plan passed. nil when
@@ -149,27 +136,53 @@ func (r *FlowResult) notice(kind NoticeKind, format string, args ...any) {
 	r.Notices = append(r.Notices, Notice{Kind: kind, Text: fmt.Sprintf(format, args...)})
 }
 
-// Run is the one replay flow, for a new plan (NewPlan) as for a resumed run (LoadRun): plan
-// → check → confirm → execute. `fieldwork replay`, `fieldwork replay resume` and the demo all
-// run it.
+// Check is what the person asked to confirm the flow's plan is shown.
+func (r *FlowResult) Check() Check { return Check{Report: r.Report, Notices: r.Notices} }
+
+// Flow is the replay as an action (action.Run), for a new plan (NewPlan) as for a resumed run
+// (LoadRun): plan → check → confirm → execute. `fieldwork replay`, `fieldwork replay resume`,
+// triage and the demo all run it. Its plan and its result are the one FlowResult, returned
+// with every error: render what it holds, then report the error.
 //
 //   - A dry run (not Execute) scans the plan and sends nothing. Its error is the report's
 //     (Report.Err: records that cannot be routed, targets that do not exist); records the loop
 //     guard would hold back, and bounded copies (incomplete, never sent), do not fail it.
 //   - An executed plan with Yes whose targets can be checked record by record is sent in one
-//     pass (ExecOptions.SinglePass): nothing is asked, so nothing needs counting first.
+//     pass (ExecOptions.SinglePass): nothing is asked, so nothing needs counting first; its
+//     plan has no Report.
 //   - Otherwise the plan is scanned and checked first: a report error stops it, nothing
-//     sent. A new plan that selects nothing records no run. Without Yes, Confirm is asked.
-//     Then it is executed.
+//     sent. A new plan that selects nothing records no run (action.ErrNothingToDo). Without
+//     Yes the action's Confirm is asked. Then it is executed, journaled under the action's
+//     Record (a resumed run keeps its own).
 //
 // st is the journal (needed to execute) and the marker store of the spec's lookups. The
 // error of an executed run is its outcome as an exit code: a check failure (exit 3) when
-// records were quarantined or incomplete, an interruption (exit 130) when ctx was cancelled (the notices
-// then say how to resume), the failure itself otherwise.
-func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) (*FlowResult, error) {
-	res := &FlowResult{}
-	ex, exRep := o.execution(p)
-	if st == nil && (o.Execute || p.Spec.NeedsStore()) {
+// records were quarantined or incomplete, an interruption (exit 130) when ctx was cancelled
+// (the notices then say how to resume), the failure itself otherwise. Progress goes to the
+// action's Progress hook, Of a FlowProgress; the notices are returned as data
+// (FlowResult.Notices).
+func Flow(c *kafka.Cluster, st *dedup.Store, p *Plan, o FlowOptions) action.Steps[*FlowResult, *FlowResult] {
+	f := &flow{c: c, st: st, p: p, o: o, res: &FlowResult{}}
+	return action.Steps[*FlowResult, *FlowResult]{Plan: f.plan, Check: f.check, Execute: f.execute}
+}
+
+// flow is one run of Flow.
+type flow struct {
+	c   *kafka.Cluster
+	st  *dedup.Store
+	p   *Plan
+	o   FlowOptions
+	res *FlowResult
+	// single is set when the plan is executed in one pass, without a scan.
+	single bool
+	ex     Execution
+	exRep  ExecutionReport
+}
+
+func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
+	res, p := f.res, f.p
+	f.ex, f.exRep = f.o.execution(p)
+	if f.st == nil && (r.Execute || p.Spec.NeedsStore()) {
 		return res, errors.New("replay: an executed plan, or one that looks markers up, needs the store")
 	}
 	if p.LostOffsets > 0 && p.Resume != nil {
@@ -177,35 +190,22 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 			wording.Plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
 	}
 	if p.Spec.Edit != nil && p.Resume == nil && p.edit == nil {
-		read := func(ctx context.Context, fn func(*kgo.Record) error) error { return c.Read(ctx, p.Ranges, fn) }
-		rep, err := prepareEdit(ctx, p, read, o.Editor)
+		read := func(ctx context.Context, fn func(*kgo.Record) error) error { return f.c.Read(ctx, p.Ranges, fn) }
+		rep, err := prepareEdit(ctx, p, read, f.o.Editor)
 		if err != nil {
 			return res, err
 		}
 		p.edit = rep
 	}
-	if o.Execute && o.Yes && !p.Spec.Strict && singlePass(ctx, c, p) {
-		sum, err := Execute(ctx, c, st, p, o.exec(ex, true, -1))
-		if sum != nil {
-			sum.Execution = &exRep
-			res.Notices = append(res.Notices, sum.guards...)
-		}
-		if err == nil && sum != nil && !sum.Recorded {
-			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, wording.Plural(sum.Read, "record"))
-			return res, nil
-		}
-		res.Summary = sum
-		if sum != nil && sum.MalformedSent > 0 {
-			res.malformed(sum.MalformedSent, "sent")
-		}
-		return res, res.finish(err)
+	if r.Execute && r.Yes && !p.Spec.Strict && singlePass(ctx, f.c, p) {
+		f.single = true
+		return res, nil
 	}
-
-	rep, err := Scan(ctx, c, st, p, ScanOptions{Sample: o.Sample, Progress: o.scanProgress(), Schemas: o.Schemas})
+	rep, err := Scan(ctx, f.c, f.st, p, ScanOptions{Sample: f.o.Sample, Progress: scanProgress(r), Schemas: f.o.Schemas})
 	if err != nil {
 		return res, err
 	}
-	rep.Execution = &exRep
+	rep.Execution = &f.exRep
 	res.Report = rep
 	if err := rep.Err(); err != nil {
 		return res, err
@@ -213,36 +213,57 @@ func Run(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, o Flow
 	res.aim(rep)
 	res.Notices = append(res.Notices, rep.Guards...)
 	res.incomplete(rep.Counts.Incomplete)
-	if !o.Execute {
+	if !r.Execute {
 		if n := rep.Counts.Quarantined; n > 0 {
 			res.notice(NoticeQuarantine, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3",
 				wording.Plural(n, "record"), rep.MaxReplays)
 		}
 		res.malformed(rep.Counts.MalformedToSend, "to send")
 		res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute --reason \"…\" to send")
-		return res, nil
 	}
-	if rep.Counts.Selected == 0 && p.Resume == nil {
+	return res, nil
+}
+
+// check refuses, before anybody is asked, a scanned plan that selects nothing new (no run is
+// recorded) or, under --strict, one a guard warns about.
+func (f *flow) check(_ context.Context, _ *action.Env, res *FlowResult) error {
+	rep := res.Report
+	if f.single {
+		return nil
+	}
+	if rep.Counts.Selected == 0 && f.p.Resume == nil {
 		res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", rep.Source, wording.Plural(rep.Counts.Read, "record"))
-		return res, nil
+		return action.ErrNothingToDo
 	}
 	res.malformed(rep.Counts.MalformedToSend, "to send")
-	if p.Spec.Strict {
+	if f.p.Spec.Strict {
 		if n := warnings(rep.Guards); n > 0 {
-			return res, fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", wording.Plural(int64(n), "guard warning"))
+			return fwerr.Checkf("--strict: refusing to replay: %s; nothing was sent", wording.Plural(int64(n), "guard warning"))
 		}
 	}
-	if !o.Yes {
-		if o.Confirm == nil {
-			return res, errors.New("replay: an executed plan without Yes needs a Confirm")
-		}
-		if err := o.Confirm(Check{Report: rep, Notices: res.Notices}); err != nil {
-			return res, err
-		}
+	return nil
+}
+
+func (f *flow) execute(ctx context.Context, r *action.Env, res *FlowResult) (*FlowResult, error) {
+	toSend := int64(-1)
+	if !f.single {
+		toSend = res.Report.Counts.ToSend
 	}
-	sum, err := Execute(ctx, c, st, p, o.exec(ex, false, rep.Counts.ToSend))
+	sum, err := Execute(ctx, f.c, f.st, f.p, f.exec(r, toSend))
 	if sum != nil {
-		sum.Execution = &exRep
+		sum.Execution = &f.exRep
+	}
+	if f.single {
+		if sum != nil {
+			res.Notices = append(res.Notices, sum.guards...)
+		}
+		if err == nil && sum != nil && !sum.Recorded {
+			res.notice(NoticeNothingSelected, "nothing selected in %s (%s read): nothing to send, no run recorded", sum.Source, wording.Plural(sum.Read, "record"))
+			return res, nil
+		}
+		if sum != nil && sum.MalformedSent > 0 {
+			res.malformed(sum.MalformedSent, "sent")
+		}
 	}
 	res.Summary = sum
 	return res, res.finish(err)
@@ -257,24 +278,27 @@ func singlePass(ctx context.Context, c *kafka.Cluster, p *Plan) bool {
 	return !p.TargetKnown() || CheckTarget(ctx, c, p) == nil
 }
 
-// exec is the ExecOptions of the flow's send, executed as ex; toSend is what the scan
-// counted (-1: none).
-func (o FlowOptions) exec(ex Execution, singlePass bool, toSend int64) ExecOptions {
-	eo := ex.options(ExecOptions{RunID: o.RunID, Operator: o.Operator, Reason: o.Reason, SinglePass: singlePass})
-	if o.Progress != nil {
+// exec is the ExecOptions of the flow's send, journaled under r's Record; toSend is what the
+// scan counted (-1: none, a single pass).
+func (f *flow) exec(r *action.Env, toSend int64) ExecOptions {
+	rec := r.Record
+	eo := f.ex.options(ExecOptions{RunID: rec.ID, Operator: rec.Operator, Reason: rec.Reason, SinglePass: f.single})
+	if r.Reports() {
 		eo.Progress = func(pr Progress) {
-			o.Progress(FlowProgress{Stage: StageSend, Read: pr.Read, Total: pr.Total, Send: pr, ToSend: toSend})
+			fp := FlowProgress{Stage: StageSend, Read: pr.Read, Total: pr.Total, Send: pr, ToSend: toSend}
+			r.Progress(action.Progress{Stage: string(StageSend), Done: pr.Read, Total: pr.Total, Of: fp})
 		}
 	}
 	return eo
 }
 
-func (o FlowOptions) scanProgress() ProgressFunc {
-	if o.Progress == nil {
+func scanProgress(r *action.Env) ProgressFunc {
+	if !r.Reports() {
 		return nil
 	}
 	return func(read, total int64) {
-		o.Progress(FlowProgress{Stage: StageScan, Read: read, Total: total, ToSend: -1})
+		fp := FlowProgress{Stage: StageScan, Read: read, Total: total, ToSend: -1}
+		r.Progress(action.Progress{Stage: string(StageScan), Done: read, Total: total, Of: fp})
 	}
 }
 

@@ -83,7 +83,7 @@ func runs(t *testing.T, st *dedup.Store) []dedup.ReplayRun {
 func TestFlowDryRun(t *testing.T) {
 	c, st, src, dlqTopic := flowFixture(t)
 	before := endOffsets(t, c, src)
-	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), FlowOptions{})
+	res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), testFlow{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestFlowDryRun(t *testing.T) {
 
 	// A plan that cannot be sent is the report's error, with the report to show.
 	missing := testenv.Name(t, "gone")
-	res, err = Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, To: missing}), FlowOptions{})
+	res, err = runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, To: missing}), testFlow{})
 	var mt *MissingTargetError
 	if !errors.As(err, &mt) || res.Report == nil || len(res.Report.Missing) != 1 || len(res.Notices) != 0 {
 		t.Fatalf("missing target: %v %+v", err, res)
@@ -124,19 +124,19 @@ func TestFlowDryRun(t *testing.T) {
 func TestFlowConfirm(t *testing.T) {
 	c, st, src, dlqTopic := flowFixture(t)
 	before := endOffsets(t, c, src)
-	exec := FlowOptions{Execute: true, Operator: "tester", Reason: "test " + t.Name()}
+	exec := testFlow{Execute: true, Operator: "tester", Reason: "test " + t.Name()}
 
-	if _, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs a Confirm") {
+	if _, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs a Confirm") {
 		t.Fatalf("no Confirm: %v", err)
 	}
-	if _, err := Run(t.Context(), c, nil, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs the store") {
+	if _, err := runFlow(t.Context(), c, nil, newPlan(t, c, Spec{From: dlqTopic}), exec); err == nil || !strings.Contains(err.Error(), "needs the store") {
 		t.Fatalf("no store: %v", err)
 	}
 	refused := errors.New("not confirmed")
 	var asked []Check
 	o := exec
 	o.Confirm = func(ch Check) error { asked = append(asked, ch); return refused }
-	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
+	res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
 	if !errors.Is(err, refused) || res.Summary != nil || len(asked) != 1 {
 		t.Fatalf("refused: %v %+v", err, res)
 	}
@@ -150,7 +150,7 @@ func TestFlowConfirm(t *testing.T) {
 	var seen stages
 	o.Confirm = func(Check) error { return nil }
 	o.Progress = seen.progress
-	res, err = Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
+	res, err = runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
 	if fwerr.KindOf(err) != fwerr.KindCheck || res.Summary == nil || res.Summary.Status != dedup.RunCompleted ||
 		res.Summary.Counts != (dedup.RunCounts{Selected: 13, Sent: 12, Quarantined: 1}) || res.Report == nil {
 		t.Fatalf("confirmed: %v %+v", err, res)
@@ -168,11 +168,11 @@ func TestFlowConfirm(t *testing.T) {
 func TestFlowYesSinglePass(t *testing.T) {
 	c, st, src, dlqTopic := flowFixture(t)
 	var seen stages
-	o := FlowOptions{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name(), Progress: seen.progress,
+	o := testFlow{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name(), Progress: seen.progress,
 		Confirm: func(Check) error { t.Fatal("asked with Yes"); return nil }}
 
 	// Nothing selected: no run recorded, and the notice says so.
-	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonUnsupported}}}), o)
+	res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonUnsupported}}}), o)
 	if err != nil || res.Summary != nil || res.Report != nil || !slices.Equal(kinds(res.Notices), []NoticeKind{NoticeNothingSelected}) {
 		t.Fatalf("nothing selected: %v %+v", err, res)
 	}
@@ -184,7 +184,7 @@ func TestFlowYesSinglePass(t *testing.T) {
 	}
 
 	seen = stages{}
-	res, err = Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
+	res, err = runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
 	if fwerr.KindOf(err) != fwerr.KindCheck || res.Report != nil || res.Summary == nil ||
 		res.Summary.Counts != (dedup.RunCounts{Selected: 13, Sent: 12, Quarantined: 1}) {
 		t.Fatalf("single pass: %v %+v", err, res)
@@ -216,14 +216,14 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	o := FlowOptions{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name(), Rate: 2000,
+	o := testFlow{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name(), Rate: 2000,
 		// Interrupted (as by SIGINT) once a few hundred records were read.
 		Progress: func(fp FlowProgress) {
 			if fp.Stage == StageSend && fp.Read >= 256 {
 				cancel()
 			}
 		}}
-	res, err := Run(ctx, c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
+	res, err := runFlow(ctx, c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
 	if fwerr.KindOf(err) != fwerr.KindInterrupted || res.Summary == nil || res.Summary.Status != dedup.RunInterrupted {
 		t.Fatalf("interrupted: %v %+v", err, res)
 	}
@@ -238,7 +238,7 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked *Report
-	res, err = Run(t.Context(), c, st, p, FlowOptions{Execute: true, Confirm: func(ch Check) error { asked = ch.Report; return nil }})
+	res, err = runFlow(t.Context(), c, st, p, testFlow{Execute: true, Confirm: func(ch Check) error { asked = ch.Report; return nil }})
 	if err != nil || asked == nil || asked.RunID != id || res.Summary == nil || !res.Summary.Resumed ||
 		res.Summary.Counts != (dedup.RunCounts{Selected: n, Sent: n}) {
 		t.Fatalf("resumed: %v %+v (asked about %+v)", err, res, asked)
@@ -268,11 +268,11 @@ func TestFlowEditsInteractively(t *testing.T) {
 		return Spec{From: dlqTopic, Record: record, Selection: kafka.Selection{Partitions: []int32{0}, StartOffset: &zero, EndOffset: &zero}, Edit: &Edit{Interactive: true}}
 	}
 	before := endOffsets(t, c, src)
-	if _, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "x"}); fwerr.KindOf(err) != fwerr.KindUsage {
+	if _, err := runFlow(t.Context(), c, st, newPlan(t, c, spec()), testFlow{Execute: true, Yes: true, Reason: "x"}); fwerr.KindOf(err) != fwerr.KindUsage {
 		t.Fatalf("without an editor: %v, want a usage error", err)
 	}
 	var asked [][]byte
-	res, err := Run(t.Context(), c, st, newPlan(t, c, spec()), FlowOptions{Execute: true, Yes: true, Reason: "fixed by hand",
+	res, err := runFlow(t.Context(), c, st, newPlan(t, c, spec()), testFlow{Execute: true, Yes: true, Reason: "fixed by hand",
 		Editor: func(v []byte) ([]byte, error) { asked = append(asked, v); return []byte("{\n  \"n\": 99\n}\n"), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestReplayNeverSendsABoundedCopy(t *testing.T) {
 	}
 
 	// A dry run: counted, listed, a notice; nothing sent, exit 0.
-	res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), FlowOptions{})
+	res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), testFlow{})
 	if err != nil || res.Report == nil {
 		t.Fatalf("dry run: %v %+v", err, res)
 	}
@@ -74,8 +74,8 @@ func TestReplayNeverSendsABoundedCopy(t *testing.T) {
 
 	for _, yes := range []bool{false, true} {
 		t.Run("yes="+strconv.FormatBool(yes), func(t *testing.T) {
-			o := FlowOptions{Execute: true, Yes: yes, Operator: "tester", Reason: "test", Confirm: func(Check) error { return nil }}
-			res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
+			o := testFlow{Execute: true, Yes: yes, Operator: "tester", Reason: "test", Confirm: func(Check) error { return nil }}
+			res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlqTopic}), o)
 			if fwerr.KindOf(err) != fwerr.KindCheck || !strings.Contains(err.Error(), "2 records not sent, incomplete") {
 				t.Fatalf("executed: error %v (kind %v), want a check failure naming the incomplete records", err, fwerr.KindOf(err))
 			}

@@ -250,8 +250,8 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 			t.Fatalf("scan: %v (%v): want a usage error naming --partitioner", err, fwerr.KindOf(err))
 		}
 		// Executed with --yes (a single pass): refused at the first record, nothing sent.
-		res, err := Run(t.Context(), c, st, newPlan(t, c, Spec{From: dlt}),
-			FlowOptions{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name()})
+		res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlt}),
+			testFlow{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name()})
 		if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(fmt.Sprint(err), "--partitioner") {
 			t.Fatalf("single pass: %v %+v: want a usage error naming --partitioner", err, res)
 		}

@@ -2,12 +2,9 @@ package replay
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,28 +15,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
-
-// NewRunID returns a run id that sorts by time and is unique: 20250102-150405-3f9a1c.
-func NewRunID(at time.Time) string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return at.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
-}
-
-// Operator is who runs a replay, for the journal: explicit when given, else $USER, else
-// $LOGNAME, else the account the process runs as (a container or a cron job often sets
-// neither variable), else "unknown".
-func Operator(explicit string, getenv func(string) string) string {
-	for _, v := range []string{explicit, getenv("USER"), getenv("LOGNAME")} {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	if u, err := user.Current(); err == nil && strings.TrimSpace(u.Username) != "" {
-		return strings.TrimSpace(u.Username)
-	}
-	return "unknown"
-}
 
 // Owner names this process in the journal while it drives a run: host:pid.
 func Owner() string {

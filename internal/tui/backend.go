@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"time"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -141,10 +143,16 @@ func (b *backend) Replay(ctx context.Context, topic string, records []string, re
 	if err != nil {
 		return &replay.FlowResult{}, err
 	}
-	return replay.Run(ctx, b.o.Cluster, b.o.Store, plan, replay.FlowOptions{
-		Execute: reason != "", Confirm: confirm, Progress: progress,
-		RunID: b.o.NewRunID(), Operator: b.o.Operator, Reason: reason, Rate: b.o.Rate,
-	})
+	var h action.Hooks[*replay.FlowResult]
+	if confirm != nil {
+		h.Confirm = func(res *replay.FlowResult) error { return confirm(res.Check()) }
+	}
+	if progress != nil {
+		h.Progress = func(p action.Progress) { progress(p.Of.(replay.FlowProgress)) }
+	}
+	out, err := action.Run(ctx, replay.Flow(b.o.Cluster, b.o.Store, plan, replay.FlowOptions{Rate: b.o.Rate}),
+		action.Options{Execute: reason != "", Record: action.Record{ID: b.o.NewRunID(), At: time.Now(), Operator: b.o.Operator, Reason: reason}}, h)
+	return out.Plan, err
 }
 
 func (b *backend) Processed(ctx context.Context, eventID, consumer string) ([]dedup.MarkerRow, error) {

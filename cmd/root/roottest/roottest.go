@@ -41,6 +41,28 @@ func Run(t *testing.T, env map[string]string, args ...string) Result {
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code, Elapsed: time.Since(start)}
 }
 
+// RunOnTerminal is Run with stdin and stderr terminals (no colour), answer typed at the
+// prompt: what a person sees who confirms an action, and its exit code.
+func RunOnTerminal(t *testing.T, env map[string]string, answer string, args ...string) (code int, stderr string) {
+	t.Helper()
+	s, in, _, errOut := output.Test()
+	s.InTTY, s.ErrTTY, s.NoColor = true, true, true
+	in.WriteString(answer)
+	absent := filepath.Join(t.TempDir(), "absent.yaml")
+	f := &cmdutil.Factory{Streams: s, Getenv: func(k string) string {
+		if v, ok := env[k]; ok || k != "FIELDWORK_CONFIG" {
+			return v
+		}
+		return absent
+	}}
+	cmd := root.NewCmdRoot(f)
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ran, err := cmd.ExecuteContextC(ctx)
+	return root.ExitCode(ctx, f, ran, err), errOut.String()
+}
+
 // RunCode is Run, and fails the test at once unless the command exits wantCode.
 func RunCode(t *testing.T, env map[string]string, wantCode int, args ...string) Result {
 	t.Helper()
