@@ -4,11 +4,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	"github.com/fieldwork/fieldwork/internal/look"
 )
 
-// Styles are the few text styles fieldwork uses. Without colour they render text unchanged.
+// Styles are the few text styles fieldwork uses, look's tones (one palette for the tables and
+// the triage console). Without colour they render text unchanged.
 type Styles struct {
 	Header Style
 	Title  Style
@@ -47,32 +47,51 @@ func (s Style) Render(strs ...string) string {
 // with keepColor turns into colour).
 func (s Styles) Color() bool { return s.color }
 
-// NewStyles builds styles that write to w, with colour only when color is true.
-func NewStyles(w io.Writer, color bool) Styles {
-	r := lipgloss.NewRenderer(w)
-	if color {
-		r.SetColorProfile(termenv.ANSI256)
-	} else {
-		r.SetColorProfile(termenv.Ascii)
+// Of is the style of one of look's tones (Plain, and Cursor, which only the console draws,
+// leave text unchanged).
+func (s Styles) Of(t look.Tone) Style {
+	switch t {
+	case look.Header:
+		return s.Header
+	case look.Title:
+		return s.Title
+	case look.OK:
+		return s.OK
+	case look.Warn:
+		return s.Warn
+	case look.Bad:
+		return s.Bad
+	case look.Dim:
+		return s.Dim
 	}
-	style := func(ls lipgloss.Style) Style {
+	return Style{}
+}
+
+// sgrReset ends every style: the reset a table's line keeps at its end (Printer.table).
+const sgrReset = "\x1b[0m"
+
+// NewStyles builds the styles of text written to a writer, with colour only when color is
+// true (the writer no longer matters: look's styles are the same for every one).
+func NewStyles(_ io.Writer, color bool) Styles {
+	style := func(t look.Tone) Style {
 		if !color {
 			return Style{}
 		}
-		// The sequences lipgloss writes around one character are the style's.
-		on, off, ok := strings.Cut(ls.Render("x"), "x")
-		if !ok {
+		// The sequence lipgloss writes before one character is the tone's; it spells the reset
+		// after it ESC[m, the tables ESC[0m (the same reset).
+		on, _, ok := strings.Cut(t.Style().Render("x"), "x")
+		if !ok || on == "" {
 			return Style{}
 		}
-		return Style{on: strings.ReplaceAll(on, "\x1b", ownMark), off: strings.ReplaceAll(off, "\x1b", ownMark)}
+		return Style{on: strings.ReplaceAll(on, "\x1b", ownMark), off: strings.ReplaceAll(sgrReset, "\x1b", ownMark)}
 	}
 	return Styles{
-		Header: style(r.NewStyle().Bold(true)),
-		Title:  style(r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))),
-		OK:     style(r.NewStyle().Foreground(lipgloss.Color("10"))),
-		Warn:   style(r.NewStyle().Foreground(lipgloss.Color("11"))),
-		Bad:    style(r.NewStyle().Bold(true).Foreground(lipgloss.Color("9"))),
-		Dim:    style(r.NewStyle().Faint(true)),
+		Header: style(look.Header),
+		Title:  style(look.Title),
+		OK:     style(look.OK),
+		Warn:   style(look.Warn),
+		Bad:    style(look.Bad),
+		Dim:    style(look.Dim),
 		color:  color,
 	}
 }
