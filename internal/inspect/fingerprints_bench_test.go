@@ -37,15 +37,15 @@ func BenchmarkBloom(b *testing.B) {
 	})
 }
 
-// BenchmarkFingerprintTableSpilled puts 400,000 keys through a table that keeps 131,072 in
-// memory (so it spills three times), then gets as many again, half of them never put: the path
+// BenchmarkFingerprintTableSpilled puts 100,000 keys through a table that keeps 16,384 in
+// memory (so it spills six times), then gets as many again, half of them never put: the path
 // of inspect validate over a topic larger than its memory, with the filter in front of SQLite.
 func BenchmarkFingerprintTableSpilled(b *testing.B) {
-	const n = 400_000
+	const n, limit = 100_000, 1 << 14
 	ctx := context.Background()
 	for b.Loop() {
 		spill := &spillDB{dir: b.TempDir()}
-		tab := newFingerprintTable("events", DefaultMemoryEntries, spill)
+		tab := newFingerprintTable("events", limit, spill)
 		for k := range uint64(n) {
 			if err := tab.Put(ctx, hash64([]byte{byte(k), byte(k >> 8), byte(k >> 16)}), fingerprint{int64(k)}); err != nil {
 				b.Fatal(err)

@@ -17,11 +17,11 @@ func BenchmarkLimiterWait(b *testing.B) {
 	}
 }
 
-// BenchmarkLimiterHoldsRate waits 2,000 times at a cap of 20,000/s and reports the rate
-// reached (records/s, which must not pass the cap by more than the 50ms burst) and how far the
-// run ran from its schedule (ms, the 100ms the cap asks for, less at most the burst).
+// BenchmarkLimiterHoldsRate waits 2,000 times at a cap of 4,000/s and reports the rate reached
+// (records/s) and the time taken: 500ms at the cap, less the 50ms burst (200 records) that may
+// go at once, so 450ms (4,444 records/s) at the fastest.
 func BenchmarkLimiterHoldsRate(b *testing.B) {
-	const n, perSecond = 2000, 20000.0
+	const n, perSecond = 2000, 4000.0
 	ctx := b.Context()
 	var total time.Duration
 	for b.Loop() {
