@@ -18,6 +18,7 @@ type Styles struct {
 	Dim    Style
 
 	color bool
+	tones map[look.Tone]Style // the styles above by their tone
 }
 
 // Style is one text style. With colour, Render wraps text in the style's Select Graphic
@@ -49,23 +50,7 @@ func (s Styles) Color() bool { return s.color }
 
 // Of is the style of one of look's tones (Plain, and Cursor, which only the console draws,
 // leave text unchanged).
-func (s Styles) Of(t look.Tone) Style {
-	switch t {
-	case look.Header:
-		return s.Header
-	case look.Title:
-		return s.Title
-	case look.OK:
-		return s.OK
-	case look.Warn:
-		return s.Warn
-	case look.Bad:
-		return s.Bad
-	case look.Dim:
-		return s.Dim
-	}
-	return Style{}
-}
+func (s Styles) Of(t look.Tone) Style { return s.tones[t] }
 
 // sgrReset ends every style: the reset a table's line keeps at its end (Printer.table).
 const sgrReset = "\x1b[0m"
@@ -85,13 +70,10 @@ func NewStyles(_ io.Writer, color bool) Styles {
 		}
 		return Style{on: strings.ReplaceAll(on, "\x1b", ownMark), off: strings.ReplaceAll(sgrReset, "\x1b", ownMark)}
 	}
-	return Styles{
-		Header: style(look.Header),
-		Title:  style(look.Title),
-		OK:     style(look.OK),
-		Warn:   style(look.Warn),
-		Bad:    style(look.Bad),
-		Dim:    style(look.Dim),
-		color:  color,
+	st := Styles{color: color, tones: map[look.Tone]Style{}}
+	for t, f := range map[look.Tone]*Style{look.Header: &st.Header, look.Title: &st.Title, look.OK: &st.OK, look.Warn: &st.Warn, look.Bad: &st.Bad, look.Dim: &st.Dim} {
+		*f = style(t)
+		st.tones[t] = *f
 	}
+	return st
 }
