@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (e *Engine) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 				return nil, ctx.Err()
 			}
 			if e.infraProduceError(ctx, r.Err, o.rec.Topic, missing) {
-				infraErr = cmpOr(infraErr, r.Err)
+				infraErr = cmp.Or(infraErr, r.Err)
 				again = append(again, o)
 				continue
 			}
