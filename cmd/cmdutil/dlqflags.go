@@ -17,6 +17,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/look/status"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -339,16 +340,8 @@ func (s *DLQStatusFlags) Open(ctx context.Context, d DLQStoreDeps) (dlq.StatusLo
 	return dlq.StatusLookup{Store: st, Consumer: s.Consumer, NoJournal: noJournal}, func() { _ = st.Close() }, nil
 }
 
-// StatusText is a dead letter's status as the tables show it, coloured: pending and stale (the
-// fix did not take effect) as warnings, resolved as done; "-" when it was not looked up.
+// StatusText is a dead letter's status as the tables show it: its word in its tone
+// (internal/look/status, which the triage console shows it by too).
 func StatusText(st output.Styles, s dlq.Status) string {
-	switch s {
-	case dlq.StatusPending, dlq.StatusStale:
-		return st.Warn.Render(string(s))
-	case dlq.StatusResolved:
-		return st.OK.Render(string(s))
-	case "":
-		return "-"
-	}
-	return string(s)
+	return st.Of(status.Tone(s)).Render(status.Word(s))
 }

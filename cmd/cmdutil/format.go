@@ -6,16 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/look"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
-// OrDash writes an absent value as "-" in a table.
-func OrDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// OrDash writes an absent value as look.Absent ("-") in a table.
+func OrDash(s string) string { return look.OrAbsent(s) }
 
 // FormatTime writes times the same way in every table: UTC, RFC 3339 with milliseconds.
 func FormatTime(t time.Time) string {

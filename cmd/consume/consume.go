@@ -2,6 +2,7 @@
 package consume
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -250,24 +251,17 @@ func (o *ConsumeOptions) validate() error {
 			return fwerr.Usagef("--metrics-addr %q: want host:port (\"\" to disable)", o.MetricsAddr)
 		}
 	}
-	consumer := cmpOrString(o.Consumer, o.Group)
+	consumer := cmp.Or(o.Consumer, o.Group)
 	if err := dedup.ValidateConsumer(consumer); err != nil {
 		return fwerr.Usagef("--consumer: %v", err)
 	}
-	if err := dedup.ValidateIdentifier("schema", cmpOrString(o.Naming.Schema, dedup.DefaultSchema)); err != nil {
+	if err := dedup.ValidateIdentifier("schema", cmp.Or(o.Naming.Schema, dedup.DefaultSchema)); err != nil {
 		return fwerr.Usagef("--schema: %v", err)
 	}
-	if err := dedup.ValidateIdentifier("table", cmpOrString(o.Naming.Table, dedup.DefaultTable)); err != nil {
+	if err := dedup.ValidateIdentifier("table", cmp.Or(o.Naming.Table, dedup.DefaultTable)); err != nil {
 		return fwerr.Usagef("--table: %v", err)
 	}
 	return nil
-}
-
-func cmpOrString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -300,7 +294,7 @@ type consumeSummary struct {
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) error {
-	consumer := cmpOrString(o.Consumer, o.Group)
+	consumer := cmp.Or(o.Consumer, o.Group)
 	var interrupts <-chan os.Signal
 	if o.Signals != nil {
 		sigs, stop := o.Signals()

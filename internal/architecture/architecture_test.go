@@ -33,7 +33,7 @@ const (
 // The layers of the table's layer column.
 const (
 	layerCommand      = "command"      // main and cmd/*: flags, clients, rendering
-	layerPresentation = "presentation" // internal/output: streams, tables, styles
+	layerPresentation = "presentation" // internal/output and internal/look: streams, tables, styles, the tones
 	layerDomain       = "domain"       // internal/*: what fieldwork does, returned as data
 	layerTest         = "test"         // test support and tests only
 	layerBench        = "bench"        // benchmarks (make bench)

@@ -656,10 +656,3 @@ func (e *Engine) callBatch(ctx context.Context, tx *dedup.Tx, bh BatchHandler, t
 	}
 	return bh.HandleBatch(context.WithValue(ctx, attemptKey{}, 1), tx, evs)
 }
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}

@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,7 +155,7 @@ func (e *Engine) produceRound(ctx context.Context, pending []*outgoing) (again, 
 			return nil, nil, nil, ctx.Err()
 		}
 		if e.infraProduceError(ctx, r.Err, o.rec.Topic, missing) {
-			infraErr = cmpOr(infraErr, r.Err)
+			infraErr = cmp.Or(infraErr, r.Err)
 			again = append(again, o)
 			continue
 		}

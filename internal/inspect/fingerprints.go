@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	bloomfilter "github.com/bits-and-blooms/bloom/v3"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
 )
 
@@ -176,36 +178,17 @@ func (s *spillDB) Close() error {
 	return err
 }
 
-// bloom is a fixed 8 MiB Bloom filter with 3 probes over 64-bit keys that are already hashes.
-// With ten million keys on disk it answers "maybe" for about 5% of absent keys, so most new
-// keys are known to be new without a disk read.
-type bloom struct{ bits []uint64 }
+// bloom is the filter over the spilled keys: a fixed 8 MiB Bloom filter (2²⁶ bits) with 3
+// probes (github.com/bits-and-blooms/bloom). With ten million keys on disk it answers "maybe"
+// for about 5% of absent keys, so most new keys are known to be new without a disk read.
+type bloom struct{ f *bloomfilter.BloomFilter }
 
-const bloomBits = 1 << 26
+const bloomBits, bloomProbes = 1 << 26, 3
 
-func newBloom() *bloom { return &bloom{bits: make([]uint64, bloomBits/64)} }
+func newBloom() *bloom { return &bloom{f: bloomfilter.New(bloomBits, bloomProbes)} }
 
-func bloomProbes(k uint64) (h1, h2 uint64) {
-	h := k * 0x9E3779B97F4A7C15
-	h ^= h >> 29
-	return h, (k >> 32) | 1
-}
-
-func (b *bloom) add(k uint64) {
-	h1, h2 := bloomProbes(k)
-	for i := uint64(0); i < 3; i++ {
-		p := (h1 + i*h2) % bloomBits
-		b.bits[p/64] |= 1 << (p % 64)
-	}
-}
+func (b *bloom) add(k uint64) { b.f.Add(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), k)) }
 
 func (b *bloom) mayContain(k uint64) bool {
-	h1, h2 := bloomProbes(k)
-	for i := uint64(0); i < 3; i++ {
-		p := (h1 + i*h2) % bloomBits
-		if b.bits[p/64]&(1<<(p%64)) == 0 {
-			return false
-		}
-	}
-	return true
+	return b.f.Test(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), k))
 }

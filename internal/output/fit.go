@@ -3,11 +3,13 @@ package output
 import (
 	"strings"
 
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/fieldwork/fieldwork/internal/look"
 )
 
 // Ellipsis ends every cell cut to fit.
-const Ellipsis = "…"
+const Ellipsis = look.Ellipsis
 
 // minCellWidth is the narrowest a column is cut to: a few characters and the ellipsis.
 const minCellWidth = 4
@@ -19,17 +21,17 @@ const columnGap = 2
 // width is the display width (a wide rune counts two, an escape sequence none), so a cut
 // cell lines up with the others. A width of 0 or less leaves s whole.
 func Truncate(s string, width int) string {
-	if width <= 0 || twwidth.Width(s) <= width {
+	if width <= 0 || ansi.StringWidth(s) <= width {
 		return s
 	}
-	return twwidth.Truncate(s, width, Ellipsis) // the width includes the ellipsis
+	return ansi.Truncate(s, width, Ellipsis) // the width includes the ellipsis
 }
 
 // Wrap breaks s into lines of at most width terminal columns (display width, as Truncate):
 // at blanks where it can, inside a word longer than a line where it must, so that nothing is
 // lost, as a confirmation must show it whole. A width of 0 or less leaves s one line.
 func Wrap(s string, width int) []string {
-	if width <= 0 || twwidth.Width(s) <= width {
+	if width <= 0 || ansi.StringWidth(s) <= width {
 		return []string{s}
 	}
 	var lines []string
@@ -39,7 +41,7 @@ func Wrap(s string, width int) []string {
 		line, lineW = "", 0
 	}
 	for _, word := range strings.Fields(s) {
-		w := twwidth.Width(word)
+		w := ansi.StringWidth(word)
 		if lineW > 0 && lineW+1+w > width {
 			flush()
 		}
@@ -47,7 +49,7 @@ func Wrap(s string, width int) []string {
 			line, lineW = line+" ", lineW+1
 		}
 		for _, r := range word {
-			rw := twwidth.Width(string(r))
+			rw := ansi.StringWidth(string(r))
 			if lineW > 0 && lineW+rw > width {
 				flush()
 			}
@@ -125,13 +127,13 @@ func fitWidths(widths, floors []int, limit int) []int {
 func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string, []int) {
 	natural := make([]int, len(header))
 	for i, h := range header {
-		natural[i] = twwidth.Width(h)
+		natural[i] = ansi.StringWidth(h)
 	}
 	headers := append([]int(nil), natural...)
 	for _, r := range rows {
 		for i, c := range r {
 			if i < len(natural) {
-				natural[i] = max(natural[i], twwidth.Width(c))
+				natural[i] = max(natural[i], ansi.StringWidth(c))
 			}
 		}
 	}

@@ -143,7 +143,7 @@ func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
 	// The column padding leaves blanks at the end of every line, before the styles' closing
 	// resets on a colour terminal; drop them (one reset kept), so that a fitted line is no
 	// wider than it looks.
-	const reset = "\x1b[0m"
+	const reset = sgrReset
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
 		trimmed, closed := strings.TrimRight(line, " \n"), false
 		for strings.HasSuffix(trimmed, reset) {

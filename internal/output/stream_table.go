@@ -4,7 +4,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // tableStream is a Stream's table. A table needs its column widths before its first line,
@@ -88,7 +88,7 @@ func (t *tableStream) line(row []string) error {
 		}
 		b.WriteString(c)
 		if i < len(row)-1 {
-			b.WriteString(strings.Repeat(" ", max(0, t.widths[i]-twwidth.Width(c))+2))
+			b.WriteString(strings.Repeat(" ", max(0, t.widths[i]-ansi.StringWidth(c))+2))
 		}
 	}
 	_, err := io.WriteString(t.p.Streams.Out, strings.TrimRight(b.String(), " ")+"\n")
@@ -143,9 +143,9 @@ func (p *Printer) shownColumnIndexes(names []string, opt, wideOnly []bool, rows 
 			if !says[i] {
 				continue
 			}
-			w := twwidth.Width(tableHeader(n))
+			w := ansi.StringWidth(tableHeader(n))
 			for _, r := range rows {
-				w = max(w, twwidth.Width(Printable(r[i], color)))
+				w = max(w, ansi.StringWidth(Printable(r[i], color)))
 			}
 			total += w + columnGap
 		}

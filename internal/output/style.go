@@ -4,11 +4,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	"github.com/fieldwork/fieldwork/internal/look"
 )
 
-// Styles are the few text styles fieldwork uses. Without colour they render text unchanged.
+// Styles are the few text styles fieldwork uses, look's tones (one palette for the tables and
+// the triage console). Without colour they render text unchanged.
 type Styles struct {
 	Header Style
 	Title  Style
@@ -18,6 +18,7 @@ type Styles struct {
 	Dim    Style
 
 	color bool
+	tones map[look.Tone]Style // the styles above by their tone
 }
 
 // Style is one text style. With colour, Render wraps text in the style's Select Graphic
@@ -47,32 +48,32 @@ func (s Style) Render(strs ...string) string {
 // with keepColor turns into colour).
 func (s Styles) Color() bool { return s.color }
 
-// NewStyles builds styles that write to w, with colour only when color is true.
-func NewStyles(w io.Writer, color bool) Styles {
-	r := lipgloss.NewRenderer(w)
-	if color {
-		r.SetColorProfile(termenv.ANSI256)
-	} else {
-		r.SetColorProfile(termenv.Ascii)
-	}
-	style := func(ls lipgloss.Style) Style {
+// Of is the style of one of look's tones (Plain, and Cursor, which only the console draws,
+// leave text unchanged).
+func (s Styles) Of(t look.Tone) Style { return s.tones[t] }
+
+// sgrReset ends every style: the reset a table's line keeps at its end (Printer.table).
+const sgrReset = "\x1b[0m"
+
+// NewStyles builds the styles of text written to a writer, with colour only when color is
+// true (the writer no longer matters: look's styles are the same for every one).
+func NewStyles(_ io.Writer, color bool) Styles {
+	style := func(t look.Tone) Style {
 		if !color {
 			return Style{}
 		}
-		// The sequences lipgloss writes around one character are the style's.
-		on, off, ok := strings.Cut(ls.Render("x"), "x")
-		if !ok {
+		// The sequence lipgloss writes before one character is the tone's; it spells the reset
+		// after it ESC[m, the tables ESC[0m (the same reset).
+		on, _, ok := strings.Cut(t.Style().Render("x"), "x")
+		if !ok || on == "" {
 			return Style{}
 		}
-		return Style{on: strings.ReplaceAll(on, "\x1b", ownMark), off: strings.ReplaceAll(off, "\x1b", ownMark)}
+		return Style{on: strings.ReplaceAll(on, "\x1b", ownMark), off: strings.ReplaceAll(sgrReset, "\x1b", ownMark)}
 	}
-	return Styles{
-		Header: style(r.NewStyle().Bold(true)),
-		Title:  style(r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))),
-		OK:     style(r.NewStyle().Foreground(lipgloss.Color("10"))),
-		Warn:   style(r.NewStyle().Foreground(lipgloss.Color("11"))),
-		Bad:    style(r.NewStyle().Bold(true).Foreground(lipgloss.Color("9"))),
-		Dim:    style(r.NewStyle().Faint(true)),
-		color:  color,
+	st := Styles{color: color, tones: map[look.Tone]Style{}}
+	for t, f := range map[look.Tone]*Style{look.Header: &st.Header, look.Title: &st.Title, look.OK: &st.OK, look.Warn: &st.Warn, look.Bad: &st.Bad, look.Dim: &st.Dim} {
+		*f = style(t)
+		st.tones[t] = *f
 	}
+	return st
 }

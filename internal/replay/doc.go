@@ -116,7 +116,7 @@
 // host while its pid exists, from another host until its journal has been silent for
 // StaleAfter; TakeReplayRun then swaps the owner atomically, so two resumers cannot both win.
 //
-// Rate. --rate is a token bucket kept as a virtual schedule (GCRA) with a 50ms burst: short
+// Rate. --rate is a token bucket (golang.org/x/time/rate) holding a 50ms burst: short
 // enough that even a short replay holds the rate, long enough to make up for late wake-ups.
 //
 // Execution. How a run executes (its rate and batching, Execution) is journaled with its

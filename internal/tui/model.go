@@ -374,74 +374,99 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return tea.Sequence(cmds...)
 	}
 	if m.filtering {
-		switch msg.Code {
-		case tea.KeyEnter:
-			m.filtering = false
-			m.filter.Blur()
-			return nil
-		case tea.KeyEscape:
-			m.filtering = false
-			m.filter.Blur()
-			m.filter.SetValue("")
-			m.filters[m.screen] = ""
-			return nil
-		}
-		var cmd tea.Cmd
-		m.filter, cmd = m.filter.Update(msg)
-		m.filters[m.screen] = m.filter.Value()
-		m.cursor[m.screen] = 0
-		return cmd
+		return m.filterKey(msg)
 	}
 	if m.screen == screenPlan && m.reason.Focused() {
-		switch msg.Code {
-		case tea.KeyUp, tea.KeyDown, tea.KeyPgUp, tea.KeyPgDown:
-			var cmd tea.Cmd
-			m.vp, cmd = m.vp.Update(msg)
-			return cmd
-		case tea.KeyEnter:
-			return m.execute()
-		case tea.KeyEscape:
-			m.reason.Blur()
-			m.goTo(m.returnTo)
-			m.note = "replay cancelled: nothing was sent"
-			return nil
-		}
-		var cmd tea.Cmd
-		m.reason, cmd = m.reason.Update(msg)
-		return cmd
+		return m.reasonKey(msg)
 	}
-	k := m.keys
 	switch {
-	case key.Matches(msg, k.Quit):
+	case key.Matches(msg, m.keys.Quit):
 		return m.quit()
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, m.keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
 		return nil
 	}
 	switch m.screen {
 	case screenRecord, screenProcessed, screenPlan:
-		switch {
-		case key.Matches(msg, k.Back):
-			m.back()
-			return nil
-		case m.screen == screenRecord && key.Matches(msg, k.Replay):
-			return m.startReplay(selection{topic: m.record.Topic, records: []string{m.record.addr}, label: m.record.addr})
-		case m.screen == screenRecord && key.Matches(msg, k.Copy):
-			return m.copy("address", m.record.addr)
-		case m.screen == screenRecord && key.Matches(msg, k.CopyCmd):
-			return m.copy("command", m.record.Replay().Command)
-		case m.screen == screenRecord && key.Matches(msg, k.Processed):
-			return m.processed(m.record)
-		}
-		var cmd tea.Cmd
-		m.vp, cmd = m.vp.Update(msg)
-		return cmd
+		return m.pageKey(msg)
 	case screenRun:
-		if key.Matches(msg, k.Back) && !m.running {
+		if key.Matches(msg, m.keys.Back) && !m.running {
 			m.goTo(m.returnTo)
 		}
 		return nil
 	}
+	return m.listKey(msg)
+}
+
+// filterKey is a key typed into the filter: enter keeps it, esc clears it, the rest edits it
+// (the list filtered as it is typed, from its first row).
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.Code {
+	case tea.KeyEnter:
+		m.filtering = false
+		m.filter.Blur()
+		return nil
+	case tea.KeyEscape:
+		m.filtering = false
+		m.filter.Blur()
+		m.filter.SetValue("")
+		m.filters[m.screen] = ""
+		return nil
+	}
+	var cmd tea.Cmd
+	m.filter, cmd = m.filter.Update(msg)
+	m.filters[m.screen] = m.filter.Value()
+	m.cursor[m.screen] = 0
+	return cmd
+}
+
+// reasonKey is a key typed into the replay plan's reason: the arrows still scroll the plan,
+// enter executes the replay, esc cancels it (nothing sent), the rest edits the reason.
+func (m *Model) reasonKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.Code {
+	case tea.KeyUp, tea.KeyDown, tea.KeyPgUp, tea.KeyPgDown:
+		var cmd tea.Cmd
+		m.vp, cmd = m.vp.Update(msg)
+		return cmd
+	case tea.KeyEnter:
+		return m.execute()
+	case tea.KeyEscape:
+		m.reason.Blur()
+		m.goTo(m.returnTo)
+		m.note = "replay cancelled: nothing was sent"
+		return nil
+	}
+	var cmd tea.Cmd
+	m.reason, cmd = m.reason.Update(msg)
+	return cmd
+}
+
+// pageKey is a key on a screen of text (a dead letter in full, a marker, a replay's plan):
+// back, the dead letter's own actions, or scrolling.
+func (m *Model) pageKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Back):
+		m.back()
+		return nil
+	case m.screen == screenRecord && key.Matches(msg, k.Replay):
+		return m.startReplay(selection{topic: m.record.Topic, records: []string{m.record.addr}, label: m.record.addr})
+	case m.screen == screenRecord && key.Matches(msg, k.Copy):
+		return m.copy("address", m.record.addr)
+	case m.screen == screenRecord && key.Matches(msg, k.CopyCmd):
+		return m.copy("command", m.record.Replay().Command)
+	case m.screen == screenRecord && key.Matches(msg, k.Processed):
+		return m.processed(m.record)
+	}
+	var cmd tea.Cmd
+	m.vp, cmd = m.vp.Update(msg)
+	return cmd
+}
+
+// listKey is a key on a list screen (topics, causes, dead letters): the cursor, the filter and
+// the status cycled, opening, marking, and the actions on the cursor's row.
+func (m *Model) listKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
 	rows := m.rows()
 	cur := m.cursor[m.screen]
 	switch {
@@ -464,28 +489,38 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.back()
 	case key.Matches(msg, k.Status):
 		m.cycleStatus()
-	case key.Matches(msg, k.Open) && len(rows) > 0:
-		m.open(rows[min(cur, len(rows)-1)])
-	case key.Matches(msg, k.Mark) && m.screen == screenList && len(rows) > 0 && !m.o.ReadOnly:
-		it := rows[min(cur, len(rows)-1)].item
-		if m.marks[it.addr] {
-			delete(m.marks, it.addr)
+	case len(rows) == 0:
+		// The keys below act on the cursor's row.
+	default:
+		return m.rowKey(msg, rows, min(cur, len(rows)-1))
+	}
+	return nil
+}
+
+// rowKey is a key that acts on the row under the cursor (rows[cur]) of a list screen.
+func (m *Model) rowKey(msg tea.KeyPressMsg, rows []row, cur int) tea.Cmd {
+	k, r := m.keys, rows[cur]
+	switch {
+	case key.Matches(msg, k.Open):
+		m.open(r)
+	case key.Matches(msg, k.Mark) && m.screen == screenList && !m.o.ReadOnly:
+		if m.marks[r.item.addr] {
+			delete(m.marks, r.item.addr)
 		} else {
-			m.marks[it.addr] = true
+			m.marks[r.item.addr] = true
 		}
-		m.cursor[m.screen] = min(len(rows)-1, cur+1)
-	case key.Matches(msg, k.Replay) && len(rows) > 0:
-		return m.replaySelected(rows[min(cur, len(rows)-1)])
-	case key.Matches(msg, k.Copy) && len(rows) > 0:
-		r := rows[min(cur, len(rows)-1)]
+		m.cursor[m.screen] = min(len(rows)-1, m.cursor[m.screen]+1)
+	case key.Matches(msg, k.Replay):
+		return m.replaySelected(r)
+	case key.Matches(msg, k.Copy):
 		if r.item != nil {
 			return m.copy("address", r.item.addr)
 		}
 		return m.copy("topic", r.topic)
-	case key.Matches(msg, k.CopyCmd) && len(rows) > 0:
-		return m.copyCommand(rows[min(cur, len(rows)-1)])
-	case key.Matches(msg, k.Processed) && len(rows) > 0 && rows[min(cur, len(rows)-1)].item != nil:
-		return m.processed(rows[min(cur, len(rows)-1)].item)
+	case key.Matches(msg, k.CopyCmd):
+		return m.copyCommand(r)
+	case key.Matches(msg, k.Processed) && r.item != nil:
+		return m.processed(r.item)
 	}
 	return nil
 }

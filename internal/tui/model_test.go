@@ -592,3 +592,23 @@ func TestResize(t *testing.T) {
 		c.keys("\x1b\x1b\x1bk")
 	}
 }
+
+// TestStatusColouredAsTheTables: the console draws a dead letter's status in the tables'
+// colours (internal/look/status: pending and stale bright yellow, resolved bright green, the
+// rest plain), not a palette of its own.
+func TestStatusColouredAsTheTables(t *testing.T) {
+	c := newConsole(t, sample(), false)
+	c.m.st = newStyles(false) // colour, as on a terminal without NO_COLOR
+	c.keys("\r\r")            // orders.dlq: its one dead letter's status is unknown
+	if v := c.screen(); !strings.Contains(v, " unknown ") || strings.Contains(v, "munknown") {
+		t.Errorf("unknown is not drawn plain:\n%q", v)
+	}
+	c.keys("\x1b\x1bj\r\r") // tasks.dlq, db down: pending
+	if v := c.screen(); !strings.Contains(v, "\x1b[93mpending") {
+		t.Errorf("pending is not drawn bright yellow, as the tables draw it:\n%q", v)
+	}
+	c.keys("\x1bj\r") // tasks.dlq, field title missing: pending and resolved
+	if v := c.screen(); !strings.Contains(v, "\x1b[92mresolved") {
+		t.Errorf("resolved is not drawn bright green, as the tables draw it:\n%q", v)
+	}
+}

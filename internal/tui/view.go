@@ -14,14 +14,17 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/look"
+	"github.com/fieldwork/fieldwork/internal/look/status"
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
-// styles are the console's own; with NO_COLOR they draw nothing (the cursor is still marked
-// with "›").
+// styles are look's tones, which the command tables show too; with NO_COLOR they draw nothing
+// (the cursor's row is still marked with look.CursorMark).
 type styles struct {
-	title, header, cursor, dim, warn, ok, bad lipgloss.Style
-	help                                      help.Styles
+	title, header, cursor, dim, bad lipgloss.Style
+	help                            help.Styles
+	color                           bool
 }
 
 func newStyles(noColor bool) styles {
@@ -30,13 +33,12 @@ func newStyles(noColor bool) styles {
 	}
 	r := lipgloss.NewStyle
 	s := styles{
-		title:  r().Bold(true),
-		header: r().Bold(true),
-		cursor: r().Reverse(true),
-		dim:    r().Faint(true),
-		warn:   r().Foreground(lipgloss.Color("3")),
-		ok:     r().Foreground(lipgloss.Color("2")),
-		bad:    r().Foreground(lipgloss.Color("1")),
+		title:  look.Title.Style(),
+		header: look.Header.Style(),
+		cursor: look.Cursor.Style(),
+		dim:    look.Dim.Style(),
+		bad:    look.Bad.Style(),
+		color:  true,
 	}
 	s.help = help.Styles{
 		ShortKey: r().Bold(true), ShortDesc: r(), ShortSeparator: r().Faint(true),
@@ -232,7 +234,7 @@ func pick[T any](s []T, idx []int) []T {
 
 // cell is text cut (with …) and padded to w display columns; text is already escaped.
 func cell(s string, w int, right bool) string {
-	s = ansi.Truncate(s, w, "…")
+	s = ansi.Truncate(s, w, look.Ellipsis)
 	pad := strings.Repeat(" ", max(0, w-lipgloss.Width(s)))
 	if right {
 		return pad + s
@@ -272,7 +274,7 @@ func (m *Model) table(cols []column, cells [][]string, styleOf func(i, col int) 
 	for i := first; i < len(cells) && i < first+n; i++ {
 		prefix := "  "
 		if i == cur {
-			prefix = "› "
+			prefix = look.CursorMark
 		}
 		l := line(prefix, cells[i], i)
 		if i == cur {
@@ -283,15 +285,15 @@ func (m *Model) table(cols []column, cells [][]string, styleOf func(i, col int) 
 	return out
 }
 
+// statusStyle is the style of a dead letter's status (internal/look/status, as the tables show
+// it); nil for a plain one, or without colour.
 func (m *Model) statusStyle(st dlq.Status) *lipgloss.Style {
-	switch st {
-	case dlq.StatusPending, dlq.StatusStale:
-		// stale: the consumer ignored the replayed event; the fix did not take effect.
-		return &m.st.warn
-	case dlq.StatusResolved:
-		return &m.st.ok
+	t := status.Tone(st)
+	if !m.st.color || t == look.Plain {
+		return nil
 	}
-	return nil
+	s := t.Style()
+	return &s
 }
 
 func (m *Model) age(t time.Time) string {
@@ -342,7 +344,7 @@ func (m *Model) render() string {
 	// ellipsis fits.
 	var hl []string
 	for _, l := range strings.Split(m.help.View(m.keys), "\n") {
-		hl = append(hl, ansi.Truncate(l, m.width, "…"))
+		hl = append(hl, ansi.Truncate(l, m.width, look.Ellipsis))
 	}
 	helpView := strings.Join(hl, "\n")
 	if m.help.ShowAll {
@@ -506,17 +508,14 @@ func (m *Model) listView(n int) []string {
 		it := r.item
 		mark := "  "
 		if m.marks[it.addr] {
-			mark = "* "
+			mark = look.MarkedMark
 		}
-		st := string(it.Status.Status)
-		if st == "" {
-			st = "-"
-		}
-		orig := "-"
+		st := status.Word(it.Status.Status)
+		orig := look.Absent
 		if it.OriginalTopic != "" && it.OriginalPartition != nil && it.OriginalOffset != nil {
 			orig = kafka.RecordAddress{Topic: it.OriginalTopic, Partition: *it.OriginalPartition, Offset: *it.OriginalOffset}.String()
 		}
-		cells = append(cells, []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(orDash(it.EventID)), escape(orig), m.age(it.Timestamp)})
+		cells = append(cells, []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(look.OrAbsent(it.EventID)), escape(orig), m.age(it.Timestamp)})
 	}
 	styleOf := func(i, col int) *lipgloss.Style {
 		if col == 1 {
@@ -543,13 +542,6 @@ func (m *Model) filterSays() string {
 		return ""
 	}
 	return " (" + strings.Join(s, ", ") + ")"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // runView is a replay's progress, then its outcome and the statuses of what it sent.
