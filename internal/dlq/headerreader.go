@@ -17,201 +17,15 @@ import (
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
-// hdr identifies a header Parse reads.
-type hdr int
-
-const (
-	hFwTopic hdr = iota
-	hFwPartition
-	hFwOffset
-	hFwTimestamp
-	hFwGroup
-	hFwHandler
-	hFwEventID
-	hFwReason
-	hFwError
-	hFwErrorClass
-	hFwSchema
-	hFwAttempts
-	hFwFirstFailedAt
-	hFwFailedAt
-	hFwValueOmitted
-	hFwValueBytes
-	hReplayCount
-	hSpringTopic
-	hSpringPartition
-	hSpringOffset
-	hSpringTimestamp
-	hSpringGroup
-	hSpringFQCN
-	hSpringCauseFQCN
-	hSpringMessage
-	hSpringStacktrace
-	hSpringKeyFQCN
-	hSpringKeyMessage
-	hSpringKeyStacktrace
-	hSpringRetryAttempts
-	hConnectTopic
-	hConnectPartition
-	hConnectOffset
-	hConnectConnector
-	hConnectStage
-	hConnectExceptionClass
-	hConnectExceptionMessage
-	hConnectExceptionStack
-	hWatermillTopic
-	hWatermillHandler
-	hWatermillSubscriber
-	hWatermillReason
-	hSmallRyeTopic
-	hSmallRyePartition
-	hSmallRyeOffset
-	hSmallRyeReason
-	hSmallRyeCause
-	hSmallRyeExceptionClass
-	hSmallRyeCauseClass
-	hSmallRyeDeserializationReason
-	hSpringRetryTopic
-	hSpringRetryPartition
-	hSpringRetryOffset
-	hSpringRetryTimestamp
-	hSpringRetryFQCN
-	hSpringRetryCauseFQCN
-	hSpringRetryMessage
-	hSpringRetryStacktrace
-	hSpringRetryKeyFQCN
-	hSpringRetryKeyMessage
-	hSpringRetryKeyStacktrace
-	hKarafkaTopic
-	hKarafkaPartition
-	hKarafkaOffset
-	hKarafkaGroup
-	hKarafkaKey
-	hKarafkaAttempts
-	hKarafkaOldTopic
-	hKarafkaOldPartition
-	hKarafkaOldOffset
-	hKarafkaOldGroup
-	hKarafkaOldKey
-	hKarafkaOldAttempts
-	hWolverineType
-	hWolverineMessage
-	hWolverineStack
-	hWolverineDestination
-	hWolverinePartition
-	hWolverineOffset
-	hWolverineFailedAt
-	hRuleName
-	hRuleMode
-	hRuleSubject
-	hRuleTopic
-	hRuleException
-	hWatermillUUID
-	hSpringMessageID
-	hMessageID
-	numHdr
-)
-
-// hdrByKey maps the lower-case key of every header Parse reads to its hdr.
-var hdrByKey = map[string]hdr{
-	HeaderTopic:                   hFwTopic,
-	HeaderPartition:               hFwPartition,
-	HeaderOffset:                  hFwOffset,
-	HeaderTimestamp:               hFwTimestamp,
-	HeaderGroup:                   hFwGroup,
-	HeaderHandler:                 hFwHandler,
-	HeaderEventID:                 hFwEventID,
-	HeaderReason:                  hFwReason,
-	HeaderError:                   hFwError,
-	HeaderErrorClass:              hFwErrorClass,
-	HeaderSchema:                  hFwSchema,
-	HeaderAttempts:                hFwAttempts,
-	HeaderFirstFailedAt:           hFwFirstFailedAt,
-	HeaderFailedAt:                hFwFailedAt,
-	HeaderValueOmitted:            hFwValueOmitted,
-	HeaderValueBytes:              hFwValueBytes,
-	ReplayHeaderCount:             hReplayCount,
-	SpringOriginalTopic:           hSpringTopic,
-	SpringOriginalPartition:       hSpringPartition,
-	SpringOriginalOffset:          hSpringOffset,
-	SpringOriginalTimestamp:       hSpringTimestamp,
-	SpringOriginalConsumerGroup:   hSpringGroup,
-	SpringExceptionFQCN:           hSpringFQCN,
-	SpringExceptionCauseFQCN:      hSpringCauseFQCN,
-	SpringExceptionMessage:        hSpringMessage,
-	SpringExceptionStacktrace:     hSpringStacktrace,
-	SpringKeyExceptionFQCN:        hSpringKeyFQCN,
-	SpringKeyExceptionMessage:     hSpringKeyMessage,
-	SpringKeyExceptionStack:       hSpringKeyStacktrace,
-	SpringRetryAttempts:           hSpringRetryAttempts,
-	ConnectTopic:                  hConnectTopic,
-	ConnectPartition:              hConnectPartition,
-	ConnectOffset:                 hConnectOffset,
-	ConnectConnectorName:          hConnectConnector,
-	ConnectStage:                  hConnectStage,
-	ConnectExceptionClassName:     hConnectExceptionClass,
-	ConnectExceptionMessage:       hConnectExceptionMessage,
-	ConnectExceptionStacktrace:    hConnectExceptionStack,
-	WatermillTopic:                hWatermillTopic,
-	WatermillHandler:              hWatermillHandler,
-	WatermillSubscriber:           hWatermillSubscriber,
-	WatermillReason:               hWatermillReason,
-	SmallRyeTopic:                 hSmallRyeTopic,
-	SmallRyePartition:             hSmallRyePartition,
-	SmallRyeOffset:                hSmallRyeOffset,
-	SmallRyeReason:                hSmallRyeReason,
-	SmallRyeCause:                 hSmallRyeCause,
-	SmallRyeExceptionClassName:    hSmallRyeExceptionClass,
-	SmallRyeCauseClassName:        hSmallRyeCauseClass,
-	SmallRyeDeserializationReason: hSmallRyeDeserializationReason,
-	SpringRetryOriginalTopic:      hSpringRetryTopic,
-	SpringRetryOriginalPartition:  hSpringRetryPartition,
-	SpringRetryOriginalOffset:     hSpringRetryOffset,
-	SpringRetryOriginalTimestamp:  hSpringRetryTimestamp,
-	SpringRetryExceptionFQCN:      hSpringRetryFQCN,
-	SpringRetryExceptionCauseFQCN: hSpringRetryCauseFQCN,
-	SpringRetryExceptionMessage:   hSpringRetryMessage,
-	SpringRetryExceptionStack:     hSpringRetryStacktrace,
-	SpringRetryKeyExceptionFQCN:   hSpringRetryKeyFQCN,
-	SpringRetryKeyExceptionMsg:    hSpringRetryKeyMessage,
-	SpringRetryKeyExceptionStack:  hSpringRetryKeyStacktrace,
-	KarafkaTopic:                  hKarafkaTopic,
-	KarafkaPartition:              hKarafkaPartition,
-	KarafkaOffset:                 hKarafkaOffset,
-	KarafkaConsumerGroup:          hKarafkaGroup,
-	KarafkaKey:                    hKarafkaKey,
-	KarafkaAttempts:               hKarafkaAttempts,
-	KarafkaOldTopic:               hKarafkaOldTopic,
-	KarafkaOldPartition:           hKarafkaOldPartition,
-	KarafkaOldOffset:              hKarafkaOldOffset,
-	KarafkaOldGroup:               hKarafkaOldGroup,
-	KarafkaOldKey:                 hKarafkaOldKey,
-	KarafkaOldAttempts:            hKarafkaOldAttempts,
-	WolverineExceptionType:        hWolverineType,
-	WolverineExceptionMessage:     hWolverineMessage,
-	WolverineExceptionStack:       hWolverineStack,
-	WolverineDestination:          hWolverineDestination,
-	WolverinePartition:            hWolverinePartition,
-	WolverineOffset:               hWolverineOffset,
-	WolverineFailedAt:             hWolverineFailedAt,
-	RuleName:                      hRuleName,
-	RuleMode:                      hRuleMode,
-	RuleSubject:                   hRuleSubject,
-	RuleTopic:                     hRuleTopic,
-	RuleException:                 hRuleException,
-	WatermillMessageUUID:          hWatermillUUID,
-	"kafka_messageid":             hSpringMessageID, // SpringMessageID, lower-cased
-	MessageIDHeader:               hMessageID,
-}
-
-// parser reads one record's headers into a DeadLetter.
-type parser struct {
+// headerReader reads one record's headers into a DeadLetter: the route as the convention
+// declares it (readRoute), the rest with the convention's read function.
+type headerReader struct {
 	d *DeadLetter
 	// raw are the record's headers, which d.Headers copies unless ParseOptions.NoHeaders.
 	raw []kgo.RecordHeader
 	// firstAt and lastAt are 1 + the index in raw of the first and last header of each hdr,
 	// 0 when absent.
-	firstAt, lastAt [numHdr]int
+	firstAt, lastAt [maxHeaders]int32
 	// noTimes skips the time headers (ParseOptions.NoTimes).
 	noTimes bool
 	// strings shares repeated header text (ParseOptions.strings); nil allocates each.
@@ -222,25 +36,6 @@ type parser struct {
 	// the failure's class decide (docs/design.md §3.2); "" leaves it unknown.
 	fallbackReason string
 }
-
-// repeats marks the headers whose text is usually the same from one dead letter to the next:
-// interned when a scan keeps a string table. Ids, offsets and stack traces are not.
-var repeats = func() (r [numHdr]bool) {
-	for _, id := range []hdr{
-		hFwTopic, hFwGroup, hFwHandler, hFwReason, hFwError, hFwErrorClass,
-		hSpringTopic, hSpringGroup, hSpringFQCN, hSpringCauseFQCN, hSpringMessage, hSpringKeyFQCN, hSpringKeyMessage,
-		hConnectTopic, hConnectConnector, hConnectStage, hConnectExceptionClass, hConnectExceptionMessage,
-		hWatermillTopic, hWatermillHandler, hWatermillSubscriber, hWatermillReason,
-		hSmallRyeTopic, hSmallRyeReason, hSmallRyeCause, hSmallRyeExceptionClass, hSmallRyeCauseClass,
-		hSpringRetryTopic, hSpringRetryFQCN, hSpringRetryCauseFQCN, hSpringRetryMessage, hSpringRetryKeyFQCN, hSpringRetryKeyMessage,
-		hKarafkaTopic, hKarafkaGroup, hKarafkaOldTopic, hKarafkaOldGroup,
-		hWolverineType, hWolverineMessage, hWolverineDestination,
-		hRuleName, hRuleMode, hRuleSubject, hRuleTopic, hRuleException,
-	} {
-		r[id] = true
-	}
-	return r
-}()
 
 // interner hands out one string for equal header values, bounded in entries and bytes: once
 // full it allocates as if it were not there. It is not safe for concurrent use.
@@ -288,7 +83,7 @@ func asciiLower(s string) string {
 
 // index copies the headers into d.Headers, finds the headers Parse reads and decides the
 // convention. Conventions that lose to a preferred one are listed as problems.
-func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
+func (p *headerReader) index(headers []kgo.RecordHeader, copyHeaders bool) {
 	if len(headers) == 0 {
 		return
 	}
@@ -310,13 +105,13 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 		if m.id > 0 {
 			id := hdr(m.id - 1)
 			if p.firstAt[id] == 0 {
-				p.firstAt[id] = i + 1
+				p.firstAt[id] = int32(i + 1)
 			}
-			p.lastAt[id] = i + 1
+			p.lastAt[id] = int32(i + 1)
 		}
 	}
-	for k := range conventions {
-		c := conventions[k].name
+	for k, conv := range conventions {
+		c := conv.name
 		if firstOf[k] == 0 {
 			continue
 		}
@@ -333,14 +128,14 @@ func (p *parser) index(headers []kgo.RecordHeader, copyHeaders bool) {
 	}
 }
 
-func (p *parser) first(id hdr) ([]byte, bool) {
+func (p *headerReader) first(id hdr) ([]byte, bool) {
 	if i := p.firstAt[id]; i > 0 {
 		return p.raw[i-1].Value, true
 	}
 	return nil, false
 }
 
-func (p *parser) last(id hdr) ([]byte, bool) {
+func (p *headerReader) last(id hdr) ([]byte, bool) {
 	if i := p.lastAt[id]; i > 0 {
 		return p.raw[i-1].Value, true
 	}
@@ -349,7 +144,7 @@ func (p *parser) last(id hdr) ([]byte, bool) {
 
 // either is a when the record has that header, else b: the header a convention writes under
 // two names (Spring's recoverer and retry topics, Karafka's current and older names).
-func (p *parser) either(a, b hdr) hdr {
+func (p *headerReader) either(a, b hdr) hdr {
 	if p.firstAt[a] > 0 {
 		return a
 	}
@@ -357,14 +152,14 @@ func (p *parser) either(a, b hdr) hdr {
 }
 
 // key returns the key of the header id as it was written (the last one with that key).
-func (p *parser) key(id hdr) string {
+func (p *headerReader) key(id hdr) string {
 	if i := p.lastAt[id]; i > 0 {
 		return p.raw[i-1].Key
 	}
 	return ""
 }
 
-func (p *parser) problemf(id hdr, format string, args ...any) {
+func (p *headerReader) problemf(id hdr, format string, args ...any) {
 	p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{Header: p.key(id), Problem: fmt.Sprintf(format, args...)})
 }
 
@@ -372,7 +167,7 @@ type lookup func(hdr) ([]byte, bool)
 
 // text reads a UTF-8 header; "" when absent. Bytes that are not UTF-8 become U+FFFD and are
 // listed as a problem.
-func (p *parser) text(id hdr, get lookup) string {
+func (p *headerReader) text(id hdr, get lookup) string {
 	v, ok := get(id)
 	if !ok {
 		return ""
@@ -380,8 +175,8 @@ func (p *parser) text(id hdr, get lookup) string {
 	return p.textOf(id, v)
 }
 
-func (p *parser) textOf(id hdr, v []byte) string {
-	if p.memo != nil && repeats[id] {
+func (p *headerReader) textOf(id hdr, v []byte) string {
+	if p.memo != nil && repeated[id] {
 		// The text read last is kept only when it was valid UTF-8: equal bytes need no check.
 		if s := p.memo.last[id]; s != "" && s == string(v) { // the comparison does not allocate
 			return s
@@ -391,10 +186,10 @@ func (p *parser) textOf(id hdr, v []byte) string {
 		p.problemf(id, "%s: read with U+FFFD in its place", printable.InvalidUTF8(v))
 		return strings.ToValidUTF8(string(v), "\uFFFD")
 	}
-	if p.strings != nil && repeats[id] {
+	if p.strings != nil && repeated[id] {
 		return p.strings.get(v)
 	}
-	if p.memo != nil && repeats[id] {
+	if p.memo != nil && repeated[id] {
 		s := string(v)
 		p.memo.last[id] = s
 		return s
@@ -403,7 +198,7 @@ func (p *parser) textOf(id hdr, v []byte) string {
 }
 
 // topic reads a topic-name header; a name Kafka would not accept is kept and listed.
-func (p *parser) topic(id hdr, get lookup) string {
+func (p *headerReader) topic(id hdr, get lookup) string {
 	t := p.text(id, get)
 	if _, present := get(id); present && !kafka.ValidTopic(t) {
 		p.problemf(id, "%s is not a valid topic name", quote(t))
@@ -413,7 +208,7 @@ func (p *parser) topic(id hdr, get lookup) string {
 
 // decimal reads a decimal integer that fits in bits bits (sign included), spaces around it
 // allowed. A well-formed number allocates nothing.
-func (p *parser) decimal(id hdr, v []byte, bits int) (int64, bool) {
+func (p *headerReader) decimal(id hdr, v []byte, bits int) (int64, bool) {
 	if !utf8.Valid(v) {
 		_ = p.textOf(id, v) // lists the problem
 	}
@@ -435,32 +230,21 @@ func (p *parser) decimal(id hdr, v []byte, bits int) (int64, bool) {
 	return n, true
 }
 
-func (p *parser) decimalPartition(id hdr, get lookup) *int32 {
+// integer reads the number header id holds, of bits bits (sign included): 31 for a partition,
+// 63 for an offset or a time; decimal text, or big-endian bytes where the header is declared so.
+func (p *headerReader) integer(id hdr, get lookup, bits int) (int64, bool) {
 	v, ok := get(id)
 	if !ok {
-		return nil
+		return 0, false
 	}
-	n, ok := p.decimal(id, v, 31)
-	if !ok {
-		return nil
+	if headerSpecs[id].how&encMask == bigEndian {
+		return p.bigEndian(id, v, (bits+1)/8)
 	}
-	return p.partition(id, n)
-}
-
-func (p *parser) decimalOffset(id hdr, get lookup) *int64 {
-	v, ok := get(id)
-	if !ok {
-		return nil
-	}
-	n, ok := p.decimal(id, v, 63)
-	if !ok {
-		return nil
-	}
-	return p.offset(id, n)
+	return p.decimal(id, v, bits)
 }
 
 // partition checks a partition number read from a header.
-func (p *parser) partition(id hdr, n int64) *int32 {
+func (p *headerReader) partition(id hdr, n int64) *int32 {
 	if n < 0 || n > 1<<31-1 {
 		p.problemf(id, "partition %d out of range", n)
 		return nil
@@ -470,7 +254,7 @@ func (p *parser) partition(id hdr, n int64) *int32 {
 }
 
 // offset checks an offset read from a header.
-func (p *parser) offset(id hdr, n int64) *int64 {
+func (p *headerReader) offset(id hdr, n int64) *int64 {
 	if n < 0 {
 		p.problemf(id, "negative offset %d", n)
 		return nil
@@ -480,7 +264,7 @@ func (p *parser) offset(id hdr, n int64) *int64 {
 
 // epochMillis turns a Spring timestamp into a time. -1 is Kafka's "no timestamp": nil, and
 // not a problem.
-func (p *parser) epochMillis(id hdr, ms int64) *time.Time {
+func (p *headerReader) epochMillis(id hdr, ms int64) *time.Time {
 	if ms == -1 {
 		return nil
 	}
@@ -493,8 +277,8 @@ func (p *parser) epochMillis(id hdr, ms int64) *time.Time {
 }
 
 // rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
-func (p *parser) rfc3339(id hdr) *time.Time {
-	v, ok := p.last(id)
+func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
+	v, ok := get(id)
 	if !ok || p.noTimes {
 		return nil
 	}
@@ -516,7 +300,7 @@ func (p *parser) rfc3339(id hdr) *time.Time {
 // width bytes that are all ASCII digits are read as decimal text: as a big-endian int they
 // would be at least 0x30303030 (808,464,432), beyond any real partition, offset or epoch
 // millisecond.
-func (p *parser) bigEndian(id hdr, v []byte, width int) (int64, bool) {
+func (p *headerReader) bigEndian(id hdr, v []byte, width int) (int64, bool) {
 	if len(v) == width && !allDigits(v) {
 		if width == 4 {
 			return int64(int32(binary.BigEndian.Uint32(v))), true
@@ -552,7 +336,7 @@ func (p *parser) bigEndian(id hdr, v []byte, width int) (int64, bool) {
 
 // bigEndianAnyWidth reads a 1- to 8-byte big-endian two's complement integer (Java's
 // BigInteger.toByteArray), or decimal text (listed as a problem).
-func (p *parser) bigEndianAnyWidth(id hdr, v []byte) (int64, bool) {
+func (p *headerReader) bigEndianAnyWidth(id hdr, v []byte) (int64, bool) {
 	if len(v) == 0 || len(v) > 8 {
 		if s := bytes.TrimSpace(v); len(s) > 0 && isDecimal(s) {
 			return p.bigEndian(id, v, 8)
@@ -585,4 +369,49 @@ func isDecimal(s []byte) bool {
 		s = s[1:]
 	}
 	return allDigits(s)
+}
+
+// endpointTopic reads a topic-name header that may be an endpoint URI (kafka://topic/NAME):
+// the topic it names, a name Kafka would not accept kept and listed.
+func (p *headerReader) endpointTopic(id hdr, get lookup) string {
+	v, ok := get(id)
+	if !ok {
+		return ""
+	}
+	dest := p.textOf(id, v)
+	t := endpointTopicName(dest)
+	if !kafka.ValidTopic(t) {
+		p.problemf(id, "%s names no valid topic", quote(dest))
+	}
+	return t
+}
+
+// endpointTopicName is the topic an endpoint URI names (kafka://topic/orders), or the value
+// itself when it is no URI.
+func endpointTopicName(dest string) string {
+	if i := strings.Index(dest, "://"); i >= 0 {
+		rest := strings.Trim(dest[i+3:], "/")
+		if j := strings.LastIndexByte(rest, '/'); j >= 0 {
+			return rest[j+1:]
+		}
+		return rest
+	}
+	return dest
+}
+
+// count reads the last header id as a count: a decimal integer, not negative.
+func (p *headerReader) count(id hdr) (int64, bool) {
+	v, ok := p.last(id)
+	if !ok {
+		return 0, false
+	}
+	n, ok := p.decimal(id, v, 31)
+	if !ok {
+		return 0, false
+	}
+	if n < 0 {
+		p.problemf(id, "negative count %d", n)
+		return 0, false
+	}
+	return n, true
 }
