@@ -14,7 +14,7 @@ import (
 //   - Parse's header index (which header is which, by key) and the route it reads first;
 //   - which headers are a convention's, for discovery (which convention wrote a record) and
 //     for the replay, which strips them (IsDeadLetterHeader);
-//   - the conventions table in README.md and docs/design.md (ConventionsTable; a test checks
+//   - the conventions table in README.md and docs/design.md (conventionsTable; a test checks
 //     the documents against it).
 //
 // What a declaration cannot say (a reason rule, a message made of several headers) is the
@@ -253,14 +253,14 @@ func (p *headerReader) pick(alts []hdr) hdr {
 	return alts[len(alts)-1]
 }
 
-// ConventionsTable is the conventions table of README.md and docs/design.md, in Markdown, from
+// conventionsTable is the conventions table of README.md and docs/design.md, in Markdown, from
 // the declarations: one row a convention, in order of precedence.
-func ConventionsTable() string {
+func conventionsTable() string {
 	var b strings.Builder
 	b.WriteString("| convention | headers (stripped on replay) | original topic / partition / offset | error, root cause | reason | other |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, c := range conventions {
-		fmt.Fprintf(&b, "| `%s` (%s) | %s | %s | %s | %s | %s |\n", c.name, c.doc.writer, c.strippedDoc(),
+		fmt.Fprintf(&b, "| `%s`: %s | %s | %s | %s | %s | %s |\n", c.name, c.doc.writer, c.strippedDoc(),
 			c.routeDoc(), c.doc.errors, c.doc.reason, c.doc.other)
 	}
 	return b.String()

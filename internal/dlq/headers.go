@@ -6,7 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Every header name the package reads or writes is named here, in one place.
+// The header names of fieldwork's own dead letters and of a replay, and the ids libraries put
+// on every message. Every other convention's keys are named in its declaration
+// (convention_*.go).
 
 // fieldwork's own dead-letter headers (docs/design.md §3.2). All values are UTF-8 text; times are
 // RFC 3339 in UTC with up to nanosecond precision, numbers are decimal.
@@ -92,13 +94,10 @@ const (
 )
 
 // IsDeadLetterHeader reports whether key is a dead-letter header of any convention the package
-// knows (the conventions table: fw.dlq.*, Spring's kafka_dlt-*, kafka_original-*,
-// kafka_exception-*, kafka_key-exception-* and retry_topic-*, Kafka Connect's
-// __connect.errors.*, Watermill's *_poisoned, SmallRye's dead-letter-* and
-// deserialization-failure-*, Karafka's original_* and source_*, Wolverine's exception-* and
-// original-*, the data-contract __rule.*). Keys compare ignoring ASCII case. Replay provenance
-// headers (fw.replay.*) are not dead-letter headers, nor is anything else the original
-// producer wrote.
+// knows: a key a convention declares, or one that starts with a convention's prefix (the
+// conventions table in docs/design.md §3.2 lists them). Keys compare ignoring ASCII case.
+// Replay provenance headers (fw.replay.*) are not dead-letter headers, nor is anything else the
+// original producer wrote.
 func IsDeadLetterHeader(key string) bool {
 	return conventionOfHeader(asciiLower(key)) != ""
 }
