@@ -17,9 +17,8 @@ import (
 // read anyway, when it could be), and everything else is still read. A record with no
 // dead-letter header is ConventionUnknown with its raw headers kept.
 //
-// When a record carries the headers of several conventions, the first in the order fieldwork,
-// Spring, Kafka Connect, Watermill, SmallRye is read and each other one is listed as a
-// HeaderProblem. Header keys are matched ignoring ASCII case. Where a key repeats, the header
+// When a record carries the headers of several conventions, the first in the order of
+// conventions (conventions.go) is read and each other one is listed as a HeaderProblem. Header keys are matched ignoring ASCII case. Where a key repeats, the header
 // the convention's writer means is read: Spring appends its original-* headers when a record
 // passes through several retry topics, so the first is the true original; SmallRye writes its
 // own headers before it copies the failed record's, so the first is its own; otherwise the
