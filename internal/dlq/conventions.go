@@ -59,7 +59,7 @@ type conventionDoc struct {
 var conventions = [...]*convention{
 	&fieldworkConvention, &springConvention, &connectConvention, &watermillConvention,
 	&smallRyeConvention, &karafkaConvention, &wolverineConvention, &dataContractConvention,
-	&uberKafkaConvention,
+	&kafkaStreamsConvention, &uberKafkaConvention,
 }
 
 // hdr identifies a header Parse reads: its index in headerSpecs.

@@ -26,6 +26,7 @@ const (
 	ConventionWolverine    Convention = "wolverine"
 	ConventionDataContract Convention = "data-contract"
 	ConventionUberKafka    Convention = "uber-kafka-client"
+	ConventionKafkaStreams Convention = "kafka-streams"
 	ConventionUnknown      Convention = "unknown"
 )
 
