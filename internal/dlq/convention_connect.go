@@ -21,6 +21,7 @@ const (
 var connectConvention = convention{
 	name: ConventionConnect, prefixes: []string{ConnectPrefix}, read: (*headerReader).connect,
 	doc: conventionDoc{
+		title:  "Kafka Connect",
 		writer: "Kafka Connect's dead-letter queue reporter",
 		errors: "`.exception.class.name`, `.exception.message`, `.exception.stacktrace`",
 		reason: "converter stage: malformed; retriable: exhausted; else rejected",

@@ -15,6 +15,7 @@ const (
 var dataContractConvention = convention{
 	name: ConventionDataContract, prefixes: []string{RulePrefix}, read: (*headerReader).dataContract,
 	doc: conventionDoc{
+		title:  "Confluent's data-contract rules",
 		writer: "Confluent's data-contract rules, DLQ action",
 		errors: "the rule as handler and class (`rule NAME (MODE) on SUBJECT`), `__rule.exception` as message",
 		reason: "rejected, unless the exception names a deserialization failure",

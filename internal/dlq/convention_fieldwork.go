@@ -4,6 +4,7 @@ package dlq
 var fieldworkConvention = convention{
 	name: ConventionFieldwork, prefixes: []string{HeaderPrefix}, read: (*headerReader).fieldwork,
 	doc: conventionDoc{
+		title:  "fieldwork's fw.dlq.* headers",
 		writer: "fieldwork's consumer, `groups skip`",
 		errors: "`fw.dlq.error`, `fw.dlq.error_class`",
 		reason: "`fw.dlq.reason`",

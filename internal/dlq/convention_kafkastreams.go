@@ -16,6 +16,7 @@ const (
 var kafkaStreamsConvention = convention{
 	name: ConventionKafkaStreams, prefixes: []string{StreamsPrefix}, read: (*headerReader).kafkaStreams,
 	doc: conventionDoc{
+		title:  "Kafka Streams",
 		writer: "Kafka Streams' exception handlers (KIP-1034)",
 		errors: "the class of `__streams.errors.exception` (`class: message`), `__streams.errors.message`, `__streams.errors.stacktrace`",
 		reason: "deserialization: malformed; else rejected",

@@ -21,6 +21,7 @@ const (
 var karafkaConvention = convention{
 	name: ConventionKarafka, read: (*headerReader).karafka,
 	doc: conventionDoc{
+		title:  "Karafka",
 		writer: "Karafka's dead-letter queue (`source_*` before Karafka 2.4)",
 		errors: "—",
 		reason: "exhausted",

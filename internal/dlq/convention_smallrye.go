@@ -20,6 +20,7 @@ var smallRyeConvention = convention{
 	name: ConventionSmallRye, routeFirst: true, read: (*headerReader).smallRye,
 	prefixes: []string{SmallRyePrefix, SmallRyeDeserializationPrefix},
 	doc: conventionDoc{
+		title:  "SmallRye",
 		writer: "SmallRye Reactive Messaging's (Quarkus) dead-letter-queue strategy",
 		errors: "`dead-letter-exception-class-name`, `dead-letter-reason`, `dead-letter-cause` (the root cause)",
 		reason: "deserialization: malformed; else rejected",

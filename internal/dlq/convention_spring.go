@@ -50,6 +50,7 @@ var springConvention = convention{
 	prefixes: []string{SpringPrefix, SpringRetryPrefix, SpringRetryOriginalPrefix, SpringRetryExceptionPrefix,
 		SpringRetryKeyExceptionPrefix},
 	doc: conventionDoc{
+		title:  "Spring Kafka and its retry topics",
 		writer: "Spring Kafka's `DeadLetterPublishingRecoverer` and retry topics (`@RetryableTopic`)",
 		errors: "`-exception-cause-fqcn` (over Spring's `ListenerExecutionFailedException` wrapper), else `-exception-fqcn`, else the key exception's; `-message`, `-stacktrace`; the retry topics' without `dlt-`",
 		reason: "key or deserialization exception: malformed; Spring's not-retryable classes; else exhausted",

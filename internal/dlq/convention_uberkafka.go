@@ -12,6 +12,7 @@ import (
 var uberKafkaConvention = convention{
 	name: ConventionUberKafka, fromKey: (*headerReader).uberKafka,
 	doc: conventionDoc{
+		title:  "uber-go/kafka-client",
 		writer: "uber-go/kafka-client",
 		route:  "the `DLQMetadata` protobuf in the key (`retry_count` 1, `topic` 2, `partition` 3, `offset` 4, `timestamp_ns` 5, `data` 6), read only from a record with no dead-letter header whose key is exactly such a message naming a valid topic",
 		errors: "—",

@@ -11,6 +11,7 @@ const (
 var watermillConvention = convention{
 	name: ConventionWatermill, read: (*headerReader).watermill,
 	doc: conventionDoc{
+		title:  "Watermill",
 		writer: "Watermill's `PoisonQueue` middleware",
 		errors: "`reason_poisoned` (the message)",
 		reason: "unknown (free text), unless a class rule says otherwise",

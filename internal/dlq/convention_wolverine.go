@@ -22,6 +22,7 @@ const (
 var wolverineConvention = convention{
 	name: ConventionWolverine, read: (*headerReader).wolverine,
 	doc: conventionDoc{
+		title:  "Wolverine",
 		writer: "Wolverine (.NET)",
 		errors: "`exception-type`, `exception-message`, `exception-stack`",
 		reason: "serializer: malformed; no handler: unsupported; else exhausted",

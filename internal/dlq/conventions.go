@@ -47,6 +47,7 @@ type convention struct {
 
 // conventionDoc is the prose of a convention's row in the conventions table.
 type conventionDoc struct {
+	title  string // its name in a list of conventions (ConventionTitles)
 	writer string // who writes such dead letters
 	route  string // where the original record was, when no header says it
 	errors string // where the error, its class and its root cause are read
@@ -251,6 +252,16 @@ func (p *headerReader) pick(alts []hdr) hdr {
 		}
 	}
 	return alts[len(alts)-1]
+}
+
+// ConventionTitles names every convention Parse reads, in order of precedence, as help and
+// documents list them ("Spring Kafka and its retry topics").
+func ConventionTitles() []string {
+	titles := make([]string, len(conventions))
+	for i, c := range conventions {
+		titles[i] = c.doc.title
+	}
+	return titles
 }
 
 // conventionsTable is the conventions table of README.md and docs/design.md, in Markdown, from
