@@ -278,8 +278,11 @@ func (p *headerReader) epochMillis(id hdr, ms int64) *time.Time {
 
 // rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
 func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
+	if p.noTimes {
+		return nil
+	}
 	v, ok := get(id)
-	if !ok || p.noTimes {
+	if !ok {
 		return nil
 	}
 	s := strings.TrimSpace(p.textOf(id, v))
