@@ -26,6 +26,8 @@ type headerReader struct {
 	// firstAt and lastAt are 1 + the index in raw of the first and last header of each hdr,
 	// 0 when absent.
 	firstAt, lastAt [maxHeaders]int32
+	// conv is the convention index found the record's, nil for none.
+	conv *convention
 	// noTimes skips the time headers (ParseOptions.NoTimes).
 	noTimes bool
 	// strings shares repeated header text (ParseOptions.strings); nil allocates each.
@@ -110,13 +112,13 @@ func (p *headerReader) index(headers []kgo.RecordHeader, copyHeaders bool) {
 			p.lastAt[id] = int32(i + 1)
 		}
 	}
-	for k, conv := range conventions {
-		c := conv.name
-		if firstOf[k] == 0 {
+	for k, first := range firstOf {
+		if first == 0 {
 			continue
 		}
-		if p.d.Convention == ConventionUnknown {
-			p.d.Convention = c
+		c := conventions[k].name
+		if p.conv == nil {
+			p.conv, p.d.Convention = conventions[k], c
 			continue
 		}
 		// Only a prefix matched this key, so it may not be UTF-8: the problem names it readably

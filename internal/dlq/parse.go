@@ -161,7 +161,7 @@ func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 	st.p = headerReader{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
 	p := &st.p
 	p.index(r.Headers, !opts.NoHeaders)
-	if c := conventionAt(d.Convention); c != nil {
+	if c := p.conv; c != nil {
 		p.readRoute(c)
 		if c.read != nil {
 			c.read(p)
