@@ -41,8 +41,9 @@ type convention struct {
 	doc conventionDoc
 
 	// Derived from the declared headers (deriveConventions).
-	keys  []string        // the declared keys no prefix covers
-	route [numRoles][]hdr // for each role, the headers that play it, the preferred first
+	keys     []string        // the declared keys no prefix covers
+	route    [numRoles][]hdr // for each role, the headers that play it, the preferred first
+	routeEnc [numRoles]how   // for each role, its headers' encoding
 }
 
 // conventionDoc is the prose of a convention's row in the conventions table.
@@ -153,7 +154,11 @@ func deriveConventions() error {
 			return fmt.Errorf("header %s declared for %s, which conventions does not list", s.key, s.conv)
 		}
 		if role := s.how & roleMask; role != 0 {
+			if c.route[role] != nil && c.routeEnc[role] != s.how&encMask {
+				return fmt.Errorf("header %s: encoded unlike the other headers of its role", s.key)
+			}
 			c.route[role] = append(c.route[role], id)
+			c.routeEnc[role] = s.how & encMask
 		}
 		if !c.hasPrefix(s.key) {
 			c.keys = append(c.keys, s.key)
@@ -216,7 +221,7 @@ func (p *headerReader) readRoute(c *convention) {
 	}
 	d := p.d
 	if alts := c.route[routeTopic]; alts != nil {
-		if id := p.pick(alts); headerSpecs[id].how&encMask == endpointURI {
+		if id := p.pick(alts); c.routeEnc[routeTopic] == endpointURI {
 			d.OriginalTopic = p.endpointTopic(id, get)
 		} else {
 			d.OriginalTopic = p.topic(id, get)
@@ -224,21 +229,21 @@ func (p *headerReader) readRoute(c *convention) {
 	}
 	if alts := c.route[routePartition]; alts != nil {
 		id := p.pick(alts)
-		if n, ok := p.integer(id, get, 31); ok {
+		if n, ok := p.integer(id, get, 31, c.routeEnc[routePartition]); ok {
 			d.OriginalPartition = p.partition(id, n)
 		}
 	}
 	if alts := c.route[routeOffset]; alts != nil {
 		id := p.pick(alts)
-		if n, ok := p.integer(id, get, 63); ok {
+		if n, ok := p.integer(id, get, 63, c.routeEnc[routeOffset]); ok {
 			d.OriginalOffset = p.offset(id, n)
 		}
 	}
 	if alts := c.route[routeTimestamp]; alts != nil && !p.noTimes {
 		id := p.pick(alts)
-		if headerSpecs[id].how&encMask == rfc3339 {
+		if c.routeEnc[routeTimestamp] == rfc3339 {
 			d.OriginalTimestamp = p.rfc3339(id, get)
-		} else if ms, ok := p.integer(id, get, 63); ok {
+		} else if ms, ok := p.integer(id, get, 63, c.routeEnc[routeTimestamp]); ok {
 			d.OriginalTimestamp = p.epochMillis(id, ms)
 		}
 	}

@@ -233,13 +233,14 @@ func (p *headerReader) decimal(id hdr, v []byte, bits int) (int64, bool) {
 }
 
 // integer reads the number header id holds, of bits bits (sign included): 31 for a partition,
-// 63 for an offset or a time; decimal text, or big-endian bytes where the header is declared so.
-func (p *headerReader) integer(id hdr, get lookup, bits int) (int64, bool) {
+// 63 for an offset or a time; decimal text, or big-endian bytes when enc (the header's declared
+// encoding) says so.
+func (p *headerReader) integer(id hdr, get lookup, bits int, enc how) (int64, bool) {
 	v, ok := get(id)
 	if !ok {
 		return 0, false
 	}
-	if headerSpecs[id].how&encMask == bigEndian {
+	if enc == bigEndian {
 		return p.bigEndian(id, v, (bits+1)/8)
 	}
 	return p.decimal(id, v, bits)
