@@ -4,6 +4,7 @@ package dlq
 import (
 	"context"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,12 +16,10 @@ import (
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
-// dlqLong is the group's help.
-const dlqLong = `Read dead-letter topics of every convention an operator meets (fieldwork's fw.dlq.*
-headers, Spring Kafka and its retry topics, Kafka Connect, Watermill, SmallRye, Karafka,
-Wolverine, Confluent's data-contract rules, uber-go/kafka-client) as one view: where the record
-failed (original topic, partition, offset), why (reason, error class, message), and which
-consumer gave up on it.
+// dlqLong is the group's help; the conventions it names are dlq's declarations.
+var dlqLong = strings.Join(output.Wrap("Read dead-letter topics of every convention an operator meets ("+
+	strings.Join(dlq.ConventionTitles(), ", ")+") as one view: where the record failed (original topic, "+
+	"partition, offset), why (reason, error class, message), and which consumer gave up on it.", 95), "\n") + `
 
   dlq list                      dead letters, filtered; status with a store
   dlq show T/P/O                one dead letter: metadata, headers, event, value, replay command

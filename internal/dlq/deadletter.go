@@ -13,9 +13,9 @@ import (
 // Convention names who wrote a dead letter. Its values are stable: they appear in JSON output.
 type Convention string
 
-// The conventions Parse recognises. The conventions table (conventions.go) says which headers
-// belong to each, how they are read, and the order Parse prefers them in when a record
-// carries the headers of more than one.
+// The conventions Parse recognises. Each one's declaration (convention_*.go) says which headers
+// belong to it and how they are read; conventions (conventions.go) the order Parse prefers them
+// in when a record carries the headers of more than one.
 const (
 	ConventionFieldwork    Convention = "fieldwork"
 	ConventionSpring       Convention = "spring"
@@ -26,6 +26,7 @@ const (
 	ConventionWolverine    Convention = "wolverine"
 	ConventionDataContract Convention = "data-contract"
 	ConventionUberKafka    Convention = "uber-kafka-client"
+	ConventionKafkaStreams Convention = "kafka-streams"
 	ConventionUnknown      Convention = "unknown"
 )
 

@@ -4,9 +4,10 @@
 // letter: the original key, value and headers byte for byte, plus fw.dlq.* headers.
 //
 // Reading: Parse normalises a dead letter of any convention an operator meets (fieldwork,
-// Spring Kafka, Kafka Connect, Watermill, SmallRye) into one DeadLetter. Parse never fails:
-// a header it cannot read is listed in DeadLetter.HeaderProblems and the rest is still read;
-// a record of no known convention is kept with its raw headers.
+// Spring Kafka, Kafka Connect and the others declared in convention_*.go, see conventions.go)
+// into one DeadLetter. Parse never fails: a header it cannot read is listed in
+// DeadLetter.HeaderProblems and the rest is still read; a record of no known convention is
+// kept with its raw headers.
 //
 // Replaying: IsDeadLetterHeader and StripDeadLetterHeaders say which headers go when a record
 // returns to its source topic, and DeadLetter.Source says where that is.

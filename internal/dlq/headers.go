@@ -6,7 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Every header name the package reads or writes is named here, in one place.
+// The header names of fieldwork's own dead letters and of a replay, and the ids libraries put
+// on every message. Every other convention's keys are named in its declaration
+// (convention_*.go).
 
 // fieldwork's own dead-letter headers (docs/design.md §3.2). All values are UTF-8 text; times are
 // RFC 3339 in UTC with up to nanosecond precision, numbers are decimal.
@@ -82,132 +84,6 @@ func ReplayedFor(h []kgo.RecordHeader) string {
 	return ""
 }
 
-// Spring Kafka's DeadLetterPublishingRecoverer. Partition is a 4-byte big-endian int, offset
-// and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key
-// exception headers are written instead of the exception headers when the key failed to
-// deserialize. The retry_topic-* headers come from Spring's non-blocking retries.
-//
-// Spring's retry topics (@RetryableTopic, RetryTopicConfigurationBuilder) write the same
-// headers without "dlt-" (kafka_original-topic, kafka_exception-fqcn, …), with the same
-// encodings, plus kafka_dlt-original-consumer-group; a record that passed through several
-// retry topics carries one original-topic header per hop, the true original first.
-const (
-	SpringPrefix                = "kafka_dlt-"
-	SpringOriginalTopic         = "kafka_dlt-original-topic"
-	SpringOriginalPartition     = "kafka_dlt-original-partition"
-	SpringOriginalOffset        = "kafka_dlt-original-offset"
-	SpringOriginalTimestamp     = "kafka_dlt-original-timestamp"
-	SpringOriginalTimestampType = "kafka_dlt-original-timestamp-type"
-	SpringOriginalConsumerGroup = "kafka_dlt-original-consumer-group"
-	SpringExceptionFQCN         = "kafka_dlt-exception-fqcn"
-	SpringExceptionCauseFQCN    = "kafka_dlt-exception-cause-fqcn"
-	SpringExceptionMessage      = "kafka_dlt-exception-message"
-	SpringExceptionStacktrace   = "kafka_dlt-exception-stacktrace"
-	SpringKeyExceptionFQCN      = "kafka_dlt-key-exception-fqcn"
-	SpringKeyExceptionMessage   = "kafka_dlt-key-exception-message"
-	SpringKeyExceptionStack     = "kafka_dlt-key-exception-stacktrace"
-	SpringRetryPrefix           = "retry_topic-"
-	SpringRetryAttempts         = "retry_topic-attempts"
-
-	SpringRetryOriginalPrefix     = "kafka_original-"
-	SpringRetryExceptionPrefix    = "kafka_exception-"
-	SpringRetryKeyExceptionPrefix = "kafka_key-exception-"
-	SpringRetryOriginalTopic      = "kafka_original-topic"
-	SpringRetryOriginalPartition  = "kafka_original-partition"
-	SpringRetryOriginalOffset     = "kafka_original-offset"
-	SpringRetryOriginalTimestamp  = "kafka_original-timestamp"
-	SpringRetryExceptionFQCN      = "kafka_exception-fqcn"
-	SpringRetryExceptionCauseFQCN = "kafka_exception-cause-fqcn"
-	SpringRetryExceptionMessage   = "kafka_exception-message"
-	SpringRetryExceptionStack     = "kafka_exception-stacktrace"
-	SpringRetryKeyExceptionFQCN   = "kafka_key-exception-fqcn"
-	SpringRetryKeyExceptionMsg    = "kafka_key-exception-message"
-	SpringRetryKeyExceptionStack  = "kafka_key-exception-stacktrace"
-)
-
-// Kafka Connect's dead-letter queue reporter (errors.deadletterqueue.context.headers.enable).
-// All values are UTF-8 text.
-const (
-	ConnectPrefix              = "__connect.errors."
-	ConnectTopic               = "__connect.errors.topic"
-	ConnectPartition           = "__connect.errors.partition"
-	ConnectOffset              = "__connect.errors.offset"
-	ConnectConnectorName       = "__connect.errors.connector.name"
-	ConnectTaskID              = "__connect.errors.task.id"
-	ConnectStage               = "__connect.errors.stage"
-	ConnectClassName           = "__connect.errors.class.name"
-	ConnectExceptionClassName  = "__connect.errors.exception.class.name"
-	ConnectExceptionMessage    = "__connect.errors.exception.message"
-	ConnectExceptionStacktrace = "__connect.errors.exception.stacktrace"
-)
-
-// Watermill's PoisonQueue middleware (metadata, which its Kafka marshaler writes as headers).
-const (
-	WatermillTopic      = "topic_poisoned"
-	WatermillHandler    = "handler_poisoned"
-	WatermillSubscriber = "subscriber_poisoned"
-	WatermillReason     = "reason_poisoned"
-)
-
-// SmallRye Reactive Messaging's Kafka dead-letter-queue failure strategy (Quarkus). All values
-// are UTF-8 text. The deserialization-failure-* headers come from its failure handler and
-// ride along on dead letters of records that could not be deserialized.
-const (
-	SmallRyePrefix                = "dead-letter-"
-	SmallRyeTopic                 = "dead-letter-topic"
-	SmallRyePartition             = "dead-letter-partition"
-	SmallRyeOffset                = "dead-letter-offset"
-	SmallRyeReason                = "dead-letter-reason"
-	SmallRyeCause                 = "dead-letter-cause"
-	SmallRyeExceptionClassName    = "dead-letter-exception-class-name"
-	SmallRyeCauseClassName        = "dead-letter-cause-class-name"
-	SmallRyeDeserializationPrefix = "deserialization-failure-"
-	SmallRyeDeserializationReason = "deserialization-failure-reason"
-)
-
-// Karafka's dead-letter queue (Ruby). All values are text: numbers decimal. Karafka writes the
-// original partition as the dead letter's key and the original key in original_key (empty when
-// the record had none). Karafka before 2.4 wrote the same headers named source_*.
-const (
-	KarafkaTopic         = "original_topic"
-	KarafkaPartition     = "original_partition"
-	KarafkaOffset        = "original_offset"
-	KarafkaConsumerGroup = "original_consumer_group"
-	KarafkaKey           = "original_key"
-	KarafkaAttempts      = "original_attempts"
-	KarafkaOldTopic      = "source_topic"
-	KarafkaOldPartition  = "source_partition"
-	KarafkaOldOffset     = "source_offset"
-	KarafkaOldGroup      = "source_consumer_group"
-	KarafkaOldKey        = "source_key"
-	KarafkaOldAttempts   = "source_attempts"
-)
-
-// Wolverine's (.NET) dead letters on Kafka. All values are text; original-destination is the
-// endpoint's URI (kafka://topic/NAME) or a topic name, failed-at an ISO 8601 time or epoch
-// milliseconds.
-const (
-	WolverineExceptionType    = "exception-type"
-	WolverineExceptionMessage = "exception-message"
-	WolverineExceptionStack   = "exception-stack"
-	WolverineDestination      = "original-destination"
-	WolverinePartition        = "original-partition"
-	WolverineOffset           = "original-offset"
-	WolverineFailedAt         = "failed-at"
-)
-
-// Confluent's data-contract rules (the DLQ rule action of the schema registry clients): a
-// record a rule refused, written by the serializer (mode WRITE, the record never reached its
-// topic) or the deserializer (READ). All values are UTF-8 text.
-const (
-	RulePrefix    = "__rule."
-	RuleName      = "__rule.name"
-	RuleMode      = "__rule.mode"
-	RuleSubject   = "__rule.subject"
-	RuleTopic     = "__rule.topic"
-	RuleException = "__rule.exception"
-)
-
 // Ids that libraries put on every message, read as the event id when neither fieldwork's
 // header nor the envelope has one (docs/design.md §3.2). They are the message's own headers,
 // not dead-letter headers: a replay keeps them.
@@ -218,13 +94,10 @@ const (
 )
 
 // IsDeadLetterHeader reports whether key is a dead-letter header of any convention the package
-// knows (the conventions table: fw.dlq.*, Spring's kafka_dlt-*, kafka_original-*,
-// kafka_exception-*, kafka_key-exception-* and retry_topic-*, Kafka Connect's
-// __connect.errors.*, Watermill's *_poisoned, SmallRye's dead-letter-* and
-// deserialization-failure-*, Karafka's original_* and source_*, Wolverine's exception-* and
-// original-*, the data-contract __rule.*). Keys compare ignoring ASCII case. Replay provenance
-// headers (fw.replay.*) are not dead-letter headers, nor is anything else the original
-// producer wrote.
+// knows: a key a convention declares, or one that starts with a convention's prefix (the
+// conventions table in docs/design.md §3.2 lists them). Keys compare ignoring ASCII case.
+// Replay provenance headers (fw.replay.*) are not dead-letter headers, nor is anything else the
+// original producer wrote.
 func IsDeadLetterHeader(key string) bool {
 	return conventionOfHeader(asciiLower(key)) != ""
 }

@@ -18,6 +18,19 @@ import (
 // A dead letter's JSON is what `dlq list -o jsonl` writes a million times; the reflective
 // encoder is kept as the reference (marshalReflect) that the tests hold this one to.
 func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
+	b, err := d.appendJSONOrigin(b)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = d.appendJSONFailure(b); err != nil {
+		return nil, err
+	}
+	return d.appendJSONRecord(b)
+}
+
+// appendJSONOrigin writes the fields from "topic" to "original_timestamp": where the dead letter
+// is and where its original record was.
+func (d *DeadLetter) appendJSONOrigin(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"topic":`...)
 	b = appendJSONString(b, d.Topic)
@@ -46,9 +59,13 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(b, *d.OriginalOffset, 10)
 	}
 	b = append(b, `,"original_timestamp":`...)
-	if b, err = appendJSONTimePtr(b, d.OriginalTimestamp); err != nil {
-		return nil, err
-	}
+	return appendJSONTimePtr(b, d.OriginalTimestamp)
+}
+
+// appendJSONFailure writes the fields from "group" to "replay_count": what failed, why and how
+// often.
+func (d *DeadLetter) appendJSONFailure(b []byte) ([]byte, error) {
+	var err error
 	for _, f := range [...]struct{ name, v string }{
 		{`,"group":`, d.Group}, {`,"handler":`, d.Handler}, {`,"reason":`, d.Reason},
 		{`,"error_class":`, d.ErrorClass}, {`,"error_message":`, d.ErrorMessage}, {`,"stack_trace":`, d.StackTrace},
@@ -56,14 +73,8 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, f.name...)
 		b = appendJSONString(b, f.v)
 	}
-	if d.RootCause != "" {
-		b = append(b, `,"root_cause":`...)
-		b = appendJSONString(b, d.RootCause)
-	}
-	if d.ExpectedSchema != "" {
-		b = append(b, `,"expected_schema":`...)
-		b = appendJSONString(b, d.ExpectedSchema)
-	}
+	b = appendJSONOmitEmpty(b, `,"root_cause":`, d.RootCause)
+	b = appendJSONOmitEmpty(b, `,"expected_schema":`, d.ExpectedSchema)
 	if len(d.RetryTopics) > 0 {
 		b = append(b, `,"retry_topics":[`...)
 		for i, t := range d.RetryTopics {
@@ -86,20 +97,28 @@ func (d *DeadLetter) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"event_id":`...)
 	b = appendJSONString(b, d.EventID)
-	if d.EventIDSource != "" {
-		b = append(b, `,"event_id_source":`...)
-		b = appendJSONString(b, d.EventIDSource)
-	}
-	if d.ValueOmitted != "" {
-		b = append(b, `,"value_omitted":`...)
-		b = appendJSONString(b, d.ValueOmitted)
-	}
+	b = appendJSONOmitEmpty(b, `,"event_id_source":`, d.EventIDSource)
+	b = appendJSONOmitEmpty(b, `,"value_omitted":`, d.ValueOmitted)
 	if d.ValueBytes != 0 {
 		b = append(b, `,"value_bytes":`...)
 		b = strconv.AppendInt(b, d.ValueBytes, 10)
 	}
 	b = append(b, `,"replay_count":`...)
-	b = strconv.AppendInt(b, int64(d.ReplayCount), 10)
+	return strconv.AppendInt(b, int64(d.ReplayCount), 10), nil
+}
+
+// appendJSONOmitEmpty writes the field name (with its leading comma and colon) and the string
+// v, unless v is empty (omitempty).
+func appendJSONOmitEmpty(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendJSONString(append(b, name...), v)
+}
+
+// appendJSONRecord writes the fields from "key_schema" to the end: the record's schemas, key,
+// value, headers and header problems.
+func (d *DeadLetter) appendJSONRecord(b []byte) ([]byte, error) {
 	for _, p := range []struct {
 		name string
 		p    *schema.Payload

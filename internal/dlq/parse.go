@@ -5,13 +5,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/envelope"
-	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // Parse reads a dead-letter record of any known convention into one DeadLetter. It never
@@ -19,9 +17,8 @@ import (
 // read anyway, when it could be), and everything else is still read. A record with no
 // dead-letter header is ConventionUnknown with its raw headers kept.
 //
-// When a record carries the headers of several conventions, the first in the order fieldwork,
-// Spring, Kafka Connect, Watermill, SmallRye is read and each other one is listed as a
-// HeaderProblem. Header keys are matched ignoring ASCII case. Where a key repeats, the header
+// When a record carries the headers of several conventions, the first in the order of
+// conventions (conventions.go) is read and each other one is listed as a HeaderProblem. Header keys are matched ignoring ASCII case. Where a key repeats, the header
 // the convention's writer means is read: Spring appends its original-* headers when a record
 // passes through several retry topics, so the first is the true original; SmallRye writes its
 // own headers before it copies the failed record's, so the first is its own; otherwise the
@@ -74,7 +71,7 @@ type parseMemo struct {
 	// keys[i] is the key of the previous record's i-th header and what it means.
 	keys []memoKey
 	// last holds, for each header that usually repeats, the text read last.
-	last [numHdr]string
+	last [maxHeaders]string
 }
 
 // keyMeta is what a header key means to Parse: conv is 1 + the rank of the convention it
@@ -120,13 +117,22 @@ func (m *parseMemo) meta(i int, key string) keyMeta {
 	return v
 }
 
-// parseState is the memory one parse works in: the dead letter being read and the parser,
+// The headers Parse reads whatever the convention, which are no convention's: a replay keeps
+// them.
+var (
+	hReplayCount     = declare("", ReplayHeaderCount, 0)
+	hWatermillUUID   = declare("", WatermillMessageUUID, 0)
+	hSpringMessageID = declare("", SpringMessageID, 0)
+	hMessageID       = declare("", MessageIDHeader, 0)
+)
+
+// parseState is the memory one parse works in: the dead letter being read and its header reader,
 // whose header index is a few hundred words. The conventions table calls each convention's
-// reader through a function value, which makes the parser escape to the heap: the states are
+// reader through a function value, which makes the reader escape to the heap: the states are
 // pooled, so that a parse allocates nothing of its own.
 type parseState struct {
 	d DeadLetter
-	p parser
+	p headerReader
 }
 
 var parseStates = sync.Pool{New: func() any { return new(parseState) }}
@@ -152,14 +158,17 @@ func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	st.p = parser{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	st.p = headerReader{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
 	p := &st.p
 	p.index(r.Headers, !opts.NoHeaders)
-	if c := conventionAt(d.Convention); c != nil && c.parse != nil {
-		c.parse(p)
-	} else if c == nil {
-		for i := range conventions {
-			if c := &conventions[i]; c.fromKey != nil && c.fromKey(p, r.Key) {
+	if c := p.conv; c != nil {
+		p.readRoute(c)
+		if c.read != nil {
+			c.read(p)
+		}
+	} else {
+		for _, c := range conventions {
+			if c.fromKey != nil && c.fromKey(p, r.Key) {
 				d.Convention = c.name
 				break
 			}
@@ -167,14 +176,8 @@ func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 	}
 	p.causes()
 	p.bounded()
-	if v, ok := p.last(hReplayCount); ok {
-		if n, ok := p.decimal(hReplayCount, v, 31); ok {
-			if n < 0 {
-				p.problemf(hReplayCount, "negative count %d", n)
-			} else {
-				d.ReplayCount = int(n)
-			}
-		}
+	if n, ok := p.count(hReplayCount); ok {
+		d.ReplayCount = int(n)
 	}
 	if d.EventID != "" {
 		d.EventIDSource = HeaderEventID
@@ -199,7 +202,7 @@ const omittedUnsaid = "(no reason given)"
 // bounded reads the headers of a bounded copy (fw.dlq.value_omitted, fw.dlq.value_bytes),
 // whatever the convention: a record that carries them is not the whole dead letter, and a
 // replay must know it even when other dead-letter headers take precedence.
-func (p *parser) bounded() {
+func (p *headerReader) bounded() {
 	d := p.d
 	if v, ok := p.last(hFwValueOmitted); ok {
 		d.ValueOmitted = p.textOf(hFwValueOmitted, v)
@@ -231,263 +234,43 @@ func decodedEventID(headers []envelope.Header, value []byte) string {
 	return ""
 }
 
-func (p *parser) fieldwork() {
-	d := p.d
-	d.OriginalTopic = p.topic(hFwTopic, p.last)
-	d.OriginalPartition = p.decimalPartition(hFwPartition, p.last)
-	d.OriginalOffset = p.decimalOffset(hFwOffset, p.last)
-	d.OriginalTimestamp = p.rfc3339(hFwTimestamp)
-	d.Group = p.text(hFwGroup, p.last)
-	d.Handler = p.text(hFwHandler, p.last)
-	d.EventID = p.text(hFwEventID, p.last)
-	if v, ok := p.last(hFwReason); ok {
-		d.Reason = p.textOf(hFwReason, v)
-		if !knownReason(d.Reason) {
-			p.problemf(hFwReason, "unknown reason %s (want one of malformed, unsupported, rejected, exhausted)", quote(d.Reason))
+// rootCause is the innermost cause a stack trace names, as "class: message" (the message's
+// first line): the last Java "Caused by:" line, else the last .NET inner exception
+// (" ---> class: message"). "" when the trace names no cause beyond the exception itself.
+func rootCause(trace string) string {
+	if trace == "" {
+		return ""
+	}
+	cause := ""
+	for line := range strings.Lines(trace) {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "Caused by: "); ok {
+			cause = rest
 		}
 	}
-	d.ErrorMessage = p.text(hFwError, p.last)
-	d.ErrorClass = p.text(hFwErrorClass, p.last)
-	d.ExpectedSchema = p.text(hFwSchema, p.last)
-	if v, ok := p.last(hFwAttempts); ok {
-		if n, ok := p.decimal(hFwAttempts, v, 31); ok {
-			if n < 0 {
-				p.problemf(hFwAttempts, "negative count %d", n)
-			} else {
-				d.Attempts = int(n)
-			}
+	if cause == "" {
+		if i := strings.LastIndex(trace, " ---> "); i >= 0 {
+			cause, _, _ = strings.Cut(trace[i+len(" ---> "):], "\n")
+			cause = strings.TrimSpace(cause)
 		}
 	}
-	d.FirstFailedAt = p.rfc3339(hFwFirstFailedAt)
-	d.FailedAt = p.rfc3339(hFwFailedAt)
+	return strings.TrimSuffix(strings.TrimSpace(cause), ":")
 }
 
-// spring reads Spring Kafka's dead letters: the recoverer's kafka_dlt-* headers, else the
-// retry topics' kafka_original-* and kafka_exception-* (the same encodings). Reason: a key that
-// failed to deserialize, or a class of Spring's default not-retryable exceptions, names it
-// (classReason); anything else Spring retried until its back-off ran out: exhausted.
-func (p *parser) spring() {
-	d := p.d
-	topic := p.either(hSpringTopic, hSpringRetryTopic)
-	d.OriginalTopic = p.topic(topic, p.first)
-	id := p.either(hSpringPartition, hSpringRetryPartition)
-	if v, ok := p.first(id); ok {
-		if n, ok := p.bigEndian(id, v, 4); ok {
-			d.OriginalPartition = p.partition(id, n)
-		}
+// rootCauseClass is the class of a root cause rootCause returned: what comes before ": ", when
+// it looks like a class name.
+func rootCauseClass(cause string) string {
+	class, _, _ := strings.Cut(cause, ": ")
+	if class == "" || strings.ContainsAny(class, " \t") {
+		return ""
 	}
-	id = p.either(hSpringOffset, hSpringRetryOffset)
-	if v, ok := p.first(id); ok {
-		if n, ok := p.bigEndian(id, v, 8); ok {
-			d.OriginalOffset = p.offset(id, n)
-		}
-	}
-	if id := p.either(hSpringTimestamp, hSpringRetryTimestamp); !p.noTimes {
-		if v, ok := p.first(id); ok {
-			if ms, ok := p.bigEndian(id, v, 8); ok {
-				d.OriginalTimestamp = p.epochMillis(id, ms)
-			}
-		}
-	}
-	d.RetryTopics = p.retryChain(topic)
-	d.Group = p.text(hSpringGroup, p.first)
-	class := firstNonEmpty(p.text(hSpringFQCN, p.last), p.text(hSpringRetryFQCN, p.last))
-	if cause := firstNonEmpty(p.text(hSpringCauseFQCN, p.last), p.text(hSpringRetryCauseFQCN, p.last)); cause != "" {
-		class = cause
-	}
-	keyClass := firstNonEmpty(p.text(hSpringKeyFQCN, p.last), p.text(hSpringRetryKeyFQCN, p.last))
-	d.ErrorClass = firstNonEmpty(class, keyClass)
-	d.ErrorMessage = firstNonEmpty(p.text(hSpringMessage, p.last), p.text(hSpringRetryMessage, p.last),
-		p.text(hSpringKeyMessage, p.last), p.text(hSpringRetryKeyMessage, p.last))
-	d.StackTrace = firstNonEmpty(p.text(hSpringStacktrace, p.last), p.text(hSpringRetryStacktrace, p.last),
-		p.text(hSpringKeyStacktrace, p.last), p.text(hSpringRetryKeyStacktrace, p.last))
-	if keyClass != "" {
-		d.Reason = ReasonMalformed
-	}
-	if v, ok := p.last(hSpringRetryAttempts); ok {
-		// Spring has written the attempts both as a 4-byte int and as a BigInteger's minimal
-		// big-endian two's complement bytes; both are big-endian.
-		if n, ok := p.bigEndianAnyWidth(hSpringRetryAttempts, v); ok {
-			if n < 0 || n > 1<<31-1 {
-				p.problemf(hSpringRetryAttempts, "attempts %d out of range", n)
-			} else {
-				d.Attempts = int(n)
-			}
-		}
-	}
-	p.fallbackReason = ReasonExhausted
-}
-
-// retryChain lists the topics a Spring dead letter passed through after its original one: the
-// values of the original-topic headers (id's key) after the first, in order; nil when there is
-// one or none.
-func (p *parser) retryChain(id hdr) []string {
-	if p.firstAt[id] == 0 || p.firstAt[id] == p.lastAt[id] {
-		return nil
-	}
-	key := asciiLower(p.raw[p.firstAt[id]-1].Key)
-	var chain []string
-	for _, h := range p.raw[p.firstAt[id]:] {
-		if asciiLower(h.Key) == key {
-			chain = append(chain, strings.ToValidUTF8(string(h.Value), "\uFFFD"))
-		}
-	}
-	return chain
-}
-
-// The Kafka Connect stages whose failures mean the record could not be read.
-var connectConverterStages = map[string]bool{"KEY_CONVERTER": true, "VALUE_CONVERTER": true, "HEADER_CONVERTER": true}
-
-// connect reads Kafka Connect's dead letters. Reason: a converter stage is malformed; a
-// retriable exception (Connect retried it for errors.retry.timeout) exhausted; any other
-// failure (a transformation, the sink task) rejected.
-func (p *parser) connect() {
-	d := p.d
-	d.OriginalTopic = p.topic(hConnectTopic, p.last)
-	d.OriginalPartition = p.decimalPartition(hConnectPartition, p.last)
-	d.OriginalOffset = p.decimalOffset(hConnectOffset, p.last)
-	d.Handler = p.text(hConnectConnector, p.last)
-	d.ErrorClass = p.text(hConnectExceptionClass, p.last)
-	d.ErrorMessage = p.text(hConnectExceptionMessage, p.last)
-	d.StackTrace = p.text(hConnectExceptionStack, p.last)
-	switch {
-	case connectConverterStages[p.text(hConnectStage, p.last)]:
-		d.Reason = ReasonMalformed
-	case strings.HasSuffix(d.ErrorClass, "RetriableException"):
-		d.Reason = ReasonExhausted
-	}
-	p.fallbackReason = ReasonRejected
-}
-
-// watermill reads Watermill's poison queue. Its reason is the handler's error as free text,
-// which names no class: the reason is unknown unless a class rule says otherwise.
-func (p *parser) watermill() {
-	d := p.d
-	d.OriginalTopic = p.topic(hWatermillTopic, p.last)
-	d.Handler = firstNonEmpty(p.text(hWatermillHandler, p.last), p.text(hWatermillSubscriber, p.last))
-	d.ErrorMessage = p.text(hWatermillReason, p.last)
-}
-
-// smallRye reads SmallRye's dead-letter-queue strategy. Reason: a deserialization failure is
-// malformed; anything else the application nacked: rejected.
-func (p *parser) smallRye() {
-	d := p.d
-	d.OriginalTopic = p.topic(hSmallRyeTopic, p.first)
-	d.OriginalPartition = p.decimalPartition(hSmallRyePartition, p.first)
-	d.OriginalOffset = p.decimalOffset(hSmallRyeOffset, p.first)
-	d.ErrorClass = p.text(hSmallRyeExceptionClass, p.first)
-	d.ErrorMessage = p.text(hSmallRyeReason, p.first)
-	if cause := p.text(hSmallRyeCause, p.first); cause != "" && cause != d.ErrorMessage {
-		if d.ErrorMessage == "" {
-			d.ErrorMessage = cause
-		} else {
-			d.ErrorMessage += "; caused by: " + cause
-		}
-		if d.RootCause == "" {
-			d.RootCause = cause
-		}
-	}
-	_, deserialization := p.last(hSmallRyeDeserializationReason)
-	if deserialization || isDeserializationClass(p.text(hSmallRyeCauseClass, p.first)) {
-		d.Reason = ReasonMalformed
-	}
-	p.fallbackReason = ReasonRejected
-}
-
-// karafka reads Karafka's dead letters (original_*, or source_* before Karafka 2.4). Its key
-// is the original partition; the original key is original_key. Karafka dispatches a record
-// once its retries are used up: exhausted.
-func (p *parser) karafka() {
-	d := p.d
-	d.OriginalTopic = p.topic(p.either(hKarafkaTopic, hKarafkaOldTopic), p.last)
-	d.OriginalPartition = p.decimalPartition(p.either(hKarafkaPartition, hKarafkaOldPartition), p.last)
-	d.OriginalOffset = p.decimalOffset(p.either(hKarafkaOffset, hKarafkaOldOffset), p.last)
-	d.Group = p.text(p.either(hKarafkaGroup, hKarafkaOldGroup), p.last)
-	id := p.either(hKarafkaAttempts, hKarafkaOldAttempts)
-	if v, ok := p.last(id); ok {
-		if n, ok := p.decimal(id, v, 31); ok && n >= 0 {
-			d.Attempts = int(n)
-		}
-	}
-	if v, ok := p.last(p.either(hKarafkaKey, hKarafkaOldKey)); ok {
-		// Karafka writes a missing key as "" (Ruby's nil.to_s): read as no key.
-		d.HasOriginalKey = true
-		if len(v) > 0 {
-			d.OriginalKey = v
-		}
-	}
-	d.Reason = ReasonExhausted
-}
-
-// wolverine reads Wolverine's dead letters. Reason: a class rule (a serializer's exception,
-// no handler for the message type), else exhausted: Wolverine moves a message to its dead
-// letters when its error policy gives up.
-func (p *parser) wolverine() {
-	d := p.d
-	if v, ok := p.last(hWolverineDestination); ok {
-		dest := p.textOf(hWolverineDestination, v)
-		d.OriginalTopic = wolverineTopic(dest)
-		if !kafka.ValidTopic(d.OriginalTopic) {
-			p.problemf(hWolverineDestination, "%s names no valid topic", quote(dest))
-		}
-	}
-	d.OriginalPartition = p.decimalPartition(hWolverinePartition, p.last)
-	d.OriginalOffset = p.decimalOffset(hWolverineOffset, p.last)
-	d.ErrorClass = p.text(hWolverineType, p.last)
-	d.ErrorMessage = p.text(hWolverineMessage, p.last)
-	d.StackTrace = p.text(hWolverineStack, p.last)
-	if v, ok := p.last(hWolverineFailedAt); ok && !p.noTimes {
-		s := strings.TrimSpace(p.textOf(hWolverineFailedAt, v))
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			t = t.UTC()
-			d.FailedAt = &t
-		} else if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			d.FailedAt = p.epochMillis(hWolverineFailedAt, n)
-		} else {
-			p.problemf(hWolverineFailedAt, "not an ISO 8601 time nor epoch milliseconds: %s", quote(s))
-		}
-	}
-	p.fallbackReason = ReasonExhausted
-}
-
-// wolverineTopic is the topic a Wolverine endpoint URI names (kafka://topic/orders), or the
-// value itself when it is no URI.
-func wolverineTopic(dest string) string {
-	if i := strings.Index(dest, "://"); i >= 0 {
-		rest := strings.Trim(dest[i+3:], "/")
-		if j := strings.LastIndexByte(rest, '/'); j >= 0 {
-			return rest[j+1:]
-		}
-		return rest
-	}
-	return dest
-}
-
-// dataContract reads the dead letters of Confluent's data-contract DLQ rule action: a record a
-// rule refused. The topic is the one it was written to or read from; no partition or offset
-// (a refused write never had one). Reason: rejected, unless the exception names a
-// deserialization failure.
-func (p *parser) dataContract() {
-	d := p.d
-	d.OriginalTopic = p.topic(hRuleTopic, p.last)
-	name, mode := p.text(hRuleName, p.last), p.text(hRuleMode, p.last)
-	d.Handler = name
-	d.ErrorClass = "rule " + firstNonEmpty(name, "?")
-	if mode != "" {
-		d.ErrorClass += " (" + mode + ")"
-	}
-	d.ErrorMessage = p.text(hRuleException, p.last)
-	if subject := p.text(hRuleSubject, p.last); subject != "" {
-		d.ErrorClass += " on " + subject
-		d.ExpectedSchema = "subject " + subject
-	}
-	p.fallbackReason = ReasonRejected
+	return class
 }
 
 // causes derives what every convention shares from the fields its reader set: the root cause
 // from the stack trace, and the reason by class (classReason) when the convention's own rule
 // left it open, else the convention's fallback.
-func (p *parser) causes() {
+func (p *headerReader) causes() {
 	d := p.d
 	if rc := rootCause(d.StackTrace); rc != "" && rc != d.ErrorMessage && rc != d.ErrorClass+": "+d.ErrorMessage {
 		d.RootCause = rc
@@ -502,7 +285,7 @@ func (p *parser) causes() {
 // envelope has none: Watermill's message uuid, Spring's kafka_messageId, then the id header
 // (Debezium's outbox event id, Spring's message id). A JSON string value (Spring's header
 // mapper writes one) is read unquoted.
-func (p *parser) libraryEventID() {
+func (p *headerReader) libraryEventID() {
 	for _, id := range [...]hdr{hWatermillUUID, hSpringMessageID, hMessageID} {
 		v, ok := p.last(id)
 		if !ok {

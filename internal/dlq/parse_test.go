@@ -290,6 +290,18 @@ func TestParseConventions(t *testing.T) {
 				ErrorClass: "rule checkTotal (WRITE) on orders-value", ErrorMessage: "Expr failed: 'message.total > 0'", EventID: "evt-dc-1",
 			},
 		},
+		"kafkastreams": {
+			"LogAndContinueExceptionHandler, a value that did not deserialize": {
+				Convention: ConventionKafkaStreams, Reason: ReasonMalformed, OriginalTopic: "payments", OriginalPartition: ptr[int32](1),
+				OriginalOffset: ptr[int64](812), ErrorClass: "org.apache.kafka.common.errors.SerializationException",
+				ErrorMessage: "Size of data received by IntegerDeserializer is not 4", StackTrace: "IntegerDeserializer.java:30",
+			},
+			"LogAndContinueProcessingExceptionHandler, a processor that threw": {
+				Convention: ConventionKafkaStreams, Reason: ReasonRejected, OriginalTopic: "payments", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](813), ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "Processing failed",
+				StackTrace: "PaymentProcessor.java:42", EventID: "evt-streams-1", RootCause: "java.lang.ArithmeticException: amount overflows a long",
+			},
+		},
 		"uberkafka": {
 			"DLQMetadata in the key, the original key inside it": {
 				Convention: ConventionUberKafka, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1),

@@ -179,8 +179,41 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 	if l.Store == nil {
 		return out, nil
 	}
-	byConsumer := map[string][]string{}
-	var noID []int // dead letters without an event id, whose edited copy may have one
+	byConsumer, noID := l.classify(ds, out)
+	if err := l.markers(ctx, ds, byConsumer, out); err != nil {
+		return nil, err
+	}
+	replayed, err := l.journaled(ctx, ds, noID, ids, out)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range ds {
+		r, ok := replayed[sourceRef(d)]
+		if !ok || d.EventID == "" {
+			continue
+		}
+		out[i].Replay = replayRefOf(r)
+		if out[i].Status == StatusPending {
+			out[i].Status = StatusReplayed
+		}
+	}
+	if err := l.resolveEdited(ctx, ds, noID, replayed, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sourceRef is where the dead letter d is.
+func sourceRef(d DeadLetter) dedup.SourceRef {
+	return dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}
+}
+
+// classify sets each dead letter's consumer in out, and the status unknown where the store
+// cannot be asked (no event id, no consumer, one the store cannot hold). It returns the event
+// ids to look up per consumer, and the dead letters without an event id whose edited copy may
+// have one.
+func (l StatusLookup) classify(ds []DeadLetter, out []StatusInfo) (byConsumer map[string][]string, noID []int) {
+	byConsumer = map[string][]string{}
 	for i, d := range ds {
 		consumer := l.Consumer
 		if consumer == "" {
@@ -203,34 +236,49 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 			byConsumer[consumer] = append(byConsumer[consumer], d.EventID)
 		}
 	}
+	return byConsumer, noID
+}
+
+// markers looks the event ids up in the store, per consumer, and sets the status of every dead
+// letter classify left open: its marker's, else pending.
+func (l StatusLookup) markers(ctx context.Context, ds []DeadLetter, byConsumer map[string][]string, out []StatusInfo) error {
 	found := make(map[string]map[string]dedup.MarkerRow, len(byConsumer))
 	stale := make(map[string]map[string]string, len(byConsumer)) // consumer → event id → outcome
 	for consumer, ids := range byConsumer {
 		m, err := l.Store.Lookup(ctx, consumer, ids)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		found[consumer] = m
 		if stale[consumer], err = l.outcomes(ctx, consumer, m); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	journaled := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters with an event id
-	pending := false
 	for i, d := range ds {
-		if d.EventID == "" {
-			continue
-		}
-		journaled[d.Topic] = append(journaled[d.Topic], dedup.SourceRecord{
-			SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, EventID: d.EventID, Timestamp: d.Timestamp})
-		if out[i].Status != "" {
+		if d.EventID == "" || out[i].Status != "" {
 			continue
 		}
 		if row, ok := found[out[i].Consumer][d.EventID]; ok {
 			out[i].Status, out[i].Marker = markedStatus(stale[out[i].Consumer][d.EventID]), &row
 			continue
 		}
-		out[i].Status, pending = StatusPending, true
+		out[i].Status = StatusPending
+	}
+	return nil
+}
+
+// journaled finds the replays the journal holds of the dead letters: of those with an event id,
+// and of those without one (noID), whose edited copy may have been replayed. Without a
+// journal none is replayed; NoJournal is told when a pending dead letter may have been.
+func (l StatusLookup) journaled(ctx context.Context, ds []DeadLetter, noID []int, ids map[string]string, out []StatusInfo) (map[dedup.SourceRef]dedup.ReplayRef, error) {
+	journaled := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters with an event id
+	pending := false
+	for i, d := range ds {
+		if d.EventID == "" {
+			continue
+		}
+		journaled[d.Topic] = append(journaled[d.Topic], dedup.SourceRecord{SourceRef: sourceRef(d), EventID: d.EventID, Timestamp: d.Timestamp})
+		pending = pending || out[i].Status == StatusPending
 	}
 	replayed, err := l.replays(ctx, journaled, ids)
 	if errors.Is(err, dedup.ErrNotMigrated) {
@@ -248,8 +296,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		edits := map[string][]dedup.SourceRecord{}
 		for _, i := range noID {
 			d := ds[i]
-			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{
-				SourceRef: dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}, Timestamp: d.Timestamp})
+			edits[d.Topic] = append(edits[d.Topic], dedup.SourceRecord{SourceRef: sourceRef(d), Timestamp: d.Timestamp})
 		}
 		m, err := l.replays(ctx, edits, ids)
 		if err != nil && !errors.Is(err, dedup.ErrNotMigrated) {
@@ -257,20 +304,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 		}
 		maps.Copy(replayed, m)
 	}
-	for i, d := range ds {
-		r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]
-		if !ok || d.EventID == "" {
-			continue
-		}
-		out[i].Replay = replayRefOf(r)
-		if out[i].Status == StatusPending {
-			out[i].Status = StatusReplayed
-		}
-	}
-	if err := l.resolveEdited(ctx, ds, noID, replayed, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return replayed, nil
 }
 
 // outcomes are the outcomes consumer's markers in m record, by event id (dedup.Store.Outcomes):
@@ -328,7 +362,7 @@ func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID [
 	edited := map[string]string{} // run id → the event id of its edited copy ("": none)
 	for _, i := range noID {
 		d := ds[i]
-		r, ok := replayed[dedup.SourceRef{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset}]
+		r, ok := replayed[sourceRef(d)]
 		if !ok {
 			continue
 		}

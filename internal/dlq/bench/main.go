@@ -47,34 +47,46 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 )
 
-func main() {
-	var (
-		brokers    = flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "the real broker (default $FIELDWORK_TEST_BROKERS)")
-		dsn        = flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL for the markers processed check reads (default $FIELDWORK_TEST_DSN)")
-		records    = flag.Int("records", 1_000_000, "dead letters to write")
-		small      = flag.Int("small-records", 100_000, "dead letters of the small topic (peak memory at a tenth of the size; 0: none)")
-		partitions = flag.Int("partitions", 3, "partitions of the topics")
-		valueSize  = flag.Int("value-size", 300, "approximate size of each dead letter's value, bytes")
-		keep       = flag.Bool("keep", false, "keep the topics and the schema created (their names are printed)")
-		rounds     = flag.Int("rounds", 3, "rounds; the contenders alternate their order")
-		binary     = flag.String("fieldwork", "", "fieldwork binary to measure (default: go build the module into a temporary directory)")
-		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
-		readRange  = flag.String("read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
-	)
+// config is the command line.
+type config struct {
+	brokers, dsn, binary, jsonOut, readRange string
+	records, small, partitions, valueSize    int
+	rounds                                   int
+	keep                                     bool
+}
+
+func parseFlags() config {
+	var c config
+	flag.StringVar(&c.brokers, "brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "the real broker (default $FIELDWORK_TEST_BROKERS)")
+	flag.StringVar(&c.dsn, "dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL for the markers processed check reads (default $FIELDWORK_TEST_DSN)")
+	flag.IntVar(&c.records, "records", 1_000_000, "dead letters to write")
+	flag.IntVar(&c.small, "small-records", 100_000, "dead letters of the small topic (peak memory at a tenth of the size; 0: none)")
+	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topics")
+	flag.IntVar(&c.valueSize, "value-size", 300, "approximate size of each dead letter's value, bytes")
+	flag.BoolVar(&c.keep, "keep", false, "keep the topics and the schema created (their names are printed)")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds; the contenders alternate their order")
+	flag.StringVar(&c.binary, "fieldwork", "", "fieldwork binary to measure (default: go build the module into a temporary directory)")
+	flag.StringVar(&c.jsonOut, "json", "", "write every run to this file (benchkit.Report)")
+	flag.StringVar(&c.readRange, "read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
 	flag.Parse()
-	if *brokers == "" {
+	return c
+}
+
+func main() {
+	cfg := parseFlags()
+	if cfg.brokers == "" {
 		fail(errors.New("no broker: pass -brokers or run eval \"$(scripts/services.sh env)\""))
 	}
 	ctx := context.Background()
-	if *readRange != "" {
-		n, err := bareRead(ctx, *brokers, *readRange)
+	if cfg.readRange != "" {
+		n, err := bareRead(ctx, cfg.brokers, cfg.readRange)
 		if err != nil {
 			fail(err)
 		}
 		fmt.Println(n)
 		return
 	}
-	if *dsn == "" {
+	if cfg.dsn == "" {
 		fail(errors.New("no database: pass -dsn or run eval \"$(scripts/services.sh env)\""))
 	}
 	if _, err := exec.LookPath("kcat"); err != nil {
@@ -85,7 +97,7 @@ func main() {
 		fail(err)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(cfg.brokers, ",")...))
 	if err != nil {
 		fail(err)
 	}
@@ -95,19 +107,19 @@ func main() {
 	schema := "fwbench_dlq_" + id
 	var topics []string
 	defer func() {
-		if *keep {
+		if cfg.keep {
 			fmt.Printf("kept topics %s and schema %s\n", strings.Join(topics, ", "), schema)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, topics...)
-		if conn, err := pgx.Connect(ctx, *dsn); err == nil {
+		if conn, err := pgx.Connect(ctx, cfg.dsn); err == nil {
 			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
 			_ = conn.Close(ctx)
 		}
 	}()
-	st, err := dedup.Open(ctx, *dsn, dedup.Options{Schema: schema})
+	st, err := dedup.Open(ctx, cfg.dsn, dedup.Options{Schema: schema})
 	if err != nil {
 		fail(err)
 	}
@@ -115,91 +127,118 @@ func main() {
 	if _, err := st.Migrate(ctx, false); err != nil {
 		fail(err)
 	}
-	sizes := []int{*records}
-	if *small > 0 && *small < *records {
-		sizes = append(sizes, *small)
+	sizes := []int{cfg.records}
+	if cfg.small > 0 && cfg.small < cfg.records {
+		sizes = append(sizes, cfg.small)
 	}
 	names := map[int]string{}
 	for _, n := range sizes {
-		// Not a name the default pattern matches (.dlq, -dlt, .DLT): tests that scan every
-		// dead-letter topic of the broker must not read a million records kept by -keep.
-		name := fmt.Sprintf("fieldwork-bench-%s-%d-deadletters", id, n)
-		forever := "-1"
-		resp, err := adm.CreateTopic(ctx, int32(*partitions), 1, map[string]*string{"retention.ms": &forever}, name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			fail(fmt.Errorf("create topic %s: %w", name, err))
-		}
+		name := createAndFill(ctx, cfg, adm, id, n, st)
 		topics = append(topics, name)
 		names[n] = name
-		start := time.Now()
-		var claim *dedup.Store
-		if n == *records {
-			claim = st // the small topic's events are the first of the large one's: marked already
-		}
-		bytes, err := fill(ctx, *brokers, name, n, *valueSize, claim)
-		if err != nil {
-			fail(err)
-		}
-		el := time.Since(start)
-		fmt.Printf("filled %s: %d dead letters, %.0f MiB of keys, values and headers, in %s (%.0f records/s)\n",
-			name, n, float64(bytes)/(1<<20), el.Round(time.Millisecond), float64(n)/el.Seconds())
 	}
+	bin, cleanup := fieldworkBinary(cfg)
+	defer cleanup()
+	rep := runRounds(cfg, contenders(cfg, bin, self, schema, sizes, names))
+	if err := rep.WriteJSON(cfg.jsonOut); err != nil {
+		fail(err)
+	}
+}
 
-	bin := *binary
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "fieldwork-bench")
-		if err != nil {
-			fail(err)
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "fieldwork")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = moduleRoot()
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fail(fmt.Errorf("go build: %w", err))
-		}
+// createAndFill creates the topic of n dead letters and fills it; the markers are claimed in st
+// for the large topic only (the small topic's events are the first of the large one's).
+func createAndFill(ctx context.Context, cfg config, adm *kadm.Client, id string, n int, st *dedup.Store) string {
+	// Not a name the default pattern matches (.dlq, -dlt, .DLT): tests that scan every
+	// dead-letter topic of the broker must not read a million records kept by -keep.
+	name := fmt.Sprintf("fieldwork-bench-%s-%d-deadletters", id, n)
+	forever := "-1"
+	resp, err := adm.CreateTopic(ctx, int32(cfg.partitions), 1, map[string]*string{"retention.ms": &forever}, name)
+	if err == nil {
+		err = resp.Err
 	}
+	if err != nil {
+		fail(fmt.Errorf("create topic %s: %w", name, err))
+	}
+	start := time.Now()
+	var claim *dedup.Store
+	if n == cfg.records {
+		claim = st
+	}
+	bytes, err := fill(ctx, cfg.brokers, name, n, cfg.valueSize, claim)
+	if err != nil {
+		fail(err)
+	}
+	el := time.Since(start)
+	fmt.Printf("filled %s: %d dead letters, %.0f MiB of keys, values and headers, in %s (%.0f records/s)\n",
+		name, n, float64(bytes)/(1<<20), el.Round(time.Millisecond), float64(n)/el.Seconds())
+	return name
+}
 
-	// A contender is a child process and how to count what it read from its output.
-	type contender struct {
-		key, label string
-		records    int
-		args       []string
-		count      func(out *capture) (int64, error)
+// fieldworkBinary is -fieldwork, else the module built into a temporary directory that cleanup
+// removes.
+func fieldworkBinary(cfg config) (bin string, cleanup func()) {
+	if cfg.binary != "" {
+		return cfg.binary, func() {}
 	}
-	fw := func(topic string, args ...string) []string {
-		return append([]string{bin}, append(args, "--brokers", *brokers)...)
+	dir, err := os.MkdirTemp("", "fieldwork-bench")
+	if err != nil {
+		fail(err)
 	}
-	check := func(topic string) []string {
-		return fw(topic, "processed", "check", "--topic", topic, "--consumer", "bench", "--dsn", *dsn, "--schema", schema, "-o", "json")
+	bin = filepath.Join(dir, "fieldwork")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = moduleRoot()
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		fail(fmt.Errorf("go build: %w", err))
+	}
+	return bin, func() { os.RemoveAll(dir) }
+}
+
+// A contender is a child process and how to count what it read from its output.
+type contender struct {
+	key, label string
+	records    int
+	args       []string
+	count      func(out *capture) (int64, error)
+}
+
+// contenders lists what each round runs: per topic size, dlq stats, processed check and inspect
+// validate; over the large topic, also dlq list, kcat and the bare franz-go read.
+func contenders(cfg config, bin, self, schema string, sizes []int, names map[int]string) []contender {
+	fw := func(args ...string) []string {
+		return append([]string{bin}, append(args, "--brokers", cfg.brokers)...)
 	}
 	var cs []contender
 	for _, n := range sizes {
 		t := names[n]
 		sfx := ""
-		if n != *records {
+		if n != cfg.records {
 			sfx = fmt.Sprintf("@%d", n)
 		}
+		check := fw("processed", "check", "--topic", t, "--consumer", "bench", "--dsn", cfg.dsn, "--schema", schema, "-o", "json")
 		cs = append(cs,
-			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw(t, "dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read")},
-			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check(t), jsonCount("with_marker")},
-			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw(t, "inspect", "validate", t, "-o", "json"), jsonCount("records_scanned")})
-		if n == *records {
+			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read")},
+			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker")},
+			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_scanned")})
+		if n == cfg.records {
 			cs = append(cs,
-				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw(t, "dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount},
-				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", *brokers}, nil},
-				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", *brokers, "-read-range", t}, jsonCount("")})
+				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount},
+				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil},
+				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount("")})
 		}
 	}
+	return cs
+}
+
+// runRounds runs the contenders, round after round in a rotating order, checks what each read,
+// prints every run and then the medians.
+func runRounds(cfg config, cs []contender) benchkit.Report {
 	rep := benchkit.Report{Bench: "dlq", Notes: []string{
-		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", *records, *valueSize, *partitions, *small),
+		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", cfg.records, cfg.valueSize, cfg.partitions, cfg.small),
 		benchkit.KcatVersion(),
 	}}
-	for r := range *rounds {
+	for r := range cfg.rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
 			var out capture
 			cmd := exec.Command(c.args[0], c.args[1:]...)
@@ -228,9 +267,7 @@ func main() {
 		fmt.Printf("%-20s %-55s %9.0f records/s (median of %d; %.0f–%.0f), peak RSS %.1f–%.1f MiB\n",
 			s.Key, s.Label+":", benchkit.Median(s.Rates()), len(s.Runs), lo, hi, plo, phi)
 	}
-	if err := rep.WriteJSON(*jsonOut); err != nil {
-		fail(err)
-	}
+	return rep
 }
 
 // capture is a child's standard output: its lines counted, and its first 16 MiB kept (a

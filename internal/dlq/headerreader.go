@@ -1,0 +1,423 @@
+package dlq
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/printable"
+)
+
+// headerReader reads one record's headers into a DeadLetter: the route as the convention
+// declares it (readRoute), the rest with the convention's read function.
+type headerReader struct {
+	d *DeadLetter
+	// raw are the record's headers, which d.Headers copies unless ParseOptions.NoHeaders.
+	raw []kgo.RecordHeader
+	// firstAt and lastAt are 1 + the index in raw of the first and last header of each hdr,
+	// 0 when absent.
+	firstAt, lastAt [maxHeaders]int32
+	// conv is the convention index found the record's, nil for none.
+	conv *convention
+	// noTimes skips the time headers (ParseOptions.NoTimes).
+	noTimes bool
+	// strings shares repeated header text (ParseOptions.strings); nil allocates each.
+	strings *interner
+	// memo is the state a Parser keeps between records; nil for a one-off parse.
+	memo *parseMemo
+	// fallbackReason is the reason the convention's rule gives when neither its headers nor
+	// the failure's class decide (docs/design.md §3.2); "" leaves it unknown.
+	fallbackReason string
+}
+
+// interner hands out one string for equal header values, bounded in entries and bytes: once
+// full it allocates as if it were not there. It is not safe for concurrent use.
+type interner struct {
+	m     map[string]string
+	bytes int
+}
+
+const (
+	internMaxEntries = 4096
+	internMaxBytes   = 1 << 20
+)
+
+func newInterner() *interner { return &interner{m: make(map[string]string)} }
+
+func (in *interner) get(b []byte) string {
+	if s, ok := in.m[string(b)]; ok { // the lookup does not allocate
+		return s
+	}
+	s := string(b)
+	if len(in.m) < internMaxEntries && in.bytes+len(s) <= internMaxBytes {
+		in.m[s] = s
+		in.bytes += len(s)
+	}
+	return s
+}
+
+// asciiLower lower-cases ASCII letters only, so that keys compare ignoring ASCII case while
+// every other byte (including invalid UTF-8) stays as it is. It allocates only when s has an
+// upper-case letter.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// index copies the headers into d.Headers, finds the headers Parse reads and decides the
+// convention. Conventions that lose to a preferred one are listed as problems.
+func (p *headerReader) index(headers []kgo.RecordHeader, copyHeaders bool) {
+	if len(headers) == 0 {
+		return
+	}
+	p.raw = headers
+	if copyHeaders {
+		p.d.Headers = make([]envelope.Header, len(headers))
+	}
+	var firstOf [len(conventions)]int // 1 + index of the convention's first header, 0: none
+	for i, h := range headers {
+		if copyHeaders {
+			p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		}
+		m := p.memo.meta(i, h.Key)
+		if m.conv > 0 {
+			if k := m.conv - 1; firstOf[k] == 0 {
+				firstOf[k] = i + 1
+			}
+		}
+		if m.id > 0 {
+			id := hdr(m.id - 1)
+			if p.firstAt[id] == 0 {
+				p.firstAt[id] = int32(i + 1)
+			}
+			p.lastAt[id] = int32(i + 1)
+		}
+	}
+	for k, first := range firstOf {
+		if first == 0 {
+			continue
+		}
+		c := conventions[k].name
+		if p.conv == nil {
+			p.conv, p.d.Convention = conventions[k], c
+			continue
+		}
+		// Only a prefix matched this key, so it may not be UTF-8: the problem names it readably
+		// (Headers keeps the exact bytes), so that it survives JSON.
+		p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{
+			Header:  strings.ToValidUTF8(p.raw[firstOf[k]-1].Key, "\uFFFD"),
+			Problem: fmt.Sprintf("not read: the record also has %s dead-letter headers, which take precedence over %s ones", p.d.Convention, c),
+		})
+	}
+}
+
+func (p *headerReader) first(id hdr) ([]byte, bool) {
+	if i := p.firstAt[id]; i > 0 {
+		return p.raw[i-1].Value, true
+	}
+	return nil, false
+}
+
+func (p *headerReader) last(id hdr) ([]byte, bool) {
+	if i := p.lastAt[id]; i > 0 {
+		return p.raw[i-1].Value, true
+	}
+	return nil, false
+}
+
+// either is a when the record has that header, else b: the header a convention writes under
+// two names (Spring's recoverer and retry topics, Karafka's current and older names).
+func (p *headerReader) either(a, b hdr) hdr {
+	if p.firstAt[a] > 0 {
+		return a
+	}
+	return b
+}
+
+// key returns the key of the header id as it was written (the last one with that key).
+func (p *headerReader) key(id hdr) string {
+	if i := p.lastAt[id]; i > 0 {
+		return p.raw[i-1].Key
+	}
+	return ""
+}
+
+func (p *headerReader) problemf(id hdr, format string, args ...any) {
+	p.d.HeaderProblems = append(p.d.HeaderProblems, HeaderProblem{Header: p.key(id), Problem: fmt.Sprintf(format, args...)})
+}
+
+type lookup func(hdr) ([]byte, bool)
+
+// text reads a UTF-8 header; "" when absent. Bytes that are not UTF-8 become U+FFFD and are
+// listed as a problem.
+func (p *headerReader) text(id hdr, get lookup) string {
+	v, ok := get(id)
+	if !ok {
+		return ""
+	}
+	return p.textOf(id, v)
+}
+
+func (p *headerReader) textOf(id hdr, v []byte) string {
+	if p.memo != nil && repeated[id] {
+		// The text read last is kept only when it was valid UTF-8: equal bytes need no check.
+		if s := p.memo.last[id]; s != "" && s == string(v) { // the comparison does not allocate
+			return s
+		}
+	}
+	if !utf8.Valid(v) {
+		p.problemf(id, "%s: read with U+FFFD in its place", printable.InvalidUTF8(v))
+		return strings.ToValidUTF8(string(v), "\uFFFD")
+	}
+	if p.strings != nil && repeated[id] {
+		return p.strings.get(v)
+	}
+	if p.memo != nil && repeated[id] {
+		s := string(v)
+		p.memo.last[id] = s
+		return s
+	}
+	return string(v)
+}
+
+// topic reads a topic-name header; a name Kafka would not accept is kept and listed.
+func (p *headerReader) topic(id hdr, get lookup) string {
+	t := p.text(id, get)
+	if _, present := get(id); present && !kafka.ValidTopic(t) {
+		p.problemf(id, "%s is not a valid topic name", quote(t))
+	}
+	return t
+}
+
+// decimal reads a decimal integer that fits in bits bits (sign included), spaces around it
+// allowed. A well-formed number allocates nothing.
+func (p *headerReader) decimal(id hdr, v []byte, bits int) (int64, bool) {
+	if !utf8.Valid(v) {
+		_ = p.textOf(id, v) // lists the problem
+	}
+	t := bytes.TrimSpace(v)
+	if len(t) == 0 {
+		p.problemf(id, "empty: want a decimal integer")
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(t), 10, bits+1)
+	if err != nil {
+		s := strings.ToValidUTF8(string(t), "\uFFFD")
+		if errors.Is(err, strconv.ErrRange) {
+			p.problemf(id, "integer out of range: %s", quote(s))
+		} else {
+			p.problemf(id, "not an integer: %s", quote(s))
+		}
+		return 0, false
+	}
+	return n, true
+}
+
+// integer reads the number header id holds, of bits bits (sign included): 31 for a partition,
+// 63 for an offset or a time; decimal text, or big-endian bytes when enc (the header's declared
+// encoding) says so.
+func (p *headerReader) integer(id hdr, get lookup, bits int, enc how) (int64, bool) {
+	v, ok := get(id)
+	if !ok {
+		return 0, false
+	}
+	if enc == bigEndian {
+		return p.bigEndian(id, v, (bits+1)/8)
+	}
+	return p.decimal(id, v, bits)
+}
+
+// partition checks a partition number read from a header.
+func (p *headerReader) partition(id hdr, n int64) *int32 {
+	if n < 0 || n > 1<<31-1 {
+		p.problemf(id, "partition %d out of range", n)
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+// offset checks an offset read from a header.
+func (p *headerReader) offset(id hdr, n int64) *int64 {
+	if n < 0 {
+		p.problemf(id, "negative offset %d", n)
+		return nil
+	}
+	return &n
+}
+
+// epochMillis turns a Spring timestamp into a time. -1 is Kafka's "no timestamp": nil, and
+// not a problem.
+func (p *headerReader) epochMillis(id hdr, ms int64) *time.Time {
+	if ms == -1 {
+		return nil
+	}
+	if ms < 0 {
+		p.problemf(id, "negative timestamp %d", ms)
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
+}
+
+// rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
+func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
+	if p.noTimes {
+		return nil
+	}
+	v, ok := get(id)
+	if !ok {
+		return nil
+	}
+	s := strings.TrimSpace(p.textOf(id, v))
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		p.problemf(id, "not an RFC 3339 time: %s", quote(s))
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// bigEndian reads the width-byte (4 or 8) big-endian integer a Spring header holds. Some
+// producers write other shapes; each is read, and listed as a problem: decimal text, a 4-byte
+// int where 8 bytes are due and an 8-byte one where 4 are due. Any other length is a problem
+// and not read.
+//
+// width bytes that are all ASCII digits are read as decimal text: as a big-endian int they
+// would be at least 0x30303030 (808,464,432), beyond any real partition, offset or epoch
+// millisecond.
+func (p *headerReader) bigEndian(id hdr, v []byte, width int) (int64, bool) {
+	if len(v) == width && !allDigits(v) {
+		if width == 4 {
+			return int64(int32(binary.BigEndian.Uint32(v))), true
+		}
+		return int64(binary.BigEndian.Uint64(v)), true
+	}
+	if s := bytes.TrimSpace(v); len(s) > 0 && isDecimal(s) {
+		n, err := strconv.ParseInt(string(s), 10, width*8)
+		if err != nil {
+			p.problemf(id, "want %d big-endian bytes, got decimal text %s, out of range", width, quote(string(s)))
+			return 0, false
+		}
+		p.problemf(id, "want %d big-endian bytes, got decimal text %s: read as %d", width, quote(string(s)), n)
+		return n, true
+	}
+	switch {
+	case width == 4 && len(v) == 8:
+		n := int64(binary.BigEndian.Uint64(v))
+		if n < -1<<31 || n > 1<<31-1 {
+			p.problemf(id, "want 4 bytes, got 8 holding %d, out of range", n)
+			return 0, false
+		}
+		p.problemf(id, "want 4 bytes, got 8: read as a big-endian int64, %d", n)
+		return n, true
+	case width == 8 && len(v) == 4:
+		n := int64(int32(binary.BigEndian.Uint32(v)))
+		p.problemf(id, "want 8 bytes, got 4: read as a big-endian int32, %d", n)
+		return n, true
+	}
+	p.problemf(id, "want %d bytes, got %d", width, len(v))
+	return 0, false
+}
+
+// bigEndianAnyWidth reads a 1- to 8-byte big-endian two's complement integer (Java's
+// BigInteger.toByteArray), or decimal text (listed as a problem).
+func (p *headerReader) bigEndianAnyWidth(id hdr, v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 8 {
+		if s := bytes.TrimSpace(v); len(s) > 0 && isDecimal(s) {
+			return p.bigEndian(id, v, 8)
+		}
+		p.problemf(id, "want 1 to 8 big-endian bytes, got %d", len(v))
+		return 0, false
+	}
+	var n int64
+	if v[0]&0x80 != 0 {
+		n = -1
+	}
+	for _, b := range v {
+		n = n<<8 | int64(b)
+	}
+	return n, true
+}
+
+func allDigits(v []byte) bool {
+	for _, b := range v {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+// isDecimal reports whether s is an optional '-' followed by ASCII digits.
+func isDecimal(s []byte) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	return allDigits(s)
+}
+
+// endpointTopic reads a topic-name header that may be an endpoint URI (kafka://topic/NAME):
+// the topic it names, a name Kafka would not accept kept and listed.
+func (p *headerReader) endpointTopic(id hdr, get lookup) string {
+	v, ok := get(id)
+	if !ok {
+		return ""
+	}
+	dest := p.textOf(id, v)
+	t := endpointTopicName(dest)
+	if !kafka.ValidTopic(t) {
+		p.problemf(id, "%s names no valid topic", quote(dest))
+	}
+	return t
+}
+
+// endpointTopicName is the topic an endpoint URI names (kafka://topic/orders), or the value
+// itself when it is no URI.
+func endpointTopicName(dest string) string {
+	if i := strings.Index(dest, "://"); i >= 0 {
+		rest := strings.Trim(dest[i+3:], "/")
+		if j := strings.LastIndexByte(rest, '/'); j >= 0 {
+			return rest[j+1:]
+		}
+		return rest
+	}
+	return dest
+}
+
+// count reads the last header id as a count: a decimal integer, not negative.
+func (p *headerReader) count(id hdr) (int64, bool) {
+	v, ok := p.last(id)
+	if !ok {
+		return 0, false
+	}
+	n, ok := p.decimal(id, v, 31)
+	if !ok {
+		return 0, false
+	}
+	if n < 0 {
+		p.problemf(id, "negative count %d", n)
+		return 0, false
+	}
+	return n, true
+}
