@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/internal/testenv"
 	"github.com/fieldwork/fieldwork/internal/testenv/golden"
 )
 
@@ -62,19 +63,11 @@ type row struct {
 }
 
 func TestArchitecture(t *testing.T) {
-	root := moduleRoot(t)
+	root, text, rows := documented(t)
 	pkgs := listPackages(t, root)
-	text, err := os.ReadFile(filepath.Join(root, doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := parseTable(string(text))
-	if err != nil {
-		t.Fatalf("%s: %v", doc, err)
-	}
 	floors := floorsOf(pkgs)
 	if golden.Update() {
-		updated := strings.Replace(string(text), renderRows(rows), renderRows(regenerate(pkgs, floors, rows)), 1)
+		updated := strings.Replace(text, renderRows(rows), renderRows(regenerate(pkgs, floors, rows)), 1)
 		if err := os.WriteFile(filepath.Join(root, doc), []byte(updated), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +76,20 @@ func TestArchitecture(t *testing.T) {
 	for _, problem := range check(pkgs, floors, rows) {
 		t.Error(problem)
 	}
+}
+
+// documented returns the module's root, docs/architecture.md's text and its import table.
+func documented(t *testing.T) (root, text string, rows []row) {
+	t.Helper()
+	root = testenv.ModuleRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = parseTable(string(b)); err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	return root, string(b), rows
 }
 
 // check returns every way the documented table and the real imports disagree, each naming
@@ -291,23 +298,6 @@ func goTool() string {
 		return p
 	}
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
-}
-
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

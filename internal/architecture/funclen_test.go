@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,15 +19,7 @@ const maxFuncLines = 80
 // (the layers of docs/architecture.md's table) longer than maxFuncLines whose doc comment does
 // not say why.
 func TestFunctionsAReaderCanHold(t *testing.T) {
-	root := moduleRoot(t)
-	text, err := os.ReadFile(filepath.Join(root, doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := parseTable(string(text))
-	if err != nil {
-		t.Fatalf("%s: %v", doc, err)
-	}
+	root, _, rows := documented(t)
 	for _, r := range rows {
 		if r.layer != layerDomain && r.layer != layerPresentation {
 			continue
