@@ -26,6 +26,10 @@ const (
 	// NeedNewStore opens the dedup store, creating an SQLite file that does not exist (see
 	// Factory.CreateStore): only for the commands that create a store (`db migrate`).
 	NeedNewStore
+	// OwnSchemaProblems says the run answers for the payloads it could not decode itself
+	// (`consume` dead-letters them and logs each in its own log format): RunWith adds no
+	// SchemaProblems warning after it.
+	OwnSchemaProblems
 )
 
 // Clients are what a command's run works with: the printer for -o and, as Need asks, the
@@ -114,7 +118,7 @@ func RunWith[O any](cmd *cobra.Command, f *Factory, need Need, opts O, runF func
 		WarnUnknownConsumer(cmd.Context(), c.Streams, c.Store, n.NamedConsumer())
 	}
 	err = run(cmd.Context(), opts, c)
-	if err == nil {
+	if err == nil && need&OwnSchemaProblems == 0 {
 		err = SchemaProblems(c.Streams, c.Schemas)
 	}
 	return StoreError(err, c.Naming)

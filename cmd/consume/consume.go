@@ -168,10 +168,11 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 			}
 			// The cluster is connected once before the run, so that a broker that cannot be
 			// reached fails at start, exit 4; --migrate creates the store, without it an SQLite
-			// file that does not exist is refused.
-			need := cmdutil.NeedKafka | cmdutil.NeedStore
+			// file that does not exist is refused. A payload the run cannot decode is dead-lettered
+			// and logged by the engine, not warned of after the run.
+			need := cmdutil.NeedKafka | cmdutil.NeedStore | cmdutil.OwnSchemaProblems
 			if opts.Migrate {
-				need = cmdutil.NeedKafka | cmdutil.NeedNewStore
+				need = cmdutil.NeedKafka | cmdutil.NeedNewStore | cmdutil.OwnSchemaProblems
 			}
 			return cmdutil.RunWith(cmd, f, need, opts, runF, consumeRun)
 		},
