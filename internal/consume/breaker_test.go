@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,13 +23,7 @@ import (
 // runTripped runs an engine that must stop on its breaker and returns the trip.
 func runTripped(t testing.TB, o consume.Options) (*consume.TrippedError, consume.Stats) {
 	t.Helper()
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err = e.Run(ctx)
+	e, err := runEngine(t, o)
 	var te *consume.TrippedError
 	if !errors.As(err, &te) {
 		t.Fatalf("run: %v; want the breaker tripped (stats %+v)", err, e.Stats())
@@ -241,7 +234,7 @@ func TestBreakerStopsRejectingHandler(t *testing.T) {
 			if s := run(t, engineOpts(t, st, fixed, topic, group)); s.DeadLettered != 0 {
 				t.Errorf("fixed release: %+v", s)
 			}
-			markers := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
+			markers := markerCount(t, st, group)
 			if markers+int64(written) != int64(man.Events) {
 				t.Errorf("%d markers + %d dead letters, want the %d events", markers, written, man.Events)
 			}
@@ -276,12 +269,8 @@ func TestBreakerRatio(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
 	topic, dlqTopic := topics(t, 1)
-	recs, _, err := sample.Generate(sample.Options{Seed: 92, Aggregates: 30, EventsPerAggregate: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cl := producer(t)
-	testenv.Produce(t, cl, sample.KgoRecords(topic, recs)...)
+	produceSample(t, cl, topic, sample.Options{Seed: 92, Aggregates: 30, EventsPerAggregate: 2})
 	group := testenv.Name(t, "ratio")
 	h := handler(t, st, schema, handlers.NameAudit, group, handlers.Config{})
 	o := engineOpts(t, st, oneInThree{h}, topic, group)

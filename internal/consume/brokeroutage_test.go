@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/sample"
@@ -56,11 +55,7 @@ func TestBrokerOutageStopWhenIdle(t *testing.T) {
 	dlqTopic := topic + ".dlq"
 	createTopicWith(t, kcl, topic, 3, nil)
 	createTopicWith(t, kcl, dlqTopic, 1, nil)
-	recs, man, err := sample.Generate(sample.Options{Seed: 53, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 30, Poison: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Produce(t, kcl, sample.KgoRecords(topic, recs)...)
+	recs, man := produceSample(t, kcl, topic, sample.Options{Seed: 53, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 30, Poison: 6})
 
 	group := "projection-broker-outage"
 	h := slow{handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), time.Millisecond}
@@ -71,14 +66,7 @@ func TestBrokerOutageStopWhenIdle(t *testing.T) {
 	o.StopWhenIdle = 3 * time.Second
 	counts := map[string]*atomic.Int64{"partitions lost": {}, "partitions assigned": {}, "stopping": {}}
 	o.Logger = slog.New(counting{testLogger(t).Handler(), counts})
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(ctx) }()
+	e, _, runErr := startEngine(t, o, 4*time.Minute)
 
 	waitUntil(t, runErr, "the consumer to be under way", func() bool { return e.Stats().Processed >= 1000 })
 	atStop := e.Stats()
@@ -90,14 +78,11 @@ func TestBrokerOutageStopWhenIdle(t *testing.T) {
 	case <-time.After(outage):
 	}
 	k.Start()
-	if err := <-runErr; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	stats := e.Stats()
+	stats := stopped(t, e, runErr)
 
 	behind, _ := groupLag(t, k.Client(t), group, topic)
 	applied, stale := checkProjection(t, st, schema, group, man)
-	markers := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
+	markers := markerCount(t, st, group)
 	poison := map[string]bool{}
 	for _, d := range testenv.ReadTopic(t, k.Brokers(), dlqTopic) {
 		p, _ := header(d, dlq.HeaderPartition)

@@ -23,11 +23,7 @@ func TestCLI(t *testing.T) {
 	var topic string
 	if os.Getenv("FIELDWORK_TEST_BROKERS") != "" {
 		topic, _ = topics(t, 2)
-		recs, _, err := sample.Generate(sample.Options{Seed: 3, Aggregates: 20, EventsPerAggregate: 6, DuplicateFraction: 0.05, Stale: 2, Poison: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+		produceSample(t, producer(t), topic, sample.Options{Seed: 3, Aggregates: 20, EventsPerAggregate: 6, DuplicateFraction: 0.05, Stale: 2, Poison: 3})
 	}
 	p := testenv.ScriptParams(filepath.Join("..", "..", "testdata", "consume"))
 	shared := p.Setup

@@ -18,6 +18,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/sample"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -141,16 +142,67 @@ func engineOpts(t testing.TB, st *dedup.Store, h consume.Handler, topic, group s
 // run runs an engine until it is idle and returns its totals.
 func run(t testing.TB, o consume.Options) consume.Stats {
 	t.Helper()
+	e, err := runEngine(t, o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return e.Stats()
+}
+
+// runEngine builds an engine of o and runs it, for two minutes at the most, until it stops;
+// it returns the engine and what Run returned.
+func runEngine(t testing.TB, o consume.Options) (*consume.Engine, error) {
+	t.Helper()
 	e, err := consume.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := e.Run(ctx); err != nil {
+	return e, e.Run(ctx)
+}
+
+// startEngine builds an engine of o and runs it in the background for within at the most
+// (its context is cancelled at cleanup); runErr receives what Run returns.
+func startEngine(t testing.TB, o consume.Options, within time.Duration) (e *consume.Engine, ctx context.Context, runErr chan error) {
+	t.Helper()
+	e, err := consume.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	runErr = make(chan error, 1)
+	go func() { runErr <- e.Run(ctx) }()
+	return e, ctx, runErr
+}
+
+// stopped waits for a started engine's run to end, fails the test if it failed, and returns
+// the engine's totals.
+func stopped(t testing.TB, e *consume.Engine, runErr chan error) consume.Stats {
+	t.Helper()
+	if err := <-runErr; err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	return e.Stats()
+}
+
+// produceSample generates the sample stream o describes and produces it to topic through cl;
+// it returns the stream and its manifest.
+func produceSample(t testing.TB, cl *kgo.Client, topic string, o sample.Options) ([]sample.Record, sample.Manifest) {
+	t.Helper()
+	recs, man, err := sample.Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Produce(t, cl, sample.KgoRecords(topic, recs)...)
+	return recs, man
+}
+
+// markerCount counts the markers group holds in st.
+func markerCount(t testing.TB, st *dedup.Store, group string) int64 {
+	t.Helper()
+	return queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
 }
 
 // handler builds a bundled handler and migrates its tables.

@@ -169,14 +169,7 @@ func TestPoisonLargerThanTheDeadLetterTopic(t *testing.T) {
 			// changes the dead-letter topic.
 			gate := make(chan struct{})
 			h := &watching{Handler: handler(t, st, schema, handlers.NameAudit, group, handlers.Config{}), gate: gate, first: map[int32]int{}}
-			e, err := consume.New(engineOpts(t, st, h, topic, group))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			runErr := make(chan error, 1)
-			go func() { runErr <- e.Run(ctx) }()
+			e, _, runErr := startEngine(t, engineOpts(t, st, h, topic, group), 2*time.Minute)
 			waitUntil(t, runErr, "the first events", func() bool { return h.calls() >= 2 })
 			if c.lowerTo > 0 {
 				lowerMaxMessageBytes(t, dlqTopic, c.lowerTo)
@@ -253,14 +246,7 @@ func TestDeadLetterTopicDeleted(t *testing.T) {
 	o := engineOpts(t, st, h, topic, group)
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(ctx) }()
+	_, _, runErr := startEngine(t, o, 2*time.Minute)
 	waitUntil(t, runErr, "the first events", func() bool { return h.calls() >= 2 })
 	deleteTopic(t, dlqTopic)
 
@@ -268,7 +254,7 @@ func TestDeadLetterTopicDeleted(t *testing.T) {
 	testenv.Produce(t, prod, poison, smallEvent(t, topic, 0, "ev-0-after", "task-0003"),
 		smallEvent(t, topic, 1, "ev-1-after", "task-0004"), smallEvent(t, topic, 1, "ev-1-last", "task-0005"))
 	close(gate)
-	err = <-runErr
+	err := <-runErr
 	var halted *consume.HaltedError
 	if !errors.As(err, &halted) {
 		t.Fatalf("run: %v; want a HaltedError", err)

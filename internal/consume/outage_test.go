@@ -33,11 +33,7 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	st, schema := pgStoreDSN(t, dsn+sep+"application_name="+app)
 	topic, dlqTopic := topics(t, 3)
-	recs, man, err := sample.Generate(sample.Options{Seed: 31, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+	_, man := produceSample(t, producer(t), topic, sample.Options{Seed: 31, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 30})
 
 	group := "projection-outage"
 	h := handler(t, st, schema, handlers.NameProjection, group, handlers.Config{})
@@ -45,14 +41,7 @@ func TestPostgresOutage(t *testing.T) {
 	o.BatchMax = 50
 	o.InfraBackoff = consume.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
 	o.StopWhenIdle = 4 * time.Second
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(ctx) }()
+	e, ctx, runErr := startEngine(t, o, 3*time.Minute)
 
 	// Three outages of 2s, a second apart, once the consumer is under way.
 	conn, err := pgx.Connect(ctx, dsn)
@@ -81,13 +70,10 @@ func TestPostgresOutage(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if err := <-runErr; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	stats := e.Stats()
+	stats := stopped(t, e, runErr)
 
 	applied, stale := checkProjection(t, st, schema, group, man)
-	markers := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
+	markers := markerCount(t, st, group)
 	dls := readAll(t, dlqTopic)
 	report := fmt.Sprintf("postgres outage: %d connections terminated in 3 outages of 2s (started after %d events); the consumer retried %d times and resumed: "+
 		"%d records, applied_events %d (want %d), stale_events %d (want %d), markers %d (want %d), dead letters %d (want 0)",

@@ -63,8 +63,7 @@ func (w *watching) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, 
 			return 0, ctx.Err()
 		}
 	}
-	time.Sleep(w.delay)
-	return w.Handler.Handle(ctx, tx, ev, rec)
+	return slow{w.Handler, w.delay}.Handle(ctx, tx, ev, rec)
 }
 
 // TestPartitionsStartTogether: the partitions of one consumer start together. A poll that
@@ -107,14 +106,7 @@ func TestSlowPartitionDoesNotHoldUpOthers(t *testing.T) {
 	h := &watching{Handler: handler(t, st, schema, handlers.NameAudit, group, handlers.Config{}), gate: gate, first: map[int32]int{}}
 	o := engineOpts(t, st, h, topic, group)
 	o.BatchMax = 50
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(ctx) }()
+	e, _, runErr := startEngine(t, o, 2*time.Minute)
 	cl := testenv.Client(t)
 	var behind []string
 	waitUntil(t, runErr, "partitions 1-3 to be committed to their end while partition 0 is stuck", func() bool {

@@ -34,11 +34,7 @@ func TestRebalance(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
 	topic, dlqTopic := topics(t, 4)
-	recs, man, err := sample.Generate(sample.Options{Seed: 41, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+	recs, man := produceSample(t, producer(t), topic, sample.Options{Seed: 41, Aggregates: 600, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 20})
 	group := testenv.Name(t, "projection-rebalance")
 	// The first member alone needs about 8s for the stream (4 partitions at once, 5ms an
 	// event): the second one's join, 3 to 4s, must come while there is work left to move.

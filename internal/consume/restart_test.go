@@ -30,11 +30,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic, dlqTopic := topics(t, 3)
-	recs, man, err := sample.Generate(sample.Options{Seed: 47, Aggregates: 500, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Produce(t, producer(t), sample.KgoRecords(topic, recs)...)
+	_, man := produceSample(t, producer(t), topic, sample.Options{Seed: 47, Aggregates: 500, EventsPerAggregate: 10, DuplicateFraction: 0.05, Stale: 25})
 
 	group := "projection-restart"
 	h := handler(t, st, schema, handlers.NameProjection, group, handlers.Config{})
@@ -42,14 +38,7 @@ func TestPostgresRestart(t *testing.T) {
 	o.BatchMax = 50
 	o.InfraBackoff = consume.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 	o.StopWhenIdle = 5 * time.Second
-	e, err := consume.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(rctx) }()
+	e, _, runErr := startEngine(t, o, 3*time.Minute)
 
 	for e.Stats().Processed < 300 {
 		select {
@@ -62,13 +51,10 @@ func TestPostgresRestart(t *testing.T) {
 	pg.Stop()
 	time.Sleep(3 * time.Second)
 	pg.Start()
-	if err := <-runErr; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	stats := e.Stats()
+	stats := stopped(t, e, runErr)
 
 	applied, stale := checkProjection(t, st, schema, group, man)
-	markers := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
+	markers := markerCount(t, st, group)
 	dls := readAll(t, dlqTopic)
 	t.Logf("postgres restart: stopped after %d events, down 3s, %d infrastructure retries; "+
 		"%d records, applied_events %d (want %d), stale_events %d (want %d), markers %d (want %d), dead letters %d (want 0)",

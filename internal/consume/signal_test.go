@@ -106,7 +106,7 @@ func TestSignals(t *testing.T) {
 		return queryInt(t, st, `SELECT count(*) FROM `+tableName(t, st, schema, handlers.TableWebhookDeliveries)+` WHERE consumer = $1`, group)
 	}
 	markers := func(group string) int64 {
-		return queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1`, group)
+		return markerCount(t, st, group)
 	}
 
 	// One signal: the drain waits for the batch in flight.

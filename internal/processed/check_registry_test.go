@@ -21,8 +21,7 @@ import (
 // without a registry they are malformed, naming their schema id; with a registry that does
 // not answer the check stops (a connection error) rather than call them malformed.
 func TestCheckReadsRegistryFramedEvents(t *testing.T) {
-	c := testenv.Cluster(t)
-	st := pgStore(t, true)
+	c, st := checkServices(t)
 	url, user, pw := testenv.SchemaRegistry(t)
 	ids := schematest.Register(t, testenv.RegistryClient(t), testenv.Name(t, "pcsr"))
 	vs, _ := schematest.Serde(t, ids.AvroEvent, ids.AvroKey)

@@ -1,7 +1,6 @@
 package processed_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,8 +20,7 @@ import (
 // records, marks some of the events, and checks that the gap finder finds exactly the
 // unmarked ones, in lookup batches smaller than the range, listed or streamed.
 func TestCheckFindsGapsExactly(t *testing.T) {
-	c := testenv.Cluster(t)
-	st := pgStore(t, true)
+	c, st := checkServices(t)
 	topic := testenv.Topic(t, 2, nil)
 	const consumer = "billing"
 	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -103,14 +101,7 @@ func TestCheckFindsGapsExactly(t *testing.T) {
 	if rep.Records != 33 || rep.Missing != 11 || rep.Malformed != 1 || len(rep.MissingRecords) != 11 || len(rep.Ranges) != 1 {
 		t.Fatalf("partition 1: records %d missing %d malformed %d", rep.Records, rep.Missing, rep.Malformed)
 	}
-	b, _ := json.Marshal(rep)
-	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(b, &fields)
-	var keys []string
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := jsonFields(rep)
 	if want := "[consumer dominant_malformed events malformed malformed_examples max_malformed_share missing missing_records missing_truncated ranges records table topic unreadable with_marker]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}

@@ -2,12 +2,15 @@ package processed_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -54,4 +57,24 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// jsonFields is the sorted names of the fields v's JSON object holds, as a command prints it.
+func jsonFields(v any) []string {
+	b, _ := json.Marshal(v)
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b, &fields)
+	var keys []string
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkServices is what a gap-finder test reads and writes: the real cluster and a migrated
+// store of its own.
+func checkServices(t *testing.T) (*kafka.Cluster, *dedup.Store) {
+	t.Helper()
+	return testenv.Cluster(t), pgStore(t, true)
 }

@@ -20,8 +20,7 @@ import (
 // event marked) still passes; a share of malformed records above MaxMalformedShare fails,
 // NoMalformed accepts none.
 func TestCheckRefusesAnUnreadableRange(t *testing.T) {
-	c := testenv.Cluster(t)
-	st := pgStore(t, true)
+	c, st := checkServices(t)
 
 	unread := testenv.Topic(t, 3, nil)
 	prod := testenv.Client(t, kgo.DefaultProduceTopic(unread))

@@ -313,11 +313,7 @@ func testRecordIdentity(t *testing.T, fresh Fresh) {
 	at := func(off int64, topicID, eventID string, stamp time.Time) dedup.SourceRecord {
 		return dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: off}, TopicID: topicID, EventID: eventID, Timestamp: stamp}
 	}
-	for _, c := range []struct {
-		name string
-		rec  dedup.SourceRecord
-		run  string // "" : not replayed
-	}{
+	checkReplayedBy(ctx, t, st, []replayedCase{
 		{"the new 0/1, by the run of B", at(1, "BBBBBBBBBBBBBBBBBBBBBB", "e-new-1", ts.Add(time.Hour)), "of-B"},
 		{"the old 0/1, by the run of A although B's is later", at(1, "AAAAAAAAAAAAAAAAAAAAAA", "e-old-1", ts), "of-A"},
 		{"the new 0/2: the send of A was of the old one", at(2, "BBBBBBBBBBBBBBBBBBBBBB", "e-2", ts.Add(time.Second)), ""},
@@ -327,16 +323,7 @@ func testRecordIdentity(t *testing.T, fresh Fresh) {
 		{"0/2, topic ID not known to the asker", at(2, "", "e-2", ts.Add(time.Second)), "of-A"},
 		{"0/1, topic ID and timestamp not known: told by event id", at(1, "", "e-old-1", time.Time{}), "of-A"},
 		{"0/3 under a third topic ID", at(3, "CCCCCCCCCCCCCCCCCCCCCC", "e-3", ts.Add(time.Hour)), ""},
-	} {
-		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{c.rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, ok := got[c.rec.SourceRef]
-		if c.run == "" && ok || c.run != "" && r.RunID != c.run {
-			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
-		}
-	}
+	})
 	// A resume reads the sends beyond the checkpoint with their timestamps.
 	after, err := st.ReplaySendsAfterCheckpoint(ctx, "of-B")
 	if err != nil || len(after) != 2 || !after[0].SourceTimestamp.Equal(ts.Add(time.Hour)) || after[0].EventID != "e-new-1" {
@@ -621,6 +608,28 @@ VALUES ('old', $1, 'orders.dlq', 0, $2, $3, 'orders', $4, $5, $6, $7, $8, $9)`
 	}
 }
 
+// replayedCase is a record of orders.dlq and the run that replayed it ("": not replayed).
+type replayedCase struct {
+	name string
+	rec  dedup.SourceRecord
+	run  string
+}
+
+// checkReplayedBy asks the store, one record at a time, which run replayed each case's record.
+func checkReplayedBy(ctx context.Context, t *testing.T, st *dedup.Store, cases []replayedCase) {
+	t.Helper()
+	for _, c := range cases {
+		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{c.rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := got[c.rec.SourceRef]
+		if c.run == "" && ok || c.run != "" && r.RunID != c.run {
+			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
+		}
+	}
+}
+
 // replayedAcrossRecordIdentity checks, after the migration, that a run of the topic recreated
 // (topic ID B) that sends its 0/1, another record, is told apart from run "old"'s sends.
 func replayedAcrossRecordIdentity(ctx context.Context, t *testing.T, st *dedup.Store, now time.Time) {
@@ -637,26 +646,13 @@ func replayedAcrossRecordIdentity(ctx context.Context, t *testing.T, st *dedup.S
 	at := func(off int64, topicID, eventID string) dedup.SourceRecord {
 		return dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: off}, TopicID: topicID, EventID: eventID, Timestamp: now.Add(-time.Hour)}
 	}
-	for _, c := range []struct {
-		name string
-		rec  dedup.SourceRecord
-		run  string
-	}{
+	checkReplayedBy(ctx, t, st, []replayedCase{
 		{"an old send, whatever the topic ID and timestamp asked", at(2, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-0-2"), "old"},
 		{"an old send, another event id", at(2, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-other"), ""},
 		{"the old 0/1 beside the new run's 0/1", at(1, "", "e-0-1"), "old"},
 		{"the new 0/1", at(1, "BBBBBBBBBBBBBBBBBBBBBB", "e-new-1"), ""}, // its timestamp is not the one asked
 		{"the new 0/1 with its timestamp", dedup.SourceRecord{SourceRef: dedup.SourceRef{Topic: "orders.dlq", Offset: 1}, TopicID: "BBBBBBBBBBBBBBBBBBBBBB", EventID: "e-new-1", Timestamp: now}, "new"},
-	} {
-		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{c.rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, ok := got[c.rec.SourceRef]
-		if c.run == "" && ok || c.run != "" && r.RunID != c.run {
-			t.Errorf("%s: replay %+v (found %v), want run %q", c.name, r, ok, c.run)
-		}
-	}
+	})
 	if st.Driver() == "postgres" {
 		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{at(3, "ZZZZZZZZZZZZZZZZZZZZZZ", "e-0-3")})
 		if err != nil || got[dedup.SourceRef{Topic: "orders.dlq", Offset: 3}].TargetOffset != 103 {
