@@ -24,11 +24,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveFieldwork()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // result is one run of the binary.
 type result struct {

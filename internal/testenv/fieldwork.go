@@ -67,6 +67,14 @@ func RemoveFieldwork() {
 	}
 }
 
+// Main is the TestMain of a package whose tests run the built binary: it runs the tests,
+// deletes the binary Fieldwork built, and exits with the tests' code.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveFieldwork()
+	os.Exit(code)
+}
+
 // CleanEnviron is the environment of a fieldwork command run by a test: the test's, less
 // every FIELDWORK_* variable, its home and its colour and terminal settings, with home as the
 // home and FIELDWORK_CONFIG a file there that does not exist (so no configuration of the

@@ -30,11 +30,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveFieldwork()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // within bounds every wait for the terminal: ample on a loaded machine; a program that hangs
 // fails the test instead of stalling it.
