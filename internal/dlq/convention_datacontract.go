@@ -1,5 +1,7 @@
 package dlq
 
+import "cmp"
+
 // Confluent's data-contract rules (the DLQ rule action of the schema registry clients): a
 // record a rule refused, written by the serializer (mode WRITE, the record never reached its
 // topic) or the deserializer (READ). All values are UTF-8 text.
@@ -39,7 +41,7 @@ func (p *headerReader) dataContract() {
 	d := p.d
 	name, mode := p.text(hRuleName, p.last), p.text(hRuleMode, p.last)
 	d.Handler = name
-	d.ErrorClass = "rule " + firstNonEmpty(name, "?")
+	d.ErrorClass = "rule " + cmp.Or(name, "?")
 	if mode != "" {
 		d.ErrorClass += " (" + mode + ")"
 	}

@@ -1,6 +1,9 @@
 package dlq
 
-import "strings"
+import (
+	"cmp"
+	"strings"
+)
 
 // Spring Kafka's DeadLetterPublishingRecoverer. Partition is a 4-byte big-endian int, offset
 // and timestamp (epoch milliseconds) are 8-byte big-endian ints, the rest UTF-8 text. The key
@@ -94,15 +97,15 @@ func (p *headerReader) spring() {
 	d := p.d
 	d.RetryTopics = p.retryChain(p.either(hSpringTopic, hSpringRetryTopic))
 	d.Group = p.text(hSpringGroup, p.first)
-	class := firstNonEmpty(p.text(hSpringFQCN, p.last), p.text(hSpringRetryFQCN, p.last))
-	if cause := firstNonEmpty(p.text(hSpringCauseFQCN, p.last), p.text(hSpringRetryCauseFQCN, p.last)); cause != "" {
+	class := cmp.Or(p.text(hSpringFQCN, p.last), p.text(hSpringRetryFQCN, p.last))
+	if cause := cmp.Or(p.text(hSpringCauseFQCN, p.last), p.text(hSpringRetryCauseFQCN, p.last)); cause != "" {
 		class = cause
 	}
-	keyClass := firstNonEmpty(p.text(hSpringKeyFQCN, p.last), p.text(hSpringRetryKeyFQCN, p.last))
-	d.ErrorClass = firstNonEmpty(class, keyClass)
-	d.ErrorMessage = firstNonEmpty(p.text(hSpringMessage, p.last), p.text(hSpringRetryMessage, p.last),
+	keyClass := cmp.Or(p.text(hSpringKeyFQCN, p.last), p.text(hSpringRetryKeyFQCN, p.last))
+	d.ErrorClass = cmp.Or(class, keyClass)
+	d.ErrorMessage = cmp.Or(p.text(hSpringMessage, p.last), p.text(hSpringRetryMessage, p.last),
 		p.text(hSpringKeyMessage, p.last), p.text(hSpringRetryKeyMessage, p.last))
-	d.StackTrace = firstNonEmpty(p.text(hSpringStacktrace, p.last), p.text(hSpringRetryStacktrace, p.last),
+	d.StackTrace = cmp.Or(p.text(hSpringStacktrace, p.last), p.text(hSpringRetryStacktrace, p.last),
 		p.text(hSpringKeyStacktrace, p.last), p.text(hSpringRetryKeyStacktrace, p.last))
 	if keyClass != "" {
 		d.Reason = ReasonMalformed

@@ -1,5 +1,7 @@
 package dlq
 
+import "cmp"
+
 // Watermill's PoisonQueue middleware (metadata, which its Kafka marshaler writes as headers).
 const (
 	WatermillTopic      = "topic_poisoned"
@@ -30,6 +32,6 @@ var (
 // as free text, which names no class: the reason is unknown unless a class rule says otherwise.
 func (p *headerReader) watermill() {
 	d := p.d
-	d.Handler = firstNonEmpty(p.text(hWatermillHandler, p.last), p.text(hWatermillSubscriber, p.last))
+	d.Handler = cmp.Or(p.text(hWatermillHandler, p.last), p.text(hWatermillSubscriber, p.last))
 	d.ErrorMessage = p.text(hWatermillReason, p.last)
 }

@@ -3,7 +3,6 @@ package dlq
 import (
 	"encoding/base64"
 	"encoding/json"
-	"github.com/fieldwork/fieldwork/internal/schema"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/fieldwork/fieldwork/internal/printable"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
 // appendJSON is DeadLetter.AppendJSON written out by hand: the bytes encoding/json writes for

@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"cmp"
+
 	"errors"
 	"strconv"
 	"strings"
@@ -278,7 +280,7 @@ func (p *headerReader) causes() {
 	if d.Reason != "" || d.Convention == ConventionFieldwork || d.Convention == ConventionUnknown {
 		return
 	}
-	d.Reason = firstNonEmpty(classReason(d.ErrorClass), classReason(rootCauseClass(d.RootCause)), p.fallbackReason)
+	d.Reason = cmp.Or(classReason(d.ErrorClass), classReason(rootCauseClass(d.RootCause)), p.fallbackReason)
 }
 
 // libraryEventID reads the event id a library puts on every message, for a record whose
@@ -312,15 +314,6 @@ func knownReason(r string) bool {
 		}
 	}
 	return false
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // EventIDFromEnvelope is DeadLetter.EventIDSource for an id the envelope decoder read.
