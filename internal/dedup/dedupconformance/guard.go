@@ -148,12 +148,7 @@ func testVersionGuard(t *testing.T, fresh Fresh) {
 // for the first, and sees what it committed: its event of the same version is stale.
 func testGuardWaitsForConcurrentTx(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx1, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx1.Rollback(ctx)
+	st, tx1 := storeTx(t, fresh)
 	if got := claimVerdicts(t, st, tx1, "c", []dedup.Marker{versioned("one", "a", 5)}); got != "F" {
 		t.Fatalf("first: %s", got)
 	}
