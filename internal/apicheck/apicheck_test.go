@@ -12,6 +12,7 @@ package apicheck
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,7 +42,7 @@ func TestAPI(t *testing.T) {
 		update(t, root, got, want)
 		return
 	}
-	for _, rel := range sortedKeys(got) {
+	for _, rel := range slices.Sorted(maps.Keys(got)) {
 		file := snapshotFile(rel)
 		text, ok := want[rel]
 		switch {
@@ -53,7 +54,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s: the exported API differs from %s:\n%s", rel, file, report(rel, parse(text), got[rel]))
 		}
 	}
-	for _, rel := range sortedKeys(want) {
+	for _, rel := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := got[rel]; !ok {
 			t.Errorf("%s: snapshot without a public package: package %s is gone or no longer public (a breaking change). "+
 				"If that is on purpose, run `make api` (it removes %s)", snapshotFile(rel), rel, snapshotFile(rel))
@@ -79,7 +80,7 @@ func publicAPI(t *testing.T, root string) map[string][]string {
 			rels[p.PkgPath] = rel
 		}
 	}
-	return loadAPI(t, root, sortedKeys(rels), func(path string) string { return rels[path] })
+	return loadAPI(t, root, slices.Sorted(maps.Keys(rels)), func(path string) string { return rels[path] })
 }
 
 // loadAPI type-checks the packages the patterns name (from dir) and returns the features of
@@ -175,15 +176,9 @@ func render(features []string) string {
 	return strings.Join(features, "\n") + "\n"
 }
 
-// parse is the features of a snapshot's text.
+// parse is the features of a snapshot's text, its lines but empty ones.
 func parse(text string) []string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
+	return strings.FieldsFunc(text, func(r rune) bool { return r == '\n' })
 }
 
 // report says how the features of a package (got) differ from its snapshot (want): the
@@ -249,13 +244,4 @@ func featureKey(f string) string {
 		return k
 	}
 	return f
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
