@@ -184,8 +184,8 @@ func (w *walker) inside(scope string, fn func()) {
 }
 
 // typ writes a type as cmd/api does: another package's named types with its name, an
-// untyped constant's type as ideal-int, ideal-string, …, byte and rune as uint8 and int32,
-// a struct type as "struct" (its fields are lines of their own when it is named).
+// untyped constant's type as ideal-int, ideal-string, …, byte and rune as uint8 and int32
+// (a named struct's fields are lines of their own; an unnamed one is written in full).
 func (w *walker) typ(t types.Type) string {
 	var b strings.Builder
 	w.writeType(&b, t)
@@ -203,7 +203,7 @@ func (w *walker) writeType(b *strings.Builder, t types.Type) {
 		b.WriteString("[]")
 		w.writeType(b, t.Elem())
 	case *types.Struct:
-		b.WriteString("struct")
+		w.writeStruct(b, t)
 	case *types.Pointer:
 		b.WriteByte('*')
 		w.writeType(b, t.Elem())
@@ -262,6 +262,27 @@ func (w *walker) writeType(b *strings.Builder, t types.Type) {
 	default:
 		b.WriteString(t.String())
 	}
+}
+
+// writeStruct writes an unnamed struct type in full, its unexported fields too (they are part
+// of its identity): "struct{}", "struct{ A int; b string }". Go's cmd/api writes "struct",
+// which would let `chan struct{}` become `chan struct{ X int }` unseen.
+func (w *walker) writeStruct(b *strings.Builder, t *types.Struct) {
+	if t.NumFields() == 0 {
+		b.WriteString("struct{}")
+		return
+	}
+	b.WriteString("struct{ ")
+	for i := range t.NumFields() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if f := t.Field(i); !f.Embedded() {
+			b.WriteString(f.Name() + " ")
+		}
+		w.writeType(b, t.Field(i).Type())
+	}
+	b.WriteString(" }")
 }
 
 // embeddeds are the type terms an interface (a constraint) embeds, its embedded interfaces'

@@ -44,6 +44,7 @@ type Config struct {
 	Tags   map[string][]byte
 	Events <-chan Event
 	Nested struct{ A int }
+	Done   chan struct{}
 	// Deprecated: use Name.
 	Label   string
 	private int
