@@ -7,7 +7,7 @@
 //   - webhook: a notifier that POSTs each event to a URL with an Idempotency-Key header and
 //     records the delivery in the same transaction.
 //
-// Each is a consume.Handler, written against the same small interface a team uses for its
+// Each is a consumer.Handler, written against the same small interface a team uses for its
 // own handler. Their tables live in the dedup store's schema, next to the markers, so that
 // the markers and the effects commit together; Migrate creates them (fieldwork consume
 // --migrate), on PostgreSQL and on SQLite (where the schema is a table-name prefix, as for
@@ -25,7 +25,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 )
 
@@ -69,7 +70,7 @@ type Config struct {
 }
 
 // New returns the bundled handler called name.
-func New(name string, cfg Config) (consume.Handler, error) {
+func New(name string, cfg Config) (consumer.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -149,7 +150,7 @@ func (d dialect) updatedInPlace() string { return d.sql.UpdatedInPlace }
 func (d dialect) serial() string { return d.sql.AutoKey }
 
 // exec runs statements in order.
-func exec(ctx context.Context, tx *dedup.Tx, stmts ...string) error {
+func exec(ctx context.Context, tx *inbox.Tx, stmts ...string) error {
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return err
@@ -162,7 +163,7 @@ func exec(ctx context.Context, tx *dedup.Tx, stmts ...string) error {
 var ErrTableMissing = errors.New("handler table missing: run fieldwork consume with --migrate")
 
 // checkTables probes each table with a query that reads no row.
-func checkTables(ctx context.Context, tx *dedup.Tx, tables ...string) error {
+func checkTables(ctx context.Context, tx *inbox.Tx, tables ...string) error {
 	for _, t := range tables {
 		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+t+" WHERE 1 = 0"); err != nil {
 			if dedup.IsTransient(err) {
