@@ -50,10 +50,10 @@ type shape struct {
 	// markers, failed and removable are row predicates ("" for none): the rows that are
 	// markers, the failed rows, the rows that may be deleted.
 	markers, failed, removable string
-	// consumerIs, eventIs and eventIn compare the consumer and event id with a text parameter
-	// (eventIn: a text[] one) as their read expressions do, on the column itself (a uuid
-	// column's index is used: only a uuid's own text form can equal its text).
-	consumerIs, eventIs, eventIn func(param string) string
+	// consumerIs and eventIs compare the consumer and event id with a text parameter as their
+	// read expressions do, on the column itself (a uuid column's index is used: only a uuid's
+	// own text form can equal its text).
+	consumerIs, eventIs func(param string) string
 }
 
 // uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
@@ -70,15 +70,33 @@ func equals(col, expr, typ string) func(string) string {
 	return func(p string) string { return expr + " = " + p }
 }
 
-// within is equals for a text[] parameter.
-func within(col, expr, typ string) func(string) string {
-	if typ == "uuid" {
-		q := quote(col)
-		return func(p string) string {
-			return fmt.Sprintf("%s = ANY(ARRAY(SELECT x::uuid FROM unnest(%s::text[]) AS x WHERE x ~ %s))", q, p, uuidText)
-		}
-	}
-	return func(p string) string { return expr + " = ANY(" + p + "::text[])" }
+// probe selects list from table's rows that match pred of each id of the text[] parameter
+// ids, in the ids' order: a nested loop over the ids with one index probe per id (docs/design.md
+// §3.4). The LATERAL subquery, kept apart by OFFSET 0, is what makes it one whatever the
+// planner's statistics say: as a plain join, or as "= ANY(ids)", statistics gathered before a
+// consumer wrote make its markers look few, and the planner reads every one of them for each
+// batch of ids (an index scan on the consumer alone, the ids a filter or a hash join). Inside,
+// the table is t, so that its own name never hides k.
+func probe(table, ids, list string, pred func(id string) string) string {
+	return fmt.Sprintf(`SELECT m.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL (SELECT %s FROM %s AS t WHERE %s OFFSET 0) m`,
+		ids, list, table, pred("k.id"))
+}
+
+// byProbe is the predicate of an UPDATE or DELETE of the rows probe finds: by their ctid, a
+// TID scan, so that the write too is planned whatever the statistics say.
+func byProbe(table, ids string, pred func(id string) string) string {
+	return "ctid = ANY(ARRAY(" + probe(table, ids, "ctid", pred) + "))"
+}
+
+// consumerWalk is a WITH clause naming c(consumer) the distinct consumers of table (consumer
+// the quoted column), walked through the primary key one step per consumer (a loose index
+// scan); its last row is NULL, which no join matches.
+func consumerWalk(table, consumer string) string {
+	return fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
+  (SELECT %[2]s FROM %[1]s AS t ORDER BY %[2]s LIMIT 1)
+  UNION ALL
+  SELECT (SELECT %[2]s FROM %[1]s AS t WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
+)`, table, consumer)
 }
 
 // types maps a table's column names to their PostgreSQL data types (information_schema's
@@ -124,7 +142,7 @@ func newShape(table string, raw dedupdriver.Columns, ty types) shape {
 	if raw.EventIDPath != "" {
 		idType = "" // the id is text inside the column
 	}
-	sh.eventIs, sh.eventIn = equals(raw.EventID, sh.eventID, idType), within(raw.EventID, sh.eventID, idType)
+	sh.eventIs = equals(raw.EventID, sh.eventID, idType)
 	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
 	switch t := typeOf(raw.ProcessedAt); {
 	case ty == nil || t == "timestamp with time zone":
@@ -199,32 +217,45 @@ FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $
 ON CONFLICT (%[3]s, %[4]s) DO NOTHING
 RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
-	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s = ANY($2::text[])`, table, c.Consumer, c.EventID)
-	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s = ANY($2::text[]) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
+	// Every statement that takes a list of ids probes the table once per id (probe), whatever
+	// the planner's statistics say; those that write do so by the rows' ctid (byProbe).
+	own := func(consumer string) func(string) string {
+		return func(id string) string { return and(c.Consumer+" = "+consumer, c.EventID+" = "+id) }
+	}
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s`, table, byProbe(table, "$2", own("$1")))
+	s.outcomes = probe(table, "$2", c.EventID+", outcome", func(id string) string { return and(own("$1")(id), "outcome IS NOT NULL") })
 	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
 	if ty == nil {
 		// Without a consumer, walk the distinct consumers through the primary
 		// key (a loose index scan) and probe (consumer, event_id) for each,
 		// instead of scanning the table for one event id.
 		mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
-		s.getAll = fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
-  (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
-  UNION ALL
-  SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
-)
-SELECT %[4]s FROM c JOIN %[1]s m ON m.%[2]s = c.consumer AND m.%[3]s = $1
-ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
+		s.getAll = fmt.Sprintf(`%s
+SELECT %s FROM c JOIN %s m ON m.%s = c.consumer AND m.%s = $1
+ORDER BY m.%s`, consumerWalk(table, c.Consumer), mcols, table, c.Consumer, c.EventID, c.Consumer)
+		// Every consumer's markers of a list of ids: a probe per consumer and id.
+		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(%s
+SELECT m.ctid FROM c CROSS JOIN unnest($1::text[]) AS k(id)
+CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s`,
+			table, consumerWalk(table, c.Consumer), table, own("c.consumer")("k.id"), cols)
 	} else {
-		// Another library's table: its keys are its own; one query by event id.
+		// Another library's table: its keys are its own; one query by event id, one probe
+		// per id of a list.
 		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventIs("$1")))
+		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, byProbe(table, "$1", func(id string) string {
+			return where(sh.eventIs(id), sh.removable)
+		}), cols)
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
-	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$1"), sh.eventIn("$2")))
-	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventIn("$1"), sh.removable), cols)
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumerIs("$2"), sh.eventIn("$1"), sh.removable), cols)
+	s.lookup = probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, byProbe(table, "$1", func(id string) string {
+		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
+	}), cols)
 	if sh.removable != "" {
-		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventIn("$1")), sh.removable)
-		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumerIs("$2"), sh.eventIn("$1")), sh.removable)
+		s.unremovableAll = probe(table, "$1", sh.eventID, func(id string) string { return where(sh.eventIs(id), "NOT "+sh.removable) }) + " LIMIT 10"
+		s.unremovableOne = probe(table, "$1", sh.eventID, func(id string) string {
+			return where(sh.consumerIs("$2"), sh.eventIs(id), "NOT "+sh.removable)
+		}) + " LIMIT 10"
 	}
 	older := sh.at + " < " + sh.atParam("$1")
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.removable))
