@@ -88,17 +88,6 @@ func byProbe(table, ids string, pred func(id string) string) string {
 	return "ctid = ANY(ARRAY(" + probe(table, ids, "ctid", pred) + "))"
 }
 
-// consumerWalk is a WITH clause naming c(consumer) the distinct consumers of table (consumer
-// the quoted column), walked through the primary key one step per consumer (a loose index
-// scan); its last row is NULL, which no join matches.
-func consumerWalk(table, consumer string) string {
-	return fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
-  (SELECT %[2]s FROM %[1]s AS t ORDER BY %[2]s LIMIT 1)
-  UNION ALL
-  SELECT (SELECT %[2]s FROM %[1]s AS t WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
-)`, table, consumer)
-}
-
 // types maps a table's column names to their PostgreSQL data types (information_schema's
 // data_type); nil means fieldwork's own table, whose types are known.
 type types map[string]string
@@ -232,12 +221,12 @@ RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
 		mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
 		s.getAll = fmt.Sprintf(`%s
 SELECT %s FROM c JOIN %s m ON m.%s = c.consumer AND m.%s = $1
-ORDER BY m.%s`, consumerWalk(table, c.Consumer), mcols, table, c.Consumer, c.EventID, c.Consumer)
+ORDER BY m.%s`, dedupdriver.ConsumerWalk(table, c.Consumer), mcols, table, c.Consumer, c.EventID, c.Consumer)
 		// Every consumer's markers of a list of ids: a probe per consumer and id.
 		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(%s
 SELECT m.ctid FROM c CROSS JOIN unnest($1::text[]) AS k(id)
 CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s`,
-			table, consumerWalk(table, c.Consumer), table, own("c.consumer")("k.id"), cols)
+			table, dedupdriver.ConsumerWalk(table, c.Consumer), table, own("c.consumer")("k.id"), cols)
 	} else {
 		// Another library's table: its keys are its own; one query by event id, one probe
 		// per id of a list.
