@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/pgdriver"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -43,35 +44,16 @@ func TestLookupsProbePerID(t *testing.T) {
 		}
 	})
 	d := pgdriver.New(pool, dedupdriver.Names{Schema: schema, Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns})
-	migs, err := d.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migs {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("migration %d %s: %v", m.Version, m.Name, err)
-		}
-	}
 	// 200,000 markers of 20 other consumers, analyzed; then 50,000 of "late", which the
 	// statistics never see (autovacuum off for the table, so no analyze runs behind the test).
-	for _, q := range []string{
-		`ALTER TABLE ` + d.Table() + ` SET (autovacuum_enabled = false)`,
-		`INSERT INTO ` + d.Table() + ` (consumer, event_id) SELECT 'other-' || (g % 20), 'e-' || g FROM generate_series(1, 200000) g`,
-		`ANALYZE ` + d.Table(),
-		`INSERT INTO ` + d.Table() + ` (consumer, event_id) SELECT 'late', 'e-' || g FROM generate_series(1, 50000) g`,
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	ids := make([]string, 1000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("e-%d", 1+i*37)
-	}
-	found, err := d.Lookup(ctx, "late", ids)
-	if err != nil || len(found) != len(ids) {
-		t.Fatalf("lookup of %d markers of late: %d found, %v", len(ids), len(found), err)
-	}
+	ids := dedupconformance.StaleStatistics(t, ctx, d, func(ctx context.Context, q string) error {
+		_, err := pool.Exec(ctx, q)
+		return err
+	},
+		`ALTER TABLE `+d.Table()+` SET (autovacuum_enabled = false)`,
+		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'other-' || (g % 20), 'e-' || g FROM generate_series(1, 200000) g`,
+		`ANALYZE `+d.Table(),
+		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'late', 'e-' || g FROM generate_series(1, 50000) g`)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sqlitedriver
+package sqlitedriver_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 )
 
 // TestLookupsProbePerID checks with EXPLAIN QUERY PLAN the statements that take event ids
@@ -21,58 +23,39 @@ func TestLookupsProbePerID(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const table = "fieldwork_processed_events"
-	d, err := Open(ctx, dedupdriver.Config{DSN: filepath.Join(t.TempDir(), "fieldwork.db"), Create: true,
+	d, err := sqlitedriver.Open(ctx, dedupdriver.Config{DSN: filepath.Join(t.TempDir(), "fieldwork.db"), Create: true,
 		Names: dedupdriver.Names{Schema: "main", Table: table, Columns: dedupdriver.DefaultColumns}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	migs, err := d.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migs {
-		if _, err := d.db.ExecContext(ctx, m.SQL); err != nil {
-			t.Fatalf("migration %d %s: %v", m.Version, m.Name, err)
-		}
-	}
 	// 200,000 markers of 100,000 consumers, analyzed; then 50,000 of "late".
 	const series = `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) `
-	for _, q := range []string{
+	ids := dedupconformance.StaleStatistics(t, ctx, d, func(ctx context.Context, q string) error {
+		_, err := d.DB().ExecContext(ctx, q)
+		return err
+	},
 		fmt.Sprintf(series+`INSERT INTO `+table+` (consumer, event_id) SELECT 'other-' || (i / 2), 'e-' || i FROM g`, 200000),
 		`ANALYZE`,
-		fmt.Sprintf(series+`INSERT INTO `+table+` (consumer, event_id) SELECT 'late', 'e-' || i FROM g`, 50000),
-	} {
-		if _, err := d.db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	ids := make([]string, 1000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("e-%d", 1+i*37)
-	}
-	found, err := d.Lookup(ctx, "late", ids)
-	if err != nil || len(found) != len(ids) {
-		t.Fatalf("lookup of %d markers of late: %d found, %v", len(ids), len(found), err)
-	}
+		fmt.Sprintf(series+`INSERT INTO `+table+` (consumer, event_id) SELECT 'late', 'e-' || i FROM g`, 50000))
 	arr, err := json.Marshal(ids)
 	if err != nil {
 		t.Fatal(err)
 	}
+	statements := sqlitedriver.IDStatements(d)
 	for _, st := range []struct {
 		name string
-		sql  string
 		args []any
 	}{
-		{"lookup", d.sql.lookup, []any{"late", string(arr)}},
-		{"outcomes", d.sql.outcomes, []any{"late", string(arr)}},
-		{"setOutcome", d.sql.setOutcome, []any{"late", string(arr), dedupdriver.OutcomeStale}},
-		{"forgetOne", d.sql.forgetOne, []any{string(arr), "late"}},
-		{"forgetAll", d.sql.forgetAll, []any{string(arr)}},
-		{"getAll", d.sql.getAll, []any{"e-1"}},
+		{"lookup", []any{"late", string(arr)}},
+		{"outcomes", []any{"late", string(arr)}},
+		{"setOutcome", []any{"late", string(arr), dedupdriver.OutcomeStale}},
+		{"forgetOne", []any{string(arr), "late"}},
+		{"forgetAll", []any{string(arr)}},
+		{"getAll", []any{"e-1"}},
 	} {
 		t.Run(st.name, func(t *testing.T) {
-			rows, err := d.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+st.sql, st.args...)
+			rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+statements[st.name], st.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
