@@ -54,6 +54,9 @@ type shape struct {
 	// read expressions do, on the column itself (a uuid column's index is used: only a uuid's
 	// own text form can equal its text).
 	consumerIs, eventIs func(param string) string
+	// inDocument says the event id is read from inside a document (a JSON column's path),
+	// which no index serves.
+	inDocument bool
 }
 
 // uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
@@ -77,15 +80,21 @@ func equals(col, expr, typ string) func(string) string {
 // consumer wrote make its markers look few, and the planner reads every one of them for each
 // batch of ids (an index scan on the consumer alone, the ids a filter or a hash join). Inside,
 // the table is t, so that its own name never hides k.
-func probe(table, ids, list string, pred func(id string) string) string {
+//
+// An id inside a document (Columns.EventIDPath) has no index to probe: there it is one scan
+// that compares each row's id with all the ids (pred of "ANY(ids)"), not a scan per id.
+func (sh shape) probe(table, ids, list string, pred func(id string) string) string {
+	if sh.inDocument {
+		return fmt.Sprintf(`SELECT %s FROM %s AS t WHERE %s`, list, table, pred("ANY("+ids+"::text[])"))
+	}
 	return fmt.Sprintf(`SELECT m.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL (SELECT %s FROM %s AS t WHERE %s OFFSET 0) m`,
 		ids, list, table, pred("k.id"))
 }
 
 // byProbe is the predicate of an UPDATE or DELETE of the rows probe finds: by their ctid, a
 // TID scan, so that the write too is planned whatever the statistics say.
-func byProbe(table, ids string, pred func(id string) string) string {
-	return "ctid = ANY(ARRAY(" + probe(table, ids, "ctid", pred) + "))"
+func (sh shape) byProbe(table, ids string, pred func(id string) string) string {
+	return "ctid = ANY(ARRAY(" + sh.probe(table, ids, "ctid", pred) + "))"
 }
 
 // types maps a table's column names to their PostgreSQL data types (information_schema's
@@ -131,7 +140,7 @@ func newShape(table string, raw dedupdriver.Columns, ty types) shape {
 	if raw.EventIDPath != "" {
 		idType = "" // the id is text inside the column
 	}
-	sh.eventIs = equals(raw.EventID, sh.eventID, idType)
+	sh.eventIs, sh.inDocument = equals(raw.EventID, sh.eventID, idType), raw.EventIDPath != ""
 	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
 	switch t := typeOf(raw.ProcessedAt); {
 	case ty == nil || t == "timestamp with time zone":
@@ -211,8 +220,8 @@ RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
 	own := func(consumer string) func(string) string {
 		return func(id string) string { return and(c.Consumer+" = "+consumer, c.EventID+" = "+id) }
 	}
-	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s`, table, byProbe(table, "$2", own("$1")))
-	s.outcomes = probe(table, "$2", c.EventID+", outcome", func(id string) string { return and(own("$1")(id), "outcome IS NOT NULL") })
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s`, table, sh.byProbe(table, "$2", own("$1")))
+	s.outcomes = sh.probe(table, "$2", c.EventID+", outcome", func(id string) string { return and(own("$1")(id), "outcome IS NOT NULL") })
 	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
 	if ty == nil {
 		// Without a consumer, walk the distinct consumers through the primary
@@ -231,18 +240,18 @@ CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s
 		// Another library's table: its keys are its own; one query by event id, one probe
 		// per id of a list.
 		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventIs("$1")))
-		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, byProbe(table, "$1", func(id string) string {
+		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
 			return where(sh.eventIs(id), sh.removable)
 		}), cols)
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
-	s.lookup = probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, byProbe(table, "$1", func(id string) string {
+	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
 		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
 	}), cols)
 	if sh.removable != "" {
-		s.unremovableAll = probe(table, "$1", sh.eventID, func(id string) string { return where(sh.eventIs(id), "NOT "+sh.removable) }) + " LIMIT 10"
-		s.unremovableOne = probe(table, "$1", sh.eventID, func(id string) string {
+		s.unremovableAll = sh.probe(table, "$1", sh.eventID, func(id string) string { return where(sh.eventIs(id), "NOT "+sh.removable) }) + " LIMIT 10"
+		s.unremovableOne = sh.probe(table, "$1", sh.eventID, func(id string) string {
 			return where(sh.consumerIs("$2"), sh.eventIs(id), "NOT "+sh.removable)
 		}) + " LIMIT 10"
 	}
