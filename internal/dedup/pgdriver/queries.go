@@ -54,9 +54,10 @@ type shape struct {
 	// read expressions do, on the column itself (a uuid column's index is used: only a uuid's
 	// own text form can equal its text).
 	consumerIs, eventIs func(param string) string
-	// inDocument says the event id is read from inside a document (a JSON column's path),
-	// which no index serves.
-	inDocument bool
+	// idScanned says no index serves the comparison of the event id with a text: it is read
+	// from inside a document (a JSON column's path), or cast to text from another type (not
+	// uuid, which eventIs compares as a uuid).
+	idScanned bool
 }
 
 // uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
@@ -81,10 +82,11 @@ func equals(col, expr, typ string) func(string) string {
 // batch of ids (an index scan on the consumer alone, the ids a filter or a hash join). Inside,
 // the table is t, so that its own name never hides k.
 //
-// An id inside a document (Columns.EventIDPath) has no index to probe: there it is one scan
-// that compares each row's id with all the ids (pred of "ANY(ids)"), not a scan per id.
+// An id that no index serves (shape.idScanned: inside a document, or cast to text) has nothing
+// to probe: there it is one scan that compares each row's id with all the ids (pred of
+// "ANY(ids)"), not a scan per id.
 func (sh shape) probe(table, ids, list string, pred func(id string) string) string {
-	if sh.inDocument {
+	if sh.idScanned {
 		return fmt.Sprintf(`SELECT %s FROM %s AS t WHERE %s`, list, table, pred("ANY("+ids+"::text[])"))
 	}
 	return fmt.Sprintf(`SELECT m.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL (SELECT %s FROM %s AS t WHERE %s OFFSET 0) m`,
@@ -140,7 +142,8 @@ func newShape(table string, raw dedupdriver.Columns, ty types) shape {
 	if raw.EventIDPath != "" {
 		idType = "" // the id is text inside the column
 	}
-	sh.eventIs, sh.inDocument = equals(raw.EventID, sh.eventID, idType), raw.EventIDPath != ""
+	sh.eventIs = equals(raw.EventID, sh.eventID, idType)
+	sh.idScanned = raw.EventIDPath != "" || (ty != nil && raw.EventID != dedupdriver.Absent && !isText(idType) && idType != "uuid")
 	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
 	switch t := typeOf(raw.ProcessedAt); {
 	case ty == nil || t == "timestamp with time zone":
