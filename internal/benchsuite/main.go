@@ -9,7 +9,8 @@
 //     one transaction per event, the PostgreSQL marker ceiling, a bare franz-go consumer;
 //   - internal/dlq/bench: dlq stats, dlq list -o jsonl, processed check, inspect validate,
 //     kcat -C -e -J and a bare franz-go read over 1,000,000 dead letters, and peak memory at
-//     100,000;
+//     100,000; processed check of 200,000 events and claims of 200,000 markers against a
+//     table of just those markers and one of 10,000,000 analyzed before the consumer wrote;
 //   - internal/replay/replaybench: replay of 500,000 dead letters, kcat -C -e | kcat -P, the
 //     client-only copy, kafka-producer-perf-test with its defaults and with the replay's
 //     producer settings.
@@ -102,7 +103,8 @@ func run(scale float64, rounds int, out string) error {
 		args []string
 	}{
 		{"consume", []string{bin("consume-bench"), "-events", n(200_000, 25), "-per-event-events", n(20_000, 25), "-rounds", r}},
-		{"dlq", []string{bin("dlq-bench"), "-records", n(1_000_000, 1), "-small-records", n(100_000, 1), "-rounds", r, "-fieldwork", bin("fieldwork")}},
+		{"dlq", []string{bin("dlq-bench"), "-records", n(1_000_000, 1), "-small-records", n(100_000, 1),
+			"-marker-events", n(200_000, 1), "-marker-table", n(10_000_000, 1), "-rounds", r, "-fieldwork", bin("fieldwork")}},
 		{"replay", []string{bin("replaybench"), "-n", n(500_000, 1), "-rounds", r, "-modes", "headers,client,perftest,perftest-replay", "-perf-classpath", cp}},
 	}
 	reports := map[string]benchkit.Report{}
@@ -165,6 +167,10 @@ var targets = []target{
 	{what: "dlq stats peak RSS, large / small", bench: "dlq", a: "dlq/stats", peak: true, growth: true, atMost: true, bound: 2},
 	{what: "inspect validate peak RSS, large / small", bench: "dlq", a: "inspect/validate", peak: true, growth: true, atMost: true, bound: 2},
 	{what: "processed check peak RSS, large / small", bench: "dlq", a: "processed/check", peak: true, growth: true, atMost: true, bound: 2},
+	// The store at scale: the same work against 10 million markers, analyzed before the
+	// consumer wrote, as against its own 200,000 (docs/design.md §3.4).
+	{what: "processed check, 10M-marker table (stale statistics) vs 200,000", bench: "dlq", a: "markers/large/check", b: "markers/check", bound: 0.8},
+	{what: "claim, 10M-marker table (stale statistics) vs 200,000", bench: "dlq", a: "markers/large/claim", b: "markers/claim", bound: 0.8},
 }
 
 // absolute says the bound is on a's peak RSS itself, in MiB.

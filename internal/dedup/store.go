@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -615,6 +616,11 @@ func (s *Store) Forget(ctx context.Context, consumer string, eventIDs []string) 
 	if err != nil {
 		return nil, fmt.Errorf("forget %d markers for %q in %s: %w", len(keys), consumer, s.Table(), err)
 	}
+	// By consumer and event id, as the primary key orders them: the order a DELETE returns
+	// its rows in is the plan's.
+	slices.SortFunc(rows, func(a, b MarkerRow) int {
+		return cmp.Or(strings.Compare(a.Consumer, b.Consumer), strings.Compare(a.EventID, b.EventID))
+	})
 	return rows, nil
 }
 

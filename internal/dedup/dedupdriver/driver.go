@@ -374,17 +374,26 @@ type TopicCount struct {
 	Markers int64  `json:"markers"`
 }
 
-// ConsumersSQL is the query of Driver.Consumers, the same in both dialects: a loose index
-// scan over the primary key (consumer, event_id), one index probe per distinct consumer,
-// so that naming the consumers costs as many probes as there are consumers, not a table scan.
-// $1 is the limit; table and consumer are quoted identifiers.
+// ConsumersSQL is the query of Driver.Consumers, the same in both dialects: the consumers of
+// ConsumerWalk, $1 of them at most, so that naming the consumers costs as many probes as there
+// are consumers, not a table scan. table and consumer are quoted identifiers.
 func ConsumersSQL(table, consumer string) string {
+	return ConsumerWalk(table, consumer) + `
+SELECT consumer FROM c WHERE consumer IS NOT NULL LIMIT $1`
+}
+
+// ConsumerWalk is a WITH clause, the same in both dialects, that names c(consumer) the distinct
+// consumers of table: a loose index scan over the primary key (consumer, event_id), one index
+// probe per distinct consumer. Its last row is NULL, which no join on the consumer matches. A
+// lookup of event ids across every consumer joins it to probe (consumer, event_id) for each.
+// table and consumer are quoted identifiers; inside, the table is t, so that its own name
+// never hides c.
+func ConsumerWalk(table, consumer string) string {
 	return fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
-  SELECT (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
+  SELECT (SELECT %[2]s FROM %[1]s AS t ORDER BY %[2]s LIMIT 1)
   UNION ALL
-  SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
-)
-SELECT consumer FROM c WHERE consumer IS NOT NULL LIMIT $1`, table, consumer)
+  SELECT (SELECT %[2]s FROM %[1]s AS t WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
+)`, table, consumer)
 }
 
 // ScanStrings reads one text column from every row of rows (pgx.Rows or *sql.Rows; the caller

@@ -56,10 +56,14 @@ type shape struct {
 	// markers, failed and removable are row predicates ("" for none): the rows that are
 	// markers, the failed rows, the rows that may be deleted.
 	markers, failed, removable string
-	// consumerIs, eventIs and eventIn compare the consumer and event id with a text parameter
-	// (eventIn: a text[] one) as their read expressions do, on the column itself (a uuid
-	// column's index is used: only a uuid's own text form can equal its text).
-	consumerIs, eventIs, eventIn func(param string) string
+	// consumerIs and eventIs compare the consumer and event id with a text parameter as their
+	// read expressions do, on the column itself (a uuid column's index is used: only a uuid's
+	// own text form can equal its text).
+	consumerIs, eventIs func(param string) string
+	// idScanned says no index serves the comparison of the event id with a text: it is read
+	// from inside a document (a JSON column's path), or cast to text from another type (not
+	// uuid, which eventIs compares as a uuid).
+	idScanned bool
 }
 
 // uuidText is what a uuid's text form matches: lower-case hex in 8-4-4-4-12 groups.
@@ -76,15 +80,29 @@ func equals(col, expr, typ string) func(string) string {
 	return func(p string) string { return expr + " = " + p }
 }
 
-// within is equals for a text[] parameter.
-func within(col, expr, typ string) func(string) string {
-	if typ == "uuid" {
-		q := quote(col)
-		return func(p string) string {
-			return fmt.Sprintf("%s = ANY(ARRAY(SELECT x::uuid FROM unnest(%s::text[]) AS x WHERE x ~ %s))", q, p, uuidText)
-		}
+// probe selects list from table's rows that match pred of each id of the text[] parameter
+// ids, in the ids' order: a nested loop over the ids with one index probe per id (docs/design.md
+// §3.4). The LATERAL subquery, kept apart by OFFSET 0, is what makes it one whatever the
+// planner's statistics say: as a plain join, or as "= ANY(ids)", statistics gathered before a
+// consumer wrote make its markers look few, and the planner reads every one of them for each
+// batch of ids (an index scan on the consumer alone, the ids a filter or a hash join). Inside,
+// the table is t, so that its own name never hides k.
+//
+// An id that no index serves (shape.idScanned: inside a document, or cast to text) has nothing
+// to probe: there it is one scan that compares each row's id with all the ids (pred of
+// "ANY(ids)"), not a scan per id.
+func (sh shape) probe(table, ids, list string, pred func(id string) string) string {
+	if sh.idScanned {
+		return fmt.Sprintf(`SELECT %s FROM %s AS t WHERE %s`, list, table, pred("ANY("+ids+"::text[])"))
 	}
-	return func(p string) string { return expr + " = ANY(" + p + "::text[])" }
+	return fmt.Sprintf(`SELECT m.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL (SELECT %s FROM %s AS t WHERE %s OFFSET 0) m`,
+		ids, list, table, pred("k.id"))
+}
+
+// byProbe is the predicate of an UPDATE or DELETE of the rows probe finds: by their ctid, a
+// TID scan, so that the write too is planned whatever the statistics say.
+func (sh shape) byProbe(table, ids string, pred func(id string) string) string {
+	return "ctid = ANY(ARRAY(" + sh.probe(table, ids, "ctid", pred) + "))"
 }
 
 // types maps a table's column names to their PostgreSQL data types (information_schema's
@@ -130,7 +148,8 @@ func newShape(table string, raw dedupdriver.Columns, ty types) shape {
 	if raw.EventIDPath != "" {
 		idType = "" // the id is text inside the column
 	}
-	sh.eventIs, sh.eventIn = equals(raw.EventID, sh.eventID, idType), within(raw.EventID, sh.eventID, idType)
+	sh.eventIs = equals(raw.EventID, sh.eventID, idType)
+	sh.idScanned = raw.EventIDPath != "" || (ty != nil && raw.EventID != dedupdriver.Absent && !isText(idType) && idType != "uuid")
 	sh.atRead, sh.atParam = sh.at, func(p string) string { return p + "::timestamptz" }
 	switch t := typeOf(raw.ProcessedAt); {
 	case ty == nil || t == "timestamp with time zone":
@@ -217,32 +236,45 @@ RETURNING aggregate_id, prior_version`, versions)
 	s.lower = fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL)
 UPDATE %[1]s SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`, versions)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, sh.aggID, sh.aggVersion)
-	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s = ANY($2::text[])`, table, c.Consumer, c.EventID)
-	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s = ANY($2::text[]) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
+	// Every statement that takes a list of ids probes the table once per id (probe), whatever
+	// the planner's statistics say; those that write do so by the rows' ctid (byProbe).
+	own := func(consumer string) func(string) string {
+		return func(id string) string { return and(c.Consumer+" = "+consumer, c.EventID+" = "+id) }
+	}
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s`, table, sh.byProbe(table, "$2", own("$1")))
+	s.outcomes = sh.probe(table, "$2", c.EventID+", outcome", func(id string) string { return and(own("$1")(id), "outcome IS NOT NULL") })
 	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
 	if ty == nil {
 		// Without a consumer, walk the distinct consumers through the primary
 		// key (a loose index scan) and probe (consumer, event_id) for each,
 		// instead of scanning the table for one event id.
 		mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
-		s.getAll = fmt.Sprintf(`WITH RECURSIVE c(consumer) AS (
-  (SELECT %[2]s FROM %[1]s ORDER BY %[2]s LIMIT 1)
-  UNION ALL
-  SELECT (SELECT %[2]s FROM %[1]s WHERE %[2]s > c.consumer ORDER BY %[2]s LIMIT 1) FROM c WHERE c.consumer IS NOT NULL
-)
-SELECT %[4]s FROM c JOIN %[1]s m ON m.%[2]s = c.consumer AND m.%[3]s = $1
-ORDER BY m.%[2]s`, table, c.Consumer, c.EventID, mcols)
+		s.getAll = fmt.Sprintf(`%s
+SELECT %s FROM c JOIN %s m ON m.%s = c.consumer AND m.%s = $1
+ORDER BY m.%s`, dedupdriver.ConsumerWalk(table, c.Consumer), mcols, table, c.Consumer, c.EventID, c.Consumer)
+		// Every consumer's markers of a list of ids: a probe per consumer and id.
+		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(%s
+SELECT m.ctid FROM c CROSS JOIN unnest($1::text[]) AS k(id)
+CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s`,
+			table, dedupdriver.ConsumerWalk(table, c.Consumer), table, own("c.consumer")("k.id"), cols)
 	} else {
-		// Another library's table: its keys are its own; one query by event id.
+		// Another library's table: its keys are its own; one query by event id, one probe
+		// per id of a list.
 		s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY 1`, cols, table, where(sh.eventIs("$1")))
+		s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
+			return where(sh.eventIs(id), sh.removable)
+		}), cols)
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
-	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$1"), sh.eventIn("$2")))
-	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.eventIn("$1"), sh.removable), cols)
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, where(sh.consumerIs("$2"), sh.eventIn("$1"), sh.removable), cols)
+	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
+		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
+	}), cols)
 	if sh.removable != "" {
-		s.unremovableAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.eventIn("$1")), sh.removable)
-		s.unremovableOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND NOT %s LIMIT 10`, sh.eventID, table, where(sh.consumerIs("$2"), sh.eventIn("$1")), sh.removable)
+		s.unremovableAll = sh.probe(table, "$1", sh.eventID, func(id string) string { return where(sh.eventIs(id), "NOT "+sh.removable) }) + " LIMIT 10"
+		s.unremovableOne = sh.probe(table, "$1", sh.eventID, func(id string) string {
+			return where(sh.consumerIs("$2"), sh.eventIs(id), "NOT "+sh.removable)
+		}) + " LIMIT 10"
 	}
 	older := sh.at + " < " + sh.atParam("$1")
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE %[2]s LIMIT $2)`, table, where(older, sh.removable))

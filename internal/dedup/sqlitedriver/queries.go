@@ -69,15 +69,28 @@ func buildStatements(table, versions string, raw dedupdriver.Columns) statements
 	s.lowerDelete = `DELETE FROM ` + versions + ` WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL`
 	s.lowerUpdate = `UPDATE ` + versions + ` SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, c.AggregateID, c.AggregateVersion)
-	s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 ORDER BY %s`, cols, table, c.EventID, c.Consumer)
+	// Every statement that takes event ids probes the primary key once per id (and consumer),
+	// whatever sqlite_stat1 says: json_each's rows, or the consumers' walk, are the outer loop
+	// (CROSS JOIN: SQLite keeps that order), the table the inner one; writes go by rowid.
+	mcols := "m." + strings.ReplaceAll(cols, ", ", ", m.")
+	walk := dedupdriver.ConsumerWalk(table, c.Consumer)
+	s.getAll = fmt.Sprintf(`%s
+SELECT %s FROM c CROSS JOIN %s AS m WHERE m.%s = c.consumer AND m.%s = $1 ORDER BY m.%s`, walk, mcols, table, c.Consumer, c.EventID, c.Consumer)
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s = $2`, cols, table, c.EventID, c.Consumer)
 	// A JSON array of ids, unpacked by json_each, is one bind variable
 	// however many ids it holds.
-	s.lookup = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2))`, cols, table, c.Consumer, c.EventID)
-	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2))`, table, c.Consumer, c.EventID)
-	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s IN (SELECT value FROM json_each($2)) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
-	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.EventID, cols)
-	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s = $2 AND %s IN (SELECT value FROM json_each($1)) RETURNING %s`, table, c.Consumer, c.EventID, cols)
+	probe := func(list, from, where string) string {
+		return fmt.Sprintf(`SELECT %s FROM %s CROSS JOIN %s AS m WHERE %s`, list, from, table, where)
+	}
+	one := func(consumer string) string {
+		return fmt.Sprintf(`m.%s = %s AND m.%s = k.value`, c.Consumer, consumer, c.EventID)
+	}
+	s.lookup = probe(mcols, "json_each($2) AS k", one("$1"))
+	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE rowid IN (%s)`, table, probe("m.rowid", "json_each($2) AS k", one("$1")))
+	s.outcomes = probe("m."+c.EventID+", m.outcome", "json_each($2) AS k", one("$1")+" AND m.outcome IS NOT NULL")
+	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (%s
+%s) RETURNING %s`, table, walk, probe("m.rowid", "c CROSS JOIN json_each($1) AS k", one("c.consumer")), cols)
+	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (%s) RETURNING %s`, table, probe("m.rowid", "json_each($1) AS k", one("$2")), cols)
 	s.pruneAll = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 LIMIT $2)`, table, c.ProcessedAt)
 	s.pruneOne = fmt.Sprintf(`DELETE FROM %[1]s WHERE rowid IN (SELECT rowid FROM %[1]s WHERE %[2]s < $1 AND %[3]s = $3 LIMIT $2)`, table, c.ProcessedAt, c.Consumer)
 	s.candidatesAll = fmt.Sprintf(`SELECT %[2]s, count(*) FROM %[1]s WHERE %[3]s < $1 GROUP BY 1 ORDER BY 1`, table, c.Topic, c.ProcessedAt)

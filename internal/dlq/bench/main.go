@@ -13,7 +13,12 @@
 //   - fieldwork processed check -o json (every event has its marker) and fieldwork inspect
 //     validate -o json over the same records (their values are the original events);
 //   - dlq stats, inspect validate and processed check again over the small topic, for their
-//     peak memory at the two sizes.
+//     peak memory at the two sizes;
+//   - with -marker-events, the store at scale (issue 32): processed check of a topic of that
+//     many events, all marked, and claims of as many fresh markers (batches of 500, one
+//     transaction each, in this process), against a marker table of just those markers and
+//     against one of -marker-table markers whose statistics were gathered before the checked
+//     consumer wrote (markerTables).
 //
 // It prints every run and the medians, and with -json writes every run for the suite
 // (internal/benchsuite, `make bench`). It is a benchmark, not a test: it asserts nothing (CI
@@ -38,7 +43,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -51,6 +55,7 @@ import (
 type config struct {
 	brokers, dsn, binary, jsonOut, readRange string
 	records, small, partitions, valueSize    int
+	markerEvents, markerTable                int
 	rounds                                   int
 	keep                                     bool
 }
@@ -61,6 +66,8 @@ func parseFlags() config {
 	flag.StringVar(&c.dsn, "dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL for the markers processed check reads (default $FIELDWORK_TEST_DSN)")
 	flag.IntVar(&c.records, "records", 1_000_000, "dead letters to write")
 	flag.IntVar(&c.small, "small-records", 100_000, "dead letters of the small topic (peak memory at a tenth of the size; 0: none)")
+	flag.IntVar(&c.markerEvents, "marker-events", 0, "events checked and markers claimed against a small and a large marker table (0: none)")
+	flag.IntVar(&c.markerTable, "marker-table", 10_000_000, "markers of the large marker table, the checked consumer's included")
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topics")
 	flag.IntVar(&c.valueSize, "value-size", 300, "approximate size of each dead letter's value, bytes")
 	flag.BoolVar(&c.keep, "keep", false, "keep the topics and the schema created (their names are printed)")
@@ -106,17 +113,17 @@ func main() {
 	id := benchkit.Suffix()
 	schema := "fwbench_dlq_" + id
 	var topics []string
+	schemas := []string{schema}
 	defer func() {
 		if cfg.keep {
-			fmt.Printf("kept topics %s and schema %s\n", strings.Join(topics, ", "), schema)
+			fmt.Printf("kept topics %s and schemas %s\n", strings.Join(topics, ", "), strings.Join(schemas, ", "))
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, topics...)
-		if conn, err := pgx.Connect(ctx, cfg.dsn); err == nil {
-			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
-			_ = conn.Close(ctx)
+		for _, s := range schemas {
+			benchkit.DropSchema(cfg.dsn, s)
 		}
 	}()
 	st, err := dedup.Open(ctx, cfg.dsn, dedup.Options{Schema: schema})
@@ -133,24 +140,35 @@ func main() {
 	}
 	names := map[int]string{}
 	for _, n := range sizes {
-		name := createAndFill(ctx, cfg, adm, id, n, st)
+		// The markers are claimed for the large topic only (the small topic's events are the
+		// first of the large one's).
+		var claim *dedup.Store
+		if n == cfg.records {
+			claim = st
+		}
+		name := createAndFill(ctx, cfg, adm, fmt.Sprintf("fieldwork-bench-%s-%d-deadletters", id, n), n, claim)
 		topics = append(topics, name)
 		names[n] = name
 	}
 	bin, cleanup := fieldworkBinary(cfg)
 	defer cleanup()
-	rep := runRounds(cfg, contenders(cfg, bin, self, schema, sizes, names))
+	cs := contenders(cfg, bin, self, schema, sizes, names)
+	if cfg.markerEvents > 0 {
+		mt := markerTables(ctx, cfg, adm, id, &topics, &schemas)
+		defer mt.close()
+		cs = append(cs, mt.contenders(cfg, bin)...)
+	}
+	rep := runRounds(cfg, cs)
 	if err := rep.WriteJSON(cfg.jsonOut); err != nil {
 		fail(err)
 	}
 }
 
-// createAndFill creates the topic of n dead letters and fills it; the markers are claimed in st
-// for the large topic only (the small topic's events are the first of the large one's).
-func createAndFill(ctx context.Context, cfg config, adm *kadm.Client, id string, n int, st *dedup.Store) string {
+// createAndFill creates the topic name of n dead letters and fills it; with claim, a marker of
+// consumer "bench" is claimed in it for every event.
+func createAndFill(ctx context.Context, cfg config, adm *kadm.Client, name string, n int, claim *dedup.Store) string {
 	// Not a name the default pattern matches (.dlq, -dlt, .DLT): tests that scan every
 	// dead-letter topic of the broker must not read a million records kept by -keep.
-	name := fmt.Sprintf("fieldwork-bench-%s-%d-deadletters", id, n)
 	forever := "-1"
 	resp, err := adm.CreateTopic(ctx, int32(cfg.partitions), 1, map[string]*string{"retention.ms": &forever}, name)
 	if err == nil {
@@ -160,10 +178,6 @@ func createAndFill(ctx context.Context, cfg config, adm *kadm.Client, id string,
 		fail(fmt.Errorf("create topic %s: %w", name, err))
 	}
 	start := time.Now()
-	var claim *dedup.Store
-	if n == cfg.records {
-		claim = st
-	}
 	bytes, err := fill(ctx, cfg.brokers, name, n, cfg.valueSize, claim)
 	if err != nil {
 		fail(err)
@@ -195,12 +209,14 @@ func fieldworkBinary(cfg config) (bin string, cleanup func()) {
 	return bin, func() { os.RemoveAll(dir) }
 }
 
-// A contender is a child process and how to count what it read from its output.
+// A contender is a child process and how to count what it read from its output, or a run in
+// this process (inproc, given the round; it checks its own count).
 type contender struct {
 	key, label string
 	records    int
 	args       []string
 	count      func(out *capture) (int64, error)
+	inproc     func(round int) (benchkit.Run, error)
 }
 
 // contenders lists what each round runs: per topic size, dlq stats, processed check and inspect
@@ -218,14 +234,14 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 		}
 		check := fw("processed", "check", "--topic", t, "--consumer", "bench", "--dsn", cfg.dsn, "--schema", schema, "-o", "json")
 		cs = append(cs,
-			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read")},
-			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker")},
-			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_scanned")})
+			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read"), nil},
+			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker"), nil},
+			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_scanned"), nil})
 		if n == cfg.records {
 			cs = append(cs,
-				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount},
-				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil},
-				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount("")})
+				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount, nil},
+				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil, nil},
+				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil})
 		}
 	}
 	return cs
@@ -238,13 +254,22 @@ func runRounds(cfg config, cs []contender) benchkit.Report {
 		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", cfg.records, cfg.valueSize, cfg.partitions, cfg.small),
 		benchkit.KcatVersion(),
 	}}
+	if cfg.markerEvents > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("markers/*: a topic of %d events, all marked, checked, and %d fresh markers claimed (batches of %d, one transaction each, in this process, deleted after each round), against a table of just the checked markers and one of %d markers analyzed before the checked consumer wrote (autovacuum off)",
+			cfg.markerEvents, cfg.markerEvents, claimBatch, cfg.markerTable))
+	}
 	for r := range cfg.rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
 			var out capture
-			cmd := exec.Command(c.args[0], c.args[1:]...)
-			run, err := benchkit.Measure(cmd, &out)
+			var run benchkit.Run
+			var err error
+			if c.inproc != nil {
+				run, err = c.inproc(r + 1)
+			} else {
+				run, err = benchkit.Measure(exec.Command(c.args[0], c.args[1:]...), &out)
+			}
 			if err != nil {
-				fail(err)
+				fail(fmt.Errorf("%s: %w", c.label, err))
 			}
 			run.Round, run.Records = r+1, int64(c.records)
 			if c.count != nil {

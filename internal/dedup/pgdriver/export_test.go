@@ -1,0 +1,10 @@
+package pgdriver
+
+// IDStatements are d's statements that take a list of event ids, by name: the plan test
+// explains them as the driver sends them.
+func IDStatements(d *Driver) map[string]string {
+	return map[string]string{
+		"lookup": d.sql.lookup, "outcomes": d.sql.outcomes, "setOutcome": d.sql.setOutcome,
+		"forgetOne": d.sql.forgetOne, "forgetAll": d.sql.forgetAll,
+	}
+}

@@ -1,0 +1,163 @@
+package pgdriver_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/dedup/pgdriver"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// TestLookupsProbePerID checks the plans of the statements that take a list of event ids
+// (issue 32, docs/design.md §3.4): with statistics gathered before a consumer wrote, which
+// judge it rare, each must still probe the primary key once per id (no Seq Scan, no index scan
+// on the consumer alone with the ids as a filter or a hash join over its markers), in a
+// custom plan (what pgx's first executions get) and in a generic one (a cached statement's).
+// The table is small: the plan's choice is what matters, not its time.
+func TestLookupsProbePerID(t *testing.T) {
+	dsn := testenv.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "fwtest_plan_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	d := pgdriver.New(pool, dedupdriver.Names{Schema: schema, Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns})
+	// 200,000 markers of 20 other consumers, analyzed; then 50,000 of "late", which the
+	// statistics never see (autovacuum off for the table, so no analyze runs behind the test).
+	ids := dedupconformance.StaleStatistics(t, ctx, d, func(ctx context.Context, q string) error {
+		_, err := pool.Exec(ctx, q)
+		return err
+	},
+		`ALTER TABLE `+d.Table()+` SET (autovacuum_enabled = false)`,
+		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'other-' || (g % 20), 'e-' || g FROM generate_series(1, 200000) g`,
+		`ANALYZE `+d.Table(),
+		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'late', 'e-' || g FROM generate_series(1, 50000) g`)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	statements := pgdriver.IDStatements(d)
+	for _, st := range []struct {
+		name string
+		args []any
+	}{
+		{"lookup", []any{"late", ids}},
+		{"outcomes", []any{"late", ids}},
+		{"setOutcome", []any{"late", ids, dedupdriver.OutcomeStale}},
+		{"forgetOne", []any{ids, "late"}},
+		{"forgetAll", []any{ids}},
+	} {
+		// EXECUTE takes no parameters of its own: its arguments are written as literals.
+		params := make([]string, len(st.args))
+		for i, a := range st.args {
+			switch a := a.(type) {
+			case string:
+				params[i] = literal(a)
+			case []string:
+				elems := make([]string, len(a))
+				for j, s := range a {
+					elems[j] = literal(s)
+				}
+				params[i] = "ARRAY[" + strings.Join(elems, ", ") + "]::text[]"
+			}
+		}
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			t.Run(st.name+"/"+mode, func(t *testing.T) {
+				if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(ctx, `PREPARE probe_plan AS `+statements[st.name]); err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Exec(ctx, `DEALLOCATE probe_plan`) //nolint:errcheck
+				var out []byte
+				err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE probe_plan(`+strings.Join(params, ", ")+`)`).Scan(&out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msg := probesPerID(t, out, "fieldwork_processed_events"); msg != "" {
+					t.Errorf("%s\n%.3000s", msg, out)
+				}
+			})
+		}
+	}
+}
+
+// literal is s as an SQL string literal.
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
+type planNode struct {
+	NodeType  string     `json:"Node Type"`
+	Relation  string     `json:"Relation Name"`
+	IndexName string     `json:"Index Name"`
+	IndexCond string     `json:"Index Cond"`
+	Filter    string     `json:"Filter"`
+	Plans     []planNode `json:"Plans"`
+}
+
+// probesPerID says what is wrong with a plan that should read table by a primary-key probe
+// per event id ("" when nothing): every scan of table is one of its primary key with the event
+// id in the index condition (the one-row steps of the walk over the consumers, under a Limit,
+// aside) or a TID scan, and at least one such probe is there.
+func probesPerID(t *testing.T, explained []byte, table string) string {
+	t.Helper()
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v", err)
+	}
+	var wrong []string
+	probes := 0
+	var walk func(n planNode, parent string)
+	walk = func(n planNode, parent string) {
+		if n.Relation == table {
+			switch n.NodeType {
+			case "ModifyTable", "Tid Scan":
+			case "Index Scan", "Index Only Scan":
+				switch {
+				case n.IndexName != table+"_pkey":
+					wrong = append(wrong, fmt.Sprintf("%s on %s, not the primary key", n.NodeType, n.IndexName))
+				case strings.Contains(n.Filter, "event_id"):
+					wrong = append(wrong, fmt.Sprintf("%s with the event ids as a filter (%.100s…)", n.NodeType, n.Filter))
+				case strings.Contains(n.IndexCond, "event_id"):
+					probes++
+				case parent != "Limit":
+					wrong = append(wrong, fmt.Sprintf("%s on %q alone", n.NodeType, n.IndexCond))
+				}
+			default:
+				wrong = append(wrong, n.NodeType+" on "+table)
+			}
+		}
+		for _, c := range n.Plans {
+			walk(c, n.NodeType)
+		}
+	}
+	walk(plans[0].Plan, "")
+	if probes == 0 {
+		wrong = append(wrong, "no probe of the primary key by event id")
+	}
+	return strings.Join(wrong, "; ")
+}
