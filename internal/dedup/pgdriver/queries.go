@@ -202,6 +202,19 @@ func and(preds ...string) string {
 	return strings.Join(set, " AND ")
 }
 
+// guardStatements are the version guard's statements on the table versions: one upsert per
+// batch, which locks each aggregate's row (waiting for a transaction that holds it) and keeps
+// in prior_version what the row held before it; and the step back of an unclaimed event.
+func guardStatements(versions string) (raise, lower string) {
+	raise = fmt.Sprintf(`INSERT INTO %s AS v (consumer, aggregate_id, version)
+SELECT $1, e.aggregate_id, e.version FROM unnest($2::text[], $3::int8[]) AS e(aggregate_id, version)
+ON CONFLICT (consumer, aggregate_id) DO UPDATE SET prior_version = v.version, version = GREATEST(v.version, EXCLUDED.version)
+RETURNING aggregate_id, prior_version`, versions)
+	lower = fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL)
+UPDATE %[1]s SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`, versions)
+	return raise, lower
+}
+
 func buildStatements(table, name, versions string, raw dedupdriver.Columns, ty types) statements {
 	sh := newShape(name, raw, ty)
 	c := dedupdriver.Columns{
@@ -227,14 +240,7 @@ RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID, outcomeCol, outcomeVal,
 	}
 	s.claim = claim("", "", "")
 	s.claimOutcome = claim(", outcome", ", NULLIF(e.outcome, '')", ", $9::text[]")
-	// The version guard: one upsert per batch, which locks each aggregate's row (waiting for a
-	// transaction that holds it) and keeps in prior_version what the row held before it.
-	s.raise = fmt.Sprintf(`INSERT INTO %s AS v (consumer, aggregate_id, version)
-SELECT $1, e.aggregate_id, e.version FROM unnest($2::text[], $3::int8[]) AS e(aggregate_id, version)
-ON CONFLICT (consumer, aggregate_id) DO UPDATE SET prior_version = v.version, version = GREATEST(v.version, EXCLUDED.version)
-RETURNING aggregate_id, prior_version`, versions)
-	s.lower = fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL)
-UPDATE %[1]s SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`, versions)
+	s.raise, s.lower = guardStatements(versions)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, sh.aggID, sh.aggVersion)
 	// Every statement that takes a list of ids probes the table once per id (probe), whatever
 	// the planner's statistics say; those that write do so by the rows' ctid (byProbe).
