@@ -33,6 +33,7 @@ var Line = []Step{
 	{8, "group_actions"},
 	{9, "marker_outcome"},
 	{10, "sqlite_microsecond_times"},
+	{11, "group_resets"},
 }
 
 // migrationName is the name of a migration file: a zero-padded version and a name.
@@ -101,6 +102,7 @@ var journalTables = []struct{ key, name string }{
 	{"ReplaySendTimes", "replay_send_times"}, // SQLite's: PostgreSQL packs the timestamps
 	{"MarkerActions", "marker_actions"},
 	{"GroupActions", "group_actions"},
+	{"GroupActionsNext", "group_actions_next"}, // SQLite's: migration 011 rebuilds group_actions through it
 }
 
 // journalIndexes are the journal's indexes: the template's name, the table, the suffix.
