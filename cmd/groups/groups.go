@@ -34,6 +34,7 @@ func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
 		NewCmdGroupsList(f, nil),
 		NewCmdGroupsDescribe(f, nil),
 		NewCmdGroupsSkip(f, nil),
+		NewCmdGroupsReset(f, nil),
 		NewCmdGroupsJournal(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
