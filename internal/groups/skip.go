@@ -76,7 +76,8 @@ func active(group string, ms []Member) error {
 	for i, m := range ms {
 		names[i] = m.Name()
 	}
-	return fmt.Errorf("refusing to move the offsets of consumer group %s: %w (%d: %s); stop them first", group, ErrActive, len(ms), strings.Join(names, ", "))
+	return fmt.Errorf("refusing to move the offsets of consumer group %s: %w (%d: %s); stop them first (the broker refuses an operator's commit while the group has members, and a member would commit over it)",
+		group, ErrActive, len(ms), strings.Join(names, ", "))
 }
 
 // PlanSkip reads the group and the partition and returns the plan. A group with members is
@@ -353,7 +354,7 @@ func OffsetText(at *int64) string {
 type UndoPlan struct {
 	Undone dedup.GroupAction `json:"undone"`
 	Moves  []PartitionMove   `json:"moves"`
-	State string            `json:"state"`
+	State  string            `json:"state"`
 	// Members are the group's members; an undo is refused while there are any.
 	Members []Member `json:"members"`
 }
