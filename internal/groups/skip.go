@@ -425,8 +425,8 @@ func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, 
 }
 
 // undo executes plan: it checks again that the group has no members and is where the skip or
-// reset left it, commits the old offsets (and removes the commits a reset made where the group
-// had none), and journals the undo naming what it undoes. A skip's parked copies stay in the
+// reset left it, removes the commits a reset made where the group had none, commits the old
+// offsets, and journals the undo naming what it undoes. A skip's parked copies stay in the
 // dead-letter topic: the group reads the records again from the source.
 func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan, rec action.Record) (*UndoResult, error) {
 	a := plan.Undone
@@ -446,13 +446,18 @@ func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan
 	if err := recheck(ctx, c, a.Group, want); err != nil {
 		return nil, err
 	}
-	if len(back) > 0 {
-		if err := c.CommitGroup(ctx, a.Group, back); err != nil {
-			return nil, err
-		}
-	}
+	// The commits a reset made where there was none go first: a refusal (DELETE on the group is
+	// an ACL of its own) then leaves everything where it was.
 	if len(drop) > 0 {
 		if err := c.DeleteGroupOffsets(ctx, a.Group, drop); err != nil {
+			return nil, fmt.Errorf("nothing was moved: %w", err)
+		}
+	}
+	if len(back) > 0 {
+		if err := c.CommitGroup(ctx, a.Group, back); err != nil {
+			if len(drop) > 0 {
+				return nil, fmt.Errorf("the commits the %s made where group %s had none were removed, but the others were not moved back (groups journal shows their old offsets): %w", a.Action, a.Group, err)
+			}
 			return nil, err
 		}
 	}

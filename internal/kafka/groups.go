@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -107,10 +109,20 @@ func (c *Cluster) CommitGroup(ctx context.Context, group string, offsets Commits
 	var first error
 	resp.Each(func(r kadm.OffsetResponse) {
 		if r.Err != nil && first == nil {
-			first = Denied(fmt.Errorf("commit %s/%d for group %s: %w", r.Topic, r.Partition, group, r.Err), OpRead, ResourceGroup, group)
+			first = deniedOn(fmt.Errorf("commit %s/%d for group %s: %w", r.Topic, r.Partition, group, r.Err), OpRead, group, r.Topic)
 		}
 	})
 	return first
+}
+
+// deniedOn is Denied of a partition's answer to a request for group: a refusal of its topic
+// names READ on the topic (what the broker checks of it for a commit or a delete), any other
+// op on the group.
+func deniedOn(err error, op, group, topic string) error {
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		return Denied(err, OpRead, ResourceTopic, topic)
+	}
+	return Denied(err, op, ResourceGroup, group)
 }
 
 // DeleteGroupOffsets removes group's committed offsets of the partitions named (topic →
@@ -128,7 +140,7 @@ func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string, parts ma
 	var first error
 	resp.EachError(func(t string, p int32, err error) {
 		if first == nil {
-			first = Denied(fmt.Errorf("delete the offset of %s/%d for group %s: %w", t, p, group, err), OpDelete, ResourceGroup, group)
+			first = deniedOn(fmt.Errorf("delete the offset of %s/%d for group %s: %w", t, p, group, err), OpDelete, group, t)
 		}
 	})
 	return first
