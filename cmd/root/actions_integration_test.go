@@ -293,7 +293,7 @@ func setupReset(t *testing.T, w *actionWorld) actionLine {
 	return actionLine{args: []string{"groups", "reset", group, "--to-earliest"}, dryRun: true,
 		dry: `"committed_offset":1,"new_offset":0,"delta":-1`, plan: fmt.Sprintf("group %s on %s/0: 1 → 0", group, topic),
 		question: fmt.Sprintf("Move consumer group %s to earliest on 1 partition", group),
-		reason: "INC-9: rebuild the projection", journal: groupJournal(w), row: fmt.Sprintf("reset of %s by tester: INC-9: rebuild the projection", group)}
+		reason:   "INC-9: rebuild the projection", journal: groupJournal(w), row: fmt.Sprintf("reset of %s by tester: INC-9: rebuild the projection", group)}
 }
 
 func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
@@ -307,5 +307,5 @@ func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
 	return actionLine{args: []string{"groups", "reset", "--undo", reset.ID}, dryRun: true,
 		dry: `"moves":[{"topic":"` + topic + `","partition":0,"old_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
 		question: fmt.Sprintf("Move consumer group %s on %s back to where reset %s found it", group, topic, reset.ID),
-		reason: "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
+		reason:   "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }
