@@ -175,7 +175,7 @@ func markerJournal(w *actionWorld) func(t *testing.T) []string {
 	}
 }
 
-// groupJournal is the store's journal of groups skips and undos.
+// groupJournal is the store's journal of groups skips, resets and undos.
 func groupJournal(w *actionWorld) func(t *testing.T) []string {
 	return func(t *testing.T) []string {
 		as, err := w.st.GroupActions(context.Background(), 100)
