@@ -45,3 +45,13 @@ func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
 	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
 }
+
+// actionNeed is what a groups action (skip, reset) opens: the cluster, and the journal when it
+// is executed or undoes one (a dry run reads no store).
+func actionNeed(flags cmdutil.ActionFlags, undo string) cmdutil.Need {
+	need := cmdutil.NeedKafka
+	if flags.Execute || undo != "" {
+		need |= cmdutil.NeedJournal
+	}
+	return need
+}

@@ -82,11 +82,7 @@ authorized (named); 6 cancelled at the prompt.`,
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			need := cmdutil.NeedKafka
-			if opts.Execute || opts.Undo != "" {
-				need |= cmdutil.NeedJournal
-			}
-			return cmdutil.RunWith(cmd, f, need, opts, runF, groupsResetRun)
+			return cmdutil.RunWith(cmd, f, actionNeed(opts.ActionFlags, opts.Undo), opts, runF, groupsResetRun)
 		},
 	}
 	fl := cmd.Flags()

@@ -36,6 +36,14 @@ func commitsOn(t *testing.T, adm *kadm.Client, group, topic string) map[int32]in
 	return out
 }
 
+// orNone is a number that JSON may give as null, "none" then.
+func orNone(n *int64) string {
+	if n == nil {
+		return "none"
+	}
+	return fmt.Sprint(*n)
+}
+
 // resetPlan is the JSON of a reset plan, and the parts of a reset's result the tests read.
 type resetPlan struct {
 	Group  string `json:"group"`
@@ -65,14 +73,7 @@ type resetPlan struct {
 func (p resetPlan) moves() string {
 	var s []string
 	for _, rp := range p.Partitions {
-		c, d := "none", "none"
-		if rp.Committed != nil {
-			c = fmt.Sprint(*rp.Committed)
-		}
-		if rp.Delta != nil {
-			d = fmt.Sprint(*rp.Delta)
-		}
-		m := fmt.Sprintf("%d:%s→%d(%s)", rp.Partition, c, rp.NewOffset, d)
+		m := fmt.Sprintf("%d:%s→%d(%s)", rp.Partition, orNone(rp.Committed), rp.NewOffset, orNone(rp.Delta))
 		if rp.Clamped {
 			m += "!"
 		}
@@ -278,14 +279,7 @@ type groupAction struct {
 func (a groupAction) Offsets() string {
 	var s []string
 	for _, m := range a.Moves {
-		o, n := "none", "none"
-		if m.Old != nil {
-			o = fmt.Sprint(*m.Old)
-		}
-		if m.New != nil {
-			n = fmt.Sprint(*m.New)
-		}
-		s = append(s, fmt.Sprintf("%s/%d:%s→%s", m.Topic, m.Partition, o, n))
+		s = append(s, fmt.Sprintf("%s/%d:%s→%s", m.Topic, m.Partition, orNone(m.Old), orNone(m.New)))
 	}
 	return strings.Join(s, " ")
 }

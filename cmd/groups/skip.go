@@ -74,11 +74,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			need := cmdutil.NeedKafka
-			if opts.Execute || opts.Undo != "" {
-				need |= cmdutil.NeedJournal
-			}
-			return cmdutil.RunWith(cmd, f, need, opts, runF, groupsSkipRun)
+			return cmdutil.RunWith(cmd, f, actionNeed(opts.ActionFlags, opts.Undo), opts, runF, groupsSkipRun)
 		},
 	}
 	fl := cmd.Flags()

@@ -107,17 +107,9 @@ func PlanReset(ctx context.Context, c *kafka.Cluster, o ResetOptions) (*ResetPla
 	if err := o.Target.Check(); err != nil {
 		return nil, err
 	}
-	d, err := describe(ctx, c, o.Group)
+	d, commits, err := describeCommits(ctx, c, o.Group)
 	if err != nil {
 		return nil, err
-	}
-	commits, err := c.CommitsOf(ctx, o.Group)
-	if err != nil {
-		return nil, err
-	}
-	if d.State == "Dead" && len(commits) == 0 {
-		// DescribeGroups answers Dead, without an error, for a group it does not know.
-		return nil, errNoGroup(o.Group)
 	}
 	p := &ResetPlan{Group: o.Group, State: d.State, Target: o.Target, Partitions: []ResetPartition{}, Members: []Member{}}
 	p.Members = append(p.Members, d.Members...)

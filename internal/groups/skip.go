@@ -93,11 +93,7 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := describe(ctx, c, o.Group)
-	if err != nil {
-		return nil, err
-	}
-	commits, err := c.CommitsOf(ctx, o.Group)
+	d, commits, err := describeCommits(ctx, c, o.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -310,15 +306,11 @@ func record(ctx context.Context, st *dedup.Store, a dedup.GroupAction, moves []P
 // recheck refuses when group has members or its commits are no longer want (nil: no commit;
 // the plan is stale: a consumer ran in between).
 func recheck(ctx context.Context, c *kafka.Cluster, group string, want map[kafka.TopicPartition]*int64) error {
-	d, err := describe(ctx, c, group)
+	d, commits, err := describeCommits(ctx, c, group)
 	if err != nil {
 		return err
 	}
 	if err := active(group, d.Members); err != nil {
-		return err
-	}
-	commits, err := c.CommitsOf(ctx, group)
-	if err != nil {
 		return err
 	}
 	for tp, at := range want {
@@ -381,16 +373,12 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	if err := json.Unmarshal([]byte(a.Offsets), &moved); err != nil {
 		return nil, fmt.Errorf("%s %s: its journaled offsets do not read: %w", a.Action, id, err)
 	}
-	d, err := describe(ctx, c, a.Group)
+	d, commits, err := describeCommits(ctx, c, a.Group)
 	if err != nil {
 		return nil, err
 	}
 	p := &UndoPlan{Undone: *a, State: d.State, Members: []Member{}}
 	p.Members = append(p.Members, d.Members...)
-	commits, err := c.CommitsOf(ctx, a.Group)
-	if err != nil {
-		return nil, err
-	}
 	for _, m := range moved {
 		topic := m.topicOf(a.Topic)
 		if now := commitOf(commits, topic, m.Partition); !sameOffset(now, m.NewOffset) {
