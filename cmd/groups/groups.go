@@ -19,23 +19,39 @@ how to move a group that is stuck on a poison record past it without losing the 
   groups skip G --topic T --partition P
                                        park the record the group is stuck on in a dead-letter
                                        topic, then commit past it; --undo RUN restores
-  groups journal                       the executed skips and undos: who, why, which offsets
+  groups reset G --to-datetime T       move the group's commits back (or on) to a target:
+                                       --to-earliest, --to-latest, --to-offset, --to-datetime,
+                                       --shift-by; --undo RUN restores
+  groups journal                       the executed skips, resets and undos: who, why, which
+                                       offsets
 
-These work for any consumer, not only fieldwork's: lag and commits are the broker's. skip is a
-dry run unless --execute, asks on a terminal (--yes in scripts), needs --reason, refuses while
-the group has members, and is journaled in the store (--dsn) with the old and new offsets.`
+These work for any consumer, not only fieldwork's: lag and commits are the broker's. skip and
+reset are dry runs unless --execute, ask on a terminal (--yes in scripts), need --reason,
+refuse while the group has members, and are journaled in the store (--dsn) with the old and
+new offsets.`
 
 // NewCmdGroups is the groups group.
 func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
 	// The store-naming flags are this command's: bound here, read by the store its commands open.
 	naming := new(dedup.Options)
 	f = f.WithStoreNaming(naming)
-	cmd := cmdutil.NewGroup("groups <command>", "Consumer groups: lag, stuck commits, and skipping a poison record", groupsLong,
+	cmd := cmdutil.NewGroup("groups <command>", "Consumer groups: lag, stuck commits, skipping a poison record, resetting offsets", groupsLong,
 		NewCmdGroupsList(f, nil),
 		NewCmdGroupsDescribe(f, nil),
 		NewCmdGroupsSkip(f, nil),
+		NewCmdGroupsReset(f, nil),
 		NewCmdGroupsJournal(f, nil),
 	)
 	cmdutil.RegisterStoreFlags(cmd, cmd.PersistentFlags(), naming)
 	return cmd
+}
+
+// actionNeed is what a groups action (skip, reset) opens: the cluster, and the journal when it
+// is executed or undoes one (a dry run reads no store).
+func actionNeed(flags cmdutil.ActionFlags, undo string) cmdutil.Need {
+	need := cmdutil.NeedKafka
+	if flags.Execute || undo != "" {
+		need |= cmdutil.NeedJournal
+	}
+	return need
 }

@@ -77,14 +77,8 @@ func (c *plainConsumer) Handled() []string {
 // committed is the group's committed offset on topic/0 (-1 without one).
 func committed(t *testing.T, adm *kadm.Client, group, topic string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	os, err := adm.FetchOffsetsForTopics(ctx, group, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := os.Lookup(topic, 0); ok && o.Err == nil {
-		return o.At
+	if at, ok := commitsOn(t, adm, group, topic)[0]; ok {
+		return at
 	}
 	return -1
 }

@@ -13,18 +13,18 @@ import (
 func NewCmdGroupsJournal(f *cmdutil.Factory, runF func(context.Context, *cmdutil.JournalOptions) error) *cobra.Command {
 	return cmdutil.NewCmdJournal(f, runF, cmdutil.Journal[dedup.GroupAction]{
 		Use:   "journal",
-		Short: "The executed skips and undos, newest first: who, why, which offsets",
-		Long: `List the executed groups skip and groups skip --undo runs the store journaled, newest first:
-the run id (what --undo takes), when, which action, the group and topic, who (--operator,
-$USER or $LOGNAME), why (--reason), each partition's old and new offset, the records parked
-and where, and for a skip the undo that restored it. Dry runs change nothing and are not
-journaled.`,
+		Short: "The executed skips, resets and undos, newest first: who, why, which offsets",
+		Long: `List the executed groups skip, groups reset and --undo runs the store journaled, newest
+first: the run id (what --undo takes), when, which action, the group and topics, who
+(--operator, $USER or $LOGNAME), why (--reason), each partition's old and new offset (none
+where the group had no commit), the records a skip parked and where, and for a skip or reset
+the undo that restored it. Dry runs change nothing and are not journaled.`,
 		Example: `  fieldwork groups journal
   fieldwork groups journal -o json | jq '.[] | select(.action == "skip" and .undone_by == null)'`,
 		Need:    cmdutil.NeedJournal,
 		Read:    (*dedup.Store).GroupActions,
 		Columns: groupActionColumns,
-		Noun:    "skips and undos",
-		Empty:   "no skip or undo in the journal",
+		Noun:    "skips, resets and undos",
+		Empty:   "no skip, reset or undo in the journal",
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/action"
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -73,11 +74,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 			if err := opts.parse(cmd, args); err != nil {
 				return err
 			}
-			need := cmdutil.NeedKafka
-			if opts.Execute || opts.Undo != "" {
-				need |= cmdutil.NeedJournal
-			}
-			return cmdutil.RunWith(cmd, f, need, opts, runF, groupsSkipRun)
+			return cmdutil.RunWith(cmd, f, actionNeed(opts.ActionFlags, opts.Undo), opts, runF, groupsSkipRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -141,7 +138,7 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 
 func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
 	if opts.Undo != "" {
-		return groupsUndoRun(ctx, opts, cl)
+		return groupsUndoRun(ctx, opts.ActionFlags, opts.Undo, cl)
 	}
 	p := cl.Printer
 	opts.Skip.Schemas = cl.Schemas
@@ -159,21 +156,25 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		func(res *groups.SkipResult) []output.Section { return skipResultSections(p, res) })
 }
 
-func groupsUndoRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Clients) error {
+// groupsUndoRun undoes the journaled skip or reset id: groups skip --undo, groups reset --undo.
+func groupsUndoRun(ctx context.Context, flags cmdutil.ActionFlags, id string, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
-	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, groups.Undo(cl.Kafka, st, opts.Undo), cmdutil.ActionView[*groups.UndoPlan]{
+	out, err := cmdutil.RunAction(ctx, cl, flags, groups.Undo(cl.Kafka, st, id), cmdutil.ActionView[*groups.UndoPlan]{
 		Prompt: func(plan *groups.UndoPlan) cmdutil.Prompt {
-			a := plan.Skip
-			pr := cmdutil.Prompt{Kafka: true, Store: st.Table(),
-				Question: fmt.Sprintf("move consumer group %s on %s back to where skip %s found it (it reads the parked records again)", a.Group, a.Topic, a.ID)}
+			a := plan.Undone
+			q := fmt.Sprintf("move consumer group %s on %s back to where %s %s found it", a.Group, a.Topic, a.Action, a.ID)
+			if a.Action == dedup.ActionSkip {
+				q += " (it reads the parked records again)"
+			}
+			pr := cmdutil.Prompt{Kafka: true, Store: st.Table(), Question: q}
 			for _, m := range plan.Moves {
-				pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s/%d: %d → %d", a.Group, a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+				pr.Counts = append(pr.Counts, fmt.Sprintf("group %s on %s", a.Group, moveText(a.Topic, m)))
 			}
 			return pr
 		},
 		Show: func(plan *groups.UndoPlan) error { return showPlan(cl, plan, undoPlanSections(p, plan, false)) },
 	})
-	return render(cl, opts.Execute, out, err, func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) },
+	return render(cl, flags.Execute, out, err, func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) },
 		func(res *groups.UndoResult) []output.Section { return undoResultSections(p, res) })
 }
 

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -152,10 +153,16 @@ func skipResultSections(p *output.Printer, res *groups.SkipResult) []output.Sect
 	}}}
 }
 
+// moveText is one partition's move, "orders/3: 7 → 12": its topic the move's, else the
+// action's (a skip's moves name none).
+func moveText(topic string, m groups.PartitionMove) string {
+	return fmt.Sprintf("%s/%d: %s → %s", cmp.Or(m.Topic, topic), m.Partition, groups.OffsetText(m.OldOffset), groups.OffsetText(m.NewOffset))
+}
+
 func movesText(topic string, moves []groups.PartitionMove) string {
 	var s []string
 	for _, m := range moves {
-		s = append(s, fmt.Sprintf("%s/%d: %d → %d", topic, m.Partition, m.OldOffset, m.NewOffset))
+		s = append(s, moveText(topic, m))
 	}
 	return strings.Join(s, ", ")
 }
@@ -165,13 +172,16 @@ func undoPlanSections(p *output.Printer, plan *groups.UndoPlan, dryRun bool) []o
 	if dryRun {
 		title += " (dry run: nothing is committed)"
 	}
-	a := plan.Skip
-	sections := []output.Section{{Title: title, Fields: [][2]string{
-		{"skip", a.ID + p.Styles.Dim.Render(" (by "+a.Operator+" at "+cmdutil.FormatTime(a.At)+": "+a.Reason+")")},
+	a := plan.Undone
+	over := output.Section{Title: title, Fields: [][2]string{
+		{a.Action, a.ID + p.Styles.Dim.Render(" (by "+a.Operator+" at "+cmdutil.FormatTime(a.At)+": "+a.Reason+")")},
 		{"group", a.Group + p.Styles.Dim.Render(" ("+plan.State+")")},
 		{"offsets", movesText(a.Topic, plan.Moves)},
-		{"parked", wording.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")},
-	}}}
+	}}
+	if a.Action == dedup.ActionSkip {
+		over.Fields = append(over.Fields, [2]string{"parked", wording.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")})
+	}
+	sections := []output.Section{over}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, a.Group, plan.Members))
 	}
@@ -207,4 +217,85 @@ var groupActionColumns = []output.Column[dedup.GroupAction]{
 	{Name: "reason", Value: func(a dedup.GroupAction) string { return a.Reason }},
 	{Name: "undone by", Value: func(a dedup.GroupAction) string { return a.UndoneBy }, Optional: true},
 	{Name: "undoes", Value: func(a dedup.GroupAction) string { return a.Undoes }, Optional: true},
+}
+
+// targetText is where a reset moves the commits, in words: "to earliest", "to offset 5",
+// "to 2026-12-01T10:00:00Z", "by -3".
+func targetText(t groups.ResetTarget) string {
+	switch {
+	case t.Offset != nil:
+		return fmt.Sprintf("to offset %d", *t.Offset)
+	case t.Time != nil:
+		return "to " + cmdutil.FormatTime(*t.Time)
+	case t.Shift != nil:
+		return fmt.Sprintf("by %+d", *t.Shift)
+	}
+	return "to " + t.To
+}
+
+func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) []output.Section {
+	st := p.Styles
+	title := "Reset plan"
+	if dryRun {
+		title += " (dry run: nothing is committed)"
+	}
+	changes := fmt.Sprintf("%d of %s", plan.Changes, wording.Plural(int64(len(plan.Partitions)), "partition"))
+	if plan.Changes == 0 {
+		changes += st.Dim.Render(" (the group is there already: nothing to do)")
+	}
+	over := output.Section{Title: title, Fields: [][2]string{
+		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
+		{"target", targetText(plan.Target)},
+		{"moves", changes},
+	}}
+	if plan.Clamped > 0 {
+		over.Fields = append(over.Fields, [2]string{"clamped", st.Warn.Render(wording.Plural(int64(plan.Clamped), "partition")) +
+			st.Dim.Render(" (the target lay outside: moved to the log start or end)")})
+	}
+	if plan.Reason != nil {
+		over.Fields = append(over.Fields, [2]string{"reason", *plan.Reason})
+	}
+	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "committed", "new", "delta", "clamped", "log start", "log end"}}
+	for _, rp := range plan.Partitions {
+		committed, delta := st.Dim.Render("none"), "-"
+		if rp.Committed != nil {
+			committed = strconv.FormatInt(*rp.Committed, 10)
+		}
+		if rp.Delta != nil {
+			delta = strconv.FormatInt(*rp.Delta, 10)
+			if *rp.Delta > 0 {
+				delta = "+" + delta
+			}
+		}
+		clamped := "-"
+		if rp.Clamped {
+			clamped = st.Warn.Render("clamped")
+		}
+		parts.Rows = append(parts.Rows, []string{rp.Topic, strconv.Itoa(int(rp.Partition)), committed, strconv.FormatInt(rp.NewOffset, 10),
+			delta, clamped, strconv.FormatInt(rp.LogStart, 10), strconv.FormatInt(rp.LogEnd, 10)})
+	}
+	sections := []output.Section{over, parts}
+	if len(plan.Members) > 0 {
+		sections = append(sections, membersSection(p, plan.Group, plan.Members))
+	}
+	return sections
+}
+
+func resetResultSections(_ *output.Printer, res *groups.ResetResult) []output.Section {
+	plan := res.Plan
+	var moves []string
+	for _, rp := range plan.Partitions {
+		if rp.Moves() {
+			moves = append(moves, fmt.Sprintf("%s/%d: %s → %d", rp.Topic, rp.Partition, groups.OffsetText(rp.Committed), rp.NewOffset))
+		}
+	}
+	return []output.Section{{Title: "Reset", Fields: [][2]string{
+		{"run", res.ID},
+		{"group", plan.Group},
+		{"target", targetText(plan.Target)},
+		{"offsets", strings.Join(moves, ", ")},
+		{"operator", res.Operator},
+		{"reason", res.Reason},
+		{"undo", "fieldwork groups reset --undo " + res.ID},
+	}}}
 }

@@ -65,6 +65,8 @@ func TestDestructiveCommands(t *testing.T) {
 		{"processed forget", setupForget},
 		{"groups skip", setupSkip},
 		{"groups skip --undo", setupUndo},
+		{"groups reset", setupReset},
+		{"groups reset --undo", setupResetUndo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newActionWorld(t)
@@ -173,7 +175,7 @@ func markerJournal(w *actionWorld) func(t *testing.T) []string {
 	}
 }
 
-// groupJournal is the store's journal of groups skips and undos.
+// groupJournal is the store's journal of groups skips, resets and undos.
 func groupJournal(w *actionWorld) func(t *testing.T) []string {
 	return func(t *testing.T) []string {
 		as, err := w.st.GroupActions(context.Background(), 100)
@@ -284,4 +286,26 @@ func setupUndo(t *testing.T, w *actionWorld) actionLine {
 	return actionLine{args: []string{"groups", "skip", "--undo", skip.ID}, dryRun: true,
 		dry: `"moves":[{"partition":0,"old_offset":2,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 2 → 1", group, topic), question: fmt.Sprintf("Move consumer group %s on %s back to where skip %s found it", group, topic, skip.ID),
 		reason: "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
+}
+
+func setupReset(t *testing.T, w *actionWorld) actionLine {
+	group, topic := stuckGroup(t)
+	return actionLine{args: []string{"groups", "reset", group, "--to-earliest"}, dryRun: true,
+		dry: `"committed_offset":1,"new_offset":0,"delta":-1`, plan: fmt.Sprintf("group %s on %s/0: 1 → 0", group, topic),
+		question: fmt.Sprintf("Move consumer group %s to earliest on 1 partition", group),
+		reason:   "INC-9: rebuild the projection", journal: groupJournal(w), row: fmt.Sprintf("reset of %s by tester: INC-9: rebuild the projection", group)}
+}
+
+func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
+	group, topic := stuckGroup(t)
+	r := roottest.RunCode(t, w.env, 0, "groups", "reset", group, "--shift-by", "2", "--schema", w.schema,
+		"--execute", "--yes", "--reason", "INC-9", "-o", "json")
+	var reset struct{ ID string }
+	if err := json.Unmarshal([]byte(r.Stdout), &reset); err != nil || reset.ID == "" {
+		t.Fatalf("reset: %v\n%s", err, r.Stdout)
+	}
+	return actionLine{args: []string{"groups", "reset", "--undo", reset.ID}, dryRun: true,
+		dry: `"moves":[{"topic":"` + topic + `","partition":0,"old_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
+		question: fmt.Sprintf("Move consumer group %s on %s back to where reset %s found it", group, topic, reset.ID),
+		reason:   "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }

@@ -279,7 +279,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"processed", "prune", "--older-than", "30d", "--execute", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "forget", "e1", "--consumer", group, "--execute", "--yes"}, s...)...)
 	do(0, env, append([]string{"processed", "journal", "-o", "json"}, s...)...) // the prune and forget just journaled
-	// A group stuck at offset 0: listed, described, skipped (planned, executed), undone.
+	// A group stuck at offset 0: listed, described, skipped (planned, executed), undone, reset
+	// (planned, executed), undone.
 	stuck := "leak-stuck-" + suffix
 	if err := adm.CommitAllOffsets(ctx, stuck, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1}}}); err != nil {
 		t.Fatal(err)
@@ -296,6 +297,14 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Fatalf("groups skip: %v %q", err, skipped.Stdout)
 	}
 	do(0, env, append([]string{"groups", "skip", "--undo", skip.ID, "--execute", "--yes", "--reason", "leak test"}, s...)...)
+	// Reset (planned, executed), undone.
+	resetArgs := append([]string{"groups", "reset", stuck, "--to-latest"}, s...)
+	do(0, env, resetArgs...)
+	reset := do(0, env, append(resetArgs, "--execute", "--yes", "--reason", "leak test", "-o", "json")...)
+	if err := json.Unmarshal([]byte(reset.Stdout), &skip); err != nil || skip.ID == "" {
+		t.Fatalf("groups reset: %v %q", err, reset.Stdout)
+	}
+	do(0, env, append([]string{"groups", "reset", "--undo", skip.ID, "--execute", "--yes", "--reason", "leak test"}, s...)...)
 	do(0, env, append([]string{"groups", "journal"}, s...)...)
 	withFile := secure(map[string]string{"FIELDWORK_CONFIG": cfgFile})
 	do(0, withFile, "context", "list")

@@ -82,3 +82,59 @@ func TestGroupOperatorPrincipal(t *testing.T) {
 		t.Errorf("after the undo the commit is %d, want 0", got)
 	}
 }
+
+// TestGroupResetPrincipal: groups reset needs what the README's table says: DESCRIBE on the
+// group and on the topic for its plan, READ on both to commit, each missing one refused,
+// named, before anything moves; its undo needs DELETE on the group where it removes a commit
+// the reset made.
+func TestGroupResetPrincipal(t *testing.T) {
+	w := cleanWorld(t)
+	st := store(t)
+	group := testenv.Name(t, "rewind")
+	adm := kadm.NewClient(testenv.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adm.CommitAllOffsets(ctx, group, kadm.Offsets{w.topic: {0: {Topic: w.topic, Partition: 0, At: 1, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteGroups(context.Background(), group) })
+	p := testenv.NewPrincipal(t, "groupreset")
+	reset := append([]string{"groups", "reset", group, "--topic", w.topic, "--to-earliest"}, st...)
+	execute := append(append([]string{}, reset...), "--execute", "--yes", "--reason", "rewind")
+
+	denied(t, as(t, p, nil, reset...), "DESCRIBE on group "+group)
+	p.Allow(kadm.NewACLs().Groups(group), kadm.OpDescribe)
+	denied(t, as(t, p, nil, reset...), "DESCRIBE on topic "+w.topic)
+	p.Allow(kadm.NewACLs().Topics(w.topic), kadm.OpDescribe)
+	if r := expect(t, p, 0, append(reset, "-o", "jsonl")...); !strings.Contains(r.stdout, `"committed_offset":1,"new_offset":0`) {
+		t.Errorf("groups reset plan\n%s", r)
+	}
+	denied(t, as(t, p, nil, execute...), "READ on group "+group)
+	p.Allow(kadm.NewACLs().Groups(group), kadm.OpRead)
+	denied(t, as(t, p, nil, execute...), "READ on topic "+w.topic)
+	if got := committedOffsets(t, group, w.topic); got != 1 {
+		t.Fatalf("a refused reset moved the commit to %d", got)
+	}
+	p.Allow(kadm.NewACLs().Topics(w.topic), kadm.OpRead)
+	r := expect(t, p, 0, append(execute, "-o", "jsonl")...)
+	var res struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.ID == "" {
+		t.Fatalf("groups reset --execute: %v\n%s", err, r)
+	}
+	if got := committedOffsets(t, group, w.topic); got != 0 {
+		t.Errorf("after the reset the commit is %d, want 0", got)
+	}
+	// The reset gave partition 1 its first commit: its undo removes it, which takes DELETE.
+	undo := append([]string{"groups", "reset", "--undo", res.ID, "--execute", "--yes", "--reason", "wrong one"}, st...)
+	denied(t, as(t, p, nil, undo...), "DELETE on group "+group)
+	if got := committedOffsets(t, group, w.topic); got != 0 {
+		t.Fatalf("a refused undo moved the commit to %d", got)
+	}
+	p.Allow(kadm.NewACLs().Groups(group), kadm.OpDelete)
+	expect(t, p, 0, undo...)
+	if got := committedOffsets(t, group, w.topic); got != 1 {
+		t.Errorf("after the undo the commit is %d, want 1", got)
+	}
+}

@@ -1,6 +1,6 @@
 // Package action is the one shape of every action that changes something and is journaled
-// (docs/design.md §3.3): replay, replay resume, processed prune, processed forget, groups skip
-// and its undo. An action supplies its plan and its execute (Steps); Run is the one flow
+// (docs/design.md §3.3): replay, replay resume, processed prune, processed forget, groups skip,
+// groups reset and their undo. An action supplies its plan and its execute (Steps); Run is the one flow
 // around them: plan → check → confirm → execute, the execute journaling under the Record Run
 // hands it (the run id, the operator, the reason).
 //

@@ -292,13 +292,15 @@ func (s *Store) MarkerActions(ctx context.Context, limit int) ([]MarkerAction, e
 	return out, nil
 }
 
-// GroupAction is a journaled `groups skip` or its undo; see dedupdriver.GroupAction.
+// GroupAction is a journaled `groups skip`, `groups reset` or an undo of one; see
+// dedupdriver.GroupAction.
 type GroupAction = dedupdriver.GroupAction
 
 // The actions of the group journal (its action column).
 const (
-	ActionSkip = "skip"
-	ActionUndo = "undo"
+	ActionSkip  = "skip"
+	ActionUndo  = "undo"
+	ActionReset = "reset" // migration 012
 )
 
 func (s *Store) groups() dedupdriver.GroupJournal { return s.caps.Groups }

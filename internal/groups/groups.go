@@ -1,9 +1,10 @@
 // Package groups is what fieldwork knows about consumer groups (docs/design.md §3.7): the
 // groups of a cluster with their state and lag (List), one group's members, assignments,
-// committed offsets, lag and whether its commits move (Describe, Watcher), and the one
-// action that moves a group's offsets, parking the records it steps over in a dead-letter
-// topic first (PlanSkip, Skip, PlanUndo, Undo). Lag is kafka.Lag, the rule `inspect topic`
-// uses too.
+// committed offsets, lag and whether its commits move (Describe, Watcher), and the actions
+// that move a group's offsets: the skip, parking the records it steps over in a dead-letter
+// topic first (PlanSkip, Skip), the reset to a target, as kafka-consumer-groups
+// --reset-offsets does (PlanReset, Reset), and the undo of either (PlanUndo, Undo). Lag is
+// kafka.Lag, the rule `inspect topic` uses too.
 package groups
 
 import (
@@ -195,17 +196,9 @@ func NewWatcher(c *kafka.Cluster, group string) *Watcher {
 // partition's commit, log end and lag, and for each commit whether it moved since the
 // previous reads. A group the cluster does not know is an error that says so.
 func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
-	d, err := describe(ctx, w.c, w.group)
+	d, cm, err := describeCommits(ctx, w.c, w.group)
 	if err != nil {
 		return nil, err
-	}
-	cm, err := w.c.CommitsOf(ctx, w.group)
-	if err != nil {
-		return nil, err
-	}
-	if d.State == "Dead" && len(cm) == 0 {
-		// DescribeGroups answers Dead, without an error, for a group it does not know.
-		return nil, errNoGroup(w.group)
 	}
 	if w.first.IsZero() {
 		w.first = now
@@ -320,6 +313,24 @@ func describe(ctx context.Context, c *kafka.Cluster, name string) (group, error)
 		return classic(d), nil // Dead: known to have no members; its commits say whether it exists
 	}
 	return group{}, errNoGroup(name)
+}
+
+// describeCommits describes group and fetches its commits. A group the cluster does not know
+// is a usage error, as describe says it.
+func describeCommits(ctx context.Context, c *kafka.Cluster, name string) (group, kafka.Commits, error) {
+	d, err := describe(ctx, c, name)
+	if err != nil {
+		return group{}, nil, err
+	}
+	cm, err := c.CommitsOf(ctx, name)
+	if err != nil {
+		return group{}, nil, err
+	}
+	if d.State == "Dead" && len(cm) == 0 {
+		// DescribeGroups answers Dead, without an error, for a group it does not know.
+		return group{}, nil, errNoGroup(name)
+	}
+	return d, cm, nil
 }
 
 // describeMany describes the listed groups, each with the API of its type (listed by

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
-// ErrActive is returned (wrapped, naming the members) when a skip or its undo finds the
-// group with members: the broker refuses an operator's commit for a group with members, and
+// ErrActive is returned (wrapped, naming the members) when a skip, a reset or an undo finds
+// the group with members: the broker refuses an operator's commit for a group with members, and
 // a live member would commit over it anyway.
 var ErrActive = errors.New("the consumer group has active members")
 
@@ -75,7 +76,8 @@ func active(group string, ms []Member) error {
 	for i, m := range ms {
 		names[i] = m.Name()
 	}
-	return fmt.Errorf("refusing to move the offsets of consumer group %s: %w (%d: %s); stop them first", group, ErrActive, len(ms), strings.Join(names, ", "))
+	return fmt.Errorf("refusing to move the offsets of consumer group %s: %w (%d: %s); stop them first (the broker refuses an operator's commit while the group has members, and a member would commit over it)",
+		group, ErrActive, len(ms), strings.Join(names, ", "))
 }
 
 // PlanSkip reads the group and the partition and returns the plan. A group with members is
@@ -91,11 +93,7 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := describe(ctx, c, o.Group)
-	if err != nil {
-		return nil, err
-	}
-	commits, err := c.CommitsOf(ctx, o.Group)
+	d, commits, err := describeCommits(ctx, c, o.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +142,20 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 }
 
 // PartitionMove is one partition's move in the journal: from OldOffset to NewOffset, and
-// how many records were parked on the way.
+// how many records were parked on the way (a skip's; a reset parks none).
 type PartitionMove struct {
-	Partition int32 `json:"partition"`
-	OldOffset int64 `json:"old_offset"`
-	NewOffset int64 `json:"new_offset"`
-	Parked    int64 `json:"parked"`
+	// Topic is the partition's topic; "" in a skip's journal, whose action names its one topic.
+	Topic     string `json:"topic,omitempty"`
+	Partition int32  `json:"partition"`
+	// OldOffset and NewOffset are nil for no commit: a reset of a partition the group had not
+	// committed on moves from none, and its undo back to none.
+	OldOffset *int64 `json:"old_offset"`
+	NewOffset *int64 `json:"new_offset"`
+	Parked    int64  `json:"parked"`
 }
+
+// topicOf is m's topic, the journaled action's (topic) when m names none (a skip's).
+func (m PartitionMove) topicOf(topic string) string { return cmp.Or(m.Topic, topic) }
 
 // SkipResult is what a skip did.
 type SkipResult struct {
@@ -196,7 +201,7 @@ func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPl
 // before the commit leaves the group where it was; the copies already acknowledged stay in
 // the dead-letter topic, and the error says how many.
 func skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, rec action.Record) (*SkipResult, error) {
-	if err := recheck(ctx, c, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.Committed}); err != nil {
+	if err := recheck(ctx, c, plan.Group, map[kafka.TopicPartition]*int64{{Topic: plan.Topic, Partition: plan.Partition}: &plan.Committed}); err != nil {
 		return nil, err
 	}
 	// The commit that stays where it is, first: it proves that the broker takes this
@@ -253,7 +258,7 @@ func skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan
 	if err := c.CommitGroupOffsets(ctx, plan.Group, plan.Topic, map[int32]int64{plan.Partition: plan.NewOffset}); err != nil {
 		return res, fmt.Errorf("%d records parked in %s, but the group's offset was not moved: %w", res.Parked, plan.DeadLetterTopic, err)
 	}
-	moves := []PartitionMove{{Partition: plan.Partition, OldOffset: plan.Committed, NewOffset: plan.NewOffset, Parked: res.Parked}}
+	moves := []PartitionMove{{Partition: plan.Partition, OldOffset: &plan.Committed, NewOffset: &plan.NewOffset, Parked: res.Parked}}
 	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionSkip, Group: plan.Group, Topic: plan.Topic,
 		DeadLetterTopic: plan.DeadLetterTopic, Operator: rec.Operator, Reason: rec.Reason, Parked: res.Parked}, moves); err != nil {
 		return res, err
@@ -291,57 +296,66 @@ func record(ctx context.Context, st *dedup.Store, a dedup.GroupAction, moves []P
 	if err := st.RecordGroupAction(ctx, a); err != nil {
 		var from []string
 		for _, m := range moves {
-			from = append(from, fmt.Sprintf("%s/%d from %d to %d", a.Topic, m.Partition, m.OldOffset, m.NewOffset))
+			from = append(from, fmt.Sprintf("%s/%d from %s to %s", m.topicOf(a.Topic), m.Partition, OffsetText(m.OldOffset), OffsetText(m.NewOffset)))
 		}
 		return fmt.Errorf("the offsets of group %s were moved (%s), but the journal was not written: %w", a.Group, strings.Join(from, ", "), err)
 	}
 	return nil
 }
 
-// recheck refuses when group has members or its commits on topic are no longer want (the
-// plan is stale: a consumer ran in between).
-func recheck(ctx context.Context, c *kafka.Cluster, group, topic string, want map[int32]int64) error {
-	d, err := describe(ctx, c, group)
+// recheck refuses when group has members or its commits are no longer want (nil: no commit;
+// the plan is stale: a consumer ran in between).
+func recheck(ctx context.Context, c *kafka.Cluster, group string, want map[kafka.TopicPartition]*int64) error {
+	d, commits, err := describeCommits(ctx, c, group)
 	if err != nil {
 		return err
 	}
 	if err := active(group, d.Members); err != nil {
 		return err
 	}
-	commits, err := c.CommitsOf(ctx, group)
-	if err != nil {
-		return err
-	}
-	for p, at := range want {
-		now, ok := commits[topic][p]
-		if !ok || now != at {
-			return fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %d as planned: it moved since; nothing was changed (plan again)", group, topic, p, offsetText(now, ok), at)
+	for tp, at := range want {
+		if now := commitOf(commits, tp.Topic, tp.Partition); !sameOffset(now, at) {
+			return fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %s as planned: it moved since; nothing was changed (plan again)",
+				group, tp.Topic, tp.Partition, OffsetText(now), OffsetText(at))
 		}
 	}
 	return nil
 }
 
-func offsetText(at int64, ok bool) string {
-	if !ok {
-		return "none"
+// commitOf is the committed offset of topic/p in commits, nil when there is none.
+func commitOf(commits kafka.Commits, topic string, p int32) *int64 {
+	if at, ok := commits[topic][p]; ok {
+		return &at
 	}
-	return fmt.Sprint(at)
+	return nil
 }
 
-// UndoPlan is what an undo would do: move the group's commits back to where the skip found
-// them.
+// sameOffset says whether two offsets that may be none (nil) are the same.
+func sameOffset(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// OffsetText is an offset that may be none (nil: no commit) in words.
+func OffsetText(at *int64) string {
+	if at == nil {
+		return "none"
+	}
+	return fmt.Sprint(*at)
+}
+
+// UndoPlan is what an undo would do: move the group's commits back to where the skip or
+// reset (Undone) found them.
 type UndoPlan struct {
-	Skip  dedup.GroupAction `json:"skip"`
-	Moves []PartitionMove   `json:"moves"`
-	State string            `json:"state"`
+	Undone dedup.GroupAction `json:"undone"`
+	Moves  []PartitionMove   `json:"moves"`
+	State  string            `json:"state"`
 	// Members are the group's members; an undo is refused while there are any.
 	Members []Member `json:"members"`
 }
 
-// PlanUndo reads the skip id from the journal and the group now. A skip that is not in the
-// journal, or was undone already, is a usage error; a group whose commit moved on since the
-// skip is refused (undoing would also send the consumer back over what it processed since);
-// a group with members is planned and refused with an error wrapping ErrActive.
+// PlanUndo reads the skip or reset id from the journal and the group now. One that is not in
+// the journal, or was undone already, is a usage error; a group whose commit moved on since
+// is refused (undoing would also send the consumer back over what it processed since, or
+// forward past what it did not); a group with members is planned and refused with an error
+// wrapping ErrActive.
 func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string) (*UndoPlan, error) {
 	a, err := st.GroupAction(ctx, id)
 	if err != nil {
@@ -349,33 +363,29 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	}
 	switch {
 	case a == nil:
-		return nil, fwerr.Usagef("no groups skip %s in the journal", id)
-	case a.Action != dedup.ActionSkip:
-		return nil, fwerr.Usagef("%s is an undo of %s, not a skip", id, a.Undoes)
+		return nil, fwerr.Usagef("no groups skip or reset %s in the journal", id)
+	case a.Action == dedup.ActionUndo:
+		return nil, fwerr.Usagef("%s is an undo of %s, not a skip or a reset", id, a.Undoes)
 	case a.UndoneBy != "":
-		return nil, fwerr.Usagef("skip %s was undone already (by %s)", id, a.UndoneBy)
+		return nil, fwerr.Usagef("%s %s was undone already (by %s)", a.Action, id, a.UndoneBy)
 	}
-	var skipped []PartitionMove
-	if err := json.Unmarshal([]byte(a.Offsets), &skipped); err != nil {
-		return nil, fmt.Errorf("skip %s: its journaled offsets do not read: %w", id, err)
+	var moved []PartitionMove
+	if err := json.Unmarshal([]byte(a.Offsets), &moved); err != nil {
+		return nil, fmt.Errorf("%s %s: its journaled offsets do not read: %w", a.Action, id, err)
 	}
-	d, err := describe(ctx, c, a.Group)
+	d, commits, err := describeCommits(ctx, c, a.Group)
 	if err != nil {
 		return nil, err
 	}
-	p := &UndoPlan{Skip: *a, State: d.State, Members: []Member{}}
+	p := &UndoPlan{Undone: *a, State: d.State, Members: []Member{}}
 	p.Members = append(p.Members, d.Members...)
-	commits, err := c.CommitsOf(ctx, a.Group)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range skipped {
-		now, ok := commits[a.Topic][m.Partition]
-		if !ok || now != m.NewOffset {
-			return nil, fmt.Errorf("refusing to undo skip %s: the committed offset of group %s on %s/%d is %s, not the skip's %d: the group moved on since, and restoring %d would also reprocess what it did since",
-				id, a.Group, a.Topic, m.Partition, offsetText(now, ok), m.NewOffset, m.OldOffset)
+	for _, m := range moved {
+		topic := m.topicOf(a.Topic)
+		if now := commitOf(commits, topic, m.Partition); !sameOffset(now, m.NewOffset) {
+			return nil, fmt.Errorf("refusing to undo %s %s: the committed offset of group %s on %s/%d is %s, not the %s's %s: the group moved on since, and restoring %s would also move it over what it did since",
+				a.Action, id, a.Group, topic, m.Partition, OffsetText(now), a.Action, OffsetText(m.NewOffset), OffsetText(m.OldOffset))
 		}
-		p.Moves = append(p.Moves, PartitionMove{Partition: m.Partition, OldOffset: m.NewOffset, NewOffset: m.OldOffset})
+		p.Moves = append(p.Moves, PartitionMove{Topic: m.Topic, Partition: m.Partition, OldOffset: m.NewOffset, NewOffset: m.OldOffset})
 	}
 	return p, active(a.Group, p.Members)
 }
@@ -391,7 +401,7 @@ type UndoResult struct {
 	Reason   string          `json:"reason"`
 }
 
-// Undo is the undo of the journaled skip id as an action (action.Run): its plan is
+// Undo is the undo of the journaled skip or reset id as an action (action.Run): its plan is
 // PlanUndo's, its execute undo's, journaled under the action's Record.
 func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, *UndoResult] {
 	return action.Steps[*UndoPlan, *UndoResult]{
@@ -402,20 +412,42 @@ func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, 
 	}
 }
 
-// undo executes plan: it checks again that the group has no members and is where the skip
-// left it, commits the old offsets, and journals the undo naming the skip. The parked copies
-// stay in the dead-letter topic: the group reads the records again from the source.
+// undo executes plan: it checks again that the group has no members and is where the skip or
+// reset left it, removes the commits a reset made where the group had none, commits the old
+// offsets, and journals the undo naming what it undoes. A skip's parked copies stay in the
+// dead-letter topic: the group reads the records again from the source.
 func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan, rec action.Record) (*UndoResult, error) {
-	a := plan.Skip
-	want, back := map[int32]int64{}, map[int32]int64{}
+	a := plan.Undone
+	want, back, drop := map[kafka.TopicPartition]*int64{}, kafka.Commits{}, map[string][]int32{}
 	for _, m := range plan.Moves {
-		want[m.Partition], back[m.Partition] = m.OldOffset, m.NewOffset
+		topic := m.topicOf(a.Topic)
+		want[kafka.TopicPartition{Topic: topic, Partition: m.Partition}] = m.OldOffset
+		if m.NewOffset == nil {
+			drop[topic] = append(drop[topic], m.Partition)
+			continue
+		}
+		if back[topic] == nil {
+			back[topic] = map[int32]int64{}
+		}
+		back[topic][m.Partition] = *m.NewOffset
 	}
-	if err := recheck(ctx, c, a.Group, a.Topic, want); err != nil {
+	if err := recheck(ctx, c, a.Group, want); err != nil {
 		return nil, err
 	}
-	if err := c.CommitGroupOffsets(ctx, a.Group, a.Topic, back); err != nil {
-		return nil, err
+	// The commits a reset made where there was none go first: a refusal (DELETE on the group is
+	// an ACL of its own) then leaves everything where it was.
+	if len(drop) > 0 {
+		if err := c.DeleteGroupOffsets(ctx, a.Group, drop); err != nil {
+			return nil, fmt.Errorf("nothing was moved: %w", err)
+		}
+	}
+	if len(back) > 0 {
+		if err := c.CommitGroup(ctx, a.Group, back); err != nil {
+			if len(drop) > 0 {
+				return nil, fmt.Errorf("the commits the %s made where group %s had none were removed, but the others were not moved back (groups journal shows their old offsets): %w", a.Action, a.Group, err)
+			}
+			return nil, err
+		}
 	}
 	res := &UndoResult{ID: rec.ID, Undoes: a.ID, Group: a.Group, Topic: a.Topic, Moves: plan.Moves, Operator: rec.Operator, Reason: rec.Reason}
 	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionUndo, Group: a.Group, Topic: a.Topic,

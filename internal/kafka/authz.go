@@ -16,6 +16,7 @@ const (
 	OpRead            = "READ"
 	OpWrite           = "WRITE"
 	OpDescribe        = "DESCRIBE"
+	OpDelete          = "DELETE"
 	OpDescribeConfigs = "DESCRIBE_CONFIGS"
 	OpIdempotentWrite = "IDEMPOTENT_WRITE"
 )

@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -85,12 +87,20 @@ func (c *Cluster) LogEnds(ctx context.Context, topics ...string) (map[string]map
 }
 
 // CommitGroupOffsets sets group's committed offsets of topic (partition → offset), as an
-// operator's reset does: the broker accepts it only while the group has no members. Each
-// partition's error is returned, the first one wrapped with its partition.
+// operator's reset does: CommitGroup of one topic.
 func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	return c.CommitGroup(ctx, group, Commits{topic: offsets})
+}
+
+// CommitGroup sets group's committed offsets (topic → partition → offset) in one request, as
+// an operator's reset does: the broker accepts it only while the group has no members. Each
+// partition's error is returned, the first one wrapped with its partition.
+func (c *Cluster) CommitGroup(ctx context.Context, group string, offsets Commits) error {
 	os := kadm.Offsets{}
-	for p, at := range offsets {
-		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	for t, ps := range offsets {
+		for p, at := range ps {
+			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
+		}
 	}
 	resp, err := c.Admin.CommitOffsets(ctx, group, os)
 	if err != nil {
@@ -99,7 +109,38 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 	var first error
 	resp.Each(func(r kadm.OffsetResponse) {
 		if r.Err != nil && first == nil {
-			first = Denied(fmt.Errorf("commit %s/%d for group %s: %w", r.Topic, r.Partition, group, r.Err), OpRead, ResourceGroup, group)
+			first = deniedOn(fmt.Errorf("commit %s/%d for group %s: %w", r.Topic, r.Partition, group, r.Err), OpRead, group, r.Topic)
+		}
+	})
+	return first
+}
+
+// deniedOn is Denied of a partition's answer to a request for group: a refusal of its topic
+// names READ on the topic (what the broker checks of it for a commit or a delete), any other
+// op on the group.
+func deniedOn(err error, op, group, topic string) error {
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		return Denied(err, OpRead, ResourceTopic, topic)
+	}
+	return Denied(err, op, ResourceGroup, group)
+}
+
+// DeleteGroupOffsets removes group's committed offsets of the partitions named (topic →
+// partitions), so that the group has no commit there, as before it first committed: the
+// broker accepts it only while the group is not subscribed to the topic (no members).
+func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string, parts map[string][]int32) error {
+	set := kadm.TopicsSet{}
+	for t, ps := range parts {
+		set.Add(t, ps...)
+	}
+	resp, err := c.Admin.DeleteOffsets(ctx, group, set)
+	if err != nil {
+		return Denied(fmt.Errorf("delete the offsets of group %s: %w", group, err), OpDelete, ResourceGroup, group)
+	}
+	var first error
+	resp.EachError(func(t string, p int32, err error) {
+		if first == nil {
+			first = deniedOn(fmt.Errorf("delete the offset of %s/%d for group %s: %w", t, p, group, err), OpDelete, group, t)
 		}
 	})
 	return first

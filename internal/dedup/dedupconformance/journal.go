@@ -698,8 +698,9 @@ func testMarkerActions(t *testing.T, fresh Fresh) {
 	}
 }
 
-// testGroupActions: the journal of group skips and undos round-trips, newest first; an undo
-// names its skip, which reads back as undone by it, and a skip is undone at most once.
+// testGroupActions: the journal of group skips, resets and undos round-trips, newest first; an
+// undo names its skip or reset, which reads back as undone by it, and a skip is undone at most
+// once.
 func testGroupActions(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
 	st, _ := NewStore(t, fresh)
@@ -739,6 +740,21 @@ func testGroupActions(t *testing.T, fresh Fresh) {
 	list, err := st.GroupActions(ctx, 10)
 	if err != nil || len(list) != 2 || list[0].ID != undo.ID || list[0].Undoes != skip.ID || list[0].UndoneBy != "" || list[1].ID != skip.ID {
 		t.Fatalf("list: %+v, %v", list, err)
+	}
+	// A reset (migration 012): its topics joined, no dead-letter topic, undone like a skip.
+	reset := dedup.GroupAction{ID: "20260101-000003-dddddd", Action: dedup.ActionReset, Group: "billing", Topic: "orders,payments",
+		Operator: "carol", Reason: "rewind", Offsets: `[{"topic":"orders","partition":0,"old_offset":5,"new_offset":0}]`}
+	if err := st.RecordGroupAction(ctx, reset); err != nil {
+		t.Fatalf("a reset: %v", err)
+	}
+	undoReset := dedup.GroupAction{ID: "20260101-000004-eeeeee", Action: dedup.ActionUndo, Group: "billing", Topic: "orders,payments",
+		Operator: "carol", Reason: "too far", Offsets: `[{"topic":"orders","partition":0,"old_offset":0,"new_offset":5}]`, Undoes: reset.ID}
+	if err := st.RecordGroupAction(ctx, undoReset); err != nil {
+		t.Fatalf("the undo of a reset: %v", err)
+	}
+	if got, err := st.GroupAction(ctx, reset.ID); err != nil || got == nil || got.Action != dedup.ActionReset || got.Topic != "orders,payments" ||
+		got.Offsets != reset.Offsets || got.UndoneBy != undoReset.ID {
+		t.Fatalf("reset read back: %+v, %v", got, err)
 	}
 }
 

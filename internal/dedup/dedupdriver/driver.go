@@ -420,7 +420,7 @@ func ScanStrings(rows interface {
 type Capabilities struct {
 	Journal Journal       // the replay journal
 	Actions ActionJournal // the journal of prunes and forgets
-	Groups  GroupJournal  // the journal of group skips and undos
+	Groups  GroupJournal  // the journal of group skips, resets and undos
 }
 
 // Check returns d's capabilities, or an error naming every one d lacks: every driver keeps

@@ -482,9 +482,11 @@ func MarkerActionDest(a *MarkerAction, at any) []any {
 	return []any{&a.ID, &a.Action, &a.MarkerTable, &a.Operator, &a.Reason, &a.Selection, &a.Counts, &a.Deleted, &a.Error, at}
 }
 
-// GroupAction is a journaled `groups skip` or its undo (migration 008): who moved which group's committed offsets on which topic, why, from which offsets
-// to which (Offsets, JSON), the records parked in DeadLetterTopic, and, for an undo, the skip
-// it undoes (Undoes). UndoneBy is read, not written: the undo of this skip, when there is one.
+// GroupAction is a journaled `groups skip`, `groups reset` (migration 012) or an undo of one
+// (migration 008): who moved which group's committed offsets on which topic (a reset's topics
+// joined by commas), why, from which offsets to which (Offsets, JSON), the records parked in
+// DeadLetterTopic (none for a reset), and, for an undo, the action it undoes (Undoes).
+// UndoneBy is read, not written: the undo of this action, when there is one.
 type GroupAction struct {
 	ID              string    `json:"id"`
 	Action          string    `json:"action"`

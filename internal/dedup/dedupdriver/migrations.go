@@ -34,6 +34,7 @@ var Line = []Step{
 	{9, "marker_outcome"},
 	{10, "sqlite_microsecond_times"},
 	{11, "aggregate_versions"},
+	{12, "group_resets"},
 }
 
 // migrationName is the name of a migration file: a zero-padded version and a name.
@@ -102,6 +103,7 @@ var journalTables = []struct{ key, name string }{
 	{"ReplaySendTimes", "replay_send_times"}, // SQLite's: PostgreSQL packs the timestamps
 	{"MarkerActions", "marker_actions"},
 	{"GroupActions", "group_actions"},
+	{"GroupActionsNext", "group_actions_next"}, // SQLite's: migration 012 rebuilds group_actions through it
 }
 
 // journalIndexes are the journal's indexes: the template's name, the table, the suffix.
