@@ -46,7 +46,7 @@ import (
 // instead of holding the partition forever. A handler must therefore not wrap a database
 // error in Permanent or Retryable.
 //
-// A panic in Handle is recovered and treated as Permanent.
+// A panic in Handle is recovered and treated as Permanent (Recover, in the default chain).
 type Handler interface {
 	Handle(ctx context.Context, tx *inbox.Tx, m *Message) (Outcome, error)
 }
