@@ -71,7 +71,7 @@ func fatalStoreError(err error) bool {
 // event with TxPerEvent); commit; produce the dead letters and wait for their acks; then
 // commit the Kafka offset. It returns a *HaltedError when a dead letter could not be written
 // at all (the offsets before its record are committed; the partition stops there), and
-// another error only when the engine must stop (or the worker was aborted); every other
+// another error only when the runner must stop (or the worker was aborted); every other
 // failure is retried here.
 func (e *Runner) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
@@ -191,7 +191,7 @@ func (e *Runner) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.
 		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
 }
 
-// errBreakerCut ends a worker whose batch the tripped breaker cut: the engine is stopping.
+// errBreakerCut ends a worker whose batch the tripped breaker cut: the runner is stopping.
 var errBreakerCut = errors.New("the dead-letter breaker has tripped")
 
 // judgedOf is the batch's records as the breaker judges them, in offset order: the items
@@ -224,9 +224,10 @@ func judgedOf(items []*item, dls []deadLetter) []judged {
 
 // decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
 // value needs does not answer (an infrastructure failure: never a dead letter). A registry
-// that refuses the credentials, or none configured for a framed value, stops the engine.
+// that refuses the credentials, or none configured for a framed value, stops the runner.
 func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, int, error) {
-	for attempt := 1; ; attempt++ {
+	r := e.o.InfraBackoff.start()
+	for {
 		items, bad, other, err := e.decode(ctx, recs)
 		if err == nil {
 			return items, bad, other, nil
@@ -241,15 +242,11 @@ func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 		if ctx.Err() != nil {
 			return nil, nil, 0, ctx.Err()
 		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return nil, nil, 0, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, se.Kinded())
+		stop := func(n int) error {
+			return fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, n, se.Kinded())
 		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("schema_registry").Inc()
-		e.log.Warn("schema registry unavailable; retrying the batch", "topic", w.tp.topic, "partition", w.tp.partition,
-			"first_offset", recs[0].Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
-		if err := sleep(ctx, d); err != nil {
+		if err := e.infraRetry(ctx, r, stop, "schema_registry", "schema registry unavailable; retrying the batch", err,
+			"topic", w.tp.topic, "partition", w.tp.partition, "first_offset", recs[0].Offset); err != nil {
 			return nil, nil, 0, err
 		}
 		e.o.Schemas.Retry()
@@ -257,7 +254,7 @@ func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 }
 
 // decode turns records into items and dead-letters the malformed ones. Transaction markers
-// (control records, which the engine asks for so that its committed offset can pass a marker
+// (control records, which the runner asks for so that its committed offset can pass a marker
 // at the end of the log) are skipped, and so are replayed records aimed at another consumer
 // group (fw.replay.for, docs/design.md §3.3), counted in other: they are not this group's to
 // handle, and a marker would make this group skip the event when a replay is aimed at it.
@@ -332,7 +329,8 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 // transaction is rolled back and run again with each event under its own savepoint.
 func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
 	batch := e.batchHandler() != nil
-	for attempt := 1; ; attempt++ {
+	r := e.o.InfraBackoff.start()
+	for {
 		res, err := e.applyUnit(ctx, items, batch)
 		var fb *batchFallback
 		if errors.As(err, &fb) && ctx.Err() == nil {
@@ -344,8 +342,8 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 			res, err = e.applyUnit(ctx, items, false)
 		}
 		if err == nil {
-			if attempt > 1 {
-				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", attempt-1)
+			if r.n > 0 {
+				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", r.n)
 			}
 			return res, nil
 		}
@@ -355,21 +353,21 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 		if fatalStoreError(err) {
 			return unitResult{}, err
 		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return unitResult{}, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, err)
+		stop := func(n int) error {
+			return fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, n, err)
 		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("batch").Inc()
-		e.log.Warn("batch failed on infrastructure; rolled back, retrying", "topic", w.tp.topic, "partition", w.tp.partition,
-			"first_offset", items[0].Record.Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
-		if err := sleep(ctx, d); err != nil {
+		msg := "batch failed on infrastructure; rolled back, retrying"
+		if errNoDeadLetter(err) {
+			msg = "handler failed and the handler chain has no dead-letter step: batch rolled back, retrying it as after an infrastructure failure"
+		}
+		if err := e.infraRetry(ctx, r, stop, "batch", msg, err,
+			"topic", w.tp.topic, "partition", w.tp.partition, "first_offset", items[0].Record.Offset); err != nil {
 			return unitResult{}, err
 		}
 	}
 }
 
-// batchHandler is the handler's batch path when the engine uses it (docs/design.md §3.5).
+// batchHandler is the handler's batch path when the runner uses it (docs/design.md §3.5).
 func (e *Runner) batchHandler() BatchHandler {
 	if e.o.PerEvent || e.o.TxPerEvent {
 		return nil
@@ -398,7 +396,7 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 		}
 		markers = append(markers, dedup.Marker{
 			EventID: it.Event.ID, Topic: it.Record.Topic, Partition: it.Record.Partition, Offset: it.Record.Offset,
-			AggregateID: it.Event.AggregateID, AggregateVersion: it.Event.Version,
+			AggregateID: it.Event.AggregateID, AggregateVersion: it.Event.Version, Versioned: it.Event.HasVersion,
 		})
 	}
 	if len(markers) == 0 {
@@ -415,18 +413,24 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	fresh, err := st.Claim(ctx, tx, e.o.Consumer, markers)
+	verdicts, err := st.ClaimVerdicts(ctx, tx, e.o.Consumer, markers, e.o.VersionGuard)
 	if err != nil {
 		return res, err
 	}
-	isFresh := make(map[string]struct{}, len(fresh))
-	for _, id := range fresh {
-		isFresh[id] = struct{}{}
+	verdict := make(map[string]dedup.Verdict, len(markers))
+	for i, v := range verdicts {
+		if _, ok := verdict[markers[i].EventID]; !ok {
+			verdict[markers[i].EventID] = v
+		}
 	}
-	todo := make([]*item, 0, len(fresh))
+	todo := make([]*item, 0, len(markers))
 	for _, it := range items {
-		if _, ok := isFresh[it.Event.ID]; it.dup || !ok {
+		switch v := verdict[it.Event.ID]; {
+		case it.dup || v == dedup.Duplicate:
 			res.duplicates++
+			continue
+		case v == dedup.Stale: // the version guard's: marked stale by the claim
+			res.stale++
 			continue
 		}
 		todo = append(todo, it)
@@ -522,63 +526,34 @@ func (e *Runner) handleCounted(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx,
 	return nil
 }
 
-// handleOne applies one fresh event under the savepoint sp has just set, retrying retryable
-// failures in place. A non-nil first is the failure of the event's first attempt, made
-// already (by HandleBatch, which wrote nothing for it). It returns a dead letter when the
-// event failed for good (its effects rolled back and its marker removed, inside tx), or an
-// error when the transaction must be abandoned.
+// handleOne applies one fresh event under the savepoint sp has just set, through the
+// handler chain (middleware.go): the built-in steps retry retryable failures in place and
+// settle the others as dead letters through the event's eventRun. A non-nil first is the
+// failure of the event's first attempt, made already (by HandleBatch, which wrote nothing
+// for it). It returns a dead letter when the event failed for good (its effects rolled back
+// and its marker removed, inside tx), the retries made, or an error when the transaction
+// must be abandoned: an infrastructure failure, a failure no step of the chain settled
+// (*noDeadLetterError, retried as infrastructure is), or one of the transaction itself.
 func (e *Runner) handleOne(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx, sp *savepoints, it *item, first error) (Outcome, *deadLetter, int, error) {
-	var firstFailed time.Time
-	for attempt := 1; ; attempt++ {
-		var out Outcome
-		herr := first
-		if attempt > 1 || first == nil {
-			out, herr = e.callHandler(ctx, itx, it, attempt)
-		}
-		if herr == nil {
-			sp.keep()
-			return out, nil, attempt - 1, nil
-		}
-		if ctx.Err() != nil {
-			return 0, nil, attempt - 1, ctx.Err()
-		}
-		cls := classify(herr)
-		e.m.handlerErrors.WithLabelValues(cls.label()).Inc()
-		if cls == classInfra {
-			return 0, nil, attempt - 1, &infraError{herr}
-		}
-		now := time.Now()
-		if firstFailed.IsZero() {
-			firstFailed = now
-		}
-		if err := sp.rollback(ctx); err != nil {
-			return 0, nil, attempt - 1, err
-		}
-		if cls == classRetryable && attempt < e.o.MaxAttempts {
-			d := e.o.RetryBackoff.Delay(attempt)
-			e.log.Warn("handler failed; retrying the event", "topic", it.Record.Topic, "partition", it.Record.Partition,
-				"offset", it.Record.Offset, "event_id", it.Event.ID, "attempt", attempt, "max_attempts", e.o.MaxAttempts,
-				"backoff", d.Round(time.Millisecond).String(), "error", herr)
-			if err := sleep(ctx, d); err != nil {
-				return 0, nil, attempt - 1, err
-			}
-			continue
-		}
-		// The marker was claimed before the savepoint, so the rollback kept it: delete it
-		// (in the transaction, after the savepoint) so that the event commits unmarked.
-		if _, err := e.o.Store.Unclaim(ctx, tx, e.o.Consumer, it.Event.ID); err != nil {
-			return 0, nil, attempt - 1, err
-		}
+	r := &eventRun{e: e, tx: tx, sp: sp, msg: &it.Message, first: first}
+	it.ev, it.Attempt = r, 1
+	out, err := e.chain.Handle(ctx, itx, &it.Message)
+	it.ev = nil
+	retried := it.Attempt - 1
+	switch {
+	case r.broken != nil:
+		return 0, nil, retried, r.broken
+	case err == nil && r.dl != nil:
+		return 0, r.dl, retried, nil
+	case err == nil:
 		sp.keep()
-		reason := dlq.ReasonRejected
-		switch cls {
-		case classUnsupported:
-			reason = dlq.ReasonUnsupported
-		case classRetryable:
-			reason = dlq.ReasonExhausted
-		}
-		return 0, &deadLetter{rec: it.Record, meta: e.meta(it.Record, reason, it.Event.ID, herr, attempt, firstFailed, now)}, attempt - 1, nil
+		return out, nil, retried, nil
+	case ctx.Err() != nil:
+		return 0, nil, retried, ctx.Err()
+	case classify(err) == classInfra:
+		return 0, nil, retried, &infraError{err}
 	}
+	return 0, nil, retried, &noDeadLetterError{err}
 }
 
 // savepoints keeps one savepoint, fw_event, just before the event being handled. Between
@@ -623,17 +598,6 @@ func (s *savepoints) keep() { s.dirty = true }
 func (s *savepoints) rollback(ctx context.Context) error {
 	s.dirty = false
 	return s.tx.RollbackTo(ctx, savepoint)
-}
-
-// callHandler runs Handle, turning a panic into a permanent failure.
-func (e *Runner) callHandler(ctx context.Context, tx *inbox.Tx, it *item, attempt int) (out Outcome, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = 0, Permanent(fmt.Errorf("handler %s panicked: %v", e.o.Name, p))
-		}
-	}()
-	it.Attempt = attempt
-	return e.o.Handler.Handle(ctx, tx, &it.Message)
 }
 
 // callBatch runs HandleBatch (as attempt 1 of each event), turning a panic into a failure of

@@ -46,7 +46,7 @@ import (
 // instead of holding the partition forever. A handler must therefore not wrap a database
 // error in Permanent or Retryable.
 //
-// A panic in Handle is recovered and treated as Permanent.
+// A panic in Handle is recovered and treated as Permanent (Recover, in the default chain).
 type Handler interface {
 	Handle(ctx context.Context, tx *inbox.Tx, m *Message) (Outcome, error)
 }
@@ -119,8 +119,11 @@ type Message struct {
 	// Record is the Kafka record the event was read from. Do not modify it.
 	Record *kgo.Record
 	// Attempt is 1 for the first call of Handle for the event in this transaction, 2 for
-	// the first retry, and so on.
+	// the first retry (Retry), and so on.
 	Attempt int
+
+	// ev is the runner's state of the event in the chain, nil outside it.
+	ev *eventRun
 }
 
 // Event is an event's envelope as the runner decoded it from a record (CloudEvents binary
@@ -192,7 +195,7 @@ func (o Outcome) String() string {
 	return "applied"
 }
 
-// class is how the engine treats a handler error.
+// class is how the runner treats a handler error.
 type class int
 
 const (
@@ -214,7 +217,7 @@ func (e *classifiedError) Unwrap() error { return e.err }
 // reason "rejected". A nil err stays nil.
 func Permanent(err error) error { return wrapClass(classPermanent, err) }
 
-// Retryable marks err as a temporary failure of one event: the engine retries it in place
+// Retryable marks err as a temporary failure of one event: the runner retries it in place
 // with backoff and dead-letters it with reason "exhausted" after MaxAttempts attempts. A nil
 // err stays nil.
 func Retryable(err error) error { return wrapClass(classRetryable, err) }
@@ -290,7 +293,7 @@ func ErrorClass(err error) string {
 	return ""
 }
 
-// classify decides how the engine treats a handler error. A handler's own mark wins (an HTTP
+// classify decides how the runner treats a handler error. A handler's own mark wins (an HTTP
 // timeout is a net.Error, which dedup.IsTransient would call infrastructure, but a webhook
 // marks it Retryable so that it is exhausted after MaxAttempts, not retried forever); an
 // unmarked error is an infrastructure failure when dedup.IsTransient says so, else retryable.

@@ -17,7 +17,7 @@ const (
 	OutcomeOtherGroup   = "other_group"   // a replayed record for another group (fw.replay.for): skipped, not marked
 )
 
-// Stats are the engine's running totals since it started. Processed counts Applied events
+// Stats are the runner's running totals since it started. Processed counts Applied events
 // only; Stale ones are counted apart (both are marked).
 type Stats struct {
 	Records      int64 `json:"records"`
@@ -52,7 +52,7 @@ func (c *counters) snapshot() Stats {
 	}
 }
 
-// metrics are the engine's Prometheus collectors. With a nil Registerer they are created
+// metrics are the runner's Prometheus collectors. With a nil Registerer they are created
 // but not registered, so the code paths are the same.
 type metrics struct {
 	events      *prometheus.CounterVec
@@ -69,6 +69,8 @@ type metrics struct {
 	commitFailed   prometheus.Counter
 	assigned       prometheus.Gauge
 	handlerErrors  *prometheus.CounterVec
+	// handlerSeconds times the handler's calls (the Metrics middleware).
+	handlerSeconds prometheus.Histogram
 	// The dead-letter breaker (breaker.go): trips by rule, whether it has tripped, the
 	// longest run of failed records now (the consumer's or a partition's), and the failed
 	// records among the window's.
@@ -125,6 +127,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_handler_errors_total",
 			Help: "Errors returned by the handler, by class (retryable, permanent, unsupported, infra).",
 		}, []string{"class"}),
+		handlerSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fieldwork_consume_handler_duration_seconds",
+			Help:    "Time of one call of the handler's Handle (one attempt at one event).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14), // 0.1ms … ~15s
+		}),
 		breakerTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_breaker_trips_total",
 			Help: "Trips of the dead-letter breaker, by rule (consecutive, ratio): the consumer stopped instead of dead-lettering on, and exits 8.",
@@ -144,7 +151,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
-			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors,
+			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors, m.handlerSeconds,
 			m.breakerTrips, m.breakerTripped, m.breakerConsecutive, m.breakerWindowFailed)
 	}
 	return m
