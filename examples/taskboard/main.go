@@ -180,9 +180,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError{err}
 	}
 	if c.migrate {
-		if err := consumer.Migrate(ctx, st, board); err != nil {
-			return err
-		}
+		err = consumer.Migrate(ctx, st, board)
+	} else {
+		err = st.InTx(ctx, func(tx *inbox.Tx) error { return board.Check(ctx, tx) })
+	}
+	if err != nil {
+		return err
 	}
 
 	ropts := []consumer.Opt{
