@@ -26,6 +26,7 @@ func addr(r *kgo.Record) string { return invariant.Addr(r.Topic, r.Partition, r.
 
 // fail logs what an invariant check found and fails the test when it found anything.
 func (w *world) fail(what string, probs invariant.Problems) {
+	w.t.Helper()
 	for _, p := range probs {
 		w.t.Errorf("%s: %s", what, p)
 	}

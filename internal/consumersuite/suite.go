@@ -218,9 +218,10 @@ func (w *world) crashRounds() {
 	}
 }
 
-// killCondition picks when to kill this round's run: after a random number of new markers
-// (up to nine tenths of those the produced records can give), or of new committed offsets.
-// A round whose records give nothing new kills as soon as the group has caught up.
+// killCondition picks when to kill this round's run: in two rounds of three, after a random
+// number of new markers (up to nine tenths of those the records produced so far can give),
+// else, and when they can give no new marker, after a random number of new committed offsets
+// (up to nine tenths of the way to the end).
 func (w *world) killCondition(rng *rand.Rand, produced int) (string, func() bool) {
 	ctx := context.Background()
 	markers := w.markerCount()
