@@ -153,10 +153,8 @@ func (w *world) setUp() {
 		Group: testenv.Name(t, "suite-"+w.target.Name),
 	}
 	w.proc.InstanceID = w.proc.Group + "-0"
-	// Records are kept forever: the sample stream's timestamps are of 2025.
-	forever := "-1"
-	testenv.CreateTopic(t, topic, w.o.Partitions, map[string]*string{"retention.ms": &forever})
-	testenv.CreateTopic(t, w.proc.DeadLetterTopic, 1, map[string]*string{"retention.ms": &forever})
+	testenv.CreateTopic(t, topic, w.o.Partitions, nil)
+	testenv.CreateTopic(t, w.proc.DeadLetterTopic, 1, nil)
 	st, err := dedup.Open(ctx, w.proc.DSN, dedup.Options{Schema: schema})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -176,6 +174,16 @@ func (w *world) setUp() {
 	}
 	w.cl = testenv.Client(t, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	w.adm = kadm.NewClient(w.cl)
+	t.Cleanup(func() {
+		// The last run's static member stays in the group until its session times out: it is
+		// removed first (KIP-345), then the group.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = w.adm.LeaveGroup(ctx, kadm.LeaveGroup(w.proc.Group).InstanceIDs(w.proc.InstanceID))
+		if _, err := w.adm.DeleteGroup(ctx, w.proc.Group); err != nil {
+			t.Logf("delete group %s: %v", w.proc.Group, err)
+		}
+	})
 }
 
 // start starts one run of the target.
