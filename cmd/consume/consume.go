@@ -19,9 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/consume/serve"
+	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -184,19 +185,19 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
 	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")
 	cmdutil.TopicVar(fl, &opts.DLQTopic, "dlq-topic", "dead-letter topic for every source topic (default <topic>.dlq)")
-	cmdutil.CountVar(fl, &opts.MaxAttempts, "max-attempts", consume.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
+	cmdutil.CountVar(fl, &opts.MaxAttempts, "max-attempts", consumer.DefaultMaxAttempts, "attempts of an event whose handler fails retryably, before it is dead-lettered as exhausted")
 	fl.IntVar(&opts.MaxInfraRetries, "max-infra-retries", 0, "retries of a batch after infrastructure failures before giving up (0: forever)")
-	fl.IntVar(&opts.BatchMax, "batch-max", consume.DefaultBatchMax, "most records of one partition handled in one transaction")
+	fl.IntVar(&opts.BatchMax, "batch-max", consumer.DefaultBatchMax, "most records of one partition handled in one transaction")
 	fl.BoolVar(&opts.TxPerEvent, "tx-per-event", false, "one database transaction per event instead of per batch (for comparison)")
 	fl.BoolVar(&opts.PerEvent, "per-event", false, "apply each event with its own statements under a savepoint instead of the handler's batch statements (for comparison)")
-	cmdutil.CountVar(fl, &opts.BreakerConsecutive, "breaker-consecutive", consume.DefaultBreakerConsecutive, "stop (exit 8) when more than this many records in a row would be dead-lettered")
-	cmdutil.ShareVar(fl, &opts.BreakerRatio, "breaker-ratio", consume.DefaultBreakerRatio, "stop (exit 8) when more than this share of the last --breaker-window records would be dead-lettered (0.5 or 50%)")
-	cmdutil.CountVar(fl, &opts.BreakerWindow, "breaker-window", consume.DefaultBreakerWindow, "records the --breaker-ratio is judged over (the consumer's last ones, all partitions)")
+	cmdutil.CountVar(fl, &opts.BreakerConsecutive, "breaker-consecutive", consumer.DefaultBreakerConsecutive, "stop (exit 8) when more than this many records in a row would be dead-lettered")
+	cmdutil.ShareVar(fl, &opts.BreakerRatio, "breaker-ratio", consumer.DefaultBreakerRatio, "stop (exit 8) when more than this share of the last --breaker-window records would be dead-lettered (0.5 or 50%)")
+	cmdutil.CountVar(fl, &opts.BreakerWindow, "breaker-window", consumer.DefaultBreakerWindow, "records the --breaker-ratio is judged over (the consumer's last ones, all partitions)")
 	fl.BoolVar(&opts.NoBreaker, "no-breaker", false, "never stop for dead letters: dead-letter every failing record, however many")
-	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consume.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
-	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consume.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
+	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consumer.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
+	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consumer.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
 	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
-	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consume.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
+	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consumer.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `serve Prometheus metrics at /metrics on this host:port (default off; port 0: any free port)`)
@@ -231,8 +232,8 @@ func (o *ConsumeOptions) validate() error {
 		return fwerr.Usagef("--max-infra-retries %d: must not be negative", o.MaxInfraRetries)
 	case o.BatchMax < 1 || o.BatchMax > 100_000:
 		return fwerr.Usagef("--batch-max %d: must be between 1 and 100000", o.BatchMax)
-	case o.BreakerWindow > consume.MaxBreakerWindow:
-		return fwerr.Usagef("--breaker-window %d: must be at most %d", o.BreakerWindow, consume.MaxBreakerWindow)
+	case o.BreakerWindow > consumer.MaxBreakerWindow:
+		return fwerr.Usagef("--breaker-window %d: must be at most %d", o.BreakerWindow, consumer.MaxBreakerWindow)
 	case o.StopWhenIdle < 0:
 		return fwerr.Usagef("--stop-when-idle must not be negative")
 	case o.ShutdownTimeout <= 0:
@@ -290,12 +291,12 @@ type consumeSummary struct {
 	Group    string `json:"group"`
 	Consumer string `json:"consumer"`
 	Handler  string `json:"handler"`
-	consume.Stats
+	consumer.Stats
 	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) error {
-	consumer := cmp.Or(o.Consumer, o.Group)
+	name := cmp.Or(o.Consumer, o.Group)
 	var interrupts <-chan os.Signal
 	if o.Signals != nil {
 		sigs, stop := o.Signals()
@@ -303,26 +304,31 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 		interrupts = sigs
 	}
 
+	breaker := consumer.Breaker(o.BreakerConsecutive, o.BreakerRatio, o.BreakerWindow)
+	if o.NoBreaker {
+		breaker = consumer.NoBreaker()
+	}
 	started := time.Now()
 	stats, err := serve.Run(ctx, c.Store, serve.Options{
-		Options: consume.Options{
-			Schemas: c.Schemas,
-			Topics:  o.Topics, Group: o.Group, Consumer: consumer, Kafka: c.Kafka.Options(),
-			DLQTopic: o.DLQTopic, MaxAttempts: o.MaxAttempts, MaxInfraRetries: o.MaxInfraRetries,
-			BatchMax: o.BatchMax, TxPerEvent: o.TxPerEvent, PerEvent: o.PerEvent,
-			RetryBackoff: consume.Backoff{Initial: o.RetryBackoff, Max: o.RetryBackoffMax},
-			StopWhenIdle: o.StopWhenIdle, ShutdownTimeout: o.ShutdownTimeout,
-			InstanceID: o.InstanceID, SessionTimeout: o.SessionTimeout,
-			Breaker: consume.Breaker{Off: o.NoBreaker, Consecutive: o.BreakerConsecutive, Ratio: o.BreakerRatio, Window: o.BreakerWindow},
-			Logger:  consumeLogger(o, c.Streams),
+		Runner: []consumer.Opt{
+			consumerlink.Schemas(c.Schemas).(consumer.Opt),
+			consumer.Topics(o.Topics...), consumer.Group(o.Group), consumer.Consumer(name), consumer.Kafka(c.Kafka.Options()...),
+			consumer.DeadLetterTopic(o.DLQTopic), consumer.MaxAttempts(o.MaxAttempts), consumer.MaxInfraRetries(o.MaxInfraRetries),
+			consumer.BatchMax(o.BatchMax),
+			consumerlink.TxPerEvent(o.TxPerEvent).(consumer.Opt), consumerlink.PerEvent(o.PerEvent).(consumer.Opt),
+			consumer.RetryBackoff(o.RetryBackoff, o.RetryBackoffMax),
+			consumer.StopWhenIdle(o.StopWhenIdle), consumer.ShutdownTimeout(o.ShutdownTimeout),
+			consumer.InstanceID(o.InstanceID), consumer.SessionTimeout(o.SessionTimeout),
+			breaker,
 		},
+		Consumer: name, Logger: consumeLogger(o, c.Streams),
 		HandlerName: o.Handler, Schema: o.Naming.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
 		Migrate: o.Migrate, MetricsAddr: o.MetricsAddr, Interrupts: interrupts,
 	})
 	if err != nil {
 		return consumeError(err, c.Naming)
 	}
-	sum := consumeSummary{Group: o.Group, Consumer: consumer, Handler: o.Handler, Stats: stats,
+	sum := consumeSummary{Group: o.Group, Consumer: name, Handler: o.Handler, Stats: stats,
 		ElapsedMS: time.Since(started).Milliseconds()}
 	return c.Printer.Object(sum, summarySections(sum))
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
 	"github.com/fieldwork/fieldwork/internal/consumersuite"
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -140,14 +140,14 @@ func cli(t *testing.T) consumersuite.Target {
 	}
 }
 
-// taskboard is examples/taskboard (/work/wt/SUITE-CONTRACT.md while it is written): built
+// taskboard is examples/taskboard (its README says how it runs): built
 // from its own module with the module cache only; its effects are its tasks table (one row
 // per task, version-guarded) and its notifications outbox (one row per side effect, under
 // the idempotency key consumer.IdempotencyKey gives).
 func taskboard(t *testing.T) consumersuite.Target {
 	dir := filepath.Join(testenv.ModuleRoot(t), "examples", "taskboard")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("DEVELOPMENT GATE (removed once i29-example is merged): %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("the example service the suite runs against is missing: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "taskboard")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -200,7 +200,7 @@ func taskboard(t *testing.T) consumersuite.Target {
 					}
 					e.PerEvent[id]++
 					e.Applied[agg]++
-					if want := consume.IdempotencyKey(p.Group, id); key != want && len(e.Problems) < 5 {
+					if want := consumer.IdempotencyKey(p.Group, id); key != want && len(e.Problems) < 5 {
 						e.Problems = append(e.Problems, "notification of "+id+": idempotency key "+strconv.Quote(key)+", want "+want)
 					}
 				}

@@ -1,10 +1,35 @@
 package dedup
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+	"github.com/fieldwork/fieldwork/internal/dedup/pgdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/sqlitedriver"
 )
+
+// Dialect is what a driver's SQL writes its own way for the tables beside the markers: the
+// column types of a time and of an auto-increment key, a table's storage clause, whether a
+// batch binds arrays, and which error says a table is missing. The drivers provide it.
+type Dialect = dedupdriver.Dialect
+
+// DialectOf is the dialect of driver ("postgres" or "sqlite", Store.Driver).
+func DialectOf(driver string) (Dialect, error) {
+	switch driver {
+	case driverPostgres:
+		return pgdriver.Dialect, nil
+	case driverSQLite:
+		return sqlitedriver.Dialect, nil
+	}
+	return Dialect{}, fmt.Errorf("unknown store driver %q", driver)
+}
+
+// Dialect is the dialect of the store's driver.
+func (s *Store) Dialect() Dialect { return s.drv.Dialect() }
+
+// Schema is the store's schema (on SQLite the prefix of its tables' names).
+func (s *Store) Schema() string { return s.names.Schema }
 
 // The naming and time rules of the stores, for tables that live beside the markers (the
 // bundled handlers', a test's): one place each, the drivers' own.

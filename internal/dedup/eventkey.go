@@ -47,6 +47,8 @@ func ValidateConsumer(name string) error {
 type keyedMarker struct {
 	id  string
 	key string
+	// index is the marker's place in the batch as given.
+	index int
 }
 
 // dedupeMarkers validates the batch, drops repeated event ids (the first
@@ -67,7 +69,7 @@ func dedupeMarkers(events []Marker) ([]keyedMarker, []Marker, error) {
 			continue
 		}
 		seen[key] = struct{}{}
-		order = append(order, keyedMarker{id: m.EventID, key: key})
+		order = append(order, keyedMarker{id: m.EventID, key: key, index: i})
 		m.EventID = key
 		if !m.ProcessedAt.IsZero() {
 			m.ProcessedAt = m.ProcessedAt.UTC()

@@ -154,6 +154,10 @@ func (s *Store) Driver() string { return s.drv.Name() }
 // Table is the quoted, qualified marker table, as the SQL names it.
 func (s *Store) Table() string { return s.drv.Table() }
 
+// VersionsTable is the quoted, qualified table of the version guard beside the marker table
+// (ClaimVerdicts): the highest version claimed per consumer and aggregate.
+func (s *Store) VersionsTable() string { return s.drv.VersionsTable() }
+
 // Begin opens a transaction. On SQLite it takes the database's write lock at
 // once (BEGIN IMMEDIATE), waiting up to the busy timeout for another writer.
 func (s *Store) Begin(ctx context.Context) (*Tx, error) {
@@ -213,6 +217,44 @@ func (s *Store) driverTx(tx *Tx) (dedupdriver.Tx, error) {
 // consumer or id) comes before any SQL and leaves tx untouched; any other
 // error leaves tx in an unknown state: roll it back.
 func (s *Store) Claim(ctx context.Context, tx *Tx, consumer string, events []Marker) ([]string, error) {
+	verdicts, err := s.ClaimVerdicts(ctx, tx, consumer, events, false)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make([]string, 0, len(events))
+	for i, v := range verdicts {
+		if v == Fresh {
+			fresh = append(fresh, events[i].EventID)
+		}
+	}
+	return fresh, nil
+}
+
+// Verdict is what a claim found for one event.
+type Verdict int
+
+const (
+	// Fresh: not processed by the consumer before; apply it.
+	Fresh Verdict = iota
+	// Duplicate: processed already, or earlier in the same claim; do nothing.
+	Duplicate
+	// Stale (the version guard only): marked now, with outcome stale, and not to be applied:
+	// the consumer already has this version of the event's aggregate or a newer one.
+	Stale
+)
+
+// ClaimVerdicts is Claim returning a verdict for each of events, in their order. With guard it
+// is also the version guard: each event that is Versioned and has an AggregateID is compared
+// with the highest version of its aggregate the consumer claimed before (in a committed
+// transaction, in tx, or earlier in events: their order is the offset order) and is Stale when
+// its version is not higher. A stale event is marked all the same, its marker's outcome
+// OutcomeStale, so that it is never handled; the highest version stays stored per consumer and
+// aggregate (the table <marker table>_versions, migration 011), raised by the same
+// transaction. The guard costs one statement per batch beside the claim's (on SQLite one per
+// chunk), run first: it locks the batch's aggregates, in order, so that a concurrent
+// transaction guarding one of them is waited for and what it committed counts. Without guard
+// the claim runs exactly Claim's one statement.
+func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, events []Marker, guard bool) ([]Verdict, error) {
 	dtx, err := s.driverTx(tx)
 	if err != nil {
 		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
@@ -227,28 +269,100 @@ func (s *Store) Claim(ctx context.Context, tx *Tx, consumer string, events []Mar
 	if err != nil {
 		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
 	}
+	var stale map[string]bool
+	if guard {
+		if stale, err = s.guard(ctx, dtx, consumer, events); err != nil {
+			return nil, err
+		}
+		for i := range sorted {
+			if stale[sorted[i].EventID] {
+				sorted[i].Outcome = OutcomeStale
+			}
+		}
+	}
 	inserted, err := s.drv.Claim(ctx, dtx, consumer, sorted)
 	if err != nil {
 		return nil, fmt.Errorf("claim batch of %d for %q in %s: %w", len(sorted), consumer, s.Table(), err)
 	}
-	got := make(map[string]struct{}, len(inserted))
+	got := make(map[string]bool, len(inserted))
 	for _, k := range inserted {
-		got[k] = struct{}{}
+		got[k] = true
 	}
-	fresh := make([]string, 0, len(inserted))
-	for _, m := range order {
-		if _, ok := got[m.key]; ok {
-			fresh = append(fresh, m.id)
+	out := make([]Verdict, len(events))
+	next := 0 // order holds the first occurrences, in the order of events
+	for i := range events {
+		out[i] = Duplicate
+		if next < len(order) && order[next].index == i {
+			k := order[next].key
+			switch {
+			case got[k] && stale[k]:
+				out[i] = Stale
+			case got[k]:
+				out[i] = Fresh
+			}
+			next++
 		}
 	}
-	return fresh, nil
+	return out, nil
+}
+
+// guard is the version guard of ClaimVerdicts: it raises the stored versions of the events'
+// aggregates and returns the keys of the stale events.
+func (s *Store) guard(ctx context.Context, dtx dedupdriver.Tx, consumer string, events []Marker) (map[string]bool, error) {
+	if !s.recordsOutcomes() {
+		return nil, fmt.Errorf("claim batch for %q: the version guard needs fieldwork's own marker table, not %s", consumer, s.Table())
+	}
+	type versioned struct {
+		key, agg string
+		version  int64
+	}
+	var evs []versioned
+	highest := map[string]int64{}
+	seen := make(map[string]bool, len(events))
+	for _, m := range events {
+		key := EventKey(m.EventID)
+		if seen[key] {
+			continue // a repeat is a duplicate, whatever its version
+		}
+		seen[key] = true
+		if !m.Versioned || m.AggregateID == "" {
+			continue
+		}
+		evs = append(evs, versioned{key, m.AggregateID, m.AggregateVersion})
+		if v, ok := highest[m.AggregateID]; !ok || m.AggregateVersion > v {
+			highest[m.AggregateID] = m.AggregateVersion
+		}
+	}
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	raise := make([]dedupdriver.AggregateVersion, 0, len(highest))
+	for agg, v := range highest {
+		raise = append(raise, dedupdriver.AggregateVersion{AggregateID: agg, Version: v})
+	}
+	slices.SortFunc(raise, func(a, b dedupdriver.AggregateVersion) int { return strings.Compare(a.AggregateID, b.AggregateID) })
+	have, err := s.drv.RaiseVersions(ctx, dtx, consumer, raise)
+	if err != nil {
+		return nil, fmt.Errorf("guard the versions of %d aggregates for %q: %w", len(raise), consumer, err)
+	}
+	stale := map[string]bool{}
+	for _, e := range evs {
+		if v, ok := have[e.agg]; ok && e.version <= v {
+			stale[e.key] = true
+			continue
+		}
+		have[e.agg] = e.version
+	}
+	return stale, nil
 }
 
 // Unclaim deletes consumer's marker for eventID inside tx and reports
 // whether there was one. Rolling back to a savepoint taken after Claim does
 // not remove a marker that Claim inserted before it; Unclaim does, so that a
 // consumer can leave a dead-lettered event unmarked. Like Claim, it takes
-// effect only with the commit of tx.
+// effect only with the commit of tx. When the version guard raised the event's aggregate to
+// the event's version, Unclaim puts back the version the aggregate had before that claim, so
+// that the event, read again (replayed), is not stale for its own version.
 func (s *Store) Unclaim(ctx context.Context, tx *Tx, consumer, eventID string) (bool, error) {
 	dtx, err := s.driverTx(tx)
 	if err == nil {
@@ -257,9 +371,14 @@ func (s *Store) Unclaim(ctx context.Context, tx *Tx, consumer, eventID string) (
 	if err != nil {
 		return false, fmt.Errorf("unclaim %q for %q: %w", eventID, consumer, err)
 	}
-	ok, err := s.drv.Unclaim(ctx, dtx, consumer, EventKey(eventID))
+	ok, agg, err := s.drv.Unclaim(ctx, dtx, consumer, EventKey(eventID))
 	if err != nil {
 		return false, fmt.Errorf("unclaim %q for %q in %s: %w", eventID, consumer, s.Table(), err)
+	}
+	if agg != nil && s.recordsOutcomes() {
+		if err := s.drv.LowerVersion(ctx, dtx, consumer, *agg); err != nil {
+			return false, fmt.Errorf("unclaim %q for %q: put back the version of aggregate %q: %w", eventID, consumer, agg.AggregateID, err)
+		}
 	}
 	return ok, nil
 }

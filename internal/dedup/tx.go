@@ -3,6 +3,7 @@ package dedup
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,29 @@ type Row = dedupdriver.Row
 type Tx struct {
 	store *Store
 	tx    dedupdriver.Tx
+	// adopted is the caller's own transaction (Store.Adopt): the caller ends it.
+	adopted bool
 }
+
+// ErrAdopted is returned by Commit and Rollback of an adopted transaction (Store.Adopt): the
+// transaction is the caller's, and only the caller commits or rolls it back.
+var ErrAdopted = errors.New("the transaction is the caller's own (adopted): commit or roll it back where it was begun")
+
+// Adopt returns a Tx over the caller's own transaction, begun on the store's database: a
+// pgx.Tx on a PostgreSQL store, a *sql.Tx on an SQLite store; anything else is an error. Claim,
+// Unclaim and SetOutcome work in it as in a Tx of Begin, and its markers commit or roll back
+// with the caller's transaction. Commit and Rollback of the returned Tx do nothing and return
+// ErrAdopted: the caller ends its transaction itself, as it would without the store.
+func (s *Store) Adopt(tx any) (*Tx, error) {
+	dtx, err := s.drv.Adopt(tx)
+	if err != nil {
+		return nil, fmt.Errorf("adopt a transaction on %s: %w", s.Table(), err)
+	}
+	return &Tx{store: s, tx: dtx, adopted: true}, nil
+}
+
+// Adopted reports whether the transaction is the caller's own (Store.Adopt).
+func (t *Tx) Adopted() bool { return t.adopted }
 
 // Driver is "postgres" or "sqlite".
 func (t *Tx) Driver() string { return t.store.Driver() }
@@ -50,6 +73,9 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) Row {
 // durable, except in the window where the commit reached the database and
 // the connection broke before the acknowledgement.
 func (t *Tx) Commit(ctx context.Context) error {
+	if t.adopted {
+		return ErrAdopted
+	}
 	if err := t.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit transaction on %s: %w", t.store.Table(), err)
 	}
@@ -57,8 +83,12 @@ func (t *Tx) Commit(ctx context.Context) error {
 }
 
 // Rollback discards the transaction. It returns nil when the transaction
-// has already ended, so `defer tx.Rollback(ctx)` is safe after Commit.
+// has already ended, so `defer tx.Rollback(ctx)` is safe after Commit. On an adopted
+// transaction it does nothing and returns ErrAdopted.
 func (t *Tx) Rollback(ctx context.Context) error {
+	if t.adopted {
+		return ErrAdopted
+	}
 	if err := t.tx.Rollback(ctx); err != nil {
 		return fmt.Errorf("roll back transaction on %s: %w", t.store.Table(), err)
 	}

@@ -7,34 +7,41 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/config"
-	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
-	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/devstack"
-	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/inboxlink"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // rejecting is the projection "release 1.4": the bundled projection with a bug that rejects
 // one event type for good, as a handler that wrongly thinks a transition is illegal does.
-// It keeps the wrapped handler's name, as a real release of the same handler would.
+// It keeps the wrapped handler's name and tables, as a real release of the same handler
+// would, and applies one event at a time (it is no consumer.BatchHandler).
 type rejecting struct {
-	consume.Handler
+	consumer.Handler
 	eventType string
 }
 
-func (h rejecting) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
-	if ev.Type == h.eventType {
-		return 0, consume.Permanentf("illegal transition for task %s: a done task cannot be reopened (%s rejected by projection %s)",
+func (h rejecting) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+	if ev := m.Event; ev.Type == h.eventType {
+		return 0, consumer.Permanentf("illegal transition for task %s: a done task cannot be reopened (%s rejected by projection %s)",
 			ev.AggregateID, ev.Type, BuggyRelease)
 	}
-	return h.Handler.Handle(ctx, tx, ev, rec)
+	return h.Handler.Handle(ctx, tx, m)
 }
 
-// ConsumeStats are a consumer run's totals (consume.Stats; Applied is its Processed).
+func (h rejecting) Name() string { return h.Handler.(consumer.Namer).Name() }
+
+func (h rejecting) Migrate(ctx context.Context, tx *inbox.Tx) error {
+	return h.Handler.(consumer.Migrator).Migrate(ctx, tx)
+}
+
+// ConsumeStats are a consumer run's totals (consumer.Stats; Applied is its Processed).
 type ConsumeStats struct {
 	Records      int64 `json:"records"`
 	Applied      int64 `json:"applied"`
@@ -61,25 +68,24 @@ type ConsumeRun struct {
 // consumeOnce runs the reference consumer of group Group over tasks with h until it has
 // committed every offset that existed when it started, then drains and leaves the group. It
 // fails when the consumer stops before that (a fatal error, or idleness with records left).
-func (d *Demo) consumeOnce(ctx context.Context, h consume.Handler, migrate bool) (consume.Stats, error) {
+func (d *Demo) consumeOnce(ctx context.Context, h consumer.Handler, migrate bool) (consumer.Stats, error) {
 	st := d.stack.Store()
-	if _, err := consume.Prepare(ctx, st, h, migrate); err != nil {
-		return consume.Stats{}, err
+	if _, err := consumerlink.Prepare(ctx, st, h, migrate); err != nil {
+		return consumer.Stats{}, err
 	}
 	adm := d.cluster.Admin
 	ends, err := adm.ListEndOffsets(ctx, TopicTasks)
 	if err != nil {
-		return consume.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
+		return consumer.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
 	}
 	if err := ends.Error(); err != nil {
-		return consume.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
+		return consumer.Stats{}, fmt.Errorf("end offsets of %s: %w", TopicTasks, err)
 	}
-	eng, err := consume.New(consume.Options{
-		Topics: []string{TopicTasks}, Group: Group, Handler: h, Store: st, Kafka: d.cluster.Options(),
-		StopWhenIdle: d.o.StopWhenIdle, ShutdownTimeout: 10 * time.Second, MaxInfraRetries: 10,
-	})
+	eng, err := consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
+		consumer.Topics(TopicTasks), consumer.Group(Group), consumer.Kafka(d.cluster.Options()...),
+		consumer.StopWhenIdle(d.o.StopWhenIdle), consumer.ShutdownTimeout(10*time.Second), consumer.MaxInfraRetries(10))
 	if err != nil {
-		return consume.Stats{}, err
+		return consumer.Stats{}, err
 	}
 	runCtx, cancel := context.WithTimeout(ctx, d.o.ConsumeTimeout)
 	defer cancel()
@@ -147,7 +153,7 @@ func committedThrough(ctx context.Context, adm *kadm.Client, ends kadm.ListedOff
 
 // projection returns the bundled projection handler for the store, wrapped with the bug
 // when buggy.
-func (d *Demo) projection(buggy bool) (consume.Handler, error) {
+func (d *Demo) projection(buggy bool) (consumer.Handler, error) {
 	st := d.stack.Store()
 	h, err := handlers.New(handlers.NameProjection, handlers.Config{Consumer: Group, Driver: st.Driver()})
 	if err != nil {

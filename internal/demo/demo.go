@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/internal/config"
-	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/devstack"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -305,7 +305,7 @@ func (d *Demo) consumeWith(ctx context.Context, buggy bool, release string) (Con
 	return run, nil
 }
 
-func (d *Demo) runConsumer(ctx context.Context, handler consume.Handler, migrate bool, release string) (ConsumeRun, error) {
+func (d *Demo) runConsumer(ctx context.Context, handler consumer.Handler, migrate bool, release string) (ConsumeRun, error) {
 	before, err := d.dlqEnds(ctx)
 	if err != nil {
 		return ConsumeRun{}, err
@@ -315,7 +315,7 @@ func (d *Demo) runConsumer(ctx context.Context, handler consume.Handler, migrate
 	if err != nil {
 		return ConsumeRun{}, err
 	}
-	run := ConsumeRun{Release: release, Handler: handler.Name(), ConsumeStats: statsOf(st), ElapsedMS: time.Since(start).Milliseconds()}
+	run := ConsumeRun{Release: release, Handler: handler.(consumer.Namer).Name(), ConsumeStats: statsOf(st), ElapsedMS: time.Since(start).Milliseconds()}
 	if release == BuggyRelease {
 		run.Rejects = RejectedType
 	}

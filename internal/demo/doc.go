@@ -3,7 +3,7 @@
 // devstack broker on a free loopback port and an SQLite store in a directory of the
 // caller's), with no Kafka, PostgreSQL or configuration needed.
 //
-// Every step calls the domain packages the commands call — consume.Engine, dlq.List and
+// Every step calls the domain packages the commands call — consumer.Runner, dlq.List and
 // dlq.Summarise, replay.NewPlan and replay.Flow (the one flow `fieldwork replay` runs: the
 // executed replay takes the same single pass as the `--execute --yes` line it prints),
 // dedup.Store.Stats — and announces the command line it stands for, so that a reader can run

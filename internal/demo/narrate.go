@@ -1,7 +1,7 @@
 package demo
 
 import (
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/devstack"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -75,8 +75,8 @@ func (silent) Command(string)   {}
 func (silent) Result(Result)    {}
 func (silent) Say(string)       {}
 
-// statsOf is consume.Stats without the fields the demo does not report.
-func statsOf(s consume.Stats) ConsumeStats {
+// statsOf is consumer.Stats without the fields the demo does not report.
+func statsOf(s consumer.Stats) ConsumeStats {
 	return ConsumeStats{
 		Records: s.Records, Applied: s.Processed, Duplicates: s.Duplicates, Stale: s.Stale,
 		DeadLettered: s.DeadLettered, Retried: s.Retried, Batches: s.Batches,

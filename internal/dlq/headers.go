@@ -32,7 +32,7 @@ const (
 	// A bounded copy: written by the consumer when the whole dead letter could not be
 	// produced (larger than the dead-letter topic's max.message.bytes, or refused). Its value
 	// is then the original value's first bytes, possibly none; key, headers and every other
-	// fw.dlq.* header are the original's as usual. See internal/consume's documentation.
+	// fw.dlq.* header are the original's as usual. See package consumer's documentation.
 	HeaderValueOmitted = "fw.dlq.value_omitted" // why the value is not whole: the limit or the producer's error
 	HeaderValueBytes   = "fw.dlq.value_bytes"   // the original value's length in bytes, decimal
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/sample"
 	"github.com/fieldwork/fieldwork/internal/testenv"
@@ -55,7 +55,7 @@ func newWorld(t *testing.T, brokers string, replicas int16, dsn string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+	if _, err := consumerlink.Prepare(context.Background(), st, h, true); err != nil {
 		t.Fatalf("migrate schema %s: %v", w.schema, err)
 	}
 	return w

@@ -38,11 +38,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/benchkit"
-	"github.com/fieldwork/fieldwork/internal/consume"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/inboxlink"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
@@ -52,7 +55,7 @@ func main() {
 	perEvent := flag.Int("per-event-events", 20_000, "events the one-transaction-per-event contender consumes (the first of the topic)")
 	perTask := flag.Int("per-task", 25, "events per task")
 	partitions := flag.Int("partitions", 4, "partitions of the topic")
-	batchMax := flag.Int("batch-max", consume.DefaultBatchMax, "records per batch (also the ceiling's claim batch)")
+	batchMax := flag.Int("batch-max", consumer.DefaultBatchMax, "records per batch (also the ceiling's claim batch)")
 	rounds := flag.Int("rounds", 1, "rounds; the contenders alternate their order")
 	handlerList := flag.String("handlers", "projection,audit", "handlers to measure, comma-separated")
 	brokers := flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "Kafka brokers (default $FIELDWORK_TEST_BROKERS)")
@@ -255,14 +258,14 @@ func (b *bench) consume(ctx context.Context, round int, name string, m mode) (be
 	if err != nil {
 		return benchkit.Run{}, err
 	}
-	if _, err := consume.Prepare(ctx, st, h, true); err != nil {
+	if _, err := consumerlink.Prepare(ctx, st, h, true); err != nil {
 		return benchkit.Run{}, err
 	}
-	e, err := consume.New(consume.Options{
-		Topics: []string{b.topic}, Group: group, Handler: h, Store: st, Kafka: []kgo.Opt{kgo.SeedBrokers(b.brokers)},
-		BatchMax: b.batchMax, TxPerEvent: m == modeTxPerEvent, PerEvent: m == modeSavepoints,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	e, err := consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
+		consumer.Topics(b.topic), consumer.Group(group), consumer.Kafka(kgo.SeedBrokers(b.brokers)),
+		consumer.BatchMax(b.batchMax),
+		consumerlink.TxPerEvent(m == modeTxPerEvent).(consumer.Opt), consumerlink.PerEvent(m == modeSavepoints).(consumer.Opt),
+		consumer.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return benchkit.Run{}, err
 	}

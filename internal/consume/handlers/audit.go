@@ -4,11 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/fieldwork/fieldwork/internal/consume"
-	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 )
 
 // audit is an append-only activity feed: one row in audit_log per event, of any type, with
@@ -27,7 +24,7 @@ func newAudit(cfg Config, d dialect) *audit {
 
 func (a *audit) Name() string { return NameAudit }
 
-func (a *audit) Migrate(ctx context.Context, tx *dedup.Tx) error {
+func (a *audit) Migrate(ctx context.Context, tx *inbox.Tx) error {
 	ts := a.d.timestamp()
 	return exec(ctx, tx, `CREATE TABLE IF NOT EXISTS `+a.table+` (
 	id                `+a.d.serial()+`,
@@ -48,21 +45,21 @@ func (a *audit) Migrate(ctx context.Context, tx *dedup.Tx) error {
 		`CREATE INDEX IF NOT EXISTS `+a.d.index(TableAuditLog, "event_idx")+` ON `+a.table+` (consumer, event_id)`)
 }
 
-func (a *audit) Check(ctx context.Context, tx *dedup.Tx) error {
+func (a *audit) Check(ctx context.Context, tx *inbox.Tx) error {
 	return checkTables(ctx, tx, a.table)
 }
 
-// HandleBatch records the batch (consume.BatchHandler): on PostgreSQL with one multi-row
+// HandleBatch records the batch (consumer.BatchHandler): on PostgreSQL with one multi-row
 // INSERT … SELECT FROM unnest, on SQLite one INSERT per event as Handle does.
-func (a *audit) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
-	outs := make([]consume.Outcome, len(evs)) // all Applied
+func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message) (consumer.BatchResult, error) {
+	outs := make([]consumer.Outcome, len(evs)) // all Applied
 	if !a.d.postgres {
 		for _, be := range evs {
-			if _, err := a.Handle(ctx, tx, be.Event, be.Record); err != nil {
-				return consume.BatchResult{}, err
+			if _, err := a.Handle(ctx, tx, be); err != nil {
+				return consumer.BatchResult{}, err
 			}
 		}
-		return consume.BatchResult{Outcomes: outs}, nil
+		return consumer.BatchResult{Outcomes: outs}, nil
 	}
 	n := len(evs)
 	var (
@@ -89,12 +86,13 @@ SELECT $1, e.* , $13 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[],
 	$9::integer[], $10::bigint[], $11::timestamptz[], $12::text[]) AS e`,
 		a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC())
 	if err != nil {
-		return consume.BatchResult{}, err
+		return consumer.BatchResult{}, err
 	}
-	return consume.BatchResult{Outcomes: outs}, nil
+	return consumer.BatchResult{Outcomes: outs}, nil
 }
 
-func (a *audit) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
+func (a *audit) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+	ev, rec := &m.Event, m.Record
 	var version any
 	if ev.HasVersion {
 		version = ev.Version
@@ -107,5 +105,5 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 	if err != nil {
 		return 0, err
 	}
-	return consume.Applied, nil
+	return consumer.Applied, nil
 }

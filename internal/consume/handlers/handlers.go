@@ -7,7 +7,7 @@
 //   - webhook: a notifier that POSTs each event to a URL with an Idempotency-Key header and
 //     records the delivery in the same transaction.
 //
-// Each is a consume.Handler, written against the same small interface a team uses for its
+// Each is a consumer.Handler, written against the same small interface a team uses for its
 // own handler. Their tables live in the dedup store's schema, next to the markers, so that
 // the markers and the effects commit together; Migrate creates them (fieldwork consume
 // --migrate), on PostgreSQL and on SQLite (where the schema is a table-name prefix, as for
@@ -20,13 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 )
 
@@ -70,7 +70,7 @@ type Config struct {
 }
 
 // New returns the bundled handler called name.
-func New(name string, cfg Config) (consume.Handler, error) {
+func New(name string, cfg Config) (consumer.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,11 +92,16 @@ func New(name string, cfg Config) (consume.Handler, error) {
 	return nil, fmt.Errorf("unknown handler %q: want one of %s", name, strings.Join(Names, ", "))
 }
 
-// dialect holds what differs between PostgreSQL and SQLite in the handlers' SQL.
+// dialect is what the handlers' SQL needs of the store: its schema, and its driver's dialect
+// (dedup.Dialect: the column types, the storage clause, whether a batch binds arrays, the
+// missing-table error), which the driver provides.
 type dialect struct {
-	driver   string
+	driver string
+	schema string
+	sql    dedup.Dialect
+	// postgres says a batch is one statement binding arrays (unnest): the driver's
+	// dedup.Dialect.Arrays, under the name the handlers' batch paths read it by.
 	postgres bool
-	schema   string
 }
 
 func newDialect(driver, schema string) (dialect, error) {
@@ -106,11 +111,11 @@ func newDialect(driver, schema string) (dialect, error) {
 	if err := dedup.ValidateIdentifier("schema", schema); err != nil {
 		return dialect{}, err
 	}
-	switch driver {
-	case "postgres", "sqlite":
-		return dialect{driver: driver, postgres: driver == "postgres", schema: schema}, nil
+	sql, err := dedup.DialectOf(driver)
+	if err != nil {
+		return dialect{}, err
 	}
-	return dialect{}, fmt.Errorf("unknown store driver %q", driver)
+	return dialect{driver: driver, schema: schema, sql: sql, postgres: sql.Arrays}, nil
 }
 
 // Table returns the quoted name of a handler table in the store's schema, as the store
@@ -134,34 +139,18 @@ func (d dialect) index(name, suffix string) string {
 // the zero time.
 func (d dialect) ts(t time.Time) any { return dedup.TimeArg(d.driver, t) }
 
-// types for CREATE TABLE.
-func (d dialect) timestamp() string {
-	if d.postgres {
-		return "timestamptz"
-	}
-	return "text"
-}
+// timestamp is the column type of a time (dedup.Dialect.Timestamp).
+func (d dialect) timestamp() string { return d.sql.Timestamp }
 
-// updatedInPlace is the storage option of a table whose rows are rewritten often and whose
-// indexed columns never change (the projection's): on PostgreSQL pages keep room for the
-// new version of a row, so that an update stays on its page and adds no index entry (a HOT
-// update).
-func (d dialect) updatedInPlace() string {
-	if d.postgres {
-		return " WITH (fillfactor = 70)"
-	}
-	return ""
-}
+// updatedInPlace is the storage clause of a table whose rows are rewritten often and whose
+// indexed columns never change, the projection's (dedup.Dialect.UpdatedInPlace).
+func (d dialect) updatedInPlace() string { return d.sql.UpdatedInPlace }
 
-func (d dialect) serial() string {
-	if d.postgres {
-		return "bigserial PRIMARY KEY"
-	}
-	return "INTEGER PRIMARY KEY AUTOINCREMENT"
-}
+// serial is an auto-increment primary key column (dedup.Dialect.AutoKey).
+func (d dialect) serial() string { return d.sql.AutoKey }
 
 // exec runs statements in order.
-func exec(ctx context.Context, tx *dedup.Tx, stmts ...string) error {
+func exec(ctx context.Context, tx *inbox.Tx, stmts ...string) error {
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return err
@@ -174,13 +163,13 @@ func exec(ctx context.Context, tx *dedup.Tx, stmts ...string) error {
 var ErrTableMissing = errors.New("handler table missing: run fieldwork consume with --migrate")
 
 // checkTables probes each table with a query that reads no row.
-func checkTables(ctx context.Context, tx *dedup.Tx, tables ...string) error {
+func checkTables(ctx context.Context, tx *inbox.Tx, tables ...string) error {
 	for _, t := range tables {
 		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+t+" WHERE 1 = 0"); err != nil {
 			if dedup.IsTransient(err) {
 				return err
 			}
-			if isMissingTable(err) {
+			if isMissingTable(tx.Driver(), err) {
 				return fmt.Errorf("%s: %w", t, ErrTableMissing)
 			}
 			return fmt.Errorf("check %s: %w", t, err)
@@ -189,9 +178,9 @@ func checkTables(ctx context.Context, tx *dedup.Tx, tables ...string) error {
 	return nil
 }
 
-func isMissingTable(err error) bool {
-	s := err.Error()
-	return slices.ContainsFunc([]string{"42P01", "3F000", "no such table", "does not exist"}, func(m string) bool {
-		return strings.Contains(s, m)
-	})
+// isMissingTable reports whether err says a table is missing, by the store's driver's own error
+// codes (dedup.Dialect.IsMissingTable).
+func isMissingTable(driver string, err error) bool {
+	d, derr := dedup.DialectOf(driver)
+	return derr == nil && d.IsMissingTable(err)
 }

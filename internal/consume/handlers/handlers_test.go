@@ -12,49 +12,57 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
+	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/inboxlink"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-func newHandler(t *testing.T, st *dedup.Store, name string, cfg Config) consume.Handler {
+func newHandler(t *testing.T, st *dedup.Store, name string, cfg Config) consumer.Handler {
 	t.Helper()
 	cfg.Consumer, cfg.Driver = "c1", st.Driver()
 	h, err := New(name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := h.(consume.Checker); ok {
-		err := st.InTx(context.Background(), func(tx *dedup.Tx) error { return c.Check(context.Background(), tx) })
+	if c, ok := h.(consumer.Checker); ok {
+		err := inTx(st, func(tx *inbox.Tx) error { return c.Check(context.Background(), tx) })
 		if !errors.Is(err, ErrTableMissing) {
 			t.Errorf("Check before Migrate: %v, want ErrTableMissing", err)
 		}
 	}
-	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+	if _, err := consumerlink.Prepare(context.Background(), st, h, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consume.Prepare(context.Background(), st, h, true); err != nil {
+	if _, err := consumerlink.Prepare(context.Background(), st, h, true); err != nil {
 		t.Fatalf("migrating twice: %v", err)
 	}
-	if _, err := consume.Prepare(context.Background(), st, h, false); err != nil {
+	if _, err := consumerlink.Prepare(context.Background(), st, h, false); err != nil {
 		t.Fatalf("check after migrate: %v", err)
 	}
 	return h
 }
 
-func taskEvent(id, typ string, version int64) envelope.Event {
+// inTx runs fn in a transaction of st, as the runner gives a handler one.
+func inTx(st *dedup.Store, fn func(tx *inbox.Tx) error) error {
+	return inboxlink.NewStore(st).(*inbox.Store).InTx(context.Background(), fn)
+}
+
+func taskEvent(id, typ string, version int64) consumer.Event {
 	data, _ := json.Marshal(map[string]any{"task_id": "task-1", "status": "open", "title": "t"})
-	return envelope.Event{ID: id, Type: typ, AggregateType: "task", AggregateID: "task-1", Version: version, HasVersion: true,
+	return consumer.Event{ID: id, Type: typ, AggregateType: "task", AggregateID: "task-1", Version: version, HasVersion: true,
 		Data: data, Time: time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)}
 }
 
-func handle(t *testing.T, st *dedup.Store, h consume.Handler, ev envelope.Event) (consume.Outcome, error) {
+func handle(t *testing.T, st *dedup.Store, h consumer.Handler, ev consumer.Event) (consumer.Outcome, error) {
 	t.Helper()
-	var out consume.Outcome
+	var out consumer.Outcome
 	var herr error
-	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
-		out, herr = h.Handle(context.Background(), tx, ev, &kgo.Record{Topic: "tasks", Partition: 1, Offset: 7})
+	err := inTx(st, func(tx *inbox.Tx) error {
+		out, herr = h.Handle(context.Background(), tx, &consumer.Message{Event: ev, Record: &kgo.Record{Topic: "tasks", Partition: 1, Offset: 7}, Attempt: 1})
 		return nil
 	})
 	if err != nil {
@@ -67,14 +75,14 @@ func TestProjectionOnSQLite(t *testing.T) {
 	st := testenv.SQLiteStore(t)
 	h := newHandler(t, st, NameProjection, Config{})
 	steps := []struct {
-		ev   envelope.Event
-		want consume.Outcome
+		ev   consumer.Event
+		want consumer.Outcome
 	}{
-		{taskEvent("e1", "task.created", 1), consume.Applied},
-		{taskEvent("e2", "task.assigned", 2), consume.Applied},
-		{taskEvent("e2b", "task.created", 1), consume.Stale},    // older: no-op
-		{taskEvent("e2c", "task.assigned", 2), consume.Stale},   // equal: no-op
-		{taskEvent("e5", "task.completed", 5), consume.Applied}, // a gap of 2
+		{taskEvent("e1", "task.created", 1), consumer.Applied},
+		{taskEvent("e2", "task.assigned", 2), consumer.Applied},
+		{taskEvent("e2b", "task.created", 1), consumer.Stale},    // older: no-op
+		{taskEvent("e2c", "task.assigned", 2), consumer.Stale},   // equal: no-op
+		{taskEvent("e5", "task.completed", 5), consumer.Applied}, // a gap of 2
 	}
 	for _, s := range steps {
 		out, err := handle(t, st, h, s.ev)
@@ -88,7 +96,7 @@ func TestProjectionOnSQLite(t *testing.T) {
 	}
 	var version, applied, stale, gaps int64
 	var typ, status string
-	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+	err := inTx(st, func(tx *inbox.Tx) error {
 		return tx.QueryRow(context.Background(), `SELECT version, applied_events, stale_events, version_gaps, event_type, status FROM `+table+` WHERE consumer = 'c1' AND aggregate_id = 'task-1'`).
 			Scan(&version, &applied, &stale, &gaps, &typ, &status)
 	})
@@ -98,13 +106,13 @@ func TestProjectionOnSQLite(t *testing.T) {
 
 	bad := []struct {
 		name string
-		ev   envelope.Event
+		ev   consumer.Event
 		perm bool
 	}{
 		{"unknown type", taskEvent("x1", "task.archived", 9), true},
-		{"no version", func() envelope.Event { e := taskEvent("x2", "task.started", 0); e.HasVersion = false; return e }(), true},
-		{"no aggregate", func() envelope.Event { e := taskEvent("x3", "task.started", 9); e.AggregateID = ""; return e }(), true},
-		{"data not an object", func() envelope.Event {
+		{"no version", func() consumer.Event { e := taskEvent("x2", "task.started", 0); e.HasVersion = false; return e }(), true},
+		{"no aggregate", func() consumer.Event { e := taskEvent("x3", "task.started", 9); e.AggregateID = ""; return e }(), true},
+		{"data not an object", func() consumer.Event {
 			e := taskEvent("x4", "task.started", 9)
 			e.Data = json.RawMessage(`"x"`)
 			return e
@@ -112,7 +120,7 @@ func TestProjectionOnSQLite(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := handle(t, st, h, b.ev)
-		if !consume.IsPermanent(err) {
+		if !consumer.IsPermanent(err) {
 			t.Errorf("%s: %v, want a permanent failure", b.name, err)
 		}
 	}
@@ -122,13 +130,13 @@ func TestAuditOnSQLite(t *testing.T) {
 	st := testenv.SQLiteStore(t)
 	h := newHandler(t, st, NameAudit, Config{})
 	for _, id := range []string{"a", "b", "c"} {
-		if out, err := handle(t, st, h, taskEvent(id, "anything.at.all", 1)); err != nil || out != consume.Applied {
+		if out, err := handle(t, st, h, taskEvent(id, "anything.at.all", 1)); err != nil || out != consumer.Applied {
 			t.Fatalf("%s: %v %v", id, out, err)
 		}
 	}
 	var n int64
 	table, _ := Table("sqlite", "", TableAuditLog)
-	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+	err := inTx(st, func(tx *inbox.Tx) error {
 		return tx.QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE "partition" = 1 AND "offset" = 7 AND occurred_at = '2025-03-03T09:00:00.000000Z'`).Scan(&n)
 	})
 	if err != nil || n != 3 {
@@ -140,7 +148,7 @@ func TestWebhookOnSQLite(t *testing.T) {
 	codes := map[string]int{"ok": 200, "busy": 503, "limited": 429, "gone": 404, "moved": 301}
 	var keys []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var ev envelope.Event
+		var ev envelope.Event // the body is the event as fieldwork writes it everywhere
 		_ = json.NewDecoder(r.Body).Decode(&ev)
 		keys = append(keys, r.Header.Get(HeaderIdempotencyKey))
 		if codes[ev.ID] == 301 {
@@ -153,15 +161,15 @@ func TestWebhookOnSQLite(t *testing.T) {
 	h := newHandler(t, st, NameWebhook, Config{WebhookURL: srv.URL, HTTPClient: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
 
-	if out, err := handle(t, st, h, taskEvent("ok", "t", 1)); err != nil || out != consume.Applied {
+	if out, err := handle(t, st, h, taskEvent("ok", "t", 1)); err != nil || out != consumer.Applied {
 		t.Fatalf("ok: %v %v", out, err)
 	}
-	if keys[0] != consume.IdempotencyKey("c1", "ok") {
+	if keys[0] != consumer.IdempotencyKey("c1", "ok") {
 		t.Errorf("key %q", keys[0])
 	}
 	for id, retryable := range map[string]bool{"busy": true, "limited": true, "gone": false, "moved": false} {
 		_, err := handle(t, st, h, taskEvent(id, "t", 1))
-		if consume.IsRetryable(err) != retryable || consume.IsPermanent(err) == retryable {
+		if consumer.IsRetryable(err) != retryable || consumer.IsPermanent(err) == retryable {
 			t.Errorf("%s: %v; retryable %v", id, err, retryable)
 		}
 	}
@@ -171,7 +179,7 @@ func TestWebhookOnSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = handle(t, st, dead, taskEvent("x", "t", 1))
-	if !consume.IsRetryable(err) || strings.Contains(err.Error(), "secret") {
+	if !consumer.IsRetryable(err) || strings.Contains(err.Error(), "secret") {
 		t.Errorf("unreachable: %v", err)
 	}
 	// A token in the query: shown as REDACTED, also when net/http quotes a redirect's URL.
@@ -194,7 +202,7 @@ func TestWebhookOnSQLite(t *testing.T) {
 	}
 	table, _ := Table("sqlite", "", TableWebhookDeliveries)
 	var deliveries, code int
-	err = st.InTx(context.Background(), func(tx *dedup.Tx) error {
+	err = inTx(st, func(tx *inbox.Tx) error {
 		return tx.QueryRow(context.Background(), `SELECT deliveries, status_code FROM `+table+` WHERE consumer = 'c1' AND event_id = 'ok'`).Scan(&deliveries, &code)
 	})
 	if err != nil || deliveries != 2 || code != 200 {

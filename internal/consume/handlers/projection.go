@@ -13,9 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/consume"
-	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/sample"
 )
 
@@ -66,7 +65,7 @@ func newProjection(cfg Config, d dialect) *projection {
 
 func (p *projection) Name() string { return NameProjection }
 
-func (p *projection) Migrate(ctx context.Context, tx *dedup.Tx) error {
+func (p *projection) Migrate(ctx context.Context, tx *inbox.Tx) error {
 	ts := p.d.timestamp()
 	return exec(ctx, tx, `CREATE TABLE IF NOT EXISTS `+p.table+` (
 	consumer       text    NOT NULL,
@@ -86,7 +85,7 @@ func (p *projection) Migrate(ctx context.Context, tx *dedup.Tx) error {
 )`+p.d.updatedInPlace())
 }
 
-func (p *projection) Check(ctx context.Context, tx *dedup.Tx) error {
+func (p *projection) Check(ctx context.Context, tx *inbox.Tx) error {
 	return checkTables(ctx, tx, p.table)
 }
 
@@ -95,18 +94,18 @@ type taskData struct {
 	Status string `json:"status"`
 }
 
-func (p *projection) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
-	data, err := p.check(ev)
+func (p *projection) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+	data, err := p.check(m.Event)
 	if err != nil {
 		return 0, err
 	}
-	return p.apply(ctx, tx, ev, rec, data)
+	return p.apply(ctx, tx, m.Event, m.Record, data)
 }
 
-// HandleBatch applies the batch's events (consume.BatchHandler): on PostgreSQL with one
+// HandleBatch applies the batch's events (consumer.BatchHandler): on PostgreSQL with one
 // statement (upsertBatch), on SQLite, whose statements cost no round trip, event after
 // event as Handle does. The first event the projection rejects ends the prefix it reports.
-func (p *projection) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
+func (p *projection) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message) (consumer.BatchResult, error) {
 	data := make([]taskData, 0, len(evs))
 	var rejected error
 	for _, be := range evs {
@@ -118,20 +117,20 @@ func (p *projection) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consum
 		data = append(data, d)
 	}
 	evs = evs[:len(data)]
-	res := consume.BatchResult{Err: rejected}
+	res := consumer.BatchResult{Err: rejected}
 	if p.d.postgres {
 		outs, err := p.upsertBatch(ctx, tx, evs, data)
 		if err != nil {
-			return consume.BatchResult{}, err
+			return consumer.BatchResult{}, err
 		}
 		res.Outcomes = outs
 		return res, nil
 	}
-	res.Outcomes = make([]consume.Outcome, 0, len(evs))
+	res.Outcomes = make([]consumer.Outcome, 0, len(evs))
 	for i, be := range evs {
 		out, err := p.apply(ctx, tx, be.Event, be.Record, data[i])
 		if err != nil {
-			return consume.BatchResult{}, err
+			return consumer.BatchResult{}, err
 		}
 		res.Outcomes = append(res.Outcomes, out)
 	}
@@ -139,31 +138,31 @@ func (p *projection) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consum
 }
 
 // check rejects what the projection cannot apply and reads the task's status.
-func (p *projection) check(ev envelope.Event) (taskData, error) {
+func (p *projection) check(ev consumer.Event) (taskData, error) {
 	var data taskData
 	if !p.types[ev.Type] {
-		return data, consume.Unsupportedf("the projection has no code for event type %q", ev.Type)
+		return data, consumer.Unsupportedf("the projection has no code for event type %q", ev.Type)
 	}
 	if ev.AggregateType != "" && ev.AggregateType != sample.AggregateType {
-		return data, consume.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
+		return data, consumer.Unsupportedf("the projection has no code for aggregate type %q", ev.AggregateType)
 	}
 	if ev.AggregateID == "" {
-		return data, consume.Permanentf("event %s has no aggregate id", ev.ID)
+		return data, consumer.Permanentf("event %s has no aggregate id", ev.ID)
 	}
 	if !ev.HasVersion {
-		return data, consume.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
+		return data, consumer.Permanentf("event %s has no aggregate version; the projection orders events by it", ev.ID)
 	}
 	if len(ev.Data) == 0 || ev.Data[0] != '{' {
-		return data, consume.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
+		return data, consumer.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
 	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return data, consume.Permanentf("event %s: data: %v", ev.ID, err)
+		return data, consumer.Permanentf("event %s: data: %v", ev.ID, err)
 	}
 	return data, nil
 }
 
 // apply applies one checked event.
-func (p *projection) apply(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record, data taskData) (consume.Outcome, error) {
+func (p *projection) apply(ctx context.Context, tx *inbox.Tx, ev consumer.Event, rec *kgo.Record, data taskData) (consumer.Outcome, error) {
 	if p.d.postgres {
 		return p.upsert(ctx, tx, ev, rec, data)
 	}
@@ -178,7 +177,7 @@ func (p *projection) apply(ctx context.Context, tx *dedup.Tx, ev envelope.Event,
 	if found && ev.Version <= stored {
 		_, err := tx.Exec(ctx, `UPDATE `+p.table+` SET stale_events = stale_events + 1 WHERE consumer = $1 AND aggregate_id = $2`,
 			p.consumer, ev.AggregateID)
-		return consume.Stale, err
+		return consumer.Stale, err
 	}
 	var gap int64
 	if p.gap(ev, rec, stored) {
@@ -201,11 +200,11 @@ WHERE consumer = $1 AND aggregate_id = $2`,
 	if err != nil {
 		return 0, err
 	}
-	return consume.Applied, nil
+	return consumer.Applied, nil
 }
 
 // gap counts and logs a version gap: ev is more than one version ahead of stored (0: none).
-func (p *projection) gap(ev envelope.Event, rec *kgo.Record, stored int64) bool {
+func (p *projection) gap(ev consumer.Event, rec *kgo.Record, stored int64) bool {
 	want := stored + 1
 	if ev.Version <= want {
 		return false
@@ -221,7 +220,7 @@ func (p *projection) gap(ev envelope.Event, rec *kgo.Record, stored int64) bool 
 // update applies only to an older stored version; the subquery in RETURNING reads the
 // statement's snapshot, so it returns the version stored before (NULL when the row is new).
 // No row returned means the event is stale; the stale counter is then bumped.
-func (p *projection) upsert(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record, data taskData) (consume.Outcome, error) {
+func (p *projection) upsert(ctx context.Context, tx *inbox.Tx, ev consumer.Event, rec *kgo.Record, data taskData) (consumer.Outcome, error) {
 	firstGap := int64(0) // version_gaps of a new row: its first version is not 1
 	if ev.Version > 1 {
 		firstGap = 1
@@ -242,7 +241,7 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 	if isNoRows(err) {
 		_, err := tx.Exec(ctx, `UPDATE `+p.table+` SET stale_events = stale_events + 1 WHERE consumer = $1 AND aggregate_id = $2`,
 			p.consumer, ev.AggregateID)
-		return consume.Stale, err
+		return consumer.Stale, err
 	}
 	if err != nil {
 		return 0, err
@@ -252,7 +251,7 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 		stored = *before
 	}
 	p.gap(ev, rec, stored)
-	return consume.Applied, nil
+	return consumer.Applied, nil
 }
 
 // upsertBatch is HandleBatch's PostgreSQL path: one statement for the whole batch, with the
@@ -268,8 +267,8 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 // one task's events are one partition's, applied by one transaction at a time (the markers
 // make a second owner of the partition wait for the first's claim), and the update still
 // writes only over an older version, as Handle's does.
-func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent, data []taskData) ([]consume.Outcome, error) {
-	outs := make([]consume.Outcome, len(evs))
+func (p *projection) upsertBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message, data []taskData) ([]consumer.Outcome, error) {
+	outs := make([]consumer.Outcome, len(evs))
 	if len(evs) == 0 {
 		return outs, nil
 	}
@@ -329,7 +328,7 @@ func (p *projection) upsertBatch(ctx context.Context, tx *dedup.Tx, evs []consum
 			return nil, fmt.Errorf("projection batch: row for event %d of %d", ord, n)
 		}
 		if !applied {
-			outs[i] = consume.Stale
+			outs[i] = consumer.Stale
 			continue
 		}
 		stored := int64(0)

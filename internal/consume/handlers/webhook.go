@@ -14,11 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/fieldwork/fieldwork/internal/consume"
-	"github.com/fieldwork/fieldwork/internal/dedup"
-	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/printable"
 	"github.com/fieldwork/fieldwork/internal/redact"
 )
@@ -26,16 +23,16 @@ import (
 // DefaultWebhookTimeout bounds one delivery attempt.
 const DefaultWebhookTimeout = 10 * time.Second
 
-// HeaderIdempotencyKey is the request header that carries consume.IdempotencyKey.
+// HeaderIdempotencyKey is the request header that carries consumer.IdempotencyKey.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 // webhook POSTs each event to a URL and records the delivery in webhook_deliveries, in the
 // consumer's transaction.
 //
-// The request carries Idempotency-Key: consume.IdempotencyKey(consumer, event id), the same
+// The request carries Idempotency-Key: consumer.IdempotencyKey(consumer, event id), the same
 // on every attempt and every redelivery, so a receiver that honours it acts once even when
 // fieldwork sends twice (a crash between the POST and the commit, a retry after a 503). The
-// body is the decoded event as JSON (the fields of envelope.Event, snake_case).
+// body is the decoded event as JSON (the fields of consumer.Event, snake_case).
 //
 // Failures: a transport error (refused, reset, timeout), 408, 429 and any 5xx are retryable
 // (retried in place, then dead-lettered as exhausted); a 3xx or any other 4xx is permanent
@@ -92,7 +89,7 @@ func (w *webhook) failure(err error) error {
 
 func (w *webhook) Name() string { return NameWebhook }
 
-func (w *webhook) Migrate(ctx context.Context, tx *dedup.Tx) error {
+func (w *webhook) Migrate(ctx context.Context, tx *inbox.Tx) error {
 	return exec(ctx, tx, `CREATE TABLE IF NOT EXISTS `+w.table+` (
 	consumer        text    NOT NULL,
 	event_id        text    NOT NULL,
@@ -106,36 +103,37 @@ func (w *webhook) Migrate(ctx context.Context, tx *dedup.Tx) error {
 )`)
 }
 
-func (w *webhook) Check(ctx context.Context, tx *dedup.Tx) error {
+func (w *webhook) Check(ctx context.Context, tx *inbox.Tx) error {
 	return checkTables(ctx, tx, w.table)
 }
 
-func (w *webhook) Handle(ctx context.Context, tx *dedup.Tx, ev envelope.Event, rec *kgo.Record) (consume.Outcome, error) {
-	key := consume.IdempotencyKey(w.consumer, ev.ID)
+func (w *webhook) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+	ev := m.Event
+	key := consumer.IdempotencyKey(w.consumer, ev.ID)
 	code, err := w.deliver(ctx, ev, key)
 	if err != nil {
 		return 0, err
 	}
-	if err := w.record(ctx, tx, ev.ID, key, code, max(consume.Attempt(ctx), 1)); err != nil {
+	if err := w.record(ctx, tx, ev.ID, key, code, m.Attempt); err != nil {
 		return 0, err
 	}
-	return consume.Applied, nil
+	return consumer.Applied, nil
 }
 
 // HandleBatch delivers the batch's events one after the other, in offset order (the
 // partitions' batches run concurrently), stopping at the first delivery that fails, and
-// records the deliveries made with one statement on PostgreSQL (consume.BatchHandler). The
+// records the deliveries made with one statement on PostgreSQL (consumer.BatchHandler). The
 // failed event, having written nothing, is then retried or dead-lettered by the engine as
 // from Handle.
-func (w *webhook) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.BatchEvent) (consume.BatchResult, error) {
-	var res consume.BatchResult
+func (w *webhook) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message) (consumer.BatchResult, error) {
+	var res consumer.BatchResult
 	n := 0
 	var (
 		ids, keys = make([]string, 0, len(evs)), make([]string, 0, len(evs))
 		codes     = make([]int32, 0, len(evs))
 	)
 	for _, be := range evs {
-		key := consume.IdempotencyKey(w.consumer, be.Event.ID)
+		key := consumer.IdempotencyKey(w.consumer, be.Event.ID)
 		code, err := w.deliver(ctx, be.Event, key)
 		if err != nil {
 			res.Err = err
@@ -147,17 +145,17 @@ func (w *webhook) HandleBatch(ctx context.Context, tx *dedup.Tx, evs []consume.B
 	if !w.d.postgres {
 		for i := range n {
 			if err := w.record(ctx, tx, ids[i], keys[i], int(codes[i]), 1); err != nil {
-				return consume.BatchResult{}, err
+				return consumer.BatchResult{}, err
 			}
 		}
 	} else if n > 0 {
 		if _, err := tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
 SELECT $1, e.event_id, e.idempotency_key, $4, e.status_code, 1, 1, $5
 FROM unnest($2::text[], $3::text[], $6::integer[]) AS e(event_id, idempotency_key, status_code)`+deliveryConflict, w.consumer, ids, keys, w.shown, nowUTC(), codes); err != nil {
-			return consume.BatchResult{}, err
+			return consumer.BatchResult{}, err
 		}
 	}
-	res.Outcomes = make([]consume.Outcome, n) // all Applied
+	res.Outcomes = make([]consumer.Outcome, n) // all Applied
 	return res, nil
 }
 
@@ -169,7 +167,7 @@ ON CONFLICT (consumer, event_id) DO UPDATE SET idempotency_key = excluded.idempo
 	delivered_at = excluded.delivered_at`
 
 // record writes the delivery row of one event.
-func (w *webhook) record(ctx context.Context, tx *dedup.Tx, eventID, key string, code, attempts int) error {
+func (w *webhook) record(ctx context.Context, tx *inbox.Tx, eventID, key string, code, attempts int) error {
 	_, err := tx.Exec(ctx, `INSERT INTO `+w.table+` AS t (consumer, event_id, idempotency_key, url, status_code, attempts, deliveries, delivered_at)
 VALUES ($1, $2, $3, $4, $5, $6, 1, $7)`+deliveryConflict,
 		w.consumer, eventID, key, w.shown, code, attempts, w.d.ts(nowUTC()))
@@ -178,14 +176,14 @@ VALUES ($1, $2, $3, $4, $5, $6, 1, $7)`+deliveryConflict,
 
 // deliver POSTs ev with its idempotency key and returns the 2xx status code, or the
 // delivery's failure marked retryable or permanent (the context's error unmarked).
-func (w *webhook) deliver(ctx context.Context, ev envelope.Event, key string) (int, error) {
+func (w *webhook) deliver(ctx context.Context, ev consumer.Event, key string) (int, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return 0, consume.Permanent(fmt.Errorf("encode event %s: %w", ev.ID, err))
+		return 0, consumer.Permanent(fmt.Errorf("encode event %s: %w", ev.ID, err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, consume.Permanent(fmt.Errorf("webhook request: %w", w.failure(err)))
+		return 0, consumer.Permanent(fmt.Errorf("webhook request: %w", w.failure(err)))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "fieldwork-consume")
@@ -195,7 +193,7 @@ func (w *webhook) deliver(ctx context.Context, ev envelope.Event, key string) (i
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		return 0, consume.Retryable(w.failure(err))
+		return 0, consumer.Retryable(w.failure(err))
 	}
 	code := resp.StatusCode
 	var head []byte
@@ -208,9 +206,9 @@ func (w *webhook) deliver(ctx context.Context, ev envelope.Event, key string) (i
 	case code >= 200 && code < 300:
 		return code, nil
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
-		return 0, consume.Retryable(w.statusError(resp.Status, code, head))
+		return 0, consumer.Retryable(w.statusError(resp.Status, code, head))
 	default:
-		return 0, consume.Permanent(w.statusError(resp.Status, code, head))
+		return 0, consumer.Permanent(w.statusError(resp.Status, code, head))
 	}
 }
 
@@ -228,7 +226,7 @@ func (w *webhook) statusError(status string, code int, head []byte) error {
 	if body := responseExcerpt(head); body != "" {
 		msg += ": " + redact.Scrub(body, w.secrets...)
 	}
-	return consume.WithErrorClass("http_"+strconv.Itoa(code), errors.New(msg))
+	return consumer.WithErrorClass("http_"+strconv.Itoa(code), errors.New(msg))
 }
 
 // responseExcerpt is head (a response body's first bytes, ResponseBodyShown+1 at most) as

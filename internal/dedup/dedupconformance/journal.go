@@ -742,9 +742,12 @@ func testGroupActions(t *testing.T, fresh Fresh) {
 	}
 }
 
-// dropOutcome takes the marker table back to before the marker-outcome migration (pg 009,
-// sqlite 008), which a test that replays older migrations replays too.
+// dropOutcome takes the marker table back to before the marker-outcome migration (009) and
+// the version guard's (011), which a test that replays older migrations replays too.
 func dropOutcome(ctx context.Context, tx *dedup.Tx, st *dedup.Store) error {
+	if _, err := tx.Exec(ctx, `DROP TABLE `+st.VersionsTable()); err != nil {
+		return err
+	}
 	_, err := tx.Exec(ctx, `ALTER TABLE `+st.Table()+` DROP COLUMN outcome`)
 	return err
 }

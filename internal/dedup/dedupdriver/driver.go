@@ -125,6 +125,43 @@ type Marker struct {
 	AggregateID      string
 	AggregateVersion int64
 	ProcessedAt      time.Time
+	// Outcome is recorded in the marker's outcome column when the marker is inserted
+	// (OutcomeStale: the version guard found the event stale); "" leaves it NULL. A claim
+	// whose markers all have none runs the statement without the column.
+	Outcome string
+	// Versioned says AggregateVersion is the event's version, which the version guard compares
+	// (the core's; a driver stores AggregateVersion whenever AggregateID is set).
+	Versioned bool
+}
+
+// AggregateVersion is an aggregate's version to raise (Driver.RaiseVersions).
+type AggregateVersion struct {
+	AggregateID string
+	Version     int64
+}
+
+// Dialect is what differs between the drivers in the SQL of the tables that live beside the
+// markers (the bundled handlers', a team's own): each driver provides its value (pgdriver.Dialect,
+// sqlitedriver.Dialect), and nothing outside the drivers asks which driver it runs on to write it.
+type Dialect struct {
+	// Timestamp is the column type of a time: timestamptz on PostgreSQL; text on SQLite, which
+	// holds a time as UTC text in one layout (dedup.TimeArg formats the bind values).
+	Timestamp string
+	// AutoKey is the column definition of an auto-increment integer primary key.
+	AutoKey string
+	// UpdatedInPlace is the storage clause (with its leading space, or empty) of a table whose
+	// rows are rewritten often and whose indexed columns never change: on PostgreSQL pages keep
+	// room for the new version of a row, so that an update stays on its page and adds no index
+	// entry (a HOT update); SQLite has no such clause.
+	UpdatedInPlace string
+	// Arrays says the driver binds a Go slice as one array parameter (PostgreSQL's unnest), so
+	// that a batch is one statement of a fixed text; without it a batch is a statement per row
+	// or a VALUES list.
+	Arrays bool
+	// IsMissingTable reports whether err says that a table (or its schema) does not exist,
+	// from the driver's own error type: PostgreSQL's SQLSTATE 42P01 and 3F000, SQLite's
+	// SQLITE_ERROR for "no such table".
+	IsMissingTable func(err error) bool
 }
 
 // OutcomeStale is the outcome column's value for an event the consumer marked but
@@ -260,9 +297,17 @@ type Driver interface {
 	Name() string
 	// Table is the quoted, qualified marker table name, for messages.
 	Table() string
+	// VersionsTable is the quoted, qualified table of the version guard (migration 011).
+	VersionsTable() string
 	Close() error
 
 	Begin(ctx context.Context) (Tx, error)
+	// Adopt returns a Tx over the caller's own transaction of the driver's kind (pgx.Tx,
+	// *sql.Tx), or an error naming what it was given. Commit and Rollback of the Tx end the
+	// caller's transaction: the core refuses them on an adopted one (the caller ends it).
+	Adopt(tx any) (Tx, error)
+	// Dialect is what the SQL of the tables beside the markers writes differently on this driver.
+	Dialect() Dialect
 
 	// Migrations are the driver's embedded migrations, rendered, in order.
 	Migrations() ([]Migration, error)
@@ -275,9 +320,23 @@ type Driver interface {
 	RecordMigration(ctx context.Context, tx Tx, m Migration) error
 
 	// Claim inserts the markers in one statement (or, on SQLite, one per
-	// chunk of bind variables) and returns the keys that were inserted.
+	// chunk of bind variables) and returns the keys that were inserted. A marker's Outcome is
+	// written with it; when no marker has one the statement leaves the column alone.
 	Claim(ctx context.Context, tx Tx, consumer string, markers []Marker) ([]string, error)
-	Unclaim(ctx context.Context, tx Tx, consumer, key string) (bool, error)
+	// RaiseVersions raises consumer's stored version of each aggregate to the one given when
+	// that is higher (storing it when there is none), in one statement (on SQLite one per chunk
+	// of bind variables), and returns the version each aggregate had before it: absent when
+	// there was none. The aggregates are distinct and sorted (the order rows are locked in). A
+	// concurrent transaction raising the same aggregate is waited for, and what it committed is
+	// what this one compares with. ErrNotMigrated when the versions table is missing.
+	RaiseVersions(ctx context.Context, tx Tx, consumer string, versions []AggregateVersion) (map[string]int64, error)
+	// Unclaim deletes consumer's marker of key and reports whether there was one and, when the
+	// marker recorded an aggregate version, that aggregate and version (else nil).
+	Unclaim(ctx context.Context, tx Tx, consumer, key string) (bool, *AggregateVersion, error)
+	// LowerVersion undoes what a claim's RaiseVersions did for an event Unclaim removed: when
+	// consumer's stored version of v.AggregateID is v.Version, it becomes the version the row
+	// held before that claim (the row is deleted when it had none). Anything else is left.
+	LowerVersion(ctx context.Context, tx Tx, consumer string, v AggregateVersion) error
 	// SetOutcome records outcome (OutcomeStale) on consumer's markers of keys inside tx, in
 	// one statement (on SQLite one per chunk); ErrNoOutcome when the table has no outcome
 	// column.

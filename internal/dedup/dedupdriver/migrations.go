@@ -33,6 +33,7 @@ var Line = []Step{
 	{8, "group_actions"},
 	{9, "marker_outcome"},
 	{10, "sqlite_microsecond_times"},
+	{11, "aggregate_versions"},
 }
 
 // migrationName is the name of a migration file: a zero-padded version and a name.

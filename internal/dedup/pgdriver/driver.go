@@ -40,7 +40,9 @@ type Driver struct {
 	names  dedupdriver.Names
 	table  string // "schema"."table"
 	migTab string // "schema"."fieldwork_migrations"
-	sql    statements
+	// versions is the version guard's table, "schema"."table_versions" (migration 011).
+	versions string
+	sql      statements
 }
 
 var _ dedupdriver.Driver = (*Driver)(nil)
@@ -162,8 +164,8 @@ func openShaped(ctx context.Context, pool *pgxpool.Pool, names dedupdriver.Names
 			return nil, &dedupdriver.MissingColumnError{Table: table, Column: col}
 		}
 	}
-	d := &Driver{pool: pool, names: names, table: table, migTab: qualify(names.JournalSchema(), migrationsTable)}
-	d.sql = buildStatements(d.table, names.Table, names.Columns, ty)
+	d := &Driver{pool: pool, names: names, table: table, migTab: qualify(names.JournalSchema(), migrationsTable), versions: versionsTable(names)}
+	d.sql = buildStatements(d.table, names.Table, d.versions, names.Columns, ty)
 	return d, nil
 }
 
@@ -201,13 +203,46 @@ func (d *Driver) Columns() dedupdriver.Columns { return d.names.Columns }
 // does that). Close closes the pool.
 func New(pool *pgxpool.Pool, names dedupdriver.Names) *Driver {
 	d := &Driver{
-		pool:   pool,
-		names:  names,
-		table:  qualify(names.Schema, names.Table),
-		migTab: qualify(names.JournalSchema(), migrationsTable),
+		pool:     pool,
+		names:    names,
+		table:    qualify(names.Schema, names.Table),
+		migTab:   qualify(names.JournalSchema(), migrationsTable),
+		versions: versionsTable(names),
 	}
-	d.sql = buildStatements(d.table, names.Table, names.Columns, nil)
+	d.sql = buildStatements(d.table, names.Table, d.versions, names.Columns, nil)
 	return d
+}
+
+// versionsTable is the version guard's table of the marker table names (migration 011): in
+// its schema, named after it (cut, as PostgreSQL would, to 63 bytes).
+func versionsTable(names dedupdriver.Names) string {
+	return qualify(names.Schema, indexName(names.Table, "_versions"))
+}
+
+// Dialect is what PostgreSQL's SQL writes its own way for the tables beside the markers.
+var Dialect = dedupdriver.Dialect{
+	Timestamp:      "timestamptz",
+	AutoKey:        "bigserial PRIMARY KEY",
+	UpdatedInPlace: " WITH (fillfactor = 70)",
+	Arrays:         true,
+	IsMissingTable: IsMissingTable,
+}
+
+func (d *Driver) Dialect() dedupdriver.Dialect { return Dialect }
+
+// IsMissingTable reports an undefined table (SQLSTATE 42P01) or schema (3F000).
+func IsMissingTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000")
+}
+
+// Adopt wraps the caller's own pgx transaction (pgx.Tx: of a pgx.Conn, a pgxpool.Pool).
+func (d *Driver) Adopt(tx any) (dedupdriver.Tx, error) {
+	t, ok := tx.(pgx.Tx)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("a PostgreSQL store adopts a pgx.Tx, not %T", tx)
+	}
+	return &pgTx{tx: t}, nil
 }
 
 // Pool is the driver's connection pool.
@@ -215,6 +250,9 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
 func (d *Driver) Name() string  { return Name }
 func (d *Driver) Table() string { return d.table }
+
+// VersionsTable is the version guard's table.
+func (d *Driver) VersionsTable() string { return d.versions }
 
 func (d *Driver) Close() error {
 	d.pool.Close()
@@ -303,6 +341,7 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 	data := map[string]string{
 		"Schema":           quote(d.names.Schema),
 		"Table":            d.table,
+		"Versions":         d.versions,
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(indexName(d.names.Table, "_processed_at_idx")),
 	}
@@ -376,8 +415,7 @@ func (d *Driver) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
+	if IsMissingTable(err) {
 		return dedupdriver.NotMigrated(d.table, err)
 	}
 	return err

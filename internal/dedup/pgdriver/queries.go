@@ -16,8 +16,14 @@ import (
 
 // statements are built once per store from validated, quoted names and the table's shape.
 type statements struct {
-	cols    string // the eight columns read, in MarkerRow order
-	claim   string
+	cols  string // the eight columns read, in MarkerRow order
+	claim string
+	// claimOutcome is claim writing each marker's outcome too (the version guard's stale ones).
+	claimOutcome string
+	// raise is the version guard's upsert (Driver.RaiseVersions).
+	raise string
+	// lower undoes raise for an unclaimed event (Driver.LowerVersion).
+	lower   string
 	unclaim string
 	// setOutcome and outcomes write and read the outcome column (fieldwork's own table).
 	setOutcome string
@@ -177,7 +183,7 @@ func and(preds ...string) string {
 	return strings.Join(set, " AND ")
 }
 
-func buildStatements(table, name string, raw dedupdriver.Columns, ty types) statements {
+func buildStatements(table, name, versions string, raw dedupdriver.Columns, ty types) statements {
 	sh := newShape(name, raw, ty)
 	c := dedupdriver.Columns{
 		Consumer: quote(raw.Consumer), EventID: quote(raw.EventID), ProcessedAt: quote(raw.ProcessedAt),
@@ -190,15 +196,27 @@ func buildStatements(table, name string, raw dedupdriver.Columns, ty types) stat
 	// markers are skipped by ON CONFLICT (never an error), and RETURNING
 	// names the rows this statement inserted. (fieldwork's own table: consume writes no other.)
 	owncols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
-	s.claim = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
+	claim := func(outcomeCol, outcomeVal, outcomeArg string) string {
+		return fmt.Sprintf(`INSERT INTO %[1]s (%[2]s%[5]s)
 SELECT $1, e.event_id, COALESCE(e.processed_at, now()),
        NULLIF(e.topic, ''), CASE WHEN e.topic <> '' THEN e.partition END, CASE WHEN e.topic <> '' THEN e.off END,
-       NULLIF(e.aggregate_id, ''), CASE WHEN e.aggregate_id <> '' THEN e.aggregate_version END
-FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[])
-  AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version)
+       NULLIF(e.aggregate_id, ''), CASE WHEN e.aggregate_id <> '' THEN e.aggregate_version END%[6]s
+FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[]%[7]s)
+  AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version%[8]s)
 ON CONFLICT (%[3]s, %[4]s) DO NOTHING
-RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID)
-	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
+RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID, outcomeCol, outcomeVal, outcomeArg, outcomeCol)
+	}
+	s.claim = claim("", "", "")
+	s.claimOutcome = claim(", outcome", ", NULLIF(e.outcome, '')", ", $9::text[]")
+	// The version guard: one upsert per batch, which locks each aggregate's row (waiting for a
+	// transaction that holds it) and keeps in prior_version what the row held before it.
+	s.raise = fmt.Sprintf(`INSERT INTO %s AS v (consumer, aggregate_id, version)
+SELECT $1, e.aggregate_id, e.version FROM unnest($2::text[], $3::int8[]) AS e(aggregate_id, version)
+ON CONFLICT (consumer, aggregate_id) DO UPDATE SET prior_version = v.version, version = GREATEST(v.version, EXCLUDED.version)
+RETURNING aggregate_id, prior_version`, versions)
+	s.lower = fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL)
+UPDATE %[1]s SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`, versions)
+	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, sh.aggID, sh.aggVersion)
 	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE %s = $1 AND %s = ANY($2::text[])`, table, c.Consumer, c.EventID)
 	s.outcomes = fmt.Sprintf(`SELECT %s, outcome FROM %s WHERE %s = $1 AND %s = ANY($2::text[]) AND outcome IS NOT NULL`, c.EventID, table, c.Consumer, c.EventID)
 	where := func(preds ...string) string { return and(append(preds, sh.markers)...) }
@@ -252,6 +270,7 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 		aggIDs   = make([]string, n)
 		versions = make([]int64, n)
 		times    []*time.Time
+		outcomes []string // nil when no marker has one
 	)
 	for i := range markers {
 		m := &markers[i]
@@ -263,13 +282,61 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 			}
 			times[i] = &m.ProcessedAt
 		}
+		if m.Outcome != "" {
+			if outcomes == nil {
+				outcomes = make([]string, n)
+			}
+			outcomes[i] = m.Outcome
+		}
 	}
-	rows, err := q.Query(ctx, d.sql.claim, consumer, ids, times, topics, parts, offsets, aggIDs, versions)
+	args := []any{consumer, ids, times, topics, parts, offsets, aggIDs, versions}
+	query := d.sql.claim
+	if outcomes != nil {
+		query, args = d.sql.claimOutcome, append(args, outcomes)
+	}
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, d.classify(err)
 	}
 	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return fresh, d.classify(err)
+}
+
+// RaiseVersions runs the version guard's upsert (statements.raise).
+func (d *Driver) RaiseVersions(ctx context.Context, tx dedupdriver.Tx, consumer string, vs []dedupdriver.AggregateVersion) (map[string]int64, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return nil, err
+	}
+	aggs, versions := make([]string, len(vs)), make([]int64, len(vs))
+	for i, v := range vs {
+		aggs[i], versions[i] = v.AggregateID, v.Version
+	}
+	rows, err := q.Query(ctx, d.sql.raise, consumer, aggs, versions)
+	if err != nil {
+		return nil, d.classifyVersions(err)
+	}
+	prior := make(map[string]int64, len(vs))
+	var agg string
+	var before *int64
+	_, err = pgx.ForEachRow(rows, []any{&agg, &before}, func() error {
+		if before != nil {
+			prior[agg] = *before
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, d.classifyVersions(err)
+	}
+	return prior, nil
+}
+
+// classifyVersions is classify naming the versions table when it is the one missing.
+func (d *Driver) classifyVersions(err error) error {
+	if IsMissingTable(err) {
+		return dedupdriver.NotMigrated(d.versions, err)
+	}
+	return err
 }
 
 func (d *Driver) SetOutcome(ctx context.Context, tx dedupdriver.Tx, consumer string, keys []string, outcome string) error {
@@ -308,16 +375,39 @@ func (d *Driver) classifyOutcome(err error) error {
 	return d.classify(err)
 }
 
-func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, error) {
+func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, *dedupdriver.AggregateVersion, error) {
 	q, err := d.on(tx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	tag, err := q.Exec(ctx, d.sql.unclaim, consumer, key)
+	rows, err := q.Query(ctx, d.sql.unclaim, consumer, key)
 	if err != nil {
-		return false, d.classify(err)
+		return false, nil, d.classify(err)
 	}
-	return tag.RowsAffected() > 0, nil
+	var found bool
+	var agg *dedupdriver.AggregateVersion
+	var aggID *string
+	var version *int64
+	_, err = pgx.ForEachRow(rows, []any{&aggID, &version}, func() error {
+		found = true
+		if aggID != nil && version != nil {
+			agg = &dedupdriver.AggregateVersion{AggregateID: *aggID, Version: *version}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, nil, d.classify(err)
+	}
+	return found, agg, nil
+}
+
+func (d *Driver) LowerVersion(ctx context.Context, tx dedupdriver.Tx, consumer string, v dedupdriver.AggregateVersion) error {
+	q, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, d.sql.lower, consumer, v.AggregateID, v.Version)
+	return d.classifyVersions(err)
 }
 
 func (d *Driver) collect(rows pgx.Rows, err error) ([]dedupdriver.MarkerRow, error) {

@@ -37,6 +37,8 @@ type Driver struct {
 	table    string // quoted
 	rawMig   string
 	migTab   string
+	// versions is the version guard's table, quoted: the marker table's name + _versions.
+	versions string
 	sql      statements
 }
 
@@ -125,9 +127,38 @@ func New(db *sql.DB, names dedupdriver.Names) *Driver {
 		rawTable: TableName(names.Schema, names.Table),
 		rawMig:   TableName(names.Schema, migrationsTable),
 	}
-	d.table, d.migTab = quote(d.rawTable), quote(d.rawMig)
-	d.sql = buildStatements(d.table, names.Columns)
+	d.table, d.migTab, d.versions = quote(d.rawTable), quote(d.rawMig), quote(d.rawTable+"_versions")
+	d.sql = buildStatements(d.table, d.versions, names.Columns)
 	return d
+}
+
+// Dialect is what SQLite's SQL writes its own way for the tables beside the markers.
+var Dialect = dedupdriver.Dialect{
+	Timestamp:      "text",
+	AutoKey:        "INTEGER PRIMARY KEY AUTOINCREMENT",
+	IsMissingTable: IsMissingTable,
+}
+
+func (d *Driver) Dialect() dedupdriver.Dialect { return Dialect }
+
+// IsMissingTable reports SQLite's error for a table that does not exist. SQLite has no result
+// code of its own for it: it is an SQLITE_ERROR of the driver's error type whose message is
+// SQLite's "no such table".
+func IsMissingTable(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such table")
+}
+
+// Adopt wraps the caller's own transaction (a *sql.Tx of a database/sql handle of this driver,
+// "sqlite"). Open the handle with _txlock=immediate, as the store's own are, so that the
+// transaction takes the write lock at BEGIN: a deferred one that reads first may fail with
+// SQLITE_BUSY when it comes to write while another holds the lock.
+func (d *Driver) Adopt(tx any) (dedupdriver.Tx, error) {
+	t, ok := tx.(*sql.Tx)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("an SQLite store adopts a *sql.Tx, not %T", tx)
+	}
+	return &sqlTx{tx: t}, nil
 }
 
 // DB is the driver's database handle.
@@ -135,6 +166,9 @@ func (d *Driver) DB() *sql.DB { return d.db }
 
 func (d *Driver) Name() string  { return Name }
 func (d *Driver) Table() string { return d.table }
+
+// VersionsTable is the version guard's table.
+func (d *Driver) VersionsTable() string { return d.versions }
 
 // Columns are the mapping as given: SQLite reads no table of another shape.
 func (d *Driver) Columns() dedupdriver.Columns { return d.names.Columns }
@@ -175,6 +209,7 @@ func (d *Driver) Migrations() ([]dedupdriver.Migration, error) {
 func (d *Driver) templateData() map[string]string {
 	data := map[string]string{
 		"Table":            d.table,
+		"Versions":         d.versions,
 		"Migrations":       d.migTab,
 		"ProcessedAtIndex": quote(d.rawTable + "_processed_at_idx"),
 	}
@@ -253,7 +288,7 @@ func (d *Driver) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if strings.Contains(err.Error(), "no such table") {
+	if IsMissingTable(err) {
 		return dedupdriver.NotMigrated(d.table, err)
 	}
 	return err

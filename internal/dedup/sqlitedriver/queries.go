@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,14 +16,27 @@ import (
 // under SQLite's limit of 32,766 variables.
 const claimChunk = 4000
 
+// outcomeChunk bounds the markers per INSERT that writes outcomes too (9 bind variables each),
+// and versionChunk the aggregates per upsert of the version guard (3 each).
+const (
+	outcomeChunk = 3600
+	versionChunk = 10000
+)
+
 type statements struct {
-	cols     string
-	insert   string // INSERT … (cols) VALUES, rows appended per chunk
-	conflict string
-	unclaim  string
-	getAll   string
-	getOne   string
-	lookup   string
+	cols   string
+	insert string // INSERT … (cols) VALUES, rows appended per chunk
+	// insertOutcome is insert with the outcome column (the version guard's stale markers).
+	insertOutcome string
+	conflict      string
+	// raise and raiseEnd frame the version guard's upsert, rows appended per chunk.
+	raise, raiseEnd string
+	// lowerDelete and lowerUpdate undo raise for an unclaimed event (Driver.LowerVersion).
+	lowerDelete, lowerUpdate string
+	unclaim                  string
+	getAll                   string
+	getOne                   string
+	lookup                   string
 	// setOutcome and outcomes write and read the outcome column.
 	setOutcome string
 	outcomes   string
@@ -37,7 +51,7 @@ type statements struct {
 	c             dedupdriver.Columns // quoted
 }
 
-func buildStatements(table string, raw dedupdriver.Columns) statements {
+func buildStatements(table, versions string, raw dedupdriver.Columns) statements {
 	c := dedupdriver.Columns{
 		Consumer: quote(raw.Consumer), EventID: quote(raw.EventID), ProcessedAt: quote(raw.ProcessedAt),
 		Topic: quote(raw.Topic), Partition: quote(raw.Partition), Offset: quote(raw.Offset),
@@ -46,8 +60,15 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 	cols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
 	s := statements{cols: cols, c: c}
 	s.insert = fmt.Sprintf(`INSERT INTO %s (%s) VALUES `, table, cols)
+	s.insertOutcome = fmt.Sprintf(`INSERT INTO %s (%s, outcome) VALUES `, table, cols)
+	// The version guard: prior_version keeps what the row held before the upsert (RETURNING
+	// sees only the new row); SET's right-hand sides read the row as it was.
+	s.raise = `INSERT INTO ` + versions + ` (consumer, aggregate_id, version) VALUES `
+	s.raiseEnd = ` ON CONFLICT (consumer, aggregate_id) DO UPDATE SET prior_version = version, version = max(version, excluded.version) RETURNING aggregate_id, prior_version`
 	s.conflict = fmt.Sprintf(` ON CONFLICT (%s, %s) DO NOTHING RETURNING %s`, c.Consumer, c.EventID, c.EventID)
-	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2`, table, c.Consumer, c.EventID)
+	s.lowerDelete = `DELETE FROM ` + versions + ` WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NULL`
+	s.lowerUpdate = `UPDATE ` + versions + ` SET version = prior_version WHERE consumer = $1 AND aggregate_id = $2 AND version = $3 AND prior_version IS NOT NULL`
+	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, c.AggregateID, c.AggregateVersion)
 	s.getAll = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 ORDER BY %s`, cols, table, c.EventID, c.Consumer)
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s = $1 AND %s = $2`, cols, table, c.EventID, c.Consumer)
 	// A JSON array of ids, unpacked by json_each, is one bind variable
@@ -66,25 +87,30 @@ func buildStatements(table string, raw dedupdriver.Columns) statements {
 }
 
 // Claim inserts the markers with one INSERT … VALUES … ON CONFLICT DO
-// NOTHING RETURNING per 4,000 markers.
+// NOTHING RETURNING per 4,000 markers (3,600 when they carry outcomes).
 func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker) ([]string, error) {
 	q, err := d.on(tx)
 	if err != nil {
 		return nil, err
 	}
+	insert, row, chunkSize := d.sql.insert, "(?, ?, COALESCE(?, "+nowExpr+"), ?, ?, ?, ?, ?)", claimChunk
+	outcomes := slices.ContainsFunc(markers, func(m dedupdriver.Marker) bool { return m.Outcome != "" })
+	if outcomes {
+		insert, row, chunkSize = d.sql.insertOutcome, "(?, ?, COALESCE(?, "+nowExpr+"), ?, ?, ?, ?, ?, ?)", outcomeChunk
+	}
 	var fresh []string
-	for start := 0; start < len(markers); start += claimChunk {
-		chunk := markers[start:min(start+claimChunk, len(markers))]
+	for start := 0; start < len(markers); start += chunkSize {
+		chunk := markers[start:min(start+chunkSize, len(markers))]
 		var b strings.Builder
-		b.WriteString(d.sql.insert)
-		args := make([]any, 0, 8*len(chunk))
+		b.WriteString(insert)
+		args := make([]any, 0, 9*len(chunk))
 		for i, m := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			// Anonymous ? parameters: SQLite resolves a named or numbered
 			// one by a linear search, which is quadratic over a batch.
-			b.WriteString("(?, ?, COALESCE(?, " + nowExpr + "), ?, ?, ?, ?, ?)")
+			b.WriteString(row)
 			var at, topic, part, off, aggID, ver any
 			if !m.ProcessedAt.IsZero() {
 				at = FormatTime(m.ProcessedAt)
@@ -96,41 +122,137 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 				aggID, ver = m.AggregateID, m.AggregateVersion
 			}
 			args = append(args, consumer, m.EventID, at, topic, part, off, aggID, ver)
+			if outcomes {
+				args = append(args, nullText(m.Outcome))
+			}
 		}
 		b.WriteString(d.sql.conflict)
-		rows, err := q.QueryContext(ctx, b.String(), args...)
+		got, err := d.scanStrings(ctx, q, b.String(), args...)
 		if err != nil {
-			return nil, d.classify(err)
+			return nil, err
 		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			fresh = append(fresh, id)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, d.classify(err)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, d.classify(err)
-		}
+		fresh = append(fresh, got...)
 	}
 	return fresh, nil
 }
 
-func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, error) {
+// nullText is s, or nil (NULL) for the empty string.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// scanStrings runs a query of one text column on q and returns its values.
+func (d *Driver) scanStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	out, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
+
+// RaiseVersions runs the version guard's upsert, one per 10,000 aggregates.
+func (d *Driver) RaiseVersions(ctx context.Context, tx dedupdriver.Tx, consumer string, vs []dedupdriver.AggregateVersion) (map[string]int64, error) {
 	q, err := d.on(tx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	res, err := q.ExecContext(ctx, d.sql.unclaim, consumer, key)
+	prior := make(map[string]int64, len(vs))
+	for start := 0; start < len(vs); start += versionChunk {
+		chunk := vs[start:min(start+versionChunk, len(vs))]
+		var b strings.Builder
+		b.WriteString(d.sql.raise)
+		args := make([]any, 0, 3*len(chunk))
+		for i, v := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?)")
+			args = append(args, consumer, v.AggregateID, v.Version)
+		}
+		b.WriteString(d.sql.raiseEnd)
+		if err := d.scanPrior(ctx, q, b.String(), args, prior); err != nil {
+			return nil, err
+		}
+	}
+	return prior, nil
+}
+
+// scanPrior reads the upsert's (aggregate_id, prior_version) rows into prior.
+func (d *Driver) scanPrior(ctx context.Context, q querier, query string, args []any, prior map[string]int64) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return false, d.classify(err)
+		return d.classifyVersions(err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	defer rows.Close()
+	for rows.Next() {
+		var agg string
+		var before sql.NullInt64
+		if err := rows.Scan(&agg, &before); err != nil {
+			return err
+		}
+		if before.Valid {
+			prior[agg] = before.Int64
+		}
+	}
+	return d.classifyVersions(rows.Err())
+}
+
+// classifyVersions is classify naming the versions table when it is the one missing.
+func (d *Driver) classifyVersions(err error) error {
+	if IsMissingTable(err) {
+		return dedupdriver.NotMigrated(d.versions, err)
+	}
+	return err
+}
+
+func (d *Driver) Unclaim(ctx context.Context, tx dedupdriver.Tx, consumer, key string) (bool, *dedupdriver.AggregateVersion, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return false, nil, err
+	}
+	rows, err := q.QueryContext(ctx, d.sql.unclaim, consumer, key)
+	if err != nil {
+		return false, nil, d.classify(err)
+	}
+	defer rows.Close()
+	var found bool
+	var agg *dedupdriver.AggregateVersion
+	for rows.Next() {
+		var aggID sql.NullString
+		var version sql.NullInt64
+		if err := rows.Scan(&aggID, &version); err != nil {
+			return false, nil, err
+		}
+		found = true
+		if aggID.Valid && version.Valid {
+			agg = &dedupdriver.AggregateVersion{AggregateID: aggID.String, Version: version.Int64}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, nil, d.classify(err)
+	}
+	return found, agg, nil
+}
+
+func (d *Driver) LowerVersion(ctx context.Context, tx dedupdriver.Tx, consumer string, v dedupdriver.AggregateVersion) error {
+	q, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range []string{d.sql.lowerDelete, d.sql.lowerUpdate} {
+		if _, err := q.ExecContext(ctx, stmt, consumer, v.AggregateID, v.Version); err != nil {
+			return d.classifyVersions(err)
+		}
+	}
+	return nil
 }
 
 func (d *Driver) collect(rows *sql.Rows, err error) ([]dedupdriver.MarkerRow, error) {
@@ -361,16 +483,7 @@ func (d *Driver) PruneCandidates(ctx context.Context, consumer string, olderThan
 
 // Consumers returns up to limit consumers that have markers (dedupdriver.ConsumersSQL).
 func (d *Driver) Consumers(ctx context.Context, limit int) ([]string, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql.consumers, limit)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	defer rows.Close()
-	names, err := dedupdriver.ScanStrings(rows)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	return names, nil
+	return d.scanStrings(ctx, d.db, d.sql.consumers, limit)
 }
 
 // Unremovable is always empty: a table of another library's shape (Columns.Removable) is read

@@ -1,0 +1,653 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/inbox"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/envelope"
+	"github.com/fieldwork/fieldwork/internal/inboxlink"
+	"github.com/fieldwork/fieldwork/internal/schema"
+)
+
+// savepoint is the name of the savepoint each event is handled under.
+const savepoint = "fw_event"
+
+// item is one record of a batch: its message, the event decoded once.
+type item struct {
+	Message
+	// dup: the event id already occurred earlier in the batch.
+	dup bool
+}
+
+// deadLetter is a record to dead-letter once the transaction has committed.
+type deadLetter struct {
+	rec  *kgo.Record
+	meta dlq.Meta
+}
+
+// unitResult counts what one transaction did.
+type unitResult struct {
+	processed, stale, duplicates, retried int
+	deadLetters                           []deadLetter
+	// staleIDs are the events the handler ignored as stale: their markers record it
+	// (dedup.OutcomeStale) in the transaction that claimed them.
+	staleIDs []string
+}
+
+func (r *unitResult) add(o unitResult) {
+	r.processed += o.processed
+	r.stale += o.stale
+	r.duplicates += o.duplicates
+	r.retried += o.retried
+	r.deadLetters = append(r.deadLetters, o.deadLetters...)
+	r.staleIDs = append(r.staleIDs, o.staleIDs...)
+}
+
+// infraError is a failure of the database (or of the handler's access to it) that retrying
+// the whole transaction may cure.
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+// fatalStoreError reports errors that retrying cannot cure: the store is not migrated (or
+// was migrated by a newer binary), or the input cannot be stored.
+func fatalStoreError(err error) bool {
+	var inv *dedup.InvalidInputError
+	return errors.Is(err, dedup.ErrNotMigrated) || errors.As(err, &inv)
+}
+
+// runBatch handles one batch of one partition: decode; dedupe by event id; one transaction
+// that claims the fresh events and applies each under a savepoint (or one transaction per
+// event with TxPerEvent); commit; produce the dead letters and wait for their acks; then
+// commit the Kafka offset. It returns a *HaltedError when a dead letter could not be written
+// at all (the offsets before its record are committed; the partition stops there), and
+// another error only when the engine must stop (or the worker was aborted); every other
+// failure is retried here.
+func (e *Runner) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
+	start := time.Now()
+	ctx := w.ctx
+	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs)
+	if err != nil {
+		return err
+	}
+	res, err := e.applyUnits(ctx, w, items)
+	if err != nil {
+		return err
+	}
+	dls, cut := e.judgeDeadLetters(w, items, append(malformed, res.deadLetters...))
+	halt, err := e.produceDeadLetters(ctx, w, dls)
+	if err != nil {
+		return err
+	}
+
+	// Done: every record of the batch, or, when a dead letter could not be written at all,
+	// every record before it (their effects and dead letters are in; the record itself is
+	// read again by whoever consumes the partition next), or every record before the
+	// breaker's cut.
+	last := recs[len(recs)-1]
+	done := kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+	switch {
+	case halt != nil:
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
+	case cut >= 0:
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: cut}
+	}
+	w.finish(done)
+	w.commitSoon()
+
+	if halt == nil {
+		e.clearHalt(w.tp, done.Offset)
+	} else {
+		// The dead letters at and after the halted record are not counted: they are sent
+		// again (or given up on again) when the record is read again.
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= halt.Offset })
+	}
+	e.countBatch(w, recs, hw, start, len(items)+len(malformed), other, res, dls)
+	if halt != nil {
+		return halt
+	}
+	if cut >= 0 {
+		return errBreakerCut
+	}
+	return nil
+}
+
+// applyUnits applies the decoded items: in one transaction, or one transaction each with
+// TxPerEvent.
+func (e *Runner) applyUnits(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+	units := [][]*item{items}
+	if e.o.TxPerEvent {
+		units = units[:0]
+		for _, it := range items {
+			units = append(units, []*item{it})
+		}
+	}
+	var res unitResult
+	for _, unit := range units {
+		r, err := e.applyWithRetry(ctx, w, unit)
+		if err != nil {
+			return res, err
+		}
+		res.add(r)
+	}
+	return res, nil
+}
+
+// judgeDeadLetters puts the batch's dead letters in offset order and lets the dead-letter
+// breaker judge the batch before any of them is written: from the record where it trips (or,
+// tripped already, from the batch's first failed record) nothing is dead-lettered nor
+// committed. The effects and markers of the records handled after that point are committed
+// already: read again, they are duplicates. It returns the dead letters to write and the
+// breaker's cut (-1: none).
+func (e *Runner) judgeDeadLetters(w *worker, items []*item, dls []deadLetter) ([]deadLetter, int64) {
+	slices.SortFunc(dls, func(a, b deadLetter) int { return int(a.rec.Offset - b.rec.Offset) })
+	cut, trip := e.br.judge(w.tp, judgedOf(items, dls))
+	if cut >= 0 {
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= cut })
+	}
+	if trip != nil {
+		e.tripped(w.tp, trip)
+	}
+	return dls, cut
+}
+
+// countBatch adds a handled batch to the counters and metrics and logs it: records counts
+// the decoded and malformed records, other those of another group, dls the dead letters
+// written.
+func (e *Runner) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.Time, records, other int, res unitResult, dls []deadLetter) {
+	topic := w.tp.topic
+	e.c.batches.Add(1)
+	e.c.records.Add(int64(records + other))
+	e.c.otherGroup.Add(int64(other))
+	e.m.events.WithLabelValues(topic, OutcomeOtherGroup).Add(float64(other))
+	e.c.processed.Add(int64(res.processed))
+	e.c.stale.Add(int64(res.stale))
+	e.c.duplicates.Add(int64(res.duplicates))
+	e.c.retried.Add(int64(res.retried))
+	e.c.deadLettered.Add(int64(len(dls)))
+	e.m.events.WithLabelValues(topic, OutcomeProcessed).Add(float64(res.processed))
+	e.m.events.WithLabelValues(topic, OutcomeStale).Add(float64(res.stale))
+	e.m.events.WithLabelValues(topic, OutcomeDuplicate).Add(float64(res.duplicates))
+	e.m.events.WithLabelValues(topic, OutcomeRetried).Add(float64(res.retried))
+	e.m.events.WithLabelValues(topic, OutcomeDeadLettered).Add(float64(len(dls)))
+	for _, dl := range dls {
+		e.m.deadLetters.WithLabelValues(topic, dl.meta.Reason).Inc()
+	}
+	e.m.setLag(topic, w.tp.partition, hw-w.finished.Offset)
+	e.m.batchSeconds.WithLabelValues(topic).Observe(time.Since(start).Seconds())
+	e.log.Debug("batch done", "topic", topic, "partition", w.tp.partition,
+		"first_offset", recs[0].Offset, "last_offset", recs[len(recs)-1].Offset, "records", len(recs),
+		"processed", res.processed, "duplicates", res.duplicates, "stale", res.stale,
+		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
+}
+
+// errBreakerCut ends a worker whose batch the tripped breaker cut: the engine is stopping.
+var errBreakerCut = errors.New("the dead-letter breaker has tripped")
+
+// judgedOf is the batch's records as the breaker judges them, in offset order: the items
+// (handled, duplicates included, or failed) and the malformed records, each with its dead
+// letter when it failed. Transaction markers and records for another group are not judged.
+func judgedOf(items []*item, dls []deadLetter) []judged {
+	if len(dls) == 0 { // the common batch: nothing failed, nothing to merge or sort
+		out := make([]judged, len(items))
+		for i, it := range items {
+			out[i] = judged{offset: it.Record.Offset}
+		}
+		return out
+	}
+	failed := make(map[int64]*deadLetter, len(dls))
+	for i := range dls {
+		failed[dls[i].rec.Offset] = &dls[i]
+	}
+	out := make([]judged, 0, len(items)+len(dls))
+	for _, it := range items {
+		if _, ok := failed[it.Record.Offset]; !ok {
+			out = append(out, judged{offset: it.Record.Offset})
+		}
+	}
+	for i := range dls {
+		out = append(out, judged{offset: dls[i].rec.Offset, dl: &dls[i]})
+	}
+	slices.SortFunc(out, func(a, b judged) int { return cmp.Compare(a.offset, b.offset) })
+	return out
+}
+
+// decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
+// value needs does not answer (an infrastructure failure: never a dead letter). A registry
+// that refuses the credentials, or none configured for a framed value, stops the engine.
+func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, int, error) {
+	for attempt := 1; ; attempt++ {
+		items, bad, other, err := e.decode(ctx, recs)
+		if err == nil {
+			return items, bad, other, nil
+		}
+		se, ok := errors.AsType[*schema.Error](err)
+		if !ok {
+			return nil, nil, 0, err
+		}
+		if se.Problem != schema.ProblemUnavailable {
+			return nil, nil, 0, se.Kinded()
+		}
+		if ctx.Err() != nil {
+			return nil, nil, 0, ctx.Err()
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return nil, nil, 0, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, se.Kinded())
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("schema_registry").Inc()
+		e.log.Warn("schema registry unavailable; retrying the batch", "topic", w.tp.topic, "partition", w.tp.partition,
+			"first_offset", recs[0].Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return nil, nil, 0, err
+		}
+		e.o.Schemas.Retry()
+	}
+}
+
+// decode turns records into items and dead-letters the malformed ones. Transaction markers
+// (control records, which the engine asks for so that its committed offset can pass a marker
+// at the end of the log) are skipped, and so are replayed records aimed at another consumer
+// group (fw.replay.for, docs/design.md §3.3), counted in other: they are not this group's to
+// handle, and a marker would make this group skip the event when a replay is aimed at it.
+// A registry-framed value is decoded through the schema registry first and its envelope read
+// from the decoded value (docs/design.md §3.6): one whose schema the registry does not know is
+// dead-lettered as unsupported (and so is a framed value when no registry is configured), one
+// that does not match its schema as malformed; a failure of the registry itself is returned,
+// for the batch to wait for it.
+func (e *Runner) decode(ctx context.Context, recs []*kgo.Record) (items []*item, bad []deadLetter, other int, err error) {
+	items = make([]*item, 0, len(recs))
+	seen := make(map[string]struct{}, len(recs))
+	for _, rec := range recs {
+		if rec.Attrs.IsControl() {
+			continue
+		}
+		if g := dlq.ReplayedFor(rec.Headers); g != "" && g != e.o.Group {
+			other++
+			continue
+		}
+		ev, _, err := e.o.Schemas.Event(ctx, rec)
+		if se, ok := errors.AsType[*schema.Error](err); ok && se.Registry() {
+			return nil, nil, 0, se
+		}
+		if err == nil {
+			err = dedup.ValidateEventID(ev.ID)
+		}
+		if err != nil {
+			var id string
+			var me *envelope.MalformedError
+			if errors.As(err, &me) {
+				id = me.EventID
+			}
+			reason := dlq.ReasonMalformed
+			// A schema the registry does not know, or a framed value with no registry to ask
+			// (a misconfiguration or hostile bytes that look framed): not readable here, but
+			// perhaps elsewhere, so unsupported, never a stalled partition (design §3.6).
+			if se, ok := errors.AsType[*schema.Error](err); ok && (se.Problem == schema.ProblemUnknownSchema || se.Problem == schema.ProblemNoRegistry) {
+				reason = dlq.ReasonUnsupported
+			}
+			now := time.Now()
+			bad = append(bad, deadLetter{rec: rec, meta: e.meta(rec, reason, id, err, 1, now, now)})
+			continue
+		}
+		_, dup := seen[ev.ID]
+		seen[ev.ID] = struct{}{}
+		items = append(items, &item{Message: Message{Event: eventOf(ev), Record: rec}, dup: dup})
+	}
+	return items, bad, other, nil
+}
+
+func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attempts int, first, last time.Time) dlq.Meta {
+	m := dlq.Meta{
+		Topic: e.o.dlqTopic(rec.Topic), Group: e.o.Group, Handler: e.o.Name,
+		EventID: eventID, Reason: reason, Error: err.Error(), ErrorClass: ErrorClass(err), Attempts: attempts,
+		FirstFailedAt: first, FailedAt: last,
+	}
+	// A value its schema could not read names that schema (fw.dlq.schema), and the problem
+	// is its class: what triage by schema needs (docs/design.md §3.6).
+	if se, ok := errors.AsType[*schema.Error](err); ok {
+		m.Schema = se.Ref.String()
+		if m.ErrorClass == "" {
+			m.ErrorClass = "schema_" + string(se.Problem)
+		}
+	}
+	return m
+}
+
+// applyWithRetry runs one transaction over items, retrying the whole of it after
+// infrastructure failures with capped exponential backoff and jitter. With a BatchHandler
+// (and neither PerEvent nor TxPerEvent) the transaction applies the batch through
+// HandleBatch; when that fails as a whole for a reason that is not infrastructure, the
+// transaction is rolled back and run again with each event under its own savepoint.
+func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+	batch := e.batchHandler() != nil
+	for attempt := 1; ; attempt++ {
+		res, err := e.applyUnit(ctx, items, batch)
+		var fb *batchFallback
+		if errors.As(err, &fb) && ctx.Err() == nil {
+			batch = false
+			e.c.batchFallbacks.Add(1)
+			e.m.batchFallbacks.Inc()
+			e.log.Warn("batch statement failed; applying the batch event by event", "topic", w.tp.topic, "partition", w.tp.partition,
+				"first_offset", items[0].Record.Offset, "records", len(items), "error", fb.err)
+			res, err = e.applyUnit(ctx, items, false)
+		}
+		if err == nil {
+			if attempt > 1 {
+				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", attempt-1)
+			}
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return unitResult{}, ctx.Err()
+		}
+		if fatalStoreError(err) {
+			return unitResult{}, err
+		}
+		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
+			return unitResult{}, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, err)
+		}
+		d := e.o.InfraBackoff.Delay(attempt)
+		e.c.infraRetries.Add(1)
+		e.m.infraRetries.WithLabelValues("batch").Inc()
+		e.log.Warn("batch failed on infrastructure; rolled back, retrying", "topic", w.tp.topic, "partition", w.tp.partition,
+			"first_offset", items[0].Record.Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return unitResult{}, err
+		}
+	}
+}
+
+// batchHandler is the handler's batch path when the engine uses it (docs/design.md §3.5).
+func (e *Runner) batchHandler() BatchHandler {
+	if e.o.PerEvent || e.o.TxPerEvent {
+		return nil
+	}
+	bh, _ := e.o.Handler.(BatchHandler)
+	return bh
+}
+
+// batchFallback is a failure of HandleBatch as a whole that is not infrastructure: the
+// transaction was rolled back, and the batch is applied again event by event.
+type batchFallback struct{ err error }
+
+func (e *batchFallback) Error() string { return "batch handler: " + e.err.Error() }
+func (e *batchFallback) Unwrap() error { return e.err }
+
+// applyUnit is one transaction: BEGIN; claim the batch's events in one statement; apply the
+// fresh ones in offset order, through HandleBatch when batch is set, else each under a
+// savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
+// (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
+// after the commit. Any error returned means the transaction was rolled back.
+func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res unitResult, err error) {
+	markers := make([]dedup.Marker, 0, len(items))
+	for _, it := range items {
+		if it.dup {
+			continue
+		}
+		markers = append(markers, dedup.Marker{
+			EventID: it.Event.ID, Topic: it.Record.Topic, Partition: it.Record.Partition, Offset: it.Record.Offset,
+			AggregateID: it.Event.AggregateID, AggregateVersion: it.Event.Version,
+		})
+	}
+	if len(markers) == 0 {
+		res.duplicates = len(items)
+		return res, nil
+	}
+	st := e.o.Store
+	tx, err := st.Begin(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	fresh, err := st.Claim(ctx, tx, e.o.Consumer, markers)
+	if err != nil {
+		return res, err
+	}
+	isFresh := make(map[string]struct{}, len(fresh))
+	for _, id := range fresh {
+		isFresh[id] = struct{}{}
+	}
+	todo := make([]*item, 0, len(fresh))
+	for _, it := range items {
+		if _, ok := isFresh[it.Event.ID]; it.dup || !ok {
+			res.duplicates++
+			continue
+		}
+		todo = append(todo, it)
+	}
+	sp := &savepoints{tx: tx, combine: st.Driver() == "postgres"}
+	itx := inboxlink.NewTx(tx).(*inbox.Tx)
+	if bh := e.batchHandler(); batch && bh != nil {
+		err = e.applyBatch(ctx, tx, itx, sp, bh, todo, &res)
+	} else {
+		for _, it := range todo {
+			if err = sp.next(ctx); err != nil {
+				break
+			}
+			if err = e.handleCounted(ctx, tx, itx, sp, it, nil, &res); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	// The stale events' markers say so, for the status of the dead letters they were replayed
+	// from (stale, not resolved: docs/design.md §3.2).
+	if err = st.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// applyBatch applies todo through HandleBatch. An event that HandleBatch reports failed
+// (having written nothing) goes through handleOne with that failure as its first attempt,
+// under a savepoint set after the events before it; HandleBatch then goes on with the events
+// after it. A failure of HandleBatch as a whole is returned as an *infraError or a
+// *batchFallback; the caller rolls the transaction back.
+func (e *Runner) applyBatch(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx, sp *savepoints, bh BatchHandler, todo []*item, res *unitResult) error {
+	for len(todo) > 0 {
+		r, err := e.callBatch(ctx, itx, bh, todo)
+		if err == nil && (len(r.Outcomes) > len(todo) || (len(r.Outcomes) == len(todo)) != (r.Err == nil)) {
+			err = fmt.Errorf("handler %s: HandleBatch of %d events returned %d outcomes and error %v", e.o.Name, len(todo), len(r.Outcomes), r.Err)
+		}
+		if err != nil {
+			if classify(err) == classInfra {
+				e.m.handlerErrors.WithLabelValues(classInfra.label()).Inc()
+				return &infraError{err}
+			}
+			return &batchFallback{err}
+		}
+		for i, out := range r.Outcomes {
+			if out == Stale {
+				res.stale++
+				res.staleIDs = append(res.staleIDs, todo[i].Event.ID)
+			} else {
+				res.processed++
+			}
+		}
+		if len(r.Outcomes) > 0 {
+			sp.keep()
+		}
+		todo = todo[len(r.Outcomes):]
+		if r.Err == nil {
+			return nil
+		}
+		if err := sp.next(ctx); err != nil {
+			return err
+		}
+		if err := e.handleCounted(ctx, tx, itx, sp, todo[0], r.Err, res); err != nil {
+			return err
+		}
+		todo = todo[1:]
+	}
+	return nil
+}
+
+// handleCounted is handleOne with its result added to res.
+func (e *Runner) handleCounted(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx, sp *savepoints, it *item, first error, res *unitResult) error {
+	out, dl, retried, err := e.handleOne(ctx, tx, itx, sp, it, first)
+	res.retried += retried
+	if err != nil {
+		return err
+	}
+	switch {
+	case dl != nil:
+		res.deadLetters = append(res.deadLetters, *dl)
+	case out == Stale:
+		res.stale++
+		res.staleIDs = append(res.staleIDs, it.Event.ID)
+	default:
+		res.processed++
+	}
+	return nil
+}
+
+// handleOne applies one fresh event under the savepoint sp has just set, retrying retryable
+// failures in place. A non-nil first is the failure of the event's first attempt, made
+// already (by HandleBatch, which wrote nothing for it). It returns a dead letter when the
+// event failed for good (its effects rolled back and its marker removed, inside tx), or an
+// error when the transaction must be abandoned.
+func (e *Runner) handleOne(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx, sp *savepoints, it *item, first error) (Outcome, *deadLetter, int, error) {
+	var firstFailed time.Time
+	for attempt := 1; ; attempt++ {
+		var out Outcome
+		herr := first
+		if attempt > 1 || first == nil {
+			out, herr = e.callHandler(ctx, itx, it, attempt)
+		}
+		if herr == nil {
+			sp.keep()
+			return out, nil, attempt - 1, nil
+		}
+		if ctx.Err() != nil {
+			return 0, nil, attempt - 1, ctx.Err()
+		}
+		cls := classify(herr)
+		e.m.handlerErrors.WithLabelValues(cls.label()).Inc()
+		if cls == classInfra {
+			return 0, nil, attempt - 1, &infraError{herr}
+		}
+		now := time.Now()
+		if firstFailed.IsZero() {
+			firstFailed = now
+		}
+		if err := sp.rollback(ctx); err != nil {
+			return 0, nil, attempt - 1, err
+		}
+		if cls == classRetryable && attempt < e.o.MaxAttempts {
+			d := e.o.RetryBackoff.Delay(attempt)
+			e.log.Warn("handler failed; retrying the event", "topic", it.Record.Topic, "partition", it.Record.Partition,
+				"offset", it.Record.Offset, "event_id", it.Event.ID, "attempt", attempt, "max_attempts", e.o.MaxAttempts,
+				"backoff", d.Round(time.Millisecond).String(), "error", herr)
+			if err := sleep(ctx, d); err != nil {
+				return 0, nil, attempt - 1, err
+			}
+			continue
+		}
+		// The marker was claimed before the savepoint, so the rollback kept it: delete it
+		// (in the transaction, after the savepoint) so that the event commits unmarked.
+		if _, err := e.o.Store.Unclaim(ctx, tx, e.o.Consumer, it.Event.ID); err != nil {
+			return 0, nil, attempt - 1, err
+		}
+		sp.keep()
+		reason := dlq.ReasonRejected
+		switch cls {
+		case classUnsupported:
+			reason = dlq.ReasonUnsupported
+		case classRetryable:
+			reason = dlq.ReasonExhausted
+		}
+		return 0, &deadLetter{rec: it.Record, meta: e.meta(it.Record, reason, it.Event.ID, herr, attempt, firstFailed, now)}, attempt - 1, nil
+	}
+}
+
+// savepoints keeps one savepoint, fw_event, just before the event being handled. Between
+// two events the previous savepoint is released (keeping what the event did) and a new one
+// set; on PostgreSQL both go in one round trip. After the last event no RELEASE is sent:
+// COMMIT releases it.
+type savepoints struct {
+	tx      *dedup.Tx
+	combine bool // send RELEASE and SAVEPOINT as one simple-protocol query
+	set     bool // a savepoint exists
+	dirty   bool // work since the savepoint must be kept
+}
+
+// next sets a savepoint covering exactly what comes next.
+func (s *savepoints) next(ctx context.Context) error {
+	switch {
+	case !s.set:
+		if err := s.tx.Savepoint(ctx, savepoint); err != nil {
+			return err
+		}
+		s.set = true
+	case s.dirty && s.combine:
+		if _, err := s.tx.Exec(ctx, `RELEASE SAVEPOINT "`+savepoint+`"; SAVEPOINT "`+savepoint+`"`); err != nil {
+			return fmt.Errorf("RELEASE and SAVEPOINT %s: %w", savepoint, err)
+		}
+	case s.dirty:
+		if err := s.tx.Release(ctx, savepoint); err != nil {
+			return err
+		}
+		if err := s.tx.Savepoint(ctx, savepoint); err != nil {
+			return err
+		}
+	}
+	s.dirty = false
+	return nil
+}
+
+// keep records that what was done since the savepoint stays.
+func (s *savepoints) keep() { s.dirty = true }
+
+// rollback undoes everything since the savepoint, which stays set.
+func (s *savepoints) rollback(ctx context.Context) error {
+	s.dirty = false
+	return s.tx.RollbackTo(ctx, savepoint)
+}
+
+// callHandler runs Handle, turning a panic into a permanent failure.
+func (e *Runner) callHandler(ctx context.Context, tx *inbox.Tx, it *item, attempt int) (out Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = 0, Permanent(fmt.Errorf("handler %s panicked: %v", e.o.Name, p))
+		}
+	}()
+	it.Attempt = attempt
+	return e.o.Handler.Handle(ctx, tx, &it.Message)
+}
+
+// callBatch runs HandleBatch (as attempt 1 of each event), turning a panic into a failure of
+// the batch.
+func (e *Runner) callBatch(ctx context.Context, tx *inbox.Tx, bh BatchHandler, todo []*item) (res BatchResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = BatchResult{}, Permanent(fmt.Errorf("handler %s panicked in HandleBatch: %v", e.o.Name, p))
+		}
+	}()
+	ms := make([]*Message, len(todo))
+	for i, it := range todo {
+		it.Attempt = 1
+		ms[i] = &it.Message
+	}
+	return bh.HandleBatch(ctx, tx, ms)
+}

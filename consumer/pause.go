@@ -1,0 +1,67 @@
+package consumer
+
+// One partition must never hold up the others. franz-go fetches again only once the records
+// it has buffered are polled, so a poll loop that stopped polling because one partition's
+// queue is full (a slow handler, a batch retrying on infrastructure) would starve every other
+// partition, and one that kept polling would queue that partition's records without bound.
+// So the poll loop pauses fetching a partition whose queue holds maxQueued batches
+// (kgo.Client.PauseFetchPartitions: franz-go drops what it had buffered for it and fetches it
+// again from there once resumed), resumes it once its queue is down to resumeAt batches, and
+// pauses a halted partition for good. franz-go keeps a partition paused across rebalances, so
+// a partition is resumed when it is revoked or lost, and again when it is assigned.
+
+// resumeAt is the queue, in batches, at which a paused partition is fetched again.
+const resumeAt = maxQueued / 2
+
+// throttle pauses the partitions whose queue is full or whose worker is halted, and resumes
+// the paused ones whose queue has drained. Called by the poll loop only, between polls.
+func (e *Runner) throttle() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var pause, resume map[string][]int32
+	for k, w := range e.workers {
+		n, halted := w.queued(), w.isHalted()
+		switch {
+		case !w.paused && (halted || n >= maxQueued*e.o.BatchMax):
+			w.paused = true
+			pause = addPartition(pause, k)
+		case w.paused && !halted && n <= resumeAt*e.o.BatchMax:
+			w.paused = false
+			resume = addPartition(resume, k)
+		}
+	}
+	// Under mu, so that a rebalance callback's resume (detach) cannot pass a pause of the
+	// same partition.
+	if len(pause) > 0 {
+		e.cl.PauseFetchPartitions(pause)
+		e.log.Debug("fetching paused", "partitions", describe(pause))
+	}
+	if len(resume) > 0 {
+		e.cl.ResumeFetchPartitions(resume)
+		e.log.Debug("fetching resumed", "partitions", describe(resume))
+	}
+}
+
+// backlogged reports whether the poll loop should wait before polling again: every partition
+// that is fetched has a batch queued already (the others are paused).
+func (e *Runner) backlogged() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.workers) == 0 {
+		return false
+	}
+	for _, w := range e.workers {
+		if !w.paused && w.queued() < e.o.BatchMax {
+			return false
+		}
+	}
+	return true
+}
+
+func addPartition(m map[string][]int32, k tp) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[k.topic] = append(m[k.topic], k.partition)
+	return m
+}
