@@ -42,6 +42,9 @@ func main() {
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(os.Stderr, "taskboard:", err)
 		os.Exit(2)
+	case errors.Is(err, consumer.ErrAborted): // a second signal abandoned the batches in flight
+		fmt.Fprintln(os.Stderr, "taskboard:", err)
+		os.Exit(130)
 	default:
 		fmt.Fprintln(os.Stderr, "taskboard:", err)
 		os.Exit(1)
