@@ -71,7 +71,7 @@ func fatalStoreError(err error) bool {
 // event with TxPerEvent); commit; produce the dead letters and wait for their acks; then
 // commit the Kafka offset. It returns a *HaltedError when a dead letter could not be written
 // at all (the offsets before its record are committed; the partition stops there), and
-// another error only when the engine must stop (or the worker was aborted); every other
+// another error only when the runner must stop (or the worker was aborted); every other
 // failure is retried here.
 func (e *Runner) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
@@ -191,7 +191,7 @@ func (e *Runner) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.
 		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
 }
 
-// errBreakerCut ends a worker whose batch the tripped breaker cut: the engine is stopping.
+// errBreakerCut ends a worker whose batch the tripped breaker cut: the runner is stopping.
 var errBreakerCut = errors.New("the dead-letter breaker has tripped")
 
 // judgedOf is the batch's records as the breaker judges them, in offset order: the items
@@ -224,9 +224,10 @@ func judgedOf(items []*item, dls []deadLetter) []judged {
 
 // decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
 // value needs does not answer (an infrastructure failure: never a dead letter). A registry
-// that refuses the credentials, or none configured for a framed value, stops the engine.
+// that refuses the credentials, or none configured for a framed value, stops the runner.
 func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, int, error) {
-	for attempt := 1; ; attempt++ {
+	r := e.o.InfraBackoff.start()
+	for {
 		items, bad, other, err := e.decode(ctx, recs)
 		if err == nil {
 			return items, bad, other, nil
@@ -241,15 +242,11 @@ func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 		if ctx.Err() != nil {
 			return nil, nil, 0, ctx.Err()
 		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return nil, nil, 0, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, se.Kinded())
+		stop := func(n int) error {
+			return fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, n, se.Kinded())
 		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("schema_registry").Inc()
-		e.log.Warn("schema registry unavailable; retrying the batch", "topic", w.tp.topic, "partition", w.tp.partition,
-			"first_offset", recs[0].Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
-		if err := sleep(ctx, d); err != nil {
+		if err := e.infraRetry(ctx, r, stop, "schema_registry", "schema registry unavailable; retrying the batch", err,
+			"topic", w.tp.topic, "partition", w.tp.partition, "first_offset", recs[0].Offset); err != nil {
 			return nil, nil, 0, err
 		}
 		e.o.Schemas.Retry()
@@ -257,7 +254,7 @@ func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 }
 
 // decode turns records into items and dead-letters the malformed ones. Transaction markers
-// (control records, which the engine asks for so that its committed offset can pass a marker
+// (control records, which the runner asks for so that its committed offset can pass a marker
 // at the end of the log) are skipped, and so are replayed records aimed at another consumer
 // group (fw.replay.for, docs/design.md §3.3), counted in other: they are not this group's to
 // handle, and a marker would make this group skip the event when a replay is aimed at it.
@@ -332,7 +329,8 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 // transaction is rolled back and run again with each event under its own savepoint.
 func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
 	batch := e.batchHandler() != nil
-	for attempt := 1; ; attempt++ {
+	r := e.o.InfraBackoff.start()
+	for {
 		res, err := e.applyUnit(ctx, items, batch)
 		var fb *batchFallback
 		if errors.As(err, &fb) && ctx.Err() == nil {
@@ -344,8 +342,8 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 			res, err = e.applyUnit(ctx, items, false)
 		}
 		if err == nil {
-			if attempt > 1 {
-				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", attempt-1)
+			if r.n > 0 {
+				e.log.Info("batch succeeded after infrastructure retries", "topic", w.tp.topic, "partition", w.tp.partition, "retries", r.n)
 			}
 			return res, nil
 		}
@@ -355,25 +353,21 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 		if fatalStoreError(err) {
 			return unitResult{}, err
 		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return unitResult{}, fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, attempt-1, err)
+		stop := func(n int) error {
+			return fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, n, err)
 		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("batch").Inc()
 		msg := "batch failed on infrastructure; rolled back, retrying"
 		if errNoDeadLetter(err) {
 			msg = "handler failed and the handler chain has no dead-letter step: batch rolled back, retrying it as after an infrastructure failure"
 		}
-		e.log.Warn(msg, "topic", w.tp.topic, "partition", w.tp.partition,
-			"first_offset", items[0].Record.Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
-		if err := sleep(ctx, d); err != nil {
+		if err := e.infraRetry(ctx, r, stop, "batch", msg, err,
+			"topic", w.tp.topic, "partition", w.tp.partition, "first_offset", items[0].Record.Offset); err != nil {
 			return unitResult{}, err
 		}
 	}
 }
 
-// batchHandler is the handler's batch path when the engine uses it (docs/design.md §3.5).
+// batchHandler is the handler's batch path when the runner uses it (docs/design.md §3.5).
 func (e *Runner) batchHandler() BatchHandler {
 	if e.o.PerEvent || e.o.TxPerEvent {
 		return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// HaltedError reports a partition the engine stopped because the dead letter of one of its
+// HaltedError reports a partition the runner stopped because the dead letter of one of its
 // records could not be written at all: not whole, not as a bounded copy without its value,
 // for a reason retrying cannot cure (the dead-letter topic was deleted, the consumer may not
 // write to it, the broker refuses even the copy). The partition's committed offset stays at
@@ -95,7 +95,7 @@ func (o *outgoing) bound(why string, limit int) {
 //     batch is acknowledged or given up on too, and the caller commits only the offsets
 //     before it.
 //
-// The error is for the engine to stop: the context ended, or MaxInfraRetries was exceeded.
+// The error is for the runner to stop: the context ended, or MaxInfraRetries was exceeded.
 func (e *Runner) produceDeadLetters(ctx context.Context, w *worker, dls []deadLetter) (*HaltedError, error) {
 	pending := make([]*outgoing, 0, len(dls))
 	for _, dl := range dls {
@@ -108,7 +108,8 @@ func (e *Runner) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 		pending = append(pending, o)
 	}
 	var given []*outgoing
-	for attempt := 1; len(pending) > 0; {
+	r := e.o.InfraBackoff.start()
+	for len(pending) > 0 {
 		again, gaveUp, infraErr, err := e.produceRound(ctx, pending)
 		if err != nil {
 			return nil, err
@@ -117,16 +118,11 @@ func (e *Runner) produceDeadLetters(ctx context.Context, w *worker, dls []deadLe
 		if infraErr == nil {
 			continue
 		}
-		if e.o.MaxInfraRetries > 0 && attempt > e.o.MaxInfraRetries {
-			return nil, fmt.Errorf("produce dead letters to %s: giving up after %d retries: %w", pending[0].rec.Topic, attempt-1, infraErr)
+		stop := func(n int) error {
+			return fmt.Errorf("produce dead letters to %s: giving up after %d retries: %w", pending[0].rec.Topic, n, infraErr)
 		}
-		d := e.o.InfraBackoff.Delay(attempt)
-		attempt++
-		e.c.infraRetries.Add(1)
-		e.m.infraRetries.WithLabelValues("dead_letter").Inc()
-		e.log.Warn("producing dead letters failed; retrying", "topic", w.tp.topic, "partition", w.tp.partition,
-			"failed", len(pending), "attempt", attempt-1, "backoff", d.Round(time.Millisecond).String(), "error", infraErr)
-		if err := sleep(ctx, d); err != nil {
+		if err := e.infraRetry(ctx, r, stop, "dead_letter", "producing dead letters failed; retrying", infraErr,
+			"topic", w.tp.topic, "partition", w.tp.partition, "failed", len(pending)); err != nil {
 			return nil, err
 		}
 	}
@@ -273,5 +269,5 @@ func (e *Runner) sizeLimit(topic string) sizeLimit {
 
 // batchMaxBytes is the producer's batch limit per topic (kgo.ProducerBatchMaxBytesFn): each
 // dead-letter topic's own limit, so that a dead letter its topic accepts is never refused by
-// the client. The engine produces to nothing else.
+// the client. The runner produces to nothing else.
 func (e *Runner) batchMaxBytes(topic string) int32 { return e.sizeLimit(topic).batchMax() }

@@ -12,22 +12,32 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// delay is the n-th wait (n from 1) of a retry loop of b.
+func delay(b backoff, n int) time.Duration {
+	r := b.start()
+	var d time.Duration
+	for range n {
+		d = r.next()
+	}
+	return d
+}
+
 func TestBackoffIsCappedAndJittered(t *testing.T) {
 	b := backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 50: time.Second} {
 		seen := map[time.Duration]bool{}
 		for range 200 {
-			d := b.Delay(n)
+			d := delay(b, n)
 			if d < want/2 || d > want {
-				t.Fatalf("Delay(%d) = %v, want within [%v, %v]", n, d, want/2, want)
+				t.Fatalf("wait %d = %v, want within [%v, %v]", n, d, want/2, want)
 			}
 			seen[d] = true
 		}
 		if len(seen) < 10 {
-			t.Errorf("Delay(%d): only %d distinct values in 200 draws: no jitter", n, len(seen))
+			t.Errorf("wait %d: only %d distinct values in 200 draws: no jitter", n, len(seen))
 		}
 	}
-	if d := (backoff{}).Delay(1); d < 50*time.Millisecond || d > 100*time.Millisecond {
+	if d := delay(backoff{}, 1); d < 50*time.Millisecond || d > 100*time.Millisecond {
 		t.Errorf("zero backoff: %v", d)
 	}
 }

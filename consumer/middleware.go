@@ -221,6 +221,8 @@ type eventRun struct {
 	// firstFailed and lastFailed are when attempts failed, for the dead letter.
 	firstFailed, lastFailed time.Time
 	dl                      *deadLetter
+	// waits are Retry's backoff, started at the first retry.
+	waits *retries
 	// broken is a failure of the transaction itself in a step (a rollback to the savepoint,
 	// the unclaim): the transaction is abandoned.
 	broken error
@@ -254,7 +256,10 @@ func (r *eventRun) retry(ctx context.Context, herr error) error {
 		return err
 	}
 	m, e := r.msg, r.e
-	d := e.o.RetryBackoff.Delay(m.Attempt)
+	if r.waits == nil {
+		r.waits = e.o.RetryBackoff.start()
+	}
+	d := r.waits.next()
 	e.log.Warn("handler failed; retrying the event", "topic", m.Record.Topic, "partition", m.Record.Partition,
 		"offset", m.Record.Offset, "event_id", m.Event.ID, "attempt", m.Attempt, "max_attempts", e.o.MaxAttempts,
 		"backoff", d.Round(time.Millisecond).String(), "error", herr)
