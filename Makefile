@@ -10,10 +10,15 @@
 #   make bench    start the real services, run every benchmark side by side against them and
 #                 write docs/benchmarks.md (not part of make test; BENCH_SCALE=0.05 for a
 #                 quick pass over smaller data sets, BENCH_ROUNDS for the rounds, default 3)
+#   make api      rewrite api/*.txt, the snapshot of each public package's exported API (one
+#                 line per exported name, as Go's own api/*.txt). internal/apicheck's test (in
+#                 make test) fails when the code's API differs from it: a removed or changed
+#                 line breaks the packages' users. Run it only for a change made on purpose,
+#                 read the diff and commit api/ with the change (docs/architecture.md)
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs architecture bench example
+.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs architecture api bench example
 
 # The stamps `fieldwork version` prints (cmd/version); outside a git checkout, "dev" and none.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -100,3 +105,9 @@ docs:
 # test checks it, and the layer rules, in make test).
 architecture:
 	$(GO) test -count=1 ./internal/architecture -run '^TestArchitecture$$' -update
+
+# The snapshots of the public packages' exported API, api/*.txt, rewritten from the code
+# (internal/apicheck's test checks them in make test; it also removes the snapshot of a
+# package that is no longer public).
+api:
+	$(GO) test -count=1 ./internal/apicheck -run '^TestAPI$$' -update

@@ -31,7 +31,7 @@ func (l sizeLimit) batchMax() int32 {
 // of kafka.ReadRecordLimits (the one replay sizes its producer by): the topic's own
 // max.message.bytes, else the smallest message.max.bytes of the brokers holding it, else the
 // topic's effective value, else fallbackMaxMessageBytes, and the log says why. The reader
-// finds the brokers holding each topic itself; the leaders the engine read are not needed.
+// finds the brokers holding each topic itself; the leaders the runner read are not needed.
 func readSizeLimits(ctx context.Context, adm *kadm.Client, topics []string, log *slog.Logger) map[string]sizeLimit {
 	out := make(map[string]sizeLimit, len(topics))
 	lims, err := kafka.ReadRecordLimits(ctx, adm, topics)

@@ -1,7 +1,87 @@
-// Package consume is fieldwork's reference consumer engine (docs/design.md §1 and §3.5): a Kafka
-// consumer group member that applies events through a Handler with durable deduplication,
-// retries, dead letters, and offsets committed only for work that is done. The bundled
-// handlers are in consume/handlers; `fieldwork consume` is the command around it.
+// Package consumer is fieldwork's consumer runner, for a team's own Go service and for
+// `fieldwork consume` alike: a Kafka consumer group member (franz-go) that applies each
+// event through the team's Handler with a processed-event marker written in the same
+// database transaction as the handler's own writes (package inbox), retries with backoff,
+// dead letters in fieldwork's convention (so that `fieldwork dlq`, `replay` and `processed`
+// read what it writes), a breaker, metrics, graceful shutdown and partition revocation done
+// right. The bundled handlers of `fieldwork consume` (projection, audit, webhook) run on
+// it as any team's handler does (docs/design.md §1 and §3.5).
+//
+// # Using it
+//
+//	store, err := inbox.Open(ctx, "postgres://…")          // the markers: fieldwork.processed_events
+//	…
+//	h := consumer.HandlerFunc(func(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+//		_, err := tx.Exec(ctx, `INSERT INTO orders …`, m.Event.AggregateID, …) // through tx only
+//		return consumer.Applied, err
+//	})
+//	if err := consumer.Migrate(ctx, store, h); err != nil { … } // markers (and a Migrator's tables)
+//	r, err := consumer.New(store, h,
+//		consumer.Topics("orders"), consumer.Group("order-projection"),
+//		consumer.Kafka(kgo.SeedBrokers("localhost:9092")))
+//	…
+//	err = r.Run(ctx) // until ctx is cancelled (then drains), or a fatal error
+//
+// # What the runner guarantees
+//
+//   - Each event is applied at most once per consumer name (the option Consumer, default
+//     the group), however often Kafka delivers it: the runner claims the batch's event ids in
+//     the marker table inside the transaction the handler writes in, so the marker and the
+//     handler's effects commit together or not at all. A redelivery after a crash, a
+//     rebalance or a replay finds the marker and is counted as a duplicate.
+//   - Nothing is lost: a Kafka offset is committed only after its batch's transaction has
+//     committed and its dead letters are acknowledged. A crash anywhere leaves a state the
+//     next run repairs (see "One batch").
+//   - A partition never stalls on a bad event: what cannot be decoded, and what the handler
+//     rejects, is dead-lettered with enough metadata to replay (fw.dlq.* headers: reason,
+//     error, attempts, coordinates, group, event id) and its marker removed, so that a replay
+//     after the fix is handled. Infrastructure failures (the database, the schema registry,
+//     the brokers) are retried, never dead-lettered.
+//   - Within a partition events are handled in offset order, one batch at a time; partitions
+//     run concurrently.
+//   - When records keep failing, the dead-letter breaker stops the runner instead of
+//     dead-lettering a whole topic (the option Breaker).
+//
+// # What the handler must do
+//
+//   - Write only through the *inbox.Tx it is given, never through another connection, and
+//     only to the database of the inbox.Store the runner was given (the same database as
+//     the markers; inbox.Store.Table names a table beside them): a write elsewhere does not
+//     roll back with the event, and is repeated when the event is handled again.
+//   - Give every side effect outside the database (an HTTP call, an email) an idempotency key
+//     from IdempotencyKey(consumer, event id): the runner may call the handler again for an
+//     event after a crash, a rebalance or a retry.
+//   - Say what happened with its error (see Handler): nil, Permanent, Unsupported, Retryable,
+//     or a database error as it came (inbox.IsTransient errors are infrastructure; never
+//     wrap one in Permanent or Retryable).
+//   - Keep neither tx nor the message after returning, and not use tx concurrently.
+//
+// A handler may also name itself (Namer), create its tables (Migrator, run by Migrate), tell
+// at start whether they exist (Checker), and apply a whole batch in a few statements
+// (BatchHandler).
+//
+// # The handler chain
+//
+// Every fresh event goes through the middleware (Middleware; the option Chain replaces the
+// default, DefaultMiddleware), outermost first: DeadLetter, Retry, Metrics, Recover. Recover
+// is innermost so that a panic becomes a Permanent error every step above sees; Metrics
+// counts and times each attempt; Retry rolls a failed attempt back to the event's
+// savepoint and calls again after a backoff, up to MaxAttempts; DeadLetter, outermost,
+// settles whatever the steps inside give up on as a dead letter. A team adds its own steps
+// (Timeout around each attempt, between Retry and Metrics; Trace outermost to span the
+// whole event; or a step of its own, which sees Event, Record and Attempt) and removes
+// built-ins: without DeadLetter a failure leaves the chain, and the batch is retried as an
+// infrastructure failure is, with a log line that says the chain has no dead-letter step.
+//
+// # Options
+//
+// Topics and Group are required. Kafka gives the client's connection (seeds, TLS, SASL).
+// Consumer and Name name the markers and the handler; DeadLetterTopic the dead letters'
+// topic. MaxAttempts and RetryBackoff shape Retry; InfraBackoff and MaxInfraRetries the
+// retries of infrastructure failures; BatchMax the batches; Breaker and NoBreaker the
+// dead-letter breaker; StopWhenIdle, ShutdownTimeout, InstanceID and SessionTimeout the
+// member's life in the group; Logger and Registerer where logs and metrics go; Chain the
+// handler chain. Each option's documentation gives its default.
 //
 // # One batch
 //
@@ -14,22 +94,23 @@
 //     as duplicates);
 //  3. BEGIN; claim all the batch's event ids in one statement (dedup.Store.Claim), which
 //     returns the fresh ones;
-//  4. apply the fresh events in offset order: with a BatchHandler (unless PerEvent or
-//     TxPerEvent), BatchHandler.HandleBatch applies them all in a few statements (see "Batch
-//     handlers"); otherwise, for each: SAVEPOINT; Handler.Handle; RELEASE. A handler failure
-//     rolls back to the savepoint (see below). On PostgreSQL the RELEASE of one event and
+//  4. apply the fresh events in offset order: with a BatchHandler, HandleBatch applies them
+//     all in a few statements (see "Batch handlers"); otherwise, for each: SAVEPOINT; the
+//     handler chain (Handle); RELEASE. A handler failure rolls back to the savepoint (see
+//     below). fieldwork's benchmark turns the batch path off, or runs one transaction per
+//     event, through internal/consumerlink. On PostgreSQL the RELEASE of one event and
 //     the SAVEPOINT of the next travel in one round trip, and the last RELEASE is left to
 //     COMMIT;
 //  5. COMMIT: the markers and the handler's effects become durable together;
 //  6. produce the dead letters (docs/design.md §3.2, via dlq.NewDeadLetter) to <topic>.dlq or
-//     DLQTopic, and wait for every acknowledgement (see "Dead letters that do not fit");
+//     DeadLetterTopic, and wait for every acknowledgement (see "Dead letters that do not fit");
 //  7. only then commit the Kafka offset after the batch's last record. The partition's
 //     committer goroutine sends the commit while the worker goes on with the next batch, one
 //     commit at a time (a later offset never overtaken by an earlier one), and a failed one is
 //     tried again a second later or with the next batch's; a worker that stops commits what it
 //     finished before it exits.
 //
-// The engine reads committed records only (aborted transactions' events never happened) and
+// The runner reads committed records only (aborted transactions' events never happened) and
 // asks for transaction markers too: decode skips them, and the offset committed after a
 // batch that ends in one passes it, so a partition whose log ends in a marker is seen to be
 // done.
@@ -44,7 +125,7 @@
 // docs/design.md §3.4 claims a batch with one statement, before the handler runs; the savepoint
 // of each event is taken after it, so rolling back to the savepoint does not remove the
 // event's marker. A failed event must not stay marked (a dead-lettered event has no marker,
-// so that a replay after a fix is handled). So when an event fails for good the engine,
+// so that a replay after a fix is handled). So when an event fails for good the runner,
 // inside the same transaction: rolls back to the event's savepoint (undoing whatever the
 // handler wrote), deletes the event's marker (dedup.Store.Unclaim), and releases the
 // savepoint. The deletion commits with the batch. The alternative — one claim per event
@@ -71,16 +152,17 @@
 //
 // # Failures
 //
-//   - Handler errors (see Handler): Retryable ones are retried in place — rolled back to the
-//     savepoint and tried again after RetryBackoff — up to MaxAttempts attempts, then the
-//     event is dead-lettered as exhausted; Permanent ones are dead-lettered at once as
-//     rejected, Unsupported ones as unsupported; unmarked errors are retryable unless
-//     dedup.IsTransient says infrastructure. A panic is a permanent failure.
+//   - Handler errors (see Handler), through the default chain: Retryable ones are retried in
+//     place by Retry — rolled back to the savepoint and tried again after RetryBackoff — up
+//     to MaxAttempts attempts, then DeadLetter dead-letters the event as exhausted; Permanent
+//     ones are dead-lettered at once as rejected, Unsupported ones as unsupported; unmarked
+//     errors are retryable unless inbox.IsTransient says infrastructure. A panic is a
+//     permanent failure (Recover).
 //   - Infrastructure errors (the database unreachable or restarting, a broken connection, a
 //     serialization failure or deadlock — dedup.IsTransient — and any other error of the
-//     engine's own statements) roll back the whole transaction and retry the batch with
-//     InfraBackoff (capped exponential, jittered), forever or up to MaxInfraRetries, after
-//     which Run fails. They are never dead-lettered. A store that is not migrated stops the
+//     runner's own statements) roll back the whole transaction and retry the batch with
+//     InfraBackoff (capped exponential, jittered: the one backoff of every retry, from
+//     cenkalti/backoff/v5), forever or up to MaxInfraRetries, after which Run fails. They are never dead-lettered. A store that is not migrated stops the
 //     engine at once.
 //   - Producing dead letters is retried the same way after infrastructure errors (a broker
 //     unavailable, a timeout, a leader moving); anything else is the record's or the topic's
@@ -115,7 +197,7 @@
 // When even the copy without a value is refused for a reason retrying cannot cure — the
 // dead-letter topic was deleted (UNKNOWN_TOPIC_OR_PARTITION, confirmed by a metadata
 // request), the consumer may not write to it (TOPIC_AUTHORIZATION_FAILED), the broker refuses
-// the record itself — the record can be neither handled nor set aside, and the engine stops
+// the record itself — the record can be neither handled nor set aside, and the runner stops
 // that partition there: it commits the offsets before the record (everything before it is
 // done) and not the record's, pauses the partition, logs an error naming the record, and
 // keeps the other partitions going. Run returns a *HaltedError per stopped partition when
@@ -131,7 +213,7 @@
 //
 // # The dead-letter breaker
 //
-// Options.Breaker (docs/design.md §3.5) stops the engine when records keep failing, rather
+// The option Breaker (docs/design.md §3.5) stops the runner when records keep failing, rather
 // than dead-letter a whole topic: more than Consecutive failed records in a row (one
 // partition's, in offset order, or the consumer's, with no record handled in between), or
 // more than Ratio × Window failed among the consumer's last Window records. One breaker
@@ -145,7 +227,7 @@
 // (fwerr.KindTripped, exit 8) naming the dominant failure of the window (reason and
 // dlq.FingerprintOf, counted). The events handled after the cut in the same batch are
 // committed in the store with their markers: read again they are duplicates; the failed ones
-// were unclaimed, so a run after the fix handles them. Breaker.Off restores dead-lettering
+// were unclaimed, so a run after the fix handles them. NoBreaker restores dead-lettering
 // without limit.
 //
 // # Rebalances and shutdown
@@ -178,28 +260,28 @@
 // once, since its commit would be refused. Either way nothing is double-applied: whatever
 // the next owner reads again is a duplicate by its marker.
 //
-// When Run's context is cancelled (SIGINT or SIGTERM in `fieldwork consume`) the engine
+// When Run's context is cancelled (SIGINT or SIGTERM in `fieldwork consume`) the runner
 // stops polling, lets every batch in flight finish within ShutdownTimeout (past it they are
 // abandoned and Run returns ErrDrainTimeout), commits, and leaves the group. Abort (a second
 // signal) abandons the batches in flight and returns ErrAborted at once; that is as safe as
 // a crash.
 //
-// StopWhenIdle stops the engine once it holds an assignment, no record has arrived for that
+// StopWhenIdle stops the runner once it holds an assignment, no record has arrived for that
 // long since the assignment last changed, nothing is queued or in flight, and the broker
 // confirms that the group's committed offset of every partition of the source topics — not
 // only the assigned ones — has reached its last stable offset (see idleCheck): a quiet
 // client alone proves nothing, and a member that lost its partitions while a broker was away
 // holds none and receives nothing. What it knew is reset whenever partitions are assigned,
 // revoked or lost. It never gives up waiting: a partition that does not reach its end keeps
-// the engine running, logged every minute, rather than exiting 0 with lag. A member that
+// the runner running, logged every minute, rather than exiting 0 with lag. A member that
 // holds no partition (a group with more members than partitions) waits too, until the
 // others leave and it is given partitions, or a signal stops it.
 //
 // # Deliberately not done
 //
-// The engine creates no topic (a missing dead-letter topic stops it at start) and no table
-// unless asked (Handler.Migrate runs only with --migrate); Checker reports a missing table
-// at start instead of dead-lettering every event. A new group starts at the earliest
+// The runner creates no topic (a missing dead-letter topic stops it at start) and no table
+// unless asked (Migrate; a Migrator's Migrate runs only then, `fieldwork consume --migrate`);
+// Checker reports a missing table at start instead of dead-lettering every event. A new group starts at the earliest
 // offset. Dead letters of one batch are produced together and may interleave with other
 // partitions' dead letters in the dead-letter topic.
 package consumer

@@ -20,14 +20,14 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// ErrAborted is the cause when Abort stopped the engine.
+// ErrAborted is the cause when Abort stopped the runner.
 var ErrAborted = errors.New("consumer aborted: in-flight batches abandoned (rolled back, not committed)")
 
 // ErrDrainTimeout is returned when a shutdown had to abandon batches still in flight after
 // ShutdownTimeout. What they did is rolled back and their offsets are not committed.
 var ErrDrainTimeout = errors.New("shutdown timeout: batches still in flight were abandoned (rolled back, not committed)")
 
-// MissingTopicError means a source or dead-letter topic does not exist. The engine creates
+// MissingTopicError means a source or dead-letter topic does not exist. The runner creates
 // nothing implicitly.
 type MissingTopicError struct {
 	Topic string
@@ -53,9 +53,9 @@ const fetchMaxWait = 500 * time.Millisecond
 // progressEvery is how often Run logs its running totals.
 const progressEvery = 15 * time.Second
 
-// Runner is the reference consumer: a Kafka consumer group member that applies events
-// through a Handler with durable deduplication. See the package documentation for the
-// guarantees. An Runner runs once.
+// Runner is a consumer: a Kafka consumer group member that applies events through a
+// Handler with durable deduplication. See the package documentation for the guarantees. A
+// Runner runs once; Stats, Done and Abort are safe to call from any goroutine.
 type Runner struct {
 	o config
 	// chain is the handler wrapped in the middleware (middleware.go).
@@ -128,13 +128,13 @@ func (e *Runner) Stats() Stats { return e.c.snapshot() }
 // Done is closed when Run has returned.
 func (e *Runner) Done() <-chan struct{} { return e.done }
 
-// Abort stops the engine at once: batches in flight are abandoned (their transactions roll
+// Abort stops the runner at once: batches in flight are abandoned (their transactions roll
 // back, their offsets are not committed) and Run returns ErrAborted without waiting to leave
 // the group. Nothing is committed that is not done, so this is as safe as a crash, only
 // faster to recover from. Safe to call at any time, more than once.
 func (e *Runner) Abort() { e.hardCancel(ErrAborted) }
 
-// fail stops the engine with a fatal error (the first one wins).
+// fail stops the runner with a fatal error (the first one wins).
 func (e *Runner) fail(err error) {
 	e.log.Error("stopping the consumer", "error", err)
 	e.hardCancel(err)
@@ -149,7 +149,7 @@ func (e *Runner) fail(err error) {
 // returned as it is. Partitions stopped at a dead letter that could not be written
 // (*HaltedError, one per partition) are joined to whatever Run returns, so a run that had
 // to stop a partition never returns nil. When the dead-letter breaker trips (the option Breaker)
-// the engine drains as for a signal, committing nothing past the trip, and Run returns the
+// the runner drains as for a signal, committing nothing past the trip, and Run returns the
 // *TrippedError (fwerr.KindTripped).
 func (e *Runner) Run(ctx context.Context) error {
 	defer close(e.done)
@@ -271,7 +271,7 @@ func (e *Runner) checkTopics(ctx context.Context) error {
 	return nil
 }
 
-// topicOp is the operation the engine needs on topic: READ on a source, WRITE on a
+// topicOp is the operation the runner needs on topic: READ on a source, WRITE on a
 // dead-letter topic.
 func (e *Runner) topicOp(topic string) string {
 	if slices.Contains(e.o.Topics, topic) {
@@ -281,7 +281,7 @@ func (e *Runner) topicOp(topic string) string {
 }
 
 // readMetadata reads the topics' metadata, retrying within ctx's bound: the connection check
-// before the engine starts has already reached a broker, so a failure here is one of the
+// before the runner starts has already reached a broker, so a failure here is one of the
 // cluster's brokers restarting or not ready yet (one closes the connection on the first
 // request while it starts), not a wrong address, and a consumer started beside a rolling
 // restart must not exit for it.
@@ -473,7 +473,7 @@ func (e *Runner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	}
 }
 
-// detach removes the workers of the given partitions from the engine and returns them. It
+// detach removes the workers of the given partitions from the runner and returns them. It
 // resumes fetching them (franz-go would keep them paused when they come back) and counts an
 // assignment change, which resets what the idle check knew.
 func (e *Runner) detach(parts map[string][]int32) []*worker {
@@ -630,8 +630,8 @@ func (e *Runner) halt(h *HaltedError) {
 	e.wakePoller() // to pause it
 }
 
-// tripped stops the engine after the dead-letter breaker tripped in a batch of k: no worker
-// takes another batch, the poll loop stops and the engine drains, commits what is done
+// tripped stops the runner after the dead-letter breaker tripped in a batch of k: no worker
+// takes another batch, the poll loop stops and the runner drains, commits what is done
 // (nothing past the trip) and leaves the group.
 func (e *Runner) tripped(k tp, t *TrippedError) {
 	e.log.Error("dead-letter breaker tripped: stopping the consumer; nothing is committed or dead-lettered past the trip",

@@ -195,7 +195,7 @@ func (o Outcome) String() string {
 	return "applied"
 }
 
-// class is how the engine treats a handler error.
+// class is how the runner treats a handler error.
 type class int
 
 const (
@@ -217,7 +217,7 @@ func (e *classifiedError) Unwrap() error { return e.err }
 // reason "rejected". A nil err stays nil.
 func Permanent(err error) error { return wrapClass(classPermanent, err) }
 
-// Retryable marks err as a temporary failure of one event: the engine retries it in place
+// Retryable marks err as a temporary failure of one event: the runner retries it in place
 // with backoff and dead-letters it with reason "exhausted" after MaxAttempts attempts. A nil
 // err stays nil.
 func Retryable(err error) error { return wrapClass(classRetryable, err) }
@@ -293,7 +293,7 @@ func ErrorClass(err error) string {
 	return ""
 }
 
-// classify decides how the engine treats a handler error. A handler's own mark wins (an HTTP
+// classify decides how the runner treats a handler error. A handler's own mark wins (an HTTP
 // timeout is a net.Error, which dedup.IsTransient would call infrastructure, but a webhook
 // marks it Retryable so that it is exhausted after MaxAttempts, not retried forever); an
 // unmarked error is an infrastructure failure when dedup.IsTransient says so, else retryable.

@@ -12,9 +12,9 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// idleCheck decides when StopWhenIdle stops the engine. All of these must hold:
+// idleCheck decides when StopWhenIdle stops the runner. All of these must hold:
 //
-//   - the engine holds an assignment (a member that holds no partition, because it has not
+//   - the runner holds an assignment (a member that holds no partition, because it has not
 //     joined yet or lost its partitions, knows nothing about being done);
 //   - no record has arrived for StopWhenIdle since the last assignment change, and no
 //     partition has anything queued or in flight;
@@ -26,11 +26,11 @@ import (
 //     never had, still has lag;
 //   - the assignment did not change and no record arrived while the broker was asked.
 //
-// The committed offset, not what the engine finished, is what counts: a worker whose last
+// The committed offset, not what the runner finished, is what counts: a worker whose last
 // commit failed commits again while it waits (worker.take). Transaction markers are
 // delivered to the workers and committed past, so a log that ends in one is reached too.
 // Partitions this member stopped at a dead letter it cannot write (HaltedError) are the
-// exception: they never reach their end, so once every other partition has, the engine stops
+// exception: they never reach their end, so once every other partition has, the runner stops
 // and Run returns their errors.
 type idleCheck struct {
 	lastAsked time.Time
@@ -39,7 +39,7 @@ type idleCheck struct {
 	loggedAt  time.Time
 }
 
-// idleState is what the engine knows without asking the broker.
+// idleState is what the runner knows without asking the broker.
 type idleState struct {
 	ready    bool // holds an assignment, quiet long enough, nothing queued or in flight
 	gen      uint64
@@ -64,7 +64,7 @@ func (e *Runner) idleState(d time.Duration) idleState {
 	return s
 }
 
-// done reports whether the engine should stop now, and logs why when it should.
+// done reports whether the runner should stop now, and logs why when it should.
 func (c *idleCheck) done(ctx context.Context, e *Runner) bool {
 	d := e.o.StopWhenIdle
 	if d <= 0 {

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// kgoLogger passes franz-go's own log lines to the engine's logger: its errors and warnings
+// kgoLogger passes franz-go's own log lines to the runner's logger: its errors and warnings
 // as they are, its info lines at debug level (they narrate every join, assignment and
 // offset fetch, which is noise until something is stuck).
 type kgoLogger struct{ log *slog.Logger }

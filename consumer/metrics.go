@@ -17,7 +17,7 @@ const (
 	OutcomeOtherGroup   = "other_group"   // a replayed record for another group (fw.replay.for): skipped, not marked
 )
 
-// Stats are the engine's running totals since it started. Processed counts Applied events
+// Stats are the runner's running totals since it started. Processed counts Applied events
 // only; Stale ones are counted apart (both are marked).
 type Stats struct {
 	Records      int64 `json:"records"`
@@ -52,7 +52,7 @@ func (c *counters) snapshot() Stats {
 	}
 }
 
-// metrics are the engine's Prometheus collectors. With a nil Registerer they are created
+// metrics are the runner's Prometheus collectors. With a nil Registerer they are created
 // but not registered, so the code paths are the same.
 type metrics struct {
 	events      *prometheus.CounterVec

@@ -43,14 +43,14 @@ type worker struct {
 	halted *HaltedError
 
 	// paused: the poll loop has paused fetching the partition (its queue is full, or it is
-	// halted). Read and written by the poll loop only, under the engine's mu.
+	// halted). Read and written by the poll loop only, under the runner's mu.
 	paused bool
 
 	// finished is one past the last record whose batch is done (database committed, dead
 	// letters acknowledged), written under mu; committed is the offset Kafka acknowledged,
 	// written by the committer goroutine only (and by the worker goroutine once that has
 	// stopped, as it exits). Offset -1: none yet. After the worker has exited
-	// the engine reads both, to commit what is done and not yet committed.
+	// the runner reads both, to commit what is done and not yet committed.
 	finished, committed kgo.EpochOffset
 }
 
@@ -223,7 +223,7 @@ func (w *worker) run() {
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go w.committer(stop, stopped)
 	defer func() {
-		// The last batch's offset, unless the batch was abandoned: then the engine commits
+		// The last batch's offset, unless the batch was abandoned: then the runner commits
 		// what is finished (see Runner.revoked and shutdown).
 		close(stop)
 		<-stopped
@@ -262,7 +262,7 @@ func (w *worker) run() {
 			return
 		}
 		if errors.Is(err, errBreakerCut) {
-			// The engine is stopping: what is done before the cut is committed as the
+			// The runner is stopping: what is done before the cut is committed as the
 			// worker exits.
 			return
 		}

@@ -26,23 +26,26 @@ type Store struct {
 }
 
 // An Option configures Open.
-type Option func(*dedup.Options)
+type Option func(*openOptions)
+
+// openOptions are the store's options as Open gathers them.
+type openOptions struct{ dedup.Options }
 
 // Schema sets the PostgreSQL schema of the marker table (default "fieldwork"). On SQLite,
 // which has no schemas, it is a prefix of the table's name (fieldwork_processed_events).
-func Schema(name string) Option { return func(o *dedup.Options) { o.Schema = name } }
+func Schema(name string) Option { return func(o *openOptions) { o.Schema = name } }
 
 // TableName sets the marker table's name (default "processed_events").
-func TableName(name string) Option { return func(o *dedup.Options) { o.Table = name } }
+func TableName(name string) Option { return func(o *openOptions) { o.Table = name } }
 
 // Open connects to the store the DSN names: postgres://… (or postgresql://…) for PostgreSQL,
 // sqlite:path for an SQLite file, which Open creates when it does not exist.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	o := dedup.Options{Create: true}
+	o := openOptions{dedup.Options{Create: true}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s, err := dedup.Open(ctx, dsn, o)
+	s, err := dedup.Open(ctx, dsn, o.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -82,11 +82,10 @@ func sqlite(t *testing.T) backend {
 	}}
 }
 
-// each runs fn against a fresh store on PostgreSQL and on SQLite.
+// each runs fn against a fresh store on PostgreSQL and on SQLite (which needs no service).
 func each(t *testing.T, fn func(t *testing.T, b backend)) {
-	for _, mk := range []func(*testing.T) backend{postgres, sqlite} {
-		b := mk(t)
-		t.Run(b.name, func(t *testing.T) { fn(t, b) })
+	for name, mk := range map[string]func(*testing.T) backend{"postgres": postgres, "sqlite": sqlite} {
+		t.Run(name, func(t *testing.T) { fn(t, mk(t)) })
 	}
 }
 

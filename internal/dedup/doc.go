@@ -92,6 +92,20 @@
 // selection and counts as JSON, the markers it deleted and the marker table, shared by the
 // schema's marker tables like the replay journal.
 //
+// Version guard. Migration 011 adds <table>_versions beside each marker table: per
+// consumer and aggregate the highest version claimed. ClaimVerdicts with guard raises it with
+// one upsert per batch (Driver.RaiseVersions, which returns what each row held before, and
+// locks the aggregates in sorted order) before the marker insert, which then writes the stale
+// events' markers with outcome stale; Claim without the guard never touches the table.
+// Unclaim puts back what the claim raised (Driver.LowerVersion).
+//
+// The caller's transaction. Store.Adopt wraps the caller's own pgx.Tx or *sql.Tx
+// (Driver.Adopt); the core refuses Commit and Rollback on it (ErrAdopted).
+//
+// Dialect. Each driver provides what the SQL of the tables beside the markers writes its own
+// way (dedupdriver.Dialect: time and auto-increment column types, a storage clause, array
+// batches, IsMissingTable from its own error codes); DialectOf and Store.Dialect give it.
+//
 // Column mapping. Options.Columns lets every query (and Claim) run on an
 // existing table of the same shape with other column names; Migrate refuses
 // a mapping because it creates the default columns.

@@ -101,7 +101,9 @@ func testVersionGuard(t *testing.T, fresh Fresh) {
 	if got != "DSSF" {
 		t.Fatalf("second transaction: verdicts %s, want DSSF", got)
 	}
-	if got := inTx(func(tx *dedup.Tx) string { return claimVerdicts(t, st, tx, "other", []dedup.Marker{versioned("e0", "a1", 0)}) }); got != "F" {
+	if got := inTx(func(tx *dedup.Tx) string {
+		return claimVerdicts(t, st, tx, "other", []dedup.Marker{versioned("e0", "a1", 0)})
+	}); got != "F" {
 		t.Fatalf("another consumer: %s, want F", got)
 	}
 
@@ -131,7 +133,9 @@ func testVersionGuard(t *testing.T, fresh Fresh) {
 	if v, z := storedVersion(t, st, "c", "a1"), storedVersion(t, st, "c", "z"); v != 4 || z != -1 {
 		t.Fatalf("after unclaim: a1 at %d (want 4), z at %d (want none)", v, z)
 	}
-	if got := inTx(func(tx *dedup.Tx) string { return claimVerdicts(t, st, tx, "c", []dedup.Marker{versioned("e5", "a1", 5)}) }); got != "F" {
+	if got := inTx(func(tx *dedup.Tx) string {
+		return claimVerdicts(t, st, tx, "c", []dedup.Marker{versioned("e5", "a1", 5)})
+	}); got != "F" {
 		t.Fatalf("the unclaimed event read again: %s, want F", got)
 	}
 
@@ -148,12 +152,7 @@ func testVersionGuard(t *testing.T, fresh Fresh) {
 // for the first, and sees what it committed: its event of the same version is stale.
 func testGuardWaitsForConcurrentTx(t *testing.T, fresh Fresh) {
 	ctx := ctxT(t)
-	st, _ := NewStore(t, fresh)
-	tx1, err := st.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx1.Rollback(ctx)
+	st, tx1 := storeTx(t, fresh)
 	if got := claimVerdicts(t, st, tx1, "c", []dedup.Marker{versioned("one", "a", 5)}); got != "F" {
 		t.Fatalf("first: %s", got)
 	}

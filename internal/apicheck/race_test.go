@@ -1,0 +1,5 @@
+//go:build race
+
+package apicheck
+
+func init() { buildFlags = append(buildFlags, "-race") }
