@@ -361,7 +361,11 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 		d := e.o.InfraBackoff.Delay(attempt)
 		e.c.infraRetries.Add(1)
 		e.m.infraRetries.WithLabelValues("batch").Inc()
-		e.log.Warn("batch failed on infrastructure; rolled back, retrying", "topic", w.tp.topic, "partition", w.tp.partition,
+		msg := "batch failed on infrastructure; rolled back, retrying"
+		if errNoDeadLetter(err) {
+			msg = "handler failed and the handler chain has no dead-letter step: batch rolled back, retrying it as after an infrastructure failure"
+		}
+		e.log.Warn(msg, "topic", w.tp.topic, "partition", w.tp.partition,
 			"first_offset", items[0].Record.Offset, "attempt", attempt, "backoff", d.Round(time.Millisecond).String(), "error", err)
 		if err := sleep(ctx, d); err != nil {
 			return unitResult{}, err
@@ -522,63 +526,34 @@ func (e *Runner) handleCounted(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx,
 	return nil
 }
 
-// handleOne applies one fresh event under the savepoint sp has just set, retrying retryable
-// failures in place. A non-nil first is the failure of the event's first attempt, made
-// already (by HandleBatch, which wrote nothing for it). It returns a dead letter when the
-// event failed for good (its effects rolled back and its marker removed, inside tx), or an
-// error when the transaction must be abandoned.
+// handleOne applies one fresh event under the savepoint sp has just set, through the
+// handler chain (middleware.go): the built-in steps retry retryable failures in place and
+// settle the others as dead letters through the event's eventRun. A non-nil first is the
+// failure of the event's first attempt, made already (by HandleBatch, which wrote nothing
+// for it). It returns a dead letter when the event failed for good (its effects rolled back
+// and its marker removed, inside tx), the retries made, or an error when the transaction
+// must be abandoned: an infrastructure failure, a failure no step of the chain settled
+// (*noDeadLetterError, retried as infrastructure is), or one of the transaction itself.
 func (e *Runner) handleOne(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx, sp *savepoints, it *item, first error) (Outcome, *deadLetter, int, error) {
-	var firstFailed time.Time
-	for attempt := 1; ; attempt++ {
-		var out Outcome
-		herr := first
-		if attempt > 1 || first == nil {
-			out, herr = e.callHandler(ctx, itx, it, attempt)
-		}
-		if herr == nil {
-			sp.keep()
-			return out, nil, attempt - 1, nil
-		}
-		if ctx.Err() != nil {
-			return 0, nil, attempt - 1, ctx.Err()
-		}
-		cls := classify(herr)
-		e.m.handlerErrors.WithLabelValues(cls.label()).Inc()
-		if cls == classInfra {
-			return 0, nil, attempt - 1, &infraError{herr}
-		}
-		now := time.Now()
-		if firstFailed.IsZero() {
-			firstFailed = now
-		}
-		if err := sp.rollback(ctx); err != nil {
-			return 0, nil, attempt - 1, err
-		}
-		if cls == classRetryable && attempt < e.o.MaxAttempts {
-			d := e.o.RetryBackoff.Delay(attempt)
-			e.log.Warn("handler failed; retrying the event", "topic", it.Record.Topic, "partition", it.Record.Partition,
-				"offset", it.Record.Offset, "event_id", it.Event.ID, "attempt", attempt, "max_attempts", e.o.MaxAttempts,
-				"backoff", d.Round(time.Millisecond).String(), "error", herr)
-			if err := sleep(ctx, d); err != nil {
-				return 0, nil, attempt - 1, err
-			}
-			continue
-		}
-		// The marker was claimed before the savepoint, so the rollback kept it: delete it
-		// (in the transaction, after the savepoint) so that the event commits unmarked.
-		if _, err := e.o.Store.Unclaim(ctx, tx, e.o.Consumer, it.Event.ID); err != nil {
-			return 0, nil, attempt - 1, err
-		}
+	r := &eventRun{e: e, tx: tx, sp: sp, msg: &it.Message, first: first}
+	it.ev, it.Attempt = r, 1
+	out, err := e.chain.Handle(ctx, itx, &it.Message)
+	it.ev = nil
+	retried := it.Attempt - 1
+	switch {
+	case r.broken != nil:
+		return 0, nil, retried, r.broken
+	case err == nil && r.dl != nil:
+		return 0, r.dl, retried, nil
+	case err == nil:
 		sp.keep()
-		reason := dlq.ReasonRejected
-		switch cls {
-		case classUnsupported:
-			reason = dlq.ReasonUnsupported
-		case classRetryable:
-			reason = dlq.ReasonExhausted
-		}
-		return 0, &deadLetter{rec: it.Record, meta: e.meta(it.Record, reason, it.Event.ID, herr, attempt, firstFailed, now)}, attempt - 1, nil
+		return out, nil, retried, nil
+	case ctx.Err() != nil:
+		return 0, nil, retried, ctx.Err()
+	case classify(err) == classInfra:
+		return 0, nil, retried, &infraError{err}
 	}
+	return 0, nil, retried, &noDeadLetterError{err}
 }
 
 // savepoints keeps one savepoint, fw_event, just before the event being handled. Between
@@ -623,17 +598,6 @@ func (s *savepoints) keep() { s.dirty = true }
 func (s *savepoints) rollback(ctx context.Context) error {
 	s.dirty = false
 	return s.tx.RollbackTo(ctx, savepoint)
-}
-
-// callHandler runs Handle, turning a panic into a permanent failure.
-func (e *Runner) callHandler(ctx context.Context, tx *inbox.Tx, it *item, attempt int) (out Outcome, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = 0, Permanent(fmt.Errorf("handler %s panicked: %v", e.o.Name, p))
-		}
-	}()
-	it.Attempt = attempt
-	return e.o.Handler.Handle(ctx, tx, &it.Message)
 }
 
 // callBatch runs HandleBatch (as attempt 1 of each event), turning a panic into a failure of

@@ -57,11 +57,13 @@ const progressEvery = 15 * time.Second
 // through a Handler with durable deduplication. See the package documentation for the
 // guarantees. An Runner runs once.
 type Runner struct {
-	o   config
-	log *slog.Logger
-	m   *metrics
-	c   counters
-	cl  *kgo.Client
+	o config
+	// chain is the handler wrapped in the middleware (middleware.go).
+	chain Handler
+	log   *slog.Logger
+	m     *metrics
+	c     counters
+	cl    *kgo.Client
 
 	// hardCtx is cancelled by Abort or by a fatal error: every batch in flight is abandoned.
 	hardCtx    context.Context
@@ -111,11 +113,13 @@ func New(store *inbox.Store, h Handler, opts ...Opt) (*Runner, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := newMetrics(o.Registerer)
-	return &Runner{
+	e := &Runner{
 		o: o, log: o.Logger, m: m, br: newBreaker(o.Breaker, m),
 		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, halts: map[tp]*HaltedError{},
 		done: make(chan struct{}), pollWake: make(chan struct{}, 1), softStop: func() {},
-	}, nil
+	}
+	e.chain = chain(e.terminal(), o.Middleware)
+	return e, nil
 }
 
 // Stats returns the running totals.

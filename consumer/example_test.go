@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -15,63 +16,74 @@ import (
 	"github.com/fieldwork/fieldwork/inbox"
 )
 
-// A service's consumer: its handler writes its own table through the transaction the runner
-// gives it, in which the runner has claimed the event's marker. A duplicate never reaches the
-// handler, and what the handler cannot handle is dead-lettered in fieldwork's convention.
-//
-// The example runs on an in-process broker (franz-go's kfake) and an SQLite file; a service
-// passes its brokers to consumer.Kafka and opens its PostgreSQL database with inbox.Open.
-func Example() {
-	ctx := context.Background()
-
-	// A broker with the topic and its dead-letter topic (the runner never creates topics).
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "orders.dlq"))
+// exampleKafka starts an in-process broker (franz-go's kfake) with topic and its dead-letter
+// topic <topic>.dlq, one partition each, and produces values to topic, in order. It returns
+// the option that points a runner at it, the broker's addresses, and a function that stops
+// it. (A service passes its own brokers to consumer.Kafka.)
+func exampleKafka(topic string, values ...string) (consumer.Opt, []string, func()) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic, topic+".dlq"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cluster.Close()
-	brokers := consumer.Kafka(kgo.SeedBrokers(cluster.ListenAddrs()...))
-
-	// The inbox: the markers, and the service's own table beside them.
-	dir, err := os.MkdirTemp("", "consumer-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := inbox.Open(ctx, "sqlite:"+filepath.Join(dir, "orders.db"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
-	orders := store.Table("orders")
-	if err := store.Migrate(ctx); err != nil {
-		log.Fatal(err)
-	}
-	if err := store.InTx(ctx, func(tx *inbox.Tx) error {
-		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+orders+` (order_id text PRIMARY KEY, event_id text NOT NULL)`)
-		return err
-	}); err != nil {
-		log.Fatal(err)
-	}
-
-	// The events: two orders placed, the first one sent twice (a producer's retry), an event
-	// of a type the handler does not know, and a record that is not an event at all.
-	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	seeds := cluster.ListenAddrs()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer producer.Close()
-	for _, v := range []string{
+	for _, v := range values {
+		if err := producer.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return consumer.Kafka(kgo.SeedBrokers(seeds...)), seeds, cluster.Close
+}
+
+// exampleStore opens a migrated inbox in a new SQLite file with the service's table, and
+// returns it with the table's quoted name and a function that closes and removes it. (A
+// service opens its PostgreSQL database the same way: inbox.Open(ctx, "postgres://…").)
+func exampleStore(ctx context.Context, table, columns string) (*inbox.Store, string, func()) {
+	dir, err := os.MkdirTemp("", "consumer-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := inbox.Open(ctx, "sqlite:"+filepath.Join(dir, "inbox.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	name := store.Table(table)
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := store.InTx(ctx, func(tx *inbox.Tx) error {
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+name+` (`+columns+`)`)
+		return err
+	}); err != nil {
+		log.Fatal(err)
+	}
+	return store, name, func() { _ = store.Close(); _ = os.RemoveAll(dir) }
+}
+
+// A service's consumer: its handler writes its own table through the transaction the runner
+// gives it, in which the runner has claimed the event's marker, so that the row and the
+// marker commit together. A duplicate never reaches the handler; an event it cannot handle,
+// and a record that is not an event, are dead-lettered in fieldwork's convention (fieldwork
+// dlq list and replay read them).
+func Example() {
+	ctx := context.Background()
+
+	// Two orders placed, the first sent twice (a producer's retry), an event of a type the
+	// service does not know, and a record that is not an event at all.
+	kafka, seeds, stop := exampleKafka("orders",
 		`{"event_id": "e1", "type": "order.placed", "aggregate_id": "o-1", "aggregate_version": 1}`,
 		`{"event_id": "e2", "type": "order.placed", "aggregate_id": "o-2", "aggregate_version": 1}`,
 		`{"event_id": "e1", "type": "order.placed", "aggregate_id": "o-1", "aggregate_version": 1}`,
 		`{"event_id": "e3", "type": "order.teleported", "aggregate_id": "o-2", "aggregate_version": 2}`,
 		`not an event`,
-	} {
-		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(v)}).FirstErr(); err != nil {
-			log.Fatal(err)
-		}
-	}
+	)
+	defer stop()
+	store, orders, done := exampleStore(ctx, "orders", "order_id text PRIMARY KEY, event_id text NOT NULL")
+	defer done()
 
 	// The handler: the service's business logic, writing through tx only.
 	handler := consumer.HandlerFunc(func(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
@@ -83,7 +95,7 @@ func Example() {
 	})
 
 	// Run until every record is handled and committed, and nothing more arrives.
-	r, err := consumer.New(store, handler, brokers,
+	r, err := consumer.New(store, handler, kafka,
 		consumer.Topics("orders"), consumer.Group("billing"), consumer.StopWhenIdle(500*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
@@ -113,9 +125,9 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// The dead letters: the original record, with headers that say where it failed and why
-	// (fieldwork dlq list reads them).
-	dlq, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("orders.dlq"))
+	// The dead letters: each the original record, with headers that say where it failed and
+	// why.
+	dlq, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("orders.dlq"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -137,4 +149,59 @@ func Example() {
 	// order o-2 from event e2
 	// dead letter of orders/0/3: unsupported by group billing
 	// dead letter of orders/0/4: malformed by group billing
+}
+
+// A team's own middleware, added to the default chain where it belongs. Placed after
+// Retry, it sees every attempt: the handler fails e2's first attempt with a Retryable error
+// (a provider's 503, say), Retry rolls it back and calls again, and the second attempt
+// succeeds.
+func ExampleMiddleware() {
+	ctx := context.Background()
+	kafka, _, stop := exampleKafka("payments",
+		`{"event_id": "e1", "type": "payment.captured", "aggregate_id": "p-1"}`,
+		`{"event_id": "e2", "type": "payment.captured", "aggregate_id": "p-2"}`,
+	)
+	defer stop()
+	store, payments, done := exampleStore(ctx, "payments", "payment_id text PRIMARY KEY")
+	defer done()
+
+	// logAttempts is the team's middleware: it sees the message's Event and Attempt, calls
+	// the next step and may look at (or change) what it returns.
+	logAttempts := func(next consumer.Handler) consumer.Handler {
+		return consumer.HandlerFunc(func(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+			out, err := next.Handle(ctx, tx, m)
+			fmt.Printf("%s attempt %d: %v\n", m.Event.ID, m.Attempt, err)
+			return out, err
+		})
+	}
+
+	handler := consumer.HandlerFunc(func(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
+		if m.Event.ID == "e2" && m.Attempt == 1 {
+			return 0, consumer.Retryable(errors.New("provider answered 503"))
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+payments+` (payment_id) VALUES ($1)`, m.Event.AggregateID)
+		return consumer.Applied, err
+	})
+
+	// DefaultMiddleware is DeadLetter, Retry, Metrics, Recover (outermost first): the team's
+	// step goes after Retry.
+	mw := consumer.DefaultMiddleware()
+	chain := append([]consumer.Middleware{mw[0], mw[1], logAttempts}, mw[2:]...)
+	r, err := consumer.New(store, handler, kafka, consumer.Chain(chain...),
+		consumer.Topics("payments"), consumer.Group("ledger"), consumer.StopWhenIdle(500*time.Millisecond),
+		consumer.RetryBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := r.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	s := r.Stats()
+	fmt.Printf("%d applied, %d retried, %d dead-lettered\n", s.Processed, s.Retried, s.DeadLettered)
+
+	// Output:
+	// e1 attempt 1: <nil>
+	// e2 attempt 1: provider answered 503
+	// e2 attempt 2: <nil>
+	// 2 applied, 1 retried, 0 dead-lettered
 }

@@ -119,8 +119,11 @@ type Message struct {
 	// Record is the Kafka record the event was read from. Do not modify it.
 	Record *kgo.Record
 	// Attempt is 1 for the first call of Handle for the event in this transaction, 2 for
-	// the first retry, and so on.
+	// the first retry (Retry), and so on.
 	Attempt int
+
+	// ev is the runner's state of the event in the chain, nil outside it.
+	ev *eventRun
 }
 
 // Event is an event's envelope as the runner decoded it from a record (CloudEvents binary

@@ -157,6 +157,8 @@ type options struct {
 	SessionTimeout  time.Duration
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
+	// Chain, when not nil, replaces the default handler chain.
+	Chain []consumer.Middleware
 }
 
 type backoff struct{ Initial, Max time.Duration }
@@ -181,6 +183,9 @@ func (o options) opts() []consumer.Opt {
 		out = append(out, consumer.NoBreaker())
 	} else {
 		out = append(out, consumer.Breaker(o.Breaker.Consecutive, o.Breaker.Ratio, o.Breaker.Window))
+	}
+	if o.Chain != nil {
+		out = append(out, consumer.Chain(o.Chain...))
 	}
 	return out
 }

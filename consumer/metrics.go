@@ -69,6 +69,8 @@ type metrics struct {
 	commitFailed   prometheus.Counter
 	assigned       prometheus.Gauge
 	handlerErrors  *prometheus.CounterVec
+	// handlerSeconds times the handler's calls (the Metrics middleware).
+	handlerSeconds prometheus.Histogram
 	// The dead-letter breaker (breaker.go): trips by rule, whether it has tripped, the
 	// longest run of failed records now (the consumer's or a partition's), and the failed
 	// records among the window's.
@@ -125,6 +127,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_handler_errors_total",
 			Help: "Errors returned by the handler, by class (retryable, permanent, unsupported, infra).",
 		}, []string{"class"}),
+		handlerSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fieldwork_consume_handler_duration_seconds",
+			Help:    "Time of one call of the handler's Handle (one attempt at one event).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14), // 0.1ms … ~15s
+		}),
 		breakerTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_breaker_trips_total",
 			Help: "Trips of the dead-letter breaker, by rule (consecutive, ratio): the consumer stopped instead of dead-lettering on, and exits 8.",
@@ -144,7 +151,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
-			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors,
+			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors, m.handlerSeconds,
 			m.breakerTrips, m.breakerTripped, m.breakerConsecutive, m.breakerWindowFailed)
 	}
 	return m

@@ -174,6 +174,11 @@ type config struct {
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+
+	// Middleware is the handler chain, outermost first, when MiddlewareSet (the option
+	// Chain); else DefaultMiddleware().
+	Middleware    []Middleware
+	MiddlewareSet bool
 }
 
 func (o config) withDefaults() config {
@@ -181,6 +186,9 @@ func (o config) withDefaults() config {
 		o.Consumer = o.Group
 	}
 	o.Name = handlerName(o.Handler, o.Name)
+	if !o.MiddlewareSet {
+		o.Middleware = DefaultMiddleware()
+	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}

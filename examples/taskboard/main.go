@@ -42,6 +42,9 @@ func main() {
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(os.Stderr, "taskboard:", err)
 		os.Exit(2)
+	case errors.Is(err, consumer.ErrAborted): // a second signal abandoned the batches in flight
+		fmt.Fprintln(os.Stderr, "taskboard:", err)
+		os.Exit(130)
 	default:
 		fmt.Fprintln(os.Stderr, "taskboard:", err)
 		os.Exit(1)
@@ -180,9 +183,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError{err}
 	}
 	if c.migrate {
-		if err := consumer.Migrate(ctx, st, board); err != nil {
-			return err
-		}
+		err = consumer.Migrate(ctx, st, board)
+	} else {
+		err = st.InTx(ctx, func(tx *inbox.Tx) error { return board.Check(ctx, tx) })
+	}
+	if err != nil {
+		return err
 	}
 
 	ropts := []consumer.Opt{
