@@ -34,6 +34,9 @@ type stream struct {
 	man     sample.Manifest
 	entries []entry
 	stale   map[string]int64 // aggregate → stale re-emits
+	// distinct[n] is the number of distinct good event ids among the first n records
+	// (reachable).
+	distinct []int
 }
 
 // newStream generates o's sample stream for topic and inserts rejects rejected events (half
@@ -156,13 +159,17 @@ func (s *stream) good() map[string]sample.Kind {
 
 // reachable counts the distinct good event ids among the first n records.
 func (s *stream) reachable(n int) int {
-	ids := map[string]bool{}
-	for _, e := range s.entries[:n] {
-		if e.kind == sample.KindEvent || e.kind == sample.KindStale {
-			ids[e.eventID] = true
+	if s.distinct == nil {
+		seen := map[string]bool{}
+		s.distinct = make([]int, len(s.entries)+1)
+		for i, e := range s.entries {
+			if (e.kind == sample.KindEvent || e.kind == sample.KindStale) && !seen[e.eventID] {
+				seen[e.eventID] = true
+			}
+			s.distinct[i+1] = len(seen)
 		}
 	}
-	return len(ids)
+	return s.distinct[n]
 }
 
 // poison returns the records that must be dead-lettered, by address (invariant.Addr), with

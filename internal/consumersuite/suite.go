@@ -123,9 +123,12 @@ func Run(t *testing.T, target Target, o Options) {
 		o.Partitions = 4
 	}
 	w := &world{t: t, target: target, o: o}
+	began := time.Now()
 	w.setUp()
+	setUp := time.Since(began)
 	w.crashRounds()
 	w.cleanRun("final")
+	checked := time.Now()
 	w.check()
 	if t.Failed() {
 		return
@@ -134,6 +137,8 @@ func Run(t *testing.T, target Target, o Options) {
 	if o.Rejects >= 2 {
 		w.fixAndReplay()
 	}
+	w.report = append(w.report, fmt.Sprintf("time: %s in all: %s to set up (the stream generated, topics, store), %s of checks and the fix's run",
+		time.Since(began).Round(time.Second), setUp.Round(time.Second), time.Since(checked).Round(time.Second)))
 	t.Log(strings.Join(w.report, "\n  "))
 	if testing.Verbose() {
 		fmt.Println(strings.Join(w.report, "\n  "))
