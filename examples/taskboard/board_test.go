@@ -446,6 +446,13 @@ func TestService(t *testing.T) {
 	env := map[string]string{"TASKBOARD_BROKERS": brokers, "TASKBOARD_DSN": dsn, "TASKBOARD_SCHEMA": schema}
 	getenv := func(k string) string { return env[k] }
 	group := randomName("taskboard-test-")
+	t.Cleanup(func() { // after the runs: the group has no member left
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := kadm.NewClient(cl).DeleteGroup(ctx, group); err != nil {
+			t.Errorf("delete group %s: %v", group, err)
+		}
+	})
 	args := []string{"--topic", topic, "--group", group, "--migrate", "--stop-when-idle", "1s"}
 	var out, errs bytes.Buffer
 	if err := run(ctx, args, getenv, &out, &errs, nil, func() {}); err != nil {
