@@ -396,7 +396,7 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 		}
 		markers = append(markers, dedup.Marker{
 			EventID: it.Event.ID, Topic: it.Record.Topic, Partition: it.Record.Partition, Offset: it.Record.Offset,
-			AggregateID: it.Event.AggregateID, AggregateVersion: it.Event.Version,
+			AggregateID: it.Event.AggregateID, AggregateVersion: it.Event.Version, Versioned: it.Event.HasVersion,
 		})
 	}
 	if len(markers) == 0 {
@@ -413,18 +413,24 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	fresh, err := st.Claim(ctx, tx, e.o.Consumer, markers)
+	verdicts, err := st.ClaimVerdicts(ctx, tx, e.o.Consumer, markers, e.o.VersionGuard)
 	if err != nil {
 		return res, err
 	}
-	isFresh := make(map[string]struct{}, len(fresh))
-	for _, id := range fresh {
-		isFresh[id] = struct{}{}
+	verdict := make(map[string]dedup.Verdict, len(markers))
+	for i, v := range verdicts {
+		if _, ok := verdict[markers[i].EventID]; !ok {
+			verdict[markers[i].EventID] = v
+		}
 	}
-	todo := make([]*item, 0, len(fresh))
+	todo := make([]*item, 0, len(markers))
 	for _, it := range items {
-		if _, ok := isFresh[it.Event.ID]; it.dup || !ok {
+		switch v := verdict[it.Event.ID]; {
+		case it.dup || v == dedup.Duplicate:
 			res.duplicates++
+			continue
+		case v == dedup.Stale: // the version guard's: marked stale by the claim
+			res.stale++
 			continue
 		}
 		todo = append(todo, it)

@@ -79,8 +79,9 @@
 // Consumer and Name name the markers and the handler; DeadLetterTopic the dead letters'
 // topic. MaxAttempts and RetryBackoff shape Retry; InfraBackoff and MaxInfraRetries the
 // retries of infrastructure failures; BatchMax the batches; Breaker and NoBreaker the
-// dead-letter breaker; StopWhenIdle, ShutdownTimeout, InstanceID and SessionTimeout the
-// member's life in the group; Logger and Registerer where logs and metrics go; Chain the
+// dead-letter breaker; VersionGuard keeps older versions of an aggregate from the handler
+// (the claim marks them stale); StopWhenIdle, ShutdownTimeout, InstanceID and SessionTimeout
+// the member's life in the group; Logger and Registerer where logs and metrics go; Chain the
 // handler chain. Each option's documentation gives its default.
 //
 // # One batch

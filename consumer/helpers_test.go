@@ -158,7 +158,8 @@ type options struct {
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
 	// Chain, when not nil, replaces the default handler chain.
-	Chain []consumer.Middleware
+	Chain        []consumer.Middleware
+	VersionGuard bool
 }
 
 type backoff struct{ Initial, Max time.Duration }
@@ -183,6 +184,9 @@ func (o options) opts() []consumer.Opt {
 		out = append(out, consumer.NoBreaker())
 	} else {
 		out = append(out, consumer.Breaker(o.Breaker.Consecutive, o.Breaker.Ratio, o.Breaker.Window))
+	}
+	if o.VersionGuard {
+		out = append(out, consumer.VersionGuard())
 	}
 	if o.Chain != nil {
 		out = append(out, consumer.Chain(o.Chain...))

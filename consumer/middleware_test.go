@@ -31,8 +31,10 @@ type flaky struct {
 	mu   sync.Mutex
 	// cancelled is the error of the slow attempt's context when it ended.
 	cancelled error
-	// traced is the value traceKey had in the context of each call.
-	traced []any
+	// traced is the value traceKey had in the context of each call, handled the events of
+	// the calls.
+	traced  []any
+	handled []string
 }
 
 type traceKey struct{}
@@ -41,6 +43,7 @@ func (h *flaky) Handle(ctx context.Context, _ *inbox.Tx, m *consumer.Message) (c
 	id := m.Event.ID
 	h.mu.Lock()
 	h.traced = append(h.traced, ctx.Value(traceKey{}))
+	h.handled = append(h.handled, id)
 	h.mu.Unlock()
 	if id == h.slow && m.Attempt == 1 {
 		select {
@@ -258,5 +261,35 @@ func TestTrace(t *testing.T) {
 	}
 	if want := []any{"inner:ev-0", "inner:ev-1", "inner:ev-2"}; !slices.Equal(h.traced, want) {
 		t.Errorf("the handler's contexts carried %v, want %v", h.traced, want)
+	}
+}
+
+// TestVersionGuard: with VersionGuard the claim keeps the older and equal versions of an
+// aggregate from the handler: they are marked stale and counted so, the others handled.
+func TestVersionGuard(t *testing.T) {
+	t.Parallel()
+	st, _ := pgStore(t)
+	topic, _ := topics(t, 1)
+	var krecs []*kgo.Record
+	for i, v := range []int{1, 3, 2, 3, 4} {
+		krecs = append(krecs, ceRecord(topic, "task-0001", ceValue(t, fmt.Sprintf("ev-%d", i), sample.TypeAssigned, "task-0001", v)))
+	}
+	krecs = append(krecs, ceRecord(topic, "task-0002", ceValue(t, "ev-unversioned", sample.TypeAssigned, "task-0002", nil)))
+	testenv.Produce(t, producer(t), krecs...)
+	h := &flaky{}
+	o := engineOpts(t, st, h, topic, "guarded")
+	o.VersionGuard = true
+	stats := run(t, o)
+	if stats.Processed != 4 || stats.Stale != 2 || stats.Duplicates != 0 {
+		t.Errorf("stats %+v; want 4 processed, 2 stale", stats)
+	}
+	if want := []string{"ev-0", "ev-1", "ev-4", "ev-unversioned"}; !slices.Equal(h.handled, want) {
+		t.Errorf("handled %v, want %v", h.handled, want)
+	}
+	if n := queryInt(t, st, `SELECT count(*) FROM `+st.Table()+` WHERE consumer = $1 AND outcome = 'stale'`, "guarded"); n != 2 {
+		t.Errorf("%d markers stale, want 2", n)
+	}
+	if n := markerCount(t, st, "guarded"); n != 6 {
+		t.Errorf("%d markers, want 6", n)
 	}
 }

@@ -123,6 +123,13 @@ func SessionTimeout(d time.Duration) Opt {
 	return optFunc(func(c *config) { c.SessionTimeout = d })
 }
 
+// VersionGuard makes the claim the version guard too (inbox.GuardVersions): an event whose
+// aggregate already has its version or a newer one for this consumer is marked stale and
+// never reaches the handler (Stats.Stale counts it). Events without a version, or without an
+// aggregate id, are never stale. Default: off, every fresh event reaches the handler, which
+// may answer Stale itself.
+func VersionGuard() Opt { return optFunc(func(c *config) { c.VersionGuard = true }) }
+
 // Logger receives the runner's structured logs (default: discarded).
 func Logger(l *slog.Logger) Opt { return optFunc(func(c *config) { c.Logger = l }) }
 
@@ -165,6 +172,8 @@ type config struct {
 	MaxInfraRetries int
 
 	Breaker breakerConfig
+	// VersionGuard claims with the version guard (the option VersionGuard).
+	VersionGuard bool
 
 	StopWhenIdle    time.Duration
 	ShutdownTimeout time.Duration
