@@ -127,9 +127,11 @@ func (b *Board) Check(ctx context.Context, tx *inbox.Tx) error {
 // whose data is not a task, as consumer.Permanent. A database error is returned as it is:
 // the runner tells infrastructure failures (retried) from the rest.
 //
-// The version rule is the upsert's: an event older than (or as old as) the task's row
-// changes nothing, and Handle says Stale, which the runner keeps in the event's marker (its
-// outcome); no notification is written for it.
+// With consumer.VersionGuard (as main runs it) the runner never hands it an event older than
+// or as old as the task's newest applied version: the claim marks it stale. The upsert keeps
+// the same rule (its WHERE), so that the board stays right with the guard off, and Handle
+// then says Stale, which the runner keeps in the marker too; no notification is written
+// for a stale event either way.
 func (b *Board) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {
 	ev := m.Event
 	if !knownTypes[ev.Type] {

@@ -424,8 +424,9 @@ func deadLetters(t *testing.T, brokers, topic string, want int) []string {
 }
 
 // TestService runs the service as `go run .` does (run, its flags and environment) against
-// the real Kafka and PostgreSQL: a stream with a duplicate, a stale version and poison, then
-// more events consumed until SIGTERM, which drains.
+// the real Kafka and PostgreSQL: a stream with a duplicate, stale versions (one the handler
+// would reject, which the version guard keeps from it) and poison, then more events consumed
+// until SIGTERM, which drains.
 func TestService(t *testing.T) {
 	brokers, dsn := service(t, "FIELDWORK_TEST_BROKERS"), service(t, "FIELDWORK_TEST_DSN")
 	schema := pgSchema(t, dsn)
@@ -437,11 +438,14 @@ func TestService(t *testing.T) {
 	b1 := taskEvent(randomName("b1-"), "task.created", "task-b", 1, "open")
 	staleA2 := a2
 	staleA2.ID = randomName("a2-re-") // an older version re-emitted later under a new id
+	// An older version whose data the handler would reject: the version guard marks it stale
+	// in the claim, so the handler never sees it and it is not dead-lettered.
+	staleBroken := withData(taskEvent(randomName("a1-re-"), "task.created", "task-a", 1, "open"), `"oops"`)
 	archived := taskEvent(randomName("x-"), "task.archived", "task-c", 1, "open")
 	oops := withData(taskEvent(randomName("y-"), "task.created", "task-e", 1, "open"), `"oops"`)
 	broken := &kgo.Record{Topic: topic, Key: []byte("task-d"), Value: []byte(`{"specversion":"1.0","id":"cut off`)}
 	produce(t, cl, record(topic, a1), record(topic, a2), record(topic, a3), record(topic, a3), record(topic, staleA2),
-		record(topic, b1), record(topic, archived), record(topic, oops), broken)
+		record(topic, staleBroken), record(topic, b1), record(topic, archived), record(topic, oops), broken)
 
 	env := map[string]string{"TASKBOARD_BROKERS": brokers, "TASKBOARD_DSN": dsn, "TASKBOARD_SCHEMA": schema}
 	getenv := func(k string) string { return env[k] }
@@ -458,7 +462,7 @@ func TestService(t *testing.T) {
 	if err := run(ctx, args, getenv, &out, &errs, nil, func() {}); err != nil {
 		t.Fatalf("run: %v\n%s", err, errs.String())
 	}
-	wantOut := "taskboard: 9 records: 4 applied, 1 duplicate, 1 stale, 3 dead-lettered\n" +
+	wantOut := "taskboard: 10 records: 4 applied, 1 duplicate, 2 stale, 3 dead-lettered\n" +
 		"board: 2 tasks (1 done, 1 open); notifications: 4 in the outbox, 0 delivered\n"
 	if out.String() != wantOut {
 		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr:\n%s", out.String(), wantOut, errs.String())

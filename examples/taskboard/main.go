@@ -1,7 +1,7 @@
 // Command taskboard is a team's service built on fieldwork's public packages: it consumes the
 // task events of a Kafka topic (fieldwork's sample stream, as `fieldwork dev` serves it) and
 // keeps its own tables in the same database as its inbox markers (see Board): a task board at
-// each task's highest version and a notification of each change
+// each task's highest version (consumer.VersionGuard) and a notification of each change
 // keyed by consumer.IdempotencyKey. Events it cannot handle are dead-lettered by the runner
 // in fieldwork's convention, so that `fieldwork dlq list` and `fieldwork replay` work on
 // them.
@@ -195,6 +195,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		consumer.Topics(c.topics...),
 		consumer.Group(c.group),
 		consumer.Kafka(kgo.SeedBrokers(c.brokers...)),
+		consumer.VersionGuard(), // a stale event is marked stale in the claim and never handled
 		consumer.MaxAttempts(c.maxAttempts),
 		consumer.Logger(log),
 	}
