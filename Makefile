@@ -1,6 +1,9 @@
 # fieldwork's build and test entry points.
 #   make test     start the real services (Kafka, PostgreSQL) if needed, then vet and run every
-#                 test with the race detector against them, then make fuzz-ci
+#                 test with the race detector against them (the module's, then the example
+#                 module's in examples/taskboard), then make fuzz-ci
+#   make example  run examples/taskboard against a running `fieldwork dev` (its broker, and the
+#                 store it created in this directory) until it has consumed tasks
 #   make fuzz-ci  run each fuzz target for FUZZTIME (3000 inputs) beyond its seed corpus
 #   make build    build ./bin/fieldwork, stamped with version, commit and date
 #   make ldflags  print those -ldflags (go install -ldflags "$(make -s ldflags)" .)
@@ -15,7 +18,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs architecture api bench
+.PHONY: build ldflags test vet services stop-services fuzz fuzz-ci docs architecture api bench example
 
 # The stamps `fieldwork version` prints (cmd/version); outside a git checkout, "dev" and none.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -31,18 +34,31 @@ build:
 ldflags:
 	@echo '$(LDFLAGS)'
 
+# The example is a module of its own (a team's service): go vet ./... and go test ./... of this
+# module do not reach it, so it is vetted and tested in its directory. gofmt covers it (git ls-files).
+EXAMPLE := examples/taskboard
+
 vet:
 	$(GO) vet ./...
+	cd $(EXAMPLE) && $(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 test: vet
 	@set -euo pipefail; eval "$$(scripts/services.sh start)"; \
 	  export FIELDWORK_TEST_REQUIRE=1; \
-	  $(GO) test -race -count=1 -timeout 30m ./...
+	  $(GO) test -race -count=1 -timeout 30m ./...; \
+	  cd $(EXAMPLE) && $(GO) test -race -count=1 -timeout 10m ./...
 	@$(MAKE) --no-print-directory fuzz-ci
 
 services:
 	@scripts/services.sh start
+
+# The example service against `fieldwork dev` (started from this directory, with its defaults):
+# it consumes tasks as group taskboard and stops once it has caught up. EXAMPLE_FLAGS adds or
+# overrides flags (e.g. EXAMPLE_FLAGS='--stop-when-idle 0' to keep it running).
+EXAMPLE_FLAGS ?=
+example:
+	cd $(EXAMPLE) && $(GO) run . --dsn sqlite:$(CURDIR)/fieldwork-dev.db --stop-when-idle 3s $(EXAMPLE_FLAGS)
 
 # Every benchmark in one run, against the real services; writes docs/benchmarks.md.
 # The fault tests leave their three-node cluster running (they start it when they need it):

@@ -19,7 +19,7 @@ import (
 // 6 duplicates, 2 stale versions, 3 poison records), and the scripts share it ($TOPIC), each
 // with consumer groups of its own.
 func TestCLI(t *testing.T) {
-	bin := buildFieldwork(t)
+	bin := testenv.Fieldwork(t)
 	var topic string
 	if os.Getenv("FIELDWORK_TEST_BROKERS") != "" {
 		topic, _ = topics(t, 2)

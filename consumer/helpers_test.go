@@ -357,3 +357,6 @@ func groupLag(t testing.TB, cl *kgo.Client, group, topic string) (behind []strin
 	slices.Sort(behind)
 	return behind, committed
 }
+
+// TestMain deletes the fieldwork binary testenv.Fieldwork built for the tests that run it.
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -1,12 +1,17 @@
 package consumer_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +30,7 @@ import (
 //     (130) within that bound, nothing committed.
 func TestSignals(t *testing.T) {
 	t.Parallel()
-	bin := buildFieldwork(t)
+	bin := testenv.Fieldwork(t)
 	brokers, dsn := testenv.Brokers(t), testenv.DSN(t)
 	st, schema := pgStore(t)
 	topic, _ := topics(t, 1)
@@ -151,4 +156,52 @@ func TestSignals(t *testing.T) {
 			code, took, deliveries("timeout"), markers("timeout"), c.logTail(10))
 	}
 	t.Logf("SIGTERM with --shutdown-timeout 1s and a stuck batch: exited %d after %s", code, took.Round(time.Millisecond))
+}
+
+// child is one `fieldwork consume` process.
+type child struct {
+	cmd      *exec.Cmd
+	stdout   bytes.Buffer
+	mu       sync.Mutex
+	stderr   bytes.Buffer
+	assigned chan struct{} // closed when it logs its first assignment
+	exited   chan error
+}
+
+func startChild(t *testing.T, bin string, args ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(bin, args...), assigned: make(chan struct{}), exited: make(chan error, 1)}
+	c.cmd.Stdout = &c.stdout
+	c.cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	errPipe, err := c.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		once := sync.Once{}
+		for sc.Scan() {
+			line := sc.Text()
+			c.mu.Lock()
+			c.stderr.WriteString(line + "\n")
+			c.mu.Unlock()
+			if strings.Contains(line, `"partitions assigned"`) {
+				once.Do(func() { close(c.assigned) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, errPipe)
+		c.exited <- c.cmd.Wait()
+	}()
+	return c
+}
+
+func (c *child) logTail(n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -208,3 +208,69 @@ func header(r *kgo.Record, key string) string {
 	}
 	return ""
 }
+
+// Effects are what a consumer's own tables say it did: per aggregate the version its row
+// holds and the events it applied, and, for a consumer that records each side effect, how
+// many each event had. Two consumers that keep different tables (the projection handler's
+// task_state, a team's own) are compared against the stream through it.
+type Effects struct {
+	Versions map[string]int64 // aggregate → the version applied
+	Applied  map[string]int64 // aggregate → events applied
+	// Stale is, per aggregate, the stale events the consumer counted itself (nil: it counts
+	// none; stale events are then only seen in the markers' outcome).
+	Stale map[string]int64
+	// PerEvent is, per event id, the side effects performed (nil: not counted per event).
+	PerEvent map[string]int64
+	// Problems are what the reading itself found wrong (a side effect under the wrong
+	// idempotency key, a version gap).
+	Problems Problems
+}
+
+// CheckEffects compares got with want, the effects the stream must have left: every
+// aggregate of want at its version with its applied count (and stale count, when got counts
+// them), no other aggregate, and when got counts side effects per event, exactly want's: each
+// event of want.PerEvent as often as it says, no other event at all.
+func CheckEffects(got, want Effects) (string, Problems) {
+	probs := append(Problems(nil), got.Problems...)
+	var bad []string
+	var applied, wantApplied, perEvent int64
+	for agg, v := range want.Versions {
+		wantApplied += want.Applied[agg]
+		gv, ok := got.Versions[agg]
+		applied += got.Applied[agg]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("aggregate %s: no row (want version %d, %d applied)", agg, v, want.Applied[agg]))
+		case gv != v || got.Applied[agg] != want.Applied[agg]:
+			bad = append(bad, fmt.Sprintf("aggregate %s: version %d, %d applied; want version %d, %d applied", agg, gv, got.Applied[agg], v, want.Applied[agg]))
+		case got.Stale != nil && got.Stale[agg] != want.Stale[agg]:
+			bad = append(bad, fmt.Sprintf("aggregate %s: %d stale events counted, want %d", agg, got.Stale[agg], want.Stale[agg]))
+		}
+	}
+	for agg := range got.Versions {
+		if _, ok := want.Versions[agg]; !ok {
+			bad = append(bad, fmt.Sprintf("aggregate %s: a row, but the stream has no event of it to apply", agg))
+		}
+	}
+	probs.examples("aggregates wrong", bad)
+	bad = nil
+	if got.PerEvent != nil {
+		for id, n := range want.PerEvent {
+			if got.PerEvent[id] != n {
+				bad = append(bad, fmt.Sprintf("event %s: %d side effects, want %d", id, got.PerEvent[id], n))
+			}
+		}
+		for id, n := range got.PerEvent {
+			perEvent += n
+			if _, ok := want.PerEvent[id]; !ok {
+				bad = append(bad, fmt.Sprintf("event %s: %d side effects, want none", id, n))
+			}
+		}
+		probs.examples("events with wrong side effects", bad)
+	}
+	figures := fmt.Sprintf("aggregates %d (want %d), applied %d (want %d)", len(got.Versions), len(want.Versions), applied, wantApplied)
+	if got.PerEvent != nil {
+		figures += fmt.Sprintf(", side effects %d over %d events (want one each for %d)", perEvent, len(got.PerEvent), len(want.PerEvent))
+	}
+	return figures, probs
+}
