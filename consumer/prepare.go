@@ -31,6 +31,18 @@ func Migrate(ctx context.Context, store *inbox.Store, h Handler) error {
 	return err
 }
 
+// Check tells, before Run, whether the store is migrated to this version of fieldwork (else
+// the error says to run Migrate or `fieldwork db migrate`) and, when h is a Checker, whether
+// h's tables exist. A service that does not migrate at start calls it first, so that a missing
+// table stops it with a clear message instead of dead-lettering every event.
+func Check(ctx context.Context, store *inbox.Store, h Handler) error {
+	if store == nil {
+		return fmt.Errorf("check: no inbox store")
+	}
+	_, err := prepare(ctx, inboxlink.Store(store), h, false)
+	return err
+}
+
 // handlerName is h's name: its own (Namer), else name, else "handler".
 func handlerName(h Handler, name string) string {
 	if n, ok := h.(Namer); ok && n.Name() != "" {

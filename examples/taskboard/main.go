@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if c.migrate {
 		err = consumer.Migrate(ctx, st, board)
 	} else {
-		err = st.InTx(ctx, func(tx *inbox.Tx) error { return board.Check(ctx, tx) })
+		err = consumer.Check(ctx, st, board)
 	}
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func (a *audit) Check(ctx context.Context, tx *inbox.Tx) error {
 // INSERT … SELECT FROM unnest, on SQLite one INSERT per event as Handle does.
 func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message) (consumer.BatchResult, error) {
 	outs := make([]consumer.Outcome, len(evs)) // all Applied
-	if !a.d.postgres {
+	if !a.d.arrays {
 		for _, be := range evs {
 			if _, err := a.Handle(ctx, tx, be); err != nil {
 				return consumer.BatchResult{}, err

@@ -99,9 +99,9 @@ type dialect struct {
 	driver string
 	schema string
 	sql    dedup.Dialect
-	// postgres says a batch is one statement binding arrays (unnest): the driver's
-	// dedup.Dialect.Arrays, under the name the handlers' batch paths read it by.
-	postgres bool
+	// arrays says a batch is one statement binding arrays (unnest): the driver's
+	// dedup.Dialect.Arrays.
+	arrays bool
 }
 
 func newDialect(driver, schema string) (dialect, error) {
@@ -115,7 +115,7 @@ func newDialect(driver, schema string) (dialect, error) {
 	if err != nil {
 		return dialect{}, err
 	}
-	return dialect{driver: driver, schema: schema, sql: sql, postgres: sql.Arrays}, nil
+	return dialect{driver: driver, schema: schema, sql: sql, arrays: sql.Arrays}, nil
 }
 
 // Table returns the quoted name of a handler table in the store's schema, as the store

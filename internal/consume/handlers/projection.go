@@ -118,7 +118,7 @@ func (p *projection) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consu
 	}
 	evs = evs[:len(data)]
 	res := consumer.BatchResult{Err: rejected}
-	if p.d.postgres {
+	if p.d.arrays {
 		outs, err := p.upsertBatch(ctx, tx, evs, data)
 		if err != nil {
 			return consumer.BatchResult{}, err
@@ -163,7 +163,7 @@ func (p *projection) check(ev consumer.Event) (taskData, error) {
 
 // apply applies one checked event.
 func (p *projection) apply(ctx context.Context, tx *inbox.Tx, ev consumer.Event, rec *kgo.Record, data taskData) (consumer.Outcome, error) {
-	if p.d.postgres {
+	if p.d.arrays {
 		return p.upsert(ctx, tx, ev, rec, data)
 	}
 	var stored int64

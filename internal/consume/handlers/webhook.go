@@ -142,7 +142,7 @@ func (w *webhook) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer
 		ids, keys, codes = append(ids, be.Event.ID), append(keys, key), append(codes, int32(code))
 		n++
 	}
-	if !w.d.postgres {
+	if !w.d.arrays {
 		for i := range n {
 			if err := w.record(ctx, tx, ids[i], keys[i], int(codes[i]), 1); err != nil {
 				return consumer.BatchResult{}, err
