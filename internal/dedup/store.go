@@ -487,7 +487,7 @@ func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) 
 }
 
 // OutcomeStale is a marker's outcome when its consumer marked the event but deliberately did
-// not apply it (older than what it already had: consume.Stale). A marker without an outcome
+// not apply it (older than what it already had: consumer.Stale). A marker without an outcome
 // was applied, or written before the store recorded outcomes.
 const OutcomeStale = dedupdriver.OutcomeStale
 

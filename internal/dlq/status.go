@@ -25,7 +25,7 @@ import (
 //   - resolved: the consumer has a marker for its event, and the marker does not say it
 //     ignored the event as stale;
 //   - stale: the consumer has a marker for its event that says it ignored the event as stale
-//     (dedup.OutcomeStale: older than what it already had, consume.Stale): the event was
+//     (dedup.OutcomeStale: older than what it already had, consumer.Stale): the event was
 //     handled, and nothing it carried took effect. A marker table without the outcome column
 //     (another library's, one not migrated) never says so: its markers mean resolved;
 //   - replayed: no marker, and the replay journal sent THIS record: a journaled send at its

@@ -165,7 +165,7 @@ type Dialect struct {
 }
 
 // OutcomeStale is the outcome column's value for an event the consumer marked but
-// deliberately did not apply: older than what it already had (consume.Stale). NULL means
+// deliberately did not apply: older than what it already had (consumer.Stale). NULL means
 // applied, or not known (a marker written before the column existed).
 const OutcomeStale = "stale"
 
