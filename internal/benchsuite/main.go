@@ -128,11 +128,27 @@ func run(scale float64, rounds int, out string) error {
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(root, out)
 	}
-	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(doc+keptNotes(out)), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "benchsuite: wrote %s in %s\n", out, time.Since(began).Round(time.Second))
 	return nil
+}
+
+// notesMark starts the part of docs/benchmarks.md that a run keeps as it is: measurements
+// made by hand (a comparison of two commits), which no run of the suite repeats.
+const notesMark = "<!-- kept by make bench: notes measured by hand -->"
+
+// keptNotes is the part of the file at path from notesMark on, "" when it has none.
+func keptNotes(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(old), notesMark); i >= 0 {
+		return "\n" + string(old[i:])
+	}
+	return ""
 }
 
 // target is one line of the targets: a ratio of two contenders' rates (or, with
