@@ -272,7 +272,7 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	}
 	var stale map[string]bool
 	if guard {
-		if stale, err = s.guard(ctx, dtx, consumer, events); err != nil {
+		if stale, err = s.guard(ctx, dtx, consumer, events, order); err != nil {
 			return nil, err
 		}
 		for i := range sorted {
@@ -307,9 +307,10 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	return out, nil
 }
 
-// guard is the version guard of ClaimVerdicts: it raises the stored versions of the events'
-// aggregates and returns the keys of the stale events.
-func (s *Store) guard(ctx context.Context, dtx dedupdriver.Tx, consumer string, events []Marker) (map[string]bool, error) {
+// guard is the version guard of ClaimVerdicts: it raises the stored versions of the aggregates
+// of events' first occurrences (order, from dedupeMarkers: a repeat is a duplicate, whatever
+// its version) and returns the keys of the stale events.
+func (s *Store) guard(ctx context.Context, dtx dedupdriver.Tx, consumer string, events []Marker, order []keyedMarker) (map[string]bool, error) {
 	if !s.recordsOutcomes() {
 		return nil, fmt.Errorf("claim batch for %q: the version guard needs fieldwork's own marker table, not %s", consumer, s.Table())
 	}
@@ -319,17 +320,12 @@ func (s *Store) guard(ctx context.Context, dtx dedupdriver.Tx, consumer string, 
 	}
 	var evs []versioned
 	highest := map[string]int64{}
-	seen := make(map[string]bool, len(events))
-	for _, m := range events {
-		key := EventKey(m.EventID)
-		if seen[key] {
-			continue // a repeat is a duplicate, whatever its version
-		}
-		seen[key] = true
+	for _, o := range order {
+		m := events[o.index]
 		if !m.Versioned || m.AggregateID == "" {
 			continue
 		}
-		evs = append(evs, versioned{key, m.AggregateID, m.AggregateVersion})
+		evs = append(evs, versioned{o.key, m.AggregateID, m.AggregateVersion})
 		if v, ok := highest[m.AggregateID]; !ok || m.AggregateVersion > v {
 			highest[m.AggregateID] = m.AggregateVersion
 		}
