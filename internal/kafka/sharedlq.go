@@ -1,0 +1,229 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The configuration names of share groups and their broker-written dead letters (KIP-932,
+// KIP-1191), each named once.
+const (
+	// ConfigShareDLQPrefix is the cluster config every share-group DLQ topic name must start with.
+	ConfigShareDLQPrefix = "errors.deadletterqueue.topic.name.prefix"
+	// ConfigShareDLQAutoCreate is the cluster config that lets the broker create a missing DLQ topic.
+	ConfigShareDLQAutoCreate = "errors.deadletterqueue.auto.create.topics.enable"
+	// ConfigShareDLQTopicEnable is the topic config that lets share groups write dead letters to it.
+	ConfigShareDLQTopicEnable = "errors.deadletterqueue.group.enable"
+	// ConfigShareGroupDLQTopic is the group config naming the group's DLQ topic (empty: none).
+	ConfigShareGroupDLQTopic = "errors.deadletterqueue.topic.name"
+	// ConfigShareGroupDLQCopy is the group config that copies key and value into a dead letter.
+	ConfigShareGroupDLQCopy = "errors.deadletterqueue.copy.record.enable"
+	// ConfigShareDeliveryLimit is the group config bounding a record's deliveries.
+	ConfigShareDeliveryLimit = "share.delivery.count.limit"
+	// ConfigShareBrokerDeliveryLimit is the broker default of ConfigShareDeliveryLimit.
+	ConfigShareBrokerDeliveryLimit = "group.share.delivery.count.limit"
+	// ConfigShareAutoOffsetReset is the group config that says where a new share group starts.
+	ConfigShareAutoOffsetReset = "share.auto.offset.reset"
+	// FeatureShareVersion is the feature whose level 2 writes share-group dead letters.
+	FeatureShareVersion = "share.version"
+)
+
+// DefaultShareDLQPrefix is ConfigShareDLQPrefix's default.
+const DefaultShareDLQPrefix = "dlq."
+
+// ShareDLQCluster is what the cluster says about share groups' dead letters.
+type ShareDLQCluster struct {
+	// Prefix every share-group DLQ topic name must carry.
+	Prefix string `json:"prefix"`
+	// AutoCreate: the broker creates a group's missing DLQ topic.
+	AutoCreate bool `json:"auto_create"`
+	// ShareVersion is the finalized share.version feature level (0: share groups off; 2:
+	// dead letters written).
+	ShareVersion int16 `json:"share_version"`
+	// DeliveryLimit is the brokers' default delivery count limit.
+	DeliveryLimit int `json:"delivery_limit"`
+}
+
+// The functions below take a client (the consumer has one, the commands have Cluster.Client).
+
+// ReadShareDLQCluster reads the cluster's share-group dead-letter settings from one broker's
+// configuration (they are cluster-wide) and the finalized features.
+func ReadShareDLQCluster(ctx context.Context, cl *kgo.Client) (ShareDLQCluster, error) {
+	adm := kadm.NewClient(cl)
+	out := ShareDLQCluster{Prefix: DefaultShareDLQPrefix, DeliveryLimit: 5}
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return out, fmt.Errorf("broker metadata: %w", err)
+	}
+	ids := md.Brokers.NodeIDs()
+	if len(ids) == 0 {
+		return out, fmt.Errorf("the cluster reported no brokers")
+	}
+	rcs, err := adm.DescribeBrokerConfigs(ctx, ids[0])
+	if err != nil {
+		return out, fmt.Errorf("describe broker configs: %w", err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return out, fmt.Errorf("broker %s configs: %w", rc.Name, rc.Err)
+		}
+		for _, c := range rc.Configs {
+			v := c.MaybeValue()
+			switch c.Key {
+			case ConfigShareDLQPrefix:
+				out.Prefix = v
+			case ConfigShareDLQAutoCreate:
+				out.AutoCreate = v == "true"
+			case ConfigShareBrokerDeliveryLimit:
+				if n, err := strconv.Atoi(v); err == nil {
+					out.DeliveryLimit = n
+				}
+			}
+		}
+	}
+	out.ShareVersion, err = finalizedFeature(ctx, cl, FeatureShareVersion)
+	return out, err
+}
+
+// finalizedFeature is the cluster's finalized level of one feature (0 when not finalized).
+func finalizedFeature(ctx context.Context, cl *kgo.Client, name string) (int16, error) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName = "fieldwork"
+	req.ClientSoftwareVersion = "1"
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, fmt.Errorf("api versions: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, fmt.Errorf("api versions: %w", err)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == name {
+			return f.MaxVersionLevel, nil
+		}
+	}
+	return 0, nil
+}
+
+// ShareGroupConfig is a share group's own configuration (GROUP config resource), as set or
+// as the broker defaults it.
+type ShareGroupConfig struct {
+	// DLQTopic is errors.deadletterqueue.topic.name; empty: rejected records are archived.
+	DLQTopic string `json:"dlq_topic"`
+	// CopyRecord: dead letters carry the record's key and value.
+	CopyRecord bool `json:"copy_record"`
+	// DeliveryLimit is share.delivery.count.limit (the broker default when not set).
+	DeliveryLimit int `json:"delivery_limit"`
+	// AutoOffsetReset is share.auto.offset.reset (latest when not set).
+	AutoOffsetReset string `json:"auto_offset_reset"`
+}
+
+// ReadShareGroupConfig reads one group's configuration (DescribeConfigs on the GROUP
+// resource); a group never configured answers with the defaults.
+func ReadShareGroupConfig(ctx context.Context, cl *kgo.Client, group string) (ShareGroupConfig, error) {
+	out := ShareGroupConfig{AutoOffsetReset: "latest"}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	rr.ResourceName = group
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return out, fmt.Errorf("describe group %s configs: %w", group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return out, fmt.Errorf("describe group %s configs: %w", group, err)
+		}
+		for _, c := range r.Configs {
+			v := ""
+			if c.Value != nil {
+				v = *c.Value
+			}
+			switch c.Name {
+			case ConfigShareGroupDLQTopic:
+				out.DLQTopic = v
+			case ConfigShareGroupDLQCopy:
+				out.CopyRecord = v == "true"
+			case ConfigShareDeliveryLimit:
+				if n, err := strconv.Atoi(v); err == nil {
+					out.DeliveryLimit = n
+				}
+			case ConfigShareAutoOffsetReset:
+				if v != "" {
+					out.AutoOffsetReset = v
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// SetShareGroupConfig sets group configs (IncrementalAlterConfigs on the GROUP resource),
+// e.g. ConfigShareAutoOffsetReset or ConfigShareGroupDLQTopic; an empty value deletes the key.
+func SetShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv map[string]string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	rr.ResourceName = group
+	for k, v := range kv {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name = k
+		if v == "" {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		} else {
+			c.Op = kmsg.IncrementalAlterConfigOpSet
+			c.Value = kmsg.StringPtr(v)
+		}
+		rr.Configs = append(rr.Configs, c)
+	}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("alter group %s configs: %w", group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = ": " + *r.ErrorMessage
+			}
+			return fmt.Errorf("alter group %s configs: %w%s", group, err, msg)
+		}
+	}
+	return nil
+}
+
+// ShareDLQTopics says, of the given topics, which carry errors.deadletterqueue.group.enable=true
+// (topics that do not exist are absent from the map).
+func ShareDLQTopics(ctx context.Context, cl *kgo.Client, topics ...string) (map[string]bool, error) {
+	adm := kadm.NewClient(cl)
+	out := make(map[string]bool, len(topics))
+	if len(topics) == 0 {
+		return out, nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue
+		}
+		enabled := false
+		for _, c := range rc.Configs {
+			if c.Key == ConfigShareDLQTopicEnable {
+				enabled = strings.EqualFold(c.MaybeValue(), "true")
+			}
+		}
+		out[rc.Name] = enabled
+	}
+	return out, nil
+}
