@@ -29,6 +29,9 @@
 #   scripts/services.sh stop     stop them
 #   scripts/services.sh registry start|stop
 #                                the schema registry alone (start is idempotent)
+#   scripts/services.sh durable-postgres start|stop
+#                                a second PostgreSQL with fsync and synchronous_commit on, for
+#                                the benchmarks' durability rows (prints FIELDWORK_BENCH_DURABLE_DSN)
 #   scripts/services.sh status   say what runs
 #   scripts/services.sh env      print the export lines only
 #   scripts/services.sh perf-classpath
@@ -196,6 +199,47 @@ stop_postgres() {
   if [ -n "$bin" ] && [ -f "$pg_dir/data/postmaster.pid" ]; then
     pg_as "$bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
     log "PostgreSQL stopped"
+  fi
+}
+
+# A second PostgreSQL for the benchmarks' durability rows: fsync and synchronous_commit on, as a
+# production database runs (the one above runs with fsync off, which flatters per-event
+# commits). Plain TCP only, on $PG_DURABLE_PORT; not started by `start`, only by
+# `durable-postgres start` (make bench).
+PG_DURABLE_PORT=${FW_PG_DURABLE_PORT:-$((PG_PORT + 1))}
+pg_durable_dir=$STATE/postgres-durable
+
+pg_durable_ready() {
+  PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_DURABLE_PORT" -U "$PG_USER" -d "$PG_DB" -Atqc 'select 1' >/dev/null 2>&1
+}
+
+start_durable_postgres() {
+  local bin; bin=$(pg_bin)
+  if pg_durable_ready; then log "durable PostgreSQL already answers on 127.0.0.1:$PG_DURABLE_PORT"; return; fi
+  mkdir -p "$pg_durable_dir"
+  if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$pg_durable_dir"; chmod 0755 "$STATE"; fi
+  if [ ! -f "$pg_durable_dir/data/PG_VERSION" ]; then
+    log "initdb $pg_durable_dir/data"
+    local pw; pw=$(mktemp); echo "$PG_PASSWORD" >"$pw"; chmod 0644 "$pw"
+    pg_as "$bin/initdb" -D "$pg_durable_dir/data" -U "$PG_USER" --pwfile="$pw" \
+      --auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >/dev/null
+    rm -f "$pw"
+  fi
+  log "starting the durable PostgreSQL (fsync=on, synchronous_commit=on) on 127.0.0.1:$PG_DURABLE_PORT"
+  pg_as "$bin/pg_ctl" -D "$pg_durable_dir/data" -l "$pg_durable_dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_DURABLE_PORT -k $pg_durable_dir -c max_connections=100 -c fsync=on -c synchronous_commit=on -c full_page_writes=on" start >/dev/null
+  if ! PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_DURABLE_PORT" -U "$PG_USER" -d postgres -Atqc \
+      "select 1 from pg_database where datname='$PG_DB'" | grep -q 1; then
+    PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p "$PG_DURABLE_PORT" -U "$PG_USER" -d postgres -qc "create database $PG_DB" >/dev/null
+  fi
+  pg_durable_ready || { log "the durable PostgreSQL did not answer; see $pg_durable_dir/server.log"; exit 1; }
+}
+
+stop_durable_postgres() {
+  local bin; bin=$(pg_bin)
+  if [ -n "$bin" ] && [ -f "$pg_durable_dir/data/postmaster.pid" ]; then
+    pg_as "$bin/pg_ctl" -D "$pg_durable_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    log "durable PostgreSQL stopped"
   fi
 }
 
@@ -697,6 +741,7 @@ case "${1:-start}" in
     stop_registry
     stop_kafka
     stop_postgres
+    stop_durable_postgres
     # The fault tests' cluster too, where they started it (they start it again when needed).
     (cluster_cmd stop)
     ;;
@@ -728,6 +773,16 @@ case "${1:-start}" in
     fetch_spring
     echo "$spring_dir/libs/*"
     ;;
+  durable-postgres)
+    case "${2:-start}" in
+      start)
+        mkdir -p "$STATE"; install_missing; start_durable_postgres
+        echo "export FIELDWORK_BENCH_DURABLE_DSN='postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_DURABLE_PORT/$PG_DB?sslmode=disable'"
+        ;;
+      stop) stop_durable_postgres ;;
+      *) echo "usage: $0 durable-postgres start|stop" >&2; exit 2 ;;
+    esac
+    ;;
   cluster) shift; cluster_cmd "$@" ;;
-  *) echo "usage: $0 start|stop|status|env|python|perf-classpath|spring-classpath | registry start|stop | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env|python|perf-classpath|spring-classpath | registry start|stop | durable-postgres start|stop | cluster start|stop|kill|restart|status|env" >&2; exit 2 ;;
 esac

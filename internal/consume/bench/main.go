@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -60,6 +61,9 @@ func main() {
 	handlerList := flag.String("handlers", "projection,audit", "handlers to measure, comma-separated")
 	brokers := flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "Kafka brokers (default $FIELDWORK_TEST_BROKERS)")
 	dsn := flag.String("dsn", os.Getenv("FIELDWORK_TEST_DSN"), "PostgreSQL DSN (default $FIELDWORK_TEST_DSN)")
+	durableDSN := flag.String("durable-dsn", os.Getenv("FIELDWORK_BENCH_DURABLE_DSN"), "DSN of a PostgreSQL with fsync and synchronous_commit on (scripts/services.sh durable-postgres start); when set, each handler is also measured against it, batched and per event (default $FIELDWORK_BENCH_DURABLE_DSN)")
+	durablePerEvent := flag.Int("durable-per-event-events", 5_000, "events the one-transaction-per-event contender consumes against -durable-dsn")
+	members := flag.Int("members", 2, "members of one group in the scale-out contender (projection handler); 0 or 1 leaves it out")
 	keep := flag.Bool("keep", false, "keep the topics and schemas")
 	jsonOut := flag.String("json", "", "write every run to this file (benchkit.Report)")
 	savepoints := flag.Bool("savepoints", false, "also measure each handler with a savepoint and its own statements per event (consume --per-event)")
@@ -72,6 +76,7 @@ func main() {
 		os.Exit(2)
 	}
 	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, keep: *keep, perEvent: int64(min(*perEvent, *events)),
+		durableDSN: *durableDSN, durablePerEvent: int64(min(*durablePerEvent, *events)), members: *members,
 		savepoints: *savepoints, profile: *profile, cpuProfile: *cpuProfile, memProfile: *memProfile}
 	if err := b.run(*events, *perTask, int32(*partitions), *rounds, strings.Split(*handlerList, ","), *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -84,7 +89,13 @@ type bench struct {
 	batchMax     int
 	keep         bool
 	perEvent     int64
-	savepoints   bool
+	// durableDSN is a PostgreSQL with fsync and synchronous_commit on ("" leaves those
+	// contenders out); durablePerEvent the events its per-event contender consumes.
+	durableDSN      string
+	durablePerEvent int64
+	// members is the size of the scale-out contender's group (< 2: none).
+	members    int
+	savepoints bool
 	// profile names the contender whose first run is profiled into cpuProfile and memProfile.
 	profile, cpuProfile, memProfile string
 	id                              string
@@ -134,8 +145,13 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 		fmt.Sprintf("%d events (%d tasks × %d) on %d partitions; batches of up to %d; one transaction per event over the first %d events",
 			man.Events, len(man.Aggregates), perTask, partitions, b.batchMax, b.perEvent),
 		"end to end: from the consumer's start (group join included) to the last event applied, marked and its offset committed",
-		"the test PostgreSQL runs with fsync=off, which flatters the per-event commits",
+		"the test PostgreSQL runs with fsync=off, which flatters the per-event commits; the `durable` contenders run against a second PostgreSQL with fsync=on and synchronous_commit=on (scripts/services.sh durable-postgres), as a production database commits, one transaction per event over its first " + fmt.Sprint(b.durablePerEvent) + " events",
+		"the ceiling claims with the store's statement (arrays unnested in one INSERT … ON CONFLICT DO NOTHING); `ceiling-copy` claims the same batches by COPY into a temporary table, then one INSERT … SELECT … ON CONFLICT DO NOTHING",
+		fmt.Sprintf("`members` runs %d projection consumers of one group at once, in one process (the machine's cores are shared either way), until they have applied every event between them", b.members),
 	}}
+	if b.durableDSN == "" {
+		b.rep.Notes = append(b.rep.Notes, "no durable PostgreSQL was given (-durable-dsn): its contenders were not run")
+	}
 	for r := range rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
 			stop, err := startProfiles(r == 0 && c.key == b.profile, b.cpuProfile, b.memProfile)
@@ -195,6 +211,17 @@ func (b *bench) contenders(names []string) []contender {
 				func(ctx context.Context, round int) (benchkit.Run, error) {
 					return b.consume(ctx, round, name, modeTxPerEvent)
 				}})
+		if b.durableDSN != "" {
+			cs = append(cs,
+				contender{"consume/" + name + "/durable", fmt.Sprintf("fieldwork consume, %s handler, fsync and synchronous_commit on", name),
+					func(ctx context.Context, round int) (benchkit.Run, error) {
+						return b.consumeOn(ctx, round, name, modeDefault, b.durableDSN, b.events, 1)
+					}},
+				contender{"consume/" + name + "/per-event/durable", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event, fsync and synchronous_commit on", name),
+					func(ctx context.Context, round int) (benchkit.Run, error) {
+						return b.consumeOn(ctx, round, name, modeTxPerEvent, b.durableDSN, b.durablePerEvent, 1)
+					}})
+		}
 		if b.savepoints {
 			cs = append(cs, contender{"consume/" + name + "/savepoints", fmt.Sprintf("fieldwork consume --per-event, %s handler, a savepoint per event", name),
 				func(ctx context.Context, round int) (benchkit.Run, error) {
@@ -202,8 +229,15 @@ func (b *bench) contenders(names []string) []contender {
 				}})
 		}
 	}
+	if b.members > 1 {
+		cs = append(cs, contender{"consume/projection/members", fmt.Sprintf("%d fieldwork consume members of one group, projection handler", b.members),
+			func(ctx context.Context, round int) (benchkit.Run, error) {
+				return b.consumeOn(ctx, round, "projection", modeDefault, b.dsn, b.events, b.members)
+			}})
+	}
 	return append(cs,
 		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
+		contender{"consume/ceiling-copy", fmt.Sprintf("the same claims by COPY into a temporary table and one INSERT … SELECT, batches of %d, no Kafka", b.batchMax), b.ceilingCopy},
 		contender{"consume/franz-go", "bare franz-go group consumer, no database work", b.bare})
 }
 
@@ -240,15 +274,24 @@ const (
 	modeSavepoints             // Options.PerEvent
 )
 
-// consume runs the named handler's consumer on the topic until it has processed its events
-// (all, or the first perEvent with one transaction per event) and measures it.
+// consume runs the named handler's consumer on the topic against the test PostgreSQL until it
+// has processed its events (all, or the first perEvent with one transaction per event).
 func (b *bench) consume(ctx context.Context, round int, name string, m mode) (benchkit.Run, error) {
 	want := b.events
 	if m == modeTxPerEvent {
 		want = b.perEvent
 	}
-	schema := fmt.Sprintf("fwbench_%s_%s_%d_%d", b.id, name, round, m)
-	st, done, err := b.freshStore(ctx, schema)
+	return b.consumeOn(ctx, round, name, m, b.dsn, want, 1)
+}
+
+// consumeOn runs members consumers of the named handler, one group, against the PostgreSQL
+// of dsn until they have processed want events between them, and measures them.
+func (b *bench) consumeOn(ctx context.Context, round int, name string, m mode, dsn string, want int64, members int) (benchkit.Run, error) {
+	schema := fmt.Sprintf("fwbench_%s_%s_%d_%d_%d", b.id, name, round, m, members)
+	if dsn != b.dsn {
+		schema += "_durable"
+	}
+	st, done, err := b.freshStoreOn(ctx, dsn, schema)
 	if err != nil {
 		return benchkit.Run{}, err
 	}
@@ -261,39 +304,63 @@ func (b *bench) consume(ctx context.Context, round int, name string, m mode) (be
 	if _, err := consumerlink.Prepare(ctx, st, h, true); err != nil {
 		return benchkit.Run{}, err
 	}
-	e, err := consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
-		consumer.Topics(b.topic), consumer.Group(group), consumer.Kafka(kgo.SeedBrokers(b.brokers)),
-		consumer.BatchMax(b.batchMax),
-		consumerlink.TxPerEvent(m == modeTxPerEvent).(consumer.Opt), consumerlink.PerEvent(m == modeSavepoints).(consumer.Opt),
-		consumer.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	if err != nil {
-		return benchkit.Run{}, err
+	runners := make([]*consumer.Runner, members)
+	for i := range runners {
+		if runners[i], err = consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
+			consumer.Topics(b.topic), consumer.Group(group), consumer.Kafka(kgo.SeedBrokers(b.brokers)),
+			consumer.BatchMax(b.batchMax),
+			consumerlink.TxPerEvent(m == modeTxPerEvent).(consumer.Opt), consumerlink.PerEvent(m == modeSavepoints).(consumer.Opt),
+			consumer.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))); err != nil {
+			return benchkit.Run{}, err
+		}
+	}
+	stats := func() (processed, deadLettered int64) {
+		for _, r := range runners {
+			st := r.Stats()
+			processed, deadLettered = processed+st.Processed, deadLettered+st.DeadLettered
+		}
+		return processed, deadLettered
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopped := make(chan error, 1)
+	stopped := make(chan error, members)
 	cpu := benchkit.SelfCPU()
 	start := time.Now()
-	go func() { stopped <- e.Run(runCtx) }()
-	for e.Stats().Processed < want {
-		if st := e.Stats(); st.DeadLettered > 0 {
+	for _, r := range runners {
+		go func() { stopped <- r.Run(runCtx) }()
+	}
+	wait := func() error {
+		var errs []error
+		for range runners {
+			errs = append(errs, <-stopped)
+		}
+		return errors.Join(errs...)
+	}
+	for {
+		processed, dead := stats()
+		if processed >= want {
+			break
+		}
+		if dead > 0 {
 			cancel()
-			<-stopped
-			return benchkit.Run{}, fmt.Errorf("%d events dead-lettered: see the log", st.DeadLettered)
+			_ = wait()
+			return benchkit.Run{}, fmt.Errorf("%d events dead-lettered: see the log", dead)
 		}
 		select {
 		case err := <-stopped:
-			return benchkit.Run{}, fmt.Errorf("consumer stopped early: %v", err)
+			cancel()
+			return benchkit.Run{}, fmt.Errorf("a consumer stopped early: %v", err)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	elapsed := time.Since(start)
 	cpu = benchkit.SelfCPU() - cpu
 	cancel()
-	if err := <-stopped; err != nil {
+	if err := wait(); err != nil {
 		return benchkit.Run{}, err
 	}
-	return benchkit.Run{Records: e.Stats().Processed, WallS: elapsed.Seconds(), CPUS: cpu.Seconds()}, nil
+	processed, _ := stats()
+	return benchkit.Run{Records: processed, WallS: elapsed.Seconds(), CPUS: cpu.Seconds()}, nil
 }
 
 // ceiling claims every marker of the stream in its batches, one transaction each, into a
@@ -313,6 +380,63 @@ func (b *bench) ceiling(ctx context.Context, round int) (benchkit.Run, error) {
 	for _, ms := range b.markers {
 		err := st.InTx(ctx, func(tx *dedup.Tx) error {
 			ids, err := st.Claim(ctx, tx, "bench", ms)
+			fresh += int64(len(ids))
+			return err
+		})
+		if err != nil {
+			return benchkit.Run{}, err
+		}
+	}
+	el := time.Since(start)
+	if fresh != b.events {
+		return benchkit.Run{}, fmt.Errorf("claimed %d fresh markers of %d", fresh, b.events)
+	}
+	return benchkit.Run{Records: fresh, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+}
+
+// ceilingCopy claims the same batches as ceiling, the other way a batch of markers can be
+// written: COPY into a temporary table (emptied at every commit), then one INSERT … SELECT …
+// ON CONFLICT DO NOTHING RETURNING, one transaction each. The faster of the two is the
+// store's claim (docs/benchmarks.md).
+func (b *bench) ceilingCopy(ctx context.Context, round int) (benchkit.Run, error) {
+	st, done, err := b.freshStore(ctx, fmt.Sprintf("fwbench_%s_ceilingcopy_%d", b.id, round))
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer done()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		return benchkit.Run{}, err
+	}
+	conn, err := pgx.Connect(ctx, b.dsn)
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE claim_in (event_id text, topic text, partition int4, off int8,
+		aggregate_id text, aggregate_version int8) ON COMMIT DELETE ROWS`); err != nil {
+		return benchkit.Run{}, err
+	}
+	insert := fmt.Sprintf(`INSERT INTO %s (consumer, event_id, processed_at, topic, partition, "offset", aggregate_id, aggregate_version)
+SELECT $1, event_id, now(), topic, partition, off, aggregate_id, aggregate_version FROM claim_in
+ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id`, st.Table())
+	cols := []string{"event_id", "topic", "partition", "off", "aggregate_id", "aggregate_version"}
+	var fresh int64
+	cpu := benchkit.SelfCPU()
+	start := time.Now()
+	for _, ms := range b.markers {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			src := pgx.CopyFromSlice(len(ms), func(i int) ([]any, error) {
+				m := &ms[i]
+				return []any{m.EventID, m.Topic, m.Partition, m.Offset, m.AggregateID, m.AggregateVersion}, nil
+			})
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"claim_in"}, cols, src); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, insert, "bench")
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			fresh += int64(len(ids))
 			return err
 		})
@@ -388,16 +512,22 @@ func startProfiles(on bool, cpu, mem string) (func() error, error) {
 	}, nil
 }
 
-// freshStore opens a store in schema; done closes it and drops the schema (unless -keep).
+// freshStore opens a store in schema of the test PostgreSQL (freshStoreOn).
 func (b *bench) freshStore(ctx context.Context, schema string) (st *dedup.Store, done func(), err error) {
-	st, err = dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	return b.freshStoreOn(ctx, b.dsn, schema)
+}
+
+// freshStoreOn opens a store in schema of the PostgreSQL of dsn; done closes it and drops the
+// schema (unless -keep).
+func (b *bench) freshStoreOn(ctx context.Context, dsn, schema string) (st *dedup.Store, done func(), err error) {
+	st, err = dedup.Open(ctx, dsn, dedup.Options{Schema: schema})
 	if err != nil {
 		return nil, nil, err
 	}
 	return st, func() {
 		_ = st.Close()
 		if !b.keep {
-			benchkit.DropSchema(b.dsn, schema)
+			benchkit.DropSchema(dsn, schema)
 		}
 	}, nil
 }
