@@ -219,8 +219,11 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		g.batchSize = DefaultLookupBatch
 	}
 	total := kafka.Total(ranges)
-	err = c.Read(ctx, ranges, func(rec *kgo.Record) error {
-		if err := g.add(ctx, rec); err != nil {
+	lctx, stopLookups := context.WithCancelCause(ctx)
+	defer stopLookups(nil)
+	g.start(lctx, stopLookups)
+	err = c.Read(lctx, ranges, func(rec *kgo.Record) error {
+		if err := g.add(lctx, rec); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -229,7 +232,10 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		return nil
 	})
 	if err == nil {
-		err = g.flush(ctx)
+		err = g.flush(lctx)
+	}
+	if werr := g.wait(); werr != nil {
+		err = werr // the lookup's failure is the cause; the read saw only its cancellation
 	}
 	if err != nil {
 		return nil, err
@@ -262,7 +268,11 @@ func (k malformedKey) less(o malformedKey) bool {
 }
 
 // gapFinder counts the records of a range and finds the events without a marker, looking
-// them up batchSize at a time. It holds at most one batch.
+// them up batchSize at a time. The lookups run in a goroutine of their own, a batch at a time
+// and in the order of the range, while the reader reads and decodes the next batch: the
+// check waits on the store only when the store is slower than the read. At most three
+// batches are held (the one filling, one handed over, one being looked up). The reader owns
+// the report's record counts, the lookup goroutine its marker counts and missing records.
 type gapFinder struct {
 	lookup     func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error)
 	onMissing  func(MissingRecord) error
@@ -273,7 +283,41 @@ type gapFinder struct {
 
 	rep   *CheckReport
 	batch []MissingRecord
-	ids   []string
+
+	batches chan []MissingRecord // to the lookup goroutine
+	free    chan []MissingRecord // its emptied batches back, for reuse
+	done    chan error           // its end: nil, or why it stopped
+}
+
+// start starts the lookup goroutine; a lookup that fails cancels ctx with its error (stop),
+// which ends the read.
+func (g *gapFinder) start(ctx context.Context, stop context.CancelCauseFunc) {
+	g.batches, g.free, g.done = make(chan []MissingRecord, 1), make(chan []MissingRecord, 2), make(chan error, 1)
+	go func() {
+		var ids []string
+		for b := range g.batches {
+			var err error
+			if ids, err = g.resolve(ctx, b, ids); err != nil {
+				stop(err)
+				for range g.batches { // let the reader's hand-overs return
+				}
+				g.done <- err
+				return
+			}
+			select {
+			case g.free <- b[:0]:
+			default:
+			}
+		}
+		g.done <- nil
+	}()
+}
+
+// wait ends the hand-overs and waits for the lookups to finish; its error is the first
+// lookup's that failed.
+func (g *gapFinder) wait() error {
+	close(g.batches)
+	return <-g.done
 }
 
 func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
@@ -306,19 +350,39 @@ func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
 	return nil
 }
 
+// flush hands the batch to the lookup goroutine and starts a new one.
 func (g *gapFinder) flush(ctx context.Context) error {
 	if len(g.batch) == 0 {
 		return nil
 	}
-	g.ids = g.ids[:0]
-	for _, r := range g.batch {
-		g.ids = append(g.ids, r.EventID)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
-	found, err := g.lookup(ctx, g.ids)
+	select {
+	case g.batches <- g.batch:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	select {
+	case g.batch = <-g.free:
+	default:
+		g.batch = make([]MissingRecord, 0, g.batchSize)
+	}
+	return nil
+}
+
+// resolve looks up one batch's ids (ids is a buffer to reuse, returned) and counts each
+// record with or without its marker, in order.
+func (g *gapFinder) resolve(ctx context.Context, batch []MissingRecord, ids []string) ([]string, error) {
+	ids = ids[:0]
+	for _, r := range batch {
+		ids = append(ids, r.EventID)
+	}
+	found, err := g.lookup(ctx, ids)
 	if err != nil {
-		return err
+		return ids, err
 	}
-	for _, r := range g.batch {
+	for _, r := range batch {
 		if _, ok := found[r.EventID]; ok {
 			g.rep.WithMarker++
 			continue
@@ -327,7 +391,7 @@ func (g *gapFinder) flush(ctx context.Context) error {
 		switch {
 		case g.onMissing != nil:
 			if err := g.onMissing(r); err != nil {
-				return err
+				return ids, err
 			}
 		case len(g.rep.MissingRecords) < g.maxMissing:
 			g.rep.MissingRecords = append(g.rep.MissingRecords, r)
@@ -336,10 +400,9 @@ func (g *gapFinder) flush(ctx context.Context) error {
 		}
 	}
 	// Clear the batch's strings so that the backing array holds no record's data.
-	clear(g.batch)
-	g.batch = g.batch[:0]
+	clear(batch)
 	if g.afterBatch != nil {
-		return g.afterBatch()
+		return ids, g.afterBatch()
 	}
-	return nil
+	return ids, nil
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // TestGapFinderBatches checks, without a broker or a store, that lookups go out in batches of
-// at most the batch size while records stream in, that a redelivery counts per record, that
-// missing records are passed on in the order read, and that a lookup failure stops the scan.
+// at most the batch size while records stream in (looked up beside the reading, in order),
+// that a redelivery counts per record, that missing records are passed on in the order read,
+// and that a lookup failure stops the scan with its error.
 func TestGapFinderBatches(t *testing.T) {
 	marked := map[string]bool{}
 	for i := 0; i < 2500; i += 2 {
@@ -37,7 +38,9 @@ func TestGapFinderBatches(t *testing.T) {
 		batchSize: 1000,
 		rep:       rep,
 	}
-	ctx := context.Background()
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	g.start(ctx, stop)
 	for i := 0; i < 2500; i++ {
 		value := fmt.Sprintf(`{"specversion":"1.0","id":"e%d","type":"t","source":"s"}`, i)
 		if i == 7 {
@@ -54,6 +57,9 @@ func TestGapFinderBatches(t *testing.T) {
 	if err := g.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(calls) != "[1000 1000 501]" {
 		t.Errorf("lookup batches = %v", calls)
 	}
@@ -67,11 +73,22 @@ func TestGapFinderBatches(t *testing.T) {
 		t.Errorf("malformed = %+v", rep.MalformedExamples)
 	}
 
-	// A lookup failure stops the scan with that error.
+	// A lookup failure stops the scan with that error: the reader's next hand-over fails
+	// with it (once the lookup goroutine has cancelled), and so does the wait.
 	boom := errors.New("boom")
-	g.lookup = func(context.Context, []string) (map[string]dedup.MarkerRow, error) { return nil, boom }
-	g.batchSize = 1
-	if err := g.add(ctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); !errors.Is(err, boom) {
-		t.Errorf("lookup error = %v", err)
+	failing := &gapFinder{rep: &CheckReport{}, batchSize: 1,
+		lookup: func(context.Context, []string) (map[string]dedup.MarkerRow, error) { return nil, boom }}
+	fctx, fstop := context.WithCancelCause(context.Background())
+	defer fstop(nil)
+	failing.start(fctx, fstop)
+	if err := failing.add(fctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); err != nil {
+		t.Fatalf("the first hand-over: %v", err)
+	}
+	<-fctx.Done()
+	if err := failing.add(fctx, &kgo.Record{Value: []byte(`{"event_id":"y"}`)}); !errors.Is(err, boom) {
+		t.Errorf("a hand-over after the failure = %v, want boom", err)
+	}
+	if err := failing.wait(); !errors.Is(err, boom) {
+		t.Errorf("wait = %v, want boom", err)
 	}
 }
