@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	bloomfilter "github.com/bits-and-blooms/bloom/v3"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
@@ -109,10 +110,6 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 		return fmt.Errorf("spill store %s: %w", t.name, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`INSERT OR REPLACE INTO %s (k, a, b, c, d) VALUES (?, ?, ?, ?, ?)`, t.name))
-	if err != nil {
-		return fmt.Errorf("spill store %s: %w", t.name, err)
-	}
 	// In key order: each insert lands next to the one before in SQLite's B-tree, instead of
 	// on a page of its own (a fifth of a spill's time).
 	keys := make([]uint64, 0, len(t.mem))
@@ -120,18 +117,51 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b uint64) int { return cmp.Compare(int64(a), int64(b)) })
-	for _, k := range keys {
-		v := t.mem[k]
-		if _, err := stmt.ExecContext(ctx, int64(k), v[0], v[1], v[2], v[3]); err != nil {
+	// spillRows rows a statement: a statement per row cost more than SQLite's work on it.
+	var full *sql.Stmt
+	args := make([]any, 0, 5*spillRows)
+	for chunk := range slices.Chunk(keys, spillRows) {
+		stmt := full
+		if stmt == nil || len(chunk) < spillRows {
+			if stmt, err = tx.PrepareContext(ctx, spillInsert(t.name, len(chunk))); err != nil {
+				return fmt.Errorf("spill store %s: %w", t.name, err)
+			}
+			if len(chunk) == spillRows {
+				full = stmt
+			}
+		}
+		args = args[:0]
+		for _, k := range chunk {
+			v := t.mem[k]
+			args = append(args, int64(k), v[0], v[1], v[2], v[3])
+			t.filter.add(k)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("spill store %s: %w", t.name, err)
 		}
-		t.filter.add(k)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("spill store %s: %w", t.name, err)
 	}
 	clear(t.mem)
 	return nil
+}
+
+// spillRows is how many fingerprints one INSERT of a spill writes (five parameters each, well
+// under SQLite's 32,766).
+const spillRows = 200
+
+// spillInsert is the INSERT of n fingerprints into table name.
+func spillInsert(name string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT OR REPLACE INTO %s (k, a, b, c, d) VALUES ", name)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?)")
+	}
+	return b.String()
 }
 
 // spillDB is the temporary SQLite file behind the fingerprint tables, created on the first
