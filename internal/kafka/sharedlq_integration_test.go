@@ -43,14 +43,15 @@ func TestShareDLQSettings(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	g, err = kafka.ReadShareGroupConfig(ctx, cl, group)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The controller applies the change; the broker answering the read sees it a moment later.
 	want := kafka.ShareGroupConfig{DLQTopic: dlq, CopyRecord: true, DeliveryLimit: 3, AutoOffsetReset: "earliest"}
-	if g != want {
-		t.Fatalf("group configs %+v, want %+v", g, want)
-	}
+	testenv.WaitUntil(t, 20*time.Second, nil, "the group's configs as set", func() bool {
+		g, err = kafka.ReadShareGroupConfig(ctx, cl, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g == want
+	})
 
 	plain := testenv.Topic(t, 1, nil)
 	enabled := testenv.Name(t, kafka.DefaultShareDLQPrefix+"fw")

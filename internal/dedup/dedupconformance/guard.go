@@ -220,7 +220,11 @@ func callerTx(t *testing.T, st *dedup.Store, env Env) (tx any, commit, rollback 
 		}
 		return ptx, func() error { return ptx.Commit(ctx) }, func() error { return ptx.Rollback(ctx) }
 	}
-	db, err := sql.Open("sqlite", strings.TrimPrefix(env.DSN, "sqlite:")+"?_txlock=immediate&_pragma=busy_timeout(5000)")
+	path, query, _ := strings.Cut(strings.TrimPrefix(env.DSN, "sqlite:"), "?")
+	if query == "" {
+		query = "_pragma=busy_timeout(5000)"
+	}
+	db, err := sql.Open("sqlite", path+"?_txlock=immediate&"+query)
 	if err != nil {
 		t.Fatal(err)
 	}
