@@ -247,7 +247,7 @@ type Counts struct {
 	// counts the latter.
 	Incomplete   int64 `json:"incomplete"`
 	OriginalGone int64 `json:"original_gone"`
-	Skipped    int64 `json:"skipped"`
+	Skipped      int64 `json:"skipped"`
 	// AlreadySent counts a resumed run's records that the run itself sent before it stopped.
 	AlreadySent int64 `json:"already_sent"`
 	// AlreadyReplayed counts the settled dead letters an earlier run sent, left out
