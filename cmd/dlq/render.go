@@ -75,6 +75,13 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	st := p.Styles
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
+		{Name: "duplicates", Optional: true, Value: func(e dlq.Entry) string {
+			// A share group's other dead letters of the same record, folded into this row.
+			if len(e.Duplicates) == 0 {
+				return "-"
+			}
+			return st.Warn.Render("+" + strconv.Itoa(len(e.Duplicates)))
+		}},
 		{Name: "original", WideOnly: true, Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
 		{Name: "reason", Value: func(e dlq.Entry) string {
 			if e.Reason == dlq.ReasonMalformed {
@@ -314,7 +321,7 @@ func dlqOriginalFields(p *output.Printer, det dlq.Detail) [][2]string {
 	}
 	out = append(out, [2]string{"source", "found at " + kafka.AddressOf(o.Record).String()})
 	if det.CoordinatesOnly() {
-		out = append(out, [2]string{"key", cmdutil.BytesDisplay(st, o.Record.Key)}, [2]string{"timestamp", cmdutil.FormatTime(o.Record.Timestamp.UTC())})
+		out = append(out, [2]string{"source key", cmdutil.BytesDisplay(st, o.Record.Key)}, [2]string{"source timestamp", cmdutil.FormatTime(o.Record.Timestamp.UTC())})
 	}
 	return out
 }

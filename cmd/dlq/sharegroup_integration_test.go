@@ -65,19 +65,22 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	dlqTopic := kafka.DefaultShareDLQPrefix + group
 	testenv.CreateTopic(t, dlqTopic, 1, map[string]*string{kafka.ConfigShareDLQTopicEnable: kmsg.StringPtr("true")})
 	admin := testenv.Client(t)
-	if err := kafka.SetShareGroupConfig(ctx, admin, group, map[string]string{
-		kafka.ConfigShareGroupDLQTopic:   dlqTopic,
-		kafka.ConfigShareGroupDLQCopy:    strconv.FormatBool(copyOn),
-		kafka.ConfigShareDeliveryLimit:   "2",
-		kafka.ConfigShareAutoOffsetReset: "earliest",
-	}); err != nil {
-		t.Fatal(err)
+	configure := func(group string) {
+		if err := kafka.SetShareGroupConfig(ctx, admin, group, map[string]string{
+			kafka.ConfigShareGroupDLQTopic:   dlqTopic,
+			kafka.ConfigShareGroupDLQCopy:    strconv.FormatBool(copyOn),
+			kafka.ConfigShareDeliveryLimit:   "2",
+			kafka.ConfigShareAutoOffsetReset: "earliest",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = kadm.NewClient(admin).DeleteGroups(ctx, group)
+		})
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = kadm.NewClient(admin).DeleteGroups(ctx, group)
-	})
+	configure(group)
 
 	produceShareRecords(t, kcat, brokers, src)
 	originals := map[string]*kgo.Record{} // by key
@@ -90,7 +93,27 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			want++
 		}
 	}
-	consumeShareGroup(t, ctx, src, group, dlqTopic, want)
+	consumeShareGroup(t, ctx, src, group, dlqTopic, want, func(key string) kgo.AckStatus {
+		for _, r := range shareRecords {
+			if r.key == key {
+				return r.ack
+			}
+		}
+		return kgo.AckAccept
+	})
+	// Copy off, a second group with the same DLQ rejects one record again: a second dead
+	// letter of it, listed with the first.
+	total, group2 := want, group+"-b"
+	if !copyOn {
+		configure(group2)
+		total++
+		consumeShareGroup(t, ctx, src, group2, dlqTopic, total, func(key string) kgo.AckStatus {
+			if key == "reject-kcat" {
+				return kgo.AckReject
+			}
+			return kgo.AckAccept
+		})
+	}
 
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "journal.db")
 	env := map[string]string{"FIELDWORK_BROKERS": brokers, "FIELDWORK_DSN": dsn, "USER": "oncall"}
@@ -108,9 +131,16 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 		t.Fatalf("dlq list: %d dead letters, want %d\n%s", len(lines), want, r.Stdout)
 	}
 	byKey := map[string]dlq.DeadLetter{}
+	keyOf := map[string]string{} // every dead letter's address, duplicates too: the record's key
 	for _, line := range lines {
 		var d dlq.DeadLetter
+		var dups struct {
+			Duplicates []string `json:"duplicates"`
+		}
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if err := json.Unmarshal([]byte(line), &dups); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		if d.OriginalTopic != src || d.OriginalPartition == nil || d.OriginalOffset == nil {
@@ -126,6 +156,17 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			t.Fatalf("dead letter of %s/%d/%d: no such record produced", src, *d.OriginalPartition, *d.OriginalOffset)
 		}
 		byKey[string(orig.Key)] = d
+		keyOf[d.Address().String()] = string(orig.Key)
+		for _, a := range dups.Duplicates {
+			keyOf[a] = string(orig.Key)
+		}
+		wantDups := 0
+		if string(orig.Key) == "reject-kcat" && !copyOn {
+			wantDups = 1
+		}
+		if len(dups.Duplicates) != wantDups {
+			t.Errorf("%s: duplicates %q, want one only for reject-kcat with copy off", orig.Key, dups.Duplicates)
+		}
 		if d.Convention != dlq.ConventionShareGroup || d.Group != group || len(d.HeaderProblems) > 0 {
 			t.Errorf("%s: convention %s group %q problems %v", orig.Key, d.Convention, d.Group, d.HeaderProblems)
 		}
@@ -159,9 +200,21 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 		t.Fatalf("dlq show: original_record %+v, want the record found", show.Original)
 	}
 
+	// The table folds the duplicate into its record's row; show says what the dead letter holds.
+	r = roottest.Run(t, env, "dlq", "list", "--topic", dlqTopic, "--no-status", "--wide", "-o", "table")
+	t.Logf("dlq list:\n%s", r.Stdout)
+	if r.Code != 0 || !copyOn && !strings.Contains(r.Stdout, "+1") {
+		t.Fatalf("dlq list (table): exit %d, want the duplicate counted (+1)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = roottest.Run(t, env, "dlq", "show", rej.Address().String(), "--no-status", "-o", "table")
+	t.Logf("dlq show:\n%s", r.Stdout)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "found at "+src) || copyOn == strings.Contains(r.Stdout, "coordinates only") {
+		t.Fatalf("dlq show (text): exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+
 	// replay: every dead letter back to its source topic, as the original record.
 	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--execute", "--yes", "--reason", "share-group", "-o", "json")
-	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, want)) {
+	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, total)) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	replayed := map[string]*kgo.Record{} // by fw.replay.source
@@ -170,13 +223,22 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			replayed[s] = rec
 		}
 	}
-	if len(replayed) != want {
-		t.Fatalf("%d replayed records in %s, want %d", len(replayed), src, want)
+	if len(replayed) != total || len(keyOf) != total {
+		t.Fatalf("%d replayed records in %s, %d dead letters listed, want %d", len(replayed), src, len(keyOf), total)
 	}
-	for key, d := range byKey {
-		rec := replayed[d.Address().String()]
+	for addr, key := range keyOf {
+		d := byKey[key]
+		rec := replayed[addr]
 		if rec == nil {
-			t.Fatalf("no replay of %s", d.Address())
+			t.Fatalf("no replay of %s", addr)
+		}
+		// Each copy is for the group whose dead letter it comes from (fw.replay.for).
+		wantFor := group
+		if addr != d.Address().String() {
+			wantFor = group2
+		}
+		if got := testenv.Header(rec, dlq.ReplayHeaderFor); got != wantFor {
+			t.Errorf("replay of %s is for %q, want %q", addr, got, wantFor)
 		}
 		orig := originals[key]
 		got := kcatRecord(t, kcat, brokers, src, rec.Partition, rec.Offset)
@@ -186,10 +248,10 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			wantRec.headers = ""
 		}
 		if got.key != wantRec.key || got.value != wantRec.value || !strings.HasPrefix(got.headers, wantRec.headers) ||
-			!strings.Contains(got.headers, dlq.ReplayHeaderSource+"="+d.Address().String()) {
-			t.Errorf("replay of %s (%s), by kcat:\n got %q\nwant %q (then fw.replay.*)", d.Address(), key, got, wantRec)
+			!strings.Contains(got.headers, dlq.ReplayHeaderSource+"="+addr) {
+			t.Errorf("replay of %s (%s), by kcat:\n got %q\nwant %q (then fw.replay.*)", addr, key, got, wantRec)
 		}
-		t.Logf("kcat: replay of %s %q, original %q", d.Address(), got, wantRec)
+		t.Logf("kcat: replay of %s %q, original %q", addr, got, wantRec)
 		// kcat prints a header value as a C string: the headers are compared byte for byte too.
 		var kept []kgo.RecordHeader
 		for _, h := range rec.Headers {
@@ -216,10 +278,10 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	// refused, counted and listed, with why.
 	var below int64
 	var gone []string
-	for _, d := range byKey {
-		if *d.OriginalPartition == 0 {
+	for addr, key := range keyOf {
+		if d := byKey[key]; *d.OriginalPartition == 0 {
 			below = max(below, *d.OriginalOffset+1)
-			gone = append(gone, d.Address().String())
+			gone = append(gone, addr)
 		}
 	}
 	del := kadm.Offsets{}
@@ -247,8 +309,8 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); r.Code != 0 || err != nil {
 		t.Fatalf("replay dry run: exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
-	if rep.Counts.OriginalGone != int64(len(gone)) || rep.Counts.Incomplete != int64(len(gone)) || rep.Counts.ToSend != int64(want-len(gone)) {
-		t.Fatalf("replay dry run: counts %+v, want %d gone of %d\n%s", rep.Counts, len(gone), want, r.Stdout)
+	if rep.Counts.OriginalGone != int64(len(gone)) || rep.Counts.Incomplete != int64(len(gone)) || rep.Counts.ToSend != int64(total-len(gone)) {
+		t.Fatalf("replay dry run: counts %+v, want %d gone of %d\n%s", rep.Counts, len(gone), total, r.Stdout)
 	}
 	for _, in := range rep.Incomplete {
 		if !strings.Contains(in.OriginalGone, string(dlq.OriginalExpired)) {
@@ -309,21 +371,16 @@ func produceShareRecords(t *testing.T, kcat, brokers, src string) {
 }
 
 // consumeShareGroup joins group as a franz-go share consumer of src and acknowledges each
-// record as shareRecords says, until the broker has written want dead letters to dlqTopic
-// (bounded by ctx).
-func consumeShareGroup(t *testing.T, ctx context.Context, src, group, dlqTopic string, want int) {
+// record as ack says of its key, until dlqTopic holds want dead letters (bounded by ctx).
+func consumeShareGroup(t *testing.T, ctx context.Context, src, group, dlqTopic string, want int, ack func(key string) kgo.AckStatus) {
 	t.Helper()
-	ack := map[string]kgo.AckStatus{}
-	for _, r := range shareRecords {
-		ack[r.key] = r.ack
-	}
 	cl := testenv.Client(t, kgo.ConsumeTopics(src), kgo.ShareGroup(group))
 	adm := kadm.NewClient(testenv.Client(t))
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fs := cl.PollFetches(pollCtx)
 		cancel()
-		fs.EachRecord(func(r *kgo.Record) { cl.MarkAcks(ack[string(r.Key)], r) })
+		fs.EachRecord(func(r *kgo.Record) { cl.MarkAcks(ack(string(r.Key)), r) })
 		if err := cl.FlushAcks(ctx); err != nil {
 			t.Fatalf("flush acks: %v", err)
 		}

@@ -186,6 +186,17 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	if err := c.originals(ctx, out); err != nil {
 		return nil, err
 	}
+	processed, err := c.lookUp(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	c.decide(out, processed)
+	return out, nil
+}
+
+// lookUp looks up, for the selected records of out, their statuses (those not selected by
+// Spec.Statuses are filtered out) and, with --skip-processed, the markers of their events.
+func (c *classifier) lookUp(ctx context.Context, out []decision) (map[string]dedup.MarkerRow, error) {
 	var ids []string
 	for i := range out {
 		d := &out[i]
@@ -213,13 +224,14 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.status, d.replay = info.Status, info.Replay
 		}
 	}
-	var processed map[string]dedup.MarkerRow
-	if len(ids) > 0 {
-		var err error
-		if processed, err = c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids); err != nil {
-			return nil, err
-		}
+	if len(ids) == 0 {
+		return nil, nil
 	}
+	return c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids)
+}
+
+// decide settles the outcome of each selected record of out, in order of precedence.
+func (c *classifier) decide(out []decision, processed map[string]dedup.MarkerRow) {
 	for i := range out {
 		d := &out[i]
 		if d.outcome == OutcomeFiltered {
@@ -242,7 +254,6 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.outcome = OutcomeProblem
 		}
 	}
-	return out, nil
 }
 
 // originals reads, for the selected dead letters of the batch that hold only coordinates
