@@ -38,7 +38,9 @@ func TestCollapser(t *testing.T) {
 	if err := c.flush(); err != nil {
 		t.Fatal(err)
 	}
-	a := func(p int32, o int64) kafka.RecordAddress { return kafka.RecordAddress{Topic: "dlq.g", Partition: p, Offset: o} }
+	a := func(p int32, o int64) kafka.RecordAddress {
+		return kafka.RecordAddress{Topic: "dlq.g", Partition: p, Offset: o}
+	}
 	want := []string{
 		fmt.Sprintf("%s %v", a(0, 9), []kafka.RecordAddress(nil)), // not a share group's: handed on at once
 		fmt.Sprintf("%s %v", a(0, 0), []kafka.RecordAddress{a(0, 2), a(0, 3)}),
