@@ -518,7 +518,8 @@ func (sc *scan) count(ctx context.Context, d *decision) error {
 func (sc *scan) sample(ctx context.Context, d *decision) SampleRecord {
 	s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 		Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(d.rec.Headers), d.rec.Key, d.rec.Value)
+	src := d.sendSource()
+	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(src.Headers), src.Key, src.Value)
 	s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
 	if key, exact := printable.Text(d.sendKey()); key != nil {
 		s.Key, s.KeyBase64 = *key, exact
