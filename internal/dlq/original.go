@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -129,7 +130,8 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 	wanted := map[kafka.RecordAddress][]int{}
 	for _, topic := range sortedKeys(byTopic) {
 		bounds, err := c.Bounds(ctx, topic)
-		if errors.Is(err, kafka.ErrUnknownTopic) {
+		// A topic being deleted answers for its partitions before it answers for itself.
+		if errors.Is(err, kafka.ErrUnknownTopic) || errors.Is(err, kerr.UnknownTopicOrPartition) {
 			for _, w := range byTopic[topic] {
 				out[w.at].State, out[w.at].Detail = OriginalDeleted, fmt.Sprintf("the topic %s no longer exists", topic)
 			}

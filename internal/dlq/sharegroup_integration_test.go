@@ -86,3 +86,40 @@ func TestOriginals(t *testing.T) {
 		t.Fatalf("found %+v, want the record c", r)
 	}
 }
+
+// TestOriginalsTopicRecreated: the source topic deleted, a dead letter's original is deleted;
+// created again and written to, the record now at its offset was written after the dead
+// letter: recreated, never taken for the original.
+func TestOriginalsTopicRecreated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := testenv.Topic(t, 1, nil)
+	produce := func() {
+		cl := testenv.Client(t, kgo.DefaultProduceTopic(src))
+		testenv.Produce(t, cl, &kgo.Record{Value: []byte("0")}, &kgo.Record{Value: []byte("1")})
+	}
+	produce()
+	p, off := int32(0), int64(1)
+	ds := []dlq.DeadLetter{{Convention: dlq.ConventionShareGroup, Timestamp: time.Now().UTC(), OriginalTopic: src, OriginalPartition: &p, OriginalOffset: &off}}
+	c := testenv.Cluster(t)
+	state := func() dlq.Original {
+		t.Helper()
+		os, err := dlq.Originals(ctx, c, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os[0]
+	}
+	if o := state(); o.State != dlq.OriginalFound {
+		t.Fatalf("before: %s (%s), want found", o.State, o.Detail)
+	}
+	testenv.DeleteTopic(t, testenv.Client(t), src)
+	if o := state(); o.State != dlq.OriginalDeleted {
+		t.Fatalf("deleted: %s (%s), want deleted", o.State, o.Detail)
+	}
+	testenv.CreateTopic(t, src, 1, nil)
+	produce()
+	if o := state(); o.State != dlq.OriginalRecreated || o.Record != nil {
+		t.Fatalf("recreated: %s (%s), want recreated", o.State, o.Detail)
+	}
+}
