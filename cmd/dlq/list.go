@@ -60,6 +60,9 @@ truncation mark (--mark-truncated). A listing cut at the default limit and writt
 or a file exits 7 (partial), so that a script never takes it for the whole answer; give
 --limit N to ask for at most N (exit 0), or --limit 0 for everything.
 
+A share group's dead letters of one record (the broker may write several) are listed once: the
+table's DUPLICATES column and JSON's duplicates name the others.
+
 A record whose dead-letter headers cannot be read is listed anyway: the table's PROBLEMS
 column and JSON's header_problems say which header and why.
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -73,6 +75,13 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	st := p.Styles
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
+		{Name: "duplicates", Optional: true, Value: func(e dlq.Entry) string {
+			// A share group's other dead letters of the same record, folded into this row.
+			if len(e.Duplicates) == 0 {
+				return "-"
+			}
+			return st.Warn.Render("+" + strconv.Itoa(len(e.Duplicates)))
+		}},
 		{Name: "original", WideOnly: true, Value: func(e dlq.Entry) string { return dlqOriginal(e.DeadLetter) }},
 		{Name: "reason", Value: func(e dlq.Entry) string {
 			if e.Reason == dlq.ReasonMalformed {
@@ -233,6 +242,7 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if d.Convention == dlq.ConventionUnknown {
 		orig.Fields, orig.Text = nil, st.Dim.Render("(no dead-letter headers of a known convention: see the headers)")
 	}
+	orig.Fields = append(orig.Fields, dlqOriginalFields(p, det)...)
 	failure := output.Section{Title: "Failure", Fields: [][2]string{
 		{"reason", cmdutil.OrDash(d.Reason)},
 		{"error_class", cmdutil.OrDash(d.ErrorClass)},
@@ -258,6 +268,9 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		}
 		sections = append(sections, probs)
 	}
+	if o := det.Original; o != nil && o.Found() && d.CoordinatesOnly() {
+		sections = append(sections, dlqRecordHeaders("Original record's headers", p, o.Record.Headers))
+	}
 	headers := output.Section{Title: fmt.Sprintf("Headers (%d)", len(d.Headers))}
 	for _, h := range d.Headers {
 		headers.Fields = append(headers.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(st, h.Value)})
@@ -272,7 +285,11 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 	if m := det.Malformed; m != nil {
 		sections = append(sections, cmdutil.MalformedRecordSection(st, m.Format, m.Field, m.Reason))
 	}
-	sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, d.ValueSchema))
+	if o := det.Original; o != nil && o.Found() && d.CoordinatesOnly() {
+		sections = append(sections, cmdutil.ValueSection(st, o.Record.Value, det.ValueJSON, nil))
+	} else {
+		sections = append(sections, cmdutil.ValueSection(st, d.Value, det.ValueJSON, d.ValueSchema))
+	}
 	if d.StackTrace != "" {
 		sections = append(sections, output.Section{Title: "Stack trace", Text: d.StackTrace})
 	}
@@ -285,6 +302,40 @@ func dlqShowSections(p *output.Printer, det dlq.Detail, now func() time.Time) []
 		replay.Fields = append(replay.Fields, [2]string{"note", st.Warn.Render(n)})
 	}
 	return append(sections, replay)
+}
+
+// dlqOriginalFields say whether the source topic still holds a share group's dead letter's
+// original record (dlq.Detail.Original) and, for a dead letter that holds only its
+// coordinates, the record's key and timestamp.
+func dlqOriginalFields(p *output.Printer, det dlq.Detail) [][2]string {
+	st, o := p.Styles, det.Original
+	if o == nil {
+		return nil
+	}
+	var out [][2]string
+	if det.CoordinatesOnly() {
+		out = append(out, [2]string{"payload", st.Warn.Render("coordinates only") + st.Dim.Render(" (the group's DLQ copies no record: errors.deadletterqueue.copy.record.enable=false)")})
+	}
+	if !o.Found() {
+		return append(out, [2]string{"source", st.Warn.Render(string(o.State)) + ": " + o.Detail})
+	}
+	out = append(out, [2]string{"source", "found at " + kafka.AddressOf(o.Record).String()})
+	if det.CoordinatesOnly() {
+		out = append(out, [2]string{"source key", cmdutil.BytesDisplay(st, o.Record.Key)}, [2]string{"source timestamp", cmdutil.FormatTime(o.Record.Timestamp.UTC())})
+	}
+	return out
+}
+
+// dlqRecordHeaders is a section of a record's headers.
+func dlqRecordHeaders(title string, p *output.Printer, hs []kgo.RecordHeader) output.Section {
+	sec := output.Section{Title: fmt.Sprintf("%s (%d)", title, len(hs))}
+	for _, h := range hs {
+		sec.Fields = append(sec.Fields, [2]string{cmdutil.KeyDisplay(h.Key), cmdutil.BytesDisplay(p.Styles, h.Value)})
+	}
+	if len(hs) == 0 {
+		sec.Text = p.Styles.Dim.Render("(none)")
+	}
+	return sec
 }
 
 // dlqEventID is the event id and where it was read: "evt-1 (from _watermill_message_uuid)".

@@ -142,5 +142,8 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 		entry.Status = infos[0]
 	}
 	det := dlq.NewDetail(entry)
+	if err := det.ReadOriginal(ctx, c); err != nil {
+		return err
+	}
 	return p.Object(det, dlqShowSections(p, det, opts.Now))
 }

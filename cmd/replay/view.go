@@ -58,7 +58,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 	}
 	head.Fields = append(head.Fields, [2]string{"quarantined", q}, [2]string{"skipped", strconv.FormatInt(c.Skipped, 10)})
 	if c.Incomplete > 0 {
-		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(c.Incomplete, 10)) + " (bounded copies: never sent)"})
+		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(c.Incomplete, 10)) + " (" + incompleteLabel(c.Incomplete-c.OriginalGone, c.OriginalGone) + ")"})
 	}
 	if c.AlreadySent > 0 {
 		head.Fields = append(head.Fields, [2]string{"already sent", strconv.FormatInt(c.AlreadySent, 10)})
@@ -113,6 +113,9 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 			s.Text += fmt.Sprintf("header set: %s=%s\n", h.Key, h.Value)
 		}
 		sections = append(sections, s)
+	}
+	if s := goneSection(&p.Styles, rep.Incomplete); s != nil {
+		sections = append(sections, *s)
 	}
 
 	if len(rep.Quarantined) > 0 {
@@ -291,7 +294,8 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
 	}
 	if sum.IncompleteCount > 0 {
-		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(sum.IncompleteCount, 10)) + " (bounded copies: never sent)"})
+		gone := int64(len(goneRefs(sum.Incomplete)))
+		head.Fields = append(head.Fields, [2]string{"incomplete", st.Warn.Render(strconv.FormatInt(sum.IncompleteCount, 10)) + " (" + incompleteLabel(sum.IncompleteCount-gone, gone) + ")"})
 	}
 	if sum.Error != "" {
 		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(sum.Error)})
@@ -311,6 +315,9 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 			s.Rows = append(s.Rows, []string{r.Source, r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
 		}
 		sections = append(sections, s)
+	}
+	if s := goneSection(&p.Styles, sum.Incomplete); s != nil {
+		sections = append(sections, *s)
 	}
 	return sections
 }
@@ -453,4 +460,41 @@ func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Q
 // screen.
 func RenderPlan(p *output.Printer, rep *replay.Report) error {
 	return p.Object(rep, replayPlanSections(p, rep, false))
+}
+
+// incompleteLabel says what incomplete records are: bounded copies, dead letters whose
+// original record is gone, or both; never sent either way.
+func incompleteLabel(bounded, gone int64) string {
+	switch {
+	case gone == 0:
+		return "bounded copies: never sent"
+	case bounded == 0:
+		return "original record gone: never sent"
+	}
+	return fmt.Sprintf("%d bounded copies, %d with the original record gone: never sent", bounded, gone)
+}
+
+// goneRefs are the records of refs refused because their original record is gone.
+func goneRefs(refs []replay.RecordRef) []replay.RecordRef {
+	var out []replay.RecordRef
+	for _, r := range refs {
+		if r.OriginalGone != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// goneSection lists the dead letters refused because their original record is gone: where
+// each one is and why; nil when there is none.
+func goneSection(st *output.Styles, refs []replay.RecordRef) *output.Section {
+	gone := goneRefs(refs)
+	if len(gone) == 0 {
+		return nil
+	}
+	sec := output.Section{Title: fmt.Sprintf("Not sent: original record gone (%d)", len(gone)), Header: []string{"dead letter", "why"}}
+	for _, r := range gone {
+		sec.Rows = append(sec.Rows, []string{r.Source, st.Warn.Render(r.OriginalGone)})
+	}
+	return &sec
 }

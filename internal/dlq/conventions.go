@@ -61,7 +61,7 @@ type conventionDoc struct {
 var conventions = [...]*convention{
 	&fieldworkConvention, &springConvention, &connectConvention, &watermillConvention,
 	&smallRyeConvention, &karafkaConvention, &wolverineConvention, &dataContractConvention,
-	&kafkaStreamsConvention, &uberKafkaConvention,
+	&kafkaStreamsConvention, &shareGroupConvention, &uberKafkaConvention,
 }
 
 // hdr identifies a header Parse reads: its index in headerSpecs.

@@ -27,6 +27,7 @@ const (
 	ConventionDataContract Convention = "data-contract"
 	ConventionUberKafka    Convention = "uber-kafka-client"
 	ConventionKafkaStreams Convention = "kafka-streams"
+	ConventionShareGroup   Convention = "share-group"
 	ConventionUnknown      Convention = "unknown"
 )
 

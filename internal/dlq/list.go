@@ -16,11 +16,17 @@ import (
 type Entry struct {
 	DeadLetter
 	Status StatusInfo
+	// Duplicates are the addresses of the other dead letters of the same record that a
+	// listing folded into this one (a share group's broker may write several: see
+	// collapser); nil when none.
+	Duplicates []kafka.RecordAddress
 }
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
-// its Status, or null when it was not looked up; and last_replay: the latest journaled replay of
-// the dead letter (StatusInfo.Replay, whatever the status), null when none is known.
+// its Status, or null when it was not looked up; last_replay: the latest journaled replay of
+// the dead letter (StatusInfo.Replay, whatever the status), null when none is known; and,
+// only when the listing folded other dead letters of the same record into it, duplicates:
+// their addresses.
 func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
@@ -44,6 +50,16 @@ func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
 			return nil, err
 		}
 		out = append(out, b...)
+	}
+	if len(e.Duplicates) > 0 {
+		out = append(out, `,"duplicates":[`...)
+		for i, a := range e.Duplicates {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendJSONString(out, a.String())
+		}
+		out = append(out, ']')
 	}
 	return append(out, '}'), nil
 }
@@ -134,7 +150,10 @@ type TopicShare struct {
 // what the rounds found, never below what was listed, until every partition has its share.
 // Dead letters are handed on as they are found, in topic, partition and offset order within
 // a round; what a later round adds (a partition that had fewer than its offsets promised left
-// room) follows. Nothing is held back: memory does not grow with the limit. Shares says what
+// room) follows. Nothing else is held back: memory does not grow with the limit. A share
+// group's dead letters are the exception: those of one DLQ partition are held until the
+// partition is read, so that the dead letters of one record are listed once, in one row of
+// the limit (Entry.Duplicates). Shares says what
 // each topic had listed and which the limit cut. Without a limit everything is listed in scan
 // order. The scan must read in order (ScanOptions.InOrder).
 func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (ListResult, error) {
@@ -156,9 +175,13 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 		cur   *partShare
 		share int
 	)
+	col := newCollapser(emit)
 	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
+		}
+		if dup, err := col.duplicate(&d); dup || err != nil {
+			return err
 		}
 		if cur.taken >= share {
 			cur.more, cur.r.Start = true, d.Offset
@@ -166,7 +189,7 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 		}
 		cur.taken++
 		res.Listed++
-		return emit(Entry{DeadLetter: d, Status: info})
+		return col.add(Entry{DeadLetter: d, Status: info})
 	})
 	for {
 		shares := allot(int64(o.Limit), parts)
@@ -182,6 +205,12 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			todo = true
 			cur, share = p, int(shares[i])
 			stop, err := s.readShare(ctx, p, o.Filter, b, read, &res)
+			if err == nil && !stop {
+				err = col.flush()
+			}
+			if errors.Is(err, ErrStop) {
+				res.Stopped, stop, err = true, true, nil
+			}
 			if err != nil || stop {
 				return res, err
 			}
@@ -190,6 +219,14 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			break
 		}
 	}
+	s.shares(parts, &res)
+	res.Stopped = res.More
+	s.progressEnd(res.ScanResult)
+	return res, nil
+}
+
+// shares sets what each topic had listed of the limit, and whether the limit cut it.
+func (s *Scan) shares(parts []partShare, res *ListResult) {
 	for _, p := range parts {
 		if slices.Contains(s.deleted, p.r.Topic) {
 			continue
@@ -204,9 +241,6 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			res.More = true
 		}
 	}
-	res.Stopped = res.More
-	s.progressEnd(res.ScanResult)
-	return res, nil
 }
 
 // errShareFull ends the read of a partition that has its share and one more dead letter.
@@ -331,17 +365,24 @@ func fill(n int64, floor, capacity []int64) []int64 {
 // listAll is List without a limit: every dead letter, in scan order.
 func listAll(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (ListResult, error) {
 	var res ListResult
+	col := newCollapser(emit)
 	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
 		}
+		if dup, err := col.duplicate(&d); dup || err != nil {
+			return err
+		}
 		res.Listed++
-		return emit(Entry{DeadLetter: d, Status: info})
+		return col.add(Entry{DeadLetter: d, Status: info})
 	})
 	sr, err := s.Run(ctx, o.Filter, func(d DeadLetter) error { return b.Add(ctx, d) })
 	res.ScanResult = sr
 	if err == nil && !sr.Stopped {
 		err = b.Flush(ctx)
+		if err == nil {
+			err = col.flush()
+		}
 		if errors.Is(err, ErrStop) {
 			res.Stopped, err = true, nil
 		}

@@ -302,6 +302,22 @@ func TestParseConventions(t *testing.T) {
 				StackTrace: "PaymentProcessor.java:42", EventID: "evt-streams-1", RootCause: "java.lang.ArithmeticException: amount overflows a long",
 			},
 		},
+		"sharegroup": {
+			"rejected by a member, copy off: coordinates only": {
+				Convention: ConventionShareGroup, Reason: ReasonRejected, OriginalTopic: "payments", OriginalPartition: ptr[int32](1),
+				OriginalOffset: ptr[int64](815), Group: "billing", Attempts: 1, ErrorMessage: ShareMessageRejected,
+			},
+			"delivery count exceeded, copy on": {
+				Convention: ConventionShareGroup, Reason: ReasonExhausted, OriginalTopic: "payments", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](816), Group: "billing", Attempts: 5, ErrorMessage: ShareMessageExhausted,
+				EventID: "evt-share-1", EventIDSource: EventIDFromEnvelope,
+			},
+			"a message the broker does not write, an unreadable count": {
+				Convention: ConventionShareGroup, OriginalTopic: "payments", OriginalPartition: ptr[int32](0),
+				OriginalOffset: ptr[int64](817), Group: "billing", ErrorMessage: "Acquisition lock timed out.",
+				Problems: []string{`__dlq.errors.delivery.count: not an integer: "many"`},
+			},
+		},
 		"uberkafka": {
 			"DLQMetadata in the key, the original key inside it": {
 				Convention: ConventionUberKafka, Reason: ReasonExhausted, OriginalTopic: "orders", OriginalPartition: ptr[int32](1),

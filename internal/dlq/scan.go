@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,6 +32,10 @@ var ErrStop = errors.New("stop the scan")
 // exist (a missing one is a *kafka.UnknownTopicError), or, when none is named, every
 // non-internal topic whose name pattern matches (DefaultTopicPattern when nil), sorted. No
 // topic matching the pattern is an empty result, not an error.
+//
+// With the default pattern, the share groups' dead-letter topics are found too, whatever
+// their names (shareDLQTopics): those named with the cluster's prefix and those that carry
+// errors.deadletterqueue.group.enable=true. A pattern the operator chose is taken as it is.
 func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *regexp.Regexp) ([]string, error) {
 	if len(names) > 0 {
 		uniq := slices.Clone(names)
@@ -63,14 +68,55 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	var out []string
+	var out, others []string
 	for name, d := range details {
-		if d.Err == nil && !d.IsInternal && pattern.MatchString(name) {
+		switch {
+		case d.Err != nil || d.IsInternal:
+		case pattern.MatchString(name):
 			out = append(out, name)
+		default:
+			others = append(others, name)
 		}
+	}
+	if pattern == DefaultTopicPattern {
+		out = append(out, shareDLQTopics(ctx, c, others)...)
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// shareDLQTopics are, of topics, the share groups' dead-letter topics (KIP-1191): named with
+// the cluster's errors.deadletterqueue.topic.name.prefix (dlq. by default, which the default
+// pattern matches already), or carrying errors.deadletterqueue.group.enable=true, the flag
+// without which the broker writes no dead letter to a topic. What the cluster does not let
+// the principal read (its configs) finds nothing more: discovery is a convenience, and a
+// topic it misses can be named with --topic.
+func shareDLQTopics(ctx context.Context, c *kafka.Cluster, topics []string) []string {
+	if len(topics) == 0 || c.Client == nil {
+		return nil
+	}
+	prefix := kafka.DefaultShareDLQPrefix
+	if cl, err := kafka.ReadShareDLQCluster(ctx, c.Client); err == nil {
+		prefix = cl.Prefix
+	}
+	var out, rest []string
+	for _, t := range topics {
+		if prefix != "" && strings.HasPrefix(t, prefix) {
+			out = append(out, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	enabled, err := kafka.ShareDLQTopics(ctx, c.Client, rest...)
+	if err != nil {
+		return out
+	}
+	for _, t := range rest {
+		if enabled[t] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ScanOptions configure a Scan.

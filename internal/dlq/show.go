@@ -113,6 +113,49 @@ type Detail struct {
 	// ValueJSON is the value itself when it is valid JSON.
 	ValueJSON json.RawMessage
 	Replay    ReplayHint
+	// Original is the original record as its source topic holds it now, read for a share
+	// group's dead letter (ReadOriginal); nil when not read. For a dead letter that holds only
+	// coordinates (CoordinatesOnly), Event, Malformed and ValueJSON are the original record's.
+	Original *Original
+}
+
+// ReadOriginal reads, for a share group's dead letter, its original record from the source
+// topic by the coordinates its headers name (Originals): a dead letter without a copy of the
+// record (CoordinatesOnly) is then shown with the record's envelope and value, and its replay
+// hint says whether a replay can send it. Any other dead letter is left as it is.
+func (det *Detail) ReadOriginal(ctx context.Context, c *kafka.Cluster) error {
+	if det.Convention != ConventionShareGroup {
+		return nil
+	}
+	os, err := Originals(ctx, c, []DeadLetter{det.DeadLetter})
+	if err != nil {
+		return err
+	}
+	o := os[0]
+	if o.State == "" {
+		return nil
+	}
+	det.Original = &o
+	if !det.CoordinatesOnly() {
+		return nil
+	}
+	if !o.Found() {
+		det.Replay.Notes = append(det.Replay.Notes, fmt.Sprintf("the dead letter holds only the record's coordinates and the record is gone (%s: %s): replay refuses it", o.State, o.Detail))
+		return nil
+	}
+	det.Replay.Notes = append(det.Replay.Notes, fmt.Sprintf("the dead letter holds only the record's coordinates: replay sends the original record read from %s, byte for byte", kafka.AddressOf(o.Record)))
+	det.Event, det.Malformed, det.ValueJSON = nil, nil, nil
+	ev, err := envelope.Decode(envelope.RecordHeaders(o.Record.Headers), o.Record.Value)
+	if err != nil {
+		m := schema.MalformedOf(err)
+		det.Malformed = &m
+	} else {
+		det.Event = &ev
+	}
+	if len(o.Record.Value) > 0 && json.Valid(o.Record.Value) {
+		det.ValueJSON = json.RawMessage(bytes.Clone(o.Record.Value))
+	}
+	return nil
 }
 
 // NewDetail decodes d's envelope and builds its replay hint.
@@ -134,7 +177,7 @@ func NewDetail(e Entry) Detail {
 // MarshalJSON writes the DeadLetter's fields, then status (null when not looked up),
 // status_detail (the consumer, its marker when resolved, why when unknown; null when not
 // looked up), event and malformed (one of them null), value_json (null unless the value is
-// JSON) and replay.
+// JSON), replay and original_record (Detail.Original; null when not read).
 func (d Detail) MarshalJSON() ([]byte, error) {
 	var (
 		status *Status
@@ -154,5 +197,6 @@ func (d Detail) MarshalJSON() ([]byte, error) {
 		jsonField{"malformed", d.Malformed},
 		jsonField{"value_json", valueJSON},
 		jsonField{"replay", d.Replay},
+		jsonField{"original_record", d.Original},
 	)
 }

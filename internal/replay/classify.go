@@ -75,19 +75,40 @@ type decision struct {
 	// own key (keySet: dlq.DeadLetter.HasOriginalKey); the replay sends it instead.
 	key    []byte
 	keySet bool
+	// original is the original record read from its coordinates, for a dead letter that holds
+	// only them (dlq.DeadLetter.CoordinatesOnly): the replay sends its key, value and headers.
+	// gone says why it could not be read (the record is gone: the dead letter is incomplete).
+	original *kgo.Record
+	gone     string
 	// status is the dead letter's status (dlq.StatusLookup) and replay the latest journaled
 	// run that sent it (nil: none, or no store), for the records a run has not sent itself.
 	status dlq.Status
 	replay *dlq.ReplayRef
 }
 
-// sendKey is the key the replay sends: the original key a convention moved out of the dead
-// letter's own key, else the dead letter's key.
+// sendKey is the key the replay sends: the original record's key for a dead letter that
+// holds only coordinates, the original key a convention moved out of the dead letter's own
+// key, else the dead letter's key.
 func (d *decision) sendKey() []byte {
-	if d.keySet {
+	switch {
+	case d.original != nil:
+		return d.original.Key
+	case d.keySet:
 		return d.key
 	}
 	return d.rec.Key
+}
+
+// sendSource is the record whose value and headers the replay sends, as read from where the
+// dead letter is (fw.replay.source names it): the dead letter, or for one that holds only
+// coordinates, the original record's key, value and headers.
+func (d *decision) sendSource() *kgo.Record {
+	if d.original == nil {
+		return d.rec
+	}
+	src := *d.rec
+	src.Key, src.Value, src.Headers = d.original.Key, d.original.Value, d.original.Headers
+	return &src
 }
 
 // classifier decides the outcome of records, in batches so that marker and journal lookups
@@ -106,18 +127,21 @@ type classifier struct {
 	// topic ID. Spec.Statuses selects by it; a settled dead letter an earlier run sent is left
 	// out (OutcomeAlreadyReplayed). Without a store nothing is looked up.
 	statuses dlq.StatusLookup
+	// cluster reads the original records of the dead letters that hold only coordinates.
+	cluster *kafka.Cluster
 	// out is reused from batch to batch: the decisions of a batch are handled before the next
 	// one is classified; so are dls and at, the dead letters whose status is looked up and the
-	// index of their decision.
-	out []decision
-	dls []dlq.DeadLetter
-	at  []int
+	// index of their decision, and parsed, the batch's dead letters.
+	out    []decision
+	dls    []dlq.DeadLetter
+	at     []int
+	parsed []dlq.DeadLetter
 }
 
 // newClassifier classifies the records of p (st is needed when p's spec looks statuses or
 // markers up).
-func newClassifier(p *Plan, st *dedup.Store) *classifier {
-	c := &classifier{spec: &p.Spec, filter: p.Spec.filter(), store: st,
+func newClassifier(cl *kafka.Cluster, p *Plan, st *dedup.Store) *classifier {
+	c := &classifier{spec: &p.Spec, filter: p.Spec.filter(), store: st, cluster: cl,
 		parser: dlq.NewParser(dlq.ParseOptions{NoHeaders: true, NoTimes: true})}
 	if p.Resume != nil {
 		c.sent = p.Resume.Sent
@@ -141,13 +165,13 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	}
 	out := c.out[:len(batch)]
 	clear(out)
-	c.dls, c.at = c.dls[:0], c.at[:0]
-	var ids []string
+	c.dls, c.at, c.parsed = c.dls[:0], c.at[:0], c.parsed[:0]
 	for i, r := range batch {
 		dl := c.parser.Parse(r)
 		if c.filter.SchemaID != 0 {
 			dl.DecodePayloads(ctx, nil, r, true) // the framing names the id: no registry needed
 		}
+		c.parsed = append(c.parsed, dl)
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
@@ -158,8 +182,29 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		}
 		d.outcome = OutcomeSend
 		c.route(d, &dl)
-		if c.statuses.Enabled() && !c.sent[sourceRef(r)] {
-			c.dls, c.at = append(c.dls, dl), append(c.at, i)
+	}
+	if err := c.originals(ctx, out); err != nil {
+		return nil, err
+	}
+	processed, err := c.lookUp(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	c.decide(out, processed)
+	return out, nil
+}
+
+// lookUp looks up, for the selected records of out, their statuses (those not selected by
+// Spec.Statuses are filtered out) and, with --skip-processed, the markers of their events.
+func (c *classifier) lookUp(ctx context.Context, out []decision) (map[string]dedup.MarkerRow, error) {
+	var ids []string
+	for i := range out {
+		d := &out[i]
+		if d.outcome == OutcomeFiltered {
+			continue
+		}
+		if c.statuses.Enabled() && !c.sent[sourceRef(d.rec)] {
+			c.dls, c.at = append(c.dls, c.parsed[i]), append(c.at, i)
 		}
 		if d.eventID != "" && c.spec.SkipProcessedFor != "" {
 			ids = append(ids, d.eventID)
@@ -179,13 +224,14 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.status, d.replay = info.Status, info.Replay
 		}
 	}
-	var processed map[string]dedup.MarkerRow
-	if len(ids) > 0 {
-		var err error
-		if processed, err = c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids); err != nil {
-			return nil, err
-		}
+	if len(ids) == 0 {
+		return nil, nil
 	}
+	return c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids)
+}
+
+// decide settles the outcome of each selected record of out, in order of precedence.
+func (c *classifier) decide(out []decision, processed map[string]dedup.MarkerRow) {
 	for i := range out {
 		d := &out[i]
 		if d.outcome == OutcomeFiltered {
@@ -198,8 +244,9 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.outcome = OutcomeAlreadyReplayed
 		case d.eventID != "" && processed != nil && hasKey(processed, d.eventID):
 			d.outcome = OutcomeSkipped
-		case d.omitted != "":
-			// Before the loop guard: no --max-replays makes a cut value whole.
+		case d.omitted != "" || d.gone != "":
+			// Before the loop guard: no --max-replays makes a cut value whole, or brings a
+			// record back.
 			d.outcome = OutcomeIncomplete
 		case d.count >= c.spec.MaxReplays:
 			d.outcome = OutcomeQuarantined
@@ -207,7 +254,41 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 			d.outcome = OutcomeProblem
 		}
 	}
-	return out, nil
+}
+
+// originals reads, for the selected dead letters of the batch that hold only coordinates
+// (dlq.DeadLetter.CoordinatesOnly), their original records (dlq.Originals, one read for the
+// batch), which the replay sends byte for byte: the event id and fw.replay.count are then the
+// original's. One whose original is gone is refused (decision.gone, OutcomeIncomplete), with
+// the reason dlq's rule gives: expired, compacted, recreated, deleted.
+func (c *classifier) originals(ctx context.Context, out []decision) error {
+	var (
+		want []dlq.DeadLetter
+		at   []int
+	)
+	for i := range out {
+		if out[i].outcome != OutcomeFiltered && c.parsed[i].CoordinatesOnly() && !c.sent[sourceRef(out[i].rec)] {
+			want, at = append(want, c.parsed[i]), append(at, i)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	os, err := dlq.Originals(ctx, c.cluster, want)
+	if err != nil {
+		return fmt.Errorf("read the original records of dead letters that hold only coordinates: %w", err)
+	}
+	for k, o := range os {
+		d := &out[at[k]]
+		if !o.Found() {
+			d.gone = fmt.Sprintf("the dead letter holds only coordinates and the original record is gone: %s: %s", o.State, o.Detail)
+			continue
+		}
+		orig := dlq.ParseWith(o.Record, dlq.ParseOptions{NoHeaders: true, NoTimes: true})
+		d.original, d.eventID, d.count = o.Record, orig.EventID, orig.ReplayCount
+		c.parsed[at[k]].EventID = orig.EventID
+	}
+	return nil
 }
 
 func hasKey(m map[string]dedup.MarkerRow, k string) bool { _, ok := m[k]; return ok }

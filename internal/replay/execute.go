@@ -139,12 +139,34 @@ func (s *Summary) Err() error {
 		held = append(held, fmt.Sprintf("%s quarantined: their fw.replay.count reached --max-replays", wording.Plural(n, "record")))
 	}
 	if n := s.IncompleteCount; n > 0 {
-		held = append(held, fmt.Sprintf("%s not sent, incomplete: bounded copies whose value is not whole (fw.dlq.value_omitted)", wording.Plural(n, "record")))
+		held = append(held, fmt.Sprintf("%s not sent, incomplete: %s", wording.Plural(n, "record"), incompleteWhy(s.Incomplete)))
 	}
 	if len(held) == 0 {
 		return nil
 	}
 	return fwerr.Checkf("%s; the other %d selected records were handled", strings.Join(held, "; "), s.Counts.Selected-s.Counts.Quarantined-s.IncompleteCount)
+}
+
+// incompleteWhy says what the incomplete records listed are: bounded copies, dead letters
+// holding only coordinates whose original record is gone, or both.
+func incompleteWhy(refs []RecordRef) string {
+	const (
+		bounded = "bounded copies whose value is not whole (fw.dlq.value_omitted)"
+		gone    = "dead letters holding only coordinates whose original record is gone (original_gone says why)"
+	)
+	var nGone int
+	for _, r := range refs {
+		if r.OriginalGone != "" {
+			nGone++
+		}
+	}
+	switch {
+	case nGone == 0:
+		return bounded
+	case nGone == len(refs):
+		return gone
+	}
+	return bounded + ", or " + gone
 }
 
 // incompleteOf is how many of a run's selected records were incomplete: the journal counts
@@ -400,7 +422,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 
 	ps := &pass{e: e, cl: cl, readCtx: readCtx, prodCtx: prodCtx, stopRead: stopRead, flusher: fl,
 		lim: newLimiter(e.opts.Rate), start: time.Now(), total: e.plan.Total(), window: e.sum.DuplicateWindow, sinceAt: atEvery}
-	readErr := readBatches(readCtx, c, e.plan.Ranges, newClassifier(e.plan, e.st), ps.handle)
+	readErr := readBatches(readCtx, c, e.plan.Ranges, newClassifier(c, e.plan, e.st), ps.handle)
 	readErr = ps.drain(ctx, readErr)
 	fl.stop()
 	e.sum.Read = ps.read
@@ -604,7 +626,7 @@ func (ps *pass) send(d *decision) error {
 	if d.reason == dlq.ReasonMalformed {
 		e.sum.MalformedSent++
 	}
-	out := e.prov.build(&e.strip, &e.slab, d.rec, d.count, d.target, d.partition, ps.at, d.group)
+	out := e.prov.build(&e.strip, &e.slab, d.sendSource(), d.count, d.target, d.partition, ps.at, d.group)
 	out.Key = d.sendKey()
 	if d.partition < 0 {
 		out.Partition = -1 // placedPartitioner: spread it

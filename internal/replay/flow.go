@@ -212,7 +212,7 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 	}
 	res.aim(rep)
 	res.Notices = append(res.Notices, rep.Guards...)
-	res.incomplete(rep.Counts.Incomplete)
+	res.incomplete(rep.Counts.Incomplete-rep.Counts.OriginalGone, rep.Counts.OriginalGone)
 	if !r.Execute {
 		if n := rep.Counts.Quarantined; n > 0 {
 			res.notice(NoticeQuarantine, "%s would be quarantined (fw.replay.count reached --max-replays %d): --execute would send the rest and exit 3",
@@ -328,8 +328,13 @@ func (r *FlowResult) aim(rep *Report) {
 	}
 }
 
-// incomplete says that n selected records are bounded copies, which are never sent.
-func (r *FlowResult) incomplete(n int64) {
+// incomplete says that n selected records are bounded copies, and gone are dead letters
+// holding only coordinates whose original record is gone, which are never sent.
+func (r *FlowResult) incomplete(n, gone int64) {
+	if gone > 0 {
+		r.notice(NoticeIncomplete, "%s incomplete: dead letters that hold only their record's coordinates (a share group's DLQ without record copies) whose original record is gone "+
+			"from its source topic (expired, compacted, or the topic recreated or deleted; each is listed with why): they are never sent: --execute sends the rest and exits 3", wording.Plural(gone, "record"))
+	}
 	if n > 0 {
 		r.notice(NoticeIncomplete, "%s incomplete: bounded copies the consumer wrote when the whole dead letter did not fit its topic (fw.dlq.value_omitted); "+
 			"their value is cut or empty, so they are never sent: --execute sends the rest and exits 3", wording.Plural(n, "record"))

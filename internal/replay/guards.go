@@ -100,7 +100,7 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 		return nil
 	}
 	g.checked++
-	rec := d.rec
+	rec := d.sendSource() // the original record, for a dead letter that holds only coordinates
 	if e := g.spec.Edit; e != nil && e.Value != nil {
 		rec = &kgo.Record{Key: rec.Key, Value: e.Value, Headers: rec.Headers}
 	}

@@ -197,13 +197,17 @@ type RecordRef struct {
 	// value is not whole, and the original value's length (0: not said).
 	ValueOmitted string `json:"value_omitted,omitempty"`
 	ValueBytes   int64  `json:"value_bytes,omitempty"`
+	// OriginalGone is set for an incomplete dead letter that holds only its record's
+	// coordinates (a share group's, copy off) whose original record is gone: why (expired,
+	// compacted, recreated, deleted; dlq.Originals).
+	OriginalGone string `json:"original_gone,omitempty"`
 }
 
 // refOf names d in a report.
 func refOf(d *decision) RecordRef {
 	r := RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target}
 	if d.outcome == OutcomeIncomplete {
-		r.ValueOmitted, r.ValueBytes = d.omitted, d.valueBytes
+		r.ValueOmitted, r.ValueBytes, r.OriginalGone = d.omitted, d.valueBytes, d.gone
 	}
 	return r
 }
@@ -238,9 +242,12 @@ type Counts struct {
 	Selected    int64 `json:"selected"`
 	ToSend      int64 `json:"to_send"`
 	Quarantined int64 `json:"quarantined"`
-	// Incomplete counts the bounded copies selected (OutcomeIncomplete): never sent.
-	Incomplete int64 `json:"incomplete"`
-	Skipped    int64 `json:"skipped"`
+	// Incomplete counts the bounded copies selected (OutcomeIncomplete), and the dead letters
+	// that hold only coordinates whose original record is gone: never sent. OriginalGone
+	// counts the latter.
+	Incomplete   int64 `json:"incomplete"`
+	OriginalGone int64 `json:"original_gone"`
+	Skipped      int64 `json:"skipped"`
 	// AlreadySent counts a resumed run's records that the run itself sent before it stopped.
 	AlreadySent int64 `json:"already_sent"`
 	// AlreadyReplayed counts the settled dead letters an earlier run sent, left out
@@ -380,7 +387,7 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	sc := &scan{rep: newReport(p), opts: opts, guard: newGuard(c, st, &p.Spec), targets: newTargetCache(c, kafka.OpDescribe, p),
 		byTarget: map[targetKey]int64{}, total: p.Total()}
-	err := readBatches(ctx, c, p.Ranges, newClassifier(p, st), func(d *decision) error { return sc.add(ctx, d) })
+	err := readBatches(ctx, c, p.Ranges, newClassifier(c, p, st), func(d *decision) error { return sc.add(ctx, d) })
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +473,9 @@ func (sc *scan) count(ctx context.Context, d *decision) error {
 		}
 	case OutcomeIncomplete:
 		rep.Counts.Incomplete++
+		if d.gone != "" {
+			rep.Counts.OriginalGone++
+		}
 		if len(rep.Incomplete) < maxListed {
 			rep.Incomplete = append(rep.Incomplete, refOf(d))
 		}
@@ -508,7 +518,8 @@ func (sc *scan) count(ctx context.Context, d *decision) error {
 func (sc *scan) sample(ctx context.Context, d *decision) SampleRecord {
 	s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
 		Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
-	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(d.rec.Headers), d.rec.Key, d.rec.Value)
+	src := d.sendSource()
+	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(src.Headers), src.Key, src.Value)
 	s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value
 	if key, exact := printable.Text(d.sendKey()); key != nil {
 		s.Key, s.KeyBase64 = *key, exact

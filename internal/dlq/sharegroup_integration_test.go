@@ -1,0 +1,125 @@
+package dlq_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// TestDiscoversShareDLQTopics: with the default pattern, discovery finds a topic that carries
+// errors.deadletterqueue.group.enable=true whatever its name, and one named with the
+// cluster's prefix; a pattern the operator chose is taken as it is.
+func TestDiscoversShareDLQTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	flagged := testenv.Name(t, "fw-sharedisc") + "-queue"
+	testenv.CreateTopic(t, flagged, 1, map[string]*string{kafka.ConfigShareDLQTopicEnable: kmsg.StringPtr("true")})
+	prefixed := kafka.DefaultShareDLQPrefix + testenv.Name(t, "fw-sharedisc")
+	testenv.CreateTopic(t, prefixed, 1, nil)
+	plain := testenv.Name(t, "fw-sharedisc") + "-plain"
+	testenv.CreateTopic(t, plain, 1, nil)
+	if dlq.DefaultTopicPattern.MatchString(flagged) || dlq.DefaultTopicPattern.MatchString(plain) {
+		t.Fatalf("the test's names must not match the default pattern")
+	}
+	c := testenv.Cluster(t)
+	got, err := dlq.Topics(ctx, c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, flagged) || !slices.Contains(got, prefixed) || slices.Contains(got, plain) {
+		t.Fatalf("discovered %v: want %s and %s, not %s", got, flagged, prefixed, plain)
+	}
+	if !slices.IsSorted(got) {
+		t.Fatalf("discovered %v: not sorted", got)
+	}
+}
+
+// TestOriginals reads originals on the real broker: found; expired below the log start;
+// recreated beyond the end, or written after the dead letter; deleted with the topic.
+func TestOriginals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src := testenv.Topic(t, 1, nil)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(src))
+	for _, v := range []string{"a", "b", "c"} {
+		testenv.Produce(t, cl, &kgo.Record{Key: []byte(v), Value: []byte(v)})
+	}
+	c := testenv.Cluster(t)
+	del := kadm.Offsets{}
+	del.AddOffset(src, 0, 1, -1)
+	if res, err := c.Admin.DeleteRecords(ctx, del); err != nil || res.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, res.Error())
+	}
+	now := time.Now().UTC()
+	dl := func(topic string, offset int64, at time.Time) dlq.DeadLetter {
+		p := int32(0)
+		return dlq.DeadLetter{Convention: dlq.ConventionShareGroup, Timestamp: at, OriginalTopic: topic, OriginalPartition: &p, OriginalOffset: &offset}
+	}
+	ds := []dlq.DeadLetter{
+		dl(src, 2, now.Add(time.Minute)),
+		dl(src, 0, now.Add(time.Minute)),
+		dl(src, 7, now.Add(time.Minute)),
+		dl(src, 1, now.Add(-time.Hour)), // the record there was written after this dead letter
+		dl(testenv.Name(t, "fw-absent"), 0, now),
+		{Convention: dlq.ConventionShareGroup}, // no coordinates
+	}
+	os, err := dlq.Originals(ctx, c, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []dlq.OriginalState{dlq.OriginalFound, dlq.OriginalExpired, dlq.OriginalRecreated, dlq.OriginalRecreated, dlq.OriginalDeleted, ""}
+	for i, o := range os {
+		if o.State != want[i] {
+			t.Errorf("dead letter %d: %s (%s), want %s", i, o.State, o.Detail, want[i])
+		}
+	}
+	if r := os[0].Record; r == nil || string(r.Value) != "c" {
+		t.Fatalf("found %+v, want the record c", r)
+	}
+}
+
+// TestOriginalsTopicRecreated: the source topic deleted, a dead letter's original is deleted;
+// created again and written to, the record now at its offset was written after the dead
+// letter: recreated, never taken for the original.
+func TestOriginalsTopicRecreated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := testenv.Topic(t, 1, nil)
+	produce := func() {
+		cl := testenv.Client(t, kgo.DefaultProduceTopic(src))
+		testenv.Produce(t, cl, &kgo.Record{Value: []byte("0")}, &kgo.Record{Value: []byte("1")})
+	}
+	produce()
+	p, off := int32(0), int64(1)
+	ds := []dlq.DeadLetter{{Convention: dlq.ConventionShareGroup, Timestamp: time.Now().UTC(), OriginalTopic: src, OriginalPartition: &p, OriginalOffset: &off}}
+	c := testenv.Cluster(t)
+	state := func() dlq.Original {
+		t.Helper()
+		os, err := dlq.Originals(ctx, c, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os[0]
+	}
+	if o := state(); o.State != dlq.OriginalFound {
+		t.Fatalf("before: %s (%s), want found", o.State, o.Detail)
+	}
+	testenv.DeleteTopic(t, testenv.Client(t), src)
+	if o := state(); o.State != dlq.OriginalDeleted {
+		t.Fatalf("deleted: %s (%s), want deleted", o.State, o.Detail)
+	}
+	testenv.CreateTopic(t, src, 1, nil)
+	produce()
+	if o := state(); o.State != dlq.OriginalRecreated || o.Record != nil {
+		t.Fatalf("recreated: %s (%s), want recreated", o.State, o.Detail)
+	}
+}
