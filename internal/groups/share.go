@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -197,5 +199,44 @@ func readShare(ctx context.Context, c *kafka.Cluster, d group, rep *Report) erro
 	return err
 }
 
-// MemberNames are the members in words, comma-separated.
-func MemberNames(names []string) string { return strings.Join(names, ", ") }
+// undoShare moves share group name's start offsets back: back are the old offsets, drop the
+// partitions the reset started where the group had none. The API deletes a share group's
+// offsets of whole topics only, so a topic with a partition to drop is deleted whole and its
+// other partitions are set again, to their offsets now (now) or the old ones (back).
+func undoShare(ctx context.Context, c *kafka.Cluster, name string, now kafka.Commits, back kafka.Commits, drop map[string][]int32) error {
+	set := kafka.Commits{}
+	for t, ps := range back {
+		set[t] = maps.Clone(ps)
+	}
+	var topics []string
+	for t, ps := range drop {
+		topics = append(topics, t)
+		for p, at := range now[t] {
+			if slices.Contains(ps, p) {
+				continue
+			}
+			if set[t] == nil {
+				set[t] = map[int32]int64{}
+			}
+			if _, ok := set[t][p]; !ok {
+				set[t][p] = at
+			}
+		}
+	}
+	sort.Strings(topics)
+	if len(topics) > 0 {
+		if err := c.DeleteShareGroupStarts(ctx, name, topics...); err != nil {
+			return fmt.Errorf("nothing was moved: %w", err)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if err := c.AlterShareGroupStarts(ctx, name, set); err != nil {
+		if len(topics) > 0 {
+			return fmt.Errorf("the start offsets of share group %s on %s were deleted, but not set back (groups journal shows the old offsets): %w", name, strings.Join(topics, ", "), err)
+		}
+		return err
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package groups
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -342,5 +344,115 @@ func TestDeadLetterPathWhole(t *testing.T) {
 	at := rejectRecord(t, topic, group, []byte("poison"))
 	if dl := deadLetterOf(t, dlq, topic, group, at, 30*time.Second); dl == nil || string(dl.Value) != "poison" {
 		t.Fatalf("dead letter %v, want the record copied", dl)
+	}
+}
+
+// consumeAll joins group as a share consumer of topic, accepts records until it has n, and
+// leaves the group; it returns once the group has no members.
+func consumeAll(t *testing.T, c *kafka.Cluster, topic, group string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc, err := kgo.NewClient(kgo.SeedBrokers(testenv.Brokers(t)), kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got := 0; got < n; {
+		fs := sc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("share consumer: %d of %d records", got, n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept); got++ })
+	}
+	if err := sc.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A member that is still in the group refuses a reset: the refusal names it.
+	if _, err := PlanReset(ctx, c, ResetOptions{Group: group, Topics: []string{topic}, Target: ResetTarget{To: ResetEarliest}}); !errors.Is(err, ErrActive) {
+		t.Fatalf("a reset while the share group has a member: %v", err)
+	}
+	sc.Close()
+	testenv.WaitUntil(t, 30*time.Second, nil, "the share group empties", func() bool {
+		d, err := describe(ctx, c, group)
+		return err == nil && d.Type == TypeShare && len(d.Members) == 0
+	})
+}
+
+// startsNow are group's start offsets on topic.
+func startsNow(t *testing.T, c *kafka.Cluster, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := shareStartsOf(ctx, c, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Commits()[topic]
+}
+
+// A share group's start offsets are reset like a consumer group's commits: planned (refused
+// while it has members), executed, journaled, undone; an undo of a reset that started a topic
+// the group had no offsets on deletes them again.
+func TestShareGroupReset(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, cl, st := testenv.Cluster(t), testenv.Client(t), testenv.SQLiteStore(t)
+	topic := testenv.Topic(t, 2, nil)
+	p := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for part := range int32(2) {
+		for i := range 6 {
+			testenv.Produce(t, p, &kgo.Record{Topic: topic, Partition: part, Value: []byte(strconv.Itoa(i))})
+		}
+	}
+	group := shareGroup(t, cl, testenv.Name(t, "fw-share"), nil)
+	consumeAll(t, c, topic, group, 12)
+
+	env := &action.Env{Options: action.Options{Execute: true, Yes: true, Record: action.NewRecord(time.Now(), "tester", os.Getenv, "INC-28")}}
+	two := int64(2)
+	out, err := action.Run(ctx, Reset(c, st, ResetOptions{Group: group, Topics: []string{topic}, Target: ResetTarget{To: ResetOffset, Offset: &two}}), env.Options, action.Hooks[*ResetPlan]{})
+	if err != nil || out.Stage != action.StageExecute || out.Plan.Type != TypeShare || len(out.Plan.Partitions) != 2 {
+		t.Fatalf("reset: %+v, %v", out, err)
+	}
+	before := map[int32]*int64{}
+	for _, rp := range out.Plan.Partitions {
+		before[rp.Partition] = rp.Committed
+	}
+	if got := startsNow(t, c, group, topic); got[0] != 2 || got[1] != 2 {
+		t.Fatalf("start offsets after the reset: %v, want 2 and 2", got)
+	}
+	js, err := st.GroupActions(ctx, 0)
+	if err != nil || len(js) != 1 || js[0].Action != "reset" || js[0].Group != group || js[0].Reason != "INC-28" {
+		t.Fatalf("journal: %+v, %v", js, err)
+	}
+
+	env.Record = action.NewRecord(time.Now(), "tester", os.Getenv, "undo INC-28")
+	if _, err := action.Run(ctx, Undo(c, st, js[0].ID), env.Options, action.Hooks[*UndoPlan]{}); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	got := startsNow(t, c, group, topic)
+	for part, at := range before {
+		if now, ok := got[part]; at == nil && ok || at != nil && (!ok || now != *at) {
+			t.Fatalf("after the undo, partition %d starts at %v (present %v), want %s", part, now, ok, OffsetText(at))
+		}
+	}
+
+	// No offsets on the topic: the reset starts it, the undo deletes the offsets again.
+	if err := c.DeleteShareGroupStarts(ctx, group, topic); err != nil {
+		t.Fatal(err)
+	}
+	env.Record = action.NewRecord(time.Now(), "tester", os.Getenv, "INC-28 again")
+	out, err = action.Run(ctx, Reset(c, st, ResetOptions{Group: group, Topics: []string{topic}, Target: ResetTarget{To: ResetLatest}}), env.Options, action.Hooks[*ResetPlan]{})
+	if err != nil || out.Plan.Partitions[0].Committed != nil {
+		t.Fatalf("reset of a topic without offsets: %+v, %v", out, err)
+	}
+	if got := startsNow(t, c, group, topic); got[0] != 6 || got[1] != 6 {
+		t.Fatalf("start offsets after the reset to the latest: %v", got)
+	}
+	env.Record = action.NewRecord(time.Now(), "tester", os.Getenv, "undo again")
+	if _, err := action.Run(ctx, Undo(c, st, out.Result.ID), env.Options, action.Hooks[*UndoPlan]{}); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if got := startsNow(t, c, group, topic); len(got) != 0 {
+		t.Fatalf("after the undo of a reset that started the topic: %v, want no offsets", got)
 	}
 }
