@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // The rules of the dead-letter path check (Finding.Rule), in the order the broker meets them
@@ -211,4 +213,78 @@ func (p *DeadLetterPath) judged() *DeadLetterPath {
 		p.Verdict = "rejected records reach " + p.DLQTopic + " with their key and value"
 	}
 	return p
+}
+
+// CheckShareGroups checks the dead-letter path of each named share group (none named: every
+// share group of the cluster), each against the topics it reads (its start offsets and its
+// members' assignments). A named group that does not exist yet is checked on its configuration
+// alone (a group's configs are set before it first runs); one of another type is a usage error.
+func CheckShareGroups(ctx context.Context, c *kafka.Cluster, names []string) ([]*DeadLetterPath, error) {
+	listed, err := c.Admin.ListGroups(ctx)
+	if err != nil && len(listed) == 0 {
+		return nil, kafka.Denied(fmt.Errorf("list groups: %w", err), kafka.OpDescribe, kafka.ResourceCluster, "")
+	}
+	if len(names) == 0 {
+		for _, g := range listed.Sorted() {
+			if g.GroupType == TypeShare {
+				names = append(names, g.Group)
+			}
+		}
+	}
+	out := make([]*DeadLetterPath, 0, len(names))
+	for _, name := range names {
+		if l, ok := listed[name]; ok && l.GroupType != TypeShare && l.GroupType != "" {
+			return nil, fwerr.Usagef("%s is a %s group, not a share group: only share groups have a broker-written dead-letter path", name, l.GroupType)
+		}
+		sources, err := shareSources(ctx, c, name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := CheckDeadLetterPath(ctx, c, name, sources)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// shareSources are the topics share group name reads: those it has start offsets on and
+// those its members are assigned (none for a group that does not exist yet).
+func shareSources(ctx context.Context, c *kafka.Cluster, name string) ([]string, error) {
+	set := map[string]bool{}
+	d, ok, err := describeShare(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		for _, m := range d.Members {
+			for _, a := range m.assigned {
+				set[a.Topic] = true
+			}
+		}
+	}
+	starts, err := shareStartsOf(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	for t := range starts {
+		set[t] = true
+	}
+	return sortedKeys(set), nil
+}
+
+// CheckResult is the exit of `groups check`: a check error (exit 3) naming the groups whose
+// rejected records would be lost, nil when none would.
+func CheckResult(paths []*DeadLetterPath) error {
+	var lost []string
+	for _, p := range paths {
+		if p.Lost {
+			lost = append(lost, p.Group)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return fwerr.Checkf("rejected records would be archived and lost in %s: %s", wording.Plural(int64(len(lost)), "share group"), strings.Join(lost, ", "))
 }
