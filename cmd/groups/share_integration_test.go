@@ -94,6 +94,21 @@ func TestShareGroupCommands(t *testing.T) {
 			t.Fatalf("groups describe lacks %q:\n%s", want, r.Stdout)
 		}
 	}
+	var topicRep struct {
+		Groups []struct {
+			Group      string `json:"group"`
+			Type       string `json:"type"`
+			Partitions []struct {
+				Committed   int64  `json:"committed_offset"`
+				StartOffset *int64 `json:"start_offset"`
+			} `json:"partitions"`
+		} `json:"groups"`
+	}
+	decode(t, roottest.RunCode(t, env, 0, "inspect", "topic", topic, "-o", "json").Stdout, &topicRep)
+	if gs := topicRep.Groups; len(gs) != 1 || gs[0].Group != group || gs[0].Type != "share" || len(gs[0].Partitions) != 1 ||
+		gs[0].Partitions[0].StartOffset == nil || gs[0].Partitions[0].Committed != -1 {
+		t.Fatalf("inspect topic's groups: %+v", gs)
+	}
 	r = roottest.RunCode(t, env, 3, "groups", "check", group)
 	if !strings.Contains(r.Stdout, "dlq_prefix") || !strings.Contains(r.Stderr, group) {
 		t.Fatalf("groups check: %s\n%s", r.Stdout, r.Stderr)
