@@ -227,3 +227,17 @@ func ShareDLQTopics(ctx context.Context, cl *kgo.Client, topics ...string) (map[
 	}
 	return out, nil
 }
+
+// The headers of a dead letter the broker writes for a share group (KIP-1191), each a UTF-8
+// string; ShareDLQMessageRejected and ShareDLQMessageExhausted are the only messages.
+const (
+	ShareDLQHeaderTopic         = "__dlq.errors.topic"
+	ShareDLQHeaderPartition     = "__dlq.errors.partition"
+	ShareDLQHeaderOffset        = "__dlq.errors.offset"
+	ShareDLQHeaderGroup         = "__dlq.errors.group"
+	ShareDLQHeaderDeliveryCount = "__dlq.errors.delivery.count"
+	ShareDLQHeaderMessage       = "__dlq.errors.message"
+
+	ShareDLQMessageRejected  = "Offset rejected by client."
+	ShareDLQMessageExhausted = "Offset delivery count exceeded the threshold."
+)
