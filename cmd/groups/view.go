@@ -247,8 +247,13 @@ func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) [
 	if plan.Changes == 0 {
 		changes += st.Dim.Render(" (the group is there already: nothing to do)")
 	}
+	state, committedCol := plan.State, "committed"
+	if plan.Type == groups.TypeShare {
+		// A share group has start offsets, not commits; a reset forgets its records in flight.
+		state, committedCol = plan.State+", share group: start offsets; records in flight are forgotten", "start"
+	}
 	over := output.Section{Title: title, Fields: [][2]string{
-		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
+		{"group", plan.Group + st.Dim.Render(" ("+state+")")},
 		{"target", targetText(plan.Target)},
 		{"moves", changes},
 	}}
@@ -259,7 +264,7 @@ func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) [
 	if plan.Reason != nil {
 		over.Fields = append(over.Fields, [2]string{"reason", *plan.Reason})
 	}
-	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "committed", "new", "delta", "clamped", "log start", "log end"}}
+	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", committedCol, "new", "delta", "clamped", "log start", "log end"}}
 	for _, rp := range plan.Partitions {
 		committed, delta := st.Dim.Render("none"), "-"
 		if rp.Committed != nil {
