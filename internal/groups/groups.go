@@ -1,10 +1,12 @@
-// Package groups is what fieldwork knows about consumer groups (docs/design.md §3.7): the
-// groups of a cluster with their state and lag (List), one group's members, assignments,
+// Package groups is what fieldwork knows about consumer groups and share groups
+// (docs/design.md §3.7): the groups of a cluster with their state and lag (List), one group's members, assignments,
 // committed offsets, lag and whether its commits move (Describe, Watcher), and the actions
 // that move a group's offsets: the skip, parking the records it steps over in a dead-letter
 // topic first (PlanSkip, Skip), the reset to a target, as kafka-consumer-groups
 // --reset-offsets does (PlanReset, Reset), and the undo of either (PlanUndo, Undo). Lag is
-// kafka.Lag, the rule `inspect topic` uses too.
+// kafka.Lag, the rule `inspect topic` uses too. A share group has start offsets instead of
+// commits (share.go): a reset moves them, and its dead-letter path is checked rule by rule
+// (CheckDeadLetterPath, CheckShareGroups).
 package groups
 
 import (
