@@ -6,8 +6,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// The rules of the dead-letter path check, on facts given: the feature level (which the test
-// broker, shared, cannot be lowered to) and each case the integration tests confirm on it.
+// The rules of the dead-letter path check, on facts given: each case the integration tests
+// confirm on a real broker, and the auto-created topic, which the test broker does not allow.
 func TestJudgeDeadLetterPath(t *testing.T) {
 	cluster := kafka.ShareDLQCluster{Prefix: "dlq.", ShareVersion: 2, DeliveryLimit: 5}
 	good := deadLetterFacts{group: "g", cluster: cluster, config: kafka.ShareGroupConfig{DLQTopic: "dlq.g", CopyRecord: true},

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fieldwork/fieldwork/internal/action"
+	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -79,17 +81,17 @@ func shareGroup(t *testing.T, cl *kgo.Client, group string, configs map[string]s
 // as a share consumer that rejects the record and accepts the marker, as a member of a share
 // group does with poison. It returns the record's offset once the broker has answered the
 // acknowledgements.
-func rejectRecord(t *testing.T, topic, group string, value []byte) int64 {
+func rejectRecord(t *testing.T, brokers, topic, group string, value []byte) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<20))
+	p := testenv.ClientOn(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<20))
 	rs := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("poison"), Value: value}, &kgo.Record{Topic: topic, Key: []byte("marker"), Value: []byte("marker")})
 	if err := rs.FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	poison := rs[0].Record.Offset
-	sc := testenv.Client(t, kgo.ConsumeTopics(topic), kgo.ShareGroup(group), kgo.FetchMaxBytes(32<<20), kgo.FetchMaxPartitionBytes(32<<20))
+	sc := testenv.ClientOn(t, brokers, kgo.ConsumeTopics(topic), kgo.ShareGroup(group), kgo.FetchMaxBytes(32<<20), kgo.FetchMaxPartitionBytes(32<<20))
 	var rejected, marked bool
 	for !marked {
 		fs := sc.PollFetches(ctx)
@@ -115,11 +117,11 @@ func rejectRecord(t *testing.T, topic, group string, value []byte) int64 {
 
 // deadLetterOf waits (bounded) for the dead letter of topic/0@offset in dlq, and returns it;
 // nil when none came within the wait.
-func deadLetterOf(t *testing.T, dlq, topic, group string, offset int64, within time.Duration) *kgo.Record {
+func deadLetterOf(t *testing.T, brokers, dlq, topic, group string, offset int64, within time.Duration) *kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	cl := testenv.Client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
+	cl := testenv.ClientOn(t, brokers, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -221,7 +223,7 @@ func TestDeadLetterPathNoTopic(t *testing.T) {
 	if !p.Lost || severityOf(p, RuleTopicSet) != SeverityLoss {
 		t.Fatalf("a group without a DLQ topic: %+v", p)
 	}
-	rejectRecord(t, topic, group, []byte("poison"))
+	rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
 	waitArchived(t, c, group, topic)
 }
 
@@ -235,10 +237,10 @@ func TestDeadLetterPathPrefix(t *testing.T) {
 		t.Fatalf("a DLQ topic without the prefix: %+v", p)
 	}
 	from := logSize(t)
-	at := rejectRecord(t, topic, group, []byte("poison"))
+	at := rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
 	waitLost(t, from, group, "does not comply with the DLQ topic prefix")
 	waitArchived(t, c, group, topic)
-	if dl := deadLetterOf(t, dlq, topic, group, at, 3*time.Second); dl != nil {
+	if dl := deadLetterOf(t, testenv.Brokers(t), dlq, topic, group, at, 3*time.Second); dl != nil {
 		t.Fatalf("a dead letter reached %s: %v", dlq, dl.Headers)
 	}
 }
@@ -253,7 +255,7 @@ func TestDeadLetterPathMissingTopic(t *testing.T) {
 		t.Fatalf("a missing DLQ topic with auto-create off: %+v", p)
 	}
 	from := logSize(t)
-	rejectRecord(t, topic, group, []byte("poison"))
+	rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
 	waitLost(t, from, group, "DLQ topic does not exist and auto create is disabled")
 	waitArchived(t, c, group, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -274,10 +276,10 @@ func TestDeadLetterPathNotEnabled(t *testing.T) {
 		t.Fatalf("a DLQ topic without the enable flag: %+v", p)
 	}
 	from := logSize(t)
-	at := rejectRecord(t, topic, group, []byte("poison"))
+	at := rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
 	waitLost(t, from, group, "DLQ is not enabled on configured DLQ topic")
 	waitArchived(t, c, group, topic)
-	if dl := deadLetterOf(t, dlq, topic, group, at, 3*time.Second); dl != nil {
+	if dl := deadLetterOf(t, testenv.Brokers(t), dlq, topic, group, at, 3*time.Second); dl != nil {
 		t.Fatalf("a dead letter reached %s: %v", dlq, dl.Headers)
 	}
 }
@@ -292,8 +294,8 @@ func TestDeadLetterPathCopyOff(t *testing.T) {
 	if p.Lost || severityOf(p, RuleCopy) != SeverityWarning || severityOf(p, RuleTopicEnabled) != SeverityOK {
 		t.Fatalf("copy off: %+v", p)
 	}
-	at := rejectRecord(t, topic, group, []byte("poison"))
-	dl := deadLetterOf(t, dlq, topic, group, at, 30*time.Second)
+	at := rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
+	dl := deadLetterOf(t, testenv.Brokers(t), dlq, topic, group, at, 30*time.Second)
 	if dl == nil {
 		t.Fatalf("no dead letter of %s/0@%d in %s", topic, at, dlq)
 	}
@@ -315,8 +317,8 @@ func TestDeadLetterPathRecordSize(t *testing.T) {
 	}
 	from := logSize(t)
 	big := bytes.Repeat([]byte("x"), 8192)
-	at := rejectRecord(t, topic, group, big)
-	dl := deadLetterOf(t, dlq, topic, group, at, 30*time.Second)
+	at := rejectRecord(t, testenv.Brokers(t), topic, group, big)
+	dl := deadLetterOf(t, testenv.Brokers(t), dlq, topic, group, at, 30*time.Second)
 	if dl == nil {
 		t.Fatalf("no dead letter of %s/0@%d in %s", topic, at, dlq)
 	}
@@ -341,8 +343,8 @@ func TestDeadLetterPathWhole(t *testing.T) {
 			t.Fatalf("a path set right: %+v", p)
 		}
 	}
-	at := rejectRecord(t, topic, group, []byte("poison"))
-	if dl := deadLetterOf(t, dlq, topic, group, at, 30*time.Second); dl == nil || string(dl.Value) != "poison" {
+	at := rejectRecord(t, testenv.Brokers(t), topic, group, []byte("poison"))
+	if dl := deadLetterOf(t, testenv.Brokers(t), dlq, topic, group, at, 30*time.Second); dl == nil || string(dl.Value) != "poison" {
 		t.Fatalf("dead letter %v, want the record copied", dl)
 	}
 }
@@ -454,5 +456,44 @@ func TestShareGroupReset(t *testing.T) {
 	}
 	if got := startsNow(t, c, group, topic); len(got) != 0 {
 		t.Fatalf("after the undo of a reset that started the topic: %v, want no offsets", got)
+	}
+}
+
+// share.version below 2: the check says the record is lost, and on a broker at level 1 a
+// rejected record is archived with no dead letter, even with every other rule holding. The
+// shared broker cannot be lowered: a private one is, with UpdateFeatures.
+func TestDeadLetterPathShareVersion(t *testing.T) {
+	k := testenv.StartPrivateKafka(t, nil)
+	cl := k.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: kafka.FeatureShareVersion, MaxVersionLevel: 1, UpgradeType: 2})
+	if err == nil {
+		err = resp[kafka.FeatureShareVersion].Err
+	}
+	if err != nil {
+		t.Fatalf("lower share.version to 1: %v", err)
+	}
+	testenv.WaitUntil(t, 30*time.Second, nil, "share.version 1", func() bool {
+		c, err := kafka.ReadShareDLQCluster(ctx, cl)
+		return err == nil && c.ShareVersion == 1
+	})
+	c, err := kafka.Connect(ctx, config.Connection{Brokers: []string{k.Brokers()}}, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	topic, dlq := testenv.Name(t, "fw"), testenv.Name(t, kafka.DefaultShareDLQPrefix+"fw")
+	testenv.CreateTopicWith(t, cl, topic, 1, 1, nil)
+	testenv.CreateTopicWith(t, cl, dlq, 1, 1, map[string]*string{kafka.ConfigShareDLQTopicEnable: kmsg.StringPtr("true")})
+	group := shareGroup(t, cl, testenv.Name(t, "fw-share"), map[string]string{kafka.ConfigShareGroupDLQTopic: dlq, kafka.ConfigShareGroupDLQCopy: "true"})
+	p := checkOf(t, c, group, topic)
+	if !p.Lost || severityOf(p, RuleShareVersion) != SeverityLoss || severityOf(p, RuleTopicEnabled) != SeverityOK {
+		t.Fatalf("share.version 1: %+v", p)
+	}
+	at := rejectRecord(t, k.Brokers(), topic, group, []byte("poison"))
+	waitArchived(t, c, group, topic)
+	if dl := deadLetterOf(t, k.Brokers(), dlq, topic, group, at, 5*time.Second); dl != nil {
+		t.Fatalf("a dead letter reached %s at share.version 1: %v", dlq, dl.Headers)
 	}
 }
