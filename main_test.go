@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { testenv.ScriptMain(m, root.Main) }
 // TestScripts runs the end-to-end CLI scripts under testdata/script with the commands every
 // package's scripts share (testenv.ScriptParams: fieldwork-exit, fw-exit, fw-create-topic,
 // fw-create-db, fw-capture, fw-silent-port) and four of this package's own: fw-claim,
-// fw-journal-run, fw-webhook and fw-plain-consumer. Scripts that need the real services
+// fw-journal-run, fw-webhook, fw-plain-consumer, fw-share-consumer and fw-share-config. Scripts that need the real services
 // skip without them, except where the services are required (CI, FIELDWORK_TEST_REQUIRE=1):
 // there they fail. -update rewrites the scripts' expected output.
 func TestScripts(t *testing.T) {
@@ -43,6 +43,8 @@ func TestScripts(t *testing.T) {
 	p.Cmds["fw-webhook"] = cmdWebhook
 	p.Cmds["fw-journal-run"] = cmdJournalRun
 	p.Cmds["fw-plain-consumer"] = cmdPlainConsumer
+	p.Cmds["fw-share-consumer"] = cmdShareConsumer
+	p.Cmds["fw-share-config"] = cmdShareConfig
 	testscript.Run(t, p)
 }
 

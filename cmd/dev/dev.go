@@ -149,6 +149,8 @@ type devInfo struct {
 	Seed           uint64                  `json:"seed"`
 	Seeded         []devstack.TopicSeed    `json:"seeded"`
 	Poison         []devstack.PoisonRecord `json:"poison"`
+	// ShareGroup is what the share group task-workers did over tasks (nil without a seed).
+	ShareGroup *devstack.ShareSeed `json:"share_group"`
 	// Consumed is the buggy release's run over tasks (nil when it did not run).
 	Consumed *demo.ConsumeRun `json:"consumed"`
 	Try      []string         `json:"try"`
@@ -175,7 +177,7 @@ func devRun(ctx context.Context, opts *DevOptions) error {
 
 	info := devInfo{Brokers: stack.Addr, DSN: stack.DSN, SchemaRegistry: stack.SchemaRegistry, Seed: opts.Seed, Seeded: []devstack.TopicSeed{}, Poison: []devstack.PoisonRecord{}}
 	if stack.Seeded != nil {
-		info.Seeded, info.Poison = stack.Seeded.Topics, stack.Seeded.Poison
+		info.Seeded, info.Poison, info.ShareGroup = stack.Seeded.Topics, stack.Seeded.Poison, stack.Seeded.Share
 		if !opts.NoConsume && !opts.DeadLetters {
 			run, err := demo.ConsumeBuggy(ctx, stack)
 			if err != nil {
@@ -221,6 +223,9 @@ func devTry(stack *devstack.Stack, consumed bool) []string {
 			try = append(try, "fieldwork inspect record "+poisonAddress(p).String()+b)
 		}
 		try = append(try, "fieldwork inspect record "+devstack.TopicAvro+"/0/0 --schema-registry "+stack.SchemaRegistry+b)
+		if sd.Share != nil {
+			try = append(try, "fieldwork groups describe "+devstack.ShareGroup+" --interval 0"+b, "fieldwork groups check "+devstack.ShareGroup+b)
+		}
 	}
 	d := " --dsn " + stack.DSN
 	if consumed {
@@ -321,6 +326,13 @@ func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *dev
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	if sh := info.ShareGroup; sh != nil {
+		fmt.Fprintf(w, "%s %s read %s:\n", st.Title.Render("Share group"), sh.Group, sh.Topic)
+		say("  ", fmt.Sprintf("%d accepted, %d poison rejected. kfake archives a rejected record and writes no dead letter (nor takes the "+
+			"group's errors.deadletterqueue.* configs), so the sandbox wrote the %d dead letters a 4.4 broker would into %s "+
+			"(errors.deadletterqueue.group.enable=true): the __dlq.errors.* headers, coordinates only.", sh.Accepted, sh.Rejected, sh.DeadLetters, sh.DLQTopic))
+		fmt.Fprintln(w)
 	}
 	if c := info.Consumed; c != nil {
 		fmt.Fprintf(w, "%s by projection %s as group task-projection:\n", st.Title.Render("Consumed"), c.Release)

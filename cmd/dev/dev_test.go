@@ -105,7 +105,7 @@ func TestDevJSONOnStdout(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &info); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
 	}
-	if !strings.HasPrefix(info.Brokers, "127.0.0.1:") || !strings.HasPrefix(info.SchemaRegistry, "http://127.0.0.1:") || len(info.Seeded) != 3 || info.Seeded[0].Topic != "tasks" ||
+	if !strings.HasPrefix(info.Brokers, "127.0.0.1:") || !strings.HasPrefix(info.SchemaRegistry, "http://127.0.0.1:") || len(info.Seeded) != 4 || info.Seeded[0].Topic != "tasks" ||
 		info.Seeded[0].Partitions != 2 || len(info.Seeded[0].PerPartition) != 2 || info.Seeded[1].Poison != 3 || len(info.Poison) != 3 || len(info.Try) == 0 {
 		t.Errorf("info: %+v", info)
 	}

@@ -37,7 +37,13 @@ Kafka does not say when a commit last moved, so describe reads the group twice, 
 apart (0: once), and says which commits moved in between. A partition with lag whose commit
 stood still is marked stuck: its consumer is not getting past a record (groups skip) or is
 not running. --watch reads again every --interval until interrupted, and tells how long each
-commit has not moved since the watch began.`,
+commit has not moved since the watch began.
+
+A share group (KIP-932) has no commits: describe shows its members, and per partition the
+share-partition start offset, the log end, the broker's lag and the members holding it, says
+what the admin API does not report (the records in flight, acquired, their delivery counts),
+and checks its dead-letter path as groups check does: whether a rejected record reaches a
+dead-letter topic or is archived and lost.`,
 		Example: `  fieldwork groups describe billing
   fieldwork groups describe billing --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
   fieldwork groups describe billing --watch --interval 10s -o jsonl`,

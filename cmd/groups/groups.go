@@ -13,9 +13,13 @@ import (
 const groupsLong = `Consumer groups: which exist, how far behind they are, whether their commits move, and
 how to move a group that is stuck on a poison record past it without losing the record.
 
-  groups list                          every group: state, members, topics, total lag
+  groups list                          every group (classic, consumer, share): state, members,
+                                       topics, total lag
   groups describe G                    members, assignments, committed offsets, log end, lag,
-                                       and which commits moved between two reads (--watch)
+                                       and which commits moved between two reads (--watch); a
+                                       share group: start offsets, lag, its dead-letter path
+  groups check [G...]                  whether a share group's rejected records reach its
+                                       dead-letter topic or are lost (exit 3)
   groups skip G --topic T --partition P
                                        park the record the group is stuck on in a dead-letter
                                        topic, then commit past it; --undo RUN restores
@@ -25,10 +29,11 @@ how to move a group that is stuck on a poison record past it without losing the 
   groups journal                       the executed skips, resets and undos: who, why, which
                                        offsets
 
-These work for any consumer, not only fieldwork's: lag and commits are the broker's. skip and
-reset are dry runs unless --execute, ask on a terminal (--yes in scripts), need --reason,
-refuse while the group has members, and are journaled in the store (--dsn) with the old and
-new offsets.`
+These work for any consumer, not only fieldwork's: lag and commits are the broker's. A share
+group (KIP-932) has start offsets instead of commits: reset moves them, skip refuses it.
+skip and reset are dry runs unless --execute, ask on a terminal (--yes in scripts), need
+--reason, refuse while the group has members, and are journaled in the store (--dsn) with
+the old and new offsets.`
 
 // NewCmdGroups is the groups group.
 func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
@@ -38,6 +43,7 @@ func NewCmdGroups(f *cmdutil.Factory) *cobra.Command {
 	cmd := cmdutil.NewGroup("groups <command>", "Consumer groups: lag, stuck commits, skipping a poison record, resetting offsets", groupsLong,
 		NewCmdGroupsList(f, nil),
 		NewCmdGroupsDescribe(f, nil),
+		NewCmdGroupsCheck(f, nil),
 		NewCmdGroupsSkip(f, nil),
 		NewCmdGroupsReset(f, nil),
 		NewCmdGroupsJournal(f, nil),

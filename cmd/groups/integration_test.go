@@ -191,7 +191,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 	}
 	// inspect topic keeps its per-group lag, by the same rule.
 	r = roottest.RunCode(t, env, 0, "inspect", "topic", topic, "--sample", "0", "-o", "jsonl")
-	if !regexp.MustCompile(`"group":"` + group + `","state":"[A-Za-z]+","partitions":\[\{"partition":0,"committed_offset":2,"lag":3\}\],"total_lag":3`).MatchString(r.Stdout) {
+	if !regexp.MustCompile(`"group":"` + group + `","type":"classic","state":"[A-Za-z]+","partitions":\[\{"partition":0,"committed_offset":2,"lag":3\}\],"total_lag":3`).MatchString(r.Stdout) {
 		t.Fatalf("inspect topic lag:\n%s", r.Stdout)
 	}
 

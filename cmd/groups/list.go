@@ -19,13 +19,16 @@ func NewCmdGroupsList(f *cmdutil.Factory, runF func(context.Context, *GroupsList
 	return &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "Every consumer group: state, members, topics and total lag",
-		Long: `List the cluster's consumer groups by name: each one's state (Stable, Empty, …), type,
-member count, the topics it has committed offsets on, and its total lag (committed offset to
-log end, summed over its partitions). A group whose offsets cannot be read (no DESCRIBE on
-it) is listed with the error.`,
+		Short:   "Every group: state, type, members, topics and total lag",
+		Long: `List the cluster's groups by name: each one's state (Stable, Empty, …), type (classic,
+consumer or share), member count, the topics it has committed offsets on, and its total lag
+(committed offset to log end, summed over its partitions). A share group has start offsets
+instead of commits: its topics are those it has start offsets on, its lag the broker's
+(records from the start offset not yet acknowledged). A group whose offsets cannot be read
+(no DESCRIBE on it) is listed with the error.`,
 		Example: `  fieldwork groups list
-  fieldwork groups list -o json | jq '.[] | select(.total_lag > 1000) | .group'`,
+  fieldwork groups list -o json | jq '.[] | select(.total_lag > 1000) | .group'
+  fieldwork groups list -o json | jq '.[] | select(.type == "share") | .group'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, groupsListRun)

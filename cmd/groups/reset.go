@@ -168,7 +168,7 @@ func groupsResetRun(ctx context.Context, opts *GroupsResetOptions, cl *cmdutil.C
 	out, err := cmdutil.RunAction(ctx, cl, opts.ActionFlags, groups.Reset(cl.Kafka, cl.Store, opts.Reset), cmdutil.ActionView[*groups.ResetPlan]{
 		Prompt: func(plan *groups.ResetPlan) cmdutil.Prompt {
 			pr := cmdutil.Prompt{Kafka: true, Store: cl.Store.Table(),
-				Question: fmt.Sprintf("move consumer group %s %s on %s", plan.Group, targetText(plan.Target),
+				Question: fmt.Sprintf("move %s %s %s on %s", groupNoun(plan.Type), plan.Group, targetText(plan.Target),
 					wording.Plural(int64(plan.Changes), "partition"))}
 			for _, rp := range plan.Partitions {
 				if rp.Moves() {
@@ -186,4 +186,12 @@ func groupsResetRun(ctx context.Context, opts *GroupsResetOptions, cl *cmdutil.C
 	}
 	return render(cl, opts.Execute, out, err, func(plan *groups.ResetPlan, dry bool) []output.Section { return resetPlanSections(p, plan, dry) },
 		func(res *groups.ResetResult) []output.Section { return resetResultSections(p, res) })
+}
+
+// groupNoun is how a group of type groupType is named in a question.
+func groupNoun(groupType string) string {
+	if groupType == groups.TypeShare {
+		return "the start offsets of share group"
+	}
+	return "consumer group"
 }

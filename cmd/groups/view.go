@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ func summaryColumns(p *output.Printer) []output.Column[groups.Summary] {
 	return []output.Column[groups.Summary]{
 		{Name: "group", Value: func(s groups.Summary) string { return s.Group }},
 		{Name: "state", Value: func(s groups.Summary) string { return s.State }},
-		{Name: "type", Value: func(s groups.Summary) string { return cmdutil.OrDash(s.Type) }, WideOnly: true},
+		{Name: "type", Value: func(s groups.Summary) string { return cmdutil.OrDash(s.Type) }},
 		{Name: "members", Value: func(s groups.Summary) string { return strconv.Itoa(s.Members) }},
 		{Name: "topics", Value: func(s groups.Summary) string { return cmdutil.OrDash(strings.Join(s.Topics, ",")) }},
 		{Name: "lag", Value: func(s groups.Summary) string {
@@ -63,6 +64,9 @@ func seconds(ms int64) string {
 }
 
 func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
+	if rep.Share != nil {
+		return shareSections(p, rep)
+	}
 	st := p.Styles
 	watched := "one read"
 	if rep.WatchedMS > 0 {
@@ -243,8 +247,13 @@ func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) [
 	if plan.Changes == 0 {
 		changes += st.Dim.Render(" (the group is there already: nothing to do)")
 	}
+	state, committedCol := plan.State, "committed"
+	if plan.Type == groups.TypeShare {
+		// A share group has start offsets, not commits; a reset forgets its records in flight.
+		state, committedCol = plan.State+", share group: start offsets; records in flight are forgotten", "start"
+	}
 	over := output.Section{Title: title, Fields: [][2]string{
-		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
+		{"group", plan.Group + st.Dim.Render(" ("+state+")")},
 		{"target", targetText(plan.Target)},
 		{"moves", changes},
 	}}
@@ -255,7 +264,7 @@ func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) [
 	if plan.Reason != nil {
 		over.Fields = append(over.Fields, [2]string{"reason", *plan.Reason})
 	}
-	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "committed", "new", "delta", "clamped", "log start", "log end"}}
+	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", committedCol, "new", "delta", "clamped", "log start", "log end"}}
 	for _, rp := range plan.Partitions {
 		committed, delta := st.Dim.Render("none"), "-"
 		if rp.Committed != nil {
@@ -298,4 +307,65 @@ func resetResultSections(_ *output.Printer, res *groups.ResetResult) []output.Se
 		{"reason", res.Reason},
 		{"undo", "fieldwork groups reset --undo " + res.ID},
 	}}}
+}
+
+// shareSections are a share group's report: its members, its start offsets and the broker's
+// lag per partition, what the admin API does not say, and its dead-letter path.
+func shareSections(p *output.Printer, rep *groups.Report) []output.Section {
+	overview := output.Section{Title: "Share group " + rep.Group, Fields: [][2]string{
+		{"state", rep.State},
+		{"assignor", cmdutil.OrDash(rep.Protocol)},
+		{"coordinator", strconv.Itoa(int(rep.Coordinator))},
+		{"members", strconv.Itoa(len(rep.Members))},
+		{"total lag", lagText(p, rep.TotalLag)},
+		{"delivery limit", strconv.Itoa(rep.Share.DeadLetters.DeliveryLimit)},
+		{"read at", cmdutil.FormatTime(rep.ReadAt)},
+	}}
+	members := output.Section{Title: "Members", Header: []string{"client id", "host", "assigned", "member id"}, WideOnly: []string{"member id"}}
+	for _, m := range rep.Members {
+		members.Rows = append(members.Rows, []string{m.ClientID, strings.TrimPrefix(m.Host, "/"), cmdutil.OrDash(strings.Join(m.Assigned, ",")), m.MemberID})
+	}
+	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", "start offset", "log end", "lag", "members"}}
+	for _, sp := range rep.Share.Partitions {
+		start, lag := strconv.FormatInt(sp.StartOffset, 10), lagText(p, sp.Lag)
+		if sp.StartOffset < 0 {
+			start = p.Styles.Dim.Render("not started")
+		}
+		if sp.Lag < 0 {
+			lag = p.Styles.Dim.Render("not reported")
+		}
+		parts.Rows = append(parts.Rows, []string{sp.Topic, strconv.Itoa(int(sp.Partition)), start, strconv.FormatInt(sp.LogEnd, 10), lag, cmdutil.OrDash(strings.Join(sp.Members, ", "))})
+	}
+	unreported := output.Section{Title: "Not reported", Text: p.Styles.Dim.Render(rep.Share.NotReported)}
+	return append([]output.Section{overview, members, parts, unreported}, deadLetterSections(p, rep.Share.DeadLetters)...)
+}
+
+// deadLetterSections are the check of a share group's dead-letter path: the verdict, then each
+// rule and what it found.
+func deadLetterSections(p *output.Printer, dl *groups.DeadLetterPath) []output.Section {
+	st := p.Styles
+	verdict := st.OK.Render(dl.Verdict)
+	switch {
+	case dl.Lost:
+		verdict = st.Bad.Render(dl.Verdict)
+	case slices.ContainsFunc(dl.Findings, func(f groups.Finding) bool { return f.Severity == groups.SeverityWarning }):
+		verdict = st.Warn.Render(dl.Verdict)
+	}
+	s := output.Section{Title: "Dead-letter path of " + dl.Group, Fields: [][2]string{
+		{"verdict", verdict},
+		{"DLQ topic", cmdutil.OrDash(dl.DLQTopic)},
+		{"copy record", strconv.FormatBool(dl.CopyRecord)},
+	}}
+	rules := output.Section{Title: "Rules", Header: []string{"rule", "finding", "detail"}}
+	for _, f := range dl.Findings {
+		sev := f.Severity
+		switch f.Severity {
+		case groups.SeverityLoss:
+			sev = st.Bad.Render(sev)
+		case groups.SeverityWarning:
+			sev = st.Warn.Render(sev)
+		}
+		rules.Rows = append(rules.Rows, []string{f.Rule, sev, f.Message})
+	}
+	return []output.Section{s, rules}
 }

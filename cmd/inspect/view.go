@@ -149,14 +149,21 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 		}
 	}
 
-	groups := output.Section{Title: "Consumer groups", Header: []string{"group", "state", "partition", "committed", "lag"}}
+	groups := output.Section{Title: "Consumer groups", Header: []string{"group", "type", "state", "partition", "committed", "lag"}}
 	for _, g := range rep.Groups {
 		for _, gp := range g.Partitions {
 			lag := strconv.FormatInt(gp.Lag, 10)
-			if gp.Lag > 0 {
+			switch {
+			case gp.Lag > 0:
 				lag = st.Warn.Render(lag)
+			case gp.Lag < 0:
+				lag = st.Dim.Render("not reported")
 			}
-			groups.Rows = append(groups.Rows, []string{g.Group, g.State, strconv.Itoa(int(gp.Partition)), strconv.FormatInt(gp.Committed, 10), lag})
+			at := strconv.FormatInt(gp.Committed, 10)
+			if gp.StartOffset != nil {
+				at = "start " + strconv.FormatInt(*gp.StartOffset, 10)
+			}
+			groups.Rows = append(groups.Rows, []string{g.Group, cmdutil.OrDash(g.Type), g.State, strconv.Itoa(int(gp.Partition)), at, lag})
 		}
 	}
 	if rep.GroupsError != "" {

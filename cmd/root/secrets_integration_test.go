@@ -287,6 +287,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	do(0, env, "groups", "list")
 	do(0, env, "groups", "describe", stuck, "--interval", "0")
+	// A share group that has not run: checked on its configuration, no DLQ topic (exit 3).
+	do(3, env, "groups", "check", "leak-share-"+suffix)
 	skipArgs := append([]string{"groups", "skip", stuck, "--topic", topic, "--partition", "0"}, s...)
 	do(0, env, skipArgs...)
 	skipped := do(0, env, append(skipArgs, "--execute", "--yes", "--reason", "leak test", "-o", "json")...)

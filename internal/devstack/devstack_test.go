@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/schema"
 	"net"
@@ -85,7 +86,7 @@ func TestStartServesSeedsAndMigrates(t *testing.T) {
 	if age := time.Since(m.Last); age < 0 || age > 5*time.Minute {
 		t.Errorf("the stream ends %v ago; it should end about a minute before Start", age)
 	}
-	ends, err := adm.ListEndOffsets(ctx, TopicTasks, TopicDLQ, TopicAvro)
+	ends, err := adm.ListEndOffsets(ctx, TopicTasks, TopicDLQ, TopicAvro, TopicShareDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +108,43 @@ func TestStartServesSeedsAndMigrates(t *testing.T) {
 	}
 	if got := s.Seeded.Topics[1]; got.Records != len(m.Poison) || got.DeadLetters != len(m.Poison) {
 		t.Errorf("dlq seed %+v", got)
+	}
+	// The share group accepted every record but the poison, rejected those, and has nothing
+	// left to read; their dead letters carry the broker's headers and coordinates only.
+	if sh := s.Seeded.Share; sh == nil || sh.Rejected != len(m.Poison) || sh.Accepted != m.Records-len(m.Poison) || sh.DeadLetters != len(m.Poison) {
+		t.Errorf("share group seed %+v", sh)
+	}
+	offs, err := adm.DescribeShareGroupOffsets(ctx, ShareGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs[ShareGroup].Offsets.Each(func(o kadm.ShareOffset) {
+		if o.Lag > 0 {
+			t.Errorf("share group %s lags %d on %s/%d", ShareGroup, o.Lag, o.Topic, o.Partition)
+		}
+	})
+	dls := consumeAll(t, s.Addr, TopicShareDLQ, len(m.Poison))
+	wantDL := map[string]bool{}
+	for _, p := range s.Seeded.Poison {
+		wantDL[fmt.Sprintf("%s/%d@%d", p.Topic, p.Partition, p.Offset)] = true
+	}
+	for _, r := range dls {
+		h := func(k string) string {
+			for _, x := range r.Headers {
+				if x.Key == k {
+					return string(x.Value)
+				}
+			}
+			return ""
+		}
+		at := h("__dlq.errors.topic") + "/" + h("__dlq.errors.partition") + "@" + h("__dlq.errors.offset")
+		if !wantDL[at] || r.Key != nil || r.Value != nil || h("__dlq.errors.group") != ShareGroup || h("__dlq.errors.message") != "Offset rejected by client." {
+			t.Errorf("share dead letter %s: key %q value %q headers %v", at, r.Key, r.Value, r.Headers)
+		}
+		delete(wantDL, at)
+	}
+	if len(wantDL) != 0 {
+		t.Errorf("no share dead letter of %v", wantDL)
 	}
 
 	// Every record is where Positions says, byte for byte as generated, and one aggregate's

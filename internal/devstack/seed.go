@@ -30,6 +30,9 @@ type Seeded struct {
 	Positions []Position `json:"-"`
 	// Poison lists the poison records of TopicTasks with their partition and offset.
 	Poison []PoisonRecord `json:"poison"`
+	// Share is what the share group ShareGroup did over TopicTasks (its dead letters are in
+	// Topics too).
+	Share *ShareSeed `json:"share_group"`
 }
 
 // TopicSeed counts the records produced into one topic.
@@ -91,7 +94,8 @@ func sampleOptions(o Options) (sample.Options, error) {
 
 // seed produces the sample stream into TopicTasks and (unless NoDeadLetters) a dead letter for
 // each poison record into TopicDLQ, with one idempotent producer so that each partition keeps
-// the stream's order.
+// the stream's order; then the share group ShareGroup reads TopicTasks and rejects the poison
+// (seedShare).
 func seed(ctx context.Context, addr string, reg *srfake.Registry, o Options) (*Seeded, error) {
 	so, err := sampleOptions(o)
 	if err != nil {
@@ -146,7 +150,12 @@ func seed(ctx context.Context, addr string, reg *srfake.Registry, o Options) (*S
 	if err != nil {
 		return nil, err
 	}
-	s.Topics = []TopicSeed{tasks, dlqSeed, avroSeed}
+	share, shareDLQ, err := seedShare(ctx, addr, len(krs), s.Poison, o.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	s.Share = share
+	s.Topics = []TopicSeed{tasks, dlqSeed, avroSeed, shareDLQ}
 	return s, nil
 }
 

@@ -1,16 +1,19 @@
-// Package groups is what fieldwork knows about consumer groups (docs/design.md §3.7): the
-// groups of a cluster with their state and lag (List), one group's members, assignments,
+// Package groups is what fieldwork knows about consumer groups and share groups
+// (docs/design.md §3.7): the groups of a cluster with their state and lag (List), one group's members, assignments,
 // committed offsets, lag and whether its commits move (Describe, Watcher), and the actions
 // that move a group's offsets: the skip, parking the records it steps over in a dead-letter
 // topic first (PlanSkip, Skip), the reset to a target, as kafka-consumer-groups
 // --reset-offsets does (PlanReset, Reset), and the undo of either (PlanUndo, Undo). Lag is
-// kafka.Lag, the rule `inspect topic` uses too.
+// kafka.Lag, the rule `inspect topic` uses too. A share group has start offsets instead of
+// commits (share.go): a reset moves them, and its dead-letter path is checked rule by rule
+// (CheckDeadLetterPath, CheckShareGroups).
 package groups
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -37,8 +40,9 @@ type Summary struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// List lists every consumer group of the cluster, by name: its state, type, member count,
-// the topics it has commits on and its total lag. A group that cannot be described or whose
+// List lists every group of the cluster, by name: its state, type (classic, consumer or
+// share), member count, the topics it has commits on (a share group: start offsets) and its
+// total lag (a share group's is the broker's: ShareLag). A group that cannot be described or whose
 // commits cannot be fetched is listed with its error; listing the groups at all being
 // denied is an error.
 func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
@@ -53,7 +57,17 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 		return out, nil
 	}
 	described := describeMany(ctx, c, names, listed)
-	commits, failed := c.GroupCommits(ctx, names...)
+	var offsetNames, shareNames []string
+	for _, n := range names {
+		if listed[n].GroupType == TypeShare {
+			shareNames = append(shareNames, n)
+		} else {
+			offsetNames = append(offsetNames, n)
+		}
+	}
+	commits, failed := c.GroupCommits(ctx, offsetNames...)
+	starts, shareFailed := c.ShareGroupStarts(ctx, shareNames...)
+	maps.Copy(failed, shareFailed)
 	topics := map[string]bool{}
 	for _, cm := range commits {
 		for t := range cm {
@@ -75,6 +89,9 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 		}
 		if ferr := failed[name]; ferr != nil {
 			s.Error = ferr.Error()
+		} else if l.GroupType == TypeShare {
+			s.LagKnown = true
+			s.Topics, s.TotalLag = shareSummary(starts[name])
 		} else {
 			s.LagKnown = true
 			for t, ps := range commits[name] {
@@ -144,7 +161,9 @@ type Partition struct {
 
 // Report is one group as `groups describe` shows it.
 type Report struct {
-	Group        string      `json:"group"`
+	Group string `json:"group"`
+	// Type is classic, consumer or share (TypeClassic, TypeConsumer, TypeShare).
+	Type         string      `json:"type"`
 	State        string      `json:"state"`
 	ProtocolType string      `json:"protocol_type"`
 	Protocol     string      `json:"protocol"`
@@ -156,6 +175,9 @@ type Report struct {
 	// watched by then, in milliseconds (0 after a single read).
 	ReadAt    time.Time `json:"read_at"`
 	WatchedMS int64     `json:"watched_ms"`
+	// Share is a share group's start offsets, broker lag and dead-letter path (nil for the
+	// other types; Partitions is empty then, a share group having no commits).
+	Share *ShareReport `json:"share,omitempty"`
 }
 
 // Stuck are the partitions with lag whose commit did not move while watched: the group is
@@ -203,8 +225,11 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	if w.first.IsZero() {
 		w.first = now
 	}
-	rep := &Report{Group: w.group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+	rep := &Report{Group: w.group, Type: d.Type, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
 		Coordinator: d.Coordinator, Members: d.Members, Partitions: []Partition{}, ReadAt: now, WatchedMS: now.Sub(w.first).Milliseconds()}
+	if d.Type == TypeShare {
+		return rep, readShare(ctx, w.c, d, rep)
+	}
 	owner := map[kafka.TopicPartition]string{}
 	for _, mem := range d.Members {
 		for _, a := range mem.assigned {
@@ -278,6 +303,8 @@ func Describe(ctx context.Context, c *kafka.Cluster, group string, interval time
 // group (a consumer of the classic protocol, Kafka Connect), ConsumerGroupDescribe for a
 // group of the consumer protocol (KIP-848), which DescribeGroups does not know.
 type group struct {
+	// Type is the group's type as ListGroups names it: classic, consumer or share.
+	Type                          string
 	State, ProtocolType, Protocol string
 	Coordinator                   int32
 	Members                       []Member
@@ -300,11 +327,15 @@ func describe(ctx context.Context, c *kafka.Cluster, name string) (group, error)
 	if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
 		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, d.Err), kafka.OpDescribe, kafka.ResourceGroup, name)
 	}
-	// Not a classic group: a group of the consumer protocol, or none.
+	// Not a classic group: a group of the consumer protocol, a share group, or none.
 	cs, err := c.Admin.DescribeConsumerGroups(ctx, name)
 	if cd, ok := cs[name]; ok && cd.Err == nil && cd.State != "Dead" {
 		return consumer(cd), nil
-	} else if ok && cd.Err != nil && !errors.Is(cd.Err, kerr.GroupIDNotFound) && !errors.Is(cd.Err, kerr.UnsupportedVersion) {
+	}
+	if sg, ok, serr := describeShare(ctx, c, name); ok || serr != nil {
+		return sg, serr
+	}
+	if cd, ok := cs[name]; ok && cd.Err != nil && !errors.Is(cd.Err, kerr.GroupIDNotFound) && !errors.Is(cd.Err, kerr.UnsupportedVersion) {
 		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, cd.Err), kafka.OpDescribe, kafka.ResourceGroup, name)
 	} else if !ok && err != nil && kafka.IsAuthorization(kafka.Denied(err, kafka.OpDescribe, kafka.ResourceGroup, name)) {
 		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, err), kafka.OpDescribe, kafka.ResourceGroup, name)
@@ -322,7 +353,7 @@ func describeCommits(ctx context.Context, c *kafka.Cluster, name string) (group,
 	if err != nil {
 		return group{}, nil, err
 	}
-	cm, err := c.CommitsOf(ctx, name)
+	cm, err := commitsOf(ctx, c, d, name)
 	if err != nil {
 		return group{}, nil, err
 	}
@@ -337,12 +368,23 @@ func describeCommits(ctx context.Context, c *kafka.Cluster, name string) (group,
 // ListGroups); a group that cannot be described is left out.
 func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed kadm.ListedGroups) map[string]group {
 	out := map[string]group{}
-	var classicNames, consumerNames []string
+	var classicNames, consumerNames, shareNames []string
 	for _, n := range names {
-		if listed[n].GroupType == "consumer" {
+		switch listed[n].GroupType {
+		case TypeConsumer:
 			consumerNames = append(consumerNames, n)
-		} else {
+		case TypeShare:
+			shareNames = append(shareNames, n)
+		default:
 			classicNames = append(classicNames, n)
+		}
+	}
+	if len(shareNames) > 0 {
+		ss, _ := c.Admin.DescribeShareGroups(ctx, shareNames...)
+		for n, d := range ss {
+			if d.Err == nil {
+				out[n] = share(d)
+			}
 		}
 	}
 	if len(classicNames) > 0 {
@@ -365,7 +407,7 @@ func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed 
 }
 
 func classic(d kadm.DescribedGroup) group {
-	g := group{State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
+	g := group{Type: TypeClassic, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
 	for _, m := range d.Members {
 		mem := Member{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
 		if m.InstanceID != nil {
@@ -384,7 +426,7 @@ func classic(d kadm.DescribedGroup) group {
 }
 
 func consumer(d kadm.DescribedConsumerGroup) group {
-	g := group{State: d.State, ProtocolType: "consumer", Protocol: d.AssignorName, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
+	g := group{Type: TypeConsumer, State: d.State, ProtocolType: "consumer", Protocol: d.AssignorName, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
 	for _, m := range d.Members {
 		mem := Member{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
 		if m.InstanceID != nil {

@@ -62,7 +62,9 @@ func (p ResetPartition) Moves() bool { return p.Committed == nil || *p.Committed
 // NewOffset. Changes counts the partitions whose commit moves (0: the plan changes nothing),
 // Clamped those whose target was outside the partition.
 type ResetPlan struct {
-	Group      string           `json:"group"`
+	Group string `json:"group"`
+	// Type is the group's type: a share group's reset moves its start offsets.
+	Type       string           `json:"type"`
 	State      string           `json:"state"`
 	Target     ResetTarget      `json:"target"`
 	Topics     []string         `json:"topics"`
@@ -111,7 +113,7 @@ func PlanReset(ctx context.Context, c *kafka.Cluster, o ResetOptions) (*ResetPla
 	if err != nil {
 		return nil, err
 	}
-	p := &ResetPlan{Group: o.Group, State: d.State, Target: o.Target, Partitions: []ResetPartition{}, Members: []Member{}}
+	p := &ResetPlan{Group: o.Group, Type: d.Type, State: d.State, Target: o.Target, Partitions: []ResetPartition{}, Members: []Member{}}
 	p.Members = append(p.Members, d.Members...)
 	named := len(o.Topics) > 0
 	if named {
@@ -269,10 +271,10 @@ func reset(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *ResetPl
 		commits[rp.Topic][rp.Partition] = rp.NewOffset
 		moves = append(moves, PartitionMove{Topic: rp.Topic, Partition: rp.Partition, OldOffset: rp.Committed, NewOffset: &rp.NewOffset})
 	}
-	if err := recheck(ctx, c, plan.Group, want); err != nil {
+	if _, _, err := recheck(ctx, c, plan.Group, want); err != nil {
 		return nil, err
 	}
-	if err := c.CommitGroup(ctx, plan.Group, commits); err != nil {
+	if err := commitTo(ctx, c, plan.Type, plan.Group, commits); err != nil {
 		return nil, err
 	}
 	res := &ResetResult{ID: rec.ID, Plan: plan, Operator: rec.Operator, Reason: rec.Reason}

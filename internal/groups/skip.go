@@ -97,6 +97,9 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	if err != nil {
 		return nil, err
 	}
+	if d.Type == TypeShare {
+		return nil, fwerr.Usagef("%s is a share group: it has no commit to step past; a member rejects the poison record (the broker dead-letters it, groups check says whether it can), and groups reset moves its start offsets", o.Group)
+	}
 	committed, ok := commits[o.Topic][o.Partition]
 	if !ok {
 		return nil, fwerr.Usagef("consumer group %s has no committed offset on %s/%d: nothing to skip from (groups describe %s shows its offsets)", o.Group, o.Topic, o.Partition, o.Group)
@@ -201,7 +204,7 @@ func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPl
 // before the commit leaves the group where it was; the copies already acknowledged stay in
 // the dead-letter topic, and the error says how many.
 func skip(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *SkipPlan, rec action.Record) (*SkipResult, error) {
-	if err := recheck(ctx, c, plan.Group, map[kafka.TopicPartition]*int64{{Topic: plan.Topic, Partition: plan.Partition}: &plan.Committed}); err != nil {
+	if _, _, err := recheck(ctx, c, plan.Group, map[kafka.TopicPartition]*int64{{Topic: plan.Topic, Partition: plan.Partition}: &plan.Committed}); err != nil {
 		return nil, err
 	}
 	// The commit that stays where it is, first: it proves that the broker takes this
@@ -305,21 +308,21 @@ func record(ctx context.Context, st *dedup.Store, a dedup.GroupAction, moves []P
 
 // recheck refuses when group has members or its commits are no longer want (nil: no commit;
 // the plan is stale: a consumer ran in between).
-func recheck(ctx context.Context, c *kafka.Cluster, group string, want map[kafka.TopicPartition]*int64) error {
-	d, commits, err := describeCommits(ctx, c, group)
+func recheck(ctx context.Context, c *kafka.Cluster, name string, want map[kafka.TopicPartition]*int64) (group, kafka.Commits, error) {
+	d, commits, err := describeCommits(ctx, c, name)
 	if err != nil {
-		return err
+		return d, nil, err
 	}
-	if err := active(group, d.Members); err != nil {
-		return err
+	if err := active(name, d.Members); err != nil {
+		return d, nil, err
 	}
 	for tp, at := range want {
 		if now := commitOf(commits, tp.Topic, tp.Partition); !sameOffset(now, at) {
-			return fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %s as planned: it moved since; nothing was changed (plan again)",
-				group, tp.Topic, tp.Partition, OffsetText(now), OffsetText(at))
+			return d, nil, fmt.Errorf("the committed offset of group %s on %s/%d is %s, not %s as planned: it moved since; nothing was changed (plan again)",
+				name, tp.Topic, tp.Partition, OffsetText(now), OffsetText(at))
 		}
 	}
-	return nil
+	return d, commits, nil
 }
 
 // commitOf is the committed offset of topic/p in commits, nil when there is none.
@@ -431,8 +434,15 @@ func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan
 		}
 		back[topic][m.Partition] = *m.NewOffset
 	}
-	if err := recheck(ctx, c, a.Group, want); err != nil {
+	d, now, err := recheck(ctx, c, a.Group, want)
+	if err != nil {
 		return nil, err
+	}
+	if d.Type == TypeShare {
+		if err := undoShare(ctx, c, a.Group, now, back, drop); err != nil {
+			return nil, err
+		}
+		return recordUndo(ctx, st, plan, rec)
 	}
 	// The commits a reset made where there was none go first: a refusal (DELETE on the group is
 	// an ACL of its own) then leaves everything where it was.
@@ -449,6 +459,12 @@ func undo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, plan *UndoPlan
 			return nil, err
 		}
 	}
+	return recordUndo(ctx, st, plan, rec)
+}
+
+// recordUndo journals the undo plan executed, naming what it undoes.
+func recordUndo(ctx context.Context, st *dedup.Store, plan *UndoPlan, rec action.Record) (*UndoResult, error) {
+	a := plan.Undone
 	res := &UndoResult{ID: rec.ID, Undoes: a.ID, Group: a.Group, Topic: a.Topic, Moves: plan.Moves, Operator: rec.Operator, Reason: rec.Reason}
 	if err := record(ctx, st, dedup.GroupAction{ID: res.ID, Action: dedup.ActionUndo, Group: a.Group, Topic: a.Topic,
 		DeadLetterTopic: a.DeadLetterTopic, Operator: rec.Operator, Reason: rec.Reason, Undoes: a.ID}, plan.Moves); err != nil {

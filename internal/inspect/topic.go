@@ -116,9 +116,12 @@ type FormatCount struct {
 	Count  int64  `json:"count"`
 }
 
-// GroupLag is one consumer group that has committed offsets on the topic.
+// GroupLag is one group that has committed offsets on the topic, or a share group that has
+// start offsets on it.
 type GroupLag struct {
-	Group      string           `json:"group"`
+	Group string `json:"group"`
+	// Type is the group's type as the broker lists it: classic, consumer or share.
+	Type       string           `json:"type"`
 	State      string           `json:"state"`
 	Partitions []GroupPartition `json:"partitions"`
 	TotalLag   int64            `json:"total_lag"`
@@ -126,10 +129,15 @@ type GroupLag struct {
 
 // GroupPartition is a group's committed offset on one partition and its lag: how many offsets
 // lie between the commit and the high watermark.
+//
+// A share group commits nothing: Committed is -1 and StartOffset its share-partition start
+// offset, Lag the broker's count of records from there not yet acknowledged (-1: not
+// reported).
 type GroupPartition struct {
-	Partition int32 `json:"partition"`
-	Committed int64 `json:"committed_offset"`
-	Lag       int64 `json:"lag"`
+	Partition   int32  `json:"partition"`
+	Committed   int64  `json:"committed_offset"`
+	StartOffset *int64 `json:"start_offset,omitempty"`
+	Lag         int64  `json:"lag"`
 }
 
 // Topic describes topic: partitions and offsets, configs, envelope formats from a bounded
@@ -270,24 +278,38 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 	return s, nil
 }
 
-// groupLags lists every consumer group, fetches all their commits in one batch
+// groupLags lists every group, fetches all their commits in one batch
 // (kafka.Cluster.GroupCommits), and keeps the groups with a commit on topic, each partition's
-// lag by kafka.Lag. Groups whose commits cannot be fetched (another group type, no
+// lag by kafka.Lag; share groups with start offsets on topic are kept beside them, with the
+// broker's lag (kafka.Cluster.ShareGroupStarts). Groups whose commits cannot be fetched (another group type, no
 // permission) are left out: nothing says they read this topic.
 func groupLags(ctx context.Context, c *kafka.Cluster, topic string, hwm map[int32]int64) ([]GroupLag, error) {
 	listed, err := c.Admin.ListGroups(ctx)
 	if err != nil && len(listed) == 0 {
 		return nil, fmt.Errorf("list consumer groups: %w", err)
 	}
-	names := listed.Groups()
+	var names, shareNames []string
+	for _, name := range listed.Groups() {
+		if listed[name].GroupType == "share" {
+			shareNames = append(shareNames, name)
+		} else {
+			names = append(names, name)
+		}
+	}
 	out := []GroupLag{}
+	starts, _ := c.ShareGroupStarts(ctx, shareNames...)
+	for _, name := range shareNames {
+		if parts := starts[name][topic]; len(parts) > 0 {
+			out = append(out, shareGroupLag(name, listed[name].State, parts))
+		}
+	}
 	commits, _ := c.GroupCommits(ctx, names...)
 	for _, name := range names {
 		parts := commits[name][topic]
 		if len(parts) == 0 {
 			continue
 		}
-		g := GroupLag{Group: name, State: listed[name].State, Partitions: []GroupPartition{}}
+		g := GroupLag{Group: name, Type: listed[name].GroupType, State: listed[name].State, Partitions: []GroupPartition{}}
 		for p, at := range parts {
 			lag := int64(0)
 			if end, known := hwm[p]; known {
@@ -301,4 +323,16 @@ func groupLags(ctx context.Context, c *kafka.Cluster, topic string, hwm map[int3
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out, nil
+}
+
+// shareGroupLag is a share group's GroupLag on a topic: its start offsets and the broker's lag.
+func shareGroupLag(name, state string, parts map[int32]kafka.ShareStart) GroupLag {
+	g := GroupLag{Group: name, Type: "share", State: state, Partitions: []GroupPartition{}}
+	for p, st := range parts {
+		start := st.Start
+		g.Partitions = append(g.Partitions, GroupPartition{Partition: p, Committed: -1, StartOffset: &start, Lag: st.Lag})
+		g.TotalLag += max(0, st.Lag)
+	}
+	sort.Slice(g.Partitions, func(i, j int) bool { return g.Partitions[i].Partition < g.Partitions[j].Partition })
+	return g
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -129,6 +130,54 @@ type ShareGroupConfig struct {
 // resource); a group never configured answers with the defaults.
 func ReadShareGroupConfig(ctx context.Context, cl *kgo.Client, group string) (ShareGroupConfig, error) {
 	out := ShareGroupConfig{AutoOffsetReset: "latest"}
+	values, err := groupConfigValues(ctx, cl, group)
+	if err != nil {
+		return out, err
+	}
+	out.DLQTopic = values[ConfigShareGroupDLQTopic]
+	out.CopyRecord = values[ConfigShareGroupDLQCopy] == "true"
+	if n, err := strconv.Atoi(values[ConfigShareDeliveryLimit]); err == nil {
+		out.DeliveryLimit = n
+	}
+	if v := values[ConfigShareAutoOffsetReset]; v != "" {
+		out.AutoOffsetReset = v
+	}
+	return out, nil
+}
+
+// SetShareGroupConfig sets group configs (IncrementalAlterConfigs on the GROUP resource),
+// e.g. ConfigShareAutoOffsetReset or ConfigShareGroupDLQTopic; an empty value deletes the key.
+// It returns once DescribeConfigs shows every value set (the broker answers the alter before
+// it has applied it: a read at once, or a consumer joining at once, can still see the old
+// values), or with ctx's error when it does not within ctx.
+func SetShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv map[string]string) error {
+	if err := alterShareGroupConfig(ctx, cl, group, kv); err != nil {
+		return err
+	}
+	for {
+		now, err := groupConfigValues(ctx, cl, group)
+		if err != nil {
+			return err
+		}
+		applied := true
+		for k, v := range kv {
+			if v != "" && now[k] != v {
+				applied = false
+			}
+		}
+		if applied {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("alter group %s configs: not applied: %w", group, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// groupConfigValues are group's configs as DescribeConfigs gives them.
+func groupConfigValues(ctx context.Context, cl *kgo.Client, group string) (map[string]string, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	rr := kmsg.NewDescribeConfigsRequestResource()
 	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
@@ -136,39 +185,24 @@ func ReadShareGroupConfig(ctx context.Context, cl *kgo.Client, group string) (Sh
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return out, fmt.Errorf("describe group %s configs: %w", group, err)
+		return nil, fmt.Errorf("describe group %s configs: %w", group, err)
 	}
+	out := map[string]string{}
 	for _, r := range resp.Resources {
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return out, fmt.Errorf("describe group %s configs: %w", group, err)
+			return nil, fmt.Errorf("describe group %s configs: %w", group, err)
 		}
 		for _, c := range r.Configs {
-			v := ""
 			if c.Value != nil {
-				v = *c.Value
-			}
-			switch c.Name {
-			case ConfigShareGroupDLQTopic:
-				out.DLQTopic = v
-			case ConfigShareGroupDLQCopy:
-				out.CopyRecord = v == "true"
-			case ConfigShareDeliveryLimit:
-				if n, err := strconv.Atoi(v); err == nil {
-					out.DeliveryLimit = n
-				}
-			case ConfigShareAutoOffsetReset:
-				if v != "" {
-					out.AutoOffsetReset = v
-				}
+				out[c.Name] = *c.Value
 			}
 		}
 	}
 	return out, nil
 }
 
-// SetShareGroupConfig sets group configs (IncrementalAlterConfigs on the GROUP resource),
-// e.g. ConfigShareAutoOffsetReset or ConfigShareGroupDLQTopic; an empty value deletes the key.
-func SetShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv map[string]string) error {
+// alterShareGroupConfig is SetShareGroupConfig's request.
+func alterShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv map[string]string) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
@@ -227,3 +261,17 @@ func ShareDLQTopics(ctx context.Context, cl *kgo.Client, topics ...string) (map[
 	}
 	return out, nil
 }
+
+// The headers of a dead letter the broker writes for a share group (KIP-1191), each a UTF-8
+// string; ShareDLQMessageRejected and ShareDLQMessageExhausted are the only messages.
+const (
+	ShareDLQHeaderTopic         = "__dlq.errors.topic"
+	ShareDLQHeaderPartition     = "__dlq.errors.partition"
+	ShareDLQHeaderOffset        = "__dlq.errors.offset"
+	ShareDLQHeaderGroup         = "__dlq.errors.group"
+	ShareDLQHeaderDeliveryCount = "__dlq.errors.delivery.count"
+	ShareDLQHeaderMessage       = "__dlq.errors.message"
+
+	ShareDLQMessageRejected  = "Offset rejected by client."
+	ShareDLQMessageExhausted = "Offset delivery count exceeded the threshold."
+)
