@@ -1,6 +1,10 @@
 package dlq
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fieldwork/fieldwork/internal/kafka"
+)
 
 // Kafka share groups' dead letters (KIP-1191, Apache Kafka 4.4 at share.version=2): the broker
 // itself writes one to the group's errors.deadletterqueue.topic.name when a member rejects a
@@ -11,20 +15,21 @@ import "strings"
 // (OriginalOf). With copy on, key and value are copied; the original headers and timestamp
 // are not. A dead letter goes to the DLQ partition original partition modulo the DLQ's
 // partition count.
+// The header names are internal/kafka's (the broker's contract, named once there).
 const (
 	SharePrefix        = "__dlq.errors."
-	ShareTopic         = "__dlq.errors.topic"
-	SharePartition     = "__dlq.errors.partition"
-	ShareOffset        = "__dlq.errors.offset"
-	ShareGroup         = "__dlq.errors.group"
-	ShareDeliveryCount = "__dlq.errors.delivery.count"
-	ShareMessage       = "__dlq.errors.message"
+	ShareTopic         = kafka.ShareDLQHeaderTopic
+	SharePartition     = kafka.ShareDLQHeaderPartition
+	ShareOffset        = kafka.ShareDLQHeaderOffset
+	ShareGroup         = kafka.ShareDLQHeaderGroup
+	ShareDeliveryCount = kafka.ShareDLQHeaderDeliveryCount
+	ShareMessage       = kafka.ShareDLQHeaderMessage
 )
 
 // The two messages the broker writes in __dlq.errors.message.
 const (
-	ShareMessageRejected  = "Offset rejected by client."
-	ShareMessageExhausted = "Offset delivery count exceeded the threshold."
+	ShareMessageRejected  = kafka.ShareDLQMessageRejected
+	ShareMessageExhausted = kafka.ShareDLQMessageExhausted
 )
 
 var shareGroupConvention = convention{
