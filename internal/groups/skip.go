@@ -58,6 +58,8 @@ type SkipPlan struct {
 	// Record is the record at the committed offset, the one the group is stuck on, decoded as
 	// `inspect record` shows it; nil when that offset holds no readable record.
 	Record *inspect.RecordReport `json:"record"`
+	// Reason is the --reason the skip is asked with (nil without one).
+	Reason *string `json:"reason"`
 	// Members are the group's members; a skip is refused while there are any.
 	Members []Member `json:"members"`
 }
@@ -181,7 +183,13 @@ const parkBatch = 500
 // action's Record (its id is the skip's).
 func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPlan, *SkipResult] {
 	return action.Steps[*SkipPlan, *SkipResult]{
-		Plan: func(ctx context.Context, _ *action.Env) (*SkipPlan, error) { return PlanSkip(ctx, c, o) },
+		Plan: func(ctx context.Context, e *action.Env) (*SkipPlan, error) {
+			p, err := PlanSkip(ctx, c, o)
+			if p != nil {
+				p.Reason = e.Reason()
+			}
+			return p, err
+		},
 		Execute: func(ctx context.Context, e *action.Env, plan *SkipPlan) (*SkipResult, error) {
 			res, err := skip(ctx, c, st, plan, e.Record)
 			if err != nil && res != nil && res.Parked > 0 {
@@ -347,6 +355,8 @@ type UndoPlan struct {
 	Undone dedup.GroupAction `json:"undone"`
 	Moves  []PartitionMove   `json:"moves"`
 	State  string            `json:"state"`
+	// Reason is the --reason the undo is asked with (nil without one).
+	Reason *string `json:"reason"`
 	// Members are the group's members; an undo is refused while there are any.
 	Members []Member `json:"members"`
 }
@@ -405,7 +415,13 @@ type UndoResult struct {
 // PlanUndo's, its execute undo's, journaled under the action's Record.
 func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, *UndoResult] {
 	return action.Steps[*UndoPlan, *UndoResult]{
-		Plan: func(ctx context.Context, _ *action.Env) (*UndoPlan, error) { return PlanUndo(ctx, c, st, id) },
+		Plan: func(ctx context.Context, e *action.Env) (*UndoPlan, error) {
+			p, err := PlanUndo(ctx, c, st, id)
+			if p != nil {
+				p.Reason = e.Reason()
+			}
+			return p, err
+		},
 		Execute: func(ctx context.Context, e *action.Env, plan *UndoPlan) (*UndoResult, error) {
 			return undo(ctx, c, st, plan, e.Record)
 		},

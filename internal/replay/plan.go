@@ -269,17 +269,20 @@ type Report struct {
 	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
 	MaxReplays         int                 `json:"max_replays"`
 	RunID              string              `json:"resumes_run,omitempty"`
-	Selection          SelectionReport     `json:"selection"`
-	Filters            Filters             `json:"filters"`
-	Ranges             []RangeReport       `json:"ranges"`
-	LostOffsets        int64               `json:"lost_offsets,omitempty"`
-	Counts             Counts              `json:"counts"`
-	Targets            []TargetCount       `json:"targets"`
-	Missing            []TargetCount       `json:"missing_targets"`
-	Quarantined        []RecordRef         `json:"quarantined"`
-	Incomplete         []RecordRef         `json:"incomplete"`
-	Problems           []string            `json:"problems"`
-	Sample             []SampleRecord      `json:"sample"`
+	// Reason is why the replay is asked for (--reason, a resumed run's own): journaled and
+	// sent as fw.replay.reason when executed; nil without one.
+	Reason      *string         `json:"reason"`
+	Selection   SelectionReport `json:"selection"`
+	Filters     Filters         `json:"filters"`
+	Ranges      []RangeReport   `json:"ranges"`
+	LostOffsets int64           `json:"lost_offsets,omitempty"`
+	Counts      Counts          `json:"counts"`
+	Targets     []TargetCount   `json:"targets"`
+	Missing     []TargetCount   `json:"missing_targets"`
+	Quarantined []RecordRef     `json:"quarantined"`
+	Incomplete  []RecordRef     `json:"incomplete"`
+	Problems    []string        `json:"problems"`
+	Sample      []SampleRecord  `json:"sample"`
 	// ForGroup is the group the records are for (fw.replay.for): --for-group, or, when every
 	// selected dead letter names one group, that one (ForGroupDefault). "" with Groups: each
 	// record is for the group its dead letter names; with AllGroups, for every group.
