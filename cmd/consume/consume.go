@@ -334,10 +334,14 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 }
 
 // consumeError gives a store error its exit code and hint (cmdutil.StoreError), a store that
-// is not migrated the hint of --migrate too; a handler's missing table says so itself.
+// is not migrated the hint of --migrate too; a handler's missing table says so itself; a
+// topic that does not exist is not found (exit 9), as in every command.
 func consumeError(err error, names dedup.Options) error {
 	if errors.Is(err, handlers.ErrTableMissing) {
 		return err
+	}
+	if mt := (*consumer.MissingTopicError)(nil); errors.As(err, &mt) {
+		return fwerr.Wrap(fwerr.KindNotFound, err)
 	}
 	err = cmdutil.StoreError(err, names)
 	if errors.Is(err, dedup.ErrNotMigrated) {

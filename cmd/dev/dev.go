@@ -78,7 +78,8 @@ read, so the sandbox never touches a configured store. --seed chooses the sample
 the same seed gives the same event ids and payloads.
 
 What it serves is printed to stdout on a terminal, else to stderr; with -o json, jsonl or
-csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
+csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (Ctrl-C exits 130, as
+everywhere; SIGTERM 0).`,
 		Example: `  fieldwork dev
   fieldwork dev --port 19092 --dsn sqlite:/tmp/fw.db --seed 7
   fieldwork dev --no-seed --partitions 6

@@ -139,13 +139,13 @@ and resumes with replay resume once the cause is fixed (exit 3).
 Plan, then execute. Without --execute nothing is sent: it prints the plan (the selection and
 every filter it applies, the ranges, records per target topic and partition, quarantined
 records, a sample) and exits 0, or 2 when records cannot be routed; a target that does not
-exist fails it (exit 1). With --execute it needs --reason (why, recorded in the journal and
+exist fails it (exit 9). With --execute it needs --reason (why, recorded in the journal and
 in fw.replay.reason) and a dedup store (--dsn) for the journal. On a terminal it checks the
 plan the same way, shows it and asks for confirmation; without a terminal it refuses unless
 --yes. With --yes the range is read once, each record sent as it is
 read: a --to topic is checked before the first read, a target named by the headers when a
 record first names it, and the first record that cannot be routed (exit 2) or whose target
-does not exist (exit 1) stops the run before it is sent. When records were sent before it,
+does not exist (exit 9) stops the run before it is sent. When records were sent before it,
 they are journaled and the run is marked failed: create the topic and resume it. A dry run
 first shows every such record. Records go out through an idempotent producer (acks=all), at
 most --rate records per second, with progress on a terminal and a summary at the end.

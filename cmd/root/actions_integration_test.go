@@ -226,7 +226,7 @@ func setupReplayResume(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	missing := testenv.Name(t, "fwmissing")
 	deadLetters(t, dlqTopic, src, src, missing, missing)
-	r := roottest.RunCode(t, w.env, 1, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
+	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
 	m := regexp.MustCompile(`fieldwork replay resume (\S+)`).FindStringSubmatch(r.Stderr)
 	if m == nil {
 		t.Fatalf("no failed run to resume:\n%s", r.Stderr)

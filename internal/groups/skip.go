@@ -373,7 +373,7 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	}
 	switch {
 	case a == nil:
-		return nil, fwerr.Usagef("no groups skip or reset %s in the journal", id)
+		return nil, fwerr.NotFoundf("no groups skip or reset %s in the journal (groups journal lists them)", id)
 	case a.Action == dedup.ActionUndo:
 		return nil, fwerr.Usagef("%s is an undo of %s, not a skip or a reset", id, a.Undoes)
 	case a.UndoneBy != "":

@@ -97,10 +97,10 @@ func (s *Spec) narrow(ranges []kafka.PartitionRange) ([]kafka.PartitionRange, er
 	for a := range s.addresses {
 		i := slices.IndexFunc(ranges, func(r kafka.PartitionRange) bool { return r.Partition == a.Partition })
 		if i < 0 {
-			return nil, fwerr.Usagef("%s: %s has no partition %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition)
+			return nil, fwerr.NotFoundf("%s: %s has no partition %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition)
 		}
 		if r := ranges[i]; a.Offset < r.Start || a.Offset >= r.End {
-			return nil, fwerr.Usagef("%s is not in %s: partition %d holds offsets %d to %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition, r.Start, r.End-1)
+			return nil, fwerr.NotFoundf("%s is not in %s: partition %d holds offsets %d to %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition, r.Start, r.End-1)
 		}
 	}
 	if len(s.eventIDs) > 0 {
@@ -612,6 +612,9 @@ type MissingTargetError struct {
 	text    string
 	stopped bool
 }
+
+// ErrorKind says a missing target is not found (exit 9), as every missing thing is.
+func (e *MissingTargetError) ErrorKind() fwerr.Kind { return fwerr.KindNotFound }
 
 // Stopped reports a run that sent records before it met the missing target.
 func (e *MissingTargetError) Stopped() bool { return e.stopped }
