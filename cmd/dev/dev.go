@@ -277,7 +277,7 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 // tables fitted to width and its sentences wrapped to it (0: not a terminal, nothing cut).
 func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *devstack.Stack) error {
 	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color, Width: width}, output.FormatTable)
-	st, w := p.Styles, output.TextWriter(w, color)
+	st, w := p.Styles, output.WrappingTextWriter(w, color, width)
 	// say writes a sentence indented by indent, wrapped to the terminal under itself.
 	say := func(indent, s string) {
 		for _, line := range output.Wrap(s, max(width-len(indent), 0)) {

@@ -51,6 +51,13 @@ func Printable(s string, keepColor bool) string {
 // banners of dev and demo). One Write must be one whole message, as each fmt.Fprint call is.
 func TextWriter(w io.Writer, color bool) io.Writer { return textWriter{w: w, color: color} }
 
+// WrappingTextWriter is TextWriter with each line wrapped to width columns (0: left whole), as
+// ErrText wraps stderr on a terminal: for narration written to a terminal (dev's banner, the
+// demo's story).
+func WrappingTextWriter(w io.Writer, color bool, width int) io.Writer {
+	return textWriter{w: w, color: color, width: width}
+}
+
 type textWriter struct {
 	w     io.Writer
 	color bool
@@ -83,7 +90,12 @@ func wrapLines(text string, width int) string {
 		if len(indent) > width/2 {
 			indent = ""
 		}
-		parts := Wrap(keepCommands(body), width-len(indent))
+		var parts []string
+		if isCommandLine(ansi.Strip(body)) {
+			parts = WrapCommand(body, width-len(indent))
+		} else {
+			parts = Wrap(keepCommands(body), width-len(indent))
+		}
 		for j := range parts {
 			parts[j] = indent + strings.ReplaceAll(parts[j], commandBlank, " ")
 		}
@@ -227,4 +239,58 @@ func keepCommands(s string) string {
 		b.WriteString(strings.ReplaceAll(s[:end], " ", commandBlank))
 		s = s[end:]
 	}
+}
+
+// isCommandLine says whether a line is a command to run, as a narration shows one ("$
+// fieldwork dlq list", "fieldwork replay …", "export FIELDWORK_BROKERS=…").
+func isCommandLine(s string) bool {
+	for _, p := range []string{"$ ", "fieldwork ", "export ", "kcat "} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// WrapCommand breaks a shell command into lines of at most width columns at blanks, each but
+// the last ended with " \\" and the next indented by four blanks, so that it is still the same
+// command pasted into a shell; never inside quotes. A word longer than a line is left whole.
+func WrapCommand(cmd string, width int) []string {
+	if width <= 0 || ansi.StringWidth(cmd) <= width {
+		return []string{cmd}
+	}
+	const cont, indent = " \\", "    "
+	var lines []string
+	line := ""
+	for _, word := range shellWords(cmd) {
+		switch {
+		case line == "" || strings.TrimSpace(line) == "":
+			line += word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word)+len(cont) > width:
+			lines = append(lines, line+cont)
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	return append(lines, line)
+}
+
+// shellWords splits a command at the blanks outside single and double quotes.
+func shellWords(cmd string) []string {
+	var words []string
+	var quote rune
+	start := 0
+	for i, r := range cmd {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == 0 && (r == '\'' || r == '"'):
+			quote = r
+		case quote == 0 && r == ' ':
+			words = append(words, cmd[start:i])
+			start = i + 1
+		}
+	}
+	return append(words, cmd[start:])
 }

@@ -316,3 +316,19 @@ func TestErrTextKeepsCommandsWhole(t *testing.T) {
 		t.Errorf("the command is broken:\n%s", errOut.String())
 	}
 }
+
+// TestWrapCommand: a command wider than the terminal is broken at blanks outside quotes, with
+// a shell's line continuation, so that it pastes as the same command.
+func TestWrapCommand(t *testing.T) {
+	cmd := "$ fieldwork replay --from tasks.dlq --dlq-reason rejected --execute --yes --reason 'projection 1.5 accepts task.reopened' --dsn sqlite:/tmp/fieldwork-demo.db"
+	lines := WrapCommand(cmd, 60)
+	for i, l := range lines {
+		if len(l) > 60 || i < len(lines)-1 && !strings.HasSuffix(l, " \\") {
+			t.Errorf("line %d: %q", i, l)
+		}
+	}
+	joined := strings.ReplaceAll(strings.Join(lines, "\n"), " \\\n    ", " ")
+	if joined != cmd || !strings.Contains(strings.Join(lines, "\n"), "'projection 1.5 accepts task.reopened'") {
+		t.Errorf("not the same command:\n%s", strings.Join(lines, "\n"))
+	}
+}

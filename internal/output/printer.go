@@ -242,8 +242,15 @@ func (p *Printer) Object(v any, sections []Section) error {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
+		// A title or a text wider than the terminal is wrapped to it, as every line is.
+		fit := func(s string) string {
+			if w := p.TableWidth(); w > 0 {
+				return wrapLines(s, w)
+			}
+			return s
+		}
 		if s.Title != "" {
-			fmt.Fprintln(out, Printable(p.Styles.Title.Render(s.Title), color))
+			fmt.Fprintln(out, fit(Printable(p.Styles.Title.Render(s.Title), color)))
 		}
 		if len(s.Fields) > 0 {
 			width := 0
@@ -276,7 +283,7 @@ func (p *Printer) Object(v any, sections []Section) error {
 			}
 		}
 		if s.Text != "" {
-			fmt.Fprintln(out, Printable(strings.TrimRight(s.Text, "\n"), color))
+			fmt.Fprintln(out, fit(Printable(strings.TrimRight(s.Text, "\n"), color)))
 		}
 	}
 	return nil
