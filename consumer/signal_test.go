@@ -25,6 +25,8 @@ import (
 // the first request, so that a batch is in flight when the signals come:
 //   - one SIGTERM drains: the batch finishes once the receiver answers, it is committed, and
 //     the process exits 0 with its summary;
+//   - Ctrl-C (SIGINT) drains the same way, and the process exits 130 (interrupted), as every
+//     command stopped by Ctrl-C does, after its summary;
 //   - a second SIGTERM abandons the batch at once: exit 130, nothing committed;
 //   - a batch still in flight after --shutdown-timeout is abandoned: the process exits
 //     (130) within that bound, nothing committed.
@@ -40,7 +42,7 @@ func TestSignals(t *testing.T) {
 	}
 
 	arrived := make(chan string, 100)
-	gates := map[string]chan struct{}{"drain": make(chan struct{}), "abort": make(chan struct{}), "timeout": make(chan struct{})}
+	gates := map[string]chan struct{}{"drain": make(chan struct{}), "sigint": make(chan struct{}), "abort": make(chan struct{}), "timeout": make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		group := strings.TrimPrefix(r.URL.Path, "/")
 		var ev struct {
@@ -132,6 +134,19 @@ func TestSignals(t *testing.T) {
 			code, c.stdout.String(), deliveries("drain"), markers("drain"), c.logTail(10))
 	}
 	t.Logf("one SIGTERM: drained and exited %d, %s after the receiver answered", code, took.Round(time.Millisecond))
+
+	// Ctrl-C: the same drain, and exit 130.
+	c = start("sigint")
+	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	close(gates["sigint"])
+	code, _ = exitCode(c, 30*time.Second)
+	if code != 130 || !strings.Contains(c.stdout.String(), `"processed": 3`) || deliveries("sigint") != 3 || markers("sigint") != 3 ||
+		!strings.Contains(c.logTail(5), "interrupted") {
+		t.Errorf("SIGINT: exit %d, stdout %s, %d deliveries, %d markers; want 130, 3 processed, 3, 3, interrupted\n%s",
+			code, c.stdout.String(), deliveries("sigint"), markers("sigint"), c.logTail(10))
+	}
 
 	// A second signal: out at once, nothing committed.
 	c = start("abort")

@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/internal/action"
@@ -152,18 +151,18 @@ func capitalize(s string) string {
 }
 
 // ActionFlags are the inputs every action that changes something shares (replay, replay
-// resume, processed prune, processed forget, groups skip): a dry run unless --execute, --yes
-// for scripts, the --reason that justifies it and the --operator who acts, both journaled
-// (docs/design.md §3.3), with the confirmation and the environment that names the operator by
-// default. RunAction runs an action with them.
+// resume, processed prune, processed forget, groups skip, groups reset): a dry run unless
+// --execute, --yes for scripts, the --reason that justifies it and the --operator who acts,
+// both journaled (docs/design.md §3.3), with the confirmation and the environment that names
+// the operator by default. RunAction runs an action with them.
+//
+// A dry run takes every flag the executed action takes, --reason and --yes included, and
+// its plan shows the reason: the command previewed is the command executed, --execute added.
 type ActionFlags struct {
 	Execute  bool
 	Yes      bool
 	Reason   string
 	Operator string
-	// ReasonOnDryRun, when set, is what Check says of a --reason given without --execute, in
-	// place of the general sentence (replay's, which points at its --dlq-reason filter).
-	ReasonOnDryRun func(reason string) string
 
 	Getenv  func(string) string
 	Now     func() time.Time
@@ -247,21 +246,18 @@ func RunAction[P, R any](ctx context.Context, cl *Clients, a ActionFlags, steps 
 	return action.Run(ctx, steps, action.Options{Execute: a.Execute, Yes: a.Yes, Record: a.Record()}, h)
 }
 
+// ReasonField is the "reason" line of a plan (the --reason it is asked with, dry run or not),
+// none when it has none: every plan shows it the same way.
+func ReasonField(reason *string) [][2]string {
+	if reason == nil {
+		return nil
+	}
+	return [][2]string{{"reason", *reason}}
+}
+
 // RegisterYes adds --yes alone, for an action that has no dry run (replay resume).
 func (a *ActionFlags) RegisterYes(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
-}
-
-// Check refuses --reason on a dry run: it justifies an action, and a dry run changes nothing.
-// It is every action's one check of its flags before anything is opened.
-func (a *ActionFlags) Check(cmd *cobra.Command) error {
-	if !a.Execute && cmd.Flags().Changed("reason") {
-		if a.ReasonOnDryRun != nil {
-			return fwerr.Usagef("%s", a.ReasonOnDryRun(a.Reason))
-		}
-		return fwerr.Usagef("--reason justifies an action: it goes with --execute (without it this is a dry run that changes nothing)")
-	}
-	return nil
 }
 
 // RequireReason refuses --execute without a --reason (blank counts as none), for the actions

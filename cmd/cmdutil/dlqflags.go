@@ -88,7 +88,7 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	if len(topics) == 0 {
 		// The cluster lists only the topics the principal may DESCRIBE: say so, since an
 		// empty answer may be the ACLs' and not the cluster's.
-		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s (%s)\n", pattern, from)
+		fmt.Fprintf(s.ErrText(), "no dead letters: no topic matches %s\n", patternName(pattern, from))
 		fmt.Fprintln(s.ErrText(), "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
 		return topics, pattern, nil
 	}
@@ -100,8 +100,22 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	if len(shown) > 10 {
 		shown = append(slices.Clone(shown[:10]), "…")
 	}
-	fmt.Fprintf(s.ErrText(), "%d %s %s (%s): %s\n", len(topics), noun, pattern, from, strings.Join(shown, ", "))
+	fmt.Fprintf(s.ErrText(), "%d %s %s: %s\n", len(topics), noun, patternName(pattern, from), strings.Join(shown, ", "))
 	return topics, pattern, nil
+}
+
+// patternName is how discovery names the pattern it used: by where it comes from ("the
+// default dead-letter pattern", "the pattern of context prod"), not by its regular expression,
+// which is long and says little at a glance (dlq list --help and README give the default one);
+// a pattern typed with --pattern is the operator's own and is shown as typed.
+func patternName(pattern *regexp.Regexp, from string) string {
+	switch from {
+	case "default":
+		return "the default dead-letter pattern"
+	case "--pattern":
+		return fmt.Sprintf("--pattern %s", pattern)
+	}
+	return "the dead-letter pattern of " + from
 }
 
 // Effective is the pattern that finds the topics without --topic, and where it comes from:

@@ -124,7 +124,10 @@ func (f *Factory) Connection() (config.Connection, error) {
 	}
 	conn, err := config.Resolve(f.Settings().Conn, f.Getenv, file)
 	if err != nil {
-		return config.Connection{}, fwerr.Wrap(fwerr.KindUsage, err)
+		if fwerr.KindOf(err) == fwerr.KindError { // a setting that does not read; a context that is not defined keeps its kind
+			err = fwerr.Wrap(fwerr.KindUsage, err)
+		}
+		return config.Connection{}, err
 	}
 	for _, w := range conn.Warnings {
 		if !f.warned[w] {

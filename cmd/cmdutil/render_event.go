@@ -47,7 +47,7 @@ func MalformedRecordSection(st output.Styles, format, field, reason string) outp
 // (inspect topic's sample, inspect aggregate, processed check), with their format, field and
 // reason.
 func MalformedRecordsSection(title string, p *output.Printer, ms []schema.MalformedRecord) output.Section {
-	s := output.Section{Title: title, Header: []string{"partition", "offset", "format", "field", "reason"}}
+	s := output.Section{Title: title, Header: []string{"partition", "offset", "format", "field", "reason"}, Keep: []string{"format", "field"}}
 	for _, m := range ms {
 		s.Rows = append(s.Rows, []string{strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10),
 			OrDash(m.Format), OrDash(m.Field), p.Styles.Bad.Render(m.Reason)})

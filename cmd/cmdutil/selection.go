@@ -12,7 +12,7 @@ import (
 )
 
 // TimeHelp is how every --since and --until describes what it takes.
-const TimeHelp = "RFC 3339 (2026-12-01T15:04:05Z), a date (2026-12-01, midnight UTC) or a duration ago (2h, 7d)"
+const TimeHelp = "RFC 3339 (2026-12-01T15:04:05Z), a local time and its zone (\"2026-12-01 15:04 Europe/Paris\"), epoch milliseconds, a date (2026-12-01, midnight UTC) or a duration ago (2h, 7d)"
 
 // WindowFlags are --since and --until, read by timespec: a bad value is refused while the
 // flags are parsed (exit 2), and help shows both as a time.

@@ -9,6 +9,8 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // suggestDistance is the largest edit distance a suggestion may be from what was typed: two
@@ -79,8 +81,20 @@ func SubcommandHint(cmd *cobra.Command, arg string) string {
 
 var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?-{1,2}([^\s=]+)`)
 
-// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from).
+// badTime is pflag's error for a value its flag refused: the value, the flag, the reason.
+var badTime = regexp.MustCompile(`^invalid argument "(?:[^"\\]|\\.)*" for "(?:-., )?--([^"]+)" flag: (.*)$`)
+
+// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from), and says a
+// bad time the one way every time is refused, whichever flag or path reads it: `--since:
+// "yesterday" is not a time: … (want …)` (timespec.ParseTime's message, named by its flag).
 func FlagError(cmd *cobra.Command, err error) error {
+	if m := badTime.FindStringSubmatch(err.Error()); m != nil {
+		if f := cmd.Flags().Lookup(m[1]); f != nil {
+			if _, ok := f.Value.(*timespec.TimeValue); ok {
+				return fmt.Errorf("--%s: %s", m[1], m[2])
+			}
+		}
+	}
 	m := unknownFlag.FindStringSubmatch(err.Error())
 	if m == nil || len(m[1]) < 2 {
 		return err

@@ -146,7 +146,8 @@ long AND this member holds partitions AND the group's committed offsets have rea
 of every partition of the topics (not only this member's): a member that lost its
 partitions, or whose group still has lag, keeps waiting. For tests, demos and runbooks.
 
-Logs go to stderr (text on a terminal, JSON otherwise; --log-format). Prometheus metrics are off
+Logs go to stderr (text on a terminal, JSON otherwise; --log-format), from INFO up off a
+terminal and from WARN up on one (--log-level info shows the rest). Prometheus metrics are off
 by default; --metrics-addr host:port serves them at /metrics (give each member on one host its
 own port, or port 0 for any free one, logged): fieldwork_consume_events_total by
 outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency histogram,
@@ -202,7 +203,7 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", DefaultMetricsAddr, `serve Prometheus metrics at /metrics on this host:port (default off; port 0: any free port)`)
 	fl.StringVar(&opts.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, else json)")
-	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&opts.LogLevel, "log-level", "", "log level: debug, info, warn, error (default: info, warn on a terminal)")
 	fl.StringVar(&opts.WebhookURL, "webhook-url", "", "URL the webhook handler POSTs events to")
 	fl.Var(timespec.NewDurationValue(&opts.WebhookTimeout, handlers.DefaultWebhookTimeout), "webhook-timeout", "timeout of one webhook delivery attempt")
 	fl.StringVar(&opts.Naming.Schema, "schema", dedup.DefaultSchema, `schema of the marker and handler tables (on SQLite a table-name prefix; "main" means none)`)
@@ -268,6 +269,9 @@ func (o *ConsumeOptions) validate() error {
 
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
+	if s == "" {
+		return l, nil // info: the default off a terminal (consumeLogger chooses on one)
+	}
 	if err := l.UnmarshalText([]byte(s)); err != nil {
 		return 0, fwerr.Usagef("--log-level %q: want debug, info, warn or error", s)
 	}
@@ -277,11 +281,21 @@ func parseLevel(s string) (slog.Level, error) {
 // consumeLogger is the structured logger on stderr: text on a terminal, JSON otherwise. Log
 // lines carry record data (keys, event ids, errors): the text handler quotes and escapes
 // every control character itself, and both go through the terminal rule (docs/design.md §4.1).
+//
+// A service's logs (stderr not a terminal) start at INFO; on a terminal, where a person reads
+// the summary, they start at WARN unless --log-level says otherwise, and each line is wrapped
+// to the terminal.
 func consumeLogger(o *ConsumeOptions, s *output.Streams) *slog.Logger {
 	level, _ := parseLevel(o.LogLevel)
+	if o.LogLevel == "" && s.ErrTTY {
+		level = slog.LevelWarn
+	}
 	ho := &slog.HandlerOptions{Level: level}
 	if o.LogFormat == "json" || (o.LogFormat == "auto" && !s.ErrTTY) {
 		return slog.New(slog.NewJSONHandler(output.JSONWriter(s.ErrOut), ho))
+	}
+	if s.ErrTTY {
+		return slog.New(slog.NewTextHandler(output.WrappingTextWriter(s.ErrOut, false, s.ErrWidth), ho))
 	}
 	return slog.New(slog.NewTextHandler(output.TextWriter(s.ErrOut, false), ho))
 }
@@ -334,10 +348,14 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 }
 
 // consumeError gives a store error its exit code and hint (cmdutil.StoreError), a store that
-// is not migrated the hint of --migrate too; a handler's missing table says so itself.
+// is not migrated the hint of --migrate too; a handler's missing table says so itself; a
+// topic that does not exist is not found (exit 9), as in every command.
 func consumeError(err error, names dedup.Options) error {
 	if errors.Is(err, handlers.ErrTableMissing) {
 		return err
+	}
+	if mt := (*consumer.MissingTopicError)(nil); errors.As(err, &mt) {
+		return fwerr.Wrap(fwerr.KindNotFound, err)
 	}
 	err = cmdutil.StoreError(err, names)
 	if errors.Is(err, dedup.ErrNotMigrated) {

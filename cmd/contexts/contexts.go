@@ -3,7 +3,10 @@
 package contexts
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,7 +23,7 @@ the store's DSN and the schema registry. The one in use is --context, else FIELD
 current_context. Flags and FIELDWORK_* variables still beat each of its settings.
 
   context list          every context; * marks the one in use
-  context current       the name of the context in use (exit 1 when none)
+  context current       the name of the context in use (none: says so, exit 0)
   context show [NAME]   a context's settings (default the one in use); secrets redacted
   context use NAME      make NAME the file's current_context
 
@@ -78,7 +81,11 @@ func newCmdList(f *cmdutil.Factory) *cobra.Command {
 			for _, n := range s.file.Names() {
 				views = append(views, contextView{Name: n, Current: n == s.current, Context: s.file.Contexts[n].Redacted()})
 			}
-			return output.List(s.p, views, listColumns, "no contexts in "+s.path)
+			empty := "no contexts in " + s.path
+			if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
+				empty = "no config file, so no contexts: looked for " + s.path + " (--config, else FIELDWORK_CONFIG, else $XDG_CONFIG_HOME/fieldwork/config.yaml); connection settings come from flags and FIELDWORK_* variables"
+			}
+			return output.List(s.p, views, listColumns, empty)
 		}),
 	}
 }
@@ -102,7 +109,16 @@ func newCmdCurrent(f *cmdutil.Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: run(f, func(s *session, _ []string) error {
 			if s.current == "" {
-				return fmt.Errorf("no context in use: %s sets no current_context, and neither --context nor FIELDWORK_CONTEXT is given (fieldwork context use NAME sets one)", s.path)
+				// An answer, not a failure (exit 0): stdout stays empty for a shell prompt, and
+				// -o json says null.
+				fmt.Fprintf(f.Streams.ErrText(), "no context in use: %s sets no current_context, and neither --context nor FIELDWORK_CONTEXT is given (fieldwork context use NAME sets one)\n", s.path)
+				if f.Settings().OutputFormat == "" || s.p.Format == output.FormatTable {
+					return nil
+				}
+				return s.p.Object(struct {
+					Name *string `json:"name"`
+					From *string `json:"from"`
+				}{}, nil)
 			}
 			// The bare name unless -o asks for more: what a shell prompt or a script reads.
 			if f.Settings().OutputFormat == "" || s.p.Format == output.FormatTable {

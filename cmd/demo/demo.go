@@ -111,7 +111,11 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if format == output.FormatTable {
 		story, color = s.Out, s.OutTTY && !s.NoColor
 	}
-	n := newDemoNarrator(story, color)
+	width := s.ErrWidth
+	if format == output.FormatTable {
+		width = s.Width
+	}
+	n := newDemoNarrator(story, color, width)
 
 	dir, tmp := opts.Dir, false
 	if dir == "" {
@@ -158,20 +162,28 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	return cmdutil.WaitAndClose(ctx, s, "demo", d.Close)
 }
 
-// demoWidth is the width prose is wrapped to.
+// demoWidth is the width prose is wrapped to, at most: a narrower terminal's width.
 const demoWidth = 96
 
 // demoNarrator renders the story: step titles, command lines, results as compact tables, and
 // prose wrapped for a terminal.
 type demoNarrator struct {
-	w  io.Writer
-	p  *output.Printer
-	st output.Styles
+	w     io.Writer
+	p     *output.Printer
+	st    output.Styles
+	width int
 }
 
-func newDemoNarrator(w io.Writer, color bool) *demoNarrator {
-	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color}, output.FormatTable)
-	return &demoNarrator{w: output.TextWriter(w, color), p: p, st: p.Styles}
+// newDemoNarrator tells the story on w, every line fitted to width columns when it is a
+// terminal's (0: not a terminal): prose wrapped, commands broken as a shell reads them, tables
+// fitted.
+func newDemoNarrator(w io.Writer, color bool, width int) *demoNarrator {
+	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color, Width: width}, output.FormatTable)
+	prose := demoWidth
+	if width > 0 {
+		prose = min(prose, width)
+	}
+	return &demoNarrator{w: output.WrappingTextWriter(w, color, width), p: p, st: p.Styles, width: prose}
 }
 
 func (n *demoNarrator) blank() { fmt.Fprintln(n.w) }
@@ -194,7 +206,7 @@ func (n *demoNarrator) Command(line string) {
 
 func (n *demoNarrator) Say(text string) {
 	fmt.Fprintln(n.w)
-	for _, line := range output.Wrap(text, demoWidth) {
+	for _, line := range output.Wrap(text, n.width) {
 		fmt.Fprintln(n.w, line)
 	}
 }

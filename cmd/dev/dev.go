@@ -78,7 +78,8 @@ read, so the sandbox never touches a configured store. --seed chooses the sample
 the same seed gives the same event ids and payloads.
 
 What it serves is printed to stdout on a terminal, else to stderr; with -o json, jsonl or
-csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (exit 0).`,
+csv, stdout gets it as data too. SIGINT or SIGTERM stops it cleanly (Ctrl-C exits 130, as
+everywhere; SIGTERM 0).`,
 		Example: `  fieldwork dev
   fieldwork dev --port 19092 --dsn sqlite:/tmp/fw.db --seed 7
   fieldwork dev --no-seed --partitions 6
@@ -281,7 +282,7 @@ func seededTable(ts []devstack.TopicSeed) ([]string, [][]string) {
 // tables fitted to width and its sentences wrapped to it (0: not a terminal, nothing cut).
 func printDevBanner(w io.Writer, color bool, width int, info devInfo, stack *devstack.Stack) error {
 	p := output.NewPrinter(&output.Streams{Out: w, ErrOut: w, OutTTY: color, Width: width}, output.FormatTable)
-	st, w := p.Styles, output.TextWriter(w, color)
+	st, w := p.Styles, output.WrappingTextWriter(w, color, width)
 	// say writes a sentence indented by indent, wrapped to the terminal under itself.
 	say := func(indent, s string) {
 		for _, line := range output.Wrap(s, max(width-len(indent), 0)) {

@@ -346,14 +346,14 @@ func TestDLQPatternConfigured(t *testing.T) {
 	}
 	want := func(r roottest.Result, n int, from string) {
 		t.Helper()
-		if r.Code != 0 || !strings.Contains(r.Stderr, fmt.Sprintf("%d topics match %s (%s): ", n, pattern, from)) {
+		if r.Code != 0 || !strings.Contains(r.Stderr, fmt.Sprintf("%d topics match the dead-letter pattern of %s: ", n, from)) || strings.Contains(r.Stderr, pattern) {
 			t.Errorf("exit %d, stderr %q; want %d topics from %s", r.Code, r.Stderr, n, from)
 		}
 	}
 	want(roottest.Run(t, map[string]string{"FIELDWORK_CONFIG": config}, "dlq", "list", "--no-status", "-o", "jsonl"), 7, "context staging")
 	want(roottest.Run(t, map[string]string{"FIELDWORK_CONFIG": config, "FIELDWORK_DLQ_PATTERN": pattern}, "dlq", "list", "--no-status", "-o", "jsonl"), 7, "FIELDWORK_DLQ_PATTERN")
 	r := roottest.Run(t, map[string]string{"FIELDWORK_CONFIG": config}, "dlq", "list", "--pattern", pattern+".*_", "--no-status", "-o", "jsonl")
-	if r.Code != 0 || !strings.Contains(r.Stderr, "2 topics match "+pattern+".*_ (--pattern): "+base+"_dlq, "+base+"_poison") {
+	if r.Code != 0 || !strings.Contains(r.Stderr, "2 topics match --pattern "+pattern+".*_: "+base+"_dlq, "+base+"_poison") {
 		t.Errorf("--pattern: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	r = roottest.Run(t, map[string]string{"FIELDWORK_CONFIG": config, "FIELDWORK_DLQ_PATTERN": "("}, "dlq", "list", "--no-status")

@@ -343,11 +343,11 @@ func TestDLQConventions(t *testing.T) {
 			t.Errorf("stderr %q", r.Stderr)
 		}
 		r = roottest.Run(t, env, "dlq", "show", "--event-id", "evt-nope", "--topic", topic)
-		if r.Code != root.ExitError || !strings.Contains(r.Stderr, `no dead letter of event "evt-nope" in `+topic) {
+		if r.Code != root.ExitNotFound || !strings.Contains(r.Stderr, `no dead letter of event "evt-nope" in `+topic) {
 			t.Errorf("missing event id: exit %d %q", r.Code, r.Stderr)
 		}
 		r = roottest.Run(t, env, "dlq", "show", topic+"/0/12")
-		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 12 is outside "+topic+"/0, whose records are at offsets 0..11") {
+		if r.Code != root.ExitNotFound || r.Stderr != "error: offset 12 is outside "+topic+"/0, whose records are at offsets 0..11\n" {
 			t.Errorf("offset outside: exit %d %q", r.Code, r.Stderr)
 		}
 	})
@@ -373,7 +373,7 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestDLQBadInput: a topic that does not exist, an empty dead-letter topic, and a pattern
+// TestDLQBadInput: a topic that does not exist (exit 9, not found, with no usage hint), an empty dead-letter topic, and a pattern
 // that matches nothing.
 func TestDLQBadInput(t *testing.T) {
 	env := cmdtest.BrokerEnv(t)
@@ -386,8 +386,8 @@ func TestDLQBadInput(t *testing.T) {
 	} {
 		r := roottest.Run(t, env, args...)
 		want := "error: topic \"" + missing + "\" does not exist\n"
-		if r.Code != root.ExitError || r.Stderr != want || r.Stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args, r.Code, r.Stderr, r.Stdout, want)
+		if r.Code != root.ExitNotFound || r.Stderr != want || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 9 and %q", args, r.Code, r.Stderr, r.Stdout, want)
 		}
 	}
 
@@ -411,7 +411,7 @@ func TestDLQBadInput(t *testing.T) {
 	dlqCheck(t, env, names, "stats_empty.json", 0, "dlq", "stats", "--topic", empty, "-o", "json")
 
 	r = roottest.Run(t, env, "dlq", "list", "--pattern", "^no-such-topic-at-all$", "-o", "json")
-	if r.Code != 0 || r.Stdout != "[]\n" || r.Stderr != "no dead letters: no topic matches ^no-such-topic-at-all$ (--pattern)\n"+
+	if r.Code != 0 || r.Stdout != "[]\n" || r.Stderr != "no dead letters: no topic matches --pattern ^no-such-topic-at-all$\n"+
 		"hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)\n" {
 		t.Errorf("pattern matching nothing: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}

@@ -68,7 +68,7 @@ column and JSON's header_problems say which header and why.
 
 --follow goes on after the listing: every dead letter written to the topics from then on that
 passes the filters is printed as it arrives, in the same format (JSON Lines for a script: one
-line each, at once), until interrupted (Ctrl-C ends it with exit 0). --limit then bounds only
+line each, at once), until interrupted (Ctrl-C ends it with exit 130). --limit then bounds only
 the listing of what is already there (--limit 0 with --since 10m: the last ten minutes, then
 new ones). Without --topic, topics the pattern matches that are created while it follows are
 followed too, from their first record, and so are partitions added to a followed topic: each

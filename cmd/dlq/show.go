@@ -114,7 +114,7 @@ func dlqShowRun(ctx context.Context, opts *DLQShowOptions, cl *cmdutil.Clients) 
 		}
 		newest, ok := dlq.Newest(found)
 		if !ok {
-			return fmt.Errorf("no dead letter of event %q in %s", opts.Filter.EventID, dlqTopicList(topics))
+			return fwerr.NotFoundf("no dead letter of event %q in %s", opts.Filter.EventID, dlqTopicList(topics))
 		}
 		if len(found) > 1 {
 			var others []string

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/inspect/inspecttest"
@@ -413,7 +414,7 @@ func TestSkipWider(t *testing.T) {
 	}
 
 	// A dead-letter topic that does not exist: nothing is parked or moved.
-	r := roottest.RunCode(t, env, 1, "groups", "skip", group, "--topic", topic, "--partition", "0", "--dlq-topic", topic+".nowhere",
+	r := roottest.RunCode(t, env, root.ExitNotFound, "groups", "skip", group, "--topic", topic, "--partition", "0", "--dlq-topic", topic+".nowhere",
 		"--execute", "--yes", "--reason", "r")
 	if !strings.Contains(r.Stderr, "nothing was parked or moved") || !strings.Contains(r.Stderr, topic+".nowhere") {
 		t.Fatalf("a missing dead-letter topic: %s", r.Stderr)

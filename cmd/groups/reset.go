@@ -103,9 +103,6 @@ authorized (named); 6 cancelled at the prompt.`,
 
 func (opts *GroupsResetOptions) parse(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
-	if err := opts.Check(cmd); err != nil {
-		return err
-	}
 	if opts.Undo != "" {
 		for _, n := range append([]string{"topic", "partition"}, resetTargets...) {
 			if fl.Changed(n) {

@@ -93,9 +93,6 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 
 func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
-	if err := opts.Check(cmd); err != nil {
-		return err
-	}
 	if opts.Undo != "" {
 		for _, n := range []string{"topic", "partition", "count", "to-offset", "to-time", "dlq-topic"} {
 			if fl.Changed(n) {

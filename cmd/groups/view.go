@@ -124,6 +124,7 @@ func skipPlanSections(p *output.Printer, plan *groups.SkipPlan, dryRun bool) []o
 		{"parks", wording.Plural(plan.Offsets, "offset") + " to " + plan.DeadLetterTopic + st.Dim.Render(" (reason parked)")},
 		{"log end", strconv.FormatInt(plan.LogEnd, 10)},
 	}}
+	over.Fields = append(over.Fields, cmdutil.ReasonField(plan.Reason)...)
 	sections := []output.Section{over}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, plan.Group, plan.Members))
@@ -185,6 +186,7 @@ func undoPlanSections(p *output.Printer, plan *groups.UndoPlan, dryRun bool) []o
 	if a.Action == dedup.ActionSkip {
 		over.Fields = append(over.Fields, [2]string{"parked", wording.Plural(a.Parked, "record") + " stay in " + a.DeadLetterTopic + p.Styles.Dim.Render(" (the group reads them again from "+a.Topic+")")})
 	}
+	over.Fields = append(over.Fields, cmdutil.ReasonField(plan.Reason)...)
 	sections := []output.Section{over}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, a.Group, plan.Members))
@@ -261,9 +263,7 @@ func resetPlanSections(p *output.Printer, plan *groups.ResetPlan, dryRun bool) [
 		over.Fields = append(over.Fields, [2]string{"clamped", st.Warn.Render(wording.Plural(int64(plan.Clamped), "partition")) +
 			st.Dim.Render(" (the target lay outside: moved to the log start or end)")})
 	}
-	if plan.Reason != nil {
-		over.Fields = append(over.Fields, [2]string{"reason", *plan.Reason})
-	}
+	over.Fields = append(over.Fields, cmdutil.ReasonField(plan.Reason)...)
 	parts := output.Section{Title: "Partitions", Header: []string{"topic", "partition", committedCol, "new", "delta", "clamped", "log start", "log end"}}
 	for _, rp := range plan.Partitions {
 		committed, delta := st.Dim.Render("none"), "-"

@@ -90,7 +90,7 @@ func TestInspectUsageErrors(t *testing.T) {
 		{Args: []string{"inspect", "validate", "tasks", "--start-offset", "9", "--end-offset", "3"}, Want: "--end-offset 3 is before --start-offset 9"},
 		{Args: []string{"inspect", "validate", "tasks", "--start-offset", "-1"}, Want: "offsets are not negative"},
 		{Args: []string{"inspect", "validate", "tasks", "--partition", "-2"}, Want: "partitions are numbered from 0"},
-		{Args: []string{"inspect", "validate", "tasks", "--since", "yesterday"}, Want: `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
+		{Args: []string{"inspect", "validate", "tasks", "--since", "yesterday"}, Want: `--since: "yesterday" is not a time`},
 		{Args: []string{"inspect", "validate", "tasks", "--max-examples", "0"}, Want: `"0" for "--max-examples" flag: must be at least 1`},
 		{Args: []string{"inspect", "validate", "tasks", "--partition", "x"}, Want: `invalid argument "x"`},
 		{Args: []string{"inspect", "nosuch"}, Want: `unknown command "nosuch"`},

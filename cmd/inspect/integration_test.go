@@ -92,7 +92,7 @@ func TestInspectBrokenStream(t *testing.T) {
 	})
 	t.Run("record outside partition", func(t *testing.T) {
 		r := roottest.Run(t, env, "inspect", "record", topic+"/0/10")
-		if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 10 is outside "+topic+"/0, whose records are at offsets 0..9") {
+		if r.Code != root.ExitNotFound || r.Stderr != "error: offset 10 is outside "+topic+"/0, whose records are at offsets 0..9\n" {
 			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 		}
 	})
@@ -161,7 +161,7 @@ func TestInspectEmptyTopic(t *testing.T) {
 	check(t, env, names, "validate_empty.txt", 0, "inspect", "validate", topic, "-o", "table")
 	check(t, env, names, "aggregate_empty.json", 0, "inspect", "aggregate", topic, "order-1", "-o", "json")
 	r := roottest.Run(t, env, "inspect", "record", topic+"/0/0")
-	if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "offset 0 is outside "+topic+"/0, which holds no records") {
+	if r.Code != root.ExitNotFound || !strings.Contains(r.Stderr, "offset 0 is outside "+topic+"/0, which holds no records") {
 		t.Fatalf("record in empty topic: exit %d %s", r.Code, r.Stderr)
 	}
 }
@@ -177,8 +177,8 @@ func TestInspectUnknownTopic(t *testing.T) {
 	} {
 		r := roottest.Run(t, env, args...)
 		want := "error: topic \"" + missing + "\" does not exist\n"
-		if r.Code != root.ExitError || r.Stderr != want || r.Stdout != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 1 and %q", args[:2], r.Code, r.Stderr, r.Stdout, want)
+		if r.Code != root.ExitNotFound || r.Stderr != want || r.Stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 9 and %q", args[:2], r.Code, r.Stderr, r.Stdout, want)
 		}
 	}
 }

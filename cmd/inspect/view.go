@@ -59,7 +59,11 @@ func aggregateSections(p *output.Printer, rep *inspect.AggregateReport) []output
 		{"records scanned", strconv.FormatInt(rep.RecordsScanned, 10)},
 		{"malformed skipped", malformed},
 	}}
-	events := output.Section{Title: "Events in offset order", Header: []string{"partition", "offset", "timestamp", "version", "type", "event id", "continuity", "note"}}
+	// On a narrow terminal the type and the time tell the events apart (completed and
+	// reopened must not read alike): they stay whole; the partition (the overview names it:
+	// an aggregate's key puts its events in one) and the event id go first.
+	events := output.Section{Title: "Events in offset order", Header: []string{"partition", "offset", "timestamp", "version", "type", "event id", "continuity", "note"},
+		Keep: []string{"timestamp", "type"}, WideOnly: []string{"partition", "event id"}}
 	for _, e := range rep.Events {
 		version := "-"
 		if e.Version != nil {
@@ -107,7 +111,10 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 	}
 	overview.Fields = append(overview.Fields, [2]string{"retention", retentionDisplay(st, rep.Retention)})
 
-	parts := output.Section{Title: "Partitions", Header: []string{"partition", "leader", "replicas", "isr", "log start", "last stable", "high watermark", "records"}}
+	// On a narrow terminal the last stable offset (the high watermark's twin without open
+	// transactions) goes first, so that every header stays whole.
+	parts := output.Section{Title: "Partitions", Header: []string{"partition", "leader", "replicas", "isr", "log start", "last stable", "high watermark", "records"},
+		WideOnly: []string{"last stable"}}
 	for _, pi := range rep.Partitions {
 		leader := strconv.Itoa(int(pi.Leader))
 		if pi.Leader < 0 {

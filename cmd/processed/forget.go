@@ -60,9 +60,6 @@ operator, --reason, the consumer, the ids and the counts; processed journal list
   jq -r .event_id missing.jsonl | fieldwork processed forget --from-file - --consumer billing --execute --yes`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.Check(cmd); err != nil {
-				return err
-			}
 			if err := opts.parse(cmd, args, f.Streams.In); err != nil {
 				return err
 			}

@@ -147,9 +147,14 @@ func processedListRun(ctx context.Context, opts *ProcessedListOptions, cl *cmdut
 		return err
 	}
 	if page.Next != nil {
-		// One line, the token first, so that a script can take it with `next cursor: (\S+)`.
-		fmt.Fprintf(opts.Streams.ErrOut, "next cursor: %s (%s shown; more follow: run again with --cursor)\n",
-			encodeCursor(page.Next), wording.Plural(int64(len(page.Rows)), "marker"))
+		// The token first, so that a script can take it with `next cursor: (\S+)`; on a
+		// terminal the explanation goes on the next line (the token alone is as wide as it is).
+		sep := " "
+		if opts.Streams.ErrTTY {
+			sep = "\n"
+		}
+		fmt.Fprintf(opts.Streams.ErrOut, "next cursor: %s%s(%s shown; more follow: run again with --cursor)\n",
+			encodeCursor(page.Next), sep, wording.Plural(int64(len(page.Rows)), "marker"))
 	}
 	return nil
 }

@@ -79,9 +79,6 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
 					return err
 				}
 			}
-			if err := opts.Check(cmd); err != nil {
-				return err
-			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, processedPruneRun)
 		},
 	}

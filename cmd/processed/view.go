@@ -97,7 +97,7 @@ func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Sec
 	}
 	title := fmt.Sprintf("%s %s of %s for %s from %s", verb, wording.Plural(int64(len(rep.Removed)), "marker"),
 		wording.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
-	removed := output.Section{Title: title}
+	removed := output.Section{Title: title, Fields: cmdutil.ReasonField(rep.Reason)}
 	if len(rep.Removed) > 0 {
 		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
 	} else {
@@ -161,6 +161,7 @@ func pruneSections(p *output.Printer, rep *processed.PruneReport) []output.Secti
 		horizon = st.Warn.Render("checked, overridden by --force")
 	}
 	overview.Fields = append(overview.Fields, [2]string{"replay horizon", horizon})
+	overview.Fields = append(overview.Fields, cmdutil.ReasonField(rep.Reason)...)
 	sections := []output.Section{overview}
 	if len(rep.Topics) > 0 {
 		s := output.Section{Title: "Source topics", Header: []string{"topic", "markers", "retention.ms", "replay horizon", "problem"}}

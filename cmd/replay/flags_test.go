@@ -99,8 +99,6 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
 		{[]string{"a/x/1"}, "record address"},
 		{[]string{"--from", "t", "--dlq-reason", "tired"}, "--dlq-reason"},
-		// --reason is the justification of --execute, never a filter.
-		{[]string{"--from", "t", "--reason", "rejected"}, "to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason rejected)"},
 		{[]string{"--from", "t", "--status", "bogus", "--consumer", "c"}, `--status "bogus": want some of pending, replayed, resolved, stale, unknown`},
 		{[]string{"--from", "t", "--status", "pending,resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
 		{[]string{"--from", "t", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64"},

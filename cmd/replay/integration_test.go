@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -145,19 +146,19 @@ func TestReplayCLIBadInput(t *testing.T) {
 		args []string
 	}{
 		{"inverted offsets", 2, "--end-offset 2 is before --start-offset 5", []string{"--from", dlqTopic, "--start-offset", "5", "--end-offset", "2"}},
-		{"end offset out of range", 2, fmt.Sprintf("end offset 500 is outside %s/0, whose records are at offsets 0..9", dlqTopic), []string{"--from", dlqTopic, "--start-offset", "0", "--end-offset", "500"}},
-		{"record out of range", 2, "whose records are at offsets 0..9", []string{dlqTopic + "/0/99"}},
-		{"unknown partition", 2, fmt.Sprintf("topic %s has no partition 7 (partitions 0..0)", dlqTopic), []string{"--from", dlqTopic, "--partition", "7"}},
-		{"unknown topic", 1, `topic "` + gone + `" does not exist`, []string{"--from", gone}},
+		{"end offset out of range", root.ExitNotFound, fmt.Sprintf("end offset 500 is outside %s/0, whose records are at offsets 0..9", dlqTopic), []string{"--from", dlqTopic, "--start-offset", "0", "--end-offset", "500"}},
+		{"record out of range", root.ExitNotFound, "whose records are at offsets 0..9", []string{dlqTopic + "/0/99"}},
+		{"unknown partition", root.ExitNotFound, fmt.Sprintf("topic %s has no partition 7 (partitions 0..0)", dlqTopic), []string{"--from", dlqTopic, "--partition", "7"}},
+		{"unknown topic", root.ExitNotFound, `topic "` + gone + `" does not exist`, []string{"--from", gone}},
 		{"execute without reason", 2, "--execute needs --reason", []string{"--from", dlqTopic, "--execute", "--yes"}},
 		{"into the topic being read", 2, "refusing to write into " + dlqTopic, []string{"--from", dlqTopic, "--to", dlqTopic}},
 		{"not a dead letter", 2, src + "/0/0 is not a dead letter", []string{"--from", src}},
 		{"not a dead letter, executed", 2, src + "/0/0 is not a dead letter", []string{"--from", src, "--execute", "--yes", "--reason", "x"}},
-		{"target does not exist, dry run", 1, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt}},
-		{"target does not exist", 1, "target does not exist: " + gone + " (where " + dlt + "/0/0 goes); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
-		{"to a topic that does not exist", 1, "target does not exist: " + gone + " (10 records)", []string{"--from", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
-		{"original partition that does not exist, dry run", 1, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original"}},
-		{"original partition that does not exist", 1, "target does not exist: " + src + " partition 5 (where " + dlt5 + "/0/0 goes); nothing was sent", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
+		{"target does not exist, dry run", root.ExitNotFound, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt}},
+		{"target does not exist", root.ExitNotFound, "target does not exist: " + gone + " (where " + dlt + "/0/0 goes); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
+		{"to a topic that does not exist", root.ExitNotFound, "target does not exist: " + gone + " (10 records)", []string{"--from", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
+		{"original partition that does not exist, dry run", root.ExitNotFound, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original"}},
+		{"original partition that does not exist", root.ExitNotFound, "target does not exist: " + src + " partition 5 (where " + dlt5 + "/0/0 goes); nothing was sent", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
 		{"no terminal, no --yes", 2, "without --yes", []string{"--from", dlqTopic, "--execute", "--reason", "x"}},
 	}
 	for _, tc := range cases {
@@ -277,7 +278,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 			t.Fatalf("show table lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	if r = roottest.Run(t, env, "replay", "show", "no-such-run", "--schema", schema); r.Code != 1 || !strings.Contains(r.Stderr, `no replay run "no-such-run"`) {
+	if r = roottest.Run(t, env, "replay", "show", "no-such-run", "--schema", schema); r.Code != root.ExitNotFound || !strings.Contains(r.Stderr, `no replay run "no-such-run"`) {
 		t.Fatalf("show of an unknown run: exit %d %s", r.Code, r.Stderr)
 	}
 	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {

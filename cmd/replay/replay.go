@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,10 +72,6 @@ func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions)
 	naming := new(dedup.Options)
 	f = f.WithStoreNaming(naming)
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
-	opts.ReasonOnDryRun = func(reason string) string {
-		return "--reason says why an executed replay is sent (journaled, and sent as fw.replay.reason), and without --execute nothing is sent: " +
-			"to select dead letters by their reason, the filter is --dlq-reason (--dlq-reason " + reason + ")"
-	}
 	cmd := &cobra.Command{
 		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
@@ -141,13 +139,13 @@ and resumes with replay resume once the cause is fixed (exit 3).
 Plan, then execute. Without --execute nothing is sent: it prints the plan (the selection and
 every filter it applies, the ranges, records per target topic and partition, quarantined
 records, a sample) and exits 0, or 2 when records cannot be routed; a target that does not
-exist fails it (exit 1). With --execute it needs --reason (why, recorded in the journal and
+exist fails it (exit 9). With --execute it needs --reason (why, recorded in the journal and
 in fw.replay.reason) and a dedup store (--dsn) for the journal. On a terminal it checks the
 plan the same way, shows it and asks for confirmation; without a terminal it refuses unless
 --yes. With --yes the range is read once, each record sent as it is
 read: a --to topic is checked before the first read, a target named by the headers when a
 record first names it, and the first record that cannot be routed (exit 2) or whose target
-does not exist (exit 1) stops the run before it is sent. When records were sent before it,
+does not exist (exit 9) stops the run before it is sent. When records were sent before it,
 they are journaled and the run is marked failed: create the topic and resume it. A dry run
 first shows every such record. Records go out through an idempotent producer (acks=all), at
 most --rate records per second, with progress on a terminal and a summary at the end.
@@ -224,9 +222,6 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 
 // parse turns the flags into opts.Spec and checks everything that needs no network.
 func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
-	if err := opts.Check(cmd); err != nil {
-		return err
-	}
 	s := &opts.Spec
 	var err error
 	if s.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
@@ -286,6 +281,9 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	opts.rateGiven = cmd.Flags().Changed("rate")
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
+	}
+	if r := strings.TrimSpace(opts.Reason); slices.Contains(dlq.Reasons, r) && !cmd.Flags().Changed("dlq-reason") {
+		cmdutil.Note(opts.Streams, fmt.Sprintf("--reason %s says why the replay is sent (journaled, and sent as fw.replay.reason); it selects nothing: the filter of dead letters by their reason is --dlq-reason %s", r, r))
 	}
 	return opts.RequireReason("it is journaled with the run and sent as fw.replay.reason")
 }

@@ -2,10 +2,13 @@ package replay
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 )
 
 // ReplayShowOptions are the inputs of `replay show`.
@@ -37,6 +40,9 @@ target topic and partition.`,
 func replayShowRun(ctx context.Context, opts *ReplayShowOptions, cl *cmdutil.Clients) error {
 	p, st := cl.Printer, cl.Store
 	run, cps, err := st.ReplayRun(ctx, opts.RunID)
+	if nf := (*dedup.RunNotFoundError)(nil); errors.As(err, &nf) {
+		return fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		head.Fields = append(head.Fields, [2]string{"cannot route", st.Bad.Render(strconv.FormatInt(c.Problems, 10))})
 	}
 	head.Fields = append(head.Fields, [2]string{"for group", replayAimLabel(rep)})
+	head.Fields = append(head.Fields, cmdutil.ReasonField(rep.Reason)...)
 	if e := rep.Execution; e != nil {
 		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
 	}

@@ -79,8 +79,19 @@ func TestDestructiveCommands(t *testing.T) {
 			exec := args
 			if l.dryRun {
 				r := roottest.RunCode(t, w.env, 0, args...)
-				if !strings.Contains(r.Stdout, l.dry) {
-					t.Errorf("the dry run does not print %q:\n%s", l.dry, r.Stdout)
+				if !strings.Contains(r.Stdout, l.dry) || !strings.Contains(r.Stdout, `"reason":null`) {
+					t.Errorf("the dry run does not print %q and no reason:\n%s", l.dry, r.Stdout)
+				}
+				// The exact preview: the whole command, --reason and --yes included, without
+				// --execute prints the plan with its reason and changes nothing.
+				full := append(append([]string{}, args...), "--reason", l.reason, "--yes")
+				r = roottest.RunCode(t, w.env, 0, full...)
+				if reason, _ := json.Marshal(l.reason); !strings.Contains(r.Stdout, l.dry) || !strings.Contains(r.Stdout, `"reason":`+string(reason)) {
+					t.Errorf("the preview does not print %q and its reason %q:\n%s", l.dry, l.reason, r.Stdout)
+				}
+				r = roottest.RunCode(t, w.env, 0, append(full, "-o", "table")...)
+				if !regexp.MustCompile(`(?m)^reason +` + regexp.QuoteMeta(l.reason) + `$`).MatchString(r.Stdout) {
+					t.Errorf("the preview's table does not show the reason %q:\n%s", l.reason, r.Stdout)
 				}
 				exec = append(append([]string{}, args...), "--execute", "--reason", l.reason)
 			}
@@ -215,7 +226,7 @@ func setupReplayResume(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	missing := testenv.Name(t, "fwmissing")
 	deadLetters(t, dlqTopic, src, src, missing, missing)
-	r := roottest.RunCode(t, w.env, 1, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
+	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
 	m := regexp.MustCompile(`fieldwork replay resume (\S+)`).FindStringSubmatch(r.Stderr)
 	if m == nil {
 		t.Fatalf("no failed run to resume:\n%s", r.Stderr)

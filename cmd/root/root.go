@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -44,12 +45,13 @@ const (
 	ExitCancelled   = 6
 	ExitPartial     = 7
 	ExitTripped     = 8
+	ExitNotFound    = 9
 	ExitInterrupted = 130
 )
 
 // Main runs fieldwork with the process's arguments and returns its exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := NotifyContext(context.Background())
 	defer stop()
 	f := cmdutil.NewFactory()
 	root := NewCmdRoot(f)
@@ -57,11 +59,48 @@ func Main() int {
 	return ExitCode(ctx, f, ran, err)
 }
 
+// SignalCause is the cause of a context NotifyContext cancelled: the signal received.
+type SignalCause struct{ Signal os.Signal }
+
+func (s SignalCause) Error() string { return s.Signal.String() + " signal received" }
+
+// NotifyContext is a context cancelled, with its SignalCause, at the first SIGINT or SIGTERM
+// (later ones are caught too: a command that wants a second signal to abort asks for it).
+// stop releases it.
+func NotifyContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(SignalCause{Signal: s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
+}
+
+// interruptedByCtrlC says whether ctx was cancelled by SIGINT (NotifyContext).
+func interruptedByCtrlC(ctx context.Context) bool {
+	var sc SignalCause
+	return errors.As(context.Cause(ctx), &sc) && sc.Signal == syscall.SIGINT
+}
+
 // ExitCode prints err (if any) to stderr and maps it to an exit code: the one place where
 // errors become exit codes. ran is the command that ran (cobra's ExecuteC), ctx the context
-// it ran with (cancelled by SIGINT or SIGTERM).
+// it ran with (cancelled by SIGINT or SIGTERM: NotifyContext).
+//
+// A command stopped by Ctrl-C (SIGINT) exits 130 whatever it returns: one that serves or
+// follows until stopped (consume, dlq list --follow, dev) as much as one cut short. SIGTERM,
+// a supervisor's stop, exits 130 only when it cut work short (an error): a service that
+// drained and stopped cleanly exits 0.
 func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err error) int {
 	if err == nil {
+		if interruptedByCtrlC(ctx) {
+			fmt.Fprintln(f.Streams.ErrText(), f.Streams.ErrStyles().Warn.Render("interrupted"))
+			return ExitInterrupted
+		}
 		return ExitOK
 	}
 	kind := fwerr.KindOf(err)
@@ -99,6 +138,8 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 		return ExitDenied
 	case fwerr.KindTripped:
 		return ExitTripped
+	case fwerr.KindNotFound:
+		return ExitNotFound
 	}
 	return ExitError
 }
@@ -122,7 +163,7 @@ current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
 4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
 6 cancelled at a confirmation prompt, 7 partial (piped output cut at a default limit),
-130 interrupted.`,
+8 tripped, 9 not found (a topic, partition, offset, group or run), 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -148,6 +148,17 @@ func (r *Env) Progress(p Progress) {
 	}
 }
 
+// Reason is the reason the action is asked with, for its plan to show (nil without one). A
+// dry run takes the reason too, so that the command previewed is the command executed, with
+// --execute added.
+func (r *Env) Reason() *string {
+	if strings.TrimSpace(r.Record.Reason) == "" {
+		return nil
+	}
+	reason := r.Record.Reason
+	return &reason
+}
+
 // Reports says whether a Progress hook listens (a step may skip the work of its figures).
 func (r *Env) Reports() bool { return r.progress != nil }
 

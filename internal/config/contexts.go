@@ -24,7 +24,7 @@ func (f *File) Lookup(name, where string) (Context, error) {
 			return c, nil
 		}
 	}
-	return Context{}, fwerr.Usagef("context %q is not defined in %s (known: %s)", name, where, f.Known())
+	return Context{}, fwerr.NotFoundf("context %q is not defined in %s (known: %s)", name, where, f.Known())
 }
 
 // Known lists the names of the contexts, comma-separated, or says "none".

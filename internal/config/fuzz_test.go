@@ -60,8 +60,9 @@ func FuzzConfig(f *testing.F) {
 		}
 		checkErr := func(what string, err error) {
 			t.Helper()
-			if fwerr.KindOf(err) != fwerr.KindUsage || strings.TrimSpace(err.Error()) == "" {
-				t.Fatalf("%s: error %q (kind %v) is not a usage error with a message", what, err, fwerr.KindOf(err))
+			// A wrong setting is a usage error; a context that is not defined is not found.
+			if k := fwerr.KindOf(err); k != fwerr.KindUsage && k != fwerr.KindNotFound || strings.TrimSpace(err.Error()) == "" {
+				t.Fatalf("%s: error %q (kind %v) is not a usage or not-found error with a message", what, err, fwerr.KindOf(err))
 			}
 			for _, pw := range secrets {
 				if strings.Contains(err.Error(), pw) {

@@ -36,6 +36,10 @@ const (
 	// (exit 8): `consume`'s dead-letter breaker, when records kept failing. Nothing past the
 	// point where it tripped was done or committed; the message names the dominant failure.
 	KindTripped
+	// KindNotFound means a thing the command was asked about does not exist (exit 9): a topic,
+	// a partition, an offset outside its partition, a consumer group, a journaled run. The
+	// message names it; nothing was done. ("Nothing found" by a search is no error: exit 0.)
+	KindNotFound
 )
 
 // Error carries a Kind beside the underlying error.
@@ -60,6 +64,11 @@ func Usagef(format string, args ...any) error {
 	return &Error{Kind: KindUsage, Err: fmt.Errorf(format, args...)}
 }
 
+// NotFoundf is a KindNotFound error: what was named does not exist (exit 9).
+func NotFoundf(format string, args ...any) error {
+	return &Error{Kind: KindNotFound, Err: fmt.Errorf(format, args...)}
+}
+
 // Connect marks err as a failure to reach or authenticate to a service (exit 4).
 func Connect(err error) error { return Wrap(KindConnect, err) }
 
@@ -77,11 +86,22 @@ func Checkf(format string, args ...any) error {
 	return &Error{Kind: KindCheck, Err: fmt.Errorf(format, args...)}
 }
 
-// KindOf returns the outermost Kind found in err's chain, KindError when none is.
+// Classified is an error type of its own (with fields a caller reads: the topic that does not
+// exist) that says its Kind: KindOf reads it as it reads an *Error.
+type Classified interface {
+	error
+	ErrorKind() Kind
+}
+
+// KindOf returns the outermost Kind found in err's chain (an *Error, or a Classified error),
+// KindError when none is.
 func KindOf(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
+	var k Classified
+	if errors.As(err, &k) {
+		return k.ErrorKind()
 	}
 	return KindError
 }
+
+// ErrorKind is e's Kind: an *Error is Classified.
+func (e *Error) ErrorKind() Kind { return e.Kind }

@@ -20,6 +20,9 @@ func TestKindOf(t *testing.T) {
 		{"interrupted", Wrap(KindInterrupted, base), KindInterrupted},
 		{"denied wrapped", fmt.Errorf("replay: %w", Denied(base)), KindDenied},
 		{"tripped joined", errors.Join(nil, fmt.Errorf("consume: %w", Wrap(KindTripped, base))), KindTripped},
+		{"not found", fmt.Errorf("inspect: %w", NotFoundf("topic %q does not exist", "t")), KindNotFound},
+		{"classified", fmt.Errorf("plan: %w", missing{}), KindNotFound},
+		{"outermost wins", Wrap(KindUsage, missing{}), KindUsage},
 	}
 	for _, c := range cases {
 		if got := KindOf(c.err); got != c.want {
@@ -33,3 +36,9 @@ func TestKindOf(t *testing.T) {
 		t.Error("Connect must keep the chain")
 	}
 }
+
+// missing is an error type of its own that says its kind (as kafka.UnknownTopicError does).
+type missing struct{}
+
+func (missing) Error() string   { return "no such thing" }
+func (missing) ErrorKind() Kind { return KindNotFound }

@@ -451,7 +451,7 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// errNoGroup is the usage error of a consumer group the cluster does not know.
+// errNoGroup is the not-found error of a consumer group the cluster does not know.
 func errNoGroup(name string) error {
-	return fwerr.Usagef("consumer group %q does not exist (groups list shows the groups)", name)
+	return fwerr.NotFoundf("consumer group %q does not exist (groups list shows the groups)", name)
 }

@@ -237,8 +237,8 @@ func Reset(c *kafka.Cluster, st *dedup.Store, o ResetOptions) action.Steps[*Rese
 	return action.Steps[*ResetPlan, *ResetResult]{
 		Plan: func(ctx context.Context, e *action.Env) (*ResetPlan, error) {
 			p, err := PlanReset(ctx, c, o)
-			if p != nil && e.Record.Reason != "" {
-				p.Reason = &e.Record.Reason
+			if p != nil {
+				p.Reason = e.Reason()
 			}
 			return p, err
 		},

@@ -58,6 +58,8 @@ type SkipPlan struct {
 	// Record is the record at the committed offset, the one the group is stuck on, decoded as
 	// `inspect record` shows it; nil when that offset holds no readable record.
 	Record *inspect.RecordReport `json:"record"`
+	// Reason is the --reason the skip is asked with (nil without one).
+	Reason *string `json:"reason"`
 	// Members are the group's members; a skip is refused while there are any.
 	Members []Member `json:"members"`
 }
@@ -184,7 +186,13 @@ const parkBatch = 500
 // action's Record (its id is the skip's).
 func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPlan, *SkipResult] {
 	return action.Steps[*SkipPlan, *SkipResult]{
-		Plan: func(ctx context.Context, _ *action.Env) (*SkipPlan, error) { return PlanSkip(ctx, c, o) },
+		Plan: func(ctx context.Context, e *action.Env) (*SkipPlan, error) {
+			p, err := PlanSkip(ctx, c, o)
+			if p != nil {
+				p.Reason = e.Reason()
+			}
+			return p, err
+		},
 		Execute: func(ctx context.Context, e *action.Env, plan *SkipPlan) (*SkipResult, error) {
 			res, err := skip(ctx, c, st, plan, e.Record)
 			if err != nil && res != nil && res.Parked > 0 {
@@ -350,6 +358,8 @@ type UndoPlan struct {
 	Undone dedup.GroupAction `json:"undone"`
 	Moves  []PartitionMove   `json:"moves"`
 	State  string            `json:"state"`
+	// Reason is the --reason the undo is asked with (nil without one).
+	Reason *string `json:"reason"`
 	// Members are the group's members; an undo is refused while there are any.
 	Members []Member `json:"members"`
 }
@@ -366,7 +376,7 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	}
 	switch {
 	case a == nil:
-		return nil, fwerr.Usagef("no groups skip or reset %s in the journal", id)
+		return nil, fwerr.NotFoundf("no groups skip or reset %s in the journal (groups journal lists them)", id)
 	case a.Action == dedup.ActionUndo:
 		return nil, fwerr.Usagef("%s is an undo of %s, not a skip or a reset", id, a.Undoes)
 	case a.UndoneBy != "":
@@ -408,7 +418,13 @@ type UndoResult struct {
 // PlanUndo's, its execute undo's, journaled under the action's Record.
 func Undo(c *kafka.Cluster, st *dedup.Store, id string) action.Steps[*UndoPlan, *UndoResult] {
 	return action.Steps[*UndoPlan, *UndoResult]{
-		Plan: func(ctx context.Context, _ *action.Env) (*UndoPlan, error) { return PlanUndo(ctx, c, st, id) },
+		Plan: func(ctx context.Context, e *action.Env) (*UndoPlan, error) {
+			p, err := PlanUndo(ctx, c, st, id)
+			if p != nil {
+				p.Reason = e.Reason()
+			}
+			return p, err
+		},
 		Execute: func(ctx context.Context, e *action.Env, plan *UndoPlan) (*UndoResult, error) {
 			return undo(ctx, c, st, plan, e.Record)
 		},

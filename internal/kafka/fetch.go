@@ -30,9 +30,9 @@ func (c *Cluster) Fetch(ctx context.Context, topic string, partition int32, offs
 	}
 	switch {
 	case b.HighWatermark <= b.LogStart:
-		return nil, fwerr.Usagef("offset %d is outside %s/%d, which holds no records", offset, topic, partition)
+		return nil, fwerr.NotFoundf("offset %d is outside %s/%d, which holds no records", offset, topic, partition)
 	case offset < b.LogStart || offset >= b.HighWatermark:
-		return nil, fwerr.Usagef("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
+		return nil, fwerr.NotFoundf("offset %d is outside %s/%d, whose records are at offsets %d..%d", offset, topic, partition, b.LogStart, b.HighWatermark-1)
 	case offset >= b.LastStable:
 		return nil, fmt.Errorf("%s is not readable yet: it is at or beyond the last stable offset %d (an open transaction)", addr, b.LastStable)
 	}

@@ -64,10 +64,10 @@ func TestPlanAndReadRanges(t *testing.T) {
 	if got := readAll(t, c, all); len(got) != 10 {
 		t.Fatalf("bounded read saw %d records, want 10", len(got))
 	}
-	// Bad offsets are usage errors that give the valid range.
+	// An offset outside the partition is not found, and the error gives the valid range.
 	bad := int64(99)
 	_, err = c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{0}, StartOffset: &bad})
-	if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "0..10") {
+	if fwerr.KindOf(err) != fwerr.KindNotFound || !strings.Contains(err.Error(), "0..10") {
 		t.Fatalf("out of range: %v", err)
 	}
 	_, err = c.Plan(ctx, topic, kafka.Selection{StartOffset: &e, EndOffset: &s})
@@ -75,7 +75,7 @@ func TestPlanAndReadRanges(t *testing.T) {
 		t.Fatalf("inverted: %v", err)
 	}
 	_, err = c.Plan(ctx, topic, kafka.Selection{Partitions: []int32{7}})
-	if fwerr.KindOf(err) != fwerr.KindUsage {
+	if fwerr.KindOf(err) != fwerr.KindNotFound {
 		t.Fatalf("unknown partition: %v", err)
 	}
 }

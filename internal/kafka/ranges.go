@@ -24,6 +24,9 @@ type UnknownTopicError struct{ Topic string }
 func (e *UnknownTopicError) Error() string { return fmt.Sprintf("topic %q does not exist", e.Topic) }
 func (e *UnknownTopicError) Unwrap() error { return ErrUnknownTopic }
 
+// ErrorKind says a missing topic is not found (exit 9), as every missing thing is.
+func (e *UnknownTopicError) ErrorKind() fwerr.Kind { return fwerr.KindNotFound }
+
 // Selection says which records of a topic to read: the one type of --partition,
 // --start-offset, --end-offset, --since and --until, from the flags (cmdutil.SelectionFlags)
 // through a plan to the replay journal, which keeps it as JSON with these field names
@@ -109,7 +112,7 @@ type PartitionBounds struct {
 	HighWatermark int64
 }
 
-// PartitionOf is partition p's bounds among a topic's (Bounds), or the usage error that
+// PartitionOf is partition p's bounds among a topic's (Bounds), or the not-found error that
 // names the partitions the topic has.
 func PartitionOf(topic string, bounds []PartitionBounds, p int32) (PartitionBounds, error) {
 	for _, b := range bounds {
@@ -117,7 +120,7 @@ func PartitionOf(topic string, bounds []PartitionBounds, p int32) (PartitionBoun
 			return b, nil
 		}
 	}
-	return PartitionBounds{}, fwerr.Usagef("topic %s has no partition %d (partitions 0..%d)", topic, p, len(bounds)-1)
+	return PartitionBounds{}, fwerr.NotFoundf("topic %s has no partition %d (partitions 0..%d)", topic, p, len(bounds)-1)
 }
 
 // Bounds lists every partition's offsets of topic, sorted by partition. A missing topic is an
@@ -269,14 +272,14 @@ func planRanges(topic string, bounds []PartitionBounds, sel Selection, sinceOffs
 		if sel.StartOffset != nil {
 			s := *sel.StartOffset
 			if s < b.LogStart || s >= b.HighWatermark {
-				return nil, fwerr.Usagef("start offset %d is outside %s/%d, whose records are at offsets %s", s, topic, p, validRange(b))
+				return nil, fwerr.NotFoundf("start offset %d is outside %s/%d, whose records are at offsets %s", s, topic, p, validRange(b))
 			}
 			r.Start = s
 		}
 		if sel.EndOffset != nil {
 			e := *sel.EndOffset
 			if e < b.LogStart || e >= b.HighWatermark {
-				return nil, fwerr.Usagef("end offset %d is outside %s/%d, whose records are at offsets %s", e, topic, p, validRange(b))
+				return nil, fwerr.NotFoundf("end offset %d is outside %s/%d, whose records are at offsets %s", e, topic, p, validRange(b))
 			}
 			r.End = min(e+1, b.LastStable)
 		}

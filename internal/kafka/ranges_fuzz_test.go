@@ -102,6 +102,7 @@ func FuzzPlanRanges(f *testing.F) {
 		// empty window, a range and a window both.
 		wantErr := hasStart && hasEnd && end < start || !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) ||
 			(hasStart || hasEnd) && (hasSince || hasUntil) || hasStart && start < 0 || hasEnd && end < 0
+		usage := wantErr // the selection's own rules are usage errors; a partition or offset that is not there is not found
 		for _, p := range want {
 			b, ok := byPart[p]
 			outside := func(o int64) bool { return o < b.LogStart || o >= b.HighWatermark }
@@ -113,8 +114,8 @@ func FuzzPlanRanges(f *testing.F) {
 			if !wantErr {
 				t.Fatalf("selection %+v of %+v: unexpected error %v", sel, bounds, err)
 			}
-			if fwerr.KindOf(err) != fwerr.KindUsage || strings.TrimSpace(err.Error()) == "" {
-				t.Fatalf("error %v is not a usage error with a message", err)
+			if k := fwerr.KindOf(err); k != fwerr.KindUsage && (usage || k != fwerr.KindNotFound) || strings.TrimSpace(err.Error()) == "" {
+				t.Fatalf("error %v is not a usage or not-found error with a message", err)
 			}
 			if ranges != nil {
 				t.Fatalf("ranges %+v beside error %v", ranges, err)

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -122,9 +123,10 @@ func fitWidths(widths, floors []int, limit int) []int {
 }
 
 // fitTable cuts the cells of header and rows (already made printable) to the widths that let
-// the table fit limit columns, and returns them with those widths. The first column keeps
-// its width while the others' headers fit beside it.
-func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string, []int) {
+// the table fit limit columns, and returns them with those widths. The columns that identify
+// or tell the rows apart keep their width: those keep names (Column.Keep), even before the
+// others' headers, else the first column, while the others' headers fit beside it.
+func fitTable(header []string, rows [][]string, limit int, keep []bool) ([]string, [][]string, []int) {
 	natural := make([]int, len(header))
 	for i, h := range header {
 		natural[i] = ansi.StringWidth(h)
@@ -138,18 +140,30 @@ func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string
 		}
 	}
 	widths := fitWidths(natural, headers, limit)
-	// The first column names the row (a topic, a dead letter's coordinates): it keeps its
-	// width when the others' headers still fit beside it.
-	if len(headers) > 0 && widths[0] < natural[0] {
-		floors := append([]int(nil), headers...)
-		floors[0] = natural[0]
-		first := fitWidths(natural, floors, limit)
-		kept := true
-		for i, w := range first {
-			kept = kept && w >= min(natural[i], max(minCellWidth, floors[i]))
-		}
-		if kept {
-			widths = first
+	// The kept columns tell rows apart (an event's type and time): they keep their width.
+	// Without them, the first column names the row (a topic, a dead letter's coordinates): it
+	// keeps its width when the others' headers still fit beside it.
+	keepFirst := make([]bool, len(headers))
+	if len(headers) > 0 {
+		keepFirst[0] = true
+	}
+	keepAll := make([]bool, len(headers))
+	for i := range keepAll {
+		keepAll[i] = i < len(keep) && keep[i]
+	}
+	// The kept columns before the others' headers: a header cut to "PAR…" is read from the
+	// overview; a type cut to "task.co…" reads completed and reopened alike.
+	short := make([]int, len(headers))
+	for i := range short {
+		short[i] = min(headers[i], minCellWidth)
+	}
+	if w, ok := fitKeeping(natural, headers, limit, keepAll); ok && slices.Contains(keep, true) {
+		widths = w
+	} else if w, ok := fitKeeping(natural, short, limit, keepAll); ok && slices.Contains(keep, true) {
+		widths = w
+	} else if len(headers) > 0 && widths[0] < natural[0] {
+		if w, ok := fitKeeping(natural, headers, limit, keepFirst); ok {
+			widths = w
 		}
 	}
 	cut := func(r []string) []string {
@@ -167,4 +181,22 @@ func fitTable(header []string, rows [][]string, limit int) ([]string, [][]string
 		fitted[i] = cut(r)
 	}
 	return cut(header), fitted, widths
+}
+
+// fitKeeping is fitWidths with the kept columns at their natural width and the others at least
+// as wide as floors (their headers, or less); ok is false when they do not fit so.
+func fitKeeping(natural, headers []int, limit int, keep []bool) ([]int, bool) {
+	floors := append([]int(nil), headers...)
+	for i, k := range keep {
+		if k {
+			floors[i] = natural[i]
+		}
+	}
+	widths := fitWidths(natural, floors, limit)
+	for i, w := range widths {
+		if w < min(natural[i], max(minCellWidth, floors[i])) {
+			return widths, false
+		}
+	}
+	return widths, true
 }

@@ -118,7 +118,7 @@ func TestHeadersNeverCut(t *testing.T) {
 	header := []string{"TOPIC", "ORIGIN_GROUP", "REPLAYABLE_RECORDS", "REASON"}
 	rows := [][]string{{strings.Repeat("t", 30), strings.Repeat("g", 30), "12", strings.Repeat("r", 40)}}
 	for _, width := range []int{60, 50, 30} {
-		h, r, widths := fitTable(header, rows, width)
+		h, r, widths := fitTable(header, rows, width, nil)
 		line := 0
 		for i, w := range widths {
 			line += w
@@ -143,7 +143,7 @@ func TestHeadersNeverCut(t *testing.T) {
 func TestFirstColumnKept(t *testing.T) {
 	header := []string{"TOPIC", "MESSAGE", "AGE"}
 	rows := [][]string{{"orders.payments.dlq", strings.Repeat("m", 80), "3s"}}
-	h, r, _ := fitTable(header, rows, 40)
+	h, r, _ := fitTable(header, rows, 40, nil)
 	if r[0][0] != rows[0][0] || !strings.HasSuffix(r[0][1], Ellipsis) || strings.Join(h, " ") != "TOPIC MESSAGE AGE" {
 		t.Errorf("at 40 columns: %q %q", h, r)
 	}
@@ -180,5 +180,32 @@ func TestLongFieldWrapped(t *testing.T) {
 		if !strings.Contains(got, value) {
 			t.Errorf("wide or piped, want the value on one line:\n%s", got)
 		}
+	}
+}
+
+// TestKeptColumnsWhole: the columns that tell rows apart (an event's time and type) keep
+// their width while the others are cut, headers whole; when they cannot, the first column
+// alone keeps its width, as without them.
+func TestKeptColumnsWhole(t *testing.T) {
+	header := []string{"PARTITION", "OFFSET", "TIMESTAMP", "TYPE", "NOTE"}
+	rows := [][]string{{"0", "19", "2026-12-02T08:24:50.488Z", "task.completed", strings.Repeat("n", 40)}}
+	keep := []bool{false, false, true, true, false}
+	h, r, widths := fitTable(header, rows, 70, keep)
+	if r[0][2] != rows[0][2] || r[0][3] != rows[0][3] || !strings.HasSuffix(r[0][4], Ellipsis) || strings.Join(h, " ") != strings.Join(header, " ") {
+		t.Errorf("at 70 columns: %q %q", h, r)
+	}
+	line := columnGap * (len(widths) - 1)
+	for _, w := range widths {
+		line += w
+	}
+	if line > 70 {
+		t.Errorf("at 70 columns the table is %d wide", line)
+	}
+	_, plain, _ := fitTable(header, rows, 60, nil)
+	if plain[0][2] == rows[0][2] && plain[0][3] == rows[0][3] {
+		t.Errorf("without kept columns nothing tells the test apart: %q", plain)
+	}
+	if _, r, _ := fitTable(header, rows, 60, keep); r[0][2] != rows[0][2] || r[0][3] != rows[0][3] {
+		t.Errorf("at 60 columns the kept cells are cut: %q", r)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
 
@@ -47,18 +49,59 @@ func Printable(s string, keepColor bool) string {
 // fieldwork's own colours kept when color is true: for the messages and narration written to
 // a stream directly rather than through a Printer (errors and warnings on stderr, the
 // banners of dev and demo). One Write must be one whole message, as each fmt.Fprint call is.
-func TextWriter(w io.Writer, color bool) io.Writer { return textWriter{w, color} }
+func TextWriter(w io.Writer, color bool) io.Writer { return textWriter{w: w, color: color} }
+
+// WrappingTextWriter is TextWriter with each line wrapped to width columns (0: left whole), as
+// ErrText wraps stderr on a terminal: for narration written to a terminal (dev's banner, the
+// demo's story).
+func WrappingTextWriter(w io.Writer, color bool, width int) io.Writer {
+	return textWriter{w: w, color: color, width: width}
+}
 
 type textWriter struct {
 	w     io.Writer
 	color bool
+	width int // each line wrapped to it; 0: left whole
 }
 
 func (t textWriter) Write(b []byte) (int, error) {
-	if _, err := io.WriteString(t.w, Printable(string(b), t.color)); err != nil {
+	text := Printable(string(b), t.color)
+	if t.width > 0 {
+		text = wrapLines(text, t.width)
+	}
+	if _, err := io.WriteString(t.w, text); err != nil {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// wrapLines wraps each line of text wider than width (Wrap), its continuation lines under
+// the line's own indentation; the other lines, and the line ends, stay as they are. A command
+// a message gives to run ("fieldwork replay resume RUN") is kept on one line, so that it is
+// copied whole.
+func wrapLines(text string, width int) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if ansi.StringWidth(l) <= width {
+			continue
+		}
+		body := strings.TrimLeft(l, " ")
+		indent := l[:len(l)-len(body)]
+		if len(indent) > width/2 {
+			indent = ""
+		}
+		var parts []string
+		if isCommandLine(ansi.Strip(body)) {
+			parts = WrapCommand(body, width-len(indent))
+		} else {
+			parts = Wrap(keepCommands(body), width-len(indent))
+		}
+		for j := range parts {
+			parts[j] = indent + strings.ReplaceAll(parts[j], commandBlank, " ")
+		}
+		lines[i] = strings.Join(parts, "\n")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // JSONWriter returns a writer to w for JSON documents written by another encoder (the JSON
@@ -169,4 +212,85 @@ func escapeJSONFrom(b []byte, i int) []byte {
 func hex4(r rune) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[r>>12&0xf], digits[r>>8&0xf], digits[r>>4&0xf], digits[r&0xf]})
+}
+
+// commandBlank stands for a blank inside a command while a line is wrapped (keepCommands): a
+// rune of the Private Use Area, one column wide, that no message carries.
+const commandBlank = "\uE002"
+
+// keepCommands joins the words of each command in s ("fieldwork " up to the end, or to the
+// first "; ", " (" or ", ") with commandBlank, so that Wrap does not break it.
+func keepCommands(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "fieldwork ")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		end := len(s)
+		for _, stop := range []string{"; ", " (", ", "} {
+			if j := strings.Index(s, stop); j >= 0 && j < end {
+				end = j
+			}
+		}
+		b.WriteString(strings.ReplaceAll(s[:end], " ", commandBlank))
+		s = s[end:]
+	}
+}
+
+// isCommandLine says whether a line is a command to run, as a narration shows one ("$
+// fieldwork dlq list", "fieldwork replay …", "export FIELDWORK_BROKERS=…").
+func isCommandLine(s string) bool {
+	for _, p := range []string{"$ ", "fieldwork ", "export ", "kcat "} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// WrapCommand breaks a shell command into lines of at most width columns at blanks, each but
+// the last ended with " \\" and the next indented by four blanks, so that it is still the same
+// command pasted into a shell; never inside quotes. A word longer than a line is left whole.
+func WrapCommand(cmd string, width int) []string {
+	if width <= 0 || ansi.StringWidth(cmd) <= width {
+		return []string{cmd}
+	}
+	const cont, indent = " \\", "    "
+	var lines []string
+	line := ""
+	for _, word := range shellWords(cmd) {
+		switch {
+		case line == "" || strings.TrimSpace(line) == "":
+			line += word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word)+len(cont) > width:
+			lines = append(lines, line+cont)
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	return append(lines, line)
+}
+
+// shellWords splits a command at the blanks outside single and double quotes.
+func shellWords(cmd string) []string {
+	var words []string
+	var quote rune
+	start := 0
+	for i, r := range cmd {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == 0 && (r == '\'' || r == '"'):
+			quote = r
+		case quote == 0 && r == ' ':
+			words = append(words, cmd[start:i])
+			start = i + 1
+		}
+	}
+	return append(words, cmd[start:])
 }

@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,5 +279,56 @@ func TestEscapeJSONSkip(t *testing.T) {
 		if got := escapeJSON(plain); !bytes.Equal(got, plain) {
 			t.Fatalf("escapeJSON(%q) = %q", plain, got)
 		}
+	}
+}
+
+// TestErrTextWrapsOnATerminal: on a terminal every line of a message written to stderr is
+// wrapped to its width, under its own indentation; off a terminal it is left whole.
+func TestErrTextWrapsOnATerminal(t *testing.T) {
+	s, _, _, errOut := Test()
+	msg := "showing the first 5 dead letters: more remain (raise --limit, 0 for no limit, or narrow the filters)\n" +
+		"  tasks.dlq/0/0: the message of the dead letter is longer than the terminal is wide, by far\nshort\n"
+	fmt.Fprint(s.ErrText(), msg)
+	if errOut.String() != msg {
+		t.Errorf("off a terminal: %q", errOut.String())
+	}
+	errOut.Reset()
+	s.ErrTTY, s.ErrWidth = true, 40
+	fmt.Fprint(s.ErrText(), msg)
+	lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+	for _, l := range lines {
+		if len(l) > 40 {
+			t.Errorf("a line %d wide: %q", len(l), l)
+		}
+	}
+	if lines[0] != "showing the first 5 dead letters: more" || lines[3] != "  tasks.dlq/0/0: the message of the dead" || lines[len(lines)-1] != "short" {
+		t.Errorf("wrapped:\n%s", errOut.String())
+	}
+}
+
+// TestErrTextKeepsCommandsWhole: a command a message gives to run is wrapped to a line of its
+// own, never broken, so that it is copied whole.
+func TestErrTextKeepsCommandsWhole(t *testing.T) {
+	s, _, _, errOut := Test()
+	s.ErrTTY, s.ErrWidth = true, 60
+	fmt.Fprintln(s.ErrText(), "run 20261202-110737-12c8b5 is interrupted; continue it with: fieldwork replay resume 20261202-110737-12c8b5 (it keeps --rate 2)")
+	if !strings.Contains(errOut.String(), "\nfieldwork replay resume 20261202-110737-12c8b5") {
+		t.Errorf("the command is broken:\n%s", errOut.String())
+	}
+}
+
+// TestWrapCommand: a command wider than the terminal is broken at blanks outside quotes, with
+// a shell's line continuation, so that it pastes as the same command.
+func TestWrapCommand(t *testing.T) {
+	cmd := "$ fieldwork replay --from tasks.dlq --dlq-reason rejected --execute --yes --reason 'projection 1.5 accepts task.reopened' --dsn sqlite:/tmp/fieldwork-demo.db"
+	lines := WrapCommand(cmd, 60)
+	for i, l := range lines {
+		if len(l) > 60 || i < len(lines)-1 && !strings.HasSuffix(l, " \\") {
+			t.Errorf("line %d: %q", i, l)
+		}
+	}
+	joined := strings.ReplaceAll(strings.Join(lines, "\n"), " \\\n    ", " ")
+	if joined != cmd || !strings.Contains(strings.Join(lines, "\n"), "'projection 1.5 accepts task.reopened'") {
+		t.Errorf("not the same command:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -51,8 +51,24 @@ type Column[T any] struct {
 	Optional bool
 	// WideOnly leaves the column out of a table on a terminal too narrow for the whole table
 	// (Printer.TableWidth), before any cell is cut: a detail the list can do without, shown
-	// with --wide and always in CSV and JSON.
+	// with --wide and always in CSV and JSON. A note on stderr names the columns left out.
 	WideOnly bool
+	// Keep keeps the column's cells whole on a narrow terminal while the other columns can
+	// be cut: a column that tells the rows apart (an event's type, its time).
+	Keep bool
+}
+
+// keptColumns marks, in the order of header (the columns shown), those of columns that Keep.
+func keptColumns[T any](columns []Column[T], header []string) []bool {
+	out := make([]bool, len(header))
+	for i, h := range header {
+		for _, c := range columns {
+			if c.Name == h && c.Keep {
+				out[i] = true
+			}
+		}
+	}
+	return out
 }
 
 // List writes items. JSON and JSON Lines encode the items themselves (their json tags are the
@@ -86,19 +102,21 @@ func List[T any](p *Printer, items []T, columns []Column[T], empty string) error
 			rows[i] = cells(columns, it)
 		}
 		header, rows := shownColumns(p, columns, rows)
-		return p.Table(header, rows)
+		_, err := p.table(header, rows, keptColumns(columns, header))
+		return err
 	}
 }
 
 // Table renders a borderless table with a bold header (plain without colour), fitted to
 // TableWidth.
 func (p *Printer) Table(header []string, rows [][]string) error {
-	_, err := p.table(header, rows)
+	_, err := p.table(header, rows, nil)
 	return err
 }
 
-// table is Table, returning the widths the columns were shown in.
-func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
+// table is Table, returning the widths the columns were shown in; keep marks the columns
+// kept whole while the others can be cut (fitTable).
+func (p *Printer) table(header []string, rows [][]string, keep []bool) ([]int, error) {
 	color := p.Styles.Color()
 	styled := make([]string, len(header))
 	for i, h := range header {
@@ -112,7 +130,7 @@ func (p *Printer) table(header []string, rows [][]string) ([]int, error) {
 		}
 		safeRows[i] = safe
 	}
-	styled, safeRows, widths := fitTable(styled, safeRows, p.TableWidth())
+	styled, safeRows, widths := fitTable(styled, safeRows, p.TableWidth(), keep)
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
@@ -176,6 +194,8 @@ type Section struct {
 	// Optional names the columns of Header left out of the table when none of their cells
 	// says anything, as Column.Optional; CSV keeps them.
 	Optional []string
+	// Keep names the columns of Header kept whole on a narrow terminal, as Column.Keep.
+	Keep []string
 }
 
 // namedIn marks the columns of s.Header that names names.
@@ -222,8 +242,15 @@ func (p *Printer) Object(v any, sections []Section) error {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
+		// A title or a text wider than the terminal is wrapped to it, as every line is.
+		fit := func(s string) string {
+			if w := p.TableWidth(); w > 0 {
+				return wrapLines(s, w)
+			}
+			return s
+		}
 		if s.Title != "" {
-			fmt.Fprintln(out, Printable(p.Styles.Title.Render(s.Title), color))
+			fmt.Fprintln(out, fit(Printable(p.Styles.Title.Render(s.Title), color)))
 		}
 		if len(s.Fields) > 0 {
 			width := 0
@@ -248,12 +275,15 @@ func (p *Printer) Object(v any, sections []Section) error {
 		if len(s.Header) > 0 {
 			if len(s.Rows) == 0 {
 				fmt.Fprintln(out, Printable(p.Styles.Dim.Render("(none)"), color))
-			} else if err := p.Table(p.shownColumnsOf(s.Header, namedIn(s, s.Optional), namedIn(s, s.WideOnly), s.Rows)); err != nil {
-				return err
+			} else {
+				header, rows := p.shownColumnsOf(s.Header, namedIn(s, s.Optional), namedIn(s, s.WideOnly), s.Rows)
+				if _, err := p.table(header, rows, namedIn(Section{Header: header}, s.Keep)); err != nil {
+					return err
+				}
 			}
 		}
 		if s.Text != "" {
-			fmt.Fprintln(out, Printable(strings.TrimRight(s.Text, "\n"), color))
+			fmt.Fprintln(out, fit(Printable(strings.TrimRight(s.Text, "\n"), color)))
 		}
 	}
 	return nil

@@ -2,10 +2,13 @@ package output
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
@@ -31,6 +34,11 @@ import (
 // The callbacks of the domain packages take it directly: Update is a func(done, total
 // int64), which is inspect.ProgressFunc, replay.ProgressFunc and dlq.ScanOptions.Progress;
 // Set is the func(n int64) of dedup.Store.Prune.
+//
+// The line always fits the terminal (the width stderr has at each redraw, one column spared):
+// a line that wrapped would be redrawn below itself at every tick. When it is too wide, the
+// figures least needed go first (the rate, then the ETA or the time elapsed, then the note's
+// parts from its last), and a label and counts still too wide are cut with the ellipsis.
 //
 // A nil *Progress is valid and does nothing.
 type Progress struct {
@@ -203,13 +211,27 @@ func (p *Progress) erase() {
 func (p *Progress) draw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := p.line(p.opts.Clock.Now())
+	line := p.line(p.opts.Clock.Now(), p.width())
 	fmt.Fprint(p.s.ErrOut, "\r\x1b[K"+line)
 	p.shown = true
 }
 
-// line formats the line at now and takes a rate sample; p.mu is held.
-func (p *Progress) line(now time.Time) string {
+// width is the room of the line: the terminal's width now (it may have been resized since the
+// streams were made), less one column, so that the cursor never waits at the right margin;
+// 0 when it is not known.
+func (p *Progress) width() int {
+	w := p.s.ErrWidth
+	if f, ok := p.s.ErrOut.(*os.File); ok {
+		if now := terminalWidth(f); now > 0 {
+			w = now
+		}
+	}
+	return max(w-1, 0)
+}
+
+// line formats the line at now, fitted to width columns (0: any), and takes a rate sample;
+// p.mu is held.
+func (p *Progress) line(now time.Time, width int) string {
 	done, total := p.done.Load(), p.total.Load()
 	p.samples = append(p.samples, progressSample{at: now, done: done})
 	for len(p.samples) > 2 && !p.samples[1].at.After(now.Add(-RateWindow)) {
@@ -217,39 +239,69 @@ func (p *Progress) line(now time.Time) string {
 	}
 	first := p.samples[0]
 
-	var b strings.Builder
+	var head string
 	if p.opts.Label != "" {
-		b.WriteString(printable.Escape(p.opts.Label) + ": ")
+		head = printable.Escape(p.opts.Label) + ": "
 	}
 	if total > 0 {
 		about := ""
 		if p.opts.Estimate {
 			about = "about "
 		}
-		fmt.Fprintf(&b, "%d of %s%d %s (%d%%)", done, about, total, p.opts.Unit, min(100, done*100/total))
+		head += fmt.Sprintf("%d of %s%d %s (%d%%)", done, about, total, p.opts.Unit, min(100, done*100/total))
 	} else {
-		fmt.Fprintf(&b, "%d %s", done, p.opts.Unit)
+		head += fmt.Sprintf("%d %s", done, p.opts.Unit)
 	}
+	var note []string
 	if p.note != "" {
-		b.WriteString(", " + printable.Escape(p.note))
+		note = strings.Split(printable.Escape(p.note), ", ")
 	}
-	span := now.Sub(first.at)
-	if span <= 0 {
-		return b.String()
+	var rate, tail string
+	if span := now.Sub(first.at); span > 0 {
+		r := float64(done-first.done) / span.Seconds()
+		if r < 10 {
+			rate = fmt.Sprintf("%.1f %s/s", r, p.opts.Unit)
+		} else {
+			rate = fmt.Sprintf("%.0f %s/s", r, p.opts.Unit)
+		}
+		if total > 0 && done < total && r > 0 {
+			tail = "ETA " + compactDuration(time.Duration(float64(total-done)/r*float64(time.Second)))
+		} else if done < total || total <= 0 {
+			tail = compactDuration(now.Sub(p.start)) + " elapsed"
+		}
 	}
-	rate := float64(done-first.done) / span.Seconds()
-	if rate < 10 {
-		fmt.Fprintf(&b, ", %.1f %s/s", rate, p.opts.Unit)
-	} else {
-		fmt.Fprintf(&b, ", %.0f %s/s", rate, p.opts.Unit)
+	return fitProgress(width, head, note, rate, tail)
+}
+
+// fitProgress joins a progress line, ", " between its parts: head, the note's parts, the rate
+// and the tail (ETA or time elapsed); "" parts are left out. While it is wider than width
+// (0: any), it leaves out the rate, then the tail, then the note's parts from the last; a
+// head still too wide is cut with the ellipsis.
+func fitProgress(width int, head string, note []string, rate, tail string) string {
+	join := func() string {
+		parts := append([]string{head}, note...)
+		for _, s := range []string{rate, tail} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, ", ")
 	}
-	if total > 0 && done < total && rate > 0 {
-		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
-		b.WriteString(", ETA " + compactDuration(eta))
-	} else if done < total || total <= 0 {
-		b.WriteString(", " + compactDuration(now.Sub(p.start)) + " elapsed")
+	line := join()
+	for width > 0 && ansi.StringWidth(line) > width {
+		switch {
+		case rate != "":
+			rate = ""
+		case tail != "":
+			tail = ""
+		case len(note) > 0:
+			note = note[:len(note)-1]
+		default:
+			return Truncate(line, width)
+		}
+		line = join()
 	}
-	return b.String()
+	return line
 }
 
 // compactDuration writes d in whole seconds the short way: 42s, 3m05s, 2h07m (at least 1s).

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // fakeClock is a Clock whose time moves, and whose one ticker ticks, only when a test says.
@@ -310,6 +312,35 @@ func TestCompactDuration(t *testing.T) {
 	} {
 		if got := compactDuration(d); got != want {
 			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestProgressFitsTheTerminal: the line is never wider than the terminal less one column, so
+// that a redraw never wraps: the rate goes first, then the time, then the note's parts from
+// the last; a label too wide alone is cut with the ellipsis.
+func TestProgressFitsTheTerminal(t *testing.T) {
+	cases := []struct {
+		width int
+		want  string
+	}{
+		{0, "replaying: 10219 sent, 0 quarantined, 0 skipped, read 10%, 5110 sent/s, 2s elapsed"},
+		{80, "replaying: 10219 sent, 0 quarantined, 0 skipped, read 10%, 2s elapsed"},
+		{60, "replaying: 10219 sent, 0 quarantined, 0 skipped, read 10%"},
+		{40, "replaying: 10219 sent, 0 quarantined"},
+		{16, "replaying: 102…"},
+	}
+	for _, c := range cases {
+		r := newProgressRig(t, ProgressOptions{Label: "replaying", Unit: "sent"})
+		r.s.ErrWidth = c.width
+		r.p.Set(10219)
+		r.p.SetNote("0 quarantined, 0 skipped, read 10%")
+		got := r.tick(2 * time.Second)
+		if got != c.want {
+			t.Errorf("%d columns:\n got %q\nwant %q", c.width, got, c.want)
+		}
+		if c.width > 0 && ansi.StringWidth(got) > c.width-1 {
+			t.Errorf("%d columns: the line is %d wide", c.width, ansi.StringWidth(got))
 		}
 	}
 }

@@ -418,7 +418,7 @@ func (s *Stream[T]) close() error {
 		if s.opts.MoreHint != "" {
 			note += " (" + s.opts.MoreHint + ")"
 		}
-		fmt.Fprintln(s.p.Streams.ErrOut, note)
+		fmt.Fprintln(s.p.Streams.ErrText(), note)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -36,6 +37,7 @@ type tableStream struct {
 	names    []string
 	opt      []bool
 	wideOnly []bool
+	keep     []bool
 	chunk    int
 	rows     [][]string
 	widths   []int  // set once the first chunk is printed
@@ -49,6 +51,7 @@ func newTableStream[T any](p *Printer, cols []Column[T], chunk int, before func(
 		t.names = append(t.names, c.Name)
 		t.opt = append(t.opt, c.Optional)
 		t.wideOnly = append(t.wideOnly, c.WideOnly)
+		t.keep = append(t.keep, c.Keep)
 	}
 	return t
 }
@@ -70,7 +73,7 @@ func (t *tableStream) fix() error {
 	t.before()
 	t.kept = t.p.shownColumnIndexes(t.names, make([]bool, len(t.names)), t.wideOnly, t.rows)
 	header, rows := selectColumns(t.names, t.rows, t.kept)
-	widths, err := t.p.table(header, rows)
+	widths, err := t.p.table(header, rows, t.keepOf(header))
 	t.widths, t.rows = widths, nil
 	return err
 }
@@ -113,7 +116,21 @@ func (t *tableStream) close() error {
 		return nil
 	}
 	header, rows := t.p.shownColumnsOf(t.names, t.opt, t.wideOnly, t.rows)
-	return t.p.Table(header, rows)
+	_, err := t.p.table(header, rows, t.keepOf(header))
+	return err
+}
+
+// keepOf marks the columns of header (those shown) that Keep.
+func (t *tableStream) keepOf(header []string) []bool {
+	out := make([]bool, len(header))
+	for i, h := range header {
+		for j, n := range t.names {
+			if n == h && t.keep[j] {
+				out[i] = true
+			}
+		}
+	}
+	return out
 }
 
 // shownColumns is the header and rows of a table without its Optional columns that say
@@ -152,12 +169,31 @@ func (p *Printer) shownColumnIndexes(names []string, opt, wideOnly []bool, rows 
 		narrow = total-columnGap > limit
 	}
 	kept := make([]int, 0, len(names))
+	var dropped []string
 	for i := range names {
-		if says[i] && !(narrow && wideOnly[i]) {
+		switch {
+		case says[i] && !(narrow && wideOnly[i]):
 			kept = append(kept, i)
+		case says[i]:
+			dropped = append(dropped, tableHeader(names[i]))
 		}
 	}
+	p.noteDropped(dropped)
 	return kept
+}
+
+// noteDropped says on stderr, in one line fitted to it, which columns a table too wide for
+// the terminal left out: a table never drops a column silently.
+func (p *Printer) noteDropped(columns []string) {
+	if len(columns) == 0 {
+		return
+	}
+	s := p.Streams
+	line := s.ErrStyles().Dim.Render("note: ") + "--wide shows the columns left out to fit: " + strings.Join(columns, ", ")
+	if s.ErrTTY && s.ErrWidth > 0 {
+		line = Truncate(line, s.ErrWidth)
+	}
+	fmt.Fprintln(s.ErrOut, line)
 }
 
 // selectColumns is names and rows with only the columns kept (indexes, in order).

@@ -74,8 +74,15 @@ func (s *Streams) ErrColor() bool { return s.ErrTTY && !s.NoColor }
 func (s *Streams) ErrStyles() Styles { return NewStyles(s.ErrOut, s.ErrColor()) }
 
 // ErrText is stderr for messages that carry data (errors, warnings, notes naming topics or
-// records): a TextWriter, so that nothing in them acts on the terminal.
-func (s *Streams) ErrText() io.Writer { return TextWriter(s.ErrOut, s.ErrColor()) }
+// records): a TextWriter, so that nothing in them acts on the terminal. On a terminal each
+// line of a message is wrapped to its width (at blanks, under its own indentation): a
+// message never runs past the right margin.
+func (s *Streams) ErrText() io.Writer {
+	if s.ErrTTY && s.ErrWidth > 0 {
+		return textWriter{w: s.ErrOut, color: s.ErrColor(), width: s.ErrWidth}
+	}
+	return TextWriter(s.ErrOut, s.ErrColor())
+}
 
 // Interactive reports whether a person can answer a prompt: stdin and stderr are terminals.
 func (s *Streams) Interactive() bool { return s.InTTY && s.ErrTTY }

@@ -21,6 +21,8 @@ type ForgetReport struct {
 	NotFound []string `json:"not_found"`
 	// DryRun is set on a plan (PlanForget): Removed are the markers that would be removed.
 	DryRun bool `json:"dry_run"`
+	// Reason is the --reason the forget is asked with (nil without one).
+	Reason *string `json:"reason"`
 }
 
 // Forget is the forget of the markers of ids for consumer ("" for every consumer's) as an
@@ -33,8 +35,12 @@ type ForgetReport struct {
 // in one transaction and journals the forget under the action's Record once it is committed.
 func Forget(st *dedup.Store, consumer string, ids []string) action.Steps[*ForgetReport, *ForgetReport] {
 	return action.Steps[*ForgetReport, *ForgetReport]{
-		Plan: func(ctx context.Context, _ *action.Env) (*ForgetReport, error) {
-			return PlanForget(ctx, st, consumer, ids)
+		Plan: func(ctx context.Context, e *action.Env) (*ForgetReport, error) {
+			rep, err := PlanForget(ctx, st, consumer, ids)
+			if rep != nil {
+				rep.Reason = e.Reason()
+			}
+			return rep, err
 		},
 		Check: func(ctx context.Context, _ *action.Env, _ *ForgetReport) error { return journalReady(ctx, st) },
 		Execute: func(ctx context.Context, e *action.Env, _ *ForgetReport) (*ForgetReport, error) {
@@ -44,6 +50,7 @@ func Forget(st *dedup.Store, consumer string, ids []string) action.Steps[*Forget
 				return nil, err
 			}
 			rep := forgetReport(st, consumer, ids, removed)
+			rep.Reason = e.Reason()
 			return rep, recordForget(context.WithoutCancel(ctx), st, e.Record, ids, rep)
 		},
 	}

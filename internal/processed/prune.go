@@ -64,6 +64,8 @@ type PruneReport struct {
 	Topics         []TopicHorizon `json:"topics"`
 	// DryRun is set when nothing was deleted because none was asked for: Candidates would be.
 	DryRun bool `json:"dry_run"`
+	// Reason is the --reason the prune is asked with (nil without one).
+	Reason *string `json:"reason"`
 }
 
 // Prune is the deletion of the markers processed more than o.OlderThan ago (o.Consumer's only,
@@ -129,7 +131,7 @@ func planPrune(ctx context.Context, st *dedup.Store, cluster func(context.Contex
 	}
 	before := now.Add(-o.OlderThan).UTC()
 	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
-		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: !e.Execute}
+		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: !e.Execute, Reason: e.Reason()}
 
 	// Through the store's own query first: a missing table is reported as such.
 	page, err := st.List(ctx, dedup.ListFilter{Consumer: o.Consumer, Until: before, Limit: 1})

@@ -155,7 +155,7 @@ func TestPruneNothingToDo(t *testing.T) {
 	}
 	keys := jsonFields(rep)
 	// The fields `processed prune` prints (consumer is left out when empty).
-	if want := "[candidates candidates_without_topic deleted dry_run forced horizon_checked older_than processed_before table topics]"; fmt.Sprint(keys) != want {
+	if want := "[candidates candidates_without_topic deleted dry_run forced horizon_checked older_than processed_before reason table topics]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}
 	// A declined confirmation deletes nothing and is returned.

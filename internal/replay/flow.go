@@ -206,6 +206,7 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 		return res, err
 	}
 	rep.Execution = &f.exRep
+	rep.Reason = r.Reason()
 	res.Report = rep
 	if err := rep.Err(); err != nil {
 		return res, err
@@ -219,7 +220,11 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 				wording.Plural(n, "record"), rep.MaxReplays)
 		}
 		res.malformed(rep.Counts.MalformedToSend, "to send")
-		res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute --reason \"…\" to send")
+		if r.Reason() == nil {
+			res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute --reason \"…\" to send")
+		} else {
+			res.notice(NoticeDryRun, "dry run: nothing was sent; add --execute to send")
+		}
 	}
 	return res, nil
 }

@@ -97,10 +97,10 @@ func (s *Spec) narrow(ranges []kafka.PartitionRange) ([]kafka.PartitionRange, er
 	for a := range s.addresses {
 		i := slices.IndexFunc(ranges, func(r kafka.PartitionRange) bool { return r.Partition == a.Partition })
 		if i < 0 {
-			return nil, fwerr.Usagef("%s: %s has no partition %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition)
+			return nil, fwerr.NotFoundf("%s: %s has no partition %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition)
 		}
 		if r := ranges[i]; a.Offset < r.Start || a.Offset >= r.End {
-			return nil, fwerr.Usagef("%s is not in %s: partition %d holds offsets %d to %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition, r.Start, r.End-1)
+			return nil, fwerr.NotFoundf("%s is not in %s: partition %d holds offsets %d to %d", kafka.RecordAddress{Topic: a.Topic, Partition: a.Partition, Offset: a.Offset}, s.From, a.Partition, r.Start, r.End-1)
 		}
 	}
 	if len(s.eventIDs) > 0 {
@@ -276,17 +276,20 @@ type Report struct {
 	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
 	MaxReplays         int                 `json:"max_replays"`
 	RunID              string              `json:"resumes_run,omitempty"`
-	Selection          SelectionReport     `json:"selection"`
-	Filters            Filters             `json:"filters"`
-	Ranges             []RangeReport       `json:"ranges"`
-	LostOffsets        int64               `json:"lost_offsets,omitempty"`
-	Counts             Counts              `json:"counts"`
-	Targets            []TargetCount       `json:"targets"`
-	Missing            []TargetCount       `json:"missing_targets"`
-	Quarantined        []RecordRef         `json:"quarantined"`
-	Incomplete         []RecordRef         `json:"incomplete"`
-	Problems           []string            `json:"problems"`
-	Sample             []SampleRecord      `json:"sample"`
+	// Reason is why the replay is asked for (--reason, a resumed run's own): journaled and
+	// sent as fw.replay.reason when executed; nil without one.
+	Reason      *string         `json:"reason"`
+	Selection   SelectionReport `json:"selection"`
+	Filters     Filters         `json:"filters"`
+	Ranges      []RangeReport   `json:"ranges"`
+	LostOffsets int64           `json:"lost_offsets,omitempty"`
+	Counts      Counts          `json:"counts"`
+	Targets     []TargetCount   `json:"targets"`
+	Missing     []TargetCount   `json:"missing_targets"`
+	Quarantined []RecordRef     `json:"quarantined"`
+	Incomplete  []RecordRef     `json:"incomplete"`
+	Problems    []string        `json:"problems"`
+	Sample      []SampleRecord  `json:"sample"`
 	// ForGroup is the group the records are for (fw.replay.for): --for-group, or, when every
 	// selected dead letter names one group, that one (ForGroupDefault). "" with Groups: each
 	// record is for the group its dead letter names; with AllGroups, for every group.
@@ -620,6 +623,9 @@ type MissingTargetError struct {
 	text    string
 	stopped bool
 }
+
+// ErrorKind says a missing target is not found (exit 9), as every missing thing is.
+func (e *MissingTargetError) ErrorKind() fwerr.Kind { return fwerr.KindNotFound }
 
 // Stopped reports a run that sent records before it met the missing target.
 func (e *MissingTargetError) Stopped() bool { return e.stopped }

@@ -460,7 +460,7 @@ func TestReplayRefusesAMissingTargetBeforeSending(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = rep.Err()
-	if _, ok := err.(*MissingTargetError); !ok || fwerr.KindOf(err) != fwerr.KindError || !strings.Contains(err.Error(), missing+" (1 records)") {
+	if _, ok := err.(*MissingTargetError); !ok || fwerr.KindOf(err) != fwerr.KindNotFound || !strings.Contains(err.Error(), missing+" (1 records)") {
 		t.Fatalf("Err() = %v, want a *MissingTargetError naming %s", err, missing)
 	}
 }
@@ -681,7 +681,7 @@ func TestReplaySinglePassStopsAtAMissingTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, err := Execute(t.Context(), c, st, p, opts)
-	if !errors.As(err, &mt) || !mt.Stopped() || fwerr.KindOf(err) != fwerr.KindError || !strings.Contains(err.Error(), dlt+"/0/6 goes); the replay stopped there") {
+	if !errors.As(err, &mt) || !mt.Stopped() || fwerr.KindOf(err) != fwerr.KindNotFound || !strings.Contains(err.Error(), dlt+"/0/6 goes); the replay stopped there") {
 		t.Fatalf("missing topic after sends: %v", err)
 	}
 	if sum == nil || sum.Status != dedup.RunFailed || sum.Counts != (dedup.RunCounts{Selected: 6, Sent: 6}) {

@@ -88,7 +88,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 	if err != nil {
 		var nf *dedup.RunNotFoundError
 		if errors.As(err, &nf) {
-			return nil, fwerr.Usagef("%v (see `fieldwork replay runs`)", err)
+			return nil, fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
 		}
 		return nil, err
 	}

@@ -70,12 +70,21 @@ func TestParse(t *testing.T) {
 		{kind: "time", in: "2026-02-30", errPart: "not a date: day out of range"},
 		{kind: "time", in: "2026-13-01", errPart: "not a date: month out of range"},
 		{kind: "time", in: "2026-12-01T15:04:05", errPart: "missing the zone"},
-		{kind: "time", in: "2026-12-01 15:04:05Z", errPart: "not an RFC 3339 time"},
+		{kind: "time", in: "2026-12-01 15:04:05Z", errPart: "is not a time: not RFC 3339"},
 		{kind: "time", in: "-2h", errPart: "never negative"},
 		{kind: "time", in: "0s", errPart: "more than 0"},
 		{kind: "time", in: "3y", errPart: `unknown unit "y"`},
 		{kind: "time", in: "yesterday", errPart: "is not a time: want an RFC 3339 time"},
 		{kind: "time", in: "1700000000", errPart: "missing unit"},
+		// Epoch milliseconds, a local time with its zone's name.
+		{kind: "time", in: "1764601445000", want: "2025-12-01T15:04:05Z"},
+		{kind: "time", in: "1764601445123", want: "2025-12-01T15:04:05.123Z"},
+		{kind: "time", in: "2026-12-01 15:04 Europe/Paris", want: "2026-12-01T15:04:00+01:00"},
+		{kind: "time", in: "2026-07-01T15:04:05 Europe/Paris", want: "2026-07-01T15:04:05+02:00"},
+		{kind: "time", in: "2026-12-01 15:04:05 UTC", want: "2026-12-01T15:04:05Z"},
+		{kind: "time", in: "2026-12-01 15:04 Mars/Olympus", errPart: `is not a time: unknown time zone "Mars/Olympus"`},
+		{kind: "time", in: "2026-12-01 25:04 Europe/Paris", errPart: "is not a time: \"2026-12-01 25:04\" is not a local time"},
+		{kind: "time", in: "99999999999999999999", errPart: "is not a time: too many digits"},
 	}
 	for _, c := range cases {
 		t.Run(c.kind+"/"+c.in, func(t *testing.T) {

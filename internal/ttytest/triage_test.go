@@ -163,7 +163,7 @@ func TestTriageCtrlCStopsAReplay(t *testing.T) {
 	if code != 130 {
 		t.Errorf("Ctrl-C during a replay: exit %d, want 130\n%s", code, out)
 	}
-	m := regexp.MustCompile(`continue it with: fieldwork replay resume (\S+)`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`continue it with:\s+fieldwork replay resume (\S+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no replay resume line:\n%q", out)
 	}

@@ -11,6 +11,7 @@ type keyMap struct {
 	Processed, Help, Quit   key.Binding
 	Send, Cancel, PageDown  key.Binding
 	PageUp, ClearFilter     key.Binding
+	Home, End               key.Binding
 	readOnly, canMark       bool
 	onPlan, onRun, onRecord bool
 }
@@ -21,6 +22,8 @@ func newKeyMap() keyMap {
 		Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:      key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
 		PageDown:    key.NewBinding(key.WithKeys("pgdown", "f"), key.WithHelp("pgdn", "page down")),
+		Home:        key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "first")),
+		End:         key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "last")),
 		Open:        key.NewBinding(key.WithKeys("enter", "right", "l"), key.WithHelp("enter", "open")),
 		Back:        key.NewBinding(key.WithKeys("esc", "left", "h", "backspace"), key.WithHelp("esc", "back")),
 		Mark:        key.NewBinding(key.WithKeys("space", " "), key.WithHelp("space", "mark")),
@@ -61,7 +64,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 
 // FullHelp is every key, by what it is for.
 func (k keyMap) FullHelp() [][]key.Binding {
-	move := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Open, k.Back}
+	move := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Open, k.Back}
 	view := []key.Binding{k.Filter, k.Status, k.Copy, k.CopyCmd, k.Processed}
 	act := []key.Binding{k.Mark, k.Replay}
 	if k.readOnly {

@@ -457,6 +457,12 @@ func (m *Model) pageKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copy("command", m.record.Replay().Command)
 	case m.screen == screenRecord && key.Matches(msg, k.Processed):
 		return m.processed(m.record)
+	case key.Matches(msg, k.Home):
+		m.vp.GotoTop()
+		return nil
+	case key.Matches(msg, k.End):
+		m.vp.GotoBottom()
+		return nil
 	}
 	var cmd tea.Cmd
 	m.vp, cmd = m.vp.Update(msg)
@@ -478,6 +484,10 @@ func (m *Model) listKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.cursor[m.screen] = max(0, cur-m.bodyHeight())
 	case key.Matches(msg, k.PageDown):
 		m.cursor[m.screen] = max(0, min(len(rows)-1, cur+m.bodyHeight()))
+	case key.Matches(msg, k.Home):
+		m.cursor[m.screen] = 0
+	case key.Matches(msg, k.End):
+		m.cursor[m.screen] = max(0, len(rows)-1)
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
 		m.filter.SetValue(m.filters[m.screen])
@@ -588,7 +598,7 @@ func (m *Model) open(r row) {
 func (m *Model) showRecord(it *item) {
 	m.record, m.screen = it, screenRecord
 	m.textTitle = it.addr
-	m.vp.SetContent(m.o.Views.Record(it.Entry, m.width))
+	m.setPage(m.o.Views.Record(it.Entry, m.width))
 }
 
 // replaySelected opens the plan of what the cursor or the marks select: a group (the groups
@@ -643,7 +653,7 @@ func (m *Model) planned(msg planMsg) tea.Cmd {
 	}
 	m.sel, m.plan, m.screen, m.note = msg.sel, msg.res, screenPlan, ""
 	m.textTitle = "replay " + msg.sel.label
-	m.vp.SetContent(m.planText())
+	m.setPage(m.planText())
 	m.vp.GotoTop()
 	m.reason.SetValue("")
 	if m.plan.Report == nil || m.plan.Report.Counts.ToSend == 0 {
@@ -764,7 +774,7 @@ func (m *Model) showProcessed(msg processedMsg) {
 		m.returnTo = m.screen
 	}
 	m.screen, m.textTitle = screenProcessed, "processed get "+msg.eventID
-	m.vp.SetContent(m.o.Views.Processed(msg.eventID, msg.consumer, msg.rows, m.width))
+	m.setPage(m.o.Views.Processed(msg.eventID, msg.consumer, msg.rows, m.width))
 	m.vp.GotoTop()
 }
 
@@ -796,15 +806,21 @@ func (m *Model) copyCommand(r row) tea.Cmd {
 	return m.copy("command", r.item.Replay().Command)
 }
 
+// setPage shows text in the viewport, each line wider than the window cut with the ellipsis:
+// the viewport itself would cut it silently, and a line cut mid-word must say so.
+func (m *Model) setPage(text string) {
+	m.vp.SetContent(cutLines(text, m.width))
+}
+
 // layout sizes the viewport to the window.
 func (m *Model) layout() {
 	m.vp.SetWidth(m.width)
 	m.vp.SetHeight(m.bodyHeight())
 	switch m.screen {
 	case screenRecord:
-		m.vp.SetContent(m.o.Views.Record(m.record.Entry, m.width))
+		m.setPage(m.o.Views.Record(m.record.Entry, m.width))
 	case screenPlan:
-		m.vp.SetContent(m.planText())
+		m.setPage(m.planText())
 	}
 }
 

@@ -612,3 +612,34 @@ func TestStatusColouredAsTheTables(t *testing.T) {
 		t.Errorf("resolved is not drawn bright green, as the tables draw it:\n%q", v)
 	}
 }
+
+// TestHomeEnd: Home/g and End/G move the cursor to the first and the last row of a list, and
+// to the top and the bottom of a page of text.
+func TestHomeEnd(t *testing.T) {
+	c := newConsole(t, sample(), false)
+	c.keys("j\r\r") // tasks.dlq, db down: 0/0, 0/2, 0/4
+	c.keys("G")
+	c.wantRow("›", "0/4", "pending", "evt-4", "tasks/0/4", "56m")
+	c.keys("g")
+	c.wantRow("›", "0/0", "pending", "evt-0", "tasks/0/0", "1h")
+	c.send(tea.KeyPressMsg{Code: tea.KeyEnd})
+	c.wantRow("›", "0/4", "pending", "evt-4", "tasks/0/4", "56m")
+	c.send(tea.KeyPressMsg{Code: tea.KeyHome})
+	c.wantRow("›", "0/0", "pending", "evt-0", "tasks/0/0", "1h")
+}
+
+// TestLinesCutWithEllipsis: a line of a page of text wider than the window is cut with the
+// ellipsis, never silently.
+func TestLinesCutWithEllipsis(t *testing.T) {
+	b := &fakeBackend{topics: []string{"tasks.dlq"}, pending: []dlq.Entry{
+		deadLetter("tasks.dlq", 0, "", "the same bytes will fail again "+strings.Repeat("and again ", 12), dlq.StatusPending),
+	}, toSend: -1}
+	c := newConsole(t, b, false)
+	c.keys("\r\r\r")
+	v := c.want("Dead letter", "the same bytes will fail again")
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, "and again") && !strings.HasSuffix(strings.TrimRight(l, " "), "…") {
+			t.Errorf("a long line is cut without the ellipsis: %q", l)
+		}
+	}
+}

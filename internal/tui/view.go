@@ -232,6 +232,20 @@ func pick[T any](s []T, idx []int) []T {
 	return out
 }
 
+// cutLines cuts each line of text wider than w display columns with the ellipsis.
+func cutLines(text string, w int) string {
+	if w <= 0 {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if lipgloss.Width(l) > w {
+			lines[i] = ansi.Truncate(l, w, look.Ellipsis)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // cell is text cut (with …) and padded to w display columns; text is already escaped.
 func cell(s string, w int, right bool) string {
 	s = ansi.Truncate(s, w, look.Ellipsis)
@@ -322,7 +336,7 @@ func (m *Model) render() string {
 	if m.screen == screenPlan {
 		h += 1 + len(m.question()) // the question and the reason are part of the body
 	}
-	lines := strings.Split(body, "\n")
+	lines := strings.Split(cutLines(body, m.width), "\n")
 	if len(lines) > h+1 {
 		lines = lines[:h+1]
 	}
