@@ -265,6 +265,7 @@ func (w *fitWorld) cases() map[string]fitCase {
 		"dlq show":              {args: []string{"tasks.dlq/0/0"}},
 		"dlq stats":             {},
 		"docs":                  {args: []string{"--markdown-dir", filepath.Join(w.dir, "md"), "--man-dir", filepath.Join(w.dir, "man")}},
+		"groups check":          {args: []string{"task-workers"}, codes: []int{3}},
 		"groups describe":       {args: []string{"task-projection"}},
 		"groups journal":        {},
 		"groups list":           {},
