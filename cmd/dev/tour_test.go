@@ -49,7 +49,8 @@ func tourSteps(t *testing.T) (lines []string, codes []int) {
 }
 
 // TestTheREADMETour serves `fieldwork dev` and runs the README's tour through bash against it,
-// line by line, with the binary a reader builds: each line exits as its comment says, and at
+// line by line on a terminal 80 columns wide, with the binary a reader builds: each line exits
+// as its comment says, prints what the README's transcript shows (modulo times), and at
 // the end every dead letter the sandbox's buggy release rejected is settled (resolved, or
 // stale where the task already had a newer version), while the
 // malformed ones, which no replay can cure, are not.
@@ -117,11 +118,18 @@ func TestTheREADMETour(t *testing.T) {
 	if n := statuses(); n["rejected pending"] != rejected || n["rejected resolved"] != 0 {
 		t.Fatalf("before the tour: %v, want %d rejected pending and none resolved", n, rejected)
 	}
+	// Each line on a terminal 80 columns wide, as a reader runs it: its exit code as its
+	// comment says, what it printed the README's transcript (checkTranscript).
+	outs := make([]string, len(lines))
 	for i, line := range lines {
-		if code, stdout, stderr := run(line); code != codes[i] {
-			t.Fatalf("tour step %d, %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", i+1, line, code, codes[i], stdout, stderr)
+		term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: append(env, "NO_COLOR=1"), Timeout: 2 * time.Minute}, bash, "-c", line)
+		code, out := term.Wait()
+		if code != codes[i] {
+			t.Fatalf("tour step %d, %s: exit %d, want %d\nterminal:\n%s", i+1, line, code, codes[i], out)
 		}
+		outs[i] = screen(out)
 	}
+	checkTranscript(t, lines, outs)
 	n := statuses()
 	// Settled: resolved where the reopen took effect, stale where the task had a newer version.
 	if n["rejected resolved"]+n["rejected stale"] != rejected || n["rejected resolved"] == 0 || n["rejected stale"] == 0 ||
