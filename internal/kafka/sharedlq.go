@@ -123,6 +123,8 @@ type ShareGroupConfig struct {
 	DeliveryLimit int `json:"delivery_limit"`
 	// AutoOffsetReset is share.auto.offset.reset (latest when not set).
 	AutoOffsetReset string `json:"auto_offset_reset"`
+	// AutoOffsetResetSet: the group has share.auto.offset.reset of its own (not the default).
+	AutoOffsetResetSet bool `json:"auto_offset_reset_set"`
 }
 
 // ReadShareGroupConfig reads one group's configuration (DescribeConfigs on the GROUP
@@ -160,6 +162,7 @@ func ReadShareGroupConfig(ctx context.Context, cl *kgo.Client, group string) (Sh
 				if v != "" {
 					out.AutoOffsetReset = v
 				}
+				out.AutoOffsetResetSet = c.Source == kmsg.ConfigSourceGroupConfig
 			}
 		}
 	}
