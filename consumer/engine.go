@@ -155,7 +155,9 @@ func (e *Runner) fail(err error) {
 // (*HaltedError, one per partition) are joined to whatever Run returns, so a run that had
 // to stop a partition never returns nil. When the dead-letter breaker trips (the option Breaker)
 // the runner drains as for a signal, committing nothing past the trip, and Run returns the
-// *TrippedError (fwerr.KindTripped).
+// *TrippedError (fwerr.KindTripped). With ShareGroup, Run is a share group member's: a drain
+// finishes the records of the poll in hand and acknowledges them, and it refuses to start
+// (*ShareDLQError) when the group's dead-letter topic would lose what is rejected to it.
 func (e *Runner) Run(ctx context.Context) error {
 	defer close(e.done)
 	defer e.hardCancel(nil)

@@ -167,20 +167,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fieldwork_consume_breaker_window_failures",
 			Help: "Dead-lettered records among the consumer's last --breaker-window records (the breaker trips above --breaker-ratio of the window).",
 		}),
-		deliveries: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "fieldwork_consume_share_delivery_count",
-			Help:    "Share groups: the delivery count of each record delivered to this member (1: first delivery; more: released, or returned after a member's acquisition lock timed out).",
-			Buckets: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
-		}, []string{"topic"}),
-		acks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fieldwork_consume_share_acks_total",
-			Help: "Share groups: records acknowledged, by source topic and type (accept: done, or dead-lettered by fieldwork; release: delivered again; reject: dead-lettered by the broker).",
-		}, []string{"topic", "ack"}),
-		ackFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fieldwork_consume_share_ack_failures_total",
-			Help: "Share groups: acknowledgements the broker refused or that could not be sent, by partition result (their records are delivered again once their lock times out).",
-		}, []string{"topic"}),
 	}
+	m.addShare()
 	if reg != nil {
 		reg.MustRegister(m.deliveries, m.acks, m.ackFailures)
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
@@ -188,6 +176,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			m.breakerTrips, m.breakerTripped, m.breakerConsecutive, m.breakerWindowFailed)
 	}
 	return m
+}
+
+// addShare creates the share group's collectors.
+func (m *metrics) addShare() {
+	m.deliveries = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fieldwork_consume_share_delivery_count",
+		Help:    "Share groups: the delivery count of each record delivered to this member (1: first delivery; more: released, or returned after a member's acquisition lock timed out).",
+		Buckets: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+	}, []string{"topic"})
+	m.acks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldwork_consume_share_acks_total",
+		Help: "Share groups: records acknowledged, by source topic and type (accept: done, or dead-lettered by fieldwork; release: delivered again; reject: dead-lettered by the broker).",
+	}, []string{"topic", "ack"})
+	m.ackFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldwork_consume_share_ack_failures_total",
+		Help: "Share groups: acknowledgements the broker refused or that could not be sent, by partition result (their records are delivered again once their lock times out).",
+	}, []string{"topic"})
 }
 
 func (m *metrics) setLag(topic string, partition int32, lag int64) {

@@ -45,7 +45,7 @@ func Group(group string) Opt { return optFunc(func(c *config) { c.Group = group 
 // instead of a consumer group: the members of a share group read every partition together,
 // each record acquired by one member at a time, with no order within a partition. It excludes
 // Group. The dedup core, the batches, the handler chain and the breaker are the same; what
-// changes is how a record is settled (the acknowledgement rule, docs/design.md §3.7):
+// changes is how a record is settled (the acknowledgement rule, docs/design.md §3.8):
 //
 //   - accepted only once its batch's transaction (marker and effects) has committed and its
 //     dead letter, when fieldwork writes one, is acknowledged;
