@@ -238,7 +238,7 @@ _share_acks_total by ack, _share_ack_failures_total and the writer label of dead
 	fl.BoolVar(&opts.NoBreaker, "no-breaker", false, "never stop for dead letters: dead-letter every failing record, however many")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consumer.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consumer.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
-	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
+	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition, or a share group has nothing left to deliver (0: run until interrupted)")
 	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consumer.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")

@@ -603,6 +603,15 @@ func (w *shareWorld) checkGroup() {
 	if released == 0 {
 		t.Error("no record was released for another delivery")
 	}
+	// --start-earliest: the first member sets the group's start, the others keep it.
+	set, kept := 0, 0
+	for _, p := range w.procs {
+		set += len(p.Lines("share group had no start of its own: set to the earliest records"))
+		kept += len(p.Lines("share group has its own start: kept"))
+	}
+	if set != 1 || kept != len(w.procs)-1 {
+		t.Errorf("--start-earliest: set by %d members, kept by %d; want 1 and %d", set, kept, len(w.procs)-1)
+	}
 	if want := int64(2 * shareMembers); sum.Summaries != want {
 		t.Errorf("%d summaries, want %d (the members that drained or idled out)", sum.Summaries, want)
 	}
