@@ -86,7 +86,7 @@ func (e *Runner) runShare(ctx context.Context) error {
 	runCtx, softStop := context.WithCancel(ctx)
 	defer softStop()
 	e.softStop = softStop
-	loopErr, abandoned := e.sharePollLoop(runCtx)
+	abandoned, loopErr := e.sharePollLoop(runCtx)
 	e.leaveShare()
 	return e.finishRun(loopErr, abandoned, started)
 }
@@ -176,10 +176,10 @@ func checkShareDLQ(ctx context.Context, cl *kgo.Client, group, topic string, c k
 	return nil
 }
 
-// sharePollLoop polls and handles each poll's records until shutdown. It returns nil for a
-// drain (ctx cancelled, or idle) and the cause for an abort or a fatal error, and whether a
-// drain had to abandon batches after ShutdownTimeout.
-func (e *Runner) sharePollLoop(ctx context.Context) (error, bool) {
+// sharePollLoop polls and handles each poll's records until shutdown. It returns whether a
+// drain had to abandon batches after ShutdownTimeout, and nil for a drain (ctx cancelled, or
+// idle) or the cause of an abort or a fatal error.
+func (e *Runner) sharePollLoop(ctx context.Context) (abandoned bool, err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	unhook := context.AfterFunc(e.hardCtx, stop)
@@ -187,14 +187,14 @@ func (e *Runner) sharePollLoop(ctx context.Context) (error, bool) {
 	lastProgress, lastStats := time.Now(), Stats{}
 	for {
 		if e.hardCtx.Err() != nil {
-			return context.Cause(e.hardCtx), false
+			return false, context.Cause(e.hardCtx)
 		}
 		if ctx.Err() != nil {
 			e.log.Info("shutting down: every record polled is handled and acknowledged; leaving the share group")
-			return nil, false
+			return false, nil
 		}
 		if e.shareIdle(runCtx) {
-			return nil, false
+			return false, nil
 		}
 		if st := e.Stats(); time.Since(lastProgress) >= progressEvery && st != lastStats {
 			lastProgress, lastStats = time.Now(), st
@@ -206,11 +206,11 @@ func (e *Runner) sharePollLoop(ctx context.Context) (error, bool) {
 		fs := e.cl.PollRecords(pctx, -1)
 		cancel()
 		if fs.IsClientClosed() {
-			return errors.New("kafka client closed unexpectedly"), false
+			return false, errors.New("kafka client closed unexpectedly")
 		}
 		if denied := e.fetchErrors(fs); denied != nil {
 			e.fail(denied)
-			return denied, false
+			return false, denied
 		}
 		parts := map[tp][]*kgo.Record{}
 		fs.EachRecord(func(r *kgo.Record) {
@@ -224,7 +224,7 @@ func (e *Runner) sharePollLoop(ctx context.Context) (error, bool) {
 		e.lastRecv = time.Now()
 		e.mu.Unlock()
 		if e.handlePoll(ctx, parts) {
-			return nil, true
+			return true, nil
 		}
 	}
 }
