@@ -32,12 +32,18 @@ type item struct {
 type deadLetter struct {
 	rec  *kgo.Record
 	meta dlq.Meta
+	// release: not a dead letter but a share-group record to release for another delivery
+	// (a retryable failure before the group's delivery limit); meta says why.
+	release bool
 }
 
 // unitResult counts what one transaction did.
 type unitResult struct {
 	processed, stale, duplicates, retried int
 	deadLetters                           []deadLetter
+	// released are the share-group records to release (deadLetter.release), their markers
+	// removed in the transaction.
+	released []deadLetter
 	// staleIDs are the events the handler ignored as stale: their markers record it
 	// (dedup.OutcomeStale) in the transaction that claimed them.
 	staleIDs []string
@@ -49,6 +55,7 @@ func (r *unitResult) add(o unitResult) {
 	r.duplicates += o.duplicates
 	r.retried += o.retried
 	r.deadLetters = append(r.deadLetters, o.deadLetters...)
+	r.released = append(r.released, o.released...)
 	r.staleIDs = append(r.staleIDs, o.staleIDs...)
 }
 
@@ -75,17 +82,7 @@ func fatalStoreError(err error) bool {
 // failure is retried here.
 func (e *Runner) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	start := time.Now()
-	ctx := w.ctx
-	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs)
-	if err != nil {
-		return err
-	}
-	res, err := e.applyUnits(ctx, w, items)
-	if err != nil {
-		return err
-	}
-	dls, cut := e.judgeDeadLetters(w, items, append(malformed, res.deadLetters...))
-	halt, err := e.produceDeadLetters(ctx, w, dls)
+	b, err := e.handleBatch(w, recs, true)
 	if err != nil {
 		return err
 	}
@@ -97,29 +94,69 @@ func (e *Runner) runBatch(w *worker, recs []*kgo.Record, hw int64) error {
 	last := recs[len(recs)-1]
 	done := kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
 	switch {
-	case halt != nil:
-		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: halt.Offset}
-	case cut >= 0:
-		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: cut}
+	case b.halt != nil:
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: b.halt.Offset}
+	case b.cut >= 0:
+		done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: b.cut}
 	}
 	w.finish(done)
 	w.commitSoon()
 
-	if halt == nil {
+	dls := b.dls
+	if b.halt == nil {
 		e.clearHalt(w.tp, done.Offset)
 	} else {
 		// The dead letters at and after the halted record are not counted: they are sent
 		// again (or given up on again) when the record is read again.
-		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= halt.Offset })
+		dls = slices.DeleteFunc(dls, func(dl deadLetter) bool { return dl.rec.Offset >= b.halt.Offset })
 	}
-	e.countBatch(w, recs, hw, start, len(items)+len(malformed), other, res, dls)
-	if halt != nil {
-		return halt
+	e.m.setLag(w.tp.topic, w.tp.partition, hw-done.Offset)
+	e.countBatch(w.tp, recs, start, b.records, b.other, b.res, dls, writerFieldwork)
+	if b.halt != nil {
+		return b.halt
 	}
-	if cut >= 0 {
+	if b.cut >= 0 {
 		return errBreakerCut
 	}
 	return nil
+}
+
+// handled is what handleBatch did with one batch.
+type handled struct {
+	// records counts the decoded and malformed records, other those for another group.
+	records, other int
+	res            unitResult
+	// dls are the batch's dead letters as the breaker let them through, in offset order:
+	// produced when handleBatch was asked to, else for the broker to write (share groups).
+	dls []deadLetter
+	// cut is the breaker's cut (-1: none): nothing from that offset on is settled.
+	cut int64
+	// halt is the first dead letter that could not be written at all (produce only).
+	halt *HaltedError
+}
+
+// handleBatch is the part of a batch both kinds of group share: decode, apply the fresh
+// events in one transaction (or one each with TxPerEvent), let the breaker judge the dead
+// letters and, with produce, write them and wait for their acknowledgements. What is then
+// committed to the group (an offset, or acknowledgements) is the caller's.
+func (e *Runner) handleBatch(w *worker, recs []*kgo.Record, produce bool) (handled, error) {
+	ctx := w.ctx
+	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs)
+	if err != nil {
+		return handled{}, err
+	}
+	res, err := e.applyUnits(ctx, w, items)
+	if err != nil {
+		return handled{}, err
+	}
+	dls, cut := e.judgeDeadLetters(w, items, append(malformed, res.deadLetters...))
+	b := handled{records: len(items) + len(malformed), other: other, res: res, dls: dls, cut: cut}
+	if produce {
+		if b.halt, err = e.produceDeadLetters(ctx, w, dls); err != nil {
+			return handled{}, err
+		}
+	}
+	return b, nil
 }
 
 // applyUnits applies the decoded items: in one transaction, or one transaction each with
@@ -161,11 +198,17 @@ func (e *Runner) judgeDeadLetters(w *worker, items []*item, dls []deadLetter) ([
 	return dls, cut
 }
 
-// countBatch adds a handled batch to the counters and metrics and logs it: records counts
-// the decoded and malformed records, other those of another group, dls the dead letters
-// written.
-func (e *Runner) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.Time, records, other int, res unitResult, dls []deadLetter) {
-	topic := w.tp.topic
+// Who writes a batch's dead letters: the label writer of fieldwork_consume_dead_letters_total.
+const (
+	writerFieldwork = "fieldwork" // fieldwork's own dead-letter writer (a consumer group, or a share group without a DLQ)
+	writerBroker    = "broker"    // the broker, into a share group's DLQ (KIP-1191)
+)
+
+// countBatch adds a handled batch of k to the counters and metrics and logs it: records
+// counts the decoded and malformed records, other those of another group, dls the dead
+// letters written (by writer).
+func (e *Runner) countBatch(k tp, recs []*kgo.Record, start time.Time, records, other int, res unitResult, dls []deadLetter, writer string) {
+	topic := k.topic
 	e.c.batches.Add(1)
 	e.c.records.Add(int64(records + other))
 	e.c.otherGroup.Add(int64(other))
@@ -181,14 +224,13 @@ func (e *Runner) countBatch(w *worker, recs []*kgo.Record, hw int64, start time.
 	e.m.events.WithLabelValues(topic, OutcomeRetried).Add(float64(res.retried))
 	e.m.events.WithLabelValues(topic, OutcomeDeadLettered).Add(float64(len(dls)))
 	for _, dl := range dls {
-		e.m.deadLetters.WithLabelValues(topic, dl.meta.Reason).Inc()
+		e.m.deadLetters.WithLabelValues(topic, dl.meta.Reason, writer).Inc()
 	}
-	e.m.setLag(topic, w.tp.partition, hw-w.finished.Offset)
 	e.m.batchSeconds.WithLabelValues(topic).Observe(time.Since(start).Seconds())
-	e.log.Debug("batch done", "topic", topic, "partition", w.tp.partition,
+	e.log.Debug("batch done", "topic", topic, "partition", k.partition,
 		"first_offset", recs[0].Offset, "last_offset", recs[len(recs)-1].Offset, "records", len(recs),
 		"processed", res.processed, "duplicates", res.duplicates, "stale", res.stale,
-		"dead_lettered", len(dls), "elapsed", time.Since(start).String())
+		"dead_lettered", len(dls), "released", len(res.released), "elapsed", time.Since(start).String())
 }
 
 // errBreakerCut ends a worker whose batch the tripped breaker cut: the runner is stopping.
@@ -515,6 +557,8 @@ func (e *Runner) handleCounted(ctx context.Context, tx *dedup.Tx, itx *inbox.Tx,
 		return err
 	}
 	switch {
+	case dl != nil && dl.release:
+		res.released = append(res.released, *dl)
 	case dl != nil:
 		res.deadLetters = append(res.deadLetters, *dl)
 	case out == Stale:

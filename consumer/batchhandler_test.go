@@ -208,8 +208,8 @@ func TestBatchFailureFallsBackToEvents(t *testing.T) {
 				t.Errorf("batch fallbacks %d (per event %v)", stats.BatchFallbacks, perEvent)
 			}
 			checkMetrics(t, reg, map[string]float64{
-				`fieldwork_consume_dead_letters_total{reason="exhausted",topic="` + topic + `"}`: 1,
-				`fieldwork_consume_batch_fallbacks_total`:                                        float64(stats.BatchFallbacks),
+				`fieldwork_consume_dead_letters_total{reason="exhausted",topic="` + topic + `",writer="fieldwork"}`: 1,
+				`fieldwork_consume_batch_fallbacks_total`:                                                           float64(stats.BatchFallbacks),
 			})
 			checkProjection(t, st, schema, group, man)
 			if n := markerCount(t, st, group); n != int64(man.UniqueEventIDs()) {

@@ -126,10 +126,10 @@ func TestBreakerStopsUnreadableTopic(t *testing.T) {
 		t.Errorf("tripping partition %d committed at %d, want the trip point %d", te.Partition, c, te.Offset)
 	}
 	checkMetrics(t, reg, map[string]float64{
-		`fieldwork_consume_breaker_trips_total{rule="consecutive"}`:                      1,
-		`fieldwork_consume_breaker_tripped`:                                              1,
-		`fieldwork_consume_breaker_window_failures`:                                      limit + 1,
-		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `"}`: limit,
+		`fieldwork_consume_breaker_trips_total{rule="consecutive"}`:                                         1,
+		`fieldwork_consume_breaker_tripped`:                                                                 1,
+		`fieldwork_consume_breaker_window_failures`:                                                         limit + 1,
+		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `",writer="fieldwork"}`: limit,
 	})
 
 	// The operator lets them through (--no-breaker): each of the others dead-lettered once.

@@ -4,8 +4,10 @@
 // database transaction as the handler's own writes (package inbox), retries with backoff,
 // dead letters in fieldwork's convention (so that `fieldwork dlq`, `replay` and `processed`
 // read what it writes), a breaker, metrics, graceful shutdown and partition revocation done
-// right. The bundled handlers of `fieldwork consume` (projection, audit, webhook) run on
-// it as any team's handler does (docs/design.md §1 and §3.5).
+// right. With the option ShareGroup it is a share group member instead (KIP-932), each record
+// acknowledged only after its batch commits (docs/design.md §3.8). The bundled handlers of
+// `fieldwork consume` (projection, audit, webhook) run on it as any team's handler does
+// (docs/design.md §1 and §3.5).
 //
 // # Using it
 //

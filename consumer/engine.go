@@ -78,6 +78,8 @@ type Runner struct {
 
 	// limits are the dead-letter topics' size limits, read at start.
 	limits map[string]sizeLimit
+	// share is the share group's configuration, read at start (the option ShareGroup).
+	share shareGroup
 
 	// br is the dead-letter breaker, nil when it is off (breaker.go); softStop ends the
 	// poll loop as a signal does (a drain) when it trips.
@@ -110,6 +112,9 @@ func New(store *inbox.Store, h Handler, opts ...Opt) (*Runner, error) {
 	o := c.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("consumer options: %w", err)
+	}
+	if o.ShareGroup != "" {
+		o.Group = o.ShareGroup // the group named in dead letters, logs and replay targets
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := newMetrics(o.Registerer)
@@ -150,10 +155,15 @@ func (e *Runner) fail(err error) {
 // (*HaltedError, one per partition) are joined to whatever Run returns, so a run that had
 // to stop a partition never returns nil. When the dead-letter breaker trips (the option Breaker)
 // the runner drains as for a signal, committing nothing past the trip, and Run returns the
-// *TrippedError (fwerr.KindTripped).
+// *TrippedError (fwerr.KindTripped). With ShareGroup, Run is a share group member's: a drain
+// finishes the records of the poll in hand and acknowledges them, and it refuses to start
+// (*ShareDLQError) when the group's dead-letter topic would lose what is rejected to it.
 func (e *Runner) Run(ctx context.Context) error {
 	defer close(e.done)
 	defer e.hardCancel(nil)
+	if e.o.ShareGroup != "" {
+		return e.runShare(ctx)
+	}
 	if err := e.checkTopics(ctx); err != nil {
 		return err
 	}
@@ -204,6 +214,13 @@ func (e *Runner) Run(ctx context.Context) error {
 	e.softStop = softStop
 	loopErr := e.pollLoop(runCtx)
 	abandoned := e.shutdown(loopErr == nil)
+	return e.finishRun(loopErr, abandoned, started)
+}
+
+// finishRun is what Run returns once the member has left its group, and its last log line:
+// the loop's error, or ErrAborted, or ErrDrainTimeout when batches were abandoned, joined with
+// the breaker's trip and the halts.
+func (e *Runner) finishRun(loopErr error, abandoned bool, started time.Time) error {
 	switch cause := context.Cause(e.hardCtx); {
 	case loopErr != nil:
 	case errors.Is(cause, ErrAborted): // Abort during the drain
@@ -218,13 +235,22 @@ func (e *Runner) Run(ctx context.Context) error {
 		loopErr = errors.Join(append([]error{loopErr}, halts...)...)
 	}
 	st := e.Stats()
-	e.log.Info("consumer stopped", "records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
+	args := []any{"records", st.Records, "processed", st.Processed, "duplicates", st.Duplicates,
 		"stale", st.Stale, "dead_lettered", st.DeadLettered, "dead_letters_bounded", st.DeadLettersBounded,
-		"retried", st.Retried, "other_group", st.OtherGroup, "infra_retries", st.InfraRetries, "elapsed", time.Since(started).Round(time.Millisecond).String())
+		"retried", st.Retried, "other_group", st.OtherGroup, "infra_retries", st.InfraRetries}
+	if e.o.ShareGroup != "" {
+		args = append(args, "released", st.Released, "redelivered", st.Redelivered, "broker_dead_lettered", st.BrokerDeadLettered)
+	}
+	e.log.Info("consumer stopped", append(args, "elapsed", time.Since(started).Round(time.Millisecond).String())...)
 	return loopErr
 }
 
+// dlqTopics are the dead-letter topics fieldwork writes: none for a share group whose broker
+// writes them.
 func (e *Runner) dlqTopics() []string {
+	if e.share.dlqTopic != "" {
+		return nil
+	}
 	var out []string
 	for _, t := range e.o.Topics {
 		if d := e.o.dlqTopic(t); !slices.Contains(out, d) {

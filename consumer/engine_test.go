@@ -199,14 +199,14 @@ func TestPoisonDeadLettered(t *testing.T) {
 		t.Errorf("stats %+v; want 5 dead-lettered, %d processed", stats, man.Events+1)
 	}
 	checkMetrics(t, reg, map[string]float64{
-		`fieldwork_consume_events_total{outcome="processed",topic="` + topic + `"}`:        float64(man.Events) + 1,
-		`fieldwork_consume_events_total{outcome="dead_lettered",topic="` + topic + `"}`:    5,
-		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `"}`:   3,
-		`fieldwork_consume_dead_letters_total{reason="unsupported",topic="` + topic + `"}`: 1,
-		`fieldwork_consume_dead_letters_total{reason="rejected",topic="` + topic + `"}`:    1,
-		`fieldwork_consume_handler_errors_total{class="permanent"}`:                        1,
-		`fieldwork_consume_batch_duration_seconds_count{topic="` + topic + `"}`:            float64(stats.Batches),
-		`fieldwork_consume_projection_gaps_total`:                                          -1, // not registered here
+		`fieldwork_consume_events_total{outcome="processed",topic="` + topic + `"}`:                           float64(man.Events) + 1,
+		`fieldwork_consume_events_total{outcome="dead_lettered",topic="` + topic + `"}`:                       5,
+		`fieldwork_consume_dead_letters_total{reason="malformed",topic="` + topic + `",writer="fieldwork"}`:   3,
+		`fieldwork_consume_dead_letters_total{reason="unsupported",topic="` + topic + `",writer="fieldwork"}`: 1,
+		`fieldwork_consume_dead_letters_total{reason="rejected",topic="` + topic + `",writer="fieldwork"}`:    1,
+		`fieldwork_consume_handler_errors_total{class="permanent"}`:                                           1,
+		`fieldwork_consume_batch_duration_seconds_count{topic="` + topic + `"}`:                               float64(stats.Batches),
+		`fieldwork_consume_projection_gaps_total`:                                                             -1, // not registered here
 	})
 
 	dls := readAll(t, dlqTopic)

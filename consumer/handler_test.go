@@ -99,3 +99,31 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("default dead-letter topic %q", d)
 	}
 }
+
+// TestShareGroupOptions: a runner belongs to one group; a share group's consumer name and
+// attempts per delivery default as documented; ShareStartEarliest needs a share group.
+func TestShareGroupOptions(t *testing.T) {
+	var c config
+	for _, o := range []Opt{Group("g"), ShareGroup("s")} {
+		o.apply(&c)
+	}
+	if err := c.withDefaults().validate(); err == nil || !strings.Contains(err.Error(), `consumer group "g" and share group "s"`) {
+		t.Errorf("both groups: %v", err)
+	}
+	c = config{}
+	ShareStartEarliest().apply(&c)
+	Group("g").apply(&c)
+	if err := c.withDefaults().validate(); err == nil || !strings.Contains(err.Error(), "ShareStartEarliest applies to a share group only") {
+		t.Errorf("ShareStartEarliest without a share group: %v", err)
+	}
+	c = config{}
+	ShareGroup("workers").apply(&c)
+	o := c.withDefaults()
+	if o.Consumer != "workers" || o.MaxAttempts != 1 {
+		t.Errorf("share group defaults: consumer %q, max attempts %d; want workers, 1", o.Consumer, o.MaxAttempts)
+	}
+	MaxAttempts(3).apply(&c)
+	if o := c.withDefaults(); o.MaxAttempts != 3 {
+		t.Errorf("max attempts given: %d, want 3", o.MaxAttempts)
+	}
+}

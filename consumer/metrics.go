@@ -37,10 +37,23 @@ type Stats struct {
 	// BatchFallbacks counts the batches whose HandleBatch failed as a whole (not on
 	// infrastructure) and that were applied again event by event.
 	BatchFallbacks int64 `json:"batch_fallbacks"`
+	// Released counts a share group's records released for another delivery (a retryable
+	// failure before the delivery limit, a batch not started when the member stopped); 0 for
+	// a consumer group.
+	Released int64 `json:"released,omitempty"`
+	// Redelivered counts a share group's records delivered to this member with a delivery
+	// count above 1 (released, or returned after a member's lock timed out); 0 for a consumer
+	// group.
+	Redelivered int64 `json:"redelivered,omitempty"`
+	// BrokerDeadLettered counts the dead letters (among DeadLettered) left to the broker to
+	// write into a share group's dead-letter topic (rejected, or released on their last
+	// delivery); 0 when fieldwork writes them.
+	BrokerDeadLettered int64 `json:"broker_dead_lettered,omitempty"`
 }
 
 type counters struct {
 	records, processed, duplicates, stale, deadLettered, deadLettersBounded, retried, otherGroup, batches, infraRetries, batchFallbacks atomic.Int64
+	released, redelivered, brokerDeadLettered                                                                                           atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -49,6 +62,7 @@ func (c *counters) snapshot() Stats {
 		Stale: c.stale.Load(), DeadLettered: c.deadLettered.Load(), DeadLettersBounded: c.deadLettersBounded.Load(), Retried: c.retried.Load(),
 		OtherGroup: c.otherGroup.Load(),
 		Batches:    c.batches.Load(), InfraRetries: c.infraRetries.Load(), BatchFallbacks: c.batchFallbacks.Load(),
+		Released: c.released.Load(), Redelivered: c.redelivered.Load(), BrokerDeadLettered: c.brokerDeadLettered.Load(),
 	}
 }
 
@@ -78,6 +92,11 @@ type metrics struct {
 	breakerTripped      prometheus.Gauge
 	breakerConsecutive  prometheus.Gauge
 	breakerWindowFailed prometheus.Gauge
+	// A share group's (share.go): the delivery count of each record delivered, the
+	// acknowledgements by type, and those the broker refused or that could not be sent.
+	deliveries  *prometheus.HistogramVec
+	acks        *prometheus.CounterVec
+	ackFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -88,8 +107,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"topic", "outcome"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_dead_letters_total",
-			Help: "Dead letters produced, by source topic and reason (malformed, unsupported, rejected, exhausted).",
-		}, []string{"topic", "reason"}),
+			Help: "Dead letters, by source topic, reason (malformed, unsupported, rejected, exhausted) and writer (fieldwork: produced by the consumer; broker: a share group's record rejected into the group's DLQ, or released on its last delivery).",
+		}, []string{"topic", "reason", "writer"}),
 		deadLettersBounded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fieldwork_consume_dead_letters_bounded_total",
 			Help: "Dead letters written as bounded copies (value cut or left out, fw.dlq.value_omitted says why), by source topic.",
@@ -149,12 +168,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Dead-lettered records among the consumer's last --breaker-window records (the breaker trips above --breaker-ratio of the window).",
 		}),
 	}
+	m.addShare()
 	if reg != nil {
+		reg.MustRegister(m.deliveries, m.acks, m.ackFailures)
 		reg.MustRegister(m.events, m.deadLetters, m.deadLettersBounded, m.halted, m.batchSeconds, m.lag, m.infraRetries,
 			m.batchFallbacks, m.commitFailed, m.assigned, m.handlerErrors, m.handlerSeconds,
 			m.breakerTrips, m.breakerTripped, m.breakerConsecutive, m.breakerWindowFailed)
 	}
 	return m
+}
+
+// addShare creates the share group's collectors.
+func (m *metrics) addShare() {
+	m.deliveries = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fieldwork_consume_share_delivery_count",
+		Help:    "Share groups: the delivery count of each record delivered to this member (1: first delivery; more: released, or returned after a member's acquisition lock timed out).",
+		Buckets: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+	}, []string{"topic"})
+	m.acks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldwork_consume_share_acks_total",
+		Help: "Share groups: records acknowledged, by source topic and type (accept: done, or dead-lettered by fieldwork; release: delivered again; reject: dead-lettered by the broker).",
+	}, []string{"topic", "ack"})
+	m.ackFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldwork_consume_share_ack_failures_total",
+		Help: "Share groups: acknowledgements the broker refused or that could not be sent, by partition result (their records are delivered again once their lock times out).",
+	}, []string{"topic"})
 }
 
 func (m *metrics) setLag(topic string, partition int32, lag int64) {

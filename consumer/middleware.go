@@ -290,7 +290,14 @@ func (r *eventRun) deadLetter(ctx context.Context, herr error) error {
 	case classUnsupported:
 		reason = dlq.ReasonUnsupported
 	}
-	r.dl = &deadLetter{rec: m.Record, meta: e.meta(m.Record, reason, m.Event.ID, unwrapExhausted(herr), m.Attempt, r.firstFailed, r.lastFailed)}
+	attempts := m.Attempt
+	if dc := int(m.Record.DeliveryCount()); dc > 1 {
+		attempts += dc - 1 // a share group's earlier deliveries, one attempt each at least
+	}
+	r.dl = &deadLetter{rec: m.Record, meta: e.meta(m.Record, reason, m.Event.ID, unwrapExhausted(herr), attempts, r.firstFailed, r.lastFailed)}
+	// A share group's record that failed retryably before its last delivery is released, for
+	// the broker to deliver it again (to any member), not dead-lettered.
+	r.dl.release = reason == dlq.ReasonExhausted && e.releasable(m.Record)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,8 +38,39 @@ func Topics(topics ...string) Opt {
 	return optFunc(func(c *config) { c.Topics = append(c.Topics, topics...) })
 }
 
-// Group is the Kafka consumer group. Required.
+// Group is the Kafka consumer group. Required, unless ShareGroup is given instead.
 func Group(group string) Opt { return optFunc(func(c *config) { c.Group = group }) }
+
+// ShareGroup makes the runner a member of the share group name (KIP-932, Kafka 4.2 and later)
+// instead of a consumer group: the members of a share group read every partition together,
+// each record acquired by one member at a time, with no order within a partition. It excludes
+// Group. The dedup core, the batches, the handler chain and the breaker are the same; what
+// changes is how a record is settled (the acknowledgement rule, docs/design.md §3.8):
+//
+//   - accepted only once its batch's transaction (marker and effects) has committed and its
+//     dead letter, when fieldwork writes one, is acknowledged;
+//   - released (delivered again by the broker, its delivery count one more) when the chain
+//     gives up on a retryable failure before the group's delivery limit
+//     (share.delivery.count.limit); on the last delivery it is dead-lettered as exhausted.
+//     MaxAttempts counts the attempts within one delivery and defaults to 1 here: the
+//     delivery count is the attempt count;
+//   - dead-lettered by the broker when the group has a dead-letter topic
+//     (errors.deadletterqueue.topic.name; the record is rejected, or released on its last
+//     delivery so that the broker writes it as exhausted), else by fieldwork's own writer,
+//     as for a consumer group, and then accepted.
+//
+// A record acquired by a member that crashes returns to the group once its acquisition lock
+// times out (share.record.lock.duration.ms, 30 s by default) and is delivered again: its
+// marker, if its batch committed, makes it a duplicate. StopWhenIdle, for a share group, waits
+// for the group's share partitions to have nothing left to deliver (no lag).
+func ShareGroup(name string) Opt { return optFunc(func(c *config) { c.ShareGroup = name }) }
+
+// ShareStartEarliest makes a share group that has no share.auto.offset.reset of its own start
+// from the earliest records: the runner sets that group config at start, and logs it. A group
+// that has the config keeps it. Without this option a new share group starts at the latest
+// records (Kafka's default), so records produced before its first member joined are never
+// delivered. Only with ShareGroup.
+func ShareStartEarliest() Opt { return optFunc(func(c *config) { c.ShareStartEarliest = true }) }
 
 // Consumer is the consumer name written in the markers (default: the group). Two runners
 // with one consumer name share their markers: an event one of them handled is a duplicate
@@ -60,7 +92,9 @@ func Kafka(opts ...kgo.Opt) Opt {
 func DeadLetterTopic(topic string) Opt { return optFunc(func(c *config) { c.DLQTopic = topic }) }
 
 // MaxAttempts is how many times a retryable handler error is tried in all before the event
-// is dead-lettered as exhausted (default DefaultMaxAttempts, 5; 1 means no retry).
+// is dead-lettered as exhausted (default DefaultMaxAttempts, 5; 1 means no retry). With
+// ShareGroup it counts the attempts within one delivery, before the record is released, and
+// defaults to 1.
 func MaxAttempts(n int) Opt { return optFunc(func(c *config) { c.MaxAttempts = n }) }
 
 // BatchMax is the most records of one partition handled in one transaction (default
@@ -147,6 +181,11 @@ type config struct {
 	Schemas *schema.Decoder
 	Topics  []string
 	Group   string
+	// ShareGroup is the share group (the option ShareGroup); Group then holds its name too,
+	// once validated, for the dead letters, logs and replay targets that name the group.
+	ShareGroup string
+	// ShareStartEarliest sets share.auto.offset.reset=earliest on a share group without it.
+	ShareStartEarliest bool
 	// Consumer is the consumer name written in the markers.
 	Consumer string
 	// Name is the handler's name when it is not a Namer.
@@ -192,11 +231,14 @@ type config struct {
 
 func (o config) withDefaults() config {
 	if o.Consumer == "" {
-		o.Consumer = o.Group
+		o.Consumer = cmp.Or(o.Group, o.ShareGroup)
 	}
 	o.Name = handlerName(o.Handler, o.Name)
 	if !o.MiddlewareSet {
 		o.Middleware = DefaultMiddleware()
+	}
+	if o.MaxAttempts <= 0 && o.ShareGroup != "" {
+		o.MaxAttempts = 1 // the broker's delivery count is the attempt count
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -245,8 +287,13 @@ func (o config) validate() error {
 		}
 		seen[t] = true
 	}
-	if o.Group == "" {
+	switch {
+	case o.Group == "" && o.ShareGroup == "":
 		errs = append(errs, errors.New("no consumer group"))
+	case o.Group != "" && o.ShareGroup != "":
+		errs = append(errs, fmt.Errorf("consumer group %q and share group %q: a runner is a member of one group, give one or the other", o.Group, o.ShareGroup))
+	case o.ShareStartEarliest && o.ShareGroup == "":
+		errs = append(errs, errors.New("ShareStartEarliest applies to a share group only"))
 	}
 	if err := dedup.ValidateConsumer(o.Consumer); err != nil {
 		errs = append(errs, err)

@@ -44,8 +44,15 @@ type ConsumeOptions struct {
 	// Naming is --schema and --table: the marker table, and the schema of the handler's.
 	Naming dedup.Options
 
-	Topics          []string
-	Group           string
+	Topics []string
+	Group  string
+	// ShareGroup is --share-group: a share group member instead of a consumer group's.
+	ShareGroup string
+	// StartEarliest is --start-earliest: a share group without a start of its own starts
+	// from the earliest records.
+	StartEarliest bool
+	// VersionGuard is --version-guard (consumer.VersionGuard).
+	VersionGuard    bool
 	Consumer        string
 	Handler         string
 	Migrate         bool
@@ -87,7 +94,7 @@ func NewCmdConsume(f *cmdutil.Factory, runF func(context.Context, *ConsumeOption
 	// --schema and --table are this command's: the store its run opens reads them.
 	f = f.WithStoreNaming(&opts.Naming)
 	cmd := &cobra.Command{
-		Use:   "consume --topic T --group G --handler H",
+		Use:   "consume --topic T (--group G | --share-group G) --handler H",
 		Short: "Run the reference idempotent consumer",
 		Long: `Run fieldwork's reference consumer: a Kafka consumer group member that applies each event
 once, durably, through a bundled handler, with its markers in the dedup store (--dsn).
@@ -151,11 +158,33 @@ terminal and from WARN up on one (--log-level info shows the rest). Prometheus m
 by default; --metrics-addr host:port serves them at /metrics (give each member on one host its
 own port, or port 0 for any free one, logged): fieldwork_consume_events_total by
 outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency histogram,
-lag per partition, dead letters by reason, infrastructure retries, and the breaker's
-fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _trips_total.`,
+lag per partition, dead letters by reason and writer, infrastructure retries, and the breaker's
+fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _trips_total.
+
+Share groups (--share-group G, Kafka 4.2 and later, instead of --group): the members read
+every partition together, each record acquired by one member at a time, with no order within
+a partition. The batches, markers, handlers and breaker are the same; each record is
+acknowledged only after its batch commits: accepted when done (or dead-lettered by
+fieldwork); released, for another delivery, when the handler fails retryably
+(--max-attempts counts the attempts per delivery there, default 1) before the group's
+share.delivery.count.limit, and dead-lettered as exhausted on the last delivery; poison is
+rejected to the broker when the group has a dead-letter topic (errors.deadletterqueue.topic.name:
+the broker writes the dead letter; fieldwork refuses to start when that path would lose the
+record), else dead-lettered by fieldwork to <topic>.dlq and accepted. A member killed with
+records in hand leaves them locked until the group's lock duration passes (30s by default);
+they are then delivered again and skipped by their markers. A new share group starts at the
+latest records: --start-earliest sets share.auto.offset.reset=earliest on a group that has no
+such setting (a group that has one keeps it; the log says which). Out of order, an older
+version can arrive after a newer one: --version-guard marks it stale before it reaches the
+handler (the projection also ignores older versions itself). --stop-when-idle waits for
+nothing delivered for that long and nothing left to deliver in the group (its lag), as a share
+group has no committed offsets; the summary adds released, redelivered and
+broker_dead_lettered, and the metrics fieldwork_consume_share_delivery_count,
+_share_acks_total by ack, _share_ack_failures_total and the writer label of dead letters.`,
 		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
   fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --stop-when-idle 5s
-  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks`,
+  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks
+  fieldwork consume --topic tasks --share-group task-workers --start-earliest --version-guard --handler projection --dsn postgres://app@db/app`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.NoBreaker {
@@ -167,6 +196,16 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 			}
 			if err := opts.validate(); err != nil {
 				return err
+			}
+			if opts.ShareGroup != "" {
+				for _, n := range []string{"instance-id", "session-timeout"} {
+					if cmd.Flags().Changed(n) {
+						return fwerr.Usagef("--%s applies to a consumer group (--group), not to --share-group", n)
+					}
+				}
+				if !cmd.Flags().Changed("max-attempts") {
+					opts.MaxAttempts = 0 // the runner's share-group default: one attempt per delivery
+				}
 			}
 			// The cluster is connected once before the run, so that a broker that cannot be
 			// reached fails at start, exit 4; --migrate creates the store, without it an SQLite
@@ -182,6 +221,9 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	fl := cmd.Flags()
 	cmdutil.TopicsVar(fl, &opts.Topics, "topic", "source `topic` (repeat for several)", false)
 	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
+	fl.StringVar(&opts.ShareGroup, "share-group", "", "Kafka share group (KIP-932) to join instead of a consumer group")
+	fl.BoolVar(&opts.StartEarliest, "start-earliest", false, "with --share-group: a group with no share.auto.offset.reset of its own starts from the earliest records (set on the group)")
+	fl.BoolVar(&opts.VersionGuard, "version-guard", false, "mark an event stale, without calling the handler, when its aggregate already has its version or a newer one")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
 	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")
@@ -197,7 +239,7 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	fl.BoolVar(&opts.NoBreaker, "no-breaker", false, "never stop for dead letters: dead-letter every failing record, however many")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoff, consumer.DefaultRetryBackoff), "retry-backoff", "first wait before retrying an event; doubles up to --retry-backoff-max")
 	fl.Var(timespec.NewDurationValue(&opts.RetryBackoffMax, consumer.DefaultRetryBackoffMax), "retry-backoff-max", "longest wait between retries of an event")
-	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition (0: run until interrupted)")
+	fl.Var(timespec.NewDurationValue(&opts.StopWhenIdle, 0).AllowZero(), "stop-when-idle", "exit 0 once nothing arrived for this long and the group is committed to the end of every partition, or a share group has nothing left to deliver (0: run until interrupted)")
 	fl.Var(timespec.NewDurationValue(&opts.ShutdownTimeout, consumer.DefaultShutdownTimeout), "shutdown-timeout", "how long SIGINT/SIGTERM waits for batches in flight")
 	fl.StringVar(&opts.InstanceID, "instance-id", "", "static group membership id (KIP-345): a restart with the same id keeps its partitions without a rebalance")
 	fl.Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "group session timeout (default Kafka's 45s)")
@@ -219,8 +261,12 @@ func (o *ConsumeOptions) validate() error {
 	switch {
 	case len(o.Topics) == 0:
 		return fwerr.Usagef("--topic is required")
-	case o.Group == "":
-		return fwerr.Usagef("--group is required")
+	case o.Group == "" && o.ShareGroup == "":
+		return fwerr.Usagef("--group or --share-group is required")
+	case o.Group != "" && o.ShareGroup != "":
+		return fwerr.Usagef("--group and --share-group: a consumer is a member of one group, give one or the other")
+	case o.StartEarliest && o.ShareGroup == "":
+		return fwerr.Usagef("--start-earliest applies to --share-group only (a new consumer group starts at the earliest records already)")
 	case o.Handler == "":
 		return fwerr.Usagef("--handler is required: one of %s", strings.Join(handlers.Names, ", "))
 	case !slices.Contains(handlers.Names, o.Handler):
@@ -254,7 +300,7 @@ func (o *ConsumeOptions) validate() error {
 			return fwerr.Usagef("--metrics-addr %q: want host:port (\"\" to disable)", o.MetricsAddr)
 		}
 	}
-	consumer := cmp.Or(o.Consumer, o.Group)
+	consumer := cmp.Or(o.Consumer, o.Group, o.ShareGroup)
 	if err := dedup.ValidateConsumer(consumer); err != nil {
 		return fwerr.Usagef("--consumer: %v", err)
 	}
@@ -302,15 +348,16 @@ func consumeLogger(o *ConsumeOptions, s *output.Streams) *slog.Logger {
 
 // consumeSummary is what `fieldwork consume` prints on stdout when it stops.
 type consumeSummary struct {
-	Group    string `json:"group"`
-	Consumer string `json:"consumer"`
-	Handler  string `json:"handler"`
+	Group      string `json:"group,omitempty"`
+	ShareGroup string `json:"share_group,omitempty"`
+	Consumer   string `json:"consumer"`
+	Handler    string `json:"handler"`
 	consumer.Stats
 	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) error {
-	name := cmp.Or(o.Consumer, o.Group)
+	name := cmp.Or(o.Consumer, o.Group, o.ShareGroup)
 	var interrupts <-chan os.Signal
 	if o.Signals != nil {
 		sigs, stop := o.Signals()
@@ -322,11 +369,22 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 	if o.NoBreaker {
 		breaker = consumer.NoBreaker()
 	}
+	group := consumer.Group(o.Group)
+	if o.ShareGroup != "" {
+		group = consumer.ShareGroup(o.ShareGroup)
+	}
+	var extra []consumer.Opt
+	if o.StartEarliest {
+		extra = append(extra, consumer.ShareStartEarliest())
+	}
+	if o.VersionGuard {
+		extra = append(extra, consumer.VersionGuard())
+	}
 	started := time.Now()
 	stats, err := serve.Run(ctx, c.Store, serve.Options{
-		Runner: []consumer.Opt{
+		Runner: append([]consumer.Opt{
 			consumerlink.Schemas(c.Schemas).(consumer.Opt),
-			consumer.Topics(o.Topics...), consumer.Group(o.Group), consumer.Consumer(name), consumer.Kafka(c.Kafka.Options()...),
+			consumer.Topics(o.Topics...), group, consumer.Consumer(name), consumer.Kafka(c.Kafka.Options()...),
 			consumer.DeadLetterTopic(o.DLQTopic), consumer.MaxAttempts(o.MaxAttempts), consumer.MaxInfraRetries(o.MaxInfraRetries),
 			consumer.BatchMax(o.BatchMax),
 			consumerlink.TxPerEvent(o.TxPerEvent).(consumer.Opt), consumerlink.PerEvent(o.PerEvent).(consumer.Opt),
@@ -334,7 +392,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 			consumer.StopWhenIdle(o.StopWhenIdle), consumer.ShutdownTimeout(o.ShutdownTimeout),
 			consumer.InstanceID(o.InstanceID), consumer.SessionTimeout(o.SessionTimeout),
 			breaker,
-		},
+		}, extra...),
 		Consumer: name, Logger: consumeLogger(o, c.Streams),
 		HandlerName: o.Handler, Schema: o.Naming.Schema, WebhookURL: o.WebhookURL, WebhookTimeout: o.WebhookTimeout,
 		Migrate: o.Migrate, MetricsAddr: o.MetricsAddr, Interrupts: interrupts,
@@ -342,7 +400,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions, c *cmdutil.Clients) erro
 	if err != nil {
 		return consumeError(err, c.Naming)
 	}
-	sum := consumeSummary{Group: o.Group, Consumer: name, Handler: o.Handler, Stats: stats,
+	sum := consumeSummary{Group: o.Group, ShareGroup: o.ShareGroup, Consumer: name, Handler: o.Handler, Stats: stats,
 		ElapsedMS: time.Since(started).Milliseconds()}
 	return c.Printer.Object(sum, summarySections(sum))
 }
@@ -366,12 +424,21 @@ func consumeError(err error, names dedup.Options) error {
 
 func summarySections(s consumeSummary) []output.Section {
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	return []output.Section{{Fields: [][2]string{
-		{"group", s.Group}, {"consumer", s.Consumer}, {"handler", s.Handler},
+	group := [2]string{"group", s.Group}
+	if s.ShareGroup != "" {
+		group = [2]string{"share_group", s.ShareGroup}
+	}
+	fields := [][2]string{
+		group, {"consumer", s.Consumer}, {"handler", s.Handler},
 		{"records", i(s.Records)}, {"processed", i(s.Processed)}, {"duplicates", i(s.Duplicates)},
 		{"stale", i(s.Stale)}, {"dead_lettered", i(s.DeadLettered)}, {"retried", i(s.Retried)},
 		{"other_group", i(s.OtherGroup)},
-		{"infra_retries", i(s.InfraRetries)}, {"batches", i(s.Batches)},
-		{"elapsed", (time.Duration(s.ElapsedMS) * time.Millisecond).String()},
-	}}}
+	}
+	if s.ShareGroup != "" {
+		fields = append(fields, [2]string{"broker_dead_lettered", i(s.BrokerDeadLettered)},
+			[2]string{"released", i(s.Released)}, [2]string{"redelivered", i(s.Redelivered)})
+	}
+	fields = append(fields, [2]string{"infra_retries", i(s.InfraRetries)}, [2]string{"batches", i(s.Batches)},
+		[2]string{"elapsed", (time.Duration(s.ElapsedMS) * time.Millisecond).String()})
+	return []output.Section{{Fields: fields}}
 }

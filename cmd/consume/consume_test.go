@@ -27,6 +27,26 @@ func TestConsumeFlags(t *testing.T) {
 	}
 }
 
+// TestConsumeShareGroupFlags: --share-group with its own flags; --max-attempts, not given,
+// leaves the runner's share-group default (one attempt per delivery), given, is kept.
+func TestConsumeShareGroupFlags(t *testing.T) {
+	for _, tc := range []struct {
+		extra []string
+		want  int
+	}{{nil, 0}, {[]string{"--max-attempts", "3"}, 3}} {
+		var got *ConsumeOptions
+		c := NewCmdConsume(cmdutil.TestFactory(), func(_ context.Context, o *ConsumeOptions) error { got = o; return nil })
+		c.SetArgs(append([]string{"--topic", "tasks", "--share-group", "workers", "--handler", "projection",
+			"--start-earliest", "--version-guard"}, tc.extra...))
+		if err := c.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got.ShareGroup != "workers" || got.Group != "" || !got.StartEarliest || !got.VersionGuard || got.MaxAttempts != tc.want {
+			t.Errorf("%v: options %+v", tc.extra, got)
+		}
+	}
+}
+
 func TestConsumeUsageErrors(t *testing.T) {
 	base := []string{"--topic", "tasks", "--group", "g"}
 	cases := []struct {
@@ -34,7 +54,10 @@ func TestConsumeUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--group", "g", "--handler", "audit"}, "--topic is required"},
-		{[]string{"--topic", "t", "--handler", "audit"}, "--group is required"},
+		{[]string{"--topic", "t", "--handler", "audit"}, "--group or --share-group is required"},
+		{append(base, "--share-group", "s", "--handler", "audit"), "--group and --share-group"},
+		{append(base, "--handler", "audit", "--start-earliest"), "--start-earliest applies to --share-group only"},
+		{[]string{"--topic", "t", "--share-group", "s", "--handler", "audit", "--instance-id", "i"}, "--instance-id applies to a consumer group"},
 		{base, "--handler is required"},
 		{append(base, "--handler", "email"), `--handler "email"`},
 		{append(base, "--handler", "webhook"), "needs --webhook-url"},

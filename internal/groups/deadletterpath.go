@@ -14,14 +14,16 @@ import (
 // The rules of the dead-letter path check (Finding.Rule), in the order the broker meets them
 // when a share-group member rejects a record or a record reaches the delivery count limit
 // (KIP-1191; docs/design.md, "A share group's dead-letter path").
+// The first five are internal/kafka's (kafka.JudgeShareDLQPath, the one judgement of a loss,
+// which a share-group member also makes before it starts).
 const (
-	RuleShareVersion = "share_version"     // share.version ≥ 2, or no dead letter is written
-	RuleTopicSet     = "dlq_topic_set"     // the group names a DLQ topic
-	RulePrefix       = "dlq_prefix"        // its name starts with the cluster's prefix
-	RuleTopicExists  = "dlq_topic_exists"  // it exists, or the broker creates it
-	RuleTopicEnabled = "dlq_topic_enabled" // it carries errors.deadletterqueue.group.enable=true
-	RuleCopy         = "dlq_copy"          // dead letters carry the record, or coordinates only
-	RuleRecordSize   = "dlq_record_size"   // a copied record fits the DLQ topic
+	RuleShareVersion = kafka.ShareRuleVersion
+	RuleTopicSet     = kafka.ShareRuleTopicSet
+	RulePrefix       = kafka.ShareRulePrefix
+	RuleTopicExists  = kafka.ShareRuleTopicExists
+	RuleTopicEnabled = kafka.ShareRuleTopicEnabled
+	RuleCopy         = "dlq_copy"        // dead letters carry the record, or coordinates only
+	RuleRecordSize   = "dlq_record_size" // a copied record fits the DLQ topic
 )
 
 // The severities of a finding.
@@ -118,40 +120,15 @@ func judgeDeadLetterPath(f deadLetterFacts) *DeadLetterPath {
 	add := func(rule, severity, format string, args ...any) {
 		p.Findings = append(p.Findings, Finding{Rule: rule, Severity: severity, Message: fmt.Sprintf(format, args...)})
 	}
-	v := f.cluster.ShareVersion
-	switch {
-	case v < 2:
-		add(RuleShareVersion, SeverityLoss, "share.version is %d: the broker writes no dead letter below 2 and archives every rejected record, with no log line (kafka-features upgrade --feature share.version=2)", v)
-	default:
-		add(RuleShareVersion, SeverityOK, "share.version is %d: the broker writes dead letters", v)
-	}
-	t := f.config.DLQTopic
-	if t == "" {
-		add(RuleTopicSet, SeverityLoss, "share group %s names no DLQ topic (%s): a rejected record is archived and gone (set it, e.g. to %s%s)",
-			f.group, kafka.ConfigShareGroupDLQTopic, f.cluster.Prefix, f.group)
-		return p.judged()
-	}
-	add(RuleTopicSet, SeverityOK, "the group's DLQ topic is %s", t)
-	if !strings.HasPrefix(t, f.cluster.Prefix) {
-		add(RulePrefix, SeverityLoss, "DLQ topic %s does not start with the cluster's prefix %q (%s): the broker refuses to write to it and archives the record (log: Failed to write to DLQ, proceeding to ARCHIVED regardless.)",
-			t, f.cluster.Prefix, kafka.ConfigShareDLQPrefix)
-	} else {
-		add(RulePrefix, SeverityOK, "DLQ topic %s starts with the cluster's prefix %q", t, f.cluster.Prefix)
-	}
-	switch {
-	case !f.exists && f.cluster.AutoCreate:
-		add(RuleTopicExists, SeverityOK, "DLQ topic %s does not exist yet: the broker creates it at the first dead letter (%s=true)", t, kafka.ConfigShareDLQAutoCreate)
-	case !f.exists:
-		add(RuleTopicExists, SeverityLoss, "DLQ topic %s does not exist and the broker does not create it (%s=false): a rejected record is archived and gone (log: Failed to write to DLQ, proceeding to ARCHIVED regardless.)",
-			t, kafka.ConfigShareDLQAutoCreate)
-	default:
-		add(RuleTopicExists, SeverityOK, "DLQ topic %s exists", t)
-		if !f.enabled {
-			add(RuleTopicEnabled, SeverityLoss, "DLQ topic %s lacks %s=true: the broker refuses to write to it and archives the record (log: Failed to write to DLQ, proceeding to ARCHIVED regardless.)",
-				t, kafka.ConfigShareDLQTopicEnable)
-		} else {
-			add(RuleTopicEnabled, SeverityOK, "DLQ topic %s carries %s=true", t, kafka.ConfigShareDLQTopicEnable)
+	for _, j := range kafka.JudgeShareDLQPath(f.cluster, f.group, f.config.DLQTopic, f.exists, f.enabled) {
+		severity := SeverityOK
+		if j.Loss {
+			severity = SeverityLoss
 		}
+		p.Findings = append(p.Findings, Finding{Rule: j.Rule, Severity: severity, Message: j.Message})
+	}
+	if f.config.DLQTopic == "" {
+		return p.judged()
 	}
 	if !f.config.CopyRecord {
 		add(RuleCopy, SeverityWarning, "%s is off: a dead letter carries the record's coordinates only (topic, partition, offset, group, delivery count), no key or value; the record is read from its source topic while the source holds it",

@@ -18,6 +18,7 @@ const (
 	OpDescribe        = "DESCRIBE"
 	OpDelete          = "DELETE"
 	OpDescribeConfigs = "DESCRIBE_CONFIGS"
+	OpAlterConfigs    = "ALTER_CONFIGS"
 	OpIdempotentWrite = "IDEMPOTENT_WRITE"
 )
 

@@ -124,16 +124,19 @@ type ShareGroupConfig struct {
 	DeliveryLimit int `json:"delivery_limit"`
 	// AutoOffsetReset is share.auto.offset.reset (latest when not set).
 	AutoOffsetReset string `json:"auto_offset_reset"`
+	// AutoOffsetResetSet: the group has share.auto.offset.reset of its own (not the default).
+	AutoOffsetResetSet bool `json:"auto_offset_reset_set"`
 }
 
 // ReadShareGroupConfig reads one group's configuration (DescribeConfigs on the GROUP
 // resource); a group never configured answers with the defaults.
 func ReadShareGroupConfig(ctx context.Context, cl *kgo.Client, group string) (ShareGroupConfig, error) {
 	out := ShareGroupConfig{AutoOffsetReset: "latest"}
-	values, err := groupConfigValues(ctx, cl, group)
+	values, own, err := groupConfigValues(ctx, cl, group)
 	if err != nil {
 		return out, err
 	}
+	out.AutoOffsetResetSet = own[ConfigShareAutoOffsetReset]
 	out.DLQTopic = values[ConfigShareGroupDLQTopic]
 	out.CopyRecord = values[ConfigShareGroupDLQCopy] == "true"
 	if n, err := strconv.Atoi(values[ConfigShareDeliveryLimit]); err == nil {
@@ -155,7 +158,7 @@ func SetShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv m
 		return err
 	}
 	for {
-		now, err := groupConfigValues(ctx, cl, group)
+		now, _, err := groupConfigValues(ctx, cl, group)
 		if err != nil {
 			return err
 		}
@@ -176,8 +179,9 @@ func SetShareGroupConfig(ctx context.Context, cl *kgo.Client, group string, kv m
 	}
 }
 
-// groupConfigValues are group's configs as DescribeConfigs gives them.
-func groupConfigValues(ctx context.Context, cl *kgo.Client, group string) (map[string]string, error) {
+// groupConfigValues are group's configs as DescribeConfigs gives them, and which of them the
+// group sets itself (not the brokers' defaults).
+func groupConfigValues(ctx context.Context, cl *kgo.Client, group string) (values map[string]string, own map[string]bool, err error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	rr := kmsg.NewDescribeConfigsRequestResource()
 	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
@@ -185,20 +189,23 @@ func groupConfigValues(ctx context.Context, cl *kgo.Client, group string) (map[s
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("describe group %s configs: %w", group, err)
+		return nil, nil, fmt.Errorf("describe group %s configs: %w", group, err)
 	}
-	out := map[string]string{}
+	out, own := map[string]string{}, map[string]bool{}
 	for _, r := range resp.Resources {
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return nil, fmt.Errorf("describe group %s configs: %w", group, err)
+			return nil, nil, fmt.Errorf("describe group %s configs: %w", group, err)
 		}
 		for _, c := range r.Configs {
 			if c.Value != nil {
 				out[c.Name] = *c.Value
 			}
+			if c.Source == kmsg.ConfigSourceGroupConfig {
+				own[c.Name] = true
+			}
 		}
 	}
-	return out, nil
+	return out, own, nil
 }
 
 // alterShareGroupConfig is SetShareGroupConfig's request.
@@ -275,3 +282,66 @@ const (
 	ShareDLQMessageRejected  = "Offset rejected by client."
 	ShareDLQMessageExhausted = "Offset delivery count exceeded the threshold."
 )
+
+// The rules a share group's dead-letter path is judged by (ShareDLQFinding.Rule), in the
+// order the broker meets them when a member rejects a record (KIP-1191).
+const (
+	ShareRuleVersion      = "share_version"     // share.version ≥ 2, or no dead letter is written
+	ShareRuleTopicSet     = "dlq_topic_set"     // the group names a DLQ topic
+	ShareRulePrefix       = "dlq_prefix"        // its name starts with the cluster's prefix
+	ShareRuleTopicExists  = "dlq_topic_exists"  // it exists, or the broker creates it
+	ShareRuleTopicEnabled = "dlq_topic_enabled" // it carries errors.deadletterqueue.group.enable=true
+)
+
+// ShareDLQFinding is one rule of a share group's dead-letter path and what it found: Loss when
+// a rejected record would be archived with no dead letter (gone, with nothing a client sees).
+type ShareDLQFinding struct {
+	Rule    string
+	Loss    bool
+	Message string
+}
+
+// JudgeShareDLQPath is the one judgement of whether a share group's rejected records reach a
+// dead letter: the cluster's feature level, the group's DLQ topic (topic, "" when it names
+// none), its name against the cluster's prefix, whether it exists (or is created) and carries
+// the enable flag. Each rule met gives a finding, loss or not; the topic's rules only once the
+// group names one, the enable flag only when the topic exists. `groups check` reports them all;
+// a share-group member refuses to start on the first loss.
+func JudgeShareDLQPath(c ShareDLQCluster, group, topic string, exists, enabled bool) []ShareDLQFinding {
+	var out []ShareDLQFinding
+	add := func(rule string, loss bool, format string, args ...any) {
+		out = append(out, ShareDLQFinding{Rule: rule, Loss: loss, Message: fmt.Sprintf(format, args...)})
+	}
+	if v := c.ShareVersion; v < 2 {
+		add(ShareRuleVersion, true, "%s is %d: the broker writes no dead letter below 2 and archives every rejected record, with no log line (kafka-features upgrade --feature %s=2)", FeatureShareVersion, v, FeatureShareVersion)
+	} else {
+		add(ShareRuleVersion, false, "%s is %d: the broker writes dead letters", FeatureShareVersion, v)
+	}
+	if topic == "" {
+		add(ShareRuleTopicSet, true, "share group %s names no DLQ topic (%s): a rejected record is archived and gone (set it, e.g. to %s%s)",
+			group, ConfigShareGroupDLQTopic, c.Prefix, group)
+		return out
+	}
+	add(ShareRuleTopicSet, false, "the group's DLQ topic is %s", topic)
+	const archived = "the broker refuses to write to it and archives the record (log: Failed to write to DLQ, proceeding to ARCHIVED regardless.)"
+	if !strings.HasPrefix(topic, c.Prefix) {
+		add(ShareRulePrefix, true, "DLQ topic %s does not start with the cluster's prefix %q (%s): %s", topic, c.Prefix, ConfigShareDLQPrefix, archived)
+	} else {
+		add(ShareRulePrefix, false, "DLQ topic %s starts with the cluster's prefix %q", topic, c.Prefix)
+	}
+	switch {
+	case !exists && c.AutoCreate:
+		add(ShareRuleTopicExists, false, "DLQ topic %s does not exist yet: the broker creates it at the first dead letter (%s=true)", topic, ConfigShareDLQAutoCreate)
+	case !exists:
+		add(ShareRuleTopicExists, true, "DLQ topic %s does not exist and the broker does not create it (%s=false): a rejected record is archived and gone (create it with %s=true)",
+			topic, ConfigShareDLQAutoCreate, ConfigShareDLQTopicEnable)
+	default:
+		add(ShareRuleTopicExists, false, "DLQ topic %s exists", topic)
+		if !enabled {
+			add(ShareRuleTopicEnabled, true, "DLQ topic %s lacks %s=true: %s", topic, ConfigShareDLQTopicEnable, archived)
+		} else {
+			add(ShareRuleTopicEnabled, false, "DLQ topic %s carries %s=true", topic, ConfigShareDLQTopicEnable)
+		}
+	}
+	return out
+}
