@@ -531,9 +531,8 @@ func dlqGroupTitle(by []dlq.StatsKey) string {
 
 func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }
 
-// RenderShow writes one dead letter as `dlq show` shows it, for `fieldwork triage`'s record
-// screen: the same sections through p, so the same escaping.
-func RenderShow(p *output.Printer, e dlq.Entry, now func() time.Time) error {
-	det := dlq.NewDetail(e)
+// RenderShow writes one dead letter's detail (dlq.NewDetail, its original record set when
+// read) as `dlq show` shows it, for `fieldwork triage`'s record screen.
+func RenderShow(p *output.Printer, det dlq.Detail, now func() time.Time) error {
 	return p.Object(det, dlqShowSections(p, det, now))
 }
