@@ -42,6 +42,14 @@ func TestDiscoversShareDLQTopics(t *testing.T) {
 	if !slices.IsSorted(got) {
 		t.Fatalf("discovered %v: not sorted", got)
 	}
+	d, err := dlq.Discover(ctx, c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The prefixed name matches the default pattern already (dlq.): only the flag adds.
+	if !slices.Contains(d.Flagged, flagged) || slices.Contains(d.Flagged, prefixed) || d.Matched+len(d.Prefixed)+len(d.Flagged) != len(d.Topics) {
+		t.Fatalf("discovery %+v: want %s flagged, %s matched", d, flagged, prefixed)
+	}
 }
 
 // TestOriginals reads originals on the real broker: found; expired below the log start;
