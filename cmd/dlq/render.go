@@ -76,7 +76,11 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
 		{Name: "duplicates", Optional: true, Value: func(e dlq.Entry) string {
-			// A share group's other dead letters of the same record, folded into this row.
+			// A share group's other dead letters of the same record, folded into this row;
+			// with --follow, a later one is its own row, marked with the first's address.
+			if e.DuplicateOf != nil {
+				return st.Warn.Render("of " + e.DuplicateOf.String())
+			}
 			if len(e.Duplicates) == 0 {
 				return "-"
 			}

@@ -45,6 +45,14 @@ func (f *Folder) Keep(e *Entry) {
 	}
 }
 
+// Remember keeps d as the first dead letter of its record, as Keep does, but only its
+// address and its original's (what Of needs): for a follow, which remembers every record it
+// has shown without holding the records.
+func (f *Folder) Remember(d *DeadLetter) {
+	f.Keep(&Entry{DeadLetter: DeadLetter{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Convention: d.Convention,
+		OriginalTopic: d.OriginalTopic, OriginalPartition: d.OriginalPartition, OriginalOffset: d.OriginalOffset}})
+}
+
 // Fold folds e into the first dead letter of its record, when one is kept: e's address is
 // appended to that one's Duplicates and it is returned. Otherwise e is kept (Keep) and nil
 // is returned.
