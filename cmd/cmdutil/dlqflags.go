@@ -76,9 +76,11 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 	if err != nil {
 		return nil, nil, err
 	}
-	if topics, err = dlq.Topics(ctx, c, t.Topics, pattern); err != nil {
+	found0, err := dlq.Discover(ctx, c, t.Topics, pattern)
+	if err != nil {
 		return nil, nil, err
 	}
+	topics = found0.Topics
 	if len(t.Topics) > 0 {
 		return topics, nil, nil
 	}
@@ -92,16 +94,58 @@ func (t *DLQTopicFlags) Resolve(ctx context.Context, c *kafka.Cluster, pattern *
 		fmt.Fprintln(s.ErrText(), "hint: the cluster lists only the topics you may DESCRIBE: its ACLs may hide dead-letter topics (name one with --topic to see why)")
 		return topics, pattern, nil
 	}
+	fmt.Fprintln(s.ErrText(), discoveryLine(found0, patternName(pattern, from)))
+	return topics, pattern, nil
+}
+
+// discoveryLine says what discovery found and why: how many topics the pattern matched and,
+// when the share groups' dead-letter topics were added (dlq.Discover), how many and by what
+// (the cluster's prefix, the enable flag), then the topics. With share-group topics added
+// the list is cut to fit 80 columns (the rest counted), so that the line stays one line.
+func discoveryLine(d dlq.Discovery, pattern string) string {
 	noun := "topics match"
-	if len(topics) == 1 {
+	if d.Matched == 1 {
 		noun = "topic matches"
 	}
-	shown := topics
-	if len(shown) > 10 {
-		shown = append(slices.Clone(shown[:10]), "…")
+	head := fmt.Sprintf("%d %s %s", d.Matched, noun, pattern)
+	if len(d.Prefixed)+len(d.Flagged) == 0 {
+		shown := d.Topics
+		if len(shown) > 10 {
+			shown = append(slices.Clone(shown[:10]), "…")
+		}
+		return head + ": " + strings.Join(shown, ", ")
 	}
-	fmt.Fprintf(s.ErrText(), "%d %s %s: %s\n", len(topics), noun, patternName(pattern, from), strings.Join(shown, ", "))
-	return topics, pattern, nil
+	var by string
+	switch {
+	case len(d.Flagged) == 0:
+		by = "prefix " + d.Prefix
+	case len(d.Prefixed) == 0:
+		by = "enable flag"
+	default:
+		by = fmt.Sprintf("%d by prefix %s, %d by enable flag", len(d.Prefixed), d.Prefix, len(d.Flagged))
+	}
+	n, dlqs := len(d.Prefixed)+len(d.Flagged), "DLQs"
+	if n == 1 {
+		dlqs = "DLQ"
+	}
+	head += fmt.Sprintf(" + %d share-group %s (%s):", n, dlqs, by)
+	const width = 80
+	line := head
+	for i, t := range d.Topics {
+		sep := " "
+		if i > 0 {
+			sep = ", "
+		}
+		next := line + sep + t
+		if left := len(d.Topics) - i - 1; left > 0 {
+			next += fmt.Sprintf(", +%d", left)
+		}
+		if i > 0 && len(next) > width {
+			return line + fmt.Sprintf(", +%d", len(d.Topics)-i)
+		}
+		line += sep + t
+	}
+	return line
 }
 
 // patternName is how discovery names the pattern it used: by where it comes from ("the

@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +98,27 @@ func TestDLQReasonHint(t *testing.T) {
 	}
 	if err := run(true, "--bogus"); fwerr.KindOf(err) != fwerr.KindUsage || strings.Contains(err.Error(), "dlq-reason") {
 		t.Errorf("another flag: %v", err)
+	}
+}
+
+// TestDiscoveryLine: the line says what the pattern matched and, when share-group DLQ topics
+// were added, how many by prefix and by enable flag, the topics cut to fit 80 columns (at
+// least one shown; a terminal wraps what is longer); without them it is as it was.
+func TestDiscoveryLine(t *testing.T) {
+	plain := discoveryLine(dlq.Discovery{Topics: []string{"a.dlq", "b.dlq"}, Matched: 2}, "the default dead-letter pattern")
+	if plain != "2 topics match the default dead-letter pattern: a.dlq, b.dlq" {
+		t.Errorf("got %q", plain)
+	}
+	d := dlq.Discovery{Topics: []string{"a.dlq", "q-orders", "queue-tasks"}, Matched: 1, Prefix: "q-", Prefixed: []string{"q-orders"}, Flagged: []string{"queue-tasks"}}
+	if got, want := discoveryLine(d, "the default dead-letter pattern"), "1 topic matches the default dead-letter pattern + 2 share-group DLQs (1 by prefix q-, 1 by enable flag): a.dlq, +2"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	d = dlq.Discovery{Matched: 0, Flagged: []string{"queue-tasks"}}
+	for i := range 12 {
+		d.Topics = append(d.Topics, fmt.Sprintf("queue-%02d", i))
+	}
+	got := discoveryLine(d, "the default dead-letter pattern")
+	if want := "0 topics match the default dead-letter pattern + 1 share-group DLQ (enable flag): queue-00, +11"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package dlq_test
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,6 +123,46 @@ func TestDLQListFollowNewTopicsAndPartitions(t *testing.T) {
 	for _, id := range []string{"a-0", "b-0", "a-1"} {
 		if n := len(line(id).FindAllString(byPattern.String(), -1)); n != 1 {
 			t.Fatalf("%s printed %d times by the --pattern follow:\n%s", id, n, byPattern.String())
+		}
+	}
+}
+
+// TestDLQListFollowShareDuplicates: a share group's dead letter of a record already shown
+// (listed before the follow, or followed earlier) is printed marked duplicate_of the first
+// (a stream's lines are not revised); one of another record is not.
+func TestDLQListFollowShareDuplicates(t *testing.T) {
+	brokers := testenv.Brokers(t)
+	topic := dlqTopic(t, 1, nil)
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	produce := func(offset string) {
+		hdr := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+		testenv.Produce(t, cl, &kgo.Record{Headers: []kgo.RecordHeader{
+			hdr(dlq.ShareTopic, "orders"), hdr(dlq.SharePartition, "0"), hdr(dlq.ShareOffset, offset),
+			hdr(dlq.ShareGroup, "billing"), hdr(dlq.ShareDeliveryCount, "5"), hdr(dlq.ShareMessage, dlq.ShareMessageExhausted),
+		}})
+	}
+	produce("7") // dlq offset 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, _, done := roottest.Start(ctx, "--brokers", brokers, "dlq", "list", "--topic", topic, "--no-status", "--follow", "-o", "jsonl")
+	line := func(off int) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\{"topic":"` + regexp.QuoteMeta(topic) + `","partition":0,"offset":` + strconv.Itoa(off) + `,.*\}$`)
+	}
+	roottest.WaitFor(t, out, line(0), done)
+	produce("8") // 1
+	produce("7") // 2: a duplicate of 0, listed before the follow
+	produce("8") // 3: a duplicate of 1, followed
+	roottest.WaitFor(t, out, line(3), done)
+	cancel()
+	if r := <-done; r.Code != 0 {
+		t.Fatalf("exit %d after the interruption, want 0: %v", r.Code, r.Err)
+	}
+	got := out.String()
+	for off, want := range []string{"", "", topic + "/0/0", topic + "/0/1"} {
+		l := line(off).FindString(got)
+		has := strings.Contains(l, `"duplicate_of":`)
+		if (want == "") == has || want != "" && !strings.Contains(l, `"duplicate_of":"`+want+`"`) {
+			t.Errorf("dead letter %d: %s\nwant duplicate_of %q", off, l, want)
 		}
 	}
 }

@@ -131,9 +131,16 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		CSV: dlqCSVColumns, JSON: dlq.Entry.AppendJSON, Noun: "dead letters", MoreHint: "raise --limit, 0 for no limit, or narrow the filters",
 		MarkTruncated: opts.MarkTruncated.On(), Progress: progress,
 	})
+	// A follow marks a later dead letter of a record listed as its duplicate (dlq.Folder).
+	seen := dlq.NewFolder()
 	res, err := dlq.List(ctx, scan, dlq.ListOptions{
 		Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Limit: opts.Limit,
-	}, stream.Write)
+	}, func(e dlq.Entry) error {
+		if opts.Follow {
+			seen.Remember(&e.DeadLetter)
+		}
+		return stream.Write(e)
+	})
 	progress.Stop()
 	cmdutil.WarnDeleted(opts.Streams, scan)
 	if err != nil {
@@ -141,7 +148,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 		return err
 	}
 	if opts.Follow {
-		return followDLQ(ctx, opts, scan, rd.pattern, lookup, stream, res)
+		return followDLQ(ctx, opts, scan, rd.pattern, lookup, stream, res, seen)
 	}
 	if res.More {
 		stream.Truncated(opts.Limit)
@@ -180,14 +187,14 @@ func limitShares(limit int, shares []dlq.TopicShare) string {
 // followDLQ goes on from where the listing's scan was planned to end: new dead letters are
 // written to stream as they arrive, until ctx is done. A listing cut at its limit says so
 // on stderr only: the stream goes on, so no mark ends it.
-func followDLQ(ctx context.Context, opts *DLQListOptions, scan *dlq.Scan, pattern *regexp.Regexp, lookup dlq.StatusLookup, stream *output.Stream[dlq.Entry], res dlq.ListResult) error {
+func followDLQ(ctx context.Context, opts *DLQListOptions, scan *dlq.Scan, pattern *regexp.Regexp, lookup dlq.StatusLookup, stream *output.Stream[dlq.Entry], res dlq.ListResult, seen *dlq.Folder) error {
 	if res.More {
 		fmt.Fprintf(opts.Streams.ErrText(), "showing the first %d dead letters already there (more remain: raise --limit); following new ones\n", res.Listed)
 	}
 	if err := stream.Release(); err != nil {
 		return err
 	}
-	err := dlq.Follow(ctx, scan, dlq.FollowOptions{Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Pattern: pattern}, stream.Write)
+	err := dlq.Follow(ctx, scan, dlq.FollowOptions{Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Pattern: pattern, Seen: seen}, stream.Write)
 	if cerr := stream.Close(); err == nil {
 		err = cerr
 	}

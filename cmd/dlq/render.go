@@ -76,7 +76,11 @@ func dlqListColumns(p *output.Printer, withStatus bool, now time.Time) []output.
 	cols := []output.Column[dlq.Entry]{
 		{Name: "dead letter", Value: func(e dlq.Entry) string { return e.Address().String() }},
 		{Name: "duplicates", Optional: true, Value: func(e dlq.Entry) string {
-			// A share group's other dead letters of the same record, folded into this row.
+			// A share group's other dead letters of the same record, folded into this row;
+			// with --follow, a later one is its own row, marked with the first's address.
+			if e.DuplicateOf != nil {
+				return st.Warn.Render("of " + e.DuplicateOf.String())
+			}
 			if len(e.Duplicates) == 0 {
 				return "-"
 			}
@@ -531,9 +535,8 @@ func dlqGroupTitle(by []dlq.StatsKey) string {
 
 func dlqRate(r float64) string { return strconv.FormatFloat(r, 'f', 2, 64) }
 
-// RenderShow writes one dead letter as `dlq show` shows it, for `fieldwork triage`'s record
-// screen: the same sections through p, so the same escaping.
-func RenderShow(p *output.Printer, e dlq.Entry, now func() time.Time) error {
-	det := dlq.NewDetail(e)
+// RenderShow writes one dead letter's detail (dlq.NewDetail, its original record set when
+// read) as `dlq show` shows it, for `fieldwork triage`'s record screen.
+func RenderShow(p *output.Printer, det dlq.Detail, now func() time.Time) error {
 	return p.Object(det, dlqShowSections(p, det, now))
 }

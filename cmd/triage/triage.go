@@ -184,8 +184,8 @@ func views(s *output.Streams, now func() time.Time) tui.Views {
 		return b.String()
 	}
 	return tui.Views{
-		Record: func(e dlq.Entry, width int) string {
-			return render(width, func(p *output.Printer) error { return dlqcmd.RenderShow(p, e, now) })
+		Record: func(det dlq.Detail, width int) string {
+			return render(width, func(p *output.Printer) error { return dlqcmd.RenderShow(p, det, now) })
 		},
 		Plan: func(rep *replay.Report, width int) string {
 			return render(width, func(p *output.Printer) error { return replaycmd.RenderPlan(p, rep) })

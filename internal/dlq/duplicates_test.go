@@ -51,3 +51,36 @@ func TestCollapser(t *testing.T) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestFolder: across partitions and reads, a share group's later dead letters of one record
+// fold into the first kept; the first itself, other records and other conventions do not.
+func TestFolder(t *testing.T) {
+	share := func(part int32, off, origOff int64) *Entry {
+		p := int32(0)
+		return &Entry{DeadLetter: DeadLetter{Topic: "dlq.g", Partition: part, Offset: off, Convention: ConventionShareGroup,
+			OriginalTopic: "orders", OriginalPartition: &p, OriginalOffset: &origOff}}
+	}
+	f := NewFolder()
+	first := share(0, 0, 5)
+	if f.Fold(first) != nil || f.Fold(share(0, 1, 6)) != nil {
+		t.Fatal("a first dead letter was folded")
+	}
+	if f.Of(&first.DeadLetter) != nil {
+		t.Fatal("the first dead letter is a duplicate of itself")
+	}
+	fw := share(0, 9, 5)
+	fw.Convention = ConventionFieldwork
+	if f.Fold(fw) != nil {
+		t.Fatal("another convention's dead letter was folded")
+	}
+	if got := f.Fold(share(1, 4, 5)); got != first {
+		t.Fatalf("a second dead letter of orders/0/5 folded into %v, want %s", got, first.Address())
+	}
+	if got := fmt.Sprint(first.Duplicates); got != "[dlq.g/1/4]" {
+		t.Fatalf("duplicates %s", got)
+	}
+	f.Reset()
+	if f.Fold(share(1, 5, 5)) != nil {
+		t.Fatal("a reset folder folded")
+	}
+}

@@ -19,12 +19,16 @@ type FollowOptions struct {
 	// topics it matches that are created while Follow runs are followed too, from their
 	// first record.
 	Pattern *regexp.Regexp
+	// Seen are the share-group dead letters already shown (the listing's: see Folder); nil
+	// for none. Follow adds those it hands on.
+	Seen *Folder
 }
 
 // Follow reads the scan's partitions from where the scan's plan ends (the end offsets taken
 // when it was planned, so that nothing List showed is shown again and nothing written since
 // is missed) and hands emit every new dead letter that passes the filter and the status
-// filter, one at a time as it arrives (its status looked up at once), until ctx is done: then
+// filter, one at a time as it arrives (its status looked up at once; a share group's second
+// dead letter of a record marked DuplicateOf the first), until ctx is done: then
 // it returns nil. Partitions added to the scan's topics while it runs are read from their
 // start, and so are the topics o.Pattern matches that are created while it runs (or that
 // were deleted when the scan was planned and are created again), found within
@@ -41,11 +45,25 @@ func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) erro
 		starts[r.Topic][r.Partition] = r.End
 	}
 	read := s.reader()
+	// A share group's dead letter of a record already shown is handed on marked as a
+	// duplicate of the first (DuplicateOf): a follow is a stream, and a line printed is not
+	// revised to count it, as a listing does (Entry.Duplicates).
+	seen := o.Seen
+	if seen == nil {
+		seen = NewFolder()
+	}
 	b := NewStatusBatcher(o.Lookup, 1, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
 		}
-		return emit(Entry{DeadLetter: d, Status: info})
+		e := Entry{DeadLetter: d, Status: info}
+		if first := seen.Of(&d); first != nil {
+			a := first.Address()
+			e.DuplicateOf = &a
+		} else {
+			seen.Remember(&d)
+		}
+		return emit(e)
 	})
 	topics := slices.Sorted(maps.Keys(starts))
 	topics = append(topics, s.deleted...)

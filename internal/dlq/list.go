@@ -20,13 +20,18 @@ type Entry struct {
 	// listing folded into this one (a share group's broker may write several: see
 	// collapser); nil when none.
 	Duplicates []kafka.RecordAddress
+	// DuplicateOf is, for a share group's dead letter that a follow found after the first
+	// dead letter of the same record had been shown (Follow: a stream, whose lines are not
+	// revised), that first one's address; nil otherwise.
+	DuplicateOf *kafka.RecordAddress
 }
 
 // MarshalJSON writes the DeadLetter's fields (see DeadLetter.MarshalJSON) followed by status:
 // its Status, or null when it was not looked up; last_replay: the latest journaled replay of
 // the dead letter (StatusInfo.Replay, whatever the status), null when none is known; and,
 // only when the listing folded other dead letters of the same record into it, duplicates:
-// their addresses.
+// their addresses; only when a follow found it after the first of its record,
+// duplicate_of: that one's address.
 func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
@@ -60,6 +65,10 @@ func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
 			out = appendJSONString(out, a.String())
 		}
 		out = append(out, ']')
+	}
+	if e.DuplicateOf != nil {
+		out = append(out, `,"duplicate_of":`...)
+		out = appendJSONString(out, e.DuplicateOf.String())
 	}
 	return append(out, '}'), nil
 }

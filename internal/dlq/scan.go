@@ -37,36 +37,36 @@ var ErrStop = errors.New("stop the scan")
 // their names (shareDLQTopics): those named with the cluster's prefix and those that carry
 // errors.deadletterqueue.group.enable=true. A pattern the operator chose is taken as it is.
 func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *regexp.Regexp) ([]string, error) {
+	d, err := Discover(ctx, c, names, pattern)
+	return d.Topics, err
+}
+
+// Discovery is what Topics found, and why: the pattern's matches and the share groups'
+// dead-letter topics added to them.
+type Discovery struct {
+	// Topics are every topic found, sorted (what Topics returns).
+	Topics []string
+	// Matched is how many the pattern matched (or were named).
+	Matched int
+	// Prefixed are the share-group DLQ topics added for their name's prefix (Prefix, the
+	// cluster's errors.deadletterqueue.topic.name.prefix) and Flagged those added for
+	// errors.deadletterqueue.group.enable=true; both sorted.
+	Prefixed, Flagged []string
+	Prefix            string
+}
+
+// Discover is Topics, saying why each topic was found.
+func Discover(ctx context.Context, c *kafka.Cluster, names []string, pattern *regexp.Regexp) (Discovery, error) {
 	if len(names) > 0 {
-		uniq := slices.Clone(names)
-		slices.Sort(uniq)
-		uniq = slices.Compact(uniq)
-		details, err := c.Admin.ListTopics(ctx, uniq...)
-		if kafka.IsAuthorization(err) {
-			if t := kafka.FirstDenied(ctx, c.Admin, uniq); t != "" {
-				return nil, kafka.Denied(err, kafka.OpDescribe, kafka.ResourceTopic, t)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("describe topics: %w", err)
-		}
-		for _, n := range uniq {
-			d, ok := details[n]
-			if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-				return nil, &kafka.UnknownTopicError{Topic: n}
-			}
-			if d.Err != nil {
-				return nil, kafka.Denied(fmt.Errorf("describe topic %s: %w", n, d.Err), kafka.OpDescribe, kafka.ResourceTopic, n)
-			}
-		}
-		return uniq, nil
+		ts, err := namedTopics(ctx, c, names)
+		return Discovery{Topics: ts, Matched: len(ts)}, err
 	}
 	if pattern == nil {
 		pattern = DefaultTopicPattern
 	}
 	details, err := c.Admin.ListTopics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+		return Discovery{}, fmt.Errorf("list topics: %w", err)
 	}
 	var out, others []string
 	for name, d := range details {
@@ -78,11 +78,40 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 			others = append(others, name)
 		}
 	}
+	res := Discovery{Matched: len(out)}
 	if pattern == DefaultTopicPattern {
-		out = append(out, shareDLQTopics(ctx, c, others)...)
+		res.Prefix, res.Prefixed, res.Flagged = shareDLQTopics(ctx, c, others)
+		out = append(append(out, res.Prefixed...), res.Flagged...)
 	}
 	slices.Sort(out)
-	return out, nil
+	res.Topics = out
+	return res, nil
+}
+
+// namedTopics are the named topics, each checked to exist.
+func namedTopics(ctx context.Context, c *kafka.Cluster, names []string) ([]string, error) {
+	uniq := slices.Clone(names)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	details, err := c.Admin.ListTopics(ctx, uniq...)
+	if kafka.IsAuthorization(err) {
+		if t := kafka.FirstDenied(ctx, c.Admin, uniq); t != "" {
+			return nil, kafka.Denied(err, kafka.OpDescribe, kafka.ResourceTopic, t)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe topics: %w", err)
+	}
+	for _, n := range uniq {
+		d, ok := details[n]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return nil, &kafka.UnknownTopicError{Topic: n}
+		}
+		if d.Err != nil {
+			return nil, kafka.Denied(fmt.Errorf("describe topic %s: %w", n, d.Err), kafka.OpDescribe, kafka.ResourceTopic, n)
+		}
+	}
+	return uniq, nil
 }
 
 // shareDLQTopics are, of topics, the share groups' dead-letter topics (KIP-1191): named with
@@ -91,32 +120,34 @@ func Topics(ctx context.Context, c *kafka.Cluster, names []string, pattern *rege
 // without which the broker writes no dead letter to a topic. What the cluster does not let
 // the principal read (its configs) finds nothing more: discovery is a convenience, and a
 // topic it misses can be named with --topic.
-func shareDLQTopics(ctx context.Context, c *kafka.Cluster, topics []string) []string {
+func shareDLQTopics(ctx context.Context, c *kafka.Cluster, topics []string) (prefix string, prefixed, flagged []string) {
+	prefix = kafka.DefaultShareDLQPrefix
 	if len(topics) == 0 || c.Client == nil {
-		return nil
+		return prefix, nil, nil
 	}
-	prefix := kafka.DefaultShareDLQPrefix
 	if cl, err := kafka.ReadShareDLQCluster(ctx, c.Client); err == nil {
 		prefix = cl.Prefix
 	}
-	var out, rest []string
+	var rest []string
 	for _, t := range topics {
 		if prefix != "" && strings.HasPrefix(t, prefix) {
-			out = append(out, t)
+			prefixed = append(prefixed, t)
 		} else {
 			rest = append(rest, t)
 		}
 	}
+	slices.Sort(prefixed)
 	enabled, err := kafka.ShareDLQTopics(ctx, c.Client, rest...)
 	if err != nil {
-		return out
+		return prefix, prefixed, nil
 	}
 	for _, t := range rest {
 		if enabled[t] {
-			out = append(out, t)
+			flagged = append(flagged, t)
 		}
 	}
-	return out
+	slices.Sort(flagged)
+	return prefix, prefixed, flagged
 }
 
 // ScanOptions configure a Scan.

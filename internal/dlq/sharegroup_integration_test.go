@@ -2,6 +2,7 @@ package dlq_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -40,6 +41,14 @@ func TestDiscoversShareDLQTopics(t *testing.T) {
 	}
 	if !slices.IsSorted(got) {
 		t.Fatalf("discovered %v: not sorted", got)
+	}
+	d, err := dlq.Discover(ctx, c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The prefixed name matches the default pattern already (dlq.): only the flag adds.
+	if !slices.Contains(d.Flagged, flagged) || slices.Contains(d.Flagged, prefixed) || d.Matched+len(d.Prefixed)+len(d.Flagged) != len(d.Topics) {
+		t.Fatalf("discovery %+v: want %s flagged, %s matched", d, flagged, prefixed)
 	}
 }
 
@@ -121,5 +130,76 @@ func TestOriginalsTopicRecreated(t *testing.T) {
 	produce()
 	if o := state(); o.State != dlq.OriginalRecreated || o.Record != nil {
 		t.Fatalf("recreated: %s (%s), want recreated", o.State, o.Detail)
+	}
+}
+
+// TestOriginalsCompacted: the broker's log cleaner compacts a source topic (two records of
+// one key, the segment rolled by a third), so the first offset holds no record any more; a
+// coordinates-only dead letter naming it, written with the six headers as the broker writes
+// them, has its original compacted.
+func TestOriginalsCompacted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	src := testenv.Topic(t, 1, map[string]*string{
+		"cleanup.policy":            kmsg.StringPtr("compact"),
+		"segment.ms":                kmsg.StringPtr("100"),
+		"min.cleanable.dirty.ratio": kmsg.StringPtr("0.01"),
+		"min.compaction.lag.ms":     kmsg.StringPtr("0"),
+		"delete.retention.ms":       kmsg.StringPtr("100"),
+	})
+	cl := testenv.Client(t, kgo.DefaultProduceTopic(src))
+	testenv.Produce(t, cl, &kgo.Record{Key: []byte("k"), Value: []byte("first")}, &kgo.Record{Key: []byte("k"), Value: []byte("second")})
+	// A record written after segment.ms rolls the segment: the first two are then in a
+	// segment the cleaner may compact. Records keep coming (each may roll again) until the
+	// cleaner has removed offset 0.
+	c := testenv.Cluster(t)
+	first := func() int64 {
+		off := int64(-1)
+		err := c.Read(ctx, []kafka.PartitionRange{{Topic: src, Partition: 0, Start: 0, End: 2}}, func(r *kgo.Record) error {
+			if off < 0 {
+				off = r.Offset
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return off
+	}
+	n := 0
+	testenv.WaitUntil(t, 90*time.Second, nil, "the log cleaner compacting offset 0 away", func() bool {
+		if first() != 0 {
+			return true
+		}
+		if n%20 == 0 { // every second or so
+			testenv.Produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprintf("roll-%d", n)), Value: []byte("roll")})
+		}
+		n++
+		return false
+	})
+
+	dlqTopic := testenv.Topic(t, 1, nil)
+	hdr := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+	testenv.Produce(t, testenv.Client(t, kgo.DefaultProduceTopic(dlqTopic)), &kgo.Record{Headers: []kgo.RecordHeader{
+		hdr(dlq.ShareTopic, src), hdr(dlq.SharePartition, "0"), hdr(dlq.ShareOffset, "0"),
+		hdr(dlq.ShareGroup, "g"), hdr(dlq.ShareDeliveryCount, "1"), hdr(dlq.ShareMessage, "Offset rejected by client."),
+	}})
+	var d dlq.DeadLetter
+	err := c.Read(ctx, []kafka.PartitionRange{{Topic: dlqTopic, Partition: 0, Start: 0, End: 1}}, func(r *kgo.Record) error {
+		d = dlq.Parse(r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Convention != dlq.ConventionShareGroup || !d.CoordinatesOnly() {
+		t.Fatalf("the dead letter parsed as %s (coordinates only %v)", d.Convention, d.CoordinatesOnly())
+	}
+	os, err := dlq.Originals(ctx, c, []dlq.DeadLetter{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os[0].State != dlq.OriginalCompacted || os[0].Record != nil {
+		t.Fatalf("original: %s (%s), want compacted", os[0].State, os[0].Detail)
 	}
 }

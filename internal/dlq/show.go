@@ -131,17 +131,24 @@ func (det *Detail) ReadOriginal(ctx context.Context, c *kafka.Cluster) error {
 	if err != nil {
 		return err
 	}
-	o := os[0]
-	if o.State == "" {
-		return nil
+	if os[0].State != "" {
+		det.SetOriginal(os[0])
 	}
+	return nil
+}
+
+// SetOriginal sets o, the dead letter's original record as Originals read it, on det, as
+// ReadOriginal does: a dead letter that holds only coordinates then shows the record's
+// envelope and value, and its replay hint says whether a replay can send it. The console
+// reads the original once and sets it on each detail it renders.
+func (det *Detail) SetOriginal(o Original) {
 	det.Original = &o
 	if !det.CoordinatesOnly() {
-		return nil
+		return
 	}
 	if !o.Found() {
 		det.Replay.Notes = append(det.Replay.Notes, fmt.Sprintf("the dead letter holds only the record's coordinates and the record is gone (%s: %s): replay refuses it", o.State, o.Detail))
-		return nil
+		return
 	}
 	det.Replay.Notes = append(det.Replay.Notes, fmt.Sprintf("the dead letter holds only the record's coordinates: replay sends the original record read from %s, byte for byte", kafka.AddressOf(o.Record)))
 	det.Event, det.Malformed, det.ValueJSON = nil, nil, nil
@@ -155,7 +162,6 @@ func (det *Detail) ReadOriginal(ctx context.Context, c *kafka.Cluster) error {
 	if len(o.Record.Value) > 0 && json.Valid(o.Record.Value) {
 		det.ValueJSON = json.RawMessage(bytes.Clone(o.Record.Value))
 	}
-	return nil
 }
 
 // NewDetail decodes d's envelope and builds its replay hint.

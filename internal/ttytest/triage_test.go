@@ -177,3 +177,41 @@ func TestTriageCtrlCStopsAReplay(t *testing.T) {
 		t.Errorf("after the resume %s holds %d records, want the 20 at least", src, n)
 	}
 }
+
+// TestTriageShareGroupDeadLetters drives triage on share-group dead letters that hold only
+// coordinates, written with the broker's six headers: two of one record are one row with
+// DUPLICATES +1; the record screen shows the original read from the source topic, or says it
+// is gone (an offset beyond the source's end: recreated).
+func TestTriageShareGroupDeadLetters(t *testing.T) {
+	env := environ(t)
+	sch := store(t, env)
+	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
+	testenv.Produce(t, testenv.Client(t, kgo.DefaultProduceTopic(src)), &kgo.Record{Key: []byte("task-1"), Value: []byte(`{"title":"from the source"}`)})
+	hdr := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+	dl := func(offset string) *kgo.Record {
+		return &kgo.Record{Topic: dlqTopic, Headers: []kgo.RecordHeader{
+			hdr(dlq.ShareTopic, src), hdr(dlq.SharePartition, "0"), hdr(dlq.ShareOffset, offset),
+			hdr(dlq.ShareGroup, "billing"), hdr(dlq.ShareDeliveryCount, "1"), hdr(dlq.ShareMessage, dlq.ShareMessageRejected),
+		}}
+	}
+	testenv.Produce(t, testenv.Client(t), dl("0"), dl("0"), dl("5"))
+
+	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Rows: 24, Env: env, Stdin: true},
+		testenv.Fieldwork(t), "triage", "--schema", sch, "--topic", dlqTopic, "--poll", "300ms", "--read-only")
+	shows(t, term, "reasons: rejected 2")
+	term.Type("\r")
+	shows(t, term, "COUNT PENDING CAUSE")
+	term.Type("\r")
+	shows(t, term, "DUPLICATES", "+1")
+	term.Type("\r")
+	shows(t, term, "found at "+src+"/0/0", "source key        task-1")
+	term.Type("\x1b")
+	shows(t, term, "PARTITION/OFFSET")
+	term.Type("j")
+	term.Type("\r")
+	shows(t, term, "Dead letter "+dlqTopic+"/0/2", "recreated")
+	term.Type("q")
+	if code, _ := term.Wait(); code != 0 {
+		t.Errorf("q: exit %d, want 0", code)
+	}
+}

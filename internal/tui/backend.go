@@ -35,6 +35,10 @@ type Backend interface {
 	Processed(ctx context.Context, eventID, consumer string) ([]dedup.MarkerRow, error)
 	// CanReplay says why a replay cannot be executed ("" when it can): no store to journal it.
 	CanReplay() string
+	// Original reads e's original record from its source topic by the coordinates it names,
+	// as `dlq show` does (dlq.Detail.ReadOriginal: a share group's dead letters); nil when
+	// e's convention names none to read.
+	Original(ctx context.Context, e dlq.Entry) (*dlq.Original, error)
 }
 
 // BackendOptions are the clients and the selection of NewBackend.
@@ -120,6 +124,14 @@ func (b *backend) Read(ctx context.Context) ([]string, []dlq.Entry, error) {
 		}
 	}()
 	return topics, out, nil
+}
+
+func (b *backend) Original(ctx context.Context, e dlq.Entry) (*dlq.Original, error) {
+	det := dlq.NewDetail(e)
+	if err := det.ReadOriginal(ctx, b.o.Cluster); err != nil {
+		return nil, err
+	}
+	return det.Original, nil
 }
 
 func (b *backend) Statuses(ctx context.Context, ds []dlq.DeadLetter) ([]dlq.StatusInfo, error) {

@@ -40,7 +40,9 @@ const DefaultPoll = 2 * time.Second
 // them, escaped by the terminal rule (docs/design.md §4.1). Each returns text at most width
 // columns wide where it can.
 type Views struct {
-	Record func(e dlq.Entry, width int) string
+	// Record renders a dead letter's detail: dlq.NewDetail with, for a share group's, its
+	// original record set (dlq.Detail.SetOriginal) once the backend has read it.
+	Record func(det dlq.Detail, width int) string
 	Plan   func(rep *replay.Report, width int) string
 	// Question is what an executed plan asks (replay's confirmation): shown above the reason.
 	Question  func(rep *replay.Report) string
@@ -84,6 +86,11 @@ type item struct {
 	// cause is the dead letter's cause (causeOf), worked out once when the entry is read, not
 	// on every render.
 	cause cause
+	// original is the dead letter's original record, read (Backend.Original) when its record
+	// screen is first opened; originalRead says it was, originalErr why it could not be.
+	original     *dlq.Original
+	originalRead bool
+	originalErr  error
 }
 
 // selection is what a replay is asked for: records of one topic, and how they were chosen.
@@ -118,6 +125,11 @@ type (
 		rows              []dedup.MarkerRow
 		err               error
 	}
+	originalMsg struct {
+		it       *item
+		original *dlq.Original
+		err      error
+	}
 )
 
 // Model is the console.
@@ -135,6 +147,7 @@ type Model struct {
 	opened   map[string]int // dead letters per topic at the first read
 	byTopic  map[string][]*item
 	byAddr   map[string]*item
+	fold     *dlq.Folder // the share-group dead letters held, by record
 	loaded   bool
 	reading  bool
 	readErr  string
@@ -189,7 +202,7 @@ func New(ctx context.Context, o Options) *Model {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m := &Model{o: o, ctx: ctx, cancel: cancel, keys: newKeyMap(), help: help.New(), st: newStyles(o.NoColor),
-		width: 80, height: 24, opened: map[string]int{}, byTopic: map[string][]*item{}, byAddr: map[string]*item{},
+		width: 80, height: 24, opened: map[string]int{}, byTopic: map[string][]*item{}, byAddr: map[string]*item{}, fold: dlq.NewFolder(),
 		cursor: map[screen]int{}, marks: map[string]bool{}, filters: map[screen]string{}, refreshCap: refreshPerPoll}
 	m.keys.readOnly = o.ReadOnly
 	m.filter = newInput("/ ", o.NoColor)
@@ -313,6 +326,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case processedMsg:
 		m.showProcessed(msg)
 		return m, nil
+	case originalMsg:
+		it := msg.it
+		it.original, it.originalErr, it.originalRead = msg.original, msg.err, true
+		if m.screen == screenRecord && m.record == it {
+			m.setPage(m.recordText(it))
+		}
+		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	}
@@ -335,10 +355,18 @@ func (m *Model) merge(msg readMsg) {
 	for _, e := range msg.entries {
 		addr := e.Address().String()
 		if it, ok := m.byAddr[addr]; ok {
+			e.Duplicates = it.Duplicates
 			it.Entry, it.cause = e, causeOf(e.DeadLetter)
 			continue
 		}
+		// A share group's dead letters of one record are one row, as in dlq list
+		// (dlq.Folder): the console holds every dead letter it has read, so a later one
+		// (read by a later poll, or found first in another partition's pages) folds into the
+		// first whatever the order they arrive in.
 		it := &item{Entry: e, addr: addr, cause: causeOf(e.DeadLetter)}
+		if m.fold.Fold(&it.Entry) != nil {
+			continue
+		}
 		m.byAddr[addr] = it
 		m.byTopic[e.Topic] = append(m.byTopic[e.Topic], it)
 	}
@@ -354,7 +382,7 @@ func (m *Model) merge(msg readMsg) {
 		m.loaded = true
 	}
 	if m.record != nil && m.screen == screenRecord {
-		m.showRecord(m.record)
+		m.setPage(m.recordText(m.record))
 	}
 }
 
@@ -512,7 +540,7 @@ func (m *Model) rowKey(msg tea.KeyPressMsg, rows []row, cur int) tea.Cmd {
 	k, r := m.keys, rows[cur]
 	switch {
 	case key.Matches(msg, k.Open):
-		m.open(r)
+		return m.open(r)
 	case key.Matches(msg, k.Mark) && m.screen == screenList && !m.o.ReadOnly:
 		if m.marks[r.item.addr] {
 			delete(m.marks, r.item.addr)
@@ -566,7 +594,9 @@ func (m *Model) back() {
 // goTo shows screen s again; the record screen gets its record back in the viewport.
 func (m *Model) goTo(s screen) {
 	if s == screenRecord && m.record != nil {
-		m.showRecord(m.record)
+		m.screen = s
+		m.textTitle = m.record.addr
+		m.setPage(m.recordText(m.record))
 		return
 	}
 	m.screen = s
@@ -579,8 +609,8 @@ func (m *Model) cycleStatus() {
 	m.cursor[screenGroups], m.cursor[screenList] = 0, 0
 }
 
-// open goes down into the row under the cursor.
-func (m *Model) open(r row) {
+// open goes down into the row under the cursor; a dead letter's original record is read then.
+func (m *Model) open(r row) tea.Cmd {
 	switch m.screen {
 	case screenTopics:
 		m.topic, m.screen = r.topic, screenGroups
@@ -591,14 +621,39 @@ func (m *Model) open(r row) {
 		m.cursor[screenList] = 0
 		m.filters[screenList] = ""
 	case screenList:
-		m.showRecord(r.item)
+		return m.showRecord(r.item)
+	}
+	return nil
+}
+
+func (m *Model) showRecord(it *item) tea.Cmd {
+	m.record, m.screen = it, screenRecord
+	m.textTitle = it.addr
+	m.setPage(m.recordText(it))
+	if it.originalRead || it.Convention != dlq.ConventionShareGroup {
+		return nil
+	}
+	ctx, b, e := m.ctx, m.o.Backend, it.Entry
+	return func() tea.Msg {
+		o, err := b.Original(ctx, e)
+		return originalMsg{it: it, original: o, err: err}
 	}
 }
 
-func (m *Model) showRecord(it *item) {
-	m.record, m.screen = it, screenRecord
-	m.textTitle = it.addr
-	m.setPage(m.o.Views.Record(it.Entry, m.width))
+// recordText is a dead letter in full, as dlq show prints it: with its original record once
+// read (a share group's dead letter: fetched by its coordinates, or said why it is gone).
+func (m *Model) recordText(it *item) string {
+	det := dlq.NewDetail(it.Entry)
+	var note string
+	switch {
+	case it.originalErr != nil:
+		note = "the original record could not be read: " + escape(it.originalErr.Error()) + "\n\n"
+	case it.original != nil:
+		det.SetOriginal(*it.original)
+	case !it.originalRead && it.Convention == dlq.ConventionShareGroup:
+		note = "reading the original record from its coordinates…\n\n"
+	}
+	return note + m.o.Views.Record(det, m.width)
 }
 
 // replaySelected opens the plan of what the cursor or the marks select: a group (the groups
@@ -818,7 +873,7 @@ func (m *Model) layout() {
 	m.vp.SetHeight(m.bodyHeight())
 	switch m.screen {
 	case screenRecord:
-		m.setPage(m.o.Views.Record(m.record.Entry, m.width))
+		m.setPage(m.recordText(m.record))
 	case screenPlan:
 		m.setPage(m.planText())
 	}

@@ -31,6 +31,21 @@ type fakeBackend struct {
 	toSend   int64 // what the executed check finds (-1: the dry run's)
 	block    chan struct{}
 	noStore  bool
+	// originals are the original records Original returns, by the dead letter's address;
+	// originalReads counts the reads.
+	originals     map[string]dlq.Original
+	originalReads int
+}
+
+func (b *fakeBackend) Original(_ context.Context, e dlq.Entry) (*dlq.Original, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.originalReads++
+	o, ok := b.originals[e.Address().String()]
+	if !ok {
+		return nil, errors.New("no such original")
+	}
+	return &o, nil
 }
 
 type fakeReplay struct {
@@ -137,8 +152,18 @@ func newConsole(t *testing.T, b *fakeBackend, readOnly bool) *console {
 		b.statuses[e.Address().String()] = e.Status.Status
 	}
 	views := Views{
-		Record: func(e dlq.Entry, width int) string {
-			return fmt.Sprintf("Dead letter %s\n  error  %s\n  value  %s", e.Address(), escape(e.ErrorMessage), escape(string(e.Value)))
+		Record: func(det dlq.Detail, width int) string {
+			out := fmt.Sprintf("Dead letter %s\n  error  %s\n  value  %s", det.Address(), escape(det.ErrorMessage), escape(string(det.Value)))
+			if o := det.Original; o != nil {
+				out += "\n  original  " + string(o.State)
+				if o.Record != nil {
+					out += " " + escape(string(o.Record.Value))
+				}
+			}
+			for _, n := range det.Replay.Notes {
+				out += "\n  note  " + escape(n)
+			}
+			return out
 		},
 		Plan: func(rep *replay.Report, width int) string {
 			return fmt.Sprintf("Plan: %d to send from %s", rep.Counts.ToSend, rep.Source)
@@ -642,4 +667,62 @@ func TestLinesCutWithEllipsis(t *testing.T) {
 			t.Errorf("a long line is cut without the ellipsis: %q", l)
 		}
 	}
+}
+
+// shareDeadLetter is a share group's coordinates-only dead letter at offset of dlq.orders,
+// of the record at orders/0/origOff.
+func shareDeadLetter(offset, origOff int64) dlq.Entry {
+	p := int32(0)
+	return dlq.Entry{DeadLetter: dlq.DeadLetter{Topic: "dlq.orders", Offset: offset, Convention: dlq.ConventionShareGroup,
+		Reason: dlq.ReasonRejected, ErrorMessage: dlq.ShareMessageRejected, Group: "billing",
+		Timestamp:     time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC).Add(time.Duration(offset) * time.Minute),
+		OriginalTopic: "orders", OriginalPartition: &p, OriginalOffset: &origOff}, Status: dlq.StatusInfo{Status: dlq.StatusPending}}
+}
+
+// TestShareGroupOriginal: a coordinates-only dead letter's record screen shows its original
+// record once the backend has read it by its coordinates, read once, or says why it is gone.
+func TestShareGroupOriginal(t *testing.T) {
+	found := shareDeadLetter(0, 7)
+	gone := shareDeadLetter(1, 3)
+	b := &fakeBackend{topics: []string{"dlq.orders"}, pending: []dlq.Entry{found, gone}, toSend: -1, originals: map[string]dlq.Original{
+		"dlq.orders/0/0": {Topic: "orders", Offset: 7, State: dlq.OriginalFound, Record: &kgo.Record{Topic: "orders", Offset: 7, Value: []byte(`{"task":7}`)}},
+		"dlq.orders/0/1": {Topic: "orders", Offset: 3, State: dlq.OriginalCompacted, Detail: "orders/0/3 holds no record: compacted away"},
+	}}
+	c := newConsole(t, b, false)
+	c.keys("\r\r\r")
+	c.want("Dead letter dlq.orders/0/0", `original  found {"task":7}`)
+	c.keys("\x1b")
+	c.send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	c.keys("\x1b")
+	c.keys("j\r")
+	c.want("Dead letter dlq.orders/0/1", "original  compacted")
+	c.keys("\x1b\r")
+	if b.originalReads != 2 {
+		t.Errorf("%d reads of originals, want 2 (one a dead letter)", b.originalReads)
+	}
+	delete(b.originals, "dlq.orders/0/0")
+	c.keys("\x1bk") // a read failing says so
+	b.mu.Lock()
+	b.pending = []dlq.Entry{shareDeadLetter(2, 9)}
+	b.mu.Unlock()
+	c.run(c.m.read())
+	c.keys("jj\r")
+	c.want("Dead letter dlq.orders/0/2", "the original record could not be read: no such original")
+}
+
+// TestDuplicatesFolded: a share group's dead letters of one record are one row with their
+// count, as in dlq list, whether they are read together or by a later poll.
+func TestDuplicatesFolded(t *testing.T) {
+	b := &fakeBackend{topics: []string{"dlq.orders"}, pending: []dlq.Entry{shareDeadLetter(0, 7), shareDeadLetter(1, 8), shareDeadLetter(2, 7)}, toSend: -1}
+	c := newConsole(t, b, false)
+	c.keys("\r\r")
+	c.want("DUPLICATES")
+	c.wantRow("›", "0/0", "pending", "-", "orders/0/7", "1h", "+1")
+	c.wantNot("0/2")
+	b.mu.Lock()
+	b.pending = []dlq.Entry{shareDeadLetter(3, 7)}
+	b.mu.Unlock()
+	c.run(c.m.read())
+	c.wantRow("›", "0/0", "pending", "-", "orders/0/7", "1h", "+2")
+	c.wantNot("0/3")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -517,6 +518,12 @@ func (m *Model) listView(n int) []string {
 	// whole address).
 	cols := []column{{title: "PARTITION/OFFSET", width: 16}, {title: "STATUS", width: 8}, {title: "EVENT ID", width: 12, flex: true, optional: true},
 		{title: "ORIGINAL", width: 12, flex: true, optional: true}, {title: "AGE", width: 5, optional: true}}
+	// DUPLICATES, as in dlq list: the other dead letters of the row's record (dlq.Folder),
+	// shown only when some row has any.
+	dups := slices.ContainsFunc(rows, func(r row) bool { return len(r.item.Duplicates) > 0 })
+	if dups {
+		cols = append(cols, column{title: "DUPLICATES", width: 10, optional: true})
+	}
 	var cells [][]string
 	for _, r := range rows {
 		it := r.item
@@ -529,7 +536,14 @@ func (m *Model) listView(n int) []string {
 		if it.OriginalTopic != "" && it.OriginalPartition != nil && it.OriginalOffset != nil {
 			orig = kafka.RecordAddress{Topic: it.OriginalTopic, Partition: *it.OriginalPartition, Offset: *it.OriginalOffset}.String()
 		}
-		cells = append(cells, []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(look.OrAbsent(it.EventID)), escape(orig), m.age(it.Timestamp)})
+		c := []string{fmt.Sprintf("%s%d/%d", mark, it.Partition, it.Offset), st, escape(look.OrAbsent(it.EventID)), escape(orig), m.age(it.Timestamp)}
+		if dups {
+			c = append(c, "")
+			if n := len(it.Duplicates); n > 0 {
+				c[len(c)-1] = "+" + strconv.Itoa(n)
+			}
+		}
+		cells = append(cells, c)
 	}
 	styleOf := func(i, col int) *lipgloss.Style {
 		if col == 1 {
