@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
@@ -160,7 +161,8 @@ func checkShareDLQ(ctx context.Context, cl *kgo.Client, group, topic string, c k
 	on, exists := enabled[topic]
 	for _, f := range kafka.JudgeShareDLQPath(c, group, topic, exists, on) {
 		if f.Loss {
-			return &ShareDLQError{Group: group, Topic: topic, Problem: f.Message}
+			// A check's failure (exit 3 from fieldwork consume, as groups check's loss).
+			return fwerr.Wrap(fwerr.KindCheck, &ShareDLQError{Group: group, Topic: topic, Problem: f.Message})
 		}
 	}
 	return nil
