@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -54,11 +55,14 @@ func (w *world) wantEffects(fixedEvents []entry) invariant.Effects {
 }
 
 // markerIDs returns the event ids the consumer has markers for.
-func (w *world) markerIDs() map[string]bool {
+func (w *world) markerIDs() map[string]bool { return markerIDs(w.t, w.st, w.consumer()) }
+
+// markerIDs returns the event ids consumer has markers for in st.
+func markerIDs(t testing.TB, st *dedup.Store, consumer string) map[string]bool {
 	ctx := context.Background()
 	ids := map[string]bool{}
-	err := w.st.InTx(ctx, func(tx *dedup.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT event_id FROM `+w.st.Table()+` WHERE consumer = $1`, w.consumer())
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT event_id FROM `+st.Table()+` WHERE consumer = $1`, consumer)
 		if err != nil {
 			return err
 		}
@@ -73,7 +77,7 @@ func (w *world) markerIDs() map[string]bool {
 		return rows.Err()
 	})
 	if err != nil {
-		w.t.Fatalf("read the markers of %s: %v", w.consumer(), err)
+		t.Fatalf("read the markers of %s: %v", consumer, err)
 	}
 	return ids
 }

@@ -363,25 +363,7 @@ func (w *shareWorld) checkMarkers() {
 	for id := range w.always {
 		delete(want, id)
 	}
-	got := map[string]bool{}
-	err := w.st.InTx(ctx, func(tx *dedup.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT event_id FROM `+w.st.Table()+` WHERE consumer = $1`, w.group)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			got[id] = true
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := markerIDs(t, w.st, w.group)
 	var bad []string
 	for id := range want {
 		if !got[id] {
