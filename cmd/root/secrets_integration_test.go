@@ -265,7 +265,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"replay", "--from", dlqTopic, "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "leak test"}, s...)...)
 	listed := do(0, env, append([]string{"replay", "runs", "-o", "json"}, s...)...)
 	var runList []struct {
-		ID string `json:"id"`
+		ID string `json:"run_id"`
 	}
 	if err := json.Unmarshal([]byte(listed.Stdout), &runList); err != nil || len(runList) == 0 {
 		t.Fatalf("replay runs: %v %q", err, listed.Stdout)
@@ -291,7 +291,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, skipArgs...)
 	skipped := do(0, env, append(skipArgs, "--execute", "--yes", "--reason", "leak test", "-o", "json")...)
 	var skip struct {
-		ID string `json:"id"`
+		ID string `json:"run_id"`
 	}
 	if err := json.Unmarshal([]byte(skipped.Stdout), &skip); err != nil || skip.ID == "" {
 		t.Fatalf("groups skip: %v %q", err, skipped.Stdout)
