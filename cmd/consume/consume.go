@@ -153,8 +153,8 @@ outcome (processed, duplicate, stale, dead_lettered, retried), the batch latency
 lag per partition, dead letters by reason, infrastructure retries, and the breaker's
 fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _trips_total.`,
 		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
-  fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --stop-when-idle 5s
-  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks`,
+  fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --migrate --stop-when-idle 5s
+  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks --migrate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.NoBreaker {

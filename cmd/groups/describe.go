@@ -38,9 +38,9 @@ apart (0: once), and says which commits moved in between. A partition with lag w
 stood still is marked stuck: its consumer is not getting past a record (groups skip) or is
 not running. --watch reads again every --interval until interrupted, and tells how long each
 commit has not moved since the watch began.`,
-		Example: `  fieldwork groups describe billing
-  fieldwork groups describe billing --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
-  fieldwork groups describe billing --watch --interval 10s -o jsonl`,
+		Example: `  fieldwork groups describe task-projection
+  fieldwork groups describe task-projection --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
+  fieldwork groups describe task-projection --watch --interval 10s -o jsonl`,
 		Args: cmdutil.ExactArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Group = args[0]
