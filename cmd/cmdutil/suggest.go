@@ -79,7 +79,13 @@ func SubcommandHint(cmd *cobra.Command, arg string) string {
 
 var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?-{1,2}([^\s=]+)`)
 
-// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from).
+// flagSynonyms are the flags that name the same thing in different commands: the topic a
+// command reads is --topic in most and --from in replay. An unknown flag of one of a set is
+// answered with the others that cmd has (replay --topic: --from), however far they are spelled.
+var flagSynonyms = [][]string{{"topic", "from"}}
+
+// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from), and its
+// synonyms (flagSynonyms).
 func FlagError(cmd *cobra.Command, err error) error {
 	m := unknownFlag.FindStringSubmatch(err.Error())
 	if m == nil || len(m[1]) < 2 {
@@ -94,8 +100,20 @@ func FlagError(cmd *cobra.Command, err error) error {
 	cmd.LocalFlags().VisitAll(add)
 	cmd.InheritedFlags().VisitAll(add)
 	var flags []string
+	for _, set := range flagSynonyms {
+		if !slices.Contains(set, m[1]) {
+			continue
+		}
+		for _, n := range set {
+			if n != m[1] && slices.Contains(names, n) {
+				flags = append(flags, "--"+n)
+			}
+		}
+	}
 	for _, n := range Suggestions(m[1], names) {
-		flags = append(flags, "--"+n)
+		if !slices.Contains(flags, "--"+n) {
+			flags = append(flags, "--"+n)
+		}
 	}
 	if len(flags) == 0 {
 		return err

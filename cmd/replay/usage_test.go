@@ -13,6 +13,9 @@ func TestReplayReasonIsNeverAFilter(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
 		{Args: []string{"replay", "--from", "tasks.dlq", "--reason", "rejected"}, Want: "the filter is --dlq-reason (--dlq-reason rejected)"},
 		{Args: []string{"replay", "--from", "tasks.dlq", "--no-status"}, Want: "unknown flag: --no-status"},
+		// The topic a command reads is --topic elsewhere: replay answers it with its own name.
+		{Args: []string{"replay", "--topic", "tasks.dlq"}, Want: "unknown flag: --topic\n\nDid you mean this?\n\t--from\n"},
+		{Args: []string{"dlq", "list", "--from", "tasks.dlq"}, Want: "unknown flag: --from\n\nDid you mean this?\n\t--topic\n"},
 	})
 	roottest.CheckUsage(t, []roottest.Usage{
 		{Args: []string{"replay", "resume", "20250102-150405-3f9a1c", "--reason", "x"}, Want: "unknown flag: --reason"},
