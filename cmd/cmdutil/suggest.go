@@ -120,3 +120,24 @@ func FlagError(cmd *cobra.Command, err error) error {
 	}
 	return fmt.Errorf("%w%s", err, didYouMean(flags))
 }
+
+// wantChoice is how fieldwork refuses a value outside a fixed set, in every command:
+// `--status "resolve": want some of pending, replayed, …`, `cannot group by "reasn": want some
+// of …`, `unknown output format "x" (want one of table, json, …)`.
+var wantChoice = regexp.MustCompile(`"([^"]+)"\)?:? \(?want (?:one|some) of ([^()]+?)\)?$`)
+
+// ValueHint is the "Did you mean this?" of an error that refuses a value outside a fixed set:
+// the choices close to the value given ("" when the error is not one, or none is close).
+func ValueHint(err error) string {
+	m := wantChoice.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	var choices []string
+	for _, c := range strings.Split(strings.ReplaceAll(m[2], " or ", ", "), ", ") {
+		if c = strings.TrimSpace(c); c != "" {
+			choices = append(choices, c)
+		}
+	}
+	return didYouMean(Suggestions(m[1], choices))
+}

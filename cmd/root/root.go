@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -89,6 +90,9 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
 	case fwerr.KindUsage:
+		if hint := cmdutil.ValueHint(err); hint != "" {
+			fmt.Fprintln(errOut, strings.TrimPrefix(hint, "\n"))
+		}
 		if ran != nil {
 			fmt.Fprintf(f.Streams.ErrOut, "Run '%s --help' for usage.\n", ran.CommandPath())
 		}
