@@ -43,6 +43,8 @@ var jsonRuns = []jsonRun{
 	{"inspect record", []string{"inspect", "record", "tasks/0/14"}},
 	{"inspect record", []string{"inspect", "record", "tasks/0/0"}},
 	{"inspect record", []string{"inspect", "record", "tasks.avro/0/0", "--schema-registry", "{registry}"}},
+	{"inspect records", []string{"inspect", "records", "tasks", "--last", "2"}},
+	{"inspect records", []string{"inspect", "records", "tasks", "--partition", "0", "--start-offset", "13", "--end-offset", "14", "--last", "0"}},
 	{"dlq list", []string{"dlq", "list", "--consumer", "task-projection"}},
 	{"dlq show", []string{"dlq", "show", "tasks.dlq/0/0", "--consumer", "task-projection"}},
 	{"dlq stats", []string{"dlq", "stats"}},

@@ -251,6 +251,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"db", "status"}, s...)...)
 	do(0, env, "inspect", "topic", topic)
 	do(0, env, "inspect", "record", topic+"/0/0")
+	do(0, env, "inspect", "records", topic)
 	do(0, env, "inspect", "aggregate", topic, "a1")
 	do(3, env, "inspect", "validate", topic)
 	do(0, env, append([]string{"consume", "--topic", topic, "--group", group, "--handler", "webhook", "--webhook-url", hook(rejecting.URL),
