@@ -1,6 +1,8 @@
 package cmdutil
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,6 +11,9 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // suggestDistance is the largest edit distance a suggestion may be from what was typed: two
@@ -140,4 +145,37 @@ func ValueHint(err error) string {
 		}
 	}
 	return didYouMean(Suggestions(m[1], choices))
+}
+
+// unknownGroup is how a command refuses a consumer group the cluster does not have.
+var unknownGroup = regexp.MustCompile(`consumer group "([^"]+)" does not exist`)
+
+// NameHint adds to an error that names a topic or a consumer group the cluster does not have
+// the cluster's names close to it ("Did you mean this? tasks"), read within the completion's
+// time bound; err as it is otherwise (and when c is nil or cannot list them).
+func NameHint(ctx context.Context, c *kafka.Cluster, err error) error {
+	if err == nil || c == nil {
+		return err
+	}
+	var name string
+	var list func(context.Context, string) ([]string, error)
+	var unknownTopic *kafka.UnknownTopicError
+	if errors.As(err, &unknownTopic) {
+		name, list = unknownTopic.Topic, c.TopicNames
+	} else if m := unknownGroup.FindStringSubmatch(err.Error()); m != nil {
+		name, list = m[1], c.GroupNames
+	} else {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	names, lerr := list(ctx, "")
+	if lerr != nil {
+		return err
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == name })
+	if hint := didYouMean(Suggestions(name, names)); hint != "" {
+		return fwerr.Wrap(fwerr.KindOf(err), fmt.Errorf("%w%s", err, strings.TrimSuffix(hint, "\n")))
+	}
+	return err
 }

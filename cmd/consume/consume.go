@@ -180,7 +180,7 @@ fieldwork_consume_breaker_consecutive_failures, _window_failures, _tripped and _
 	}
 	fl := cmd.Flags()
 	cmdutil.TopicsVar(fl, &opts.Topics, "topic", "source `topic` (repeat for several)", false)
-	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
+	fl.StringVarP(&opts.Group, "group", cmdutil.Shorthand("group"), "", "Kafka consumer group")
 	fl.StringVar(&opts.Handler, "handler", "", "handler: "+strings.Join(handlers.Names, ", "))
 	fl.StringVar(&opts.Consumer, "consumer", "", "consumer name in the markers (default: the group)")
 	fl.BoolVar(&opts.Migrate, "migrate", false, "migrate the dedup store and create the handler's table before consuming")

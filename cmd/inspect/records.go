@@ -49,7 +49,7 @@ Lines give each record as inspect record does (docs/json.md).`,
 		},
 	}
 	opts.sel.Register(cmd)
-	cmd.Flags().IntVar(&opts.Last, "last", 10, "read only the last N offsets of each selected partition (0: all of them)")
+	cmd.Flags().IntVarP(&opts.Last, "last", cmdutil.Shorthand("last"), 10, "read only the last N offsets of each selected partition (0: all of them)")
 	return cmd
 }
 

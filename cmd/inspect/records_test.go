@@ -69,3 +69,15 @@ func TestInspectRecords(t *testing.T) {
 	}
 	roottest.CheckUsage(t, []roottest.Usage{{Args: []string{"inspect", "records", topic, "--last", "-1"}, Want: "--last -1: must be 0 (all) or more"}})
 }
+
+// TestUnknownNamesAreAnswered: a topic or a consumer group the cluster does not have is
+// answered with the cluster's names close to it.
+func TestUnknownNamesAreAnswered(t *testing.T) {
+	topic := testenv.Topic(t, 1, nil)
+	env := cmdtest.BrokerEnv(t)
+	typo := topic[:len(topic)-1] + "x"
+	r := roottest.Run(t, env, "inspect", "records", typo)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "does not exist\n\nDid you mean this?\n") || !strings.Contains(r.Stderr, "\t"+topic+"\n") {
+		t.Errorf("inspect records %s: exit %d\n%s", typo, r.Code, r.Stderr)
+	}
+}

@@ -15,7 +15,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "get", "a", "b"}, Want: "takes one event id (got 2 argument(s))"},
 		{Args: []string{"processed", "get", "e1", "--consumer", ""}, Want: "--consumer: invalid consumer"},
 		{Args: []string{"processed", "list", "extra"}, Want: `unknown command "extra"`},
-		{Args: []string{"processed", "list", "--limit", "0"}, Want: `invalid argument "0" for "--limit" flag: must be between 1 and 100000: this listing is read a page at a time (read on with --cursor)`},
+		{Args: []string{"processed", "list", "--limit", "0"}, Want: `invalid argument "0" for "-n, --limit" flag: must be between 1 and 100000: this listing is read a page at a time (read on with --cursor)`},
 		{Args: []string{"processed", "list", "--since", "yesterday"}, Want: `invalid argument "yesterday" for "--since" flag: "yesterday" is not a time`},
 		{Args: []string{"processed", "list", "--since", "1h", "--until", "2h"}, Want: "is not after --since"},
 		{Args: []string{"processed", "list", "--cursor", "nope"}, Want: "is not a cursor printed by fieldwork processed list"},

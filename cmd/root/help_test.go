@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/cmd/root"
@@ -288,3 +289,42 @@ var errUnclosedQuote = &quoteError{}
 type quoteError struct{}
 
 func (*quoteError) Error() string { return "unclosed quote" }
+
+// TestShortFlagsAreOneVocabulary: the one-letter flags mean one thing in every command: each
+// flag of a name cmdutil gives a shorthand has it (-t --topic, -g --group, -n --limit,
+// --count, --last), and no other flag takes a letter but -o (--output), -h (--help) and -f
+// (--follow).
+func TestShortFlagsAreOneVocabulary(t *testing.T) {
+	s, _, _, _ := output.Test()
+	tree := root.NewCmdRoot(&cmdutil.Factory{Streams: s, Getenv: func(string) string { return "" }})
+	others := map[string]string{"output": "o", "help": "h", "follow": "f"}
+	seen := map[string]int{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.InitDefaultHelpFlag()
+		check := func(f *pflag.Flag) {
+			want := cmdutil.Shorthand(f.Name)
+			if want == "" {
+				want = others[f.Name]
+			}
+			if f.Shorthand != want {
+				t.Errorf("%s --%s: shorthand %q, want %q", c.CommandPath(), f.Name, f.Shorthand, want)
+			}
+			seen[f.Name]++
+		}
+		c.LocalFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(tree)
+	for _, name := range []string{"topic", "group", "limit", "count", "last"} {
+		if seen[name] == 0 {
+			t.Errorf("no command has --%s", name)
+		}
+	}
+	r := roottest.Run(t, map[string]string{}, "dlq", "list", "-t", "a.dlq", "-n", "0", "-g", "billing", "--pattern", "x")
+	if r.Code != root.ExitUsage || !strings.Contains(r.Stderr, "choose either --topic or --pattern") {
+		t.Errorf("dlq list -t … --pattern: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
