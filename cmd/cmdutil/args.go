@@ -36,13 +36,21 @@ func MaxArgs(n int, what string) cobra.PositionalArgs {
 // when Kafka would refuse it (kafka.CheckTopic: empty, too long, a character a topic cannot
 // have), so that every command says so the same way, exit 2, before anything connects.
 func TopicVar(fs *pflag.FlagSet, p *string, name, usage string) {
-	fs.Var(&topicValue{one: p}, name, usage)
+	fs.VarP(&topicValue{one: p}, name, Shorthand(name), usage)
 }
+
+// shorthands are the one-letter forms of the flags every operator types, the same in every
+// command that has the flag: -t the topic read, -g the consumer group, -n how many.
+var shorthands = map[string]string{"topic": "t", "group": "g", "limit": "n", "count": "n", "last": "n"}
+
+// Shorthand is the one-letter form of the flag name ("" when it has none): every command
+// defines a flag of that name with it.
+func Shorthand(name string) string { return shorthands[name] }
 
 // TopicsVar is TopicVar of a flag that may be repeated (--topic a --topic b); comma, when
 // set, also splits a value at commas (--topic a,b).
 func TopicsVar(fs *pflag.FlagSet, p *[]string, name, usage string, comma bool) {
-	fs.Var(&topicValue{many: p, comma: comma}, name, usage)
+	fs.VarP(&topicValue{many: p, comma: comma}, name, Shorthand(name), usage)
 }
 
 // TopicArgs is ExactArgs for a command whose first argument is a topic (inspect topic
@@ -156,7 +164,7 @@ func CountVar(fs *pflag.FlagSet, p *int, name string, def int, usage string) {
 // one Value of CountVar, LimitVar and PortVar.
 func intVar(fs *pflag.FlagSet, p *int, name string, def int, usage string, check func(int) error) {
 	*p = def
-	fs.Var(&intValue{p: p, check: check}, name, usage)
+	fs.VarP(&intValue{p: p, check: check}, name, Shorthand(name), usage)
 }
 
 // intValue is pflag's Value of intVar.

@@ -118,6 +118,7 @@ func RunWith[O any](cmd *cobra.Command, f *Factory, need Need, opts O, runF func
 		WarnUnknownConsumer(cmd.Context(), c.Streams, c.Store, n.NamedConsumer())
 	}
 	err = run(cmd.Context(), opts, c)
+	err = NameHint(cmd.Context(), c.Kafka, err)
 	if err == nil && need&OwnSchemaProblems == 0 {
 		err = SchemaProblems(c.Streams, c.Schemas)
 	}

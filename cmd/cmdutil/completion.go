@@ -33,6 +33,15 @@ var topicArgCommands = map[string]bool{
 	"fieldwork dlq show": true, "fieldwork replay": true,
 }
 
+// groupArgCommands take a consumer group as first argument; groupFlags are flags whose
+// values are consumer group names.
+var (
+	groupArgCommands = map[string]bool{
+		"fieldwork groups describe": true, "fieldwork groups skip": true, "fieldwork groups reset": true,
+	}
+	groupFlags = []string{"group"}
+)
+
 // runArgCommands take a replay run id as first argument, and say the statuses of the runs to
 // offer (none: every run).
 var runArgCommands = map[string][]string{
@@ -112,6 +121,11 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 				}
 			}
 		}
+		for _, name := range groupFlags {
+			if c.Flags().Lookup(name) != nil {
+				_ = c.RegisterFlagCompletionFunc(name, f.completeGroups)
+			}
+		}
 		for _, name := range consumerFlags {
 			if c.Flags().Lookup(name) != nil {
 				_ = c.RegisterFlagCompletionFunc(name, f.completeConsumers)
@@ -123,6 +137,8 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 				c.ValidArgsFunction = firstArg(f.completeRuns(statuses))
 			} else if topicArgCommands[path] {
 				c.ValidArgsFunction = firstArg(f.completeTopics)
+			} else if groupArgCommands[path] {
+				c.ValidArgsFunction = firstArg(f.completeGroups)
 			}
 		}
 		for _, sub := range c.Commands() {
@@ -165,6 +181,22 @@ func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return topics, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeGroups offers the cluster's consumer group names.
+func (f *Factory) completeGroups(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	ctx, cancel := completionContext(c)
+	defer cancel()
+	cl, err := f.kafka(ctx, completionTimeout)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cl.Close()
+	groups, err := cl.GroupNames(ctx, toComplete)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return groups, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeConsumers offers the consumer names that have markers in the store.

@@ -241,7 +241,7 @@ func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
 		fs.StringVar(&fl.Error, "error", "", "dead letters whose error message, error class or root cause matches this regular expression")
 		TopicVar(fs, &fl.OriginalTopic, "original-topic", "dead letters of records from this topic")
-		fs.StringVar(&fl.Group, "group", "", "dead letters from this consumer group")
+		fs.StringVarP(&fl.Group, "group", Shorthand("group"), "", "dead letters from this consumer group")
 		fs.StringVar(&fl.Key, "key", "", "dead letters with this record key")
 		fs.StringVar(&fl.KeyBase64, "key-base64", "", "dead letters with this record key, base64 (for keys that are not text)")
 		fs.IntVar(&fl.SchemaID, "schema-id", 0, "dead letters whose value or key names this schema registry id")

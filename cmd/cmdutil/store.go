@@ -81,9 +81,14 @@ func storeFlags() []storeFlag {
 // table, bound to o, which the command owns: the schema, the table, --preset (completed with
 // the presets' names) and, for read-only queries on an existing table of the same shape, its
 // column names. The command hands its subcommands f.WithStoreNaming(o).
+// StoreFlagAnnotation marks the store-naming flags, which help lists once (`fieldwork help
+// environment`) instead of in the help of every command that takes them.
+const StoreFlagAnnotation = "fieldwork_store"
+
 func RegisterStoreFlags(cmd *cobra.Command, fs *pflag.FlagSet, o *dedup.Options) {
 	for _, fl := range storeFlags() {
 		fs.StringVar(fl.field(o), fl.name, fl.def, fl.usage)
+		_ = fs.SetAnnotation(fl.name, StoreFlagAnnotation, []string{"true"})
 	}
 	_ = cmd.RegisterFlagCompletionFunc("preset", cobra.FixedCompletions(dedup.PresetNames(), cobra.ShellCompDirectiveNoFileComp))
 }

@@ -146,7 +146,7 @@ func TestLimitFlag(t *testing.T) {
 		{0, nil, 50, ""},
 		{0, []string{"--limit", "3"}, 3, ""},
 		{0, []string{"--limit", "0"}, 0, ""},
-		{0, []string{"--limit", "-2"}, 0, `invalid argument "-2" for "--limit" flag: must be 0 (no limit) or more`},
+		{0, []string{"--limit", "-2"}, 0, `invalid argument "-2" for "-n, --limit" flag: must be 0 (no limit) or more`},
 		{0, []string{"--limit", "many"}, 0, "want a whole number"},
 		{100, []string{"--limit", "100"}, 100, ""},
 		{100, []string{"--limit", "0"}, 0, "must be between 1 and 100: this listing is read a page at a time (read on with --cursor)"},

@@ -1,6 +1,8 @@
 package cmdutil
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
@@ -81,12 +85,18 @@ func SubcommandHint(cmd *cobra.Command, arg string) string {
 
 var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?-{1,2}([^\s=]+)`)
 
+// flagSynonyms are the flags that name the same thing in different commands: the topic a
+// command reads is --topic in most and --from in replay. An unknown flag of one of a set is
+// answered with the others that cmd has (replay --topic: --from), however far they are spelled.
+var flagSynonyms = [][]string{{"topic", "from"}}
+
 // badTime is pflag's error for a value its flag refused: the value, the flag, the reason.
 var badTime = regexp.MustCompile(`^invalid argument "(?:[^"\\]|\\.)*" for "(?:-., )?--([^"]+)" flag: (.*)$`)
 
-// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from), and says a
-// bad time the one way every time is refused, whichever flag or path reads it: `--since:
-// "yesterday" is not a time: … (want …)` (timespec.ParseTime's message, named by its flag).
+// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from) and its
+// synonyms (flagSynonyms), and says a bad time the one way every time is refused, whichever
+// flag or path reads it: `--since: "yesterday" is not a time: … (want …)` (timespec.ParseTime's
+// message, named by its flag).
 func FlagError(cmd *cobra.Command, err error) error {
 	if m := badTime.FindStringSubmatch(err.Error()); m != nil {
 		if f := cmd.Flags().Lookup(m[1]); f != nil {
@@ -108,11 +118,77 @@ func FlagError(cmd *cobra.Command, err error) error {
 	cmd.LocalFlags().VisitAll(add)
 	cmd.InheritedFlags().VisitAll(add)
 	var flags []string
+	for _, set := range flagSynonyms {
+		if !slices.Contains(set, m[1]) {
+			continue
+		}
+		for _, n := range set {
+			if n != m[1] && slices.Contains(names, n) {
+				flags = append(flags, "--"+n)
+			}
+		}
+	}
 	for _, n := range Suggestions(m[1], names) {
-		flags = append(flags, "--"+n)
+		if !slices.Contains(flags, "--"+n) {
+			flags = append(flags, "--"+n)
+		}
 	}
 	if len(flags) == 0 {
 		return err
 	}
 	return fmt.Errorf("%w%s", err, didYouMean(flags))
+}
+
+// wantChoice is how fieldwork refuses a value outside a fixed set, in every command:
+// `--status "resolve": want some of pending, replayed, …`, `cannot group by "reasn": want some
+// of …`, `unknown output format "x" (want one of table, json, …)`.
+var wantChoice = regexp.MustCompile(`"([^"]+)"\)?:? \(?want (?:one|some) of ([^()]+?)\)?$`)
+
+// ValueHint is the "Did you mean this?" of an error that refuses a value outside a fixed set:
+// the choices close to the value given ("" when the error is not one, or none is close).
+func ValueHint(err error) string {
+	m := wantChoice.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	var choices []string
+	for _, c := range strings.Split(strings.ReplaceAll(m[2], " or ", ", "), ", ") {
+		if c = strings.TrimSpace(c); c != "" {
+			choices = append(choices, c)
+		}
+	}
+	return didYouMean(Suggestions(m[1], choices))
+}
+
+// unknownGroup is how a command refuses a consumer group the cluster does not have.
+var unknownGroup = regexp.MustCompile(`consumer group "([^"]+)" does not exist`)
+
+// NameHint adds to an error that names a topic or a consumer group the cluster does not have
+// the cluster's names close to it ("Did you mean this? tasks"), read within the completion's
+// time bound; err as it is otherwise (and when c is nil or cannot list them).
+func NameHint(ctx context.Context, c *kafka.Cluster, err error) error {
+	if err == nil || c == nil {
+		return err
+	}
+	var name string
+	var list func(context.Context, string) ([]string, error)
+	var unknownTopic *kafka.UnknownTopicError
+	if errors.As(err, &unknownTopic) {
+		name, list = unknownTopic.Topic, c.TopicNames
+	} else if m := unknownGroup.FindStringSubmatch(err.Error()); m != nil {
+		name, list = m[1], c.GroupNames
+	} else {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	names, lerr := list(ctx, "")
+	if lerr != nil {
+		return err
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == name })
+	if hint := didYouMean(Suggestions(name, names)); hint != "" {
+		return fwerr.Wrap(fwerr.KindOf(err), fmt.Errorf("%w%s", err, strings.TrimSuffix(hint, "\n")))
+	}
+	return err
 }

@@ -182,9 +182,9 @@ group has no committed offsets; the summary adds released, redelivered and
 broker_dead_lettered, and the metrics fieldwork_consume_share_delivery_count,
 _share_acks_total by ack, _share_ack_failures_total and the writer label of dead letters.`,
 		Example: `  fieldwork consume --topic tasks --group task-projection --handler projection --dsn postgres://app@db/app --migrate
-  fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --stop-when-idle 5s
-  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks
-  fieldwork consume --topic tasks --share-group task-workers --start-earliest --version-guard --handler projection --dsn postgres://app@db/app`,
+  fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --migrate --stop-when-idle 5s
+  fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks --migrate
+  fieldwork consume --topic tasks --share-group task-workers --start-earliest --version-guard --handler projection --dsn sqlite:./fieldwork.db --migrate --stop-when-idle 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.NoBreaker {
@@ -220,7 +220,7 @@ _share_acks_total by ack, _share_ack_failures_total and the writer label of dead
 	}
 	fl := cmd.Flags()
 	cmdutil.TopicsVar(fl, &opts.Topics, "topic", "source `topic` (repeat for several)", false)
-	fl.StringVar(&opts.Group, "group", "", "Kafka consumer group")
+	fl.StringVarP(&opts.Group, "group", cmdutil.Shorthand("group"), "", "Kafka consumer group")
 	fl.StringVar(&opts.ShareGroup, "share-group", "", "Kafka share group (KIP-932) to join instead of a consumer group")
 	fl.BoolVar(&opts.StartEarliest, "start-earliest", false, "with --share-group: a group with no share.auto.offset.reset of its own starts from the earliest records (set on the group)")
 	fl.BoolVar(&opts.VersionGuard, "version-guard", false, "mark an event stale, without calling the handler, when its aggregate already has its version or a newer one")

@@ -67,7 +67,7 @@ func TestConsumeUsageErrors(t *testing.T) {
 		{append(base, "--handler", "audit", "--log-format", "xml"), "--log-format"},
 		{append(base, "--handler", "audit", "--log-level", "loud"), "--log-level"},
 		{append(base, "--handler", "audit", "--metrics-addr", "9464"), "--metrics-addr"},
-		{append(base, "--handler", "audit", "--topic", " "), `invalid argument " " for "--topic" flag: no topic name`},
+		{append(base, "--handler", "audit", "--topic", " "), `invalid argument " " for "-t, --topic" flag: no topic name`},
 	}
 	for _, tc := range cases {
 		c := NewCmdConsume(cmdutil.TestFactory(), func(context.Context, *ConsumeOptions) error { t.Fatal("ran"); return nil })

@@ -63,7 +63,7 @@ func dbMigrateRun(ctx context.Context, opts *DBMigrateOptions, cl *cmdutil.Clien
 	if err != nil {
 		return err
 	}
-	rep := migrateReport{Driver: st.Driver(), Table: st.Table(), DryRun: opts.DryRun, FromVersion: before.Current,
+	rep := migrateReport{Driver: st.Driver(), Table: st.TableLabel(), DryRun: opts.DryRun, FromVersion: before.Current,
 		ToVersion: before.Current, UpToDate: len(steps) == 0, Steps: []migrateStep{}}
 	for _, s := range steps {
 		ms := migrateStep{Version: s.Version, Name: s.Name}

@@ -22,7 +22,7 @@ func TestDLQUsageErrors(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
 		{Args: []string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, Want: "choose either --topic or --pattern, not both"},
 		{Args: []string{"dlq", "list", "--pattern", "("}, Want: `--pattern "(" is not a regular expression`},
-		{Args: []string{"dlq", "list", "--topic", ""}, Want: `invalid argument "" for "--topic" flag: no topic name`},
+		{Args: []string{"dlq", "list", "--topic", ""}, Want: `invalid argument "" for "-t, --topic" flag: no topic name`},
 		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
 		// The filters are checked as replay checks them (dlq.FilterSpec.Compile).
 		{Args: []string{"dlq", "list", "--original-topic", "no/such topic"}, Want: `invalid argument "no/such topic" for "--original-topic" flag: a topic name holds only ASCII letters, digits, '.', '_' and '-', not '/'`},
@@ -37,7 +37,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{Args: []string{"dlq", "list", "--since", "1h", "--until", "2h"}, Want: "is not after --since"},
 		{Args: []string{"dlq", "list", "--key", "a", "--key-base64", "YQ=="}, Want: "choose either --key or --key-base64, not both"},
 		{Args: []string{"dlq", "list", "--key-base64", "%%%"}, Want: "--key-base64: illegal base64 data"},
-		{Args: []string{"dlq", "list", "--limit", "-1"}, Want: `invalid argument "-1" for "--limit" flag: must be 0 (no limit) or more`},
+		{Args: []string{"dlq", "list", "--limit", "-1"}, Want: `invalid argument "-1" for "-n, --limit" flag: must be 0 (no limit) or more`},
 		{Args: []string{"dlq", "list", "--status", "done"}, Want: `--status "done": want some of pending, replayed, resolved, stale, unknown`},
 		{Args: []string{"dlq", "list", "--status", "pending"}, Want: "--status needs the dedup store: pass --dsn"},
 		{Args: []string{"dlq", "list", "--consumer", "billing"}, Want: "--consumer needs the dedup store: pass --dsn"},

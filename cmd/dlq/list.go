@@ -77,7 +77,7 @@ shows up within a few seconds.`,
   fieldwork dlq list --topic tasks.dlq --dlq-reason malformed --since 2h
   fieldwork dlq list --original-topic orders --error 'timeout|refused' -o jsonl
   fieldwork dlq list --dsn postgres://… --consumer billing --status pending
-  fieldwork dlq list --topic tasks.dlq --follow --limit 10 -o jsonl | jq -c '{reason, error}'`,
+  fieldwork dlq list --topic tasks.dlq --follow --limit 10 -o jsonl | jq -c '{reason, error_message}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd); err != nil {

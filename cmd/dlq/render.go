@@ -502,7 +502,7 @@ func dlqKeyColumns(k dlq.StatsKey) []string {
 // dlqKeyCells are a group's cells of dlqKeyColumns(k).
 func dlqKeyCells(g dlq.GroupStats, k dlq.StatsKey) []string {
 	if k == dlq.ByFingerprint {
-		return []string{g.Fingerprint, g.Cause, strings.Join(g.Topics, ","), g.Example}
+		return []string{g.Fingerprint, g.Cause, strings.Join(g.Topics, ","), g.Example.String()}
 	}
 	return []string{g.Value(k)}
 }

@@ -42,9 +42,9 @@ and the fieldwork replay command lines that send it back to its original topic.
 (--topic, --pattern, default every topic ending in .dlq, -dlt or .DLT) up to their end
 offsets at start; --since and --until narrow the scan. When several dead letters carry the
 id, the newest is shown and the others are named on stderr.`,
-		Example: `  fieldwork dlq show tasks.dlq/0/42
+		Example: `  fieldwork dlq show tasks.dlq/0/7
   fieldwork dlq show --event-id evt-7 --topic tasks.dlq
-  fieldwork dlq show tasks.dlq/0/42 -o json | jq -r .replay.command`,
+  fieldwork dlq show tasks.dlq/0/7 -o json | jq -r .replay.command`,
 		Args: cmdutil.MaxArgs(1, "one dead-letter address, TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {

@@ -44,9 +44,10 @@ share-partition start offset, the log end, the broker's lag and the members hold
 what the admin API does not report (the records in flight, acquired, their delivery counts),
 and checks its dead-letter path as groups check does: whether a rejected record reaches a
 dead-letter topic or is archived and lost.`,
-		Example: `  fieldwork groups describe billing
-  fieldwork groups describe billing --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
-  fieldwork groups describe billing --watch --interval 10s -o jsonl`,
+		Example: `  fieldwork groups describe task-projection
+  fieldwork groups describe task-projection --interval 0 -o json | jq '.partitions[] | select(.lag > 0)'
+  fieldwork groups describe task-projection --watch --interval 10s -o jsonl
+  fieldwork groups describe task-workers`,
 		Args: cmdutil.ExactArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Group = args[0]

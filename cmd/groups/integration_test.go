@@ -157,7 +157,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 		} `json:"members"`
 		Partitions []struct {
 			Committed   int64 `json:"committed_offset"`
-			LogEnd      int64 `json:"log_end_offset"`
+			LogEnd      int64 `json:"high_watermark"`
 			Lag         int64 `json:"lag"`
 			CommitMoved bool  `json:"commit_moved"`
 		} `json:"partitions"`
@@ -241,7 +241,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 		t.Helper()
 		r := roottest.RunCode(t, env, 0, append(skip, "--execute", "--yes", "--reason", "INC-1: unparseable", "--operator", "alice", "-o", "json")...)
 		var res struct {
-			ID     string `json:"id"`
+			ID     string `json:"run_id"`
 			Parked int64  `json:"parked"`
 		}
 		decode(t, r.Stdout, &res)
@@ -300,7 +300,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 	// The journal: both skips, the undo that names the first, with operator and offsets.
 	r = roottest.RunCode(t, env, 0, "groups", "journal", "--schema", schema, "-o", "json")
 	var journal []struct {
-		ID       string `json:"id"`
+		ID       string `json:"run_id"`
 		Action   string `json:"action"`
 		Operator string `json:"operator"`
 		Undoes   string `json:"undoes"`
@@ -342,10 +342,10 @@ func TestDescribeWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, _, done := roottest.Start(ctx, "--brokers", brokers, "groups", "describe", group, "--watch", "--interval", "300ms", "-o", "jsonl")
-	still := regexp.MustCompile(`"committed_offset":1,"log_end_offset":4,"lag":3,"member":"","commit_moved":false`)
+	still := regexp.MustCompile(`"committed_offset":1,"high_watermark":4,"lag":3,"member":"","commit_moved":false`)
 	roottest.WaitFor(t, out, still, done)
 	commit(3)
-	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":3,"log_end_offset":4,"lag":1,"member":"","commit_moved":true`), done)
+	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":3,"high_watermark":4,"lag":1,"member":"","commit_moved":true`), done)
 
 	tctx, tcancel := context.WithCancel(context.Background())
 	defer tcancel()
@@ -353,7 +353,7 @@ func TestDescribeWatch(t *testing.T) {
 	roottest.WaitFor(t, tout, regexp.MustCompile(`"committed_offset":3,"lag":1`), tdone)
 	commit(4)
 	roottest.WaitFor(t, tout, regexp.MustCompile(`"committed_offset":4,"lag":0`), tdone)
-	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":4,"log_end_offset":4,"lag":0`), done)
+	roottest.WaitFor(t, out, regexp.MustCompile(`"committed_offset":4,"high_watermark":4,"lag":0`), done)
 
 	cancel()
 	tcancel()

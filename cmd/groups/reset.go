@@ -72,10 +72,10 @@ Exit codes: 0 planned or done; 1 refused (the group has members, or moved since 
 failed; 2 a usage error (no target or two, a negative --to-offset, no --reason, no --yes off
 a terminal); a group, topic or partition that does not exist exits as in every command; 5 not
 authorized (named); 6 cancelled at the prompt.`,
-		Example: `  fieldwork groups reset billing --topic orders --to-earliest
-  fieldwork groups reset billing --topic orders --to-datetime 2h
-  fieldwork groups reset billing --topic orders --partition 0,2 --shift-by -100
-  fieldwork groups reset billing --to-datetime 2026-12-01T10:00:00Z --execute --reason "INC-9: replay the projection"
+		Example: `  fieldwork groups reset task-projection --topic tasks --to-earliest
+  fieldwork groups reset task-projection --topic tasks --to-datetime 2h
+  fieldwork groups reset task-projection --topic tasks --partition 0,2 --shift-by -100
+  fieldwork groups reset task-projection --to-datetime 2026-12-01T10:00:00Z --execute --reason "INC-9: replay the projection"
   fieldwork groups reset --undo 20261201-101500-3f9a1c --execute --yes --reason "wrong group"`,
 		Args: cmdutil.MaxArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -59,7 +59,7 @@ type resetPlan struct {
 		NewOffset int64  `json:"new_offset"`
 		Delta     *int64 `json:"delta"`
 		LogStart  int64  `json:"log_start_offset"`
-		LogEnd    int64  `json:"log_end_offset"`
+		LogEnd    int64  `json:"high_watermark"`
 		Clamped   bool   `json:"clamped"`
 	} `json:"partitions"`
 	Changes int     `json:"changes"`
@@ -84,7 +84,7 @@ func (p resetPlan) moves() string {
 }
 
 type resetResult struct {
-	ID       string    `json:"id"`
+	ID       string    `json:"run_id"`
 	Plan     resetPlan `json:"plan"`
 	Operator string    `json:"operator"`
 	Reason   string    `json:"reason"`
@@ -262,7 +262,7 @@ func TestResetExecuteJournalUndo(t *testing.T) {
 
 // groupAction is a row of groups journal -o json.
 type groupAction struct {
-	ID       string `json:"id"`
+	ID       string `json:"run_id"`
 	Action   string `json:"action"`
 	Topic    string `json:"topic"`
 	Operator string `json:"operator"`

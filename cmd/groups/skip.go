@@ -64,10 +64,10 @@ dead-letter topic).
 Exit codes: 0 planned or done; 1 refused (the group has members, or moved since the plan) or
 failed; 2 a usage error (no --reason, no --yes off a terminal, an offset not past the commit
 or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
-		Example: `  fieldwork groups skip billing --topic orders --partition 3
-  fieldwork groups skip billing --topic orders --partition 3 --execute --reason "INC-7: unparseable amount"
-  fieldwork groups skip billing --topic orders --partition 3 --count 5 --execute --yes --reason "INC-7"
-  fieldwork groups skip billing --topic orders --partition 3 --to-time 2026-12-01T10:00:00Z
+		Example: `  fieldwork groups skip task-projection --topic tasks --partition 0
+  fieldwork groups skip task-projection --topic tasks --partition 0 --execute --reason "INC-7: unparseable amount"
+  fieldwork groups skip task-projection --topic tasks --partition 0 --count 5 --execute --yes --reason "INC-7"
+  fieldwork groups skip task-projection --topic tasks --partition 0 --to-time 2h
   fieldwork groups skip --undo 20261201-101500-3f9a1c --execute --yes --reason "wrong group"`,
 		Args: cmdutil.MaxArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {

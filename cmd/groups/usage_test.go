@@ -44,7 +44,7 @@ func TestGroupsUsage(t *testing.T) {
 		{Args: []string{"groups", "reset", "--undo", "r1", "--execute", "--yes"}, Want: "--execute needs --reason"},
 		{Args: []string{"groups", "describe"}, Want: "one consumer group"},
 		{Args: []string{"groups", "describe", "g", "--watch", "--interval", "0"}, Want: "must be more than 0 with --watch"},
-		{Args: []string{"groups", "journal", "--limit", "-1"}, Want: `invalid argument "-1" for "--limit" flag: must be 0 (no limit) or more`},
+		{Args: []string{"groups", "journal", "--limit", "-1"}, Want: `invalid argument "-1" for "-n, --limit" flag: must be 0 (no limit) or more`},
 		{Args: []string{"groups", "lsit"}, Want: "list"},
 		{Args: []string{"inspect", "topic", "t", "--watch", "--interval", "0"}, Want: "must be more than 0 with --watch"},
 		{Args: []string{"dlq", "list", "--follow", "--until", "1h"}, Want: "--follow prints dead letters as they arrive"},

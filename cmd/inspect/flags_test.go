@@ -99,13 +99,19 @@ func TestInspectUsageErrors(t *testing.T) {
 
 func TestInspectHelp(t *testing.T) {
 	r := roottest.Run(t, map[string]string{}, "inspect")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "inspect validate T") || !strings.Contains(r.Stdout, "Available Commands") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "\n  validate ") || !strings.Contains(r.Stdout, "Commands:") {
 		t.Fatalf("inspect: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	r = roottest.Run(t, map[string]string{}, "inspect", "validate", "--help")
-	for _, want := range []string{"split_aggregate", "--memory-entries", "--since", "Exit code 0 when the stream is clean, 3"} {
+	for _, want := range []string{"--memory-entries", "--since", "fieldwork help details inspect validate"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("validate --help lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	r = roottest.Run(t, map[string]string{}, "help", "details", "inspect", "validate")
+	for _, want := range []string{"split_aggregate", "Exit code 0 when the stream is clean, 3"} {
+		if !strings.Contains(strings.Join(strings.Fields(r.Stdout), " "), want) {
+			t.Errorf("help details inspect validate lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 	// One spelling of a record address in help: the old @ form is read, never shown.

@@ -16,6 +16,7 @@ const inspectLong = `Read-only views of a topic's records as events.
 
   inspect topic T              partitions, offsets, configs, envelope formats, consumer lag
   inspect record T/P/O         one record: headers, key, decoded envelope, pretty value
+  inspect records T            a run of records: the last of each partition, or a range
   inspect aggregate T ID       one aggregate's events in offset order, version continuity
   inspect validate T           lint the stream; exit 3 when it finds problems
 
@@ -27,6 +28,7 @@ func NewCmdInspect(f *cmdutil.Factory) *cobra.Command {
 	return cmdutil.NewGroup("inspect <command>", "Inspect topics, records and aggregates; lint an event stream", inspectLong,
 		NewCmdInspectTopic(f, nil),
 		NewCmdInspectRecord(f, nil),
+		NewCmdInspectRecords(f, nil),
 		NewCmdInspectAggregate(f, nil),
 		NewCmdInspectValidate(f, nil),
 	)

@@ -128,11 +128,11 @@ func TestInspectBrokenStream(t *testing.T) {
 	t.Run("since", func(t *testing.T) {
 		// Every franz-go record is from 2025; kcat's are from now: --since 1h keeps partition 1 only.
 		r := roottest.Run(t, env, "inspect", "validate", topic, "--since", "1h", "-o", "json")
-		if r.Code != root.ExitCheckFailed || !strings.Contains(r.Stdout, `"records_scanned": 4,`) {
+		if r.Code != root.ExitCheckFailed || !strings.Contains(r.Stdout, `"records_read": 4,`) {
 			t.Fatalf("--since 1h: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		r = roottest.Run(t, env, "inspect", "aggregate", topic, "order-1", "--until", "2025-01-02T03:04:07Z", "-o", "json")
-		if r.Code != 0 || strings.Count(r.Stdout, `"event_id"`) != 2 || !strings.Contains(r.Stdout, `"records_scanned": 2,`) {
+		if r.Code != 0 || strings.Count(r.Stdout, `"event_id"`) != 2 || !strings.Contains(r.Stdout, `"records_read": 2,`) {
 			t.Fatalf("--until: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})

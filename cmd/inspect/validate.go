@@ -44,7 +44,7 @@ Memory stays bounded: only fixed-size fingerprints of event ids and aggregates a
 --memory-entries of each in memory, the rest in a temporary SQLite file under --temp-dir that
 is removed at the end.`,
 		Example: `  fieldwork inspect validate tasks
-  fieldwork inspect validate tasks --partition 0 --start-offset 1000 --end-offset 2000
+  fieldwork inspect validate tasks --partition 0 --start-offset 10 --end-offset 50
   fieldwork inspect validate tasks --since 2h -o json`,
 		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -62,7 +62,7 @@ and how many records gave it (a schema it cannot read, a producer writing anothe
 Exit code 3 when any event is missing or the range is unreadable, 0 when every event has a
 marker.`,
 		Example: `  fieldwork processed check --topic tasks --consumer billing
-  fieldwork processed check --topic tasks --consumer billing --partition 3 --start-offset 1200 --end-offset 5000
+  fieldwork processed check --topic tasks --consumer billing --partition 2 --start-offset 10 --end-offset 60
   fieldwork processed check --topic tasks --consumer billing --since 2h -o jsonl > missing.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -54,7 +54,7 @@ func processedStatsRun(ctx context.Context, opts *ProcessedStatsOptions, cl *cmd
 	if err != nil {
 		return err
 	}
-	rep := statsReport{Driver: st.Driver(), Table: st.Table(), Window: timespec.Format(s.Window),
+	rep := statsReport{Driver: st.Driver(), Table: st.TableLabel(), Window: timespec.Format(s.Window),
 		WindowMS: s.Window.Milliseconds(), Consumers: s.Consumers, Sizes: s.Sizes}
 	if rep.Consumers == nil {
 		rep.Consumers = []dedup.ConsumerStats{}

@@ -188,7 +188,7 @@ func statsColumns() []output.Column[dedup.ConsumerStats] {
 		{Name: "first_processed_at", WideOnly: true, Value: func(c dedup.ConsumerStats) string { return cmdutil.OptTime(c.First) }},
 		{Name: "last_processed_at", Value: func(c dedup.ConsumerStats) string { return cmdutil.OptTime(c.Last) }},
 		{Name: "in_window", Value: func(c dedup.ConsumerStats) string { return strconv.FormatInt(c.InWindow, 10) }},
-		{Name: "per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
+		{Name: "rate_per_hour", Value: func(c dedup.ConsumerStats) string { return strconv.FormatFloat(c.PerHour, 'f', 1, 64) }},
 	}
 }
 

@@ -250,9 +250,10 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	// The journal: runs and show.
 	r = roottest.Run(t, env, "replay", "runs", "--schema", schema, "-o", "json")
 	var runs []struct {
-		ID, Status, Operator, Reason string
-		Selection                    map[string]any
-		Sent                         int64
+		ID                       string `json:"run_id"`
+		Status, Operator, Reason string
+		Selection                map[string]any
+		Sent                     int64
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &runs); err != nil || r.Code != 0 {
 		t.Fatalf("runs: %v %d\n%s", err, r.Code, r.Stdout)

@@ -21,6 +21,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -422,9 +423,10 @@ func TestFingerprintsGroupFailuresByCause(t *testing.T) {
 	}
 	var stats struct {
 		Groups []struct {
-			Fingerprint, Cause, Example string
-			Topics                      []string
-			Count                       int
+			Fingerprint, Cause string
+			Example            kafka.RecordAddress
+			Topics             []string
+			Count              int
 		}
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &stats); err != nil {
@@ -432,7 +434,7 @@ func TestFingerprintsGroupFailuresByCause(t *testing.T) {
 	}
 	if len(stats.Groups) != 2 || stats.Groups[0].Count != 3 || stats.Groups[1].Count != 1 ||
 		stats.Groups[0].Cause != "http_422: order <n> rejected: customer <q> has no card (request <uuid>)" ||
-		!slices.Equal(stats.Groups[0].Topics, []string{src}) || stats.Groups[0].Example != dlqTopic+"/0/0" {
+		!slices.Equal(stats.Groups[0].Topics, []string{src}) || stats.Groups[0].Example.String() != dlqTopic+"/0/0" {
 		t.Fatalf("groups %+v", stats.Groups)
 	}
 	fp := stats.Groups[0].Fingerprint

@@ -168,13 +168,13 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
   replay runs                    the journal's runs, newest first
   replay show RUN                one run: selection, counts, checkpoints, targets
   replay resume RUN              continue an interrupted or failed run from its checkpoints`,
-		Example: `  fieldwork replay tasks.dlq/0/42
-  fieldwork replay tasks.dlq/0/42 --execute --reason "bug 1234 fixed"
+		Example: `  fieldwork replay tasks.dlq/0/7
+  fieldwork replay tasks.dlq/0/7 --execute --reason "bug 1234 fixed"
   fieldwork replay --from tasks.dlq --dlq-reason exhausted --since 6h
-  fieldwork replay --from tasks.dlq --partition 0 --start-offset 100 --end-offset 250 --execute --yes --reason "db back" --rate 500
+  fieldwork replay --from tasks.dlq --partition 0 --start-offset 2 --end-offset 8 --execute --yes --reason "db back" --rate 500
   fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
-  fieldwork replay --from audit.dlq --status pending --consumer audit --to audit-retry --execute --yes --reason "retry pending"`,
+  fieldwork replay --from tasks.dlq --status pending --consumer task-projection --to tasks --execute --yes --reason "retry pending"`,
 		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {

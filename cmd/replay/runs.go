@@ -31,7 +31,7 @@ completed, interrupted, failed), when, who and why, what was read and where it w
 counts (selected, sent, quarantined, skipped). A run marked running whose process is gone
 (killed) can be resumed with replay resume.`,
 		Example: `  fieldwork replay runs
-  fieldwork replay runs --status interrupted -o json | jq -r '.[].id'`,
+  fieldwork replay runs --status interrupted -o json | jq -r '.[].run_id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Status != "" && !slices.Contains(dedup.RunStatuses, opts.Status) {

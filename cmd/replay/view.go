@@ -126,7 +126,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 				s.Rows = append(s.Rows, []string{fmt.Sprintf("… %d more", rep.Counts.Quarantined-int64(i)), "", "", ""})
 				break
 			}
-			s.Rows = append(s.Rows, []string{r.Source, r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
+			s.Rows = append(s.Rows, []string{r.RecordAddress.String(), r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
 		}
 		sections = append(sections, s)
 	}
@@ -155,7 +155,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 					part = strconv.Itoa(int(*r.TargetPartition))
 				}
 			}
-			s.Rows = append(s.Rows, []string{r.Source, r.Outcome, r.TargetTopic, part, sampleKey(r), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
+			s.Rows = append(s.Rows, []string{r.RecordAddress.String(), r.Outcome, r.TargetTopic, part, sampleKey(r), r.EventID, r.Reason, strconv.Itoa(r.ReplayCount)})
 		}
 		sections = append(sections, s)
 	}
@@ -313,7 +313,7 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 				s.Rows = append(s.Rows, []string{fmt.Sprintf("… %d more", len(sum.Quarantined)-i), "", "", ""})
 				break
 			}
-			s.Rows = append(s.Rows, []string{r.Source, r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
+			s.Rows = append(s.Rows, []string{r.RecordAddress.String(), r.EventID, strconv.Itoa(r.ReplayCount), r.Target})
 		}
 		sections = append(sections, s)
 	}
@@ -495,7 +495,7 @@ func goneSection(st *output.Styles, refs []replay.RecordRef) *output.Section {
 	}
 	sec := output.Section{Title: fmt.Sprintf("Not sent: original record gone (%d)", len(gone)), Header: []string{"dead letter", "why"}}
 	for _, r := range gone {
-		sec.Rows = append(sec.Rows, []string{r.Source, st.Warn.Render(r.OriginalGone)})
+		sec.Rows = append(sec.Rows, []string{r.RecordAddress.String(), st.Warn.Render(r.OriginalGone)})
 	}
 	return &sec
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -17,7 +18,7 @@ import (
 func TestPlanSampleKeysFitTheTerminal(t *testing.T) {
 	key := "tenant-0042/order/" + strings.Repeat("k", 100) + "-end"
 	rep := &replay.Report{Sample: []replay.SampleRecord{
-		{Source: "orders.dlq/0/7", Outcome: "send", TargetTopic: "orders", Key: key, EventID: "e-1", Reason: "rejected"},
+		{RecordAddress: kafka.RecordAddress{Topic: "orders.dlq", Partition: 0, Offset: 7}, Outcome: "send", TargetTopic: "orders", Key: key, EventID: "e-1", Reason: "rejected"},
 	}}
 	render := func(tty bool, width int, wide bool) (keyShown string, lines []string) {
 		t.Helper()

@@ -290,7 +290,9 @@ func setupUndo(t *testing.T, w *actionWorld) actionLine {
 	group, topic := stuckGroup(t)
 	r := roottest.RunCode(t, w.env, 0, "groups", "skip", group, "--topic", topic, "--partition", "0", "--schema", w.schema,
 		"--execute", "--yes", "--reason", "INC-7", "-o", "json")
-	var skip struct{ ID string }
+	var skip struct {
+		ID string `json:"run_id"`
+	}
 	if err := json.Unmarshal([]byte(r.Stdout), &skip); err != nil || skip.ID == "" {
 		t.Fatalf("skip: %v\n%s", err, r.Stdout)
 	}
@@ -311,7 +313,9 @@ func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
 	group, topic := stuckGroup(t)
 	r := roottest.RunCode(t, w.env, 0, "groups", "reset", group, "--shift-by", "2", "--schema", w.schema,
 		"--execute", "--yes", "--reason", "INC-9", "-o", "json")
-	var reset struct{ ID string }
+	var reset struct {
+		ID string `json:"run_id"`
+	}
 	if err := json.Unmarshal([]byte(r.Stdout), &reset); err != nil || reset.ID == "" {
 		t.Fatalf("reset: %v\n%s", err, r.Stdout)
 	}

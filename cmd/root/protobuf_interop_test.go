@@ -48,7 +48,7 @@ func TestConfluentPythonProtobuf(t *testing.T) {
 				"FIELDWORK_SCHEMA_REGISTRY": url, "FIELDWORK_SCHEMA_REGISTRY_USERNAME": user, "FIELDWORK_SCHEMA_REGISTRY_PASSWORD": pw}
 			var v struct {
 				Events         int64 `json:"events"`
-				RecordsScanned int64 `json:"records_scanned"`
+				RecordsScanned int64 `json:"records_read"`
 				Aggregates     int64 `json:"aggregates"`
 			}
 			r := roottest.Run(t, env, "inspect", "validate", topic, "-o", "json")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -128,6 +129,9 @@ func ExitCode(ctx context.Context, f *cmdutil.Factory, ran *cobra.Command, err e
 	fmt.Fprintln(errOut, st.Bad.Render("error: ")+err.Error())
 	switch kind {
 	case fwerr.KindUsage:
+		if hint := cmdutil.ValueHint(err); hint != "" {
+			fmt.Fprintln(errOut, strings.TrimPrefix(hint, "\n"))
+		}
 		if ran != nil {
 			fmt.Fprintf(f.Streams.ErrOut, "Run '%s --help' for usage.\n", ran.CommandPath())
 		}
@@ -158,12 +162,20 @@ tables consumers write, shows consumer groups and moves a stuck one past a poiso
 without losing it, and runs a reference consumer.
 
 Connection settings come from flags, then FIELDWORK_* environment variables, then the
-current context of $XDG_CONFIG_HOME/fieldwork/config.yaml.
+current context of $XDG_CONFIG_HOME/fieldwork/config.yaml (fieldwork help environment).
 
 Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found problems,
 4 cannot connect or authenticate, 5 not authorized (the cluster's ACLs deny an operation),
 6 cancelled at a confirmation prompt, 7 partial (piped output cut at a default limit),
 8 tripped, 9 not found (a topic, partition, offset, group or run), 130 interrupted.`,
+		Example: `  # The whole story (dead letters, a replay, the fix) in one process, with no setup:
+  fieldwork demo
+  # A sandbox broker and store seeded with sample events, to try every command on:
+  fieldwork dev
+  # Then, in another terminal, with the address fieldwork dev prints:
+  export FIELDWORK_BROKERS=127.0.0.1:9092 FIELDWORK_DSN=sqlite:fieldwork-dev.db
+  fieldwork dlq list --consumer task-projection
+  fieldwork replay --from tasks.dlq --dlq-reason rejected`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -238,6 +250,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
+	installHelp(f, root)
 	cmdutil.AddDynamicCompletion(f, root)
 	cmdutil.PortableBashCompletion(root)
 	return root

@@ -251,6 +251,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"db", "status"}, s...)...)
 	do(0, env, "inspect", "topic", topic)
 	do(0, env, "inspect", "record", topic+"/0/0")
+	do(0, env, "inspect", "records", topic)
 	do(0, env, "inspect", "aggregate", topic, "a1")
 	do(3, env, "inspect", "validate", topic)
 	do(0, env, append([]string{"consume", "--topic", topic, "--group", group, "--handler", "webhook", "--webhook-url", hook(rejecting.URL),
@@ -265,7 +266,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, append([]string{"replay", "--from", dlqTopic, "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "leak test"}, s...)...)
 	listed := do(0, env, append([]string{"replay", "runs", "-o", "json"}, s...)...)
 	var runList []struct {
-		ID string `json:"id"`
+		ID string `json:"run_id"`
 	}
 	if err := json.Unmarshal([]byte(listed.Stdout), &runList); err != nil || len(runList) == 0 {
 		t.Fatalf("replay runs: %v %q", err, listed.Stdout)
@@ -293,7 +294,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(0, env, skipArgs...)
 	skipped := do(0, env, append(skipArgs, "--execute", "--yes", "--reason", "leak test", "-o", "json")...)
 	var skip struct {
-		ID string `json:"id"`
+		ID string `json:"run_id"`
 	}
 	if err := json.Unmarshal([]byte(skipped.Stdout), &skip); err != nil || skip.ID == "" {
 		t.Fatalf("groups skip: %v %q", err, skipped.Stdout)

@@ -26,14 +26,14 @@ step "1. Which events of $TOPIC ${range[*]:-(whole topic)} have no marker for $C
 rc=0
 expect 0,3 "$fw" processed check --topic "$TOPIC" --consumer "$CONSUMER" "${range[@]}" -o json \
   >"$WORKDIR/check.json" || rc=$?
-jq -r '"records \(.records)  events \(.events)  with marker \(.with_marker)  missing \(.missing)  malformed \(.malformed)"' \
+jq -r '"records \(.records_read)  events \(.events)  with marker \(.with_marker)  missing \(.missing)  malformed \(.malformed)"' \
   "$WORKDIR/check.json"
 if [ "$rc" -eq 0 ]; then
   echo "proven: every event of the range has a marker for $CONSUMER"
   exit 0
 fi
 if [ "$(jq -r .unreadable "$WORKDIR/check.json")" = true ]; then
-  jq -r '"not proven: the range could not be read: \(.malformed) of \(.records) records are no event; most common reason (\(.dominant_malformed.records) records): \(.dominant_malformed.reason)"' \
+  jq -r '"not proven: the range could not be read: \(.malformed) of \(.records_read) records are no event; most common reason (\(.dominant_malformed.records) records): \(.dominant_malformed.reason)"' \
     "$WORKDIR/check.json" >&2
   echo "Read them first (a schema registry to pass, a producer writing another format): fieldwork inspect validate $TOPIC" >&2
   exit 3

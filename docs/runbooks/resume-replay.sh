@@ -14,7 +14,7 @@ set -euo pipefail
 step "1. The journal's recent runs"
 expect 0 "$fw" replay runs --limit 10 -o table
 if [ -z "${RUN:-}" ]; then
-  RUN=$("$fw" replay runs -o jsonl | jq -r 'select(.status != "completed") | .id' | head -1)
+  RUN=$("$fw" replay runs -o jsonl | jq -r 'select(.status != "completed") | .run_id' | head -1)
   if [ -z "$RUN" ]; then
     echo "every journaled run is completed: nothing to resume"
     exit 0

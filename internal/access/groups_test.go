@@ -65,7 +65,7 @@ func TestGroupOperatorPrincipal(t *testing.T) {
 	p.Allow(kadm.NewACLs().Topics(w.dlq), kadm.OpWrite)
 	r = expect(t, p, 0, append(execute, "-o", "jsonl")...)
 	var res struct {
-		ID     string `json:"id"`
+		ID     string `json:"run_id"`
 		Parked int64  `json:"parked"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Parked != 1 {
@@ -118,7 +118,7 @@ func TestGroupResetPrincipal(t *testing.T) {
 	p.Allow(kadm.NewACLs().Topics(w.topic), kadm.OpRead)
 	r := expect(t, p, 0, append(execute, "-o", "jsonl")...)
 	var res struct {
-		ID string `json:"id"`
+		ID string `json:"run_id"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.ID == "" {
 		t.Fatalf("groups reset --execute: %v\n%s", err, r)

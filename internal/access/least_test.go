@@ -42,7 +42,7 @@ func TestReadOnlyPrincipal(t *testing.T) {
 	if r := expect(t, p, 0, "inspect", "record", w.topic+"/0/0", "-o", "jsonl"); !strings.Contains(r.stdout, `"offset":0`) {
 		t.Errorf("inspect record\n%s", r)
 	}
-	if r := expect(t, p, 0, "inspect", "validate", w.topic, "-o", "jsonl"); !strings.Contains(r.stdout, `"records_scanned":`+itoa(w.records)) {
+	if r := expect(t, p, 0, "inspect", "validate", w.topic, "-o", "jsonl"); !strings.Contains(r.stdout, `"records_read":`+itoa(w.records)) {
 		t.Errorf("inspect validate read other than %d records\n%s", w.records, r)
 	}
 	expect(t, p, 0, "inspect", "aggregate", w.topic, "task-0001", "-o", "jsonl")

@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
@@ -68,3 +69,40 @@ func TimeArg(driver string, t time.Time) any {
 }
 
 func quote(id string) string { return `"` + id + `"` }
+
+// unquoteTable is a quoted, possibly qualified table name ("s"."t", as Table gives it) as
+// reports name it, without SQL's quotes: s.t. A name that is not quoted so is returned as
+// it is.
+func unquoteTable(q string) string {
+	var parts []string
+	for rest := q; rest != ""; {
+		if rest[0] != '"' {
+			return q
+		}
+		var part strings.Builder
+		i := 1
+		for ; i < len(rest); i++ {
+			if rest[i] == '"' {
+				if i+1 < len(rest) && rest[i+1] == '"' {
+					part.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+			part.WriteByte(rest[i])
+		}
+		if i >= len(rest) {
+			return q
+		}
+		parts = append(parts, part.String())
+		rest = rest[i+1:]
+		if rest != "" {
+			if rest[0] != '.' {
+				return q
+			}
+			rest = rest[1:]
+		}
+	}
+	return strings.Join(parts, ".")
+}

@@ -280,11 +280,15 @@ func (s *Store) RecordMarkerAction(ctx context.Context, a MarkerAction) error {
 }
 
 // MarkerActions returns the latest limit (0: every one) journaled prunes and forgets of the
-// schema's marker tables, newest first.
+// schema's marker tables, newest first, each MarkerTable named as TableLabel names it (the
+// journal keeps the quoted name).
 func (s *Store) MarkerActions(ctx context.Context, limit int) ([]MarkerAction, error) {
 	out, err := s.actions().ListMarkerActions(ctx, rowLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list the marker actions: %w", err)
+	}
+	for i := range out {
+		out[i].MarkerTable = unquoteTable(out[i].MarkerTable)
 	}
 	if out == nil {
 		out = []MarkerAction{}

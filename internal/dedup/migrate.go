@@ -166,7 +166,7 @@ func (s *Store) Status(ctx context.Context) (MigrationStatus, error) {
 	if err != nil {
 		return MigrationStatus{}, fmt.Errorf("read migration state of %s: %w", s.Table(), err)
 	}
-	st := MigrationStatus{Driver: s.Driver(), Table: s.Table(), Applied: applied}
+	st := MigrationStatus{Driver: s.Driver(), Table: s.TableLabel(), Applied: applied}
 	var perr error
 	st.Current, st.Latest, st.Pending, perr = plan(s.Table(), all, applied)
 	var vm *VersionMismatchError

@@ -155,6 +155,10 @@ func (s *Store) Driver() string { return s.drv.Name() }
 // Table is the quoted, qualified marker table, as the SQL names it.
 func (s *Store) Table() string { return s.drv.Table() }
 
+// TableLabel is the marker table as reports and JSON name it: Table without SQL's quotes
+// (fieldwork.processed_events on PostgreSQL, fieldwork_processed_events on SQLite).
+func (s *Store) TableLabel() string { return unquoteTable(s.drv.Table()) }
+
 // VersionsTable is the quoted, qualified table of the version guard beside the marker table
 // (ClaimVerdicts): the highest version claimed per consumer and aggregate.
 func (s *Store) VersionsTable() string { return s.drv.VersionsTable() }

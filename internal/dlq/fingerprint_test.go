@@ -71,7 +71,7 @@ func TestStatsByFingerprint(t *testing.T) {
 		t.Fatalf("%d groups, want 2: %+v", len(res), res)
 	}
 	g := res[0]
-	if g.Count != 2 || g.Cause != "order <n> not found" || strings.Join(g.Topics, ",") != "billing,orders" || g.Example != "a.dlq/0/3" ||
+	if g.Count != 2 || g.Cause != "order <n> not found" || strings.Join(g.Topics, ",") != "billing,orders" || g.Example.String() != "a.dlq/0/3" ||
 		!g.Oldest.Equal(at) || !g.Newest.Equal(at.Add(time.Hour)) {
 		t.Errorf("group %+v", g)
 	}
@@ -79,7 +79,7 @@ func TestStatsByFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(b), `{"fingerprint":"`+g.Fingerprint+`","cause":"order \u003cn\u003e not found","topics":["billing","orders"],"example":"a.dlq/0/3","count":2,`) {
+	if !strings.HasPrefix(string(b), `{"fingerprint":"`+g.Fingerprint+`","cause":"order \u003cn\u003e not found","topics":["billing","orders"],"example":{"topic":"a.dlq","partition":0,"offset":3},"count":2,`) {
 		t.Errorf("JSON %s", b)
 	}
 }

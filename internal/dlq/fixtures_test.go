@@ -226,16 +226,16 @@ func checkInvariants(t testing.TB, r *kgo.Record, d DeadLetter) {
 }
 
 // normalJSON is d as a JSON round trip gives it back: times lose their monotonic clock and
-// location, empty slices are nil.
+// location and keep milliseconds (docs/json.md: one precision), empty slices are nil.
 func normalJSON(d DeadLetter) DeadLetter {
 	fix := func(t *time.Time) *time.Time {
 		if t == nil {
 			return nil
 		}
-		u := t.UTC()
+		u := t.UTC().Truncate(time.Millisecond)
 		return &u
 	}
-	d.Timestamp = d.Timestamp.UTC()
+	d.Timestamp = d.Timestamp.UTC().Truncate(time.Millisecond)
 	d.OriginalTimestamp, d.FirstFailedAt, d.FailedAt = fix(d.OriginalTimestamp), fix(d.FirstFailedAt), fix(d.FailedAt)
 	if len(d.Headers) == 0 {
 		d.Headers = nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/printable"
 	"github.com/fieldwork/fieldwork/internal/schema"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // appendJSON is DeadLetter.AppendJSON written out by hand: the bytes encoding/json writes for
@@ -238,13 +239,17 @@ func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
 	return appendJSONTime(b, *t)
 }
 
-// appendJSONTime writes t as time.Time.MarshalJSON does (and fails where it fails).
+// appendJSONTime writes t as fieldwork's JSON gives every time: RFC 3339 in UTC with three
+// digits of fraction (timespec.TimeLayout, docs/json.md), and fails where
+// time.Time.MarshalJSON fails (a year outside 0-9999, a zone offset of a day or more).
 func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
 	if y := t.Year(); y >= 0 && y <= 9999 {
-		if _, off := t.Zone(); off%60 == 0 && off > -24*3600 && off < 24*3600 {
-			b = append(b, '"')
-			b = t.AppendFormat(b, time.RFC3339Nano)
-			return append(b, '"'), nil
+		if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
+			if u := t.UTC(); u.Year() >= 0 && u.Year() <= 9999 {
+				b = append(b, '"')
+				b = u.AppendFormat(b, timespec.TimeLayout)
+				return append(b, '"'), nil
+			}
 		}
 	}
 	j, err := t.MarshalJSON()

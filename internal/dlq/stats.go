@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // StatsKey is a field Stats can group dead letters by. Its values are the JSON field names.
@@ -140,7 +141,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 	if g == nil {
 		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4], Schema: k[5], Fingerprint: k[6]}
 		if s.byFingerprint {
-			g.Cause, g.Example = fp.Cause, d.Address().String()
+			g.Cause, g.Example = fp.Cause, d.Address()
 		}
 		s.groups[k] = g
 	}
@@ -233,10 +234,11 @@ type GroupStats struct {
 	Schema string
 	// Cause, Topics and Example are set when grouped by fingerprint: the error class and
 	// normalised message, the original topics the cause occurred on (sorted, at most 100),
-	// and the address of the group's first dead letter.
+	// and the address of the group's first dead letter (in JSON as fields, topic, partition
+	// and offset, as every record is given).
 	Cause   string
 	Topics  []string
-	Example string
+	Example kafka.RecordAddress
 	// Count is the number of dead letters in the group.
 	Count int64
 	// Oldest and Newest are the earliest and latest dead-letter timestamps (zero when no

@@ -148,7 +148,7 @@ type Partition struct {
 	// Committed is the committed offset, -1 when the group has none here (only assigned:
 	// where it starts then is the consumer's reset policy, so Lag is 0, not known).
 	Committed int64 `json:"committed_offset"`
-	LogEnd    int64 `json:"log_end_offset"`
+	LogEnd    int64 `json:"high_watermark"`
 	Lag       int64 `json:"lag"`
 	// Member is the member assigned the partition ("" when none is).
 	Member string `json:"member"`

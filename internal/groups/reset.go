@@ -51,7 +51,7 @@ type ResetPartition struct {
 	NewOffset int64  `json:"new_offset"`
 	Delta     *int64 `json:"delta"`
 	LogStart  int64  `json:"log_start_offset"`
-	LogEnd    int64  `json:"log_end_offset"`
+	LogEnd    int64  `json:"high_watermark"`
 	Clamped   bool   `json:"clamped"`
 }
 
@@ -223,7 +223,7 @@ func resetPartitions(ctx context.Context, c *kafka.Cluster, o ResetOptions, topi
 
 // ResetResult is what a reset did.
 type ResetResult struct {
-	ID       string     `json:"id"`
+	ID       string     `json:"run_id"`
 	Plan     *ResetPlan `json:"plan"`
 	Operator string     `json:"operator"`
 	Reason   string     `json:"reason"`

@@ -52,7 +52,7 @@ type SkipPlan struct {
 	State           string `json:"state"`
 	Committed       int64  `json:"committed_offset"`
 	NewOffset       int64  `json:"new_offset"`
-	LogEnd          int64  `json:"log_end_offset"`
+	LogEnd          int64  `json:"high_watermark"`
 	Offsets         int64  `json:"offsets"`
 	DeadLetterTopic string `json:"dead_letter_topic"`
 	// Record is the record at the committed offset, the one the group is stuck on, decoded as
@@ -164,7 +164,7 @@ func (m PartitionMove) topicOf(topic string) string { return cmp.Or(m.Topic, top
 
 // SkipResult is what a skip did.
 type SkipResult struct {
-	ID   string    `json:"id"`
+	ID   string    `json:"run_id"`
 	Plan *SkipPlan `json:"plan"`
 	// Parked is how many records were copied to the dead-letter topic (fewer than the plan's
 	// offsets when some hold no record: compacted, aborted, transaction markers).
@@ -405,7 +405,7 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 
 // UndoResult is what an undo did.
 type UndoResult struct {
-	ID       string          `json:"id"`
+	ID       string          `json:"run_id"`
 	Undoes   string          `json:"undoes"`
 	Group    string          `json:"group"`
 	Topic    string          `json:"topic"`

@@ -50,7 +50,7 @@ type AggregateOptions struct {
 type AggregateReport struct {
 	Topic          string `json:"topic"`
 	AggregateID    string `json:"aggregate_id"`
-	RecordsScanned int64  `json:"records_scanned"`
+	RecordsScanned int64  `json:"records_read"`
 	// Partitions are the partitions the aggregate's events were found in; more than one means
 	// its records were not keyed by the aggregate id.
 	Partitions []int32          `json:"partitions"`
@@ -86,7 +86,7 @@ type AggregateEvent struct {
 	Timestamp time.Time `json:"timestamp"`
 	EventID   string    `json:"event_id"`
 	Type      string    `json:"type"`
-	Version   *int64    `json:"version"`
+	Version   *int64    `json:"aggregate_version"`
 	Time      time.Time `json:"time,omitzero"`
 	// MatchedBy is "aggregate_id" when the envelope names the aggregate, "key" when only the
 	// Kafka key does (the envelope names another aggregate, or none).

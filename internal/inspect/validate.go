@@ -73,7 +73,7 @@ type ValidateOptions struct {
 type ValidateReport struct {
 	Topic          string                 `json:"topic"`
 	Ranges         []kafka.PartitionRange `json:"ranges"`
-	RecordsScanned int64                  `json:"records_scanned"`
+	RecordsScanned int64                  `json:"records_read"`
 	Events         int64                  `json:"events"`
 	// Redeliveries counts events whose id and payload were seen before: ordinary under
 	// at-least-once delivery, not a problem.
@@ -123,7 +123,7 @@ type Finding struct {
 	Offset      int64     `json:"offset"`
 	EventID     string    `json:"event_id,omitempty"`
 	AggregateID string    `json:"aggregate_id,omitempty"`
-	Version     *int64    `json:"version,omitempty"`
+	Version     *int64    `json:"aggregate_version,omitempty"`
 	Related     *Position `json:"related,omitempty"`
 	Message     string    `json:"message"`
 }

@@ -301,7 +301,7 @@ func writeJSON(w io.Writer, v any, indent bool) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeJSON(buf.Bytes()))
+	_, err := w.Write(escapeJSON(normalizeJSONTimes(buf.Bytes())))
 	return err
 }
 

@@ -96,7 +96,9 @@ type StreamOptions[T any] struct {
 	// JSON, when set, writes a row's JSON for json and jsonl: it appends to dst, compact, the
 	// bytes the stream's encoder writes for the row (HTML characters as they are; for a type
 	// with a MarshalJSON method, what that returns). A row type that marshals itself (dlq.Entry) is written faster so: encoding/json
-	// validates and compacts again whatever a MarshalJSON method returns.
+	// validates and compacts again whatever a MarshalJSON method returns. It writes its times
+	// as the other rows' are rewritten (timespec.TimeLayout, see normalizeJSONTimes): the
+	// stream does not pass over its bytes again.
 	JSON func(v T, dst []byte) ([]byte, error)
 	// Progress, when set, is cleared before rows are written while stdout and stderr are both
 	// terminals (so, most likely, one screen), so that a row never lands on the progress
@@ -281,7 +283,11 @@ func (s *Stream[T]) element(v any, first bool) error {
 			return err
 		}
 	}
-	_, err := s.out().Write(escapeJSON(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))))
+	b := bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
+	if _, raw := v.(json.RawMessage); !raw {
+		b = normalizeJSONTimes(b)
+	}
+	_, err := s.out().Write(escapeJSON(b))
 	return err
 }
 

@@ -92,7 +92,7 @@ type CheckReport struct {
 	Consumer   string                 `json:"consumer"`
 	Table      string                 `json:"table"`
 	Ranges     []kafka.PartitionRange `json:"ranges"`
-	Records    int64                  `json:"records"`
+	Records    int64                  `json:"records_read"`
 	Events     int64                  `json:"events"`
 	WithMarker int64                  `json:"with_marker"`
 	Missing    int64                  `json:"missing"`
@@ -202,7 +202,7 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	case share < 0:
 		share = 0
 	}
-	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.Table(), Ranges: ranges,
+	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.TableLabel(), Ranges: ranges,
 		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}, MaxMalformedShare: share}
 	g := &gapFinder{
 		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {

@@ -102,7 +102,7 @@ func TestCheckFindsGapsExactly(t *testing.T) {
 		t.Fatalf("partition 1: records %d missing %d malformed %d", rep.Records, rep.Missing, rep.Malformed)
 	}
 	keys := jsonFields(rep)
-	if want := "[consumer dominant_malformed events malformed malformed_examples max_malformed_share missing missing_records missing_truncated ranges records table topic unreadable with_marker]"; fmt.Sprint(keys) != want {
+	if want := "[consumer dominant_malformed events malformed malformed_examples max_malformed_share missing missing_records missing_truncated ranges records_read table topic unreadable with_marker]"; fmt.Sprint(keys) != want {
 		t.Errorf("json fields %v\nwant        %s", keys, want)
 	}
 

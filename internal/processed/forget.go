@@ -101,7 +101,7 @@ func PlanForget(ctx context.Context, st *dedup.Store, consumer string, ids []str
 
 // forgetReport is the report of the markers removed (or to remove) among ids.
 func forgetReport(st *dedup.Store, consumer string, ids []string, removed []dedup.MarkerRow) *ForgetReport {
-	rep := &ForgetReport{Table: st.Table(), Consumer: consumer, AllConsumers: consumer == "",
+	rep := &ForgetReport{Table: st.TableLabel(), Consumer: consumer, AllConsumers: consumer == "",
 		Requested: len(ids), Removed: removed, NotFound: []string{}}
 	if rep.Removed == nil {
 		rep.Removed = []dedup.MarkerRow{}

@@ -59,7 +59,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Consumer != "billing" || rep.AllConsumers || rep.Requested != 3 || len(rep.Removed) != 2 ||
-		fmt.Sprint(rep.NotFound) != "[nope]" || rep.Table != st.Table() || rep.DryRun {
+		fmt.Sprint(rep.NotFound) != "[nope]" || rep.Table != st.TableLabel() || rep.DryRun {
 		t.Fatalf("billing: %+v", rep)
 	}
 	if left, _ := st.Lookup(ctx(t), "billing", []string{"e1", "e2", long}); len(left) != 1 {

@@ -43,7 +43,7 @@ func TestJournal(t *testing.T) {
 		t.Fatalf("journal: %+v, %v", got, err)
 	}
 	f, p := got[0], got[1]
-	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly cleanup" || p.Deleted != 3 || p.MarkerTable != st.Table() || p.Error != "" {
+	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly cleanup" || p.Deleted != 3 || p.MarkerTable != st.TableLabel() || p.Error != "" {
 		t.Fatalf("prune journaled: %+v", p)
 	}
 	var sel struct {

@@ -130,7 +130,7 @@ func planPrune(ctx context.Context, st *dedup.Store, cluster func(context.Contex
 		now = time.Now()
 	}
 	before := now.Add(-o.OlderThan).UTC()
-	rep := &PruneReport{Table: st.Table(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
+	rep := &PruneReport{Table: st.TableLabel(), Consumer: o.Consumer, OlderThan: timespec.Format(o.OlderThan),
 		ProcessedBefore: before, Forced: o.Force, Topics: []TopicHorizon{}, DryRun: !e.Execute, Reason: e.Reason()}
 
 	// Through the store's own query first: a missing table is reported as such.

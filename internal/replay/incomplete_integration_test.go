@@ -53,7 +53,7 @@ func TestReplayNeverSendsABoundedCopy(t *testing.T) {
 			t.Fatalf("%d listed incomplete, want 2: %+v", len(refs), refs)
 		}
 		for _, r := range refs {
-			if n, ok := cut[r.Source]; !ok || !strings.Contains(r.ValueOmitted, "max.message.bytes") || r.ValueBytes != n {
+			if n, ok := cut[r.RecordAddress.String()]; !ok || !strings.Contains(r.ValueOmitted, "max.message.bytes") || r.ValueBytes != n {
 				t.Errorf("listed %+v", r)
 			}
 		}

@@ -187,9 +187,10 @@ func (tc TargetCount) place() string {
 	return fmt.Sprintf("%s partition %d", tc.Topic, tc.Partition)
 }
 
-// RecordRef is a record named in a report.
+// RecordRef is a record named in a report: its address as fields (topic, partition,
+// offset), as every command's JSON gives a record.
 type RecordRef struct {
-	Source      string `json:"source"`
+	kafka.RecordAddress
 	EventID     string `json:"event_id,omitempty"`
 	ReplayCount int    `json:"replay_count"`
 	Target      string `json:"target,omitempty"`
@@ -205,7 +206,7 @@ type RecordRef struct {
 
 // refOf names d in a report.
 func refOf(d *decision) RecordRef {
-	r := RecordRef{Source: addr(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target}
+	r := RecordRef{RecordAddress: kafka.AddressOf(d.rec), EventID: d.eventID, ReplayCount: d.count, Target: d.target}
 	if d.outcome == OutcomeIncomplete {
 		r.ValueOmitted, r.ValueBytes, r.OriginalGone = d.omitted, d.valueBytes, d.gone
 	}
@@ -214,7 +215,7 @@ func refOf(d *decision) RecordRef {
 
 // SampleRecord is one selected record of the plan's sample.
 type SampleRecord struct {
-	Source          string `json:"source"`
+	kafka.RecordAddress
 	Outcome         string `json:"outcome"`
 	TargetTopic     string `json:"target_topic,omitempty"`
 	TargetPartition *int32 `json:"target_partition,omitempty"`
@@ -222,12 +223,12 @@ type SampleRecord struct {
 	Rule string `json:"rule,omitempty"`
 	// Key is the record's key as text ("" when null); when it is not printable text (by
 	// printable.Text, the rule for record bytes in JSON), KeyBase64 holds its exact bytes.
-	Key         string `json:"key"`
-	KeyBase64   []byte `json:"key_base64,omitempty"`
-	EventID     string `json:"event_id,omitempty"`
-	Reason      string `json:"reason,omitempty"`
-	Error       string `json:"error,omitempty"`
-	ReplayCount int    `json:"replay_count"`
+	Key          string `json:"key"`
+	KeyBase64    []byte `json:"key_base64,omitempty"`
+	EventID      string `json:"event_id,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	ReplayCount  int    `json:"replay_count"`
 	// KeySchema and ValueSchema are the key and value decoded through the schema registry when
 	// they are framed for one (docs/design.md §3.6), for the operator to see what would be
 	// sent; the replay sends the original bytes.
@@ -519,8 +520,8 @@ func (sc *scan) count(ctx context.Context, d *decision) error {
 // sample is a selected record as the plan's sample shows it: its key, its payloads decoded
 // through the registry, and where it would go.
 func (sc *scan) sample(ctx context.Context, d *decision) SampleRecord {
-	s := SampleRecord{Source: addr(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
-		Reason: d.reason, Error: d.errMsg, ReplayCount: d.count}
+	s := SampleRecord{RecordAddress: kafka.AddressOf(d.rec), Outcome: d.outcome.String(), EventID: d.eventID,
+		Reason: d.reason, ErrorMessage: d.errMsg, ReplayCount: d.count}
 	src := d.sendSource()
 	payloads := sc.opts.Schemas.Record(ctx, envelope.RecordHeaders(src.Headers), src.Key, src.Value)
 	s.KeySchema, s.ValueSchema = payloads.Key, payloads.Value

@@ -78,7 +78,7 @@ func selected(t *testing.T, c *kafka.Cluster, st *dedup.Store, spec Spec) []stri
 	}
 	var out []string
 	for _, s := range rep.Sample {
-		out = append(out, s.Source)
+		out = append(out, s.RecordAddress.String())
 	}
 	sort.Strings(out)
 	if int64(len(out)) != rep.Counts.Selected {

@@ -343,7 +343,8 @@ func (sh *shell) offers(line string) string {
 
 // TestCompletionOnATerminal: in an interactive bash without the bash-completion package, zsh
 // and fish, each without a startup file, Tab completes an enum flag's value (dlq list
-// --status pen → pending, --dlq-reason rej → rejected) and a topic name from the broker, and
+// --status pen → pending, --dlq-reason rej → rejected), a topic name and a consumer group's
+// name (groups describe's argument, dlq list --group) from the broker, and
 // Tab after replay resume lists the runs that can be resumed and no other, or nothing when
 // there are none.
 func TestCompletionOnATerminal(t *testing.T) {
@@ -362,6 +363,14 @@ func TestCompletionOnATerminal(t *testing.T) {
 		}
 	}
 	topic := testenv.Topic(t, 1, nil)
+	group := testenv.Name(t, "grp")
+	adm := kadm.NewClient(testenv.Client(t))
+	var commit kadm.Offsets
+	commit.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(context.Background(), group, commit); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteGroup(context.Background(), group) })
 
 	for _, name := range []string{"bash", "zsh", "fish"} {
 		t.Run(name, func(t *testing.T) {
@@ -369,6 +378,8 @@ func TestCompletionOnATerminal(t *testing.T) {
 			sh.completesTo("fieldwork dlq list --status pen", "fieldwork dlq list --status pending")
 			sh.completesTo("fieldwork replay --from x --dlq-reason rej", "fieldwork replay --from x --dlq-reason rejected")
 			sh.completesTo("fieldwork inspect topic "+topic[:len(topic)-3], "fieldwork inspect topic "+topic)
+			sh.completesTo("fieldwork groups describe "+group[:len(group)-3], "fieldwork groups describe "+group)
+			sh.completesTo("fieldwork dlq list --group "+group[:len(group)-3], "fieldwork dlq list --group "+group)
 
 			out := sh.offers("fieldwork replay resume --schema " + sch + " ")
 			if !strings.Contains(out, "run-cut") || !strings.Contains(out, "run-bad") {

@@ -45,6 +45,13 @@ func Run(t *testing.T, env map[string]string, args ...string) Result {
 // prompt: what a person sees who confirms an action, and its exit code.
 func RunOnTerminal(t *testing.T, env map[string]string, answer string, args ...string) (code int, stderr string) {
 	t.Helper()
+	return RunFor(t, env, answer, 2*time.Minute, args...)
+}
+
+// RunFor is RunOnTerminal bounded by d: a command still running then (one that follows or
+// watches) is interrupted, as Ctrl-C would, and exits as it does then.
+func RunFor(t *testing.T, env map[string]string, answer string, d time.Duration, args ...string) (code int, stderr string) {
+	t.Helper()
 	s, in, _, errOut := output.Test()
 	s.InTTY, s.ErrTTY, s.NoColor = true, true, true
 	in.WriteString(answer)
@@ -57,7 +64,7 @@ func RunOnTerminal(t *testing.T, env map[string]string, answer string, args ...s
 	}}
 	cmd := root.NewCmdRoot(f)
 	cmd.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	ran, err := cmd.ExecuteContextC(ctx)
 	return root.ExitCode(ctx, f, ran, err), errOut.String()

@@ -686,7 +686,7 @@ func testMarkerActions(t *testing.T, fresh Fresh) {
 	}
 	f, p := got[0], got[1]
 	if f.Action != dedup.ActionForget || f.Operator != "bob" || f.Reason != "" || f.Deleted != 2 || f.Error != "connection reset" ||
-		f.MarkerTable != st.Table() || f.ID <= p.ID {
+		f.MarkerTable != st.TableLabel() || f.ID <= p.ID {
 		t.Fatalf("forget read back: %+v", f)
 	}
 	if p.Action != dedup.ActionPrune || p.Operator != "alice" || p.Reason != "quarterly" || p.Selection != `{"older_than":"30d"}` || p.Counts != `{"candidates":12}` ||

@@ -239,7 +239,7 @@ type ConsumerStats struct {
 	First    *time.Time `json:"first_processed_at"`
 	Last     *time.Time `json:"last_processed_at"`
 	InWindow int64      `json:"in_window"`
-	PerHour  float64    `json:"per_hour"`
+	PerHour  float64    `json:"rate_per_hour"`
 }
 
 // Sizes are the on-disk sizes of the marker table, in bytes.

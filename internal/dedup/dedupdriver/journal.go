@@ -46,7 +46,7 @@ type RunCounts struct {
 
 // ReplayRun is one row of replay_runs.
 type ReplayRun struct {
-	ID       string `json:"id"`
+	ID       string `json:"run_id"`
 	Operator string `json:"operator"`
 	Reason   string `json:"reason"`
 	// Selection is the run's selection as JSON text (flags, offsets, filters).
@@ -488,7 +488,7 @@ func MarkerActionDest(a *MarkerAction, at any) []any {
 // DeadLetterTopic (none for a reset), and, for an undo, the action it undoes (Undoes).
 // UndoneBy is read, not written: the undo of this action, when there is one.
 type GroupAction struct {
-	ID              string    `json:"id"`
+	ID              string    `json:"run_id"`
 	Action          string    `json:"action"`
 	Group           string    `json:"group"`
 	Topic           string    `json:"topic"`

@@ -236,7 +236,7 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 		cs = append(cs,
 			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read"), nil},
 			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker"), nil},
-			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_scanned"), nil})
+			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_read"), nil})
 		if n == cfg.records {
 			cs = append(cs,
 				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount, nil},
