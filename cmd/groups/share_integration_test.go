@@ -73,7 +73,7 @@ func TestShareGroupCommands(t *testing.T) {
 			Partitions []struct {
 				Topic       string   `json:"topic"`
 				StartOffset int64    `json:"start_offset"`
-				LogEnd      int64    `json:"log_end_offset"`
+				LogEnd      int64    `json:"high_watermark"`
 				Lag         int64    `json:"lag"`
 				Members     []string `json:"members"`
 			} `json:"partitions"`

@@ -51,6 +51,10 @@ var jsonRuns = []jsonRun{
 	{"dlq stats", []string{"dlq", "stats", "--by", "fingerprint"}},
 	{"groups list", []string{"groups", "list"}},
 	{"groups describe", []string{"groups", "describe", "task-projection", "--interval", "0"}},
+	{"groups describe", []string{"groups", "describe", "task-workers", "--interval", "0"}},
+	{"groups check", []string{"groups", "check", "task-workers"}},
+	{"dlq list", []string{"dlq", "list", "--topic", "dlq.task-workers"}},
+	{"dlq show", []string{"dlq", "show", "dlq.task-workers/0/0"}},
 	{"processed list", []string{"processed", "list"}},
 	{"processed get", []string{"processed", "get", "{event}", "--consumer", "task-projection"}},
 	{"processed stats", []string{"processed", "stats"}},
@@ -74,7 +78,7 @@ var jsonRuns = []jsonRun{
 // jsonMaps are the fields whose keys are values (a reason, a topic), not field names:
 // documented as one field, their keys not. The members that carry a record's own data
 // (output.JSONDataField) are documented so too.
-var jsonMaps = []string{"dead_lettered_by_reason", "source_topic_ids"}
+var jsonMaps = []string{"dead_lettered_by_reason", "source_topic_ids", "record_limits"}
 
 // jsonOpaque reports whether the value of the member named name is documented as a whole.
 func jsonOpaque(name string) bool {

@@ -35,7 +35,7 @@ type SharePartition struct {
 	// StartOffset is the share-partition start offset: every record before it is accepted,
 	// rejected or archived; -1 when the group has not started the partition yet.
 	StartOffset int64 `json:"start_offset"`
-	LogEnd      int64 `json:"log_end_offset"`
+	LogEnd      int64 `json:"high_watermark"`
 	// Lag is the broker's: the records from the start offset to the log end not yet
 	// acknowledged (-1: not reported, or not started).
 	Lag int64 `json:"lag"`
