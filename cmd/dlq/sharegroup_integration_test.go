@@ -302,7 +302,7 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			ToSend       int64 `json:"to_send"`
 		} `json:"counts"`
 		Incomplete []struct {
-			Source       string `json:"source"`
+			kafka.RecordAddress
 			OriginalGone string `json:"original_gone"`
 		} `json:"incomplete"`
 	}
@@ -314,7 +314,7 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	}
 	for _, in := range rep.Incomplete {
 		if !strings.Contains(in.OriginalGone, string(dlq.OriginalExpired)) {
-			t.Errorf("%s: original_gone %q, want it expired", in.Source, in.OriginalGone)
+			t.Errorf("%s: original_gone %q, want it expired", in.RecordAddress, in.OriginalGone)
 		}
 	}
 	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--include-replayed", "--execute", "--yes", "--reason", "gone", "-o", "json")
@@ -322,8 +322,18 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 		t.Fatalf("replay of gone originals: exit %d, want 3 naming them\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	t.Logf("replay of gone originals: exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+	var done struct {
+		Incomplete []kafka.RecordAddress `json:"incomplete"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &done); err != nil {
+		t.Fatalf("replay of gone originals: %v\n%s", err, r.Stdout)
+	}
+	listed := map[string]bool{}
+	for _, a := range done.Incomplete {
+		listed[a.String()] = true
+	}
 	for _, g := range gone {
-		if !strings.Contains(r.Stdout, g) {
+		if !listed[g] {
 			t.Errorf("the summary does not list %s\n%s", g, r.Stdout)
 		}
 	}
