@@ -239,7 +239,7 @@ func newFitWorld(t *testing.T) *fitWorld {
 
 // cases are the commands' runs, by path.
 func (w *fitWorld) cases() map[string]fitCase {
-	help := "a group of commands: it prints its help, which is not fitted to the terminal yet (help text is the other part of #31's work)"
+	help := "a group of commands: it prints its help, whose every line TestHelpFitsEightyColumns (cmd/root) checks"
 	shell := "a script for a shell to load, not read on a terminal (completion typed on one is TestCompletionOnATerminal's)"
 	return map[string]fitCase{
 		"completion bash":       {skip: shell},
@@ -273,6 +273,7 @@ func (w *fitWorld) cases() map[string]fitCase {
 		"groups skip":           {args: []string{"task-projection", "--topic", "tasks", "--partition", "0", "--reason", "INC-80"}},
 		"inspect aggregate":     {args: []string{"tasks", "task-0016"}},
 		"inspect record":        {args: []string{"tasks/0/14"}},
+		"inspect records":       {args: []string{"tasks", "--last", "3"}},
 		"inspect topic":         {args: []string{"tasks"}},
 		"inspect validate":      {args: []string{"tasks"}, codes: []int{3}},
 		"processed check":       {args: []string{"--topic", "tasks", "--consumer", "task-projection"}, codes: []int{0, 3}},
