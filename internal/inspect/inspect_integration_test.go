@@ -211,8 +211,8 @@ func TestRecordOutsidePartition(t *testing.T) {
 		{2, 0, "has no partition 2 (partitions 0..1)"},
 	} {
 		_, err := inspect.Record(ctx(t), c, nil, topic, tc.p, tc.o)
-		if fwerr.KindOf(err) != fwerr.KindUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("record %d/%d: %v (kind %v), want usage error with %q", tc.p, tc.o, err, fwerr.KindOf(err), tc.want)
+		if fwerr.KindOf(err) != fwerr.KindNotFound || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("record %d/%d: %v (kind %v), want a not-found error with %q", tc.p, tc.o, err, fwerr.KindOf(err), tc.want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func TestShareDLQSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The controller applies the change; the broker answering the read sees it a moment later.
-	want := kafka.ShareGroupConfig{DLQTopic: dlq, CopyRecord: true, DeliveryLimit: 3, AutoOffsetReset: "earliest"}
+	want := kafka.ShareGroupConfig{DLQTopic: dlq, CopyRecord: true, DeliveryLimit: 3, AutoOffsetReset: "earliest", AutoOffsetResetSet: true}
 	testenv.WaitUntil(t, 20*time.Second, nil, "the group's configs as set", func() bool {
 		g, err = kafka.ReadShareGroupConfig(ctx, cl, group)
 		if err != nil {
