@@ -12,6 +12,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
 
@@ -169,22 +170,17 @@ func completionContext(c *cobra.Command) (context.Context, context.CancelFunc) {
 
 // completeTopics offers the cluster's topic names (internal ones left out).
 func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	ctx, cancel := completionContext(c)
-	defer cancel()
-	cl, err := f.kafka(ctx, completionTimeout)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer cl.Close()
-	topics, err := cl.TopicNames(ctx, toComplete)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return topics, cobra.ShellCompDirectiveNoFileComp
+	return f.completeNames(c, toComplete, (*kafka.Cluster).TopicNames)
 }
 
 // completeGroups offers the cluster's consumer group names.
 func (f *Factory) completeGroups(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return f.completeNames(c, toComplete, (*kafka.Cluster).GroupNames)
+}
+
+// completeNames offers the names list reads of the cluster, starting with toComplete;
+// nothing when the cluster does not answer within the completion's time.
+func (f *Factory) completeNames(c *cobra.Command, toComplete string, list func(*kafka.Cluster, context.Context, string) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := completionContext(c)
 	defer cancel()
 	cl, err := f.kafka(ctx, completionTimeout)
@@ -192,11 +188,11 @@ func (f *Factory) completeGroups(c *cobra.Command, _ []string, toComplete string
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer cl.Close()
-	groups, err := cl.GroupNames(ctx, toComplete)
+	names, err := list(cl, ctx, toComplete)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return groups, cobra.ShellCompDirectiveNoFileComp
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeConsumers offers the consumer names that have markers in the store.
