@@ -212,6 +212,21 @@ func (s *Store) ReplayTargetCounts(ctx context.Context, id string) ([]TargetCoun
 	return counts, nil
 }
 
+// OffsetSpan is the offsets First through Last (inclusive) of one partition.
+type OffsetSpan = dedupdriver.OffsetSpan
+
+// ReplayedSpans tells, per partition of topic (a topic replays read), the lowest and the
+// highest offset any journaled send read there, by any run: a record of the topic outside its
+// partition's span was never replayed, and asking ReplayedSources about it can be spared. A
+// partition no send read is absent. One query.
+func (s *Store) ReplayedSpans(ctx context.Context, topic string) (map[int32]OffsetSpan, error) {
+	spans, err := s.journal().ReplayedSpans(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("look up the offsets replays read of %s: %w", topic, err)
+	}
+	return spans, nil
+}
+
 // replayedChunk bounds the refs sent in one ReplayedSources statement.
 const replayedChunk = 10_000
 

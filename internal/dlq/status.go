@@ -143,6 +143,11 @@ type StatusLookup struct {
 	// journal (a marker table not migrated by fieldwork 002, or someone else's table): no dead
 	// letter can then be told replayed, and the ones a replay sent show as pending.
 	NoJournal func(error)
+	// ReplayedOnly leaves out the dead letters no journaled run sent: only those an earlier
+	// run sent get a status (and their Replay), the others' StatusInfo is zero. One who asks
+	// which dead letters were replayed, and how they stand, is spared the marker lookups of
+	// all the others (a replay that does not select by status).
+	ReplayedOnly bool
 }
 
 // Enabled reports whether there is a store to look statuses up in.
@@ -151,7 +156,44 @@ func (l StatusLookup) Enabled() bool { return l.Store != nil }
 // Resolve returns the status of each of ds, in order, with one marker lookup per consumer.
 // Without a store every StatusInfo is zero. A store error is returned as it is.
 func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInfo, error) {
+	if l.ReplayedOnly && l.Store != nil {
+		return l.resolveReplayed(ctx, ds, map[string]string{})
+	}
 	return l.resolve(ctx, ds, map[string]string{})
+}
+
+// resolveReplayed is Resolve with ReplayedOnly: the journal is asked first, and only the dead
+// letters it holds a send of are resolved in full.
+func (l StatusLookup) resolveReplayed(ctx context.Context, ds []DeadLetter, ids map[string]string) ([]StatusInfo, error) {
+	out := make([]StatusInfo, len(ds))
+	recs := map[string][]dedup.SourceRecord{} // dead-letter topic → its dead letters
+	for _, d := range ds {
+		recs[d.Topic] = append(recs[d.Topic], dedup.SourceRecord{SourceRef: sourceRef(d), EventID: d.EventID, Timestamp: d.Timestamp})
+	}
+	replayed, err := l.replays(ctx, recs, ids)
+	if errors.Is(err, dedup.ErrNotMigrated) || err == nil && len(replayed) == 0 {
+		return out, nil // no journal, or none of them sent
+	}
+	if err != nil {
+		return nil, err
+	}
+	var (
+		sent []DeadLetter
+		at   []int
+	)
+	for i, d := range ds {
+		if _, ok := replayed[sourceRef(d)]; ok {
+			sent, at = append(sent, d), append(at, i)
+		}
+	}
+	infos, err := l.resolve(ctx, sent, ids)
+	if err != nil {
+		return nil, err
+	}
+	for k, info := range infos {
+		out[at[k]] = info
+	}
+	return out, nil
 }
 
 // topicID is the ID of topic now, from ids when it was asked before ("" when unknown).

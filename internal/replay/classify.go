@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -127,6 +128,10 @@ type classifier struct {
 	// topic ID. Spec.Statuses selects by it; a settled dead letter an earlier run sent is left
 	// out (OutcomeAlreadyReplayed). Without a store nothing is looked up.
 	statuses dlq.StatusLookup
+	// spans are, per topic read, the offsets earlier runs sent from (replayedSpans): a dead
+	// letter outside them was never replayed, and its status is not looked up unless the
+	// spec selects by status. nil: every selected dead letter's status is looked up.
+	spans map[string]map[int32]dedup.OffsetSpan
 	// cluster reads the original records of the dead letters that hold only coordinates.
 	cluster *kafka.Cluster
 	// out is reused from batch to batch: the decisions of a batch are handled before the next
@@ -139,15 +144,16 @@ type classifier struct {
 }
 
 // newClassifier classifies the records of p (st is needed when p's spec looks statuses or
-// markers up).
-func newClassifier(cl *kafka.Cluster, p *Plan, st *dedup.Store) *classifier {
-	c := &classifier{spec: &p.Spec, filter: p.Spec.filter(), store: st, cluster: cl,
+// markers up; spans, from replayedSpans, spare the lookups of dead letters never replayed).
+func newClassifier(cl *kafka.Cluster, p *Plan, st *dedup.Store, spans map[string]map[int32]dedup.OffsetSpan) *classifier {
+	c := &classifier{spec: &p.Spec, filter: p.Spec.filter(), store: st, cluster: cl, spans: spans,
 		parser: dlq.NewParser(dlq.ParseOptions{NoHeaders: true, NoTimes: true})}
 	if p.Resume != nil {
 		c.sent = p.Resume.Sent
 	}
 	from, topicID := p.Spec.From, p.SourceTopicID
-	c.statuses = dlq.StatusLookup{Store: st, Consumer: p.Spec.StatusConsumer,
+	// Without a selection by status only the dead letters an earlier run sent need theirs.
+	c.statuses = dlq.StatusLookup{Store: st, Consumer: p.Spec.StatusConsumer, ReplayedOnly: len(p.Spec.Statuses) == 0,
 		TopicID: func(_ context.Context, topic string) (string, error) {
 			if topic != from {
 				return "", nil
@@ -203,7 +209,7 @@ func (c *classifier) lookUp(ctx context.Context, out []decision) (map[string]ded
 		if d.outcome == OutcomeFiltered {
 			continue
 		}
-		if c.statuses.Enabled() && !c.sent[sourceRef(d.rec)] {
+		if c.statuses.Enabled() && !c.sent[sourceRef(d.rec)] && c.mayBeReplayed(d.rec) {
 			c.dls, c.at = append(c.dls, c.parsed[i]), append(c.at, i)
 		}
 		if d.eventID != "" && c.spec.SkipProcessedFor != "" {
@@ -228,6 +234,40 @@ func (c *classifier) lookUp(ctx context.Context, out []decision) (map[string]ded
 		return nil, nil
 	}
 	return c.store.Lookup(ctx, c.spec.SkipProcessedFor, ids)
+}
+
+// mayBeReplayed reports whether an earlier run may have sent r: it is within the offsets one
+// sent from in its partition, or the spans are not known.
+func (c *classifier) mayBeReplayed(r *kgo.Record) bool {
+	if c.spans == nil {
+		return true
+	}
+	s, ok := c.spans[r.Topic][r.Partition]
+	return ok && s.Holds(r.Offset)
+}
+
+// replayedSpans reads, once before a pass over p's ranges, the offsets earlier runs sent from
+// in each topic read (dedup.Store.ReplayedSpans): nil when every selected dead letter's status
+// is needed (the spec selects by status) or there is no store; none at all without a journal.
+func replayedSpans(ctx context.Context, st *dedup.Store, p *Plan) (map[string]map[int32]dedup.OffsetSpan, error) {
+	if st == nil || len(p.Spec.Statuses) > 0 {
+		return nil, nil
+	}
+	out := map[string]map[int32]dedup.OffsetSpan{}
+	for _, r := range p.Ranges {
+		if _, ok := out[r.Topic]; ok {
+			continue
+		}
+		spans, err := st.ReplayedSpans(ctx, r.Topic)
+		if errors.Is(err, dedup.ErrNotMigrated) {
+			spans, err = nil, nil // no journal: nothing was replayed that can be told
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[r.Topic] = spans
+	}
+	return out, nil
 }
 
 // decide settles the outcome of each selected record of out, in order of precedence.

@@ -422,7 +422,11 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 
 	ps := &pass{e: e, cl: cl, readCtx: readCtx, prodCtx: prodCtx, stopRead: stopRead, flusher: fl,
 		lim: newLimiter(e.opts.Rate), start: time.Now(), total: e.plan.Total(), window: e.sum.DuplicateWindow, sinceAt: atEvery}
-	readErr := readBatches(readCtx, c, e.plan.Ranges, newClassifier(c, e.plan, e.st), ps.handle)
+	spans, err := replayedSpans(readCtx, e.st, e.plan)
+	if err != nil {
+		return err
+	}
+	readErr := readBatches(readCtx, c, e.plan.Ranges, func() *classifier { return newClassifier(c, e.plan, e.st, spans) }, ps.handle)
 	readErr = ps.drain(ctx, readErr)
 	fl.stop()
 	e.sum.Read = ps.read

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
@@ -27,8 +26,6 @@ const (
 	// maxListed bounds the quarantined and incomplete records and the problems a report
 	// lists; counts stay exact.
 	maxListed = 1000
-	// batchSize is how many records are classified (and looked up in the store) at once.
-	batchSize = 1000
 )
 
 // Plan is a replay whose ranges are fixed: the end offsets were taken when it was made (or,
@@ -391,7 +388,11 @@ func Scan(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts 
 	}
 	sc := &scan{rep: newReport(p), opts: opts, guard: newGuard(c, st, &p.Spec), targets: newTargetCache(c, kafka.OpDescribe, p),
 		byTarget: map[targetKey]int64{}, total: p.Total()}
-	err := readBatches(ctx, c, p.Ranges, newClassifier(c, p, st), func(d *decision) error { return sc.add(ctx, d) })
+	spans, err := replayedSpans(ctx, st, p)
+	if err != nil {
+		return nil, err
+	}
+	err = readBatches(ctx, c, p.Ranges, func() *classifier { return newClassifier(c, p, st, spans) }, func(d *decision) error { return sc.add(ctx, d) })
 	if err != nil {
 		return nil, err
 	}
@@ -745,36 +746,3 @@ func (t *targetCache) place(ctx context.Context, d *decision) (int32, string, er
 
 // progressEvery is how often (in records) a scan reports progress.
 const progressEvery = 1024
-
-// readBatches reads ranges, classifies the records a batch at a time and calls fn for each in
-// order (per partition in offset order).
-func readBatches(ctx context.Context, c *kafka.Cluster, ranges []kafka.PartitionRange, cls *classifier, fn func(*decision) error) error {
-	batch := make([]*kgo.Record, 0, batchSize)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		ds, err := cls.classify(ctx, batch)
-		if err != nil {
-			return err
-		}
-		for i := range ds {
-			if err := fn(&ds[i]); err != nil {
-				return err
-			}
-		}
-		batch = batch[:0]
-		return nil
-	}
-	err := c.Read(ctx, ranges, func(r *kgo.Record) error {
-		batch = append(batch, r)
-		if len(batch) == cap(batch) {
-			return flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return flush()
-}

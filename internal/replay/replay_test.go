@@ -170,7 +170,7 @@ func TestClassifyRoutes(t *testing.T) {
 		if err := spec.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := newClassifier(nil, &Plan{Spec: spec}, nil).classify(t.Context(), recs)
+		ds, err := newClassifier(nil, &Plan{Spec: spec}, nil, nil).classify(t.Context(), recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +439,7 @@ func BenchmarkRecord(b *testing.B) {
 	for p := range int32(3) {
 		ranges = append(ranges, kafka.PartitionRange{Topic: "tasks.dlq", Partition: p, Start: 0, End: 1 << 40})
 	}
-	cls := newClassifier(nil, &Plan{Spec: spec}, nil)
+	cls := newClassifier(nil, &Plan{Spec: spec}, nil, nil)
 	prov := NewProvenance("run-1", "fix deployed")
 	var hs headerStripper
 	var sl slab

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -276,6 +277,18 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 	counts, err := st.ReplayTargetCounts(ctx, "gaps")
 	if err != nil || len(counts) != 2 || counts[0] != (dedup.TargetCount{Topic: "audit", Partition: 7, Records: 1}) || counts[1].Records != 2 {
 		t.Fatalf("target counts of a mixed flush: %+v %v", counts, err)
+	}
+	// The spans: per source partition, the lowest and highest offset any run sent from.
+	spans, err := st.ReplayedSpans(ctx, "orders.dlq")
+	want := map[int32]dedup.OffsetSpan{0: {First: 5, Last: 5}, 1: {First: 6, Last: 6}, 3: {First: 10, Last: 14}}
+	if err != nil || !maps.Equal(spans, want) {
+		t.Fatalf("spans of orders.dlq: %v %v, want %v", spans, err, want)
+	}
+	if !spans[3].Holds(11) || spans[3].Holds(15) || spans[3].Holds(9) {
+		t.Fatalf("span 10–14 holds 11, not 9 or 15: %v", spans[3])
+	}
+	if spans, err := st.ReplayedSpans(ctx, "never.dlq"); err != nil || len(spans) != 0 {
+		t.Fatalf("spans of a topic never replayed: %v %v", spans, err)
 	}
 	if got, err := st.ReplayedSources(ctx, "orders.dlq", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no refs: %v %v", got, err)

@@ -215,7 +215,19 @@ type Journal interface {
 	// (ResolveReplays: at its coordinates, and SentRecord), the latest such
 	// send (by acknowledgement time, then run id), keyed by its SourceRef.
 	ReplayedSources(ctx context.Context, recs []SourceRecord) (map[SourceRef]ReplayRef, error)
+	// ReplayedSpans returns, per source partition of topic, the lowest and
+	// the highest offset any journaled send read there (by any run); a
+	// partition no send read is absent.
+	ReplayedSpans(ctx context.Context, topic string) (map[int32]OffsetSpan, error)
 }
+
+// OffsetSpan is the offsets First through Last (inclusive) of one partition.
+type OffsetSpan struct {
+	First, Last int64
+}
+
+// Holds reports whether offset is within the span.
+func (s OffsetSpan) Holds(offset int64) bool { return offset >= s.First && offset <= s.Last }
 
 // SendBatch is how the drivers store sends: those of one journal flush from one source
 // partition to one target topic, as parallel slices in ascending source-offset order. At is

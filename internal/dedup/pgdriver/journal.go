@@ -407,6 +407,30 @@ WHERE run_id = $1 ORDER BY 1, 2`, id)
 	return out, j.classify(err)
 }
 
+// ReplayedSpans reads the span of every source partition of topic from the batches (their
+// source index: topic, partition, last offset).
+func (d *Driver) ReplayedSpans(ctx context.Context, topic string) (map[int32]dedupdriver.OffsetSpan, error) {
+	j := d.journal()
+	rows, err := d.pool.Query(ctx, `SELECT source_partition, min(first_offset), max(last_offset) FROM `+j.batches+`
+WHERE source_topic = $1 GROUP BY source_partition`, topic)
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	out := map[int32]dedupdriver.OffsetSpan{}
+	var (
+		p    int32
+		span dedupdriver.OffsetSpan
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p, &span.First, &span.Last}, func() error {
+		out[p] = span
+		return nil
+	})
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	return out, nil
+}
+
 // ReplayedSources finds the batches that may hold each record (same source partition, the
 // offset within the batch's first and last) and resolves the records in them.
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {

@@ -418,6 +418,33 @@ WHERE run_id = $1 ORDER BY 1, 2`, id)
 
 // ReplayedSources finds the batches that may hold each record (same source partition, the
 // offset within the batch's first and last) and resolves the records in them.
+// ReplayedSpans reads the span of every source partition of topic from the batches (their
+// source index: topic, partition, last offset).
+func (d *Driver) ReplayedSpans(ctx context.Context, topic string) (map[int32]dedupdriver.OffsetSpan, error) {
+	j := d.journal()
+	rows, err := d.db.QueryContext(ctx, `SELECT source_partition, min(first_offset), max(last_offset) FROM `+j.batches+`
+WHERE source_topic = $1 GROUP BY source_partition`, topic)
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	defer rows.Close()
+	out := map[int32]dedupdriver.OffsetSpan{}
+	for rows.Next() {
+		var (
+			p    int32
+			span dedupdriver.OffsetSpan
+		)
+		if err := rows.Scan(&p, &span.First, &span.Last); err != nil {
+			return nil, j.classify(err)
+		}
+		out[p] = span
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.classify(err)
+	}
+	return out, nil
+}
+
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
 	keys := make([][]any, len(recs))
