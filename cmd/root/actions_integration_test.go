@@ -215,7 +215,7 @@ func deadLetters(t *testing.T, dlqTopic string, origs ...string) {
 func setupReplay(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	deadLetters(t, dlqTopic, src, src, src)
-	return actionLine{args: []string{"replay", "--from", dlqTopic}, dryRun: true,
+	return actionLine{args: []string{"replay", "--topic", dlqTopic}, dryRun: true,
 		dry: `"to_send":3`, plan: "3 to " + src, question: fmt.Sprintf("Send 3 records from %s (3 to %s)", dlqTopic, src),
 		reason: "db is back", journal: replayJournal(w), row: "completed by tester: db is back"}
 }
@@ -226,7 +226,7 @@ func setupReplayResume(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	missing := testenv.Name(t, "fwmissing")
 	deadLetters(t, dlqTopic, src, src, missing, missing)
-	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
+	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--topic", dlqTopic, "--execute", "--yes", "--reason", "first try")
 	m := regexp.MustCompile(`fieldwork replay resume (\S+)`).FindStringSubmatch(r.Stderr)
 	if m == nil {
 		t.Fatalf("no failed run to resume:\n%s", r.Stderr)

@@ -92,7 +92,7 @@ type Summary struct {
 	Resumed     bool                `json:"resumed"`
 	Operator    string              `json:"operator"`
 	Reason      string              `json:"reason"`
-	Source      string              `json:"source"`
+	Source      string              `json:"topic"`
 	Target      string              `json:"target"`
 	Counts      dedup.RunCounts     `json:"counts"`
 	Targets     []dedup.TargetCount `json:"targets"`

@@ -265,7 +265,7 @@ type Counts struct {
 // (Incomplete: listed like Quarantined, at most 1,000, Counts.Incomplete exact), and a
 // sample. Neither fails the plan (Err): an executed run sends the rest and exits 3.
 type Report struct {
-	Source string `json:"source"`
+	Source string `json:"topic"`
 	Target string `json:"target"`
 	// ToPartition and Partitioner are how records are placed (Spec.ToPartition, .Partitioner);
 	// each target's Rule says which rule placed its records. Partitioner is --partitioner, or
