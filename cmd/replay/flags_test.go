@@ -169,3 +169,32 @@ func TestReplayOldFromFlag(t *testing.T) {
 		t.Errorf("two topics: %v", err)
 	}
 }
+
+// TestReplayResumeFlags: replay resume RUN previews (no --execute); --execute acts; --yes alone
+// acts too, as it did before resume had a plan, with a note that says --execute --yes.
+func TestReplayResumeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		execute bool
+		note    bool
+	}{
+		{[]string{"run-1"}, false, false},
+		{[]string{"run-1", "--rate", "10"}, false, false},
+		{[]string{"run-1", "--execute"}, true, false},
+		{[]string{"run-1", "--execute", "--yes"}, true, false},
+		{[]string{"run-1", "--yes"}, true, true},
+	} {
+		f := cmdutil.TestFactory()
+		var got *ReplayResumeOptions
+		cmd := NewCmdReplayResume(f, func(_ context.Context, o *ReplayResumeOptions) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		errOut := f.Streams.ErrOut.(interface{ String() string }).String()
+		if got.Execute != tc.execute || strings.Contains(errOut, "say --execute --yes") != tc.note {
+			t.Errorf("%q: execute %v, stderr %q; want execute %v, note %v", tc.args, got.Execute, errOut, tc.execute, tc.note)
+		}
+	}
+}

@@ -282,7 +282,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	if r = roottest.Run(t, env, "replay", "show", "no-such-run", "--schema", schema); r.Code != root.ExitNotFound || !strings.Contains(r.Stderr, `no replay run "no-such-run"`) {
 		t.Fatalf("show of an unknown run: exit %d %s", r.Code, r.Stderr)
 	}
-	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {
+	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--execute", "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {
 		t.Fatalf("resume of a completed run: exit %d %s", r.Code, r.Stderr)
 	}
 
@@ -583,10 +583,10 @@ func (c *replayChild) waitSent(t *testing.T, sent int64) dedup.ReplayRun {
 	}
 }
 
-// resume runs `fieldwork replay resume RUN --yes` to its end and returns its stdout.
+// resume runs `fieldwork replay resume RUN --execute --yes` to its end and returns its stdout.
 func (c *replayChild) resume(t *testing.T, runID string) []byte {
 	t.Helper()
-	resume := exec.Command(c.bin, "replay", "resume", runID, "--schema", c.schema, "--yes", "-o", "json")
+	resume := exec.Command(c.bin, "replay", "resume", runID, "--schema", c.schema, "--execute", "--yes", "-o", "json")
 	resume.Env = c.environ
 	var out, errOut bytes.Buffer
 	resume.Stdout, resume.Stderr = &out, &errOut

@@ -272,7 +272,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Fatalf("replay runs: %v %q", err, listed.Stdout)
 	}
 	do(0, env, append([]string{"replay", "show", runList[0].ID}, s...)...)
-	do(0, env, append([]string{"replay", "resume", runList[0].ID, "--yes"}, s...)...) // completed: nothing to resume
+	do(0, env, append([]string{"replay", "resume", runList[0].ID, "--execute", "--yes"}, s...)...) // completed: nothing to resume
 	do(0, env, append([]string{"processed", "get", "e1"}, s...)...)
 	do(0, env, append([]string{"processed", "list"}, s...)...)
 	do(0, env, append([]string{"processed", "stats"}, s...)...)

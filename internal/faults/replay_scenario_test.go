@@ -111,7 +111,7 @@ func (w *world) replayThroughFault(s *stream, f fault) string {
 	if code != 0 {
 		t.Logf("the replay stopped on the fault (exit %d): %s", code, rp.Tail(5))
 		res := testenv.StartProc(t, "replay-resume", nil, w.bin, "replay", "resume", run.ID, "--brokers", w.brokers,
-			"--dsn", w.dsn, "--schema", w.schema, "--yes", "-o", "json")
+			"--dsn", w.dsn, "--schema", w.schema, "--execute", "--yes", "-o", "json")
 		rcode, err := res.Wait(replayWithin)
 		if err != nil || rcode != 0 {
 			t.Fatalf("replay resume %s: exit %d, %v\n%s", run.ID, rcode, err, res.Tail(20))

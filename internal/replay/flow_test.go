@@ -228,7 +228,7 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 		t.Fatalf("interrupted: %v %+v", err, res)
 	}
 	id := res.Summary.RunID
-	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s (it keeps --rate 2000, journaled with the run; --rate overrides)", id, id)
+	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s --execute (it keeps --rate 2000, journaled with the run; --rate overrides)", id, id)
 	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeResume}) || res.Notices[0].String() != want {
 		t.Fatalf("notices %+v, want %q", res.Notices, want)
 	}
