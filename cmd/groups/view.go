@@ -48,6 +48,8 @@ func commitText(p *output.Printer, rep *groups.Report, gp groups.Partition) stri
 	switch {
 	case gp.Committed < 0:
 		return p.Styles.Dim.Render("no commit")
+	case rep.WatchedMS <= 0 && gp.Lag == 0:
+		return "caught up"
 	case rep.WatchedMS <= 0:
 		return p.Styles.Dim.Render("read once")
 	case gp.CommitMoved:
