@@ -305,7 +305,9 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 	if caught.WatchedMS != 0 || caught.TotalLag != 0 || len(caught.Partitions) != 1 {
 		t.Fatalf("describe of a caught-up group read it again: %s", r.Stdout)
 	}
-	if r = roottest.RunCode(t, env, 0, "groups", "describe", group, "-o", "table"); !strings.Contains(r.Stdout, "caught up") {
+	// Its type in the one word groups list uses (TYPE classic), its assignor apart.
+	if r = roottest.RunCode(t, env, 0, "groups", "describe", group, "-o", "table"); !strings.Contains(r.Stdout, "caught up") ||
+		!regexp.MustCompile(`(?m)^type +classic$`).MatchString(r.Stdout) || !regexp.MustCompile(`(?m)^assignor +\S+$`).MatchString(r.Stdout) {
 		t.Fatalf("describe table of a caught-up group:\n%s", r.Stdout)
 	}
 

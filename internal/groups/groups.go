@@ -162,11 +162,13 @@ type Partition struct {
 // Report is one group as `groups describe` shows it.
 type Report struct {
 	Group string `json:"group"`
-	// Type is classic, consumer or share (TypeClassic, TypeConsumer, TypeShare).
+	// Type is classic, consumer or share (TypeClassic, TypeConsumer, TypeShare), as groups
+	// list says it. ProtocolType is what a classic group's members speak (consumer, connect);
+	// Protocol is the assignor that shares the partitions out (range, uniform, …).
 	Type         string      `json:"type"`
 	State        string      `json:"state"`
 	ProtocolType string      `json:"protocol_type"`
-	Protocol     string      `json:"protocol"`
+	Protocol     string      `json:"assignor"`
 	Coordinator  int32       `json:"coordinator"`
 	Members      []Member    `json:"members"`
 	Partitions   []Partition `json:"partitions"`
