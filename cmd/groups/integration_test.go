@@ -326,7 +326,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 		Undoes   string `json:"undoes"`
 		UndoneBy string `json:"undone_by"`
 		Offsets  []struct {
-			Old int64 `json:"old_offset"`
+			Old int64 `json:"committed_offset"`
 			New int64 `json:"new_offset"`
 		} `json:"offsets"`
 	}

@@ -309,7 +309,7 @@ func setupUndo(t *testing.T, w *actionWorld) actionLine {
 		t.Fatalf("skip: %v\n%s", err, r.Stdout)
 	}
 	return actionLine{args: []string{"groups", "skip", "--undo", skip.ID}, dryRun: true,
-		dry: `"moves":[{"partition":0,"old_offset":2,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 2 → 1", group, topic), question: fmt.Sprintf("Move consumer group %s on %s back to where skip %s found it", group, topic, skip.ID),
+		dry: `"moves":[{"partition":0,"committed_offset":2,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 2 → 1", group, topic), question: fmt.Sprintf("Move consumer group %s on %s back to where skip %s found it", group, topic, skip.ID),
 		reason: "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }
 
@@ -332,7 +332,7 @@ func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
 		t.Fatalf("reset: %v\n%s", err, r.Stdout)
 	}
 	return actionLine{args: []string{"groups", "reset", "--undo", reset.ID}, dryRun: true,
-		dry: `"moves":[{"topic":"` + topic + `","partition":0,"old_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
+		dry: `"moves":[{"topic":"` + topic + `","partition":0,"committed_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
 		question: fmt.Sprintf("Move consumer group %s on %s back to where reset %s found it", group, topic, reset.ID),
 		reason:   "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }

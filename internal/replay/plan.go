@@ -226,7 +226,7 @@ type SampleRecord struct {
 	Key          string `json:"key"`
 	KeyBase64    []byte `json:"key_base64,omitempty"`
 	EventID      string `json:"event_id,omitempty"`
-	Reason       string `json:"reason,omitempty"`
+	Reason       string `json:"dlq_reason,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"`
 	ReplayCount  int    `json:"replay_count"`
 	// KeySchema and ValueSchema are the key and value decoded through the schema registry when
