@@ -28,7 +28,10 @@ func NewCmdReplayResume(f *cmdutil.Factory, runF func(context.Context, *ReplayRe
 		Use:   "resume RUN",
 		Short: "Continue an interrupted or failed replay run from its checkpoints",
 		Long: `Continue a journaled run that did not complete (interrupted, failed, or marked running by a
-process that is gone): each partition from just after its checkpoint to the end offset fixed
+process that is gone) from its checkpoints, as it was meant to execute. Without --execute it
+prints the plan of what is left and sends nothing; with --execute it resumes.
+
+Each partition goes on from just after its checkpoint to the end offset fixed
 when the run was planned (never re-taken, so records that arrived since are not read), with
 the run's own selection, filters, target, loop guard and reason, and as the run was meant to
 execute: its --rate, partitioner and partition rule, edit, stop rule, group and batching, all
