@@ -255,9 +255,10 @@ func ReasonField(reason *string) [][2]string {
 	return [][2]string{{"reason", *reason}}
 }
 
-// RegisterYes adds --yes alone, for an action that has no dry run (replay resume).
+// RegisterYes adds --yes alone, for an action whose reason is not asked for (replay resume
+// keeps its run's).
 func (a *ActionFlags) RegisterYes(fs *pflag.FlagSet) {
-	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required when not on a terminal)")
+	fs.BoolVar(&a.Yes, "yes", false, "do not ask for confirmation (required with --execute when not on a terminal)")
 }
 
 // RequireReason refuses --execute without a --reason (blank counts as none), for the actions

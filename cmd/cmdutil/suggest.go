@@ -85,15 +85,16 @@ func SubcommandHint(cmd *cobra.Command, arg string) string {
 
 var unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?-{1,2}([^\s=]+)`)
 
-// flagSynonyms are the flags that name the same thing in different commands: the topic a
-// command reads is --topic in most and --from in replay. An unknown flag of one of a set is
-// answered with the others that cmd has (replay --topic: --from), however far they are spelled.
+// flagSynonyms are the flags that name the same thing: the topic a command reads is --topic
+// in every command, and --from was replay's old name for it (still read there, hidden, with a
+// note). An unknown flag of one of a set is answered with the others that cmd has (dlq list
+// --from: --topic), however far they are spelled.
 var flagSynonyms = [][]string{{"topic", "from"}}
 
 // badTime is pflag's error for a value its flag refused: the value, the flag, the reason.
 var badTime = regexp.MustCompile(`^invalid argument "(?:[^"\\]|\\.)*" for "(?:-., )?--([^"]+)" flag: (.*)$`)
 
-// FlagError adds to an unknown flag the flags of cmd close to it (--form: --from) and its
+// FlagError adds to an unknown flag the flags of cmd close to it (--tpoic: --topic) and its
 // synonyms (flagSynonyms), and says a bad time the one way every time is refused, whichever
 // flag or path reads it: `--since: "yesterday" is not a time: … (want …)` (timespec.ParseTime's
 // message, named by its flag).

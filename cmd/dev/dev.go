@@ -230,7 +230,7 @@ func devTry(stack *devstack.Stack, consumed bool) []string {
 	}
 	d := " --dsn " + stack.DSN
 	if consumed {
-		replay := "fieldwork replay --from tasks.dlq --dlq-reason rejected"
+		replay := "fieldwork replay --topic tasks.dlq --dlq-reason rejected"
 		return append(try,
 			"fieldwork dlq list --consumer task-projection"+b+d,
 			replay+b+d,
@@ -244,7 +244,7 @@ func devTry(stack *devstack.Stack, consumed bool) []string {
 	return append(try,
 		"fieldwork consume --topic tasks --group task-projection --handler projection --migrate --stop-when-idle 3s"+b+d,
 		"fieldwork dlq list --consumer task-projection"+b+d,
-		"fieldwork replay --from tasks.dlq"+b+d,
+		"fieldwork replay --topic tasks.dlq"+b+d,
 		"fieldwork processed stats"+d,
 		"kcat -b "+stack.Addr+" -C -t tasks -e -J",
 	)

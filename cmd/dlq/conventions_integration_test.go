@@ -278,7 +278,7 @@ func TestConventionsListAndReplay(t *testing.T) {
 	}
 
 	// Replayed back to the original topic.
-	r = roottest.Run(t, env, "replay", "--from", deadTopic, "--execute", "--yes", "--reason", "conventions", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", deadTopic, "--execute", "--yes", "--reason", "conventions", "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, len(cases))) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -430,7 +430,7 @@ func TestSpringKafkaDeadLetters(t *testing.T) {
 	if r := roottest.Run(t, env, "db", "migrate"); r.Code != 0 {
 		t.Fatalf("db migrate: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r = roottest.Run(t, env, "replay", "--from", deadTopic, "--execute", "--yes", "--reason", "spring", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", deadTopic, "--execute", "--yes", "--reason", "spring", "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"sent": 2`) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}

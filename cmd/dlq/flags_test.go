@@ -26,7 +26,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
 		// The filters are checked as replay checks them (dlq.FilterSpec.Compile).
 		{Args: []string{"dlq", "list", "--original-topic", "no/such topic"}, Want: `invalid argument "no/such topic" for "--original-topic" flag: a topic name holds only ASCII letters, digits, '.', '_' and '-', not '/'`},
-		{Args: []string{"replay", "--from", "t.dlq", "--original-topic", "no/such topic"}, Want: `invalid argument "no/such topic" for "--original-topic" flag: a topic name holds only ASCII letters, digits, '.', '_' and '-', not '/'`},
+		{Args: []string{"replay", "--topic", "t.dlq", "--original-topic", "no/such topic"}, Want: `invalid argument "no/such topic" for "--original-topic" flag: a topic name holds only ASCII letters, digits, '.', '_' and '-', not '/'`},
 		{Args: []string{"inspect", "topic", "no/such topic"}, Want: `topic "no/such topic": a topic name holds only ASCII letters, digits, '.', '_' and '-', not '/'`},
 		// The filter's old name is refused, with its new one.
 		{Args: []string{"dlq", "list", "--reason", "malformed"}, Want: "unknown flag: --reason: the dead-letter reason filter is now --dlq-reason"},

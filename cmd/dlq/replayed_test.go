@@ -50,7 +50,7 @@ func newReplayedCycle(t *testing.T) *replayedCycle {
 
 	c := &replayedCycle{env: env, schema: schema, source: source, dead: dead}
 	c.consume(t)
-	r := roottest.Run(t, env, "replay", "--from", dead, "--execute", "--yes", "--reason", "projection fixed", "--schema", schema, "-o", "json")
+	r := roottest.Run(t, env, "replay", "--topic", dead, "--execute", "--yes", "--reason", "projection fixed", "--schema", schema, "-o", "json")
 	var sum struct {
 		RunID string `json:"run_id"`
 	}
@@ -147,7 +147,7 @@ func TestReplayLeavesOutReplayed(t *testing.T) {
 	}
 	dry := func(args ...string) plan {
 		t.Helper()
-		r := roottest.Run(t, c.env, append([]string{"replay", "--from", c.dead, "--schema", c.schema, "-o", "json"}, args...)...)
+		r := roottest.Run(t, c.env, append([]string{"replay", "--topic", c.dead, "--schema", c.schema, "-o", "json"}, args...)...)
 		var p plan
 		if err := json.Unmarshal([]byte(r.Stdout), &p); r.Code != 0 || err != nil {
 			t.Fatalf("replay %v: exit %d %v\n%s%s", args, r.Code, err, r.Stdout, r.Stderr)
@@ -161,7 +161,7 @@ func TestReplayLeavesOutReplayed(t *testing.T) {
 		t.Errorf("the same replay again: %+v", p)
 	}
 	// Executed, it sends nothing and journals them as skipped.
-	r := roottest.Run(t, c.env, "replay", "--from", c.dead, "--schema", c.schema, "--execute", "--yes", "--reason", "again", "-o", "json")
+	r := roottest.Run(t, c.env, "replay", "--topic", c.dead, "--schema", c.schema, "--execute", "--yes", "--reason", "again", "-o", "json")
 	var sum struct {
 		Counts struct {
 			Selected, Sent, Skipped int64

@@ -209,7 +209,7 @@ func TestDLQSchemaRegistry(t *testing.T) {
 		roottest.RunCode(t, env, 0, "db", "migrate", "--schema", pg)
 		target := topic + ".target"
 		dlqNamedTopic(t, target, 1, nil)
-		r := roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--from", topic, "--to", target, "-o", "json")
+		r := roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--topic", topic, "--to", target, "-o", "json")
 		var plan struct {
 			Sample []struct {
 				ValueSchema map[string]any `json:"value_schema"`
@@ -221,7 +221,7 @@ func TestDLQSchemaRegistry(t *testing.T) {
 		if d, _ := plan.Sample[0].ValueSchema["decoded"].(map[string]any); d["event_id"] != "evt-avro-1" {
 			t.Fatalf("the plan's sample is not decoded: %v", plan.Sample[0].ValueSchema)
 		}
-		roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--from", topic, "--to", target, "--execute", "--yes", "--reason", "schema fixed", "-o", "json")
+		roottest.RunCode(t, env, 0, "replay", "--schema", pg, "--topic", topic, "--to", target, "--execute", "--yes", "--reason", "schema fixed", "-o", "json")
 		// The replayed records carry the original bytes, not the decoded values.
 		sources := testenv.ReadTopic(t, testenv.Brokers(t), topic)
 		sent := testenv.ReadTopic(t, testenv.Brokers(t), target)

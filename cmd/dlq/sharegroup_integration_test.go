@@ -213,7 +213,7 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	}
 
 	// replay: every dead letter back to its source topic, as the original record.
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--execute", "--yes", "--reason", "share-group", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--execute", "--yes", "--reason", "share-group", "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, total)) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -294,7 +294,7 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 	if show.Original == nil || show.Original.State != dlq.OriginalExpired {
 		t.Fatalf("dlq show after the delete: original_record %+v, want expired", show.Original)
 	}
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--include-replayed", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--include-replayed", "-o", "json")
 	var rep struct {
 		Counts struct {
 			Incomplete   int64 `json:"incomplete"`
@@ -317,7 +317,7 @@ func testShareGroupDeadLetters(t *testing.T, copyOn bool) {
 			t.Errorf("%s: original_gone %q, want it expired", in.RecordAddress, in.OriginalGone)
 		}
 	}
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--include-replayed", "--execute", "--yes", "--reason", "gone", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--include-replayed", "--execute", "--yes", "--reason", "gone", "-o", "json")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "original record is gone") {
 		t.Fatalf("replay of gone originals: exit %d, want 3 naming them\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
-// DefaultDescribeInterval is the time between the two reads of `groups describe`.
+// DefaultDescribeInterval is how long `groups describe` watches the commits with lag, at
+// most, to tell which move.
 const DefaultDescribeInterval = 5 * time.Second
 
 // GroupsDescribeOptions are the inputs of `groups describe`.
@@ -33,10 +34,11 @@ host, assigned partitions); and for each partition it is assigned or has committ
 committed offset, the log end (high watermark), the lag, the member that holds it, and
 whether the commit moved.
 
-Kafka does not say when a commit last moved, so describe reads the group twice, --interval
-apart (0: once), and says which commits moved in between. A partition with lag whose commit
-stood still is marked stuck: its consumer is not getting past a record (groups skip) or is
-not running. --watch reads again every --interval until interrupted, and tells how long each
+Kafka does not say when a commit last moved, so describe reads the group again to say
+which commits move: it answers from the first read when no partition has lag (none can be
+stuck), else reads the commits with lag again a few times a second until each has moved, for
+--interval at most (0: read once). A partition with lag whose commit stood still that long is
+marked stuck: its consumer is not getting past a record (groups skip) or is not running. --watch reads again every --interval until interrupted, and tells how long each
 commit has not moved since the watch began.
 
 A share group (KIP-932) has no commits: describe shows its members, and per partition the
@@ -57,17 +59,19 @@ dead-letter topic or is archived and lost.`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, groupsDescribeRun)
 		},
 	}
-	opts.Watch.Register(cmd.Flags(), DefaultDescribeInterval, "how long between the two reads that tell which commits move (0: read once), and between reads with --watch")
+	opts.Watch.Register(cmd.Flags(), DefaultDescribeInterval, "how long to watch the commits with lag, at most, to tell which move (0: read once), and between reads with --watch")
 	return cmd
 }
 
 func groupsDescribeRun(ctx context.Context, opts *GroupsDescribeOptions, cl *cmdutil.Clients) error {
 	p, c := cl.Printer, cl.Kafka
 	if !opts.Watch.Watch {
-		if opts.Watch.Interval > 0 && cl.Streams.ErrTTY {
-			fmt.Fprintln(cl.Streams.ErrText(), cl.Streams.ErrStyles().Dim.Render("reading the commits twice, "+timespec.Format(opts.Watch.Interval)+" apart (--interval 0: once)…"))
+		waiting := func() {
+			if cl.Streams.ErrTTY {
+				fmt.Fprintln(cl.Streams.ErrText(), cl.Streams.ErrStyles().Dim.Render("watching the commits with lag for up to "+timespec.Format(opts.Watch.Interval)+" to tell which move (--interval 0: read once)…"))
+			}
 		}
-		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, cl.Now)
+		rep, err := groups.Describe(ctx, c, opts.Group, opts.Watch.Interval, cl.Now, waiting)
 		if err != nil {
 			return err
 		}

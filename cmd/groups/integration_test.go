@@ -291,6 +291,26 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 	c.stop()
 	waitEmpty(t, adm, group)
 
+	// Caught up, describe answers from its first read: no partition has lag, none can be
+	// stuck, so it does not wait --interval (5s by default) for a second one.
+	r = roottest.RunCode(t, env, 0, "groups", "describe", group, "-o", "json")
+	var caught struct {
+		WatchedMS  int64 `json:"watched_ms"`
+		TotalLag   int64 `json:"total_lag"`
+		Partitions []struct {
+			Lag int64 `json:"lag"`
+		} `json:"partitions"`
+	}
+	decode(t, r.Stdout, &caught)
+	if caught.WatchedMS != 0 || caught.TotalLag != 0 || len(caught.Partitions) != 1 {
+		t.Fatalf("describe of a caught-up group read it again: %s", r.Stdout)
+	}
+	// Its type in the one word groups list uses (TYPE classic), its assignor apart.
+	if r = roottest.RunCode(t, env, 0, "groups", "describe", group, "-o", "table"); !strings.Contains(r.Stdout, "caught up") ||
+		!regexp.MustCompile(`(?m)^type +classic$`).MatchString(r.Stdout) || !regexp.MustCompile(`(?m)^assignor +\S+$`).MatchString(r.Stdout) {
+		t.Fatalf("describe table of a caught-up group:\n%s", r.Stdout)
+	}
+
 	// The group moved on: undoing now would send it back over k4 and k5.
 	r = roottest.RunCode(t, env, 1, "groups", "skip", "--undo", second, "--schema", schema, "--execute", "--yes", "--reason", "late")
 	if !strings.Contains(r.Stderr, "moved on") {
@@ -306,7 +326,7 @@ func TestSkipUnsticksAPlainConsumer(t *testing.T) {
 		Undoes   string `json:"undoes"`
 		UndoneBy string `json:"undone_by"`
 		Offsets  []struct {
-			Old int64 `json:"old_offset"`
+			Old int64 `json:"committed_offset"`
 			New int64 `json:"new_offset"`
 		} `json:"offsets"`
 	}

@@ -32,7 +32,7 @@ func TestSkipConsumerProtocolGroup(t *testing.T) {
 	<-c.stuck
 	waitFor(t, "commit at 1", func() bool { return committed(t, adm, group, topic) == 1 })
 	r := roottest.RunCode(t, env, 0, "groups", "describe", group, "--interval", "0", "-o", "jsonl")
-	if !strings.Contains(r.Stdout, `"protocol_type":"consumer"`) || !strings.Contains(r.Stdout, `"client_id":"plain-consumer"`) ||
+	if !strings.Contains(r.Stdout, `"type":"consumer","state":"Stable","protocol_type":"consumer","assignor":"`) || !strings.Contains(r.Stdout, `"client_id":"plain-consumer"`) ||
 		!strings.Contains(r.Stdout, `"committed_offset":1,"high_watermark":3,"lag":2,"member":"plain-consumer@`) {
 		t.Fatalf("describe:\n%s", r.Stdout)
 	}

@@ -271,7 +271,7 @@ type groupAction struct {
 	Moves    []struct {
 		Topic     string `json:"topic"`
 		Partition int32  `json:"partition"`
-		Old       *int64 `json:"old_offset"`
+		Old       *int64 `json:"committed_offset"`
 		New       *int64 `json:"new_offset"`
 	} `json:"offsets"`
 }

@@ -48,6 +48,8 @@ func commitText(p *output.Printer, rep *groups.Report, gp groups.Partition) stri
 	switch {
 	case gp.Committed < 0:
 		return p.Styles.Dim.Render("no commit")
+	case rep.WatchedMS <= 0 && gp.Lag == 0:
+		return "caught up"
 	case rep.WatchedMS <= 0:
 		return p.Styles.Dim.Render("read once")
 	case gp.CommitMoved:
@@ -63,6 +65,16 @@ func seconds(ms int64) string {
 	return timespec.Format((time.Duration(ms) * time.Millisecond).Round(time.Second))
 }
 
+// typeText is a group's type as groups list says it (classic, consumer, share), with the
+// protocol its members speak when it is not a consumer's (a Kafka Connect group: classic
+// (connect)).
+func typeText(typ, protocolType string) string {
+	if protocolType != "" && protocolType != "consumer" && protocolType != typ {
+		return cmdutil.OrDash(typ) + " (" + protocolType + ")"
+	}
+	return cmdutil.OrDash(typ)
+}
+
 func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 	if rep.Share != nil {
 		return shareSections(p, rep)
@@ -74,7 +86,8 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 	}
 	overview := output.Section{Title: "Consumer group " + rep.Group, Fields: [][2]string{
 		{"state", rep.State},
-		{"protocol", cmdutil.OrDash(strings.Trim(rep.ProtocolType+" "+rep.Protocol, " "))},
+		{"type", typeText(rep.Type, rep.ProtocolType)},
+		{"assignor", cmdutil.OrDash(rep.Protocol)},
 		{"coordinator", strconv.Itoa(int(rep.Coordinator))},
 		{"members", strconv.Itoa(len(rep.Members))},
 		{"total lag", lagText(p, rep.TotalLag)},

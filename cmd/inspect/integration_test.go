@@ -86,7 +86,7 @@ func TestInspectBrokenStream(t *testing.T) {
 		}
 		// The position form fieldwork's own error messages use works too.
 		r := roottest.Run(t, env, "inspect", "record", topic+"/1@1", "-o", "jsonl")
-		if r.Code != 0 || !strings.Contains(r.Stdout, `"reason":"invalid JSON`) {
+		if r.Code != 0 || !strings.Contains(r.Stdout, `"problem":"invalid JSON`) {
 			t.Fatalf("record T/1@1: exit %d %s %s", r.Code, r.Stdout, r.Stderr)
 		}
 	})

@@ -97,14 +97,14 @@ func TestReplayResumeKeepsTheRunsExecution(t *testing.T) {
 	if err := child.cmd.Wait(); err == nil {
 		t.Fatalf("the replay completed before it was interrupted:\n%s", child.errOut.String())
 	}
-	if hint := "fieldwork replay resume " + run.ID + " (it keeps --rate 400"; !strings.Contains(child.errOut.String(), hint) {
+	if hint := "fieldwork replay resume " + run.ID + " --execute (it keeps --rate 400"; !strings.Contains(child.errOut.String(), hint) {
 		t.Fatalf("resume hint: want %q in\n%s", hint, child.errOut.String())
 	}
 	if ex := journaledRate(t, st, run.ID); ex["rate"] != 400.0 || ex["max_buffered"] != 30000.0 {
 		t.Fatalf("journaled execution %v, want rate 400 and the batching", ex)
 	}
 	resume := func(extra ...string) []string {
-		return append([]string{"replay", "resume", run.ID, "--schema", child.schema, "--yes", "-o", "json"}, extra...)
+		return append([]string{"replay", "resume", run.ID, "--schema", child.schema, "--execute", "--yes", "-o", "json"}, extra...)
 	}
 
 	// Resumed without --rate: the run's 400.

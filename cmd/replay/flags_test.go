@@ -35,7 +35,7 @@ func TestReplayFlags(t *testing.T) {
 		t.Fatalf("record address: %+v", s)
 	}
 
-	o, err = parseReplay(t, "--from", "tasks.dlq", "--partition", "1", "--start-offset", "5", "--end-offset", "9",
+	o, err = parseReplay(t, "--topic", "tasks.dlq", "--partition", "1", "--start-offset", "5", "--end-offset", "9",
 		"--dlq-reason", "exhausted", "--error", "timeout", "--group", "g", "--original-topic", "tasks", "--key", "task-7",
 		"--event-id", "evt-1", "--status", "pending", "--consumer", "billing", "--to", "tasks-retry", "--to-partition", "original",
 		"--max-replays", "5", "--execute", "--yes", "--reason", "fix 12", "--rate", "250", "--operator", "ana")
@@ -51,13 +51,13 @@ func TestReplayFlags(t *testing.T) {
 	}
 
 	// An empty --key selects empty and absent keys; --key-base64 takes any bytes.
-	if o, err = parseReplay(t, "--from", "t", "--key", ""); err != nil || o.Spec.Key == nil || len(o.Spec.Key) != 0 {
+	if o, err = parseReplay(t, "--topic", "t", "--key", ""); err != nil || o.Spec.Key == nil || len(o.Spec.Key) != 0 {
 		t.Fatalf("--key '': %q %v", o.Spec.Key, err)
 	}
-	if o, err = parseReplay(t, "--from", "t", "--key-base64", "/2tlef4="); err != nil || string(o.Spec.Key) != "\xffkey\xfe" {
+	if o, err = parseReplay(t, "--topic", "t", "--key-base64", "/2tlef4="); err != nil || string(o.Spec.Key) != "\xffkey\xfe" {
 		t.Fatalf("--key-base64: %q %v", o.Spec.Key, err)
 	}
-	if o, err = parseReplay(t, "--from", "t"); err != nil || o.Spec.Key != nil {
+	if o, err = parseReplay(t, "--topic", "t"); err != nil || o.Spec.Key != nil {
 		t.Fatalf("no --key: %q %v", o.Spec.Key, err)
 	}
 }
@@ -68,7 +68,7 @@ func TestReplayStoreFlags(t *testing.T) {
 	f := cmdutil.TestFactory()
 	var got *ReplayOptions
 	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--from", "t", "--status", "pending", "--consumer", "c", "--schema", "app", "--table", "seen",
+	cmd.SetArgs([]string{"--topic", "t", "--status", "pending", "--consumer", "c", "--schema", "app", "--table", "seen",
 		"--column-event-id", "message_id", "--column-consumer", "svc"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -84,26 +84,26 @@ func TestReplayUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "nothing to read"},
-		{[]string{"--from", "t", "--execute"}, "--execute needs --reason"},
-		{[]string{"--from", "t", "--execute", "--reason", "  "}, "--execute needs --reason"},
-		{[]string{"--from", "t", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
-		{[]string{"--from", "t", "--to", "t"}, "refusing to write into t"},
-		{[]string{"--from", "t", "--status", "resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
-		{[]string{"--from", "t", "--skip-processed"}, "--skip-processed needs --consumer"},
-		{[]string{"--from", "t", "--consumer", "c"}, "--consumer is for"},
-		{[]string{"--from", "t", "--to-partition", "spread"}, "--to-partition"},
-		{[]string{"--from", "t", "--max-replays", "0"}, ""}, // 0 means the default
-		{[]string{"--from", "t", "--rate", "-1"}, "--rate"},
+		{[]string{"--topic", "t", "--execute"}, "--execute needs --reason"},
+		{[]string{"--topic", "t", "--execute", "--reason", "  "}, "--execute needs --reason"},
+		{[]string{"--topic", "t", "--start-offset", "9", "--end-offset", "3"}, "--end-offset 3 is before --start-offset 9"},
+		{[]string{"--topic", "t", "--to", "t"}, "refusing to write into t"},
+		{[]string{"--topic", "t", "--status", "resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
+		{[]string{"--topic", "t", "--skip-processed"}, "--skip-processed needs --consumer"},
+		{[]string{"--topic", "t", "--consumer", "c"}, "--consumer is for"},
+		{[]string{"--topic", "t", "--to-partition", "spread"}, "--to-partition"},
+		{[]string{"--topic", "t", "--max-replays", "0"}, ""}, // 0 means the default
+		{[]string{"--topic", "t", "--rate", "-1"}, "--rate"},
 		{[]string{"a/0/1", "b/0/2"}, "at most one record address"},
-		{[]string{"a/0/1", "--from", "b"}, "the record a/0/1 is in a but --from says b"},
+		{[]string{"a/0/1", "--topic", "b"}, "the record a/0/1 is in a but --topic says b"},
 		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
 		{[]string{"a/x/1"}, "record address"},
-		{[]string{"--from", "t", "--dlq-reason", "tired"}, "--dlq-reason"},
-		{[]string{"--from", "t", "--status", "bogus", "--consumer", "c"}, `--status "bogus": want some of pending, replayed, resolved, stale, unknown`},
-		{[]string{"--from", "t", "--status", "pending,resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
-		{[]string{"--from", "t", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64"},
-		{[]string{"--from", "t", "--error", "a("}, `--error "a(" is not a regular expression`},
-		{[]string{"--from", "t", "--since", "yesterday"}, "--since"},
+		{[]string{"--topic", "t", "--dlq-reason", "tired"}, "--dlq-reason"},
+		{[]string{"--topic", "t", "--status", "bogus", "--consumer", "c"}, `--status "bogus": want some of pending, replayed, resolved, stale, unknown`},
+		{[]string{"--topic", "t", "--status", "pending,resolved", "--consumer", "c"}, "a replay selects pending or replayed"},
+		{[]string{"--topic", "t", "--key", "a", "--key-base64", "YQ=="}, "choose either --key or --key-base64"},
+		{[]string{"--topic", "t", "--error", "a("}, `--error "a(" is not a regular expression`},
+		{[]string{"--topic", "t", "--since", "yesterday"}, "--since"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -140,5 +140,61 @@ func TestReplaySubcommandFlags(t *testing.T) {
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	if err := cmd.Execute(); fwerr.KindOf(err) != fwerr.KindUsage {
 		t.Fatalf("runs --status stuck: %v", err)
+	}
+}
+
+// TestReplayOldFromFlag: --from, the old name of --topic, still selects the topic, with a
+// one-line note on stderr that names --topic; it is left out of the help; both given with
+// different topics is a usage error.
+func TestReplayOldFromFlag(t *testing.T) {
+	f := cmdutil.TestFactory()
+	var got *ReplayOptions
+	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--from", "tasks.dlq", "--dlq-reason", "rejected"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); err != nil || got.Spec.From != "tasks.dlq" {
+		t.Fatalf("--from: %+v %v", got, err)
+	}
+	errOut := f.Streams.ErrOut.(interface{ String() string }).String()
+	if errOut != "note: --from is now --topic (-t): --from still works\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	if fl := cmd.Flags().Lookup("from"); fl == nil || !fl.Hidden {
+		t.Errorf("--from is not hidden: %+v", fl)
+	}
+	if o, err := parseReplay(t, "-t", "tasks.dlq", "--from", "tasks.dlq"); err != nil || o.Spec.From != "tasks.dlq" {
+		t.Errorf("-t and --from of one topic: %v", err)
+	}
+	if _, err := parseReplay(t, "--topic", "a.dlq", "--from", "b.dlq"); fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "--from is the old name of --topic") {
+		t.Errorf("two topics: %v", err)
+	}
+}
+
+// TestReplayResumeFlags: replay resume RUN previews (no --execute); --execute acts; --yes alone
+// acts too, as it did before resume had a plan, with a note that says --execute --yes.
+func TestReplayResumeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		execute bool
+		note    bool
+	}{
+		{[]string{"run-1"}, false, false},
+		{[]string{"run-1", "--rate", "10"}, false, false},
+		{[]string{"run-1", "--execute"}, true, false},
+		{[]string{"run-1", "--execute", "--yes"}, true, false},
+		{[]string{"run-1", "--yes"}, true, true},
+	} {
+		f := cmdutil.TestFactory()
+		var got *ReplayResumeOptions
+		cmd := NewCmdReplayResume(f, func(_ context.Context, o *ReplayResumeOptions) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		errOut := f.Streams.ErrOut.(interface{ String() string }).String()
+		if got.Execute != tc.execute || strings.Contains(errOut, "say --execute --yes") != tc.note {
+			t.Errorf("%q: execute %v, stderr %q; want execute %v, note %v", tc.args, got.Execute, errOut, tc.execute, tc.note)
+		}
 	}
 }

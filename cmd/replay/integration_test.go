@@ -145,21 +145,21 @@ func TestReplayCLIBadInput(t *testing.T) {
 		want string
 		args []string
 	}{
-		{"inverted offsets", 2, "--end-offset 2 is before --start-offset 5", []string{"--from", dlqTopic, "--start-offset", "5", "--end-offset", "2"}},
-		{"end offset out of range", root.ExitNotFound, fmt.Sprintf("end offset 500 is outside %s/0, whose records are at offsets 0..9", dlqTopic), []string{"--from", dlqTopic, "--start-offset", "0", "--end-offset", "500"}},
+		{"inverted offsets", 2, "--end-offset 2 is before --start-offset 5", []string{"--topic", dlqTopic, "--start-offset", "5", "--end-offset", "2"}},
+		{"end offset out of range", root.ExitNotFound, fmt.Sprintf("end offset 500 is outside %s/0, whose records are at offsets 0..9", dlqTopic), []string{"--topic", dlqTopic, "--start-offset", "0", "--end-offset", "500"}},
 		{"record out of range", root.ExitNotFound, "whose records are at offsets 0..9", []string{dlqTopic + "/0/99"}},
-		{"unknown partition", root.ExitNotFound, fmt.Sprintf("topic %s has no partition 7 (partitions 0..0)", dlqTopic), []string{"--from", dlqTopic, "--partition", "7"}},
-		{"unknown topic", root.ExitNotFound, `topic "` + gone + `" does not exist`, []string{"--from", gone}},
-		{"execute without reason", 2, "--execute needs --reason", []string{"--from", dlqTopic, "--execute", "--yes"}},
-		{"into the topic being read", 2, "refusing to write into " + dlqTopic, []string{"--from", dlqTopic, "--to", dlqTopic}},
-		{"not a dead letter", 2, src + "/0/0 is not a dead letter", []string{"--from", src}},
-		{"not a dead letter, executed", 2, src + "/0/0 is not a dead letter", []string{"--from", src, "--execute", "--yes", "--reason", "x"}},
-		{"target does not exist, dry run", root.ExitNotFound, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--from", dlt}},
-		{"target does not exist", root.ExitNotFound, "target does not exist: " + gone + " (where " + dlt + "/0/0 goes); nothing was sent", []string{"--from", dlt, "--execute", "--yes", "--reason", "x"}},
-		{"to a topic that does not exist", root.ExitNotFound, "target does not exist: " + gone + " (10 records)", []string{"--from", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
-		{"original partition that does not exist, dry run", root.ExitNotFound, "target does not exist: " + src + " partition 5 (1 records)", []string{"--from", dlt5, "--to-partition", "original"}},
-		{"original partition that does not exist", root.ExitNotFound, "target does not exist: " + src + " partition 5 (where " + dlt5 + "/0/0 goes); nothing was sent", []string{"--from", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
-		{"no terminal, no --yes", 2, "without --yes", []string{"--from", dlqTopic, "--execute", "--reason", "x"}},
+		{"unknown partition", root.ExitNotFound, fmt.Sprintf("topic %s has no partition 7 (partitions 0..0)", dlqTopic), []string{"--topic", dlqTopic, "--partition", "7"}},
+		{"unknown topic", root.ExitNotFound, `topic "` + gone + `" does not exist`, []string{"--topic", gone}},
+		{"execute without reason", 2, "--execute needs --reason", []string{"--topic", dlqTopic, "--execute", "--yes"}},
+		{"into the topic being read", 2, "refusing to write into " + dlqTopic, []string{"--topic", dlqTopic, "--to", dlqTopic}},
+		{"not a dead letter", 2, src + "/0/0 is not a dead letter", []string{"--topic", src}},
+		{"not a dead letter, executed", 2, src + "/0/0 is not a dead letter", []string{"--topic", src, "--execute", "--yes", "--reason", "x"}},
+		{"target does not exist, dry run", root.ExitNotFound, "target does not exist: " + gone + " (1 records); nothing was sent", []string{"--topic", dlt}},
+		{"target does not exist", root.ExitNotFound, "target does not exist: " + gone + " (where " + dlt + "/0/0 goes); nothing was sent", []string{"--topic", dlt, "--execute", "--yes", "--reason", "x"}},
+		{"to a topic that does not exist", root.ExitNotFound, "target does not exist: " + gone + " (10 records)", []string{"--topic", dlqTopic, "--to", gone, "--execute", "--yes", "--reason", "x"}},
+		{"original partition that does not exist, dry run", root.ExitNotFound, "target does not exist: " + src + " partition 5 (1 records)", []string{"--topic", dlt5, "--to-partition", "original"}},
+		{"original partition that does not exist", root.ExitNotFound, "target does not exist: " + src + " partition 5 (where " + dlt5 + "/0/0 goes); nothing was sent", []string{"--topic", dlt5, "--to-partition", "original", "--execute", "--yes", "--reason", "x"}},
+		{"no terminal, no --yes", 2, "without --yes", []string{"--topic", dlqTopic, "--execute", "--reason", "x"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	before := highWatermarks(t, src, dlqTopic)
 
 	// A dry run sends nothing: every end offset is where it was.
-	r := roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "-o", "json")
+	r := roottest.Run(t, env, "replay", "--schema", schema, "--topic", dlqTopic, "-o", "json")
 	if r.Code != 0 {
 		t.Fatalf("dry run: exit %d: %s", r.Code, r.Stderr)
 	}
@@ -217,7 +217,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	}
 
 	// Executed: 48 sent, 2 quarantined, exit 3.
-	r = roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "db is back", "-o", "json")
+	r = roottest.Run(t, env, "replay", "--schema", schema, "--topic", dlqTopic, "--execute", "--yes", "--reason", "db is back", "-o", "json")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "2 records quarantined") {
 		t.Fatalf("execute: exit %d, want 3: %s", r.Code, r.Stderr)
 	}
@@ -259,7 +259,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 		t.Fatalf("runs: %v %d\n%s", err, r.Code, r.Stdout)
 	}
 	if len(runs) != 1 || runs[0].ID != sum.RunID || runs[0].Status != "completed" || runs[0].Operator != "tester" ||
-		runs[0].Reason != "db is back" || runs[0].Selection["from"] != dlqTopic || runs[0].Sent != 48 {
+		runs[0].Reason != "db is back" || runs[0].Selection["topic"] != dlqTopic || runs[0].Sent != 48 {
 		t.Fatalf("runs: %+v", runs)
 	}
 	r = roottest.Run(t, env, "replay", "show", sum.RunID, "--schema", schema, "-o", "json")
@@ -282,7 +282,7 @@ func TestReplayCLIDryRunExecuteAndJournal(t *testing.T) {
 	if r = roottest.Run(t, env, "replay", "show", "no-such-run", "--schema", schema); r.Code != root.ExitNotFound || !strings.Contains(r.Stderr, `no replay run "no-such-run"`) {
 		t.Fatalf("show of an unknown run: exit %d %s", r.Code, r.Stderr)
 	}
-	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {
+	if r = roottest.Run(t, env, "replay", "resume", sum.RunID, "--schema", schema, "--execute", "--yes"); r.Code != 0 || !strings.Contains(r.Stderr, "nothing to resume") {
 		t.Fatalf("resume of a completed run: exit %d %s", r.Code, r.Stderr)
 	}
 
@@ -377,11 +377,11 @@ func TestReplayThroughTheDevStack(t *testing.T) {
 	env := map[string]string{"FIELDWORK_BROKERS": addr, "FIELDWORK_DSN": dsn, "USER": "dev"}
 	before := devEnds(t, addr)
 
-	r := roottest.Run(t, env, "replay", "--from", "tasks.dlq", "-o", "jsonl")
+	r := roottest.Run(t, env, "replay", "--topic", "tasks.dlq", "-o", "jsonl")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"to_send":3`) {
 		t.Fatalf("dev dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = roottest.Run(t, env, "replay", "--from", "tasks.dlq", "--execute", "--yes", "--reason", "dev", "-o", "jsonl")
+	r = roottest.Run(t, env, "replay", "--topic", "tasks.dlq", "--execute", "--yes", "--reason", "dev", "-o", "jsonl")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"status":"completed"`) || !strings.Contains(r.Stdout, `"sent":3`) {
 		t.Fatalf("dev replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -480,7 +480,7 @@ func TestReplayCycleThroughTheConsumer(t *testing.T) {
 		t.Fatalf("after the rejecting consume: %v, want %d pending", got, n)
 	}
 	accept.Store(true)
-	r := roottest.Run(t, env, "replay", "--from", tasksDLQ, "--schema", schema, "--execute", "--yes", "--reason", "receiver accepts v2", "-o", "json")
+	r := roottest.Run(t, env, "replay", "--topic", tasksDLQ, "--schema", schema, "--execute", "--yes", "--reason", "receiver accepts v2", "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"sent": %d`, n)) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -555,7 +555,7 @@ func startReplayChild(t *testing.T, partitions int32, n int, rate string) *repla
 	seedDeadLetters(t, testenv.Client(t), c.src, c.dlqTopic, n, 0)
 	c.environ = append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
 		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
-	c.cmd = exec.Command(c.bin, "replay", "--schema", schema, "--from", c.dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", rate, "-o", "json")
+	c.cmd = exec.Command(c.bin, "replay", "--schema", schema, "--topic", c.dlqTopic, "--execute", "--yes", "--reason", "x", "--rate", rate, "-o", "json")
 	c.cmd.Env = c.environ
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errOut
 	if err := c.cmd.Start(); err != nil {
@@ -583,10 +583,10 @@ func (c *replayChild) waitSent(t *testing.T, sent int64) dedup.ReplayRun {
 	}
 }
 
-// resume runs `fieldwork replay resume RUN --yes` to its end and returns its stdout.
+// resume runs `fieldwork replay resume RUN --execute --yes` to its end and returns its stdout.
 func (c *replayChild) resume(t *testing.T, runID string) []byte {
 	t.Helper()
-	resume := exec.Command(c.bin, "replay", "resume", runID, "--schema", c.schema, "--yes", "-o", "json")
+	resume := exec.Command(c.bin, "replay", "resume", runID, "--schema", c.schema, "--execute", "--yes", "-o", "json")
 	resume.Env = c.environ
 	var out, errOut bytes.Buffer
 	resume.Stdout, resume.Stderr = &out, &errOut
@@ -649,7 +649,7 @@ func TestReplayCLIConfirmOnATerminal(t *testing.T) {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
 	terminal := func(answer string) (code int, stderr string) {
-		return roottest.RunOnTerminal(t, env, answer, "replay", "--schema", schema, "--from", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
+		return roottest.RunOnTerminal(t, env, answer, "replay", "--schema", schema, "--topic", dlqTopic, "--dlq-reason", "exhausted", "--group", "billing",
 			"--execute", "--reason", "db is back", "-o", "json")
 	}
 
@@ -685,7 +685,7 @@ func TestReplayCLIPlanPrintsItsFilters(t *testing.T) {
 	cl := testenv.Client(t)
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	seedDeadLetters(t, cl, src, dlqTopic, 10, 0)
-	args := []string{"replay", "--schema", schema, "--from", dlqTopic, "--partition", "0", "--start-offset", "0", "--end-offset", "8",
+	args := []string{"replay", "--schema", schema, "--topic", dlqTopic, "--partition", "0", "--start-offset", "0", "--end-offset", "8",
 		"--dlq-reason", "exhausted", "--error", "db", "--original-topic", src, "--group", "billing", "--key", "agg-1", "--event-id", "evt-000001"}
 
 	r := roottest.Run(t, env, append(args, "-o", "json")...)
@@ -698,7 +698,7 @@ func TestReplayCLIPlanPrintsItsFilters(t *testing.T) {
 		t.Fatalf("dry run: exit %d %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 	wantFilters := map[string]any{"dlq_reason": []any{"exhausted"}, "error": "db", "original_topic": src, "group": "billing", "key": "agg-1", "event_id": "evt-000001"}
-	wantSelection := map[string]any{"source": dlqTopic, "partitions": []any{0.0}, "start_offset": 0.0, "last_offset": 8.0}
+	wantSelection := map[string]any{"topic": dlqTopic, "partitions": []any{0.0}, "start_offset": 0.0, "last_offset": 8.0}
 	if fmt.Sprint(plan.Filters) != fmt.Sprint(wantFilters) || fmt.Sprint(plan.Selection) != fmt.Sprint(wantSelection) || plan.Counts.Read != 9 || plan.Counts.Selected != 1 {
 		t.Fatalf("plan selection %v filters %v counts %+v", plan.Selection, plan.Filters, plan.Counts)
 	}
@@ -723,7 +723,7 @@ func TestReplayCLIPlanPrintsItsFilters(t *testing.T) {
 	lines("the dry-run table", r.Stdout, selection...)
 
 	// No filter at all says so.
-	r = roottest.Run(t, env, "replay", "--schema", schema, "--from", dlqTopic, "-o", "table")
+	r = roottest.Run(t, env, "replay", "--schema", schema, "--topic", dlqTopic, "-o", "table")
 	lines("a plan without filters", r.Stdout, "filters none", "offsets all", "partitions all")
 
 	r = roottest.Run(t, env, append(args, "--execute", "--yes", "--reason", "one event", "-o", "json")...)

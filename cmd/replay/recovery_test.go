@@ -159,7 +159,7 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		t.Fatalf("%d pending dead letters, want %d", got, n)
 	}
 
-	r := roottest.Run(t, w.env, "replay", "--from", w.dlq, "--schema", w.schema, "-o", "json")
+	r := roottest.Run(t, w.env, "replay", "--topic", w.dlq, "--schema", w.schema, "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"for_group": "`+w.notifier+`"`) || !strings.Contains(r.Stdout, `"for_group_default": true`) {
 		t.Fatalf("plan: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -167,7 +167,7 @@ func TestReplayForOneOfTwoGroups(t *testing.T) {
 		t.Errorf("the plan does not say whom the records are for:\n%s", r.Stderr)
 	}
 	w.accept.Store(true)
-	if r := roottest.Run(t, w.env, "replay", "--from", w.dlq, "--schema", w.schema, "--execute", "--yes", "--reason", "receiver fixed"); r.Code != 0 {
+	if r := roottest.Run(t, w.env, "replay", "--topic", w.dlq, "--schema", w.schema, "--execute", "--yes", "--reason", "receiver fixed"); r.Code != 0 {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, rec := range replayedRecords(t, w.src) {
@@ -388,7 +388,7 @@ func TestReplayFromAListingFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(list), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = roottest.Run(t, env, "replay", "--from-file", file, "--from", dlqTopic, "--schema", schema, "-o", "json")
+	r = roottest.Run(t, env, "replay", "--from-file", file, "--topic", dlqTopic, "--schema", schema, "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"selected": 2`) {
 		t.Fatalf("plan of addresses and event ids: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -441,7 +441,7 @@ func TestFingerprintsGroupFailuresByCause(t *testing.T) {
 	if got := len(strings.Split(strings.TrimSpace(roottest.Run(t, env, "dlq", "list", "--topic", dlqTopic, "--schema", schema, "--fingerprint", fp, "-o", "jsonl").Stdout), "\n")); got != 3 {
 		t.Fatalf("dlq list --fingerprint: %d lines, want 3", got)
 	}
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--fingerprint", fp, "--schema", schema, "-o", "json")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--fingerprint", fp, "--schema", schema, "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"selected": 3`) || !strings.Contains(r.Stdout, `"fingerprint": "`+fp+`"`) {
 		t.Fatalf("replay --fingerprint: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -472,21 +472,21 @@ func TestReplayGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := roottest.Run(t, env, "replay", "--from", dlqTopic, "--schema", schema, "-o", "json")
+	r := roottest.Run(t, env, "replay", "--topic", dlqTopic, "--schema", schema, "-o", "json")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "older than the replay horizon") || !strings.Contains(r.Stderr, "processed version 5") {
 		t.Fatalf("plan: exit %d, no guard warnings\n%s", r.Code, r.Stderr)
 	}
 	if !strings.Contains(r.Stdout, `"past_horizon"`) || !strings.Contains(r.Stdout, `"newer_processed"`) {
 		t.Fatalf("the plan's guards in JSON:\n%s", r.Stdout)
 	}
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--schema", schema, "--strict", "--execute", "--yes", "--reason", "x")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--schema", schema, "--strict", "--execute", "--yes", "--reason", "x")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "--strict") {
 		t.Fatalf("--strict: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if n := sumOffsets(highWatermarks(t, target)); n != 0 {
 		t.Fatalf("--strict sent %d records", n)
 	}
-	r = roottest.Run(t, env, "replay", "--from", dlqTopic, "--schema", schema, "--execute", "--yes", "--reason", "x")
+	r = roottest.Run(t, env, "replay", "--topic", dlqTopic, "--schema", schema, "--execute", "--yes", "--reason", "x")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "older than the replay horizon") {
 		t.Fatalf("without --strict: exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -525,7 +525,7 @@ func TestReplayStopOnRedeadletter(t *testing.T) {
 		return sumOffsets(highWatermarks(t, w.dlq)) >= n
 	})
 
-	r := roottest.Run(t, w.env, "replay", "--from", w.dlq, "--schema", w.schema, "--execute", "--yes", "--reason", "try again",
+	r := roottest.Run(t, w.env, "replay", "--topic", w.dlq, "--schema", w.schema, "--execute", "--yes", "--reason", "try again",
 		"--rate", "5", "--stop-on-redeadletter", "3", "-o", "json")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "dead-lettered again") {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)

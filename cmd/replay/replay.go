@@ -58,8 +58,10 @@ type ReplayOptions struct {
 	valueFile  string
 	setHeaders []string
 	fromFile   string
-	rateGiven  bool
-	Now        func() time.Time
+	// oldFrom is --from, the old name of --topic (parse folds it in).
+	oldFrom   string
+	rateGiven bool
+	Now       func() time.Time
 }
 
 // NamedConsumer is --consumer, for cmdutil.RunWith's warning.
@@ -73,12 +75,12 @@ func NewCmdReplay(f *cmdutil.Factory, runF func(context.Context, *ReplayOptions)
 	f = f.WithStoreNaming(naming)
 	opts := &ReplayOptions{replayDeps: newReplayDeps(f), Now: f.Now}
 	cmd := &cobra.Command{
-		Use:   "replay [TOPIC/PARTITION/OFFSET] [--from TOPIC] [flags]",
+		Use:   "replay [TOPIC/PARTITION/OFFSET] [--topic TOPIC] [flags]",
 		Short: "Plan and execute replays of records back into their source topics",
 		Long: `Replay dead letters (or any records) back into a topic: planned first, bounded, guarded
 against loops, and journaled so that an interrupted run resumes.
 
-Selection. --from TOPIC reads a topic (a dead-letter topic, or any topic with --to); narrow
+Selection. --topic TOPIC (-t) reads a topic (a dead-letter topic, or any topic with --to); narrow
 it with --partition, an inclusive --start-offset/--end-offset range, or a --since/--until
 time window; or name one record as TOPIC/PARTITION/OFFSET. The dead-letter filters are dlq
 list's, the same flags: --dlq-reason, --error, --original-topic, --group, --key (or
@@ -125,7 +127,7 @@ The copy is the same event fixed: it must keep the dead letter's event id, so th
 consumer's marker for it resolves the dead letter.
 
 From a file. --from-file F replays the records it names, one a line: addresses
-(topic/partition/offset), event ids (with --from), or the JSON Lines of dlq list -o jsonl, so a
+(topic/partition/offset), event ids (with --topic), or the JSON Lines of dlq list -o jsonl, so a
 triaged selection can be reviewed and replayed exactly.
 
 Guards. Before sending, the plan warns about dead letters older than their target's replay
@@ -170,11 +172,11 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
   replay resume RUN              continue an interrupted or failed run from its checkpoints`,
 		Example: `  fieldwork replay tasks.dlq/0/7
   fieldwork replay tasks.dlq/0/7 --execute --reason "bug 1234 fixed"
-  fieldwork replay --from tasks.dlq --dlq-reason exhausted --since 6h
-  fieldwork replay --from tasks.dlq --partition 0 --start-offset 2 --end-offset 8 --execute --yes --reason "db back" --rate 500
-  fieldwork replay --from tasks.dlq --event-id 7f6c… --execute --reason "retry one"
-  fieldwork replay --from tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
-  fieldwork replay --from tasks.dlq --status pending --consumer task-projection --to tasks --execute --yes --reason "retry pending"`,
+  fieldwork replay --topic tasks.dlq --dlq-reason exhausted --since 6h
+  fieldwork replay --topic tasks.dlq --partition 0 --start-offset 2 --end-offset 8 --execute --yes --reason "db back" --rate 500
+  fieldwork replay --topic tasks.dlq --event-id 7f6c… --execute --reason "retry one"
+  fieldwork replay --topic tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
+  fieldwork replay --topic tasks.dlq --status pending --consumer task-projection --to tasks --execute --yes --reason "retry pending"`,
 		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
@@ -184,7 +186,10 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 		},
 	}
 	fl := cmd.Flags()
-	cmdutil.TopicVar(fl, &opts.Spec.From, "from", "topic to read (a dead-letter topic, or any topic with --to)")
+	cmdutil.TopicVar(fl, &opts.Spec.From, "topic", "topic to read (a dead-letter topic, or any topic with --to)")
+	// --from is the flag's old name: still read, with a hint, and left out of the help.
+	cmdutil.TopicVar(fl, &opts.oldFrom, "from", "old name of --topic")
+	_ = fl.MarkHidden("from")
 	opts.sel.Register(cmd)
 	opts.filters.Register(cmd, cmdutil.DLQFields|cmdutil.DLQEventID)
 	opts.status.Register(fl, cmdutil.DLQStatusFilter)
@@ -223,6 +228,9 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 // parse turns the flags into opts.Spec and checks everything that needs no network.
 func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	s := &opts.Spec
+	if err := opts.foldOldFrom(cmd); err != nil {
+		return err
+	}
 	var err error
 	if s.Selection, err = opts.sel.Selection(cmd, opts.Now()); err != nil {
 		return err
@@ -240,7 +248,7 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		if s.From != "" && s.From != a.Topic {
-			return fwerr.Usagef("the record %s is in %s but --from says %s: name the record or the topic, not both", args[0], a.Topic, s.From)
+			return fwerr.Usagef("the record %s is in %s but --topic says %s: name the record or the topic, not both", args[0], a.Topic, s.From)
 		}
 		if s.Narrowed() {
 			return fwerr.Usagef("a record address selects one record: drop --partition, --start-offset, --end-offset, --since and --until")
@@ -288,6 +296,20 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 	return opts.RequireReason("it is journaled with the run and sent as fw.replay.reason")
 }
 
+// foldOldFrom reads --from, the old name of --topic, into the spec with a one-line hint on
+// stderr that it is now --topic (-t); both given with different topics is refused.
+func (opts *ReplayOptions) foldOldFrom(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("from") {
+		return nil
+	}
+	if cmd.Flags().Changed("topic") && opts.Spec.From != opts.oldFrom {
+		return fwerr.Usagef("--from is the old name of --topic: give the topic once (--topic %s or --topic %s)", opts.Spec.From, opts.oldFrom)
+	}
+	opts.Spec.From = opts.oldFrom
+	cmdutil.Note(opts.Streams, "--from is now --topic (-t): --from still works")
+	return nil
+}
+
 // parseAims reads the file of records (--from-file) and the edit of one record (--edit,
 // --value-file, --set-header) into the spec.
 func (opts *ReplayOptions) parseAims(cmd *cobra.Command, args []string) error {
@@ -307,11 +329,11 @@ func (opts *ReplayOptions) parseAims(cmd *cobra.Command, args []string) error {
 		}
 		switch {
 		case fs.Topic != "" && s.From != "" && s.From != fs.Topic:
-			return fwerr.Usagef("%s names records of %s but --from says %s", opts.fromFile, fs.Topic, s.From)
+			return fwerr.Usagef("%s names records of %s but --topic says %s", opts.fromFile, fs.Topic, s.From)
 		case fs.Topic != "":
 			s.From = fs.Topic
 		case s.From == "":
-			return fwerr.Usagef("%s names event ids only: say which topic holds them with --from TOPIC", opts.fromFile)
+			return fwerr.Usagef("%s names event ids only: say which topic holds them with --topic TOPIC", opts.fromFile)
 		}
 		if fs.Truncated {
 			cmdutil.Warn(opts.Streams, opts.fromFile+" is a listing cut at its limit (_truncated): it names fewer dead letters than matched when it was written")

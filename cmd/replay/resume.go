@@ -28,7 +28,10 @@ func NewCmdReplayResume(f *cmdutil.Factory, runF func(context.Context, *ReplayRe
 		Use:   "resume RUN",
 		Short: "Continue an interrupted or failed replay run from its checkpoints",
 		Long: `Continue a journaled run that did not complete (interrupted, failed, or marked running by a
-process that is gone): each partition from just after its checkpoint to the end offset fixed
+process that is gone) from its checkpoints, as it was meant to execute. Without --execute it
+prints the plan of what is left and sends nothing; with --execute it resumes.
+
+Each partition goes on from just after its checkpoint to the end offset fixed
 when the run was planned (never re-taken, so records that arrived since are not read), with
 the run's own selection, filters, target, loop guard and reason, and as the run was meant to
 execute: its --rate, partitioner and partition rule, edit, stop rule, group and batching, all
@@ -40,13 +43,18 @@ acknowledged are not sent again; only what the interrupted process had sent with
 journal knowing (at most its duplicate window: the producer's buffer plus one journal batch)
 can be sent twice, which idempotent consumers absorb.
 
+Plan, then execute, as replay: without --execute it prints the plan of what is left (the
+ranges from the checkpoints, the counts, the targets, the run's reason) and sends nothing;
+with --execute it checks the plan first, asks on a terminal (refusing without one unless
+--yes), and exits 3 when records were quarantined. --yes alone resumes too, as it did before
+resume had a plan, with a note to say --execute --yes. A completed run has nothing to resume
+(exit 0).
+
 A run marked running is refused while its process may still drive it: on this host while its
-pid exists, from another host until its journal has been silent for 30s; --force overrides.
-Like replay --execute it checks the plan first, asks on a terminal (refusing without one
-unless --yes), and exits 3 when records were quarantined. A completed run has nothing to
-resume (exit 0).`,
+pid exists, from another host until its journal has been silent for 30s; --force overrides.`,
 		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
-  fieldwork replay resume 20250102-150405-3f9a1c --yes --rate 1000`,
+  fieldwork replay resume 20250102-150405-3f9a1c --execute
+  fieldwork replay resume 20250102-150405-3f9a1c --rate 1000 --execute --yes`,
 		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.RunID = args[0]
@@ -54,9 +62,15 @@ resume (exit 0).`,
 			if err := opts.Rate.Check(); err != nil {
 				return err
 			}
+			if opts.Yes && !opts.Execute {
+				// Scripts written before resume had a plan act with --yes alone: they still do.
+				opts.Execute = true
+				cmdutil.Note(opts.Streams, "--yes without --execute resumes the run, as before: say --execute --yes (without either, replay resume prints the plan of what is left)")
+			}
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedJournal|cmdutil.NeedKafka, opts, runF, replayResumeRun)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.Execute, "execute", false, "resume the run: send what is left (default: print the plan of what is left and send nothing)")
 	opts.RegisterYes(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
 	opts.Rate.Register(cmd.Flags())
@@ -74,9 +88,9 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	if err != nil {
 		return err
 	}
-	// A resume is executed, and keeps its run's id, operator and reason: the reason it sends
-	// (fw.replay.reason) is the one its question shows.
+	// A resume keeps its run's id, operator and reason: the reason it sends (fw.replay.reason)
+	// is the one its plan and its question show.
 	a := opts.ActionFlags
-	a.Execute, a.Reason = true, plan.Resume.Run.Reason
+	a.Reason = plan.Resume.Run.Reason
 	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
 }

@@ -12,13 +12,12 @@ import (
 // reason) gets cobra's plain unknown flag, not the hint.
 func TestReplayReasonIsNeverAFilter(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
-		{Args: []string{"replay", "--from", "tasks.dlq", "--reason", "rejected"}, Want: "the filter of dead letters by their reason is --dlq-reason rejected"},
-		{Args: []string{"replay", "--from", "tasks.dlq", "--no-status"}, Want: "unknown flag: --no-status"},
-		// The topic a command reads is --topic elsewhere: replay answers it with its own name.
-		{Args: []string{"replay", "--topic", "tasks.dlq"}, Want: "unknown flag: --topic\n\nDid you mean this?\n\t--from\n"},
+		{Args: []string{"replay", "--topic", "tasks.dlq", "--reason", "rejected"}, Want: "the filter of dead letters by their reason is --dlq-reason rejected"},
+		{Args: []string{"replay", "--topic", "tasks.dlq", "--no-status"}, Want: "unknown flag: --no-status"},
+		// The topic a command reads is --topic: replay's old --from is answered with it elsewhere.
 		{Args: []string{"dlq", "list", "--from", "tasks.dlq"}, Want: "unknown flag: --from\n\nDid you mean this?\n\t--topic\n"},
 		// A value outside a fixed set is answered with the close ones.
-		{Args: []string{"replay", "--from", "tasks.dlq", "--dlq-reason", "Rejected"}, Want: "\nDid you mean this?\n\trejected\n"},
+		{Args: []string{"replay", "--topic", "tasks.dlq", "--dlq-reason", "Rejected"}, Want: "\nDid you mean this?\n\trejected\n"},
 		{Args: []string{"dlq", "list", "--status", "resolve", "--consumer", "c"}, Want: "\nDid you mean this?\n\tresolved\n"},
 	})
 	roottest.CheckUsage(t, []roottest.Usage{

@@ -11,6 +11,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // replayTableRows bounds the quarantined records and problems a table lists (JSON lists them
@@ -27,6 +28,12 @@ func replayPartitionLabel(p int32) string {
 // replayPlanSections render a scan's report: a dry run's, or (check) the plan a confirmation
 // question is about, without the sample.
 func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []output.Section {
+	return planSections(p, rep, check, "(warnings on stderr; --strict refuses)")
+}
+
+// planSections is replayPlanSections with what the guards line says of where their
+// warnings are (stderr for the command, below the plan in the console).
+func planSections(p *output.Printer, rep *replay.Report, check bool, guardsNote string) []output.Section {
 	st := p.Styles
 	title := "Replay plan (dry run: nothing is sent)"
 	if check {
@@ -78,7 +85,7 @@ func replayPlanSections(p *output.Printer, rep *replay.Report, check bool) []out
 		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
 	}
 	if n := len(rep.Guards); n > 0 {
-		head.Fields = append(head.Fields, [2]string{"guards", st.Warn.Render(strconv.Itoa(n)) + " (warnings on stderr; --strict refuses)"})
+		head.Fields = append(head.Fields, [2]string{"guards", st.Warn.Render(strconv.Itoa(n)) + " " + guardsNote})
 	}
 
 	sel := replaySelectionSection(rep.Selection, rep.Filters)
@@ -214,7 +221,7 @@ func replaySelectionSection(sel replay.SelectionReport, f replay.Filters) output
 	if sel.Record != "" {
 		s.Fields = append(s.Fields, [2]string{"record", sel.Record})
 	} else if sel.Addresses > 0 || sel.EventIDs > 0 {
-		s.Fields = append(s.Fields, [2]string{"from file", fmt.Sprintf("%d addresses, %d event ids", sel.Addresses, sel.EventIDs)})
+		s.Fields = append(s.Fields, [2]string{"named", namedLabel(sel.Addresses, sel.EventIDs)})
 	} else {
 		parts := "all"
 		if len(sel.Partitions) > 0 {
@@ -457,10 +464,23 @@ func replayRuleLabel(rule string) string {
 // from tasks.dlq (4 to tasks)".
 func PlanQuestion(rep *replay.Report) string { return replayConfirmPrompt(rep).Question }
 
+// namedLabel says how many records a selection names one by one (--from-file, the console's
+// marked records): "3 addresses", "2 event ids", or both.
+func namedLabel(addresses, eventIDs int) string {
+	var parts []string
+	if addresses > 0 {
+		parts = append(parts, wording.Count(int64(addresses), "address", "addresses"))
+	}
+	if eventIDs > 0 {
+		parts = append(parts, wording.Plural(int64(eventIDs), "event id"))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // RenderPlan writes a plan as a dry run of `replay` shows it, for `fieldwork triage`'s plan
 // screen.
 func RenderPlan(p *output.Printer, rep *replay.Report) error {
-	return p.Object(rep, replayPlanSections(p, rep, false))
+	return p.Object(rep, planSections(p, rep, false, "(their warnings follow the plan)"))
 }
 
 // incompleteLabel says what incomplete records are: bounded copies, dead letters whose

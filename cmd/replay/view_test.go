@@ -65,3 +65,34 @@ func TestPlanSampleKeysFitTheTerminal(t *testing.T) {
 }
 
 func first(s string, _ []string) string { return s }
+
+// TestConsolePlanWords: the plan the console shows names the records it selects by address
+// as named, not as a file, and says its guards' warnings follow the plan (the console has no
+// stderr); the command's plan says stderr.
+func TestConsolePlanWords(t *testing.T) {
+	rep := &replay.Report{Source: "tasks.dlq", Selection: replay.SelectionReport{Source: "tasks.dlq", Addresses: 1},
+		Guards: []replay.Notice{{Text: "old"}}}
+	render := func(f func(p *output.Printer) error) string {
+		s, _, out, _ := output.Test()
+		if err := f(output.NewPrinter(s, output.FormatTable)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	console := render(func(p *output.Printer) error { return RenderPlan(p, rep) })
+	for _, want := range []string{"named    1 address", "guards", "(their warnings follow the plan)"} {
+		if !strings.Contains(console, want) {
+			t.Errorf("the console's plan lacks %q:\n%s", want, console)
+		}
+	}
+	if strings.Contains(console, "from file") || strings.Contains(console, "stderr") {
+		t.Errorf("the console's plan speaks of a file or stderr:\n%s", console)
+	}
+	cmd := render(func(p *output.Printer) error { return p.Object(rep, replayPlanSections(p, rep, false)) })
+	if !strings.Contains(cmd, "(warnings on stderr; --strict refuses)") {
+		t.Errorf("the command's plan:\n%s", cmd)
+	}
+	if got := namedLabel(2, 3); got != "2 addresses, 3 event ids" {
+		t.Errorf("namedLabel(2, 3) = %q", got)
+	}
+}

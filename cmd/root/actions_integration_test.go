@@ -32,8 +32,11 @@ type actionWorld struct {
 // the question it asks, the reason it journals, and the journal it writes to.
 type actionLine struct {
 	args []string
-	// dryRun says whether the command has a dry run (replay resume has none: it is executed).
+	// dryRun says whether the command has a dry run (every one has, now).
 	dryRun bool
+	// ownReason says that the action keeps the reason it was journaled with (replay resume):
+	// it takes no --reason, and its plan shows that one.
+	ownReason bool
 	// dry is what the dry run prints of its plan (in JSON, off a terminal).
 	dry string
 	// plan is what the prompt's plan line shows.
@@ -79,12 +82,18 @@ func TestDestructiveCommands(t *testing.T) {
 			exec := args
 			if l.dryRun {
 				r := roottest.RunCode(t, w.env, 0, args...)
-				if !strings.Contains(r.Stdout, l.dry) || !strings.Contains(r.Stdout, `"reason":null`) {
-					t.Errorf("the dry run does not print %q and no reason:\n%s", l.dry, r.Stdout)
+				reason, _ := json.Marshal(l.reason)
+				if want := `"reason":null`; !strings.Contains(r.Stdout, l.dry) || !strings.Contains(r.Stdout, want) && !l.ownReason ||
+					l.ownReason && !strings.Contains(r.Stdout, `"reason":`+string(reason)) {
+					t.Errorf("the dry run does not print %q and its reason:\n%s", l.dry, r.Stdout)
 				}
 				// The exact preview: the whole command, --reason and --yes included, without
-				// --execute prints the plan with its reason and changes nothing.
+				// --execute prints the plan with its reason and changes nothing (replay resume
+				// keeps its run's reason, and acts on --yes alone as it always did).
 				full := append(append([]string{}, args...), "--reason", l.reason, "--yes")
+				if l.ownReason {
+					full = append(append([]string{}, args...), "--rate", "1000")
+				}
 				r = roottest.RunCode(t, w.env, 0, full...)
 				if reason, _ := json.Marshal(l.reason); !strings.Contains(r.Stdout, l.dry) || !strings.Contains(r.Stdout, `"reason":`+string(reason)) {
 					t.Errorf("the preview does not print %q and its reason %q:\n%s", l.dry, l.reason, r.Stdout)
@@ -94,6 +103,9 @@ func TestDestructiveCommands(t *testing.T) {
 					t.Errorf("the preview's table does not show the reason %q:\n%s", l.reason, r.Stdout)
 				}
 				exec = append(append([]string{}, args...), "--execute", "--reason", l.reason)
+				if l.ownReason {
+					exec = append(append([]string{}, args...), "--execute")
+				}
 			}
 			unchanged := func(what string) {
 				t.Helper()
@@ -215,7 +227,7 @@ func deadLetters(t *testing.T, dlqTopic string, origs ...string) {
 func setupReplay(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	deadLetters(t, dlqTopic, src, src, src)
-	return actionLine{args: []string{"replay", "--from", dlqTopic}, dryRun: true,
+	return actionLine{args: []string{"replay", "--topic", dlqTopic}, dryRun: true,
 		dry: `"to_send":3`, plan: "3 to " + src, question: fmt.Sprintf("Send 3 records from %s (3 to %s)", dlqTopic, src),
 		reason: "db is back", journal: replayJournal(w), row: "completed by tester: db is back"}
 }
@@ -226,14 +238,14 @@ func setupReplayResume(t *testing.T, w *actionWorld) actionLine {
 	src, dlqTopic := testenv.Topic(t, 1, nil), testenv.Topic(t, 1, nil)
 	missing := testenv.Name(t, "fwmissing")
 	deadLetters(t, dlqTopic, src, src, missing, missing)
-	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--from", dlqTopic, "--execute", "--yes", "--reason", "first try")
+	r := roottest.RunCode(t, w.env, root.ExitNotFound, "replay", "--schema", w.schema, "--topic", dlqTopic, "--execute", "--yes", "--reason", "first try")
 	m := regexp.MustCompile(`fieldwork replay resume (\S+)`).FindStringSubmatch(r.Stderr)
 	if m == nil {
 		t.Fatalf("no failed run to resume:\n%s", r.Stderr)
 	}
 	testenv.CreateTopic(t, missing, 1, nil)
 	id := m[1]
-	return actionLine{args: []string{"replay", "resume", id},
+	return actionLine{args: []string{"replay", "resume", id}, dryRun: true, ownReason: true, dry: `"to_send":2`,
 		plan: "2 to " + missing, question: fmt.Sprintf("Resume run %s: send 2 records from %s (2 to %s)", id, dlqTopic, missing),
 		reason: "first try", journal: replayJournal(w), row: id + " completed by tester: first try", update: true}
 }
@@ -297,7 +309,7 @@ func setupUndo(t *testing.T, w *actionWorld) actionLine {
 		t.Fatalf("skip: %v\n%s", err, r.Stdout)
 	}
 	return actionLine{args: []string{"groups", "skip", "--undo", skip.ID}, dryRun: true,
-		dry: `"moves":[{"partition":0,"old_offset":2,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 2 → 1", group, topic), question: fmt.Sprintf("Move consumer group %s on %s back to where skip %s found it", group, topic, skip.ID),
+		dry: `"moves":[{"partition":0,"committed_offset":2,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 2 → 1", group, topic), question: fmt.Sprintf("Move consumer group %s on %s back to where skip %s found it", group, topic, skip.ID),
 		reason: "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }
 
@@ -320,7 +332,7 @@ func setupResetUndo(t *testing.T, w *actionWorld) actionLine {
 		t.Fatalf("reset: %v\n%s", err, r.Stdout)
 	}
 	return actionLine{args: []string{"groups", "reset", "--undo", reset.ID}, dryRun: true,
-		dry: `"moves":[{"topic":"` + topic + `","partition":0,"old_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
+		dry: `"moves":[{"topic":"` + topic + `","partition":0,"committed_offset":3,"new_offset":1`, plan: fmt.Sprintf("group %s on %s/0: 3 → 1", group, topic),
 		question: fmt.Sprintf("Move consumer group %s on %s back to where reset %s found it", group, topic, reset.ID),
 		reason:   "wrong group", journal: groupJournal(w), row: fmt.Sprintf("undo of %s by tester: wrong group", group)}
 }

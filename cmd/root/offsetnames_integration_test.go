@@ -101,8 +101,8 @@ func TestOffsetFieldNamesMeanOneThing(t *testing.T) {
 
 	run("inspect validate", []int{0, 3}, "inspect", "validate", src, "-o", "json")
 	run("processed check", []int{0, 3}, "processed", "check", "--topic", src, "--consumer", "billing", "--schema", schema, "-o", "json")
-	run("replay plan", []int{0}, "replay", "--from", src, "--to", dst, "--start-offset", "0", "--end-offset", "9", "--schema", schema, "-o", "json")
-	docs := run("replay", []int{0}, "replay", "--from", src, "--to", dst, "--start-offset", "0", "--end-offset", "9", "--schema", schema,
+	run("replay plan", []int{0}, "replay", "--topic", src, "--to", dst, "--start-offset", "0", "--end-offset", "9", "--schema", schema, "-o", "json")
+	docs := run("replay", []int{0}, "replay", "--topic", src, "--to", dst, "--start-offset", "0", "--end-offset", "9", "--schema", schema,
 		"--execute", "--yes", "--reason", "offset names", "-o", "json")
 	runID, _ := docs[len(docs)-1].(map[string]any)["run_id"].(string)
 	if runID == "" {

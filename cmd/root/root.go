@@ -175,7 +175,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
   # Then, in another terminal, with the address fieldwork dev prints:
   export FIELDWORK_BROKERS=127.0.0.1:9092 FIELDWORK_DSN=sqlite:fieldwork-dev.db
   fieldwork dlq list --consumer task-projection
-  fieldwork replay --from tasks.dlq --dlq-reason rejected`,
+  fieldwork replay --topic tasks.dlq --dlq-reason rejected`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

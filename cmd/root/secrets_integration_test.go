@@ -262,8 +262,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	// Off a terminal triage refuses before it connects (exit 2); what its screens show are the
 	// dlq show, replay and processed get renderings run here.
 	do(2, env, append([]string{"triage", "--topic", dlqTopic}, s...)...)
-	do(0, env, append([]string{"replay", "--from", dlqTopic}, s...)...)
-	do(0, env, append([]string{"replay", "--from", dlqTopic, "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "leak test"}, s...)...)
+	do(0, env, append([]string{"replay", "--topic", dlqTopic}, s...)...)
+	do(0, env, append([]string{"replay", "--topic", dlqTopic, "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "leak test"}, s...)...)
 	listed := do(0, env, append([]string{"replay", "runs", "-o", "json"}, s...)...)
 	var runList []struct {
 		ID string `json:"run_id"`
@@ -272,7 +272,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Fatalf("replay runs: %v %q", err, listed.Stdout)
 	}
 	do(0, env, append([]string{"replay", "show", runList[0].ID}, s...)...)
-	do(0, env, append([]string{"replay", "resume", runList[0].ID, "--yes"}, s...)...) // completed: nothing to resume
+	do(0, env, append([]string{"replay", "resume", runList[0].ID, "--execute", "--yes"}, s...)...) // completed: nothing to resume
 	do(0, env, append([]string{"processed", "get", "e1"}, s...)...)
 	do(0, env, append([]string{"processed", "list"}, s...)...)
 	do(0, env, append([]string{"processed", "stats"}, s...)...)

@@ -28,12 +28,12 @@ triage)
 plan)
   step "Replay plan for the pending $REASONS dead letters (nothing is sent)"
   # 3 means some records hit the loop guard (--max-replays): look at them before replaying.
-  expect 0 "$fw" replay --from "$DLQ" --dlq-reason "$REASONS" --status pending --consumer "$CONSUMER" -o table
+  expect 0 "$fw" replay --topic "$DLQ" --dlq-reason "$REASONS" --status pending --consumer "$CONSUMER" -o table
   ;;
 replay)
   need REASON
   step "Replay the pending $REASONS dead letters to their original topics"
-  expect 0 "$fw" replay --from "$DLQ" --dlq-reason "$REASONS" --status pending --consumer "$CONSUMER" \
+  expect 0 "$fw" replay --topic "$DLQ" --dlq-reason "$REASONS" --status pending --consumer "$CONSUMER" \
     --execute --yes --reason "$REASON" -o table
   ;;
 confirm)

@@ -33,7 +33,7 @@ if [ "$rc" -eq 0 ]; then
   exit 0
 fi
 if [ "$(jq -r .unreadable "$WORKDIR/check.json")" = true ]; then
-  jq -r '"not proven: the range could not be read: \(.malformed) of \(.records_read) records are no event; most common reason (\(.dominant_malformed.records) records): \(.dominant_malformed.reason)"' \
+  jq -r '"not proven: the range could not be read: \(.malformed) of \(.records_read) records are no event; most common reason (\(.dominant_malformed.records) records): \(.dominant_malformed.problem)"' \
     "$WORKDIR/check.json" >&2
   echo "Read them first (a schema registry to pass, a producer writing another format): fieldwork inspect validate $TOPIC" >&2
   exit 3

@@ -51,7 +51,7 @@ replay)
   step "Replay the forgotten offsets of $TOPIC into $REPLAY_TO"
   # --skip-processed leaves out the events in those ranges that were not forgotten.
   while IFS=$'\t' read -r p first last; do
-    expect 0 "$fw" replay --from "$TOPIC" --partition "$p" --start-offset "$first" --end-offset "$last" \
+    expect 0 "$fw" replay --topic "$TOPIC" --partition "$p" --start-offset "$first" --end-offset "$last" \
       --to "$REPLAY_TO" --skip-processed --consumer "$CONSUMER" --execute --yes --reason "$REASON" -o table
   done <"$ranges"
   ;;

@@ -25,7 +25,7 @@ step "2. What run $RUN had done: its checkpoints per partition"
 expect 0 "$fw" replay show "$RUN" -o table
 
 step "3. Resume it from its checkpoints (the end offsets are the ones it planned)"
-resume=(replay resume "$RUN" --yes)
+resume=(replay resume "$RUN" --execute --yes)
 [ "${FORCE:-}" = 1 ] && resume+=(--force)
 # 3: some records hit the loop guard and were quarantined; they are listed, not sent.
 rc=0

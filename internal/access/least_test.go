@@ -74,21 +74,21 @@ func TestReplayerPrincipal(t *testing.T) {
 	p.Allow(kadm.NewACLs().Topics(w.dlq), kadm.OpRead)
 
 	before := endOffsets(t, w.topic)
-	denied(t, as(t, p, nil, append([]string{"replay", "--from", w.dlq}, st...)...), "DESCRIBE on topic "+w.topic)
-	denied(t, as(t, p, nil, append([]string{"replay", "--from", w.dlq, "--execute", "--yes", "--reason", "fix deployed"}, st...)...), "WRITE on topic "+w.topic)
+	denied(t, as(t, p, nil, append([]string{"replay", "--topic", w.dlq}, st...)...), "DESCRIBE on topic "+w.topic)
+	denied(t, as(t, p, nil, append([]string{"replay", "--topic", w.dlq, "--execute", "--yes", "--reason", "fix deployed"}, st...)...), "WRITE on topic "+w.topic)
 	// DESCRIBE alone lets the plan see the target; the producer is refused (the idempotent
 	// producer's InitProducerID answers CLUSTER_AUTHORIZATION_FAILED) and says what is missing.
 	p.Allow(kadm.NewACLs().Topics(w.topic), kadm.OpDescribe)
-	denied(t, as(t, p, nil, append([]string{"replay", "--from", w.dlq, "--execute", "--yes", "--reason", "fix deployed"}, st...)...), "WRITE on topic "+w.topic)
+	denied(t, as(t, p, nil, append([]string{"replay", "--topic", w.dlq, "--execute", "--yes", "--reason", "fix deployed"}, st...)...), "WRITE on topic "+w.topic)
 	if got := endOffsets(t, w.topic); got != before {
 		t.Fatalf("a refused replay wrote %d records to %s", got-before, w.topic)
 	}
 
 	p.Allow(kadm.NewACLs().Topics(w.topic), kadm.OpWrite)
-	if r := expect(t, p, 0, append([]string{"replay", "--from", w.dlq, "-o", "jsonl"}, st...)...); !strings.Contains(r.stdout, `"to_send":`+itoa(w.deadLetters)) {
+	if r := expect(t, p, 0, append([]string{"replay", "--topic", w.dlq, "-o", "jsonl"}, st...)...); !strings.Contains(r.stdout, `"to_send":`+itoa(w.deadLetters)) {
 		t.Errorf("replay plan: want %d to send\n%s", w.deadLetters, r)
 	}
-	r := expect(t, p, 0, append([]string{"replay", "--from", w.dlq, "--execute", "--yes", "--reason", "fix deployed", "-o", "jsonl"}, st...)...)
+	r := expect(t, p, 0, append([]string{"replay", "--topic", w.dlq, "--execute", "--yes", "--reason", "fix deployed", "-o", "jsonl"}, st...)...)
 	if !strings.Contains(r.stdout, `"status":"completed"`) || !strings.Contains(r.stdout, `"sent":`+itoa(w.deadLetters)) {
 		t.Errorf("replay --execute\n%s", r)
 	}
@@ -185,8 +185,8 @@ func TestNoRightsPrincipal(t *testing.T) {
 		{"DESCRIBE on topic " + w.dlq, []string{"dlq", "list", "--topic", w.dlq, "--no-status"}},
 		{"DESCRIBE on topic " + w.dlq, []string{"dlq", "show", w.dlq + "/0/0", "--no-status"}},
 		{"DESCRIBE on topic " + w.dlq, []string{"dlq", "stats", "--topic", w.dlq, "--no-status"}},
-		{"DESCRIBE on topic " + w.dlq, append([]string{"replay", "--from", w.dlq}, st...)},
-		{"DESCRIBE on topic " + w.dlq, append([]string{"replay", "--from", w.dlq, "--execute", "--yes", "--reason", "r"}, st...)},
+		{"DESCRIBE on topic " + w.dlq, append([]string{"replay", "--topic", w.dlq}, st...)},
+		{"DESCRIBE on topic " + w.dlq, append([]string{"replay", "--topic", w.dlq, "--execute", "--yes", "--reason", "r"}, st...)},
 		{"READ on topic " + w.topic, append([]string{"consume", "--topic", w.topic, "--group", group, "--handler", "audit", "--migrate", "--stop-when-idle", "2s"}, st...)},
 	} {
 		denied(t, as(t, p, nil, c.args...), c.want)
@@ -233,7 +233,7 @@ func TestDescribeOnlyPrincipal(t *testing.T) {
 		{"READ on topic " + w.dlq, []string{"dlq", "list", "--topic", w.dlq, "--no-status"}},
 		{"READ on topic " + w.dlq, []string{"dlq", "show", w.dlq + "/0/0", "--no-status"}},
 		{"READ on topic " + w.dlq, []string{"dlq", "stats", "--topic", w.dlq, "--no-status"}},
-		{"READ on topic " + w.dlq, []string{"replay", "--from", w.dlq}},
+		{"READ on topic " + w.dlq, []string{"replay", "--topic", w.dlq}},
 	} {
 		denied(t, as(t, p, nil, c.args...), c.want)
 	}

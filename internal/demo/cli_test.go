@@ -56,7 +56,7 @@ func TestCommandJSONSummary(t *testing.T) {
 		t.Errorf("stdout holds more than one JSON value:\n%s", stdout)
 	}
 	for _, want := range []string{"$ fieldwork dev ", "$ fieldwork consume --topic tasks --group task-projection --handler projection",
-		"$ fieldwork dlq list ", "$ fieldwork dlq stats ", "$ fieldwork replay --from tasks.dlq --dlq-reason rejected ",
+		"$ fieldwork dlq list ", "$ fieldwork dlq stats ", "$ fieldwork replay --topic tasks.dlq --dlq-reason rejected ",
 		"--execute --yes", "--status resolved", "$ fieldwork processed stats "} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("the story on stderr does not show %q", want)

@@ -89,13 +89,13 @@ func (d *Demo) deadLetterStats(ctx context.Context) (*dlq.StatsReport, error) {
 	})
 }
 
-// replaySpec is `replay --from tasks.dlq --dlq-reason rejected`.
+// replaySpec is `replay --topic tasks.dlq --dlq-reason rejected`.
 func replaySpec() (replay.Spec, error) {
 	s := replay.Spec{From: TopicDLQ, FilterSpec: dlq.FilterSpec{Reasons: []string{dlq.ReasonRejected}}}
 	return s, s.Validate()
 }
 
-// replayFlow runs `fieldwork replay --from tasks.dlq --dlq-reason rejected` (a dry run) or,
+// replayFlow runs `fieldwork replay --topic tasks.dlq --dlq-reason rejected` (a dry run) or,
 // with execute, the same line with `--execute --yes --reason …`: a new plan and the one replay
 // flow the command runs (replay.Flow), so that the demo does what the line it prints does.
 func (d *Demo) replayFlow(ctx context.Context, execute bool) (*replay.FlowResult, error) {

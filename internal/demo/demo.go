@@ -358,7 +358,7 @@ func (d *Demo) replay(ctx context.Context) error {
 	d.say("A replay sends a dead letter's original bytes back to its topic. That cures the rejected events once the handler is fixed. " +
 		"It cannot cure the malformed ones: the same broken bytes would only be dead-lettered again; their fix is in the producer. " +
 		"So the replay selects --dlq-reason rejected.")
-	base := "fieldwork replay --from " + TopicDLQ + " --dlq-reason rejected"
+	base := "fieldwork replay --topic " + TopicDLQ + " --dlq-reason rejected"
 	rec := d.command(base + d.conn(true, true))
 	dry, err := d.replayFlow(ctx, false)
 	if err != nil {

@@ -33,7 +33,7 @@ type replaySummary struct {
 // replayThroughFault: a third of the tasks (every event, duplicate and stale re-emit of them)
 // were dead-lettered by an earlier consumer whose database was away; their originals are in
 // an older topic. The rest of the stream, poison included, is in the source topic. The test
-// replays the dead letters into the source topic (`replay --from T.dlq --to T --execute`),
+// replays the dead letters into the source topic (`replay --topic T.dlq --to T --execute`),
 // while `fieldwork consume` runs on it, and brings the fault once the journal shows part of
 // the run sent. A replay that stops on the fault is resumed (`replay resume RUN`), as the
 // runbook says. The invariant: the journal says completed, every dead letter sent, each
@@ -70,7 +70,7 @@ func (w *world) replayThroughFault(s *stream, f fault) string {
 
 	st := w.store()
 	rp := testenv.StartProc(t, "replay", []string{"USER=oncall"}, w.bin, "replay", "--brokers", w.brokers, "--dsn", w.dsn,
-		"--schema", w.schema, "--from", s.dlq, "--to", s.topic, "--execute", "--yes",
+		"--schema", w.schema, "--topic", s.dlq, "--to", s.topic, "--execute", "--yes",
 		"--reason", "projection database back", "--rate", replayRate, "-o", "json")
 	var run dedup.ReplayRun
 	waitFor(t, progressWithin, rp.Done(), "the replay journaling a sixth of its run", func() bool {
@@ -111,7 +111,7 @@ func (w *world) replayThroughFault(s *stream, f fault) string {
 	if code != 0 {
 		t.Logf("the replay stopped on the fault (exit %d): %s", code, rp.Tail(5))
 		res := testenv.StartProc(t, "replay-resume", nil, w.bin, "replay", "resume", run.ID, "--brokers", w.brokers,
-			"--dsn", w.dsn, "--schema", w.schema, "--yes", "-o", "json")
+			"--dsn", w.dsn, "--schema", w.schema, "--execute", "--yes", "-o", "json")
 		rcode, err := res.Wait(replayWithin)
 		if err != nil || rcode != 0 {
 			t.Fatalf("replay resume %s: exit %d, %v\n%s", run.ID, rcode, err, res.Tail(20))

@@ -162,11 +162,13 @@ type Partition struct {
 // Report is one group as `groups describe` shows it.
 type Report struct {
 	Group string `json:"group"`
-	// Type is classic, consumer or share (TypeClassic, TypeConsumer, TypeShare).
+	// Type is classic, consumer or share (TypeClassic, TypeConsumer, TypeShare), as groups
+	// list says it. ProtocolType is what a classic group's members speak (consumer, connect);
+	// Protocol is the assignor that shares the partitions out (range, uniform, …).
 	Type         string      `json:"type"`
 	State        string      `json:"state"`
 	ProtocolType string      `json:"protocol_type"`
-	Protocol     string      `json:"protocol"`
+	Protocol     string      `json:"assignor"`
 	Coordinator  int32       `json:"coordinator"`
 	Members      []Member    `json:"members"`
 	Partitions   []Partition `json:"partitions"`
@@ -280,23 +282,54 @@ func (w *Watcher) Read(ctx context.Context, now time.Time) (*Report, error) {
 	return rep, nil
 }
 
-// Describe reads group twice, interval apart (once when interval is 0), so that the report
-// says which commits moved in between: a group whose lag grows while its commits stand still
-// is stuck. An interruption while it waits is an interruption error.
-func Describe(ctx context.Context, c *kafka.Cluster, group string, interval time.Duration, now func() time.Time) (*Report, error) {
+// describePoll is how often Describe reads again the commits that have lag, within its
+// interval: a few reads a second answer as soon as each of them has moved.
+const describePoll = 250 * time.Millisecond
+
+// Describe reads group and answers as soon as the reads tell which commits move: a group
+// whose lag stays while its commits stand still is stuck. The first read answers when there
+// is nothing to tell (interval 0, a share group, no partition with lag behind a commit: none
+// can be stuck); otherwise the group is read again every describePoll until every commit
+// with lag has moved (none is stuck) or interval has passed (those that did not are).
+// waiting, when set, is called once before the second read. An interruption while it waits
+// is an interruption error.
+func Describe(ctx context.Context, c *kafka.Cluster, group string, interval time.Duration, now func() time.Time, waiting func()) (*Report, error) {
 	w := NewWatcher(c, group)
 	rep, err := w.Read(ctx, now())
-	if err != nil || interval <= 0 {
+	if err != nil || interval <= 0 || rep.Share != nil || !rep.lagging() {
 		return rep, err
 	}
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, fwerr.Wrap(fwerr.KindInterrupted, ctx.Err())
-	case <-t.C:
+	if waiting != nil {
+		waiting()
 	}
-	return w.Read(ctx, now())
+	t := time.NewTicker(min(describePoll, interval))
+	defer t.Stop()
+	end := time.NewTimer(interval)
+	defer end.Stop()
+	for last := false; !last; {
+		select {
+		case <-ctx.Done():
+			return nil, fwerr.Wrap(fwerr.KindInterrupted, ctx.Err())
+		case <-end.C:
+			last = true
+		case <-t.C:
+		}
+		if rep, err = w.Read(ctx, now()); err != nil || !rep.lagging() {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// lagging says whether a partition has lag behind a commit that has not moved yet: what
+// only a later read can tell stuck or not.
+func (r *Report) lagging() bool {
+	for _, p := range r.Partitions {
+		if p.Lag > 0 && p.Committed >= 0 && !p.CommitMoved {
+			return true
+		}
+	}
+	return false
 }
 
 // group is a described group, from whichever API describes it: DescribeGroups for a classic

@@ -1,6 +1,10 @@
 package groups
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
+)
 
 // TestStuck: a partition is stuck when it has lag and its commit did not move while watched;
 // a single read says nothing, a partition without a commit or without lag is not stuck.
@@ -27,5 +31,22 @@ func TestMemberName(t *testing.T) {
 	}
 	if got := (Member{ClientID: "billing", Host: "h", InstanceID: "pod-3"}).Name(); got != "billing@h (instance pod-3)" {
 		t.Fatalf("name %q", got)
+	}
+}
+
+// TestJournalOffsetsReadsOldRows: moves journaled before the offset a move found was named
+// committed_offset (old_offset then) are read, undone and listed in today's names; a row
+// that holds no list of moves is shown as it is.
+func TestJournalOffsetsReadsOldRows(t *testing.T) {
+	old := dedup.JSONText(`[{"topic":"orders","partition":0,"old_offset":5,"new_offset":0,"parked":0},{"partition":1,"old_offset":null,"new_offset":3,"parked":0}]`)
+	want := `[{"topic":"orders","partition":0,"committed_offset":5,"new_offset":0,"parked":0},{"partition":1,"committed_offset":null,"new_offset":3,"parked":0}]`
+	if got := JournalOffsets(old); string(got) != want {
+		t.Errorf("old row listed as\n%s\nwant\n%s", got, want)
+	}
+	if got := JournalOffsets(dedup.JSONText(want)); string(got) != want {
+		t.Errorf("new row listed as\n%s", got)
+	}
+	if got := JournalOffsets("by hand"); got != "by hand" {
+		t.Errorf("a row by hand: %s", got)
 	}
 }

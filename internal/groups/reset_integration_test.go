@@ -57,7 +57,7 @@ func TestResetStalePlan(t *testing.T) {
 	}
 	js, err := st.GroupActions(ctx, 0)
 	if err != nil || len(js) != 1 || js[0].Action != "reset" || js[0].Topic != topic ||
-		string(js[0].Offsets) != `[{"topic":"`+topic+`","partition":0,"old_offset":3,"new_offset":0,"parked":0},{"topic":"`+topic+`","partition":1,"old_offset":4,"new_offset":0,"parked":0}]` {
+		string(js[0].Offsets) != `[{"topic":"`+topic+`","partition":0,"committed_offset":3,"new_offset":0,"parked":0},{"topic":"`+topic+`","partition":1,"committed_offset":4,"new_offset":0,"parked":0}]` {
 		t.Fatalf("journal: %+v, %v", js, err)
 	}
 	// Now at the plan's offsets: nothing to do, nothing journaled.

@@ -146,17 +146,51 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	return p, active(o.Group, p.Members)
 }
 
-// PartitionMove is one partition's move in the journal: from OldOffset to NewOffset, and
-// how many records were parked on the way (a skip's; a reset parks none).
+// PartitionMove is one partition's move in the journal: from OldOffset (the commit it found:
+// committed_offset, as a plan names it) to NewOffset, and how many records were parked on the
+// way (a skip's; a reset parks none).
 type PartitionMove struct {
 	// Topic is the partition's topic; "" in a skip's journal, whose action names its one topic.
 	Topic     string `json:"topic,omitempty"`
 	Partition int32  `json:"partition"`
 	// OldOffset and NewOffset are nil for no commit: a reset of a partition the group had not
 	// committed on moves from none, and its undo back to none.
-	OldOffset *int64 `json:"old_offset"`
+	OldOffset *int64 `json:"committed_offset"`
 	NewOffset *int64 `json:"new_offset"`
 	Parked    int64  `json:"parked"`
+}
+
+// UnmarshalJSON reads a journaled move, also one journaled before the offset it moved from
+// was named committed_offset (old_offset then).
+func (m *PartitionMove) UnmarshalJSON(b []byte) error {
+	type plain PartitionMove
+	var j struct {
+		plain
+		LegacyOld *int64 `json:"old_offset"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*m = PartitionMove(j.plain)
+	if m.OldOffset == nil {
+		m.OldOffset = j.LegacyOld
+	}
+	return nil
+}
+
+// JournalOffsets is a journaled action's offsets as groups journal prints them: its moves
+// in today's names (committed_offset), whichever version journaled them; text that is not a
+// list of moves (a row written by hand) as it is.
+func JournalOffsets(t dedup.JSONText) dedup.JSONText {
+	var moves []PartitionMove
+	if err := json.Unmarshal([]byte(t), &moves); err != nil {
+		return t
+	}
+	b, err := json.Marshal(moves)
+	if err != nil {
+		return t
+	}
+	return dedup.JSONText(b)
 }
 
 // topicOf is m's topic, the journaled action's (topic) when m names none (a skip's).

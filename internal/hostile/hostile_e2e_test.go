@@ -243,7 +243,7 @@ func (s *scenario) inspectTopic(t *testing.T) {
 // source topic received exactly what the plan said it would send: each dead letter's key,
 // value and original headers, byte for byte, with the provenance headers.
 func (s *scenario) replay(t *testing.T) {
-	args := []string{"replay", "--from", s.dlqTopic, "--schema", s.schema}
+	args := []string{"replay", "--topic", s.dlqTopic, "--schema", s.schema}
 	checkTerminal(t, s.expect(t, 0, append(args, "-o", "table")...))
 	checkColourTerminal(t, s.onTerminal(t, 0, args...))
 	r := s.expect(t, 0, append(args, "-o", "json")...)

@@ -320,7 +320,7 @@ func TestErrTextKeepsCommandsWhole(t *testing.T) {
 // TestWrapCommand: a command wider than the terminal is broken at blanks outside quotes, with
 // a shell's line continuation, so that it pastes as the same command.
 func TestWrapCommand(t *testing.T) {
-	cmd := "$ fieldwork replay --from tasks.dlq --dlq-reason rejected --execute --yes --reason 'projection 1.5 accepts task.reopened' --dsn sqlite:/tmp/fieldwork-demo.db"
+	cmd := "$ fieldwork replay --topic tasks.dlq --dlq-reason rejected --execute --yes --reason 'projection 1.5 accepts task.reopened' --dsn sqlite:/tmp/fieldwork-demo.db"
 	lines := WrapCommand(cmd, 60)
 	for i, l := range lines {
 		if len(l) > 60 || i < len(lines)-1 && !strings.HasSuffix(l, " \\") {

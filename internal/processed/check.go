@@ -118,7 +118,7 @@ type CheckReport struct {
 type MalformedReason struct {
 	Format  string `json:"format,omitempty"`
 	Field   string `json:"field,omitempty"`
-	Reason  string `json:"reason"`
+	Reason  string `json:"problem"`
 	Records int64  `json:"records"`
 }
 

@@ -84,6 +84,10 @@ type Progress struct {
 	Elapsed        time.Duration
 }
 
+// InterruptedText is the error of a run interrupted (SIGINT, SIGTERM, the console quit) in
+// its summary and its journal row, in place of what failed of the interruption.
+const InterruptedText = "interrupted"
+
 // Summary is what an executed (or resumed) run did. Counts are the whole run's, resumed
 // attempts included; Targets are its acknowledged sends per target partition.
 type Summary struct {
@@ -92,7 +96,7 @@ type Summary struct {
 	Resumed     bool                `json:"resumed"`
 	Operator    string              `json:"operator"`
 	Reason      string              `json:"reason"`
-	Source      string              `json:"source"`
+	Source      string              `json:"topic"`
 	Target      string              `json:"target"`
 	Counts      dedup.RunCounts     `json:"counts"`
 	Targets     []dedup.TargetCount `json:"targets"`
@@ -335,7 +339,12 @@ func (e *executor) conclude(ctx context.Context, runErr error) (*Summary, error)
 		return sum, runErr
 	}
 	sum.Status = status
-	if runErr != nil {
+	switch {
+	case status == dedup.RunInterrupted && !sum.Stopped:
+		// What failed after the interruption failed of it ("context canceled"): the summary
+		// and the journal say what happened.
+		sum.Error = InterruptedText
+	case runErr != nil:
 		sum.Error = runErr.Error()
 	}
 	jerr := e.flush(journalCtx, status, sum.Error, true)

@@ -371,7 +371,7 @@ func (r *FlowResult) finish(err error) error {
 		if e := sum.Execution; e != nil && e.Rate != nil {
 			keeps = fmt.Sprintf(" (it keeps --rate %g, journaled with the run; --rate overrides)", *e.Rate)
 		}
-		r.notice(NoticeResume, "run %s is %s; continue it with: fieldwork replay resume %s%s", sum.RunID, sum.Status, sum.RunID, keeps)
+		r.notice(NoticeResume, "run %s is %s; continue it with: fieldwork replay resume %s --execute%s", sum.RunID, sum.Status, sum.RunID, keeps)
 	}
 	if errors.Is(err, context.Canceled) && fwerr.KindOf(err) == fwerr.KindError {
 		err = fwerr.Wrap(fwerr.KindInterrupted, err)

@@ -227,8 +227,12 @@ func TestFlowInterruptedThenResumed(t *testing.T) {
 	if fwerr.KindOf(err) != fwerr.KindInterrupted || res.Summary == nil || res.Summary.Status != dedup.RunInterrupted {
 		t.Fatalf("interrupted: %v %+v", err, res)
 	}
+	// The summary says what happened, not what failed of it (context canceled).
+	if res.Summary.Error != InterruptedText {
+		t.Errorf("interrupted run's error %q, want %q", res.Summary.Error, InterruptedText)
+	}
 	id := res.Summary.RunID
-	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s (it keeps --rate 2000, journaled with the run; --rate overrides)", id, id)
+	want := fmt.Sprintf("run %s is interrupted; continue it with: fieldwork replay resume %s --execute (it keeps --rate 2000, journaled with the run; --rate overrides)", id, id)
 	if got := kinds(res.Notices); !slices.Equal(got, []NoticeKind{NoticeResume}) || res.Notices[0].String() != want {
 		t.Fatalf("notices %+v, want %q", res.Notices, want)
 	}

@@ -223,7 +223,7 @@ type SampleRecord struct {
 	Key          string `json:"key"`
 	KeyBase64    []byte `json:"key_base64,omitempty"`
 	EventID      string `json:"event_id,omitempty"`
-	Reason       string `json:"reason,omitempty"`
+	Reason       string `json:"dlq_reason,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"`
 	ReplayCount  int    `json:"replay_count"`
 	// KeySchema and ValueSchema are the key and value decoded through the schema registry when
@@ -262,7 +262,7 @@ type Counts struct {
 // (Incomplete: listed like Quarantined, at most 1,000, Counts.Incomplete exact), and a
 // sample. Neither fails the plan (Err): an executed run sends the rest and exits 3.
 type Report struct {
-	Source string `json:"source"`
+	Source string `json:"topic"`
 	Target string `json:"target"`
 	// ToPartition and Partitioner are how records are placed (Spec.ToPartition, .Partitioner);
 	// each target's Rule says which rule placed its records. Partitioner is --partitioner, or

@@ -523,7 +523,7 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 		t.Fatalf("interrupted run: %v, status %s", err, sum.Status)
 	}
 	run, _, _ := st.ReplayRun(t.Context(), sum.RunID)
-	if run.Status != dedup.RunInterrupted || run.Sent == 0 || run.Sent >= 3000 {
+	if run.Status != dedup.RunInterrupted || run.Sent == 0 || run.Sent >= 3000 || run.Error != InterruptedText || sum.Error != InterruptedText {
 		t.Fatalf("journal after the interruption: %+v", run)
 	}
 	p, err := LoadRun(t.Context(), c, st, sum.RunID, false)

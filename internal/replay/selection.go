@@ -15,7 +15,7 @@ import (
 // selection (kafka.Selection: --start-offset and --end-offset are the first and the last
 // offset, both inclusive, last_offset as every inclusive end in JSON).
 type SelectionReport struct {
-	Source string `json:"source"`
+	Source string `json:"topic"`
 	// Record is set when one record was named; the range is then that offset.
 	Record string `json:"record,omitempty"`
 	// Selection: no partitions, every partition.

@@ -99,7 +99,7 @@ func TestFilters(t *testing.T) {
 		t.Errorf("no filters: %s", b)
 	}
 	start := int64(5)
-	if b, _ := json.Marshal((&Spec{From: "t", Selection: kafka.Selection{Partitions: []int32{1}, StartOffset: &start}}).SelectionReport()); string(b) != `{"source":"t","partitions":[1],"start_offset":5}` {
+	if b, _ := json.Marshal((&Spec{From: "t", Selection: kafka.Selection{Partitions: []int32{1}, StartOffset: &start}}).SelectionReport()); string(b) != `{"topic":"t","partitions":[1],"start_offset":5}` {
 		t.Errorf("selection: %s", b)
 	}
 }
@@ -113,7 +113,7 @@ func TestJournaledSpecReadsTheOldEndOffset(t *testing.T) {
 		t.Fatalf("old spec: %+v %v", s, err)
 	}
 	text := s.marshal()
-	if !strings.Contains(text, `"last_offset":7`) || strings.Contains(text, "end_offset") {
+	if !strings.Contains(text, `"last_offset":7`) || strings.Contains(text, "end_offset") || !strings.Contains(text, `"topic":"tasks.dlq"`) || strings.Contains(text, `"from"`) {
 		t.Fatalf("journaled as %s", text)
 	}
 	if back, _, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
@@ -134,10 +134,12 @@ func TestJournaledSelectionKeepsItsShape(t *testing.T) {
 		rate       float64
 		same       bool // journaled again as it is
 	}{
-		{"window", `{"from":"tasks.dlq","partitions":[0,2],"since":"2026-11-30T08:00:00Z","until":"2026-11-30T14:00:00Z","reasons":["exhausted"],"key":"dGFzay03","statuses":["pending"],"status_consumer":"task-projection","to":"tasks-retry","to_partition":"key","partitioner":"crc32","max_replays":5,"for_group":"task-projection","strict":true,"stop_on_redeadletter":10,"execution":{"rate":500,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+		{"window", `{"topic":"tasks.dlq","partitions":[0,2],"since":"2026-11-30T08:00:00Z","until":"2026-11-30T14:00:00Z","reasons":["exhausted"],"key":"dGFzay03","statuses":["pending"],"status_consumer":"task-projection","to":"tasks-retry","to_partition":"key","partitioner":"crc32","max_replays":5,"for_group":"task-projection","strict":true,"stop_on_redeadletter":10,"execution":{"rate":500,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
 			kafka.Selection{Partitions: []int32{0, 2}, Since: since, Until: since.Add(6 * time.Hour)}, "", 500, true},
-		{"record", `{"from":"tasks.dlq","partitions":[1],"start_offset":2,"last_offset":2,"record":"tasks.dlq/1/42","to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+		{"record", `{"topic":"tasks.dlq","partitions":[1],"start_offset":2,"last_offset":2,"record":"tasks.dlq/1/42","to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
 			kafka.Selection{Partitions: []int32{1}, StartOffset: &two, EndOffset: &two}, "tasks.dlq/1/42", 0, true},
+		{"legacy from", `{"from":"tasks.dlq","partitions":[1],"start_offset":2,"last_offset":2,"record":"tasks.dlq/1/42","to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
+			kafka.Selection{Partitions: []int32{1}, StartOffset: &two, EndOffset: &two}, "tasks.dlq/1/42", 0, false},
 		{"legacy end_offset", `{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
 			kafka.Selection{Partitions: []int32{0}, StartOffset: &two, EndOffset: &seven}, "", 0, false},
 	} {

@@ -42,8 +42,9 @@ var ToPartitionModes = []string{PartitionAuto, PartitionOriginal, PartitionKey}
 // the target and the loop guard. It is journaled as the run's selection (JSON), so that a
 // resumed run selects, routes and guards exactly as the interrupted one did.
 type Spec struct {
-	// From is the topic read (a dead-letter topic, or any topic with To).
-	From string `json:"from"`
+	// From is the topic read (a dead-letter topic, or any topic with To): --topic, journaled
+	// as "topic" (as "from" by earlier versions, still read).
+	From string `json:"topic"`
 	// Selection narrows From: partitions, an inclusive offset range or a time window, as the
 	// flags gave it (its fields are the spec's in JSON). With none the whole topic is read,
 	// bounded by its end offsets when the plan is made. Validate checks it (its Check).
@@ -138,10 +139,10 @@ type Spec struct {
 // failure is a usage error (exit 2).
 func (s *Spec) Validate() error {
 	if s.From == "" {
-		return fwerr.Usagef("nothing to read: name a topic with --from TOPIC or a record TOPIC/PARTITION/OFFSET")
+		return fwerr.Usagef("nothing to read: name a topic with --topic TOPIC or a record TOPIC/PARTITION/OFFSET")
 	}
 	if p := kafka.TopicProblem(s.From); p != "" {
-		return fwerr.Usagef("--from %q: %s", s.From, p)
+		return fwerr.Usagef("--topic %q: %s", s.From, p)
 	}
 	if p := kafka.TopicProblem(s.To); s.To != "" && p != "" {
 		return fwerr.Usagef("--to %q: %s", s.To, p)
@@ -334,12 +335,14 @@ func (s *Spec) marshal() string {
 }
 
 // UnmarshalJSON reads a journaled spec, also one journaled before the inclusive end of its
-// offset range was named last_offset (end_offset then).
+// offset range was named last_offset (end_offset then), or before the topic read was named
+// topic (from then).
 func (s *Spec) UnmarshalJSON(b []byte) error {
 	type plain Spec
 	var j struct {
 		plain
 		LegacyEndOffset *int64 `json:"end_offset"`
+		LegacyFrom      string `json:"from"`
 	}
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
@@ -347,6 +350,9 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	*s = Spec(j.plain)
 	if s.EndOffset == nil {
 		s.EndOffset = j.LegacyEndOffset
+	}
+	if s.From == "" {
+		s.From = j.LegacyFrom
 	}
 	return nil
 }

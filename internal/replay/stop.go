@@ -25,7 +25,7 @@ type StoppedError struct {
 }
 
 func (e *StoppedError) Error() string {
-	return fmt.Sprintf("stopped: %d records of run %s were dead-lettered again into %s (--stop-on-redeadletter %d): the failure is not fixed; fix it, then continue with: fieldwork replay resume %s",
+	return fmt.Sprintf("stopped: %d records of run %s were dead-lettered again into %s (--stop-on-redeadletter %d): the failure is not fixed; fix it, then continue with: fieldwork replay resume %s --execute",
 		e.Redeadlettered, e.RunID, e.Topic, e.Redeadlettered, e.RunID)
 }
 

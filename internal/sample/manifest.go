@@ -97,8 +97,9 @@ type Poison struct {
 	EventID string `json:"event_id,omitempty"`
 	// Field is the attribute at fault ("" for invalid JSON).
 	Field string `json:"field,omitempty"`
-	// Reason says what is wrong, for dead-letter messages and test failures.
-	Reason string `json:"reason"`
+	// Reason says what is wrong, for dead-letter messages and test failures (JSON: problem,
+	// as a malformed record's).
+	Reason string `json:"problem"`
 }
 
 // Counts is the number of records of each kind.

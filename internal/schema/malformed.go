@@ -28,12 +28,12 @@ func (d *Decoder) ReadEvent(ctx context.Context, rec *kgo.Record) (ev envelope.E
 
 // Malformed says why a record is not a recognisable event, in the one shape every command
 // gives it (dlq show, inspect record, topic, aggregate and validate, processed check): the
-// envelope's format, field and reason, or the registry framing's for a payload that did not
+// envelope's format, field and problem (JSON: problem), or the registry framing's for a payload that did not
 // decode, the event id when the envelope had one, and the decoder's one-line message.
 type Malformed struct {
 	Format  string `json:"format,omitempty"`
 	Field   string `json:"field,omitempty"`
-	Reason  string `json:"reason"`
+	Reason  string `json:"problem"`
 	EventID string `json:"event_id,omitempty"`
 	// Message is the decoder's one-line error, position included.
 	Message string `json:"message"`

@@ -224,7 +224,7 @@ func newFitWorld(t *testing.T) *fitWorld {
 	w := &fitWorld{dir: dir, env: append(testenv.CleanEnviron(dir, "FIELDWORK_BROKERS="+brokers, "FIELDWORK_DSN="+dsn,
 		"FIELDWORK_SCHEMA_REGISTRY="+registry, "USER=tester", "NO_COLOR=1"), "FIELDWORK_CONFIG="+cfg)}
 	// A replay run in the journal, for replay show and resume.
-	run := exec.Command(testenv.Fieldwork(t), "replay", "--from", "tasks.dlq", "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "r80", "-o", "json")
+	run := exec.Command(testenv.Fieldwork(t), "replay", "--topic", "tasks.dlq", "--dlq-reason", "rejected", "--execute", "--yes", "--reason", "r80", "-o", "json")
 	run.Env = w.env
 	out, err := run.Output()
 	var sum struct {
@@ -283,7 +283,7 @@ func (w *fitWorld) cases() map[string]fitCase {
 		"processed list":        {},
 		"processed prune":       {args: []string{"--older-than", "30d", "--force"}},
 		"processed stats":       {},
-		"replay":                {args: []string{"--from", "tasks.dlq", "--dlq-reason", "malformed", "--to", "tasks", "--reason", "r80"}},
+		"replay":                {args: []string{"--topic", "tasks.dlq", "--dlq-reason", "malformed", "--to", "tasks", "--reason", "r80"}},
 		"replay resume":         {args: []string{w.runID}},
 		"replay runs":           {},
 		"replay show":           {args: []string{w.runID}},

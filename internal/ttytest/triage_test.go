@@ -170,7 +170,7 @@ func TestTriageCtrlCStopsAReplay(t *testing.T) {
 	if code, stdout, stderr := fieldwork(t, env, "replay", "show", m[1], "--schema", sch, "-o", "json"); code != 0 || !regexp.MustCompile(`"status": *"interrupted"`).MatchString(stdout) {
 		t.Errorf("replay show %s: exit %d\n%s%s", m[1], code, stdout, stderr)
 	}
-	if code, _, stderr := fieldwork(t, env, "replay", "resume", m[1], "--schema", sch, "--yes"); code != 0 {
+	if code, _, stderr := fieldwork(t, env, "replay", "resume", m[1], "--schema", sch, "--execute", "--yes"); code != 0 {
 		t.Fatalf("replay resume: exit %d: %s", code, stderr)
 	}
 	if n := endOffset(t, src); n < 20 {

@@ -119,7 +119,7 @@ func TestReplayPromptOnATerminal(t *testing.T) {
 	env := environ(t)
 	sch := store(t, env)
 	src, dlqTopic := deadLetters(t, 10)
-	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--reason", "r"}
+	args := []string{"replay", "--schema", sch, "--topic", dlqTopic, "--execute", "--reason", "r"}
 	question := fmt.Sprintf("Send 10 records from %s (10 to %s)? [y/N] ", dlqTopic, src)
 
 	code, out, shown := answerPrompt(t, env, args, "n")
@@ -162,7 +162,7 @@ func TestReplayProgressRedrawnByTime(t *testing.T) {
 	env := environ(t)
 	sch := store(t, env)
 	src, dlqTopic := deadLetters(t, 10)
-	args := []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
+	args := []string{"replay", "--schema", sch, "--topic", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
 
 	term := testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env}, testenv.Fieldwork(t), args...)
 	term.WaitFor(within, "two progress frames with different counts below 10", func(out string) bool {
@@ -183,7 +183,7 @@ func TestReplayProgressRedrawnByTime(t *testing.T) {
 
 	// Other dead letters, stderr a pipe.
 	src, dlqTopic = deadLetters(t, 10)
-	args = []string{"replay", "--schema", sch, "--from", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
+	args = []string{"replay", "--schema", sch, "--topic", dlqTopic, "--execute", "--yes", "--reason", "r", "--rate", "2"}
 	var stderr bytes.Buffer
 	term = testenv.StartTerminal(t, testenv.TerminalOptions{Cols: 80, Env: env, Stderr: &stderr}, testenv.Fieldwork(t), args...)
 	if code, out := term.Wait(); code != 0 {
@@ -376,7 +376,7 @@ func TestCompletionOnATerminal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sh := startShell(t, name, env)
 			sh.completesTo("fieldwork dlq list --status pen", "fieldwork dlq list --status pending")
-			sh.completesTo("fieldwork replay --from x --dlq-reason rej", "fieldwork replay --from x --dlq-reason rejected")
+			sh.completesTo("fieldwork replay --topic x --dlq-reason rej", "fieldwork replay --topic x --dlq-reason rejected")
 			sh.completesTo("fieldwork inspect topic "+topic[:len(topic)-3], "fieldwork inspect topic "+topic)
 			sh.completesTo("fieldwork groups describe "+group[:len(group)-3], "fieldwork groups describe "+group)
 			sh.completesTo("fieldwork dlq list --group "+group[:len(group)-3], "fieldwork dlq list --group "+group)

@@ -6,7 +6,7 @@
 // (Views).
 //
 // Screens: the dead-letter topics (counts by status and reason, growth since the console
-// opened), one topic's dead letters grouped by failure cause, one group's dead letters, one
+// opened), one topic's dead letters by failure cause, one cause's dead letters, one
 // dead letter in full, a replay's plan (confirmed with a reason), its progress and outcome,
 // and an event's markers. The model is driven by Bubble Tea; tests drive Update and View.
 package tui
@@ -71,7 +71,7 @@ type screen int
 
 const (
 	screenTopics screen = iota
-	screenGroups
+	screenCauses
 	screenList
 	screenRecord
 	screenPlan
@@ -153,13 +153,13 @@ type Model struct {
 	readErr  string
 	statusOf dlq.Status // the status filter; "" every status
 
-	screen screen
-	topic  string // the open topic
-	group  string // the open group's key
-	record *item  // the open dead letter
-	cursor map[screen]int
-	marks  map[string]bool
-	note   string // the last action's outcome, above the help bar
+	screen   screen
+	topic    string // the open topic
+	causeKey string // the open cause's key
+	record   *item  // the open dead letter
+	cursor   map[screen]int
+	marks    map[string]bool
+	note     string // the last action's outcome, above the help bar
 
 	filtering bool
 	filter    textinput.Model
@@ -580,10 +580,10 @@ func (m *Model) quit() tea.Cmd {
 // back goes up one screen.
 func (m *Model) back() {
 	switch m.screen {
-	case screenGroups:
+	case screenCauses:
 		m.screen = screenTopics
 	case screenList:
-		m.screen = screenGroups
+		m.screen = screenCauses
 	case screenRecord:
 		m.screen = screenList
 	case screenPlan, screenProcessed:
@@ -606,18 +606,18 @@ func (m *Model) cycleStatus() {
 	order := append([]dlq.Status{""}, dlq.Statuses...)
 	i := slices.Index(order, m.statusOf)
 	m.statusOf = order[(i+1)%len(order)]
-	m.cursor[screenGroups], m.cursor[screenList] = 0, 0
+	m.cursor[screenCauses], m.cursor[screenList] = 0, 0
 }
 
 // open goes down into the row under the cursor; a dead letter's original record is read then.
 func (m *Model) open(r row) tea.Cmd {
 	switch m.screen {
 	case screenTopics:
-		m.topic, m.screen = r.topic, screenGroups
-		m.cursor[screenGroups] = 0
-		m.filters[screenGroups] = ""
-	case screenGroups:
-		m.group, m.screen = r.group.key, screenList
+		m.topic, m.screen = r.topic, screenCauses
+		m.cursor[screenCauses] = 0
+		m.filters[screenCauses] = ""
+	case screenCauses:
+		m.causeKey, m.screen = r.cause.key, screenList
 		m.cursor[screenList] = 0
 		m.filters[screenList] = ""
 	case screenList:
@@ -656,16 +656,16 @@ func (m *Model) recordText(it *item) string {
 	return note + m.o.Views.Record(det, m.width)
 }
 
-// replaySelected opens the plan of what the cursor or the marks select: a group (the groups
+// replaySelected opens the plan of what the cursor or the marks select: a cause (the causes
 // screen), the marked dead letters of the topic, else the one under the cursor.
 func (m *Model) replaySelected(r row) tea.Cmd {
 	switch m.screen {
-	case screenGroups:
+	case screenCauses:
 		var recs []string
-		for _, it := range m.groupItems(r.group.key) {
+		for _, it := range m.causeItems(r.cause.key) {
 			recs = append(recs, it.addr)
 		}
-		return m.startReplay(selection{topic: m.topic, records: recs, label: fmt.Sprintf("group %s (%d)", r.group.label, len(recs))})
+		return m.startReplay(selection{topic: m.topic, records: recs, label: fmt.Sprintf("cause %s (%d)", r.cause.label, len(recs))})
 	case screenList:
 		var marked []string
 		for _, it := range m.byTopic[m.topic] {
@@ -846,14 +846,14 @@ func (m *Model) copy(what, text string) tea.Cmd {
 }
 
 // copyCommand copies the command line for the runbook: the listing of a topic, the replay of a
-// group or of a dead letter.
+// cause or of a dead letter.
 func (m *Model) copyCommand(r row) tea.Cmd {
 	switch m.screen {
 	case screenTopics:
 		return m.copy("command", "fieldwork dlq list --topic "+r.topic)
-	case screenGroups:
+	case screenCauses:
 		var addrs []string
-		for _, it := range m.groupItems(r.group.key) {
+		for _, it := range m.causeItems(r.cause.key) {
 			addrs = append(addrs, it.addr)
 		}
 		return m.copy("command", dlq.ReplayCommand(addrs...))

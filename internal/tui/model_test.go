@@ -332,16 +332,16 @@ func TestStatusRefreshBounded(t *testing.T) {
 	c.wantRow("›", "tasks.dlq", "5", "+0", "0", "0", "5", "0", "0")
 }
 
-func TestGroupsAndListScreens(t *testing.T) {
+func TestCausesAndListScreens(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("j\r")
 	c.want("tasks.dlq", "COUNT", "CAUSE", "FIRST", "LAST", "ORIGINAL", "db down", "SchemaError: field title missing")
 	v := c.screen()
 	if strings.Index(v, "db down") > strings.Index(v, "SchemaError") {
-		t.Errorf("the larger group is not first:\n%s", v)
+		t.Errorf("the larger cause is not first:\n%s", v)
 	}
 	c.wantRow("›", "3", "3", "db", "down", "1h", "56m", "tasks")
-	// The status filter: resolved leaves one group of one.
+	// The status filter: resolved leaves one cause of one.
 	c.keys("ss")
 	c.want("status: replayed", "no dead letters here (status replayed)")
 	c.keys("s")
@@ -353,11 +353,11 @@ func TestGroupsAndListScreens(t *testing.T) {
 	c.keys("ss")
 	c.want("status: all")
 
-	// Open the group: its dead letters.
+	// Open the cause: its dead letters.
 	c.keys("\r")
 	c.want("tasks.dlq › db down", "PARTITION/OFFSET", "STATUS", "EVENT ID", "0/0", "0/2", "0/4", "evt-0", "pending")
 	c.wantNot("0/1")
-	// Back up, and into the other group.
+	// Back up, and into the other cause.
 	c.keys("\x1bj\r")
 	c.want("SchemaError: field title missing", "0/1", "0/3", "resolved")
 	c.keys("\x1b\x1b")
@@ -455,13 +455,13 @@ func TestCopyCommands(t *testing.T) {
 	c.want("copied address: tasks.dlq/0/0")
 }
 
-// TestReplayGroup: r on a group plans the replay of its dead letters (a dry run), the plan is
+// TestReplayCause: r on a cause plans the replay of its dead letters (a dry run), the plan is
 // shown and asks for a reason; Enter with one executes the same records with it; the outcome
 // and the statuses looked up again are shown.
-func TestReplayGroup(t *testing.T) {
+func TestReplayCause(t *testing.T) {
 	c := newConsole(t, sample(), false)
 	c.keys("j\rr")
-	c.want("replay group db down (3)", "Plan: 3 to send from tasks.dlq", "send 3 records?", "reason: ", "enter send", "esc cancel")
+	c.want("replay cause db down (3)", "Plan: 3 to send from tasks.dlq", "send 3 records?", "reason: ", "enter send", "esc cancel")
 	c.keys("\r")
 	c.want("say why")
 	c.keys("db is back\r")

@@ -55,7 +55,7 @@ func escape(s string) string { return printable.Escape(s) }
 // oneLine folds whitespace into single spaces, for a cell.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// cause is what a dead letter failed of: the key its group is known by (the failure's
+// cause is what a dead letter failed of: the key its dead letters are known by (the failure's
 // fingerprint, dlq.FingerprintOf: its error class and message with ids, numbers and quoted
 // values normalised away, the one rule dlq stats --group-by fingerprint and --fingerprint
 // use), and its label, the normalised cause.
@@ -70,8 +70,8 @@ func causeOf(d dlq.DeadLetter) cause {
 	return cause{key: fp.ID, label: label}
 }
 
-// group is one failure cause of a topic's dead letters.
-type group struct {
+// causeGroup is one failure cause of a topic's dead letters.
+type causeGroup struct {
 	cause
 	items       []*item
 	first, last time.Time
@@ -79,10 +79,10 @@ type group struct {
 	statuses    map[dlq.Status]int
 }
 
-// row is a line of a list screen: a topic, a group or a dead letter.
+// row is a line of a list screen: a topic, a failure cause or a dead letter.
 type row struct {
 	topic string
-	group *group
+	cause *causeGroup
 	item  *item
 }
 
@@ -91,11 +91,11 @@ func (m *Model) visible(it *item) bool {
 	return m.statusOf == "" || it.Status.Status == m.statusOf
 }
 
-// groups are the open topic's dead letters that pass the status filter, by cause, the
+// causes are the open topic's dead letters that pass the status filter, by cause, the
 // largest first.
-func (m *Model) groups() []*group {
-	by := map[string]*group{}
-	var out []*group
+func (m *Model) causes() []*causeGroup {
+	by := map[string]*causeGroup{}
+	var out []*causeGroup
 	for _, it := range m.byTopic[m.topic] {
 		if !m.visible(it) {
 			continue
@@ -103,7 +103,7 @@ func (m *Model) groups() []*group {
 		c := it.cause
 		g := by[c.key]
 		if g == nil {
-			g = &group{cause: c, first: it.Timestamp, last: it.Timestamp, statuses: map[dlq.Status]int{}}
+			g = &causeGroup{cause: c, first: it.Timestamp, last: it.Timestamp, statuses: map[dlq.Status]int{}}
 			by[c.key] = g
 			out = append(out, g)
 		}
@@ -123,9 +123,9 @@ func (m *Model) groups() []*group {
 	return out
 }
 
-// groupItems are the dead letters of the open topic's group key that pass the status filter.
-func (m *Model) groupItems(key string) []*item {
-	for _, g := range m.groups() {
+// causeItems are the dead letters of the open topic's cause key that pass the status filter.
+func (m *Model) causeItems(key string) []*item {
+	for _, g := range m.causes() {
 		if g.key == key {
 			return g.items
 		}
@@ -155,14 +155,14 @@ func (m *Model) rows() []row {
 				out = append(out, row{topic: t})
 			}
 		}
-	case screenGroups:
-		for _, g := range m.groups() {
+	case screenCauses:
+		for _, g := range m.causes() {
 			if match(append([]string{g.label}, g.originals...)...) {
-				out = append(out, row{group: g})
+				out = append(out, row{cause: g})
 			}
 		}
 	case screenList:
-		for _, it := range m.groupItems(m.group) {
+		for _, it := range m.causeItems(m.causeKey) {
 			if match(it.addr, it.EventID, string(it.Status.Status), it.OriginalTopic, string(it.Key)) {
 				out = append(out, row{item: it})
 			}
@@ -374,11 +374,11 @@ func (m *Model) render() string {
 func (m *Model) title() string {
 	crumbs := []string{"fieldwork triage"}
 	switch m.screen {
-	case screenGroups, screenList, screenRecord:
+	case screenCauses, screenList, screenRecord:
 		crumbs = append(crumbs, escape(m.topic))
 	}
 	if m.screen == screenList || m.screen == screenRecord {
-		crumbs = append(crumbs, escape(causeOfKeyLabel(m, m.group)))
+		crumbs = append(crumbs, escape(causeOfKeyLabel(m, m.causeKey)))
 	}
 	switch m.screen {
 	case screenRecord, screenPlan, screenProcessed:
@@ -416,8 +416,8 @@ func (m *Model) body() string {
 	switch m.screen {
 	case screenTopics:
 		lines = m.topicsView(n)
-	case screenGroups:
-		lines = m.groupsView(n)
+	case screenCauses:
+		lines = m.causesView(n)
 	case screenList:
 		lines = m.listView(n)
 	case screenRecord, screenProcessed:
@@ -492,7 +492,7 @@ func (m *Model) reasons(topic string) string {
 	return strings.Join(parts, " · ")
 }
 
-func (m *Model) groupsView(n int) []string {
+func (m *Model) causesView(n int) []string {
 	rows := m.rows()
 	if len(rows) == 0 {
 		return []string{"", "  no dead letters here" + m.filterSays()}
@@ -502,11 +502,11 @@ func (m *Model) groupsView(n int) []string {
 		{title: "ORIGINAL", width: 10, optional: true}}
 	var cells [][]string
 	for _, r := range rows {
-		g := r.group
+		g := r.cause
 		cells = append(cells, []string{fmt.Sprint(len(g.items)), fmt.Sprint(g.statuses[dlq.StatusPending]), escape(g.label),
 			m.age(g.first), m.age(g.last), escape(strings.Join(g.originals, ","))})
 	}
-	return m.table(cols, cells, nil, min(m.cursor[screenGroups], len(rows)-1), n)
+	return m.table(cols, cells, nil, min(m.cursor[screenCauses], len(rows)-1), n)
 }
 
 func (m *Model) listView(n int) []string {

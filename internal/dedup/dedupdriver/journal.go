@@ -446,9 +446,9 @@ func SortSends(sends []ReplaySend) []ReplaySend {
 
 // MarkerAction is a journaled `processed prune` or `processed forget` (migration 007): who deleted markers of which table, why, which (Selection,
 // JSON), how many (Counts, JSON; Deleted, the markers deleted), and the error when it failed
-// part way.
+// part way. Its ID, the row's number, is its run_id in JSON, as every journaled action's id is.
 type MarkerAction struct {
-	ID          int64     `json:"id"`
+	ID          int64     `json:"run_id"`
 	Action      string    `json:"action"`
 	MarkerTable string    `json:"marker_table"`
 	Operator    string    `json:"operator"`

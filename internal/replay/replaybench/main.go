@@ -4,7 +4,7 @@
 // It writes N fieldwork dead letters (default 500,000) to a fresh dead-letter topic whose
 // headers name a fresh, empty source topic, then in the same run, round after round:
 //
-//   - replays them DLQ → source as `fieldwork replay --from DLQ --execute --yes --reason …`
+//   - replays them DLQ → source as `fieldwork replay --topic DLQ --execute --yes --reason …`
 //     does: one pass, each record routed by its dead-letter headers, journaled in a fresh
 //     PostgreSQL schema; timed end to end (plan, send, journal, summary);
 //   - copies the same range with `kcat -C -e -t DLQ -b … | kcat -P -t TARGET -b …`, timed end
