@@ -61,7 +61,7 @@ type ReplayOptions struct {
 	rateGiven  bool
 	// workers records the executed plan as a run shared by workers (--workers).
 	workers bool
-	Now        func() time.Time
+	Now     func() time.Time
 }
 
 // NamedConsumer is --consumer, for cmdutil.RunWith's warning.

@@ -157,7 +157,7 @@ func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID str
 	w := &worker{c: c, st: st, runID: runID, from: spec.From, opts: opts, ex: ex, nParts: len(cps),
 		sum: &WorkerSummary{RunID: runID, Group: GroupName(runID), Worker: opts.Owner, Partitions: []int32{}, Targets: []dedup.TargetCount{},
 			DuplicateWindow: int64(ex.MaxBuffered + ex.FlushRecords)},
-		failed: make(chan error, 1)}
+		failed: make(chan error, 1), check: make(chan struct{}, 1)}
 	start := time.Now()
 	if run.Status == dedup.RunCompleted {
 		return w.finish(ctx, start, nil)
@@ -200,6 +200,8 @@ type worker struct {
 	current *session
 	gen     int
 	failed  chan error
+	// check asks the loop to look at the journal now: a session sent all it had.
+	check chan struct{}
 }
 
 // session is the sending of one assignment.
@@ -219,14 +221,15 @@ func (w *worker) loop(ctx context.Context) error {
 			return fwerr.Wrap(fwerr.KindInterrupted, ctx.Err())
 		case err := <-w.failed:
 			return err
+		case <-w.check:
 		case <-tick.C:
-			done, err := w.st.ReleaseReplayPartitions(ctx, w.runID, "")
-			if err != nil && ctx.Err() == nil {
-				return err
-			}
-			if done {
-				return nil
-			}
+		}
+		done, err := w.st.ReleaseReplayPartitions(ctx, w.runID, "")
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if done {
+			return nil
 		}
 	}
 }
@@ -347,6 +350,12 @@ func (w *worker) send(ctx context.Context, ps []int32, gen int) error {
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if ferr == nil {
+		select { // the partitions are done: perhaps the run is
+		case w.check <- struct{}{}:
+		default:
+		}
 	}
 	return ferr
 }
