@@ -66,8 +66,7 @@ whichever worker did it; SIGINT checkpoints and releases its partitions and exit
 leaving the run to the others. replay show RUN tells which worker holds which partition. A
 worker asks nothing: the plan was checked when the run was recorded.`,
 		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
-  fieldwork replay resume 20250102-150405-3f9a1c --yes --rate 1000
-  fieldwork replay resume 20250102-150405-3f9a1c --worker`,
+  fieldwork replay resume 20250102-150405-3f9a1c --yes --rate 1000`,
 		Args: cmdutil.ExactArgs(1, "one run id (see replay runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.RunID = args[0]
