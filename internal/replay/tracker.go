@@ -71,11 +71,8 @@ func (t *tracker) share(cps []dedup.ReplayCheckpoint) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, cp := range cps {
-		if i, ok := t.index[dedup.SourceRef{Topic: cp.Topic, Partition: cp.Partition}]; ok {
-			t.parts[i].shared = true
-			if cp.Worker != nil {
-				t.parts[i].counts = cp.Worker.Counts
-			}
+		if i, ok := t.index[dedup.SourceRef{Topic: cp.Topic, Partition: cp.Partition}]; ok && cp.Worker != nil {
+			t.parts[i].counts = cp.Worker.Counts
 		}
 	}
 	for _, p := range t.parts {
