@@ -62,8 +62,9 @@ without leaving has its partitions taken over after --session-timeout, from thei
 checkpoints (what it sent beyond them, at most its duplicate window, is sent again). The
 rate is the run's (or --rate), shared: a worker holding k of the run's n partitions sends at
 most rate*k/n records per second. A worker exits 0 when every partition of the run is done,
-whichever worker did it; SIGINT checkpoints and releases its partitions and exits 130,
-leaving the run to the others. replay show RUN tells which worker holds which partition. A
+whichever worker did it (3 when the run quarantined records or left incomplete ones out, as
+a replay does); SIGINT checkpoints and releases its partitions and exits 130, leaving the
+run to the others. replay show RUN tells which worker holds which partition. A
 worker asks nothing: the plan was checked when the run was recorded.`,
 		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
   fieldwork replay resume 20250102-150405-3f9a1c --yes --rate 1000`,

@@ -385,5 +385,13 @@ func (w *worker) finish(ctx context.Context, start time.Time, runErr error) (*Wo
 	if w.sum.Targets, err = w.st.ReplayTargetCounts(jctx, w.runID); err != nil {
 		return w.sum, errors.Join(runErr, err)
 	}
+	if runErr == nil && run.Status == dedup.RunCompleted {
+		// As a run of one process: quarantined or incomplete records make it exit 3.
+		c := run.RunCounts
+		if incomplete := incompleteOf(c); c.Quarantined > 0 || incomplete > 0 {
+			runErr = fwerr.Checkf("run %s completed: %d quarantined (fw.replay.count reached --max-replays), %d incomplete (never sent); the other %d selected records were handled",
+				w.runID, c.Quarantined, incomplete, c.Selected-c.Quarantined-incomplete)
+		}
+	}
 	return w.sum, runErr
 }
