@@ -33,6 +33,21 @@ type workerProc struct {
 	cmd         *exec.Cmd
 	out, errOut bytes.Buffer
 	done        chan error
+	// ended is set once the test has seen the process exit (from done).
+	ended bool
+}
+
+// wait waits for the worker's exit (bounded) and returns its error.
+func (w *workerProc) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-w.done:
+		w.ended = true
+		return err
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("a worker did not exit:\n%s", w.errOut.String())
+		return nil
+	}
 }
 
 // pid is the worker's pid as the journal names it (host:pid).
@@ -66,7 +81,7 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 	r.id = sum.RunID
 	t.Cleanup(func() {
 		for _, w := range r.workers {
-			if w.cmd.ProcessState == nil {
+			if !w.ended {
 				_ = w.cmd.Process.Kill()
 				<-w.done
 			}
@@ -129,16 +144,11 @@ func (r *workersRun) finish(t *testing.T) int64 {
 	t.Helper()
 	var window int64
 	for i, w := range r.workers {
-		if w.cmd.ProcessState != nil && !w.cmd.ProcessState.Success() {
-			continue // the one killed
+		if w.ended {
+			continue // the one killed, or interrupted
 		}
-		select {
-		case err := <-w.done:
-			if err != nil {
-				t.Fatalf("worker %d: %v\n%s", i, err, w.errOut.String())
-			}
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("worker %d did not finish:\n%s", i, w.errOut.String())
+		if err := w.wait(t); err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, w.errOut.String())
 		}
 		var sum replay.WorkerSummary
 		if err := json.Unmarshal(w.out.Bytes(), &sum); err != nil || sum.Status != dedup.RunCompleted {
@@ -207,8 +217,9 @@ func checkTarget(t *testing.T, target string, n int) int64 {
 // TestReplayWorkers replays 100,000 dead letters of a topic of four partitions with worker
 // processes sharing the run on the group protocol: one worker SIGKILLed mid-run and started
 // again (its partitions resumed from their checkpoints, the duplicates within its window), then
-// a run whose two workers are joined by a third mid-run (a rebalance hands partitions over
-// with nothing sent twice). Each time every record reaches the target and replay show agrees.
+// a run whose two workers are joined by a third mid-run, which then leaves (SIGINT): each
+// rebalance hands partitions over with nothing sent twice. Each time every record reaches the
+// target and replay show agrees.
 func TestReplayWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -227,7 +238,7 @@ func TestReplayWorkers(t *testing.T) {
 		if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-a.done
+		_ = a.wait(t)
 		if run, _, err := r.st.ReplayRun(context.Background(), r.id); err != nil || run.Sent >= n {
 			t.Fatalf("the run completed before the kill (make it slower): %v", err)
 		}
@@ -244,7 +255,7 @@ func TestReplayWorkers(t *testing.T) {
 	t.Run("rebalance", func(t *testing.T) {
 		target := testenv.Topic(t, 4, nil)
 		// Slower: a rebalance waits for the members' next heartbeats.
-		r := newWorkersRun(t, env, schema, dlqTopic, target, "8000")
+		r := newWorkersRun(t, env, schema, dlqTopic, target, "6000")
 		a, b := r.start(t), r.start(t)
 		r.waitFor(t, "both workers holding partitions", func(_ dedup.ReplayRun, cps []dedup.ReplayCheckpoint) bool { return holds(a, cps) && holds(b, cps) })
 		r.waitFor(t, "10,000 sent", func(run dedup.ReplayRun, _ []dedup.ReplayCheckpoint) bool { return run.Sent >= 10_000 })
@@ -252,6 +263,17 @@ func TestReplayWorkers(t *testing.T) {
 		run, _ := r.waitFor(t, "the third worker holding a partition", func(_ dedup.ReplayRun, cps []dedup.ReplayCheckpoint) bool { return holds(c, cps) })
 		if run.Sent >= n {
 			t.Fatalf("the run completed before the third worker joined: make it slower")
+		}
+		// The third leaves (SIGINT): its partitions checkpointed and released, the others take
+		// them back, again without sending anything twice.
+		if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.wait(t); err == nil || c.cmd.ProcessState.ExitCode() != 130 {
+			t.Fatalf("the third worker after SIGINT: %v, want exit 130\n%s", err, c.errOut.String())
+		}
+		if _, cps, _ := r.st.ReplayRun(context.Background(), r.id); holds(c, cps) {
+			t.Fatalf("the third worker left holding partitions: %+v", cps)
 		}
 		r.finish(t)
 		r.checkShow(t, n)
