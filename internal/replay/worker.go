@@ -179,6 +179,7 @@ func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID str
 	}
 	// The group assigns; the workers read with the replay's reader.
 	cl.PauseFetchTopics(spec.From)
+	go w.watchGroup(cl)
 	runErr := w.loop(ctx)
 	w.stop()
 	cl.Close() // leaves the group: the others rebalance now, not after the session timeout
@@ -230,6 +231,32 @@ func (w *worker) loop(ctx context.Context) error {
 		}
 		if done {
 			return nil
+		}
+	}
+}
+
+// watchGroup polls the group's client, whose fetches are paused, for the errors it reports
+// through its polls (a group the principal may not read, a topic it may not describe): they
+// end the worker, which would otherwise wait for an assignment that never comes. It returns
+// when the client is closed.
+func (w *worker) watchGroup(cl *kgo.Client) {
+	for {
+		fs := cl.PollFetches(context.Background())
+		if fs.IsClientClosed() {
+			return
+		}
+		var failed error
+		fs.EachError(func(topic string, _ int32, err error) {
+			if failed == nil && kafka.IsAuthorization(err) {
+				failed = kafka.Denied(err, kafka.OpRead, kafka.ResourceGroup, GroupName(w.runID))
+			}
+		})
+		if failed != nil {
+			select {
+			case w.failed <- failed:
+			default:
+			}
+			return
 		}
 	}
 }
