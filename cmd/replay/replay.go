@@ -61,7 +61,9 @@ type ReplayOptions struct {
 	// oldFrom is --from, the old name of --topic (parse folds it in).
 	oldFrom   string
 	rateGiven bool
-	Now       func() time.Time
+	// workers records the executed plan as a run shared by workers (--workers).
+	workers bool
+	Now     func() time.Time
 }
 
 // NamedConsumer is --consumer, for cmdutil.RunWith's warning.
@@ -169,14 +171,22 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 
   replay runs                    the journal's runs, newest first
   replay show RUN                one run: selection, counts, checkpoints, targets
-  replay resume RUN              continue an interrupted or failed run from its checkpoints`,
+  replay resume RUN              continue an interrupted or failed run from its checkpoints
+
+Workers. --execute --workers checks the plan and records the run without sending anything;
+fieldwork replay resume RUN --worker, started in any number of processes on any number of
+machines, then shares its partitions: each worker joins the consumer group
+fieldwork-replay-RUN on the source topic, sends the partitions Kafka assigns it from their
+checkpoints, and hands them over on a rebalance. --rate is the whole run's, split among the
+workers by the partitions each holds.`,
 		Example: `  fieldwork replay tasks.dlq/0/7
   fieldwork replay tasks.dlq/0/7 --execute --reason "bug 1234 fixed"
   fieldwork replay --topic tasks.dlq --dlq-reason exhausted --since 6h
   fieldwork replay --topic tasks.dlq --partition 0 --start-offset 2 --end-offset 8 --execute --yes --reason "db back" --rate 500
   fieldwork replay --topic tasks.dlq --event-id 7f6c… --execute --reason "retry one"
   fieldwork replay --topic tasks.dlq --status pending --consumer task-projection --dlq-reason rejected
-  fieldwork replay --topic tasks.dlq --status pending --consumer task-projection --to tasks --execute --yes --reason "retry pending"`,
+  fieldwork replay --topic tasks.dlq --status pending --consumer task-projection --to tasks --execute --yes --reason "retry pending"
+  fieldwork replay --topic tasks.dlq --execute --yes --workers --reason "backlog after outage"`,
 		Args: cmdutil.MaxArgs(1, "at most one record address TOPIC/PARTITION/OFFSET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, args); err != nil {
@@ -213,6 +223,7 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
 	fl.StringVar(&opts.fromFile, "from-file", "", "replay the records this file names: addresses, event ids, or dlq list -o jsonl lines")
 	fl.BoolVar(&opts.Spec.Strict, "strict", false, "refuse to execute when a guard warns (past the replay horizon, newer versions processed)")
 	fl.IntVar(&opts.Spec.StopOnRedeadletter, "stop-on-redeadletter", 0, "stop the run once this many of its records are dead-lettered again (0: never)")
+	fl.BoolVar(&opts.workers, "workers", false, "with --execute: record the run for workers and send nothing; start them with replay resume RUN --worker")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))
@@ -287,6 +298,9 @@ func (opts *ReplayOptions) parse(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	opts.rateGiven = cmd.Flags().Changed("rate")
+	if opts.workers && !opts.Execute {
+		return fwerr.Usagef("--workers records a run to execute: add --execute")
+	}
 	if opts.Sample < 0 {
 		return fwerr.Usagef("--sample %d: must be 0 or more", opts.Sample)
 	}
@@ -414,5 +428,6 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		Sample:    sample,
 		Schemas:   cl.Schemas,
 		Editor:    opts.Edit,
+		Workers:   opts.workers,
 	})
 }

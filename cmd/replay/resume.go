@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/replay"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // ReplayResumeOptions are the inputs of `replay resume`.
@@ -19,6 +21,10 @@ type ReplayResumeOptions struct {
 	Rate  cmdutil.RateFlag
 	// RateGiven is whether --rate was given: it then overrides the run's journaled rate.
 	RateGiven bool
+	// Worker joins the run's workers (--worker): a run recorded with replay --workers.
+	Worker bool
+	// SessionTimeout is a worker's group session timeout (--session-timeout).
+	SessionTimeout time.Duration
 }
 
 // NewCmdReplayResume builds `replay resume RUN`.
@@ -51,7 +57,24 @@ resume had a plan, with a note to say --execute --yes. A completed run has nothi
 (exit 0).
 
 A run marked running is refused while its process may still drive it: on this host while its
-pid exists, from another host until its journal has been silent for 30s; --force overrides.`,
+pid exists, from another host until its journal has been silent for 30s; --force overrides.
+
+--worker joins a run recorded for workers (replay --execute --workers) as one of its
+workers, on this machine or any other with the same brokers and store: it joins the consumer
+group fieldwork-replay-RUN on the run's source topic and sends the partitions Kafka assigns
+it, each from its checkpoint, journaling each partition's checkpoint and counts while it
+holds it. On a rebalance (a worker joins or leaves) it stops reading, awaits and journals
+what it has in flight, and releases its partitions before the group goes on; a worker killed
+without leaving has its partitions taken over after --session-timeout, from their
+checkpoints (what it sent beyond them, at most its duplicate window, is sent again). The
+rate is the run's (or --rate), shared: a worker holding k of the run's n partitions sends at
+most rate*k/n records per second. A worker exits 0 when every partition of the run is done,
+whichever worker did it (3 when the run quarantined records or left incomplete ones out, as
+a replay does); SIGINT checkpoints and releases its partitions and exits 130, leaving the
+run to the others. replay show RUN tells which worker holds which partition. A
+worker needs no --execute and asks nothing: the plan was checked and confirmed when the run
+was recorded with replay --execute --workers.`,
+
 		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
   fieldwork replay resume 20250102-150405-3f9a1c --execute
   fieldwork replay resume 20250102-150405-3f9a1c --rate 1000 --execute --yes`,
@@ -75,11 +98,16 @@ pid exists, from another host until its journal has been silent for 30s; --force
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
 	opts.Rate.Register(cmd.Flags())
 	cmd.Flags().Lookup("rate").Usage = "send at most this many records per second, in place of the rate the run was journaled with (0: no cap)"
+	cmd.Flags().BoolVar(&opts.Worker, "worker", false, "join the run's workers (a run recorded with replay --execute --workers): send the partitions the group assigns")
+	cmd.Flags().Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "with --worker: the group session timeout, after which a dead worker's partitions move (default 10s)")
 	return cmd
 }
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
+	if opts.Worker {
+		return replayWorkerRun(ctx, opts, cl)
+	}
 	plan, err := replay.LoadRun(ctx, cl.Kafka, cl.Store, opts.RunID, opts.Force)
 	if errors.Is(err, replay.ErrNothingToResume) {
 		fmt.Fprintf(opts.Streams.ErrText(), "run %s is completed: nothing to resume\n", opts.RunID)
@@ -93,4 +121,20 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	a := opts.ActionFlags
 	a.Reason = plan.Resume.Run.Reason
 	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
+}
+
+// replayWorkerRun is `replay resume RUN --worker`: one worker of a run shared by workers, its
+// summary on stdout when it leaves.
+func replayWorkerRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
+	wo := replay.WorkerOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, SessionTimeout: opts.SessionTimeout}
+	wo.OnAssigned = func(ps []int32) {
+		fmt.Fprintf(opts.Streams.ErrText(), "worker of run %s: assigned %s\n", opts.RunID, partitionList(ps))
+	}
+	sum, err := replay.RunWorker(ctx, cl.Kafka, cl.Store, opts.RunID, wo)
+	if sum != nil {
+		if perr := cl.Printer.Object(sum, workerSummarySections(cl.Printer, sum)); err == nil {
+			err = perr
+		}
+	}
+	return err
 }

@@ -330,6 +330,44 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 	return sections
 }
 
+// workerSummarySections render what one worker of a run shared by workers did.
+func workerSummarySections(p *output.Printer, sum *replay.WorkerSummary) []output.Section {
+	st := p.Styles
+	status := st.Warn.Render(sum.Status)
+	if sum.Status == dedup.RunCompleted {
+		status = st.OK.Render(sum.Status)
+	}
+	c := sum.Counts
+	head := output.Section{Title: "Replay run " + sum.RunID + " (worker " + sum.Worker + ")", Fields: [][2]string{
+		{"run status", status},
+		{"group", sum.Group},
+		{"partitions", partitionList(sum.Partitions)},
+		{"assignments", strconv.Itoa(sum.Assignments)},
+		{"this worker", fmt.Sprintf("%d sent in %.1fs", sum.SentNow, float64(sum.ElapsedMS)/1000)},
+		{"run selected", strconv.FormatInt(c.Selected, 10)},
+		{"run sent", strconv.FormatInt(c.Sent, 10)},
+		{"run quarantined", strconv.FormatInt(c.Quarantined, 10)},
+		{"run skipped", strconv.FormatInt(c.Skipped, 10)},
+	}}
+	targets := output.Section{Title: "Sent, per target (the run)", Header: []string{"topic", "partition", "records"}}
+	for _, t := range sum.Targets {
+		targets.Rows = append(targets.Rows, []string{t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.Records, 10)})
+	}
+	return []output.Section{head, targets}
+}
+
+// partitionList is partitions as a line: "0, 2, 5", or "none".
+func partitionList(ps []int32) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(out, ", ")
+}
+
 var replayRunColumns = []output.Column[dedup.ReplayRun]{
 	{Name: "id", Value: func(r dedup.ReplayRun) string { return r.ID }},
 	{Name: "status", Value: func(r dedup.ReplayRun) string { return r.Status }},
@@ -401,7 +439,14 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 		head.Fields = append(head.Fields, [2]string{"selection", string(d.Selection)})
 		sections[0] = head
 	}
+	shared := len(d.Checkpoints) > 0 && d.Checkpoints[0].Worker != nil
 	cps := output.Section{Title: "Checkpoints", Header: []string{"topic", "partition", "start", "last", "acked through", "remaining"}}
+	if shared {
+		// A run shared by workers: which worker holds each partition, and its counts.
+		cps.Header = append(cps.Header, "worker", "selected", "sent", "updated")
+		head.Fields = append(head.Fields, [2]string{"workers", fmt.Sprintf("consumer group %s (replay resume %s --worker)", replay.GroupName(d.ID), d.ID)})
+		sections[0] = head
+	}
 	for _, c := range d.Checkpoints {
 		start, end, acked := strconv.FormatInt(c.Start, 10), strconv.FormatInt(c.End, 10), strconv.FormatInt(c.AckedThrough, 10)
 		if c.End < c.Start {
@@ -410,7 +455,15 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 		if c.AckedThrough < c.Start {
 			acked = "-"
 		}
-		cps.Rows = append(cps.Rows, []string{c.Topic, strconv.Itoa(int(c.Partition)), start, end, acked, strconv.FormatInt(c.Remaining, 10)})
+		row := []string{c.Topic, strconv.Itoa(int(c.Partition)), start, end, acked, strconv.FormatInt(c.Remaining, 10)}
+		if w := c.Worker; shared && w != nil {
+			owner := w.Owner
+			if owner == "" {
+				owner = "-"
+			}
+			row = append(row, owner, strconv.FormatInt(w.Counts.Selected, 10), strconv.FormatInt(w.Counts.Sent, 10), cmdutil.FormatTime(w.UpdatedAt))
+		}
+		cps.Rows = append(cps.Rows, row)
 	}
 	targets := output.Section{Title: "Sent, per target", Header: []string{"topic", "partition", "records"}}
 	for _, t := range d.Targets {

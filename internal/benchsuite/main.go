@@ -117,7 +117,7 @@ func run(scale float64, rounds int, out string) error {
 			"-durable-per-event-events", n(5_000, 25), "-members", "2", "-rounds", r}},
 		{"dlq", []string{bin("dlq-bench"), "-records", n(1_000_000, 1), "-small-records", n(100_000, 1),
 			"-marker-events", n(200_000, 1), "-marker-table", n(10_000_000, 1), "-rounds", r, "-fieldwork", bin("fieldwork")}},
-		{"replay", []string{bin("replaybench"), "-n", n(500_000, 1), "-rounds", r, "-modes", "headers,client,perftest,perftest-replay", "-perf-classpath", cp}},
+		{"replay", []string{bin("replaybench"), "-n", n(500_000, 1), "-rounds", r, "-modes", "headers,client,perftest,perftest-replay,workers1,workers2", "-perf-classpath", cp}},
 	}
 	reports := map[string]benchkit.Report{}
 	var commands []string

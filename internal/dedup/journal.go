@@ -48,6 +48,10 @@ type RunCounts = dedupdriver.RunCounts
 // ReplayCheckpoint is one source partition of a run and how far it got.
 type ReplayCheckpoint = dedupdriver.ReplayCheckpoint
 
+// PartitionWorker is the state of one partition of a run shared by workers: the worker that
+// holds it and the counts behind its checkpoint.
+type PartitionWorker = dedupdriver.PartitionWorker
+
 // ReplaySend is one acknowledged send of a run.
 type ReplaySend = dedupdriver.ReplaySend
 
@@ -145,6 +149,29 @@ func (s *Store) TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, ow
 		return fmt.Errorf("take replay run %s: %w", id, ErrRunNotOwned)
 	}
 	return nil
+}
+
+// TakeReplayPartitions makes owner (a worker, host:pid) the holder of parts (their topic and
+// partition) of run id, a run shared by workers, whoever held them, and marks the run running
+// unless it is completed. The consumer group of the run's workers decides who takes what: the
+// journal records it, and refuses the checkpoints of a partition to a worker that no longer
+// holds it (SaveReplayProgress with Partitioned).
+func (s *Store) TakeReplayPartitions(ctx context.Context, id, owner string, parts []ReplayCheckpoint) error {
+	if err := s.journal().TakeReplayPartitions(ctx, id, owner, parts, time.Now()); err != nil {
+		return fmt.Errorf("take %d partitions of replay run %s: %w", len(parts), id, err)
+	}
+	return nil
+}
+
+// ReleaseReplayPartitions lets go of the partitions of run id that owner holds (none when
+// owner is empty), marks the run completed when every partition's range is done, and reports
+// whether it is completed.
+func (s *Store) ReleaseReplayPartitions(ctx context.Context, id, owner string) (bool, error) {
+	done, err := s.journal().ReleaseReplayPartitions(ctx, id, owner, time.Now())
+	if err != nil {
+		return false, fmt.Errorf("release the partitions of replay run %s: %w", id, err)
+	}
+	return done, nil
 }
 
 // ReplayRun returns the run and its checkpoints (ordered by topic and

@@ -18,6 +18,13 @@
 // under the action's Record and returns its warnings as data (FlowResult.Notices): it never
 // prints.
 //
+// Workers. CreateWorkerRun records a scanned plan as a run shared by workers, sending nothing;
+// RunWorker, in any number of processes, joins the run's consumer group (GroupName) and
+// continues the partitions the group assigns it as LoadRun would, one Execute-like session per
+// assignment whose journal writes are the partitions' (dedup.ReplayProgress.Partitioned). The
+// group assigns and hands over (eager rebalances, the session drained and journaled in
+// OnPartitionsRevoked); the journal alone records progress.
+//
 // Execute reads the ranges again rather than keeping the scan's records: the ranges are
 // fixed, so the second read sees the same records, and memory stays bounded however large
 // the replay.

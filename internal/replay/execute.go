@@ -391,6 +391,11 @@ type executor struct {
 	checkTargets bool
 	// guard checks the records of a single pass as they are sent (nil after a scan).
 	guard *guard
+	// partitioned is set for a worker of a run shared by workers (RunWorker): it journals the
+	// partitions it holds, not the run; flushTag then names its session in the flush ids (the
+	// owner's alone repeats from one session to the next).
+	partitioned bool
+	flushTag    string
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -795,7 +800,7 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 	save := func(f pendingFlush, status string, final bool) error {
 		return e.st.SaveReplayProgress(wctx, dedup.ReplayProgress{
 			RunID: e.sum.RunID, Owner: e.opts.Owner, Status: status, Error: errText, Counts: f.counts,
-			Checkpoints: f.cps, Sends: f.sends, FlushID: f.id, Finished: final, Now: time.Now(),
+			Checkpoints: f.cps, Sends: f.sends, FlushID: f.id, Finished: final, Now: time.Now(), Partitioned: e.partitioned,
 		})
 	}
 	if r := e.retry; r != nil {
@@ -806,7 +811,11 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 		e.tr.journaledN(len(r.sends))
 	}
 	e.flushes++
-	f := pendingFlush{id: fmt.Sprintf("%s#%d", e.opts.Owner, e.flushes)}
+	tag := e.opts.Owner
+	if e.flushTag != "" {
+		tag = e.flushTag
+	}
+	f := pendingFlush{id: fmt.Sprintf("%s#%d", tag, e.flushes)}
 	f.sends, f.cps, f.counts = e.tr.snapshot()
 	if err := save(f, status, final); err != nil {
 		e.retry = &f

@@ -33,6 +33,10 @@ type FlowOptions struct {
 	Sample int
 	// Schemas decodes the sample's registry-framed payloads (ScanOptions.Schemas).
 	Schemas *schema.Decoder
+	// Workers records an executed plan as a run shared by workers (CreateWorkerRun) instead
+	// of sending it: its workers are `replay resume RUN --worker`. The plan is scanned and
+	// checked first, as any executed plan whose records are counted.
+	Workers bool
 }
 
 // Check is what the person asked to confirm an executed plan is shown: the scan's report
@@ -92,6 +96,9 @@ const (
 	// NoticeStopped: the run stopped because its own records were dead-lettered again
 	// (--stop-on-redeadletter); it can be resumed once the cause is fixed.
 	NoticeStopped NoticeKind = "stopped"
+	// NoticeWorkers: the run was recorded for workers (--workers), nothing sent yet: how to
+	// start them.
+	NoticeWorkers NoticeKind = "workers"
 )
 
 // Notice is something the person who ran the flow should read, beside the report or the
@@ -185,6 +192,10 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 	if f.st == nil && (r.Execute || p.Spec.NeedsStore()) {
 		return res, errors.New("replay: an executed plan, or one that looks markers up, needs the store")
 	}
+	if p.Resume != nil && SharedByWorkers(p.Resume.Checkpoints) {
+		id := p.Resume.Run.ID
+		return res, fwerr.Usagef("run %s is shared by workers: continue it with `fieldwork replay resume %s --worker` (on as many machines as you like)", id, id)
+	}
 	if p.LostOffsets > 0 && p.Resume != nil {
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
 			wording.Plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
@@ -197,7 +208,7 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 		}
 		p.edit = rep
 	}
-	if r.Execute && r.Yes && !p.Spec.Strict && singlePass(ctx, f.c, p) {
+	if r.Execute && r.Yes && !p.Spec.Strict && !f.o.Workers && singlePass(ctx, f.c, p) {
 		f.single = true
 		return res, nil
 	}
@@ -253,6 +264,17 @@ func (f *flow) execute(ctx context.Context, r *action.Env, res *FlowResult) (*Fl
 	toSend := int64(-1)
 	if !f.single {
 		toSend = res.Report.Counts.ToSend
+	}
+	if f.o.Workers {
+		sum, err := CreateWorkerRun(ctx, f.c, f.st, f.p, f.exec(r, toSend))
+		if err != nil {
+			return res, err
+		}
+		sum.Execution = &f.exRep
+		res.Summary = sum
+		res.notice(NoticeWorkers, "run %s is recorded for workers and nothing was sent yet: start any number of them, on any machines, with: fieldwork replay resume %s --worker (consumer group %s)",
+			sum.RunID, sum.RunID, GroupName(sum.RunID))
+		return res, nil
 	}
 	sum, err := Execute(ctx, f.c, f.st, f.p, f.exec(r, toSend))
 	if sum != nil {

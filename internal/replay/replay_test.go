@@ -286,6 +286,24 @@ func TestTrackerFinishCoversTrailingOffsets(t *testing.T) {
 	}
 }
 
+// TestTrackerSharedCountsPerPartition: a worker's tracker counts each partition from its
+// journaled counts and journals them with the partition's checkpoint.
+func TestTrackerSharedCountsPerPartition(t *testing.T) {
+	tr := newTracker([]kafka.PartitionRange{{Topic: "d", Partition: 0, Start: 0, End: 10}, {Topic: "d", Partition: 1, Start: 0, End: 10}}, dedup.RunCounts{Sent: 50})
+	tr.share([]dedup.ReplayCheckpoint{{Topic: "d", Partition: 0, Worker: &dedup.PartitionWorker{Counts: dedup.RunCounts{Selected: 7, Sent: 7}}},
+		{Topic: "d", Partition: 1, Worker: &dedup.PartitionWorker{}}})
+	for off := range int64(3) {
+		tk := tr.read(&decision{rec: &kgo.Record{Topic: "d", Partition: 0, Offset: off}, outcome: OutcomeSend})
+		tr.ack(tk, dedup.ReplaySend{}, nil)
+	}
+	tr.read(&decision{rec: &kgo.Record{Topic: "d", Partition: 1, Offset: 0}, outcome: OutcomeSkipped})
+	_, cps, counts := tr.snapshot()
+	if len(cps) != 2 || cps[0].Worker == nil || cps[0].Worker.Counts != (dedup.RunCounts{Selected: 10, Sent: 10}) ||
+		cps[1].Worker.Counts != (dedup.RunCounts{Selected: 1, Skipped: 1}) || counts.Sent != 53 {
+		t.Fatalf("checkpoints %+v %+v, counts %+v", cps[0].Worker, cps[1].Worker, counts)
+	}
+}
+
 func TestLimiterHoldsTheRate(t *testing.T) {
 	// 600 waits at 3,000/s: 200ms, less the 50ms burst at most.
 	l := newLimiter(3000)

@@ -43,6 +43,10 @@ type partState struct {
 	q         []entry // records after done, in read order
 	base      int64   // sequence number of q[0]
 	dirty     bool    // done moved since the last snapshot
+	// counts are the partition's committed counts, journaled with its checkpoint by a worker
+	// of a run shared by workers (shared; from the partition's journaled counts).
+	counts dedup.RunCounts
+	shared bool
 }
 
 type entry struct {
@@ -61,6 +65,21 @@ func newTracker(ranges []kafka.PartitionRange, base dedup.RunCounts) *tracker {
 	return t
 }
 
+// share makes the tracker a worker's of a run shared by workers: each partition's counts start
+// from its journaled ones (cps), and are journaled with its checkpoint.
+func (t *tracker) share(cps []dedup.ReplayCheckpoint) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, cp := range cps {
+		if i, ok := t.index[dedup.SourceRef{Topic: cp.Topic, Partition: cp.Partition}]; ok && cp.Worker != nil {
+			t.parts[i].counts = cp.Worker.Counts
+		}
+	}
+	for _, p := range t.parts {
+		p.shared = true
+	}
+}
+
 // ticket names a record in flight: its partition and sequence number.
 type ticket struct {
 	part int
@@ -77,7 +96,7 @@ func (t *tracker) read(d *decision) ticket {
 	p.lastRead = d.rec.Offset
 	if d.outcome != OutcomeSend {
 		if len(p.q) == 0 {
-			t.commit(d.outcome)
+			t.commit(p, d.outcome)
 			p.done, p.dirty = d.rec.Offset, true
 			return ticket{part: -1}
 		}
@@ -106,7 +125,7 @@ func (t *tracker) ack(tk ticket, s dedup.ReplaySend, err error) int {
 	p := t.parts[tk.part]
 	p.q[tk.seq-p.base].settled = true
 	for len(p.q) > 0 && p.q[0].settled {
-		t.commit(p.q[0].outcome)
+		t.commit(p, p.q[0].outcome)
 		p.done, p.dirty = p.q[0].offset, true
 		p.q = p.q[1:]
 		p.base++
@@ -117,23 +136,30 @@ func (t *tracker) ack(tk ticket, s dedup.ReplaySend, err error) int {
 	return len(t.sends)
 }
 
-func (t *tracker) commit(o Outcome) {
+// commit counts a record of p whose outcome is o as done.
+func (t *tracker) commit(p *partState, o Outcome) {
+	countOutcome(&t.committed, o)
+	countOutcome(&p.counts, o)
+}
+
+// countOutcome adds a done record whose outcome is o to c.
+func countOutcome(c *dedup.RunCounts, o Outcome) {
 	switch o {
 	case OutcomeSend, OutcomeAlreadySent:
-		t.committed.Selected++
-		t.committed.Sent++
+		c.Selected++
+		c.Sent++
 	case OutcomeQuarantined:
-		t.committed.Selected++
-		t.committed.Quarantined++
+		c.Selected++
+		c.Quarantined++
 	case OutcomeSkipped, OutcomeAlreadyReplayed:
 		// The journal counts the settled dead letters an earlier run sent, left out, as
 		// skipped: selected and not sent, by choice.
-		t.committed.Selected++
-		t.committed.Skipped++
+		c.Selected++
+		c.Skipped++
 	case OutcomeIncomplete:
 		// The journal has no count of its own for them: selected and neither sent,
 		// quarantined nor skipped (incompleteOf).
-		t.committed.Selected++
+		c.Selected++
 	}
 }
 
@@ -166,7 +192,11 @@ func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckp
 	}
 	for _, p := range t.parts {
 		if p.dirty {
-			cps = append(cps, dedup.ReplayCheckpoint{Topic: p.topic, Partition: p.partition, Start: p.start, End: p.end, AckedThrough: p.done})
+			cp := dedup.ReplayCheckpoint{Topic: p.topic, Partition: p.partition, Start: p.start, End: p.end, AckedThrough: p.done}
+			if p.shared {
+				cp.Worker = &dedup.PartitionWorker{Counts: p.counts}
+			}
+			cps = append(cps, cp)
 			p.dirty = false
 		}
 	}

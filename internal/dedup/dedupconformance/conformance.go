@@ -105,6 +105,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"JournalRunRoundTrip", testJournalRunRoundTrip},
 		{"JournalProgress", testJournalProgress},
 		{"JournalTakeOver", testJournalTake},
+		{"JournalSharedByWorkers", testJournalWorkers},
 		{"JournalListAndSharedBySchema", testJournalList},
 		{"ReplayedSources", testReplayedSources},
 		{"ReplayedSourcesKnowTheRecord", testRecordIdentity},

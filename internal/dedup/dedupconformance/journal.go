@@ -780,3 +780,76 @@ func dropOutcome(ctx context.Context, tx *dedup.Tx, st *dedup.Store) error {
 	_, err := tx.Exec(ctx, `ALTER TABLE `+st.Table()+` DROP COLUMN outcome`)
 	return err
 }
+
+// testJournalWorkers: a run shared by workers (migration 013) journals each partition's
+// worker and counts; a worker writes only the partitions it holds, the run's counts are their
+// sum, and the run completes once every checkpoint reached its end.
+func testJournalWorkers(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	now := time.Now().UTC()
+	run := newRun("w-1", "", now)
+	run.Status = dedup.RunPlanned
+	cps := twoCheckpoints()
+	for i := range cps {
+		cps[i].Worker = &dedup.PartitionWorker{}
+	}
+	if err := st.CreateReplayRun(ctx, run, cps); err != nil {
+		t.Fatal(err)
+	}
+	got, read, err := st.ReplayRun(ctx, "w-1")
+	if err != nil || got.Status != dedup.RunPlanned || len(read) != 2 || read[0].Worker == nil || read[0].Worker.Owner != "" {
+		t.Fatalf("created: %+v %+v %v", got, read, err)
+	}
+	// A run of one process has no worker rows.
+	if err := st.CreateReplayRun(ctx, newRun("solo", "h:1", now), twoCheckpoints()); err != nil {
+		t.Fatal(err)
+	}
+	if _, solo, _ := st.ReplayRun(ctx, "solo"); solo[0].Worker != nil {
+		t.Fatalf("a run of one process has workers: %+v", solo[0].Worker)
+	}
+	if err := st.TakeReplayPartitions(ctx, "w-1", "a:1", []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TakeReplayPartitions(ctx, "w-1", "b:2", []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	flush := func(owner string, p int32, acked int64, sent int64, id string) error {
+		return st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "w-1", Owner: owner, Partitioned: true, FlushID: id, Now: time.Now(),
+			Sends: []dedup.ReplaySend{send(p, acked, acked, time.Now())},
+			Checkpoints: []dedup.ReplayCheckpoint{{Topic: "orders.dlq", Partition: p, AckedThrough: acked,
+				Worker: &dedup.PartitionWorker{Counts: dedup.RunCounts{Selected: sent, Sent: sent}}}}})
+	}
+	if err := flush("a:1", 0, 49, 50, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := flush("b:2", 1, 19, 10, "b#1"); err != nil {
+		t.Fatal(err)
+	}
+	// a does not hold partition 1: refused, its checkpoint untouched.
+	if err := flush("a:1", 1, 15, 99, "a#2"); !errors.Is(err, dedup.ErrRunNotOwned) {
+		t.Fatalf("a flush of a partition not held: %v", err)
+	}
+	got, read, _ = st.ReplayRun(ctx, "w-1")
+	if got.Status != dedup.RunRunning || got.Selected != 60 || got.Sent != 60 || read[0].AckedThrough != 49 || read[1].AckedThrough != 19 ||
+		read[0].Worker.Owner != "a:1" || read[1].Worker.Owner != "b:2" || read[1].Worker.Counts.Sent != 10 {
+		t.Fatalf("after the flushes: %+v %+v %+v", got, read[0].Worker, read[1].Worker)
+	}
+	// b is done with partition 1 and releases it; partition 0 is not done: not completed.
+	if done, err := st.ReleaseReplayPartitions(ctx, "w-1", "b:2"); err != nil || done {
+		t.Fatalf("release b: %v %v", done, err)
+	}
+	if err := flush("a:1", 0, 99, 100, "a#3"); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := st.ReleaseReplayPartitions(ctx, "w-1", "a:1"); err != nil || !done {
+		t.Fatalf("release a: %v %v", done, err)
+	}
+	got, read, _ = st.ReplayRun(ctx, "w-1")
+	if got.Status != dedup.RunCompleted || got.FinishedAt == nil || got.Sent != 110 || read[0].Worker.Owner != "" || read[1].Worker.Owner != "" {
+		t.Fatalf("completed: %+v %+v %+v", got, read[0].Worker, read[1].Worker)
+	}
+	if tc, _ := st.ReplayTargetCounts(ctx, "w-1"); len(tc) != 1 || tc[0].Records != 4 {
+		t.Fatalf("every send journaled, the refused flush's too: %+v", tc)
+	}
+}

@@ -82,6 +82,20 @@ type ReplayCheckpoint struct {
 	Start        int64  `json:"start_offset"`
 	End          int64  `json:"last_offset"` // inclusive (the column end_offset)
 	AckedThrough int64  `json:"acked_through"`
+	// Worker is set on the checkpoints of a run shared by workers (migration 013): which
+	// worker holds the partition and the counts behind its checkpoint. nil for a run driven by
+	// one process. CreateReplayRun given a checkpoint with Worker set records the run as one for
+	// workers.
+	Worker *PartitionWorker `json:"worker,omitempty"`
+}
+
+// PartitionWorker is the state of one partition of a run shared by workers: the worker that
+// holds it (host:pid; empty when none does), the counts of the records behind its checkpoint
+// (written by that worker with the checkpoint), and when either was last written.
+type PartitionWorker struct {
+	Owner     string    `json:"owner"`
+	Counts    RunCounts `json:"counts"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ReplaySend is one acknowledged send: where the record was read and where
@@ -120,6 +134,12 @@ type ReplayProgress struct {
 	// Finished sets finished_at (a final status); otherwise it stays NULL.
 	Finished bool
 	Now      time.Time
+	// Partitioned is a flush of a worker of a run shared by workers: Owner owns partitions,
+	// not the run. Each checkpoint (with its Worker's counts) is written only while Owner holds
+	// its partition; the sends are written whatever (they were acknowledged); the run's counts
+	// become the sum of its partitions', its status and error are left as they are. It reports
+	// false when Owner no longer holds one of the checkpoints' partitions.
+	Partitioned bool
 }
 
 // ReplayRunFilter selects runs for ListReplayRuns, newest first.
@@ -200,6 +220,14 @@ type Journal interface {
 	// (compare and swap) and reports whether it did; a selection that is
 	// not empty replaces the run's (how the resumed run executes).
 	TakeReplayRun(ctx context.Context, id, fromStatus, fromOwner, owner string, selection JSONText, now time.Time) (bool, error)
+	// TakeReplayPartitions makes owner the worker holding the given partitions of a run
+	// shared by workers (whoever held them before) and marks the run running unless it is
+	// completed.
+	TakeReplayPartitions(ctx context.Context, id, owner string, parts []ReplayCheckpoint, now time.Time) error
+	// ReleaseReplayPartitions lets go of the partitions owner holds (none when owner is empty),
+	// marks the run completed when every checkpoint reached the end of its range, and reports
+	// whether the run is completed.
+	ReleaseReplayPartitions(ctx context.Context, id, owner string, now time.Time) (bool, error)
 	// GetReplayRun returns the run (nil when absent) and its checkpoints,
 	// ordered by topic and partition.
 	GetReplayRun(ctx context.Context, id string) (*ReplayRun, []ReplayCheckpoint, error)

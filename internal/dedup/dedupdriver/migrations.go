@@ -35,6 +35,7 @@ var Line = []Step{
 	{10, "sqlite_microsecond_times"},
 	{11, "aggregate_versions"},
 	{12, "group_resets"},
+	{13, "replay_workers"},
 }
 
 // migrationName is the name of a migration file: a zero-padded version and a name.
@@ -104,6 +105,7 @@ var journalTables = []struct{ key, name string }{
 	{"MarkerActions", "marker_actions"},
 	{"GroupActions", "group_actions"},
 	{"GroupActionsNext", "group_actions_next"}, // SQLite's: migration 012 rebuilds group_actions through it
+	{"ReplayWorkers", "replay_workers"},
 }
 
 // journalIndexes are the journal's indexes: the template's name, the table, the suffix.

@@ -26,6 +26,7 @@ type journalTables struct {
 	topics      string // replay_run_topics of migration 006
 	actions     string // marker_actions of migration 007
 	groups      string // group_actions of migration 008
+	workers     string // replay_workers of migration 013
 }
 
 func (d *Driver) journal() journalTables {
@@ -39,6 +40,7 @@ func (d *Driver) journal() journalTables {
 		topics:      qualify(s, "replay_run_topics"),
 		actions:     qualify(s, "marker_actions"),
 		groups:      qualify(s, "group_actions"),
+		workers:     qualify(s, "replay_workers"),
 	}
 }
 
@@ -147,6 +149,15 @@ SELECT $1, u.t, u.p, u.s, u.e, u.a FROM unnest($2::text[], $3::int4[], $4::int8[
 		if err != nil {
 			return fmt.Errorf("insert checkpoints: %w", err)
 		}
+		if cps[0].Worker == nil {
+			return nil
+		}
+		// A run shared by workers: a row per partition, held by none.
+		_, err = tx.Exec(ctx, `INSERT INTO `+j.workers+` (run_id, topic, partition, updated_at)
+SELECT $1, u.t, u.p, $4 FROM unnest($2::text[], $3::int4[]) AS u(t, p)`, run.ID, topics, parts, at)
+		if err != nil {
+			return fmt.Errorf("insert the partitions' workers: %w", err)
+		}
 		return nil
 	}))
 }
@@ -161,6 +172,9 @@ SELECT $1, u.t, u.p, u.s, u.e, u.a FROM unnest($2::text[], $3::int4[], $4::int8[
 // row each, its sends packed); its check that the flush was not written before sees the
 // database as it was before that statement.
 func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayProgress) (bool, error) {
+	if p.Partitioned {
+		return d.savePartitioned(ctx, p)
+	}
 	j := d.journal()
 	now := orNow(p.Now)
 	var finished *time.Time
@@ -175,33 +189,7 @@ func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayPro
 WHERE id = $1 AND owner = $2`,
 		p.RunID, p.Owner, p.Status, p.Error, p.Counts.Selected, p.Counts.Sent, p.Counts.Quarantined, p.Counts.Skipped, now, finished)
 	if len(p.Sends) > 0 {
-		g := batchRowsOf(dedupdriver.GroupSends(p.Sends))
-		counts := dedupdriver.CountTargets(p.Sends)
-		ctopics, cparts, crecs := make([]string, len(counts)), make([]int32, len(counts)), make([]int64, len(counts))
-		for i, c := range counts {
-			ctopics[i], cparts[i], crecs[i] = c.Topic, c.Partition, c.Records
-		}
-		// A flush retried under the same FlushID (its first commit may have landed) stores its
-		// sends and adds to the counts once.
-		notWritten := `TRUE`
-		if p.FlushID != "" {
-			notWritten = `NOT EXISTS (SELECT 1 FROM ` + j.batches + ` w WHERE w.run_id = $1 AND w.flush_id = $3)`
-		}
-		b.Queue(`WITH ins AS (
-  INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
-    target_topic, records, sends, sent_at)
-  SELECT $1, $3, g.st, g.sp, g.first, g.last, g.tt, g.n, g.sends, g.at
-  FROM unnest($4::text[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int4[], $10::bytea[], $11::timestamptz[])
-    AS g(st, sp, tt, first, last, n, sends, at)
-  WHERE `+owned+` AND `+notWritten+`
-  RETURNING 1
-)
-INSERT INTO `+j.targets+` AS c (run_id, target_topic, target_partition, records)
-SELECT $1, u.t, u.p, u.n FROM unnest($12::text[], $13::int4[], $14::int8[]) AS u(t, p, n)
-WHERE EXISTS (SELECT 1 FROM ins)
-ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.records + EXCLUDED.records`,
-			p.RunID, p.Owner, p.FlushID, g.sourceTopics, g.sourceParts, g.targetTopics, g.first, g.last, g.records, g.sends, g.at,
-			ctopics, cparts, crecs)
+		j.queueSends(b, p, owned)
 		what = append(what, fmt.Sprintf("journal %d sends", len(p.Sends)))
 	}
 	if n := len(p.Checkpoints); n > 0 {
@@ -231,6 +219,139 @@ WHERE c.run_id = $1 AND c.topic = u.t AND c.partition = u.p AND `+owned,
 		return false, j.classify(err)
 	}
 	return took, nil
+}
+
+// queueSends queues the statement that journals p's sends (once per FlushID) and adds them to
+// the counts per target partition, where guard holds.
+func (j journalTables) queueSends(b *pgx.Batch, p dedupdriver.ReplayProgress, guard string) {
+	{ // one statement whatever the batches
+		g := batchRowsOf(dedupdriver.GroupSends(p.Sends))
+		counts := dedupdriver.CountTargets(p.Sends)
+		ctopics, cparts, crecs := make([]string, len(counts)), make([]int32, len(counts)), make([]int64, len(counts))
+		for i, c := range counts {
+			ctopics[i], cparts[i], crecs[i] = c.Topic, c.Partition, c.Records
+		}
+		// A flush retried under the same FlushID (its first commit may have landed) stores its
+		// sends and adds to the counts once.
+		notWritten := `TRUE`
+		if p.FlushID != "" {
+			notWritten = `NOT EXISTS (SELECT 1 FROM ` + j.batches + ` w WHERE w.run_id = $1 AND w.flush_id = $3)`
+		}
+		b.Queue(`WITH ins AS (
+  INSERT INTO `+j.batches+` (run_id, flush_id, source_topic, source_partition, first_offset, last_offset,
+    target_topic, records, sends, sent_at)
+  SELECT $1, $3, g.st, g.sp, g.first, g.last, g.tt, g.n, g.sends, g.at
+  FROM unnest($4::text[], $5::int4[], $6::text[], $7::int8[], $8::int8[], $9::int4[], $10::bytea[], $11::timestamptz[])
+    AS g(st, sp, tt, first, last, n, sends, at)
+  WHERE `+guard+` AND `+notWritten+`
+  RETURNING 1
+)
+INSERT INTO `+j.targets+` AS c (run_id, target_topic, target_partition, records)
+SELECT $1, u.t, u.p, u.n FROM unnest($12::text[], $13::int4[], $14::int8[]) AS u(t, p, n)
+WHERE EXISTS (SELECT 1 FROM ins)
+ON CONFLICT (run_id, target_topic, target_partition) DO UPDATE SET records = c.records + EXCLUDED.records`,
+			p.RunID, p.Owner, p.FlushID, g.sourceTopics, g.sourceParts, g.targetTopics, g.first, g.last, g.records, g.sends, g.at,
+			ctopics, cparts, crecs)
+	}
+}
+
+// savePartitioned writes a flush of a worker of a run shared by workers
+// (ReplayProgress.Partitioned) as one pipeline, one implicit transaction. Its first statement
+// takes the run's row lock, so that the flushes of the run's workers follow one another and
+// the run's counts, summed last, see every partition's as committed.
+func (d *Driver) savePartitioned(ctx context.Context, p dedupdriver.ReplayProgress) (bool, error) {
+	j := d.journal()
+	now := orNow(p.Now)
+	b := &pgx.Batch{}
+	what := []string{"lock run"}
+	b.Queue(`UPDATE `+j.runs+` SET updated_at = $2 WHERE id = $1`, p.RunID, now)
+	if len(p.Sends) > 0 {
+		j.queueSends(b, p, `$2::text IS NOT NULL`)
+		what = append(what, fmt.Sprintf("journal %d sends", len(p.Sends)))
+	}
+	n := len(p.Checkpoints)
+	if n > 0 {
+		topics, parts, acked := make([]string, n), make([]int32, n), make([]int64, n)
+		sel, sent, quar, skip := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, c := range p.Checkpoints {
+			topics[i], parts[i], acked[i] = c.Topic, c.Partition, c.AckedThrough
+			if w := c.Worker; w != nil {
+				sel[i], sent[i], quar[i], skip[i] = w.Counts.Selected, w.Counts.Sent, w.Counts.Quarantined, w.Counts.Skipped
+			}
+		}
+		held := `EXISTS (SELECT 1 FROM ` + j.workers + ` w WHERE w.run_id = $1 AND w.topic = u.t AND w.partition = u.p AND w.owner = $2)`
+		b.Queue(`UPDATE `+j.checkpoints+` AS c SET acked_through = GREATEST(c.acked_through, u.a)
+FROM unnest($3::text[], $4::int4[], $5::int8[]) AS u(t, p, a)
+WHERE c.run_id = $1 AND c.topic = u.t AND c.partition = u.p AND `+held,
+			p.RunID, p.Owner, topics, parts, acked)
+		what = append(what, "update checkpoints")
+		b.Queue(`UPDATE `+j.workers+` AS w SET selected = u.sel, sent = u.sent, quarantined = u.q, skipped = u.skip, updated_at = $9
+FROM unnest($3::text[], $4::int4[], $5::int8[], $6::int8[], $7::int8[], $8::int8[]) AS u(t, p, sel, sent, q, skip)
+WHERE w.run_id = $1 AND w.topic = u.t AND w.partition = u.p AND w.owner = $2`,
+			p.RunID, p.Owner, topics, parts, sel, sent, quar, skip, now)
+		what = append(what, "update the partitions' counts")
+		b.Queue(`UPDATE `+j.runs+` AS r SET selected = s.sel, sent = s.sent, quarantined = s.q, skipped = s.skip
+FROM (SELECT COALESCE(sum(selected), 0) AS sel, COALESCE(sum(sent), 0) AS sent, COALESCE(sum(quarantined), 0) AS q,
+  COALESCE(sum(skipped), 0) AS skip FROM `+j.workers+` WHERE run_id = $1) AS s
+WHERE r.id = $1`, p.RunID)
+		what = append(what, "sum the run's counts")
+	}
+	br := d.pool.SendBatch(ctx, b)
+	held := true
+	for _, w := range what {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close()
+			return false, j.classify(fmt.Errorf("%s: %w", w, err))
+		}
+		if w == "update the partitions' counts" {
+			held = tag.RowsAffected() == int64(n)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return false, j.classify(err)
+	}
+	return held, nil
+}
+
+func (d *Driver) TakeReplayPartitions(ctx context.Context, id, owner string, parts []dedupdriver.ReplayCheckpoint, now time.Time) error {
+	j := d.journal()
+	now = orNow(now)
+	topics, ps := make([]string, len(parts)), make([]int32, len(parts))
+	for i, c := range parts {
+		topics[i], ps[i] = c.Topic, c.Partition
+	}
+	return j.classify(pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE `+j.runs+` SET status = CASE WHEN status = 'completed' THEN status ELSE 'running' END,
+  finished_at = CASE WHEN status = 'completed' THEN finished_at END, updated_at = $2 WHERE id = $1`, id, now); err != nil {
+			return fmt.Errorf("mark run running: %w", err)
+		}
+		_, err := tx.Exec(ctx, `UPDATE `+j.workers+` AS w SET owner = $2, updated_at = $5
+FROM unnest($3::text[], $4::int4[]) AS u(t, p) WHERE w.run_id = $1 AND w.topic = u.t AND w.partition = u.p`, id, owner, topics, ps, now)
+		if err != nil {
+			return fmt.Errorf("take partitions: %w", err)
+		}
+		return nil
+	}))
+}
+
+func (d *Driver) ReleaseReplayPartitions(ctx context.Context, id, owner string, now time.Time) (bool, error) {
+	j := d.journal()
+	now = orNow(now)
+	var completed bool
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if owner != "" {
+			if _, err := tx.Exec(ctx, `UPDATE `+j.workers+` SET owner = NULL, updated_at = $3 WHERE run_id = $1 AND owner = $2`, id, owner, now); err != nil {
+				return fmt.Errorf("release partitions: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+j.runs+` SET status = 'completed', owner = NULL, finished_at = $2, updated_at = $2
+WHERE id = $1 AND status <> 'completed' AND NOT EXISTS (SELECT 1 FROM `+j.checkpoints+` c WHERE c.run_id = $1 AND c.acked_through < c.end_offset)`, id, now); err != nil {
+			return fmt.Errorf("complete run: %w", err)
+		}
+		return tx.QueryRow(ctx, `SELECT status = 'completed' FROM `+j.runs+` WHERE id = $1`, id).Scan(&completed)
+	})
+	return completed, j.classify(err)
 }
 
 // batchRows are GroupSends' batches as the columns of their rows, the sends of each packed
@@ -283,14 +404,25 @@ func (d *Driver) GetReplayRun(ctx context.Context, id string) (*dedupdriver.Repl
 	if err != nil {
 		return nil, nil, j.classify(err)
 	}
-	rows, err := d.pool.Query(ctx, `SELECT topic, partition, start_offset, end_offset, acked_through FROM `+j.checkpoints+`
-WHERE run_id = $1 ORDER BY topic, partition`, id)
+	rows, err := d.pool.Query(ctx, `SELECT c.topic, c.partition, c.start_offset, c.end_offset, c.acked_through,
+  w.run_id IS NOT NULL, COALESCE(w.owner, ''), COALESCE(w.selected, 0), COALESCE(w.sent, 0), COALESCE(w.quarantined, 0),
+  COALESCE(w.skipped, 0), COALESCE(w.updated_at, c_run.updated_at)
+FROM `+j.checkpoints+` c JOIN `+j.runs+` c_run ON c_run.id = c.run_id
+LEFT JOIN `+j.workers+` w ON w.run_id = c.run_id AND w.topic = c.topic AND w.partition = c.partition
+WHERE c.run_id = $1 ORDER BY c.topic, c.partition`, id)
 	if err != nil {
 		return nil, nil, j.classify(err)
 	}
 	cps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dedupdriver.ReplayCheckpoint, error) {
 		var c dedupdriver.ReplayCheckpoint
-		err := r.Scan(&c.Topic, &c.Partition, &c.Start, &c.End, &c.AckedThrough)
+		var shared bool
+		var w dedupdriver.PartitionWorker
+		err := r.Scan(&c.Topic, &c.Partition, &c.Start, &c.End, &c.AckedThrough, &shared, &w.Owner,
+			&w.Counts.Selected, &w.Counts.Sent, &w.Counts.Quarantined, &w.Counts.Skipped, &w.UpdatedAt)
+		if shared {
+			w.UpdatedAt = w.UpdatedAt.UTC()
+			c.Worker = &w
+		}
 		return c, err
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ type journalTables struct {
 	topics, times              string // replay_run_topics and replay_send_times of migration 006
 	actions                    string // marker_actions of migration 007
 	groups                     string // group_actions of migration 008
+	workers                    string // replay_workers of migration 013
 }
 
 func (d *Driver) journal() journalTables {
@@ -30,7 +31,7 @@ func (d *Driver) journal() journalTables {
 	t := func(name string) string { return quote(TableName(s, name)) }
 	return journalTables{schema: s, runs: t("replay_runs"), checkpoints: t("replay_checkpoints"), batches: t("replay_send_batches"),
 		targets: t("replay_target_counts"), topics: t("replay_run_topics"), times: t("replay_send_times"),
-		actions: t("marker_actions"), groups: t("group_actions")}
+		actions: t("marker_actions"), groups: t("group_actions"), workers: t("replay_workers")}
 }
 
 // templateData adds the journal's names to the migrations' template data.
@@ -143,6 +144,13 @@ VALUES ($1, $2, $3, $4, $5, $6)`, run.ID, c.Topic, c.Partition, c.Start, c.End, 
 			if err != nil {
 				return fmt.Errorf("insert checkpoint %s/%d: %w", c.Topic, c.Partition, err)
 			}
+			if c.Worker != nil { // a run shared by workers: a row per partition, held by none
+				_, err := tx.ExecContext(ctx, `INSERT INTO `+j.workers+` (run_id, topic, partition, updated_at) VALUES ($1, $2, $3, $4)`,
+					run.ID, c.Topic, c.Partition, at)
+				if err != nil {
+					return fmt.Errorf("insert the worker of %s/%d: %w", c.Topic, c.Partition, err)
+				}
+			}
 		}
 		return nil
 	}))
@@ -153,6 +161,10 @@ func (d *Driver) SaveReplayProgress(ctx context.Context, p dedupdriver.ReplayPro
 	owned := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
+		if p.Partitioned {
+			owned, err = j.savePartitioned(ctx, tx, p)
+			return err
+		}
 		if owned, err = j.updateRun(ctx, tx, p); err != nil || !owned {
 			return err
 		}
@@ -180,6 +192,91 @@ WHERE run_id = $1 AND topic = $2 AND partition = $3`, p.RunID, c.Topic, c.Partit
 		return false, j.classify(err)
 	}
 	return owned, nil
+}
+
+// savePartitioned writes a flush of a worker of a run shared by workers
+// (ReplayProgress.Partitioned) in tx: the sends whatever, each checkpoint and its counts while
+// p.Owner holds its partition, the run's counts summed; false when a partition was not held.
+func (j journalTables) savePartitioned(ctx context.Context, tx *sql.Tx, p dedupdriver.ReplayProgress) (bool, error) {
+	now := storedOrNow(p.Now)
+	written := false
+	if p.FlushID != "" && len(p.Sends) > 0 {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+j.batches+` WHERE run_id = $1 AND flush_id = $2)`, p.RunID, p.FlushID).Scan(&written); err != nil {
+			return false, fmt.Errorf("check flush %s: %w", p.FlushID, err)
+		}
+	}
+	if !written {
+		if err := j.insertSends(ctx, tx, p); err != nil {
+			return false, err
+		}
+	}
+	held := true
+	for _, c := range p.Checkpoints {
+		var n dedupdriver.RunCounts
+		if c.Worker != nil {
+			n = c.Worker.Counts
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE `+j.workers+` SET selected = $5, sent = $6, quarantined = $7, skipped = $8, updated_at = $9
+WHERE run_id = $1 AND topic = $2 AND partition = $3 AND owner = $4`, p.RunID, c.Topic, c.Partition, p.Owner, n.Selected, n.Sent, n.Quarantined, n.Skipped, now)
+		if err != nil {
+			return false, fmt.Errorf("update the counts of %s/%d: %w", c.Topic, c.Partition, err)
+		}
+		if k, err := res.RowsAffected(); err != nil || k != 1 {
+			held = false
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+j.checkpoints+` SET acked_through = max(acked_through, $4)
+WHERE run_id = $1 AND topic = $2 AND partition = $3`, p.RunID, c.Topic, c.Partition, c.AckedThrough); err != nil {
+			return false, fmt.Errorf("update checkpoint %s/%d: %w", c.Topic, c.Partition, err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET updated_at = $2,
+  selected = (SELECT COALESCE(sum(selected), 0) FROM `+j.workers+` WHERE run_id = $1),
+  sent = (SELECT COALESCE(sum(sent), 0) FROM `+j.workers+` WHERE run_id = $1),
+  quarantined = (SELECT COALESCE(sum(quarantined), 0) FROM `+j.workers+` WHERE run_id = $1),
+  skipped = (SELECT COALESCE(sum(skipped), 0) FROM `+j.workers+` WHERE run_id = $1)
+WHERE id = $1`, p.RunID, now)
+	if err != nil {
+		return false, fmt.Errorf("sum the run's counts: %w", err)
+	}
+	return held, nil
+}
+
+func (d *Driver) TakeReplayPartitions(ctx context.Context, id, owner string, parts []dedupdriver.ReplayCheckpoint, now time.Time) error {
+	j := d.journal()
+	at := storedOrNow(now)
+	return j.classify(d.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET status = CASE WHEN status = 'completed' THEN status ELSE 'running' END,
+  finished_at = CASE WHEN status = 'completed' THEN finished_at END, updated_at = $2 WHERE id = $1`, id, at); err != nil {
+			return fmt.Errorf("mark run running: %w", err)
+		}
+		for _, c := range parts {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+j.workers+` SET owner = $4, updated_at = $5 WHERE run_id = $1 AND topic = $2 AND partition = $3`,
+				id, c.Topic, c.Partition, owner, at); err != nil {
+				return fmt.Errorf("take %s/%d: %w", c.Topic, c.Partition, err)
+			}
+		}
+		return nil
+	}))
+}
+
+func (d *Driver) ReleaseReplayPartitions(ctx context.Context, id, owner string, now time.Time) (bool, error) {
+	j := d.journal()
+	at := storedOrNow(now)
+	var status string
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		if owner != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+j.workers+` SET owner = NULL, updated_at = $3 WHERE run_id = $1 AND owner = $2`, id, owner, at); err != nil {
+				return fmt.Errorf("release partitions: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+j.runs+` SET status = 'completed', owner = NULL, finished_at = $2, updated_at = $2
+WHERE id = $1 AND status <> 'completed' AND NOT EXISTS (SELECT 1 FROM `+j.checkpoints+` c WHERE c.run_id = $1 AND c.acked_through < c.end_offset)`, id, at); err != nil {
+			return fmt.Errorf("complete run: %w", err)
+		}
+		return tx.QueryRowContext(ctx, `SELECT status FROM `+j.runs+` WHERE id = $1`, id).Scan(&status)
+	})
+	return status == dedupdriver.RunCompleted, j.classify(err)
 }
 
 // updateRun writes p's status, counts and times on the run while p.Owner owns it, and reports
@@ -279,8 +376,11 @@ func (d *Driver) GetReplayRun(ctx context.Context, id string) (*dedupdriver.Repl
 	if err != nil {
 		return nil, nil, j.classify(err)
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT topic, partition, start_offset, end_offset, acked_through FROM `+j.checkpoints+`
-WHERE run_id = $1 ORDER BY topic, partition`, id)
+	rows, err := d.db.QueryContext(ctx, `SELECT c.topic, c.partition, c.start_offset, c.end_offset, c.acked_through,
+  w.run_id IS NOT NULL, COALESCE(w.owner, ''), COALESCE(w.selected, 0), COALESCE(w.sent, 0), COALESCE(w.quarantined, 0),
+  COALESCE(w.skipped, 0), COALESCE(w.updated_at, '')
+FROM `+j.checkpoints+` c LEFT JOIN `+j.workers+` w ON w.run_id = c.run_id AND w.topic = c.topic AND w.partition = c.partition
+WHERE c.run_id = $1 ORDER BY c.topic, c.partition`, id)
 	if err != nil {
 		return nil, nil, j.classify(err)
 	}
@@ -288,8 +388,18 @@ WHERE run_id = $1 ORDER BY topic, partition`, id)
 	var cps []dedupdriver.ReplayCheckpoint
 	for rows.Next() {
 		var c dedupdriver.ReplayCheckpoint
-		if err := rows.Scan(&c.Topic, &c.Partition, &c.Start, &c.End, &c.AckedThrough); err != nil {
+		var shared bool
+		var w dedupdriver.PartitionWorker
+		var updated any
+		if err := rows.Scan(&c.Topic, &c.Partition, &c.Start, &c.End, &c.AckedThrough, &shared, &w.Owner,
+			&w.Counts.Selected, &w.Counts.Sent, &w.Counts.Quarantined, &w.Counts.Skipped, &updated); err != nil {
 			return nil, nil, err
+		}
+		if shared {
+			if w.UpdatedAt, err = parseTime(updated); err != nil {
+				return nil, nil, err
+			}
+			c.Worker = &w
 		}
 		cps = append(cps, c)
 	}

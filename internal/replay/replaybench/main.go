@@ -47,6 +47,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -78,7 +79,7 @@ func main() {
 		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, after its topic is created, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes) or before the brokers know its new topic")
 		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
 		perfCP     = flag.String("perf-classpath", "", "Java classpath holding org.apache.kafka.tools.ProducerPerformance and its dependencies, for modes perftest and perftest-replay")
-		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), workers1 and workers2 (a run recorded for workers, --to a fresh topic, sent by one or two workers of its consumer group in this process, from the recording to the last worker's exit), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -159,6 +160,10 @@ func (b *bench) contend(ctx context.Context, r int, m string) benchkit.Run {
 		return b.kcatCopy(ctx, r)
 	case "perftest", "perftest-replay":
 		return b.perfTest(ctx, r, m == "perftest-replay")
+	case "workers1":
+		return b.workers(ctx, r, 1)
+	case "workers2":
+		return b.workers(ctx, r, 2)
 	default:
 		return b.replay(ctx, r, m)
 	}
@@ -203,6 +208,11 @@ func printSummary(rep benchkit.Report, b bench, modes []string, rounds int) {
 		lo, hi := benchkit.Spread(s.Rates())
 		fmt.Printf("%-58s %10.0f records/s (median; %.0f–%.0f), CPU %.2fs (median)\n", s.Label+":", benchkit.Median(s.Rates()), lo, hi, benchkit.Median(cpu))
 	}
+	if w1, ok := rep.Get("replay/workers1"); ok {
+		if w2, ok := rep.Get("replay/workers2"); ok {
+			fmt.Printf("ratio %-42s %10.2f (medians)\n", "workers2/workers1:", benchkit.Median(w2.Rates())/benchkit.Median(w1.Rates()))
+		}
+	}
 	if k, ok := rep.Get("replay/kcat"); ok {
 		for _, m := range modes {
 			s, _ := rep.Get("replay/" + m)
@@ -220,6 +230,8 @@ var label = map[string]string{
 	"perftest":        "kafka-producer-perf-test, acks=all, default settings",
 	"perftest-replay": "kafka-producer-perf-test, the replay's producer settings",
 	"kcat":            "kcat -C -e | kcat -P",
+	"workers1":        "fieldwork replay --workers, one worker",
+	"workers2":        "fieldwork replay --workers, two workers",
 }
 
 // replayProducerProps are the replay's producer settings (replay.Execute's franz-go client:
@@ -416,6 +428,74 @@ func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond, rate, cpu, allocs)
 	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
+}
+
+// workers records a replay of the whole dead-letter topic --to a fresh topic for workers
+// (replay --execute --workers) and runs n workers of it in this process (replay resume RUN
+// --worker, each its own group member, producer and journal flusher), and returns records per
+// second from the first assignment to the last worker's exit: the group's join is left out
+// (Kafka holds a new group's first rebalance for group.initial.rebalance.delay.ms, 3s by
+// default, whatever the replay's size), and printed in the whole time.
+func (b *bench) workers(ctx context.Context, round, n int) benchkit.Run {
+	schema := "fwbench_" + benchkit.Suffix()
+	b.schemas = append(b.schemas, schema)
+	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
+	if err != nil {
+		fail("%v", err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx, false); err != nil {
+		fail("%v", err)
+	}
+	spec := replay.Spec{From: b.dlq, To: b.topic(ctx, "bench-workers")}
+	time.Sleep(b.settle)
+	m := startMeter()
+	plan, err := replay.NewPlan(ctx, b.c, spec)
+	if err != nil {
+		fail("plan: %v", err)
+	}
+	sum, err := replay.CreateWorkerRun(ctx, b.c, st, plan, replay.ExecOptions{Operator: "bench", Reason: "benchmark",
+		MaxBuffered: b.maxBuf, FlushRecords: b.flushRecs})
+	if err != nil {
+		fail("record the run: %v", err)
+	}
+	errs := make(chan error, n)
+	sent := make(chan int64, n)
+	// The send starts with the first assignment: the group's join is measured apart.
+	var once sync.Once
+	var sending time.Time
+	assigned := func(ps []int32) {
+		if len(ps) > 0 {
+			once.Do(func() { sending = time.Now() })
+		}
+	}
+	for i := range n {
+		go func() {
+			ws, err := replay.RunWorker(ctx, b.c, st, sum.RunID, replay.WorkerOptions{Owner: fmt.Sprintf("bench-%d:%d", round, i), OnAssigned: assigned})
+			if ws != nil {
+				sent <- ws.SentNow
+			}
+			errs <- err
+		}()
+	}
+	var perWorker []string
+	for range n {
+		if err := <-errs; err != nil {
+			fail("worker: %v", err)
+		}
+		perWorker = append(perWorker, strconv.FormatInt(<-sent, 10))
+	}
+	el, cpu, allocs := b.stop(m)
+	send := time.Since(sending)
+	_, _ = b.adm.DeleteGroups(ctx, replay.GroupName(sum.RunID))
+	run, _, err := st.ReplayRun(ctx, sum.RunID)
+	if err != nil || run.Sent != int64(b.n) || run.Status != dedup.RunCompleted {
+		fail("the workers' run: %s, %d sent of %d: %v", run.Status, run.Sent, b.n, err)
+	}
+	rate := float64(b.n) / send.Seconds()
+	fmt.Printf("round %d: fieldwork replay, %d worker(s) %d records in %.2fs, %.2fs from the first assignment (sent %s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
+		round+1, n, b.n, el.Seconds(), send.Seconds(), strings.Join(perWorker, " + "), rate, cpu, allocs)
+	return benchkit.Run{Records: int64(b.n), WallS: send.Seconds(), CPUS: cpu}
 }
 
 // clientCopy copies the dead-letter topic to a fresh topic with the replay's reader
