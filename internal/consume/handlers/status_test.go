@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+var statusCases = []string{
+	`{"status":"open"}`,
+	` { "task_id" : "t-1", "status" : "done" , "labels":["a","b",{"status":"x"}], "n": 12.5e3, "ok": true, "nil": null } `,
+	`{"status":"open","Status":"closed"}`,
+	`{"STATUS":"blocked"}`,
+	`{"status":null}`,
+	`{"status":"a","status":null}`,
+	`{"data":{"status":"nested"},"title":"say \"status\": \\"}`,
+	`{}`,
+	`{"status":"caf\u00e9"}`,
+	`{"st\u0061tus":"escaped name"}`,
+	`{"ſtatus":"folded"}`,
+	`{"status":"ünïcode"}`,
+	`{"status":12}`,
+	`{"status":{"a":1}}`,
+	`{"status":["open"]}`,
+	`{"status":true}`,
+	`"x"`,
+	`[1]`,
+	`{"status":"open"`,
+	`{"status" "open"}`,
+	`{"status":"open"} x`,
+	`{"a":[1,2,{"b":"]}"}],"status":"after brackets in strings"}`,
+	`{"statu":"short","statuss":"long","status":"right"}`,
+}
+
+// TestStatusOfAgreesWithUnmarshal: wherever statusOf answers, json.Unmarshal into taskData
+// answers the same; the events of the sample stream take the fast path.
+func TestStatusOfAgreesWithUnmarshal(t *testing.T) {
+	for _, c := range statusCases {
+		checkStatusOf(t, []byte(c))
+	}
+	if _, ok := statusOf([]byte(`{"task_id":"task-0001","title":"Fix \"login\"","status":"open","labels":["ops"],"due_date":"2025-03-25"}`)); !ok {
+		t.Error("a plain task state does not take the fast path")
+	}
+}
+
+func FuzzStatusOf(f *testing.F) {
+	for _, c := range statusCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if json.Valid(b) { // the data the projection is given is valid JSON
+			checkStatusOf(t, b)
+		}
+	})
+}
+
+func checkStatusOf(t *testing.T, b []byte) {
+	t.Helper()
+	got, ok := statusOf(b)
+	if !ok {
+		return
+	}
+	var want taskData
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Errorf("statusOf(%s) = %q, but json.Unmarshal fails: %v", b, got, err)
+		return
+	}
+	if got != want.Status {
+		t.Errorf("statusOf(%s) = %q, json.Unmarshal %q", b, got, want.Status)
+	}
+}
