@@ -1,6 +1,9 @@
 package handlers
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // statusOf reads the task's status from data, one JSON object (consumer.Event.Data is one
 // valid JSON value), as json.Unmarshal into taskData does: the last top-level member whose
@@ -89,12 +92,7 @@ func isStatus(name []byte) (match, ok bool) {
 
 // noEscape reports whether a string's contents hold no escape.
 func noEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return false
-		}
-	}
-	return true
+	return bytes.IndexByte(b, '\\') < 0
 }
 
 // skipSpace returns the index of the first byte at or after i that is not JSON white space.
@@ -106,19 +104,25 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd returns the index just past the string starting at b[i] ('"'), or -1 when it
-// does not end.
+// does not end. It jumps from quote to quote: a quote preceded by an odd number of
+// backslashes is escaped.
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		case '\n', '\r', '\t':
-			return -1 // control characters are not allowed in a string: not valid JSON
+	content := i + 1
+	for i = content; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
 		}
+		j := i + q
+		k := j - 1
+		for k >= content && b[k] == '\\' {
+			k--
+		}
+		if (j-1-k)%2 == 0 {
+			return j + 1
+		}
+		i = j + 1
 	}
-	return -1
 }
 
 // valueEnd returns the index just past the value starting at b[i], or -1 when it is not a

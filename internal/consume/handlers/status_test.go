@@ -68,3 +68,26 @@ func checkStatusOf(t *testing.T, b []byte) {
 		t.Errorf("statusOf(%s) = %q, json.Unmarshal %q", b, got, want.Status)
 	}
 }
+
+// BenchmarkTaskStatus compares statusOf with json.Unmarshal on a task's state as the sample
+// stream writes it.
+func BenchmarkTaskStatus(b *testing.B) {
+	data := []byte(`{"task_id":"task-3157","title":"Test rate limiter","project":"platform","status":"open","priority":"medium","reporter":"jonas@example.com","due_date":"2025-03-25","labels":["customer","security","ops"],"updated_at":"2025-03-03T09:00:00.676Z"}`)
+	b.Run("statusOf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if s, ok := statusOf(data); !ok || s != "open" {
+				b.Fatal(s, ok)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var d taskData
+			if err := json.Unmarshal(data, &d); err != nil || d.Status != "open" {
+				b.Fatal(d, err)
+			}
+		}
+	})
+}
