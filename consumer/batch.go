@@ -141,11 +141,13 @@ type handled struct {
 // committed to the group (an offset, or acknowledgements) is the caller's.
 func (e *Runner) handleBatch(w *worker, recs []*kgo.Record, produce bool) (handled, error) {
 	ctx := w.ctx
-	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs)
+	ahead := e.beginAhead(ctx)
+	defer ahead.release(ctx)
+	items, malformed, other, err := e.decodeWithRetry(ctx, w, recs, ahead)
 	if err != nil {
 		return handled{}, err
 	}
-	res, err := e.applyUnits(ctx, w, items)
+	res, err := e.applyUnits(ctx, w, items, ahead)
 	if err != nil {
 		return handled{}, err
 	}
@@ -159,9 +161,9 @@ func (e *Runner) handleBatch(w *worker, recs []*kgo.Record, produce bool) (handl
 	return b, nil
 }
 
-// applyUnits applies the decoded items: in one transaction, or one transaction each with
-// TxPerEvent.
-func (e *Runner) applyUnits(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+// applyUnits applies the decoded items: in one transaction (the first attempt in ahead's),
+// or one transaction each with TxPerEvent.
+func (e *Runner) applyUnits(ctx context.Context, w *worker, items []*item, ahead *txAhead) (unitResult, error) {
 	units := [][]*item{items}
 	if e.o.TxPerEvent {
 		units = units[:0]
@@ -171,7 +173,7 @@ func (e *Runner) applyUnits(ctx context.Context, w *worker, items []*item) (unit
 	}
 	var res unitResult
 	for _, unit := range units {
-		r, err := e.applyWithRetry(ctx, w, unit)
+		r, err := e.applyWithRetry(ctx, w, unit, ahead)
 		if err != nil {
 			return res, err
 		}
@@ -266,8 +268,9 @@ func judgedOf(items []*item, dls []deadLetter) []judged {
 
 // decodeWithRetry is decode, retried with InfraBackoff while the schema registry a framed
 // value needs does not answer (an infrastructure failure: never a dead letter). A registry
-// that refuses the credentials, or none configured for a framed value, stops the runner.
-func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record) ([]*item, []deadLetter, int, error) {
+// that refuses the credentials, or none configured for a framed value, stops the runner. The
+// transaction begun ahead is rolled back before the first wait: it is begun again after.
+func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Record, ahead *txAhead) ([]*item, []deadLetter, int, error) {
 	r := e.o.InfraBackoff.start()
 	for {
 		items, bad, other, err := e.decode(ctx, recs)
@@ -284,6 +287,7 @@ func (e *Runner) decodeWithRetry(ctx context.Context, w *worker, recs []*kgo.Rec
 		if ctx.Err() != nil {
 			return nil, nil, 0, ctx.Err()
 		}
+		ahead.release(ctx)
 		stop := func(n int) error {
 			return fmt.Errorf("%s/%d: giving up after %d infrastructure retries: %w", w.tp.topic, w.tp.partition, n, se.Kinded())
 		}
@@ -369,11 +373,11 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 // (and neither PerEvent nor TxPerEvent) the transaction applies the batch through
 // HandleBatch; when that fails as a whole for a reason that is not infrastructure, the
 // transaction is rolled back and run again with each event under its own savepoint.
-func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (unitResult, error) {
+func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, ahead *txAhead) (unitResult, error) {
 	batch := e.batchHandler() != nil
 	r := e.o.InfraBackoff.start()
 	for {
-		res, err := e.applyUnit(ctx, items, batch)
+		res, err := e.applyUnit(ctx, items, batch, ahead)
 		var fb *batchFallback
 		if errors.As(err, &fb) && ctx.Err() == nil {
 			batch = false
@@ -381,7 +385,7 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item) (
 			e.m.batchFallbacks.Inc()
 			e.log.Warn("batch statement failed; applying the batch event by event", "topic", w.tp.topic, "partition", w.tp.partition,
 				"first_offset", items[0].Record.Offset, "records", len(items), "error", fb.err)
-			res, err = e.applyUnit(ctx, items, false)
+			res, err = e.applyUnit(ctx, items, false, ahead)
 		}
 		if err == nil {
 			if r.n > 0 {
@@ -425,12 +429,12 @@ type batchFallback struct{ err error }
 func (e *batchFallback) Error() string { return "batch handler: " + e.err.Error() }
 func (e *batchFallback) Unwrap() error { return e.err }
 
-// applyUnit is one transaction: BEGIN; claim the batch's events in one statement; apply the
-// fresh ones in offset order, through HandleBatch when batch is set, else each under a
-// savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
+// applyUnit is one transaction (ahead's, when not taken yet): BEGIN; claim the batch's events
+// in one statement; apply the fresh ones in offset order, through HandleBatch when batch is
+// set, else each under a savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
 // (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
 // after the commit. Any error returned means the transaction was rolled back.
-func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res unitResult, err error) {
+func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead *txAhead) (res unitResult, err error) {
 	markers := make([]dedup.Marker, 0, len(items))
 	for _, it := range items {
 		if it.dup {
@@ -446,7 +450,7 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool) (res 
 		return res, nil
 	}
 	st := e.o.Store
-	tx, err := st.Begin(ctx)
+	tx, err := ahead.begin(ctx, st)
 	if err != nil {
 		return res, err
 	}
@@ -658,4 +662,55 @@ func (e *Runner) callBatch(ctx context.Context, tx *inbox.Tx, bh BatchHandler, t
 		ms[i] = &it.Message
 	}
 	return bh.HandleBatch(ctx, tx, ms)
+}
+
+// txAhead is a transaction begun while its batch is decoded: on PostgreSQL, BEGIN's round
+// trip then overlaps the decoding instead of adding to the batch's time in the database. The
+// batch's first transaction takes it; one not taken (nothing to claim, or the batch failed
+// before) is rolled back. A nil *txAhead begins when asked, as Store.Begin does.
+type txAhead struct {
+	began chan beganTx
+	taken bool
+}
+
+type beganTx struct {
+	tx  *dedup.Tx
+	err error
+}
+
+// beginAhead begins the batch's transaction in the background: on PostgreSQL, and when the
+// batch is one transaction. Not on SQLite, whose BEGIN takes the database's write lock, which
+// the decoding would then hold.
+func (e *Runner) beginAhead(ctx context.Context) *txAhead {
+	if e.o.TxPerEvent || e.o.Store.Driver() != "postgres" {
+		return nil
+	}
+	a := &txAhead{began: make(chan beganTx, 1)}
+	go func() {
+		tx, err := e.o.Store.Begin(ctx)
+		a.began <- beganTx{tx, err}
+	}()
+	return a
+}
+
+// begin returns the transaction begun ahead the first time (or the error beginning it), and
+// a new transaction after.
+func (a *txAhead) begin(ctx context.Context, st *dedup.Store) (*dedup.Tx, error) {
+	if a == nil || a.taken {
+		return st.Begin(ctx)
+	}
+	a.taken = true
+	b := <-a.began
+	return b.tx, b.err
+}
+
+// release rolls back the transaction begun ahead when nothing took it.
+func (a *txAhead) release(ctx context.Context) {
+	if a == nil || a.taken {
+		return
+	}
+	a.taken = true
+	if b := <-a.began; b.err == nil {
+		_ = b.tx.Rollback(context.WithoutCancel(ctx))
+	}
 }

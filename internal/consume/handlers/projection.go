@@ -155,6 +155,10 @@ func (p *projection) check(ev consumer.Event) (taskData, error) {
 	if len(ev.Data) == 0 || ev.Data[0] != '{' {
 		return data, consumer.Permanentf("event %s: data is not a JSON object with the task's state", ev.ID)
 	}
+	if status, ok := statusOf(ev.Data); ok {
+		data.Status = status
+		return data, nil
+	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return data, consumer.Permanentf("event %s: data: %v", ev.ID, err)
 	}

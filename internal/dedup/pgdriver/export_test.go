@@ -8,3 +8,8 @@ func IDStatements(d *Driver) map[string]string {
 		"forgetOne": d.sql.forgetOne, "forgetAll": d.sql.forgetAll,
 	}
 }
+
+// ClaimStatements are d's claim statements by name, with and without the outcome column.
+func ClaimStatements(d *Driver) map[string]string {
+	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome}
+}

@@ -104,6 +104,63 @@ func TestLookupsProbePerID(t *testing.T) {
 			})
 		}
 	}
+	// The claim inserts: its one statement per batch must not read the table at all, whatever
+	// the statistics say; each marker's conflict is found by the primary key, the arbiter of
+	// ON CONFLICT, a probe per id of the insertion itself.
+	claimArgs := "(" + literal("late") + ", ARRAY[" + literal("fresh-1") + ", " + literal(ids[0]) + "]::text[], NULL::timestamptz[], " +
+		"ARRAY['t', 't']::text[], ARRAY[0, 0]::int4[], ARRAY[1, 2]::int8[], ARRAY['', '']::text[], ARRAY[0, 0]::int8[]"
+	for name, q := range pgdriver.ClaimStatements(d) {
+		args := claimArgs + ")"
+		if name == "claimOutcome" {
+			args = claimArgs + ", ARRAY['', 'stale']::text[])"
+		}
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(ctx, `PREPARE claim_plan AS `+q); err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Exec(ctx, `DEALLOCATE claim_plan`) //nolint:errcheck
+				var out []byte
+				// EXPLAIN without ANALYZE: nothing is inserted.
+				if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE claim_plan`+args).Scan(&out); err != nil {
+					t.Fatal(err)
+				}
+				if msg := insertsByArbiter(t, out, "fieldwork_processed_events"); msg != "" {
+					t.Errorf("%s\n%.3000s", msg, out)
+				}
+			})
+		}
+	}
+}
+
+// insertsByArbiter says what is wrong with the plan of a claim ("" when nothing): it inserts
+// into table with its primary key as the only arbiter of ON CONFLICT, and reads table nowhere.
+func insertsByArbiter(t *testing.T, explained []byte, table string) string {
+	t.Helper()
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v", err)
+	}
+	var wrong []string
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		switch {
+		case n.Relation == table && n.NodeType == "ModifyTable":
+			if n.Operation != "Insert" || len(n.Arbiters) != 1 || n.Arbiters[0] != table+"_pkey" {
+				wrong = append(wrong, fmt.Sprintf("%s %s with arbiters %v, not an insert by the primary key", n.Operation, n.NodeType, n.Arbiters))
+			}
+		case n.Relation == table:
+			wrong = append(wrong, n.NodeType+" on "+table)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	return strings.Join(wrong, "; ")
 }
 
 // literal is s as an SQL string literal.
@@ -116,6 +173,8 @@ type planNode struct {
 	IndexName string     `json:"Index Name"`
 	IndexCond string     `json:"Index Cond"`
 	Filter    string     `json:"Filter"`
+	Operation string     `json:"Operation"`
+	Arbiters  []string   `json:"Conflict Arbiter Indexes"`
 	Plans     []planNode `json:"Plans"`
 }
 
