@@ -547,6 +547,8 @@ type pass struct {
 	atTime  time.Time
 	at      []byte
 	sinceAt int
+	// promise is acked, made once.
+	promise func(*kgo.Record, error)
 }
 
 // progress tells ExecOptions.Progress how far the run is.
@@ -649,22 +651,33 @@ func (ps *pass) send(d *decision) error {
 	if d.partition < 0 {
 		out.Partition = -1 // placedPartitioner: spread it
 	}
-	src, eventID := d.rec, d.eventID
-	ps.cl.Produce(ps.prodCtx, out, func(r *kgo.Record, err error) {
-		s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
-			SourceTimestamp: src.Timestamp, EventID: eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
-		if err != nil {
-			err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
-			ps.stopRead(err)
-		}
-		if n := e.tr.ack(tk, s, err); n >= e.opts.FlushRecords {
-			select {
-			case e.flushNow <- struct{}{}:
-			default:
-			}
-		}
-	})
+	sr := e.slab.last()
+	sr.Context, sr.tk, sr.src, sr.eventID = ps.prodCtx, tk, d.rec, d.eventID
+	out.Context = sr
+	if ps.promise == nil {
+		ps.promise = ps.acked
+	}
+	ps.cl.Produce(ps.prodCtx, out, ps.promise)
 	return nil
+}
+
+// acked is the promise of every record send hands to the producer (its Context is its sent):
+// the acknowledgement is tracked for the journal, a failed send stops the reading.
+func (ps *pass) acked(r *kgo.Record, err error) {
+	e, sr := ps.e, r.Context.(*sent)
+	src := sr.src
+	s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
+		SourceTimestamp: src.Timestamp, EventID: sr.eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
+	if err != nil {
+		err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
+		ps.stopRead(err)
+	}
+	if n := e.tr.ack(sr.tk, s, err); n >= e.opts.FlushRecords {
+		select {
+		case e.flushNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // drain ends the pass: the real error when the reading was stopped by a failed send or
@@ -822,6 +835,7 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 		return err
 	}
 	e.tr.journaledN(len(f.sends))
+	e.tr.reuse(f.sends)
 	return nil
 }
 

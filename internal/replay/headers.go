@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -141,9 +142,20 @@ func (p Provenance) build(hs *headerStripper, sl *slab, src *kgo.Record, count i
 // out again; an array is freed when the producer has let go of all its records. The nil
 // *slab allocates each.
 type slab struct {
-	recs []kgo.Record
+	recs []sent
 	hdrs []kgo.RecordHeader
 	buf  []byte
+}
+
+// sent is a record of the slab with what its acknowledgement journals: the record's Context
+// is the sent itself (pass.send), so that one promise serves every record (pass.acked) and no
+// closure is allocated per record. Its Context is the one the record is produced under.
+type sent struct {
+	context.Context
+	rec     kgo.Record
+	tk      ticket
+	src     *kgo.Record
+	eventID string
 }
 
 // slabRecords is how many records' worth each array holds.
@@ -155,11 +167,14 @@ func (s *slab) record() *kgo.Record {
 		return new(kgo.Record)
 	}
 	if len(s.recs) == cap(s.recs) {
-		s.recs = make([]kgo.Record, 0, slabRecords)
+		s.recs = make([]sent, 0, slabRecords)
 	}
 	s.recs = s.recs[:len(s.recs)+1]
-	return &s.recs[len(s.recs)-1]
+	return &s.recs[len(s.recs)-1].rec
 }
+
+// last is the sent of the record record handed out last.
+func (s *slab) last() *sent { return &s.recs[len(s.recs)-1] }
 
 // headers returns an empty slice with capacity n, which appending to never grows past.
 func (s *slab) headers(n int) []kgo.RecordHeader {

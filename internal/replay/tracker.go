@@ -25,8 +25,10 @@ type tracker struct {
 	index map[dedup.SourceRef]int // topic+partition (Offset 0) → parts index
 
 	committed dedup.RunCounts
-	// sends are acknowledged sends not yet journaled.
-	sends []dedup.ReplaySend
+	// sends are acknowledged sends not yet journaled; spare is the array of a journaled
+	// snapshot, handed back (reuse), which the next snapshot's sends fill: growing a new
+	// array for every journal write was most of a replay's garbage.
+	sends, spare []dedup.ReplaySend
 	// produced and journaled count records handed to the producer and records whose send is
 	// in the journal (or failed): their difference bounds what a crash can duplicate.
 	produced, journaled, acked, failed int64
@@ -181,7 +183,7 @@ func (t *tracker) finish() {
 func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckpoint, counts dedup.RunCounts) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	sends, t.sends = t.sends, nil
+	sends, t.sends, t.spare = t.sends, t.spare, nil
 	// The sends are stamped here rather than as each ack arrives: a clock read per record
 	// was a tenth of a replay's CPU.
 	now := time.Now()
@@ -201,6 +203,17 @@ func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckp
 		}
 	}
 	return sends, cps, t.committed
+}
+
+// reuse hands back the sends of a snapshot once they are journaled (and no longer referenced
+// anywhere): their array holds the sends acknowledged next.
+func (t *tracker) reuse(sends []dedup.ReplaySend) {
+	clear(sends)
+	t.mu.Lock()
+	if cap(sends) > cap(t.spare) {
+		t.spare = sends[:0]
+	}
+	t.mu.Unlock()
 }
 
 // journaledN records that n sends reached the journal.
