@@ -252,6 +252,9 @@ func (p *headerReader) partition(id hdr, n int64) *int32 {
 		p.problemf(id, "partition %d out of range", n)
 		return nil
 	}
+	if p.memo != nil {
+		return p.memo.partition(int32(n))
+	}
 	v := int32(n)
 	return &v
 }
@@ -262,7 +265,11 @@ func (p *headerReader) offset(id hdr, n int64) *int64 {
 		p.problemf(id, "negative offset %d", n)
 		return nil
 	}
-	return &n
+	if p.memo != nil {
+		return p.memo.offset(n)
+	}
+	v := n // only this path allocates
+	return &v
 }
 
 // epochMillis turns a Spring timestamp into a time. -1 is Kafka's "no timestamp": nil, and

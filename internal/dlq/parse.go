@@ -74,6 +74,32 @@ type parseMemo struct {
 	keys []memoKey
 	// last holds, for each header that usually repeats, the text read last.
 	last [maxHeaders]string
+	// parts and offsets are carved into the original partitions and offsets the dead letters
+	// point at, never handed out twice: one allocation every memoNumbers dead letters rather
+	// than two each.
+	parts   []int32
+	offsets []int64
+}
+
+// memoNumbers is how many partitions (offsets) each array of a parseMemo holds.
+const memoNumbers = 256
+
+// partition returns a pointer to n that no other dead letter shares.
+func (m *parseMemo) partition(n int32) *int32 {
+	if len(m.parts) == cap(m.parts) {
+		m.parts = make([]int32, 0, memoNumbers)
+	}
+	m.parts = append(m.parts, n)
+	return &m.parts[len(m.parts)-1]
+}
+
+// offset returns a pointer to n that no other dead letter shares.
+func (m *parseMemo) offset(n int64) *int64 {
+	if len(m.offsets) == cap(m.offsets) {
+		m.offsets = make([]int64, 0, memoNumbers)
+	}
+	m.offsets = append(m.offsets, n)
+	return &m.offsets[len(m.offsets)-1]
 }
 
 // keyMeta is what a header key means to Parse: conv is 1 + the rank of the convention it
