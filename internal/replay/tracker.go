@@ -208,7 +208,6 @@ func (t *tracker) snapshot() (sends []dedup.ReplaySend, cps []dedup.ReplayCheckp
 // reuse hands back the sends of a snapshot once they are journaled (and no longer referenced
 // anywhere): their array holds the sends acknowledged next.
 func (t *tracker) reuse(sends []dedup.ReplaySend) {
-	clear(sends)
 	t.mu.Lock()
 	if cap(sends) > cap(t.spare) {
 		t.spare = sends[:0]

@@ -281,12 +281,19 @@ func CountTargets(sends []ReplaySend) []TargetCount {
 	}
 	idx := map[key]int{}
 	var out []TargetCount
+	var last key // as in GroupSends: the previous send's target first
+	lastI := -1
 	for _, s := range sends {
 		k := key{s.TargetTopic, s.TargetPartition}
-		i, ok := idx[k]
+		i, ok := lastI, lastI >= 0 && k == last
+		if !ok {
+			i, ok = idx[k]
+		}
+		last, lastI = k, i
 		if !ok {
 			i = len(out)
 			idx[k] = i
+			last, lastI = k, i
 			out = append(out, TargetCount{Topic: s.TargetTopic, Partition: s.TargetPartition})
 		}
 		out[i].Records++
@@ -311,12 +318,21 @@ func GroupSends(sends []ReplaySend) []SendBatch {
 	idx := map[key]int{}
 	var out []SendBatch
 	var untimed []bool // per batch: a send without its source timestamp
+	// Consecutive sends mostly share their batch: the previous one's is compared before the
+	// map is asked (hashing two strings a send was most of the grouping).
+	var last key
+	lastI := -1
 	for _, s := range sends {
 		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
-		i, ok := idx[k]
+		i, ok := lastI, lastI >= 0 && k == last
+		if !ok {
+			i, ok = idx[k]
+		}
+		last, lastI = k, i
 		if !ok {
 			i = len(out)
 			idx[k] = i
+			last, lastI = k, i
 			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
 			untimed = append(untimed, false)
 		}
