@@ -34,12 +34,10 @@ func (f Format) String() string {
 	return string(f)
 }
 
-// Header is one Kafka record header. Kafka allows a key to repeat; where an attribute is read
-// from headers, the last header with that key wins, as with Kafka's Headers.lastHeader.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one Kafka record header, franz-go's own type (a record's headers are read as
+// they are, not copied). Kafka allows a key to repeat; where an attribute is read from
+// headers, the last header with that key wins, as with Kafka's Headers.lastHeader.
+type Header = kgo.RecordHeader
 
 // Event is the decoded envelope of one record. The JSON field names are snake_case and stable.
 type Event struct {
@@ -100,7 +98,8 @@ func Detect(headers []Header, value []byte) Format {
 	if hasCloudEventsHeader(headers) {
 		return FormatCloudEventsBinary
 	}
-	obj, _ := parseObject(value)
+	var members [objectMembers]member
+	obj, _ := parseObject(value, members[:0])
 	return sniffObject(obj)
 }
 
@@ -127,7 +126,8 @@ func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	if hasCloudEventsHeader(headers) {
 		return decodeBinary(headers, value)
 	}
-	obj, reason := parseObject(value)
+	var members [objectMembers]member
+	obj, reason := parseObject(value, members[:0])
 	if reason != "" {
 		return Event{}, &MalformedError{Reason: reason}
 	}
@@ -140,16 +140,13 @@ func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	return Event{}, &MalformedError{Field: "event_id", Reason: "missing: no CloudEvents id and no event_id"}
 }
 
-// RecordHeaders are franz-go record headers as the envelope reads them (nil for none).
+// RecordHeaders are franz-go record headers as the envelope reads them (nil for none): the
+// same slice, not a copy.
 func RecordHeaders(h []kgo.RecordHeader) []Header {
 	if len(h) == 0 {
 		return nil
 	}
-	out := make([]Header, len(h))
-	for i, hd := range h {
-		out[i] = Header{Key: hd.Key, Value: hd.Value}
-	}
-	return out
+	return h
 }
 
 // DecodeRecord is Decode for a franz-go record. Its errors are *MalformedError with the
@@ -167,11 +164,11 @@ func DecodeRecord(r *kgo.Record) (Event, error) {
 }
 
 // sniffObject names the format of a JSON object value: "specversion" beats "event_id".
-func sniffObject(obj map[string]json.RawMessage) Format {
-	if _, ok := obj["specversion"]; ok {
+func sniffObject(obj object) Format {
+	if obj.has("specversion") {
 		return FormatCloudEventsStructured
 	}
-	if _, ok := obj["event_id"]; ok {
+	if obj.has("event_id") {
 		return FormatPlainJSON
 	}
 	return ""

@@ -139,7 +139,19 @@ func checkSplitObject(t *testing.T, value []byte) {
 	if !json.Valid(value) || !utf8.Valid(value) {
 		return // parseObject does not call it
 	}
-	got, ok := splitObject(value)
+	obj, ok := splitObject(value, nil)
+	var got map[string]json.RawMessage
+	if ok {
+		got = map[string]json.RawMessage{}
+		for _, m := range obj {
+			got[string(m.name)] = m.raw // the last of a name wins, as in json.Unmarshal
+		}
+		for name, raw := range got {
+			if !bytes.Equal(obj.get(name), raw) {
+				t.Errorf("%q: get(%q) = %q, the last member of that name is %q", value, name, obj.get(name), raw)
+			}
+		}
+	}
 	var want map[string]json.RawMessage
 	err := json.Unmarshal(value, &want)
 	switch {
