@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,13 +31,31 @@ type fingerprint [4]int64
 // differ. 64 bits: the chance of any collision among n keys is about n²/2⁶⁵ (one in 37 for a
 // billion distinct ids, one in 3.7 million for ten million).
 func hash64(parts ...[]byte) uint64 {
-	h := fnv.New64a()
+	h := newFNV()
 	for _, p := range parts {
-		_, _ = h.Write(p)
-		_, _ = h.Write([]byte{0})
+		h = h.add(p)
 	}
-	return h.Sum64()
+	return uint64(h)
 }
+
+// fnv64 is FNV-1a as hash/fnv computes it, without its allocation and interface calls:
+// Validate hashes every record's id, aggregate and payload.
+type fnv64 uint64
+
+func newFNV() fnv64 { return 14695981039346656037 }
+
+// add hashes p and the NUL that ends it (hash64).
+func add[T string | []byte](h fnv64, p T) fnv64 {
+	for i := 0; i < len(p); i++ {
+		h ^= fnv64(p[i])
+		h *= 1099511628211
+	}
+	return h * 1099511628211 // ^= 0, the NUL
+}
+
+func (h fnv64) add(p []byte) fnv64 { return add(h, p) }
+
+func (h fnv64) addString(s string) fnv64 { return add(h, s) }
 
 // fingerprintTable maps 64-bit keys to fingerprints with bounded memory. It keeps at most
 // limit entries in a Go map. When a Put would take the map past limit, every entry of the
