@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -287,6 +288,14 @@ func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
 	v, ok := get(id)
 	if !ok {
 		return nil
+	}
+	if len(v) > 0 && utf8.Valid(v) {
+		// Parsed where it is, without a string of its own (a listing reads three times a
+		// dead letter): its text is copied only for a problem, below.
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(unsafe.String(&v[0], len(v)))); err == nil {
+			t = t.UTC()
+			return &t
+		}
 	}
 	s := strings.TrimSpace(p.textOf(id, v))
 	t, err := time.Parse(time.RFC3339Nano, s)
