@@ -204,16 +204,62 @@ func cloudEventsAttribute(key string) (string, bool) {
 
 // mediaType returns the lower-cased media type of a content-type value, without parameters.
 func mediaType(contentType []byte) string {
+	return strings.ToLower(string(mediaTypeBytes(contentType)))
+}
+
+// mediaTypeBytes is the media type of a content-type value as written: without parameters
+// and surrounding white space.
+func mediaTypeBytes(contentType []byte) []byte {
 	if i := bytes.IndexByte(contentType, ';'); i >= 0 {
 		contentType = contentType[:i]
 	}
-	return strings.ToLower(string(bytes.TrimSpace(contentType)))
+	return bytes.TrimSpace(contentType)
 }
 
 // isCloudEventsMediaType reports whether a content-type names a CloudEvents event format
-// (application/cloudevents, application/cloudevents+json, …+avro, -batch+json, …).
+// (application/cloudevents, application/cloudevents+json, …+avro, -batch+json, …). It is
+// read for every record: an ASCII media type, the usual one, is compared in place, without a
+// lower-cased copy.
 func isCloudEventsMediaType(contentType []byte) bool {
-	return strings.HasPrefix(mediaType(contentType), "application/cloudevents")
+	const prefix = "application/cloudevents"
+	if mt := mediaTypeBytes(contentType); isASCII(mt) {
+		return len(mt) >= len(prefix) && asciiEqualFold(mt[:len(prefix)], prefix)
+	}
+	return strings.HasPrefix(mediaType(contentType), prefix)
+}
+
+// jsonEventFormat reports whether a content-type's media type is application/cloudevents or
+// application/cloudevents+json, ignoring case as mediaType does.
+func jsonEventFormat(contentType []byte) bool {
+	const plain, json = "application/cloudevents", "application/cloudevents+json"
+	if mt := mediaTypeBytes(contentType); isASCII(mt) {
+		return len(mt) == len(plain) && asciiEqualFold(mt, plain) || len(mt) == len(json) && asciiEqualFold(mt, json)
+	}
+	mt := mediaType(contentType)
+	return mt == plain || mt == json
+}
+
+// isASCII reports whether b holds only ASCII bytes.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiEqualFold reports whether the ASCII text b equals s (lower case) but for ASCII case.
+func asciiEqualFold(b []byte, s string) bool {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // LastHeader returns the value of the last header whose key equals key, ignoring ASCII case,

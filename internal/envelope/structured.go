@@ -10,12 +10,10 @@ import (
 // JSON event format is decoded; other formats (…+avro, …+protobuf) and batch mode are malformed
 // with a Reason that names the content-type.
 func decodeStructured(contentType, value []byte) (Event, *MalformedError) {
-	switch mt := mediaType(contentType); mt {
-	case "application/cloudevents", "application/cloudevents+json":
-	default:
+	if !jsonEventFormat(contentType) {
 		return Event{}, &MalformedError{
 			Format: FormatCloudEventsStructured,
-			Reason: "unsupported content-type " + quote(mt) + ": only application/cloudevents+json is decoded",
+			Reason: "unsupported content-type " + quote(mediaType(contentType)) + ": only application/cloudevents+json is decoded",
 		}
 	}
 	var members [objectMembers]member
