@@ -63,10 +63,10 @@ func parseObject(value []byte, dst object) (object, string) {
 		return nil, "invalid JSON: " + printable.InvalidUTF8(value)
 	}
 	trimmed := bytes.TrimLeft(value, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] != '{' && json.Valid(value) {
+	if len(trimmed) > 0 && trimmed[0] != '{' && validJSON(value) {
 		return nil, "not a JSON object: got " + jsonKind(trimmed)
 	}
-	if json.Valid(value) {
+	if validJSON(value) {
 		if obj, ok := splitObject(value, dst); ok {
 			return obj, ""
 		}
