@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -60,7 +61,7 @@ type Stream[T any] struct {
 	csv    *csv.Writer
 	buf    bytes.Buffer // one JSON element at a time
 	line   []byte       // one JSON value at a time, of a value that appends its own JSON
-	w      *asyncWriter
+	w      *bufio.Writer
 	timer  *time.Timer // pending while w holds rows
 	table  *tableStream
 	trunc  *Truncation
@@ -148,7 +149,7 @@ func NewStream[T any](p *Printer, cols []Column[T], opts StreamOptions[T]) *Stre
 	}
 	s := &Stream[T]{p: p, cols: cols, opts: opts}
 	if p.Format != FormatTable && !p.Streams.OutTTY {
-		s.w = newAsyncWriter(p.Streams.Out, streamBuffer)
+		s.w = bufio.NewWriterSize(p.Streams.Out, streamBuffer)
 	}
 	return s
 }
