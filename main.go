@@ -6,4 +6,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/root"
 )
 
-func main() { os.Exit(root.Main()) }
+// profiled runs the command; built with the pprof tag (profile.go) it also writes profiles.
+var profiled = func(run func() int) int { return run() }
+
+func main() { os.Exit(profiled(root.Main)) }

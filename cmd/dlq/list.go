@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
@@ -113,6 +114,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
+	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
 	p, c := cl.Printer, cl.Kafka
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "scanning", nil)
 	if err != nil {

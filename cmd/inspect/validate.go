@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -64,6 +65,7 @@ is removed at the end.`,
 }
 
 func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *cmdutil.Clients) error {
+	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
 	p, c := cl.Printer, cl.Kafka
 	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{Schemas: cl.Schemas,

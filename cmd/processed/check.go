@@ -3,6 +3,7 @@ package processed
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -95,6 +96,7 @@ marker.`,
 }
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
+	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})

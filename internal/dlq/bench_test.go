@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +62,31 @@ func BenchmarkParse(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkListLine measures what dlq list -o jsonl does with each record besides reading it:
+// parse it as a Scan does and write its line (Entry.AppendJSON) into a reused buffer.
+func BenchmarkListLine(b *testing.B) {
+	orig := &kgo.Record{
+		Topic: "tasks", Partition: 3, Offset: 1041, Timestamp: time.UnixMilli(1773480413589), Key: []byte("task-7"),
+		Value:   []byte(`{"specversion":"1.0","id":"evt-7","type":"task.created","source":"/tasks","aggregateid":"task-7","aggregateversion":2,"data":{"note":"` + strings.Repeat("x", 100) + `"}}`),
+		Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}},
+	}
+	failed := time.UnixMilli(1773480415589)
+	r := NewDeadLetter(orig, Meta{Topic: "tasks", Group: "projector", Handler: "projection", EventID: "evt-7", Reason: ReasonMalformed,
+		Error: "task not found", Attempts: 1, FirstFailedAt: failed.Add(-time.Second), FailedAt: failed})
+	r.Timestamp = failed
+	s := &Scan{}
+	read := s.reader()
+	ctx := context.Background()
+	var line []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		line, err = Entry{DeadLetter: read(ctx, r)}.AppendJSON(line[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(line)))
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
@@ -83,21 +83,19 @@ func asciiLower(s string) string {
 	return s
 }
 
-// index copies the headers into d.Headers, finds the headers Parse reads and decides the
-// convention. Conventions that lose to a preferred one are listed as problems.
+// index sets d.Headers to the record's headers (the same slice, its capacity cut so that an
+// append copies: a DeadLetter shares its record's memory), finds the headers Parse reads and
+// decides the convention. Conventions that lose to a preferred one are listed as problems.
 func (p *headerReader) index(headers []kgo.RecordHeader, copyHeaders bool) {
 	if len(headers) == 0 {
 		return
 	}
 	p.raw = headers
 	if copyHeaders {
-		p.d.Headers = make([]envelope.Header, len(headers))
+		p.d.Headers = headers[:len(headers):len(headers)]
 	}
 	var firstOf [len(conventions)]int // 1 + index of the convention's first header, 0: none
 	for i, h := range headers {
-		if copyHeaders {
-			p.d.Headers[i] = envelope.Header{Key: h.Key, Value: h.Value}
-		}
 		m := p.memo.meta(i, h.Key)
 		if m.conv > 0 {
 			if k := m.conv - 1; firstOf[k] == 0 {
@@ -294,6 +292,14 @@ func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
 	v, ok := get(id)
 	if !ok {
 		return nil
+	}
+	if len(v) > 0 && utf8.Valid(v) {
+		// Parsed where it is, without a string of its own (a listing reads three times a
+		// dead letter): its text is copied only for a problem, below.
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(unsafe.String(&v[0], len(v)))); err == nil {
+			t = t.UTC()
+			return &t
+		}
 	}
 	s := strings.TrimSpace(p.textOf(id, v))
 	t, err := time.Parse(time.RFC3339Nano, s)

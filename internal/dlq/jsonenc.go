@@ -11,7 +11,6 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/printable"
 	"github.com/fieldwork/fieldwork/internal/schema"
-	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // appendJSON is DeadLetter.AppendJSON written out by hand: the bytes encoding/json writes for
@@ -243,13 +242,10 @@ func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
 // digits of fraction (timespec.TimeLayout, docs/json.md), and fails where
 // time.Time.MarshalJSON fails (a year outside 0-9999, a zone offset of a day or more).
 func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	if y := t.Year(); y >= 0 && y <= 9999 {
-		if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
-			if u := t.UTC(); u.Year() >= 0 && u.Year() <= 9999 {
-				b = append(b, '"')
-				b = u.AppendFormat(b, timespec.TimeLayout)
-				return append(b, '"'), nil
-			}
+	if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
+		u := t.UTC()
+		if y := u.Year(); y >= 0 && y <= 9999 && (off == 0 || t.Year() >= 0 && t.Year() <= 9999) {
+			return appendUTCMillis(b, u), nil
 		}
 	}
 	j, err := t.MarshalJSON()
@@ -257,6 +253,20 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, j...), nil
+}
+
+// appendUTCMillis appends u (in UTC, its year 0 to 9999) quoted in timespec.TimeLayout,
+// "2006-01-02T15:04:05.000Z", digit by digit: what u.AppendFormat(b, timespec.TimeLayout)
+// writes, without reading the layout (a listing writes four times a dead letter).
+func appendUTCMillis(b []byte, u time.Time) []byte {
+	y, mo, d := u.Date()
+	h, mi, s := u.Clock()
+	ms := u.Nanosecond() / 1e6
+	return append(b, '"',
+		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
 
 var base64Std = base64.StdEncoding

@@ -88,3 +88,46 @@ func TestAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// appendJSONTime writes, digit by digit, what it wrote through timespec.TimeLayout, for times
+// in and out of UTC and at the edges of the years it takes; and fails where that failed.
+func TestAppendJSONTimeAsLayout(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 14*3600), time.FixedZone("west", -(11*3600 + 30*60)), time.FixedZone("far", 30*3600)}
+	times := []time.Time{
+		time.Date(9999, 12, 31, 23, 0, 0, 0, time.FixedZone("e", -5*3600)), time.Date(0, 1, 1, 1, 0, 0, 0, time.FixedZone("w", 5*3600)),
+		time.Date(2026, 11, 26, 14, 54, 12, 908523217, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 0, 0, 0, time.UTC), time.UnixMilli(1795704854908), {},
+	}
+	for i := range 2000 {
+		times = append(times, time.Unix(int64(i)*7919*104729, int64(i)*999331))
+	}
+	for _, base := range times {
+		for _, z := range zones {
+			tm := base.In(z)
+			got, err := appendJSONTime(nil, tm)
+			want, werr := appendJSONTimeByLayout(nil, tm)
+			if (err != nil) != (werr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%v: %s (%v), want %s (%v)", tm, got, err, want, werr)
+			}
+		}
+	}
+}
+
+// appendJSONTimeByLayout is appendJSONTime through the layout, as it was written first.
+func appendJSONTimeByLayout(b []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y >= 0 && y <= 9999 {
+		if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
+			if u := t.UTC(); u.Year() >= 0 && u.Year() <= 9999 {
+				b = append(b, '"')
+				b = u.AppendFormat(b, timespec.TimeLayout)
+				return append(b, '"'), nil
+			}
+		}
+	}
+	j, err := t.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
+}

@@ -28,12 +28,12 @@ func decodeBinary(headers []Header, value []byte) (Event, *MalformedError) {
 		return fail("id", reason)
 	}
 	ev.ID = string(id)
-	for _, f := range ev.textAttributes() {
-		s := string(attrs[f.name])
+	for _, name := range textAttributes {
+		s := string(attrs[name])
 		if reason := checkText(s); reason != "" {
-			return fail(f.name, reason)
+			return fail(name, reason)
 		}
-		*f.dst = s
+		ev.setText(name, s)
 	}
 	var reason string
 	if t := string(attrs["time"]); !utf8.ValidString(t) {
@@ -63,20 +63,23 @@ func binaryData(value []byte) json.RawMessage {
 	return s
 }
 
-// textAttribute is a CloudEvents attribute read as text into dst, in either mode.
-type textAttribute struct {
-	name string
-	dst  *string
-}
-
 // textAttributes are the text attributes an Event takes from a CloudEvent, binary or
-// structured, with where each goes.
-func (ev *Event) textAttributes() []textAttribute {
-	return []textAttribute{
-		{"type", &ev.Type},
-		{"source", &ev.Source},
-		{"subject", &ev.Subject},
-		{"aggregatetype", &ev.AggregateType},
-		{"aggregateid", &ev.AggregateID},
+// structured, in the order they are read (setText says where each goes).
+var textAttributes = [...]string{"type", "source", "subject", "aggregatetype", "aggregateid"}
+
+// setText sets the text attribute name (one of textAttributes) to s. A switch, not pointers
+// into ev: the decoders' Event then stays on the stack.
+func (ev *Event) setText(name, s string) {
+	switch name {
+	case "type":
+		ev.Type = s
+	case "source":
+		ev.Source = s
+	case "subject":
+		ev.Subject = s
+	case "aggregatetype":
+		ev.AggregateType = s
+	case "aggregateid":
+		ev.AggregateID = s
 	}
 }

@@ -34,12 +34,10 @@ func (f Format) String() string {
 	return string(f)
 }
 
-// Header is one Kafka record header. Kafka allows a key to repeat; where an attribute is read
-// from headers, the last header with that key wins, as with Kafka's Headers.lastHeader.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one Kafka record header, franz-go's own type (a record's headers are read as
+// they are, not copied). Kafka allows a key to repeat; where an attribute is read from
+// headers, the last header with that key wins, as with Kafka's Headers.lastHeader.
+type Header = kgo.RecordHeader
 
 // Event is the decoded envelope of one record. The JSON field names are snake_case and stable.
 type Event struct {
@@ -100,7 +98,8 @@ func Detect(headers []Header, value []byte) Format {
 	if hasCloudEventsHeader(headers) {
 		return FormatCloudEventsBinary
 	}
-	obj, _ := parseObject(value)
+	var members [objectMembers]member
+	obj, _ := parseObject(value, members[:0])
 	return sniffObject(obj)
 }
 
@@ -127,7 +126,8 @@ func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	if hasCloudEventsHeader(headers) {
 		return decodeBinary(headers, value)
 	}
-	obj, reason := parseObject(value)
+	var members [objectMembers]member
+	obj, reason := parseObject(value, members[:0])
 	if reason != "" {
 		return Event{}, &MalformedError{Reason: reason}
 	}
@@ -140,16 +140,13 @@ func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	return Event{}, &MalformedError{Field: "event_id", Reason: "missing: no CloudEvents id and no event_id"}
 }
 
-// RecordHeaders are franz-go record headers as the envelope reads them (nil for none).
+// RecordHeaders are franz-go record headers as the envelope reads them (nil for none): the
+// same slice, not a copy.
 func RecordHeaders(h []kgo.RecordHeader) []Header {
 	if len(h) == 0 {
 		return nil
 	}
-	out := make([]Header, len(h))
-	for i, hd := range h {
-		out[i] = Header{Key: hd.Key, Value: hd.Value}
-	}
-	return out
+	return h
 }
 
 // DecodeRecord is Decode for a franz-go record. Its errors are *MalformedError with the
@@ -167,11 +164,11 @@ func DecodeRecord(r *kgo.Record) (Event, error) {
 }
 
 // sniffObject names the format of a JSON object value: "specversion" beats "event_id".
-func sniffObject(obj map[string]json.RawMessage) Format {
-	if _, ok := obj["specversion"]; ok {
+func sniffObject(obj object) Format {
+	if obj.has("specversion") {
 		return FormatCloudEventsStructured
 	}
-	if _, ok := obj["event_id"]; ok {
+	if obj.has("event_id") {
 		return FormatPlainJSON
 	}
 	return ""
@@ -207,16 +204,62 @@ func cloudEventsAttribute(key string) (string, bool) {
 
 // mediaType returns the lower-cased media type of a content-type value, without parameters.
 func mediaType(contentType []byte) string {
+	return strings.ToLower(string(mediaTypeBytes(contentType)))
+}
+
+// mediaTypeBytes is the media type of a content-type value as written: without parameters
+// and surrounding white space.
+func mediaTypeBytes(contentType []byte) []byte {
 	if i := bytes.IndexByte(contentType, ';'); i >= 0 {
 		contentType = contentType[:i]
 	}
-	return strings.ToLower(string(bytes.TrimSpace(contentType)))
+	return bytes.TrimSpace(contentType)
 }
 
 // isCloudEventsMediaType reports whether a content-type names a CloudEvents event format
-// (application/cloudevents, application/cloudevents+json, …+avro, -batch+json, …).
+// (application/cloudevents, application/cloudevents+json, …+avro, -batch+json, …). It is
+// read for every record: an ASCII media type, the usual one, is compared in place, without a
+// lower-cased copy.
 func isCloudEventsMediaType(contentType []byte) bool {
-	return strings.HasPrefix(mediaType(contentType), "application/cloudevents")
+	const prefix = "application/cloudevents"
+	if mt := mediaTypeBytes(contentType); isASCII(mt) {
+		return len(mt) >= len(prefix) && asciiEqualFold(mt[:len(prefix)], prefix)
+	}
+	return strings.HasPrefix(mediaType(contentType), prefix)
+}
+
+// jsonEventFormat reports whether a content-type's media type is application/cloudevents or
+// application/cloudevents+json, ignoring case as mediaType does.
+func jsonEventFormat(contentType []byte) bool {
+	const plain, json = "application/cloudevents", "application/cloudevents+json"
+	if mt := mediaTypeBytes(contentType); isASCII(mt) {
+		return len(mt) == len(plain) && asciiEqualFold(mt, plain) || len(mt) == len(json) && asciiEqualFold(mt, json)
+	}
+	mt := mediaType(contentType)
+	return mt == plain || mt == json
+}
+
+// isASCII reports whether b holds only ASCII bytes.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiEqualFold reports whether the ASCII text b equals s (lower case) but for ASCII case.
+func asciiEqualFold(b []byte, s string) bool {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // LastHeader returns the value of the last header whose key equals key, ignoring ASCII case,

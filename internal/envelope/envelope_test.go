@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,4 +265,20 @@ func sameEvent(a, b Event) bool {
 	}
 	a.Time, b.Time, a.Data, b.Data = time.Time{}, time.Time{}, nil, nil
 	return reflect.DeepEqual(a, b)
+}
+
+// The media type is compared in place: the same answers as the lower-cased copy gives.
+func TestMediaTypeInPlace(t *testing.T) {
+	for _, ct := range []string{"", "application/cloudevents", "application/cloudevents+json", "Application/CloudEvents+JSON; charset=utf-8",
+		" application/cloudevents+json ", "application/cloudevents-batch+json", "application/cloudevents+avro", "application/json",
+		"application/cloudevent", "application/cloudevents\u212a", "appli\u212bation/cloudevents", "application/\u212aloudevents+json",
+		"APPLICATION/CLOUDEVENTS+JSONX", "application/cloudevents+json;", ";application/cloudevents"} {
+		mt := mediaType([]byte(ct))
+		if got, want := isCloudEventsMediaType([]byte(ct)), strings.HasPrefix(mt, "application/cloudevents"); got != want {
+			t.Errorf("isCloudEventsMediaType(%q) = %v, want %v", ct, got, want)
+		}
+		if got, want := jsonEventFormat([]byte(ct)), mt == "application/cloudevents" || mt == "application/cloudevents+json"; got != want {
+			t.Errorf("jsonEventFormat(%q) = %v, want %v", ct, got, want)
+		}
+	}
 }

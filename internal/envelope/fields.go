@@ -16,10 +16,46 @@ import (
 // maxShown bounds how much of an offending value a Reason quotes.
 const maxShown = 64
 
-// parseObject parses a record value that must be one JSON object (UTF-8, RFC 8259). It returns
-// the object's members, or a Reason saying what is wrong with the whole value. Duplicate member
-// names resolve to the last one, as encoding/json does.
-func parseObject(value []byte) (map[string]json.RawMessage, string) {
+// object is a JSON object's members in the order written: a record value holds a dozen or so,
+// so a scan finds one faster than a map would, and an object costs no allocation of its own
+// (decode keeps its members on the stack, objectMembers of them).
+type object []member
+
+// member is one member of an object: its name (without quotes) and its value as written.
+type member struct {
+	name []byte
+	raw  json.RawMessage
+}
+
+// objectMembers is how many members an object holds before its slice grows on the heap.
+const objectMembers = 16
+
+// get is the value of the member name, nil when absent; of members of the same name, the
+// last, as encoding/json decodes them.
+func (o object) get(name string) json.RawMessage {
+	for i := len(o) - 1; i >= 0; i-- {
+		if string(o[i].name) == name {
+			return o[i].raw
+		}
+	}
+	return nil
+}
+
+// has reports whether the object has a member name.
+func (o object) has(name string) bool {
+	for i := range o {
+		if string(o[i].name) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// parseObject parses a record value that must be one JSON object (UTF-8, RFC 8259), appending
+// its members to dst. It returns them, or a Reason saying what is wrong with the whole value.
+// The members alias value: what outlives the record (an Event's strings and data) is copied
+// out of them.
+func parseObject(value []byte, dst object) (object, string) {
 	if len(value) == 0 {
 		return nil, "empty value"
 	}
@@ -27,41 +63,43 @@ func parseObject(value []byte) (map[string]json.RawMessage, string) {
 		return nil, "invalid JSON: " + printable.InvalidUTF8(value)
 	}
 	trimmed := bytes.TrimLeft(value, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] != '{' && json.Valid(value) {
+	if len(trimmed) > 0 && trimmed[0] != '{' && validJSON(value) {
 		return nil, "not a JSON object: got " + jsonKind(trimmed)
 	}
-	if json.Valid(value) {
-		if obj, ok := splitObject(value); ok {
+	if validJSON(value) {
+		if obj, ok := splitObject(value, dst); ok {
 			return obj, ""
 		}
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(value, &obj); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(value, &m); err != nil {
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 			msg := strings.Replace(se.Error(), "unexpected end of JSON input", "unexpected end of input", 1)
 			return nil, fmt.Sprintf("invalid JSON: %s at byte %d", msg, se.Offset)
 		}
 		return nil, "invalid JSON: " + err.Error()
 	}
-	if obj == nil { // unreachable: a valid non-object was caught above; kept for safety.
+	if m == nil { // unreachable: a valid non-object was caught above; kept for safety.
 		return nil, "not a JSON object"
+	}
+	obj := dst[:0]
+	for k, v := range m {
+		obj = append(obj, member{name: []byte(k), raw: v})
 	}
 	return obj, ""
 }
 
-// splitObject is json.Unmarshal into map[string]json.RawMessage for a value that json.Valid
-// accepts and that is an object, in one pass without reflection: the consumer decodes every
-// record, and the map's reflective decode was most of its CPU time. value must be valid
-// UTF-8 (parseObject checks it first). The members alias one copy of value (not value
-// itself, which may share its memory with a whole fetched batch). It returns false, leaving
-// the value to json.Unmarshal, when a member name holds an escape (it would need unquoting).
-func splitObject(value []byte) (map[string]json.RawMessage, bool) {
+// splitObject splits a value that json.Valid accepts and that is an object into its members,
+// in one pass without reflection (the consumer decodes every record, and a reflective decode
+// into a map was most of its CPU time), appending them to dst. value must be valid UTF-8
+// (parseObject checks it first). It returns false, leaving the value to json.Unmarshal, when
+// a member name holds an escape (it would need unquoting).
+func splitObject(value []byte, dst object) (object, bool) {
 	i := skipSpace(value, 0)
 	if i >= len(value) || value[i] != '{' {
 		return nil, false
 	}
-	value = bytes.Clone(value)
-	obj := make(map[string]json.RawMessage, 12)
+	obj := dst[:0]
 	i = skipSpace(value, i+1)
 	if value[i] == '}' {
 		return obj, true
@@ -75,7 +113,7 @@ func splitObject(value []byte) (map[string]json.RawMessage, bool) {
 		i = skipSpace(value, skipSpace(value, end)+1) // past the colon
 		start := i
 		i = valueEnd(value, i)
-		obj[string(name)] = value[start:i:i]
+		obj = append(obj, member{name: name, raw: value[start:i:i]})
 		i = skipSpace(value, i)
 		if value[i] == '}' {
 			return obj, true
@@ -254,9 +292,9 @@ func jsonString(raw json.RawMessage) (string, string) {
 }
 
 // jsonID reads a required id member.
-func jsonID(obj map[string]json.RawMessage, name string) (string, string) {
-	raw, ok := obj[name]
-	if !ok {
+func jsonID(obj object, name string) (string, string) {
+	raw := obj.get(name)
+	if raw == nil {
 		return "", "missing"
 	}
 	if isNull(raw) {
@@ -361,11 +399,11 @@ func isRangeError(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// jsonData returns a data member as it is written; absent and null are no data. The bytes are
-// already a private copy (json.RawMessage.UnmarshalJSON copies).
+// jsonData returns a copy of a data member as it is written (the member aliases the record's
+// value, which may share its memory with a whole fetched batch); absent and null are no data.
 func jsonData(raw json.RawMessage) json.RawMessage {
 	if isNull(raw) {
 		return nil
 	}
-	return raw
+	return bytes.Clone(raw)
 }

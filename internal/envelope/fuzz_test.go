@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -139,7 +141,19 @@ func checkSplitObject(t *testing.T, value []byte) {
 	if !json.Valid(value) || !utf8.Valid(value) {
 		return // parseObject does not call it
 	}
-	got, ok := splitObject(value)
+	obj, ok := splitObject(value, nil)
+	var got map[string]json.RawMessage
+	if ok {
+		got = map[string]json.RawMessage{}
+		for _, m := range obj {
+			got[string(m.name)] = m.raw // the last of a name wins, as in json.Unmarshal
+		}
+		for name, raw := range got {
+			if !bytes.Equal(obj.get(name), raw) {
+				t.Errorf("%q: get(%q) = %q, the last member of that name is %q", value, name, obj.get(name), raw)
+			}
+		}
+	}
 	var want map[string]json.RawMessage
 	err := json.Unmarshal(value, &want)
 	switch {
@@ -162,6 +176,27 @@ func FuzzJSONText(f *testing.F) {
 		isString := len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] == '"'
 		if ok != (err == nil && isString) || (ok && got != want) {
 			t.Errorf("%q: jsonText %q %v, json.Unmarshal %q %v", raw, got, ok, want, err)
+		}
+	})
+}
+
+// FuzzValidJSON holds validJSON to json.Valid on arbitrary UTF-8 values, and its quick pass
+// to never accepting what json.Valid refuses.
+func FuzzValidJSON(f *testing.F) {
+	for _, v := range append(slices.Clone(splitObjectCases), `1`, `-0.5e+3`, `01`, `1.`, `.5`, `-`, `1e`, `"\u12"`, `"\uD800"`, `"a\tb"`, `[1,]`, `{"a":1,}`,
+		`{"a" 1}`, `[`, `]`, `tru`, `nul`, `null x`, ` {"a":[1,{"b":null}]} `, `"\/"`, `"\x"`, strings.Repeat("[", 600)+strings.Repeat("]", 600)) {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		if !utf8.Valid(value) {
+			return
+		}
+		want := json.Valid(value)
+		if got := validJSON(value); got != want {
+			t.Errorf("%q: validJSON %v, json.Valid %v", value, got, want)
+		}
+		if i, ok := quickValue(value, skipSpace(value, 0), 0); ok && skipSpace(value, i) == len(value) && !want {
+			t.Errorf("%q: the quick pass accepts what json.Valid refuses", value)
 		}
 	})
 }

@@ -1,11 +1,9 @@
 package envelope
 
-import "encoding/json"
-
 // decodePlainObject reads a plain JSON event: event_id (required), type, occurred_at,
 // aggregate_type, aggregate_id, aggregate_version (or, when that is absent, version) and data.
 // When aggregate_version is present, version is not read at all: it may be a schema version.
-func decodePlainObject(obj map[string]json.RawMessage) (Event, *MalformedError) {
+func decodePlainObject(obj object) (Event, *MalformedError) {
 	ev := Event{Format: FormatPlainJSON}
 	fail := func(field, reason string) (Event, *MalformedError) {
 		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: ev.ID}
@@ -15,28 +13,25 @@ func decodePlainObject(obj map[string]json.RawMessage) (Event, *MalformedError) 
 		ev.ID = ""
 		return fail("event_id", reason)
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"type", &ev.Type},
-		{"aggregate_type", &ev.AggregateType},
-		{"aggregate_id", &ev.AggregateID},
-	} {
-		if *f.dst, reason = jsonString(obj[f.name]); reason != "" {
-			return fail(f.name, reason)
-		}
+	if ev.Type, reason = jsonString(obj.get("type")); reason != "" {
+		return fail("type", reason)
 	}
-	if ev.Time, reason = jsonTime(obj["occurred_at"]); reason != "" {
+	if ev.AggregateType, reason = jsonString(obj.get("aggregate_type")); reason != "" {
+		return fail("aggregate_type", reason)
+	}
+	if ev.AggregateID, reason = jsonString(obj.get("aggregate_id")); reason != "" {
+		return fail("aggregate_id", reason)
+	}
+	if ev.Time, reason = jsonTime(obj.get("occurred_at")); reason != "" {
 		return fail("occurred_at", reason)
 	}
 	versionField := "aggregate_version"
-	if _, ok := obj[versionField]; !ok {
+	if !obj.has(versionField) {
 		versionField = "version"
 	}
-	if ev.Version, ev.HasVersion, reason = jsonVersion(obj[versionField]); reason != "" {
+	if ev.Version, ev.HasVersion, reason = jsonVersion(obj.get(versionField)); reason != "" {
 		return fail(versionField, reason)
 	}
-	ev.Data = jsonData(obj["data"])
+	ev.Data = jsonData(obj.get("data"))
 	return ev, nil
 }

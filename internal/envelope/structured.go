@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 )
@@ -9,15 +10,14 @@ import (
 // JSON event format is decoded; other formats (…+avro, …+protobuf) and batch mode are malformed
 // with a Reason that names the content-type.
 func decodeStructured(contentType, value []byte) (Event, *MalformedError) {
-	switch mt := mediaType(contentType); mt {
-	case "application/cloudevents", "application/cloudevents+json":
-	default:
+	if !jsonEventFormat(contentType) {
 		return Event{}, &MalformedError{
 			Format: FormatCloudEventsStructured,
-			Reason: "unsupported content-type " + quote(mt) + ": only application/cloudevents+json is decoded",
+			Reason: "unsupported content-type " + quote(mediaType(contentType)) + ": only application/cloudevents+json is decoded",
 		}
 	}
-	obj, reason := parseObject(value)
+	var members [objectMembers]member
+	obj, reason := parseObject(value, members[:0])
 	if reason != "" {
 		return Event{}, &MalformedError{Format: FormatCloudEventsStructured, Reason: reason}
 	}
@@ -27,7 +27,7 @@ func decodeStructured(contentType, value []byte) (Event, *MalformedError) {
 // decodeStructuredObject reads the CloudEvents JSON format's attributes: id (required), type,
 // source, subject, time, the extensions aggregatetype, aggregateid and aggregateversion, and
 // data or data_base64. specversion is not checked: it only marks the format.
-func decodeStructuredObject(obj map[string]json.RawMessage) (Event, *MalformedError) {
+func decodeStructuredObject(obj object) (Event, *MalformedError) {
 	ev := Event{Format: FormatCloudEventsStructured}
 	fail := func(field, reason string) (Event, *MalformedError) {
 		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: ev.ID}
@@ -37,26 +37,28 @@ func decodeStructuredObject(obj map[string]json.RawMessage) (Event, *MalformedEr
 		ev.ID = ""
 		return fail("id", reason)
 	}
-	for _, f := range ev.textAttributes() {
-		if *f.dst, reason = jsonString(obj[f.name]); reason != "" {
-			return fail(f.name, reason)
+	for _, name := range textAttributes {
+		var text string
+		if text, reason = jsonString(obj.get(name)); reason != "" {
+			return fail(name, reason)
 		}
+		ev.setText(name, text)
 	}
-	if ev.Time, reason = jsonTime(obj["time"]); reason != "" {
+	if ev.Time, reason = jsonTime(obj.get("time")); reason != "" {
 		return fail("time", reason)
 	}
-	if ev.Version, ev.HasVersion, reason = jsonVersion(obj["aggregateversion"]); reason != "" {
+	if ev.Version, ev.HasVersion, reason = jsonVersion(obj.get("aggregateversion")); reason != "" {
 		return fail("aggregateversion", reason)
 	}
-	ev.Data = jsonData(obj["data"])
-	if b64, ok := obj["data_base64"]; ok && !isNull(b64) {
+	ev.Data = jsonData(obj.get("data"))
+	if b64 := obj.get("data_base64"); !isNull(b64) {
 		if ev.Data != nil {
 			return fail("data_base64", "present together with data; CloudEvents allows one of them")
 		}
 		if reason = checkBase64(b64); reason != "" {
 			return fail("data_base64", reason)
 		}
-		ev.Data = b64
+		ev.Data = bytes.Clone(b64)
 	}
 	return ev, nil
 }

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -120,6 +121,7 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 	}
 	rep := &AggregateReport{Topic: topic, AggregateID: id, Partitions: []int32{}, Events: []AggregateEvent{}, MalformedWithKey: []MalformedRecord{}}
 	parts := map[int32]bool{}
+	var compact bytes.Buffer // payloadHash's
 	err = scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		rep.RecordsScanned++
 		keyMatch := rec.Key != nil && string(rec.Key) == id
@@ -149,7 +151,7 @@ func Aggregate(ctx context.Context, c *kafka.Cluster, topic, id string, sel kafk
 		}
 		parts[rec.Partition] = true
 		ae := AggregateEvent{Partition: rec.Partition, Offset: rec.Offset, Timestamp: recordTime(rec),
-			EventID: ev.ID, Type: ev.Type, Time: ev.Time.UTC(), MatchedBy: by, payload: payloadHash(ev)}
+			EventID: ev.ID, Type: ev.Type, Time: ev.Time.UTC(), MatchedBy: by, payload: payloadHash(ev, &compact)}
 		if ev.HasVersion {
 			v := ev.Version
 			ae.Version = &v

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -125,5 +126,24 @@ func TestHash64SeparatesParts(t *testing.T) {
 	}
 	if hash64([]byte(fmt.Sprint(1))) != hash64([]byte("1")) {
 		t.Error("hash is not deterministic")
+	}
+}
+
+// The fingerprints are FNV-1a as hash/fnv computes it, each part followed by a NUL: a spill
+// file or a payload fingerprint means the same whichever computes it.
+func TestHash64IsFNV1a(t *testing.T) {
+	for _, parts := range [][]string{{}, {""}, {"evt-1"}, {"task.updated", "", "task-7", "3", `{"a":1}`}} {
+		want := fnv.New64a()
+		var got fnv64 = newFNV()
+		var bs [][]byte
+		for _, p := range parts {
+			want.Write([]byte(p))
+			want.Write([]byte{0})
+			got = got.addString(p)
+			bs = append(bs, []byte(p))
+		}
+		if uint64(got) != want.Sum64() || hash64(bs...) != want.Sum64() {
+			t.Errorf("%q: %x and %x, hash/fnv %x", parts, uint64(got), hash64(bs...), want.Sum64())
+		}
 	}
 }

@@ -186,8 +186,10 @@ type validator struct {
 	counts map[string]int64
 	kept   map[string]int
 	spill  *spillDB
-	events *fingerprintTable
-	aggs   *fingerprintTable
+	// compact is payloadHash's buffer.
+	compact bytes.Buffer
+	events  *fingerprintTable
+	aggs    *fingerprintTable
 }
 
 func newValidator(opts ValidateOptions) *validator {
@@ -252,8 +254,8 @@ func findingAt(rec *kgo.Record, ev envelope.Event, kind, msg string) Finding {
 // (judged true) and goes no further, so a redelivered old event is not also a version
 // regression; a new id is remembered. idKey is the id's fingerprint.
 func (v *validator) eventID(ctx context.Context, rec *kgo.Record, ev envelope.Event) (idKey uint64, judged bool, err error) {
-	idKey = hash64([]byte(ev.ID))
-	payload := int64(payloadHash(ev))
+	idKey = uint64(newFNV().addString(ev.ID))
+	payload := int64(payloadHash(ev, &v.compact))
 	seen, ok, err := v.events.Get(ctx, idKey)
 	if err != nil {
 		return idKey, false, err
@@ -284,7 +286,7 @@ func (v *validator) aggregate(ctx context.Context, rec *kgo.Record, ev envelope.
 		v.find(findingAt(rec, ev, KindMissingAggregate, fmt.Sprintf("event %s names no aggregate and has no key", ev.ID)))
 		return nil
 	}
-	aggKey := hash64([]byte(aggID))
+	aggKey := uint64(newFNV().addString(aggID))
 	st, ok, err := v.aggs.Get(ctx, aggKey)
 	if err != nil {
 		return err
@@ -347,16 +349,30 @@ func (v *validator) finish() *ValidateReport {
 }
 
 // payloadHash fingerprints what an event says: its type, aggregate, version and data (JSON
-// with insignificant white space removed, so a re-serialised redelivery still matches).
-func payloadHash(ev envelope.Event) uint64 {
+// with insignificant white space removed, so a re-serialised redelivery still matches; data
+// without a white space byte is compact already). buf is a buffer to reuse.
+func payloadHash(ev envelope.Event, buf *bytes.Buffer) uint64 {
 	data := []byte(ev.Data)
-	var b bytes.Buffer
-	if len(data) > 0 && json.Compact(&b, data) == nil {
-		data = b.Bytes()
+	if hasJSONSpace(data) {
+		buf.Reset()
+		if json.Compact(buf, data) == nil {
+			data = buf.Bytes()
+		}
 	}
-	ver := "-"
+	var num [20]byte
+	ver := []byte("-")
 	if ev.HasVersion {
-		ver = strconv.FormatInt(ev.Version, 10)
+		ver = strconv.AppendInt(num[:0], ev.Version, 10)
 	}
-	return hash64([]byte(ev.Type), []byte(ev.AggregateType), []byte(ev.AggregateID), []byte(ver), data)
+	return uint64(newFNV().addString(ev.Type).addString(ev.AggregateType).addString(ev.AggregateID).add(ver).add(data))
+}
+
+// hasJSONSpace reports whether b holds a byte of JSON's white space.
+func hasJSONSpace(b []byte) bool {
+	for _, c := range b {
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }

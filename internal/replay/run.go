@@ -74,6 +74,17 @@ func Resumable(status string) bool {
 // ResumableStatuses are the statuses of the runs that can be resumed.
 var ResumableStatuses = []string{dedup.RunInterrupted, dedup.RunFailed}
 
+// journaledRun reads run id and its checkpoints from the journal: a run it does not hold is
+// not found (exit 9).
+func journaledRun(ctx context.Context, st *dedup.Store, id string) (dedup.ReplayRun, []dedup.ReplayCheckpoint, error) {
+	run, cps, err := st.ReplayRun(ctx, id)
+	var nf *dedup.RunNotFoundError
+	if errors.As(err, &nf) {
+		return run, nil, fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
+	}
+	return run, cps, err
+}
+
 // LoadRun reads run id from the journal and plans its continuation: each partition from just
 // after its checkpoint to the end offset journaled when the run was planned (never re-taken),
 // skipping the records journaled as sent beyond the checkpoint. A run marked running is
@@ -84,12 +95,8 @@ var ResumableStatuses = []string{dedup.RunInterrupted, dedup.RunFailed}
 // no longer exist. A run journaled without a topic ID (before the journal recorded them)
 // cannot be checked, and resumes as it always did.
 func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, force bool) (*Plan, error) {
-	run, cps, err := st.ReplayRun(ctx, id)
+	run, cps, err := journaledRun(ctx, st, id)
 	if err != nil {
-		var nf *dedup.RunNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
-		}
 		return nil, err
 	}
 	switch run.Status {

@@ -125,12 +125,8 @@ type WorkerSummary struct {
 // The rate is the run's, shared: a worker holding k of the run's n partitions sends at most
 // rate*k/n records per second, so the workers together stay within it.
 func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID string, opts WorkerOptions) (*WorkerSummary, error) {
-	run, cps, err := st.ReplayRun(ctx, runID)
+	run, cps, err := journaledRun(ctx, st, runID)
 	if err != nil {
-		var nf *dedup.RunNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
-		}
 		return nil, err
 	}
 	if !SharedByWorkers(cps) {

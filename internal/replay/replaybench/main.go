@@ -374,21 +374,28 @@ func (b *bench) cleanup(ctx context.Context) {
 	b.cl.Close()
 }
 
-// replay replays the whole dead-letter topic as the command does with --execute --yes (mode
-// "headers": back to the source topic the headers name; "to": to a fresh topic with --to) or
-// after a scan of the whole range (mode "scan", as when the command asks for confirmation),
-// and returns records per second over the whole command (plan, send, journal, summary).
-func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run {
+// store opens a journal of its own for one measurement, in a fresh schema (dropped at the end),
+// migrated.
+func (b *bench) store(ctx context.Context) *dedup.Store {
 	schema := "fwbench_" + benchkit.Suffix()
 	b.schemas = append(b.schemas, schema)
 	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
 	if err != nil {
 		fail("%v", err)
 	}
-	defer st.Close()
 	if _, err := st.Migrate(ctx, false); err != nil {
 		fail("%v", err)
 	}
+	return st
+}
+
+// replay replays the whole dead-letter topic as the command does with --execute --yes (mode
+// "headers": back to the source topic the headers name; "to": to a fresh topic with --to) or
+// after a scan of the whole range (mode "scan", as when the command asks for confirmation),
+// and returns records per second over the whole command (plan, send, journal, summary).
+func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run {
+	st := b.store(ctx)
+	defer st.Close()
 	spec := replay.Spec{From: b.dlq}
 	if mode == "to" {
 		spec.To = b.topic(ctx, "bench-src")
@@ -437,16 +444,8 @@ func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run
 // (Kafka holds a new group's first rebalance for group.initial.rebalance.delay.ms, 3s by
 // default, whatever the replay's size), and printed in the whole time.
 func (b *bench) workers(ctx context.Context, round, n int) benchkit.Run {
-	schema := "fwbench_" + benchkit.Suffix()
-	b.schemas = append(b.schemas, schema)
-	st, err := dedup.Open(ctx, b.dsn, dedup.Options{Schema: schema})
-	if err != nil {
-		fail("%v", err)
-	}
+	st := b.store(ctx)
 	defer st.Close()
-	if _, err := st.Migrate(ctx, false); err != nil {
-		fail("%v", err)
-	}
 	spec := replay.Spec{From: b.dlq, To: b.topic(ctx, "bench-workers")}
 	time.Sleep(b.settle)
 	m := startMeter()

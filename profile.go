@@ -1,0 +1,45 @@
+//go:build pprof
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+)
+
+// Built with -tags pprof, fieldwork writes a CPU profile of the whole command to
+// $FIELDWORK_CPUPROFILE and a heap profile (allocations included) at its end to
+// $FIELDWORK_MEMPROFILE, when set: `go tool pprof -top` then shows where a command spends its
+// time (docs/benchmarks.md).
+func init() {
+	profiled = func(run func() int) int {
+		if path := os.Getenv("FIELDWORK_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "cpu profile:", err)
+				return 1
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fmt.Fprintln(os.Stderr, "cpu profile:", err)
+				return 1
+			}
+			defer pprof.StopCPUProfile()
+		}
+		code := run()
+		if path := os.Getenv("FIELDWORK_MEMPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil {
+				runtime.GC()
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "memory profile:", err)
+			}
+		}
+		return code
+	}
+}
