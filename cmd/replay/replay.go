@@ -174,11 +174,11 @@ the same way unless told otherwise. SIGINT/SIGTERM stop it cleanly (status inter
   replay resume RUN              continue an interrupted or failed run from its checkpoints
 
 Workers. --execute --workers checks the plan and records the run without sending anything;
-fieldwork replay resume RUN --worker, started in any number of processes on any number of
-machines, then shares its partitions: each worker joins the consumer group
-fieldwork-replay-RUN on the source topic, sends the partitions Kafka assigns it from their
-checkpoints, and hands them over on a rebalance. --rate is the whole run's, split among the
-workers by the partitions each holds.`,
+fieldwork replay resume RUN --worker --execute, started in any number of processes on any
+number of machines, then shares its partitions (without --execute it previews): each worker
+joins the consumer group fieldwork-replay-RUN on the source topic, sends the partitions Kafka
+assigns it from their checkpoints, and hands them over on a rebalance. --rate is the whole
+run's, split among the workers by the partitions each holds.`,
 		Example: `  fieldwork replay tasks.dlq/0/7
   fieldwork replay tasks.dlq/0/7 --execute --reason "bug 1234 fixed"
   fieldwork replay --topic tasks.dlq --dlq-reason exhausted --since 6h
@@ -223,7 +223,7 @@ workers by the partitions each holds.`,
 	fl.StringVar(&opts.fromFile, "from-file", "", "replay the records this file names: addresses, event ids, or dlq list -o jsonl lines")
 	fl.BoolVar(&opts.Spec.Strict, "strict", false, "refuse to execute when a guard warns (past the replay horizon, newer versions processed)")
 	fl.IntVar(&opts.Spec.StopOnRedeadletter, "stop-on-redeadletter", 0, "stop the run once this many of its records are dead-lettered again (0: never)")
-	fl.BoolVar(&opts.workers, "workers", false, "with --execute: record the run for workers and send nothing; start them with replay resume RUN --worker")
+	fl.BoolVar(&opts.workers, "workers", false, "with --execute: record the run for workers and send nothing; start them with replay resume RUN --worker --execute")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{string(dlq.StatusPending), string(dlq.StatusReplayed)}, cobra.ShellCompDirectiveNoFileComp))

@@ -59,7 +59,7 @@ resume had a plan, with a note to say --execute --yes. A completed run has nothi
 A run marked running is refused while its process may still drive it: on this host while its
 pid exists, from another host until its journal has been silent for 30s; --force overrides.
 
---worker joins a run recorded for workers (replay --execute --workers) as one of its
+--worker --execute joins a run recorded for workers (replay --execute --workers) as one of its
 workers, on this machine or any other with the same brokers and store: it joins the consumer
 group fieldwork-replay-RUN on the run's source topic and sends the partitions Kafka assigns
 it, each from its checkpoint, journaling each partition's checkpoint and counts while it
@@ -71,9 +71,10 @@ rate is the run's (or --rate), shared: a worker holding k of the run's n partiti
 most rate*k/n records per second. A worker exits 0 when every partition of the run is done,
 whichever worker did it (3 when the run quarantined records or left incomplete ones out, as
 a replay does); SIGINT checkpoints and releases its partitions and exits 130, leaving the
-run to the others. replay show RUN tells which worker holds which partition. A
-worker needs no --execute and asks nothing: the plan was checked and confirmed when the run
-was recorded with replay --execute --workers.`,
+run to the others. replay show RUN tells which worker holds which partition. A worker asks
+nothing: the plan was checked and confirmed when the run was recorded. --worker without
+--execute previews: it prints the run as replay show does (what each partition has left,
+and which worker holds it) and sends nothing.`,
 
 		Example: `  fieldwork replay resume 20250102-150405-3f9a1c
   fieldwork replay resume 20250102-150405-3f9a1c --execute
@@ -98,13 +99,16 @@ was recorded with replay --execute --workers.`,
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
 	opts.Rate.Register(cmd.Flags())
 	cmd.Flags().Lookup("rate").Usage = "send at most this many records per second, in place of the rate the run was journaled with (0: no cap)"
-	cmd.Flags().BoolVar(&opts.Worker, "worker", false, "join the run's workers (a run recorded with replay --execute --workers): send the partitions the group assigns")
+	cmd.Flags().BoolVar(&opts.Worker, "worker", false, "with --execute: join the run's workers (a run recorded with replay --execute --workers) and send the partitions the group assigns; without it, preview the run")
 	cmd.Flags().Var(timespec.NewDurationValue(&opts.SessionTimeout, 0).AllowZero(), "session-timeout", "with --worker: the group session timeout, after which a dead worker's partitions move (default 10s)")
 	return cmd
 }
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
 	replayGC(opts.Getenv)
+	if opts.Worker && !opts.Execute {
+		return replayWorkerPreview(ctx, opts, cl)
+	}
 	if opts.Worker {
 		return replayWorkerRun(ctx, opts, cl)
 	}
@@ -123,7 +127,21 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
 }
 
-// replayWorkerRun is `replay resume RUN --worker`: one worker of a run shared by workers, its
+// replayWorkerPreview is `replay resume RUN --worker` without --execute: the run as `replay
+// show` prints it (what each partition has left, and which worker holds it), nothing sent.
+func replayWorkerPreview(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
+	run, cps, err := replay.WorkerRun(ctx, cl.Store, opts.RunID)
+	if err != nil {
+		return err
+	}
+	if err := showRun(ctx, cl, run, cps); err != nil {
+		return err
+	}
+	cmdutil.Note(opts.Streams, "a preview: nothing was sent; add --execute to join the run's workers (consumer group "+replay.GroupName(run.ID)+")")
+	return nil
+}
+
+// replayWorkerRun is `replay resume RUN --worker --execute`: one worker of a run shared by workers, its
 // summary on stdout when it leaves.
 func replayWorkerRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
 	wo := replay.WorkerOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, SessionTimeout: opts.SessionTimeout}

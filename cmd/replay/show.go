@@ -38,15 +38,21 @@ target topic and partition.`,
 }
 
 func replayShowRun(ctx context.Context, opts *ReplayShowOptions, cl *cmdutil.Clients) error {
-	p, st := cl.Printer, cl.Store
-	run, cps, err := st.ReplayRun(ctx, opts.RunID)
+	run, cps, err := cl.Store.ReplayRun(ctx, opts.RunID)
 	if nf := (*dedup.RunNotFoundError)(nil); errors.As(err, &nf) {
 		return fwerr.NotFoundf("%v (see `fieldwork replay runs`)", err)
 	}
 	if err != nil {
 		return err
 	}
-	targets, err := st.ReplayTargetCounts(ctx, opts.RunID)
+	return showRun(ctx, cl, run, cps)
+}
+
+// showRun prints run as `replay show` does: its counts, checkpoints (what each partition has
+// left) and targets.
+func showRun(ctx context.Context, cl *cmdutil.Clients, run dedup.ReplayRun, cps []dedup.ReplayCheckpoint) error {
+	p := cl.Printer
+	targets, err := cl.Store.ReplayTargetCounts(ctx, run.ID)
 	if err != nil {
 		return err
 	}

@@ -444,7 +444,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 	if shared {
 		// A run shared by workers: which worker holds each partition, and its counts.
 		cps.Header = append(cps.Header, "worker", "selected", "sent", "updated")
-		head.Fields = append(head.Fields, [2]string{"workers", fmt.Sprintf("consumer group %s (replay resume %s --worker)", replay.GroupName(d.ID), d.ID)})
+		head.Fields = append(head.Fields, [2]string{"workers", fmt.Sprintf("consumer group %s (replay resume %s --worker --execute)", replay.GroupName(d.ID), d.ID)})
 		sections[0] = head
 	}
 	for _, c := range d.Checkpoints {

@@ -75,10 +75,31 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Status != dedup.RunPlanned {
 		t.Fatalf("replay --workers: %v %+v\n%s\n%s", err, sum, out.String(), errOut.String())
 	}
-	if !strings.Contains(errOut.String(), "replay resume "+sum.RunID+" --worker") {
+	if !strings.Contains(errOut.String(), "replay resume "+sum.RunID+" --worker --execute") {
 		t.Fatalf("no hint to start the workers:\n%s", errOut.String())
 	}
 	r.id = sum.RunID
+	// --worker without --execute previews: the run as replay show prints it, nothing sent, no
+	// member joined.
+	preview := exec.Command(r.bin, "replay", "resume", r.id, "--worker", "--schema", schema, "-o", "json")
+	preview.Env = r.environ
+	out.Reset()
+	errOut.Reset()
+	preview.Stdout, preview.Stderr = &out, &errOut
+	if err := preview.Run(); err != nil {
+		t.Fatalf("replay resume --worker (a preview): %v\n%s", err, errOut.String())
+	}
+	var shown struct {
+		ID          string `json:"run_id"`
+		Status      string `json:"status"`
+		Checkpoints []struct {
+			Remaining int64 `json:"remaining"`
+		} `json:"checkpoints"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &shown); err != nil || shown.ID != r.id || shown.Status != dedup.RunPlanned ||
+		len(shown.Checkpoints) == 0 || shown.Checkpoints[0].Remaining == 0 || !strings.Contains(errOut.String(), "add --execute") {
+		t.Fatalf("replay resume --worker without --execute is not a preview: %v %+v\n%s\n%s", err, shown, out.String(), errOut.String())
+	}
 	t.Cleanup(func() {
 		for _, w := range r.workers {
 			if !w.ended {
@@ -96,7 +117,7 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 func (r *workersRun) start(t *testing.T) *workerProc {
 	t.Helper()
 	w := &workerProc{done: make(chan error, 1)}
-	w.cmd = exec.Command(r.bin, "replay", "resume", r.id, "--worker", "--schema", r.schema, "--session-timeout", "6s", "-o", "json")
+	w.cmd = exec.Command(r.bin, "replay", "resume", r.id, "--worker", "--execute", "--schema", r.schema, "--session-timeout", "6s", "-o", "json")
 	w.cmd.Env = r.environ
 	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.errOut
 	if err := w.cmd.Start(); err != nil {

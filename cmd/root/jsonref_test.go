@@ -64,7 +64,7 @@ var jsonRuns = []jsonRun{
 	{"replay runs", []string{"replay", "runs"}},
 	{"replay show", []string{"replay", "show", "{run}"}},
 	{"replay", []string{"replay", "--topic", "tasks.dlq", "--dlq-reason", "rejected", "--include-replayed", "--execute", "--yes", "--workers", "--reason", "shared by workers"}},
-	{"replay resume --worker", []string{"replay", "resume", "{run}", "--worker"}},
+	{"replay resume --worker", []string{"replay", "resume", "{run}", "--worker", "--execute"}},
 	{"replay show", []string{"replay", "show", "{run}"}},
 	{"processed prune", []string{"processed", "prune", "--consumer", "task-projection", "--older-than", "1h", "--topic", "tasks"}},
 	{"processed forget", []string{"processed", "forget", "{event}", "--consumer", "task-projection"}},

@@ -34,7 +34,7 @@ type FlowOptions struct {
 	// Schemas decodes the sample's registry-framed payloads (ScanOptions.Schemas).
 	Schemas *schema.Decoder
 	// Workers records an executed plan as a run shared by workers (CreateWorkerRun) instead
-	// of sending it: its workers are `replay resume RUN --worker`. The plan is scanned and
+	// of sending it: its workers are `replay resume RUN --worker --execute`. The plan is scanned and
 	// checked first, as any executed plan whose records are counted.
 	Workers bool
 }
@@ -194,7 +194,7 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 	}
 	if p.Resume != nil && SharedByWorkers(p.Resume.Checkpoints) {
 		id := p.Resume.Run.ID
-		return res, fwerr.Usagef("run %s is shared by workers: continue it with `fieldwork replay resume %s --worker` (on as many machines as you like)", id, id)
+		return res, fwerr.Usagef("run %s is shared by workers: continue it with `fieldwork replay resume %s --worker --execute` (on as many machines as you like)", id, id)
 	}
 	if p.LostOffsets > 0 && p.Resume != nil {
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
@@ -272,7 +272,7 @@ func (f *flow) execute(ctx context.Context, r *action.Env, res *FlowResult) (*Fl
 		}
 		sum.Execution = &f.exRep
 		res.Summary = sum
-		res.notice(NoticeWorkers, "run %s is recorded for workers and nothing was sent yet: start any number of them, on any machines, with: fieldwork replay resume %s --worker (consumer group %s)",
+		res.notice(NoticeWorkers, "run %s is recorded for workers and nothing was sent yet: start any number of them, on any machines, with: fieldwork replay resume %s --worker --execute (consumer group %s)",
 			sum.RunID, sum.RunID, GroupName(sum.RunID))
 		return res, nil
 	}

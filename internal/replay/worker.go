@@ -37,7 +37,7 @@ func GroupName(runID string) string { return "fieldwork-replay-" + runID }
 // shared by its workers).
 func CreateWorkerRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts ExecOptions) (*Summary, error) {
 	if p.Resume != nil {
-		return nil, fwerr.Usagef("run %s is already journaled: start its workers with `fieldwork replay resume %s --worker`", p.Resume.Run.ID, p.Resume.Run.ID)
+		return nil, fwerr.Usagef("run %s is already journaled: start its workers with `fieldwork replay resume %s --worker --execute`", p.Resume.Run.ID, p.Resume.Run.ID)
 	}
 	opts = opts.withDefaults()
 	if err := checkSourceTopic(ctx, c, p); err != nil {
@@ -106,6 +106,16 @@ type WorkerSummary struct {
 	ElapsedMS       int64               `json:"elapsed_ms"`
 }
 
+// WorkerRun reads run runID and its checkpoints from the journal for its workers: a run it does
+// not hold is not found, and a run driven by one process is refused (a usage error).
+func WorkerRun(ctx context.Context, st *dedup.Store, runID string) (dedup.ReplayRun, []dedup.ReplayCheckpoint, error) {
+	run, cps, err := journaledRun(ctx, st, runID)
+	if err == nil && !SharedByWorkers(cps) {
+		err = fwerr.Usagef("run %s is driven by one process, not shared by workers: continue it with `fieldwork replay resume %s`", runID, runID)
+	}
+	return run, cps, err
+}
+
 // RunWorker is one worker of a run shared by workers (CreateWorkerRun): it joins the run's
 // consumer group (GroupName) on the run's source topic and, for each assignment the group
 // gives it, continues those partitions from their checkpoints as `replay resume` does (the
@@ -125,12 +135,9 @@ type WorkerSummary struct {
 // The rate is the run's, shared: a worker holding k of the run's n partitions sends at most
 // rate*k/n records per second, so the workers together stay within it.
 func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID string, opts WorkerOptions) (*WorkerSummary, error) {
-	run, cps, err := journaledRun(ctx, st, runID)
+	run, cps, err := WorkerRun(ctx, st, runID)
 	if err != nil {
 		return nil, err
-	}
-	if !SharedByWorkers(cps) {
-		return nil, fwerr.Usagef("run %s is driven by one process, not shared by workers: continue it with `fieldwork replay resume %s`", runID, runID)
 	}
 	spec, journaledEx, err := unmarshalSpec(string(run.Selection))
 	if err != nil {
