@@ -60,14 +60,8 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 	r := &workersRun{schema: schema, bin: fieldworkBinary(t), st: replayStore(t, schema)}
 	r.environ = append(os.Environ(), "FIELDWORK_BROKERS="+env["FIELDWORK_BROKERS"], "FIELDWORK_DSN="+env["FIELDWORK_DSN"],
 		"FIELDWORK_CONFIG="+filepath.Join(t.TempDir(), "absent.yaml"))
-	create := exec.Command(r.bin, "replay", "--schema", schema, "--topic", dlqTopic, "--to", target, "--execute", "--yes", "--workers",
-		"--reason", "backlog", "--rate", rate, "-o", "json")
-	create.Env = r.environ
-	var out, errOut bytes.Buffer
-	create.Stdout, create.Stderr = &out, &errOut
-	if err := create.Run(); err != nil {
-		t.Fatalf("replay --workers: %v\n%s", err, errOut.String())
-	}
+	out, errOut := r.fieldwork(t, "replay --workers", "replay", "--schema", schema, "--topic", dlqTopic, "--to", target, "--execute", "--yes",
+		"--workers", "--reason", "backlog", "--rate", rate, "-o", "json")
 	var sum struct {
 		RunID  string `json:"run_id"`
 		Status string `json:"status"`
@@ -81,14 +75,7 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 	r.id = sum.RunID
 	// --worker without --execute previews: the run as replay show prints it, nothing sent, no
 	// member joined.
-	preview := exec.Command(r.bin, "replay", "resume", r.id, "--worker", "--schema", schema, "-o", "json")
-	preview.Env = r.environ
-	out.Reset()
-	errOut.Reset()
-	preview.Stdout, preview.Stderr = &out, &errOut
-	if err := preview.Run(); err != nil {
-		t.Fatalf("replay resume --worker (a preview): %v\n%s", err, errOut.String())
-	}
+	out, errOut = r.fieldwork(t, "replay resume --worker (a preview)", "replay", "resume", r.id, "--worker", "--schema", schema, "-o", "json")
 	var shown struct {
 		ID          string `json:"run_id"`
 		Status      string `json:"status"`
@@ -111,6 +98,20 @@ func newWorkersRun(t *testing.T, env map[string]string, schema, dlqTopic, target
 		_, _ = adm.DeleteGroups(context.Background(), replay.GroupName(r.id))
 	})
 	return r
+}
+
+// fieldwork runs the binary with args in the run's environment to its end, and returns its
+// stdout and stderr; what names the command in a failure.
+func (r *workersRun) fieldwork(t *testing.T, what string, args ...string) (out, errOut *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = r.environ
+	out, errOut = new(bytes.Buffer), new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, errOut.String())
+	}
+	return out, errOut
 }
 
 // start starts one worker process (replay resume RUN --worker).

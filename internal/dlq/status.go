@@ -159,7 +159,7 @@ func (l StatusLookup) Resolve(ctx context.Context, ds []DeadLetter) ([]StatusInf
 	if l.ReplayedOnly && l.Store != nil {
 		return l.resolveReplayed(ctx, ds, map[string]string{})
 	}
-	return l.resolve(ctx, ds, map[string]string{})
+	return l.resolve(ctx, ds, map[string]string{}, nil)
 }
 
 // resolveReplayed is Resolve with ReplayedOnly: the journal is asked first, and only the dead
@@ -186,7 +186,7 @@ func (l StatusLookup) resolveReplayed(ctx context.Context, ds []DeadLetter, ids 
 			sent, at = append(sent, d), append(at, i)
 		}
 	}
-	infos, err := l.resolve(ctx, sent, ids)
+	infos, err := l.resolve(ctx, sent, ids, replayed)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +215,9 @@ func (l StatusLookup) topicID(ctx context.Context, topic string, ids map[string]
 	return id, nil
 }
 
-// resolve is Resolve with the topic IDs known so far (it adds those it asks for).
-func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[string]string) ([]StatusInfo, error) {
+// resolve is Resolve with the topic IDs known so far (it adds those it asks for) and, when not
+// nil, the journal's replays of ds already looked up (resolveReplayed), which it does not ask again.
+func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[string]string, replayed map[dedup.SourceRef]dedup.ReplayRef) ([]StatusInfo, error) {
 	out := make([]StatusInfo, len(ds))
 	if l.Store == nil {
 		return out, nil
@@ -225,9 +226,11 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 	if err := l.markers(ctx, ds, byConsumer, out); err != nil {
 		return nil, err
 	}
-	replayed, err := l.journaled(ctx, ds, noID, ids, out)
-	if err != nil {
-		return nil, err
+	if replayed == nil {
+		var err error
+		if replayed, err = l.journaled(ctx, ds, noID, ids, out); err != nil {
+			return nil, err
+		}
 	}
 	for i, d := range ds {
 		r, ok := replayed[sourceRef(d)]
@@ -498,7 +501,7 @@ func (b *StatusBatcher) Flush(ctx context.Context) error {
 	}
 	batch := b.pending
 	b.pending = b.pending[:0:0]
-	infos, err := b.lookup.resolve(ctx, batch, b.ids)
+	infos, err := b.lookup.resolve(ctx, batch, b.ids, nil)
 	if err != nil {
 		return err
 	}
