@@ -29,6 +29,17 @@ type Run struct {
 	WallS   float64 `json:"wall_s"`
 	CPUS    float64 `json:"cpu_s,omitempty"`    // user + system of the process measured; 0: not measured
 	PeakKiB int64   `json:"peak_kib,omitempty"` // the child's maximum resident set size; 0: not a child
+	// MachineS is the busy CPU time of the whole machine over the run (every process: the
+	// broker's, PostgreSQL's, the contender's); 0: not measured.
+	MachineS float64 `json:"machine_cpu_s,omitempty"`
+}
+
+// Busy is the share of the machine's cores busy over the run (0: not measured).
+func (r Run) Busy(cores int) float64 {
+	if r.WallS <= 0 || cores <= 0 {
+		return 0
+	}
+	return r.MachineS / (r.WallS * float64(cores))
 }
 
 // Rate is records per second of wall time.
@@ -158,9 +169,9 @@ func Measure(cmd *exec.Cmd, out io.Writer, okCodes ...int) (Run, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	start := time.Now()
+	start, machine := time.Now(), MachineCPU()
 	err = cmd.Run()
-	wall := time.Since(start)
+	wall, machine := time.Since(start), MachineCPU()-machine
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && slices.Contains(okCodes, exit.ExitCode()) {
 		err = nil
@@ -168,7 +179,7 @@ func Measure(cmd *exec.Cmd, out io.Writer, okCodes ...int) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
 	}
-	r := Run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	r := Run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), MachineS: machine.Seconds()}
 	b, err := os.ReadFile(rss.Name())
 	if err != nil {
 		return Run{}, err
@@ -223,6 +234,53 @@ func SelfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Meter is a measurement of work done in this process, from StartMeter to Run.
+type Meter struct {
+	start         time.Time
+	self, machine time.Duration
+}
+
+// StartMeter starts a measurement: the time, this process's CPU time and the machine's.
+func StartMeter() Meter { return Meter{time.Now(), SelfCPU(), MachineCPU()} }
+
+// Run ends the measurement of records: its wall time, this process's CPU time and the
+// machine's busy CPU time since StartMeter.
+func (m Meter) Run(records int64) Run {
+	return Run{Records: records, WallS: time.Since(m.start).Seconds(), CPUS: (SelfCPU() - m.self).Seconds(),
+		MachineS: (MachineCPU() - m.machine).Seconds()}
+}
+
+// userHZ is the unit of /proc/stat's times, USER_HZ, which Linux fixes at 100 on every
+// architecture it reports to user space.
+const userHZ = 100
+
+// MachineCPU is the busy CPU time of the whole machine since boot, every core added: the
+// first line of /proc/stat, every state but idle and iowait (guest time is inside user
+// time). 0 where /proc/stat cannot be read.
+func MachineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ
 }
 
 // KcatVersion is kcat's version line ("kcat 1.7.1 (JSON, …, librdkafka 2.0.2 …)").

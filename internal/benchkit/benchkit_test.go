@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -115,5 +116,25 @@ func TestReportAddGet(t *testing.T) {
 	back, err := ReadJSON(path)
 	if err != nil || len(back.Series) != 2 || back.Series[0].Runs[1].WallS != 5 {
 		t.Errorf("ReadJSON = %+v, %v", back, err)
+	}
+}
+
+// A meter counts this process's CPU time and the machine's, which holds it: spinning until
+// this process has used 200 ms of CPU shows at least most of it in the machine's (whose
+// counters tick every 10 ms).
+func TestMeterCountsTheMachine(t *testing.T) {
+	m := StartMeter()
+	spin := 0
+	for SelfCPU()-m.self < 200*time.Millisecond {
+		for i := range 100_000 {
+			spin += i & 3
+		}
+	}
+	r := m.Run(7)
+	if r.Records != 7 || r.WallS <= 0 || r.CPUS < 0.2 || r.MachineS < 0.15 {
+		t.Errorf("run %+v (spun %d): want 7 records, CPU ≥ 0.2 s and the machine's ≥ 0.15 s", r, spin)
+	}
+	if busy := r.Busy(1); busy <= 0 {
+		t.Errorf("busy %.2f of one core: want > 0", busy)
 	}
 }

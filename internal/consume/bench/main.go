@@ -32,6 +32,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,9 +68,9 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the topics and schemas")
 	jsonOut := flag.String("json", "", "write every run to this file (benchkit.Report)")
 	savepoints := flag.Bool("savepoints", false, "also measure each handler with a savepoint and its own statements per event (consume --per-event)")
-	profile := flag.String("profile", "consume/projection", "the contender whose first run -cpuprofile and -memprofile profile")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the first run of -profile to this file")
-	memProfile := flag.String("memprofile", "", "write an allocation profile of the first run of -profile to this file")
+	profile := flag.String("profile", "consume/projection", "the contenders, comma-separated, whose first run -cpuprofile and -memprofile profile")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the first run of -profile to this file (of several contenders: to FILE.KEY, the key's slashes as dashes)")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the first run of -profile to this file (of several: FILE.KEY)")
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
 		fmt.Fprintln(os.Stderr, "bench: set FIELDWORK_TEST_BROKERS and FIELDWORK_TEST_DSN (eval \"$(scripts/services.sh env)\") or pass -brokers and -dsn")
@@ -154,7 +155,8 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 	}
 	for r := range rounds {
 		for _, c := range benchkit.Rotate(cs, r) {
-			stop, err := startProfiles(r == 0 && c.key == b.profile, b.cpuProfile, b.memProfile)
+			cpu, mem := b.profileFiles(c.key)
+			stop, err := startProfiles(r == 0 && (cpu != "" || mem != ""), cpu, mem)
 			if err != nil {
 				return err
 			}
@@ -324,8 +326,7 @@ func (b *bench) consumeOn(ctx context.Context, round int, name string, m mode, d
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopped := make(chan error, members)
-	cpu := benchkit.SelfCPU()
-	start := time.Now()
+	meter := benchkit.StartMeter()
 	for _, r := range runners {
 		go func() { stopped <- r.Run(runCtx) }()
 	}
@@ -353,14 +354,13 @@ func (b *bench) consumeOn(ctx context.Context, round int, name string, m mode, d
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	elapsed := time.Since(start)
-	cpu = benchkit.SelfCPU() - cpu
+	run := meter.Run(0)
 	cancel()
 	if err := wait(); err != nil {
 		return benchkit.Run{}, err
 	}
-	processed, _ := stats()
-	return benchkit.Run{Records: processed, WallS: elapsed.Seconds(), CPUS: cpu.Seconds()}, nil
+	run.Records, _ = stats()
+	return run, nil
 }
 
 // ceiling claims every marker of the stream in its batches, one transaction each, into a
@@ -388,8 +388,7 @@ func (b *bench) ceiling(ctx context.Context, round int) (benchkit.Run, error) {
 // fresh, and measures it: every marker must be.
 func (b *bench) claimAll(claim func(ms []dedup.Marker) (int, error)) (benchkit.Run, error) {
 	var fresh int64
-	cpu := benchkit.SelfCPU()
-	start := time.Now()
+	meter := benchkit.StartMeter()
 	for _, ms := range b.markers {
 		n, err := claim(ms)
 		if err != nil {
@@ -397,11 +396,11 @@ func (b *bench) claimAll(claim func(ms []dedup.Marker) (int, error)) (benchkit.R
 		}
 		fresh += int64(n)
 	}
-	el := time.Since(start)
+	run := meter.Run(fresh)
 	if fresh != b.events {
 		return benchkit.Run{}, fmt.Errorf("claimed %d fresh markers of %d", fresh, b.events)
 	}
-	return benchkit.Run{Records: fresh, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+	return run, nil
 }
 
 // ceilingCopy claims the same batches as ceiling, the other way a batch of markers can be
@@ -454,8 +453,7 @@ ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id`, st.Table())
 // bare reads the whole topic with a franz-go group consumer of a fresh group, doing nothing
 // with the records, committing as franz-go does by default.
 func (b *bench) bare(ctx context.Context, round int) (benchkit.Run, error) {
-	cpu := benchkit.SelfCPU()
-	start := time.Now()
+	meter := benchkit.StartMeter()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.brokers), kgo.ConsumeTopics(b.topic),
 		kgo.ConsumerGroup(fmt.Sprintf("bench-%s-bare-%d", b.id, round)))
 	if err != nil {
@@ -473,8 +471,28 @@ func (b *bench) bare(ctx context.Context, round int) (benchkit.Run, error) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		return benchkit.Run{}, err
 	}
-	el := time.Since(start)
-	return benchkit.Run{Records: n, WallS: el.Seconds(), CPUS: (benchkit.SelfCPU() - cpu).Seconds()}, nil
+	return meter.Run(n), nil
+}
+
+// profileFiles are where the first run of contender key writes its profiles ("": none): the
+// files -cpuprofile and -memprofile name when -profile names key alone, those with ".KEY"
+// appended when it names several.
+func (b *bench) profileFiles(key string) (cpu, mem string) {
+	keys := strings.Split(b.profile, ",")
+	if !slices.Contains(keys, key) {
+		return "", ""
+	}
+	if len(keys) == 1 {
+		return b.cpuProfile, b.memProfile
+	}
+	sfx := "." + strings.ReplaceAll(key, "/", "-")
+	if b.cpuProfile != "" {
+		cpu = b.cpuProfile + sfx
+	}
+	if b.memProfile != "" {
+		mem = b.memProfile + sfx
+	}
+	return cpu, mem
 }
 
 // startProfiles starts a CPU profile when on and returns the function that stops it and

@@ -54,6 +54,7 @@ import (
 // config is the command line.
 type config struct {
 	brokers, dsn, binary, jsonOut, readRange string
+	profileDir, profileBinary                string
 	records, small, partitions, valueSize    int
 	markerEvents, markerTable                int
 	rounds                                   int
@@ -74,6 +75,8 @@ func parseFlags() config {
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds; the contenders alternate their order")
 	flag.StringVar(&c.binary, "fieldwork", "", "fieldwork binary to measure (default: go build the module into a temporary directory)")
 	flag.StringVar(&c.jsonOut, "json", "", "write every run to this file (benchkit.Report)")
+	flag.StringVar(&c.profileDir, "profile", "", "after the rounds, run each fieldwork contender of the large topic once more with a CPU profile into this directory (KEY.pprof, the key's slashes as dashes); needs -profile-fieldwork")
+	flag.StringVar(&c.profileBinary, "profile-fieldwork", "", "fieldwork built with -tags pprof, which the -profile runs use (it writes $FIELDWORK_CPUPROFILE)")
 	flag.StringVar(&c.readRange, "read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
 	flag.Parse()
 	return c
@@ -161,6 +164,30 @@ func main() {
 	rep := runRounds(cfg, cs)
 	if err := rep.WriteJSON(cfg.jsonOut); err != nil {
 		fail(err)
+	}
+	if cfg.profileDir != "" {
+		profileRuns(cfg, bin, cs)
+	}
+}
+
+// profileRuns runs every fieldwork contender of the large topic once more, not measured, with
+// the -profile-fieldwork binary writing a CPU profile of the whole command into -profile.
+func profileRuns(cfg config, bin string, cs []contender) {
+	if cfg.profileBinary == "" {
+		fail(errors.New("-profile needs -profile-fieldwork (fieldwork built with -tags pprof)"))
+	}
+	for _, c := range cs {
+		if len(c.args) == 0 || c.args[0] != bin || strings.Contains(c.key, "@") {
+			continue
+		}
+		file := filepath.Join(cfg.profileDir, strings.ReplaceAll(c.key, "/", "-")+".pprof")
+		cmd := exec.Command(cfg.profileBinary, c.args[1:]...)
+		cmd.Env = append(os.Environ(), "FIELDWORK_CPUPROFILE="+file)
+		var out capture
+		if _, err := benchkit.Measure(cmd, &out); err != nil {
+			fail(fmt.Errorf("%s, profiled: %w", c.label, err))
+		}
+		fmt.Printf("profiled %s: %s\n", c.key, file)
 	}
 }
 
@@ -255,7 +282,7 @@ func runRounds(cfg config, cs []contender) benchkit.Report {
 		benchkit.KcatVersion(),
 	}}
 	if cfg.markerEvents > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("markers/*: a topic of %d events, all marked, checked, and %d fresh markers claimed (batches of %d, one transaction each, in this process, deleted after each round), against a table of just the checked markers and one of %d markers analyzed before the checked consumer wrote (autovacuum off)",
+		rep.Notes = append(rep.Notes, fmt.Sprintf("markers/*: a topic of %d events, all marked, checked, and %d fresh markers claimed (batches of %d, one transaction each, in this process, deleted and the table vacuumed after each round), against a table of just the checked markers and one of %d markers analyzed before the checked consumer wrote (autovacuum off)",
 			cfg.markerEvents, cfg.markerEvents, claimBatch, cfg.markerTable))
 	}
 	for r := range cfg.rounds {

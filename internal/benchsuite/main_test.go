@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fieldwork/fieldwork/internal/benchkit"
+)
+
+// A target not met says what the machine's CPU allows: a read that kept 2 cores 95% busy for
+// 1,000 records in 1 s (1,900 µs of the machine's CPU a record, 1,000 its own) against a bare
+// read of 2,000 records/s and a bound of 0.6 could spend 2 / (0.6 × 2,000) s = 1,666.7 µs.
+func TestFloorOfAnUnmetTarget(t *testing.T) {
+	var rep benchkit.Report
+	rep.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 1, MachineS: 1.9})
+	rep.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5, CPUS: 0.4, MachineS: 0.8})
+	tg := target{what: "read vs bare", a: "read", b: "bare", bound: 0.6}
+	if tg.met(rep) {
+		t.Fatal("0.5x met a bound of 0.6x")
+	}
+	f, ok := tg.floor(rep, 2)
+	if !ok {
+		t.Fatal("no floor")
+	}
+	if got := f.short(); got != "CPU-bound: cores 95% busy; needs ≤ 1666.7 µs, used 1900.0 (fieldwork 1000.0)" {
+		t.Errorf("short: %q", got)
+	}
+	if got := f.long(); !strings.Contains(got, "12% less CPU a record") {
+		t.Errorf("long: %q", got)
+	}
+	// Idle cores: it waited.
+	var idle benchkit.Report
+	idle.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.2, MachineS: 0.6})
+	idle.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5})
+	if f, _ := tg.floor(idle, 2); !strings.HasPrefix(f.short(), "waits: cores 30% busy") {
+		t.Errorf("idle: %q", f.short())
+	}
+	// Without the machine's CPU (a report written before it was measured): no floor.
+	var old benchkit.Report
+	old.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 1})
+	old.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5})
+	if _, ok := tg.floor(old, 2); ok {
+		t.Error("a floor without the machine's CPU")
+	}
+}
