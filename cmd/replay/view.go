@@ -298,6 +298,11 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 	if c.Quarantined > 0 {
 		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
 	}
+	if sum.Status == dedup.RunPlanned {
+		// Recorded for workers (--workers): they count as they send; the plan above says what
+		// they will, and the journal has nothing to count yet.
+		head.Fields = append(head.Fields[:5], [2]string{"sent", "none yet (the workers send it)"})
+	}
 	if e := sum.Execution; e != nil {
 		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/replay"
@@ -94,5 +95,29 @@ func TestConsolePlanWords(t *testing.T) {
 	}
 	if got := namedLabel(2, 3); got != "2 addresses, 3 event ids" {
 		t.Errorf("namedLabel(2, 3) = %q", got)
+	}
+}
+
+// TestWorkersRunSummary: a run recorded for workers (--workers) has sent nothing and counted
+// nothing: its summary says the workers send it, not "selected 0"; an executed run keeps its
+// counts.
+func TestWorkersRunSummary(t *testing.T) {
+	render := func(sum *replay.Summary) string {
+		s, _, out, _ := output.Test()
+		p := output.NewPrinter(s, output.FormatTable)
+		if err := p.Object(sum, replaySummarySections(p, sum)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	planned := render(&replay.Summary{RunID: "r1", Status: dedup.RunPlanned, Source: "tasks.dlq", Target: "original"})
+	if !strings.Contains(planned, "none yet (the workers send it)") || strings.Contains(planned, "selected") || strings.Contains(planned, "this attempt") {
+		t.Errorf("the summary of a run recorded for workers:\n%s", planned)
+	}
+	done := render(&replay.Summary{RunID: "r2", Status: dedup.RunCompleted, Counts: dedup.RunCounts{Selected: 5, Sent: 5}})
+	for _, want := range []string{"selected 5", "sent 5", "this attempt"} {
+		if !strings.Contains(strings.Join(strings.Fields(done), " "), want) {
+			t.Errorf("the summary of a completed run lacks %q:\n%s", want, done)
+		}
 	}
 }
