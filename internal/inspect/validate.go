@@ -156,7 +156,15 @@ func Validate(ctx context.Context, c *kafka.Cluster, topic string, sel kafka.Sel
 	v := newValidator(opts)
 	defer v.close()
 	v.rep.Topic, v.rep.Ranges = topic, ranges
-	if err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error { return v.record(ctx, rec) }); err != nil {
+	// The envelopes are read on a goroutine of their own, ahead of the judging, which takes
+	// the records in the order of the scan.
+	ahead := opts.Schemas.Ahead(ctx, func(r schema.Read) error { return v.record(ctx, r) })
+	defer ahead.Stop()
+	err = scan(ctx, c, ranges, opts.Progress, ahead.Add)
+	if err == nil {
+		err = ahead.Finish()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return v.finish(), nil
@@ -218,12 +226,11 @@ func (v *validator) find(f Finding) {
 	}
 }
 
-func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
+// record judges one record whose envelope was read (a registry failure ends the scan before
+// it comes here).
+func (v *validator) record(ctx context.Context, r schema.Read) error {
 	v.rep.RecordsScanned++
-	ev, err, fatal := v.opts.Schemas.ReadEvent(ctx, rec)
-	if fatal != nil {
-		return fatal
-	}
+	rec, ev, err := r.Record, r.Event, r.Err
 	if err != nil {
 		m := schema.MalformedRecordOf(rec, err)
 		v.find(Finding{Kind: KindMalformed, Partition: rec.Partition, Offset: rec.Offset, EventID: m.EventID, Message: m.Message})

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -212,7 +210,6 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		afterBatch: o.AfterBatch,
 		maxMissing: o.MaxMissing,
 		batchSize:  o.LookupBatch,
-		schemas:    o.Schemas,
 		rep:        rep,
 	}
 	if g.batchSize <= 0 {
@@ -222,8 +219,10 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	lctx, stopLookups := context.WithCancelCause(ctx)
 	defer stopLookups(nil)
 	g.start(lctx, stopLookups)
-	err = c.Read(lctx, ranges, func(rec *kgo.Record) error {
-		if err := g.add(lctx, rec); err != nil {
+	// The envelopes are read on a goroutine of their own, ahead of the counting and batching,
+	// which take the records in the order of the read.
+	ahead := o.Schemas.Ahead(lctx, func(r schema.Read) error {
+		if err := g.add(lctx, r); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -231,6 +230,11 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		}
 		return nil
 	})
+	defer ahead.Stop()
+	err = c.Read(lctx, ranges, ahead.Add)
+	if err == nil {
+		err = ahead.Finish()
+	}
 	if err == nil {
 		err = g.flush(lctx)
 	}
@@ -279,7 +283,6 @@ type gapFinder struct {
 	afterBatch func() error
 	maxMissing int
 	batchSize  int
-	schemas    *schema.Decoder
 
 	rep   *CheckReport
 	batch []MissingRecord
@@ -320,12 +323,11 @@ func (g *gapFinder) wait() error {
 	return <-g.done
 }
 
-func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
+// add counts one record whose envelope was read (a registry failure ends the read before it
+// comes here: the record is unread, not malformed).
+func (g *gapFinder) add(ctx context.Context, r schema.Read) error {
 	g.rep.Records++
-	ev, err, fatal := g.schemas.ReadEvent(ctx, rec)
-	if fatal != nil {
-		return fatal // the registry failed: the record is unread, not malformed
-	}
+	rec, ev, err := r.Record, r.Event, r.Err
 	if err != nil {
 		g.rep.Malformed++
 		m := schema.MalformedRecordOf(rec, err)

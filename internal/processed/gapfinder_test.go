@@ -9,7 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/schema"
 )
+
+// readOf is rec with its envelope read, as Check's reader hands it to the gap finder.
+func readOf(rec *kgo.Record) schema.Read {
+	var d *schema.Decoder
+	ev, err, _ := d.ReadEvent(context.Background(), rec)
+	return schema.Read{Record: rec, Event: ev, Err: err}
+}
 
 // TestGapFinderBatches checks, without a broker or a store, that lookups go out in batches of
 // at most the batch size while records stream in (looked up beside the reading, in order),
@@ -46,13 +54,13 @@ func TestGapFinderBatches(t *testing.T) {
 		if i == 7 {
 			value = `not an event`
 		}
-		if err := g.add(ctx, &kgo.Record{Topic: "tasks", Partition: int32(i % 3), Offset: int64(i), Value: []byte(value)}); err != nil {
+		if err := g.add(ctx, readOf(&kgo.Record{Topic: "tasks", Partition: int32(i % 3), Offset: int64(i), Value: []byte(value)})); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A redelivery of a marked and of a missing event.
 	for _, id := range []string{"e0", "e1"} {
-		_ = g.add(ctx, &kgo.Record{Topic: "tasks", Offset: 9999, Value: []byte(`{"specversion":"1.0","id":"` + id + `","type":"t","source":"s"}`)})
+		_ = g.add(ctx, readOf(&kgo.Record{Topic: "tasks", Offset: 9999, Value: []byte(`{"specversion":"1.0","id":"` + id + `","type":"t","source":"s"}`)}))
 	}
 	if err := g.flush(ctx); err != nil {
 		t.Fatal(err)
@@ -81,11 +89,11 @@ func TestGapFinderBatches(t *testing.T) {
 	fctx, fstop := context.WithCancelCause(context.Background())
 	defer fstop(nil)
 	failing.start(fctx, fstop)
-	if err := failing.add(fctx, &kgo.Record{Value: []byte(`{"event_id":"x"}`)}); err != nil {
+	if err := failing.add(fctx, readOf(&kgo.Record{Value: []byte(`{"event_id":"x"}`)})); err != nil {
 		t.Fatalf("the first hand-over: %v", err)
 	}
 	<-fctx.Done()
-	if err := failing.add(fctx, &kgo.Record{Value: []byte(`{"event_id":"y"}`)}); !errors.Is(err, boom) {
+	if err := failing.add(fctx, readOf(&kgo.Record{Value: []byte(`{"event_id":"y"}`)})); !errors.Is(err, boom) {
 		t.Errorf("a hand-over after the failure = %v, want boom", err)
 	}
 	if err := failing.wait(); !errors.Is(err, boom) {
