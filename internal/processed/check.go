@@ -203,8 +203,8 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.TableLabel(), Ranges: ranges,
 		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}, MaxMalformedShare: share}
 	g := &gapFinder{
-		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
-			return st.Lookup(ctx, o.Consumer, ids)
+		lookup: func(ctx context.Context, ids []string) (map[string]struct{}, error) {
+			return st.Marked(ctx, o.Consumer, ids)
 		},
 		onMissing:  o.OnMissing,
 		afterBatch: o.AfterBatch,
@@ -278,7 +278,7 @@ func (k malformedKey) less(o malformedKey) bool {
 // batches are held (the one filling, one handed over, one being looked up). The reader owns
 // the report's record counts, the lookup goroutine its marker counts and missing records.
 type gapFinder struct {
-	lookup     func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error)
+	lookup     func(ctx context.Context, ids []string) (map[string]struct{}, error)
 	onMissing  func(MissingRecord) error
 	afterBatch func() error
 	maxMissing int

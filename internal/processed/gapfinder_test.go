@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
@@ -32,12 +31,12 @@ func TestGapFinderBatches(t *testing.T) {
 	rep := &CheckReport{}
 	var missing []MissingRecord
 	g := &gapFinder{
-		lookup: func(_ context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
+		lookup: func(_ context.Context, ids []string) (map[string]struct{}, error) {
 			calls = append(calls, len(ids))
-			out := map[string]dedup.MarkerRow{}
+			out := map[string]struct{}{}
 			for _, id := range ids {
 				if marked[id] {
-					out[id] = dedup.MarkerRow{EventID: id}
+					out[id] = struct{}{}
 				}
 			}
 			return out, nil
@@ -85,7 +84,7 @@ func TestGapFinderBatches(t *testing.T) {
 	// with it (once the lookup goroutine has cancelled), and so does the wait.
 	boom := errors.New("boom")
 	failing := &gapFinder{rep: &CheckReport{}, batchSize: 1,
-		lookup: func(context.Context, []string) (map[string]dedup.MarkerRow, error) { return nil, boom }}
+		lookup: func(context.Context, []string) (map[string]struct{}, error) { return nil, boom }}
 	fctx, fstop := context.WithCancelCause(context.Background())
 	defer fstop(nil)
 	failing.start(fctx, fstop)
