@@ -164,6 +164,12 @@ func Validate(ctx context.Context, c *kafka.Cluster, topic string, sel kafka.Sel
 	if err == nil {
 		err = ahead.Finish()
 	}
+	if err == nil {
+		err = v.events.wait() // the spills still being written
+	}
+	if err == nil {
+		err = v.aggs.wait()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +222,12 @@ func newValidator(opts ValidateOptions) *validator {
 	}
 }
 
-func (v *validator) close() { _ = v.spill.Close() }
+// close waits for the spills being written and removes the spill file.
+func (v *validator) close() {
+	_ = v.events.wait()
+	_ = v.aggs.wait()
+	_ = v.spill.Close()
+}
 
 func (v *validator) find(f Finding) {
 	v.counts[f.Kind]++
