@@ -136,10 +136,12 @@ type Finding struct {
 // was first seen; per aggregate id, the highest version, the event at it, its partition and
 // flags (32 bytes). Each table holds at most MemoryEntries entries in a Go map; past that,
 // the whole map is written in one transaction to a table of a temporary SQLite file
-// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) and
-// emptied, and lookups that miss the map go to SQLite only when a fixed 8 MiB Bloom filter
-// over the spilled keys says the key may be there. Findings are counted per kind and only
-// MaxExamples of each are kept. So memory is about 2 × MemoryEntries × 50 bytes, plus 16 MiB
+// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) on a
+// goroutine of its own while a new map fills, and lookups that miss the maps go to SQLite
+// only when a fixed 8 MiB Bloom filter over the spilled keys says the key may be there. The
+// envelopes are read on another goroutine, ahead of the lint (schema.Ahead). Findings are
+// counted per kind and only MaxExamples of each are kept. So memory is about 2 ×
+// MemoryEntries × 50 bytes (and, while a spill is written, the map being written), plus 16 MiB
 // of filters and SQLite's 2 MB page cache once spilled, and disk grows with the number of
 // distinct event ids and aggregates (about 40 bytes each). Two ids whose hashes collide (for
 // n distinct ids the chance of any collision is about n²/2⁶⁵) are treated as one, which can
