@@ -486,6 +486,33 @@ func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) 
 	return out, nil
 }
 
+// Marked returns which of eventIDs consumer has a marker of, keyed by the ids as given (an id
+// without a marker is absent): Lookup reading only that the marker is there, a probe per id
+// as Lookup's, for a check of millions of events. One query per 10,000 distinct ids.
+func (s *Store) Marked(ctx context.Context, consumer string, eventIDs []string) (map[string]struct{}, error) {
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+	}
+	keys, orig, err := keysOf(eventIDs)
+	if err != nil {
+		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+	}
+	out := make(map[string]struct{}, len(keys))
+	for start := 0; start < len(keys); start += lookupChunk {
+		chunk := keys[start:min(start+lookupChunk, len(keys))]
+		found, err := s.drv.Marked(ctx, consumer, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("look up %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
+		}
+		for _, k := range found {
+			for _, id := range orig[k] {
+				out[id] = struct{}{}
+			}
+		}
+	}
+	return out, nil
+}
+
 // OutcomeStale is a marker's outcome when its consumer marked the event but deliberately did
 // not apply it (older than what it already had: consumer.Stale). A marker without an outcome
 // was applied, or written before the store recorded outcomes.

@@ -72,6 +72,38 @@ func BenchmarkFingerprintTableSpilled(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		if err := tab.wait(); err != nil {
+			b.Fatal(err)
+		}
 		_ = spill.Close()
+	}
+}
+
+// BenchmarkSpillWrite writes one spill of DefaultMemoryEntries fingerprints: the work of the
+// goroutine that writes a spill behind inspect validate.
+func BenchmarkSpillWrite(b *testing.B) {
+	ctx := context.Background()
+	m := make(map[uint64]fingerprint, DefaultMemoryEntries)
+	for k := range uint64(DefaultMemoryEntries) {
+		m[hash64([]byte{byte(k), byte(k >> 8), byte(k >> 16)})] = fingerprint{int64(k), 1, 2, 3}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		spill := &spillDB{dir: b.TempDir()}
+		tab := newFingerprintTable("events", DefaultMemoryEntries, spill)
+		tab.mem = map[uint64]fingerprint{0: {}}
+		if err := tab.flush(ctx); err != nil { // creates the table
+			b.Fatal(err)
+		}
+		if err := tab.wait(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := tab.write(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = spill.Close()
+		b.StartTimer()
 	}
 }

@@ -136,10 +136,12 @@ type Finding struct {
 // was first seen; per aggregate id, the highest version, the event at it, its partition and
 // flags (32 bytes). Each table holds at most MemoryEntries entries in a Go map; past that,
 // the whole map is written in one transaction to a table of a temporary SQLite file
-// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) and
-// emptied, and lookups that miss the map go to SQLite only when a fixed 8 MiB Bloom filter
-// over the spilled keys says the key may be there. Findings are counted per kind and only
-// MaxExamples of each are kept. So memory is about 2 × MemoryEntries × 50 bytes, plus 16 MiB
+// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) on a
+// goroutine of its own while a new map fills, and lookups that miss the maps go to SQLite
+// only when a fixed 8 MiB Bloom filter over the spilled keys says the key may be there. The
+// envelopes are read on another goroutine, ahead of the lint (schema.Ahead). Findings are
+// counted per kind and only MaxExamples of each are kept. So memory is about 2 ×
+// MemoryEntries × 50 bytes (and, while a spill is written, the map being written), plus 16 MiB
 // of filters and SQLite's 2 MB page cache once spilled, and disk grows with the number of
 // distinct event ids and aggregates (about 40 bytes each). Two ids whose hashes collide (for
 // n distinct ids the chance of any collision is about n²/2⁶⁵) are treated as one, which can
@@ -156,7 +158,21 @@ func Validate(ctx context.Context, c *kafka.Cluster, topic string, sel kafka.Sel
 	v := newValidator(opts)
 	defer v.close()
 	v.rep.Topic, v.rep.Ranges = topic, ranges
-	if err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error { return v.record(ctx, rec) }); err != nil {
+	// The envelopes are read on a goroutine of their own, ahead of the judging, which takes
+	// the records in the order of the scan.
+	ahead := opts.Schemas.Ahead(ctx, func(r schema.Read) error { return v.record(ctx, r) })
+	defer ahead.Stop()
+	err = scan(ctx, c, ranges, opts.Progress, ahead.Add)
+	if err == nil {
+		err = ahead.Finish()
+	}
+	if err == nil {
+		err = v.events.wait() // the spills still being written
+	}
+	if err == nil {
+		err = v.aggs.wait()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return v.finish(), nil
@@ -208,7 +224,12 @@ func newValidator(opts ValidateOptions) *validator {
 	}
 }
 
-func (v *validator) close() { _ = v.spill.Close() }
+// close waits for the spills being written and removes the spill file.
+func (v *validator) close() {
+	_ = v.events.wait()
+	_ = v.aggs.wait()
+	_ = v.spill.Close()
+}
 
 func (v *validator) find(f Finding) {
 	v.counts[f.Kind]++
@@ -218,12 +239,11 @@ func (v *validator) find(f Finding) {
 	}
 }
 
-func (v *validator) record(ctx context.Context, rec *kgo.Record) error {
+// record judges one record whose envelope was read (a registry failure ends the scan before
+// it comes here).
+func (v *validator) record(ctx context.Context, r schema.Read) error {
 	v.rep.RecordsScanned++
-	ev, err, fatal := v.opts.Schemas.ReadEvent(ctx, rec)
-	if fatal != nil {
-		return fatal
-	}
+	rec, ev, err := r.Record, r.Event, r.Err
 	if err != nil {
 		m := schema.MalformedRecordOf(rec, err)
 		v.find(Finding{Kind: KindMalformed, Partition: rec.Partition, Offset: rec.Offset, EventID: m.EventID, Message: m.Message})

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
@@ -181,8 +179,9 @@ func (r *CheckReport) Summary() string {
 // Check reads the records o selects from o.Topic and finds, for o.Consumer, the events
 // without a marker. Counts are of records: an event written twice counts twice. The store is
 // probed first, so that a missing table fails before the range is planned and read. Memory
-// holds one lookup batch, the listed missing records, the malformed examples and the counts of
-// at most 1,000 distinct malformed reasons, whatever the size of the range. On error the report is nil.
+// holds four lookup batches, about a thousand records read ahead (schema.Ahead), the listed
+// missing records, the malformed examples and the counts of at most 1,000 distinct malformed
+// reasons, whatever the size of the range. On error the report is nil.
 func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOptions) (*CheckReport, error) {
 	if o.Topic == "" || o.Consumer == "" {
 		return nil, fwerr.Usagef("a check needs a topic and a consumer")
@@ -205,14 +204,13 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.TableLabel(), Ranges: ranges,
 		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}, MaxMalformedShare: share}
 	g := &gapFinder{
-		lookup: func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error) {
-			return st.Lookup(ctx, o.Consumer, ids)
+		lookup: func(ctx context.Context, ids []string) (map[string]struct{}, error) {
+			return st.Marked(ctx, o.Consumer, ids)
 		},
 		onMissing:  o.OnMissing,
 		afterBatch: o.AfterBatch,
 		maxMissing: o.MaxMissing,
 		batchSize:  o.LookupBatch,
-		schemas:    o.Schemas,
 		rep:        rep,
 	}
 	if g.batchSize <= 0 {
@@ -222,8 +220,10 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	lctx, stopLookups := context.WithCancelCause(ctx)
 	defer stopLookups(nil)
 	g.start(lctx, stopLookups)
-	err = c.Read(lctx, ranges, func(rec *kgo.Record) error {
-		if err := g.add(lctx, rec); err != nil {
+	// The envelopes are read on a goroutine of their own, ahead of the counting and batching,
+	// which take the records in the order of the read.
+	ahead := o.Schemas.Ahead(lctx, func(r schema.Read) error {
+		if err := g.add(lctx, r); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -231,6 +231,11 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 		}
 		return nil
 	})
+	defer ahead.Stop()
+	err = c.Read(lctx, ranges, ahead.Add)
+	if err == nil {
+		err = ahead.Finish()
+	}
 	if err == nil {
 		err = g.flush(lctx)
 	}
@@ -268,44 +273,60 @@ func (k malformedKey) less(o malformedKey) bool {
 }
 
 // gapFinder counts the records of a range and finds the events without a marker, looking
-// them up batchSize at a time. The lookups run in a goroutine of their own, a batch at a time
-// and in the order of the range, while the reader reads and decodes the next batch: the
-// check waits on the store only when the store is slower than the read. At most three
-// batches are held (the one filling, one handed over, one being looked up). The reader owns
-// the report's record counts, the lookup goroutine its marker counts and missing records.
+// them up batchSize at a time. Each batch's lookup starts as the reader hands the batch over,
+// on a goroutine of its own, and a resolving goroutine takes the answers in the order of the
+// range: the check waits on the store only when the store is slower than the read, and up to
+// three lookups run at once, so that a store's round trips overlap. At most four batches are
+// held (the one filling, one being handed over, one waiting, one being resolved). The reader
+// owns the report's record counts, the resolving goroutine its marker counts and missing
+// records.
 type gapFinder struct {
-	lookup     func(ctx context.Context, ids []string) (map[string]dedup.MarkerRow, error)
+	lookup     func(ctx context.Context, ids []string) (map[string]struct{}, error)
 	onMissing  func(MissingRecord) error
 	afterBatch func() error
 	maxMissing int
 	batchSize  int
-	schemas    *schema.Decoder
 
 	rep   *CheckReport
 	batch []MissingRecord
 
-	batches chan []MissingRecord // to the lookup goroutine
+	batches chan lookedUp        // to the resolving goroutine
 	free    chan []MissingRecord // its emptied batches back, for reuse
 	done    chan error           // its end: nil, or why it stopped
 }
 
-// start starts the lookup goroutine; a lookup that fails cancels ctx with its error (stop),
-// which ends the read.
+// lookedUp is a batch handed over and its lookup's answer, when it comes.
+type lookedUp struct {
+	batch  []MissingRecord
+	answer chan lookupAnswer
+}
+
+type lookupAnswer struct {
+	found map[string]struct{}
+	err   error
+}
+
+// start starts the resolving goroutine; a lookup that fails cancels ctx with its error
+// (stop), which ends the read.
 func (g *gapFinder) start(ctx context.Context, stop context.CancelCauseFunc) {
-	g.batches, g.free, g.done = make(chan []MissingRecord, 1), make(chan []MissingRecord, 2), make(chan error, 1)
+	g.batches, g.free, g.done = make(chan lookedUp, 1), make(chan []MissingRecord, 2), make(chan error, 1)
 	go func() {
-		var ids []string
-		for b := range g.batches {
-			var err error
-			if ids, err = g.resolve(ctx, b, ids); err != nil {
+		for l := range g.batches {
+			a := <-l.answer
+			err := a.err
+			if err == nil {
+				err = g.resolve(l.batch, a.found)
+			}
+			if err != nil {
 				stop(err)
-				for range g.batches { // let the reader's hand-overs return
+				for l := range g.batches { // let the reader's hand-overs return
+					<-l.answer
 				}
 				g.done <- err
 				return
 			}
 			select {
-			case g.free <- b[:0]:
+			case g.free <- l.batch[:0]:
 			default:
 			}
 		}
@@ -320,12 +341,11 @@ func (g *gapFinder) wait() error {
 	return <-g.done
 }
 
-func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
+// add counts one record whose envelope was read (a registry failure ends the read before it
+// comes here: the record is unread, not malformed).
+func (g *gapFinder) add(ctx context.Context, r schema.Read) error {
 	g.rep.Records++
-	ev, err, fatal := g.schemas.ReadEvent(ctx, rec)
-	if fatal != nil {
-		return fatal // the registry failed: the record is unread, not malformed
-	}
+	rec, ev, err := r.Record, r.Event, r.Err
 	if err != nil {
 		g.rep.Malformed++
 		m := schema.MalformedRecordOf(rec, err)
@@ -350,7 +370,8 @@ func (g *gapFinder) add(ctx context.Context, rec *kgo.Record) error {
 	return nil
 }
 
-// flush hands the batch to the lookup goroutine and starts a new one.
+// flush starts the batch's lookup, hands the batch to the resolving goroutine and starts a new
+// batch.
 func (g *gapFinder) flush(ctx context.Context) error {
 	if len(g.batch) == 0 {
 		return nil
@@ -358,9 +379,19 @@ func (g *gapFinder) flush(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	ids := make([]string, len(g.batch))
+	for i, r := range g.batch {
+		ids[i] = r.EventID
+	}
+	l := lookedUp{batch: g.batch, answer: make(chan lookupAnswer, 1)}
+	go func() {
+		found, err := g.lookup(ctx, ids)
+		l.answer <- lookupAnswer{found, err}
+	}()
 	select {
-	case g.batches <- g.batch:
+	case g.batches <- l:
 	case <-ctx.Done():
+		<-l.answer
 		return context.Cause(ctx)
 	}
 	select {
@@ -371,17 +402,8 @@ func (g *gapFinder) flush(ctx context.Context) error {
 	return nil
 }
 
-// resolve looks up one batch's ids (ids is a buffer to reuse, returned) and counts each
-// record with or without its marker, in order.
-func (g *gapFinder) resolve(ctx context.Context, batch []MissingRecord, ids []string) ([]string, error) {
-	ids = ids[:0]
-	for _, r := range batch {
-		ids = append(ids, r.EventID)
-	}
-	found, err := g.lookup(ctx, ids)
-	if err != nil {
-		return ids, err
-	}
+// resolve counts each record of a batch with or without its marker (found), in order.
+func (g *gapFinder) resolve(batch []MissingRecord, found map[string]struct{}) error {
 	for _, r := range batch {
 		if _, ok := found[r.EventID]; ok {
 			g.rep.WithMarker++
@@ -391,7 +413,7 @@ func (g *gapFinder) resolve(ctx context.Context, batch []MissingRecord, ids []st
 		switch {
 		case g.onMissing != nil:
 			if err := g.onMissing(r); err != nil {
-				return ids, err
+				return err
 			}
 		case len(g.rep.MissingRecords) < g.maxMissing:
 			g.rep.MissingRecords = append(g.rep.MissingRecords, r)
@@ -402,7 +424,7 @@ func (g *gapFinder) resolve(ctx context.Context, batch []MissingRecord, ids []st
 	// Clear the batch's strings so that the backing array holds no record's data.
 	clear(batch)
 	if g.afterBatch != nil {
-		return ids, g.afterBatch()
+		return g.afterBatch()
 	}
-	return ids, nil
+	return nil
 }

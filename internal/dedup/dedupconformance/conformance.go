@@ -370,6 +370,8 @@ func testNotMigrated(t *testing.T, fresh Fresh) {
 	check("Stats", err)
 	_, err = st.Lookup(ctx, "c", []string{"e"})
 	check("Lookup", err)
+	_, err = st.Marked(ctx, "c", []string{"e"})
+	check("Marked", err)
 	_, err = st.Prune(ctx, "", time.Now(), 10, nil)
 	check("Prune", err)
 	_, err = st.Forget(ctx, "c", []string{"e"})
@@ -644,6 +646,7 @@ func testLongIDs(t *testing.T, fresh Fresh) {
 			t.Fatalf("lookup of a %d-byte id: %v (row id %.40q)", len(id), ok, r.EventID)
 		}
 	}
+	sameMarked(t, st, "c", append([]string{base + "-3"}, all...), found)
 	rows, err := st.Get(ctx, long[1], "")
 	if err != nil || len(rows) != 1 || rows[0].EventID != dedup.EventKey(long[1]) {
 		t.Fatalf("get long id: %v %v", rows, err)
@@ -684,6 +687,7 @@ func testNonASCII(t *testing.T, fresh Fresh) {
 	if err != nil || len(found) != len(weird) {
 		t.Fatalf("lookup: %d found, %v", len(found), err)
 	}
+	sameMarked(t, st, consumer, weird, found)
 	if rows, _ := st.Get(ctx, "e-precomposed", ""); len(rows) != 0 {
 		t.Fatal("an ASCII id matched a non-ASCII one")
 	}
@@ -699,6 +703,7 @@ func testLargeBatch(t *testing.T, fresh Fresh) {
 	if err != nil || len(found) != len(all) {
 		t.Fatalf("lookup: %d of %d, %v", len(found), len(all), err)
 	}
+	sameMarked(t, st, "c", all, found)
 }
 
 // --- concurrency ---
@@ -1087,6 +1092,10 @@ func testGetLookup(t *testing.T, fresh Fresh) {
 			t.Fatalf("lookup %s: found %v, want %v", id, ok, want)
 		}
 	}
+	sameMarked(t, st, "alpha", append(all, "shared", "x"), nil)
+	if found, err := st.Marked(ctx, "alpha", nil); err != nil || len(found) != 0 {
+		t.Fatalf("empty marked: %v %v", found, err)
+	}
 	if found, err := st.Lookup(ctx, "zeta", all); err != nil || len(found) != 0 {
 		t.Fatalf("lookup for another consumer: %d, %v", len(found), err)
 	}
@@ -1236,6 +1245,7 @@ func testCustomColumns(t *testing.T, fresh Fresh) {
 	if found, err := st.Lookup(ctx, "legacy", []string{"pre-existing", "nope"}); err != nil || len(found) != 1 {
 		t.Fatalf("lookup on the mapped table: %v %v", found, err)
 	}
+	sameMarked(t, st, "legacy", []string{"pre-existing", "nope", "new-one"}, nil)
 	if n, err := st.Prune(ctx, "", time.Now().Add(-24*time.Hour), 10, nil); err != nil || n != 1 {
 		t.Fatalf("prune on the mapped table: %d %v", n, err)
 	}
@@ -1330,6 +1340,7 @@ func testMarkerOutcome(t *testing.T, fresh Fresh) {
 	if found, err := st.Lookup(ctx, "c1", []string{"stale"}); err != nil || len(found) != 1 {
 		t.Fatalf("a stale event's marker: %v %v", found, err)
 	}
+	sameMarked(t, st, "c1", []string{"stale", "applied", long, "missing"}, nil)
 
 	rollback := errors.New("rollback")
 	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
@@ -1362,4 +1373,29 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// sameMarked checks that Marked finds, among ids, the ids Lookup finds (found; nil: looked up
+// here), keyed by the ids as given.
+func sameMarked(t *testing.T, st *dedup.Store, consumer string, ids []string, found map[string]dedup.MarkerRow) {
+	t.Helper()
+	ctx := ctxT(t)
+	if found == nil {
+		var err error
+		if found, err = st.Lookup(ctx, consumer, ids); err != nil {
+			t.Fatalf("lookup: %v", err)
+		}
+	}
+	marked, err := st.Marked(ctx, consumer, ids)
+	if err != nil {
+		t.Fatalf("marked: %v", err)
+	}
+	if len(marked) != len(found) {
+		t.Fatalf("marked found %d of %d ids, lookup %d", len(marked), len(ids), len(found))
+	}
+	for id := range found {
+		if _, ok := marked[id]; !ok {
+			t.Fatalf("marked misses %.60q, which lookup finds", id)
+		}
+	}
 }

@@ -37,5 +37,8 @@ func StaleStatistics(t *testing.T, ctx context.Context, drv dedupdriver.Driver, 
 	if err != nil || len(found) != len(ids) {
 		t.Fatalf("lookup of %d markers of late: %d found, %v", len(ids), len(found), err)
 	}
+	if marked, err := drv.Marked(ctx, "late", ids); err != nil || len(marked) != len(ids) {
+		t.Fatalf("marked of %d markers of late: %d found, %v", len(ids), len(marked), err)
+	}
 	return ids
 }

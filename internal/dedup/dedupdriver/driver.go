@@ -349,6 +349,9 @@ type Driver interface {
 	List(ctx context.Context, f ListFilter) ([]MarkerRow, error)
 	Stats(ctx context.Context, f StatsFilter, now time.Time) ([]ConsumerStats, *Sizes, error)
 	Lookup(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
+	// Marked returns the keys among keys of which consumer has a marker, in no order: Lookup's
+	// probe per key, reading the key only (an index-only read where the table allows it).
+	Marked(ctx context.Context, consumer string, keys []string) ([]string, error)
 	PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error)
 	// PruneCandidates counts, per recorded topic, the markers PruneBatch would delete for
 	// the same consumer and bound (all consumers' when consumer is empty).

@@ -65,6 +65,7 @@ func TestLookupsProbePerID(t *testing.T) {
 		args []any
 	}{
 		{"lookup", []any{"late", ids}},
+		{"marked", []any{"late", ids}},
 		{"outcomes", []any{"late", ids}},
 		{"setOutcome", []any{"late", ids, dedupdriver.OutcomeStale}},
 		{"forgetOne", []any{ids, "late"}},

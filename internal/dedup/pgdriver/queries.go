@@ -31,10 +31,12 @@ type statements struct {
 	getAll     string
 	getOne     string
 	lookup     string
-	forgetAll  string
-	forgetOne  string
-	pruneAll   string
-	pruneOne   string
+	// marked is lookup reading the event id only.
+	marked    string
+	forgetAll string
+	forgetOne string
+	pruneAll  string
+	pruneOne  string
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
 	candidatesAll  string
 	candidatesOne  string
@@ -273,6 +275,7 @@ CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
 	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	s.marked = sh.probe(table, "$2", sh.eventID, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
 		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
 	}), cols)
@@ -580,6 +583,18 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 
 func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
 	return d.collect(d.pool.Query(ctx, d.sql.lookup, consumer, keys))
+}
+
+func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]string, error) {
+	rows, err := d.pool.Query(ctx, d.sql.marked, consumer, keys)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }
 
 // PruneBatch deletes up to n rows in one autocommitted statement, so each

@@ -8,7 +8,7 @@ func TemplateData(d *Driver) map[string]string { return d.templateData() }
 // the driver sends them.
 func IDStatements(d *Driver) map[string]string {
 	return map[string]string{
-		"lookup": d.sql.lookup, "outcomes": d.sql.outcomes, "setOutcome": d.sql.setOutcome,
+		"lookup": d.sql.lookup, "marked": d.sql.marked, "outcomes": d.sql.outcomes, "setOutcome": d.sql.setOutcome,
 		"forgetOne": d.sql.forgetOne, "forgetAll": d.sql.forgetAll, "getAll": d.sql.getAll,
 	}
 }

@@ -48,6 +48,7 @@ func TestLookupsProbePerID(t *testing.T) {
 		args []any
 	}{
 		{"lookup", []any{"late", string(arr)}},
+		{"marked", []any{"late", string(arr)}},
 		{"outcomes", []any{"late", string(arr)}},
 		{"setOutcome", []any{"late", string(arr), dedupdriver.OutcomeStale}},
 		{"forgetOne", []any{string(arr), "late"}},

@@ -37,6 +37,7 @@ type statements struct {
 	getAll                   string
 	getOne                   string
 	lookup                   string
+	marked                   string // lookup reading the event id only
 	// setOutcome and outcomes write and read the outcome column.
 	setOutcome string
 	outcomes   string
@@ -86,6 +87,7 @@ SELECT %s FROM c CROSS JOIN %s AS m WHERE m.%s = c.consumer AND m.%s = $1 ORDER 
 		return fmt.Sprintf(`m.%s = %s AND m.%s = k.value`, c.Consumer, consumer, c.EventID)
 	}
 	s.lookup = probe(mcols, "json_each($2) AS k", one("$1"))
+	s.marked = probe("m."+c.EventID, "json_each($2) AS k", one("$1"))
 	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE rowid IN (%s)`, table, probe("m.rowid", "json_each($2) AS k", one("$1")))
 	s.outcomes = probe("m."+c.EventID+", m.outcome", "json_each($2) AS k", one("$1")+" AND m.outcome IS NOT NULL")
 	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (%s
@@ -439,6 +441,30 @@ func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]
 		return nil, err
 	}
 	return d.collect(d.db.QueryContext(ctx, d.sql.lookup, consumer, arr))
+}
+
+func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]string, error) {
+	arr, err := jsonArray(keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, d.sql.marked, consumer, arr)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, err
+		}
+		out = append(out, key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }
 
 // PruneBatch deletes up to n rows in one autocommitted statement.
