@@ -173,21 +173,22 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	clear(out)
 	c.dls, c.at, c.parsed = c.dls[:0], c.at[:0], c.parsed[:0]
 	for i, r := range batch {
-		dl := c.parser.Parse(r)
+		// Parsed in place: a dead letter is some 500 bytes, copied once.
+		c.parsed = append(c.parsed, c.parser.Parse(r))
+		dl := &c.parsed[len(c.parsed)-1]
 		if c.filter.SchemaID != 0 {
 			dl.DecodePayloads(ctx, nil, r, true) // the framing names the id: no registry needed
 		}
-		c.parsed = append(c.parsed, dl)
 		d := &out[i]
 		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
 		d.key, d.keySet = dl.OriginalKey, dl.HasOriginalKey
-		if !c.filter.Match(dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
+		if !c.filter.Match(*dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
 			d.outcome = OutcomeFiltered
 			continue
 		}
 		d.outcome = OutcomeSend
-		c.route(d, &dl)
+		c.route(d, dl)
 	}
 	if err := c.originals(ctx, out); err != nil {
 		return nil, err

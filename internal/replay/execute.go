@@ -652,7 +652,8 @@ func (ps *pass) send(d *decision) error {
 		out.Partition = -1 // placedPartitioner: spread it
 	}
 	sr := e.slab.last()
-	sr.Context, sr.tk, sr.src, sr.eventID = ps.prodCtx, tk, d.rec, d.eventID
+	sr.Context, sr.tk, sr.eventID = ps.prodCtx, tk, d.eventID
+	sr.src = source{topic: d.rec.Topic, partition: d.rec.Partition, offset: d.rec.Offset, timestamp: d.rec.Timestamp}
 	out.Context = sr
 	if ps.promise == nil {
 		ps.promise = ps.acked
@@ -665,11 +666,12 @@ func (ps *pass) send(d *decision) error {
 // the acknowledgement is tracked for the journal, a failed send stops the reading.
 func (ps *pass) acked(r *kgo.Record, err error) {
 	e, sr := ps.e, r.Context.(*sent)
-	src := sr.src
-	s := dedup.ReplaySend{SourceTopic: src.Topic, SourcePartition: src.Partition, SourceOffset: src.Offset,
-		SourceTimestamp: src.Timestamp, EventID: sr.eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
+	src := &sr.src
+	s := dedup.ReplaySend{SourceTopic: src.topic, SourcePartition: src.partition, SourceOffset: src.offset,
+		SourceTimestamp: src.timestamp, EventID: sr.eventID, TargetTopic: r.Topic, TargetPartition: r.Partition, TargetOffset: r.Offset}
 	if err != nil {
-		err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", addr(src), r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
+		at := kafka.RecordAddress{Topic: src.topic, Partition: src.partition, Offset: src.offset}
+		err = kafka.DeniedWrite(fmt.Errorf("send %s to %s: %w", at, r.Topic, e.targets.limits.tooLarge(r, err)), r.Topic)
 		ps.stopRead(err)
 	}
 	if n := e.tr.ack(sr.tk, s, err); n >= e.opts.FlushRecords {

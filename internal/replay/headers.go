@@ -43,8 +43,8 @@ func provenanceOf(runID, reason string, spec *Spec) Provenance {
 }
 
 // aim is the fw.replay.for value of a record whose dead letter names group: the spec's group,
-// else the dead letter's own (carved out of sl, like the other provenance values), none with
-// AllGroups.
+// else the dead letter's own (carved out of sl, like the other provenance values, and shared
+// with the records before it that name the same group), none with AllGroups.
 func (p Provenance) aim(sl *slab, group string) []byte {
 	switch {
 	case p.AllGroups:
@@ -54,7 +54,14 @@ func (p Provenance) aim(sl *slab, group string) []byte {
 	case p.ForGroup != "":
 		return []byte(p.ForGroup)
 	case group != "":
-		return append(sl.bytes(len(group)), group...)
+		if sl != nil && sl.aim != nil && sl.group == group {
+			return sl.aim
+		}
+		v := append(sl.bytes(len(group)), group...)
+		if sl != nil {
+			sl.group, sl.aim = group, v
+		}
+		return v
 	}
 	return nil
 }
@@ -145,6 +152,11 @@ type slab struct {
 	recs []sent
 	hdrs []kgo.RecordHeader
 	buf  []byte
+	// group and aim are the last fw.replay.for value carved out of buf and the group it was
+	// made from: the dead letters of a topic name the same few groups, and the producer never
+	// modifies header values, so the records share it.
+	group string
+	aim   []byte
 }
 
 // sent is a record of the slab with what its acknowledgement journals: the record's Context
@@ -154,8 +166,19 @@ type sent struct {
 	context.Context
 	rec     kgo.Record
 	tk      ticket
-	src     *kgo.Record
+	src     source
 	eventID string
+}
+
+// source is where a record sent was read, as its acknowledgement journals it: copied, not the
+// record read, which the Kafka client allocates with every other record of its fetched batch
+// (one pointer to it would keep the whole batch's records, headers and header keys alive until
+// the last of them is acknowledged, for the collector to mark again and again).
+type source struct {
+	topic     string
+	partition int32
+	offset    int64
+	timestamp time.Time
 }
 
 // slabRecords is how many records' worth each array holds.

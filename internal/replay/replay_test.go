@@ -500,3 +500,49 @@ func BenchmarkRecord(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/record")
 }
+
+// TestTrackerQueueSlides keeps a window of records in flight far longer than the queue's array,
+// acknowledging them out of order, and checks that the checkpoint is the contiguous prefix
+// throughout and that, once the window's array is there, the tracker allocates nothing more.
+func TestTrackerQueueSlides(t *testing.T) {
+	const window, n = 64, 5000
+	tr := newTracker([]kafka.PartitionRange{{Topic: "d", Partition: 0, Start: 0, End: n}}, dedup.RunCounts{})
+	recs := make([]decision, n)
+	for i := range recs {
+		recs[i] = decision{rec: &kgo.Record{Topic: "d", Partition: 0, Offset: int64(i)}, outcome: OutcomeSend}
+	}
+	tr.sends = make([]dedup.ReplaySend, 0, n)
+	var inFlight []ticket
+	next := 0
+	// step reads one record and, with a full window, acknowledges the second oldest in flight
+	// before the oldest: the checkpoint must wait for the oldest.
+	step := func() {
+		inFlight = append(inFlight, tr.read(&recs[next]))
+		next++
+		if len(inFlight) < window {
+			return
+		}
+		tr.ack(inFlight[1], dedup.ReplaySend{}, nil)
+		if got, want := tr.parts[0].done, int64(next-window-1); got != want {
+			t.Fatalf("after reading %d: checkpoint %d, want %d", next, got, want)
+		}
+		tr.ack(inFlight[0], dedup.ReplaySend{}, nil)
+		if got, want := tr.parts[0].done, int64(next-window+1); got != want {
+			t.Fatalf("after reading %d: checkpoint %d, want %d", next, got, want)
+		}
+		inFlight = append(inFlight[:0], inFlight[2:]...)
+	}
+	for next < 4*window {
+		step()
+	}
+	// AllocsPerRun runs its function once before it counts: each run steps through a third of
+	// what is left, and is counted whole.
+	m := (n - next) / 3
+	if allocs := testing.AllocsPerRun(1, func() {
+		for range m {
+			step()
+		}
+	}); allocs != 0 {
+		t.Fatalf("%.0f allocations over %d records in the steady state", allocs, m)
+	}
+}

@@ -43,12 +43,27 @@ type partState struct {
 	done      int64 // the contiguous prefix is done through this offset
 	lastRead  int64
 	q         []entry // records after done, in read order
+	qa        []entry // the array q lives in, from its start (push)
 	base      int64   // sequence number of q[0]
 	dirty     bool    // done moved since the last snapshot
 	// counts are the partition's committed counts, journaled with its checkpoint by a worker
 	// of a run shared by workers (shared; from the partition's journaled counts).
 	counts dedup.RunCounts
 	shared bool
+}
+
+// push appends e to q. The settled records leave q from its front, so that q slides along its
+// array: when it reaches the end while at most half the array is in use, q moves back to the
+// array's start instead of growing a new array (which was one array every few thousand
+// records, a record's worth of garbage each).
+func (p *partState) push(e entry) {
+	if len(p.q) == cap(p.q) && len(p.q) <= cap(p.qa)/2 {
+		p.q = p.qa[:copy(p.qa[:cap(p.qa)], p.q)]
+	}
+	p.q = append(p.q, e)
+	if cap(p.q) > cap(p.qa) {
+		p.qa = p.q[:0]
+	}
 }
 
 type entry struct {
@@ -102,11 +117,11 @@ func (t *tracker) read(d *decision) ticket {
 			p.done, p.dirty = d.rec.Offset, true
 			return ticket{part: -1}
 		}
-		p.q = append(p.q, entry{offset: d.rec.Offset, outcome: d.outcome, settled: true})
+		p.push(entry{offset: d.rec.Offset, outcome: d.outcome, settled: true})
 		return ticket{part: -1}
 	}
 	t.produced++
-	p.q = append(p.q, entry{offset: d.rec.Offset, outcome: OutcomeSend})
+	p.push(entry{offset: d.rec.Offset, outcome: OutcomeSend})
 	return ticket{part: pi, seq: p.base + int64(len(p.q)) - 1}
 }
 
