@@ -375,9 +375,16 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 // transaction is rolled back and run again with each event under its own savepoint.
 func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, ahead *txAhead) (unitResult, error) {
 	batch := e.batchHandler() != nil
+	claiming := batch
 	r := e.o.InfraBackoff.start()
 	for {
-		res, err := e.applyUnit(ctx, items, batch, ahead)
+		res, err := e.applyUnit(ctx, items, batch, claiming, ahead)
+		if errors.Is(err, errNotAllFresh) && ctx.Err() == nil {
+			// Some events were claimed before: the transaction was rolled back; claim
+			// first, then apply the fresh ones.
+			claiming = false
+			res, err = e.applyUnit(ctx, items, batch, false, ahead)
+		}
 		var fb *batchFallback
 		if errors.As(err, &fb) && ctx.Err() == nil {
 			batch = false
@@ -385,7 +392,7 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, a
 			e.m.batchFallbacks.Inc()
 			e.log.Warn("batch statement failed; applying the batch event by event", "topic", w.tp.topic, "partition", w.tp.partition,
 				"first_offset", items[0].Record.Offset, "records", len(items), "error", fb.err)
-			res, err = e.applyUnit(ctx, items, false, ahead)
+			res, err = e.applyUnit(ctx, items, false, false, ahead)
 		}
 		if err == nil {
 			if r.n > 0 {
@@ -431,10 +438,11 @@ func (e *batchFallback) Unwrap() error { return e.err }
 
 // applyUnit is one transaction (ahead's, when not taken yet): BEGIN; claim the batch's events
 // in one statement; apply the fresh ones in offset order, through HandleBatch when batch is
-// set, else each under a savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
+// set, else each under a savepoint; COMMIT. With claiming (and a ClaimingBatchHandler) the
+// claim and HandleBatch's writes are one statement (applyClaimed). A failed event is rolled back to its savepoint and its marker deleted
 // (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
 // after the commit. Any error returned means the transaction was rolled back.
-func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead *txAhead) (res unitResult, err error) {
+func (e *Runner) applyUnit(ctx context.Context, items []*item, batch, claiming bool, ahead *txAhead) (res unitResult, err error) {
 	markers := make([]dedup.Marker, 0, len(items))
 	for _, it := range items {
 		if it.dup {
@@ -459,6 +467,12 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
+	if part, ok := e.claimedBatch(items, batch && claiming); ok {
+		if res, err = e.applyClaimed(ctx, tx, items, markers, part); err != nil {
+			return res, err
+		}
+		return res, e.finishUnit(ctx, tx, res)
+	}
 	verdicts, err := st.ClaimVerdicts(ctx, tx, e.o.Consumer, markers, e.o.VersionGuard)
 	if err != nil {
 		return res, err
@@ -498,13 +512,81 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead
 	if err != nil {
 		return res, err
 	}
+	return res, e.finishUnit(ctx, tx, res)
+}
+
+// finishUnit records the stale events' outcome on their markers and commits tx.
+func (e *Runner) finishUnit(ctx context.Context, tx *dedup.Tx, res unitResult) error {
 	// The stale events' markers say so, for the status of the dead letters they were replayed
 	// from (stale, not resolved: docs/design.md §3.2).
-	if err = st.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
-		return res, err
+	if err := e.o.Store.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
+		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, err
+	return tx.Commit(ctx)
+}
+
+// errNotAllFresh: the claim's statement with a handler's part found events claimed before;
+// the transaction was rolled back, to claim first and apply the fresh events.
+var errNotAllFresh = errors.New("events of the batch were claimed before")
+
+// claimedBatch is the handler's part of the claim's statement for the batch's events (the
+// items that are not repeats), when the runner may use one: on PostgreSQL, through the batch
+// path, without the version guard, with a ClaimingBatchHandler that can write the batch.
+func (e *Runner) claimedBatch(items []*item, claiming bool) (part ClaimedBatch, ok bool) {
+	cb, isCB := e.batchHandler().(ClaimingBatchHandler)
+	if !claiming || !isCB || e.o.VersionGuard || e.o.Store.Driver() != "postgres" {
+		return part, false
+	}
+	defer func() {
+		if p := recover(); p != nil { // HandleBatch, called next, meets the same event
+			part, ok = ClaimedBatch{}, false
+		}
+	}()
+	ms := make([]*Message, 0, len(items))
+	for _, it := range items {
+		if !it.dup {
+			it.Attempt = 1
+			ms = append(ms, &it.Message)
+		}
+	}
+	part, ok = cb.ClaimedBatch(ms)
+	return part, ok && part.Outcomes != nil
+}
+
+// applyClaimed claims markers and applies the batch's fresh events with part, in one
+// statement. When not every marker was inserted, it returns errNotAllFresh: part assumed they
+// were, so the transaction must be rolled back. A failure of the statement is returned as a
+// failure of HandleBatch as a whole: an *infraError or a *batchFallback.
+func (e *Runner) applyClaimed(ctx context.Context, tx *dedup.Tx, items []*item, markers []dedup.Marker, part ClaimedBatch) (res unitResult, err error) {
+	n, err := e.o.Store.ClaimWith(ctx, tx, e.o.Consumer, markers, dedup.ClaimedPart{
+		With: part.With, Select: part.Select, Args: part.Args, Row: part.Row,
+	})
+	switch {
+	case err != nil && classify(err) == classInfra:
+		e.m.handlerErrors.WithLabelValues(classInfra.label()).Inc()
+		return res, &infraError{err}
+	case err != nil:
+		return res, &batchFallback{err}
+	case n != len(markers):
+		return res, errNotAllFresh
+	}
+	outs := part.Outcomes()
+	if len(outs) != len(markers) {
+		return res, &batchFallback{fmt.Errorf("handler %s: ClaimedBatch of %d events gave %d outcomes", e.o.Name, len(markers), len(outs))}
+	}
+	i := 0
+	for _, it := range items {
+		if it.dup {
+			res.duplicates++
+			continue
+		}
+		if outs[i] == Stale {
+			res.stale++
+			res.staleIDs = append(res.staleIDs, it.Event.ID)
+		} else {
+			res.processed++
+		}
+		i++
 	}
 	return res, nil
 }

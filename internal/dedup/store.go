@@ -311,6 +311,50 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	return out, nil
 }
 
+// ClaimedPart is a caller's part of a claim's statement (Store.ClaimWith): common table
+// expressions that write the claimed events' effects in the statement that inserts their
+// markers. With is one or more expressions ("name AS (…), …"), which may read fw_claimed, the
+// storage keys (event_id) the claim inserted; Select, when set, is a query over them whose
+// rows Row reads; their positional parameters are $1… of Args.
+type ClaimedPart = dedupdriver.ClaimedPart
+
+// ErrNoClaimWith is returned by ClaimWith on a driver that cannot run a caller's part in the
+// claim's statement (SQLite): claim with ClaimVerdicts and write the effects after.
+var ErrNoClaimWith = errors.New("the store's driver cannot write effects in the claim's statement")
+
+// ClaimWith claims events as Claim does and runs part in the same statement, so that the
+// markers and the effects part writes cost one round trip. It returns the number of events
+// (distinct keys) it claimed; the caller compares it with the events it gave to learn whether
+// every one was fresh, and rolls tx back when part assumed they were and they were not. A
+// marker's Outcome is written as in ClaimVerdicts; the version guard is not run (claim with
+// ClaimVerdicts when it is wanted). Errors are ClaimVerdicts'; an error from part's SQL is
+// returned as the driver gave it.
+func (s *Store) ClaimWith(ctx context.Context, tx *Tx, consumer string, events []Marker, part ClaimedPart) (int, error) {
+	dtx, err := s.driverTx(tx)
+	if err != nil {
+		return 0, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	cw, ok := s.drv.(dedupdriver.ClaimWither)
+	if !ok {
+		return 0, ErrNoClaimWith
+	}
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return 0, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if len(events) == 0 {
+		return 0, nil
+	}
+	_, sorted, err := dedupeMarkers(events)
+	if err != nil {
+		return 0, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	n, err := cw.ClaimWith(ctx, dtx, consumer, sorted, part)
+	if err != nil {
+		return 0, fmt.Errorf("claim batch of %d for %q in %s with its effects: %w", len(sorted), consumer, s.Table(), err)
+	}
+	return n, nil
+}
+
 // guard is the version guard of ClaimVerdicts: it raises the stored versions of the aggregates
 // of events' first occurrences (order, from dedupeMarkers: a repeat is a duplicate, whatever
 // its version) and returns the keys of the stale events.

@@ -61,6 +61,30 @@ func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.M
 		}
 		return consumer.BatchResult{Outcomes: outs}, nil
 	}
+	stmt, args := a.batch(evs)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+a.table+stmt, args...); err != nil {
+		return consumer.BatchResult{}, err
+	}
+	return consumer.BatchResult{Outcomes: outs}, nil
+}
+
+// ClaimedBatch records the batch in the claim's statement (consumer.ClaimingBatchHandler):
+// on PostgreSQL, the rows HandleBatch inserts.
+func (a *audit) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bool) {
+	if !a.d.arrays {
+		return consumer.ClaimedBatch{}, false
+	}
+	stmt, args := a.batch(evs)
+	outs := make([]consumer.Outcome, len(evs)) // all Applied
+	return consumer.ClaimedBatch{
+		With:     `fw_audit AS (INSERT INTO ` + a.table + stmt + `)`,
+		Args:     args,
+		Outcomes: func() []consumer.Outcome { return outs },
+	}, true
+}
+
+// batch is the batch's INSERT on PostgreSQL after "INSERT INTO table", and its arguments.
+func (a *audit) batch(evs []*consumer.Message) (string, []any) {
 	n := len(evs)
 	var (
 		ids, types, sources, aggTypes, aggIDs, topics, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -80,15 +104,11 @@ func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.M
 			times[i] = &ev.Time
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO `+a.table+` (consumer, event_id, event_type, source, aggregate_type, aggregate_id,
+	return ` (consumer, event_id, event_type, source, aggregate_type, aggregate_id,
 	aggregate_version, topic, "partition", "offset", occurred_at, data, recorded_at)
 SELECT $1, e.* , $13 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
 	$9::integer[], $10::bigint[], $11::timestamptz[], $12::text[]) AS e`,
-		a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC())
-	if err != nil {
-		return consumer.BatchResult{}, err
-	}
-	return consumer.BatchResult{Outcomes: outs}, nil
+		[]any{a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC()}
 }
 
 func (a *audit) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {

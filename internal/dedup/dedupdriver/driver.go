@@ -444,3 +444,22 @@ func Check(d Driver) (Capabilities, error) {
 	}
 	return c, nil
 }
+
+// ClaimedPart is a caller's part of a claim's statement (ClaimWither): common table
+// expressions that write the claimed events' effects beside the markers, in the same
+// statement. With is one or more expressions ("name AS (…), …"); they may read fw_claimed,
+// the keys (event_id) the claim inserted. Select, when set, is a query over them whose rows
+// Row reads. Their positional parameters are $1… of Args.
+type ClaimedPart struct {
+	With   string
+	Select string
+	Args   []any
+	// Row reads one row of Select: scan fills dest as Rows.Scan does.
+	Row func(scan func(dest ...any) error) error
+}
+
+// ClaimWither is implemented by a driver that can claim markers and run a ClaimedPart in one
+// statement (pgdriver). ClaimWith returns the number of markers the claim inserted.
+type ClaimWither interface {
+	ClaimWith(ctx context.Context, tx Tx, consumer string, markers []Marker, part ClaimedPart) (int, error)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -296,6 +298,17 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	if err != nil {
 		return nil, err
 	}
+	query, args := d.claimQuery(consumer, markers)
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return fresh, d.classify(err)
+}
+
+// claimQuery is the claim's statement for markers and its arguments.
+func (d *Driver) claimQuery(consumer string, markers []dedupdriver.Marker) (string, []any) {
 	// Plain slices encode without reflection; empty strings become NULL in
 	// the statement. The timestamps go as NULL (now()) unless a marker
 	// sets one; multi-argument unnest pads a NULL array with NULLs.
@@ -332,13 +345,79 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	if outcomes != nil {
 		query, args = d.sql.claimOutcome, append(args, outcomes)
 	}
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, d.classify(err)
-	}
-	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return fresh, d.classify(err)
+	return query, args
 }
+
+var _ dedupdriver.ClaimWither = (*Driver)(nil)
+
+// ClaimWith is Claim and part in one statement: the claim is the expression fw_claimed, the
+// part's expressions follow it, and the statement returns the number of markers inserted with
+// each row of the part's Select (dedupdriver.ClaimWither). The part's parameters are numbered
+// after the claim's.
+func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker, part dedupdriver.ClaimedPart) (int, error) {
+	q, err := d.on(tx)
+	if err != nil {
+		return 0, err
+	}
+	query, args := d.claimQuery(consumer, markers)
+	stmt := d.claimWithSQL(query, len(args), part)
+	rows, err := q.Query(ctx, stmt, append(args, part.Args...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	claimed := 0
+	for rows.Next() {
+		var n int64
+		var isRow *bool
+		skip := make([]any, len(rows.FieldDescriptions())-2)
+		if err := rows.Scan(append([]any{&n, &isRow}, skip...)...); err != nil {
+			return 0, err
+		}
+		claimed = int(n)
+		if isRow == nil || part.Row == nil {
+			continue
+		}
+		err := part.Row(func(dest ...any) error {
+			return rows.Scan(append([]any{nil, nil}, dest...)...)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return claimed, rows.Err()
+}
+
+// placeholder is a positional parameter of a ClaimedPart.
+var placeholder = regexp.MustCompile(`\$([0-9]+)`)
+
+// claimWithSQL is ClaimWith's statement: the claim's statement (with nargs parameters) as
+// fw_claimed, the part's expressions with their parameters renumbered after the claim's, and
+// the count of claimed markers beside each row of the part's Select (one row of NULLs when it
+// has none, or no Select). The statements are cached: a consumer sends the same few.
+func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedPart) string {
+	key := claimWithKey{claim, part.With, part.Select}
+	if s, ok := d.claimWith.Load(key); ok {
+		return s.(string)
+	}
+	shift := func(s string) string {
+		return placeholder.ReplaceAllStringFunc(s, func(p string) string {
+			n, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(n+nargs)
+		})
+	}
+	sel := "SELECT NULL::int AS fw_none WHERE false"
+	if part.Select != "" {
+		sel = shift(part.Select)
+	}
+	s := "WITH fw_claimed AS (\n" + claim + "\n), " + shift(part.With) + "\n" +
+		"SELECT fw_n.n, fw_r.* FROM (SELECT count(*) AS n FROM fw_claimed) fw_n\n" +
+		"LEFT JOIN (SELECT true AS fw_row, fw_q.* FROM (" + sel + ") fw_q) fw_r ON true"
+	d.claimWith.Store(key, s)
+	return s
+}
+
+type claimWithKey struct{ claim, with, sel string }
 
 // RaiseVersions runs the version guard's upsert (statements.raise).
 func (d *Driver) RaiseVersions(ctx context.Context, tx dedupdriver.Tx, consumer string, vs []dedupdriver.AggregateVersion) (map[string]int64, error) {

@@ -1,0 +1,180 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fieldwork/fieldwork/consumer"
+	"github.com/fieldwork/fieldwork/inbox"
+	"github.com/fieldwork/fieldwork/internal/consume/handlers"
+	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/inboxlink"
+	"github.com/fieldwork/fieldwork/internal/sample"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+var errRolledBack = errors.New("not every event was fresh")
+
+// markersOf are the markers the runner claims for ms.
+func markersOf(ms []*consumer.Message) []dedup.Marker {
+	out := make([]dedup.Marker, len(ms))
+	for i, m := range ms {
+		out[i] = dedup.Marker{EventID: m.Event.ID, Topic: m.Record.Topic, Partition: m.Record.Partition, Offset: m.Record.Offset,
+			AggregateID: m.Event.AggregateID, AggregateVersion: m.Event.Version, Versioned: m.Event.HasVersion}
+	}
+	return out
+}
+
+// claimWith claims ms for consumer with h's part of the claim's statement in one transaction
+// (as the runner does) after seed was handled; it returns the number claimed and the outcomes.
+func claimWith(t *testing.T, st *dedup.Store, h consumer.Handler, consumerName string, seed, ms []*consumer.Message) (int, []consumer.Outcome) {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	var outs []consumer.Outcome
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		itx := inboxlink.NewTx(tx).(*inbox.Tx)
+		for _, m := range seed {
+			if _, err := h.Handle(ctx, itx, m); err != nil {
+				return err
+			}
+		}
+		part, ok := h.(consumer.ClaimingBatchHandler).ClaimedBatch(ms)
+		if !ok {
+			return fmt.Errorf("no claimed batch")
+		}
+		var err error
+		n, err = st.ClaimWith(ctx, tx, consumerName, markersOf(ms), dedup.ClaimedPart{With: part.With, Select: part.Select, Args: part.Args, Row: part.Row})
+		if err == nil && n != len(ms) {
+			return errRolledBack // as the runner does
+		}
+		if err == nil {
+			outs = part.Outcomes()
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errRolledBack) {
+		t.Fatal(err)
+	}
+	return n, outs
+}
+
+// TestClaimedBatchLikeHandleBatch: the projection's and the audit's part of the claim's
+// statement (ClaimedBatch) write what HandleBatch writes after a claim, report the same
+// outcomes, and the statement counts the markers it inserted (none that existed before).
+func TestClaimedBatchLikeHandleBatch(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	ctx := context.Background()
+	seed := []*consumer.Message{projEvent("s1", sample.TypeCreated, "t1", 3), projEvent("s4", sample.TypeCreated, "t4", 5)}
+	batch := []*consumer.Message{
+		projEvent("b0", sample.TypeAssigned, "t1", 2), projEvent("b1", sample.TypeStarted, "t1", 4),
+		projEvent("b2", sample.TypeStarted, "t1", 4), projEvent("b3", sample.TypeCreated, "t2", 1),
+		projEvent("b4", sample.TypeCompleted, "t1", 6), projEvent("b5", sample.TypeCreated, "t2", 1),
+		projEvent("b6", sample.TypeStarted, "t3", 3), projEvent("b7", sample.TypeAssigned, "t2", 2),
+		projEvent("b8", sample.TypeCreated, "t4", 1), projEvent("b9", sample.TypeStarted, "t4", 5),
+	}
+	outcomes := map[string][]consumer.Outcome{}
+	for _, name := range []string{"batch", "claimed"} {
+		h := handler(t, st, schema, handlers.NameProjection, name, handlers.Config{})
+		if name == "claimed" {
+			n, outs := claimWith(t, st, h, name, seed, batch)
+			if n != len(batch) {
+				t.Errorf("claimed %d, want %d", n, len(batch))
+			}
+			outcomes[name] = outs
+			continue
+		}
+		err := inTx(ctx, st, func(tx *inbox.Tx) error {
+			for _, m := range seed {
+				if _, err := h.Handle(ctx, tx, m); err != nil {
+					return err
+				}
+			}
+			res, err := h.HandleBatch(ctx, tx, batch)
+			outcomes[name] = res.Outcomes
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(outcomes["claimed"], outcomes["batch"]) {
+		t.Errorf("claimed outcomes %v, HandleBatch's %v", outcomes["claimed"], outcomes["batch"])
+	}
+	if got, want := taskRows(t, st, schema, "claimed"), taskRows(t, st, schema, "batch"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("claimed rows\n%v\nHandleBatch's\n%v", got, want)
+	}
+	if n := markerCount(t, st, "claimed"); n != int64(len(batch)) {
+		t.Errorf("markers %d, want %d", n, len(batch))
+	}
+
+	// Claimed again: nothing is inserted, and the count says so (the runner then rolls back).
+	h := handler(t, st, schema, handlers.NameAudit, "audit", handlers.Config{})
+	if n, _ := claimWith(t, st, h, "claimed", nil, batch[:3]); n != 0 {
+		t.Errorf("claimed again: %d inserted, want 0", n)
+	}
+	n, outs := claimWith(t, st, h, "audit", nil, batch)
+	if n != len(batch) || len(outs) != len(batch) {
+		t.Errorf("audit: claimed %d, %d outcomes; want %d", n, len(outs), len(batch))
+	}
+	table := tableName(t, st, schema, handlers.TableAuditLog)
+	if got := queryInt(t, st, `SELECT count(*) FROM `+table+` WHERE consumer = 'audit'`); got != int64(len(batch)) {
+		t.Errorf("audit rows %d, want %d", got, len(batch))
+	}
+}
+
+// TestClaimedBatchPartlyClaimedBefore: a batch some of whose events were claimed before (a
+// redelivery) is applied once: the statement that claims and writes finds them, the runner
+// rolls it back, claims first and writes only the fresh events.
+func TestClaimedBatchPartlyClaimedBefore(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 1)
+	const events = 40
+	var recs []*kgo.Record
+	for i := range events {
+		v, err := json.Marshal(map[string]any{"specversion": "1.0", "id": "ev-" + strconv.Itoa(i), "type": "anything", "source": "/test",
+			"aggregateid": "a", "time": "2025-03-03T09:00:00Z", "data": map[string]any{"i": i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, ceRecord(topic, "a", v))
+	}
+	testenv.Produce(t, producer(t), recs...)
+	group := "partly"
+	before := []string{"ev-5", "ev-17", "ev-30"}
+	err := st.InTx(context.Background(), func(tx *dedup.Tx) error {
+		var ms []dedup.Marker
+		for _, id := range before {
+			ms = append(ms, dedup.Marker{EventID: id})
+		}
+		_, err := st.Claim(context.Background(), tx, group, ms)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handler(t, st, schema, handlers.NameAudit, group, handlers.Config{})
+	stats := run(t, engineOpts(t, st, h, topic, group))
+	if stats.Processed != events-int64(len(before)) || stats.Duplicates != int64(len(before)) {
+		t.Errorf("stats %+v; want %d processed, %d duplicates", stats, events-len(before), len(before))
+	}
+	table := tableName(t, st, schema, handlers.TableAuditLog)
+	if n := queryInt(t, st, `SELECT count(*) FROM `+table+` WHERE consumer = $1`, group); n != events-int64(len(before)) {
+		t.Errorf("audit rows %d, want %d", n, events-len(before))
+	}
+	if n := queryInt(t, st, `SELECT count(DISTINCT event_id) FROM `+table+` WHERE consumer = $1 AND event_id = ANY($2)`, group, before); n != 0 {
+		t.Errorf("%d events claimed before were recorded", n)
+	}
+	if n := markerCount(t, st, group); n != events {
+		t.Errorf("markers %d, want %d", n, events)
+	}
+}
