@@ -439,7 +439,7 @@ func (e *batchFallback) Unwrap() error { return e.err }
 // applyUnit is one transaction (ahead's, when not taken yet): BEGIN; claim the batch's events
 // in one statement; apply the fresh ones in offset order, through HandleBatch when batch is
 // set, else each under a savepoint; COMMIT. With claiming (and a ClaimingBatchHandler) the
-// claim and HandleBatch's writes are one statement (applyClaimed). A failed event is rolled back to its savepoint and its marker deleted
+// claim and HandleBatch's writes are one statement, a transaction of its own (applyClaimed). A failed event is rolled back to its savepoint and its marker deleted
 // (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
 // after the commit. Any error returned means the transaction was rolled back.
 func (e *Runner) applyUnit(ctx context.Context, items []*item, batch, claiming bool, ahead *txAhead) (res unitResult, err error) {
@@ -457,6 +457,9 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch, claiming b
 		res.duplicates = len(items)
 		return res, nil
 	}
+	if part, ok := e.claimedBatch(items, batch && claiming); ok {
+		return e.applyClaimed(ctx, items, markers, part)
+	}
 	st := e.o.Store
 	tx, err := ahead.begin(ctx, st)
 	if err != nil {
@@ -467,12 +470,6 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch, claiming b
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if part, ok := e.claimedBatch(items, batch && claiming); ok {
-		if res, err = e.applyClaimed(ctx, tx, items, markers, part); err != nil {
-			return res, err
-		}
-		return res, e.finishUnit(ctx, tx, res)
-	}
 	verdicts, err := st.ClaimVerdicts(ctx, tx, e.o.Consumer, markers, e.o.VersionGuard)
 	if err != nil {
 		return res, err
@@ -525,16 +522,25 @@ func (e *Runner) finishUnit(ctx context.Context, tx *dedup.Tx, res unitResult) e
 	return tx.Commit(ctx)
 }
 
-// errNotAllFresh: the claim's statement with a handler's part found events claimed before;
-// the transaction was rolled back, to claim first and apply the fresh events.
+// errNotAllFresh: the claim's statement with a handler's part found events claimed before
+// (or the part refused the batch) and wrote nothing: claim first, then apply the fresh events.
 var errNotAllFresh = errors.New("events of the batch were claimed before")
 
+// claimingHandler is the handler's ClaimingBatchHandler when the runner may use it: on
+// PostgreSQL, through the batch path, without the version guard.
+func (e *Runner) claimingHandler() ClaimingBatchHandler {
+	cb, ok := e.batchHandler().(ClaimingBatchHandler)
+	if !ok || e.o.VersionGuard || e.o.Store.Driver() != "postgres" {
+		return nil
+	}
+	return cb
+}
+
 // claimedBatch is the handler's part of the claim's statement for the batch's events (the
-// items that are not repeats), when the runner may use one: on PostgreSQL, through the batch
-// path, without the version guard, with a ClaimingBatchHandler that can write the batch.
+// items that are not repeats), when claiming and the runner may use one (claimingHandler).
 func (e *Runner) claimedBatch(items []*item, claiming bool) (part ClaimedBatch, ok bool) {
-	cb, isCB := e.batchHandler().(ClaimingBatchHandler)
-	if !claiming || !isCB || e.o.VersionGuard || e.o.Store.Driver() != "postgres" {
+	cb := e.claimingHandler()
+	if !claiming || cb == nil {
 		return part, false
 	}
 	defer func() {
@@ -550,44 +556,33 @@ func (e *Runner) claimedBatch(items []*item, claiming bool) (part ClaimedBatch, 
 		}
 	}
 	part, ok = cb.ClaimedBatch(ms)
-	return part, ok && part.Outcomes != nil
+	return part, ok
 }
 
-// applyClaimed claims markers and applies the batch's fresh events with part, in one
-// statement. When not every marker was inserted, it returns errNotAllFresh: part assumed they
-// were, so the transaction must be rolled back. A failure of the statement is returned as a
-// failure of HandleBatch as a whole: an *infraError or a *batchFallback.
-func (e *Runner) applyClaimed(ctx context.Context, tx *dedup.Tx, items []*item, markers []dedup.Marker, part ClaimedBatch) (res unitResult, err error) {
-	n, err := e.o.Store.ClaimWith(ctx, tx, e.o.Consumer, markers, dedup.ClaimedPart{
-		With: part.With, Select: part.Select, Args: part.Args, Row: part.Row,
+// applyClaimed claims markers and applies the batch's fresh events with part in one statement,
+// a transaction of its own: the markers and the effects commit together, or neither. When an
+// event was claimed before, or part's Fallback refused the batch, the statement writes nothing
+// and applyClaimed returns errNotAllFresh. A failure of the statement is returned as a failure
+// of HandleBatch as a whole: an *infraError or a *batchFallback.
+func (e *Runner) applyClaimed(ctx context.Context, items []*item, markers []dedup.Marker, part ClaimedBatch) (res unitResult, err error) {
+	err = e.o.Store.ClaimWith(ctx, nil, e.o.Consumer, markers, dedup.ClaimedPart{
+		With: part.With, Select: part.Select, Fallback: part.Fallback, Args: part.Args, Row: part.Row,
 	})
 	switch {
+	case errors.Is(err, dedup.ErrClaimFallback):
+		return res, errNotAllFresh
 	case err != nil && classify(err) == classInfra:
 		e.m.handlerErrors.WithLabelValues(classInfra.label()).Inc()
 		return res, &infraError{err}
 	case err != nil:
 		return res, &batchFallback{err}
-	case n != len(markers):
-		return res, errNotAllFresh
 	}
-	outs := part.Outcomes()
-	if len(outs) != len(markers) {
-		return res, &batchFallback{fmt.Errorf("handler %s: ClaimedBatch of %d events gave %d outcomes", e.o.Name, len(markers), len(outs))}
+	// Committed, every fresh event Applied (part's Fallback refuses the others).
+	if part.Committed != nil {
+		part.Committed()
 	}
-	i := 0
-	for _, it := range items {
-		if it.dup {
-			res.duplicates++
-			continue
-		}
-		if outs[i] == Stale {
-			res.stale++
-			res.staleIDs = append(res.staleIDs, it.Event.ID)
-		} else {
-			res.processed++
-		}
-		i++
-	}
+	res.processed = len(markers)
+	res.duplicates = len(items) - len(markers)
 	return res, nil
 }
 
@@ -764,7 +759,7 @@ type beganTx struct {
 // batch is one transaction. Not on SQLite, whose BEGIN takes the database's write lock, which
 // the decoding would then hold.
 func (e *Runner) beginAhead(ctx context.Context) *txAhead {
-	if e.o.TxPerEvent || e.o.Store.Driver() != "postgres" {
+	if e.o.TxPerEvent || e.o.Store.Driver() != "postgres" || e.claimingHandler() != nil {
 		return nil
 	}
 	a := &txAhead{began: make(chan beganTx, 1)}

@@ -20,8 +20,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
-var errRolledBack = errors.New("not every event was fresh")
-
 // markersOf are the markers the runner claims for ms.
 func markersOf(ms []*consumer.Message) []dedup.Marker {
 	out := make([]dedup.Marker, len(ms))
@@ -32,13 +30,13 @@ func markersOf(ms []*consumer.Message) []dedup.Marker {
 	return out
 }
 
-// claimWith claims ms for consumer with h's part of the claim's statement in one transaction
-// (as the runner does) after seed was handled; it returns the number claimed and the outcomes.
-func claimWith(t *testing.T, st *dedup.Store, h consumer.Handler, consumerName string, seed, ms []*consumer.Message) (int, []consumer.Outcome) {
+// claimWith handles seed and then claims ms for consumer with h's part of the claim's
+// statement, in one transaction; it returns ClaimWith's error (the transaction then rolled
+// back).
+func claimWith(t *testing.T, st *dedup.Store, h consumer.Handler, consumerName string, seed, ms []*consumer.Message) error {
 	t.Helper()
 	ctx := context.Background()
-	var n int
-	var outs []consumer.Outcome
+	var claimErr error
 	err := st.InTx(ctx, func(tx *dedup.Tx) error {
 		itx := inboxlink.NewTx(tx).(*inbox.Tx)
 		for _, m := range seed {
@@ -48,48 +46,40 @@ func claimWith(t *testing.T, st *dedup.Store, h consumer.Handler, consumerName s
 		}
 		part, ok := h.(consumer.ClaimingBatchHandler).ClaimedBatch(ms)
 		if !ok {
-			return fmt.Errorf("no claimed batch")
+			return errors.New("no claimed batch")
 		}
-		var err error
-		n, err = st.ClaimWith(ctx, tx, consumerName, markersOf(ms), dedup.ClaimedPart{With: part.With, Select: part.Select, Args: part.Args, Row: part.Row})
-		if err == nil && n != len(ms) {
-			return errRolledBack // as the runner does
+		claimErr = st.ClaimWith(ctx, tx, consumerName, markersOf(ms), dedup.ClaimedPart{
+			With: part.With, Select: part.Select, Fallback: part.Fallback, Args: part.Args, Row: part.Row})
+		if claimErr == nil && part.Committed != nil {
+			part.Committed()
 		}
-		if err == nil {
-			outs = part.Outcomes()
-		}
-		return err
+		return claimErr
 	})
-	if err != nil && !errors.Is(err, errRolledBack) {
+	if err != nil && !errors.Is(err, claimErr) {
 		t.Fatal(err)
 	}
-	return n, outs
+	return claimErr
 }
 
 // TestClaimedBatchLikeHandleBatch: the projection's and the audit's part of the claim's
-// statement (ClaimedBatch) write what HandleBatch writes after a claim, report the same
-// outcomes, and the statement counts the markers it inserted (none that existed before).
+// statement (ClaimedBatch) write what HandleBatch writes after a claim; the statement falls
+// back, writing nothing, when an event was claimed before or (the projection) is stale.
 func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
 	ctx := context.Background()
 	seed := []*consumer.Message{projEvent("s1", sample.TypeCreated, "t1", 3), projEvent("s4", sample.TypeCreated, "t4", 5)}
 	batch := []*consumer.Message{
-		projEvent("b0", sample.TypeAssigned, "t1", 2), projEvent("b1", sample.TypeStarted, "t1", 4),
-		projEvent("b2", sample.TypeStarted, "t1", 4), projEvent("b3", sample.TypeCreated, "t2", 1),
-		projEvent("b4", sample.TypeCompleted, "t1", 6), projEvent("b5", sample.TypeCreated, "t2", 1),
-		projEvent("b6", sample.TypeStarted, "t3", 3), projEvent("b7", sample.TypeAssigned, "t2", 2),
-		projEvent("b8", sample.TypeCreated, "t4", 1), projEvent("b9", sample.TypeStarted, "t4", 5),
+		projEvent("b1", sample.TypeStarted, "t1", 4), projEvent("b3", sample.TypeCreated, "t2", 1),
+		projEvent("b4", sample.TypeCompleted, "t1", 6), projEvent("b6", sample.TypeStarted, "t3", 3),
+		projEvent("b7", sample.TypeAssigned, "t2", 2), projEvent("b9", sample.TypeStarted, "t4", 7),
 	}
-	outcomes := map[string][]consumer.Outcome{}
 	for _, name := range []string{"batch", "claimed"} {
 		h := handler(t, st, schema, handlers.NameProjection, name, handlers.Config{})
 		if name == "claimed" {
-			n, outs := claimWith(t, st, h, name, seed, batch)
-			if n != len(batch) {
-				t.Errorf("claimed %d, want %d", n, len(batch))
+			if err := claimWith(t, st, h, name, seed, batch); err != nil {
+				t.Fatal(err)
 			}
-			outcomes[name] = outs
 			continue
 		}
 		err := inTx(ctx, st, func(tx *inbox.Tx) error {
@@ -99,35 +89,45 @@ func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 				}
 			}
 			res, err := h.HandleBatch(ctx, tx, batch)
-			outcomes[name] = res.Outcomes
+			if err == nil && slices.Contains(res.Outcomes, consumer.Stale) {
+				err = fmt.Errorf("outcomes %v, want every event applied", res.Outcomes)
+			}
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(outcomes["claimed"], outcomes["batch"]) {
-		t.Errorf("claimed outcomes %v, HandleBatch's %v", outcomes["claimed"], outcomes["batch"])
-	}
-	if got, want := taskRows(t, st, schema, "claimed"), taskRows(t, st, schema, "batch"); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := taskRows(t, st, schema, "claimed"), taskRows(t, st, schema, "batch"); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 4 {
 		t.Errorf("claimed rows\n%v\nHandleBatch's\n%v", got, want)
 	}
 	if n := markerCount(t, st, "claimed"); n != int64(len(batch)) {
 		t.Errorf("markers %d, want %d", n, len(batch))
 	}
 
-	// Claimed again: nothing is inserted, and the count says so (the runner then rolls back).
-	h := handler(t, st, schema, handlers.NameAudit, "audit", handlers.Config{})
-	if n, _ := claimWith(t, st, h, "claimed", nil, batch[:3]); n != 0 {
-		t.Errorf("claimed again: %d inserted, want 0", n)
+	// A stale event (t1 is at version 6 now): nothing is written.
+	h := handler(t, st, schema, handlers.NameProjection, "claimed", handlers.Config{})
+	stale := []*consumer.Message{projEvent("c1", sample.TypeStarted, "t2", 3), projEvent("c2", sample.TypeStarted, "t1", 5)}
+	if err := claimWith(t, st, h, "claimed", nil, stale); !errors.Is(err, dedup.ErrClaimFallback) {
+		t.Errorf("a stale event: %v, want ErrClaimFallback", err)
 	}
-	n, outs := claimWith(t, st, h, "audit", nil, batch)
-	if n != len(batch) || len(outs) != len(batch) {
-		t.Errorf("audit: claimed %d, %d outcomes; want %d", n, len(outs), len(batch))
+	if got := taskRows(t, st, schema, "claimed"); got["t2"].Version != 2 || got["t1"].Stale != 0 {
+		t.Errorf("after the stale batch: rows %v", got)
 	}
+
+	// The audit: every event recorded; claimed again, nothing is written.
+	h = handler(t, st, schema, handlers.NameAudit, "audit", handlers.Config{})
 	table := tableName(t, st, schema, handlers.TableAuditLog)
-	if got := queryInt(t, st, `SELECT count(*) FROM `+table+` WHERE consumer = 'audit'`); got != int64(len(batch)) {
-		t.Errorf("audit rows %d, want %d", got, len(batch))
+	for i, want := range []error{nil, dedup.ErrClaimFallback} {
+		if err := claimWith(t, st, h, "audit", nil, batch[i*2:]); !errors.Is(err, want) {
+			t.Errorf("audit %d: %v, want %v", i, err, want)
+		}
+		if got := queryInt(t, st, `SELECT count(*) FROM `+table+` WHERE consumer = 'audit'`); got != int64(len(batch)) {
+			t.Errorf("audit %d: rows %d, want %d", i, got, len(batch))
+		}
+	}
+	if n := markerCount(t, st, "audit"); n != int64(len(batch)) {
+		t.Errorf("audit markers %d, want %d", n, len(batch))
 	}
 }
 

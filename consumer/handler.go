@@ -113,16 +113,18 @@ type BatchHandler interface {
 }
 
 // ClaimingBatchHandler is a BatchHandler that can also write a batch's effects in the
-// statement that claims the batch's events, on PostgreSQL: the markers and the effects then
-// cost one round trip instead of two (docs/design.md §3.5). The runner asks for it when it
-// would call HandleBatch with every event of the batch (the version guard off).
+// statement that claims the batch's events, on PostgreSQL: that statement is then the batch's
+// whole transaction (no BEGIN, no COMMIT, one round trip instead of four: docs/design.md §3.5).
+// The runner asks for it when it would call HandleBatch with every event of the batch (the
+// version guard off).
 //
 // ClaimedBatch returns the part that applies ms as HandleBatch would when every event of ms
-// is fresh, or false when it cannot (an event HandleBatch would reject, a store that is not
-// PostgreSQL): the runner then claims first and calls HandleBatch. When not every event turns
-// out fresh, the runner rolls the transaction back and applies the batch again with the claim
-// first, so the part may assume that all of ms is claimed by its statement. A failure of the
-// statement is a failure of HandleBatch as a whole (see BatchHandler).
+// is fresh and Applied, or false when it cannot (an event HandleBatch would reject, a store
+// that is not PostgreSQL): the runner then claims first and calls HandleBatch. The statement
+// is kept only when every event of ms was claimed by it and the part's Fallback returns no
+// row (an event that would be Stale, say); otherwise nothing of it is written and the runner
+// applies the batch again with the claim first and HandleBatch. A failure of the statement
+// is a failure of HandleBatch as a whole (see BatchHandler).
 type ClaimingBatchHandler interface {
 	BatchHandler
 	ClaimedBatch(ms []*Message) (ClaimedBatch, bool)
@@ -136,12 +138,16 @@ type ClaimedBatch struct {
 	With string
 	// Select, when set, is a query over With's expressions; Row reads each of its rows.
 	Select string
-	// Args are the values of the positional parameters $1… of With and Select.
+	// Fallback, when set, is a query over With's expressions that returns a row when the
+	// statement must not be kept: then nothing of it is written, and the runner applies
+	// the batch with the claim first and HandleBatch.
+	Fallback string
+	// Args are the values of the positional parameters $1… of With, Select and Fallback.
 	Args []any
 	// Row reads one row of Select: scan fills dest as pgx's Rows.Scan does.
 	Row func(scan func(dest ...any) error) error
-	// Outcomes is called after the statement: the outcome of each event of ms, in order.
-	Outcomes func() []Outcome
+	// Committed, when set, is called once the statement is kept (every event Applied).
+	Committed func()
 }
 
 // Message is one event given to a handler: the event decoded from the record, the record,

@@ -75,12 +75,7 @@ func (a *audit) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bo
 		return consumer.ClaimedBatch{}, false
 	}
 	stmt, args := a.batch(evs)
-	outs := make([]consumer.Outcome, len(evs)) // all Applied
-	return consumer.ClaimedBatch{
-		With:     `fw_audit AS (INSERT INTO ` + a.table + stmt + `)`,
-		Args:     args,
-		Outcomes: func() []consumer.Outcome { return outs },
-	}, true
+	return consumer.ClaimedBatch{With: `fw_audit AS (INSERT INTO ` + a.table + stmt + `)`, Args: args}, true
 }
 
 // batch is the batch's INSERT on PostgreSQL after "INSERT INTO table", and its arguments.

@@ -294,7 +294,8 @@ func (p *projection) upsertBatch(ctx context.Context, tx *inbox.Tx, evs []*consu
 }
 
 // ClaimedBatch applies the batch in the claim's statement (consumer.ClaimingBatchHandler): on
-// PostgreSQL, upsertBatch's statement, when the projection can apply every event of evs.
+// PostgreSQL, upsertBatch's statement, when the projection can apply every event of evs; a
+// batch with a stale event falls back (projectionStaleSQL), for its marker to record it.
 func (p *projection) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bool) {
 	if !p.d.arrays || len(evs) == 0 {
 		return consumer.ClaimedBatch{}, false
@@ -308,7 +309,8 @@ func (p *projection) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatc
 		data[i] = d
 	}
 	r := p.batchOf(evs, data)
-	return consumer.ClaimedBatch{With: p.batchWith, Select: p.batchSelect, Args: r.args, Row: r.row, Outcomes: r.outcomes}, true
+	return consumer.ClaimedBatch{With: p.batchWith, Select: p.batchSelect, Fallback: projectionStaleSQL, Args: r.args, Row: r.row,
+		Committed: func() { r.outcomes() }}, true
 }
 
 // projectionBatch is one batch of upsertBatch's statement: its arguments, and the rows read.
@@ -443,6 +445,9 @@ func projectionBatchSQL(t string) (with, query string) {
 	FROM per WHERE per.applied_n = 0 AND s.consumer = $1 AND s.aggregate_id = per.aggregate_id
 )`, `SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
 }
+
+// projectionStaleSQL finds a stale event of upsertBatch's statement.
+const projectionStaleSQL = `SELECT 1 FROM marked WHERE NOT applied`
 
 // isNoRows matches "no rows" from pgx and from database/sql.
 func isNoRows(err error) bool {

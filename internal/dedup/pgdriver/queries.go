@@ -350,31 +350,32 @@ func (d *Driver) claimQuery(consumer string, markers []dedupdriver.Marker) (stri
 
 var _ dedupdriver.ClaimWither = (*Driver)(nil)
 
-// ClaimWith is Claim and part in one statement: the claim is the expression fw_claimed, the
-// part's expressions follow it, and the statement returns the number of markers inserted with
-// each row of the part's Select (dedupdriver.ClaimWither). The part's parameters are numbered
-// after the claim's.
-func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker, part dedupdriver.ClaimedPart) (int, error) {
+// ClaimWith is Claim and part in one statement (dedupdriver.ClaimWither): the claim is the
+// expression fw_claimed, the part's expressions follow it, and the statement fails (and
+// writes nothing) unless it inserts every marker and the part's Fallback returns no row. The
+// part's parameters are numbered after the claim's.
+func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker, part dedupdriver.ClaimedPart) error {
 	q, err := d.on(tx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	query, args := d.claimQuery(consumer, markers)
 	stmt := d.claimWithSQL(query, len(args), part)
-	rows, err := q.Query(ctx, stmt, append(args, part.Args...)...)
+	args = append(append(args, part.Args...), int64(len(markers)))
+	rows, err := q.Query(ctx, stmt, args...)
 	if err != nil {
-		return 0, err
+		return claimFallback(err)
 	}
 	defer rows.Close()
-	claimed := 0
+	var skip []any
 	for rows.Next() {
-		var n int64
 		var isRow *bool
-		skip := make([]any, len(rows.FieldDescriptions())-2)
-		if err := rows.Scan(append([]any{&n, &isRow}, skip...)...); err != nil {
-			return 0, err
+		if skip == nil {
+			skip = make([]any, len(rows.FieldDescriptions())-2)
 		}
-		claimed = int(n)
+		if err := rows.Scan(append([]any{nil, &isRow}, skip...)...); err != nil {
+			return err
+		}
 		if isRow == nil || part.Row == nil {
 			continue
 		}
@@ -382,10 +383,23 @@ func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer stri
 			return rows.Scan(append([]any{nil, nil}, dest...)...)
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return claimed, rows.Err()
+	return claimFallback(rows.Err())
+}
+
+// fallbackMark is in the message of the error claimWithSQL's statement raises to fall back.
+const fallbackMark = "fieldwork_claim_fallback"
+
+// claimFallback is err, or dedupdriver.ErrClaimFallback when err is the statement's own
+// failure to fall back.
+func claimFallback(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, fallbackMark) {
+		return dedupdriver.ErrClaimFallback
+	}
+	return err
 }
 
 // placeholder is a positional parameter of a ClaimedPart.
@@ -393,10 +407,13 @@ var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
 // claimWithSQL is ClaimWith's statement: the claim's statement (with nargs parameters) as
 // fw_claimed, the part's expressions with their parameters renumbered after the claim's, and
-// the count of claimed markers beside each row of the part's Select (one row of NULLs when it
-// has none, or no Select). The statements are cached: a consumer sends the same few.
+// a check that reads the number of markers inserted and the part's Fallback: when not every
+// marker was inserted (the last parameter, after the part's) or Fallback returns a row, it
+// fails the statement by casting a text to an integer (an error whose message holds
+// fallbackMark); else it returns each row of the part's Select (one row of NULLs when it has
+// none, or no Select). The statements are cached: a consumer sends the same few.
 func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedPart) string {
-	key := claimWithKey{claim, part.With, part.Select}
+	key := claimWithKey{claim, part.With, part.Select, part.Fallback, nargs}
 	if s, ok := d.claimWith.Load(key); ok {
 		return s.(string)
 	}
@@ -406,18 +423,28 @@ func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedP
 			return "$" + strconv.Itoa(n+nargs)
 		})
 	}
+	count := "$" + strconv.Itoa(nargs+len(part.Args)+1)
+	cond := "(SELECT count(*) FROM fw_claimed) = " + count + "::int8"
+	if part.Fallback != "" {
+		cond += " AND NOT EXISTS (" + shift(part.Fallback) + ")"
+	}
 	sel := "SELECT NULL::int AS fw_none WHERE false"
 	if part.Select != "" {
 		sel = shift(part.Select)
 	}
-	s := "WITH fw_claimed AS (\n" + claim + "\n), " + shift(part.With) + "\n" +
-		"SELECT fw_n.n, fw_r.* FROM (SELECT count(*) AS n FROM fw_claimed) fw_n\n" +
+	s := "WITH fw_claimed AS (\n" + claim + "\n), " + shift(part.With) + ",\n" +
+		"fw_check AS (SELECT CASE WHEN " + cond + " THEN 0\n" +
+		"\tELSE ('" + fallbackMark + ": ' || (SELECT count(*) FROM fw_claimed) || ' of ' || " + count + "::int8 || ' claimed')::int END AS ok)\n" +
+		"SELECT fw_check.ok, fw_r.* FROM fw_check\n" +
 		"LEFT JOIN (SELECT true AS fw_row, fw_q.* FROM (" + sel + ") fw_q) fw_r ON true"
 	d.claimWith.Store(key, s)
 	return s
 }
 
-type claimWithKey struct{ claim, with, sel string }
+type claimWithKey struct {
+	claim, with, sel, fallback string
+	nargs                      int
+}
 
 // RaiseVersions runs the version guard's upsert (statements.raise).
 func (d *Driver) RaiseVersions(ctx context.Context, tx dedupdriver.Tx, consumer string, vs []dedupdriver.AggregateVersion) (map[string]int64, error) {
