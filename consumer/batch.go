@@ -380,8 +380,10 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, a
 	for {
 		res, err := e.applyUnit(ctx, items, batch, claiming, ahead)
 		if errors.Is(err, errNotAllFresh) && ctx.Err() == nil {
-			// Some events were claimed before: the transaction was rolled back; claim
-			// first, then apply the fresh ones.
+			// Some events were claimed before (or the handler's part refused the batch): the
+			// statement wrote nothing; claim first, then apply the fresh ones.
+			e.log.Debug("batch has events claimed before; claiming first", "topic", w.tp.topic, "partition", w.tp.partition,
+				"first_offset", items[0].Record.Offset, "records", len(items))
 			claiming = false
 			res, err = e.applyUnit(ctx, items, batch, false, ahead)
 		}
