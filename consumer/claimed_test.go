@@ -126,6 +126,13 @@ func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 			t.Errorf("audit %d: rows %d, want %d", i, got, len(batch))
 		}
 	}
+	var offsets int64
+	for _, m := range batch {
+		offsets += m.Record.Offset
+	}
+	if got := queryInt(t, st, `SELECT coalesce(sum("offset"), 0) FROM `+table+` WHERE consumer = 'audit' AND topic = 'tasks' AND "partition" = 0`); got != offsets {
+		t.Errorf("audit rows: sum of offsets in tasks/0 %d, want %d", got, offsets)
+	}
 	if n := markerCount(t, st, "audit"); n != int64(len(batch)) {
 		t.Errorf("audit markers %d, want %d", n, len(batch))
 	}
