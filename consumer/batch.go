@@ -375,9 +375,18 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 // transaction is rolled back and run again with each event under its own savepoint.
 func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, ahead *txAhead) (unitResult, error) {
 	batch := e.batchHandler() != nil
+	claiming := batch
 	r := e.o.InfraBackoff.start()
 	for {
-		res, err := e.applyUnit(ctx, items, batch, ahead)
+		res, err := e.applyUnit(ctx, items, batch, claiming, ahead)
+		if errors.Is(err, errNotAllFresh) && ctx.Err() == nil {
+			// Some events were claimed before (or the handler's part refused the batch): the
+			// statement wrote nothing; claim first, then apply the fresh ones.
+			e.log.Debug("batch has events claimed before; claiming first", "topic", w.tp.topic, "partition", w.tp.partition,
+				"first_offset", items[0].Record.Offset, "records", len(items))
+			claiming = false
+			res, err = e.applyUnit(ctx, items, batch, false, ahead)
+		}
 		var fb *batchFallback
 		if errors.As(err, &fb) && ctx.Err() == nil {
 			batch = false
@@ -385,7 +394,7 @@ func (e *Runner) applyWithRetry(ctx context.Context, w *worker, items []*item, a
 			e.m.batchFallbacks.Inc()
 			e.log.Warn("batch statement failed; applying the batch event by event", "topic", w.tp.topic, "partition", w.tp.partition,
 				"first_offset", items[0].Record.Offset, "records", len(items), "error", fb.err)
-			res, err = e.applyUnit(ctx, items, false, ahead)
+			res, err = e.applyUnit(ctx, items, false, false, ahead)
 		}
 		if err == nil {
 			if r.n > 0 {
@@ -431,10 +440,11 @@ func (e *batchFallback) Unwrap() error { return e.err }
 
 // applyUnit is one transaction (ahead's, when not taken yet): BEGIN; claim the batch's events
 // in one statement; apply the fresh ones in offset order, through HandleBatch when batch is
-// set, else each under a savepoint; COMMIT. A failed event is rolled back to its savepoint and its marker deleted
+// set, else each under a savepoint; COMMIT. With claiming (and a ClaimingBatchHandler) the
+// claim and HandleBatch's writes are one statement, a transaction of its own (applyClaimed). A failed event is rolled back to its savepoint and its marker deleted
 // (Unclaim) before the savepoint is released, so it commits unmarked and is dead-lettered
 // after the commit. Any error returned means the transaction was rolled back.
-func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead *txAhead) (res unitResult, err error) {
+func (e *Runner) applyUnit(ctx context.Context, items []*item, batch, claiming bool, ahead *txAhead) (res unitResult, err error) {
 	markers := make([]dedup.Marker, 0, len(items))
 	for _, it := range items {
 		if it.dup {
@@ -448,6 +458,9 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead
 	if len(markers) == 0 {
 		res.duplicates = len(items)
 		return res, nil
+	}
+	if part, ok := e.claimedBatch(items, batch && claiming); ok {
+		return e.applyClaimed(ctx, items, markers, part)
 	}
 	st := e.o.Store
 	tx, err := ahead.begin(ctx, st)
@@ -498,14 +511,80 @@ func (e *Runner) applyUnit(ctx context.Context, items []*item, batch bool, ahead
 	if err != nil {
 		return res, err
 	}
+	return res, e.finishUnit(ctx, tx, res)
+}
+
+// finishUnit records the stale events' outcome on their markers and commits tx.
+func (e *Runner) finishUnit(ctx context.Context, tx *dedup.Tx, res unitResult) error {
 	// The stale events' markers say so, for the status of the dead letters they were replayed
 	// from (stale, not resolved: docs/design.md §3.2).
-	if err = st.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
-		return res, err
+	if err := e.o.Store.SetOutcome(ctx, tx, e.o.Consumer, res.staleIDs, dedup.OutcomeStale); err != nil {
+		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, err
+	return tx.Commit(ctx)
+}
+
+// errNotAllFresh: the claim's statement with a handler's part found events claimed before
+// (or the part refused the batch) and wrote nothing: claim first, then apply the fresh events.
+var errNotAllFresh = errors.New("events of the batch were claimed before")
+
+// claimingHandler is the handler's ClaimingBatchHandler when the runner may use it: on
+// PostgreSQL, through the batch path, without the version guard.
+func (e *Runner) claimingHandler() ClaimingBatchHandler {
+	cb, ok := e.batchHandler().(ClaimingBatchHandler)
+	if !ok || e.o.VersionGuard || e.o.Store.Driver() != "postgres" {
+		return nil
 	}
+	return cb
+}
+
+// claimedBatch is the handler's part of the claim's statement for the batch's events (the
+// items that are not repeats), when claiming and the runner may use one (claimingHandler).
+func (e *Runner) claimedBatch(items []*item, claiming bool) (part ClaimedBatch, ok bool) {
+	cb := e.claimingHandler()
+	if !claiming || cb == nil {
+		return part, false
+	}
+	defer func() {
+		if p := recover(); p != nil { // HandleBatch, called next, meets the same event
+			part, ok = ClaimedBatch{}, false
+		}
+	}()
+	ms := make([]*Message, 0, len(items))
+	for _, it := range items {
+		if !it.dup {
+			it.Attempt = 1
+			ms = append(ms, &it.Message)
+		}
+	}
+	part, ok = cb.ClaimedBatch(ms)
+	return part, ok
+}
+
+// applyClaimed claims markers and applies the batch's fresh events with part in one statement,
+// a transaction of its own: the markers and the effects commit together, or neither. When an
+// event was claimed before, or part's Fallback refused the batch, the statement writes nothing
+// and applyClaimed returns errNotAllFresh. A failure of the statement is returned as a failure
+// of HandleBatch as a whole: an *infraError or a *batchFallback.
+func (e *Runner) applyClaimed(ctx context.Context, items []*item, markers []dedup.Marker, part ClaimedBatch) (res unitResult, err error) {
+	err = e.o.Store.ClaimWith(ctx, nil, e.o.Consumer, markers, dedup.ClaimedPart{
+		With: part.With, Select: part.Select, Fallback: part.Fallback, Args: part.Args, Row: part.Row,
+	})
+	switch {
+	case errors.Is(err, dedup.ErrClaimFallback):
+		return res, errNotAllFresh
+	case err != nil && classify(err) == classInfra:
+		e.m.handlerErrors.WithLabelValues(classInfra.label()).Inc()
+		return res, &infraError{err}
+	case err != nil:
+		return res, &batchFallback{err}
+	}
+	// Committed, every fresh event Applied (part's Fallback refuses the others).
+	if part.Committed != nil {
+		part.Committed()
+	}
+	res.processed = len(markers)
+	res.duplicates = len(items) - len(markers)
 	return res, nil
 }
 
@@ -682,7 +761,7 @@ type beganTx struct {
 // batch is one transaction. Not on SQLite, whose BEGIN takes the database's write lock, which
 // the decoding would then hold.
 func (e *Runner) beginAhead(ctx context.Context) *txAhead {
-	if e.o.TxPerEvent || e.o.Store.Driver() != "postgres" {
+	if e.o.TxPerEvent || e.o.Store.Driver() != "postgres" || e.claimingHandler() != nil {
 		return nil
 	}
 	a := &txAhead{began: make(chan beganTx, 1)}

@@ -233,13 +233,15 @@ func TestBatchFailureFallsBackToEvents(t *testing.T) {
 }
 
 // TestAuditBatchRecordsLikeEvents: the audit's HandleBatch (one INSERT on PostgreSQL) writes
-// the rows Handle writes, event after event, NULL version and time included.
+// the rows Handle writes, event after event, NULL version and time included. (Its statement for
+// one partition is the one TestClaimedBatchLikeHandleBatch and the runner's tests use.)
 func TestAuditBatchRecordsLikeEvents(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
 	ctx := context.Background()
 	evs := []*consumer.Message{projEvent("a1", "anything.at.all", "t1", 1), projEvent("a2", sample.TypeCreated, "t2", 7)}
 	evs[1].Event.HasVersion, evs[1].Event.Time, evs[1].Event.Source = false, time.Time{}, "/src"
+	evs[1].Record.Partition = 1 // the statement for events of several partitions (a batch's are one's)
 	table := tableName(t, st, schema, handlers.TableAuditLog)
 	rows := map[string][]string{}
 	for _, name := range []string{"single", "batch"} {

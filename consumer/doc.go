@@ -153,6 +153,15 @@
 // statements, but poison is rare, and the per-event path is the one whose guarantees the
 // crash and restart tests establish.
 //
+// A ClaimingBatchHandler (the bundled projection and audit) goes one step further on
+// PostgreSQL: its writes are common table expressions of the claim's own statement, and that
+// one statement is the batch's whole transaction — steps 3 to 5 in one round trip, no BEGIN,
+// no COMMIT. The markers and the effects still commit together or not at all. The statement
+// keeps its work only when it claimed every event of the batch and the handler's Fallback
+// query finds nothing to refuse (the projection refuses a stale event, whose marker must say
+// so); otherwise it fails by design, having written nothing, and the runner applies the batch
+// as above, claim first, in a transaction. A redelivered batch costs one statement more.
+//
 // # Failures
 //
 //   - Handler errors (see Handler), through the default chain: Retryable ones are retried in

@@ -112,6 +112,44 @@ type BatchHandler interface {
 	HandleBatch(ctx context.Context, tx *inbox.Tx, ms []*Message) (res BatchResult, err error)
 }
 
+// ClaimingBatchHandler is a BatchHandler that can also write a batch's effects in the
+// statement that claims the batch's events, on PostgreSQL: that statement is then the batch's
+// whole transaction (no BEGIN, no COMMIT, one round trip instead of four: docs/design.md §3.5).
+// The runner asks for it when it would call HandleBatch with every event of the batch (the
+// version guard off).
+//
+// ClaimedBatch returns the part that applies ms as HandleBatch would when every event of ms
+// is fresh and Applied, or false when it cannot (an event HandleBatch would reject, a store
+// that is not PostgreSQL): the runner then claims first and calls HandleBatch. The statement
+// is kept only when every event of ms was claimed by it and the part's Fallback returns no
+// row (an event that would be Stale, say); otherwise nothing of it is written and the runner
+// applies the batch again with the claim first and HandleBatch. A failure of the statement
+// is a failure of HandleBatch as a whole (see BatchHandler).
+type ClaimingBatchHandler interface {
+	BatchHandler
+	ClaimedBatch(ms []*Message) (ClaimedBatch, bool)
+}
+
+// ClaimedBatch is a ClaimingBatchHandler's part of the claim's statement.
+type ClaimedBatch struct {
+	// With is one or more common table expressions ("name AS (…), …") that write the
+	// batch's effects; they follow fw_claimed, the expression that inserts the markers
+	// (its rows' event_id are the markers' keys), and may read it.
+	With string
+	// Select, when set, is a query over With's expressions; Row reads each of its rows.
+	Select string
+	// Fallback, when set, is a query over With's expressions that returns a row when the
+	// statement must not be kept: then nothing of it is written, and the runner applies
+	// the batch with the claim first and HandleBatch.
+	Fallback string
+	// Args are the values of the positional parameters $1… of With, Select and Fallback.
+	Args []any
+	// Row reads one row of Select: scan fills dest as pgx's Rows.Scan does.
+	Row func(scan func(dest ...any) error) error
+	// Committed, when set, is called once the statement is kept (every event Applied).
+	Committed func()
+}
+
 // Message is one event given to a handler: the event decoded from the record, the record,
 // and which attempt at handling it this is.
 type Message struct {

@@ -311,6 +311,60 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	return out, nil
 }
 
+// ClaimedPart is a caller's part of a claim's statement (Store.ClaimWith): common table
+// expressions that write the claimed events' effects in the statement that inserts their
+// markers. With is one or more expressions ("name AS (…), …"), which may read fw_claimed, the
+// storage keys (event_id) the claim inserted; Select, when set, is a query over them whose
+// rows Row reads; Fallback, when set, a query over them that returns a row when the statement
+// must not be kept. Their positional parameters are $1… of Args.
+type ClaimedPart = dedupdriver.ClaimedPart
+
+// ErrNoClaimWith is returned by ClaimWith on a driver that cannot run a caller's part in the
+// claim's statement (SQLite): claim with ClaimVerdicts and write the effects after.
+var ErrNoClaimWith = errors.New("the store's driver cannot write effects in the claim's statement")
+
+// ErrClaimFallback is ClaimWith's error when an event was claimed before or the part's
+// Fallback returned a row: nothing of the statement was written.
+var ErrClaimFallback = dedupdriver.ErrClaimFallback
+
+// ClaimWith claims events as Claim does and runs part in the same statement, so that the
+// markers and the effects part writes cost one round trip; with a nil tx the statement is a
+// transaction of its own (no BEGIN, no COMMIT). It keeps the statement only when every event
+// is fresh and part's Fallback returns no row: otherwise it fails with ErrClaimFallback, having
+// written nothing, and the caller claims with ClaimVerdicts (in a transaction) instead. A
+// marker's Outcome is written as in ClaimVerdicts; the version guard is not run. Errors are
+// ClaimVerdicts'; an error from part's SQL is returned as the driver gave it.
+func (s *Store) ClaimWith(ctx context.Context, tx *Tx, consumer string, events []Marker, part ClaimedPart) error {
+	var dtx dedupdriver.Tx
+	if tx != nil {
+		var err error
+		if dtx, err = s.driverTx(tx); err != nil {
+			return fmt.Errorf("claim batch for %q: %w", consumer, err)
+		}
+	}
+	cw, ok := s.drv.(dedupdriver.ClaimWither)
+	if !ok {
+		return ErrNoClaimWith
+	}
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	order, sorted, err := dedupeMarkers(events)
+	if err != nil {
+		return fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if len(order) != len(events) { // a repeated id: not every event can be fresh
+		return ErrClaimFallback
+	}
+	if err := cw.ClaimWith(ctx, dtx, consumer, sorted, part); err != nil {
+		return fmt.Errorf("claim batch of %d for %q in %s with its effects: %w", len(sorted), consumer, s.Table(), err)
+	}
+	return nil
+}
+
 // guard is the version guard of ClaimVerdicts: it raises the stored versions of the aggregates
 // of events' first occurrences (order, from dedupeMarkers: a repeat is a duplicate, whatever
 // its version) and returns the keys of the stale events.

@@ -61,18 +61,53 @@ func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.M
 		}
 		return consumer.BatchResult{Outcomes: outs}, nil
 	}
+	stmt, args := a.batch(evs)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+a.table+stmt, args...); err != nil {
+		return consumer.BatchResult{}, err
+	}
+	return consumer.BatchResult{Outcomes: outs}, nil
+}
+
+// ClaimedBatch records the batch in the claim's statement (consumer.ClaimingBatchHandler):
+// on PostgreSQL, the rows HandleBatch inserts.
+func (a *audit) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bool) {
+	if !a.d.arrays {
+		return consumer.ClaimedBatch{}, false
+	}
+	stmt, args := a.batch(evs)
+	return consumer.ClaimedBatch{With: `fw_audit AS (INSERT INTO ` + a.table + stmt + `)`, Args: args}, true
+}
+
+// batch is the batch's INSERT on PostgreSQL after "INSERT INTO table", and its arguments. The
+// events of a batch are one partition's: its topic and partition go once ($8, $9), as arrays
+// only when they differ.
+func (a *audit) batch(evs []*consumer.Message) (string, []any) {
 	n := len(evs)
+	one := n > 0
+	for _, m := range evs {
+		if m.Record.Topic != evs[0].Record.Topic || m.Record.Partition != evs[0].Record.Partition {
+			one = false
+			break
+		}
+	}
 	var (
-		ids, types, sources, aggTypes, aggIDs, topics, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		versions                                             = make([]*int64, n)
-		parts                                                = make([]int32, n)
-		offsets                                              = make([]int64, n)
-		times                                                = make([]*time.Time, n)
+		ids, types, sources, aggTypes, aggIDs, datas = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		versions                                     = make([]*int64, n)
+		offsets                                      = make([]int64, n)
+		times                                        = make([]*time.Time, n)
+		topics                                       []string
+		parts                                        []int32
 	)
+	if !one {
+		topics, parts = make([]string, n), make([]int32, n)
+	}
 	for i := range evs {
 		ev, rec := &evs[i].Event, evs[i].Record
 		ids[i], types[i], sources[i], aggTypes[i], aggIDs[i], datas[i] = ev.ID, ev.Type, ev.Source, ev.AggregateType, ev.AggregateID, string(ev.Data)
-		topics[i], parts[i], offsets[i] = rec.Topic, rec.Partition, rec.Offset
+		offsets[i] = rec.Offset
+		if !one {
+			topics[i], parts[i] = rec.Topic, rec.Partition
+		}
 		if ev.HasVersion {
 			versions[i] = &ev.Version
 		}
@@ -80,15 +115,19 @@ func (a *audit) HandleBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.M
 			times[i] = &ev.Time
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO `+a.table+` (consumer, event_id, event_type, source, aggregate_type, aggregate_id,
+	const cols = ` (consumer, event_id, event_type, source, aggregate_type, aggregate_id,
 	aggregate_version, topic, "partition", "offset", occurred_at, data, recorded_at)
-SELECT $1, e.* , $13 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
-	$9::integer[], $10::bigint[], $11::timestamptz[], $12::text[]) AS e`,
-		a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC())
-	if err != nil {
-		return consumer.BatchResult{}, err
+`
+	if one {
+		return cols + `SELECT $1, e.event_id, e.event_type, e.source, e.aggregate_type, e.aggregate_id, e.aggregate_version, $8, $9,
+	e.off, e.occurred_at, e.data, $13
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $10::bigint[], $11::timestamptz[], $12::text[])
+	AS e(event_id, event_type, source, aggregate_type, aggregate_id, aggregate_version, off, occurred_at, data)`,
+			[]any{a.consumer, ids, types, sources, aggTypes, aggIDs, versions, evs[0].Record.Topic, evs[0].Record.Partition, offsets, times, datas, nowUTC()}
 	}
-	return consumer.BatchResult{Outcomes: outs}, nil
+	return cols + `SELECT $1, e.* , $13 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
+	$9::integer[], $10::bigint[], $11::timestamptz[], $12::text[]) AS e`,
+		[]any{a.consumer, ids, types, sources, aggTypes, aggIDs, versions, topics, parts, offsets, times, datas, nowUTC()}
 }
 
 func (a *audit) Handle(ctx context.Context, tx *inbox.Tx, m *consumer.Message) (consumer.Outcome, error) {

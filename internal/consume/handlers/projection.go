@@ -42,7 +42,7 @@ type projection struct {
 	gaps     prometheus.Counter
 	types    map[string]bool
 
-	batchSQL string // upsertBatch's statement
+	batchWith, batchSelect string // upsertBatch's statement: its expressions and its query
 }
 
 func newProjection(cfg Config, d dialect) *projection {
@@ -52,8 +52,9 @@ func newProjection(cfg Config, d dialect) *projection {
 			Name: "fieldwork_consume_projection_gaps_total",
 			Help: "Events applied by the projection whose version skipped versions after the stored one.",
 		}),
-		types: map[string]bool{}, batchSQL: projectionBatchSQL(d.table(TableTaskState)),
+		types: map[string]bool{},
 	}
+	p.batchWith, p.batchSelect = projectionBatchSQL(d.table(TableTaskState))
 	for _, t := range ProjectionTypes {
 		p.types[t] = true
 	}
@@ -272,10 +273,64 @@ RETURNING (SELECT o.version FROM `+p.table+` o WHERE o.consumer = $1 AND o.aggre
 // make a second owner of the partition wait for the first's claim), and the update still
 // writes only over an older version, as Handle's does.
 func (p *projection) upsertBatch(ctx context.Context, tx *inbox.Tx, evs []*consumer.Message, data []taskData) ([]consumer.Outcome, error) {
-	outs := make([]consumer.Outcome, len(evs))
 	if len(evs) == 0 {
-		return outs, nil
+		return []consumer.Outcome{}, nil
 	}
+	r := p.batchOf(evs, data)
+	rows, err := tx.Query(ctx, "WITH "+p.batchWith+"\n"+p.batchSelect, r.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := r.row(rows.Scan); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return r.outcomes(), nil
+}
+
+// ClaimedBatch applies the batch in the claim's statement (consumer.ClaimingBatchHandler): on
+// PostgreSQL, upsertBatch's statement, when the projection can apply every event of evs; a
+// batch with a stale event falls back (projectionStaleSQL), for its marker to record it.
+func (p *projection) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bool) {
+	if !p.d.arrays || len(evs) == 0 {
+		return consumer.ClaimedBatch{}, false
+	}
+	data := make([]taskData, len(evs))
+	for i, be := range evs {
+		d, err := p.check(be.Event)
+		if err != nil {
+			return consumer.ClaimedBatch{}, false
+		}
+		data[i] = d
+	}
+	r := p.batchOf(evs, data)
+	return consumer.ClaimedBatch{With: p.batchWith, Select: p.batchSelect, Fallback: projectionStaleSQL, Args: r.args, Row: r.row,
+		Committed: func() { r.outcomes() }}, true
+}
+
+// projectionBatch is one batch of upsertBatch's statement: its arguments, and the rows read.
+type projectionBatch struct {
+	p    *projection
+	evs  []*consumer.Message
+	args []any
+	// judged are the rows read: the stale events and the gaps.
+	judged []judgedRow
+}
+
+// judgedRow is a row of upsertBatch's statement.
+type judgedRow struct {
+	ord     int64
+	applied bool
+	before  *int64
+}
+
+// batchOf works out upsertBatch's arguments for evs (see upsertBatch).
+func (p *projection) batchOf(evs []*consumer.Message, data []taskData) *projectionBatch {
 	n := len(evs)
 	var (
 		aggIDs   = make([]string, n)
@@ -314,45 +369,48 @@ func (p *projection) upsertBatch(ctx context.Context, tx *inbox.Tx, evs []*consu
 			nTimes[k] = &ev.Time
 		}
 	}
-	rows, err := tx.Query(ctx, p.batchSQL, p.consumer, aggIDs, versions, prev,
-		nAggIDs, nAggTypes, nVersions, nIDs, nTypes, nStatuses, nData, nTimes, time.Now())
-	if err != nil {
-		return nil, err
+	return &projectionBatch{p: p, evs: evs, args: []any{p.consumer, aggIDs, versions, prev,
+		nAggIDs, nAggTypes, nVersions, nIDs, nTypes, nStatuses, nData, nTimes, time.Now()}}
+}
+
+// row reads one row of the statement.
+func (b *projectionBatch) row(scan func(dest ...any) error) error {
+	var r judgedRow
+	if err := scan(&r.ord, &r.applied, &r.before); err != nil {
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var ord int64
-		var applied bool
-		var before *int64
-		if err := rows.Scan(&ord, &applied, &before); err != nil {
-			return nil, err
-		}
-		i := int(ord - 1)
-		if i < 0 || i >= n {
-			return nil, fmt.Errorf("projection batch: row for event %d of %d", ord, n)
-		}
-		if !applied {
+	if i := int(r.ord - 1); i < 0 || i >= len(b.evs) {
+		return fmt.Errorf("projection batch: row for event %d of %d", r.ord, len(b.evs))
+	}
+	b.judged = append(b.judged, r)
+	return nil
+}
+
+// outcomes are the events' outcomes from the rows read; it counts and logs the gaps.
+func (b *projectionBatch) outcomes() []consumer.Outcome {
+	outs := make([]consumer.Outcome, len(b.evs))
+	for _, r := range b.judged {
+		i := int(r.ord - 1)
+		if !r.applied {
 			outs[i] = consumer.Stale
 			continue
 		}
 		stored := int64(0)
-		if before != nil {
-			stored = *before
+		if r.before != nil {
+			stored = *r.before
 		}
-		p.gap(evs[i].Event, evs[i].Record, stored)
+		b.p.gap(b.evs[i].Event, b.evs[i].Record, stored)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return outs, nil
+	return outs
 }
 
-// projectionBatchSQL is upsertBatch's statement on table t: $1 the consumer; $2…$4 per
+// projectionBatchSQL is upsertBatch's statement on table t, its expressions (after WITH) and
+// its query: $1 the consumer; $2…$4 per
 // event in offset order its task, version and the newest earlier version of its task in the
 // batch (NULL for the task's first); $5…$12 per task the columns of the event written;
 // $13 updated_at.
-func projectionBatchSQL(t string) string {
-	return `WITH e AS (
+func projectionBatchSQL(t string) (with, query string) {
+	return `e AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS e(aggregate_id, version, prev, ord)
 ), n AS (
 	SELECT * FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[])
@@ -385,9 +443,11 @@ func projectionBatchSQL(t string) string {
 ), staled AS (
 	UPDATE ` + t + ` s SET stale_events = s.stale_events + per.stale_n
 	FROM per WHERE per.applied_n = 0 AND s.consumer = $1 AND s.aggregate_id = per.aggregate_id
-)
-SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
+)`, `SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
 }
+
+// projectionStaleSQL finds a stale event of upsertBatch's statement.
+const projectionStaleSQL = `SELECT 1 FROM marked WHERE NOT applied`
 
 // isNoRows matches "no rows" from pgx and from database/sql.
 func isNoRows(err error) bool {

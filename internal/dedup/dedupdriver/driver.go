@@ -15,6 +15,7 @@ package dedupdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -446,4 +447,31 @@ func Check(d Driver) (Capabilities, error) {
 		return Capabilities{}, fmt.Errorf("the %s store driver lacks %s", d.Name(), strings.Join(missing, ", "))
 	}
 	return c, nil
+}
+
+// ClaimedPart is a caller's part of a claim's statement (ClaimWither): common table
+// expressions that write the claimed events' effects beside the markers, in the same
+// statement. With is one or more expressions ("name AS (…), …"); they may read fw_claimed,
+// the keys (event_id) the claim inserted. Select, when set, is a query over them whose rows
+// Row reads. Fallback, when set, is a query over them that returns a row when the statement
+// must not be kept. Their positional parameters are $1… of Args.
+type ClaimedPart struct {
+	With     string
+	Select   string
+	Fallback string
+	Args     []any
+	// Row reads one row of Select: scan fills dest as Rows.Scan does.
+	Row func(scan func(dest ...any) error) error
+}
+
+// ErrClaimFallback is ClaimWith's error when a marker existed already or the part's Fallback
+// returned a row: the statement failed, and nothing of it was written.
+var ErrClaimFallback = errors.New("the claim's statement fell back: an event was claimed before, or its part refused the batch")
+
+// ClaimWither is implemented by a driver that can claim markers and run a ClaimedPart in one
+// statement (pgdriver), in tx or, when tx is nil, in a transaction of its own. The statement
+// fails with ErrClaimFallback unless every marker is inserted and the part's Fallback returns
+// no row.
+type ClaimWither interface {
+	ClaimWith(ctx context.Context, tx Tx, consumer string, markers []Marker, part ClaimedPart) error
 }

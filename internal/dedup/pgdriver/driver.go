@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,8 @@ type Driver struct {
 	// versions is the version guard's table, "schema"."table_versions" (migration 011).
 	versions string
 	sql      statements
+	// claimWith caches ClaimWith's statements (claimWithKey → string).
+	claimWith sync.Map
 }
 
 var _ dedupdriver.Driver = (*Driver)(nil)

@@ -9,7 +9,7 @@ func IDStatements(d *Driver) map[string]string {
 	}
 }
 
-// ClaimStatements are d's claim statements by name, with and without the outcome column.
+// ClaimStatements are d's claim statements by name: with and without the outcome column, and for one partition.
 func ClaimStatements(d *Driver) map[string]string {
-	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome}
+	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}
 }

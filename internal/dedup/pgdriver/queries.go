@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,9 @@ type statements struct {
 	claim string
 	// claimOutcome is claim writing each marker's outcome too (the version guard's stale ones).
 	claimOutcome string
+	// claimOne is claim for markers of one topic and partition: $4 and $5 are scalars, not
+	// arrays (a consumer's batch is one partition's: 500 topic names fewer to encode and read).
+	claimOne string
 	// raise is the version guard's upsert (Driver.RaiseVersions).
 	raise string
 	// lower undoes raise for an unclaimed event (Driver.LowerVersion).
@@ -242,6 +247,10 @@ RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID, outcomeCol, outcomeVal,
 	}
 	s.claim = claim("", "", "")
 	s.claimOutcome = claim(", outcome", ", NULLIF(e.outcome, '')", ", $9::text[]")
+	s.claimOne = strings.NewReplacer(
+		"e.topic", "$4::text", "e.partition", "$5::int4",
+		"$4::text[], $5::int4[], ", "", "processed_at, topic, partition, off", "processed_at, off",
+	).Replace(s.claim)
 	s.raise, s.lower = guardStatements(versions)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, sh.aggID, sh.aggVersion)
 	// Every statement that takes a list of ids probes the table once per id (probe), whatever
@@ -299,23 +308,41 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	if err != nil {
 		return nil, err
 	}
+	query, args := d.claimQuery(consumer, markers)
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return fresh, d.classify(err)
+}
+
+// claimQuery is the claim's statement for markers and its arguments.
+func (d *Driver) claimQuery(consumer string, markers []dedupdriver.Marker) (string, []any) {
 	// Plain slices encode without reflection; empty strings become NULL in
 	// the statement. The timestamps go as NULL (now()) unless a marker
 	// sets one; multi-argument unnest pads a NULL array with NULLs.
 	n := len(markers)
+	one := onePartition(markers)
 	var (
 		ids      = make([]string, n)
-		topics   = make([]string, n)
-		parts    = make([]int32, n)
+		topics   []string // nil with one (the statement takes the one topic and partition)
+		parts    []int32
 		offsets  = make([]int64, n)
 		aggIDs   = make([]string, n)
 		versions = make([]int64, n)
 		times    []*time.Time
 		outcomes []string // nil when no marker has one
 	)
+	if !one {
+		topics, parts = make([]string, n), make([]int32, n)
+	}
 	for i := range markers {
 		m := &markers[i]
-		ids[i], topics[i], parts[i], offsets[i] = m.EventID, m.Topic, m.Partition, m.Offset
+		ids[i], offsets[i] = m.EventID, m.Offset
+		if !one {
+			topics[i], parts[i] = m.Topic, m.Partition
+		}
 		aggIDs[i], versions[i] = m.AggregateID, m.AggregateVersion
 		if !m.ProcessedAt.IsZero() {
 			if times == nil {
@@ -330,17 +357,129 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 			outcomes[i] = m.Outcome
 		}
 	}
+	if one && outcomes == nil {
+		return d.sql.claimOne, []any{consumer, ids, times, markers[0].Topic, markers[0].Partition, offsets, aggIDs, versions}
+	}
+	if one { // the outcome's statement takes arrays
+		topics, parts = make([]string, n), make([]int32, n)
+		for i := range markers {
+			topics[i], parts[i] = markers[i].Topic, markers[i].Partition
+		}
+	}
 	args := []any{consumer, ids, times, topics, parts, offsets, aggIDs, versions}
 	query := d.sql.claim
 	if outcomes != nil {
 		query, args = d.sql.claimOutcome, append(args, outcomes)
 	}
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, d.classify(err)
+	return query, args
+}
+
+// onePartition reports whether markers (at least one) are all of one topic and partition.
+func onePartition(markers []dedupdriver.Marker) bool {
+	for i := 1; i < len(markers); i++ {
+		if markers[i].Topic != markers[0].Topic || markers[i].Partition != markers[0].Partition {
+			return false
+		}
 	}
-	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return fresh, d.classify(err)
+	return len(markers) > 0
+}
+
+var _ dedupdriver.ClaimWither = (*Driver)(nil)
+
+// ClaimWith is Claim and part in one statement (dedupdriver.ClaimWither): the claim is the
+// expression fw_claimed, the part's expressions follow it, and the statement fails (and
+// writes nothing) unless it inserts every marker and the part's Fallback returns no row. The
+// part's parameters are numbered after the claim's.
+func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker, part dedupdriver.ClaimedPart) error {
+	q, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	query, args := d.claimQuery(consumer, markers)
+	stmt := d.claimWithSQL(query, len(args), part)
+	args = append(append(args, part.Args...), int64(len(markers)))
+	rows, err := q.Query(ctx, stmt, args...)
+	if err != nil {
+		return claimFallback(err)
+	}
+	defer rows.Close()
+	var skip []any
+	for rows.Next() {
+		var isRow *bool
+		if skip == nil {
+			skip = make([]any, len(rows.FieldDescriptions())-2)
+		}
+		if err := rows.Scan(append([]any{nil, &isRow}, skip...)...); err != nil {
+			return err
+		}
+		if isRow == nil || part.Row == nil {
+			continue
+		}
+		err := part.Row(func(dest ...any) error {
+			return rows.Scan(append([]any{nil, nil}, dest...)...)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return claimFallback(rows.Err())
+}
+
+// fallbackMark is in the message of the error claimWithSQL's statement raises to fall back.
+const fallbackMark = "fieldwork_claim_fallback"
+
+// claimFallback is err, or dedupdriver.ErrClaimFallback when err is the statement's own
+// failure to fall back.
+func claimFallback(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, fallbackMark) {
+		return dedupdriver.ErrClaimFallback
+	}
+	return err
+}
+
+// placeholder is a positional parameter of a ClaimedPart.
+var placeholder = regexp.MustCompile(`\$([0-9]+)`)
+
+// claimWithSQL is ClaimWith's statement: the claim's statement (with nargs parameters) as
+// fw_claimed, the part's expressions with their parameters renumbered after the claim's, and
+// a check that reads the number of markers inserted and the part's Fallback: when not every
+// marker was inserted (the last parameter, after the part's) or Fallback returns a row, it
+// fails the statement by casting a text to an integer (an error whose message holds
+// fallbackMark); else it returns each row of the part's Select (one row of NULLs when it has
+// none, or no Select). The statements are cached: a consumer sends the same few.
+func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedPart) string {
+	key := claimWithKey{claim, part.With, part.Select, part.Fallback, nargs}
+	if s, ok := d.claimWith.Load(key); ok {
+		return s.(string)
+	}
+	shift := func(s string) string {
+		return placeholder.ReplaceAllStringFunc(s, func(p string) string {
+			n, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(n+nargs)
+		})
+	}
+	count := "$" + strconv.Itoa(nargs+len(part.Args)+1)
+	cond := "(SELECT count(*) FROM fw_claimed) = " + count + "::int8"
+	if part.Fallback != "" {
+		cond += " AND NOT EXISTS (" + shift(part.Fallback) + ")"
+	}
+	sel := "SELECT NULL::int AS fw_none WHERE false"
+	if part.Select != "" {
+		sel = shift(part.Select)
+	}
+	s := "WITH fw_claimed AS (\n" + claim + "\n), " + shift(part.With) + ",\n" +
+		"fw_check AS (SELECT CASE WHEN " + cond + " THEN 0\n" +
+		"\tELSE ('" + fallbackMark + ": ' || (SELECT count(*) FROM fw_claimed) || ' of ' || " + count + "::int8 || ' claimed')::int END AS ok)\n" +
+		"SELECT fw_check.ok, fw_r.* FROM fw_check\n" +
+		"LEFT JOIN (SELECT true AS fw_row, fw_q.* FROM (" + sel + ") fw_q) fw_r ON true"
+	d.claimWith.Store(key, s)
+	return s
+}
+
+type claimWithKey struct {
+	claim, with, sel, fallback string
+	nargs                      int
 }
 
 // RaiseVersions runs the version guard's upsert (statements.raise).
