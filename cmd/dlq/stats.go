@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,7 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
+	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
 	p, c := cl.Printer, cl.Kafka
 	var retention map[string]dlq.Retention
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "summarising", func(topics []string) (err error) {
@@ -113,7 +115,7 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
 		Parse:   dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
-		Schemas: cl.Schemas,
+		Schemas: cl.Schemas, Ahead: true,
 	})
 	if err != nil {
 		return err
