@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,7 +96,6 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
-	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
 	p, c := cl.Printer, cl.Kafka
 	var retention map[string]dlq.Retention
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "summarising", func(topics []string) (err error) {

@@ -202,6 +202,14 @@ func (a *aheadReader) add(r *kgo.Record) error {
 	return a.err
 }
 
+// release keeps b for another batch, without its records: a record batch's decompressed
+// memory lives as long as any of its records, and the read goes on elsewhere.
+func (a *aheadReader) release(b *aheadRecords) {
+	clear(b.items[:len(b.recs)])
+	clear(b.recs)
+	a.free = append(a.free, b)
+}
+
 // batch is an empty batch, one taken back if there is one.
 func (a *aheadReader) batch() *aheadRecords {
 	if n := len(a.free); n > 0 {
@@ -242,7 +250,7 @@ func (a *aheadReader) takeBack(all bool) {
 		}
 		a.pending = a.pending[1:]
 		a.err = a.emit(b)
-		a.free = append(a.free, b)
+		a.release(b)
 	}
 }
 
@@ -317,7 +325,7 @@ func (a *aheadReader) end(err error) error {
 func (a *aheadReader) reset() {
 	for _, b := range a.pending {
 		<-b.done
-		a.free = append(a.free, b)
+		a.release(b)
 	}
 	a.pending, a.err = a.pending[:0], nil
 }
