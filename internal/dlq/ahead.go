@@ -116,6 +116,10 @@ func newAheadReader(ctx context.Context, s *Scan, workers int, f Filter, encode 
 			for t := range a.work {
 				if t.b.claimFor(t.gen) {
 					p.parse(t.b)
+					// Let the Kafka client's goroutines have the core: a fetch that waits
+					// for one holds up the whole read (the scheduler would make it wait up
+					// to 10ms while a batch follows another).
+					runtime.Gosched()
 				}
 			}
 		}()
