@@ -10,8 +10,9 @@ import (
 )
 
 // Reading ahead (ScanOptions.Ahead): the scanning goroutine hands the records it reads, in
-// batches, to workers (one per core) that parse and filter them, and write each match's JSON
-// when a listing will write it (aheadReader.encode); the scanning goroutine takes the batches
+// batches, to workers (aheadWorkers) that parse and filter them, and write each match's JSON
+// when a listing will write it (aheadReader.encode), and parses a batch itself rather than
+// wait for one no worker has started; it takes the batches
 // back in the order it handed them out and calls the scan's callback with each dead letter, as
 // Scan.read does without workers: the same dead letters, counts, progress and errors, in the
 // same order, on the same goroutine. Only the work that depends on no other record moves:
@@ -23,8 +24,8 @@ const (
 	// costs little beside parsing it, few enough that a batch is soon ready.
 	aheadBatch = 256
 	// aheadPerWorker is how many batches may be handed out per worker and not yet taken back:
-	// what the read runs ahead of the callback (about 2,000 records on two cores), and what
-	// it holds of the records' memory.
+	// what the read runs ahead of the callback (about 1,000 records on two cores), and what
+	// it holds of the records' memory (a record holds its whole decompressed record batch).
 	aheadPerWorker = 4
 )
 

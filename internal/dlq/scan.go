@@ -175,11 +175,12 @@ type ScanOptions struct {
 	// Schemas decodes registry-framed keys and values before the filter sees them
 	// (DeadLetter.DecodePayloads); nil detects their framing only.
 	Schemas *schema.Decoder
-	// Ahead parses and filters records on other goroutines, one per core, ahead of the
-	// callback, for a scan that reads many records (dlq list, dlq stats): the callback still
-	// gets the same dead letters in the same order, on the scanning goroutine, with the same
-	// counts and progress. The read runs up to a few thousand records ahead of the callback,
-	// which an ErrStop then leaves unused. On one core it changes nothing.
+	// Ahead parses and filters records on other goroutines (one per core but one, and the
+	// scanning goroutine while it would wait) ahead of the callback, for a scan that reads
+	// many records and does much with each (dlq list): the callback still gets the same dead
+	// letters in the same order, on the scanning goroutine, with the same counts and
+	// progress. The read runs up to about a thousand records ahead of the callback, which an
+	// ErrStop then leaves unused. On one core it changes nothing.
 	Ahead bool
 }
 
