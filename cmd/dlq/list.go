@@ -124,7 +124,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	topics, lookup, progress := rd.topics, rd.lookup, rd.progress
 	scan, err := dlq.PlanScan(ctx, c, topics, dlq.ScanOptions{
 		Selection: opts.Filter.Selection(), InOrder: true, Progress: progress.Update,
-		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas,
+		SkipDeleted: opts.TopicFlags.Discovered(), Schemas: cl.Schemas, Ahead: true,
 	})
 	if err != nil {
 		return err
@@ -137,6 +137,7 @@ func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) 
 	seen := dlq.NewFolder()
 	res, err := dlq.List(ctx, scan, dlq.ListOptions{
 		Filter: opts.Filter, Lookup: lookup, Statuses: opts.Statuses, Limit: opts.Limit,
+		JSON: p.Format == output.FormatJSON || p.Format == output.FormatJSONL,
 	}, func(e dlq.Entry) error {
 		if opts.Follow {
 			seen.Remember(&e.DeadLetter)

@@ -112,7 +112,9 @@ func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients
 		SkipDeleted: opts.TopicFlags.Discovered(),
 		// Stats read a few fields: no header copies, no times but the record's; and without
 		// statuses nothing needs the event id, so values are not decoded.
-		Parse:   dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
+		Parse: dlq.ParseOptions{NoEnvelope: !lookup.Enabled(), NoHeaders: true, NoTimes: true},
+		// Not read ahead (ScanOptions.Ahead): the stats' parse is light, the fetch is what
+		// bounds it, and workers would compete with the client's goroutines for the cores.
 		Schemas: cl.Schemas,
 	})
 	if err != nil {

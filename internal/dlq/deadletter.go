@@ -126,6 +126,12 @@ type DeadLetter struct {
 	// DecodePayloads sets them.
 	KeySchema   *schema.Payload `json:"key_schema,omitempty"`
 	ValueSchema *schema.Payload `json:"value_schema,omitempty"`
+
+	// ahead is the JSON appendJSON writes for the dead letter, written beside the scan by a
+	// worker reading ahead for a listing written as JSON (aheadReader), which Entry.AppendJSON
+	// copies; nil otherwise. Nothing changes a dead letter between the scan and the writing
+	// of its line; whatever did would have to clear it.
+	ahead []byte
 }
 
 // HeaderProblem names a header that could not be read as its convention specifies. Header is

@@ -114,7 +114,8 @@ func (c *collapser) add(e Entry) error {
 	if _, ok := originalAddress(&e.DeadLetter); !ok {
 		return c.emit(e)
 	}
-	held := &e
+	held := new(Entry) // not &e: e would then be on the heap for every entry, held or not
+	*held = e
 	c.fold.Keep(held)
 	c.held = append(c.held, held)
 	return nil

@@ -280,8 +280,18 @@ func (p *headerReader) epochMillis(id hdr, ms int64) *time.Time {
 		p.problemf(id, "negative timestamp %d", ms)
 		return nil
 	}
-	t := time.UnixMilli(ms).UTC()
-	return &t
+	return p.time(time.UnixMilli(ms).UTC())
+}
+
+// time is t where a dead letter can point at it: carved from the Parser's memo when there is
+// one.
+func (p *headerReader) time(t time.Time) *time.Time {
+	if p.memo != nil {
+		return p.memo.time(t)
+	}
+	pt := new(time.Time) // not &t: t would then be on the heap on both paths
+	*pt = t
+	return pt
 }
 
 // rfc3339 reads an RFC 3339 time header (fieldwork's), returned in UTC.
@@ -297,8 +307,7 @@ func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
 		// Parsed where it is, without a string of its own (a listing reads three times a
 		// dead letter): its text is copied only for a problem, below.
 		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(unsafe.String(&v[0], len(v)))); err == nil {
-			t = t.UTC()
-			return &t
+			return p.time(t.UTC())
 		}
 	}
 	s := strings.TrimSpace(p.textOf(id, v))
@@ -307,8 +316,7 @@ func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
 		p.problemf(id, "not an RFC 3339 time: %s", quote(s))
 		return nil
 	}
-	t = t.UTC()
-	return &t
+	return p.time(t.UTC())
 }
 
 // bigEndian reads the width-byte (4 or 8) big-endian integer a Spring header holds. Some

@@ -36,9 +36,12 @@ func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // AppendJSON appends what MarshalJSON writes to dst (see DeadLetter.AppendJSON).
 func (e Entry) AppendJSON(dst []byte) ([]byte, error) {
-	out, err := e.DeadLetter.appendJSON(dst)
-	if err != nil {
-		return nil, err
+	out := append(dst, e.ahead...)
+	if e.ahead == nil {
+		var err error
+		if out, err = e.DeadLetter.appendJSON(dst); err != nil {
+			return nil, err
+		}
 	}
 	out = append(out[:len(out)-1], `,"status":`...)
 	if e.Status.Status == "" {
@@ -118,6 +121,25 @@ type ListOptions struct {
 	Limit int
 	// StatusBatch is how many dead letters are looked up together (DefaultStatusBatch).
 	StatusBatch int
+	// JSON says the entries will be written as JSON (Entry.AppendJSON) by emit, before it
+	// returns, as output.Stream's Write writes them: a scan reading ahead (ScanOptions.Ahead)
+	// then writes each dead letter's JSON beside the scan too, into memory written over once
+	// emit has returned (without a status lookup), so emit must not keep an entry to write
+	// it later.
+	JSON bool
+}
+
+// aheadJSON is what a scan reading ahead writes of the entries' JSON for o (ListOptions.JSON).
+// A status lookup holds a batch of dead letters before they are handed on: their JSON then
+// needs memory of its own.
+func (o ListOptions) aheadJSON() aheadJSON {
+	switch {
+	case !o.JSON:
+		return aheadNoJSON
+	case o.Lookup.Enabled():
+		return aheadJSONKept
+	}
+	return aheadJSONReused
 }
 
 // ListResult says what List did.
@@ -213,7 +235,7 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			}
 			todo = true
 			cur, share = p, int(shares[i])
-			stop, err := s.readShare(ctx, p, o.Filter, b, read, &res)
+			stop, err := s.readShare(ctx, p, o.Filter, o.aheadJSON(), b, read, &res)
 			if err == nil && !stop {
 				err = col.flush()
 			}
@@ -258,9 +280,9 @@ var errShareFull = errors.New("the partition has its share")
 // readShare reads p from where it stopped through b, which lists p's dead letters up to its
 // share and stops at the next one (errShareFull: p.more, p.r.Start then at that one), or to
 // its end (p.done). stop is true when emit ended the listing with ErrStop.
-func (s *Scan) readShare(ctx context.Context, p *partShare, f Filter, b *StatusBatcher, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult) (stop bool, err error) {
+func (s *Scan) readShare(ctx context.Context, p *partShare, f Filter, encode aheadJSON, b *StatusBatcher, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult) (stop bool, err error) {
 	p.more = false
-	err = s.read(ctx, []kafka.PartitionRange{p.r}, f, read, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
+	err = s.read(ctx, []kafka.PartitionRange{p.r}, f, read, encode, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
 	if err == nil {
 		err = b.Flush(ctx)
 	}
@@ -385,7 +407,7 @@ func listAll(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error
 		res.Listed++
 		return col.add(Entry{DeadLetter: d, Status: info})
 	})
-	sr, err := s.Run(ctx, o.Filter, func(d DeadLetter) error { return b.Add(ctx, d) })
+	sr, err := s.run(ctx, o.Filter, o.aheadJSON(), func(d DeadLetter) error { return b.Add(ctx, d) })
 	res.ScanResult = sr
 	if err == nil && !sr.Stopped {
 		err = b.Flush(ctx)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -74,11 +75,12 @@ type parseMemo struct {
 	keys []memoKey
 	// last holds, for each header that usually repeats, the text read last.
 	last [maxHeaders]string
-	// parts and offsets are carved into the original partitions and offsets the dead letters
-	// point at, never handed out twice: one allocation every memoNumbers dead letters rather
-	// than two each.
+	// parts, offsets and times are carved into the original partitions, offsets and the
+	// times the dead letters point at, never handed out twice: one allocation every
+	// memoNumbers dead letters rather than two each, and three for the times.
 	parts   []int32
 	offsets []int64
+	times   []time.Time
 }
 
 // memoNumbers is how many partitions (offsets) each array of a parseMemo holds.
@@ -100,6 +102,15 @@ func (m *parseMemo) offset(n int64) *int64 {
 	}
 	m.offsets = append(m.offsets, n)
 	return &m.offsets[len(m.offsets)-1]
+}
+
+// time returns a pointer to t that no other dead letter shares.
+func (m *parseMemo) time(t time.Time) *time.Time {
+	if len(m.times) == cap(m.times) {
+		m.times = make([]time.Time, 0, memoNumbers)
+	}
+	m.times = append(m.times, t)
+	return &m.times[len(m.times)-1]
 }
 
 // keyMeta is what a header key means to Parse: conv is 1 + the rank of the convention it
