@@ -22,11 +22,19 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	if !ok {
 		t.Fatal("no floor")
 	}
-	if got := f.short(); got != "CPU-bound: cores 95% busy; needs ≤ 1666.7 µs, used 1900.0 (fieldwork 1000.0)" {
+	// The rest (900 µs) leaves fieldwork 766.7 µs of the 1,666.7: 23% less than its 1,000.
+	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1666.7 µs, used 1900.0: fieldwork 1000.0, needs ≤ 766.7" {
 		t.Errorf("short: %q", got)
 	}
-	if got := f.long(); !strings.Contains(got, "12% less CPU a record") {
+	if got := f.long(); !strings.Contains(got, "down to 766.7 µs a record (23% less)") {
 		t.Errorf("long: %q", got)
+	}
+	// When the rest alone is over the budget, no process of fieldwork's can meet it.
+	var heavy benchkit.Report
+	heavy.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.1, MachineS: 1.9})
+	heavy.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5})
+	if f, _ := tg.floor(heavy, 2); !strings.Contains(f.short(), "the other processes alone used 1800.0") || !strings.Contains(f.long(), "cannot be met on this machine") {
+		t.Errorf("heavy: %q / %q", f.short(), f.long())
 	}
 	// Idle cores: it waited.
 	var idle benchkit.Report
