@@ -517,25 +517,22 @@ func (s *Store) Stats(ctx context.Context, f StatsFilter) (Stats, error) {
 // per 10,000 distinct ids; callers checking millions of events send chunks
 // (of about 1,000) and keep memory bounded.
 func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) (map[string]MarkerRow, error) {
-	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
-		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
-	}
-	keys, orig, err := keysOf(eventIDs)
-	if err != nil {
-		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
-	}
-	out := make(map[string]MarkerRow, len(keys))
-	for start := 0; start < len(keys); start += lookupChunk {
-		chunk := keys[start:min(start+lookupChunk, len(keys))]
-		rows, err := s.drv.Lookup(ctx, consumer, chunk)
-		if err != nil {
-			return nil, fmt.Errorf("look up %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
-		}
-		for _, r := range rows {
-			for _, id := range orig[r.EventID] {
-				out[id] = r
+	var out map[string]MarkerRow
+	err := s.byChunks(consumer, eventIDs, func(n int) { out = make(map[string]MarkerRow, n) },
+		func(chunk []string, orig map[string][]string) error {
+			rows, err := s.drv.Lookup(ctx, consumer, chunk)
+			if err != nil {
+				return err
 			}
-		}
+			for _, r := range rows {
+				for _, id := range orig[r.EventID] {
+					out[id] = r
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -544,27 +541,45 @@ func (s *Store) Lookup(ctx context.Context, consumer string, eventIDs []string) 
 // without a marker is absent): Lookup reading only that the marker is there, a probe per id
 // as Lookup's, for a check of millions of events. One query per 10,000 distinct ids.
 func (s *Store) Marked(ctx context.Context, consumer string, eventIDs []string) (map[string]struct{}, error) {
+	var out map[string]struct{}
+	err := s.byChunks(consumer, eventIDs, func(n int) { out = make(map[string]struct{}, n) },
+		func(chunk []string, orig map[string][]string) error {
+			found, err := s.drv.Marked(ctx, consumer, chunk)
+			if err != nil {
+				return err
+			}
+			for _, k := range found {
+				for _, id := range orig[k] {
+					out[id] = struct{}{}
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// byChunks is what Lookup and Marked share: consumer and eventIDs checked, their distinct
+// storage keys counted (start gets the count) and handed to each lookupChunk at a time, with
+// orig, the ids as given of every key. each's error ends it, wrapped.
+func (s *Store) byChunks(consumer string, eventIDs []string, start func(keys int), each func(chunk []string, orig map[string][]string) error) error {
 	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
-		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+		return fmt.Errorf("look up markers for %q: %w", consumer, err)
 	}
 	keys, orig, err := keysOf(eventIDs)
 	if err != nil {
-		return nil, fmt.Errorf("look up markers for %q: %w", consumer, err)
+		return fmt.Errorf("look up markers for %q: %w", consumer, err)
 	}
-	out := make(map[string]struct{}, len(keys))
-	for start := 0; start < len(keys); start += lookupChunk {
-		chunk := keys[start:min(start+lookupChunk, len(keys))]
-		found, err := s.drv.Marked(ctx, consumer, chunk)
-		if err != nil {
-			return nil, fmt.Errorf("look up %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
-		}
-		for _, k := range found {
-			for _, id := range orig[k] {
-				out[id] = struct{}{}
-			}
+	start(len(keys))
+	for from := 0; from < len(keys); from += lookupChunk {
+		chunk := keys[from:min(from+lookupChunk, len(keys))]
+		if err := each(chunk, orig); err != nil {
+			return fmt.Errorf("look up %d markers for %q in %s: %w", len(chunk), consumer, s.Table(), err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // OutcomeStale is a marker's outcome when its consumer marked the event but deliberately did
