@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fieldwork/fieldwork/internal/printable"
 )
@@ -61,6 +62,9 @@ func parseObject(value []byte, dst object) (object, string) {
 	}
 	if !utf8.Valid(value) {
 		return nil, "invalid JSON: " + printable.InvalidUTF8(value)
+	}
+	if obj, ok := quickSplitObject(value, dst); ok {
+		return obj, ""
 	}
 	trimmed := bytes.TrimLeft(value, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] != '{' && validJSON(value) {
@@ -257,10 +261,20 @@ func checkID(s string) string {
 }
 
 // jsonText reads a member that must be a JSON string as json.Unmarshal into a string does;
-// false when it is not one. A string without escapes, the common case, is the text between
-// its quotes, taken without a second parse.
+// false when it is not one. The text is its own, never aliasing raw.
 func jsonText(raw json.RawMessage) (string, bool) {
-	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space only
+	s, ok := jsonTextView(raw)
+	return strings.Clone(s), ok
+}
+
+// jsonTextView is jsonText without the copy: a string without escapes, the common case, is
+// the text between its quotes, taken without a second parse and without an allocation, as a
+// string that aliases raw (unsafe.String). raw is a member of a record's value, which is not
+// changed while the record is decoded; the view must not outlive that decode. The decoders
+// use views only to check and parse, and copy what an Event keeps (Event.ownText, jsonData);
+// what goes into a Reason is copied by quote.
+func jsonTextView(raw json.RawMessage) (string, bool) {
+	raw = trimJSONSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -273,10 +287,20 @@ func jsonText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	if plain {
-		return string(inner), true
+		return unsafe.String(unsafe.SliceData(inner), len(inner)), true
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// trimJSONSpace is bytes.Trim(b, " \t\r\n"): without JSON's white space around it.
+func trimJSONSpace(b []byte) []byte {
+	i := skipSpace(b, 0)
+	j := len(b)
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\r' || b[j-1] == '\n') {
+		j--
+	}
+	return b[i:j]
 }
 
 // jsonString reads an optional string member; absent, null and "" all give "".
@@ -284,7 +308,7 @@ func jsonString(raw json.RawMessage) (string, string) {
 	if isNull(raw) {
 		return "", ""
 	}
-	s, ok := jsonText(raw)
+	s, ok := jsonTextView(raw)
 	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
@@ -300,7 +324,7 @@ func jsonID(obj object, name string) (string, string) {
 	if isNull(raw) {
 		return "", "missing: null"
 	}
-	s, ok := jsonText(raw)
+	s, ok := jsonTextView(raw)
 	if !ok {
 		return "", "not a string: " + describe(raw)
 	}
@@ -312,7 +336,7 @@ func jsonTime(raw json.RawMessage) (time.Time, string) {
 	if isNull(raw) {
 		return time.Time{}, ""
 	}
-	s, ok := jsonText(raw)
+	s, ok := jsonTextView(raw)
 	if !ok {
 		return time.Time{}, "not an RFC 3339 timestamp: " + describe(raw)
 	}
@@ -327,7 +351,11 @@ func parseTime(s string) (time.Time, string) {
 	if s == "" {
 		return time.Time{}, ""
 	}
-	t, err := time.Parse(time.RFC3339Nano, strings.Map(upperTZ, s))
+	upper := s
+	if strings.IndexByte(s, 't') >= 0 || strings.IndexByte(s, 'z') >= 0 {
+		upper = strings.Map(upperTZ, s)
+	}
+	t, err := time.Parse(time.RFC3339Nano, upper) // t keeps nothing of the text
 	if err != nil || strings.IndexByte(s, ',') >= 0 {
 		return time.Time{}, "not an RFC 3339 timestamp: " + quote(s)
 	}
@@ -357,7 +385,7 @@ func jsonVersion(raw json.RawMessage) (v int64, ok bool, reason string) {
 	raw = bytes.TrimSpace(raw)
 	switch c := raw[0]; {
 	case c == '"':
-		s, ok := jsonText(raw)
+		s, ok := jsonTextView(raw)
 		if !ok {
 			return 0, false, "not an integer: " + describe(raw)
 		}

@@ -1,12 +1,14 @@
 package envelope
 
+import "strings"
+
 // decodePlainObject reads a plain JSON event: event_id (required), type, occurred_at,
 // aggregate_type, aggregate_id, aggregate_version (or, when that is absent, version) and data.
 // When aggregate_version is present, version is not read at all: it may be a schema version.
 func decodePlainObject(obj object) (Event, *MalformedError) {
 	ev := Event{Format: FormatPlainJSON}
 	fail := func(field, reason string) (Event, *MalformedError) {
-		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: ev.ID}
+		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: strings.Clone(ev.ID)} // ev.ID is a view until ownText
 	}
 	var reason string
 	if ev.ID, reason = jsonID(obj, "event_id"); reason != "" {
@@ -33,5 +35,6 @@ func decodePlainObject(obj object) (Event, *MalformedError) {
 		return fail(versionField, reason)
 	}
 	ev.Data = jsonData(obj.get("data"))
+	ev.ownText()
 	return ev, nil
 }

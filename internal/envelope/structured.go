@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 )
 
 // decodeStructured decodes a record whose content-type names a CloudEvents media type. Only the
@@ -30,7 +31,7 @@ func decodeStructured(contentType, value []byte) (Event, *MalformedError) {
 func decodeStructuredObject(obj object) (Event, *MalformedError) {
 	ev := Event{Format: FormatCloudEventsStructured}
 	fail := func(field, reason string) (Event, *MalformedError) {
-		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: ev.ID}
+		return Event{}, &MalformedError{Format: ev.Format, Field: field, Reason: reason, EventID: strings.Clone(ev.ID)} // ev.ID is a view until ownText
 	}
 	var reason string
 	if ev.ID, reason = jsonID(obj, "id"); reason != "" {
@@ -60,12 +61,13 @@ func decodeStructuredObject(obj object) (Event, *MalformedError) {
 		}
 		ev.Data = bytes.Clone(b64)
 	}
+	ev.ownText()
 	return ev, nil
 }
 
 // checkBase64 accepts a JSON string holding base64 (RFC 4648, padded or not).
 func checkBase64(raw json.RawMessage) string {
-	s, ok := jsonText(raw)
+	s, ok := jsonTextView(raw) // only read here
 	if !ok {
 		return "not a string: " + describe(raw)
 	}

@@ -1,6 +1,9 @@
 package envelope
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // validJSON is json.Valid for a value already known to be UTF-8 (parseObject checks that
 // first), answered by one pass of a plain recursive-descent check: encoding/json's scanner
@@ -164,4 +167,55 @@ func quickLiteral(b []byte, i int, lit string) (int, bool) {
 		return i, false
 	}
 	return i + len(lit), true
+}
+
+// quickSplitObject is validJSON then splitObject in the one pass of quickValue, for a value
+// already known to be UTF-8: it returns the value's members (appended to dst) and true only
+// when the quick pass accepts the whole value, it is an object and no member name holds an
+// escape. false says nothing about the value: parseObject then takes its slower way.
+func quickSplitObject(value []byte, dst object) (object, bool) {
+	i := skipSpace(value, 0)
+	if i >= len(value) || value[i] != '{' {
+		return nil, false
+	}
+	obj := dst[:0]
+	i = skipSpace(value, i+1)
+	if i < len(value) && value[i] == '}' {
+		return obj, skipSpace(value, i+1) == len(value)
+	}
+	for {
+		if i >= len(value) || value[i] != '"' {
+			return nil, false
+		}
+		end, ok := quickString(value, i)
+		if !ok {
+			return nil, false
+		}
+		name := value[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return nil, false
+		}
+		if i = skipSpace(value, end); i >= len(value) || value[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(value, i+1)
+		if i, ok = quickValue(value, start, 1); !ok {
+			return nil, false
+		}
+		obj = append(obj, member{name: name, raw: value[start:i:i]})
+		if i = skipSpace(value, i); i >= len(value) {
+			return nil, false
+		}
+		switch value[i] {
+		case ',':
+			i = skipSpace(value, i+1)
+		case '}':
+			if skipSpace(value, i+1) != len(value) {
+				return nil, false
+			}
+			return obj, true
+		default:
+			return nil, false
+		}
+	}
 }
