@@ -263,30 +263,27 @@ func checkID(s string) string {
 // jsonText reads a member that must be a JSON string as json.Unmarshal into a string does;
 // false when it is not one. The text is its own, never aliasing raw.
 func jsonText(raw json.RawMessage) (string, bool) {
+	if !utf8.Valid(raw) {
+		var s string
+		return s, json.Unmarshal(raw, &s) == nil
+	}
 	s, ok := jsonTextView(raw)
 	return strings.Clone(s), ok
 }
 
-// jsonTextView is jsonText without the copy: a string without escapes, the common case, is
-// the text between its quotes, taken without a second parse and without an allocation, as a
-// string that aliases raw (unsafe.String). raw is a member of a record's value, which is not
-// changed while the record is decoded; the view must not outlive that decode. The decoders
-// use views only to check and parse, and copy what an Event keeps (Event.ownText, jsonData);
-// what goes into a Reason is copied by quote.
+// jsonTextView is jsonText for UTF-8 text (a member of a value parseObject accepted), without
+// the copy: a string without escapes, the common case, is the text between its quotes, taken
+// without a second parse and without an allocation, as a string that aliases raw
+// (unsafe.String). raw is a member of a record's value, which is not changed while the record
+// is decoded; the view must not outlive that decode. The decoders use views only to check and
+// parse, and copy what an Event keeps (Event.ownText); what goes into a Reason is copied by
+// quote.
 func jsonTextView(raw json.RawMessage) (string, bool) {
 	raw = trimJSONSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
-	inner := raw[1 : len(raw)-1]
-	plain := raw[len(raw)-1] == '"' && utf8.Valid(inner)
-	for _, c := range inner {
-		if c == '\\' || c == '"' || c < 0x20 {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if inner := raw[1 : len(raw)-1]; raw[len(raw)-1] == '"' && stringSpecial(inner, 0) == len(inner) {
 		return unsafe.String(unsafe.SliceData(inner), len(inner)), true
 	}
 	var s string

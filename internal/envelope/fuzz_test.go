@@ -128,7 +128,8 @@ func TestSplitObjectMatchesUnmarshal(t *testing.T) {
 	}
 }
 
-// FuzzSplitObject compares splitObject with json.Unmarshal on arbitrary values.
+// FuzzSplitObject compares splitObject with json.Unmarshal, and quickSplitObject with both,
+// on arbitrary values.
 func FuzzSplitObject(f *testing.F) {
 	for _, v := range splitObjectCases {
 		f.Add([]byte(v))
@@ -138,10 +139,17 @@ func FuzzSplitObject(f *testing.F) {
 
 func checkSplitObject(t *testing.T, value []byte) {
 	t.Helper()
+	quick, quickOK := quickSplitObject(value, nil)
 	if !json.Valid(value) || !utf8.Valid(value) {
+		if quickOK && utf8.Valid(value) {
+			t.Errorf("%q: quickSplitObject accepts what json.Valid refuses", value)
+		}
 		return // parseObject does not call it
 	}
 	obj, ok := splitObject(value, nil)
+	if quickOK && (!ok || !reflect.DeepEqual(quick, obj)) {
+		t.Errorf("%q: quickSplitObject %q, splitObject %q %v", value, quick, obj, ok)
+	}
 	var got map[string]json.RawMessage
 	if ok {
 		got = map[string]json.RawMessage{}

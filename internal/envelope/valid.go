@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 )
 
@@ -88,35 +89,58 @@ func quickContainer(b []byte, i, depth int, end byte) (int, bool) {
 
 // quickString checks the string starting at b[i] ('"').
 func quickString(b []byte, i int) (int, bool) {
-	for i++; i < len(b); i++ {
+	for i++; ; i++ {
+		if i = stringSpecial(b, i); i >= len(b) {
+			return i, false
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, true
 		case c < 0x20:
 			return i, false
-		case c == '\\':
-			i++
-			if i >= len(b) {
+		}
+		i++ // past the backslash
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+4 >= len(b) {
 				return i, false
 			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) {
+			for _, h := range b[i+1 : i+5] {
+				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 					return i, false
 				}
-				for _, h := range b[i+1 : i+5] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return i, false
-					}
-				}
-				i += 4
-			default:
-				return i, false
 			}
+			i += 4
+		default:
+			return i, false
 		}
 	}
-	return i, false
+}
+
+// stringSpecial returns the index of the first byte at or after i that a JSON string does not
+// hold as it is: '"', '\\' or a control byte (below 0x20); len(b) when there is none. It reads
+// eight bytes at a time: most of a record's value is the text of strings.
+func stringSpecial(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		// (x - ones) &^ x has a high bit set where x has a zero byte (exact as to whether there
+		// is one); (w - ones*0x20) &^ w likewise where w has a byte below 0x20.
+		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return len(b)
 }
 
 // quickNumber checks the number starting at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
