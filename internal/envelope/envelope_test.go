@@ -282,3 +282,32 @@ func TestMediaTypeInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestEventOwnsItsText: an Event read from a JSON value keeps its text and data when the
+// record's value is then overwritten (the decoders read the text as views of the value).
+func TestEventOwnsItsText(t *testing.T) {
+	values := map[string]string{
+		"structured": `{"specversion":"1.0","id":"e-1","type":"t.created","source":"/s","subject":"x\u00e9",` +
+			`"time":"2026-01-02T03:04:05z","aggregatetype":"task","aggregateid":"task-1","aggregateversion":"7","data":{"a":"b"}}`,
+		"plain": `{"event_id":"e-2","type":"t","aggregate_type":"task","aggregate_id":"a\"b","aggregate_version":3,"occurred_at":"2026-01-02T03:04:05Z","data":[1]}`,
+	}
+	for name, v := range values {
+		t.Run(name, func(t *testing.T) {
+			value := []byte(v)
+			ev, err := Decode(nil, value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Decode(nil, []byte(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range value {
+				value[i] = 'X'
+			}
+			if !reflect.DeepEqual(ev, want) {
+				t.Errorf("after the value was overwritten\n got %+v\nwant %+v", ev, want)
+			}
+		})
+	}
+}
