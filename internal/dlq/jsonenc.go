@@ -2,7 +2,9 @@ package dlq
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -194,12 +196,11 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(v); {
+		if i += plainRun(unsafe.String(unsafe.SliceData(v[i:]), len(v)-i)); i == len(v) {
+			break
+		}
 		c := v[i]
 		if c < utf8.RuneSelf {
-			if plainJSON[c] {
-				i++
-				continue
-			}
 			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
 				return b[:n], false
 			}
@@ -223,8 +224,32 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// plainRun is how many bytes s begins with that plainJSON holds as they are, eight at a time
+// and then one at a time.
+func plainRun(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		// A byte's high bit is set in m when the byte is 0x80 or more (x), below 0x20, 0x7f,
+		// " or & (0x22 and 0x26 are both 0x26 with bit 2 set), \, or < or > (0x3c and 0x3e
+		// are both 0x3e with bit 1 set). A borrow or carry runs only out of such a byte, so the
+		// lowest byte m marks is the first byte that is not plain.
+		m := x | (x - ones*0x20) | (x + ones) | ((x | ones*0x04) ^ ones*0x26 - ones) |
+			(x ^ ones*0x5c - ones) | ((x | ones*0x02) ^ ones*0x3e - ones)
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(s) && plainJSON[s[i]] {
+		i++
+	}
+	return i
+}
+
 // plainJSON marks the ASCII bytes a JSON string with HTML escaping holds as they are.
-var plainJSON = func() (t [utf8.RuneSelf]bool) {
+// It has 256 entries, false from utf8.RuneSelf on, so that any byte indexes it.
+var plainJSON = func() (t [256]bool) {
 	for c := byte(0x20); c < 0x7f; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -310,9 +335,12 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += plainRun(string(s[i:])); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if plainJSON[c] || c == 0x7f {
+			if c == 0x7f {
 				i++
 				continue
 			}
