@@ -196,7 +196,18 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(v); {
-		if i += plainRun(unsafe.String(unsafe.SliceData(v[i:]), len(v)-i)); i == len(v) {
+		for i+8 <= len(v) {
+			m := plainWord(binary.LittleEndian.Uint64(v[i : i+8]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for i < len(v) && plainJSON[v[i]] {
+			i++
+		}
+		if i == len(v) {
 			break
 		}
 		c := v[i]
@@ -225,19 +236,11 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 }
 
 // plainRun is how many bytes s begins with that plainJSON holds as they are, eight at a time
-// and then one at a time.
+// (plainWord) and then one at a time.
 func plainRun(s string) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
-		// A byte's high bit is set in m when the byte is 0x80 or more (x), below 0x20, 0x7f,
-		// " or & (0x22 and 0x26 are both 0x26 with bit 2 set), \, or < or > (0x3c and 0x3e
-		// are both 0x3e with bit 1 set). A borrow or carry runs only out of such a byte, so the
-		// lowest byte m marks is the first byte that is not plain.
-		m := x | (x - ones*0x20) | (x + ones) | ((x | ones*0x04) ^ ones*0x26 - ones) |
-			(x ^ ones*0x5c - ones) | ((x | ones*0x02) ^ ones*0x3e - ones)
-		if m &= highs; m != 0 {
+		if m := plainWord(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -245,6 +248,17 @@ func plainRun(s string) int {
 		i++
 	}
 	return i
+}
+
+// plainWord marks, with its high bit, each byte of the eight in x (little endian) that is not
+// plain: 0x80 or more, below 0x20, 0x7f, " or & (0x22 and 0x26 are both 0x26 with bit 2
+// set), \, or < or > (0x3c and 0x3e are both 0x3e with bit 1 set). A borrow or carry runs
+// only out of such a byte, so the lowest byte it marks is the first that is not plain; it is
+// 0 when all eight are.
+func plainWord(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	return (x | (x - ones*0x20) | (x + ones) | ((x | ones*0x04) ^ ones*0x26 - ones) |
+		(x ^ ones*0x5c - ones) | ((x | ones*0x02) ^ ones*0x3e - ones)) & (ones * 0x80)
 }
 
 // plainJSON marks the ASCII bytes a JSON string with HTML escaping holds as they are.
