@@ -90,3 +90,47 @@ func BenchmarkListLine(b *testing.B) {
 	}
 	b.SetBytes(int64(len(line)))
 }
+
+// benchDeadLetter is a dead letter as internal/dlq/bench fills its topic with: a CloudEvent of
+// about 300 bytes, parsed as a listing parses it.
+func benchDeadLetter() DeadLetter {
+	orig := &kgo.Record{
+		Topic: "tasks", Partition: 3, Offset: 1041, Timestamp: time.UnixMilli(1773480413589), Key: []byte("task-7"),
+		Value:   []byte(`{"specversion":"1.0","id":"evt-00000007","type":"task.updated","source":"/tasks","aggregateid":"task-7","aggregateversion":1,"data":{"note":"` + strings.Repeat("x", 100) + `"}}`),
+		Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}},
+	}
+	failed := time.UnixMilli(1773480415589)
+	r := NewDeadLetter(orig, Meta{Topic: "tasks.dlq", Group: "projector", Handler: "projection", EventID: "evt-00000007", Reason: ReasonMalformed,
+		Error: "task not found", Attempts: 1, FirstFailedAt: failed.Add(-time.Second), FailedAt: failed})
+	r.Timestamp = failed
+	return Parse(r)
+}
+
+// BenchmarkAppendJSON measures the JSON line of a parsed dead letter alone (Entry.AppendJSON).
+func BenchmarkAppendJSON(b *testing.B) {
+	e := Entry{DeadLetter: benchDeadLetter()}
+	var line []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if line, err = e.AppendJSON(line[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(line)))
+}
+
+// BenchmarkEscape measures the string escaper on the value and the headers of a dead letter.
+func BenchmarkEscape(b *testing.B) {
+	d := benchDeadLetter()
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		out = appendJSONBytes(out[:0], d.Value, "value")
+		for _, h := range d.Headers {
+			out = appendJSONString(out, h.Key)
+			out = appendJSONBytes(out, h.Value, "value")
+		}
+	}
+	b.SetBytes(int64(len(out)))
+}

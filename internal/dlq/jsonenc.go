@@ -2,7 +2,9 @@ package dlq
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -194,12 +196,22 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(v); {
+		for i+8 <= len(v) {
+			m := plainWord(binary.LittleEndian.Uint64(v[i : i+8]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for i < len(v) && plainJSON[v[i]] {
+			i++
+		}
+		if i == len(v) {
+			break
+		}
 		c := v[i]
 		if c < utf8.RuneSelf {
-			if plainJSON[c] {
-				i++
-				continue
-			}
 			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
 				return b[:n], false
 			}
@@ -223,8 +235,35 @@ func appendPrintable(b, v []byte) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// plainRun is how many bytes s begins with that plainJSON holds as they are, eight at a time
+// (plainWord) and then one at a time.
+func plainRun(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if m := plainWord(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(s) && plainJSON[s[i]] {
+		i++
+	}
+	return i
+}
+
+// plainWord marks, with its high bit, each byte of the eight in x (little endian) that is not
+// plain: 0x80 or more, below 0x20, 0x7f, " or & (0x22 and 0x26 are both 0x26 with bit 2
+// set), \, or < or > (0x3c and 0x3e are both 0x3e with bit 1 set). A borrow or carry runs
+// only out of such a byte, so the lowest byte it marks is the first that is not plain; it is
+// 0 when all eight are.
+func plainWord(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	return (x | (x - ones*0x20) | (x + ones) | ((x | ones*0x04) ^ ones*0x26 - ones) |
+		(x ^ ones*0x5c - ones) | ((x | ones*0x02) ^ ones*0x3e - ones)) & (ones * 0x80)
+}
+
 // plainJSON marks the ASCII bytes a JSON string with HTML escaping holds as they are.
-var plainJSON = func() (t [utf8.RuneSelf]bool) {
+// It has 256 entries, false from utf8.RuneSelf on, so that any byte indexes it.
+var plainJSON = func() (t [256]bool) {
 	for c := byte(0x20); c < 0x7f; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -310,9 +349,12 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += plainRun(string(s[i:])); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if plainJSON[c] || c == 0x7f {
+			if c == 0x7f {
 				i++
 				continue
 			}
