@@ -96,7 +96,7 @@ marker.`,
 }
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
-	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
+	cmdutil.ReadGC(os.Getenv, cmdutil.CheckGCFloor)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})
