@@ -264,15 +264,9 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	if err != nil {
 		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
 	}
-	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
-		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
-	}
-	if len(events) == 0 {
-		return nil, nil
-	}
-	order, sorted, err := dedupeMarkers(events)
-	if err != nil {
-		return nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	order, sorted, err := claimBatch(consumer, events)
+	if err != nil || len(events) == 0 {
+		return nil, err
 	}
 	var stale map[string]bool
 	if guard {
@@ -311,6 +305,22 @@ func (s *Store) ClaimVerdicts(ctx context.Context, tx *Tx, consumer string, even
 	return out, nil
 }
 
+// claimBatch checks a claim's consumer and its events' keys and lays the events out for the
+// driver (dedupeMarkers): their first occurrences in the order of events, and one marker per
+// key sorted by key. No events give nothing.
+func claimBatch(consumer string, events []Marker) (order []keyedMarker, sorted []Marker, err error) {
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return nil, nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	if len(events) == 0 {
+		return nil, nil, nil
+	}
+	if order, sorted, err = dedupeMarkers(events); err != nil {
+		return nil, nil, fmt.Errorf("claim batch for %q: %w", consumer, err)
+	}
+	return order, sorted, nil
+}
+
 // ClaimedPart is a caller's part of a claim's statement (Store.ClaimWith): common table
 // expressions that write the claimed events' effects in the statement that inserts their
 // markers. With is one or more expressions ("name AS (…), …"), which may read fw_claimed, the
@@ -346,15 +356,9 @@ func (s *Store) ClaimWith(ctx context.Context, tx *Tx, consumer string, events [
 	if !ok {
 		return ErrNoClaimWith
 	}
-	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
-		return fmt.Errorf("claim batch for %q: %w", consumer, err)
-	}
-	if len(events) == 0 {
-		return nil
-	}
-	order, sorted, err := dedupeMarkers(events)
-	if err != nil {
-		return fmt.Errorf("claim batch for %q: %w", consumer, err)
+	order, sorted, err := claimBatch(consumer, events)
+	if err != nil || len(events) == 0 {
+		return err
 	}
 	if len(order) != len(events) { // a repeated id: not every event can be fresh
 		return ErrClaimFallback
