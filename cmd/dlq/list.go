@@ -12,6 +12,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -114,7 +115,7 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
-	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
+	gcpace.Floor(os.Getenv, gcpace.ReadFloor)
 	p, c := cl.Printer, cl.Kafka
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "scanning", nil)
 	if err != nil {

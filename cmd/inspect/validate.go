@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/inspect"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
@@ -65,7 +66,7 @@ is removed at the end.`,
 }
 
 func inspectValidateRun(ctx context.Context, opts *InspectValidateOptions, cl *cmdutil.Clients) error {
-	cmdutil.ReadGC(os.Getenv, cmdutil.ReadGCFloor)
+	gcpace.Floor(os.Getenv, gcpace.ReadFloor)
 	p, c := cl.Printer, cl.Kafka
 	progress := output.NewProgress(cl.Streams, output.ProgressOptions{Label: "validating " + opts.Topic})
 	rep, err := inspect.Validate(ctx, c, opts.Topic, opts.Selection, inspect.ValidateOptions{Schemas: cl.Schemas,

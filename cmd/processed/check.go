@@ -9,6 +9,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
@@ -96,7 +97,7 @@ marker.`,
 }
 
 func processedCheckRun(ctx context.Context, opts *ProcessedCheckOptions, cl *cmdutil.Clients) error {
-	cmdutil.ReadGC(os.Getenv, cmdutil.CheckGCFloor)
+	gcpace.Floor(os.Getenv, gcpace.CheckFloor)
 	p, st, c := cl.Printer, cl.Store, cl.Kafka
 
 	progress := output.NewProgress(opts.Streams, output.ProgressOptions{Label: fmt.Sprintf("checking %s for %s", opts.Topic, opts.Consumer)})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -379,21 +379,6 @@ func (opts *ReplayOptions) parseAims(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// replayGC makes the collector run less often for the rest of a replay: a replay allocates a
-// record's worth of garbage per record read while its live memory stays small (bounded by the
-// producer's buffer), so the default GOGC of 100 spends a fifth of its CPU collecting. A soft
-// memory limit of 256 MiB keeps the heap that GOGC 400 lets grow from reaching five times
-// the live memory (a 200,000-record replay peaked at 320 MB resident without it, 260 MB with
-// it). An explicit GOGC or GOMEMLIMIT wins.
-func replayGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(256 << 20)
-	}
-}
-
 // needs are the clients a replay opens: the cluster, and the store when it executes (the
 // journal, migrated), when the selection looks statuses up, or, for the guards' look at the
 // markers, whenever one is configured.
@@ -413,7 +398,7 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 }
 
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
-	replayGC(opts.Getenv)
+	gcpace.Replay(opts.Getenv)
 	plan, err := replay.NewPlan(ctx, cl.Kafka, opts.Spec)
 	if err != nil {
 		return err

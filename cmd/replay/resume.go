@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -105,7 +106,7 @@ and which worker holds it) and sends nothing.`,
 }
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
-	replayGC(opts.Getenv)
+	gcpace.Replay(opts.Getenv)
 	if opts.Worker && !opts.Execute {
 		return replayWorkerPreview(ctx, opts, cl)
 	}

@@ -41,7 +41,6 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -57,6 +56,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/replay"
 )
@@ -85,13 +85,7 @@ func main() {
 	if *brokers == "" || *dsn == "" {
 		fail("set -brokers and -dsn (or eval \"$(scripts/services.sh env)\")")
 	}
-	// As the replay command does.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(256 << 20)
-	}
+	gcpace.Replay(os.Getenv) // as the replay command does
 	if *memProfile != "" {
 		runtime.MemProfileRate = 4096
 		defer func() {
