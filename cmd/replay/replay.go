@@ -398,7 +398,7 @@ func (opts *ReplayOptions) needs() cmdutil.Need {
 }
 
 func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) error {
-	gcpace.Replay(opts.Getenv)
+	gcpace.Floor(opts.Getenv, gcpace.ReplayFloor)
 	plan, err := replay.NewPlan(ctx, cl.Kafka, opts.Spec)
 	if err != nil {
 		return err

@@ -106,7 +106,7 @@ and which worker holds it) and sends nothing.`,
 }
 
 func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil.Clients) error {
-	gcpace.Replay(opts.Getenv)
+	gcpace.Floor(opts.Getenv, gcpace.ReplayFloor)
 	if opts.Worker && !opts.Execute {
 		return replayWorkerPreview(ctx, opts, cl)
 	}

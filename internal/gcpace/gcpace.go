@@ -1,5 +1,5 @@
-// Package gcpace is how a command paces Go's collector for the rest of its run: the reads
-// (Floor) and the replay (Replay) allocate a record's worth of garbage per record while their
+// Package gcpace is how a command paces Go's collector for the rest of its run (Floor): the
+// reads and the replay allocate a record's worth of garbage per record while their
 // live heap stays small, so the default GOGC of 100 has them collect far more often than their
 // memory needs. An explicit GOGC or GOMEMLIMIT always wins.
 package gcpace
@@ -21,8 +21,15 @@ const ReadFloor = 32 << 20
 // letters: 1.65–1.9 CPU s instead of 2.3–2.4, peak RSS 173 MiB instead of 100–112.
 const CheckFloor = 128 << 20
 
+// ReplayFloor is a replay's (Floor; the replay benchmark's too). A replay's live heap is
+// bounded by the producer's buffer, and at GOGC 100 it spent a fifth of its CPU collecting. It
+// used GOGC 400 under a soft memory limit of 256 MiB until the floor replaced it: over 300,000
+// dead letters (replaybench -modes headers), 1.6–2.4 CPU s and 250–265 MiB resident either way,
+// the runs' spread wider than any difference.
+const ReplayFloor = 192 << 20
+
 // Floor makes the collector run less often for the rest of a command that reads a topic
-// through: dlq list, processed check, inspect validate. Such a read allocates a record's worth
+// through: dlq list, processed check, inspect validate, replay. Such a read allocates a record's worth
 // of garbage per record (most of it the Kafka client's: header keys, record structs,
 // decompression buffers) while its live heap stays small (a few MiB for a listing), so with
 // the default GOGC of 100 the heap goal is a few MiB too: the collector ran 118 times over
@@ -79,19 +86,4 @@ func floorPercent(live, floor uint64) int {
 		return 100
 	}
 	return int(min(floor*100/live-100, 2000))
-}
-
-// Replay paces the collector for the rest of a replay: a replay allocates a record's worth of
-// garbage per record read while its live memory stays small (bounded by the producer's
-// buffer), so the default GOGC of 100 spends a fifth of its CPU collecting. A soft memory
-// limit of 256 MiB keeps the heap that GOGC 400 lets grow from reaching five times the live
-// memory (a 200,000-record replay peaked at 320 MB resident without it, 260 MB with it). An
-// explicit GOGC or GOMEMLIMIT wins.
-func Replay(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(256 << 20)
-	}
 }

@@ -85,7 +85,7 @@ func main() {
 	if *brokers == "" || *dsn == "" {
 		fail("set -brokers and -dsn (or eval \"$(scripts/services.sh env)\")")
 	}
-	gcpace.Replay(os.Getenv) // as the replay command does
+	gcpace.Floor(os.Getenv, gcpace.ReplayFloor) // as the replay command does
 	if *memProfile != "" {
 		runtime.MemProfileRate = 4096
 		defer func() {
