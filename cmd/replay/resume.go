@@ -68,8 +68,9 @@ holds it. On a rebalance (a worker joins or leaves) it stops reading, awaits and
 what it has in flight, and releases its partitions before the group goes on; a worker killed
 without leaving has its partitions taken over after --session-timeout, from their
 checkpoints (what it sent beyond them, at most its duplicate window, is sent again). The
-rate is the run's (or --rate), shared: a worker holding k of the run's n partitions sends at
-most rate*k/n records per second. A worker exits 0 when every partition of the run is done,
+rate is the run's (or --rate), shared by the partitions left: a worker holding k of the n
+partitions not yet done sends at most rate*k/n records per second, and raises its share as
+the others finish (it says so on stderr). A worker exits 0 when every partition of the run is done,
 whichever worker did it (3 when the run quarantined records or left incomplete ones out, as
 a replay does); SIGINT checkpoints and releases its partitions and exits 130, leaving the
 run to the others. replay show RUN tells which worker holds which partition. A worker asks
@@ -148,6 +149,9 @@ func replayWorkerRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	wo := replay.WorkerOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, SessionTimeout: opts.SessionTimeout}
 	wo.OnAssigned = func(ps []int32) {
 		fmt.Fprintf(opts.Streams.ErrText(), "worker of run %s: assigned %s\n", opts.RunID, partitionList(ps))
+	}
+	wo.OnShare = func(perSecond float64) {
+		fmt.Fprintf(opts.Streams.ErrText(), "worker of run %s: its share of the rate: %s\n", opts.RunID, replay.RateText(perSecond))
 	}
 	sum, err := replay.RunWorker(ctx, cl.Kafka, cl.Store, opts.RunID, wo)
 	if sum != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/replay"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -303,4 +306,61 @@ func TestReplayWorkers(t *testing.T) {
 			t.Fatalf("a rebalance sent %d records twice", dups)
 		}
 	})
+}
+
+// TestReplayWorkersShareTheRate: two workers share a run's rate by the partitions left. The
+// dead-letter topic has two partitions, the second three times the first; each worker holds
+// one at 100/s of the run's 200/s, and when the first partition is done the worker holding
+// the second raises its share to the whole rate (and says so on stderr). Nothing is sent
+// twice and replay show agrees.
+func TestReplayWorkersShareTheRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	sizes := []int{800, 2400}
+	n := sizes[0] + sizes[1]
+	env, schema := replayEnv(t)
+	src, dlqTopic, target := testenv.Topic(t, 1, nil), testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil)
+	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var origs, dls []*kgo.Record
+	for p, size := range sizes {
+		for i := range size {
+			id := fmt.Sprintf("evt-%d-%05d", p, i)
+			o := &kgo.Record{Topic: src, Key: []byte(id), Value: fmt.Appendf(nil, `{"i":%d}`, i),
+				Headers: []kgo.RecordHeader{{Key: "ce_id", Value: []byte(id)}}}
+			origs = append(origs, o)
+			dl := dlq.NewDeadLetter(o, dlq.Meta{Topic: dlqTopic, Reason: dlq.ReasonExhausted, Error: "db down", Group: "billing", EventID: id})
+			dl.Partition = int32(p)
+			dls = append(dls, dl)
+		}
+	}
+	testenv.Produce(t, cl, origs...)
+	testenv.Produce(t, cl, dls...)
+
+	r := newWorkersRun(t, env, schema, dlqTopic, target, "200")
+	a, b := r.start(t), r.start(t)
+	r.waitFor(t, "both workers holding partitions", func(_ dedup.ReplayRun, cps []dedup.ReplayCheckpoint) bool { return holds(a, cps) && holds(b, cps) })
+	r.finish(t)
+	r.checkShow(t, int64(n))
+	if dups := checkTarget(t, target, n); dups != 0 {
+		t.Fatalf("%d records sent twice", dups)
+	}
+	// The shares each worker was told, in order: the one that held the second partition to
+	// the end went from half the rate to all of it.
+	raised := false
+	for _, w := range r.workers {
+		var shares []string
+		for line := range strings.Lines(w.errOut.String()) {
+			if _, share, ok := strings.Cut(strings.TrimSpace(line), "its share of the rate: "); ok {
+				shares = append(shares, share)
+			}
+		}
+		if i := slices.Index(shares, "100/s"); i >= 0 && slices.Contains(shares[i+1:], "200/s") {
+			raised = true
+		}
+		t.Logf("worker %s: shares %v", w.owner(), shares)
+	}
+	if !raised {
+		t.Fatalf("no worker raised its share from 100/s to 200/s when the first partition was done:\n%s\n%s", a.errOut.String(), b.errOut.String())
+	}
 }

@@ -396,6 +396,9 @@ type executor struct {
 	// owner's alone repeats from one session to the next).
 	partitioned bool
 	flushTag    string
+	// lim, when set, is the cap on records per second in place of one at opts.Rate: a
+	// worker's share of the run's rate, which the worker changes as partitions finish.
+	lim *limiter
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -435,7 +438,7 @@ func (e *executor) run(ctx context.Context, c *kafka.Cluster) error {
 	defer fl.stop()
 
 	ps := &pass{e: e, cl: cl, readCtx: readCtx, prodCtx: prodCtx, stopRead: stopRead, flusher: fl,
-		lim: newLimiter(e.opts.Rate), start: time.Now(), total: e.plan.Total(), window: e.sum.DuplicateWindow, sinceAt: atEvery}
+		lim: e.limiter(), start: time.Now(), total: e.plan.Total(), window: e.sum.DuplicateWindow, sinceAt: atEvery}
 	spans, err := replayedSpans(readCtx, e.st, e.plan)
 	if err != nil {
 		return err
@@ -527,6 +530,14 @@ func (f *flusherLoop) stop() {
 	if f.started {
 		<-f.done
 	}
+}
+
+// limiter is the run's cap on records per second: lim when set, else one at opts.Rate.
+func (e *executor) limiter() *limiter {
+	if e.lim != nil {
+		return e.lim
+	}
+	return newLimiter(e.opts.Rate)
 }
 
 // pass is the one read of a run: each record the classifier decided on is handled in order

@@ -3,6 +3,8 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -64,11 +66,20 @@ type ExecutionReport struct {
 	BatchFrom       string `json:"batch_from"`
 }
 
+// RateText is a cap on records per second as it is shown ("5000/s", a worker's share
+// "333.33/s"): to the hundredth from 0.01 up, exactly below.
+func RateText(perSecond float64) string {
+	if perSecond >= 0.01 {
+		perSecond = math.Round(perSecond*100) / 100
+	}
+	return strconv.FormatFloat(perSecond, 'f', -1, 64) + "/s"
+}
+
 // RateLabel is the rate as a plan says it: "5000/s (from the run)", "no cap (default)".
 func (r ExecutionReport) RateLabel() string {
 	rate := "no cap"
 	if r.Rate != nil {
-		rate = fmt.Sprintf("%g/s", *r.Rate)
+		rate = RateText(*r.Rate)
 	}
 	switch r.RateFrom {
 	case FromRun:
@@ -153,7 +164,7 @@ func JournaledRateLabel(selection string) string {
 	case err != nil || j.Execution == nil:
 		return "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"
 	case j.Execution.Rate > 0:
-		return fmt.Sprintf("%g/s", j.Execution.Rate)
+		return RateText(j.Execution.Rate)
 	}
 	return "no cap"
 }

@@ -22,7 +22,17 @@ func newLimiter(perSecond float64) *limiter {
 	if perSecond <= 0 {
 		return nil
 	}
-	return &limiter{bucket: rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/20)))}
+	return &limiter{bucket: rate.NewLimiter(rate.Limit(perSecond), burst(perSecond))}
+}
+
+// burst is the bucket's size at perSecond: 50ms of records, at least one.
+func burst(perSecond float64) int { return max(1, int(perSecond/20)) }
+
+// setRate changes the cap to perSecond (above 0) records per second, as newLimiter would
+// set it; it may be called while another goroutine waits.
+func (l *limiter) setRate(perSecond float64) {
+	l.bucket.SetLimit(rate.Limit(perSecond))
+	l.bucket.SetBurst(burst(perSecond))
 }
 
 // wait blocks until one more record may go, or ctx ends (an interruption). Unlike

@@ -84,6 +84,9 @@ type WorkerOptions struct {
 	SessionTimeout time.Duration
 	// OnAssigned, when set, is told the partitions of each assignment (an empty one too).
 	OnAssigned func(partitions []int32)
+	// OnShare, when set and the run has a rate, is told this worker's share of it (records per
+	// second) when a session starts and whenever it changes (rateShare).
+	OnShare func(perSecond float64)
 }
 
 // WorkerSummary is what one worker did.
@@ -132,8 +135,10 @@ func WorkerRun(ctx context.Context, st *dedup.Store, runID string) (dedup.Replay
 // killed without leaving had sent at most its duplicate window beyond its journal; the next
 // holder, after the session timeout, sends those records again.
 //
-// The rate is the run's, shared: a worker holding k of the run's n partitions sends at most
-// rate*k/n records per second, so the workers together stay within it.
+// The rate is the run's, shared by the partitions left (rateShare): a worker holding k of the
+// n partitions whose ranges are not done sends at most rate*k/n records per second, so the
+// workers together stay within it, and a partition that finishes hands its share on to the
+// others as the journal shows it done (each worker looks every flush interval).
 func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID string, opts WorkerOptions) (*WorkerSummary, error) {
 	run, cps, err := WorkerRun(ctx, st, runID)
 	if err != nil {
@@ -212,6 +217,11 @@ type worker struct {
 type session struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// parts are the partitions assigned; lim, once the session sends under a rate, its cap,
+	// and share the cap's rate.
+	parts []int32
+	lim   *limiter
+	share float64
 }
 
 // loop waits for the run to complete, ctx to be cancelled or a session to fail; it checks
@@ -235,6 +245,58 @@ func (w *worker) loop(ctx context.Context) error {
 		if done {
 			return nil
 		}
+		w.reshare(ctx)
+	}
+}
+
+// rateShare is the share of rate of a worker holding parts of topic: rate × its partitions
+// whose range is not done / every partition whose range is not done, by the checkpoints (0
+// when none of its partitions is left). A journal that lags knows a partition done later, not
+// earlier, so the shares of the workers it is read by add up to rate at most.
+func rateShare(rate float64, cps []dedup.ReplayCheckpoint, topic string, parts []int32) float64 {
+	left, mine := 0, 0
+	for _, cp := range cps {
+		if cp.AckedThrough >= cp.End {
+			continue
+		}
+		left++
+		if cp.Topic == topic && slices.Contains(parts, cp.Partition) {
+			mine++
+		}
+	}
+	if mine == 0 {
+		return 0
+	}
+	return rate * float64(mine) / float64(left)
+}
+
+// reshare sets the current session's cap to its share of the rate by the journal now: more as
+// the other partitions finish. A journal it cannot read leaves the cap as it is.
+func (w *worker) reshare(ctx context.Context) {
+	if w.ex.Rate <= 0 {
+		return
+	}
+	_, cps, err := w.st.ReplayRun(ctx, w.runID)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.current; s != nil && s.lim != nil {
+		w.setShare(s, rateShare(w.ex.Rate, cps, w.from, s.parts))
+	}
+}
+
+// setShare caps s at share (above 0; none left to send keeps the cap) and tells OnShare of a
+// change. Called with w.mu held.
+func (w *worker) setShare(s *session, share float64) {
+	if share <= 0 || share == s.share {
+		return
+	}
+	s.share = share
+	s.lim.setRate(share)
+	if w.opts.OnShare != nil {
+		w.opts.OnShare(share)
 	}
 }
 
@@ -277,14 +339,14 @@ func (w *worker) assigned(ctx context.Context, _ *kgo.Client, parts map[string][
 	defer w.mu.Unlock()
 	w.gen++
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{cancel: cancel, done: make(chan struct{})}
+	s := &session{cancel: cancel, done: make(chan struct{}), parts: ps}
 	w.current = s
 	gen := w.gen
 	go func() {
 		defer close(s.done)
 		// A partition another worker took meanwhile (this one was slow to heartbeat, the
 		// group moved on): the session ends, the group's next assignment follows.
-		if err := w.send(sctx, ps, gen); err != nil && sctx.Err() == nil && !errors.Is(err, dedup.ErrRunNotOwned) {
+		if err := w.send(sctx, s, gen); err != nil && sctx.Err() == nil && !errors.Is(err, dedup.ErrRunNotOwned) {
 			select {
 			case w.failed <- err:
 			default:
@@ -311,7 +373,8 @@ func (w *worker) stop() {
 // send continues partitions ps of the run from their checkpoints until they are done or ctx
 // is cancelled (a revocation), then journals and releases them. long because it is the
 // session's whole life: plan, take, execute, journal, release, each with its own failure.
-func (w *worker) send(ctx context.Context, ps []int32, gen int) error {
+func (w *worker) send(ctx context.Context, s *session, gen int) error {
+	ps := s.parts
 	p, err := LoadRun(ctx, w.c, w.st, w.runID, true)
 	if errors.Is(err, ErrNothingToResume) {
 		return nil
@@ -349,9 +412,21 @@ func (w *worker) send(ctx context.Context, ps []int32, gen int) error {
 	if kafka.Total(ranges) == 0 && allDone(p.Resume.Checkpoints, ranges) {
 		return nil
 	}
-	ex := w.ex
-	ex.Rate = w.ex.Rate * float64(len(ranges)) / float64(max(w.nParts, 1))
-	opts := ex.options(ExecOptions{Owner: w.opts.Owner})
+	opts := w.ex.options(ExecOptions{Owner: w.opts.Owner})
+	var lim *limiter
+	if w.ex.Rate > 0 {
+		// None of ps left by the journal read before taking them: a partition's share, as
+		// the least a worker gets, never the whole rate.
+		share := rateShare(w.ex.Rate, p.Resume.Checkpoints, w.from, ps)
+		if share <= 0 {
+			share = w.ex.Rate / float64(max(w.nParts, 1))
+		}
+		lim = newLimiter(share)
+		w.mu.Lock()
+		s.lim = lim
+		w.setShare(s, share)
+		w.mu.Unlock()
+	}
 	run := p.Resume.Run
 	sum := &Summary{RunID: run.ID, Resumed: true, Operator: run.Operator, Reason: run.Reason, Source: p.Spec.From, Target: p.Spec.TargetLabel(),
 		Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
@@ -366,7 +441,7 @@ func (w *worker) send(ctx context.Context, ps []int32, gen int) error {
 		flushed:  make(chan struct{}),
 		prov:     provenanceOf(run.ID, run.Reason, &p.Spec),
 		targets:  targets, checkTargets: checkTargets,
-		partitioned: true, flushTag: fmt.Sprintf("%s/%d", w.opts.Owner, gen),
+		partitioned: true, flushTag: fmt.Sprintf("%s/%d", w.opts.Owner, gen), lim: lim,
 	}
 	e.tr.share(p.Resume.Checkpoints)
 	runErr := e.run(ctx, w.c)
