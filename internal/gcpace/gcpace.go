@@ -29,7 +29,7 @@ const CheckFloor = 128 << 20
 const ReplayFloor = 192 << 20
 
 // Floor makes the collector run less often for the rest of a command that reads a topic
-// through: dlq list, processed check, inspect validate, replay. Such a read allocates a record's worth
+// through: dlq list, dlq stats, processed check, inspect validate, replay. Such a read allocates a record's worth
 // of garbage per record (most of it the Kafka client's: header keys, record structs,
 // decompression buffers) while its live heap stays small (a few MiB for a listing), so with
 // the default GOGC of 100 the heap goal is a few MiB too: the collector ran 118 times over
