@@ -12,6 +12,7 @@
 package ahead
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -124,10 +125,16 @@ func run[T any](w func(*Batch[T]), b *Batch[T]) {
 	close(b.done)
 }
 
+// ErrClosed is Add's error after Close.
+var ErrClosed = errors.New("ahead: add to a closed reader")
+
 // Add takes the next item; it returns Emit's error once there is one, and then takes nothing.
 func (r *Reader[T]) Add(item T) error {
 	if r.err != nil {
 		return r.err
+	}
+	if r.closed {
+		return ErrClosed
 	}
 	if r.cur == nil {
 		r.cur = r.batch()

@@ -130,6 +130,13 @@ func TestCloseDropsAndReleases(t *testing.T) {
 	close(release)
 	r.Close()
 	r.Close()
+	v := 1
+	if err := r.Add(&v); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Add after Close: %v, want ErrClosed", err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatalf("Flush after Close: %v", err)
+	}
 	if emitted.Load() != 0 {
 		t.Fatalf("%d items emitted after Close", emitted.Load())
 	}
