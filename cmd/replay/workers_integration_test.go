@@ -317,7 +317,9 @@ func TestReplayWorkersShareTheRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	sizes := []int{800, 2400}
+	// The first partition lasts about 12s at its half of the rate: time enough for both
+	// workers to have joined, even on a loaded machine, before it is done.
+	sizes := []int{1200, 3600}
 	n := sizes[0] + sizes[1]
 	env, schema := replayEnv(t)
 	src, dlqTopic, target := testenv.Topic(t, 1, nil), testenv.Topic(t, 2, nil), testenv.Topic(t, 2, nil)
