@@ -138,7 +138,9 @@ func WorkerRun(ctx context.Context, st *dedup.Store, runID string) (dedup.Replay
 // The rate is the run's, shared by the partitions left (rateShare): a worker holding k of the
 // n partitions whose ranges are not done sends at most rate*k/n records per second, so the
 // workers together stay within it, and a partition that finishes hands its share on to the
-// others as the journal shows it done (each worker looks every flush interval).
+// others as the journal shows it done (each worker looks every flush interval). Within the
+// flush interval after a partition finishes, a worker that has not looked yet still counts
+// it: the workers together may then exceed the rate by that partition's share.
 func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID string, opts WorkerOptions) (*WorkerSummary, error) {
 	run, cps, err := WorkerRun(ctx, st, runID)
 	if err != nil {
@@ -251,8 +253,9 @@ func (w *worker) loop(ctx context.Context) error {
 
 // rateShare is the share of rate of a worker holding parts of topic: rate × its partitions
 // whose range is not done / every partition whose range is not done, by the checkpoints (0
-// when none of its partitions is left). A journal that lags knows a partition done later, not
-// earlier, so the shares of the workers it is read by add up to rate at most.
+// when none of its partitions is left). Workers that read the same journal get shares that
+// add up to rate at most; one that read it before a partition was done still counts that
+// partition until it reads it again.
 func rateShare(rate float64, cps []dedup.ReplayCheckpoint, topic string, parts []int32) float64 {
 	left, mine := 0, 0
 	for _, cp := range cps {
