@@ -399,6 +399,10 @@ type executor struct {
 	// lim, when set, is the cap on records per second in place of one at opts.Rate: a
 	// worker's share of the run's rate, which the worker changes as partitions finish.
 	lim *limiter
+	// journaling, when set, is told the checkpoints of each journal write before it is made
+	// (a worker lowers its share for the partitions they finish before the others can read
+	// them done).
+	journaling func(cps []dedup.ReplayCheckpoint)
 
 	flushNow chan struct{}
 	// flushes numbers the journal writes (flush ids); retry is a failed one to write again.
@@ -843,6 +847,9 @@ func (e *executor) flush(ctx context.Context, status, errText string, final bool
 	}
 	f := pendingFlush{id: fmt.Sprintf("%s#%d", tag, e.flushes)}
 	f.sends, f.cps, f.counts = e.tr.snapshot()
+	if e.journaling != nil {
+		e.journaling(f.cps)
+	}
 	if err := save(f, status, final); err != nil {
 		e.retry = &f
 		return err

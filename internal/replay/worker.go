@@ -138,9 +138,9 @@ func WorkerRun(ctx context.Context, st *dedup.Store, runID string) (dedup.Replay
 // The rate is the run's, shared by the partitions left (rateShare): a worker holding k of the
 // n partitions whose ranges are not done sends at most rate*k/n records per second, so the
 // workers together stay within it, and a partition that finishes hands its share on to the
-// others as the journal shows it done (each worker looks every flush interval). Within the
-// flush interval after a partition finishes, a worker that has not looked yet still counts
-// it: the workers together may then exceed the rate by that partition's share.
+// others as the journal shows it done (each worker looks every flush interval). The worker
+// that finishes a partition lowers its share before its journal write shows it done, so the
+// shares never add up to more than the rate.
 func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID string, opts WorkerOptions) (*WorkerSummary, error) {
 	run, cps, err := WorkerRun(ctx, st, runID)
 	if err != nil {
@@ -220,10 +220,19 @@ type session struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	// parts are the partitions assigned; lim, once the session sends under a rate, its cap,
-	// and share the cap's rate.
-	parts []int32
-	lim   *limiter
-	share float64
+	// and share the cap's rate; view the run's checkpoints as last read from the journal, and
+	// finished the partitions of parts this session has finished (known before the journal
+	// has them).
+	parts    []int32
+	lim      *limiter
+	share    float64
+	view     []dedup.ReplayCheckpoint
+	finished []int32
+}
+
+// left are the session's partitions it has not finished.
+func (s *session) left() []int32 {
+	return slices.DeleteFunc(slices.Clone(s.parts), func(p int32) bool { return slices.Contains(s.finished, p) })
 }
 
 // loop waits for the run to complete, ctx to be cancelled or a session to fail; it checks
@@ -254,8 +263,9 @@ func (w *worker) loop(ctx context.Context) error {
 // rateShare is the share of rate of a worker holding parts of topic: rate × its partitions
 // whose range is not done / every partition whose range is not done, by the checkpoints (0
 // when none of its partitions is left). Workers that read the same journal get shares that
-// add up to rate at most; one that read it before a partition was done still counts that
-// partition until it reads it again.
+// add up to rate at most; so do workers that read it at different times, as long as parts
+// leaves out what a worker has finished and not yet read done (session.left): a journal read
+// earlier counts more partitions left, which only makes a share smaller.
 func rateShare(rate float64, cps []dedup.ReplayCheckpoint, topic string, parts []int32) float64 {
 	left, mine := 0, 0
 	for _, cp := range cps {
@@ -286,7 +296,27 @@ func (w *worker) reshare(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s := w.current; s != nil && s.lim != nil {
-		w.setShare(s, rateShare(w.ex.Rate, cps, w.from, s.parts))
+		s.view = cps
+		w.setShare(s, rateShare(w.ex.Rate, cps, w.from, s.left()))
+	}
+}
+
+// journaling lowers s's share, before a journal write shows partitions of s done, by those
+// it finishes: the other workers raise theirs only once they read them done, so the shares
+// never add up to more than the rate. (Its own next look at the journal then raises it by
+// the partitions no longer left.)
+func (w *worker) journaling(s *session, cps []dedup.ReplayCheckpoint) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	more := false
+	for _, cp := range cps {
+		if cp.Topic == w.from && cp.AckedThrough >= cp.End && slices.Contains(s.parts, cp.Partition) && !slices.Contains(s.finished, cp.Partition) {
+			s.finished = append(s.finished, cp.Partition)
+			more = true
+		}
+	}
+	if more && s.lim != nil {
+		w.setShare(s, rateShare(w.ex.Rate, s.view, w.from, s.left()))
 	}
 }
 
@@ -426,7 +456,7 @@ func (w *worker) send(ctx context.Context, s *session, gen int) error {
 		}
 		lim = newLimiter(share)
 		w.mu.Lock()
-		s.lim = lim
+		s.lim, s.view = lim, p.Resume.Checkpoints
 		w.setShare(s, share)
 		w.mu.Unlock()
 	}
@@ -445,6 +475,7 @@ func (w *worker) send(ctx context.Context, s *session, gen int) error {
 		prov:     provenanceOf(run.ID, run.Reason, &p.Spec),
 		targets:  targets, checkTargets: checkTargets,
 		partitioned: true, flushTag: fmt.Sprintf("%s/%d", w.opts.Owner, gen), lim: lim,
+		journaling: func(cps []dedup.ReplayCheckpoint) { w.journaling(s, cps) },
 	}
 	e.tr.share(p.Resume.Checkpoints)
 	runErr := e.run(ctx, w.c)

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"testing"
 
 	"golang.org/x/time/rate"
@@ -53,5 +54,30 @@ func TestRateText(t *testing.T) {
 		if got := RateText(in); got != want {
 			t.Errorf("RateText(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestJournalingLowersTheShareFirst: a worker that finishes a partition lowers its share before
+// the journal write that shows it done, by the journal it read last; a partition not of its
+// session, or not finished, changes nothing.
+func TestJournalingLowersTheShareFirst(t *testing.T) {
+	cp := func(p int32, acked, end int64) dedup.ReplayCheckpoint {
+		return dedup.ReplayCheckpoint{Topic: "dlq", Partition: p, AckedThrough: acked, End: end}
+	}
+	var told []float64
+	w := &worker{from: "dlq", ex: Execution{Rate: 300}, opts: WorkerOptions{OnShare: func(r float64) { told = append(told, r) }}}
+	s := &session{parts: []int32{0, 1}, lim: newLimiter(200), share: 200,
+		view: []dedup.ReplayCheckpoint{cp(0, 5, 99), cp(1, 5, 99), cp(2, 5, 99)}}
+	w.journaling(s, []dedup.ReplayCheckpoint{cp(0, 50, 99), cp(2, 99, 99)})
+	if s.share != 200 || len(told) != 0 {
+		t.Fatalf("after no partition of its own finished: share %v, told %v", s.share, told)
+	}
+	w.journaling(s, []dedup.ReplayCheckpoint{cp(0, 99, 99)})
+	if s.share != 100 || s.lim.bucket.Limit() != 100 || !slices.Equal(told, []float64{100}) {
+		t.Fatalf("after partition 0 finished: share %v, limit %v, told %v; want 100", s.share, s.lim.bucket.Limit(), told)
+	}
+	// Its next look at the journal, which has partition 0 done, raises it again.
+	if got := rateShare(300, []dedup.ReplayCheckpoint{cp(0, 99, 99), cp(1, 50, 99), cp(2, 50, 99)}, "dlq", s.left()); got != 150 {
+		t.Fatalf("share by the next journal: %v, want 150", got)
 	}
 }
