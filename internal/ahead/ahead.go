@@ -50,8 +50,7 @@ type Options[T any] struct {
 	// Batch is how many items are handed over at a time: enough that handing a batch over
 	// costs little beside working on it, few enough that a batch is soon ready.
 	Batch int
-	// Workers is how many goroutines work on batches; with none the reader works on each
-	// batch itself.
+	// Workers is how many goroutines work on batches (at least one).
 	Workers int
 	// Depth is how many batches per worker (at least one in all) may be handed out and not yet
 	// taken back: how far the work runs ahead of the reader.
@@ -93,10 +92,8 @@ type ticket[T any] struct {
 
 // New starts o.Workers workers.
 func New[T any](o Options[T]) *Reader[T] {
-	if o.Workers <= 0 {
-		o.Workers, o.Steal = 0, true
-	}
-	r := &Reader[T]{o: o, limit: max(o.Workers, 1) * max(o.Depth, 1)}
+	o.Workers = max(o.Workers, 1)
+	r := &Reader[T]{o: o, limit: o.Workers * max(o.Depth, 1)}
 	if o.Steal {
 		r.own = o.Work()
 	}
@@ -211,7 +208,7 @@ func (r *Reader[T]) release(b *Batch[T]) {
 	r.free = append(r.free, b)
 }
 
-// handOut gives the batch being filled to the workers, or works on it when there are none.
+// handOut gives the batch being filled to the workers.
 func (r *Reader[T]) handOut() {
 	b := r.cur
 	r.cur = nil
@@ -225,9 +222,6 @@ func (r *Reader[T]) handOut() {
 	b.gen++
 	b.claim.Store(2 * b.gen)
 	r.pending = append(r.pending, b)
-	if r.o.Workers == 0 {
-		return // the reader works on it when it takes it back
-	}
 	// At most limit are pending, and the channel holds as many: it blocks only while it also
 	// holds tickets of batches the reader worked on itself, which workers drop.
 	r.work <- ticket[T]{b, b.gen}

@@ -30,7 +30,7 @@ func TestOrderKept(t *testing.T) {
 		{"one worker in order", 1, 7, false},
 		{"one worker and the reader", 1, 7, true},
 		{"three workers and the reader", 3, 5, true},
-		{"the reader alone", 0, 4, false},
+		{"no worker asked for: one all the same", 0, 4, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var worked atomic.Int64
