@@ -70,10 +70,10 @@ without leaving has its partitions taken over after --session-timeout, from thei
 checkpoints (what it sent beyond them, at most its duplicate window, is sent again). The
 rate is the run's (or --rate), shared by the partitions left: a worker holding k of the n
 partitions not yet done sends at most rate*k/n records per second, and raises its share as
-the others finish (it says so on stderr). A worker exits 0 when every partition of the run is done,
-whichever worker did it (3 when the run quarantined records or left incomplete ones out, as
-a replay does); SIGINT checkpoints and releases its partitions and exits 130, leaving the
-run to the others. replay show RUN tells which worker holds which partition. A worker asks
+the others finish (it says so on stderr). A worker exits 0 when every partition of the run
+is done, whichever worker did it (3 when the run quarantined records or left incomplete ones
+out, as a replay does); SIGINT checkpoints and releases its partitions and exits 130,
+leaving the run to the others. replay show RUN tells which worker holds which partition. A worker asks
 nothing: the plan was checked and confirmed when the run was recorded. --worker without
 --execute previews: it prints the run as replay show does (what each partition has left,
 and which worker holds it) and sends nothing.`,
