@@ -297,7 +297,7 @@ func (w *worker) reshare(ctx context.Context) {
 	defer w.mu.Unlock()
 	if s := w.current; s != nil && s.lim != nil {
 		s.view = cps
-		w.setShare(s, rateShare(w.ex.Rate, cps, w.from, s.left()))
+		w.setShare(s)
 	}
 }
 
@@ -316,13 +316,14 @@ func (w *worker) journaling(s *session, cps []dedup.ReplayCheckpoint) {
 		}
 	}
 	if more && s.lim != nil {
-		w.setShare(s, rateShare(w.ex.Rate, s.view, w.from, s.left()))
+		w.setShare(s)
 	}
 }
 
-// setShare caps s at share (above 0; none left to send keeps the cap) and tells OnShare of a
-// change. Called with w.mu held.
-func (w *worker) setShare(s *session, share float64) {
+// setShare caps s at its share by the journal it read last and the partitions it has left
+// (rateShare; none left keeps the cap) and tells OnShare of a change. Called with w.mu held.
+func (w *worker) setShare(s *session) {
+	share := rateShare(w.ex.Rate, s.view, w.from, s.left())
 	if share <= 0 || share == s.share {
 		return
 	}
@@ -448,16 +449,12 @@ func (w *worker) send(ctx context.Context, s *session, gen int) error {
 	opts := w.ex.options(ExecOptions{Owner: w.opts.Owner})
 	var lim *limiter
 	if w.ex.Rate > 0 {
-		// None of ps left by the journal read before taking them: a partition's share, as
-		// the least a worker gets, never the whole rate.
-		share := rateShare(w.ex.Rate, p.Resume.Checkpoints, w.from, ps)
-		if share <= 0 {
-			share = w.ex.Rate / float64(max(w.nParts, 1))
-		}
-		lim = newLimiter(share)
+		// At first a partition's share, the least a worker gets, until setShare has it by the
+		// journal (when none of ps is left by it, the cap stays there, never the whole rate).
+		lim = newLimiter(w.ex.Rate / float64(max(w.nParts, 1)))
 		w.mu.Lock()
 		s.lim, s.view = lim, p.Resume.Checkpoints
-		w.setShare(s, share)
+		w.setShare(s)
 		w.mu.Unlock()
 	}
 	run := p.Resume.Run
