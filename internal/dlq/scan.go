@@ -229,15 +229,18 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 	return s, nil
 }
 
-// gone reports whether topic no longer exists: a read of it failed, and the scan may skip it.
-func (s *Scan) gone(ctx context.Context, topic string) bool {
-	details, err := s.c.Admin.ListTopics(ctx, topic)
-	if err != nil {
-		return false
+// readRanges is every read of the scan: with SkipDeleted, a topic deleted while it is read is
+// skipped (what was read of it stays read) and the other ranges are read on.
+func (s *Scan) readRanges(ctx context.Context, ranges []kafka.PartitionRange, fn func(*kgo.Record) error) error {
+	var deleted func(string)
+	if s.opts.SkipDeleted {
+		deleted = func(topic string) { s.deleted = append(s.deleted, topic) }
 	}
-	d, ok := details[topic]
-	return !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition)
+	return s.c.ReadSkipping(ctx, ranges, fn, deleted)
 }
+
+// gone reports whether topic no longer exists: a read of it failed, and the scan may skip it.
+func (s *Scan) gone(ctx context.Context, topic string) bool { return s.c.TopicGone(ctx, topic) }
 
 // Ranges returns the planned ranges, by topic and partition.
 func (s *Scan) Ranges() []kafka.PartitionRange { return slices.Clone(s.ranges) }
@@ -334,13 +337,13 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 		return fn(d)
 	}
 	if !s.opts.InOrder {
-		return s.c.Read(ctx, ranges, each)
+		return s.readRanges(ctx, ranges, each)
 	}
 	for _, r := range ranges {
 		if r.Len() == 0 || slices.Contains(s.deleted, r.Topic) {
 			continue
 		}
-		if err := s.c.Read(ctx, []kafka.PartitionRange{r}, each); err != nil {
+		if err := s.readRanges(ctx, []kafka.PartitionRange{r}, each); err != nil {
 			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
 				s.deleted = append(s.deleted, r.Topic)
 				continue
@@ -357,13 +360,13 @@ func (s *Scan) readAhead(ctx context.Context, ranges []kafka.PartitionRange, f F
 	a := newAheadReader(ctx, s, workers, f, encode, res, fn)
 	defer a.close()
 	if !s.opts.InOrder {
-		return a.end(s.c.Read(ctx, ranges, a.add))
+		return a.end(s.readRanges(ctx, ranges, a.add))
 	}
 	for _, r := range ranges {
 		if r.Len() == 0 || slices.Contains(s.deleted, r.Topic) {
 			continue
 		}
-		if err := a.end(s.c.Read(ctx, []kafka.PartitionRange{r}, a.add)); err != nil {
+		if err := a.end(s.readRanges(ctx, []kafka.PartitionRange{r}, a.add)); err != nil {
 			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
 				s.deleted = append(s.deleted, r.Topic)
 				a.reset()

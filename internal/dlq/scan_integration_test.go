@@ -168,6 +168,33 @@ func TestScanSkipsDeletedTopics(t *testing.T) {
 	if _, err := dlq.PlanScan(ctx, c, []string{a, gone}, dlq.ScanOptions{InOrder: true}); !errors.As(err, &ute) || ute.Topic != gone {
 		t.Fatalf("plan without SkipDeleted: %v, want an UnknownTopicError for %s", err, gone)
 	}
+
+	// Deleted after the plan, while the scan reads: the client would wait for its partitions
+	// for ever. Read in order (dlq list), all at once (dlq stats) and ahead, the scan skips it
+	// and reads the others; without SkipDeleted it fails naming it.
+	for _, o := range []dlq.ScanOptions{{InOrder: true}, {}, {InOrder: true, Ahead: true}} {
+		late := testenv.Topic(t, 2, nil)
+		lcl := testenv.Client(t, kgo.DefaultProduceTopic(late))
+		testenv.Produce(t, lcl, dlq.NewDeadLetter(&kgo.Record{Topic: "tasks", Value: []byte(`{"event_id":"e-2"}`)}, dlq.Meta{Topic: late, Reason: dlq.ReasonRejected}))
+		skip := o
+		skip.SkipDeleted = true
+		scan, err := dlq.PlanScan(ctx, c, []string{a, late}, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		strict, err := dlq.PlanScan(ctx, c, []string{a, late}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.DeleteTopic(t, lcl, late)
+		res, err := scan.Run(ctx, dlq.Filter{}, func(dlq.DeadLetter) error { return nil })
+		if err != nil || res.Matched != 1 || !slices.Equal(scan.Deleted(), []string{late}) {
+			t.Fatalf("%+v: run: %+v, %v, deleted %v; want the one dead letter of %s and %s deleted", o, res, err, scan.Deleted(), a, late)
+		}
+		if _, err := strict.Run(ctx, dlq.Filter{}, func(dlq.DeadLetter) error { return nil }); !errors.As(err, &ute) || ute.Topic != late {
+			t.Fatalf("%+v: run without SkipDeleted: %v, want an UnknownTopicError for %s", o, err, late)
+		}
+	}
 }
 
 // TestListSharesLimitFairly: a limit over a large three-partition dead-letter topic and a

@@ -252,3 +252,28 @@ func TestSASL(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOfADeletedTopic: a topic deleted after its ranges were planned (another team's
+// dead-letter topic that came and went while a pattern's scan read the others) ends the read
+// with an *UnknownTopicError naming it, soon, rather than waiting for records that will never
+// come.
+func TestReadOfADeletedTopic(t *testing.T) {
+	c := testenv.Cluster(t)
+	topic := testenv.Topic(t, 2, nil)
+	prod := testenv.Client(t, kgo.DefaultProduceTopic(topic))
+	for i := 0; i < 10; i++ {
+		testenv.Produce(t, prod, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	ranges, err := c.Plan(context.Background(), topic, kafka.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.DeleteTopic(t, prod, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err = c.Read(ctx, ranges, func(*kgo.Record) error { return nil })
+	var ute *kafka.UnknownTopicError
+	if !errors.As(err, &ute) || ute.Topic != topic {
+		t.Fatalf("read of a deleted topic: %v (context: %v), want an UnknownTopicError for %s", err, ctx.Err(), topic)
+	}
+}

@@ -352,8 +352,15 @@ const (
 // the planned end offsets: it reads committed data with control records kept, so a
 // transaction marker at the end of a range still moves the position past it, and an empty
 // range is never fetched. Aborted transactional records are not delivered. A non-nil error
-// from fn stops the read and is returned.
+// from fn stops the read and is returned. A topic deleted while it is read ends the read with
+// an *UnknownTopicError, within readIdle of its last records.
 func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error) error {
+	return c.ReadSkipping(ctx, ranges, fn, nil)
+}
+
+// ReadSkipping is Read that skips a topic deleted while it is read, when deleted is not nil:
+// deleted is told its name, what was read of it stays read, and the other ranges are read on.
+func (c *Cluster) ReadSkipping(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error, deleted func(topic string)) error {
 	remaining := make(map[string]map[int32]int64) // topic → partition → end (exclusive)
 	consume := make(map[string]map[int32]kgo.Offset)
 	for _, r := range ranges {
@@ -381,9 +388,22 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 	}
 	for left > 0 {
 		// The whole buffered fetch at once: the next one is fetched while this one is read.
-		fetches := cl.PollFetches(ctx)
+		fetches, idle := pollOrIdle(ctx, cl)
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
+		}
+		if idle {
+			// The client retries a deleted topic's partitions quietly, for ever: ask.
+			for _, t := range c.goneOf(ctx, remaining) {
+				if deleted == nil {
+					return &UnknownTopicError{Topic: t}
+				}
+				left -= len(remaining[t])
+				delete(remaining, t)
+				cl.PauseFetchTopics(t)
+				deleted(t)
+			}
+			continue
 		}
 		if err := fetchError(fetches); err != nil {
 			return err
@@ -422,6 +442,42 @@ func (c *Cluster) Read(ctx context.Context, ranges []PartitionRange, fn func(*kg
 		}
 	}
 	return nil
+}
+
+// readIdle is how long Read waits for a fetch before it asks whether the topics it still
+// reads exist: a topic deleted after it was planned is never fetched again, and the client
+// retries its partitions without a word.
+const readIdle = 2 * time.Second
+
+// pollOrIdle is cl's next fetches, or idle when none came within readIdle.
+func pollOrIdle(ctx context.Context, cl *kgo.Client) (kgo.Fetches, bool) {
+	poll, cancel := context.WithTimeout(ctx, readIdle)
+	defer cancel()
+	fetches := cl.PollFetches(poll)
+	return fetches, ctx.Err() == nil && poll.Err() != nil && fetches.NumRecords() == 0
+}
+
+// goneOf lists the topics of remaining (those with partitions left to read) that no longer
+// exist, sorted.
+func (c *Cluster) goneOf(ctx context.Context, remaining map[string]map[int32]int64) []string {
+	var gone []string
+	for t, ps := range remaining {
+		if len(ps) > 0 && c.TopicGone(ctx, t) {
+			gone = append(gone, t)
+		}
+	}
+	sort.Strings(gone)
+	return gone
+}
+
+// TopicGone reports whether topic no longer exists. A failed question is no answer: false.
+func (c *Cluster) TopicGone(ctx context.Context, topic string) bool {
+	details, err := c.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return false
+	}
+	d, ok := details[topic]
+	return !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition)
 }
 
 // reader is the client Read and Follow read with: partitions from the given offsets, read
