@@ -209,8 +209,10 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 	}
 	for _, t := range topics {
 		rs, err := c.Plan(ctx, t, sel)
+		// A topic being deleted may answer with another error first (its partitions gone
+		// before its name): the cluster is asked.
 		var ute *kafka.UnknownTopicError
-		if opts.SkipDeleted && errors.As(err, &ute) {
+		if opts.SkipDeleted && err != nil && (errors.As(err, &ute) || (ctx.Err() == nil && s.gone(ctx, t))) {
 			s.deleted = append(s.deleted, t)
 			continue
 		}
