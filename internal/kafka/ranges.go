@@ -410,28 +410,12 @@ func (c *Cluster) ReadSkipping(ctx context.Context, ranges []PartitionRange, fn 
 		}
 		var stop error
 		fetches.EachPartition(func(ft kgo.FetchTopicPartition) {
-			if stop != nil {
-				return
-			}
 			end, ok := remaining[ft.Topic][ft.Partition]
-			if !ok {
+			if stop != nil || !ok {
 				return
 			}
-			for _, rec := range ft.Records {
-				if rec.Offset >= end {
-					break
-				}
-				if !rec.Attrs.IsControl() {
-					if err := fn(rec); err != nil {
-						stop = err
-						return
-					}
-				}
-				if rec.Offset >= end-1 {
-					break
-				}
-			}
-			if n := len(ft.Records); n > 0 && ft.Records[n-1].Offset >= end-1 {
+			done, err := deliver(ft, end, fn)
+			if stop = err; done {
 				delete(remaining[ft.Topic], ft.Partition)
 				cl.PauseFetchPartitions(map[string][]int32{ft.Topic: {ft.Partition}})
 				left--
@@ -442,6 +426,26 @@ func (c *Cluster) ReadSkipping(ctx context.Context, ranges []PartitionRange, fn 
 		}
 	}
 	return nil
+}
+
+// deliver hands fn ft's records below end, control records left out, and says whether the
+// partition's range is read to its end. An error from fn stops it and is returned.
+func deliver(ft kgo.FetchTopicPartition, end int64, fn func(*kgo.Record) error) (done bool, err error) {
+	for _, rec := range ft.Records {
+		if rec.Offset >= end {
+			break
+		}
+		if !rec.Attrs.IsControl() {
+			if err := fn(rec); err != nil {
+				return false, err
+			}
+		}
+		if rec.Offset >= end-1 {
+			break
+		}
+	}
+	n := len(ft.Records)
+	return n > 0 && ft.Records[n-1].Offset >= end-1, nil
 }
 
 // readIdle is how long Read waits for a fetch before it asks whether the topics it still
