@@ -132,7 +132,7 @@ func (p *aheadParser) parse(b *ahead.Batch[aheadItem]) {
 		case a.s.opts.Schemas != nil && (it.d.KeySchema != nil || it.d.ValueSchema != nil):
 			it.state = aheadDecode
 			continue
-		case !a.f.Match(it.d):
+		case !a.f.Match(&it.d):
 			it.state = aheadSkipped
 			continue
 		}
@@ -170,7 +170,7 @@ func (a *aheadReader) emit(b *ahead.Batch[aheadItem]) error {
 			continue
 		case aheadDecode:
 			it.d.DecodePayloads(a.ctx, a.s.opts.Schemas, it.rec, !a.s.opts.Parse.NoEnvelope)
-			if !a.f.Match(it.d) {
+			if !a.f.Match(&it.d) {
 				continue
 			}
 		}

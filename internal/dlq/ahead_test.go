@@ -78,7 +78,7 @@ func runAheadCase(t *testing.T, recs []*kgo.Record, opts ScanOptions, f Filter, 
 				opts.Progress(run.res.Read, 0)
 			}
 			d := read(ctx, r)
-			if !f.Match(d) {
+			if !f.Match(&d) {
 				continue
 			}
 			run.res.Matched++

@@ -134,3 +134,23 @@ func BenchmarkEscape(b *testing.B) {
 	}
 	b.SetBytes(int64(len(out)))
 }
+
+// BenchmarkStatsAdd measures what dlq stats does with each parsed dead letter: count it per
+// topic and per group of the default grouping (original_topic,reason,error_class).
+func BenchmarkStatsAdd(b *testing.B) {
+	perTopic, _ := NewStats([]StatsKey{ByTopic}, time.Hour, time.Now())
+	groups, _ := NewStats([]StatsKey{ByOriginalTopic, ByReason, ByErrorClass}, time.Hour, time.Now())
+	ds := make([]DeadLetter, 64)
+	for i := range ds {
+		ds[i] = DeadLetter{Topic: "tasks.dlq", Partition: int32(i % 3), Offset: int64(i), Timestamp: time.Now(),
+			OriginalTopic: "tasks", Reason: []string{ReasonRejected, ReasonMalformed}[i/32], ErrorClass: "java.lang.IllegalStateException"}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		d := ds[i%len(ds)]
+		perTopic.Add(d)
+		groups.Add(d)
+		i++
+	}
+}

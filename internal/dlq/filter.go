@@ -37,12 +37,12 @@ type Filter struct {
 
 // Selection is what a scan for f reads (ScanOptions.Selection): its window, through the
 // broker's time index.
-func (f Filter) Selection() kafka.Selection {
+func (f *Filter) Selection() kafka.Selection {
 	return kafka.Selection{Since: f.Since, Until: f.Until}
 }
 
 // Match reports whether d passes every set field of f.
-func (f Filter) Match(d DeadLetter) bool {
+func (f *Filter) Match(d *DeadLetter) bool {
 	if !f.Since.IsZero() && d.Timestamp.Before(f.Since) {
 		return false
 	}
@@ -71,13 +71,13 @@ func (f Filter) Match(d DeadLetter) bool {
 	if f.SchemaID != 0 && (d.ValueSchema == nil || d.ValueSchema.ID != f.SchemaID) && (d.KeySchema == nil || d.KeySchema.ID != f.SchemaID) {
 		return false
 	}
-	if f.Fingerprint != "" && FingerprintOf(d).ID != f.Fingerprint {
+	if f.Fingerprint != "" && FingerprintOf(*d).ID != f.Fingerprint {
 		return false
 	}
 	return true
 }
 
-func (f Filter) matchReason(reason string) bool {
+func (f *Filter) matchReason(reason string) bool {
 	for _, r := range f.Reasons {
 		if r == reason || reason == "" && r == ReasonUnknown {
 			return true

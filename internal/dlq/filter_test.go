@@ -54,7 +54,7 @@ func TestFilterMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.f.Match(tt.d); got != tt.want {
+			if got := tt.f.Match(&tt.d); got != tt.want {
 				t.Fatalf("Match = %v, want %v", got, tt.want)
 			}
 		})
@@ -94,11 +94,11 @@ func TestFilterSpecCompile(t *testing.T) {
 // nothing else narrows it.
 func TestFilterSelection(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	sel := Filter{Since: at, Until: at.Add(time.Hour), Group: "g"}.Selection()
+	sel := (&Filter{Since: at, Until: at.Add(time.Hour), Group: "g"}).Selection()
 	if !sel.Since.Equal(at) || !sel.Until.Equal(at.Add(time.Hour)) || sel.Ranged() {
 		t.Errorf("selection %+v", sel)
 	}
-	if (Filter{Group: "g"}).Selection().Narrowed() {
+	if (&Filter{Group: "g"}).Selection().Narrowed() {
 		t.Error("a filter without a window narrows its scan")
 	}
 }

@@ -46,7 +46,7 @@ func TestFingerprint(t *testing.T) {
 			t.Errorf("ValidFingerprint(%q)", bad)
 		}
 	}
-	if !(Filter{Fingerprint: want.ID}).Match(same[2]) || (Filter{Fingerprint: want.ID}).Match(DeadLetter{ErrorMessage: "other"}) {
+	if byID := (Filter{Fingerprint: want.ID}); !byID.Match(&same[2]) || byID.Match(&DeadLetter{ErrorMessage: "other"}) {
 		t.Error("Filter.Fingerprint")
 	}
 }

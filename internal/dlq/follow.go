@@ -75,7 +75,7 @@ func Follow(ctx context.Context, s *Scan, o FollowOptions, emit func(Entry) erro
 	}
 	return s.c.Follow(ctx, starts, discover, func(r *kgo.Record) error {
 		d := read(ctx, r)
-		if !o.Filter.Match(d) {
+		if !o.Filter.Match(&d) {
 			return nil
 		}
 		return b.Add(ctx, d)

@@ -332,7 +332,7 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 			progress(res.Read, total)
 		}
 		d := read(ctx, r)
-		if !f.Match(d) {
+		if !f.Match(&d) {
 			return nil
 		}
 		res.Matched++

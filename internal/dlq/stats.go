@@ -86,6 +86,10 @@ type Stats struct {
 	withStatus bool
 	// byFingerprint: the groups also keep their cause, original topics and an example.
 	byFingerprint bool
+	// last is the group the last dead letter counted went to, and lastKey its key: dead
+	// letters of one partition run in groups, and comparing keys costs less than hashing them.
+	last    *GroupStats
+	lastKey groupKey
 }
 
 // NewStats returns an empty aggregator grouping by the keys in by (none: one group of
@@ -111,12 +115,12 @@ func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error
 }
 
 // Add counts one dead letter. A zero timestamp counts toward Count only.
-func (s *Stats) Add(d DeadLetter) { s.add(d) }
+func (s *Stats) Add(d DeadLetter) { s.add(&d) }
 
 // AddStatus counts one dead letter, as Add does, and its status in the group's Statuses.
 // Once AddStatus has been called, every group reports Statuses (zero counts included).
 func (s *Stats) AddStatus(d DeadLetter, st Status) {
-	g := s.add(d)
+	g := s.add(&d)
 	s.withStatus = true
 	if g.Statuses == nil {
 		g.Statuses = &StatusCounts{}
@@ -124,11 +128,11 @@ func (s *Stats) AddStatus(d DeadLetter, st Status) {
 	g.Statuses.Add(st)
 }
 
-func (s *Stats) add(d DeadLetter) *GroupStats {
+func (s *Stats) add(d *DeadLetter) *GroupStats {
 	var k groupKey
 	var fp Fingerprint
 	if s.byFingerprint {
-		fp = FingerprintOf(d)
+		fp = FingerprintOf(*d)
 	}
 	for _, j := range s.index {
 		if StatsKeys[j] == ByFingerprint {
@@ -137,7 +141,10 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 		}
 		k[j] = keyValue(d, StatsKeys[j])
 	}
-	g := s.groups[k]
+	g := s.last
+	if g == nil || k != s.lastKey {
+		g = s.groups[k]
+	}
 	if g == nil {
 		g = &GroupStats{by: s.by, Topic: k[0], OriginalTopic: k[1], Reason: k[2], ErrorClass: k[3], Group: k[4], Schema: k[5], Fingerprint: k[6]}
 		if s.byFingerprint {
@@ -145,6 +152,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 		}
 		s.groups[k] = g
 	}
+	s.last, s.lastKey = g, k
 	if s.byFingerprint && d.OriginalTopic != "" && !slices.Contains(g.Topics, d.OriginalTopic) && len(g.Topics) < maxCauseTopics {
 		g.Topics = append(g.Topics, d.OriginalTopic)
 		slices.Sort(g.Topics)
@@ -167,7 +175,7 @@ func (s *Stats) add(d DeadLetter) *GroupStats {
 }
 
 // keyValue is d's value of key k (ByFingerprint is computed once per record by add).
-func keyValue(d DeadLetter, k StatsKey) string {
+func keyValue(d *DeadLetter, k StatsKey) string {
 	switch k {
 	case ByTopic:
 		return d.Topic

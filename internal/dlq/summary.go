@@ -142,16 +142,16 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 	}
 	withStatus := o.Lookup.Enabled()
 	b := NewStatusBatcher(o.Lookup, 0, func(d DeadLetter, info StatusInfo) error {
-		if withStatus {
-			perTopic.AddStatus(d, info.Status)
-			groups.AddStatus(d, info.Status)
-		} else {
-			perTopic.Add(d)
-			groups.Add(d)
-		}
+		perTopic.AddStatus(d, info.Status)
+		groups.AddStatus(d, info.Status)
 		return nil
 	})
 	res, err := s.Run(ctx, o.Filter, func(d DeadLetter) error {
+		if !withStatus { // counted at once: nothing is held
+			perTopic.add(&d)
+			groups.add(&d)
+			return nil
+		}
 		// Keep only what the aggregates and the status lookup read (the position: the replay
 		// journal knows dead letters by it): the batch then holds no record memory.
 		return b.Add(ctx, DeadLetter{

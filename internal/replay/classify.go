@@ -183,7 +183,7 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 		d.rec, d.eventID, d.count, d.reason, d.errMsg, d.group = r, dl.EventID, dl.ReplayCount, dl.Reason, dl.ErrorMessage, dl.Group
 		d.omitted, d.valueBytes = dl.ValueOmitted, dl.ValueBytes
 		d.key, d.keySet = dl.OriginalKey, dl.HasOriginalKey
-		if !c.filter.Match(*dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
+		if !c.filter.Match(dl) || c.spec.addresses != nil && !c.spec.addresses[sourceRef(r)] && !c.spec.eventIDs[dl.EventID] {
 			d.outcome = OutcomeFiltered
 			continue
 		}
