@@ -149,8 +149,8 @@ func BenchmarkStatsAdd(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		d := ds[i%len(ds)]
-		perTopic.Add(d)
-		groups.Add(d)
+		perTopic.Add(&d)
+		groups.Add(&d)
 		i++
 	}
 }

@@ -64,7 +64,7 @@ func TestStatsByFingerprint(t *testing.T) {
 		{Topic: "b.dlq", Offset: 9, OriginalTopic: "billing", ErrorMessage: "order 22 not found", Timestamp: at.Add(time.Hour)},
 		{Topic: "a.dlq", Offset: 4, OriginalTopic: "orders", ErrorMessage: "timeout after 30s", Timestamp: at},
 	} {
-		s.Add(d)
+		s.Add(&d)
 	}
 	res := s.Result()
 	if len(res) != 2 {

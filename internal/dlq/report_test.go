@@ -160,10 +160,10 @@ func TestStatsWithStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.AddStatus(DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusPending)
-	s.AddStatus(DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusResolved)
-	s.AddStatus(DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusPending)
-	s.AddStatus(DeadLetter{Reason: ReasonMalformed, Timestamp: now}, "")
+	s.AddStatus(&DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusPending)
+	s.AddStatus(&DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusResolved)
+	s.AddStatus(&DeadLetter{Reason: ReasonRejected, Timestamp: now}, StatusPending)
+	s.AddStatus(&DeadLetter{Reason: ReasonMalformed, Timestamp: now}, "")
 	got := s.Result()
 	if len(got) != 2 || *got[0].Statuses != (StatusCounts{Pending: 2, Resolved: 1}) || *got[1].Statuses != (StatusCounts{Unknown: 1}) {
 		t.Fatalf("%+v", got)

@@ -212,7 +212,7 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 		// A topic being deleted may answer with another error first (its partitions gone
 		// before its name): the cluster is asked.
 		var ute *kafka.UnknownTopicError
-		if opts.SkipDeleted && err != nil && (errors.As(err, &ute) || (ctx.Err() == nil && s.gone(ctx, t))) {
+		if opts.SkipDeleted && err != nil && (errors.As(err, &ute) || (ctx.Err() == nil && s.c.TopicGone(ctx, t))) {
 			s.deleted = append(s.deleted, t)
 			continue
 		}
@@ -240,9 +240,6 @@ func (s *Scan) readRanges(ctx context.Context, ranges []kafka.PartitionRange, fn
 	}
 	return s.c.ReadSkipping(ctx, ranges, fn, deleted)
 }
-
-// gone reports whether topic no longer exists: a read of it failed, and the scan may skip it.
-func (s *Scan) gone(ctx context.Context, topic string) bool { return s.c.TopicGone(ctx, topic) }
 
 // Ranges returns the planned ranges, by topic and partition.
 func (s *Scan) Ranges() []kafka.PartitionRange { return slices.Clone(s.ranges) }
@@ -346,7 +343,7 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 			continue
 		}
 		if err := s.readRanges(ctx, []kafka.PartitionRange{r}, each); err != nil {
-			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
+			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.c.TopicGone(ctx, r.Topic) {
 				s.deleted = append(s.deleted, r.Topic)
 				continue
 			}
@@ -369,7 +366,7 @@ func (s *Scan) readAhead(ctx context.Context, ranges []kafka.PartitionRange, f F
 			continue
 		}
 		if err := a.end(s.readRanges(ctx, []kafka.PartitionRange{r}, a.add)); err != nil {
-			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.gone(ctx, r.Topic) {
+			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.c.TopicGone(ctx, r.Topic) {
 				s.deleted = append(s.deleted, r.Topic)
 				a.reset()
 				continue

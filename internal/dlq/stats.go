@@ -115,12 +115,12 @@ func NewStats(by []StatsKey, window time.Duration, now time.Time) (*Stats, error
 }
 
 // Add counts one dead letter. A zero timestamp counts toward Count only.
-func (s *Stats) Add(d DeadLetter) { s.add(&d) }
+func (s *Stats) Add(d *DeadLetter) { s.add(d) }
 
 // AddStatus counts one dead letter, as Add does, and its status in the group's Statuses.
 // Once AddStatus has been called, every group reports Statuses (zero counts included).
-func (s *Stats) AddStatus(d DeadLetter, st Status) {
-	g := s.add(&d)
+func (s *Stats) AddStatus(d *DeadLetter, st Status) {
+	g := s.add(d)
 	s.withStatus = true
 	if g.Statuses == nil {
 		g.Statuses = &StatusCounts{}

@@ -18,7 +18,7 @@ func TestStats(t *testing.T) {
 	}
 	add := func(topic, reason string, ago time.Duration, n int) {
 		for i := 0; i < n; i++ {
-			s.Add(DeadLetter{Topic: topic + ".dlq", OriginalTopic: topic, Reason: reason, ErrorClass: fmt.Sprint(i), Timestamp: now.Add(-ago)})
+			s.Add(&DeadLetter{Topic: topic + ".dlq", OriginalTopic: topic, Reason: reason, ErrorClass: fmt.Sprint(i), Timestamp: now.Add(-ago)})
 		}
 	}
 	add("orders", ReasonMalformed, 3*time.Hour, 2)
@@ -26,7 +26,7 @@ func TestStats(t *testing.T) {
 	add("orders", ReasonRejected, 2*time.Hour, 6)
 	add("tasks", "", time.Minute, 6)
 	add("tasks", "", -time.Minute, 1) // a clock ahead of ours
-	s.Add(DeadLetter{OriginalTopic: "tasks"})
+	s.Add(&DeadLetter{OriginalTopic: "tasks"})
 
 	if s.Groups() != 3 {
 		t.Fatalf("%d groups, want 3", s.Groups())
@@ -62,8 +62,8 @@ func TestStatsNoGroupingNoWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Add(DeadLetter{Topic: "a"})
-	s.Add(DeadLetter{Topic: "b", Timestamp: time.Unix(10, 0)})
+	s.Add(&DeadLetter{Topic: "a"})
+	s.Add(&DeadLetter{Topic: "b", Timestamp: time.Unix(10, 0)})
 	got := s.Result()
 	if len(got) != 1 || got[0].Count != 2 || got[0].RatePerHour != 0 || got[0].InWindow != 0 || !got[0].Oldest.Equal(time.Unix(10, 0)) {
 		t.Fatalf("%+v", got)
@@ -73,7 +73,7 @@ func TestStatsNoGroupingNoWindow(t *testing.T) {
 		t.Errorf("json %s, want %s", b, want)
 	}
 	s, _ = NewStats([]StatsKey{ByGroup}, 0, time.Now())
-	s.Add(DeadLetter{})
+	s.Add(&DeadLetter{})
 	b, _ = json.Marshal(s.Result()[0])
 	if want := `{"group":"","count":1,"oldest":null,"newest":null,"in_window":0,"rate_per_hour":0}`; string(b) != want {
 		t.Errorf("json %s, want %s", b, want)
@@ -104,7 +104,7 @@ func TestStatsKeys(t *testing.T) {
 	}
 	s, _ := NewStats(StatsKeys, 0, time.Now())
 	d := DeadLetter{Topic: "t", OriginalTopic: "o", Reason: "r", ErrorClass: "e", Group: "g"}
-	s.Add(d)
+	s.Add(&d)
 	g := s.Result()[0]
 	for _, k := range StatsKeys {
 		if g.Value(k) != map[StatsKey]string{ByTopic: "t", ByOriginalTopic: "o", ByReason: "r", ByErrorClass: "e", ByGroup: "g", ByFingerprint: FingerprintOf(d).ID}[k] {
@@ -132,7 +132,7 @@ func TestStatsMemoryBoundedByGroups(t *testing.T) {
 	}
 	feed := func(n int) {
 		for i := 0; i < n; i++ {
-			s.Add(DeadLetter{Topic: "t.dlq", Reason: Reasons[i%len(Reasons)], Timestamp: time.Unix(int64(i), 0), Value: value})
+			s.Add(&DeadLetter{Topic: "t.dlq", Reason: Reasons[i%len(Reasons)], Timestamp: time.Unix(int64(i), 0), Value: value})
 		}
 	}
 	feed(1000)

@@ -142,14 +142,14 @@ func Summarise(ctx context.Context, s *Scan, topics []string, o SummaryOptions) 
 	}
 	withStatus := o.Lookup.Enabled()
 	b := NewStatusBatcher(o.Lookup, 0, func(d DeadLetter, info StatusInfo) error {
-		perTopic.AddStatus(d, info.Status)
-		groups.AddStatus(d, info.Status)
+		perTopic.AddStatus(&d, info.Status)
+		groups.AddStatus(&d, info.Status)
 		return nil
 	})
 	res, err := s.Run(ctx, o.Filter, func(d DeadLetter) error {
 		if !withStatus { // counted at once: nothing is held
-			perTopic.add(&d)
-			groups.add(&d)
+			perTopic.Add(&d)
+			groups.Add(&d)
 			return nil
 		}
 		// Keep only what the aggregates and the status lookup read (the position: the replay

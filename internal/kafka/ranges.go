@@ -453,20 +453,40 @@ func deliver(ft kgo.FetchTopicPartition, end int64, fn func(*kgo.Record) error) 
 // retries its partitions without a word.
 const readIdle = 2 * time.Second
 
-// pollOrIdle is cl's next fetches, or idle when none came within readIdle.
+// pollOrIdle is cl's next fetches, or idle when none came within readIdle (the fetches are
+// then only the poll's own deadline).
 func pollOrIdle(ctx context.Context, cl *kgo.Client) (kgo.Fetches, bool) {
 	poll, cancel := context.WithTimeout(ctx, readIdle)
 	defer cancel()
 	fetches := cl.PollFetches(poll)
-	return fetches, ctx.Err() == nil && poll.Err() != nil && fetches.NumRecords() == 0
+	return fetches, ctx.Err() == nil && fetches.NumRecords() == 0 && errors.Is(fetches.Err0(), context.DeadlineExceeded)
 }
 
 // goneOf lists the topics of remaining (those with partitions left to read) that no longer
-// exist, sorted.
+// exist.
 func (c *Cluster) goneOf(ctx context.Context, remaining map[string]map[int32]int64) []string {
-	var gone []string
+	var topics []string
 	for t, ps := range remaining {
-		if len(ps) > 0 && c.TopicGone(ctx, t) {
+		if len(ps) > 0 {
+			topics = append(topics, t)
+		}
+	}
+	return c.TopicsGone(ctx, topics...)
+}
+
+// TopicsGone lists, sorted, those of topics that no longer exist, asking the cluster once. A
+// failed question is no answer: none.
+func (c *Cluster) TopicsGone(ctx context.Context, topics ...string) []string {
+	if len(topics) == 0 {
+		return nil
+	}
+	details, err := c.Admin.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, t := range topics {
+		if d, ok := details[t]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 			gone = append(gone, t)
 		}
 	}
@@ -474,14 +494,9 @@ func (c *Cluster) goneOf(ctx context.Context, remaining map[string]map[int32]int
 	return gone
 }
 
-// TopicGone reports whether topic no longer exists. A failed question is no answer: false.
+// TopicGone reports whether topic no longer exists (TopicsGone).
 func (c *Cluster) TopicGone(ctx context.Context, topic string) bool {
-	details, err := c.Admin.ListTopics(ctx, topic)
-	if err != nil {
-		return false
-	}
-	d, ok := details[topic]
-	return !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition)
+	return len(c.TopicsGone(ctx, topic)) > 0
 }
 
 // reader is the client Read and Follow read with: partitions from the given offsets, read
