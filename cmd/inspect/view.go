@@ -242,7 +242,7 @@ func validateSections(p *output.Printer, rep *inspect.ValidateReport) []output.S
 		{"redeliveries", strconv.FormatInt(rep.Redeliveries, 10) + st.Dim.Render(" (same id, same payload: ordinary)")},
 	}}
 	if rep.SpilledToDisk {
-		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to a temporary file"})
+		overview.Fields = append(overview.Fields, [2]string{"memory", "fingerprints spilled to temporary files"})
 	}
 	summary := output.Section{Title: "Summary", Header: []string{"kind", "count", "what"}}
 	for _, k := range rep.Summary {

@@ -3,14 +3,8 @@ package inspect
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
 )
@@ -19,7 +13,7 @@ import (
 // aggregates) keeps in memory before spilling to disk: about 50 bytes each in a Go map, so
 // roughly 6 MiB per table. At 524,288 a run over a million records took 2.8 times the peak
 // memory of one over 100,000 (66 → 181 MiB); at 131,072, 1.7 times (72 → 123 MiB), for a
-// fifth more CPU time spent spilling (internal/dlq/bench).
+// fifth more CPU time spent spilling (internal/dlq/bench, when spills were SQLite inserts).
 const DefaultMemoryEntries = 1 << 17
 
 // fingerprint is the fixed-size value kept per key; its fields' meaning belongs to the table.
@@ -57,26 +51,29 @@ func (h fnv64) addString(s string) fnv64 { return add(h, s) }
 
 // fingerprintTable maps 64-bit keys to fingerprints with bounded memory. It keeps at most
 // limit entries in a Go map. When a Put would take the map past limit, the map is frozen and a
-// new one started, and every entry of the frozen map is written to a table of a temporary
-// SQLite database in one transaction (replacing older rows of the same keys) on a goroutine of
-// its own, while the caller goes on; the next spill first waits for that one. Get looks in the
-// map, then in the frozen map being written, then — when a fixed-size Bloom filter over the
-// keys spilled says the key may be there — in SQLite, once the write in progress is done. An
-// entry in the map is always newer than its row on disk, because Get of a spilled key is
-// followed by a Put of its new value into the map, and the next spill replaces the row.
+// new one started, and every entry of the frozen map is written, sorted by key, as one run (a
+// temporary file of spillDir's) on a goroutine of its own, while the caller goes on; the next
+// spill first waits for that one, and runs of one size are merged as they accumulate
+// (spillDir.compact). Get looks in the map, then in the frozen map being written, then — when
+// a fixed-size Bloom filter over every key spilled says the key may be there, and once the
+// write in progress is done — in the runs, newest first (run.get). An entry in the map is
+// always newer than its copy on disk, and a newer run's newer than an older one's, because
+// Get of a spilled key is followed by a Put of its new value into the map, and the next spill
+// writes it again.
 type fingerprintTable struct {
 	name   string
 	limit  int
 	mem    map[uint64]fingerprint
-	spill  *spillDB
+	spill  *spillDir
 	filter *bloom
-	get    *sql.Stmt
+	runs   []*run
 	// frozen is the map being written (nil when none); its write's end comes on writing.
 	frozen  map[uint64]fingerprint
 	writing chan error
+	block   []byte // a run's block, read by Get
 }
 
-func newFingerprintTable(name string, limit int, spill *spillDB) *fingerprintTable {
+func newFingerprintTable(name string, limit int, spill *spillDir) *fingerprintTable {
 	return &fingerprintTable{name: name, limit: max(limit, 1), mem: make(map[uint64]fingerprint), spill: spill}
 }
 
@@ -93,15 +90,16 @@ func (t *fingerprintTable) Get(ctx context.Context, k uint64) (fingerprint, bool
 	if err := t.wait(); err != nil {
 		return fingerprint{}, false, err
 	}
-	var v fingerprint
-	err := t.get.QueryRowContext(ctx, int64(k)).Scan(&v[0], &v[1], &v[2], &v[3])
-	if errors.Is(err, sql.ErrNoRows) {
-		return fingerprint{}, false, nil
+	for i := len(t.runs) - 1; i >= 0; i-- {
+		v, ok, err := t.runs[i].get(k, &t.block)
+		if err != nil {
+			return fingerprint{}, false, fmt.Errorf("spill store %s: %w", t.name, err)
+		}
+		if ok {
+			return v, true, nil
+		}
 	}
-	if err != nil {
-		return fingerprint{}, false, fmt.Errorf("spill store %s: %w", t.name, err)
-	}
-	return v, true, nil
+	return fingerprint{}, false, nil
 }
 
 func (t *fingerprintTable) Put(ctx context.Context, k uint64, v fingerprint) error {
@@ -133,18 +131,11 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 	if err := t.wait(); err != nil {
 		return err
 	}
+	if err := t.spill.open(); err != nil {
+		return err
+	}
 	if t.filter == nil {
-		db, err := t.spill.open()
-		if err != nil {
-			return err
-		}
-		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE %s (k INTEGER PRIMARY KEY, a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER NOT NULL, d INTEGER NOT NULL)`, t.name)); err != nil {
-			return fmt.Errorf("spill store %s: %w", t.name, err)
-		}
-		if t.get, err = db.PrepareContext(ctx, fmt.Sprintf(`SELECT a, b, c, d FROM %s WHERE k = ?`, t.name)); err != nil {
-			return fmt.Errorf("spill store %s: %w", t.name, err)
-		}
-		t.filter = newBloom()
+		t.filter = newBloom(bloomBits)
 	}
 	for k := range t.mem {
 		t.filter.add(k)
@@ -153,116 +144,30 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 	// holds two full maps only for a moment, if ever.
 	t.frozen, t.mem = t.mem, make(map[uint64]fingerprint)
 	t.writing = make(chan error, 1)
+	// t.runs is changed by the write only, and read only after wait, which receives its end.
 	go func(m map[uint64]fingerprint, done chan<- error) { done <- t.write(ctx, m) }(t.frozen, t.writing)
 	return nil
 }
 
-// write writes m to the table's rows in one transaction.
+// write writes m as one run, sorted by key, then merges the newest runs when runFanIn of one
+// size are there (spillDir.merge).
 func (t *fingerprintTable) write(ctx context.Context, m map[uint64]fingerprint) error {
-	tx, err := t.spill.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("spill store %s: %w", t.name, err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	// In key order: each insert lands next to the one before in SQLite's B-tree, instead of
-	// on a page of its own (a fifth of a spill's time).
 	// The entries are copied out with their values, in the map's order, then sorted: looking
 	// each sorted key up in the map again was a quarter of a spill's time (a cache miss each).
-	type entry struct {
-		k uint64
-		v fingerprint
-	}
 	entries := make([]entry, 0, len(m))
 	for k, v := range m {
 		entries = append(entries, entry{k, v})
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(int64(a.k), int64(b.k)) })
-	// spillRows rows a statement: a statement per row cost more than SQLite's work on it.
-	var full *sql.Stmt
-	args := make([]any, 0, 5*spillRows)
-	for chunk := range slices.Chunk(entries, spillRows) {
-		stmt := full
-		if stmt == nil || len(chunk) < spillRows {
-			if stmt, err = tx.PrepareContext(ctx, spillInsert(t.name, len(chunk))); err != nil {
-				return fmt.Errorf("spill store %s: %w", t.name, err)
-			}
-			if len(chunk) == spillRows {
-				full = stmt
-			}
-		}
-		args = args[:0]
-		for _, e := range chunk {
-			args = append(args, int64(e.k), e.v[0], e.v[1], e.v[2], e.v[3])
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("spill store %s: %w", t.name, err)
-		}
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.k, b.k) })
+	r, err := t.spill.write(ctx, entries)
+	if err != nil {
+		return fmt.Errorf("spill store %s: %w", t.name, err)
 	}
-	if err := tx.Commit(); err != nil {
+	t.runs = append(t.runs, r)
+	if t.runs, err = t.spill.compact(ctx, t.runs); err != nil {
 		return fmt.Errorf("spill store %s: %w", t.name, err)
 	}
 	return nil
-}
-
-// spillRows is how many fingerprints one INSERT of a spill writes (five parameters each, well
-// under SQLite's 32,766).
-const spillRows = 200
-
-// spillInsert is the INSERT of n fingerprints into table name.
-func spillInsert(name string, n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT OR REPLACE INTO %s (k, a, b, c, d) VALUES ", name)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?)")
-	}
-	return b.String()
-}
-
-// spillDB is the temporary SQLite file behind the fingerprint tables, created on the first
-// spill and removed by Close. Journaling and fsync are off: the file dies with the run.
-// SQLite's own page cache is its default 2 MB.
-type spillDB struct {
-	dir  string
-	path string
-	db   *sql.DB
-}
-
-func (s *spillDB) open() (*sql.DB, error) {
-	if s.db != nil {
-		return s.db, nil
-	}
-	f, err := os.CreateTemp(s.dir, "fieldwork-validate-*.db")
-	if err != nil {
-		return nil, fmt.Errorf("create spill store: %w", err)
-	}
-	s.path = f.Name()
-	_ = f.Close()
-	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(s.path)}).EscapedPath() +
-		"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)&_pragma=locking_mode(EXCLUSIVE)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		_ = os.Remove(s.path)
-		return nil, fmt.Errorf("open spill store %s: %w", s.path, err)
-	}
-	db.SetMaxOpenConns(1)
-	s.db = db
-	return db, nil
-}
-
-// Close closes and deletes the spill file, if one was made.
-func (s *spillDB) Close() error {
-	if s.db == nil {
-		return nil
-	}
-	err := s.db.Close()
-	if rerr := os.Remove(s.path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
-		err = rerr
-	}
-	s.db = nil
-	return err
 }
 
 // bloom is the filter over the spilled keys: a fixed 8 MiB Bloom filter (2²⁶ bits) with 3
@@ -270,14 +175,19 @@ func (s *spillDB) Close() error {
 // most new keys are known to be new without a disk read. The keys are 64-bit hashes already:
 // the probes are taken from the key, mixed once (double hashing, h1 + i·h2), rather than by
 // hashing its bytes again per probe, which was a tenth of a spilling lint's CPU time.
-type bloom struct{ words []uint64 }
+type bloom struct {
+	words []uint64
+	mask  uint32
+}
 
+// bloomBits is the size of a table's filter over every key it spilled; a run's own is smaller.
 const bloomBits, bloomProbes = 1 << 26, 3
 
-func newBloom() *bloom { return &bloom{words: make([]uint64, bloomBits/64)} }
+// newBloom makes a filter of bits bits, a power of two of 64 or more.
+func newBloom(bits uint32) *bloom { return &bloom{words: make([]uint64, bits/64), mask: bits - 1} }
 
-// probes are the key's bloomProbes bit positions.
-func probes(k uint64) [bloomProbes]uint32 {
+// probes are the key's bloomProbes bit positions, below mask+1.
+func probes(k uint64, mask uint32) [bloomProbes]uint32 {
 	// splitmix64's finalizer: every bit of k moves both halves.
 	k ^= k >> 30
 	k *= 0xbf58476d1ce4e5b9
@@ -287,19 +197,19 @@ func probes(k uint64) [bloomProbes]uint32 {
 	h1, h2 := uint32(k), uint32(k>>32)|1
 	var p [bloomProbes]uint32
 	for i := range p {
-		p[i] = (h1 + uint32(i)*h2) % bloomBits
+		p[i] = (h1 + uint32(i)*h2) & mask
 	}
 	return p
 }
 
 func (b *bloom) add(k uint64) {
-	for _, p := range probes(k) {
+	for _, p := range probes(k, b.mask) {
 		b.words[p/64] |= 1 << (p % 64)
 	}
 }
 
 func (b *bloom) mayContain(k uint64) bool {
-	for _, p := range probes(k) {
+	for _, p := range probes(k, b.mask) {
 		if b.words[p/64]&(1<<(p%64)) == 0 {
 			return false
 		}

@@ -24,7 +24,7 @@ func BenchmarkBloom(b *testing.B) {
 		keys[i] = hash64([]byte{byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24)})
 	}
 	b.Run("add", func(b *testing.B) {
-		f := newBloom()
+		f := newBloom(bloomBits)
 		i, cpu := 0, cpuTime()
 		for b.Loop() {
 			f.add(keys[i%n])
@@ -33,7 +33,7 @@ func BenchmarkBloom(b *testing.B) {
 		b.ReportMetric(float64(cpuTime()-cpu)/float64(i), "cpu-ns/op")
 	})
 	b.Run("mayContain", func(b *testing.B) {
-		f := newBloom()
+		f := newBloom(bloomBits)
 		for _, k := range keys[:n] {
 			f.add(k)
 		}
@@ -56,7 +56,7 @@ func BenchmarkFingerprintTableSpilled(b *testing.B) {
 	const n, limit = 100_000, 1 << 14
 	ctx := context.Background()
 	for b.Loop() {
-		spill := &spillDB{dir: b.TempDir()}
+		spill := &spillDir{dir: b.TempDir()}
 		tab := newFingerprintTable("events", limit, spill)
 		for k := range uint64(n) {
 			if err := tab.Put(ctx, hash64([]byte{byte(k), byte(k >> 8), byte(k >> 16)}), fingerprint{int64(k)}); err != nil {
@@ -89,7 +89,7 @@ func BenchmarkSpillWrite(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		spill := &spillDB{dir: b.TempDir()}
+		spill := &spillDir{dir: b.TempDir()}
 		tab := newFingerprintTable("events", DefaultMemoryEntries, spill)
 		tab.mem = map[uint64]fingerprint{0: {}}
 		if err := tab.flush(ctx); err != nil { // creates the table

@@ -4,29 +4,36 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
 // TestFingerprintTableSpills drives a table with a tiny memory limit through several spills
 // and checks that every key reads back its newest value, from memory or from disk, and that
 // the spill file is gone after Close. The spills are written behind the Puts: a Get meets
-// keys in the map being written and on disk alike.
+// keys in the map being written and on disk alike. A limit of 8 writes runs shorter than a
+// block; one of 300, runs of several blocks and a part of one.
 func TestFingerprintTableSpills(t *testing.T) {
+	for _, c := range []struct{ limit, n int }{{8, 1200}, {300, 3000}} {
+		t.Run(strconv.Itoa(c.limit), func(t *testing.T) { testFingerprintTableSpills(t, c.limit, uint64(c.n)) })
+	}
+}
+
+func testFingerprintTableSpills(t *testing.T, limit int, n uint64) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	spill := &spillDB{dir: dir}
-	tab := newFingerprintTable("events", 8, spill)
-	const n = 1000
+	spill := &spillDir{dir: dir}
+	tab := newFingerprintTable("events", limit, spill)
 	for k := uint64(1); k <= n; k++ {
 		if err := tab.Put(ctx, k*0x9E3779B97F4A7C15, fingerprint{int64(k), 1, 2, 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !tab.Spilled() {
-		t.Fatal("no spill with 1000 keys and a limit of 8")
+		t.Fatalf("no spill with %d keys and a limit of %d", n, limit)
 	}
-	if len(tab.mem) > 8 || len(tab.frozen) > 8 {
-		t.Fatalf("memory holds %d entries and %d being spilled, limit 8", len(tab.mem), len(tab.frozen))
+	if len(tab.mem) > limit || len(tab.frozen) > limit {
+		t.Fatalf("memory holds %d entries and %d being spilled, limit %d", len(tab.mem), len(tab.frozen), limit)
 	}
 	// Update every key: the value read back must be the newest, wherever the old one lives.
 	for k := uint64(1); k <= n; k++ {
@@ -46,28 +53,152 @@ func TestFingerprintTableSpills(t *testing.T) {
 			t.Fatalf("after update, get %d = %v %v %v", k, v, ok, err)
 		}
 	}
-	if _, ok, err := tab.Get(ctx, 42); ok || err != nil {
-		t.Fatalf("absent key found: %v %v", ok, err)
+	for k := uint64(1); k <= n; k++ { // absent keys, among the spilled ones and past them
+		if _, ok, err := tab.Get(ctx, k*0x9E3779B97F4A7C15+1); ok || err != nil {
+			t.Fatalf("absent key %d found: %v %v", k, ok, err)
+		}
+	}
+	if _, ok, err := tab.Get(ctx, 0); ok || err != nil {
+		t.Fatalf("absent key 0 found: %v %v", ok, err)
 	}
 	if err := tab.wait(); err != nil { // the spill still being written
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "fieldwork-validate-*"))
-	if len(files) != 1 {
-		t.Fatalf("spill files = %v", files)
+	// Past the filters: every run asked for absent keys with a filter that says "maybe" to
+	// all of them reads its span and finds none of them.
+	for _, r := range tab.runs {
+		r.filter = alwaysMaybe()
+		for k := uint64(1); k <= n; k++ {
+			if _, ok, err := r.get(k*0x9E3779B97F4A7C15+1, &tab.block); ok || err != nil {
+				t.Fatalf("run of %d: absent key %d found: %v %v", r.n, k, ok, err)
+			}
+		}
+	}
+	// Merged as they accumulate: fewer than runFanIn runs of any level, and a file for each.
+	levels := map[int]int{}
+	for _, r := range tab.runs {
+		if levels[r.level]++; levels[r.level] >= runFanIn {
+			t.Fatalf("%d runs of level %d: %v", levels[r.level], r.level, levels)
+		}
+	}
+	if limit == 8 && levels[0]+levels[1] == len(tab.runs) {
+		t.Fatalf("no run merged twice with %d spills: %v", 2*int(n)/limit, levels)
+	}
+	runs, _ := filepath.Glob(filepath.Join(spill.path, "*.run"))
+	if len(runs) != len(tab.runs) {
+		t.Fatalf("%d run files for %d runs", len(runs), len(tab.runs))
+	}
+	dirs, _ := filepath.Glob(filepath.Join(dir, "fieldwork-validate-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("spill directories = %v", dirs)
 	}
 	if err := spill.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
-		t.Fatalf("spill file left behind: %v", err)
+	if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {
+		t.Fatalf("spill directory left behind: %v", err)
+	}
+}
+
+// alwaysMaybe is a filter that says every key may be there.
+func alwaysMaybe() *bloom {
+	b := newBloom(64)
+	b.words[0] = ^uint64(0)
+	return b
+}
+
+// TestRunOfManySpans reads a run with more entries than its samples cover one span each: a
+// lookup narrows the span between two samples by reading single keys first.
+func TestRunOfManySpans(t *testing.T) {
+	spill := &spillDir{dir: t.TempDir()}
+	defer spill.Close()
+	if err := spill.open(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * runSamples * runSpan // spans of 192 entries
+	entries := make([]entry, n)
+	for i := range entries {
+		entries[i] = entry{uint64(2*i + 10), fingerprint{int64(i), -1, 0, 7}}
+	}
+	r, err := spill.write(context.Background(), entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.span <= runSpan || len(r.samples) > runSamples {
+		t.Fatalf("span %d, %d samples", r.span, len(r.samples))
+	}
+	r.filter = alwaysMaybe()
+	var buf []byte
+	for i := 0; i < n; i += 97 {
+		v, ok, err := r.get(uint64(2*i+10), &buf)
+		if err != nil || !ok || v != (fingerprint{int64(i), -1, 0, 7}) {
+			t.Fatalf("key of entry %d: %v %v %v", i, v, ok, err)
+		}
+		if _, ok, err := r.get(uint64(2*i+11), &buf); ok || err != nil {
+			t.Fatalf("absent key after entry %d: %v %v", i, ok, err)
+		}
+	}
+	for _, k := range []uint64{0, 9, 2*n + 10, ^uint64(0)} {
+		if _, ok, err := r.get(k, &buf); ok || err != nil {
+			t.Fatalf("absent key %d: %v %v", k, ok, err)
+		}
+	}
+	if v, ok, _ := r.get(2*(n-1)+10, &buf); !ok || v[0] != n-1 {
+		t.Fatalf("last key: %v %v", v, ok)
+	}
+}
+
+// TestMergeKeepsTheNewest merges runs that share keys: each key once, from the newest run
+// that holds it, in key order.
+func TestMergeKeepsTheNewest(t *testing.T) {
+	ctx := context.Background()
+	spill := &spillDir{dir: t.TempDir()}
+	defer spill.Close()
+	if err := spill.open(); err != nil {
+		t.Fatal(err)
+	}
+	var runs []*run
+	for age := range 3 { // run age holds the keys that are multiples of age+1, below 300
+		var es []entry
+		for k := uint64(0); k < 300; k += uint64(age + 1) {
+			es = append(es, entry{k, fingerprint{int64(age)}})
+		}
+		r, err := spill.write(ctx, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	m, err := spill.merge(ctx, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.n != 300 || m.level != 1 {
+		t.Fatalf("merged %d entries at level %d", m.n, m.level)
+	}
+	m.filter = alwaysMaybe()
+	var buf []byte
+	for k := uint64(0); k < 300; k++ {
+		want := int64(0)
+		switch {
+		case k%3 == 0:
+			want = 2
+		case k%2 == 0:
+			want = 1
+		}
+		if v, ok, err := m.get(k, &buf); err != nil || !ok || v[0] != want {
+			t.Fatalf("key %d: %v %v %v, want age %d", k, v, ok, err, want)
+		}
+	}
+	if _, ok, err := m.get(300, &buf); ok || err != nil {
+		t.Fatalf("absent key: %v %v", ok, err)
 	}
 }
 
 func TestFingerprintTableStaysInMemoryUnderLimit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	spill := &spillDB{dir: dir}
+	spill := &spillDir{dir: dir}
 	defer spill.Close()
 	tab := newFingerprintTable("events", 100, spill)
 	for k := uint64(0); k < 100; k++ {
@@ -84,7 +215,7 @@ func TestFingerprintTableStaysInMemoryUnderLimit(t *testing.T) {
 }
 
 func TestBloomHasNoFalseNegatives(t *testing.T) {
-	b := newBloom()
+	b := newBloom(bloomBits)
 	for k := uint64(0); k < 100000; k++ {
 		b.add(k * 7919)
 	}

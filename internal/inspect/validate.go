@@ -59,9 +59,9 @@ type ValidateOptions struct {
 	// every finding is counted.
 	MaxExamples int
 	// MemoryEntries bounds the fingerprints each table keeps in memory before it spills to a
-	// temporary SQLite file (DefaultMemoryEntries when 0).
+	// temporary file (DefaultMemoryEntries when 0).
 	MemoryEntries int
-	// TempDir is where the spill file goes (os.TempDir() when empty).
+	// TempDir is where the spill directory goes (os.TempDir() when empty).
 	TempDir  string
 	Progress ProgressFunc
 	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
@@ -135,17 +135,19 @@ type Finding struct {
 // its payload (type, aggregate, version and data, with JSON whitespace removed) and where it
 // was first seen; per aggregate id, the highest version, the event at it, its partition and
 // flags (32 bytes). Each table holds at most MemoryEntries entries in a Go map; past that,
-// the whole map is written in one transaction to a table of a temporary SQLite file
-// (modernc.org/sqlite, pure Go; journal and fsync off; removed when Validate returns) on a
-// goroutine of its own while a new map fills, and lookups that miss the maps go to SQLite
-// only when a fixed 8 MiB Bloom filter over the spilled keys says the key may be there. The
-// envelopes are read on another goroutine, ahead of the lint (schema.Ahead). Findings are
-// counted per kind and only MaxExamples of each are kept. So memory is about 2 ×
-// MemoryEntries × 50 bytes (and, while a spill is written, the map being written), plus 16 MiB
-// of filters and SQLite's 2 MB page cache once spilled, and disk grows with the number of
-// distinct event ids and aggregates (about 40 bytes each). Two ids whose hashes collide (for
-// n distinct ids the chance of any collision is about n²/2⁶⁵) are treated as one, which can
-// make or hide a finding about that pair only.
+// the whole map is written, sorted by key, as one run (a file of a temporary directory,
+// removed when Validate returns; nothing synced) on a goroutine of its own while a new map
+// fills, and every runFanIn runs of one level are merged into one of the next. A lookup that
+// misses the maps reads the disk only when a fixed 8 MiB Bloom filter over the spilled keys
+// says the key may be there, and then only the runs whose own filters say so, newest first,
+// a span of a few KiB each. The envelopes are read on another goroutine, ahead of the lint
+// (schema.Ahead). Findings are counted per kind and only MaxExamples of each are kept. So
+// memory is about 2 × MemoryEntries × 50 bytes (and, while a spill is written, the map being
+// written and its sorted copy), plus 16 MiB of filters once spilled and at most about 1 MiB
+// of filter and samples per run, of which there are fewer than runFanIn a level (a billion
+// fingerprints: a few dozen); disk grows with the fingerprints spilled (40 bytes each). Two
+// ids whose hashes collide (for n distinct ids the chance of any collision is about n²/2⁶⁵)
+// are treated as one, which can make or hide a finding about that pair only.
 //
 // Partitions are read one after another, so results are deterministic. An aggregate's
 // version order is judged within the partition it was first seen in; its events in other
@@ -201,7 +203,7 @@ type validator struct {
 	rep    ValidateReport
 	counts map[string]int64
 	kept   map[string]int
-	spill  *spillDB
+	spill  *spillDir
 	// compact is payloadHash's buffer.
 	compact bytes.Buffer
 	events  *fingerprintTable
@@ -215,7 +217,7 @@ func newValidator(opts ValidateOptions) *validator {
 	if opts.MemoryEntries <= 0 {
 		opts.MemoryEntries = DefaultMemoryEntries
 	}
-	spill := &spillDB{dir: opts.TempDir}
+	spill := &spillDir{dir: opts.TempDir}
 	return &validator{
 		opts: opts, counts: map[string]int64{}, kept: map[string]int{}, spill: spill,
 		events: newFingerprintTable("events", opts.MemoryEntries, spill),

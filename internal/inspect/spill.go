@@ -1,0 +1,344 @@
+package inspect
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// entry is a key and its fingerprint as a run holds them: entrySize bytes on disk, the key
+// then the fingerprint's four fields, little-endian.
+type entry struct {
+	k uint64
+	v fingerprint
+}
+
+const entrySize = 8 + 4*8
+
+// Run sizes and lookups.
+const (
+	// runFanIn runs of one level are merged into one run of the next: every entry is
+	// rewritten once a level, and a table holds at most runFanIn-1 runs a level.
+	runFanIn = 8
+	// runSamples bounds the keys a run keeps in memory to find where a key would be: one every
+	// runSpan entries or more, so that a run of any size costs at most 16 KiB of them.
+	runSamples = 2048
+	// runSpan is the fewest entries between two samples: the span a lookup reads at once
+	// (2,560 bytes) when the run is small enough.
+	runSpan = 64
+	// runFilterMax caps a run's own filter (1 MiB): past 2²³ keys its "maybe" grows less
+	// useful, and the table's filter and the samples still bound what is read.
+	runFilterMax = 1 << 23
+)
+
+// run is one sorted file of entries: n of them, one key of every span entries kept (samples),
+// a filter over its keys, and its level (0 for a spill, one more than its inputs' for a
+// merge).
+type run struct {
+	f       *os.File
+	n       int
+	span    int
+	samples []uint64
+	filter  *bloom
+	level   int
+}
+
+// runFilterBits sizes a run's filter at 16 bits or more a key (a power of two), at most
+// runFilterMax: with 3 probes it answers "maybe" for about half a percent of the keys not in
+// the run below the cap.
+func runFilterBits(n int) uint32 {
+	bits := uint32(1 << 10)
+	for int(bits) < 16*n && bits < runFilterMax {
+		bits <<= 1
+	}
+	return bits
+}
+
+// runWriter writes a run's entries in key order, sampling and filtering them as they go.
+type runWriter struct {
+	r   *run
+	w   *bufio.Writer
+	buf [entrySize]byte
+}
+
+// newRunWriter starts a run of at most n entries in a new file of dir.
+func (d *spillDir) newRunWriter(n, level int) (*runWriter, error) {
+	f, err := d.create()
+	if err != nil {
+		return nil, err
+	}
+	span := max(runSpan, (n+runSamples-1)/runSamples)
+	r := &run{f: f, span: span, filter: newBloom(runFilterBits(n)), level: level}
+	return &runWriter{r: r, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+func (w *runWriter) add(e entry) error {
+	if w.r.n%w.r.span == 0 {
+		w.r.samples = append(w.r.samples, e.k)
+	}
+	w.r.n++
+	w.r.filter.add(e.k)
+	binary.LittleEndian.PutUint64(w.buf[:], e.k)
+	for i, f := range e.v {
+		binary.LittleEndian.PutUint64(w.buf[8+8*i:], uint64(f))
+	}
+	_, err := w.w.Write(w.buf[:])
+	return err
+}
+
+func (w *runWriter) finish() (*run, error) {
+	if err := w.w.Flush(); err != nil {
+		return nil, err
+	}
+	return w.r, nil
+}
+
+// get reads k's fingerprint from the run when its filter says k may be there: the span of
+// entries between the two samples around k, read at once when it is runSpan entries or
+// fewer, or first narrowed by reading single keys. buf is reused between reads.
+func (r *run) get(k uint64, buf *[]byte) (fingerprint, bool, error) {
+	if !r.filter.mayContain(k) {
+		return fingerprint{}, false, nil
+	}
+	s := sort.Search(len(r.samples), func(i int) bool { return r.samples[i] > k }) - 1
+	if s < 0 {
+		return fingerprint{}, false, nil
+	}
+	lo, hi := s*r.span, min((s+1)*r.span, r.n)
+	var key [8]byte
+	for hi-lo > runSpan { // the first entry of [lo, hi) is at most k
+		mid := lo + (hi-lo)/2
+		if _, err := r.f.ReadAt(key[:], int64(mid)*entrySize); err != nil {
+			return fingerprint{}, false, err
+		}
+		if binary.LittleEndian.Uint64(key[:]) <= k {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	*buf = slices.Grow((*buf)[:0], (hi-lo)*entrySize)[:(hi-lo)*entrySize]
+	if _, err := r.f.ReadAt(*buf, int64(lo)*entrySize); err != nil {
+		return fingerprint{}, false, err
+	}
+	blk := *buf
+	i := sort.Search(hi-lo, func(i int) bool { return binary.LittleEndian.Uint64(blk[i*entrySize:]) >= k })
+	if i == hi-lo || binary.LittleEndian.Uint64(blk[i*entrySize:]) != k {
+		return fingerprint{}, false, nil
+	}
+	return decodeFingerprint(blk[i*entrySize+8:]), true, nil
+}
+
+func decodeFingerprint(b []byte) fingerprint {
+	var v fingerprint
+	for j := range v {
+		v[j] = int64(binary.LittleEndian.Uint64(b[8*j:]))
+	}
+	return v
+}
+
+// spillDir is the temporary directory behind the fingerprint tables, created on the first
+// spill and removed with every run in it by Close. Nothing is synced: the files die with the
+// lint.
+type spillDir struct {
+	dir   string // where the directory is made (os.TempDir() when empty)
+	mu    sync.Mutex
+	path  string
+	next  int
+	files map[*os.File]struct{} // the runs' files open
+}
+
+func (d *spillDir) open() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.path != "" {
+		return nil
+	}
+	p, err := os.MkdirTemp(d.dir, "fieldwork-validate-*")
+	if err != nil {
+		return fmt.Errorf("create spill store: %w", err)
+	}
+	d.path = p
+	return nil
+}
+
+// create makes the next run's file.
+func (d *spillDir) create() (*os.File, error) {
+	d.mu.Lock()
+	d.next++
+	defer d.mu.Unlock()
+	f, err := os.OpenFile(filepath.Join(d.path, strconv.Itoa(d.next)+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if d.files == nil {
+		d.files = map[*os.File]struct{}{}
+	}
+	d.files[f] = struct{}{}
+	return f, nil
+}
+
+// write writes entries, sorted by key with no key twice, as a run of level 0.
+func (d *spillDir) write(ctx context.Context, entries []entry) (*run, error) {
+	w, err := d.newRunWriter(len(entries), 0)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range entries {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, d.drop(w.r, ctx.Err())
+		}
+		if err := w.add(e); err != nil {
+			return nil, d.drop(w.r, err)
+		}
+	}
+	r, err := w.finish()
+	if err != nil {
+		return nil, d.drop(w.r, err)
+	}
+	return r, nil
+}
+
+// compact merges the newest runs into one while the last runFanIn of them are of one level,
+// and returns the runs left, oldest first. Runs merged away are closed and removed.
+func (d *spillDir) compact(ctx context.Context, runs []*run) ([]*run, error) {
+	for len(runs) >= runFanIn {
+		last := runs[len(runs)-runFanIn:]
+		if slices.ContainsFunc(last, func(r *run) bool { return r.level != last[0].level }) {
+			break
+		}
+		merged, err := d.merge(ctx, last)
+		if err != nil {
+			return runs, err
+		}
+		for _, r := range last {
+			_ = d.drop(r, nil)
+		}
+		runs = append(runs[:len(runs)-runFanIn], merged)
+	}
+	return runs, nil
+}
+
+// merge writes runs (oldest first) as one run of the next level: their entries in key order,
+// a key held by more than one only from the newest.
+func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
+	n := 0
+	h := make(cursors, 0, len(runs))
+	for i, r := range runs {
+		n += r.n
+		c := &cursor{age: i, r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, int64(r.n)*entrySize), 1<<16)}
+		ok, err := c.next()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	w, err := d.newRunWriter(n, runs[0].level+1)
+	if err != nil {
+		return nil, err
+	}
+	for written := 0; len(h) > 0; written++ {
+		if written%4096 == 0 && ctx.Err() != nil {
+			return nil, d.drop(w.r, ctx.Err())
+		}
+		top := h[0].e // the smallest key, from the newest run that holds it
+		for len(h) > 0 && h[0].e.k == top.k {
+			c := h[0]
+			ok, err := c.next()
+			if err != nil {
+				return nil, d.drop(w.r, err)
+			}
+			if ok {
+				heap.Fix(&h, 0)
+			} else {
+				heap.Pop(&h)
+			}
+		}
+		if err := w.add(top); err != nil {
+			return nil, d.drop(w.r, err)
+		}
+	}
+	r, err := w.finish()
+	if err != nil {
+		return nil, d.drop(w.r, err)
+	}
+	return r, nil
+}
+
+// drop closes and removes a run's file and returns err.
+func (d *spillDir) drop(r *run, err error) error {
+	d.mu.Lock()
+	delete(d.files, r.f)
+	d.mu.Unlock()
+	_ = r.f.Close()
+	_ = os.Remove(r.f.Name())
+	return err
+}
+
+// Close removes the spill directory and every run in it, if one was made. The tables' runs
+// must be written (fingerprintTable.wait) first.
+func (d *spillDir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.path == "" {
+		return nil
+	}
+	for f := range d.files {
+		_ = f.Close()
+	}
+	d.files = nil
+	err := os.RemoveAll(d.path)
+	d.path = ""
+	return err
+}
+
+// cursor is a merge's place in one run.
+type cursor struct {
+	age int // the run's place among the merged, oldest 0
+	r   *bufio.Reader
+	e   entry
+	buf [entrySize]byte
+}
+
+// next reads the cursor's next entry; false at the run's end.
+func (c *cursor) next() (bool, error) {
+	if _, err := io.ReadFull(c.r, c.buf[:]); err != nil {
+		if err == io.EOF {
+			return false, nil
+		}
+		return false, err
+	}
+	c.e = entry{k: binary.LittleEndian.Uint64(c.buf[:]), v: decodeFingerprint(c.buf[8:])}
+	return true, nil
+}
+
+// cursors is a min-heap by key, the newest run first among equal keys.
+type cursors []*cursor
+
+func (h cursors) Len() int { return len(h) }
+func (h cursors) Less(i, j int) bool {
+	if h[i].e.k != h[j].e.k {
+		return h[i].e.k < h[j].e.k
+	}
+	return h[i].age > h[j].age
+}
+func (h cursors) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursors) Push(x any)   { *h = append(*h, x.(*cursor)) }
+func (h *cursors) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
