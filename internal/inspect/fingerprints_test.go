@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -232,5 +233,30 @@ func TestBloomHasNoFalseNegatives(t *testing.T) {
 	}
 	if fp > 1000 {
 		t.Errorf("%d false positives in 100000 with 100000 keys in 2^26 bits", fp)
+	}
+}
+
+// TestSpillOfAnEndedLint: a spill or a merge whose context has ended writes nothing and
+// leaves no file behind.
+func TestSpillOfAnEndedLint(t *testing.T) {
+	spill := &spillDir{dir: t.TempDir()}
+	defer spill.Close()
+	if err := spill.open(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := spill.write(context.Background(), []entry{{1, fingerprint{}}, {2, fingerprint{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := spill.write(ended, []entry{{3, fingerprint{}}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("spill of an ended lint: %v", err)
+	}
+	if _, err := spill.merge(ended, []*run{r}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("merge of an ended lint: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(spill.path, "*.run")); len(files) != 1 {
+		t.Fatalf("run files = %v, want the one written", files)
 	}
 }

@@ -95,13 +95,6 @@ func (w *runWriter) add(e entry) error {
 	return err
 }
 
-func (w *runWriter) finish() (*run, error) {
-	if err := w.w.Flush(); err != nil {
-		return nil, err
-	}
-	return w.r, nil
-}
-
 // get reads k's fingerprint from the run when its filter says k may be there: the span of
 // entries between the two samples around k, read at once when it is runSpan entries or
 // fewer, or first narrowed by reading single keys. buf is reused between reads.
@@ -193,19 +186,38 @@ func (d *spillDir) write(ctx context.Context, entries []entry) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, e := range entries {
+	i := 0
+	return d.fill(ctx, w, func() (entry, bool, error) {
+		if i == len(entries) {
+			return entry{}, false, nil
+		}
+		i++
+		return entries[i-1], true, nil
+	})
+}
+
+// fill writes the entries next gives, in key order, until it says there are no more, and
+// returns the run; on error, or when ctx ends, the run's file is removed.
+func (d *spillDir) fill(ctx context.Context, w *runWriter, next func() (entry, bool, error)) (*run, error) {
+	for i := 0; ; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, d.drop(w.r, ctx.Err())
+		}
+		e, ok, err := next()
+		if err != nil {
+			return nil, d.drop(w.r, err)
+		}
+		if !ok {
+			break
 		}
 		if err := w.add(e); err != nil {
 			return nil, d.drop(w.r, err)
 		}
 	}
-	r, err := w.finish()
-	if err != nil {
+	if err := w.w.Flush(); err != nil {
 		return nil, d.drop(w.r, err)
 	}
-	return r, nil
+	return w.r, nil
 }
 
 // compact merges the newest runs into one while the last runFanIn of them are of one level,
@@ -249,16 +261,15 @@ func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	for written := 0; len(h) > 0; written++ {
-		if written%4096 == 0 && ctx.Err() != nil {
-			return nil, d.drop(w.r, ctx.Err())
+	return d.fill(ctx, w, func() (entry, bool, error) {
+		if len(h) == 0 {
+			return entry{}, false, nil
 		}
 		top := h[0].e // the smallest key, from the newest run that holds it
 		for len(h) > 0 && h[0].e.k == top.k {
-			c := h[0]
-			ok, err := c.next()
+			ok, err := h[0].next()
 			if err != nil {
-				return nil, d.drop(w.r, err)
+				return entry{}, false, err
 			}
 			if ok {
 				heap.Fix(&h, 0)
@@ -266,15 +277,8 @@ func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
 				heap.Pop(&h)
 			}
 		}
-		if err := w.add(top); err != nil {
-			return nil, d.drop(w.r, err)
-		}
-	}
-	r, err := w.finish()
-	if err != nil {
-		return nil, d.drop(w.r, err)
-	}
-	return r, nil
+		return top, true, nil
+	})
 }
 
 // drop closes and removes a run's file and returns err.
