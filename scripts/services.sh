@@ -462,7 +462,11 @@ start_registry() {
   echo $! >"$registry_dir/pid"
   local i
   for i in $(seq 1 240); do
-    if registry_ready; then log "Apicurio Registry $REGISTRY_VERSION ready (pid $(cat "$registry_dir/pid"))"; return; fi
+    if registry_ready; then
+      log "Apicurio Registry $REGISTRY_VERSION ready (pid $(cat "$registry_dir/pid"))"
+      warm_registry
+      return
+    fi
     if ! kill -0 "$(cat "$registry_dir/pid")" 2>/dev/null; then break; fi
     sleep 0.25
   done
@@ -472,6 +476,29 @@ start_registry() {
 }
 
 stop_registry() { stop_pidfile "$registry_dir/pid" "schema registry"; }
+
+# warm_registry registers one schema of each type (Avro, Protobuf, JSON Schema) under subjects
+# of its own and reads one back, so that the registry's first use of each parser (class loading,
+# the JIT) is paid here rather than inside a test's bounded request. Its failure is reported,
+# not fatal: the tests still see the registry as it is.
+warm_registry() {
+  local type schema
+  for type in AVRO PROTOBUF JSON; do
+    case $type in
+      AVRO) schema='{\"type\":\"record\",\"name\":\"Warm\",\"fields\":[{\"name\":\"id\",\"type\":\"string\"}]}' ;;
+      PROTOBUF) schema='syntax = \"proto3\"; message Warm { string id = 1; }' ;;
+      JSON) schema='{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}}}' ;;
+    esac
+    if ! curl -fsS -m 120 -u "$REGISTRY_USER:$REGISTRY_PASSWORD" -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+      -d "{\"schemaType\":\"$type\",\"schema\":\"$schema\"}" \
+      "$(registry_url)/subjects/fieldwork-services-warmup-${type,,}/versions" >/dev/null; then
+      log "warning: the schema registry did not take the $type warm-up schema"
+    fi
+  done
+  curl -fsS -m 120 -u "$REGISTRY_USER:$REGISTRY_PASSWORD" "$(registry_url)/subjects/fieldwork-services-warmup-avro/versions/latest" >/dev/null ||
+    log "warning: the schema registry did not give back its warm-up schema"
+  log "schema registry warmed up (one schema of each type)"
+}
 
 # --- A Kafka cluster for the fault tests --------------------------------------------------
 # Combined broker+controller nodes (node N is broker N and voter N), each with its own

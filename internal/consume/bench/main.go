@@ -57,7 +57,8 @@ func main() {
 	perEvent := flag.Int("per-event-events", 20_000, "events the one-transaction-per-event contender consumes (the first of the topic)")
 	perTask := flag.Int("per-task", 25, "events per task")
 	partitions := flag.Int("partitions", 4, "partitions of the topic")
-	batchMax := flag.Int("batch-max", consumer.DefaultBatchMax, "records per batch (also the ceiling's claim batch)")
+	batchMax := flag.Int("batch-max", consumer.DefaultBatchMax, "records per batch of the consumers")
+	ceilingBatch := flag.Int("ceiling-batch", 500, "markers per claim of the ceilings (the issue's ceiling: batches of 500)")
 	rounds := flag.Int("rounds", 1, "rounds; the contenders alternate their order")
 	handlerList := flag.String("handlers", "projection,audit", "handlers to measure, comma-separated")
 	brokers := flag.String("brokers", os.Getenv("FIELDWORK_TEST_BROKERS"), "Kafka brokers (default $FIELDWORK_TEST_BROKERS)")
@@ -76,7 +77,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: set FIELDWORK_TEST_BROKERS and FIELDWORK_TEST_DSN (eval \"$(scripts/services.sh env)\") or pass -brokers and -dsn")
 		os.Exit(2)
 	}
-	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, keep: *keep, perEvent: int64(min(*perEvent, *events)),
+	b := &bench{brokers: *brokers, dsn: *dsn, batchMax: *batchMax, ceilingBatch: *ceilingBatch, keep: *keep, perEvent: int64(min(*perEvent, *events)),
 		durableDSN: *durableDSN, durablePerEvent: int64(min(*durablePerEvent, *events)), members: *members,
 		savepoints: *savepoints, profile: *profile, cpuProfile: *cpuProfile, memProfile: *memProfile}
 	if err := b.run(*events, *perTask, int32(*partitions), *rounds, strings.Split(*handlerList, ","), *jsonOut); err != nil {
@@ -87,9 +88,10 @@ func main() {
 
 type bench struct {
 	brokers, dsn string
-	batchMax     int
-	keep         bool
-	perEvent     int64
+	// batchMax is the consumers' batch; ceilingBatch the ceilings' claim.
+	batchMax, ceilingBatch int
+	keep                   bool
+	perEvent               int64
 	// durableDSN is a PostgreSQL with fsync and synchronous_commit on ("" leaves those
 	// contenders out); durablePerEvent the events its per-event contender consumes.
 	durableDSN      string
@@ -143,8 +145,8 @@ func (b *bench) run(events, perTask int, partitions int32, rounds int, names []s
 	}
 	cs := b.contenders(names)
 	b.rep = benchkit.Report{Bench: "consume", Notes: []string{
-		fmt.Sprintf("%d events (%d tasks × %d) on %d partitions; batches of up to %d; one transaction per event over the first %d events",
-			man.Events, len(man.Aggregates), perTask, partitions, b.batchMax, b.perEvent),
+		fmt.Sprintf("%d events (%d tasks × %d) on %d partitions; the consumers' batches of up to %d, the ceilings' claims of %d; one transaction per event over the first %d events",
+			man.Events, len(man.Aggregates), perTask, partitions, b.batchMax, b.ceilingBatch, b.perEvent),
 		"end to end: from the consumer's start (group join included) to the last event applied, marked and its offset committed",
 		"the test PostgreSQL runs with fsync=off, which flatters the per-event commits; the `durable` contenders run against a second PostgreSQL with fsync=on and synchronous_commit=on (scripts/services.sh durable-postgres), as a production database commits, one transaction per event over its first " + fmt.Sprint(b.durablePerEvent) + " events",
 		"the ceiling claims with the store's statement (arrays unnested in one INSERT … ON CONFLICT DO NOTHING); `ceiling-copy` claims the same batches by COPY into a temporary table, then one INSERT … SELECT … ON CONFLICT DO NOTHING",
@@ -238,13 +240,13 @@ func (b *bench) contenders(names []string) []contender {
 			}})
 	}
 	return append(cs,
-		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.batchMax), b.ceiling},
-		contender{"consume/ceiling-copy", fmt.Sprintf("the same claims by COPY into a temporary table and one INSERT … SELECT, batches of %d, no Kafka", b.batchMax), b.ceilingCopy},
+		contender{"consume/ceiling", fmt.Sprintf("PostgreSQL marker ceiling: the same ids claimed in batches of %d, no Kafka", b.ceilingBatch), b.ceiling},
+		contender{"consume/ceiling-copy", fmt.Sprintf("the same claims by COPY into a temporary table and one INSERT … SELECT, batches of %d, no Kafka", b.ceilingBatch), b.ceilingCopy},
 		contender{"consume/franz-go", "bare franz-go group consumer, no database work", b.bare})
 }
 
 // prepareMarkers decodes the produced records as the engine does and keeps their markers in
-// per-partition batches of batchMax, the claims the engine makes for them.
+// per-partition batches of ceilingBatch, the claims of the ceilings.
 func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 	byPartition := map[int32][]dedup.Marker{}
 	for _, r := range recs {
@@ -259,7 +261,7 @@ func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 	}
 	for _, ms := range byPartition {
 		for len(ms) > 0 {
-			n := min(b.batchMax, len(ms))
+			n := min(b.ceilingBatch, len(ms))
 			b.markers = append(b.markers, ms[:n])
 			ms = ms[n:]
 		}
