@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	_ "modernc.org/sqlite" // pure-Go SQLite driver for the spill store
 )
 
 // DefaultMemoryEntries is how many fingerprints each of Validate's two tables (event ids,

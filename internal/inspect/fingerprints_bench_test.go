@@ -51,7 +51,7 @@ func BenchmarkBloom(b *testing.B) {
 
 // BenchmarkFingerprintTableSpilled puts 100,000 keys through a table that keeps 16,384 in
 // memory (so it spills six times), then gets as many again, half of them never put: the path
-// of inspect validate over a topic larger than its memory, with the filter in front of SQLite.
+// of inspect validate over a topic larger than its memory, with the filters in front of the runs.
 func BenchmarkFingerprintTableSpilled(b *testing.B) {
 	const n, limit = 100_000, 1 << 14
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 
 // TestFingerprintTableSpills drives a table with a tiny memory limit through several spills
 // and checks that every key reads back its newest value, from memory or from disk, and that
-// the spill file is gone after Close. The spills are written behind the Puts: a Get meets
+// the spill directory is gone after Close. The spills are written behind the Puts: a Get meets
 // keys in the map being written and on disk alike. A limit of 8 writes runs shorter than a
 // block; one of 300, runs of several blocks and a part of one.
 func TestFingerprintTableSpills(t *testing.T) {

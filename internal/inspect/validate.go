@@ -226,7 +226,7 @@ func newValidator(opts ValidateOptions) *validator {
 	}
 }
 
-// close waits for the spills being written and removes the spill file.
+// close waits for the spills being written and removes the spill directory.
 func (v *validator) close() {
 	_ = v.events.wait()
 	_ = v.aggs.wait()
