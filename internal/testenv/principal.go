@@ -90,9 +90,12 @@ func (p *Principal) Allow(b *kadm.ACLBuilder, ops ...kadm.ACLOperation) {
 	if err != nil {
 		p.t.Fatalf("create ACLs for %s: %v", p.Principal(), err)
 	}
+	// Wait until the broker's authorizer answers with the ACLs just made (the builder describes
+	// exactly those): counting every ACL of the principal would count the ones granted before
+	// and stop waiting at once.
 	want := len(res)
 	for {
-		got, err := p.adm.DescribeACLs(ctx, kadm.NewACLs().Allow(p.Principal()).AllowHosts().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+		got, err := p.adm.DescribeACLs(ctx, b)
 		n := 0
 		if err == nil {
 			for _, d := range got {
