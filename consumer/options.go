@@ -19,9 +19,10 @@ import (
 const (
 	DefaultMaxAttempts = 5
 	// DefaultBatchMax: a batch pays a fixed cost besides its rows' (its statement's parse and
-	// plan, its round trip, its commit), so larger batches spend less a record. Against claims of 500 alone (the
-	// marker ceiling of docs/benchmarks.md), the projection reached 0.44–0.57 of the ceiling
-	// with batches of 500 and 0.62–0.80 with 1,000; the audit 0.57–0.70 and 0.81–0.86.
+	// plan, its round trip, its commit), so larger batches spend less a record. Against
+	// claims of 500 alone (the marker ceiling of docs/benchmarks.md), the projection reached
+	// 0.44–0.57 of the ceiling with batches of 500 and 0.62–0.80 with 1,000; the audit
+	// 0.57–0.70 and 0.81–0.86.
 	DefaultBatchMax        = 1000
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultRetryBackoff    = 200 * time.Millisecond

@@ -68,7 +68,7 @@ type fingerprintTable struct {
 	// frozen is the map being written (nil when none); its write's end comes on writing.
 	frozen  map[uint64]fingerprint
 	writing chan error
-	block   []byte // a run's block, read by Get
+	block   []byte // the span of a run Get reads
 }
 
 func newFingerprintTable(name string, limit int, spill *spillDir) *fingerprintTable {

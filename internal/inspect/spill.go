@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"bufio"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -241,42 +240,50 @@ func (d *spillDir) compact(ctx context.Context, runs []*run) ([]*run, error) {
 }
 
 // merge writes runs (oldest first) as one run of the next level: their entries in key order,
-// a key held by more than one only from the newest.
+// a key held by more than one only from the newest. There are at most runFanIn cursors, so
+// the smallest key is found by looking at each.
 func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
 	n := 0
-	h := make(cursors, 0, len(runs))
-	for i, r := range runs {
+	cs := make([]*cursor, 0, len(runs)) // oldest first, those not at their end
+	for _, r := range runs {
 		n += r.n
-		c := &cursor{age: i, r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, int64(r.n)*entrySize), 1<<16)}
+		c := &cursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, int64(r.n)*entrySize), 1<<16)}
 		ok, err := c.next()
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			h = append(h, c)
+			cs = append(cs, c)
 		}
 	}
-	heap.Init(&h)
 	w, err := d.newRunWriter(n, runs[0].level+1)
 	if err != nil {
 		return nil, err
 	}
 	return d.fill(ctx, w, func() (entry, bool, error) {
-		if len(h) == 0 {
+		if len(cs) == 0 {
 			return entry{}, false, nil
 		}
-		top := h[0].e // the smallest key, from the newest run that holds it
-		for len(h) > 0 && h[0].e.k == top.k {
-			ok, err := h[0].next()
-			if err != nil {
-				return entry{}, false, err
-			}
-			if ok {
-				heap.Fix(&h, 0)
-			} else {
-				heap.Pop(&h)
+		top := cs[0].e
+		for _, c := range cs[1:] {
+			if c.e.k <= top.k { // a newer run's entry wins a tie
+				top = c.e
 			}
 		}
+		kept := cs[:0]
+		for _, c := range cs {
+			if c.e.k == top.k {
+				ok, err := c.next()
+				if err != nil {
+					return entry{}, false, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			kept = append(kept, c)
+		}
+		cs = kept
 		return top, true, nil
 	})
 }
@@ -310,7 +317,6 @@ func (d *spillDir) Close() error {
 
 // cursor is a merge's place in one run.
 type cursor struct {
-	age int // the run's place among the merged, oldest 0
 	r   *bufio.Reader
 	e   entry
 	buf [entrySize]byte
@@ -326,23 +332,4 @@ func (c *cursor) next() (bool, error) {
 	}
 	c.e = entry{k: binary.LittleEndian.Uint64(c.buf[:]), v: decodeFingerprint(c.buf[8:])}
 	return true, nil
-}
-
-// cursors is a min-heap by key, the newest run first among equal keys.
-type cursors []*cursor
-
-func (h cursors) Len() int { return len(h) }
-func (h cursors) Less(i, j int) bool {
-	if h[i].e.k != h[j].e.k {
-		return h[i].e.k < h[j].e.k
-	}
-	return h[i].age > h[j].age
-}
-func (h cursors) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *cursors) Push(x any)   { *h = append(*h, x.(*cursor)) }
-func (h *cursors) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
 }
