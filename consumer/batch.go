@@ -15,6 +15,7 @@ import (
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/inboxlink"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/schema"
 )
 
@@ -366,6 +367,23 @@ func (e *Runner) meta(rec *kgo.Record, reason, eventID string, err error, attemp
 		}
 	}
 	return m
+}
+
+// applyAlone applies recs, one partition's in offset order, as a worker applies a batch,
+// without Kafka nor retries (consumerlink.ApplyBatch): decoded, then one transaction through
+// the batch path. It returns the events processed; a record that would be dead-lettered is
+// an error.
+func (e *Runner) applyAlone(ctx context.Context, recs []*kgo.Record) (int, error) {
+	items, bad, _, err := e.decode(ctx, recs)
+	if err == nil && len(bad) > 0 {
+		err = fmt.Errorf("%s: %s", kafka.AddressOf(bad[0].rec), bad[0].meta.Error)
+	}
+	if err != nil {
+		return 0, err
+	}
+	batch := e.batchHandler() != nil
+	res, err := e.applyUnit(ctx, items, batch, batch, nil)
+	return res.processed, err
 }
 
 // applyWithRetry runs one transaction over items, retrying the whole of it after

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/consumerlink"
 	"github.com/fieldwork/fieldwork/internal/dedup"
@@ -17,6 +19,9 @@ func init() {
 	consumerlink.PerEvent = func(on bool) any { return optFunc(func(c *config) { c.PerEvent = on }) }
 	consumerlink.Prepare = func(ctx context.Context, st *dedup.Store, h any, migrate bool) ([]dedup.MigrationStep, error) {
 		return prepare(ctx, st, h.(Handler), migrate)
+	}
+	consumerlink.ApplyBatch = func(ctx context.Context, r any, recs []*kgo.Record) (int, error) {
+		return r.(*Runner).applyAlone(ctx, recs)
 	}
 }
 

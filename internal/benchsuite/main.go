@@ -8,8 +8,9 @@
 //   - internal/consume/bench: consume (projection, audit) in the engine's default mode, with
 //     one transaction per event, both again against a PostgreSQL with fsync and
 //     synchronous_commit on (scripts/services.sh durable-postgres), two members of one group,
-//     the PostgreSQL marker ceiling and a COPY-based claim of the same batches, a bare
-//     franz-go consumer;
+//     each handler's batches applied alone (no Kafka: the handler's own ceiling), the
+//     PostgreSQL marker ceiling and a COPY-based claim of the same batches, a bare franz-go
+//     consumer;
 //   - internal/dlq/bench: dlq stats, dlq list -o jsonl, processed check, inspect validate,
 //     kcat -C -e -J and a bare franz-go read over 1,000,000 dead letters, and peak memory at
 //     100,000; processed check of 200,000 events and claims of 200,000 markers against a
@@ -21,8 +22,9 @@
 // Each alternates its contenders over BENCH_ROUNDS rounds (default 3) and writes every run as
 // JSON; this command reads them, computes medians, spreads and the ratios of every target, and
 // writes the table with the machine, the versions and the command. Every target not met gets
-// what the machine's CPU says of it (floor) and the CPU profiles that show where fieldwork's
-// time went, taken in the same run. BENCH_SCALE (default 1)
+// what the machine's CPU says of it (floor), what its own work alone reached where the target
+// names it (limit: below the bound, the bound cannot be met here), and the CPU profiles that
+// show where fieldwork's time went, taken in the same run. BENCH_SCALE (default 1)
 // scales every data set: BENCH_SCALE=0.05 make bench checks the whole path in a few minutes.
 // It is not part of the tests (docs/design.md §5).
 package main
@@ -197,6 +199,10 @@ type target struct {
 	// that says more.
 	profiles []string
 	notes    string
+	// limit is the series of a's own work without the client (the handler's batches alone,
+	// no Kafka): a cannot go faster than it, so when limit's ratio to b is below the bound the
+	// bound cannot be met on this machine, whatever the client and the engine do.
+	limit string
 }
 
 const (
@@ -210,12 +216,16 @@ const (
 // figures shown beside them (no bound).
 var targets = []target{
 	{what: "consume projection vs one transaction per event", bench: "consume", a: "consume/projection", b: "consume/projection/per-event", bound: 12,
-		profiles: []string{"consume.pprof.consume-projection"}, notes: consumeNotes},
+		profiles: []string{"consume.pprof.consume-projection"}, notes: consumeNotes, limit: "consume/projection/alone"},
 	{what: "consume projection vs the marker ceiling", bench: "consume", a: "consume/projection", b: "consume/ceiling", bound: 0.75,
-		profiles: []string{"consume.pprof.consume-projection"}, notes: consumeNotes},
+		profiles: []string{"consume.pprof.consume-projection"}, notes: consumeNotes, limit: "consume/projection/alone"},
 	{what: "consume audit vs one transaction per event", bench: "consume", a: "consume/audit", b: "consume/audit/per-event"},
 	{what: "consume audit vs the marker ceiling", bench: "consume", a: "consume/audit", b: "consume/ceiling", bound: 0.8,
-		profiles: []string{"consume.pprof.consume-audit"}, notes: consumeNotes},
+		profiles: []string{"consume.pprof.consume-audit"}, notes: consumeNotes, limit: "consume/audit/alone"},
+	{what: "consume projection's batches alone (no Kafka) vs the marker ceiling", bench: "consume", a: "consume/projection/alone", b: "consume/ceiling"},
+	{what: "consume audit's batches alone (no Kafka) vs the marker ceiling", bench: "consume", a: "consume/audit/alone", b: "consume/ceiling"},
+	{what: "consume projection vs its batches alone (no Kafka)", bench: "consume", a: "consume/projection", b: "consume/projection/alone"},
+	{what: "consume audit vs its batches alone (no Kafka)", bench: "consume", a: "consume/audit", b: "consume/audit/alone"},
 	{what: "the marker ceiling (the store's claim) vs a COPY-based claim", bench: "consume", a: "consume/ceiling", b: "consume/ceiling-copy", bound: 1},
 	{what: "fsync on: consume projection vs one transaction per event", bench: "consume", a: "consume/projection/durable", b: "consume/projection/per-event/durable"},
 	{what: "fsync on: consume audit vs one transaction per event", bench: "consume", a: "consume/audit/durable", b: "consume/audit/per-event/durable"},
@@ -252,6 +262,23 @@ var targets = []target{
 
 // absolute says the bound is on a's peak RSS itself, in MiB.
 func (t target) absolute() bool { return t.peak && !t.growth && t.b == "" }
+
+// limited is what t's limit says of t in rep: the median of its rounds' ratios to b, and
+// whether that is below the bound (the bound cannot be met); ok is false without a limit or
+// its runs.
+func (t target) limited(rep benchkit.Report) (ratio float64, cannot, ok bool) {
+	if t.limit == "" || t.bound == 0 || t.atMost {
+		return 0, false, false
+	}
+	l := t
+	l.a, l.minRound = t.limit, false
+	xs, ok := l.ratios(rep)
+	if !ok {
+		return 0, false, false
+	}
+	ratio = benchkit.Median(xs)
+	return ratio, ratio < t.bound, true
+}
 
 // ratios are the per-round ratios of a target (or its peak RSS values for an absolute bound).
 func (t target) ratios(rep benchkit.Report) ([]float64, bool) {
@@ -369,6 +396,9 @@ func targetRow(t target, rep benchkit.Report) string {
 		if f, ok := t.floor(rep, runtime.NumCPU()); ok {
 			why = f.short()
 		}
+		if r, cannot, _ := t.limited(rep); cannot {
+			why = fmt.Sprintf("cannot be met here: its batches alone, no Kafka, reach %.2fx; %s", r, why)
+		}
 	}
 	return fmt.Sprintf("| %s | %.2f%s | %.2f–%.2f | %s | %s | %s |\n", cell(t.what), med, unit, lo, hi, bound(t), met, why)
 }
@@ -465,6 +495,22 @@ func (f floor) long() string {
 		f.budgetUS-f.othersUS(), 100*(1-(f.budgetUS-f.othersUS())/f.selfUS))
 }
 
+// limitText says what t's limit measured (ratio, its median ratio to b): that the bound cannot
+// be met on this machine when the limit is below it, else how much room the limit leaves.
+func (t target) limitText(rep benchkit.Report, ratio float64, cannot bool) string {
+	label := t.limit
+	if s, ok := rep.Get(t.limit); ok {
+		label = s.Label
+	}
+	head := fmt.Sprintf("Its batches applied alone (`%s`: %s) reached %.2fx, the median of the rounds.", t.limit, label, ratio)
+	if !cannot {
+		return head + " That is within the bound: the rest of the gap is the consumer's own (the client, decoding, the engine), as the profile shows."
+	}
+	return head + fmt.Sprintf(" The consumer cannot go faster than its own statements with no client at all, so the bound (%s) cannot be met on this machine: "+
+		"the floor is the database's work for the handler's writes, the same statements the consumer sends (more rows a batch than the claims alone). "+
+		"The CPU below is the consumer's own run.", bound(t))
+}
+
 // writeWhyNot writes, for every target not met, what the machine's CPU says of it (floor), the
 // top of its CPU profiles and the notes that say more.
 func writeWhyNot(p func(format string, args ...any), reps map[string]benchkit.Report, profiles map[string]string) {
@@ -489,6 +535,9 @@ func writeWhyNot(p func(format string, args ...any), reps map[string]benchkit.Re
 	for _, t := range unmet {
 		rep := reps[t.bench]
 		p("### %s\n\n", t.what)
+		if r, cannot, ok := t.limited(rep); ok {
+			p("%s\n\n", t.limitText(rep, r, cannot))
+		}
 		if f, ok := t.floor(rep, runtime.NumCPU()); ok {
 			p("%s\n\n", f.long())
 		}

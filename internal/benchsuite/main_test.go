@@ -51,3 +51,43 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 		t.Error("a floor without the machine's CPU")
 	}
 }
+
+// A target with a limit (a's own work without the client) says it cannot be met when the
+// limit's ratio to b is below the bound, and not when it is above.
+func TestLimitOfAnUnmetTarget(t *testing.T) {
+	var rep benchkit.Report
+	for round := 1; round <= 3; round++ {
+		rep.Add("consume", "the consumer", benchkit.Run{Round: round, Records: 1000, WallS: 2, CPUS: 1, MachineS: 3.8})
+		rep.Add("alone", "its batches alone", benchkit.Run{Round: round, Records: 1000, WallS: 1.6, CPUS: 0.4, MachineS: 3})
+		rep.Add("ceiling", "the claims alone", benchkit.Run{Round: round, Records: 1000, WallS: 1})
+	}
+	tg := target{what: "consumer vs ceiling", a: "consume", b: "ceiling", bound: 0.75, limit: "alone"}
+	r, cannot, ok := tg.limited(rep)
+	if !ok || !cannot || r != 0.625 {
+		t.Fatalf("limited: %v %v %v, want 0.625 true true", r, cannot, ok)
+	}
+	if row := targetRow(tg, rep); !strings.Contains(row, "| not met | cannot be met here: its batches alone, no Kafka, reach 0.62x;") {
+		t.Errorf("row: %q", row)
+	}
+	if got := tg.limitText(rep, r, cannot); !strings.Contains(got, "`alone`: its batches alone) reached 0.62x") || !strings.Contains(got, "cannot be met on this machine") {
+		t.Errorf("text: %q", got)
+	}
+	// Room under the limit: not met, but not "cannot".
+	tg.bound = 0.55
+	tg.a = "consume"
+	var slow benchkit.Report
+	slow.Add("consume", "the consumer", benchkit.Run{Round: 1, Records: 1000, WallS: 2, CPUS: 1, MachineS: 3.8})
+	slow.Add("alone", "its batches alone", benchkit.Run{Round: 1, Records: 1000, WallS: 1.6})
+	slow.Add("ceiling", "the claims alone", benchkit.Run{Round: 1, Records: 1000, WallS: 1})
+	if _, cannot, ok := tg.limited(slow); !ok || cannot {
+		t.Errorf("0.62x said the bound of 0.55 cannot be met")
+	}
+	if row := targetRow(tg, slow); strings.Contains(row, "cannot") {
+		t.Errorf("row: %q", row)
+	}
+	// No limit series: nothing said.
+	tg.limit = "missing"
+	if _, _, ok := tg.limited(rep); ok {
+		t.Error("a limit without its runs")
+	}
+}

@@ -7,6 +7,8 @@ package consumerlink
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/schema"
 )
@@ -27,4 +29,10 @@ var (
 	// in one transaction; without, it checks that the store is at this binary's version and,
 	// when h is a Checker, that h's tables exist. It returns the migration steps applied.
 	Prepare func(ctx context.Context, st *dedup.Store, h any, migrate bool) ([]dedup.MigrationStep, error)
+	// ApplyBatch applies recs, records of one partition in offset order, through the runner r
+	// (a *consumer.Runner that is not run) as one of its batches is applied, without Kafka:
+	// decoded, then one transaction of the handler's batch path, the claim and the effects in
+	// one statement where the handler writes one. It returns the events processed. The
+	// benchmark's ceiling of a handler: what the database allows it with no client around it.
+	ApplyBatch func(ctx context.Context, r any, recs []*kgo.Record) (int, error)
 )

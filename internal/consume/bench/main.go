@@ -9,6 +9,10 @@
 //   - with -savepoints, the engine with one transaction per batch but each event under a
 //     savepoint with its own statements (Options.PerEvent, `consume --per-event`), per
 //     handler: the batch handlers' comparison;
+//   - each handler's batches alone: the same records, read beforehand, applied through the
+//     runner's batch path (decoded, claimed and handled in one transaction each, batches of
+//     -batch-max) by one goroutine a partition, no Kafka: what the database allows the
+//     handler, which the consumer cannot beat;
 //   - the PostgreSQL marker ceiling: the same event ids (decoded beforehand, as the engine
 //     decodes them) claimed in batches of -batch-max, one transaction each, into a fresh
 //     schema, no Kafka (BenchmarkClaim in internal/dedup/pgdriver measures the same path);
@@ -34,6 +38,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,6 +111,7 @@ type bench struct {
 	topic                           string
 	events                          int64
 	markers                         [][]dedup.Marker // the stream's markers in claim batches, for the ceiling
+	partitions                      [][]*kgo.Record  // the stream's records by partition, in offset order, for alone
 	rep                             benchkit.Report
 }
 
@@ -214,6 +221,10 @@ func (b *bench) contenders(names []string) []contender {
 			contender{"consume/" + name + "/per-event", fmt.Sprintf("fieldwork consume, %s handler, one transaction per event", name),
 				func(ctx context.Context, round int) (benchkit.Run, error) {
 					return b.consume(ctx, round, name, modeTxPerEvent)
+				}},
+			contender{"consume/" + name + "/alone", fmt.Sprintf("the %s handler's batches alone: the same records, batches of %d, a goroutine a partition, no Kafka", name, b.batchMax),
+				func(ctx context.Context, round int) (benchkit.Run, error) {
+					return b.alone(ctx, round, name)
 				}})
 		if b.durableDSN != "" {
 			cs = append(cs,
@@ -249,7 +260,9 @@ func (b *bench) contenders(names []string) []contender {
 // per-partition batches of ceilingBatch, the claims of the ceilings.
 func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 	byPartition := map[int32][]dedup.Marker{}
+	recsOf := map[int32][]*kgo.Record{}
 	for _, r := range recs {
+		recsOf[r.Partition] = append(recsOf[r.Partition], r)
 		ev, err := envelope.DecodeRecord(r)
 		if err != nil {
 			return fmt.Errorf("decode %s: %w", kafka.AddressOf(r), err)
@@ -258,6 +271,9 @@ func (b *bench) prepareMarkers(recs []*kgo.Record) error {
 			EventID: ev.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			AggregateID: ev.AggregateID, AggregateVersion: ev.Version,
 		})
+	}
+	for _, rs := range recsOf {
+		b.partitions = append(b.partitions, rs)
 	}
 	for _, ms := range byPartition {
 		for len(ms) > 0 {
@@ -295,29 +311,11 @@ func (b *bench) consumeOn(ctx context.Context, round int, name string, m mode, d
 	if dsn != b.dsn {
 		schema += "_durable"
 	}
-	st, done, err := b.freshStoreOn(ctx, dsn, schema)
+	runners, done, err := b.runners(ctx, name, m, dsn, schema, members)
 	if err != nil {
 		return benchkit.Run{}, err
 	}
 	defer done()
-	group := "bench-" + schema
-	h, err := handlers.New(name, handlers.Config{Consumer: group, Driver: st.Driver(), Schema: schema})
-	if err != nil {
-		return benchkit.Run{}, err
-	}
-	if _, err := consumerlink.Prepare(ctx, st, h, true); err != nil {
-		return benchkit.Run{}, err
-	}
-	runners := make([]*consumer.Runner, members)
-	for i := range runners {
-		if runners[i], err = consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
-			consumer.Topics(b.topic), consumer.Group(group), consumer.Kafka(kgo.SeedBrokers(b.brokers)),
-			consumer.BatchMax(b.batchMax),
-			consumerlink.TxPerEvent(m == modeTxPerEvent).(consumer.Opt), consumerlink.PerEvent(m == modeSavepoints).(consumer.Opt),
-			consumer.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))); err != nil {
-			return benchkit.Run{}, err
-		}
-	}
 	stats := func() (processed, deadLettered int64) {
 		for _, r := range runners {
 			st := r.Stats()
@@ -362,6 +360,78 @@ func (b *bench) consumeOn(ctx context.Context, round int, name string, m mode, d
 		return benchkit.Run{}, err
 	}
 	run.Records, _ = stats()
+	return run, nil
+}
+
+// runners makes members runners of the named handler in mode m, one group, over a fresh
+// schema of the PostgreSQL of dsn; done drops the schema.
+func (b *bench) runners(ctx context.Context, name string, m mode, dsn, schema string, members int) (runners []*consumer.Runner, done func(), err error) {
+	st, done, err := b.freshStoreOn(ctx, dsn, schema)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	group := "bench-" + schema
+	h, err := handlers.New(name, handlers.Config{Consumer: group, Driver: st.Driver(), Schema: schema})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := consumerlink.Prepare(ctx, st, h, true); err != nil {
+		return nil, nil, err
+	}
+	runners = make([]*consumer.Runner, members)
+	for i := range runners {
+		if runners[i], err = consumer.New(inboxlink.NewStore(st).(*inbox.Store), h,
+			consumer.Topics(b.topic), consumer.Group(group), consumer.Kafka(kgo.SeedBrokers(b.brokers)),
+			consumer.BatchMax(b.batchMax),
+			consumerlink.TxPerEvent(m == modeTxPerEvent).(consumer.Opt), consumerlink.PerEvent(m == modeSavepoints).(consumer.Opt),
+			consumer.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))); err != nil {
+			return nil, nil, err
+		}
+	}
+	return runners, done, nil
+}
+
+// alone applies the stream through the named handler's batch path without Kafka
+// (consumerlink.ApplyBatch): each partition's records, read beforehand, in batches of
+// batchMax, one goroutine a partition as the runner has one worker a partition. What the
+// database allows the handler: its ceiling, against which the consumer's rate is the client's
+// and the engine's cost.
+func (b *bench) alone(ctx context.Context, round int, name string) (benchkit.Run, error) {
+	runners, done, err := b.runners(ctx, name, modeDefault, b.dsn, fmt.Sprintf("fwbench_%s_%s_%d_alone", b.id, name, round), 1)
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer done()
+	var (
+		applied atomic.Int64
+		wg      sync.WaitGroup
+	)
+	errs := make([]error, len(b.partitions))
+	meter := benchkit.StartMeter()
+	for i, recs := range b.partitions {
+		wg.Go(func() {
+			for len(recs) > 0 && errs[i] == nil {
+				n := min(b.batchMax, len(recs))
+				var k int
+				k, errs[i] = consumerlink.ApplyBatch(ctx, runners[0], recs[:n])
+				applied.Add(int64(k))
+				recs = recs[n:]
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return benchkit.Run{}, err
+	}
+	run := meter.Run(applied.Load())
+	if run.Records != b.events {
+		return benchkit.Run{}, fmt.Errorf("applied %d events of %d", run.Records, b.events)
+	}
 	return run, nil
 }
 
