@@ -61,7 +61,7 @@ is removed at the end.`,
 	fl := cmd.Flags()
 	cmdutil.CountVar(fl, &opts.MaxExamples, "max-examples", inspect.DefaultMaxExamples, "findings shown per kind (all are counted)")
 	cmdutil.CountVar(fl, &opts.MemoryEntries, "memory-entries", inspect.DefaultMemoryEntries, "fingerprints kept in memory per table before spilling to disk (~50 bytes each)")
-	fl.StringVar(&opts.TempDir, "temp-dir", "", "where the temporary spill directory is made (default the system's)")
+	fl.StringVar(&opts.TempDir, "temp-dir", "", "where the temporary spill files are made (default the system's)")
 	return cmd
 }
 

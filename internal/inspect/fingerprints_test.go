@@ -5,13 +5,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // TestFingerprintTableSpills drives a table with a tiny memory limit through several spills
 // and checks that every key reads back its newest value, from memory or from disk, and that
-// the spill directory is gone after Close. The spills are written behind the Puts: a Get meets
+// no file of it is left in the directory, open or closed. The spills are written behind the Puts: a Get meets
 // keys in the map being written and on disk alike. A limit of 8 writes runs shorter than a
 // block; one of 300, runs of several blocks and a part of one.
 func TestFingerprintTableSpills(t *testing.T) {
@@ -85,19 +87,19 @@ func testFingerprintTableSpills(t *testing.T, limit int, n uint64) {
 	if limit == 8 && levels[0]+levels[1] == len(tab.runs) {
 		t.Fatalf("no run merged twice with %d spills: %v", 2*int(n)/limit, levels)
 	}
-	runs, _ := filepath.Glob(filepath.Join(spill.path, "*.run"))
-	if len(runs) != len(tab.runs) {
-		t.Fatalf("%d run files for %d runs", len(runs), len(tab.runs))
+	if len(spill.files) != len(tab.runs) {
+		t.Fatalf("%d run files open for %d runs", len(spill.files), len(tab.runs))
 	}
-	dirs, _ := filepath.Glob(filepath.Join(dir, "fieldwork-validate-*"))
-	if len(dirs) != 1 {
-		t.Fatalf("spill directories = %v", dirs)
+	// The runs' files are unlinked as soon as they are made: nothing of the lint is left in
+	// the directory, even before Close (a SIGKILL leaves nothing behind).
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); runtime.GOOS != "windows" && len(names) != 0 {
+		t.Fatalf("spill files named in the directory: %v", names)
 	}
 	if err := spill.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {
-		t.Fatalf("spill directory left behind: %v", err)
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 || len(spill.files) != 0 {
+		t.Fatalf("after Close: %v named, %d open", names, len(spill.files))
 	}
 }
 
@@ -256,7 +258,52 @@ func TestSpillOfAnEndedLint(t *testing.T) {
 	if _, err := spill.merge(ended, []*run{r}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("merge of an ended lint: %v", err)
 	}
-	if files, _ := filepath.Glob(filepath.Join(spill.path, "*.run")); len(files) != 1 {
-		t.Fatalf("run files = %v, want the one written", files)
+	if len(spill.files) != 1 {
+		t.Fatalf("%d run files open, want the one written", len(spill.files))
+	}
+}
+
+// TestSpillToAMissingDirectory: the first spill fails with the cause when the directory
+// cannot hold files, and makes none.
+func TestSpillToAMissingDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	spill := &spillDir{dir: dir}
+	err := spill.open()
+	if err == nil || !strings.HasPrefix(err.Error(), "create spill store: ") || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("open of a missing directory: %v", err)
+	}
+	tab := newFingerprintTable("events", 1, spill)
+	ctx := context.Background()
+	err = tab.Put(ctx, 1, fingerprint{})
+	if err == nil {
+		err = tab.Put(ctx, 2, fingerprint{})
+	}
+	if err == nil {
+		err = tab.wait()
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("spill into a missing directory: %v", err)
+	}
+}
+
+// TestUnlinkedFile: the fallback of spillFile (a filesystem without O_TMPFILE, other
+// systems) leaves no name in the directory, and the file holds what is written to it.
+func TestUnlinkedFile(t *testing.T) {
+	dir := t.TempDir()
+	f, named, err := unlinkedFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if runtime.GOOS != "windows" && (named || len(names) != 0) {
+		t.Fatalf("named %v, names %v", named, names)
+	}
+	if _, err := f.WriteAt([]byte("run"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 3)
+	if _, err := f.ReadAt(got, 0); err != nil || string(got) != "run" {
+		t.Fatalf("read back %q, %v", got, err)
 	}
 }

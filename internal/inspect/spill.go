@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 )
 
@@ -138,45 +136,70 @@ func decodeFingerprint(b []byte) fingerprint {
 	return v
 }
 
-// spillDir is the temporary directory behind the fingerprint tables, created on the first
-// spill and removed with every run in it by Close. Nothing is synced: the files die with the
-// lint.
+// spillDir is where the fingerprint tables' runs are written: temporary files of dir with no
+// name (spillFile), so that their bytes live only while the lint holds them open and the
+// system frees them when the lint ends however it ends (a SIGKILL too). Where a file open
+// cannot be unlinked (Windows), its name is kept and it is removed by drop or Close.
+// Nothing is synced: the files die with the lint.
 type spillDir struct {
-	dir   string // where the directory is made (os.TempDir() when empty)
+	dir   string // where the files are made (os.TempDir() when empty)
 	mu    sync.Mutex
-	path  string
-	next  int
-	files map[*os.File]struct{} // the runs' files open
+	files map[*os.File]bool // the runs' files open: true when still named
 }
 
+// open checks, at the first spill, that the files can be made in dir: a missing or
+// unwritable directory fails the lint there, with its cause.
 func (d *spillDir) open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.path != "" {
+	if d.files != nil {
 		return nil
 	}
-	p, err := os.MkdirTemp(d.dir, "fieldwork-validate-*")
+	f, err := d.createLocked()
 	if err != nil {
-		return fmt.Errorf("create spill store: %w", err)
+		return err
 	}
-	d.path = p
+	d.closeLocked(f)
 	return nil
 }
 
 // create makes the next run's file.
 func (d *spillDir) create() (*os.File, error) {
 	d.mu.Lock()
-	d.next++
 	defer d.mu.Unlock()
-	f, err := os.OpenFile(filepath.Join(d.path, strconv.Itoa(d.next)+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	return d.createLocked()
+}
+
+func (d *spillDir) createLocked() (*os.File, error) {
+	f, named, err := spillFile(d.dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create spill store: %w", err)
 	}
 	if d.files == nil {
-		d.files = map[*os.File]struct{}{}
+		d.files = map[*os.File]bool{}
 	}
-	d.files[f] = struct{}{}
+	d.files[f] = named
 	return f, nil
+}
+
+// unlinkedFile makes a temporary file of dir and unlinks it at once: its bytes live while it
+// is open. Where an open file cannot be unlinked (Windows) it keeps its name: named.
+func unlinkedFile(dir string) (f *os.File, named bool, err error) {
+	f, err = os.CreateTemp(dir, "fieldwork-validate-*.run")
+	if err != nil {
+		return nil, false, err
+	}
+	return f, os.Remove(f.Name()) != nil, nil
+}
+
+// closeLocked closes f and removes it if it is still named.
+func (d *spillDir) closeLocked(f *os.File) {
+	named := d.files[f]
+	delete(d.files, f)
+	_ = f.Close()
+	if named {
+		_ = os.Remove(f.Name())
+	}
 }
 
 // write writes entries, sorted by key with no key twice, as a run of level 0.
@@ -288,31 +311,23 @@ func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
 	})
 }
 
-// drop closes and removes a run's file and returns err.
+// drop closes a run's file (removing it if it is still named) and returns err.
 func (d *spillDir) drop(r *run, err error) error {
 	d.mu.Lock()
-	delete(d.files, r.f)
-	d.mu.Unlock()
-	_ = r.f.Close()
-	_ = os.Remove(r.f.Name())
+	defer d.mu.Unlock()
+	d.closeLocked(r.f)
 	return err
 }
 
-// Close removes the spill directory and every run in it, if one was made. The tables' runs
-// must be written (fingerprintTable.wait) first.
+// Close closes every run's file (removing those still named). The tables' runs must be
+// written (fingerprintTable.wait) first.
 func (d *spillDir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.path == "" {
-		return nil
-	}
 	for f := range d.files {
-		_ = f.Close()
+		d.closeLocked(f)
 	}
-	d.files = nil
-	err := os.RemoveAll(d.path)
-	d.path = ""
-	return err
+	return nil
 }
 
 // cursor is a merge's place in one run.

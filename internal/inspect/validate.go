@@ -61,7 +61,7 @@ type ValidateOptions struct {
 	// MemoryEntries bounds the fingerprints each table keeps in memory before it spills to a
 	// temporary file (DefaultMemoryEntries when 0).
 	MemoryEntries int
-	// TempDir is where the spill directory goes (os.TempDir() when empty).
+	// TempDir is where the spill files are made (os.TempDir() when empty).
 	TempDir  string
 	Progress ProgressFunc
 	// Schemas decodes registry-framed values before the envelope is read (docs/design.md
@@ -135,8 +135,9 @@ type Finding struct {
 // its payload (type, aggregate, version and data, with JSON whitespace removed) and where it
 // was first seen; per aggregate id, the highest version, the event at it, its partition and
 // flags (32 bytes). Each table holds at most MemoryEntries entries in a Go map; past that,
-// the whole map is written, sorted by key, as one run (a file of a temporary directory,
-// removed when Validate returns; nothing synced) on a goroutine of its own while a new map
+// the whole map is written, sorted by key, as one run (a temporary file of TempDir, unlinked
+// as soon as it is made, so that the system frees it when the lint ends however it ends;
+// nothing synced) on a goroutine of its own while a new map
 // fills, and every runFanIn runs of one level are merged into one of the next. A lookup that
 // misses the maps reads the disk only when a fixed 8 MiB Bloom filter over the spilled keys
 // says the key may be there, and then only the runs whose own filters say so, newest first,
@@ -226,7 +227,7 @@ func newValidator(opts ValidateOptions) *validator {
 	}
 }
 
-// close waits for the spills being written and removes the spill directory.
+// close waits for the spills being written and closes the spill files.
 func (v *validator) close() {
 	_ = v.events.wait()
 	_ = v.aggs.wait()
