@@ -468,9 +468,16 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 // PostgreSQL's, the reader of its output, the machine's other work.
 func (f floor) othersUS() float64 { return max(0, f.machineUS-f.selfUS) }
 
+// within says the machine spent no more CPU a record than the bound's rate allows: the CPU is
+// not what kept the ratio under the bound (the rounds' rates swung, or the run waited).
+func (f floor) within() bool { return f.machineUS <= f.budgetUS }
+
 func (f floor) short() string {
 	if f.busy < cpuBound {
 		return fmt.Sprintf("waits: cores %.0f%% busy (used %.1f µs, fieldwork %.1f)", f.busy*100, f.machineUS, f.selfUS)
+	}
+	if f.within() {
+		return fmt.Sprintf("within the CPU budget: cores %.0f%% busy; budget %.1f µs, used %.1f (fieldwork %.1f)", f.busy*100, f.budgetUS, f.machineUS, f.selfUS)
 	}
 	if f.othersUS() >= f.budgetUS {
 		return fmt.Sprintf("CPU-bound: cores %.0f%% busy; budget %.1f µs, the other processes alone used %.1f (fieldwork %.1f)", f.busy*100, f.budgetUS, f.othersUS(), f.selfUS)
@@ -487,6 +494,10 @@ func (f floor) long() string {
 	head := fmt.Sprintf("Bound by the CPU: the %d cores were %.0f%% busy while it ran. At the bound's rate, with every core busy all along, "+
 		"the machine could spend %.1f µs of CPU a record; it spent %.1f: fieldwork's own process %.1f, the rest (the broker, PostgreSQL, the reader of its output, the machine's other work) %.1f. ",
 		f.cores, f.busy*100, f.budgetUS, f.machineUS, f.selfUS, f.othersUS())
+	if f.within() {
+		return head + "That is within the budget: the machine's CPU is not what kept the ratio under the bound. " +
+			"The ratio is the median of the rounds' ratios, and the rates swung from round to round (the spread); the run also waited part of the time."
+	}
 	if f.othersUS() >= f.budgetUS {
 		return head + "The rest alone is over the budget: the bound cannot be met on this machine even by a process that took no CPU at all, " +
 			"only with less work a record in the broker or PostgreSQL (fewer or cheaper statements, fewer bytes) or with more cores than the services share."

@@ -36,6 +36,14 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	if f, _ := tg.floor(heavy, 2); !strings.Contains(f.short(), "the other processes alone used 1800.0") || !strings.Contains(f.long(), "cannot be met on this machine") {
 		t.Errorf("heavy: %q / %q", f.short(), f.long())
 	}
+	// Busy cores but less CPU a record than the budget: the CPU did not hold it back.
+	var within benchkit.Report
+	within.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.5, MachineS: 1.9})
+	within.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 1})
+	if f, _ := tg.floor(within, 2); !strings.HasPrefix(f.short(), "within the CPU budget: cores 95% busy; budget 3333.3 µs, used 1900.0") ||
+		!strings.Contains(f.long(), "not what kept the ratio under the bound") || strings.Contains(f.long(), "less)") {
+		t.Errorf("within: %q / %q", f.short(), f.long())
+	}
 	// Idle cores: it waited.
 	var idle benchkit.Report
 	idle.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.2, MachineS: 0.6})
