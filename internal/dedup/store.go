@@ -565,6 +565,26 @@ func (s *Store) Marked(ctx context.Context, consumer string, eventIDs []string) 
 	return out, nil
 }
 
+// NewestVersions returns, by aggregate, the highest version among consumer's markers of each
+// of aggregates (an aggregate with no versioned marker is absent): one read of the consumer's
+// markers for all of them, as no index serves an aggregate (docs/design.md §3.4).
+func (s *Store) NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error) {
+	if err := checkText("consumer", -1, consumer, MaxConsumerBytes); err != nil {
+		return nil, err
+	}
+	if absent := s.Absent(); slices.Contains(absent, "aggregate_id") || slices.Contains(absent, "aggregate_version") {
+		return nil, &InvalidInputError{Field: "aggregate", Index: -1, Reason: "the table " + s.Table() + " has no aggregate version to compare"}
+	}
+	if len(aggregates) == 0 {
+		return map[string]int64{}, nil
+	}
+	out, err := s.drv.NewestVersions(ctx, consumer, aggregates)
+	if err != nil {
+		return nil, fmt.Errorf("read the aggregates' versions in %s: %w", s.Table(), err)
+	}
+	return out, nil
+}
+
 // byChunks is what Lookup and Marked share: consumer and eventIDs checked, their distinct
 // storage keys counted (start gets the count) and handed to each lookupChunk at a time, with
 // orig, the ids as given of every key. each's error ends it, wrapped.

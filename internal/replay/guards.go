@@ -27,8 +27,9 @@ const (
 	NoticeNewerProcessed NoticeKind = "newer_processed"
 )
 
-// maxGuardAggregates bounds the records whose aggregate a plan checks (decoded, and one
-// query per aggregate): past it the rest are not checked, and the notice says so.
+// maxGuardAggregates bounds the records whose aggregate a plan checks (decoded, and looked
+// up with the others of their consumer in one read of its markers): past it the rest are not
+// checked, and the notice says so.
 const maxGuardAggregates = 1000
 
 // guard looks at each record to send, before it is sent (Scan) or as it is (a single pass),
@@ -119,7 +120,19 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 	return nil
 }
 
-// notices looks the aggregates up and says what the guard found.
+// aggregatesOf are the aggregates checked for consumer.
+func (g *guard) aggregatesOf(consumer string) []string {
+	var out []string
+	for k := range g.aggs {
+		if k.consumer == consumer {
+			out = append(out, k.aggregate)
+		}
+	}
+	return out
+}
+
+// notices looks the aggregates up, one read of the markers per consumer, and says what the
+// guard found.
 func (g *guard) notices(ctx context.Context) []Notice {
 	var out []Notice
 	if g.past > 0 {
@@ -143,22 +156,21 @@ func (g *guard) notices(ctx context.Context) []Notice {
 	})
 	var newer int64
 	var example string
+	newest := map[string]map[string]int64{} // by consumer, the versions its markers reached
 	for _, k := range keys {
 		a := g.aggs[k]
-		page, err := g.st.List(ctx, dedup.ListFilter{Consumer: k.consumer, AggregateID: k.aggregate, Limit: 100})
-		if err != nil {
-			// A store that cannot answer (not migrated, someone else's table) leaves the check
-			// undone, which the notice says; it is no reason to refuse the plan.
-			out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check could not read the markers of %s: %v", k.consumer, err)})
-			break
-		}
-		var top int64 = -1 << 63
-		for _, row := range page.Rows {
-			if row.AggregateVersion != nil && *row.AggregateVersion > top {
-				top = *row.AggregateVersion
+		top, asked := newest[k.consumer]
+		if !asked {
+			var err error
+			if top, err = g.st.NewestVersions(ctx, k.consumer, g.aggregatesOf(k.consumer)); err != nil {
+				// A store that cannot answer (not migrated, someone else's table) leaves the
+				// check undone, which the notice says; it is no reason to refuse the plan.
+				out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check could not read the markers of %s: %v", k.consumer, err)})
+				break
 			}
+			newest[k.consumer] = top
 		}
-		if top > a.version {
+		if top, ok := top[k.aggregate]; ok && top > a.version {
 			newer++
 			if example == "" {
 				example = fmt.Sprintf("%s: version %d of %s, %s processed version %d", a.example, a.version, k.aggregate, k.consumer, top)

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"slices"
 	"sort"
@@ -94,6 +95,7 @@ func RunConformance(t *testing.T, fresh Fresh) {
 		{"Forget", testForget},
 		{"GetAndLookup", testGetLookup},
 		{"ListPagingAndFilters", testList},
+		{"NewestVersions", testNewestVersions},
 		{"Stats", testStats},
 		{"CustomColumnMapping", testCustomColumns},
 		{"MarkerOutcome", testMarkerOutcome},
@@ -1169,6 +1171,36 @@ func testList(t *testing.T, fresh Fresh) {
 	page, _ = st.List(ctx, dedup.ListFilter{})
 	if len(page.Rows) != 30 {
 		t.Fatalf("default limit: %d rows", len(page.Rows))
+	}
+}
+
+// testNewestVersions: the highest version of each aggregate asked among one consumer's
+// markers, whatever the order they were claimed in; other consumers' markers and aggregates
+// not asked are left out.
+func testNewestVersions(t *testing.T, fresh Fresh) {
+	ctx := ctxT(t)
+	st, _ := NewStore(t, fresh)
+	claim(t, st, "a", []dedup.Marker{
+		{EventID: "a-1", AggregateID: "agg-1", AggregateVersion: 3, Versioned: true},
+		{EventID: "a-2", AggregateID: "agg-1", AggregateVersion: 7, Versioned: true},
+		{EventID: "a-3", AggregateID: "agg-1", AggregateVersion: 5, Versioned: true},
+		{EventID: "a-4", AggregateID: "agg-2", AggregateVersion: 1, Versioned: true},
+		{EventID: "a-5", AggregateID: "agg-3"}, // no version: a claim stores 0 with the aggregate
+		{EventID: "a-6", AggregateID: "agg-4", AggregateVersion: 9, Versioned: true},
+	})
+	claim(t, st, "b", []dedup.Marker{{EventID: "b-1", AggregateID: "agg-2", AggregateVersion: 40, Versioned: true}})
+	got, err := st.NewestVersions(ctx, "a", []string{"agg-1", "agg-2", "agg-3", "agg-none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"agg-1": 7, "agg-2": 1, "agg-3": 0}; !maps.Equal(got, want) {
+		t.Fatalf("newest versions of a: %v, want %v", got, want)
+	}
+	if got, err := st.NewestVersions(ctx, "c", []string{"agg-1"}); err != nil || len(got) != 0 {
+		t.Fatalf("a consumer with no markers: %v, %v", got, err)
+	}
+	if got, err := st.NewestVersions(ctx, "a", nil); err != nil || len(got) != 0 {
+		t.Fatalf("no aggregates: %v, %v", got, err)
 	}
 }
 

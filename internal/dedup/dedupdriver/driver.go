@@ -353,6 +353,11 @@ type Driver interface {
 	// Marked returns the keys among keys of which consumer has a marker, in no order: Lookup's
 	// probe per key, reading the key only (an index-only read where the table allows it).
 	Marked(ctx context.Context, consumer string, keys []string) ([]string, error)
+	// NewestVersions returns, by aggregate, the highest aggregate version among consumer's
+	// markers of each of aggregates (distinct); an aggregate with no versioned marker is
+	// absent. No index serves an aggregate (docs/design.md §3.4): it is one read of
+	// consumer's markers for all of aggregates, never one per aggregate.
+	NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error)
 	PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error)
 	// PruneCandidates counts, per recorded topic, the markers PruneBatch would delete for
 	// the same consumer and bound (all consumers' when consumer is empty).

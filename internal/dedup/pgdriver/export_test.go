@@ -9,6 +9,9 @@ func IDStatements(d *Driver) map[string]string {
 	}
 }
 
+// NewestVersionsStatement is d's statement of Driver.NewestVersions.
+func NewestVersionsStatement(d *Driver) string { return d.sql.newestVersions }
+
 // ClaimStatements are d's claim statements by name: with and without the outcome column, and for one partition.
 func ClaimStatements(d *Driver) map[string]string {
 	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}

@@ -53,7 +53,7 @@ func TestLookupsProbePerID(t *testing.T) {
 		`ALTER TABLE `+d.Table()+` SET (autovacuum_enabled = false)`,
 		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'other-' || (g % 20), 'e-' || g FROM generate_series(1, 200000) g`,
 		`ANALYZE `+d.Table(),
-		`INSERT INTO `+d.Table()+` (consumer, event_id) SELECT 'late', 'e-' || g FROM generate_series(1, 50000) g`)
+		`INSERT INTO `+d.Table()+` (consumer, event_id, aggregate_id, aggregate_version) SELECT 'late', 'e-' || g, 'agg-' || (g % 5000), g FROM generate_series(1, 50000) g`)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +105,41 @@ func TestLookupsProbePerID(t *testing.T) {
 			})
 		}
 	}
+	// The replay's newer-version guard asks by aggregate, which no index serves: one scan of the
+	// consumer's markers, the aggregates hashed, never a scan (or a comparison with every
+	// aggregate) per marker or per aggregate.
+	aggs := make([]string, 1000)
+	for i := range aggs {
+		aggs[i] = literal(fmt.Sprintf("agg-%d", i*5))
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run("newestVersions/"+mode, func(t *testing.T) {
+			// As the driver runs it: in a transaction of its own, without nested loops.
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck
+			for _, q := range []string{`SET LOCAL plan_cache_mode = ` + mode, pgdriver.NoNestedLoop, `PREPARE versions_plan AS ` + pgdriver.NewestVersionsStatement(d)} {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer conn.Exec(ctx, `DEALLOCATE versions_plan`) //nolint:errcheck
+			var out []byte
+			err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE versions_plan('late', ARRAY[`+strings.Join(aggs, ", ")+`]::text[])`).Scan(&out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := readsOnceHashed(t, out, "fieldwork_processed_events"); msg != "" {
+				t.Errorf("%s\n%.3000s", msg, out)
+			}
+		})
+	}
+	if got, err := d.NewestVersions(ctx, "late", []string{"agg-0", "agg-4999", "agg-none"}); err != nil || len(got) != 2 || got["agg-0"] != 50000 || got["agg-4999"] != 49999 {
+		t.Errorf("newest versions of late: %v, %v", got, err)
+	}
+
 	// The claim inserts: its one statement per batch must not read the table at all, whatever
 	// the statistics say; each marker's conflict is found by the primary key, the arbiter of
 	// ON CONFLICT, a probe per id of the insertion itself.
@@ -164,6 +199,45 @@ func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 		}
 	}
 	walk(plans[0].Plan)
+	return strings.Join(wrong, "; ")
+}
+
+// readsOnceHashed says what is wrong with a plan that should read table once and join the
+// aggregates by a hash ("" when nothing): exactly one scan of table, no nested loop (a scan per
+// aggregate), and no filter comparing each row with a whole array ("= ANY").
+func readsOnceHashed(t *testing.T, explained []byte, table string) string {
+	t.Helper()
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v", err)
+	}
+	var wrong []string
+	scans, hashed := 0, false
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		switch {
+		case n.NodeType == "Nested Loop":
+			wrong = append(wrong, "a nested loop")
+		case strings.HasPrefix(n.NodeType, "Hash") && strings.Contains(n.NodeType, "Join"):
+			hashed = true
+		}
+		if strings.Contains(n.Filter, "ANY") {
+			wrong = append(wrong, fmt.Sprintf("%s with a filter on an array (%.100s…)", n.NodeType, n.Filter))
+		}
+		if n.Relation == table {
+			scans++
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	if scans != 1 {
+		wrong = append(wrong, fmt.Sprintf("%d scans of %s", scans, table))
+	}
+	if !hashed {
+		wrong = append(wrong, "no hash join of the aggregates")
+	}
 	return strings.Join(wrong, "; ")
 }
 

@@ -37,11 +37,14 @@ type statements struct {
 	getOne     string
 	lookup     string
 	// marked is lookup reading the event id only.
-	marked    string
-	forgetAll string
-	forgetOne string
-	pruneAll  string
-	pruneOne  string
+	marked string
+	// newestVersions is the highest version of each of a list of aggregates among a
+	// consumer's markers (Driver.NewestVersions).
+	newestVersions string
+	forgetAll      string
+	forgetOne      string
+	pruneAll       string
+	pruneOne       string
 	// candidatesAll and candidatesOne count what pruneAll and pruneOne would delete, per topic.
 	candidatesAll  string
 	candidatesOne  string
@@ -209,6 +212,16 @@ func and(preds ...string) string {
 	return strings.Join(set, " AND ")
 }
 
+// newestVersionsSQL is NewestVersions' statement on table. No index serves an aggregate: one
+// scan of the consumer's markers joined by a hash with the aggregates (a semi join, run
+// without nested loops: NoNestedLoop). "= ANY($2)" would compare each marker with every
+// aggregate in turn once the plan is generic (12 s instead of 0.3 over 2 million markers and
+// 1,000 aggregates).
+func newestVersionsSQL(table string, sh shape, where func(preds ...string) string) string {
+	return fmt.Sprintf(`SELECT %[1]s, max(%[2]s) FROM %[3]s WHERE %[4]s GROUP BY 1`, sh.aggID, sh.aggVersion, table,
+		where(sh.consumerIs("$1"), sh.aggID+" IN (SELECT unnest($2::text[]))", sh.aggVersion+" IS NOT NULL"))
+}
+
 // guardStatements are the version guard's statements on the table versions: one upsert per
 // batch, which locks each aggregate's row (waiting for a transaction that holds it) and keeps
 // in prior_version what the row held before it; and the step back of an unclaimed event.
@@ -222,6 +235,10 @@ UPDATE %[1]s SET version = prior_version WHERE consumer = $1 AND aggregate_id = 
 	return raise, lower
 }
 
+// buildStatements builds every statement of the driver on table (named name, the version
+// guard's on versions). It is long because it is a list of one assignment per statement,
+// which reads best side by side: the probes, the writes by probe and the scans share the
+// helpers built at its top.
 func buildStatements(table, name, versions string, raw dedupdriver.Columns, ty types) statements {
 	sh := newShape(name, raw, ty)
 	c := dedupdriver.Columns{
@@ -285,6 +302,7 @@ CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
 	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
 	s.marked = sh.probe(table, "$2", sh.eventID, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	s.newestVersions = newestVersionsSQL(table, sh, where)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
 		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
 	}), cols)
@@ -735,6 +753,38 @@ func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]
 	}
 	return out, nil
 }
+
+func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, NoNestedLoop); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, d.sql.newestVersions, consumer, aggregates)
+		if err != nil {
+			return err
+		}
+		var (
+			agg string
+			v   int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&agg, &v}, func() error {
+			out[agg] = v
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
+
+// NoNestedLoop is set in NewestVersions' transaction: statistics gathered before a consumer
+// wrote judge its markers few, and a generic plan then joins them to the aggregates by a
+// nested loop that compares every marker with every aggregate (50,000 × 1,000 in the plan
+// test); without one the planner hashes one side, and the markers are read once.
+const NoNestedLoop = "SET LOCAL enable_nestloop = off"
 
 // PruneBatch deletes up to n rows in one autocommitted statement, so each
 // batch is its own transaction and holds its locks briefly.

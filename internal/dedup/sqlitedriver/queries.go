@@ -467,6 +467,36 @@ func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]
 	return out, nil
 }
 
+func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error) {
+	arr, err := jsonArray(aggregates)
+	if err != nil {
+		return nil, err
+	}
+	c := d.sql.c
+	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(`SELECT %[1]s, max(%[2]s) FROM %[3]s WHERE %[4]s = $1
+AND %[1]s IN (SELECT value FROM json_each($2)) AND %[2]s IS NOT NULL GROUP BY 1`,
+		c.AggregateID, c.AggregateVersion, d.table, c.Consumer), consumer, arr)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var (
+			agg string
+			v   int64
+		)
+		if err := rows.Scan(&agg, &v); err != nil {
+			return nil, err
+		}
+		out[agg] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
+
 // PruneBatch deletes up to n rows in one autocommitted statement.
 func (d *Driver) PruneBatch(ctx context.Context, consumer string, olderThan time.Time, n int) (int64, error) {
 	args := []any{formatBound(olderThan), n}
