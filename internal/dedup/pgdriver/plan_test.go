@@ -179,10 +179,7 @@ func TestLookupsProbePerID(t *testing.T) {
 // into table with its primary key as the only arbiter of ON CONFLICT, and reads table nowhere.
 func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's JSON: %v", err)
-	}
+	root := rootPlan(t, explained)
 	var wrong []string
 	var walk func(n planNode)
 	walk = func(n planNode) {
@@ -198,7 +195,7 @@ func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 			walk(c)
 		}
 	}
-	walk(plans[0].Plan)
+	walk(root)
 	return strings.Join(wrong, "; ")
 }
 
@@ -207,10 +204,7 @@ func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 // aggregate), and no filter comparing each row with a whole array ("= ANY").
 func readsOnceHashed(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's JSON: %v", err)
-	}
+	root := rootPlan(t, explained)
 	var wrong []string
 	scans, hashed := 0, false
 	var walk func(n planNode)
@@ -231,7 +225,7 @@ func readsOnceHashed(t *testing.T, explained []byte, table string) string {
 			walk(c)
 		}
 	}
-	walk(plans[0].Plan)
+	walk(root)
 	if scans != 1 {
 		wrong = append(wrong, fmt.Sprintf("%d scans of %s", scans, table))
 	}
@@ -239,6 +233,16 @@ func readsOnceHashed(t *testing.T, explained []byte, table string) string {
 		wrong = append(wrong, "no hash join of the aggregates")
 	}
 	return strings.Join(wrong, "; ")
+}
+
+// rootPlan is the plan of EXPLAIN (FORMAT JSON)'s output.
+func rootPlan(t *testing.T, explained []byte) planNode {
+	t.Helper()
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v", err)
+	}
+	return plans[0].Plan
 }
 
 // literal is s as an SQL string literal.
@@ -262,10 +266,7 @@ type planNode struct {
 // aside) or a TID scan, and at least one such probe is there.
 func probesPerID(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's JSON: %v", err)
-	}
+	root := rootPlan(t, explained)
 	var wrong []string
 	probes := 0
 	var walk func(n planNode, parent string)
@@ -292,7 +293,7 @@ func probesPerID(t *testing.T, explained []byte, table string) string {
 			walk(c, n.NodeType)
 		}
 	}
-	walk(plans[0].Plan, "")
+	walk(root, "")
 	if probes == 0 {
 		wrong = append(wrong, "no probe of the primary key by event id")
 	}
