@@ -263,15 +263,20 @@ var targets = []target{
 // absolute says the bound is on a's peak RSS itself, in MiB.
 func (t target) absolute() bool { return t.peak && !t.growth && t.b == "" }
 
-// limited is what t's limit says of t in rep: the median of its rounds' ratios to b, and
-// whether that is below the bound; ok is false without a limit or its runs.
-func (t target) limited(rep benchkit.Report) (ratio float64, below, ok bool) {
+// limitRatios are the per-round ratios of t's limit to b; false without a limit or its runs.
+func (t target) limitRatios(rep benchkit.Report) ([]float64, bool) {
 	if t.limit == "" || t.bound == 0 || t.atMost {
-		return 0, false, false
+		return nil, false
 	}
 	l := t
 	l.a, l.minRound = t.limit, false
-	xs, ok := l.ratios(rep)
+	return l.ratios(rep)
+}
+
+// limited is what t's limit says of t in rep: the median of its rounds' ratios to b, and
+// whether that is below the bound; ok is false without a limit or its runs.
+func (t target) limited(rep benchkit.Report) (ratio float64, below, ok bool) {
+	xs, ok := t.limitRatios(rep)
 	if !ok {
 		return 0, false, false
 	}
@@ -522,9 +527,7 @@ func (t target) limitText(rep benchkit.Report, ratio float64, below bool) string
 	if s, ok := rep.Get(t.limit); ok {
 		label = s.Label
 	}
-	l := t
-	l.a = t.limit
-	xs, _ := l.ratios(rep)
+	xs, _ := t.limitRatios(rep)
 	lo, hi := benchkit.Spread(xs)
 	head := fmt.Sprintf("Its batches applied alone (`%s`: %s) reached %sx, the median of the rounds (%.2f–%.2f).", t.limit, label, t.figure(ratio), lo, hi)
 	if ys, ok := (target{a: t.a, b: t.limit}).ratios(rep); ok {

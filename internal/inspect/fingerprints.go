@@ -50,9 +50,9 @@ func (h fnv64) addString(s string) fnv64 { return add(h, s) }
 // fingerprintTable maps 64-bit keys to fingerprints with bounded memory. It keeps at most
 // limit entries in a Go map. When a Put would take the map past limit, the map is frozen and a
 // new one started, and every entry of the frozen map is written, sorted by key, as one run (a
-// temporary file of spillDir's) on a goroutine of its own, while the caller goes on; the next
+// temporary file of spillStore's) on a goroutine of its own, while the caller goes on; the next
 // spill first waits for that one, and runs of one size are merged as they accumulate
-// (spillDir.compact). Get looks in the map, then in the frozen map being written, then — when
+// (spillStore.compact). Get looks in the map, then in the frozen map being written, then — when
 // a fixed-size Bloom filter over every key spilled says the key may be there, and once the
 // write in progress is done — in the runs, newest first (run.get). An entry in the map is
 // always newer than its copy on disk, and a newer run's newer than an older one's, because
@@ -62,7 +62,7 @@ type fingerprintTable struct {
 	name   string
 	limit  int
 	mem    map[uint64]fingerprint
-	spill  *spillDir
+	spill  *spillStore
 	filter *bloom
 	runs   []*run
 	// frozen is the map being written (nil when none); its write's end comes on writing.
@@ -71,7 +71,7 @@ type fingerprintTable struct {
 	block   []byte // the span of a run Get reads
 }
 
-func newFingerprintTable(name string, limit int, spill *spillDir) *fingerprintTable {
+func newFingerprintTable(name string, limit int, spill *spillStore) *fingerprintTable {
 	return &fingerprintTable{name: name, limit: max(limit, 1), mem: make(map[uint64]fingerprint), spill: spill}
 }
 
@@ -148,7 +148,7 @@ func (t *fingerprintTable) flush(ctx context.Context) error {
 }
 
 // write writes m as one run, sorted by key, then merges the newest runs when runFanIn of one
-// size are there (spillDir.merge).
+// size are there (spillStore.merge).
 func (t *fingerprintTable) write(ctx context.Context, m map[uint64]fingerprint) error {
 	// The entries are copied out with their values, in the map's order, then sorted: looking
 	// each sorted key up in the map again was a quarter of a spill's time (a cache miss each).

@@ -56,7 +56,7 @@ func BenchmarkFingerprintTableSpilled(b *testing.B) {
 	const n, limit = 100_000, 1 << 14
 	ctx := context.Background()
 	for b.Loop() {
-		spill := &spillDir{dir: b.TempDir()}
+		spill := &spillStore{dir: b.TempDir()}
 		tab := newFingerprintTable("events", limit, spill)
 		for k := range uint64(n) {
 			if err := tab.Put(ctx, hash64([]byte{byte(k), byte(k >> 8), byte(k >> 16)}), fingerprint{int64(k)}); err != nil {
@@ -89,7 +89,7 @@ func BenchmarkSpillWrite(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		spill := &spillDir{dir: b.TempDir()}
+		spill := &spillStore{dir: b.TempDir()}
 		tab := newFingerprintTable("events", DefaultMemoryEntries, spill)
 		tab.mem = map[uint64]fingerprint{0: {}}
 		if err := tab.flush(ctx); err != nil { // creates the table

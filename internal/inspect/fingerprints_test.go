@@ -25,7 +25,7 @@ func TestFingerprintTableSpills(t *testing.T) {
 func testFingerprintTableSpills(t *testing.T, limit int, n uint64) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	spill := &spillDir{dir: dir}
+	spill := &spillStore{dir: dir}
 	tab := newFingerprintTable("events", limit, spill)
 	for k := uint64(1); k <= n; k++ {
 		if err := tab.Put(ctx, k*0x9E3779B97F4A7C15, fingerprint{int64(k), 1, 2, 3}); err != nil {
@@ -113,7 +113,7 @@ func alwaysMaybe() *bloom {
 // TestRunOfManySpans reads a run with more entries than its samples cover one span each: a
 // lookup narrows the span between two samples by reading single keys first.
 func TestRunOfManySpans(t *testing.T) {
-	spill := &spillDir{dir: t.TempDir()}
+	spill := &spillStore{dir: t.TempDir()}
 	defer spill.Close()
 	if err := spill.open(); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestRunOfManySpans(t *testing.T) {
 // that holds it, in key order.
 func TestMergeKeepsTheNewest(t *testing.T) {
 	ctx := context.Background()
-	spill := &spillDir{dir: t.TempDir()}
+	spill := &spillStore{dir: t.TempDir()}
 	defer spill.Close()
 	if err := spill.open(); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestMergeKeepsTheNewest(t *testing.T) {
 func TestFingerprintTableStaysInMemoryUnderLimit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	spill := &spillDir{dir: dir}
+	spill := &spillStore{dir: dir}
 	defer spill.Close()
 	tab := newFingerprintTable("events", 100, spill)
 	for k := uint64(0); k < 100; k++ {
@@ -241,7 +241,7 @@ func TestBloomHasNoFalseNegatives(t *testing.T) {
 // TestSpillOfAnEndedLint: a spill or a merge whose context has ended writes nothing and
 // leaves no file behind.
 func TestSpillOfAnEndedLint(t *testing.T) {
-	spill := &spillDir{dir: t.TempDir()}
+	spill := &spillStore{dir: t.TempDir()}
 	defer spill.Close()
 	if err := spill.open(); err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestSpillOfAnEndedLint(t *testing.T) {
 // cannot hold files, and makes none.
 func TestSpillToAMissingDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "missing")
-	spill := &spillDir{dir: dir}
+	spill := &spillStore{dir: dir}
 	err := spill.open()
 	if err == nil || !strings.HasPrefix(err.Error(), "create spill store: ") || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("open of a missing directory: %v", err)

@@ -68,7 +68,7 @@ type runWriter struct {
 }
 
 // newRunWriter starts a run of at most n entries in a new file of dir.
-func (d *spillDir) newRunWriter(n, level int) (*runWriter, error) {
+func (d *spillStore) newRunWriter(n, level int) (*runWriter, error) {
 	f, err := d.create()
 	if err != nil {
 		return nil, err
@@ -136,12 +136,12 @@ func decodeFingerprint(b []byte) fingerprint {
 	return v
 }
 
-// spillDir is where the fingerprint tables' runs are written: temporary files of dir with no
+// spillStore is where the fingerprint tables' runs are written: temporary files of dir with no
 // name (spillFile), so that their bytes live only while the lint holds them open and the
 // system frees them when the lint ends however it ends (a SIGKILL too). Where a file open
 // cannot be unlinked (Windows), its name is kept and it is removed by drop or Close.
 // Nothing is synced: the files die with the lint.
-type spillDir struct {
+type spillStore struct {
 	dir   string // where the files are made (os.TempDir() when empty)
 	mu    sync.Mutex
 	files map[*os.File]bool // the runs' files open: true when still named
@@ -149,7 +149,7 @@ type spillDir struct {
 
 // open checks, at the first spill, that the files can be made in dir: a missing or
 // unwritable directory fails the lint there, with its cause.
-func (d *spillDir) open() error {
+func (d *spillStore) open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.files != nil {
@@ -164,13 +164,13 @@ func (d *spillDir) open() error {
 }
 
 // create makes the next run's file.
-func (d *spillDir) create() (*os.File, error) {
+func (d *spillStore) create() (*os.File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.createLocked()
 }
 
-func (d *spillDir) createLocked() (*os.File, error) {
+func (d *spillStore) createLocked() (*os.File, error) {
 	f, named, err := spillFile(d.dir)
 	if err != nil {
 		return nil, fmt.Errorf("create spill store: %w", err)
@@ -193,7 +193,7 @@ func unlinkedFile(dir string) (f *os.File, named bool, err error) {
 }
 
 // closeLocked closes f and removes it if it is still named.
-func (d *spillDir) closeLocked(f *os.File) {
+func (d *spillStore) closeLocked(f *os.File) {
 	named := d.files[f]
 	delete(d.files, f)
 	_ = f.Close()
@@ -203,7 +203,7 @@ func (d *spillDir) closeLocked(f *os.File) {
 }
 
 // write writes entries, sorted by key with no key twice, as a run of level 0.
-func (d *spillDir) write(ctx context.Context, entries []entry) (*run, error) {
+func (d *spillStore) write(ctx context.Context, entries []entry) (*run, error) {
 	w, err := d.newRunWriter(len(entries), 0)
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (d *spillDir) write(ctx context.Context, entries []entry) (*run, error) {
 
 // fill writes the entries next gives, in key order, until it says there are no more, and
 // returns the run; on error, or when ctx ends, the run's file is removed.
-func (d *spillDir) fill(ctx context.Context, w *runWriter, next func() (entry, bool, error)) (*run, error) {
+func (d *spillStore) fill(ctx context.Context, w *runWriter, next func() (entry, bool, error)) (*run, error) {
 	for i := 0; ; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, d.drop(w.r, ctx.Err())
@@ -244,7 +244,7 @@ func (d *spillDir) fill(ctx context.Context, w *runWriter, next func() (entry, b
 
 // compact merges the newest runs into one while the last runFanIn of them are of one level,
 // and returns the runs left, oldest first. Runs merged away are closed and removed.
-func (d *spillDir) compact(ctx context.Context, runs []*run) ([]*run, error) {
+func (d *spillStore) compact(ctx context.Context, runs []*run) ([]*run, error) {
 	for len(runs) >= runFanIn {
 		last := runs[len(runs)-runFanIn:]
 		if slices.ContainsFunc(last, func(r *run) bool { return r.level != last[0].level }) {
@@ -265,7 +265,7 @@ func (d *spillDir) compact(ctx context.Context, runs []*run) ([]*run, error) {
 // merge writes runs (oldest first) as one run of the next level: their entries in key order,
 // a key held by more than one only from the newest. There are at most runFanIn cursors, so
 // the smallest key is found by looking at each.
-func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
+func (d *spillStore) merge(ctx context.Context, runs []*run) (*run, error) {
 	n := 0
 	cs := make([]*cursor, 0, len(runs)) // oldest first, those not at their end
 	for _, r := range runs {
@@ -312,7 +312,7 @@ func (d *spillDir) merge(ctx context.Context, runs []*run) (*run, error) {
 }
 
 // drop closes a run's file (removing it if it is still named) and returns err.
-func (d *spillDir) drop(r *run, err error) error {
+func (d *spillStore) drop(r *run, err error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closeLocked(r.f)
@@ -321,7 +321,7 @@ func (d *spillDir) drop(r *run, err error) error {
 
 // Close closes every run's file (removing those still named). The tables' runs must be
 // written (fingerprintTable.wait) first.
-func (d *spillDir) Close() error {
+func (d *spillStore) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for f := range d.files {

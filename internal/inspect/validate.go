@@ -204,7 +204,7 @@ type validator struct {
 	rep    ValidateReport
 	counts map[string]int64
 	kept   map[string]int
-	spill  *spillDir
+	spill  *spillStore
 	// compact is payloadHash's buffer.
 	compact bytes.Buffer
 	events  *fingerprintTable
@@ -218,7 +218,7 @@ func newValidator(opts ValidateOptions) *validator {
 	if opts.MemoryEntries <= 0 {
 		opts.MemoryEntries = DefaultMemoryEntries
 	}
-	spill := &spillDir{dir: opts.TempDir}
+	spill := &spillStore{dir: opts.TempDir}
 	return &validator{
 		opts: opts, counts: map[string]int64{}, kept: map[string]int{}, spill: spill,
 		events: newFingerprintTable("events", opts.MemoryEntries, spill),

@@ -120,17 +120,6 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 	return nil
 }
 
-// aggregatesOf are the aggregates checked for consumer.
-func (g *guard) aggregatesOf(consumer string) []string {
-	var out []string
-	for k := range g.aggs {
-		if k.consumer == consumer {
-			out = append(out, k.aggregate)
-		}
-	}
-	return out
-}
-
 // notices looks the aggregates up, one read of the markers per consumer, and says what the
 // guard found.
 func (g *guard) notices(ctx context.Context) []Notice {
@@ -156,13 +145,17 @@ func (g *guard) notices(ctx context.Context) []Notice {
 	})
 	var newer int64
 	var example string
+	aggregates := map[string][]string{}     // by consumer, the aggregates checked
 	newest := map[string]map[string]int64{} // by consumer, the versions its markers reached
+	for _, k := range keys {
+		aggregates[k.consumer] = append(aggregates[k.consumer], k.aggregate)
+	}
 	for _, k := range keys {
 		a := g.aggs[k]
 		top, asked := newest[k.consumer]
 		if !asked {
 			var err error
-			if top, err = g.st.NewestVersions(ctx, k.consumer, g.aggregatesOf(k.consumer)); err != nil {
+			if top, err = g.st.NewestVersions(ctx, k.consumer, aggregates[k.consumer]); err != nil {
 				// A store that cannot answer (not migrated, someone else's table) leaves the
 				// check undone, which the notice says; it is no reason to refuse the plan.
 				out = append(out, Notice{Kind: NoticeGuardPartial, Text: fmt.Sprintf("the newer-version check could not read the markers of %s: %v", k.consumer, err)})

@@ -12,7 +12,7 @@
 //   - each handler's batches alone: the same records, read beforehand, applied through the
 //     runner's batch path (decoded, claimed and handled in one transaction each, batches of
 //     -batch-max) by one goroutine a partition, no Kafka: what the database allows the
-//     handler, which the consumer cannot beat;
+//     handler, against which the consumer's rate is the client's and the engine's cost;
 //   - the PostgreSQL marker ceiling: the same event ids (decoded beforehand, as the engine
 //     decodes them) claimed in batches of -batch-max, one transaction each, into a fresh
 //     schema, no Kafka (BenchmarkClaim in internal/dedup/pgdriver measures the same path);

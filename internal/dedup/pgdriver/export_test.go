@@ -12,6 +12,9 @@ func IDStatements(d *Driver) map[string]string {
 // NewestVersionsStatement is d's statement of Driver.NewestVersions.
 func NewestVersionsStatement(d *Driver) string { return d.sql.newestVersions }
 
+// NoNestedLoop is what NewestVersions sets in its transaction before its statement.
+const NoNestedLoop = noNestedLoop
+
 // ClaimStatements are d's claim statements by name: with and without the outcome column, and for one partition.
 func ClaimStatements(d *Driver) map[string]string {
 	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}

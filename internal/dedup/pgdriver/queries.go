@@ -214,7 +214,7 @@ func and(preds ...string) string {
 
 // newestVersionsSQL is NewestVersions' statement on table. No index serves an aggregate: one
 // scan of the consumer's markers joined by a hash with the aggregates (a semi join, run
-// without nested loops: NoNestedLoop). "= ANY($2)" would compare each marker with every
+// without nested loops: noNestedLoop). "= ANY($2)" would compare each marker with every
 // aggregate in turn once the plan is generic (12 s instead of 0.3 over 2 million markers and
 // 1,000 aggregates).
 func newestVersionsSQL(table string, sh shape, where func(preds ...string) string) string {
@@ -757,7 +757,7 @@ func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]
 func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, NoNestedLoop); err != nil {
+		if _, err := tx.Exec(ctx, noNestedLoop); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, d.sql.newestVersions, consumer, aggregates)
@@ -780,11 +780,11 @@ func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates
 	return out, nil
 }
 
-// NoNestedLoop is set in NewestVersions' transaction: statistics gathered before a consumer
+// noNestedLoop is set in NewestVersions' transaction: statistics gathered before a consumer
 // wrote judge its markers few, and a generic plan then joins them to the aggregates by a
 // nested loop that compares every marker with every aggregate (50,000 × 1,000 in the plan
 // test); without one the planner hashes one side, and the markers are read once.
-const NoNestedLoop = "SET LOCAL enable_nestloop = off"
+const noNestedLoop = "SET LOCAL enable_nestloop = off"
 
 // PruneBatch deletes up to n rows in one autocommitted statement, so each
 // batch is its own transaction and holds its locks briefly.

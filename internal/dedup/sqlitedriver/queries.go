@@ -38,6 +38,9 @@ type statements struct {
 	getOne                   string
 	lookup                   string
 	marked                   string // lookup reading the event id only
+	// newestVersions is the highest version of each of a list of aggregates among a
+	// consumer's markers: one search of its markers by the primary key, the aggregates a list.
+	newestVersions string
 	// setOutcome and outcomes write and read the outcome column.
 	setOutcome string
 	outcomes   string
@@ -88,6 +91,8 @@ SELECT %s FROM c CROSS JOIN %s AS m WHERE m.%s = c.consumer AND m.%s = $1 ORDER 
 	}
 	s.lookup = probe(mcols, "json_each($2) AS k", one("$1"))
 	s.marked = probe("m."+c.EventID, "json_each($2) AS k", one("$1"))
+	s.newestVersions = fmt.Sprintf(`SELECT %[1]s, max(%[2]s) FROM %[3]s WHERE %[4]s = $1
+AND %[1]s IN (SELECT value FROM json_each($2)) AND %[2]s IS NOT NULL GROUP BY 1`, c.AggregateID, c.AggregateVersion, table, c.Consumer)
 	s.setOutcome = fmt.Sprintf(`UPDATE %s SET outcome = $3 WHERE rowid IN (%s)`, table, probe("m.rowid", "json_each($2) AS k", one("$1")))
 	s.outcomes = probe("m."+c.EventID+", m.outcome", "json_each($2) AS k", one("$1")+" AND m.outcome IS NOT NULL")
 	s.forgetAll = fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (%s
@@ -472,10 +477,7 @@ func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates
 	if err != nil {
 		return nil, err
 	}
-	c := d.sql.c
-	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(`SELECT %[1]s, max(%[2]s) FROM %[3]s WHERE %[4]s = $1
-AND %[1]s IN (SELECT value FROM json_each($2)) AND %[2]s IS NOT NULL GROUP BY 1`,
-		c.AggregateID, c.AggregateVersion, d.table, c.Consumer), consumer, arr)
+	rows, err := d.db.QueryContext(ctx, d.sql.newestVersions, consumer, arr)
 	if err != nil {
 		return nil, d.classify(err)
 	}
