@@ -32,6 +32,10 @@ type Run struct {
 	// MachineS is the busy CPU time of the whole machine over the run (every process: the
 	// broker's, PostgreSQL's, the contender's); 0: not measured.
 	MachineS float64 `json:"machine_cpu_s,omitempty"`
+	// PostgresS and BrokerS are the parts of MachineS that PostgreSQL's processes and the
+	// Kafka broker spent (ServiceCPU); 0: not measured, or none spent.
+	PostgresS float64 `json:"postgres_cpu_s,omitempty"`
+	BrokerS   float64 `json:"broker_cpu_s,omitempty"`
 }
 
 // Busy is the share of the machine's cores busy over the run (0: not measured).
@@ -169,9 +173,10 @@ func Measure(cmd *exec.Cmd, out io.Writer, okCodes ...int) (Run, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	start, machine := time.Now(), MachineCPU()
+	cpu := ReadCPU()
+	start := time.Now()
 	err = cmd.Run()
-	wall, machine := time.Since(start), MachineCPU()-machine
+	wall := time.Since(start)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && slices.Contains(okCodes, exit.ExitCode()) {
 		err = nil
@@ -179,7 +184,8 @@ func Measure(cmd *exec.Cmd, out io.Writer, okCodes ...int) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
 	}
-	r := Run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), MachineS: machine.Seconds()}
+	r := Run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	cpu.Fill(&r)
 	b, err := os.ReadFile(rss.Name())
 	if err != nil {
 		return Run{}, err
@@ -238,18 +244,24 @@ func SelfCPU() time.Duration {
 
 // Meter is a measurement of work done in this process, from StartMeter to Run.
 type Meter struct {
-	start         time.Time
-	self, machine time.Duration
+	cpu   CPUTimes
+	start time.Time
+	self  time.Duration
 }
 
-// StartMeter starts a measurement: the time, this process's CPU time and the machine's.
-func StartMeter() Meter { return Meter{time.Now(), SelfCPU(), MachineCPU()} }
+// StartMeter starts a measurement: the machine's and the services' CPU time (ReadCPU), the
+// time and this process's CPU time.
+func StartMeter() Meter {
+	cpu := ReadCPU()
+	return Meter{cpu: cpu, start: time.Now(), self: SelfCPU()}
+}
 
 // Run ends the measurement of records: its wall time, this process's CPU time and the
-// machine's busy CPU time since StartMeter.
+// machine's and the services' busy CPU time since StartMeter.
 func (m Meter) Run(records int64) Run {
-	return Run{Records: records, WallS: time.Since(m.start).Seconds(), CPUS: (SelfCPU() - m.self).Seconds(),
-		MachineS: (MachineCPU() - m.machine).Seconds()}
+	r := Run{Records: records, WallS: time.Since(m.start).Seconds(), CPUS: (SelfCPU() - m.self).Seconds()}
+	m.cpu.Fill(&r)
+	return r
 }
 
 // userHZ is the unit of /proc/stat's times, USER_HZ, which Linux fixes at 100 on every

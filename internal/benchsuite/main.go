@@ -22,7 +22,8 @@
 // Each alternates its contenders over BENCH_ROUNDS rounds (default 3) and writes every run as
 // JSON; this command reads them, computes medians, spreads and the ratios of every target, and
 // writes the table with the machine, the versions and the command. Every target not met gets
-// what the machine's CPU says of it (floor), what its own work reached without the client where
+// what the machine's CPU says of it (floor: PostgreSQL's and the broker's parts named, and the
+// part of fieldwork's own that the Kafka client alone takes), what its own work reached without the client where
 // the target names it (limit: the handler's batches alone, against the same bound), and the
 // CPU profiles that show where fieldwork's time went, taken in the same run. BENCH_SCALE (default 1)
 // scales every data set: BENCH_SCALE=0.05 make bench checks the whole path in a few minutes.
@@ -203,6 +204,10 @@ type target struct {
 	// no Kafka): when limit's ratio to b is below the bound, the handler's statements alone
 	// do not reach it on this machine, whatever the client and the engine do.
 	limit string
+	// client is the series of the Kafka client alone doing a's reading (and writing): its
+	// process's CPU a record is the part of a's own that the client takes, which no work of
+	// fieldwork's can remove (floor.clientUS).
+	client string
 }
 
 const (
@@ -231,17 +236,17 @@ var targets = []target{
 	{what: "fsync on: consume audit vs one transaction per event", bench: "consume", a: "consume/audit/durable", b: "consume/audit/per-event/durable"},
 	{what: "two consume members of one group vs one", bench: "consume", a: "consume/projection/members", b: "consume/projection"},
 	{what: "consume projection vs a bare franz-go consumer", bench: "consume", a: "consume/projection", b: "consume/franz-go"},
-	{what: "dlq list -o jsonl vs a bare franz-go read", bench: "dlq", a: "dlq/list", b: "dlq/franz-go", bound: 0.6,
+	{what: "dlq list -o jsonl vs a bare franz-go read", bench: "dlq", a: "dlq/list", b: "dlq/franz-go", bound: 0.6, client: "dlq/franz-go",
 		profiles: []string{"dlq-list.pprof"}, notes: readNotes},
-	{what: "processed check vs a bare franz-go read", bench: "dlq", a: "processed/check", b: "dlq/franz-go", bound: 0.5,
+	{what: "processed check vs a bare franz-go read", bench: "dlq", a: "processed/check", b: "dlq/franz-go", bound: 0.5, client: "dlq/franz-go",
 		profiles: []string{"processed-check.pprof"}, notes: readNotes},
-	{what: "inspect validate vs a bare franz-go read", bench: "dlq", a: "inspect/validate", b: "dlq/franz-go", bound: 0.5,
+	{what: "inspect validate vs a bare franz-go read", bench: "dlq", a: "inspect/validate", b: "dlq/franz-go", bound: 0.5, client: "dlq/franz-go",
 		profiles: []string{"inspect-validate.pprof"}, notes: readNotes},
-	{what: "replay vs the client-only copy", bench: "replay", a: "replay/headers", b: "replay/client", bound: 0.85,
+	{what: "replay vs the client-only copy", bench: "replay", a: "replay/headers", b: "replay/client", bound: 0.85, client: "replay/client",
 		profiles: []string{"replay.pprof.headers", "replay.pprof.client"}, notes: replayNotes},
-	{what: "replay vs kcat -C -e | kcat -P, every round", bench: "replay", a: "replay/headers", b: "replay/kcat", bound: 1.5, minRound: true,
+	{what: "replay vs kcat -C -e | kcat -P, every round", bench: "replay", a: "replay/headers", b: "replay/kcat", bound: 1.5, minRound: true, client: "replay/client",
 		profiles: []string{"replay.pprof.headers"}, notes: replayNotes},
-	{what: "dlq stats vs a bare franz-go read", bench: "dlq", a: "dlq/stats", b: "dlq/franz-go", bound: 0.8,
+	{what: "dlq stats vs a bare franz-go read", bench: "dlq", a: "dlq/stats", b: "dlq/franz-go", bound: 0.8, client: "dlq/franz-go",
 		profiles: []string{"dlq-stats.pprof"}, notes: readNotes},
 	{what: "dlq stats vs kcat -C -e -J", bench: "dlq", a: "dlq/stats", b: "dlq/kcat", bound: 1.5},
 	{what: "dlq list -o jsonl vs kcat -C -e -J", bench: "dlq", a: "dlq/list", b: "dlq/kcat", bound: 1.5,
@@ -443,7 +448,13 @@ type floor struct {
 	cores             int
 	busy              float64 // median share of the cores busy while a ran
 	machineUS, selfUS float64 // medians, µs a record
-	budgetUS          float64 // the machine's CPU a record at the bound's rate, every core busy
+	// pgUS and brokerUS are the parts of machineUS that PostgreSQL and the Kafka broker spent
+	// (medians, µs a record; 0 in a report written before they were measured).
+	pgUS, brokerUS float64
+	// clientUS is the CPU a record of the Kafka client alone doing the same reads (target.client;
+	// 0: none named or measured).
+	clientUS float64
+	budgetUS float64 // the machine's CPU a record at the bound's rate, every core busy
 }
 
 // cpuBound is the share of busy cores above which a run is taken to be bound by the CPU.
@@ -456,16 +467,18 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 		return floor{}, false
 	}
 	f := floor{cores: cores}
-	var busy, machine, self []float64
+	var busy, machine, self, pg, broker []float64
 	for _, r := range a.Runs {
 		if r.MachineS <= 0 || r.Records <= 0 {
 			return floor{}, false
 		}
+		us := func(s float64) float64 { return s / float64(r.Records) * 1e6 }
 		busy = append(busy, r.Busy(f.cores))
-		machine = append(machine, r.MachineS/float64(r.Records)*1e6)
-		self = append(self, r.CPUS/float64(r.Records)*1e6)
+		machine, self = append(machine, us(r.MachineS)), append(self, us(r.CPUS))
+		pg, broker = append(pg, us(r.PostgresS)), append(broker, us(r.BrokerS))
 	}
 	f.busy, f.machineUS, f.selfUS = benchkit.Median(busy), benchkit.Median(machine), benchkit.Median(self)
+	f.pgUS, f.brokerUS = benchkit.Median(pg), benchkit.Median(broker)
 	rateB := benchkit.Median(b.Rates())
 	if t.minRound { // every round: the fastest of b's rounds
 		_, rateB = benchkit.Spread(b.Rates())
@@ -474,6 +487,15 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 		return floor{}, false
 	}
 	f.budgetUS = float64(f.cores) / (t.bound * rateB) * 1e6
+	if c, ok := rep.Get(t.client); ok {
+		var us []float64
+		for _, r := range c.Runs {
+			if r.Records > 0 && r.CPUS > 0 {
+				us = append(us, r.CPUS/float64(r.Records)*1e6)
+			}
+		}
+		f.clientUS = benchkit.Median(us)
+	}
 	return f, true
 }
 
@@ -481,32 +503,59 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 // PostgreSQL's, the reader of its output, the machine's other work.
 func (f floor) othersUS() float64 { return max(0, f.machineUS-f.selfUS) }
 
+// services says what PostgreSQL and the broker spent of othersUS, and what remains (the
+// reader of the output, the machine's other work), or "" in a report without them.
+func (f floor) services() string {
+	if f.pgUS == 0 && f.brokerUS == 0 {
+		return ""
+	}
+	return fmt.Sprintf("PostgreSQL %.1f, the broker %.1f, the rest %.1f", f.pgUS, f.brokerUS, max(0, f.othersUS()-f.pgUS-f.brokerUS))
+}
+
+// restText is othersUS and who spent it, for long.
+func (f floor) restText() string {
+	if f.services() == "" {
+		return fmt.Sprintf("the rest (the broker, PostgreSQL, the reader of its output, the machine's other work) %.1f", f.othersUS())
+	}
+	return fmt.Sprintf("PostgreSQL's processes %.1f, the Kafka broker %.1f, the rest (the reader of its output, the machine's other work) %.1f",
+		f.pgUS, f.brokerUS, max(0, f.othersUS()-f.pgUS-f.brokerUS))
+}
+
+// usedText is the machine's CPU a record and who spent it, for short.
+func (f floor) usedText() string {
+	s := fmt.Sprintf("used %.1f (fieldwork %.1f", f.machineUS, f.selfUS)
+	if sv := f.services(); sv != "" {
+		s += ", " + sv
+	}
+	return s + ")"
+}
+
 // within says the machine spent no more CPU a record than the bound's rate allows: the CPU is
 // not what kept the ratio under the bound (the rounds' rates swung, or the run waited).
 func (f floor) within() bool { return f.machineUS <= f.budgetUS }
 
 func (f floor) short() string {
 	if f.busy < cpuBound {
-		return fmt.Sprintf("waits: cores %.0f%% busy (used %.1f µs, fieldwork %.1f)", f.busy*100, f.machineUS, f.selfUS)
+		return fmt.Sprintf("waits: cores %.0f%% busy (%s µs)", f.busy*100, f.usedText())
 	}
 	if f.within() {
-		return fmt.Sprintf("within the CPU budget: cores %.0f%% busy; budget %.1f µs, used %.1f (fieldwork %.1f)", f.busy*100, f.budgetUS, f.machineUS, f.selfUS)
+		return fmt.Sprintf("within the CPU budget: cores %.0f%% busy; budget %.1f µs, %s", f.busy*100, f.budgetUS, f.usedText())
 	}
 	if f.othersUS() >= f.budgetUS {
 		return fmt.Sprintf("CPU-bound: cores %.0f%% busy; budget %.1f µs, the other processes alone used %.1f (fieldwork %.1f)", f.busy*100, f.budgetUS, f.othersUS(), f.selfUS)
 	}
-	return fmt.Sprintf("CPU-bound: cores %.0f%% busy; budget %.1f µs, used %.1f: fieldwork %.1f, needs ≤ %.1f", f.busy*100, f.budgetUS, f.machineUS, f.selfUS, f.budgetUS-f.othersUS())
+	return fmt.Sprintf("CPU-bound: cores %.0f%% busy; budget %.1f µs, %s: fieldwork needs ≤ %.1f", f.busy*100, f.budgetUS, f.usedText(), f.budgetUS-f.othersUS())
 }
 
 func (f floor) long() string {
 	if f.busy < cpuBound {
-		return fmt.Sprintf("Not bound by the CPU: the %d cores were %.0f%% busy while it ran (the machine's CPU a record %.1f µs, fieldwork's own %.1f). "+
+		return fmt.Sprintf("Not bound by the CPU: the %d cores were %.0f%% busy while it ran (the machine's CPU a record %.1f µs: fieldwork's own %.1f, %s). "+
 			"The rest of its time it waited (round trips, the database's writes, the broker), as the profile and the notes show.",
-			f.cores, f.busy*100, f.machineUS, f.selfUS)
+			f.cores, f.busy*100, f.machineUS, f.selfUS, f.restText())
 	}
 	head := fmt.Sprintf("Bound by the CPU: the %d cores were %.0f%% busy while it ran. At the bound's rate, with every core busy all along, "+
-		"the machine could spend %.1f µs of CPU a record; it spent %.1f: fieldwork's own process %.1f, the rest (the broker, PostgreSQL, the reader of its output, the machine's other work) %.1f. ",
-		f.cores, f.busy*100, f.budgetUS, f.machineUS, f.selfUS, f.othersUS())
+		"the machine could spend %.1f µs of CPU a record; it spent %.1f: fieldwork's own process %.1f, %s. ",
+		f.cores, f.busy*100, f.budgetUS, f.machineUS, f.selfUS, f.restText())
 	if f.within() {
 		return head + "That is within the budget: the machine's CPU is not what kept the ratio under the bound. " +
 			"The ratio is the median of the rounds' ratios, and the rates swung from round to round (the spread); the run also waited part of the time."
@@ -516,7 +565,21 @@ func (f floor) long() string {
 			"only with less work a record in the broker or PostgreSQL (fewer or cheaper statements, fewer bytes) or with more cores than the services share."
 	}
 	return head + fmt.Sprintf("Meeting the bound here takes fieldwork's own process down to %.1f µs a record (%.0f%% less), the rest staying as it is; the profile shows where its time goes.",
-		f.budgetUS-f.othersUS(), 100*(1-(f.budgetUS-f.othersUS())/f.selfUS))
+		f.budgetUS-f.othersUS(), 100*(1-(f.budgetUS-f.othersUS())/f.selfUS)) + f.clientText()
+}
+
+// clientText says, when the client alone was measured, how much of fieldwork's own process
+// the Kafka client takes and what the bound leaves the work beyond it.
+func (f floor) clientText() string {
+	if f.clientUS <= 0 {
+		return ""
+	}
+	left := f.budgetUS - f.othersUS() - f.clientUS
+	s := fmt.Sprintf(" The Kafka client alone, doing the same reading and writing, spent %.1f µs a record in its own process: fieldwork's work beyond the client is about %.1f µs a record", f.clientUS, max(0, f.selfUS-f.clientUS))
+	if left <= 0 {
+		return s + ", and the client with the rest already fills the budget: no work beyond the client fits, and the bound cannot be met on this machine with this client and these services."
+	}
+	return s + fmt.Sprintf(", and the bound leaves it %.1f (%.0f%% less).", left, 100*max(0, 1-left/(f.selfUS-f.clientUS)))
 }
 
 // limitText says what t's limit measured (ratio, its median ratio to b, below the bound when
@@ -558,7 +621,9 @@ func writeWhyNot(p func(format string, args ...any), reps map[string]benchkit.Re
 	}
 	p("## Targets not met: why\n\n")
 	p("The machine's CPU a record is its busy time over the run (/proc/stat, every core and process) over the\n")
-	p("records; a target is taken to be bound by the CPU when more than %.0f%% of the cores were busy. The\n", cpuBound*100)
+	p("records, and PostgreSQL's and the Kafka broker's parts of it their processes' CPU time over the same run (/proc/PID/stat:\n")
+	p("every postgres process with its reaped backends, and the JVM running kafka.Kafka); a target is taken to be bound by the CPU\n")
+	p("when more than %.0f%% of the cores were busy. The\n", cpuBound*100)
 	p("profiles are CPU profiles of the same run (`go tool pprof -top -cum`): consume's of the first round\n")
 	p("of its contender, the reads' of one more run of the command (fieldwork built with `-tags pprof`), the\n")
 	p("replay's of a pass of one round after the measured ones.\n\n")

@@ -23,11 +23,30 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 		t.Fatal("no floor")
 	}
 	// The rest (900 µs) leaves fieldwork 766.7 µs of the 1,666.7: 23% less than its 1,000.
-	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1666.7 µs, used 1900.0: fieldwork 1000.0, needs ≤ 766.7" {
+	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1666.7 µs, used 1900.0 (fieldwork 1000.0): fieldwork needs ≤ 766.7" {
 		t.Errorf("short: %q", got)
 	}
 	if got := f.long(); !strings.Contains(got, "down to 766.7 µs a record (23% less)") {
 		t.Errorf("long: %q", got)
+	}
+	// With the client alone measured: what the bound leaves fieldwork's work beyond the
+	// client (1,666.7 − 900 − 500 = 266.7 µs of its 500), or that nothing is left.
+	withClient := target{what: "read vs bare", a: "read", b: "bare", bound: 0.6, client: "client"}
+	rep.Add("client", "the client alone", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5, CPUS: 0.5})
+	if f, _ := withClient.floor(rep, 2); !strings.Contains(f.long(), "beyond the client is about 500.0 µs a record, and the bound leaves it 266.7 (47% less).") {
+		t.Errorf("client: %q", f.long())
+	}
+	rep.Series[len(rep.Series)-1].Runs[0].CPUS = 0.8
+	if f, _ := withClient.floor(rep, 2); !strings.Contains(f.long(), "no work beyond the client fits, and the bound cannot be met on this machine") {
+		t.Errorf("client over: %q", f.long())
+	}
+	// The services' CPU, measured, is named apart from the rest.
+	var split benchkit.Report
+	split.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 1, MachineS: 1.9, PostgresS: 0.3, BrokerS: 0.2})
+	split.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5})
+	if f, _ := tg.floor(split, 2); !strings.Contains(f.short(), "used 1900.0 (fieldwork 1000.0, PostgreSQL 300.0, the broker 200.0, the rest 400.0)") ||
+		!strings.Contains(f.long(), "fieldwork's own process 1000.0, PostgreSQL's processes 300.0, the Kafka broker 200.0, the rest (the reader of its output, the machine's other work) 400.0.") {
+		t.Errorf("split: %q / %q", f.short(), f.long())
 	}
 	// When the rest alone is over the budget, no process of fieldwork's can meet it.
 	var heavy benchkit.Report

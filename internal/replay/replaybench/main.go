@@ -422,14 +422,15 @@ func (b *bench) replay(ctx context.Context, round int, mode string) benchkit.Run
 		fail("execute: %v", err)
 	}
 	el, cpu, allocs := b.stop(m)
-	machine := m.machineS()
+	run := benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
+	m.machine.Fill(&run)
 	if sum.Counts.Sent != int64(b.n) {
 		fail("replay sent %d of %d", sum.Counts.Sent, b.n)
 	}
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: fieldwork replay (%s) %d records in %.2fs (plan %.2fs, journaled send %.2fs: %.0f records/s): %.0f records/s, CPU %.2fs, %.1f allocations a record\n",
 		round+1, mode, b.n, el.Seconds(), planned.Seconds(), float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond, rate, cpu, allocs)
-	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu, MachineS: machine}
+	return run
 }
 
 // workers records a replay of the whole dead-letter topic --to a fresh topic for workers
@@ -538,10 +539,11 @@ func (b *bench) clientCopy(ctx context.Context, round int) benchkit.Run {
 		fail("client copy: %v", err)
 	}
 	el, cpu, allocs := b.stop(m)
-	machine := m.machineS()
+	run := benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
+	m.machine.Fill(&run)
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, b.n, el.Seconds(), rate, cpu, allocs)
-	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu, MachineS: machine}
+	return run
 }
 
 // meter is where a measurement started: the time, this process's CPU time and allocations.
@@ -549,15 +551,13 @@ type meter struct {
 	start   time.Time
 	cpu     time.Duration
 	mallocs uint64
-	machine time.Duration // the machine's busy CPU time
+	machine benchkit.CPUTimes // the machine's and the services' busy CPU time
 }
 
 func startMeter() meter {
-	return meter{time.Now(), benchkit.SelfCPU(), mallocs(), benchkit.MachineCPU()}
+	machine := benchkit.ReadCPU()
+	return meter{time.Now(), benchkit.SelfCPU(), mallocs(), machine}
 }
-
-// machineS is the machine's busy CPU seconds since m started.
-func (m meter) machineS() float64 { return (benchkit.MachineCPU() - m.machine).Seconds() }
 
 // stop ends the measurement that m started: the time it took, its CPU seconds and its
 // allocations per record.
@@ -578,14 +578,17 @@ func mallocs() uint64 {
 func (b *bench) kcatCopy(ctx context.Context, round int) benchkit.Run {
 	target := b.topic(ctx, "bench-kcat")
 	time.Sleep(b.settle)
-	start, machine := time.Now(), benchkit.MachineCPU()
+	machine := benchkit.ReadCPU()
+	start := time.Now()
 	pipe := fmt.Sprintf("%s -C -e -q -t %s -b %s | %s -P -t %s -b %s", b.kcat, b.dlq, b.brokers, b.kcat, target, b.brokers)
 	cmd := exec.CommandContext(ctx, "sh", "-c", pipe)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		fail("%s: %v", pipe, err)
 	}
-	el, machine := time.Since(start), benchkit.MachineCPU()-machine
+	el := time.Since(start)
+	run := benchkit.Run{Records: int64(b.n), WallS: el.Seconds()}
+	machine.Fill(&run)
 	ends, err := b.adm.ListEndOffsets(ctx, target)
 	if err != nil {
 		fail("%v", err)
@@ -598,5 +601,6 @@ func (b *bench) kcatCopy(ctx context.Context, round int) benchkit.Run {
 	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	rate := float64(b.n) / el.Seconds()
 	fmt.Printf("round %d: kcat -C -e | kcat -P %d records in %.2fs: %.0f records/s, CPU %.2fs\n", round+1, b.n, el.Seconds(), rate, cpu)
-	return benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu, MachineS: machine.Seconds()}
+	run.CPUS = cpu
+	return run
 }
