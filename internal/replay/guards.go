@@ -47,9 +47,15 @@ type guard struct {
 
 	// unknown are the targets whose retention could not be read (why), in the order met.
 	unknown []string
-	aggs    map[aggKey]aggCheck
-	checked int64
-	aggsCut int64
+	// lastTarget's retention, and whether lastConsumer's markers can be asked (a valid name):
+	// consecutive records mostly share both, which add would otherwise look up and check
+	// again for every record.
+	lastTarget, lastConsumer string
+	lastRet                  kafka.Retention
+	consumerOK               bool
+	aggs                     map[aggKey]aggCheck
+	checked                  int64
+	aggsCut                  int64
 }
 
 type aggKey struct{ consumer, aggregate string }
@@ -66,21 +72,9 @@ func newGuard(c *kafka.Cluster, st *dedup.Store, spec *Spec) *guard {
 
 // add looks at one record to send.
 func (g *guard) add(ctx context.Context, d *decision) error {
-	r, ok := g.retention[d.target]
-	if !ok {
-		m, err := g.c.Retention(ctx, []string{d.target})
-		if err != nil {
-			return err
-		}
-		r = m[d.target]
-		g.retention[d.target] = r
-		if r.State == kafka.RetentionUnknown {
-			why := r.Why
-			if why == "" {
-				why = "its retention is unknown"
-			}
-			g.unknown = append(g.unknown, d.target+": "+why)
-		}
+	r, err := g.retentionOf(ctx, d.target)
+	if err != nil {
+		return err
 	}
 	// The dead letter's own age: its record's timestamp, when the consumer gave up.
 	if processed.PastHorizon(r, g.now.Sub(d.rec.Timestamp)) {
@@ -93,7 +87,10 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 	if consumer == "" {
 		consumer = d.group
 	}
-	if g.st == nil || consumer == "" || dedup.ValidateConsumer(consumer) != nil {
+	if consumer != g.lastConsumer { // "" at first, which consumerOK false already says
+		g.lastConsumer, g.consumerOK = consumer, consumer != "" && dedup.ValidateConsumer(consumer) == nil
+	}
+	if g.st == nil || !g.consumerOK {
 		return nil
 	}
 	if g.checked >= maxGuardAggregates {
@@ -118,6 +115,31 @@ func (g *guard) add(ctx context.Context, d *decision) error {
 	}
 	g.aggs[k] = aggCheck{ev.Version, addr(d.rec)}
 	return nil
+}
+
+// retentionOf is target's retention, asked of the cluster once per target.
+func (g *guard) retentionOf(ctx context.Context, target string) (kafka.Retention, error) {
+	if target == g.lastTarget && target != "" {
+		return g.lastRet, nil
+	}
+	r, ok := g.retention[target]
+	if !ok {
+		m, err := g.c.Retention(ctx, []string{target})
+		if err != nil {
+			return kafka.Retention{}, err
+		}
+		r = m[target]
+		g.retention[target] = r
+		if r.State == kafka.RetentionUnknown {
+			why := r.Why
+			if why == "" {
+				why = "its retention is unknown"
+			}
+			g.unknown = append(g.unknown, target+": "+why)
+		}
+	}
+	g.lastTarget, g.lastRet = target, r
+	return r, nil
 }
 
 // notices looks the aggregates up, one read of the markers per consumer, and says what the
