@@ -80,23 +80,50 @@ func dedupeMarkers(events []Marker) ([]keyedMarker, []Marker, error) {
 	return order, sorted, nil
 }
 
-// keysOf validates ids and returns their distinct keys (in first-seen order)
-// and, for each key, the original ids that map to it.
-func keysOf(ids []string) ([]string, map[string][]string, error) {
-	keys := make([]string, 0, len(ids))
-	orig := make(map[string][]string, len(ids))
+// keyedIDs are the distinct storage keys of a batch of event ids, in first-seen order, and
+// which ids were given for each (ids): the key itself for an id short enough to be stored as
+// it is, and the long ids whose hash it is (EventKey).
+type keyedIDs struct {
+	keys []string
+	// given holds every key: true when the key was given as an id itself.
+	given map[string]bool
+	// long are the long ids given for a key; nil when there are none.
+	long map[string][]string
+}
+
+// ids calls fn with every id given for key (none for a key not in the batch).
+func (k keyedIDs) ids(key string, fn func(id string)) {
+	if k.given[key] {
+		fn(key)
+	}
+	for _, id := range k.long[key] {
+		fn(id)
+	}
+}
+
+// keysOf validates ids and returns their distinct keys and the ids given for each. A batch of
+// short ids, the common case, costs one set entry an id (a list of ids a key was one more
+// allocation an id, a tenth of processed check's own CPU).
+func keysOf(ids []string) (keyedIDs, error) {
+	k := keyedIDs{keys: make([]string, 0, len(ids)), given: make(map[string]bool, len(ids))}
 	for i, id := range ids {
 		if err := checkText("event id", i, id, 0); err != nil {
-			return nil, nil, err
+			return keyedIDs{}, err
 		}
-		k := EventKey(id)
-		prev, ok := orig[k]
-		if !ok {
-			keys = append(keys, k)
+		key := EventKey(id)
+		inline := key == id
+		if was, ok := k.given[key]; !ok {
+			k.keys = append(k.keys, key)
+			k.given[key] = inline
+		} else if inline && !was {
+			k.given[key] = true // a short id that reads as a long one's key ("fw-sha256:…")
 		}
-		if !slices.Contains(prev, id) {
-			orig[k] = append(prev, id)
+		if !inline && !slices.Contains(k.long[key], id) {
+			if k.long == nil {
+				k.long = map[string][]string{}
+			}
+			k.long[key] = append(k.long[key], id)
 		}
 	}
-	return keys, orig, nil
+	return k, nil
 }
