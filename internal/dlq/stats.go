@@ -152,7 +152,11 @@ func (s *Stats) add(d *DeadLetter) *GroupStats {
 		}
 		s.groups[k] = g
 	}
-	s.last, s.lastKey = g, k
+	if g != s.last {
+		// Only when it changed: the key is seven strings, and writing them into the heap
+		// while the collector runs costs a barrier for each, every record.
+		s.last, s.lastKey = g, k
+	}
 	if s.byFingerprint && d.OriginalTopic != "" && !slices.Contains(g.Topics, d.OriginalTopic) && len(g.Topics) < maxCauseTopics {
 		g.Topics = append(g.Topics, d.OriginalTopic)
 		slices.Sort(g.Topics)
