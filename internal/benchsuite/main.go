@@ -441,7 +441,8 @@ func (t target) met(rep benchkit.Report) bool {
 // floor is what the machine's CPU says of an unmet rate target: how busy the cores were while
 // a ran, the machine's CPU time a record a used (every process: fieldwork's, the broker's,
 // PostgreSQL's) and fieldwork's own part of it, and the most the machine could spend a record
-// if a ran at the bound's rate, every core busy all along. Busy cores and a record costing more
+// if a ran at the bound's rate with the cores as busy as they were (a pipeline that kept them
+// 87% busy is not taken to keep them busier at a faster rate). Busy cores and a record costing more
 // than that budget mean the target cannot be met on this machine without less work a record;
 // idle cores mean a waits (round trips, the disk), which the profile and the notes explain.
 type floor struct {
@@ -454,7 +455,7 @@ type floor struct {
 	// clientUS is the CPU a record of the Kafka client alone doing the same reads (target.client;
 	// 0: none named or measured).
 	clientUS float64
-	budgetUS float64 // the machine's CPU a record at the bound's rate, every core busy
+	budgetUS float64 // the machine's CPU a record at the bound's rate, the cores as busy as they were
 }
 
 // cpuBound is the share of busy cores above which a run is taken to be bound by the CPU.
@@ -486,7 +487,7 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 	if rateB <= 0 {
 		return floor{}, false
 	}
-	f.budgetUS = float64(f.cores) / (t.bound * rateB) * 1e6
+	f.budgetUS = float64(f.cores) * f.busy / (t.bound * rateB) * 1e6
 	if c, ok := rep.Get(t.client); ok {
 		var us []float64
 		for _, r := range c.Runs {
@@ -553,7 +554,7 @@ func (f floor) long() string {
 			"The rest of its time it waited (round trips, the database's writes, the broker), as the profile and the notes show.",
 			f.cores, f.busy*100, f.machineUS, f.selfUS, f.restText())
 	}
-	head := fmt.Sprintf("Bound by the CPU: the %d cores were %.0f%% busy while it ran. At the bound's rate, with every core busy all along, "+
+	head := fmt.Sprintf("Bound by the CPU: the %d cores were %.0f%% busy while it ran. At the bound's rate, with the cores as busy, "+
 		"the machine could spend %.1f µs of CPU a record; it spent %.1f: fieldwork's own process %.1f, %s. ",
 		f.cores, f.busy*100, f.budgetUS, f.machineUS, f.selfUS, f.restText())
 	if f.within() {

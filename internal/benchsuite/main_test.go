@@ -9,7 +9,8 @@ import (
 
 // A target not met says what the machine's CPU allows: a read that kept 2 cores 95% busy for
 // 1,000 records in 1 s (1,900 µs of the machine's CPU a record, 1,000 its own) against a bare
-// read of 2,000 records/s and a bound of 0.6 could spend 2 / (0.6 × 2,000) s = 1,666.7 µs.
+// read of 2,000 records/s and a bound of 0.6 could spend 2 × 0.95 / (0.6 × 2,000) s = 1,583.3
+// µs, the cores as busy.
 func TestFloorOfAnUnmetTarget(t *testing.T) {
 	var rep benchkit.Report
 	rep.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 1, MachineS: 1.9})
@@ -22,18 +23,18 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	if !ok {
 		t.Fatal("no floor")
 	}
-	// The rest (900 µs) leaves fieldwork 766.7 µs of the 1,666.7: 23% less than its 1,000.
-	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1666.7 µs, used 1900.0 (fieldwork 1000.0): fieldwork needs ≤ 766.7" {
+	// The rest (900 µs) leaves fieldwork 683.3 µs of the 1,583.3: 32% less than its 1,000.
+	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1583.3 µs, used 1900.0 (fieldwork 1000.0): fieldwork needs ≤ 683.3" {
 		t.Errorf("short: %q", got)
 	}
-	if got := f.long(); !strings.Contains(got, "down to 766.7 µs a record (23% less)") {
+	if got := f.long(); !strings.Contains(got, "down to 683.3 µs a record (32% less)") {
 		t.Errorf("long: %q", got)
 	}
 	// With the client alone measured: what the bound leaves fieldwork's work beyond the
-	// client (1,666.7 − 900 − 500 = 266.7 µs of its 500), or that nothing is left.
+	// client (1,583.3 − 900 − 500 = 183.3 µs of its 500), or that nothing is left.
 	withClient := target{what: "read vs bare", a: "read", b: "bare", bound: 0.6, client: "client"}
 	rep.Add("client", "the client alone", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5, CPUS: 0.5})
-	if f, _ := withClient.floor(rep, 2); !strings.Contains(f.long(), "beyond the client is about 500.0 µs a record, and the bound leaves it 266.7 (47% less).") {
+	if f, _ := withClient.floor(rep, 2); !strings.Contains(f.long(), "beyond the client is about 500.0 µs a record, and the bound leaves it 183.3 (63% less).") {
 		t.Errorf("client: %q", f.long())
 	}
 	rep.Series[len(rep.Series)-1].Runs[0].CPUS = 0.8
@@ -59,7 +60,7 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	var within benchkit.Report
 	within.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.5, MachineS: 1.9})
 	within.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 1})
-	if f, _ := tg.floor(within, 2); !strings.HasPrefix(f.short(), "within the CPU budget: cores 95% busy; budget 3333.3 µs, used 1900.0") ||
+	if f, _ := tg.floor(within, 2); !strings.HasPrefix(f.short(), "within the CPU budget: cores 95% busy; budget 3166.7 µs, used 1900.0") ||
 		!strings.Contains(f.long(), "not what kept the ratio under the bound") || strings.Contains(f.long(), "less)") {
 		t.Errorf("within: %q / %q", f.short(), f.long())
 	}
