@@ -524,7 +524,7 @@ func (f floor) restText() string {
 
 // usedText is the machine's CPU a record and who spent it, for short.
 func (f floor) usedText() string {
-	s := fmt.Sprintf("used %.1f (fieldwork %.1f", f.machineUS, f.selfUS)
+	s := fmt.Sprintf("used %.1f µs (fieldwork %.1f", f.machineUS, f.selfUS)
 	if sv := f.services(); sv != "" {
 		s += ", " + sv
 	}
@@ -537,7 +537,7 @@ func (f floor) within() bool { return f.machineUS <= f.budgetUS }
 
 func (f floor) short() string {
 	if f.busy < cpuBound {
-		return fmt.Sprintf("waits: cores %.0f%% busy (%s µs)", f.busy*100, f.usedText())
+		return fmt.Sprintf("waits: cores %.0f%% busy; %s", f.busy*100, f.usedText())
 	}
 	if f.within() {
 		return fmt.Sprintf("within the CPU budget: cores %.0f%% busy; budget %.1f µs, %s", f.busy*100, f.budgetUS, f.usedText())

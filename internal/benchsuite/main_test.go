@@ -24,7 +24,7 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 		t.Fatal("no floor")
 	}
 	// The rest (900 µs) leaves fieldwork 683.3 µs of the 1,583.3: 32% less than its 1,000.
-	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1583.3 µs, used 1900.0 (fieldwork 1000.0): fieldwork needs ≤ 683.3" {
+	if got := f.short(); got != "CPU-bound: cores 95% busy; budget 1583.3 µs, used 1900.0 µs (fieldwork 1000.0): fieldwork needs ≤ 683.3" {
 		t.Errorf("short: %q", got)
 	}
 	if got := f.long(); !strings.Contains(got, "down to 683.3 µs a record (32% less)") {
@@ -45,7 +45,7 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	var split benchkit.Report
 	split.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 1, MachineS: 1.9, PostgresS: 0.3, BrokerS: 0.2})
 	split.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 0.5})
-	if f, _ := tg.floor(split, 2); !strings.Contains(f.short(), "used 1900.0 (fieldwork 1000.0, PostgreSQL 300.0, the broker 200.0, the rest 400.0)") ||
+	if f, _ := tg.floor(split, 2); !strings.Contains(f.short(), "used 1900.0 µs (fieldwork 1000.0, PostgreSQL 300.0, the broker 200.0, the rest 400.0)") ||
 		!strings.Contains(f.long(), "fieldwork's own process 1000.0, PostgreSQL's processes 300.0, the Kafka broker 200.0, the rest (the reader of its output, the machine's other work) 400.0.") {
 		t.Errorf("split: %q / %q", f.short(), f.long())
 	}
@@ -60,7 +60,7 @@ func TestFloorOfAnUnmetTarget(t *testing.T) {
 	var within benchkit.Report
 	within.Add("read", "the read", benchkit.Run{Round: 1, Records: 1000, WallS: 1, CPUS: 0.5, MachineS: 1.9})
 	within.Add("bare", "the bare read", benchkit.Run{Round: 1, Records: 1000, WallS: 1})
-	if f, _ := tg.floor(within, 2); !strings.HasPrefix(f.short(), "within the CPU budget: cores 95% busy; budget 3166.7 µs, used 1900.0") ||
+	if f, _ := tg.floor(within, 2); !strings.HasPrefix(f.short(), "within the CPU budget: cores 95% busy; budget 3166.7 µs, used 1900.0 µs") ||
 		!strings.Contains(f.long(), "not what kept the ratio under the bound") || strings.Contains(f.long(), "less)") {
 		t.Errorf("within: %q / %q", f.short(), f.long())
 	}
