@@ -546,12 +546,17 @@ func (s *Store) Marked(ctx context.Context, consumer string, eventIDs []string) 
 	var out map[string]struct{}
 	err := s.byChunks(consumer, eventIDs, func(n int) { out = make(map[string]struct{}, n) },
 		func(chunk []string, batch keyedIDs) error {
-			found, err := s.drv.Marked(ctx, consumer, chunk)
+			marked, err := s.drv.Marked(ctx, consumer, chunk)
 			if err != nil {
 				return err
 			}
-			for _, k := range found {
-				batch.ids(k, func(id string) { out[id] = struct{}{} })
+			if len(marked) != len(chunk) {
+				return fmt.Errorf("the store answered for %d of %d ids", len(marked), len(chunk))
+			}
+			for i, ok := range marked {
+				if ok {
+					batch.ids(chunk[i], func(id string) { out[id] = struct{}{} })
+				}
 			}
 			return nil
 		})

@@ -350,9 +350,10 @@ type Driver interface {
 	List(ctx context.Context, f ListFilter) ([]MarkerRow, error)
 	Stats(ctx context.Context, f StatsFilter, now time.Time) ([]ConsumerStats, *Sizes, error)
 	Lookup(ctx context.Context, consumer string, keys []string) ([]MarkerRow, error)
-	// Marked returns the keys among keys of which consumer has a marker, in no order: Lookup's
-	// probe per key, reading the key only (an index-only read where the table allows it).
-	Marked(ctx context.Context, consumer string, keys []string) ([]string, error)
+	// Marked says, for each of keys (distinct), whether consumer has a marker of it, in keys'
+	// order: Lookup's probe per key, reading the key only (an index-only read where the table
+	// allows it), and no key sent back.
+	Marked(ctx context.Context, consumer string, keys []string) ([]bool, error)
 	// NewestVersions returns, by aggregate, the highest aggregate version among consumer's
 	// markers of each of aggregates (distinct); an aggregate with no versioned marker is
 	// absent. No index serves an aggregate (docs/design.md §3.4): it is one read of
@@ -421,6 +422,20 @@ func ScanStrings(rows interface {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// MarkedOf is Driver.Marked's answer from the keys a query found among keys: whether each of
+// keys is among found, in keys' order.
+func MarkedOf(keys, found []string) []bool {
+	in := make(map[string]struct{}, len(found))
+	for _, k := range found {
+		in[k] = struct{}{}
+	}
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		_, out[i] = in[k]
+	}
+	return out
 }
 
 // Capabilities are the journals a driver keeps beside its markers, each an interface of its

@@ -36,8 +36,11 @@ type statements struct {
 	getAll     string
 	getOne     string
 	lookup     string
-	// marked is lookup reading the event id only.
-	marked string
+	// marked is whether each id has a marker: one bool[] in the ids' order, a probe per id
+	// (shape.exists); markedIDs says it is instead lookup reading the event id only, the ids
+	// found (an id no index serves, shape.idScanned).
+	marked    string
+	markedIDs bool
 	// newestVersions is the highest version of each of a list of aggregates among a
 	// consumer's markers (Driver.NewestVersions).
 	newestVersions string
@@ -107,6 +110,17 @@ func (sh shape) probe(table, ids, list string, pred func(id string) string) stri
 	}
 	return fmt.Sprintf(`SELECT m.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL (SELECT %s FROM %s AS t WHERE %s OFFSET 0) m`,
 		ids, list, table, pred("k.id"))
+}
+
+// exists is, as one bool[] in the order of the text[] parameter ids, whether table has a row
+// that matches pred of each id: the same probe per id as probe's, and no row sent back but
+// the array (for 1,000 ids, a bool each instead of 1,000 rows to decode). An EXISTS in the
+// select list is a subplan run per id, which the planner neither joins nor hashes into one
+// read of the consumer's markers; OFFSET 0 keeps it so, as in probe. For an id no index serves
+// (shape.idScanned), use probe.
+func (sh shape) exists(table, ids string, pred func(id string) string) string {
+	return fmt.Sprintf(`SELECT array_agg(EXISTS (SELECT 1 FROM %s AS t WHERE %s OFFSET 0) ORDER BY k.n) FROM unnest(%s::text[]) WITH ORDINALITY AS k(id, n)`,
+		table, pred("k.id"), ids)
 }
 
 // byProbe is the predicate of an UPDATE or DELETE of the rows probe finds: by their ctid, a
@@ -301,7 +315,11 @@ CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
 	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
-	s.marked = sh.probe(table, "$2", sh.eventID, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	if s.markedIDs = sh.idScanned; s.markedIDs {
+		s.marked = sh.probe(table, "$2", sh.eventID, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	} else {
+		s.marked = sh.exists(table, "$2", func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	}
 	s.newestVersions = newestVersionsSQL(table, sh, where)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
 		return where(sh.consumerIs("$2"), sh.eventIs(id), sh.removable)
@@ -742,13 +760,20 @@ func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]
 	return d.collect(d.pool.Query(ctx, d.sql.lookup, consumer, keys))
 }
 
-func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]string, error) {
-	rows, err := d.pool.Query(ctx, d.sql.marked, consumer, keys)
-	if err != nil {
-		return nil, d.classify(err)
+func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]bool, error) {
+	if d.sql.markedIDs {
+		rows, err := d.pool.Query(ctx, d.sql.marked, consumer, keys)
+		if err != nil {
+			return nil, d.classify(err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, d.classify(err)
+		}
+		return dedupdriver.MarkedOf(keys, found), nil
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	out := make([]bool, 0, len(keys))
+	if err := d.pool.QueryRow(ctx, d.sql.marked, consumer, keys).Scan(&out); err != nil {
 		return nil, d.classify(err)
 	}
 	return out, nil

@@ -448,7 +448,7 @@ func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]
 	return d.collect(d.db.QueryContext(ctx, d.sql.lookup, consumer, arr))
 }
 
-func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]string, error) {
+func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]bool, error) {
 	arr, err := jsonArray(keys)
 	if err != nil {
 		return nil, err
@@ -458,18 +458,11 @@ func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]
 		return nil, d.classify(err)
 	}
 	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return nil, err
-		}
-		out = append(out, key)
-	}
-	if err := rows.Err(); err != nil {
+	found, err := dedupdriver.ScanStrings(rows)
+	if err != nil {
 		return nil, d.classify(err)
 	}
-	return out, nil
+	return dedupdriver.MarkedOf(keys, found), nil
 }
 
 func (d *Driver) NewestVersions(ctx context.Context, consumer string, aggregates []string) (map[string]int64, error) {
