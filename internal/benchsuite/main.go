@@ -473,10 +473,9 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 		if r.MachineS <= 0 || r.Records <= 0 {
 			return floor{}, false
 		}
-		us := func(s float64) float64 { return s / float64(r.Records) * 1e6 }
 		busy = append(busy, r.Busy(f.cores))
-		machine, self = append(machine, us(r.MachineS)), append(self, us(r.CPUS))
-		pg, broker = append(pg, us(r.PostgresS)), append(broker, us(r.BrokerS))
+		machine, self = append(machine, perRecordUS(r, r.MachineS)), append(self, perRecordUS(r, r.CPUS))
+		pg, broker = append(pg, perRecordUS(r, r.PostgresS)), append(broker, perRecordUS(r, r.BrokerS))
 	}
 	f.busy, f.machineUS, f.selfUS = benchkit.Median(busy), benchkit.Median(machine), benchkit.Median(self)
 	f.pgUS, f.brokerUS = benchkit.Median(pg), benchkit.Median(broker)
@@ -492,7 +491,7 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 		var us []float64
 		for _, r := range c.Runs {
 			if r.Records > 0 && r.CPUS > 0 {
-				us = append(us, r.CPUS/float64(r.Records)*1e6)
+				us = append(us, perRecordUS(r, r.CPUS))
 			}
 		}
 		f.clientUS = benchkit.Median(us)
@@ -500,33 +499,35 @@ func (t target) floor(rep benchkit.Report, cores int) (floor, bool) {
 	return f, true
 }
 
+// perRecordUS is seconds of r's spread over its records, in µs a record.
+func perRecordUS(r benchkit.Run, seconds float64) float64 { return seconds / float64(r.Records) * 1e6 }
+
 // othersUS is the machine's CPU a record outside fieldwork's process: the broker's,
 // PostgreSQL's, the reader of its output, the machine's other work.
 func (f floor) othersUS() float64 { return max(0, f.machineUS-f.selfUS) }
 
-// services says what PostgreSQL and the broker spent of othersUS, and what remains (the
-// reader of the output, the machine's other work), or "" in a report without them.
-func (f floor) services() string {
-	if f.pgUS == 0 && f.brokerUS == 0 {
-		return ""
-	}
-	return fmt.Sprintf("PostgreSQL %.1f, the broker %.1f, the rest %.1f", f.pgUS, f.brokerUS, max(0, f.othersUS()-f.pgUS-f.brokerUS))
-}
+// services says whether PostgreSQL's and the broker's parts of othersUS were measured (a
+// report written before them has neither).
+func (f floor) services() bool { return f.pgUS != 0 || f.brokerUS != 0 }
+
+// restUS is othersUS without PostgreSQL's and the broker's parts: the reader of the output,
+// the machine's other work.
+func (f floor) restUS() float64 { return max(0, f.othersUS()-f.pgUS-f.brokerUS) }
 
 // restText is othersUS and who spent it, for long.
 func (f floor) restText() string {
-	if f.services() == "" {
+	if !f.services() {
 		return fmt.Sprintf("the rest (the broker, PostgreSQL, the reader of its output, the machine's other work) %.1f", f.othersUS())
 	}
 	return fmt.Sprintf("PostgreSQL's processes %.1f, the Kafka broker %.1f, the rest (the reader of its output, the machine's other work) %.1f",
-		f.pgUS, f.brokerUS, max(0, f.othersUS()-f.pgUS-f.brokerUS))
+		f.pgUS, f.brokerUS, f.restUS())
 }
 
 // usedText is the machine's CPU a record and who spent it, for short.
 func (f floor) usedText() string {
 	s := fmt.Sprintf("used %.1f µs (fieldwork %.1f", f.machineUS, f.selfUS)
-	if sv := f.services(); sv != "" {
-		s += ", " + sv
+	if f.services() {
+		s += fmt.Sprintf(", PostgreSQL %.1f, the broker %.1f, the rest %.1f", f.pgUS, f.brokerUS, f.restUS())
 	}
 	return s + ")"
 }

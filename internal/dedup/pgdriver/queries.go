@@ -314,11 +314,13 @@ CROSS JOIN LATERAL (SELECT ctid FROM %s AS t WHERE %s OFFSET 0) m)) RETURNING %s
 		}), cols)
 	}
 	s.getOne = fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cols, table, where(sh.consumerIs("$2"), sh.eventIs("$1")))
-	s.lookup = sh.probe(table, "$2", cols, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+	// A consumer's ($1) marker of an id: what lookup and marked probe for each id of $2.
+	ofConsumer := func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) }
+	s.lookup = sh.probe(table, "$2", cols, ofConsumer)
 	if s.markedIDs = sh.idScanned; s.markedIDs {
-		s.marked = sh.probe(table, "$2", sh.eventID, func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+		s.marked = sh.probe(table, "$2", sh.eventID, ofConsumer)
 	} else {
-		s.marked = sh.exists(table, "$2", func(id string) string { return where(sh.consumerIs("$1"), sh.eventIs(id)) })
+		s.marked = sh.exists(table, "$2", ofConsumer)
 	}
 	s.newestVersions = newestVersionsSQL(table, sh, where)
 	s.forgetOne = fmt.Sprintf(`DELETE FROM %s WHERE %s RETURNING %s`, table, sh.byProbe(table, "$1", func(id string) string {
