@@ -89,7 +89,7 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 		rep.Add("alone", "its batches alone", benchkit.Run{Round: round, Records: 1000, WallS: 1.6, CPUS: 0.4, MachineS: 3})
 		rep.Add("ceiling", "the claims alone", benchkit.Run{Round: round, Records: 1000, WallS: 1})
 	}
-	tg := target{what: "consumer vs ceiling", a: "consume", b: "ceiling", bound: 0.75, limit: "alone"}
+	tg := target{what: "consumer vs ceiling", a: "consume", b: "ceiling", bound: 0.75, limit: "alone", limitWords: batchesAlone}
 	r, below, ok := tg.limited(rep)
 	if !ok || !below || r != 0.625 {
 		t.Fatalf("limited: %v %v %v, want 0.625 true true", r, below, ok)
@@ -98,9 +98,19 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 		t.Errorf("row: %q", row)
 	}
 	// The consumer: 500 records/s against its batches alone's 625.
-	if got := tg.limitText(rep, r, below); !strings.Contains(got, "`alone`: its batches alone) reached 0.62x, the median of the rounds (0.62–0.62). The consumer reached 0.80x of them") ||
+	if got := tg.limitText(rep, r, below); !strings.Contains(got, "`alone`: its batches alone) reached 0.62x, the median of the rounds (0.62–0.62). The consumer reached 0.80x of it") ||
 		!strings.Contains(got, "stayed below the bound (≥ 0.75x) in this run") {
 		t.Errorf("text: %q", got)
+	}
+	// The listing's limit says the same in its own words.
+	lines := tg
+	lines.limitWords = linesAlone
+	if row := targetRow(lines, rep); !strings.Contains(row, "| not met | the bare read writing its lines, no parsing, reaches 0.62x, below the bound;") {
+		t.Errorf("listing's row: %q", row)
+	}
+	if got := lines.limitText(rep, r, below); !strings.Contains(got, "The listing reached 0.80x of it") ||
+		!strings.Contains(got, "with the listing's own encoder and no parsing at all, stayed below the bound (≥ 0.75x) in this run") {
+		t.Errorf("listing's text: %q", got)
 	}
 	// Room under the limit: not met, but not "cannot".
 	tg.bound = 0.55

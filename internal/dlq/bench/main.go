@@ -9,6 +9,8 @@
 //   - kcat -C -e -J -q into /dev/null (an independent client, every record as JSON);
 //   - a bare franz-go read of the same range, counting records, no parsing (this program
 //     again, as a child: the client floor);
+//   - the same read writing, for each record, the line dlq list writes for a dead letter whose
+//     headers were not parsed (the listing's encoder and buffer size): the listing's floor;
 //   - fieldwork dlq stats -o json, and fieldwork dlq list --limit 0 --no-status -o jsonl;
 //   - fieldwork processed check -o json (every event has its marker) and fieldwork inspect
 //     validate -o json over the same records (their values are the original events);
@@ -30,6 +32,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -54,6 +57,7 @@ import (
 // config is the command line.
 type config struct {
 	brokers, dsn, binary, jsonOut, readRange string
+	lines                                    bool
 	profileDir, profileBinary                string
 	records, small, partitions, valueSize    int
 	markerEvents, markerTable                int
@@ -78,6 +82,7 @@ func parseFlags() config {
 	flag.StringVar(&c.profileDir, "profile", "", "after the rounds, run each fieldwork contender of the large topic once more with a CPU profile into this directory (KEY.pprof, the key's slashes as dashes); needs -profile-fieldwork")
 	flag.StringVar(&c.profileBinary, "profile-fieldwork", "", "fieldwork built with -tags pprof, which the -profile runs use (it writes $FIELDWORK_CPUPROFILE)")
 	flag.StringVar(&c.readRange, "read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
+	flag.BoolVar(&c.lines, "lines", false, "internal: with -read-range, write each record as the listing's line of a dead letter not parsed instead (recordLine)")
 	flag.Parse()
 	return c
 }
@@ -89,7 +94,13 @@ func main() {
 	}
 	ctx := context.Background()
 	if cfg.readRange != "" {
-		n, err := bareRead(ctx, cfg.brokers, cfg.readRange)
+		if cfg.lines {
+			if err := writeLines(ctx, cfg.brokers, cfg.readRange); err != nil {
+				fail(err)
+			}
+			return
+		}
+		n, err := bareRead(ctx, cfg.brokers, cfg.readRange, nil)
 		if err != nil {
 			fail(err)
 		}
@@ -247,7 +258,8 @@ type contender struct {
 }
 
 // contenders lists what each round runs: per topic size, dlq stats, processed check and inspect
-// validate; over the large topic, also dlq list, kcat and the bare franz-go read.
+// validate; over the large topic, also dlq list, kcat, the bare franz-go read, and that read
+// writing a listing's lines.
 func contenders(cfg config, bin, self, schema string, sizes []int, names map[int]string) []contender {
 	fw := func(args ...string) []string {
 		return append([]string{bin}, append(args, "--brokers", cfg.brokers)...)
@@ -268,7 +280,8 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 			cs = append(cs,
 				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount, nil},
 				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil, nil},
-				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil})
+				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil},
+				contender{"dlq/lines", "bare franz-go read writing the listing's line of each record, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t, "-lines"}, lineCount, nil})
 		}
 	}
 	return cs
@@ -358,8 +371,9 @@ func jsonCount(key string) func(*capture) (int64, error) {
 func lineCount(out *capture) (int64, error) { return out.lines, nil }
 
 // bareRead reads every record of topic, from the start offsets to the end offsets fixed when
-// it starts, with a franz-go client of default settings, and returns how many it read.
-func bareRead(ctx context.Context, brokers, topic string) (int64, error) {
+// it starts, with a franz-go client of default settings, and returns how many it read. each,
+// when not nil, is given every record read, in order within its partition.
+func bareRead(ctx context.Context, brokers, topic string, each func(*kgo.Record) error) (int64, error) {
 	adm, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 	if err != nil {
 		return 0, err
@@ -389,16 +403,58 @@ func bareRead(ctx context.Context, brokers, topic string) (int64, error) {
 		if err := fs.Err0(); err != nil {
 			return n, err
 		}
+		var err error
 		fs.EachRecord(func(r *kgo.Record) {
-			if left, ok := remaining[r.Partition]; ok && r.Offset < left {
+			if left, ok := remaining[r.Partition]; ok && r.Offset < left && err == nil {
 				n++
 				if r.Offset == left-1 {
 					delete(remaining, r.Partition)
 				}
+				if each != nil {
+					err = each(r)
+				}
 			}
 		})
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
+}
+
+// writeLines is the floor of dlq list -o jsonl: bareRead writing, for each record, the line the
+// listing writes for a dead letter whose headers were not parsed (recordLine), buffered as the
+// listing's output is, to standard output.
+func writeLines(ctx context.Context, brokers, topic string) error {
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	var line []byte
+	_, err := bareRead(ctx, brokers, topic, func(r *kgo.Record) error {
+		var err error
+		if line, err = recordLine(line[:0], r); err != nil {
+			return err
+		}
+		_, err = w.Write(line)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// recordLine appends the JSON line dlq list writes for r with none of its headers read: the
+// listing's own encoder (dlq.Entry.AppendJSON) given the record's place, time, key, value and
+// headers, every field the headers would fill empty, and no status looked up.
+func recordLine(b []byte, r *kgo.Record) ([]byte, error) {
+	e := dlq.Entry{DeadLetter: dlq.DeadLetter{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: r.Key, Value: r.Value, Headers: r.Headers, HeaderProblems: []dlq.HeaderProblem{},
+	}}
+	b, err := e.AppendJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // fill writes n fieldwork-convention dead letters to topic, spread over its partitions by
