@@ -9,8 +9,9 @@
 //   - kcat -C -e -J -q into /dev/null (an independent client, every record as JSON);
 //   - a bare franz-go read of the same range, counting records, no parsing (this program
 //     again, as a child: the client floor);
-//   - the same read writing, for each record, the line dlq list writes for a dead letter whose
-//     headers were not parsed (the listing's encoder and buffer size): the listing's floor;
+//   - the listing's own read (its client settings and collector pacing) writing, for each
+//     record, the line dlq list writes for a dead letter whose headers were not parsed (the
+//     listing's encoder and buffer size), no parsing: the listing's floor;
 //   - fieldwork dlq stats -o json, and fieldwork dlq list --limit 0 --no-status -o jsonl;
 //   - fieldwork processed check -o json (every event has its marker) and fieldwork inspect
 //     validate -o json over the same records (their values are the original events);
@@ -50,8 +51,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/benchkit"
+	fwconfig "github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
+	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
 // config is the command line.
@@ -82,7 +86,7 @@ func parseFlags() config {
 	flag.StringVar(&c.profileDir, "profile", "", "after the rounds, run each fieldwork contender of the large topic once more with a CPU profile into this directory (KEY.pprof, the key's slashes as dashes); needs -profile-fieldwork")
 	flag.StringVar(&c.profileBinary, "profile-fieldwork", "", "fieldwork built with -tags pprof, which the -profile runs use (it writes $FIELDWORK_CPUPROFILE)")
 	flag.StringVar(&c.readRange, "read-range", "", "internal: read this whole topic with a bare franz-go client, print the records read, and exit")
-	flag.BoolVar(&c.lines, "lines", false, "internal: with -read-range, write each record as the listing's line of a dead letter not parsed instead (recordLine)")
+	flag.BoolVar(&c.lines, "lines", false, "internal: with -read-range, read as dlq list does and write each record as the listing's line of a dead letter not parsed instead (writeLines)")
 	flag.Parse()
 	return c
 }
@@ -281,7 +285,7 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount, nil},
 				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil, nil},
 				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil},
-				contender{"dlq/lines", "bare franz-go read writing the listing's line of each record, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t, "-lines"}, lineCount, nil})
+				contender{"dlq/lines", "the listing's read writing its line of each record, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t, "-lines"}, lineCount, nil})
 		}
 	}
 	return cs
@@ -422,13 +426,25 @@ func bareRead(ctx context.Context, brokers, topic string, each func(*kgo.Record)
 	return n, nil
 }
 
-// writeLines is the floor of dlq list -o jsonl: bareRead writing, for each record, the line the
-// listing writes for a dead letter whose headers were not parsed (recordLine), buffered as the
-// listing's output is, to standard output.
+// writeLines is the floor of dlq list -o jsonl: the listing's own read (kafka.Cluster.Read,
+// its fetch sizes, its collector's pacing) writing, for each record, the line the listing
+// writes for a dead letter whose headers were not parsed (recordLine), through a buffer of the
+// listing's size, to standard output. What the listing does beyond it is parsing the headers
+// and handing the lines between goroutines.
 func writeLines(ctx context.Context, brokers, topic string) error {
+	cl, err := kafka.Connect(ctx, fwconfig.Connection{Brokers: strings.Split(brokers, ",")}, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ranges, err := cl.Plan(ctx, topic, kafka.Selection{})
+	if err != nil {
+		return err
+	}
+	gcpace.Floor(os.Getenv, gcpace.ReadFloor) // as dlq list does
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
 	var line []byte
-	_, err := bareRead(ctx, brokers, topic, func(r *kgo.Record) error {
+	err = cl.Read(ctx, ranges, func(r *kgo.Record) error {
 		var err error
 		if line, err = recordLine(line[:0], r); err != nil {
 			return err
