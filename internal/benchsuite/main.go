@@ -12,7 +12,7 @@
 //     PostgreSQL marker ceiling and a COPY-based claim of the same batches, a bare franz-go
 //     consumer;
 //   - internal/dlq/bench: dlq stats, dlq list -o jsonl, processed check, inspect validate,
-//     kcat -C -e -J, a bare franz-go read, and that read writing dlq list's lines with no
+//     kcat -C -e -J, a bare franz-go read, and dlq list's own read writing its lines with no
 //     parsing, over 1,000,000 dead letters, and peak memory at
 //     100,000; processed check of 200,000 events and claims of 200,000 markers against a
 //     table of just those markers and one of 10,000,000 analyzed before the consumer wrote;
@@ -25,7 +25,7 @@
 // writes the table with the machine, the versions and the command. Every target not met gets
 // what the machine's CPU says of it (floor: PostgreSQL's and the broker's parts named, and the
 // part of fieldwork's own that the Kafka client alone takes), what its own work reached without the client where
-// the target names it (limit: the handler's batches alone; the bare read writing the listing's
+// the target names it (limit: the handler's batches alone; the listing's own read writing its
 // lines; against the same bound), and the
 // CPU profiles that show where fieldwork's time went, taken in the same run. BENCH_SCALE (default 1)
 // scales every data set: BENCH_SCALE=0.05 make bench checks the whole path in a few minutes.
@@ -203,7 +203,7 @@ type target struct {
 	profiles []string
 	notes    string
 	// limit is the series of the part of a's work that no cut of fieldwork's removes (the
-	// handler's batches alone, no Kafka; a bare read writing a's lines, no parsing), and
+	// handler's batches alone, no Kafka; the listing's read writing its lines, no parsing), and
 	// limitWords what it is: when limit's ratio to b is below the bound, that part alone
 	// does not reach it on this machine, whatever fieldwork does around it.
 	limit      string
@@ -239,11 +239,11 @@ var batchesAlone = &limitWords{
 	above: "That is within the bound: the rest of the gap is the consumer's own (the client, the engine), as the profile shows.",
 }
 
-// linesAlone is dlq list's limit: the bare read writing, for each record, the line the listing
-// writes for a dead letter whose headers were not parsed (the listing's own encoder and buffer).
+// linesAlone is dlq list's limit: the listing's own read writing, for each record, the line the
+// listing writes for a dead letter whose headers were not parsed (its encoder and buffer).
 var linesAlone = &limitWords{
-	row:     "the bare read writing its lines, no parsing, reaches",
-	subject: "The bare read writing the listing's lines, with no header parsed",
+	row:     "its own read writing its lines, no parsing, reaches",
+	subject: "The listing's own read writing its lines, with no header parsed",
 	whose:   "The listing",
 	below: "Writing the lines alone, with the listing's own encoder and no parsing at all, stayed below the bound (%s) in this run: " +
 		"moving that much JSON through a pipe on this machine is the floor here, whatever the parsing costs. " +
@@ -272,8 +272,8 @@ var targets = []target{
 	{what: "consume projection vs a bare franz-go consumer", bench: "consume", a: "consume/projection", b: "consume/franz-go"},
 	{what: "dlq list -o jsonl vs a bare franz-go read", bench: "dlq", a: "dlq/list", b: "dlq/franz-go", bound: 0.6, client: "dlq/franz-go",
 		profiles: []string{"dlq-list.pprof"}, notes: readNotes, limit: "dlq/lines", limitWords: linesAlone},
-	{what: "the bare read writing dlq list's lines, no parsing, vs the bare read", bench: "dlq", a: "dlq/lines", b: "dlq/franz-go"},
-	{what: "dlq list -o jsonl vs the bare read writing its lines", bench: "dlq", a: "dlq/list", b: "dlq/lines"},
+	{what: "dlq list's read writing its lines, no parsing, vs a bare franz-go read", bench: "dlq", a: "dlq/lines", b: "dlq/franz-go"},
+	{what: "dlq list -o jsonl vs its read writing its lines, no parsing", bench: "dlq", a: "dlq/list", b: "dlq/lines"},
 	{what: "processed check vs a bare franz-go read", bench: "dlq", a: "processed/check", b: "dlq/franz-go", bound: 0.5, client: "dlq/franz-go",
 		profiles: []string{"processed-check.pprof"}, notes: readNotes},
 	{what: "inspect validate vs a bare franz-go read", bench: "dlq", a: "inspect/validate", b: "dlq/franz-go", bound: 0.5, client: "dlq/franz-go",

@@ -105,7 +105,7 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 	// The listing's limit says the same in its own words.
 	lines := tg
 	lines.limitWords = linesAlone
-	if row := targetRow(lines, rep); !strings.Contains(row, "| not met | the bare read writing its lines, no parsing, reaches 0.62x, below the bound;") {
+	if row := targetRow(lines, rep); !strings.Contains(row, "| not met | its own read writing its lines, no parsing, reaches 0.62x, below the bound;") {
 		t.Errorf("listing's row: %q", row)
 	}
 	if got := lines.limitText(rep, r, below); !strings.Contains(got, "The listing reached 0.80x of it") ||
