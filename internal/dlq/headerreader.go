@@ -186,15 +186,21 @@ func (p *headerReader) textOf(id hdr, v []byte) string {
 		p.problemf(id, "%s: read with U+FFFD in its place", printable.InvalidUTF8(v))
 		return strings.ToValidUTF8(string(v), "\uFFFD")
 	}
-	if p.strings != nil && repeated[id] {
-		return p.strings.get(v)
+	if !repeated[id] {
+		return string(v)
 	}
-	if p.memo != nil && repeated[id] {
-		s := string(v)
+	var s string
+	if p.strings != nil {
+		s = p.strings.get(v)
+	} else {
+		s = string(v)
+	}
+	if p.memo != nil {
+		// Remembered whichever made it: the next record's equal value is then a comparison,
+		// not a hash and a lookup in the interner.
 		p.memo.last[id] = s
-		return s
 	}
-	return string(v)
+	return s
 }
 
 // topic reads a topic-name header; a name Kafka would not accept is kept and listed.
