@@ -1,8 +1,10 @@
 package dedupdriver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -309,86 +311,127 @@ func CountTargets(sends []ReplaySend) []TargetCount {
 
 // GroupSends groups sends into batches by source topic, source partition and target topic,
 // each sorted by source offset, in a stable order (by source, then target).
+//
+// It runs once per journal flush over every send acknowledged since the last one, so it places
+// rather than appends: a first pass gives each send its batch and counts them, the batches are
+// put in their order, each send gets its place in one array of send indexes (the batch's
+// range, in source-offset order), and the columns are filled from it, every batch's slices cut
+// from one array per column.
 func GroupSends(sends []ReplaySend) []SendBatch {
 	type key struct {
 		st string
 		sp int32
 		tt string
 	}
-	idx := map[key]int{}
+	var idx map[key]int // once there are more batches than a scan finds quickly
+	var keys []key
 	var out []SendBatch
-	var untimed []bool // per batch: a send without its source timestamp
-	// Consecutive sends mostly share their batch: the previous one's is compared before the
-	// map is asked (hashing two strings a send was most of the grouping).
-	var last key
+	var counts []int
+	batchOf := make([]int32, len(sends))
+	// Consecutive sends often share their batch: the previous one's is compared first. The
+	// batches of a flush are few (a source partition's records go to a few target topics), and
+	// comparing their keys costs less than hashing two strings a send.
+	const scanned = 16
 	lastI := -1
-	for _, s := range sends {
+	for n, s := range sends {
 		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
-		i, ok := lastI, lastI >= 0 && k == last
-		if !ok {
+		i, ok := lastI, lastI >= 0 && k == keys[lastI]
+		switch {
+		case ok:
+		case idx != nil:
 			i, ok = idx[k]
+		default:
+			for j := range keys {
+				if keys[j] == k {
+					i, ok = j, true
+					break
+				}
+			}
 		}
-		last, lastI = k, i
 		if !ok {
 			i = len(out)
-			idx[k] = i
-			last, lastI = k, i
+			keys = append(keys, k)
+			if idx == nil && len(keys) > scanned {
+				idx = make(map[key]int, 2*scanned)
+				for j, k := range keys {
+					idx[k] = j
+				}
+			} else if idx != nil {
+				idx[k] = i
+			}
 			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
-			untimed = append(untimed, false)
+			counts = append(counts, 0)
 		}
-		b := &out[i]
-		b.SourceOffsets = append(b.SourceOffsets, s.SourceOffset)
-		b.SourceTimestamps = append(b.SourceTimestamps, s.SourceTimestamp.UnixMilli())
-		untimed[i] = untimed[i] || s.SourceTimestamp.IsZero()
-		b.EventIDs = append(b.EventIDs, s.EventID)
-		b.TargetPartitions = append(b.TargetPartitions, s.TargetPartition)
-		b.TargetOffsets = append(b.TargetOffsets, s.TargetOffset)
-		if s.At.After(b.At) {
-			b.At = s.At
-		}
+		lastI = i
+		batchOf[n] = int32(i)
+		counts[i]++
 	}
-	for i := range out {
-		if untimed[i] {
-			// One unknown timestamp makes the batch's unknown: a batch has all or none.
-			out[i].SourceTimestamps = nil
-		}
-		out[i].sort()
+	// rank[i] is where batch i goes in the stable order.
+	order := make([]int, len(out))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.SourceTopic != b.SourceTopic {
-			return a.SourceTopic < b.SourceTopic
-		}
-		if a.SourcePartition != b.SourcePartition {
-			return a.SourcePartition < b.SourcePartition
-		}
-		return a.TargetTopic < b.TargetTopic
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := &out[a], &out[b]
+		return cmp.Or(strings.Compare(x.SourceTopic, y.SourceTopic), cmp.Compare(x.SourcePartition, y.SourcePartition),
+			strings.Compare(x.TargetTopic, y.TargetTopic))
 	})
-	return out
+	rank, first := make([]int, len(out)), make([]int, len(out)+1)
+	for r, i := range order {
+		rank[i] = r
+		first[r+1] = first[r] + counts[i]
+	}
+	// at[first[r]:first[r+1]] are the indexes of batch r's sends, in the order of sends, then
+	// sorted by source offset (acknowledgements arrive out of order).
+	at, next := make([]int32, len(sends)), slices.Clone(first[:len(out)])
+	for n, b := range batchOf {
+		r := rank[b]
+		at[next[r]] = int32(n)
+		next[r]++
+	}
+	offsets, stamps := make([]int64, len(sends)), make([]int64, len(sends))
+	ids, tparts, toffs := make([]string, len(sends)), make([]int32, len(sends)), make([]int64, len(sends))
+	grouped := make([]SendBatch, len(out))
+	var keyed []offsetAt // a batch's sends by offset, when they came out of order
+	for r, i := range order {
+		lo, hi := first[r], first[r+1]
+		run := at[lo:hi]
+		if !slices.IsSortedFunc(run, func(a, b int32) int { return cmp.Compare(sends[a].SourceOffset, sends[b].SourceOffset) }) {
+			keyed = keyed[:0]
+			for _, n := range run {
+				keyed = append(keyed, offsetAt{sends[n].SourceOffset, n})
+			}
+			slices.SortFunc(keyed, func(a, b offsetAt) int { return cmp.Compare(a.offset, b.offset) })
+			for k, o := range keyed {
+				run[k] = o.at
+			}
+		}
+		b := out[i]
+		timed := true
+		for k, n := range run {
+			s := &sends[n]
+			offsets[lo+k], stamps[lo+k], ids[lo+k] = s.SourceOffset, s.SourceTimestamp.UnixMilli(), s.EventID
+			tparts[lo+k], toffs[lo+k] = s.TargetPartition, s.TargetOffset
+			timed = timed && !s.SourceTimestamp.IsZero()
+			if s.At.After(b.At) {
+				b.At = s.At
+			}
+		}
+		b.SourceOffsets, b.EventIDs = offsets[lo:hi:hi], ids[lo:hi:hi]
+		b.TargetPartitions, b.TargetOffsets = tparts[lo:hi:hi], toffs[lo:hi:hi]
+		if timed {
+			// One unknown timestamp makes the batch's unknown: a batch has all or none.
+			b.SourceTimestamps = stamps[lo:hi:hi]
+		}
+		grouped[r] = b
+	}
+	return grouped
 }
 
-// sort orders the batch by source offset (acknowledgements arrive out of order).
-func (b *SendBatch) sort() {
-	if sort.SliceIsSorted(b.SourceOffsets, func(i, j int) bool { return b.SourceOffsets[i] < b.SourceOffsets[j] }) {
-		return
-	}
-	perm := make([]int, len(b.SourceOffsets))
-	for i := range perm {
-		perm[i] = i
-	}
-	sort.Slice(perm, func(i, j int) bool { return b.SourceOffsets[perm[i]] < b.SourceOffsets[perm[j]] })
-	so, ids, tp, to := make([]int64, len(perm)), make([]string, len(perm)), make([]int32, len(perm)), make([]int64, len(perm))
-	var ts []int64
-	if b.SourceTimestamps != nil {
-		ts = make([]int64, len(perm))
-	}
-	for i, p := range perm {
-		so[i], ids[i], tp[i], to[i] = b.SourceOffsets[p], b.EventIDs[p], b.TargetPartitions[p], b.TargetOffsets[p]
-		if ts != nil {
-			ts[i] = b.SourceTimestamps[p]
-		}
-	}
-	b.SourceOffsets, b.SourceTimestamps, b.EventIDs, b.TargetPartitions, b.TargetOffsets = so, ts, ids, tp, to
+// offsetAt is a send's source offset and its index in the sends grouped.
+type offsetAt struct {
+	offset int64
+	at     int32
 }
 
 // Valid reports whether the parallel slices have one length, at least 1 (SourceTimestamps

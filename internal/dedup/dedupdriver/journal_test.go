@@ -1,10 +1,12 @@
 package dedupdriver
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -39,6 +41,57 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	sorted := SortSends([]ReplaySend{s(1, 9, "t", 0, t0), s(0, 5, "t", 1, t0), s(1, 9, "t", 5, t0)})
 	if len(sorted) != 2 || sorted[0].SourcePartition != 0 || sorted[1].TargetPartition != 0 {
 		t.Fatalf("SortSends %+v", sorted)
+	}
+}
+
+// TestGroupSendsManyBatches groups sends of more batches than a scan looks through (the map
+// takes over), shuffled, and finds every send once, in its batch, each batch in source-offset
+// order and the batches in their order.
+func TestGroupSendsManyBatches(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	var sends []ReplaySend
+	for i := range 3000 {
+		sends = append(sends, ReplaySend{SourceTopic: fmt.Sprintf("d%d", i%2), SourcePartition: int32(i % 13), SourceOffset: int64(i),
+			SourceTimestamp: t0.Add(time.Duration(i) * time.Millisecond), EventID: fmt.Sprint("e", i),
+			TargetTopic: fmt.Sprintf("t%d", i%3), TargetPartition: int32(i % 5), TargetOffset: int64(10 * i), At: t0})
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(sends), func(i, j int) { sends[i], sends[j] = sends[j], sends[i] })
+	sends[17].SourceTimestamp = time.Time{} // its batch alone loses its timestamps
+	bs := GroupSends(sends)
+	if len(bs) != 2*13*3 { // every (topic, partition, target) of i mod 2, 13 and 3
+		t.Fatalf("%d batches", len(bs))
+	}
+	seen := 0
+	for k, b := range bs {
+		if !b.Valid() {
+			t.Fatalf("batch %d invalid: %+v", k, b)
+		}
+		if k > 0 {
+			p := bs[k-1]
+			if cmp.Or(strings.Compare(p.SourceTopic, b.SourceTopic), cmp.Compare(p.SourcePartition, b.SourcePartition), strings.Compare(p.TargetTopic, b.TargetTopic)) >= 0 {
+				t.Fatalf("batch %d out of order after %d", k, k-1)
+			}
+		}
+		for j, o := range b.SourceOffsets {
+			if j > 0 && o <= b.SourceOffsets[j-1] {
+				t.Fatalf("batch %d: offsets out of order: %v", k, b.SourceOffsets)
+			}
+			i := int(o)
+			if fmt.Sprintf("d%d", i%2) != b.SourceTopic || int32(i%13) != b.SourcePartition || fmt.Sprintf("t%d", i%3) != b.TargetTopic ||
+				b.EventIDs[j] != fmt.Sprint("e", i) || b.TargetPartitions[j] != int32(i%5) || b.TargetOffsets[j] != int64(10*i) {
+				t.Fatalf("batch %d holds send %d wrongly: %+v", k, i, b.Send(j))
+			}
+			if b.SourceTimestamps != nil && b.SourceTimestamps[j] != t0.UnixMilli()+int64(i) {
+				t.Fatalf("batch %d: send %d's timestamp %d", k, i, b.SourceTimestamps[j])
+			}
+			seen++
+		}
+		if hasUntimed := b.Find(sends[17].SourceOffset) >= 0 && b.SourceTopic == sends[17].SourceTopic && b.SourcePartition == sends[17].SourcePartition && b.TargetTopic == sends[17].TargetTopic; hasUntimed != (b.SourceTimestamps == nil) {
+			t.Fatalf("batch %d: timestamps %v, holds the untimed send %v", k, b.SourceTimestamps != nil, hasUntimed)
+		}
+	}
+	if seen != len(sends) {
+		t.Fatalf("%d sends grouped of %d", seen, len(sends))
 	}
 }
 
@@ -234,5 +287,31 @@ func TestCheckNamesTheJournalsADriverLacks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the bare store driver lacks the replay journal") ||
 		!strings.Contains(err.Error(), "ActionJournal") || !strings.Contains(err.Error(), "GroupJournal") {
 		t.Fatalf("Check of a driver without journals: %v", err)
+	}
+}
+
+// BenchmarkGroupSends groups one journal flush of a replay: 2,000 acknowledged sends read from
+// 3 source partitions, each source partition's records spread over 3 target partitions, the
+// acknowledgements of the target partitions interleaved (each in its own order), so that the
+// sends of a batch come out of source order.
+func BenchmarkGroupSends(b *testing.B) {
+	const n = 2000
+	t0 := time.Now()
+	var perTarget [3][]ReplaySend
+	for i := range n {
+		s := ReplaySend{SourceTopic: "orders.dlq", SourcePartition: int32(i % 3), SourceOffset: int64(i / 3),
+			SourceTimestamp: t0, EventID: fmt.Sprintf("%08x-0000-4000-8000-%012d", i, i), TargetTopic: "orders",
+			TargetPartition: int32(i / 3 % 3), TargetOffset: int64(i), At: t0}
+		perTarget[s.TargetPartition] = append(perTarget[s.TargetPartition], s)
+	}
+	var sends []ReplaySend
+	for k := 0; len(sends) < n; k += 50 { // a produce response acknowledges 50 records a partition
+		for p := range perTarget {
+			sends = append(sends, perTarget[p][min(k, len(perTarget[p])):min(k+50, len(perTarget[p]))]...)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = GroupSends(sends)
 	}
 }
