@@ -23,6 +23,8 @@ type tracker struct {
 	mu    sync.Mutex
 	parts []*partState
 	index map[dedup.SourceRef]int // topic+partition (Offset 0) → parts index
+	// lastPart is the parts index of the record read last.
+	lastPart int
 
 	committed dedup.RunCounts
 	// sends are acknowledged sends not yet journaled; spare is the array of a journaled
@@ -108,7 +110,13 @@ type ticket struct {
 func (t *tracker) read(d *decision) ticket {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pi := t.index[dedup.SourceRef{Topic: d.rec.Topic, Partition: d.rec.Partition}]
+	// A fetch hands over the records of one partition in a run: the last one's partition is
+	// compared before the index is hashed.
+	pi := t.lastPart
+	if p := t.parts[pi]; p.partition != d.rec.Partition || p.topic != d.rec.Topic {
+		pi = t.index[dedup.SourceRef{Topic: d.rec.Topic, Partition: d.rec.Partition}]
+		t.lastPart = pi
+	}
 	p := t.parts[pi]
 	p.lastRead = d.rec.Offset
 	if d.outcome != OutcomeSend {

@@ -148,8 +148,8 @@ func (b *bench) modes(flagValue string) []string {
 // contend measures the contender m once, in round r.
 func (b *bench) contend(ctx context.Context, r int, m string) benchkit.Run {
 	switch m {
-	case "client":
-		return b.clientCopy(ctx, r)
+	case "client", "rewrite":
+		return b.clientCopy(ctx, r, m == "rewrite")
 	case "kcat":
 		return b.kcatCopy(ctx, r)
 	case "perftest", "perftest-replay":
@@ -221,6 +221,7 @@ var label = map[string]string{
 	"to":              "fieldwork replay --to a topic (--execute --yes)",
 	"scan":            "fieldwork replay, scanned first (terminal)",
 	"client":          "Kafka client alone (read, produce unchanged)",
+	"rewrite":         "Kafka client writing the replay's records (route, provenance)",
 	"perftest":        "kafka-producer-perf-test, acks=all, default settings",
 	"perftest-replay": "kafka-producer-perf-test, the replay's producer settings",
 	"kcat":            "kcat -C -e | kcat -P",
@@ -496,12 +497,18 @@ func (b *bench) workers(ctx context.Context, round, n int) benchkit.Run {
 // clientCopy copies the dead-letter topic to a fresh topic with the replay's reader
 // (kafka.Cluster.Read) and a producer with the replay's settings, records unchanged, and
 // returns records per second.
-func (b *bench) clientCopy(ctx context.Context, round int) benchkit.Run {
+func (b *bench) clientCopy(ctx context.Context, round int, rewrite bool) benchkit.Run {
 	target := b.topic(ctx, "bench-client")
 	time.Sleep(b.settle)
 	m := startMeter()
-	prod, err := kgo.NewClient(append(b.c.Options(), kgo.DefaultProduceTopic(target),
-		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))...)
+	opts := append(b.c.Options(), kgo.DefaultProduceTopic(target),
+		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))
+	var w *rewriter
+	if rewrite {
+		w = newRewriter()
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	prod, err := kgo.NewClient(opts...)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -516,7 +523,14 @@ func (b *bench) clientCopy(ctx context.Context, round int) benchkit.Run {
 	})
 	errs := make(chan error, 1)
 	err = b.c.Read(ctx, ranges, func(r *kgo.Record) error {
-		prod.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}, func(_ *kgo.Record, err error) {
+		out := &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}
+		if w != nil {
+			var ok bool
+			if out, ok = w.rewrite(r); !ok {
+				return fmt.Errorf("%s/%d/%d names no route", r.Topic, r.Partition, r.Offset)
+			}
+		}
+		prod.Produce(ctx, out, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
 				case errs <- err:
