@@ -112,6 +112,16 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 		!strings.Contains(got, "with the listing's own encoder and no parsing at all, stayed below the bound (≥ 0.75x) in this run") {
 		t.Errorf("listing's text: %q", got)
 	}
+	// So does the replay's.
+	records := tg
+	records.limitWords = recordsAlone
+	if row := targetRow(records, rep); !strings.Contains(row, "| not met | the client alone writing its records (route, provenance) reaches 0.62x, below the bound;") {
+		t.Errorf("replay's row: %q", row)
+	}
+	if got := records.limitText(rep, r, below); !strings.Contains(got, "The replay reached 0.80x of it") ||
+		!strings.Contains(got, "with nothing parsed, decided or journaled, stayed below the bound (≥ 0.75x) in this run") {
+		t.Errorf("replay's text: %q", got)
+	}
 	// Room under the limit: not met, but not "cannot".
 	tg.bound = 0.55
 	tg.a = "consume"
@@ -124,6 +134,10 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 	}
 	if row := targetRow(tg, slow); strings.Contains(row, "below the bound") {
 		t.Errorf("row: %q", row)
+	}
+	records.bound = 0.55
+	if got := records.limitText(slow, 0.625, false); !strings.Contains(got, "That is within the bound: the rest of the gap is the replay's own (parsing the dead letters") {
+		t.Errorf("replay's text above its limit: %q", got)
 	}
 	// No limit series: nothing said.
 	tg.limit = "missing"

@@ -19,7 +19,11 @@
 // scanned first, as when the command asks for confirmation on a terminal). Mode "client" is no replay: the same reader and an
 // idempotent producer set up as the replay's copy every record unchanged (key, value, headers)
 // to a fresh topic, with no parsing, routing, provenance or journal: the floor that the
-// Kafka client sets for the replay on this machine. Modes "perftest" and "perftest-replay" are
+// Kafka client sets for the replay on this machine. Mode "rewrite" is no replay either: the same
+// reader and producer, each record sent as the replay sends it (to the topic and partition its
+// dead-letter headers name, without the dead-letter headers, with the provenance headers) and
+// nothing else (no parse beyond the route, no decision, no tracking, no journal): the floor of
+// the replay's own output. Modes "perftest" and "perftest-replay" are
 // no replay either: Apache Kafka's own producer benchmark (org.apache.kafka.tools.ProducerPerformance,
 // kafka-producer-perf-test; -perf-classpath, which `scripts/services.sh perf-classpath` prints)
 // producing the same number of records of the dead letters' mean size (key, value and headers)
@@ -79,7 +83,7 @@ func main() {
 		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, after its topic is created, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes) or before the brokers know its new topic")
 		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
 		perfCP     = flag.String("perf-classpath", "", "Java classpath holding org.apache.kafka.tools.ProducerPerformance and its dependencies, for modes perftest and perftest-replay")
-		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), workers1 and workers2 (a run recorded for workers, --to a fresh topic, sent by one or two workers of its consumer group in this process, from the recording to the last worker's exit), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), workers1 and workers2 (a run recorded for workers, --to a fresh topic, sent by one or two workers of its consumer group in this process, from the recording to the last worker's exit), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), rewrite (no replay: the same client sending each record as the replay does, to the topic and partition its headers name, dead-letter headers dropped, provenance headers added, and nothing else), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -113,6 +117,7 @@ func main() {
 		fmt.Sprintf("kafka-producer-perf-test: as many records of %d bytes (the dead letters' mean size), --throughput -1; with acks=all and its defaults, and with the replay's producer settings: %s",
 			int(b.meanSize+0.5), strings.Join(replayProducerProps, " ")),
 		"the client-only copy: the replay's reader and a producer with the replay's settings copying every record unchanged, no parsing, routing, provenance or journal",
+		"the client writing the replay's records: the same reader and producer sending each record where its dead-letter headers route it (the topic and partition they name), the dead-letter headers dropped and the provenance headers added, with no parse beyond the route, no decision, no tracking and no journal",
 	}}
 	for r := range *rounds {
 		// The contenders alternate their order, so that none always follows the same other one.
@@ -149,7 +154,7 @@ func (b *bench) modes(flagValue string) []string {
 func (b *bench) contend(ctx context.Context, r int, m string) benchkit.Run {
 	switch m {
 	case "client", "rewrite":
-		return b.clientCopy(ctx, r, m == "rewrite")
+		return b.clientCopy(ctx, r, m)
 	case "kcat":
 		return b.kcatCopy(ctx, r)
 	case "perftest", "perftest-replay":
@@ -494,20 +499,22 @@ func (b *bench) workers(ctx context.Context, round, n int) benchkit.Run {
 	return benchkit.Run{Records: int64(b.n), WallS: send.Seconds(), CPUS: cpu}
 }
 
-// clientCopy copies the dead-letter topic to a fresh topic with the replay's reader
-// (kafka.Cluster.Read) and a producer with the replay's settings, records unchanged, and
-// returns records per second.
-func (b *bench) clientCopy(ctx context.Context, round int, rewrite bool) benchkit.Run {
-	target := b.topic(ctx, "bench-client")
-	time.Sleep(b.settle)
-	m := startMeter()
-	opts := append(b.c.Options(), kgo.DefaultProduceTopic(target),
-		kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))
+// clientCopy copies the dead-letter topic with the replay's reader (kafka.Cluster.Read) and a
+// producer with the replay's settings, and returns records per second: mode "client" copies
+// the records unchanged to a fresh topic, mode "rewrite" sends each as the replay would
+// (rewriter).
+func (b *bench) clientCopy(ctx context.Context, round int, mode string) benchkit.Run {
+	opts := append(b.c.Options(), kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))
 	var w *rewriter
-	if rewrite {
+	if mode == "rewrite" {
+		// To the source topic, where the replay sends too.
 		w = newRewriter()
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	} else {
+		opts = append(opts, kgo.DefaultProduceTopic(b.topic(ctx, "bench-client")))
 	}
+	time.Sleep(b.settle)
+	m := startMeter()
 	prod, err := kgo.NewClient(opts...)
 	if err != nil {
 		fail("%v", err)
@@ -556,7 +563,7 @@ func (b *bench) clientCopy(ctx context.Context, round int, rewrite bool) benchki
 	run := benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 	m.machine.Fill(&run)
 	rate := float64(b.n) / el.Seconds()
-	fmt.Printf("round %d: Kafka client alone %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, b.n, el.Seconds(), rate, cpu, allocs)
+	fmt.Printf("round %d: %s %d records in %.2fs: %.0f records/s, CPU %.2fs, %.1f allocations a record\n", round+1, label[mode], b.n, el.Seconds(), rate, cpu, allocs)
 	return run
 }
 
