@@ -248,3 +248,33 @@ func normalJSON(d DeadLetter) DeadLetter {
 	}
 	return d
 }
+
+// TestParseAfterAnyOther parses every fixture record right after every other one, one-off and
+// with a Parser: the parse state is pooled and its header index cleared only where the record
+// before set it, so no header of the record before may show in the next one's reading.
+func TestParseAfterAnyOther(t *testing.T) {
+	var recs []*kgo.Record
+	for _, file := range fixtureFiles(t) {
+		for _, fx := range loadFixtures(t, file) {
+			recs = append(recs, fx.Record.record(t))
+		}
+	}
+	alone := make([]DeadLetter, len(recs))
+	for i, r := range recs {
+		_ = Parse(&kgo.Record{Topic: "empty"}) // a state with nothing set
+		alone[i] = Parse(r)
+	}
+	for i, before := range recs {
+		for j, r := range recs {
+			_ = Parse(before)
+			if got := Parse(r); !reflect.DeepEqual(got, alone[j]) {
+				t.Fatalf("record %d read after record %d:\n%+v\nalone:\n%+v", j, i, got, alone[j])
+			}
+			p := NewParser(ParseOptions{})
+			_ = p.Parse(before)
+			if got := p.Parse(r); !reflect.DeepEqual(normalJSON(got), normalJSON(alone[j])) {
+				t.Fatalf("record %d read by a Parser after record %d:\n%+v\nalone:\n%+v", j, i, got, alone[j])
+			}
+		}
+	}
+}

@@ -23,9 +23,8 @@ type headerReader struct {
 	d *DeadLetter
 	// raw are the record's headers, which d.Headers copies unless ParseOptions.NoHeaders.
 	raw []kgo.RecordHeader
-	// firstAt and lastAt are 1 + the index in raw of the first and last header of each hdr,
-	// 0 when absent.
-	firstAt, lastAt [maxHeaders]int32
+	// headerIndex says where in raw each declared header is (firstAt, lastAt).
+	*headerIndex
 	// conv is the convention index found the record's, nil for none.
 	conv *convention
 	// noTimes skips the time headers (ParseOptions.NoTimes).
@@ -37,6 +36,34 @@ type headerReader struct {
 	// fallbackReason is the reason the convention's rule gives when neither its headers nor
 	// the failure's class decide (docs/design.md §3.2); "" leaves it unknown.
 	fallbackReason string
+}
+
+// headerIndex is where a record's declared headers are: firstAt and lastAt are 1 + the index
+// in raw of the first and last header of each hdr, 0 when absent. It lives in the pooled parse
+// state and is cleared entry by entry (set lists the hdrs set), not as a whole: the arrays are
+// a kilobyte, and a dead letter sets a dozen entries.
+type headerIndex struct {
+	firstAt, lastAt [maxHeaders]int32
+	set             [maxHeaders]hdr
+	n               int
+}
+
+// at records that the i-th header is a header id.
+func (x *headerIndex) at(id hdr, i int) {
+	if x.firstAt[id] == 0 {
+		x.firstAt[id] = int32(i + 1)
+		x.set[x.n] = id
+		x.n++
+	}
+	x.lastAt[id] = int32(i + 1)
+}
+
+// clear resets the entries set.
+func (x *headerIndex) clear() {
+	for _, id := range x.set[:x.n] {
+		x.firstAt[id], x.lastAt[id] = 0, 0
+	}
+	x.n = 0
 }
 
 // interner hands out one string for equal header values, bounded in entries and bytes: once
@@ -103,11 +130,7 @@ func (p *headerReader) index(headers []kgo.RecordHeader, copyHeaders bool) {
 			}
 		}
 		if m.id > 0 {
-			id := hdr(m.id - 1)
-			if p.firstAt[id] == 0 {
-				p.firstAt[id] = int32(i + 1)
-			}
-			p.lastAt[id] = int32(i + 1)
+			p.at(hdr(m.id-1), i)
 		}
 	}
 	for k, first := range firstOf {
@@ -215,6 +238,9 @@ func (p *headerReader) topic(id hdr, get lookup) string {
 // decimal reads a decimal integer that fits in bits bits (sign included), spaces around it
 // allowed. A well-formed number allocates nothing.
 func (p *headerReader) decimal(id hdr, v []byte, bits int) (int64, bool) {
+	if n, ok := plainDecimal(v); ok && n < 1<<min(bits, 62) {
+		return n, true
+	}
 	if !utf8.Valid(v) {
 		_ = p.textOf(id, v) // lists the problem
 	}
@@ -248,6 +274,23 @@ func (p *headerReader) integer(id hdr, get lookup, bits int, enc how) (int64, bo
 		return p.bigEndian(id, v, (bits+1)/8)
 	}
 	return p.decimal(id, v, bits)
+}
+
+// plainDecimal reads the common case of a decimal header on its own: 1 to 18 ASCII digits,
+// no sign and no spaces (what a writer writes), which cannot overflow an int64; ok is false
+// for anything else, which decimal reads with its checks.
+func plainDecimal(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // partition checks a partition number read from a header.

@@ -165,13 +165,14 @@ var (
 	hMessageID       = declare("", MessageIDHeader, 0)
 )
 
-// parseState is the memory one parse works in: the dead letter being read and its header reader,
-// whose header index is a few hundred words. The conventions table calls each convention's
-// reader through a function value, which makes the reader escape to the heap: the states are
-// pooled, so that a parse allocates nothing of its own.
+// parseState is the memory one parse works in: the dead letter being read, its header reader
+// and the reader's header index, a few hundred words. The conventions table calls each
+// convention's reader through a function value, which makes the reader escape to the heap: the
+// states are pooled, so that a parse allocates nothing of its own.
 type parseState struct {
-	d DeadLetter
-	p headerReader
+	d  DeadLetter
+	p  headerReader
+	ix headerIndex
 }
 
 var parseStates = sync.Pool{New: func() any { return new(parseState) }}
@@ -183,7 +184,9 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 	st := parseStates.Get().(*parseState)
 	st.parse(r, opts, memo)
 	d := st.d
-	*st = parseState{} // no reference to the record stays in the pool
+	// No reference to the record stays in the pool; the index is cleared where it was set.
+	st.d, st.p = DeadLetter{}, headerReader{}
+	st.ix.clear()
 	parseStates.Put(st)
 	return d
 }
@@ -197,7 +200,7 @@ func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 		d.Timestamp = r.Timestamp.UTC()
 	}
 	d.Key, d.Value = r.Key, r.Value
-	st.p = headerReader{d: d, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
+	st.p = headerReader{d: d, headerIndex: &st.ix, noTimes: opts.NoTimes, strings: opts.strings, memo: memo}
 	p := &st.p
 	p.index(r.Headers, !opts.NoHeaders)
 	if c := p.conv; c != nil {
