@@ -255,7 +255,7 @@ var linesAlone = &limitWords{
 // replay sends it (routed by its headers, the provenance headers added), nothing else.
 var recordsAlone = &limitWords{
 	row:     "the client alone writing its records (route, provenance) reaches",
-	subject: "The Kafka client alone writing the replay's records (each where its dead-letter headers route it, the dead-letter headers dropped, the provenance headers added; no parse beyond the route, no decision, tracking or journal)",
+	subject: "The Kafka client alone writing the replay's records, with nothing parsed beyond the route and nothing decided, tracked or journaled",
 	whose:   "The replay",
 	below: "Sending the replay's records alone, with nothing parsed, decided or journaled, stayed below the bound (%s) in this run: " +
 		"the records a replay must send (routed, with their provenance) are the floor here, whatever fieldwork does around them. " +
