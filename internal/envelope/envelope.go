@@ -177,7 +177,8 @@ func sniffObject(obj object) Format {
 // lastHeader returns the value of the last header whose key equals key, ignoring ASCII case.
 func lastHeader(headers []Header, key string) ([]byte, bool) {
 	for i := len(headers) - 1; i >= 0; i-- {
-		if strings.EqualFold(headers[i].Key, key) {
+		// The lengths first: a record carries many other headers (a dead letter a dozen).
+		if len(headers[i].Key) == len(key) && strings.EqualFold(headers[i].Key, key) {
 			return headers[i].Value, true
 		}
 	}
