@@ -124,7 +124,7 @@ func (p *aheadParser) parse(b *ahead.Batch[aheadItem]) {
 	for i := range b.Items {
 		it := &b.Items[i]
 		r := it.rec
-		it.d = p.parser.Parse(r)
+		p.parser.ParseInto(r, &it.d)
 		// Without a decoder, DecodePayloads only detects framing; an unframed payload is what
 		// any decoder makes of it, so only a framed one waits for the decoder.
 		it.d.DecodePayloads(a.ctx, nil, r, envelopes)

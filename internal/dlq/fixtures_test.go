@@ -275,6 +275,12 @@ func TestParseAfterAnyOther(t *testing.T) {
 			if got := p.Parse(r); !reflect.DeepEqual(normalJSON(got), normalJSON(alone[j])) {
 				t.Fatalf("record %d read by a Parser after record %d:\n%+v\nalone:\n%+v", j, i, got, alone[j])
 			}
+			// Into a dead letter that holds the one before: overwritten whole.
+			var into DeadLetter
+			p.ParseInto(before, &into)
+			if p.ParseInto(r, &into); !reflect.DeepEqual(normalJSON(into), normalJSON(alone[j])) {
+				t.Fatalf("record %d read into record %d's dead letter:\n%+v\nalone:\n%+v", j, i, into, alone[j])
+			}
 		}
 	}
 }

@@ -61,13 +61,32 @@ func ParseWith(r *kgo.Record, opts ParseOptions) DeadLetter { return parseWith(r
 type Parser struct {
 	opts ParseOptions
 	memo parseMemo
+	// st is the Parser's own parse state (one parse at a time: no pool).
+	st parseState
 }
 
 // NewParser returns a Parser with opts.
 func NewParser(opts ParseOptions) *Parser { return &Parser{opts: opts} }
 
 // Parse is ParseWith(r, opts).
-func (p *Parser) Parse(r *kgo.Record) DeadLetter { return parseWith(r, p.opts, &p.memo) }
+func (p *Parser) Parse(r *kgo.Record) DeadLetter {
+	p.ParseInto(r, &p.st.d) // a local would escape through the state
+	d := p.st.d
+	p.st.d = DeadLetter{}
+	return d
+}
+
+// ParseInto is Parse writing into *d, which it overwrites whole: a caller that keeps its dead
+// letters in an array of its own (a batch's) parses into it, with no copy of the dead letter.
+func (p *Parser) ParseInto(r *kgo.Record, d *DeadLetter) {
+	*d = DeadLetter{}
+	if r == nil {
+		d.Convention = ConventionUnknown
+		return
+	}
+	p.st.parse(d, r, p.opts, &p.memo)
+	p.st.done()
+}
 
 // parseMemo is what a Parser remembers from the records before.
 type parseMemo struct {
@@ -165,10 +184,11 @@ var (
 	hMessageID       = declare("", MessageIDHeader, 0)
 )
 
-// parseState is the memory one parse works in: the dead letter being read, its header reader
-// and the reader's header index, a few hundred words. The conventions table calls each
-// convention's reader through a function value, which makes the reader escape to the heap: the
-// states are pooled, so that a parse allocates nothing of its own.
+// parseState is the memory one parse works in: the dead letter being read (a one-off parse's),
+// its header reader and the reader's header index, a few hundred words. The conventions table
+// calls each convention's reader through a function value, which makes the reader escape to
+// the heap: the states of one-off parses are pooled, and a Parser has its own, so that a parse
+// allocates nothing of its own.
 type parseState struct {
 	d  DeadLetter
 	p  headerReader
@@ -182,18 +202,23 @@ func parseWith(r *kgo.Record, opts ParseOptions, memo *parseMemo) DeadLetter {
 		return DeadLetter{Convention: ConventionUnknown}
 	}
 	st := parseStates.Get().(*parseState)
-	st.parse(r, opts, memo)
+	st.parse(&st.d, r, opts, memo)
 	d := st.d
-	// No reference to the record stays in the pool; the index is cleared where it was set.
-	st.d, st.p = DeadLetter{}, headerReader{}
-	st.ix.clear()
+	st.d = DeadLetter{}
+	st.done()
 	parseStates.Put(st)
 	return d
 }
 
-// parse reads r into st.d.
-func (st *parseState) parse(r *kgo.Record, opts ParseOptions, memo *parseMemo) {
-	d := &st.d
+// done forgets the parse: no reference to the record stays in the state, and the index is
+// cleared where it was set.
+func (st *parseState) done() {
+	st.p = headerReader{}
+	st.ix.clear()
+}
+
+// parse reads r into d, which is zero.
+func (st *parseState) parse(d *DeadLetter, r *kgo.Record, opts ParseOptions, memo *parseMemo) {
 	d.Convention = ConventionUnknown
 	d.Topic, d.Partition, d.Offset = r.Topic, r.Partition, r.Offset
 	if !r.Timestamp.IsZero() {

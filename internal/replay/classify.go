@@ -171,11 +171,12 @@ func (c *classifier) classify(ctx context.Context, batch []*kgo.Record) ([]decis
 	}
 	out := c.out[:len(batch)]
 	clear(out)
-	c.dls, c.at, c.parsed = c.dls[:0], c.at[:0], c.parsed[:0]
+	c.dls, c.at = c.dls[:0], c.at[:0]
+	c.parsed = slices.Grow(c.parsed[:0], len(batch))[:len(batch)]
 	for i, r := range batch {
-		// Parsed in place: a dead letter is some 500 bytes, copied once.
-		c.parsed = append(c.parsed, c.parser.Parse(r))
-		dl := &c.parsed[len(c.parsed)-1]
+		// Parsed in place: a dead letter is some 500 bytes, never copied.
+		dl := &c.parsed[i]
+		c.parser.ParseInto(r, dl)
 		if c.filter.SchemaID != 0 {
 			dl.DecodePayloads(ctx, nil, r, true) // the framing names the id: no registry needed
 		}
