@@ -318,54 +318,7 @@ func CountTargets(sends []ReplaySend) []TargetCount {
 // range, in source-offset order), and the columns are filled from it, every batch's slices cut
 // from one array per column.
 func GroupSends(sends []ReplaySend) []SendBatch {
-	type key struct {
-		st string
-		sp int32
-		tt string
-	}
-	var idx map[key]int // once there are more batches than a scan finds quickly
-	var keys []key
-	var out []SendBatch
-	var counts []int
-	batchOf := make([]int32, len(sends))
-	// Consecutive sends often share their batch: the previous one's is compared first. The
-	// batches of a flush are few (a source partition's records go to a few target topics), and
-	// comparing their keys costs less than hashing two strings a send.
-	const scanned = 16
-	lastI := -1
-	for n, s := range sends {
-		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
-		i, ok := lastI, lastI >= 0 && k == keys[lastI]
-		switch {
-		case ok:
-		case idx != nil:
-			i, ok = idx[k]
-		default:
-			for j := range keys {
-				if keys[j] == k {
-					i, ok = j, true
-					break
-				}
-			}
-		}
-		if !ok {
-			i = len(out)
-			keys = append(keys, k)
-			if idx == nil && len(keys) > scanned {
-				idx = make(map[key]int, 2*scanned)
-				for j, k := range keys {
-					idx[k] = j
-				}
-			} else if idx != nil {
-				idx[k] = i
-			}
-			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
-			counts = append(counts, 0)
-		}
-		lastI = i
-		batchOf[n] = int32(i)
-		counts[i]++
-	}
+	out, counts, batchOf := assignBatches(sends)
 	// rank[i] is where batch i goes in the stable order.
 	order := make([]int, len(out))
 	for i := range order {
@@ -426,6 +379,58 @@ func GroupSends(sends []ReplaySend) []SendBatch {
 		grouped[r] = b
 	}
 	return grouped
+}
+
+// assignBatches is GroupSends' first pass: the batches in the order their first send came,
+// how many sends each holds, and each send's batch.
+func assignBatches(sends []ReplaySend) (out []SendBatch, counts []int, batchOf []int32) {
+	type key struct {
+		st string
+		sp int32
+		tt string
+	}
+	var idx map[key]int // once there are more batches than a scan finds quickly
+	var keys []key
+	batchOf = make([]int32, len(sends))
+	// Consecutive sends often share their batch: the previous one's is compared first. The
+	// batches of a flush are few (a source partition's records go to a few target topics), and
+	// comparing their keys costs less than hashing two strings a send.
+	const scanned = 16
+	lastI := -1
+	for n, s := range sends {
+		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
+		i, ok := lastI, lastI >= 0 && k == keys[lastI]
+		switch {
+		case ok:
+		case idx != nil:
+			i, ok = idx[k]
+		default:
+			for j := range keys {
+				if keys[j] == k {
+					i, ok = j, true
+					break
+				}
+			}
+		}
+		if !ok {
+			i = len(out)
+			keys = append(keys, k)
+			if idx == nil && len(keys) > scanned {
+				idx = make(map[key]int, 2*scanned)
+				for j, k := range keys {
+					idx[k] = j
+				}
+			} else if idx != nil {
+				idx[k] = i
+			}
+			out = append(out, SendBatch{SourceTopic: s.SourceTopic, SourcePartition: s.SourcePartition, TargetTopic: s.TargetTopic})
+			counts = append(counts, 0)
+		}
+		lastI = i
+		batchOf[n] = int32(i)
+		counts[i]++
+	}
+	return out, counts, batchOf
 }
 
 // offsetAt is a send's source offset and its index in the sends grouped.
