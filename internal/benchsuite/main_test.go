@@ -102,26 +102,27 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 		!strings.Contains(got, "stayed below the bound (≥ 0.75x) in this run") {
 		t.Errorf("text: %q", got)
 	}
-	// The listing's limit says the same in its own words.
-	lines := tg
-	lines.limitWords = linesAlone
-	if row := targetRow(lines, rep); !strings.Contains(row, "| not met | its own read writing its lines, no parsing, reaches 0.62x, below the bound;") {
-		t.Errorf("listing's row: %q", row)
+	// The listing's limit and the replay's say the same in their own words.
+	for _, c := range []struct {
+		name          string
+		words         *limitWords
+		row, whose, floor string
+	}{
+		{"listing", linesAlone, "its own read writing its lines, no parsing, reaches", "The listing", "with the listing's own encoder and no parsing at all"},
+		{"replay", recordsAlone, "the client alone writing its records (route, provenance) reaches", "The replay", "with nothing parsed, decided or journaled"},
+	} {
+		other := tg
+		other.limitWords = c.words
+		if row := targetRow(other, rep); !strings.Contains(row, "| not met | "+c.row+" 0.62x, below the bound;") {
+			t.Errorf("%s's row: %q", c.name, row)
+		}
+		if got := other.limitText(rep, r, below); !strings.Contains(got, c.whose+" reached 0.80x of it") ||
+			!strings.Contains(got, c.floor+", stayed below the bound (≥ 0.75x) in this run") {
+			t.Errorf("%s's text: %q", c.name, got)
+		}
 	}
-	if got := lines.limitText(rep, r, below); !strings.Contains(got, "The listing reached 0.80x of it") ||
-		!strings.Contains(got, "with the listing's own encoder and no parsing at all, stayed below the bound (≥ 0.75x) in this run") {
-		t.Errorf("listing's text: %q", got)
-	}
-	// So does the replay's.
 	records := tg
 	records.limitWords = recordsAlone
-	if row := targetRow(records, rep); !strings.Contains(row, "| not met | the client alone writing its records (route, provenance) reaches 0.62x, below the bound;") {
-		t.Errorf("replay's row: %q", row)
-	}
-	if got := records.limitText(rep, r, below); !strings.Contains(got, "The replay reached 0.80x of it") ||
-		!strings.Contains(got, "with nothing parsed, decided or journaled, stayed below the bound (≥ 0.75x) in this run") {
-		t.Errorf("replay's text: %q", got)
-	}
 	// Room under the limit: not met, but not "cannot".
 	tg.bound = 0.55
 	tg.a = "consume"
