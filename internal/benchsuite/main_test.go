@@ -104,8 +104,8 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 	}
 	// The listing's limit and the replay's say the same in their own words.
 	for _, c := range []struct {
-		name          string
-		words         *limitWords
+		name              string
+		words             *limitWords
 		row, whose, floor string
 	}{
 		{"listing", linesAlone, "its own read writing its lines, no parsing, reaches", "The listing", "with the listing's own encoder and no parsing at all"},
