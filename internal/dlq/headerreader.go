@@ -39,8 +39,8 @@ type headerReader struct {
 }
 
 // headerIndex is where a record's declared headers are: firstAt and lastAt are 1 + the index
-// in raw of the first and last header of each hdr, 0 when absent. It lives in the pooled parse
-// state and is cleared entry by entry (set lists the hdrs set), not as a whole: the arrays are
+// in raw of the first and last header of each hdr, 0 when absent. It lives in the parse state
+// (pooled, or a Parser's own) and is cleared entry by entry (set lists the hdrs set), not as a whole: the arrays are
 // a kilobyte, and a dead letter sets a dozen entries.
 type headerIndex struct {
 	firstAt, lastAt [maxHeaders]int32
@@ -280,14 +280,11 @@ func (p *headerReader) integer(id hdr, get lookup, bits int, enc how) (int64, bo
 // no sign and no spaces (what a writer writes), which cannot overflow an int64; ok is false
 // for anything else, which decimal reads with its checks.
 func plainDecimal(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
+	if len(v) > 18 || !allDigits(v) {
 		return 0, false
 	}
 	var n int64
 	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
 		n = n*10 + int64(c-'0')
 	}
 	return n, true

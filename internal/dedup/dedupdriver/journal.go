@@ -319,7 +319,7 @@ func CountTargets(sends []ReplaySend) []TargetCount {
 // from one array per column.
 func GroupSends(sends []ReplaySend) []SendBatch {
 	out, counts, batchOf := assignBatches(sends)
-	// rank[i] is where batch i goes in the stable order.
+	// order[r] is the batch that goes r-th in the stable order, rank[i] where batch i goes.
 	order := make([]int, len(out))
 	for i := range order {
 		order[i] = i
@@ -400,17 +400,11 @@ func assignBatches(sends []ReplaySend) (out []SendBatch, counts []int, batchOf [
 	for n, s := range sends {
 		k := key{s.SourceTopic, s.SourcePartition, s.TargetTopic}
 		i, ok := lastI, lastI >= 0 && k == keys[lastI]
-		switch {
-		case ok:
-		case idx != nil:
+		if !ok && idx != nil {
 			i, ok = idx[k]
-		default:
-			for j := range keys {
-				if keys[j] == k {
-					i, ok = j, true
-					break
-				}
-			}
+		} else if !ok {
+			i = slices.Index(keys, k)
+			ok = i >= 0
 		}
 		if !ok {
 			i = len(out)

@@ -20,6 +20,7 @@ import (
 // (docs/design.md §3.3) hands the producer.
 type rewriter struct {
 	id, reason, at, aim []byte
+	topic               string // the last original topic read
 	recs                []kgo.Record
 	hdrs                []kgo.RecordHeader
 	buf                 []byte
@@ -51,7 +52,12 @@ func (w *rewriter) rewrite(r *kgo.Record) (*kgo.Record, bool) {
 		}
 		switch h.Key {
 		case dlq.HeaderTopic:
-			topic = string(h.Value)
+			// The dead letters name a few topics: the last one's string is shared, as the
+			// replay's parse shares it.
+			if string(h.Value) != w.topic {
+				w.topic = string(h.Value)
+			}
+			topic = w.topic
 		case dlq.HeaderPartition:
 			n := 0
 			for _, c := range h.Value {
