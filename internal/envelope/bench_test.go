@@ -26,13 +26,20 @@ func BenchmarkDecodeRecord(b *testing.B) {
 	for _, r := range recs {
 		size += len(r.Value)
 	}
-	b.SetBytes(int64(size / len(recs)))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := DecodeRecord(recs[i%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
+	for _, c := range []struct {
+		name   string
+		decode func(*kgo.Record) (Event, error)
+	}{{"owned", DecodeRecord}, {"view", DecodeRecordView}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(size / len(recs)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := c.decode(recs[i%len(recs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -52,13 +51,14 @@ func decodeBinary(headers []Header, value []byte) (Event, *MalformedError) {
 }
 
 // binaryData makes a binary-mode value into Data: empty, white space and JSON null are no
-// data, UTF-8 JSON is kept as it is (copied), anything else becomes a JSON string of its text.
+// data, UTF-8 JSON is kept as it is (a view of the value, which decode's callers copy,
+// ownData), anything else becomes a JSON string of its text.
 func binaryData(value []byte) json.RawMessage {
 	if isNull(value) {
 		return nil
 	}
 	if utf8.Valid(value) && json.Valid(value) {
-		return bytes.Clone(value)
+		return value
 	}
 	s, _ := json.Marshal(string(value)) // marshalling a string cannot fail
 	return s

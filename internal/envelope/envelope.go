@@ -116,9 +116,12 @@ func Decode(headers []Header, value []byte) (Event, error) {
 	if merr != nil {
 		return Event{}, merr
 	}
+	ev.ownData()
 	return ev, nil
 }
 
+// decode is Decode with the event's Data a view of value (or of the headers' bytes' JSON
+// string): the callers own it (ownData) or say that it is a view (DecodeRecordView).
 func decode(headers []Header, value []byte) (Event, *MalformedError) {
 	if ct, ok := lastHeader(headers, "content-type"); ok && isCloudEventsMediaType(ct) {
 		return decodeStructured(ct, value)
@@ -152,6 +155,18 @@ func RecordHeaders(h []kgo.RecordHeader) []Header {
 // DecodeRecord is Decode for a franz-go record. Its errors are *MalformedError with the
 // record's topic, partition and offset set (HasPosition true). A nil record is malformed.
 func DecodeRecord(r *kgo.Record) (Event, error) {
+	ev, err := DecodeRecordView(r)
+	if err == nil {
+		ev.ownData()
+	}
+	return ev, err
+}
+
+// DecodeRecordView is DecodeRecord with the event's Data a view of the record's value rather
+// than a copy of it: for a reader that judges each record and keeps none of its data past the
+// record (a check reading millions of them spent a tenth of its decoding on the copies). What
+// is kept must be copied: a view holds the whole fetched batch the value was read from.
+func DecodeRecordView(r *kgo.Record) (Event, error) {
 	if r == nil {
 		return Event{}, &MalformedError{Reason: "nil record"}
 	}
@@ -161,6 +176,13 @@ func DecodeRecord(r *kgo.Record) (Event, error) {
 		return Event{}, merr
 	}
 	return ev, nil
+}
+
+// ownData makes the event's Data its own: a copy of the bytes decode left it a view of.
+func (ev *Event) ownData() {
+	if ev.Data != nil {
+		ev.Data = bytes.Clone(ev.Data)
+	}
 }
 
 // sniffObject names the format of a JSON object value: "specversion" beats "event_id".

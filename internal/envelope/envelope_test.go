@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -279,6 +280,34 @@ func TestMediaTypeInPlace(t *testing.T) {
 		}
 		if got, want := jsonEventFormat([]byte(ct)), mt == "application/cloudevents" || mt == "application/cloudevents+json"; got != want {
 			t.Errorf("jsonEventFormat(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
+
+// TestDecodeRecordView: the view decodes every fixture as DecodeRecord does, and DecodeRecord's
+// Data, not the view's, outlives the value being overwritten.
+func TestDecodeRecordView(t *testing.T) {
+	for path, cases := range loadFixtures(t) {
+		for _, fx := range cases {
+			t.Run(filepath.Base(path)+"/"+fx.Name, func(t *testing.T) {
+				headers, value := fx.record(t)
+				r := &kgo.Record{Topic: "t", Partition: 1, Offset: 2, Headers: headers, Value: value}
+				owned, err := DecodeRecord(r)
+				view, verr := DecodeRecordView(r)
+				if !reflect.DeepEqual(err, verr) || !reflect.DeepEqual(owned, view) {
+					t.Fatalf("DecodeRecordView = %+v, %v\nDecodeRecord     = %+v, %v", view, verr, owned, err)
+				}
+				if err != nil || len(owned.Data) == 0 {
+					return
+				}
+				want := bytes.Clone(owned.Data)
+				for i := range value {
+					value[i] = 'X'
+				}
+				if !bytes.Equal(owned.Data, want) {
+					t.Errorf("DecodeRecord's Data changed with the value: %s, want %s", owned.Data, want)
+				}
+			})
 		}
 	}
 }

@@ -424,11 +424,11 @@ func isRangeError(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// jsonData returns a copy of a data member as it is written (the member aliases the record's
-// value, which may share its memory with a whole fetched batch); absent and null are no data.
+// jsonData returns a data member as it is written, a view of the record's value (decode's
+// callers copy it, ownData); absent and null are no data.
 func jsonData(raw json.RawMessage) json.RawMessage {
 	if isNull(raw) {
 		return nil
 	}
-	return bytes.Clone(raw)
+	return raw
 }

@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -59,7 +58,7 @@ func decodeStructuredObject(obj object) (Event, *MalformedError) {
 		if reason = checkBase64(b64); reason != "" {
 			return fail("data_base64", reason)
 		}
-		ev.Data = bytes.Clone(b64)
+		ev.Data = b64
 	}
 	ev.ownText()
 	return ev, nil

@@ -11,7 +11,9 @@ import (
 	"github.com/fieldwork/fieldwork/internal/envelope"
 )
 
-// Read is one record as ReadEvent read it: its event, or Err, the record's problem.
+// Read is one record as ReadEvent read it: its event, or Err, the record's problem. The
+// event's Data is a view of the record's value (envelope.DecodeRecordView), valid as long as
+// the record: a judge that keeps it past the call copies it.
 type Read struct {
 	Record *kgo.Record
 	Event  envelope.Event
@@ -65,7 +67,7 @@ func (d *Decoder) Ahead(ctx context.Context, judge func(Read) error) *Ahead {
 					}
 					r := &b.Items[i]
 					var fatal error
-					r.Event, r.Err, fatal = d.ReadEvent(ctx, r.Record)
+					r.Event, r.Err, fatal = d.readEvent(ctx, r.Record, envelope.DecodeRecordView)
 					if fatal != nil {
 						down.CompareAndSwap(nil, &fatal)
 						r.fatal = fatal

@@ -17,8 +17,14 @@ import (
 // payload's), else what envelope.DecodeRecord returns. A nil Decoder detects only: a framed
 // value is then a *Error of ProblemNoRegistry.
 func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Record, error) {
+	return d.event(ctx, r, envelope.DecodeRecord)
+}
+
+// event is Event with the envelope read by decode (envelope.DecodeRecord, or
+// envelope.DecodeRecordView for a reader that keeps no data past the record).
+func (d *Decoder) event(ctx context.Context, r *kgo.Record, decode func(*kgo.Record) (envelope.Event, error)) (envelope.Event, Record, error) {
 	if r == nil {
-		ev, err := envelope.DecodeRecord(r)
+		ev, err := decode(r)
 		return ev, Record{}, err
 	}
 	var headers []envelope.Header // detection reads headers only when one of them is one it reads
@@ -27,7 +33,7 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 	}
 	rec := d.Record(ctx, headers, r.Key, r.Value)
 	if rec.Value == nil {
-		ev, err := envelope.DecodeRecord(r)
+		ev, err := decode(r)
 		return ev, rec, err
 	}
 	if e := rec.Value.Err(); e != nil {
@@ -35,6 +41,6 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 	}
 	decoded := *r
 	decoded.Value = rec.Value.Decoded
-	ev, err := envelope.DecodeRecord(&decoded)
+	ev, err := decode(&decoded)
 	return ev, rec, err
 }

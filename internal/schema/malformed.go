@@ -19,7 +19,12 @@ import (
 // schema id), not fatal: bytes that only look framed (a garbage record starting with a NUL)
 // must not keep the rest of a topic from being judged.
 func (d *Decoder) ReadEvent(ctx context.Context, rec *kgo.Record) (ev envelope.Event, err, fatal error) {
-	ev, _, err = d.Event(ctx, rec)
+	return d.readEvent(ctx, rec, envelope.DecodeRecord)
+}
+
+// readEvent is ReadEvent with the envelope read by decode (Decoder.event).
+func (d *Decoder) readEvent(ctx context.Context, rec *kgo.Record, decode func(*kgo.Record) (envelope.Event, error)) (ev envelope.Event, err, fatal error) {
+	ev, _, err = d.event(ctx, rec, decode)
 	if se, ok := errors.AsType[*Error](err); ok && se.Registry() {
 		return ev, err, se.Kinded()
 	}
