@@ -6,28 +6,31 @@ import (
 	"testing"
 )
 
-// A batch's keys are its distinct storage keys in first-seen order, and each key gives back
-// every id given for it: a short id as itself, long ids through their hash, and a short id that
-// reads as a long id's key with that long id.
+// A batch's keys are its distinct storage keys, sorted, and each id has its own: a short id
+// itself, a long id its hash, and a short id that reads as a long id's key that long id's.
 func TestKeysOf(t *testing.T) {
 	long1, long2 := strings.Repeat("a", MaxInlineEventIDBytes+1), strings.Repeat("b", MaxInlineEventIDBytes+1)
-	k1 := EventKey(long1)
-	batch, err := keysOf([]string{"e-2", "e-1", long1, "e-2", long2, long1, k1})
+	k1, k2 := EventKey(long1), EventKey(long2)
+	ids := []string{"e-2", "e-1", long1, "e-2", long2, long1, k1}
+	batch, err := keysOf(ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"e-2", "e-1", k1, EventKey(long2)}; !slices.Equal(batch.keys, want) {
-		t.Errorf("keys %q, want %q", batch.keys, want)
+	want := []string{"e-1", "e-2", k1, k2}
+	slices.Sort(want)
+	if !slices.Equal(batch.keys, want) {
+		t.Errorf("keys %.20q, want %.20q", batch.keys, want)
 	}
-	for key, want := range map[string][]string{"e-1": {"e-1"}, "e-2": {"e-2"}, k1: {k1, long1}, EventKey(long2): {long2}, "e-3": nil} {
-		var got []string
-		batch.ids(key, func(id string) { got = append(got, id) })
-		if !slices.Equal(got, want) {
-			t.Errorf("ids of %.20q: %.20q, want %.20q", key, got, want)
+	for i, key := range []string{"e-2", "e-1", k1, "e-2", k2, k1, k1} {
+		if got := batch.keyOf(i); got != key {
+			t.Errorf("key of id %d (%.20q): %.20q, want %.20q", i, ids[i], got, key)
 		}
 	}
 	if _, err := keysOf([]string{"ok", ""}); err == nil {
 		t.Error("an empty id passed")
+	}
+	if batch, err := keysOf(nil); err != nil || len(batch.keys) != 0 || len(batch.of) != 0 {
+		t.Errorf("no ids: %+v, %v", batch, err)
 	}
 }
 

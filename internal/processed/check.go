@@ -204,7 +204,7 @@ func Check(ctx context.Context, c *kafka.Cluster, st *dedup.Store, o CheckOption
 	rep := &CheckReport{Topic: o.Topic, Consumer: o.Consumer, Table: st.TableLabel(), Ranges: ranges,
 		MissingRecords: []MissingRecord{}, MalformedExamples: []MalformedRecord{}, MaxMalformedShare: share}
 	g := &gapFinder{
-		lookup: func(ctx context.Context, ids []string) (map[string]struct{}, error) {
+		lookup: func(ctx context.Context, ids []string) ([]bool, error) {
 			return st.Marked(ctx, o.Consumer, ids)
 		},
 		onMissing:  o.OnMissing,
@@ -281,7 +281,8 @@ func (k malformedKey) less(o malformedKey) bool {
 // owns the report's record counts, the resolving goroutine its marker counts and missing
 // records.
 type gapFinder struct {
-	lookup     func(ctx context.Context, ids []string) (map[string]struct{}, error)
+	// lookup says of each id whether it has a marker, in the order given.
+	lookup     func(ctx context.Context, ids []string) ([]bool, error)
 	onMissing  func(MissingRecord) error
 	afterBatch func() error
 	maxMissing int
@@ -302,7 +303,7 @@ type lookedUp struct {
 }
 
 type lookupAnswer struct {
-	found map[string]struct{}
+	found []bool // of each record of the batch
 	err   error
 }
 
@@ -402,10 +403,14 @@ func (g *gapFinder) flush(ctx context.Context) error {
 	return nil
 }
 
-// resolve counts each record of a batch with or without its marker (found), in order.
-func (g *gapFinder) resolve(batch []MissingRecord, found map[string]struct{}) error {
-	for _, r := range batch {
-		if _, ok := found[r.EventID]; ok {
+// resolve counts each record of a batch with or without its marker (found, in the batch's
+// order), in order.
+func (g *gapFinder) resolve(batch []MissingRecord, found []bool) error {
+	if len(found) != len(batch) {
+		return fmt.Errorf("the store answered for %d of %d events", len(found), len(batch))
+	}
+	for i, r := range batch {
+		if found[i] {
 			g.rep.WithMarker++
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -37,15 +38,13 @@ func TestGapFinderBatches(t *testing.T) {
 	rep := &CheckReport{}
 	var missing []MissingRecord
 	g := &gapFinder{
-		lookup: func(_ context.Context, ids []string) (map[string]struct{}, error) {
+		lookup: func(_ context.Context, ids []string) ([]bool, error) {
 			mu.Lock()
 			calls = append(calls, len(ids))
 			mu.Unlock()
-			out := map[string]struct{}{}
-			for _, id := range ids {
-				if marked[id] {
-					out[id] = struct{}{}
-				}
+			out := make([]bool, len(ids))
+			for i, id := range ids {
+				out[i] = marked[id]
 			}
 			return out, nil
 		},
@@ -93,7 +92,7 @@ func TestGapFinderBatches(t *testing.T) {
 	// with it (once the lookup goroutine has cancelled), and so does the wait.
 	boom := errors.New("boom")
 	failing := &gapFinder{rep: &CheckReport{}, batchSize: 1,
-		lookup: func(context.Context, []string) (map[string]struct{}, error) { return nil, boom }}
+		lookup: func(context.Context, []string) ([]bool, error) { return nil, boom }}
 	fctx, fstop := context.WithCancelCause(context.Background())
 	defer fstop(nil)
 	failing.start(fctx, fstop)
@@ -106,5 +105,23 @@ func TestGapFinderBatches(t *testing.T) {
 	}
 	if err := failing.wait(); !errors.Is(err, boom) {
 		t.Errorf("wait = %v, want boom", err)
+	}
+
+	// An answer that is not one per record is a failure, not a count.
+	short := &gapFinder{rep: &CheckReport{}, batchSize: 2,
+		lookup: func(_ context.Context, ids []string) ([]bool, error) { return make([]bool, len(ids)-1), nil }}
+	sctx, sstop := context.WithCancelCause(context.Background())
+	defer sstop(nil)
+	short.start(sctx, sstop)
+	for _, id := range []string{"x", "y"} {
+		if err := short.add(sctx, readOf(&kgo.Record{Value: []byte(`{"event_id":"` + id + `"}`)})); err != nil {
+			t.Fatalf("hand-over of %s: %v", id, err)
+		}
+	}
+	if err := short.wait(); err == nil || !strings.Contains(err.Error(), "answered for 1 of 2") {
+		t.Errorf("wait = %v, want the store's short answer", err)
+	}
+	if short.rep.WithMarker+short.rep.Missing != 0 {
+		t.Errorf("a short answer was counted: %+v", short.rep)
 	}
 }

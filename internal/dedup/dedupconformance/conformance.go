@@ -1408,7 +1408,7 @@ func str(p *string) string {
 }
 
 // sameMarked checks that Marked finds, among ids, the ids Lookup finds (found; nil: looked up
-// here), keyed by the ids as given.
+// here), each id's answer in its place.
 func sameMarked(t *testing.T, st *dedup.Store, consumer string, ids []string, found map[string]dedup.MarkerRow) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -1422,12 +1422,12 @@ func sameMarked(t *testing.T, st *dedup.Store, consumer string, ids []string, fo
 	if err != nil {
 		t.Fatalf("marked: %v", err)
 	}
-	if len(marked) != len(found) {
-		t.Fatalf("marked found %d of %d ids, lookup %d", len(marked), len(ids), len(found))
+	if len(marked) != len(ids) {
+		t.Fatalf("marked answered for %d of %d ids", len(marked), len(ids))
 	}
-	for id := range found {
-		if _, ok := marked[id]; !ok {
-			t.Fatalf("marked misses %.60q, which lookup finds", id)
+	for i, id := range ids {
+		if _, want := found[id]; marked[i] != want {
+			t.Fatalf("marked says %v of %.60q (id %d), lookup %v", marked[i], id, i, want)
 		}
 	}
 }
