@@ -296,7 +296,8 @@ var targets = []target{
 	{what: "the client alone writing the replay's records vs the client-only copy", bench: "replay", a: "replay/rewrite", b: "replay/client"},
 	{what: "replay vs the client alone writing its records", bench: "replay", a: "replay/headers", b: "replay/rewrite"},
 	{what: "replay vs kcat -C -e | kcat -P, every round", bench: "replay", a: "replay/headers", b: "replay/kcat", bound: 1.5, minRound: true, client: "replay/client",
-		profiles: []string{"replay.pprof.headers"}, notes: replayNotes},
+		profiles: []string{"replay.pprof.headers"}, notes: replayNotes, limit: "replay/rewrite", limitWords: recordsAlone},
+	{what: "the client alone writing the replay's records vs kcat -C -e | kcat -P", bench: "replay", a: "replay/rewrite", b: "replay/kcat"},
 	{what: "dlq stats vs a bare franz-go read", bench: "dlq", a: "dlq/stats", b: "dlq/franz-go", bound: 0.8, client: "dlq/franz-go",
 		profiles: []string{"dlq-stats.pprof"}, notes: readNotes},
 	{what: "dlq stats vs kcat -C -e -J", bench: "dlq", a: "dlq/stats", b: "dlq/kcat", bound: 1.5},
@@ -329,14 +330,18 @@ func (t target) limitRatios(rep benchkit.Report) ([]float64, bool) {
 	return l.ratios(rep)
 }
 
-// limited is what t's limit says of t in rep: the median of its rounds' ratios to b, and
-// whether that is below the bound; ok is false without a limit or its runs.
+// limited is what t's limit says of t in rep: the median of its rounds' ratios to b (their
+// lowest for a bound every round must meet), and whether that is below the bound; ok is false
+// without a limit or its runs.
 func (t target) limited(rep benchkit.Report) (ratio float64, below, ok bool) {
 	xs, ok := t.limitRatios(rep)
 	if !ok {
 		return 0, false, false
 	}
 	ratio = benchkit.Median(xs)
+	if t.minRound {
+		ratio, _ = benchkit.Spread(xs)
+	}
 	return ratio, ratio < t.bound, true
 }
 
@@ -464,7 +469,11 @@ func targetRow(t target, rep benchkit.Report) string {
 			why = f.short()
 		}
 		if r, below, _ := t.limited(rep); below {
-			why = fmt.Sprintf("%s %sx, below the bound; %s", t.limitWords.row, t.figure(r), why)
+			lowest := ""
+			if t.minRound {
+				lowest = " in its lowest round"
+			}
+			why = fmt.Sprintf("%s %sx%s, below the bound; %s", t.limitWords.row, t.figure(r), lowest, why)
 		}
 	}
 	return fmt.Sprintf("| %s | %s%s | %.2f–%.2f | %s | %s | %s |\n", cell(t.what), t.figure(med), unit, lo, hi, bound(t), met, why)
@@ -653,7 +662,11 @@ func (t target) limitText(rep benchkit.Report, ratio float64, below bool) string
 	xs, _ := t.limitRatios(rep)
 	lo, hi := benchkit.Spread(xs)
 	w := t.limitWords
-	head := fmt.Sprintf("%s (`%s`: %s) reached %sx, the median of the rounds (%.2f–%.2f).", w.subject, t.limit, label, t.figure(ratio), lo, hi)
+	of := "the median of the rounds"
+	if t.minRound {
+		of = fmt.Sprintf("in its lowest round (median %.2f)", benchkit.Median(xs))
+	}
+	head := fmt.Sprintf("%s (`%s`: %s) reached %sx, %s (%.2f–%.2f).", w.subject, t.limit, label, t.figure(ratio), of, lo, hi)
 	if ys, ok := (target{a: t.a, b: t.limit}).ratios(rep); ok {
 		lo, hi := benchkit.Spread(ys)
 		head += fmt.Sprintf(" %s reached %.2fx of it (%.2f–%.2f).", w.whose, benchkit.Median(ys), lo, hi)

@@ -147,6 +147,42 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 	}
 }
 
+// A bound every round must meet is judged against its limit's lowest round: a limit whose
+// median clears the bound but whose lowest round does not says "cannot", in those words.
+func TestLimitOfAnEveryRoundTarget(t *testing.T) {
+	var rep benchkit.Report
+	for round, floorS := range []float64{0.6, 0.7, 0.5} { // the floor against kcat: 1.67x, 1.43x, 2x
+		rep.Add("replay", "the replay", benchkit.Run{Round: round + 1, Records: 1000, WallS: 1, CPUS: 1, MachineS: 1.9})
+		rep.Add("rewrite", "the records alone", benchkit.Run{Round: round + 1, Records: 1000, WallS: floorS})
+		rep.Add("kcat", "kcat", benchkit.Run{Round: round + 1, Records: 1000, WallS: 1})
+	}
+	tg := target{what: "replay vs kcat, every round", a: "replay", b: "kcat", bound: 1.5, minRound: true, limit: "rewrite", limitWords: recordsAlone}
+	r, below, ok := tg.limited(rep)
+	if !ok || !below || r != 1/0.7 {
+		t.Fatalf("limited: %v %v %v, want %v true true", r, below, ok, 1/0.7)
+	}
+	if row := targetRow(tg, rep); !strings.Contains(row, "| not met | the client alone writing its records (route, provenance) reaches 1.43x in its lowest round, below the bound;") {
+		t.Errorf("row: %q", row)
+	}
+	if got := tg.limitText(rep, r, below); !strings.Contains(got, "reached 1.43x, in its lowest round (median 1.67) (1.43–2.00).") ||
+		!strings.Contains(got, "stayed below the bound (≥ 1.5x every round) in this run") {
+		t.Errorf("text: %q", got)
+	}
+	// Every round of the floor above the bound: room, not "cannot", though the replay misses it.
+	var room benchkit.Report
+	for round := 1; round <= 3; round++ {
+		room.Add("replay", "the replay", benchkit.Run{Round: round, Records: 1000, WallS: 1})
+		room.Add("rewrite", "the records alone", benchkit.Run{Round: round, Records: 1000, WallS: 0.6})
+		room.Add("kcat", "kcat", benchkit.Run{Round: round, Records: 1000, WallS: 1})
+	}
+	if _, below, ok := tg.limited(room); !ok || below {
+		t.Errorf("a floor of 1.67x every round said below 1.5")
+	}
+	if row := targetRow(tg, room); !strings.Contains(row, "| not met |") || strings.Contains(row, "below the bound") {
+		t.Errorf("row: %q", row)
+	}
+}
+
 // A median that two decimals would round onto the bound is written with three.
 func TestFigureNearTheBound(t *testing.T) {
 	tg := target{bound: 0.8}
