@@ -7,11 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/internal/schema"
+	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
 // readOf is rec with its envelope read, as Check's reader hands it to the gap finder.
@@ -123,5 +126,75 @@ func TestGapFinderBatches(t *testing.T) {
 	}
 	if short.rep.WithMarker+short.rep.Missing != 0 {
 		t.Errorf("a short answer was counted: %+v", short.rep)
+	}
+}
+
+// TestGapFinderLookupsAtOnce checks that four lookups run at once while the store has not
+// answered (waitingLookups handed-over batches, the one being resolved and the one being
+// handed over), that the reader then waits rather than starting a fifth, and that everything
+// is counted once the store answers.
+func TestGapFinderLookupsAtOnce(t *testing.T) {
+	var (
+		mu                 sync.Mutex
+		inFlight, most     int
+		release            = make(chan struct{})
+		returned, received atomic.Int64
+	)
+	rep := &CheckReport{}
+	g := &gapFinder{
+		lookup: func(_ context.Context, ids []string) ([]bool, error) {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			received.Add(int64(len(ids)))
+			<-release
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return make([]bool, len(ids)), nil
+		},
+		batchSize:  1,
+		maxMissing: 100,
+		rep:        rep,
+	}
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	g.start(ctx, stop)
+	added := make(chan error, 1)
+	go func() {
+		for i := range 10 {
+			if err := g.add(ctx, readOf(&kgo.Record{Offset: int64(i), Value: []byte(fmt.Sprintf(`{"event_id":"e%d"}`, i))})); err != nil {
+				added <- err
+				return
+			}
+			returned.Add(1)
+		}
+		added <- nil
+	}()
+	testenv.WaitUntil(t, 30*time.Second, nil, "four lookups at once", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight == 4
+	})
+	// The fourth hand-over waits for a place: three adds returned, no fifth lookup.
+	if n := returned.Load(); n != 3 {
+		t.Errorf("adds returned with four lookups waiting: %d, want 3", n)
+	}
+	close(release)
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	if err := g.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if most != 4 {
+		t.Errorf("lookups at once: at most %d, want 4", most)
+	}
+	if rep.Events != 10 || rep.Missing != 10 || received.Load() != 10 || len(rep.MissingRecords) != 10 || rep.MissingRecords[9].Offset != 9 {
+		t.Errorf("counts = %+v, %d ids looked up", rep, received.Load())
 	}
 }
