@@ -297,15 +297,19 @@ func TestDecodeRecordView(t *testing.T) {
 				if !reflect.DeepEqual(err, verr) || !reflect.DeepEqual(owned, view) {
 					t.Fatalf("DecodeRecordView = %+v, %v\nDecodeRecord     = %+v, %v", view, verr, owned, err)
 				}
-				if err != nil || len(owned.Data) == 0 {
+				if err != nil {
 					return
 				}
-				want := bytes.Clone(owned.Data)
+				want := owned
+				want.Data = bytes.Clone(owned.Data)
+				for _, f := range []*string{&want.ID, &want.Type, &want.Source, &want.Subject, &want.AggregateType, &want.AggregateID} {
+					*f = strings.Clone(*f)
+				}
 				for i := range value {
 					value[i] = 'X'
 				}
-				if !bytes.Equal(owned.Data, want) {
-					t.Errorf("DecodeRecord's Data changed with the value: %s, want %s", owned.Data, want)
+				if !reflect.DeepEqual(owned, want) {
+					t.Errorf("DecodeRecord's event changed with the value:\n got %+v\nwant %+v", owned, want)
 				}
 			})
 		}

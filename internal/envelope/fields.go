@@ -275,9 +275,9 @@ func jsonText(raw json.RawMessage) (string, bool) {
 // the copy: a string without escapes, the common case, is the text between its quotes, taken
 // without a second parse and without an allocation, as a string that aliases raw
 // (unsafe.String). raw is a member of a record's value, which is not changed while the record
-// is decoded; the view must not outlive that decode. The decoders use views only to check and
-// parse, and copy what an Event keeps (Event.ownText); what goes into a Reason is copied by
-// quote.
+// is read; the view must not outlive that. The decoders use views to check and parse and keep
+// them as the Event's text, which Decode and DecodeRecord copy (Event.own) and
+// DecodeRecordView hands out as views; what goes into a Reason is copied by quote.
 func jsonTextView(raw json.RawMessage) (string, bool) {
 	raw = trimJSONSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' {

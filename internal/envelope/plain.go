@@ -35,6 +35,5 @@ func decodePlainObject(obj object) (Event, *MalformedError) {
 		return fail(versionField, reason)
 	}
 	ev.Data = jsonData(obj.get("data"))
-	ev.ownText()
 	return ev, nil
 }

@@ -60,7 +60,6 @@ func decodeStructuredObject(obj object) (Event, *MalformedError) {
 		}
 		ev.Data = b64
 	}
-	ev.ownText()
 	return ev, nil
 }
 

@@ -238,6 +238,8 @@ func (v *validator) find(f Finding) {
 	v.counts[f.Kind]++
 	if v.kept[f.Kind] < v.opts.MaxExamples {
 		v.kept[f.Kind]++
+		// The event's text is a view of its record (schema.Read): a kept finding copies it.
+		f.EventID, f.AggregateID = strings.Clone(f.EventID), strings.Clone(f.AggregateID)
 		v.rep.Findings = append(v.rep.Findings, f)
 	}
 }

@@ -410,6 +410,11 @@ func (g *gapFinder) flush(ctx context.Context) error {
 	return nil
 }
 
+// own gives r's text a copy of its own, for a missing record kept or passed on.
+func (r *MissingRecord) own() {
+	r.EventID, r.Type, r.AggregateID = strings.Clone(r.EventID), strings.Clone(r.Type), strings.Clone(r.AggregateID)
+}
+
 // resolve counts each record of a batch with or without its marker (found, in the batch's
 // order), in order.
 func (g *gapFinder) resolve(batch []MissingRecord, found []bool) error {
@@ -422,6 +427,7 @@ func (g *gapFinder) resolve(batch []MissingRecord, found []bool) error {
 			continue
 		}
 		g.rep.Missing++
+		r.own() // the event's text was a view of its record (schema.Read)
 		switch {
 		case g.onMissing != nil:
 			if err := g.onMissing(r); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/envelope"
 	"github.com/fieldwork/fieldwork/internal/schema"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -196,5 +197,53 @@ func TestGapFinderLookupsAtOnce(t *testing.T) {
 	}
 	if rep.Events != 10 || rep.Missing != 10 || received.Load() != 10 || len(rep.MissingRecords) != 10 || rep.MissingRecords[9].Offset != 9 {
 		t.Errorf("counts = %+v, %d ids looked up", rep, received.Load())
+	}
+}
+
+// TestGapFinderKeepsCopies: the events' text comes as views of their records' values
+// (schema.Read), and a missing record kept holds a copy of its own, whatever becomes of the
+// values once the check is done with them.
+func TestGapFinderKeepsCopies(t *testing.T) {
+	rep := &CheckReport{}
+	g := &gapFinder{
+		lookup:     func(_ context.Context, ids []string) ([]bool, error) { return make([]bool, len(ids)), nil },
+		batchSize:  2,
+		maxMissing: 100,
+		rep:        rep,
+	}
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	g.start(ctx, stop)
+	var values [][]byte
+	for i := range 3 {
+		value := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"e%d","type":"t%d","source":"s","aggregateid":"a%d"}`, i, i, i))
+		rec := &kgo.Record{Offset: int64(i), Value: value}
+		ev, err := envelope.DecodeRecordView(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.add(ctx, schema.Read{Record: rec, Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, value)
+	}
+	if err := g.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range values { // the records' values gone, the report read after
+		for k := range value {
+			value[k] = 'X'
+		}
+	}
+	for i, r := range rep.MissingRecords {
+		if r.EventID != fmt.Sprintf("e%d", i) || r.Type != fmt.Sprintf("t%d", i) || r.AggregateID != fmt.Sprintf("a%d", i) {
+			t.Errorf("missing record %d = %+v", i, r)
+		}
+	}
+	if len(rep.MissingRecords) != 3 {
+		t.Errorf("%d missing records kept, want 3", len(rep.MissingRecords))
 	}
 }

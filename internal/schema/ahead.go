@@ -12,8 +12,8 @@ import (
 )
 
 // Read is one record as ReadEvent read it: its event, or Err, the record's problem. The
-// event's Data is a view of the record's value (envelope.DecodeRecordView), valid as long as
-// the record: a judge that keeps it past the call copies it.
+// event's Data and text attributes are views of the record's value (envelope.DecodeRecordView),
+// valid as long as the record: a judge that keeps them past the call copies them.
 type Read struct {
 	Record *kgo.Record
 	Event  envelope.Event

@@ -21,7 +21,7 @@ func (d *Decoder) Event(ctx context.Context, r *kgo.Record) (envelope.Event, Rec
 }
 
 // event is Event with the envelope read by decode (envelope.DecodeRecord, or
-// envelope.DecodeRecordView for a reader that keeps no data past the record).
+// envelope.DecodeRecordView for a reader that keeps none of the event past the record).
 func (d *Decoder) event(ctx context.Context, r *kgo.Record, decode func(*kgo.Record) (envelope.Event, error)) (envelope.Event, Record, error) {
 	if r == nil {
 		ev, err := decode(r)
