@@ -159,9 +159,7 @@ func TestGapFinderLookupsAtOnce(t *testing.T) {
 		maxMissing: 100,
 		rep:        rep,
 	}
-	ctx, stop := context.WithCancelCause(context.Background())
-	defer stop(nil)
-	g.start(ctx, stop)
+	ctx := started(t, g)
 	added := make(chan error, 1)
 	go func() {
 		for i := range 10 {
@@ -211,9 +209,7 @@ func TestGapFinderKeepsCopies(t *testing.T) {
 		maxMissing: 100,
 		rep:        rep,
 	}
-	ctx, stop := context.WithCancelCause(context.Background())
-	defer stop(nil)
-	g.start(ctx, stop)
+	ctx := started(t, g)
 	var values [][]byte
 	for i := range 3 {
 		value := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"e%d","type":"t%d","source":"s","aggregateid":"a%d"}`, i, i, i))
@@ -246,4 +242,12 @@ func TestGapFinderKeepsCopies(t *testing.T) {
 	if len(rep.MissingRecords) != 3 {
 		t.Errorf("%d missing records kept, want 3", len(rep.MissingRecords))
 	}
+}
+
+// started starts g's resolving goroutine for a test, its context cancelled at the test's end.
+func started(t *testing.T, g *gapFinder) context.Context {
+	ctx, stop := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { stop(nil) })
+	g.start(ctx, stop)
+	return ctx
 }
