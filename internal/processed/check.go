@@ -296,7 +296,6 @@ type gapFinder struct {
 	done    chan error           // its end: nil, or why it stopped
 }
 
-// lookedUp is a batch handed over and its lookup's answer, when it comes.
 // waitingLookups is how many handed-over batches wait for the resolving goroutine while their
 // lookups run: with the one being handed over and the one being resolved, four lookups at
 // once, as many as a store's pool holds connections on two cores (pgxpool's least). With one,
@@ -304,6 +303,7 @@ type gapFinder struct {
 // 2.42–3.49 (2.48) with two, in turns on this machine.
 const waitingLookups = 2
 
+// lookedUp is a batch handed over and its lookup's answer, when it comes.
 type lookedUp struct {
 	batch  []MissingRecord
 	answer chan lookupAnswer
@@ -410,9 +410,11 @@ func (g *gapFinder) flush(ctx context.Context) error {
 	return nil
 }
 
-// own gives r's text a copy of its own, for a missing record kept or passed on.
-func (r *MissingRecord) own() {
+// owned is r with a copy of its text, which was a view of its record (schema.Read): a missing
+// record kept or passed on.
+func (r MissingRecord) owned() MissingRecord {
 	r.EventID, r.Type, r.AggregateID = strings.Clone(r.EventID), strings.Clone(r.Type), strings.Clone(r.AggregateID)
+	return r
 }
 
 // resolve counts each record of a batch with or without its marker (found, in the batch's
@@ -427,14 +429,13 @@ func (g *gapFinder) resolve(batch []MissingRecord, found []bool) error {
 			continue
 		}
 		g.rep.Missing++
-		r.own() // the event's text was a view of its record (schema.Read)
 		switch {
 		case g.onMissing != nil:
-			if err := g.onMissing(r); err != nil {
+			if err := g.onMissing(r.owned()); err != nil {
 				return err
 			}
 		case len(g.rep.MissingRecords) < g.maxMissing:
-			g.rep.MissingRecords = append(g.rep.MissingRecords, r)
+			g.rep.MissingRecords = append(g.rep.MissingRecords, r.owned())
 		default:
 			g.rep.MissingTruncated = true
 		}
