@@ -151,7 +151,7 @@ func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section
 		if len(rep.Sample.Malformed) > 0 {
 			sections = append(sections, cmdutil.MalformedRecordsSection("Malformed records in the sample", p, rep.Sample.Malformed))
 		}
-		if ps := rep.Sample.Partitioners; ps.Keyed > 0 {
+		if ps := rep.Sample.Partitioners; ps.Keyed > 0 || ps.Replayed > 0 {
 			sections = append(sections, partitionersSection(ps, rep.Totals.Partitions))
 		}
 	}
@@ -270,10 +270,16 @@ func partitionersSection(ps inspect.PartitionerSample, partitions int) output.Se
 	switch {
 	case partitions == 1:
 		verdict = "one partition: every partitioner agrees"
+	case ps.Keyed == 0:
+		verdict = "nothing to tell by"
 	case len(ps.Matching) > 0:
 		verdict = "agree with " + strings.Join(ps.Matching, ", ")
 	}
-	s := output.Section{Title: fmt.Sprintf("Partitioners (%d keyed records sampled: %s)", ps.Keyed, verdict),
+	sampled := fmt.Sprintf("%d keyed records sampled", ps.Keyed)
+	if ps.Replayed > 0 {
+		sampled += fmt.Sprintf(", %d a replay wrote left out", ps.Replayed)
+	}
+	s := output.Section{Title: fmt.Sprintf("Partitioners (%s: %s)", sampled, verdict),
 		Header: []string{"partitioner", "producers", "agree"}}
 	for _, a := range ps.Agrees {
 		s.Rows = append(s.Rows, []string{a.Partitioner, partitionerProducers[a.Partitioner], strconv.FormatInt(a.Agree, 10)})

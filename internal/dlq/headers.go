@@ -73,6 +73,18 @@ const (
 	ReplayHeaderEdited = "fw.replay.edited"
 )
 
+// WrittenByReplay reports whether r is a record a replay wrote: it carries fw.replay.id (ASCII
+// case ignored). Such a record was placed by the replay's rule (its original partition, or
+// the partitioner the replay chose), not by its topic's producers.
+func WrittenByReplay(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if strings.EqualFold(h.Key, ReplayHeaderID) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReplayedFor is the group a record's fw.replay.for names, "" when it names none (the record
 // is for every group). The last such header wins, as everywhere headers are read.
 func ReplayedFor(h []kgo.RecordHeader) string {

@@ -548,3 +548,22 @@ func TestParserMatchesParseWith(t *testing.T) {
 		}
 	}
 }
+
+// A record a replay wrote carries fw.replay.id, in any ASCII case; the other provenance
+// headers alone, or a dead letter's, do not make one.
+func TestWrittenByReplay(t *testing.T) {
+	for _, tc := range []struct {
+		headers []kgo.RecordHeader
+		want    bool
+	}{
+		{[]kgo.RecordHeader{{Key: "user", Value: []byte("x")}, {Key: ReplayHeaderID, Value: []byte("run-1")}}, true},
+		{[]kgo.RecordHeader{{Key: "FW.REPLAY.ID", Value: nil}}, true},
+		{[]kgo.RecordHeader{{Key: ReplayHeaderCount, Value: []byte("1")}, {Key: ReplayHeaderSource, Value: []byte("t/0/1")}}, false},
+		{[]kgo.RecordHeader{{Key: HeaderTopic, Value: []byte("orders")}}, false},
+		{nil, false},
+	} {
+		if got := WrittenByReplay(&kgo.Record{Headers: tc.headers}); got != tc.want {
+			t.Errorf("headers %v: WrittenByReplay %v, want %v", tc.headers, got, tc.want)
+		}
+	}
+}

@@ -219,6 +219,7 @@ func TestRecordOutsidePartition(t *testing.T) {
 
 // The sample tells which partitioner placed a topic's keyed records: kcat's (librdkafka's
 // CRC-32), sarama's FNV-1a, or franz-go's murmur2; and none where the producers disagree.
+// Records a replay wrote are left out (counted apart): the replay placed them, by its own rule.
 func TestTopicTellsThePartitioner(t *testing.T) {
 	c := testenv.Cluster(t)
 	keys := make([]string, 30)
@@ -233,18 +234,34 @@ func TestTopicTellsThePartitioner(t *testing.T) {
 		}
 		testenv.Produce(t, testenv.Client(t), recs...)
 	}
+	// replayedElsewhere writes, as a replay that kept original partitions would, a record of
+	// each key one partition past where crc32 puts it.
+	replayedElsewhere := func(t *testing.T, topic string) {
+		var recs []*kgo.Record
+		for _, k := range keys {
+			p, _ := kafka.PartitionerCRC32.KeyPartition([]byte(k), parts)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: (p + 1) % parts, Key: []byte(k), Value: []byte(`{}`),
+				Headers: []kgo.RecordHeader{{Key: "FW.Replay.Id", Value: []byte("run-1")}}})
+		}
+		testenv.Produce(t, testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), recs...)
+	}
 	for _, tc := range []struct {
-		name    string
-		produce func(t *testing.T, topic string)
-		want    []string
+		name     string
+		produce  func(t *testing.T, topic string)
+		want     []string
+		replayed int64
 	}{
-		{"kcat", func(t *testing.T, topic string) { testenv.KcatProduceKeyed(t, topic, keys, 2) }, []string{"crc32"}},
-		{"sarama", func(t *testing.T, topic string) { testenv.SaramaProduceKeyed(t, topic, parts, keys, 2) }, []string{"fnv1a"}},
-		{"franz-go", murmur, []string{"murmur2"}},
+		{"kcat", func(t *testing.T, topic string) { testenv.KcatProduceKeyed(t, topic, keys, 2) }, []string{"crc32"}, 0},
+		{"sarama", func(t *testing.T, topic string) { testenv.SaramaProduceKeyed(t, topic, parts, keys, 2) }, []string{"fnv1a"}, 0},
+		{"franz-go", murmur, []string{"murmur2"}, 0},
 		{"mixed", func(t *testing.T, topic string) {
 			testenv.KcatProduceKeyed(t, topic, keys, 1)
 			testenv.SaramaProduceKeyed(t, topic, parts, keys, 1)
-		}, []string{}},
+		}, []string{}, 0},
+		{"replayed", func(t *testing.T, topic string) {
+			testenv.KcatProduceKeyed(t, topic, keys, 1)
+			replayedElsewhere(t, topic)
+		}, []string{"crc32"}, int64(len(keys))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic := testenv.Topic(t, parts, nil)
@@ -254,7 +271,7 @@ func TestTopicTellsThePartitioner(t *testing.T) {
 				t.Fatal(err)
 			}
 			ps := rep.Sample.Partitioners
-			if ps.Keyed != rep.Sample.Records || ps.Keyed == 0 || !slices.Equal(ps.Matching, tc.want) {
+			if ps.Keyed+ps.Replayed != rep.Sample.Records || ps.Keyed == 0 || ps.Replayed != tc.replayed || !slices.Equal(ps.Matching, tc.want) {
 				t.Fatalf("partitioners %+v of %d sampled records: want matching %v", ps, rep.Sample.Records, tc.want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/schema"
 )
@@ -96,12 +97,16 @@ type FormatSample struct {
 // the producers may have used; with one partition, or no keyed record, nothing is told.
 type PartitionerSample struct {
 	// Keyed counts the sampled records with a key that every partitioner hashes (not null,
-	// not empty).
+	// not empty), but for those a replay wrote.
 	Keyed  int64              `json:"keyed_records"`
 	Agrees []PartitionerCount `json:"agreement"`
 	// Matching are the partitioners every keyed record agrees with, in kafka.Partitioners
 	// order: empty when none does (several producers, or a custom or manual placement).
 	Matching []string `json:"matching"`
+	// Replayed counts the keyed records of the sample that a replay wrote
+	// (dlq.WrittenByReplay), left out as a replay's inference leaves them out: the replay
+	// placed them by its own rule, not the topic's producers.
+	Replayed int64 `json:"replayed_records"`
 }
 
 // PartitionerCount is how many keyed records of the sample sit where Partitioner puts them.
@@ -239,7 +244,7 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 			LogStart: b.LogStart, HighWatermark: b.HighWatermark})
 	}
 	counts := map[string]int64{}
-	ev := kafka.NewPartitionerEvidence(topic, len(bounds))
+	ev := kafka.NewPartitionerEvidence(topic, len(bounds), dlq.WrittenByReplay)
 	err := scan(ctx, c, ranges, opts.Progress, func(rec *kgo.Record) error {
 		s.Records++
 		ev.Add(rec)
@@ -262,7 +267,7 @@ func sampleFormats(ctx context.Context, c *kafka.Cluster, topic string, bounds [
 	for f, n := range counts {
 		s.Formats = append(s.Formats, FormatCount{Format: f, Count: n})
 	}
-	s.Partitioners.Keyed, s.Partitioners.Agrees, s.Partitioners.Matching = ev.Keyed, []PartitionerCount{}, []string{}
+	s.Partitioners.Keyed, s.Partitioners.Replayed, s.Partitioners.Agrees, s.Partitioners.Matching = ev.Keyed, ev.Excluded, []PartitionerCount{}, []string{}
 	for i, p := range kafka.Partitioners {
 		s.Partitioners.Agrees = append(s.Partitioners.Agrees, PartitionerCount{Partitioner: string(p), Agree: ev.Agree[i]})
 	}

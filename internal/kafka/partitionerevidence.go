@@ -15,20 +15,30 @@ type PartitionerEvidence struct {
 	Topic string
 	// Partitions is the topic's partition count.
 	Partitions int
-	// Keyed counts the records read with a key every partitioner hashes (not null, not empty).
+	// Keyed counts the records read with a key every partitioner hashes (not null, not empty),
+	// but for those Excluded.
 	Keyed int64
 	// Agree[i] counts the keyed records that Partitioners[i] puts where they are.
 	Agree []int64
+	// Excluded counts the keyed records left out because exclude said so: records the topic's
+	// producers did not place (a replay's, placed by the replay's own rule).
+	Excluded int64
+	exclude  func(*kgo.Record) bool
 }
 
-// NewPartitionerEvidence is the empty evidence of topic, of partitions partitions.
-func NewPartitionerEvidence(topic string, partitions int) PartitionerEvidence {
-	return PartitionerEvidence{Topic: topic, Partitions: partitions, Agree: make([]int64, len(Partitioners))}
+// NewPartitionerEvidence is the empty evidence of topic, of partitions partitions. A keyed
+// record for which exclude (when not nil) is true is counted as Excluded, not as evidence.
+func NewPartitionerEvidence(topic string, partitions int, exclude func(*kgo.Record) bool) PartitionerEvidence {
+	return PartitionerEvidence{Topic: topic, Partitions: partitions, Agree: make([]int64, len(Partitioners)), exclude: exclude}
 }
 
-// Add counts r when it is keyed.
+// Add counts r when it is keyed: as evidence, or as Excluded.
 func (e *PartitionerEvidence) Add(r *kgo.Record) {
 	if len(r.Key) == 0 {
+		return
+	}
+	if e.exclude != nil && e.exclude(r) {
+		e.Excluded++
 		return
 	}
 	e.Keyed++
@@ -68,9 +78,9 @@ const DefaultEvidenceSample = 200
 
 // SamplePartitioners reads the newest perPartition records (below the last stable offset) of
 // each partition of topic, at most partitions×perPartition records whatever the topic's size,
-// and counts them as evidence. A one-partition topic is not read: every partitioner agrees
-// there.
-func (c *Cluster) SamplePartitioners(ctx context.Context, topic string, perPartition int) (PartitionerEvidence, error) {
+// and counts them as evidence (NewPartitionerEvidence: but for those exclude says). A
+// one-partition topic is not read: every partitioner agrees there.
+func (c *Cluster) SamplePartitioners(ctx context.Context, topic string, perPartition int, exclude func(*kgo.Record) bool) (PartitionerEvidence, error) {
 	if perPartition <= 0 {
 		perPartition = DefaultEvidenceSample
 	}
@@ -78,7 +88,7 @@ func (c *Cluster) SamplePartitioners(ctx context.Context, topic string, perParti
 	if err != nil {
 		return PartitionerEvidence{}, err
 	}
-	ev := NewPartitionerEvidence(topic, len(bounds))
+	ev := NewPartitionerEvidence(topic, len(bounds), exclude)
 	if len(bounds) < 2 {
 		return ev, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/wording"
@@ -36,10 +37,13 @@ type PartitionerChoice struct {
 	By          string `json:"by"`
 	// KeyedRecords, Agree and Matching are the evidence (null with --partitioner): the keyed
 	// records sampled, how many of them Partitioner places where they are, and every
-	// partitioner that places all of them.
-	KeyedRecords *int64   `json:"keyed_records"`
-	Agree        *int64   `json:"agree"`
-	Matching     []string `json:"matching"`
+	// partitioner that places all of them. ReplayedRecords counts the keyed records sampled
+	// that a replay wrote (dlq.WrittenByReplay), left out of the evidence: a replay placed
+	// them by its own rule (their original partition), not the topic's producers.
+	KeyedRecords    *int64   `json:"keyed_records"`
+	Agree           *int64   `json:"agree"`
+	Matching        []string `json:"matching"`
+	ReplayedRecords *int64   `json:"replayed_records"`
 	// Why says what the evidence was, in a sentence.
 	Why string `json:"why"`
 }
@@ -74,7 +78,7 @@ func (in *inferences) choose(ctx context.Context, c *kafka.Cluster, topic string
 	if got, ok := in.byName[topic]; ok {
 		return got.choice, got.err
 	}
-	ev, err := c.SamplePartitioners(ctx, topic, kafka.DefaultEvidenceSample)
+	ev, err := c.SamplePartitioners(ctx, topic, kafka.DefaultEvidenceSample, dlq.WrittenByReplay)
 	var got inferred
 	switch {
 	case err != nil && fwerr.KindOf(err) == fwerr.KindDenied:
@@ -110,6 +114,22 @@ func (in *inferences) choices() []PartitionerChoice {
 // the default is among several that do; a usage error when none does, or several that are not
 // the default do.
 func decide(ev kafka.PartitionerEvidence) (PartitionerChoice, error) {
+	c, err := decideOn(ev)
+	if err != nil {
+		return c, err
+	}
+	if c.KeyedRecords != nil {
+		replayed := ev.Excluded
+		c.ReplayedRecords = &replayed
+	}
+	if n := leftOut(ev); n != "" {
+		c.Why += "; " + n
+	}
+	return c, nil
+}
+
+// decideOn is decide but for what the evidence left out.
+func decideOn(ev kafka.PartitionerEvidence) (PartitionerChoice, error) {
 	matching := ev.Matching()
 	names := make([]string, len(matching))
 	for i, p := range matching {
@@ -129,16 +149,37 @@ func decide(ev kafka.PartitionerEvidence) (PartitionerChoice, error) {
 		return defaultChoice(ev.Topic, &ev, fmt.Sprintf("the %s of %s agree with %s alike",
 			wording.Plural(keyed, "keyed record"), ev.Topic, strings.Join(names, " and "))), nil
 	case len(matching) > 1:
-		return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: its %s agree with %s alike; name it with --partitioner (%s)",
-			ev.Topic, wording.Plural(keyed, "sampled keyed record"), strings.Join(names, " and "), strings.Join(kafka.PartitionerNames(), ", "))
+		return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: its %s agree with %s alike%s; name it with --partitioner (%s)",
+			ev.Topic, wording.Plural(keyed, "sampled keyed record"), strings.Join(names, " and "), parenthesized(leftOut(ev)), strings.Join(kafka.PartitionerNames(), ", "))
 	}
 	var agree []string
 	for i, p := range kafka.Partitioners {
 		agree = append(agree, fmt.Sprintf("%s %d", p, ev.Agree[i]))
 	}
-	return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: no partitioner places all %d of its sampled keyed records where they are (%s agree): "+
+	evidence := strings.Join(agree, ", ") + " agree"
+	if n := leftOut(ev); n != "" {
+		evidence += "; " + n
+	}
+	return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: no partitioner places all %d of its sampled keyed records where they are (%s): "+
 		"several producers, or a custom placement; name it with --partitioner (%s)",
-		ev.Topic, keyed, strings.Join(agree, ", "), strings.Join(kafka.PartitionerNames(), ", "))
+		ev.Topic, keyed, evidence, strings.Join(kafka.PartitionerNames(), ", "))
+}
+
+// leftOut says how many keyed records a replay wrote the evidence left out ("12 keyed records
+// a replay wrote left out"), "" when none.
+func leftOut(ev kafka.PartitionerEvidence) string {
+	if ev.Excluded == 0 {
+		return ""
+	}
+	return wording.Plural(ev.Excluded, "keyed record") + " a replay wrote left out"
+}
+
+// parenthesized is " (s)", "" for "".
+func parenthesized(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }
 
 func defaultChoice(topic string, ev *kafka.PartitionerEvidence, why string) PartitionerChoice {

@@ -266,6 +266,55 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 		checkRules(t, rep, string(kafka.PartitionerFNV1a))
 	})
 
+	// An earlier replay kept the original partitions its dead letters named, which no
+	// partitioner agrees with (the original records had been placed by hand): its records in the
+	// target are no evidence of the producers' partitioner, and are left out, so that the next
+	// replay (or a resume of that one) still infers the producers' fnv1a.
+	t.Run("records a replay wrote", func(t *testing.T) {
+		src := testenv.Topic(t, parts, nil)
+		testenv.KcatProduceKeyedBy(t, src, "fnv1a_random", keys, 3)
+		want := siblings(t, readTopic(t, c, src))
+		var elsewhere []*kgo.Record // one record of each key, said to be in the next partition
+		seen := map[string]bool{}
+		for _, r := range readTopic(t, c, src) {
+			if !seen[string(r.Key)] {
+				seen[string(r.Key)] = true
+				moved := *r
+				moved.Partition = (r.Partition + 1) % parts
+				elsewhere = append(elsewhere, &moved)
+			}
+		}
+		dlqTopic := testenv.Topic(t, 2, nil)
+		deadLetters(t, cl, dlqTopic, elsewhere, dlq.Meta{Group: "orders"})
+		rep, _, err := execute(t, t.Context(), c, st, Spec{From: dlqTopic}, ExecOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRules(t, rep, RuleOriginal)
+		// The test can fail: with the replayed records as evidence, no partitioner agrees.
+		all := kafka.NewPartitionerEvidence(src, parts, nil)
+		for _, r := range readTopic(t, c, src) {
+			all.Add(r)
+		}
+		if m := all.Matching(); len(m) != 0 {
+			t.Fatalf("%v agree with every keyed record of %s, the replayed ones too: they prove nothing", m, src)
+		}
+
+		dlt := deadLettersOf(t, src)
+		rep, sum, err := execute(t, t.Context(), c, st, Spec{From: dlt}, ExecOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSiblings(t, c, src, sum.RunID, want, len(keys), true)
+		checkRules(t, rep, string(kafka.PartitionerFNV1a))
+		n := int64(len(keys) * 3)
+		wantText := fmt.Sprintf("fnv1a (inferred: %d of %d keyed records of %s agree; %d keyed records a replay wrote left out)", n, n, src, len(keys))
+		if len(rep.PartitionerChoices) != 1 || rep.PartitionerChoices[0].String() != wantText ||
+			rep.PartitionerChoices[0].ReplayedRecords == nil || *rep.PartitionerChoices[0].ReplayedRecords != int64(len(keys)) {
+			t.Fatalf("choices %+v: want %q", rep.PartitionerChoices, wantText)
+		}
+	})
+
 	t.Run("no evidence", func(t *testing.T) {
 		src := testenv.Topic(t, parts, nil)
 		dlt := testenv.Topic(t, 2, nil)
