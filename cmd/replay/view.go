@@ -44,11 +44,7 @@ func planSections(p *output.Printer, rep *replay.Report, check bool, guardsNote 
 		{"target", rep.Target},
 		{"partitions", replayPlacement(rep.ToPartition, rep.Partitioner)},
 	}}
-	for _, ch := range rep.PartitionerChoices {
-		if ch.By != replay.ByFlag {
-			head.Fields = append(head.Fields, [2]string{"partitioner", ch.String()})
-		}
-	}
+	head.Fields = append(head.Fields, partitionerFields(rep.PartitionerChoices)...)
 	head.Fields = append(head.Fields, [2]string{"max replays", strconv.Itoa(rep.MaxReplays)})
 	if rep.RunID != "" {
 		head.Title = "Resume plan of run " + rep.RunID
@@ -289,19 +285,24 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		{"reason", sum.Reason},
 		{"source", sum.Source},
 		{"target", sum.Target},
-		{"selected", strconv.FormatInt(c.Selected, 10)},
-		{"sent", strconv.FormatInt(c.Sent, 10)},
-		{"quarantined", strconv.FormatInt(c.Quarantined, 10)},
-		{"skipped", strconv.FormatInt(c.Skipped, 10)},
-		{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond)},
 	}}
-	if c.Quarantined > 0 {
-		head.Fields[7][1] = st.Warn.Render(head.Fields[7][1])
-	}
+	head.Fields = append(head.Fields, partitionerFields(sum.PartitionerChoices)...)
 	if sum.Status == dedup.RunPlanned {
 		// Recorded for workers (--workers): they count as they send; the plan above says what
 		// they will, and the journal has nothing to count yet.
-		head.Fields = append(head.Fields[:5], [2]string{"sent", "none yet (the workers send it)"})
+		head.Fields = append(head.Fields, [2]string{"sent", "none yet (the workers send it)"})
+	} else {
+		quarantined := strconv.FormatInt(c.Quarantined, 10)
+		if c.Quarantined > 0 {
+			quarantined = st.Warn.Render(quarantined)
+		}
+		head.Fields = append(head.Fields,
+			[2]string{"selected", strconv.FormatInt(c.Selected, 10)},
+			[2]string{"sent", strconv.FormatInt(c.Sent, 10)},
+			[2]string{"quarantined", quarantined},
+			[2]string{"skipped", strconv.FormatInt(c.Skipped, 10)},
+			[2]string{"this attempt", fmt.Sprintf("%d sent in %.1fs (%.0f records/s)", sum.SentNow, float64(sum.ElapsedMS)/1000, sum.RecordsPerSecond)},
+		)
 	}
 	if e := sum.Execution; e != nil {
 		head.Fields = append(head.Fields, [2]string{"rate", e.RateLabel()})
@@ -333,6 +334,18 @@ func replaySummarySections(p *output.Printer, sum *replay.Summary) []output.Sect
 		sections = append(sections, *s)
 	}
 	return sections
+}
+
+// partitionerFields are the "partitioner" lines of a plan or a run: the choice made for each
+// target topic, unless --partitioner made it.
+func partitionerFields(choices []replay.PartitionerChoice) [][2]string {
+	var out [][2]string
+	for _, ch := range choices {
+		if ch.By != replay.ByFlag {
+			out = append(out, [2]string{"partitioner", ch.String()})
+		}
+	}
+	return out
 }
 
 // workerSummarySections render what one worker of a run shared by workers did.

@@ -110,12 +110,21 @@ func TestWorkersRunSummary(t *testing.T) {
 		}
 		return out.String()
 	}
-	planned := render(&replay.Summary{RunID: "r1", Status: dedup.RunPlanned, Source: "tasks.dlq", Target: "original"})
-	if !strings.Contains(planned, "none yet (the workers send it)") || strings.Contains(planned, "selected") || strings.Contains(planned, "this attempt") {
+	keyed, agree := int64(12), int64(12)
+	choices := []replay.PartitionerChoice{
+		{Topic: "tasks", Partitioner: "crc32", By: replay.ByInferred, KeyedRecords: &keyed, Agree: &agree, Why: "12 of 12 keyed records of tasks agree"},
+		{Topic: "audit", Partitioner: "fnv1a", By: replay.ByFlag, Why: "--partitioner"},
+	}
+	planned := render(&replay.Summary{RunID: "r1", Status: dedup.RunPlanned, Source: "tasks.dlq", Target: "original", PartitionerChoices: choices})
+	if !strings.Contains(planned, "none yet (the workers send it)") || strings.Contains(planned, "selected") || strings.Contains(planned, "this attempt") ||
+		!strings.Contains(planned, "crc32 (inferred: 12 of 12 keyed records of tasks agree)") {
 		t.Errorf("the summary of a run recorded for workers:\n%s", planned)
 	}
-	done := render(&replay.Summary{RunID: "r2", Status: dedup.RunCompleted, Counts: dedup.RunCounts{Selected: 5, Sent: 5}})
-	for _, want := range []string{"selected 5", "sent 5", "this attempt"} {
+	done := render(&replay.Summary{RunID: "r2", Status: dedup.RunCompleted, Counts: dedup.RunCounts{Selected: 5, Sent: 5, Quarantined: 1}, PartitionerChoices: choices})
+	if strings.Count(done, "partitioner") != 1 {
+		t.Errorf("the summary of a completed run: want one partitioner line (the inferred one):\n%s", done)
+	}
+	for _, want := range []string{"selected 5", "sent 5", "quarantined 1", "this attempt", "partitioner crc32 (inferred: 12 of 12 keyed records of tasks agree)"} {
 		if !strings.Contains(strings.Join(strings.Fields(done), " "), want) {
 			t.Errorf("the summary of a completed run lacks %q:\n%s", want, done)
 		}

@@ -91,16 +91,20 @@ const InterruptedText = "interrupted"
 // Summary is what an executed (or resumed) run did. Counts are the whole run's, resumed
 // attempts included; Targets are its acknowledged sends per target partition.
 type Summary struct {
-	RunID       string              `json:"run_id"`
-	Status      string              `json:"status"`
-	Resumed     bool                `json:"resumed"`
-	Operator    string              `json:"operator"`
-	Reason      string              `json:"reason"`
-	Source      string              `json:"topic"`
-	Target      string              `json:"target"`
-	Counts      dedup.RunCounts     `json:"counts"`
-	Targets     []dedup.TargetCount `json:"targets"`
-	Quarantined []RecordRef         `json:"quarantined"`
+	RunID    string `json:"run_id"`
+	Status   string `json:"status"`
+	Resumed  bool   `json:"resumed"`
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+	Source   string `json:"topic"`
+	Target   string `json:"target"`
+	// PartitionerChoices are the partitioners this attempt placed keyed records by, per
+	// target topic, and why (Report.PartitionerChoices): a single pass has no plan to say so.
+	// Empty with --partitioner, and when no record was placed by its key.
+	PartitionerChoices []PartitionerChoice `json:"partitioner_choices"`
+	Counts             dedup.RunCounts     `json:"counts"`
+	Targets            []dedup.TargetCount `json:"targets"`
+	Quarantined        []RecordRef         `json:"quarantined"`
 	// Incomplete lists the bounded copies this attempt read and did not send (at most
 	// 1,000); IncompleteCount counts the whole run's (incompleteOf: the journal keeps no
 	// column for them, they are the selected records neither sent, quarantined nor skipped).
@@ -192,7 +196,7 @@ func incompleteOf(c dedup.RunCounts) int64 { return c.Selected - c.Sent - c.Quar
 // interruption (exit 130). Any other failure marks it failed. Either can be resumed.
 func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, opts ExecOptions) (*Summary, error) {
 	opts = opts.withDefaults()
-	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), Quarantined: []RecordRef{}, Incomplete: []RecordRef{},
+	sum := &Summary{Source: p.Spec.From, Target: p.Spec.TargetLabel(), PartitionerChoices: []PartitionerChoice{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{},
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	targets, checkTargets, err := sendTargets(ctx, c, p, opts.SinglePass)
 	if err != nil {
@@ -339,6 +343,7 @@ func (e *executor) conclude(ctx context.Context, runErr error) (*Summary, error)
 		return sum, runErr
 	}
 	sum.Status = status
+	sum.PartitionerChoices = e.plan.partitioners.choices()
 	switch {
 	case status == dedup.RunInterrupted && !sum.Stopped:
 		// What failed after the interruption failed of it ("context canceled"): the summary

@@ -332,5 +332,17 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 		if len(rep.PartitionerChoices) != 1 || rep.PartitionerChoices[0].String() != wantText {
 			t.Fatalf("choices %+v: want %q", rep.PartitionerChoices, wantText)
 		}
+
+		// Again, executed in a single pass (no plan to say it): the run's summary says which
+		// partitioner placed its records, the first run's records left out of the evidence.
+		res, err := runFlow(t.Context(), c, st, newPlan(t, c, Spec{From: dlt}),
+			testFlow{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name()})
+		if err != nil || res.Report != nil || res.Summary == nil {
+			t.Fatalf("single pass: %v, %+v", err, res)
+		}
+		wantText = fmt.Sprintf("murmur2 (default: no keyed records in the newest 200 of each partition of %s to infer from; %d keyed records a replay wrote left out)", src, len(keys))
+		if ch := res.Summary.PartitionerChoices; len(ch) != 1 || ch[0].String() != wantText {
+			t.Fatalf("summary's choices %+v: want %q", ch, wantText)
+		}
 	})
 }

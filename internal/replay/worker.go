@@ -65,7 +65,7 @@ func CreateWorkerRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *
 		return nil, err
 	}
 	return &Summary{RunID: run.ID, Status: dedup.RunPlanned, Operator: run.Operator, Reason: run.Reason, Source: p.Spec.From, Target: run.Target,
-		Targets: []dedup.TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Recorded: true,
+		PartitionerChoices: p.partitioners.choices(), Targets: []dedup.TargetCount{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, Recorded: true,
 		DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}, nil
 }
 
@@ -459,7 +459,7 @@ func (w *worker) send(ctx context.Context, s *session, gen int) error {
 	}
 	run := p.Resume.Run
 	sum := &Summary{RunID: run.ID, Resumed: true, Operator: run.Operator, Reason: run.Reason, Source: p.Spec.From, Target: p.Spec.TargetLabel(),
-		Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
+		PartitionerChoices: []PartitionerChoice{}, Quarantined: []RecordRef{}, Incomplete: []RecordRef{}, DuplicateWindow: int64(opts.MaxBuffered + opts.FlushRecords)}
 	targets, checkTargets, err := sendTargets(ctx, w.c, p, false)
 	if err != nil {
 		return err
