@@ -369,6 +369,8 @@ func dlqStatusNote(s dlq.StatusInfo) string {
 			kafka.RecordAddress{Topic: s.Replay.TargetTopic, Partition: s.Replay.TargetPartition, Offset: s.Replay.TargetOffset}.String(), cmdutil.FormatTime(s.Replay.At))
 	}
 	switch {
+	case s.Status == dlq.StatusUnknown && s.Why != "" && sent != "":
+		return " (" + s.Why + "; " + sent + ")"
 	case s.Status == dlq.StatusUnknown && s.Why != "":
 		return " (" + s.Why + ")"
 	case s.Status == dlq.StatusReplayed && s.Replay != nil:

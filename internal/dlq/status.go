@@ -255,8 +255,8 @@ func sourceRef(d DeadLetter) dedup.SourceRef {
 
 // classify sets each dead letter's consumer in out, and the status unknown where the store
 // cannot be asked (no event id, no consumer, one the store cannot hold). It returns the event
-// ids to look up per consumer, and the dead letters without an event id whose edited copy may
-// have one.
+// ids to look up per consumer, and the dead letters without an event id: a replay may have
+// sent them, perhaps as an edited copy with one.
 func (l StatusLookup) classify(ds []DeadLetter, out []StatusInfo) (byConsumer map[string][]string, noID []int) {
 	byConsumer = map[string][]string{}
 	for i, d := range ds {
@@ -268,9 +268,7 @@ func (l StatusLookup) classify(ds []DeadLetter, out []StatusInfo) (byConsumer ma
 		switch {
 		case d.EventID == "":
 			out[i].Status, out[i].Why = StatusUnknown, "no event id"
-			if consumer != "" && dedup.ValidateConsumer(consumer) == nil {
-				noID = append(noID, i)
-			}
+			noID = append(noID, i)
 		case consumer == "":
 			out[i].Status, out[i].Why = StatusUnknown, "no consumer group in the dead letter: pass --consumer"
 		case dedup.ValidateEventID(d.EventID) != nil:
@@ -313,7 +311,7 @@ func (l StatusLookup) markers(ctx context.Context, ds []DeadLetter, byConsumer m
 }
 
 // journaled finds the replays the journal holds of the dead letters: of those with an event id,
-// and of those without one (noID), whose edited copy may have been replayed. Without a
+// and of those without one (noID), sent as they were or as an edited copy. Without a
 // journal none is replayed; NoJournal is told when a pending dead letter may have been.
 func (l StatusLookup) journaled(ctx context.Context, ds []DeadLetter, noID []int, ids map[string]string, out []StatusInfo) (map[dedup.SourceRef]dedup.ReplayRef, error) {
 	journaled := map[string][]dedup.SourceRecord{} // dead-letter topic → dead letters with an event id
@@ -399,16 +397,21 @@ func replayRefOf(r dedup.ReplayRef) *ReplayRef {
 	return &ReplayRef{RunID: r.RunID, At: r.At, TargetTopic: r.TargetTopic, TargetPartition: r.TargetPartition, TargetOffset: r.TargetOffset}
 }
 
-// resolveEdited tells the status of the dead letters without an event id (noID, indexes of
-// ds) that a replay sent as an edited copy with one: the copy is the event, so the consumer's
-// marker for its id resolves the dead letter, and without it the dead letter is replayed
-// (docs/design.md §3.2). The copy's id is the edit's, journaled with the run's selection.
+// resolveEdited sets the latest replay of each dead letter without an event id (noID, indexes
+// of ds) that a replay sent: its status stays unknown, unless the replay sent an edited copy
+// with an event id. The copy is then the event, so the consumer's marker for its id resolves
+// the dead letter, and without it the dead letter is replayed (docs/design.md §3.2). The
+// copy's id is the edit's, journaled with the run's selection.
 func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID []int, replayed map[dedup.SourceRef]dedup.ReplayRef, out []StatusInfo) error {
 	edited := map[string]string{} // run id → the event id of its edited copy ("": none)
 	for _, i := range noID {
 		d := ds[i]
 		r, ok := replayed[sourceRef(d)]
 		if !ok {
+			continue
+		}
+		out[i].Replay = replayRefOf(r)
+		if c := out[i].Consumer; c == "" || dedup.ValidateConsumer(c) != nil {
 			continue
 		}
 		id, known := edited[r.RunID]
@@ -431,7 +434,7 @@ func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID [
 		if err != nil {
 			return err
 		}
-		out[i].Why, out[i].Replay = "", replayRefOf(r)
+		out[i].Why = ""
 		if row, ok := m[id]; ok {
 			out[i].Status, out[i].Marker = markedStatus(outcomes[id]), &row
 		} else {

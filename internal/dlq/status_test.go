@@ -41,6 +41,8 @@ func TestResolve(t *testing.T) {
 		{Topic: "t.dlq", Partition: 1, Offset: 3, Group: "g", EventID: "x\x00"}, // not storable
 		{Topic: "u.dlq", Partition: 0, Offset: 0, Group: "h", EventID: "a"},     // another consumer: pending
 		{Topic: "t.dlq", Partition: 1, Offset: 4, Group: "g", EventID: "a"},     // the same event again: resolved
+		{Topic: "t.dlq", Partition: 1, Offset: 5},                               // no event id, no group, replayed: unknown
+		{Topic: "t.dlq", Partition: 1, Offset: 6, Group: "g"},                   // no event id, replayed: unknown
 	}
 	if err := st.InTx(ctx, func(tx *dedup.Tx) error {
 		_, err := st.Claim(ctx, tx, "g", []dedup.Marker{{EventID: "a"}})
@@ -54,7 +56,11 @@ func TestResolve(t *testing.T) {
 	}
 	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "r1", Owner: "o", Status: dedup.RunCompleted, Finished: true, Now: now,
 		Checkpoints: []dedup.ReplayCheckpoint{{Topic: "t.dlq", Partition: 1, Start: 0, End: 0, AckedThrough: 0}},
-		Sends:       []dedup.ReplaySend{{SourceTopic: "t.dlq", SourcePartition: 1, SourceOffset: 0, EventID: "c", TargetTopic: "t", TargetPartition: 2, TargetOffset: 9, At: now}},
+		Sends: []dedup.ReplaySend{
+			{SourceTopic: "t.dlq", SourcePartition: 1, SourceOffset: 0, EventID: "c", TargetTopic: "t", TargetPartition: 2, TargetOffset: 9, At: now},
+			{SourceTopic: "t.dlq", SourcePartition: 1, SourceOffset: 5, TargetTopic: "t", TargetPartition: 0, TargetOffset: 10, At: now},
+			{SourceTopic: "t.dlq", SourcePartition: 1, SourceOffset: 6, TargetTopic: "t", TargetPartition: 1, TargetOffset: 11, At: now},
+		},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +69,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Status{StatusResolved, StatusPending, StatusReplayed, StatusUnknown, StatusUnknown, StatusUnknown, StatusPending, StatusResolved}
+	want := []Status{StatusResolved, StatusPending, StatusReplayed, StatusUnknown, StatusUnknown, StatusUnknown, StatusPending, StatusResolved, StatusUnknown, StatusUnknown}
 	for i, w := range want {
 		if got[i].Status != w {
 			t.Errorf("%d (%+v): %s, want %s (%+v)", i, ds[i], got[i].Status, w, got[i])
@@ -75,10 +81,20 @@ func TestResolve(t *testing.T) {
 	if r := got[2].Replay; r == nil || r.RunID != "r1" || r.TargetTopic != "t" || r.TargetPartition != 2 || r.TargetOffset != 9 || !r.At.Equal(now) {
 		t.Errorf("replayed without its replay: %+v", got[2].Replay)
 	}
-	for i, why := range map[int]string{3: "no event id", 4: "no consumer group in the dead letter: pass --consumer", 5: "event id unusable"} {
+	for i, why := range map[int]string{3: "no event id", 4: "no consumer group in the dead letter: pass --consumer", 5: "event id unusable", 8: "no event id", 9: "no event id"} {
 		if !strings.HasPrefix(got[i].Why, why) {
 			t.Errorf("%d: why %q, want %q", i, got[i].Why, why)
 		}
+	}
+	// Whatever the status, the latest replay is told: also of a dead letter without an event
+	// id (with a group or none), whose status stays unknown.
+	for i, off := range map[int]int64{8: 10, 9: 11} {
+		if r := got[i].Replay; r == nil || r.RunID != "r1" || r.TargetOffset != off {
+			t.Errorf("%d: replay %+v, want run r1's send to offset %d", i, r, off)
+		}
+	}
+	if got[3].Replay != nil || got[1].Replay != nil {
+		t.Errorf("a replay of dead letters no run sent: %+v, %+v", got[3].Replay, got[1].Replay)
 	}
 	// --consumer overrides each dead letter's group.
 	got, err = StatusLookup{Store: st, Consumer: "h"}.Resolve(ctx, ds)
