@@ -242,7 +242,7 @@ func (l StatusLookup) resolve(ctx context.Context, ds []DeadLetter, ids map[stri
 			out[i].Status = StatusReplayed
 		}
 	}
-	if err := l.resolveEdited(ctx, ds, noID, replayed, out); err != nil {
+	if err := l.resolveWithoutID(ctx, ds, noID, replayed, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -397,12 +397,12 @@ func replayRefOf(r dedup.ReplayRef) *ReplayRef {
 	return &ReplayRef{RunID: r.RunID, At: r.At, TargetTopic: r.TargetTopic, TargetPartition: r.TargetPartition, TargetOffset: r.TargetOffset}
 }
 
-// resolveEdited sets the latest replay of each dead letter without an event id (noID, indexes
+// resolveWithoutID sets the latest replay of each dead letter without an event id (noID, indexes
 // of ds) that a replay sent: its status stays unknown, unless the replay sent an edited copy
 // with an event id. The copy is then the event, so the consumer's marker for its id resolves
 // the dead letter, and without it the dead letter is replayed (docs/design.md §3.2). The
 // copy's id is the edit's, journaled with the run's selection.
-func (l StatusLookup) resolveEdited(ctx context.Context, ds []DeadLetter, noID []int, replayed map[dedup.SourceRef]dedup.ReplayRef, out []StatusInfo) error {
+func (l StatusLookup) resolveWithoutID(ctx context.Context, ds []DeadLetter, noID []int, replayed map[dedup.SourceRef]dedup.ReplayRef, out []StatusInfo) error {
 	edited := map[string]string{} // run id → the event id of its edited copy ("": none)
 	for _, i := range noID {
 		d := ds[i]

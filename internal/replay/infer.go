@@ -149,8 +149,12 @@ func decideOn(ev kafka.PartitionerEvidence) (PartitionerChoice, error) {
 		return defaultChoice(ev.Topic, &ev, fmt.Sprintf("the %s of %s agree with %s alike",
 			wording.Plural(keyed, "keyed record"), ev.Topic, strings.Join(names, " and "))), nil
 	case len(matching) > 1:
-		return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: its %s agree with %s alike%s; name it with --partitioner (%s)",
-			ev.Topic, wording.Plural(keyed, "sampled keyed record"), strings.Join(names, " and "), parenthesized(leftOut(ev)), strings.Join(kafka.PartitionerNames(), ", "))
+		alike := "alike"
+		if n := leftOut(ev); n != "" {
+			alike += " (" + n + ")"
+		}
+		return PartitionerChoice{}, fwerr.Usagef("cannot tell the partitioner of %s: its %s agree with %s %s; name it with --partitioner (%s)",
+			ev.Topic, wording.Plural(keyed, "sampled keyed record"), strings.Join(names, " and "), alike, strings.Join(kafka.PartitionerNames(), ", "))
 	}
 	var agree []string
 	for i, p := range kafka.Partitioners {
@@ -172,14 +176,6 @@ func leftOut(ev kafka.PartitionerEvidence) string {
 		return ""
 	}
 	return wording.Plural(ev.Excluded, "keyed record") + " a replay wrote left out"
-}
-
-// parenthesized is " (s)", "" for "".
-func parenthesized(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (" + s + ")"
 }
 
 func defaultChoice(topic string, ev *kafka.PartitionerEvidence, why string) PartitionerChoice {

@@ -38,6 +38,19 @@ func siblings(t *testing.T, recs []*kgo.Record) map[string]int32 {
 	return out
 }
 
+// firstOfEachKey is the first record of each key among recs, in their order.
+func firstOfEachKey(recs []*kgo.Record) []*kgo.Record {
+	var out []*kgo.Record
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if !seen[string(r.Key)] {
+			seen[string(r.Key)] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // watermillDeadLetter is a Watermill poison record of r: its original topic, no partition.
 func watermillDeadLetter(topic string, r *kgo.Record) *kgo.Record {
 	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
@@ -75,14 +88,7 @@ func TestReplayPlacesKeysWithTheirSiblings(t *testing.T) {
 			if moved == 0 {
 				t.Fatal("murmur2 places every key as the producer did: the keys prove nothing")
 			}
-			var origs []*kgo.Record // one record of each key
-			seen := map[string]bool{}
-			for _, r := range readTopic(t, c, src) {
-				if !seen[string(r.Key)] {
-					seen[string(r.Key)] = true
-					origs = append(origs, r)
-				}
-			}
+			origs := firstOfEachKey(readTopic(t, c, src))
 
 			// Watermill dead letters name no partition: placed by --partitioner.
 			dlt := testenv.Topic(t, 2, nil)
@@ -180,13 +186,9 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 	}
 	deadLettersOf := func(t *testing.T, src string) string {
 		dlt := testenv.Topic(t, 2, nil)
-		seen := map[string]bool{}
 		var dls []*kgo.Record
-		for _, r := range readTopic(t, c, src) {
-			if !seen[string(r.Key)] {
-				seen[string(r.Key)] = true
-				dls = append(dls, watermillDeadLetter(dlt, r))
-			}
+		for _, r := range firstOfEachKey(readTopic(t, c, src)) {
+			dls = append(dls, watermillDeadLetter(dlt, r))
 		}
 		testenv.Produce(t, cl, dls...)
 		return dlt
@@ -275,14 +277,10 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 		testenv.KcatProduceKeyedBy(t, src, "fnv1a_random", keys, 3)
 		want := siblings(t, readTopic(t, c, src))
 		var elsewhere []*kgo.Record // one record of each key, said to be in the next partition
-		seen := map[string]bool{}
-		for _, r := range readTopic(t, c, src) {
-			if !seen[string(r.Key)] {
-				seen[string(r.Key)] = true
-				moved := *r
-				moved.Partition = (r.Partition + 1) % parts
-				elsewhere = append(elsewhere, &moved)
-			}
+		for _, r := range firstOfEachKey(readTopic(t, c, src)) {
+			moved := *r
+			moved.Partition = (r.Partition + 1) % parts
+			elsewhere = append(elsewhere, &moved)
 		}
 		dlqTopic := testenv.Topic(t, 2, nil)
 		deadLetters(t, cl, dlqTopic, elsewhere, dlq.Meta{Group: "orders"})
