@@ -104,7 +104,8 @@ partitions as the topic it came from; otherwise where the producer's partitioner
 topic's own keyed records (the newest 200 of each partition): the one partitioner that places
 all of them where they are; murmur2 when they tell nothing (no keyed records, one partition);
 a plan whose target's records agree with no one partitioner is refused (exit 2): name it with
---partitioner. A record without a key is spread.
+--partitioner. The run journals the partitioners it chose: replay resume places by them. A
+record without a key is spread.
 --to-partition original always keeps the original partition, --to-partition key always places
 by the key. The plan says which rule each target partition got.
 

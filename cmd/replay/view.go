@@ -447,6 +447,7 @@ func replayRunSections(p *output.Printer, d replayRunDetail) []output.Section {
 		head.Fields = append(head.Fields, [2]string{"error", st.Bad.Render(d.Error)})
 	}
 	head.Fields = append(head.Fields, [2]string{"rate", replay.JournaledRateLabel(string(d.Selection))})
+	head.Fields = append(head.Fields, partitionerFields(replay.JournaledPartitioners(string(d.Selection)))...)
 	sections := []output.Section{head}
 	// The journaled selection, as its plan printed it; as it is written when it is not a
 	// replay spec (a run of another version).

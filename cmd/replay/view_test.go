@@ -130,3 +130,28 @@ func TestWorkersRunSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShowsItsPartitioners: replay show says the partitioners a run journaled for its
+// targets, as the run's summary said them; a run that chose none (or journaled by an earlier
+// version, or with a selection that is no spec) shows no partitioner line.
+func TestRunShowsItsPartitioners(t *testing.T) {
+	render := func(selection string) string {
+		s, _, out, _ := output.Test()
+		p := output.NewPrinter(s, output.FormatTable)
+		d := replayRunDetail{ReplayRun: dedup.ReplayRun{ID: "r1", Status: dedup.RunInterrupted, Selection: dedup.JSONText(selection)}}
+		if err := p.Object(d, replayRunSections(p, d)); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(strings.Fields(out.String()), " ")
+	}
+	chose := render(`{"topic":"tasks.dlq","to_partition":"auto","max_replays":3,"partitioners":[` +
+		`{"topic":"tasks","partitioner":"fnv1a","by":"inferred","keyed_records":12,"agree":12,"matching":["fnv1a"],"replayed_records":0,"why":"12 of 12 keyed records of tasks agree"}]}`)
+	if !strings.Contains(chose, "partitioner fnv1a (inferred: 12 of 12 keyed records of tasks agree)") {
+		t.Errorf("a run that inferred a partitioner:\n%s", chose)
+	}
+	for _, sel := range []string{`{"topic":"tasks.dlq","to_partition":"auto","max_replays":3}`, `not a spec`} {
+		if got := render(sel); strings.Contains(got, "partitioner") {
+			t.Errorf("selection %s: want no partitioner line:\n%s", sel, got)
+		}
+	}
+}

@@ -219,6 +219,9 @@ func Execute(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *Plan, op
 		prov:     provenanceOf(sum.RunID, sum.Reason, &p.Spec),
 		targets:  targets, checkTargets: checkTargets,
 	}
+	if create == nil {
+		e.choicesJournaled = p.partitioners.made.Load()
+	}
 	if opts.SinglePass && p.Resume == nil {
 		// Nothing was scanned: the guards look at the records as they are sent, and warn after.
 		e.guard = newGuard(c, st, &p.Spec)
@@ -284,7 +287,7 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 		run := p.Resume.Run
 		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
 		// The run is taken with how it now executes, journaled for the next resume.
-		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts)))); err != nil {
+		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts), p.partitioners.choices()))); err != nil {
 			if errors.Is(err, dedup.ErrRunNotOwned) {
 				return base, nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
 			}
@@ -297,7 +300,7 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 	}
 	sum.RunID, sum.Operator, sum.Reason = opts.RunID, opts.Operator, opts.Reason
 	run := dedup.ReplayRun{
-		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts))),
+		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason,
 		Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunRunning, Owner: opts.Owner,
 	}
 	if p.SourceTopicID != "" {
@@ -307,7 +310,12 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 	for _, r := range p.Ranges {
 		cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
 	}
-	create = func(ctx context.Context) error { return st.CreateReplayRun(ctx, run, cps) }
+	create = func(ctx context.Context) error {
+		// The partitioners chosen so far: a single pass has chosen those of its first records'
+		// targets when it records its run.
+		run.Selection = dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts), p.partitioners.choices()))
+		return st.CreateReplayRun(ctx, run, cps)
+	}
 	if opts.SinglePass {
 		return base, create, nil
 	}
@@ -401,6 +409,9 @@ type executor struct {
 	// owner's alone repeats from one session to the next).
 	partitioned bool
 	flushTag    string
+	// choicesJournaled is how many of the plan's partitioner choices the run's journaled
+	// selection holds (journalChoices).
+	choicesJournaled int32
 	// lim, when set, is the cap on records per second in place of one at opts.Rate: a
 	// worker's share of the run's rate, which the worker changes as partitions finish.
 	lim *limiter
@@ -632,7 +643,13 @@ func (ps *pass) admit(d *decision) error {
 			return err
 		}
 		e.create = nil
+		e.choicesJournaled = e.plan.partitioners.made.Load()
 		ps.flusher.start()
+	}
+	if d.outcome == OutcomeSend {
+		if err := e.journalChoices(ps.readCtx); err != nil {
+			return err
+		}
 	}
 	if d.outcome == OutcomeQuarantined && len(e.sum.Quarantined) < maxListed {
 		e.sum.Quarantined = append(e.sum.Quarantined, refOf(d))
@@ -640,6 +657,24 @@ func (ps *pass) admit(d *decision) error {
 	if d.outcome == OutcomeIncomplete && len(e.sum.Incomplete) < maxListed {
 		e.sum.Incomplete = append(e.sum.Incomplete, refOf(d))
 	}
+	return nil
+}
+
+// journalChoices journals the partitioners chosen since the run's selection was last written
+// (a single pass chooses a target's when it meets the target), before a record placed by one
+// is sent: every later attempt of the run places keys by them (LoadRun). It re-takes the run
+// this process holds, with the new selection. A worker's run was scanned before it was
+// recorded, every choice in it (CreateWorkerRun).
+func (e *executor) journalChoices(ctx context.Context) error {
+	n := e.plan.partitioners.made.Load()
+	if n == e.choicesJournaled || e.partitioned {
+		return nil
+	}
+	sel := marshalRun(&e.plan.Spec, executionOf(e.opts), e.plan.partitioners.choices())
+	if err := e.st.TakeReplayRun(ctx, e.sum.RunID, dedup.RunRunning, e.opts.Owner, e.opts.Owner, dedup.JSONText(sel)); err != nil {
+		return fmt.Errorf("journal the partitioner chosen: %w", err)
+	}
+	e.choicesJournaled = n
 	return nil
 }
 

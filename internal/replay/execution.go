@@ -169,15 +169,29 @@ func JournaledRateLabel(selection string) string {
 	return "no cap"
 }
 
-// journaled is a run's selection as the journal keeps it: the spec, and how it executes.
-type journaled struct {
-	Spec
-	Execution *Execution `json:"execution,omitempty"`
+// JournaledPartitioners are the partitioners a run's journaled selection holds, chosen by its
+// attempts for their targets (inferred, or the default), as `replay show` says them; none for a
+// run that placed no keyed record by a choice of its own, or journaled by an earlier version.
+func JournaledPartitioners(selection string) []PartitionerChoice {
+	var j struct {
+		Partitioners []PartitionerChoice `json:"partitioners"`
+	}
+	_ = json.Unmarshal([]byte(selection), &j) // a selection that is not a spec holds none
+	return j.Partitioners
 }
 
-// marshalRun is the selection journaled for a run of spec executed as ex.
-func marshalRun(spec *Spec, ex Execution) string {
-	b, err := json.Marshal(journaled{Spec: *spec, Execution: &ex})
+// journaled is a run's selection as the journal keeps it: the spec, how it executes, and the
+// partitioners its attempts chose for their targets (docs/design.md §3.3).
+type journaled struct {
+	Spec
+	Execution    *Execution          `json:"execution,omitempty"`
+	Partitioners []PartitionerChoice `json:"partitioners,omitempty"`
+}
+
+// marshalRun is the selection journaled for a run of spec executed as ex, whose attempts chose
+// these partitioners (Plan.partitioners).
+func marshalRun(spec *Spec, ex Execution, choices []PartitionerChoice) string {
+	b, err := json.Marshal(journaled{Spec: *spec, Execution: &ex, Partitioners: choices})
 	if err != nil {
 		panic(fmt.Sprintf("replay: marshal spec: %v", err)) // plain data: cannot fail
 	}

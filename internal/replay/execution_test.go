@@ -52,21 +52,21 @@ func TestJournaledExecution(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	text := marshalRun(&s, executionOf(ExecOptions{Rate: 5000}))
+	text := marshalRun(&s, executionOf(ExecOptions{Rate: 5000}), nil)
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &raw); err != nil || string(raw["execution"]) != `{"rate":5000,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}` {
 		t.Fatalf("journaled %s (%v)", text, err)
 	}
-	back, ex, err := unmarshalSpec(text)
+	back, ex, _, err := unmarshalSpec(text)
 	if err != nil || ex == nil || ex.Rate != 5000 || back.marshal() != s.marshal() {
 		t.Fatalf("read back: %+v %+v %v", back, ex, err)
 	}
 	// No cap is null, not 0, and reads back as no cap.
-	text = marshalRun(&s, executionOf(ExecOptions{}))
+	text = marshalRun(&s, executionOf(ExecOptions{}), nil)
 	if err := json.Unmarshal([]byte(text), &raw); err != nil || string(raw["execution"]) != `{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}` {
 		t.Fatalf("journaled without a cap: %s (%v)", text, err)
 	}
-	if _, ex, err := unmarshalSpec(text); err != nil || ex == nil || ex.Rate != 0 || ex.MaxBuffered != DefaultMaxBuffered {
+	if _, ex, _, err := unmarshalSpec(text); err != nil || ex == nil || ex.Rate != 0 || ex.MaxBuffered != DefaultMaxBuffered {
 		t.Fatalf("read back without a cap: %+v %v", ex, err)
 	}
 }
@@ -76,8 +76,8 @@ func TestJournaledExecution(t *testing.T) {
 func TestJournaledRateLabel(t *testing.T) {
 	s := Spec{From: "tasks.dlq"}
 	for _, tc := range []struct{ selection, want string }{
-		{marshalRun(&s, executionOf(ExecOptions{Rate: 5000})), "5000/s"},
-		{marshalRun(&s, executionOf(ExecOptions{})), "no cap"},
+		{marshalRun(&s, executionOf(ExecOptions{Rate: 5000}), nil), "5000/s"},
+		{marshalRun(&s, executionOf(ExecOptions{}), nil), "no cap"},
 		{`{"from":"tasks.dlq","to_partition":"auto","max_replays":3}`, "unknown (journaled without its execution settings: a resume sends with no cap unless given --rate)"},
 	} {
 		if got := JournaledRateLabel(tc.selection); got != tc.want {

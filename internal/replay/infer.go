@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -22,6 +23,10 @@ const (
 	// ByDefault: nothing told it (no keyed record, one partition, the target not readable, or
 	// the keyed records agree with the default as with others): kafka.PartitionerMurmur2.
 	ByDefault = "default"
+	// ByRun: an earlier attempt of the run chose it (inferred or by default), and the run's
+	// journal keeps the choice: every attempt places a key where the first one did, whatever
+	// the target's records say since.
+	ByRun = "run"
 )
 
 // DefaultPartitioner is the partitioner of a replay that nothing tells otherwise: Kafka's Java
@@ -60,6 +65,9 @@ type inferences struct {
 	mu     sync.Mutex
 	byName map[string]inferred
 	order  []string
+	// made counts the choices made (errors not counted), read without the lock: an executed
+	// run asks it before every send whether a choice is still to be journaled.
+	made atomic.Int32
 }
 
 type inferred struct {
@@ -88,12 +96,35 @@ func (in *inferences) choose(ctx context.Context, c *kafka.Cluster, topic string
 	default:
 		got.choice, got.err = decide(ev)
 	}
+	in.keep(topic, got)
+	return got.choice, got.err
+}
+
+// keep records the choice for topic; in.mu is held.
+func (in *inferences) keep(topic string, got inferred) {
 	if in.byName == nil {
 		in.byName = map[string]inferred{}
 	}
 	in.byName[topic] = got
 	in.order = append(in.order, topic)
-	return got.choice, got.err
+	if got.err == nil {
+		in.made.Add(1)
+	}
+}
+
+// seed takes the choices an earlier attempt of a run journaled (ByRun): they are the plan's,
+// whatever the targets' records say now, so that a key is placed where that attempt placed
+// it. Each says what the earlier attempt chose it by.
+func (in *inferences) seed(choices []PartitionerChoice) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, ch := range choices {
+		if ch.By != ByRun {
+			ch.Why = ch.By + " by an earlier attempt: " + ch.Why
+			ch.By = ByRun
+		}
+		in.keep(ch.Topic, inferred{choice: ch})
+	}
 }
 
 // choices are the choices made so far, in the order they were made.

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -310,6 +311,80 @@ func TestReplayInfersThePartitioner(t *testing.T) {
 		if len(rep.PartitionerChoices) != 1 || rep.PartitionerChoices[0].String() != wantText ||
 			rep.PartitionerChoices[0].ReplayedRecords == nil || *rep.PartitionerChoices[0].ReplayedRecords != int64(len(keys)) {
 			t.Fatalf("choices %+v: want %q", rep.PartitionerChoices, wantText)
+		}
+	})
+
+	// A single pass chose murmur2 for each of its two targets (nothing in them to infer from)
+	// and was interrupted after it had met the second. Before its resume, a producer
+	// partitioning by fnv1a wrote keyed records to both. The resume places by the choices
+	// the run journaled, the second one written mid-run: every key of the run stays in one
+	// partition of each target.
+	t.Run("a resume keeps the run's choices", func(t *testing.T) {
+		first, second := testenv.Topic(t, parts, nil), testenv.Topic(t, parts, nil)
+		dlt := testenv.Topic(t, 1, nil) // one partition: the dead letters of first are read before second's
+		var dls []*kgo.Record
+		for i, target := range []string{first, second, second} {
+			for _, k := range keys {
+				dls = append(dls, watermillDeadLetter(dlt, &kgo.Record{Topic: target, Key: []byte(k), Value: fmt.Appendf(nil, `{"event_id":"%s-%d"}`, k, i)}))
+			}
+		}
+		testenv.Produce(t, cl, dls...)
+		// Interrupted once some records to second are acknowledged (a condition: the rate
+		// keeps the rest unsent for a while after it).
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		res, err := runFlow(ctx, c, st, newPlan(t, c, Spec{From: dlt}), testFlow{Execute: true, Yes: true, Operator: "tester", Reason: "test " + t.Name(),
+			Rate: 25, RateGiven: true, Progress: func(fp FlowProgress) {
+				if fp.Stage == StageSend && fp.Send.Sent > int64(len(keys))+4 {
+					cancel()
+				}
+			}})
+		if fwerr.KindOf(err) != fwerr.KindInterrupted || res == nil || res.Summary == nil {
+			t.Fatalf("interrupted single pass: %v %+v", err, res)
+		}
+		runID := res.Summary.RunID
+		if sent := len(replayed(readTopic(t, c, second), runID)); sent == 0 || sent == 2*len(keys) {
+			t.Fatalf("%d of %d records sent to %s before the interruption: want some", sent, 2*len(keys), second)
+		}
+		for _, target := range []string{first, second} {
+			testenv.KcatProduceKeyedBy(t, target, "fnv1a_random", keys, 2)
+		}
+		// The test can fail: fnv1a, which the targets' records now agree with, places some keys
+		// elsewhere than murmur2.
+		murmur2 := map[string]int32{}
+		for _, k := range keys {
+			murmur2[k], _ = kafka.PartitionerMurmur2.KeyPartition([]byte(k), parts)
+		}
+		if moved(kafka.PartitionerFNV1a, murmur2) == 0 {
+			t.Fatal("fnv1a places every key as murmur2 does: the keys prove nothing")
+		}
+
+		p, err := LoadRun(t.Context(), c, st, runID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Scan(t.Context(), c, st, p, ScanOptions{})
+		if err != nil || rep.Err() != nil {
+			t.Fatal(err, rep.Err())
+		}
+		for i, target := range []string{first, second} {
+			want := "murmur2 (run: default by an earlier attempt: no keyed records in the newest 200 of each partition of " + target + " to infer from)"
+			if ch := rep.PartitionerChoices; len(ch) != 2 || ch[i].String() != want || ch[i].By != ByRun {
+				t.Fatalf("resume's choices %+v: want %q at %d", ch, want, i)
+			}
+		}
+		sum, err := Execute(t.Context(), c, st, p, ExecOptions{})
+		if err != nil || sum.Counts.Sent != int64(len(dls)) {
+			t.Fatalf("resumed: %v, %+v", err, sum)
+		}
+		for _, target := range []string{first, second} {
+			for _, rs := range replayed(readTopic(t, c, target), runID) {
+				for _, r := range rs {
+					if want := murmur2[string(r.Key)]; r.Partition != want {
+						t.Errorf("%s/%d: key %s of run %s is in partition %d, murmur2 puts it in %d", r.Topic, r.Offset, r.Key, runID, r.Partition, want)
+					}
+				}
+			}
 		}
 	})
 

@@ -79,10 +79,10 @@ func TestPendingForIsDLQsPending(t *testing.T) {
 	if s.PendingFor != "billing" || s.StatusConsumer != "billing" || !slices.Equal(s.Statuses, []dlq.Status{dlq.StatusPending}) || !s.NeedsStore() {
 		t.Fatalf("validated: %+v", s)
 	}
-	if again, _, err := unmarshalSpec(s.marshal()); err != nil || again.marshal() != s.marshal() {
+	if again, _, _, err := unmarshalSpec(s.marshal()); err != nil || again.marshal() != s.marshal() {
 		t.Fatalf("validated again (a resume): %+v %v", again, err)
 	}
-	back, ex, err := unmarshalSpec(`{"from":"t","pending_for":"billing","to_partition":"default","max_replays":3}`)
+	back, ex, _, err := unmarshalSpec(`{"from":"t","pending_for":"billing","to_partition":"default","max_replays":3}`)
 	if err != nil || ex != nil || back.StatusConsumer != "billing" || !slices.Equal(back.Statuses, []dlq.Status{dlq.StatusPending}) {
 		t.Fatalf("a spec journaled with pending_for: %+v %v", back, err)
 	}
@@ -100,7 +100,7 @@ func TestSpecRoundTripsThroughTheJournal(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	back, _, err := unmarshalSpec(s.marshal())
+	back, _, _, err := unmarshalSpec(s.marshal())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 			return nil, err
 		}
 	}
-	spec, execution, err := unmarshalSpec(string(run.Selection))
+	spec, execution, choices, err := unmarshalSpec(string(run.Selection))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -128,6 +128,8 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 		sent[dedup.SourceRef{Topic: s.SourceTopic, Partition: s.SourcePartition, Offset: s.SourceOffset}] = true
 	}
 	p := &Plan{Spec: spec, Resume: &Resume{Run: run, Checkpoints: cps, Sent: sent, Execution: execution}, SourceTopicID: topicID}
+	// A key goes where the run's earlier attempts placed it: by the partitioners they chose.
+	p.partitioners.seed(choices)
 	starts := map[string]map[int32]int64{}
 	for _, cp := range cps {
 		r := kafka.PartitionRange{Topic: cp.Topic, Partition: cp.Partition, Start: cp.AckedThrough + 1, End: cp.End + 1}

@@ -55,7 +55,7 @@ func TestSpecKeyRoundTripsThroughTheJournal(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		back, _, err := unmarshalSpec(s.marshal())
+		back, _, _, err := unmarshalSpec(s.marshal())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestFilters(t *testing.T) {
 // was named last_offset (end_offset then) resumes with the same range; a new one is journaled
 // with last_offset.
 func TestJournaledSpecReadsTheOldEndOffset(t *testing.T) {
-	s, ex, err := unmarshalSpec(`{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3}`)
+	s, ex, _, err := unmarshalSpec(`{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3}`)
 	if err != nil || ex != nil || s.StartOffset == nil || *s.StartOffset != 2 || s.EndOffset == nil || *s.EndOffset != 7 {
 		t.Fatalf("old spec: %+v %v", s, err)
 	}
@@ -116,7 +116,7 @@ func TestJournaledSpecReadsTheOldEndOffset(t *testing.T) {
 	if !strings.Contains(text, `"last_offset":7`) || strings.Contains(text, "end_offset") || !strings.Contains(text, `"topic":"tasks.dlq"`) || strings.Contains(text, `"from"`) {
 		t.Fatalf("journaled as %s", text)
 	}
-	if back, _, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
+	if back, _, _, err := unmarshalSpec(text); err != nil || back.EndOffset == nil || *back.EndOffset != 7 {
 		t.Fatalf("read back: %+v %v", back, err)
 	}
 }
@@ -143,7 +143,7 @@ func TestJournaledSelectionKeepsItsShape(t *testing.T) {
 		{"legacy end_offset", `{"from":"tasks.dlq","partitions":[0],"start_offset":2,"end_offset":7,"to_partition":"auto","max_replays":3,"execution":{"rate":null,"max_buffered":30000,"flush_records":2000,"flush_interval_ms":1000}}`,
 			kafka.Selection{Partitions: []int32{0}, StartOffset: &two, EndOffset: &seven}, "", 0, false},
 	} {
-		s, ex, err := unmarshalSpec(tc.text)
+		s, ex, _, err := unmarshalSpec(tc.text)
 		if err != nil || ex == nil {
 			t.Fatalf("%s: %v (execution %v)", tc.name, err, ex)
 		}
@@ -152,7 +152,7 @@ func TestJournaledSelectionKeepsItsShape(t *testing.T) {
 		if string(g) != string(w) || s.Record != tc.record || ex.Rate != tc.rate || s.From != "tasks.dlq" {
 			t.Errorf("%s: read as selection %s, record %q, rate %g; want %s, %q, %g", tc.name, g, s.Record, ex.Rate, w, tc.record, tc.rate)
 		}
-		if again := marshalRun(&s, *ex); tc.same && again != tc.text {
+		if again := marshalRun(&s, *ex, nil); tc.same && again != tc.text {
 			t.Errorf("%s: journaled again as\n%s\nwant\n%s", tc.name, again, tc.text)
 		}
 		// replay show reads the journaled selection as a Spec, and prints its selection.

@@ -357,23 +357,24 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// unmarshalSpec reads a journaled selection back: the spec, validated, and how the run
-// executes (nil when it was journaled without: by an earlier version). The two are read
-// apart: journaled embeds Spec, whose UnmarshalJSON would otherwise swallow the execution.
-func unmarshalSpec(text string) (Spec, *Execution, error) {
-	var j journaled
-	if err := json.Unmarshal([]byte(text), &j.Spec); err != nil {
-		return Spec{}, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
+// unmarshalSpec reads a journaled selection back: the spec, validated, how the run executes
+// (nil when it was journaled without: by an earlier version) and the partitioners its attempts
+// chose. The spec is read apart: journaled embeds Spec, whose UnmarshalJSON would otherwise
+// swallow the rest.
+func unmarshalSpec(text string) (Spec, *Execution, []PartitionerChoice, error) {
+	var spec Spec
+	if err := json.Unmarshal([]byte(text), &spec); err != nil {
+		return Spec{}, nil, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
 	}
-	var ex struct {
-		Execution *Execution `json:"execution"`
+	var rest struct {
+		Execution    *Execution          `json:"execution"`
+		Partitioners []PartitionerChoice `json:"partitioners"`
 	}
-	if err := json.Unmarshal([]byte(text), &ex); err != nil {
-		return Spec{}, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
+	if err := json.Unmarshal([]byte(text), &rest); err != nil {
+		return Spec{}, nil, nil, fmt.Errorf("the journaled selection is not a replay spec: %w", err)
 	}
-	j.Execution = ex.Execution
-	if err := j.Spec.Validate(); err != nil {
-		return Spec{}, nil, fmt.Errorf("the journaled selection: %w", err)
+	if err := spec.Validate(); err != nil {
+		return Spec{}, nil, nil, fmt.Errorf("the journaled selection: %w", err)
 	}
-	return j.Spec, j.Execution, nil
+	return spec, rest.Execution, rest.Partitioners, nil
 }

@@ -47,7 +47,7 @@ func CreateWorkerRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *
 		opts.RunID = action.NewRunID(time.Now())
 	}
 	run := dedup.ReplayRun{
-		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(opts))),
+		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(opts), p.partitioners.choices())),
 		Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunPlanned,
 	}
 	if p.SourceTopicID != "" {
@@ -146,7 +146,7 @@ func RunWorker(ctx context.Context, c *kafka.Cluster, st *dedup.Store, runID str
 	if err != nil {
 		return nil, err
 	}
-	spec, journaledEx, err := unmarshalSpec(string(run.Selection))
+	spec, journaledEx, _, err := unmarshalSpec(string(run.Selection))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
