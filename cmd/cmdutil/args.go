@@ -234,3 +234,38 @@ func (v *shareValue) String() string { return strconv.FormatFloat(*v.p, 'g', -1,
 
 // Type names the value in help.
 func (v *shareValue) Type() string { return "share" }
+
+// NoArgs refuses arguments, as cobra.NoArgs does; to a command that reads its topic with
+// --topic, an argument that could be a topic is answered with the flag (`processed check
+// tasks`: name the topic with --topic tasks), not as an unknown command.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && cmd.Flags().Lookup("topic") != nil && kafka.CheckTopic(args[0]) == nil {
+		return fwerr.Usagef("%s takes no arguments: name the topic with --topic %s", cmd.CommandPath(), args[0])
+	}
+	return cobra.NoArgs(cmd, args)
+}
+
+// TopicArg is the topic a command reads (inspect topic TOPIC), named as its one argument or,
+// as the commands that read a topic name it, with --topic (-t): it defines the flag and the
+// command's Args, which refuse none, two, or an argument and a flag that name different
+// topics, and put the topic in *p.
+func TopicArg(cmd *cobra.Command, p *string, usage string) {
+	TopicVar(cmd.Flags(), p, "topic", usage+" (or as the argument)")
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) > 1:
+			return fwerr.Usagef("%s takes one topic (got %d arguments)", cmd.CommandPath(), len(args))
+		case len(args) == 1:
+			if err := kafka.CheckTopic(args[0]); err != nil {
+				return err
+			}
+			if *p != "" && *p != args[0] {
+				return fwerr.Usagef("%s takes one topic: the argument names %s, --topic %s", cmd.CommandPath(), args[0], *p)
+			}
+			*p = args[0]
+		case *p == "":
+			return fwerr.Usagef("%s takes one topic, as its argument or with --topic (got none)", cmd.CommandPath())
+		}
+		return nil
+	}
+}

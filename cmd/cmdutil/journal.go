@@ -37,7 +37,7 @@ func NewCmdJournal[T any](f *Factory, runF func(context.Context, *JournalOptions
 	opts := &JournalOptions{}
 	cmd := &cobra.Command{
 		Use: j.Use, Short: j.Short, Long: j.Long, Example: j.Example,
-		Args: cobra.NoArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunWith(cmd, f, j.Need, opts, runF, func(ctx context.Context, opts *JournalOptions, cl *Clients) error {
 				entries, err := j.Read(cl.Store, ctx, ReadLimit(opts.Limit))

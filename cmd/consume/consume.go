@@ -185,7 +185,7 @@ _share_acks_total by ack, _share_ack_failures_total and the writer label of dead
   fieldwork consume --topic tasks --group audit --handler audit --dsn sqlite:./fieldwork.db --migrate --stop-when-idle 5s
   fieldwork consume --topic tasks --group notifier --handler webhook --webhook-url https://hooks.example.com/tasks --migrate
   fieldwork consume --topic tasks --share-group task-workers --start-earliest --version-guard --handler projection --dsn sqlite:./fieldwork.db --migrate --stop-when-idle 5s`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.NoBreaker {
 				for _, n := range []string{"breaker-consecutive", "breaker-ratio", "breaker-window"} {

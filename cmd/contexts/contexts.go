@@ -75,7 +75,7 @@ func newCmdList(f *cmdutil.Factory) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "Every context of the config file; * marks the one in use",
-		Args:    cobra.NoArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: run(f, func(s *session, _ []string) error {
 			var views []contextView
 			for _, n := range s.file.Names() {
@@ -106,7 +106,7 @@ func newCmdCurrent(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "current",
 		Short: "The name of the context in use, and where that choice comes from",
-		Args:  cobra.NoArgs,
+		Args:  cmdutil.NoArgs,
 		RunE: run(f, func(s *session, _ []string) error {
 			if s.current == "" {
 				// An answer, not a failure (exit 0): stdout stays empty for a shell prompt, and

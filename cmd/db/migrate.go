@@ -36,7 +36,7 @@ create fieldwork's own columns.`,
 		Example: `  fieldwork db migrate --dsn postgres://app@db/app --dry-run
   fieldwork db migrate --dsn sqlite:./fieldwork.db
   FIELDWORK_DSN=postgres://app@db/app fieldwork db migrate --schema billing`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Names().CustomColumns() {
 				return fwerr.Usagef("db migrate creates fieldwork's own columns: the --column-* flags are for querying an existing table")

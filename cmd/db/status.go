@@ -33,7 +33,7 @@ Exit code 0 for the first three (the report says what to do) and 1 for newer, wh
 binary must not be used against the store.`,
 		Example: `  fieldwork db status --dsn sqlite:./fieldwork.db
   fieldwork db status -o json | jq -r .state`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedStore, opts, runF, dbStatusRun)
 		},

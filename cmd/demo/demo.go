@@ -72,7 +72,7 @@ temporary directory is removed when the demo ends (a --dir is left as it is).`,
 		Example: `  fieldwork demo
   fieldwork demo -o json | jq '{duplicates_absorbed, resolved, still_pending}'
   fieldwork demo --keep --port 19092 --dir ./demo`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(f.Settings().Conn.Brokers) > 0 || f.Settings().Conn.DSN != "" {
 				return fwerr.Usagef("fieldwork demo runs on its own embedded broker and store: drop --brokers and --dsn (choose the port with --port and the store's directory with --dir)")

@@ -84,7 +84,7 @@ everywhere; SIGTERM 0).`,
   fieldwork dev --port 19092 --dsn sqlite:/tmp/fw.db --seed 7
   fieldwork dev --no-seed --partitions 6
   fieldwork dev --fresh`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(f.Settings().Conn.Brokers) > 0 {
 				return fwerr.Usagef("--brokers does not apply to fieldwork dev: it serves its own broker (choose its port with --port)")

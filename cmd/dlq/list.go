@@ -80,7 +80,7 @@ shows up within a few seconds.`,
   fieldwork dlq list --original-topic orders --error 'timeout|refused' -o jsonl
   fieldwork dlq list --dsn postgres://… --consumer billing --status pending
   fieldwork dlq list --topic tasks.dlq --follow --limit 10 -o jsonl | jq -c '{reason, error_message}'`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd); err != nil {
 				return err

@@ -64,7 +64,7 @@ views; CSV gives the groups.`,
   fieldwork dlq stats --topic tasks.dlq --group-by reason --window 1h
   fieldwork dlq stats --by fingerprint
   fieldwork dlq stats -o json | jq '.topics[] | select(.retention_warning)'`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd); err != nil {
 				return err

@@ -38,7 +38,7 @@ func NewCmdDocs(f *cmdutil.Factory, runF func(context.Context, *DocsOptions) err
 so the reference never disagrees with the binary. The checked-in copies live in
 docs/reference and docs/man; a test fails when they are out of date (make docs rewrites them).`,
 		Example: "  fieldwork docs --markdown-dir docs/reference --man-dir docs/man",
-		Args:    cobra.NoArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Root = cmd.Root()
 			return cmdutil.Run(cmd, opts, runF, docsRun)

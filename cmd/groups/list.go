@@ -29,7 +29,7 @@ instead of commits: its topics are those it has start offsets on, its lag the br
 		Example: `  fieldwork groups list
   fieldwork groups list -o json | jq '.[] | select(.total_lag > 1000) | .group'
   fieldwork groups list -o json | jq '.[] | select(.type == "share") | .group'`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, groupsListRun)
 		},

@@ -62,6 +62,15 @@ func TestInspectTopicAndRecordFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil || topic.Topic != "tasks" || topic.SampleSize != 5 {
 		t.Fatalf("topic: %v %+v", err, topic)
 	}
+	// The topic with --topic, as the commands that read a topic name it; or both, the same.
+	for _, args := range [][]string{{"--topic", "orders"}, {"-t", "orders"}, {"orders", "--topic", "orders"}} {
+		topic = nil
+		cmd = inspectcmd.NewCmdInspectTopic(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectTopicOptions) error { topic = o; return nil })
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil || topic == nil || topic.Topic != "orders" {
+			t.Fatalf("topic %v: %v %+v", args, err, topic)
+		}
+	}
 	// topic/partition/offset, and the old topic/partition@offset that dead letters written
 	// before still carry in their error headers.
 	for _, arg := range []string{"tasks.dlq/2/17", "tasks.dlq/2@17"} {
@@ -78,8 +87,10 @@ func TestInspectTopicAndRecordFlags(t *testing.T) {
 // dialled (none is configured here).
 func TestInspectUsageErrors(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
-		{Args: []string{"inspect", "topic"}, Want: "takes one topic (got 0 argument(s))"},
-		{Args: []string{"inspect", "topic", "a", "b"}, Want: "takes one topic (got 2 argument(s))"},
+		{Args: []string{"inspect", "topic"}, Want: "takes one topic, as its argument or with --topic (got none)"},
+		{Args: []string{"inspect", "topic", "a", "b"}, Want: "takes one topic (got 2 arguments)"},
+		{Args: []string{"inspect", "validate", "a", "--topic", "b"}, Want: "takes one topic: the argument names a, --topic b"},
+		{Args: []string{"inspect", "records", "--topic", "a b"}, Want: `invalid argument "a b" for "-t, --topic" flag`},
 		{Args: []string{"inspect", "topic", "t", "--sample", "-1"}, Want: "--sample -1"},
 		{Args: []string{"inspect", "record", "tasks/0"}, Want: `record address "tasks/0": no offset (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/14)`},
 		{Args: []string{"inspect", "record", "a/b/0/1"}, Want: "too many slashes"},

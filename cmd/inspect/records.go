@@ -36,9 +36,7 @@ Lines give each record as inspect record does (docs/json.md).`,
   fieldwork inspect records tasks --partition 0 --last 3
   fieldwork inspect records tasks --partition 1 --start-offset 20 --end-offset 30 --last 0
   fieldwork inspect records tasks --since 1h --last 0 -o jsonl`,
-		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic = args[0]
 			if opts.Last < 0 {
 				return fwerr.Usagef("--last %d: must be 0 (all) or more", opts.Last)
 			}
@@ -48,6 +46,7 @@ Lines give each record as inspect record does (docs/json.md).`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectRecordsRun)
 		},
 	}
+	cmdutil.TopicArg(cmd, &opts.Topic, "topic to read")
 	opts.sel.Register(cmd)
 	cmd.Flags().IntVarP(&opts.Last, "last", cmdutil.Shorthand("last"), 10, "read only the last N offsets of each selected partition (0: all of them)")
 	return cmd

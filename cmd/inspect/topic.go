@@ -40,9 +40,7 @@ interrupted: in JSON Lines one report per line, for a script to follow.`,
 		Example: `  fieldwork inspect topic tasks
   fieldwork inspect topic tasks -o json | jq '.groups[] | {group, total_lag}'
   fieldwork inspect topic tasks --watch --interval 10s -o jsonl | jq -c '[.totals.records, (.groups[] | .total_lag)]'`,
-		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic = args[0]
 			if opts.SampleSize < 0 {
 				return fwerr.Usagef("--sample %d: must be 0 (no sampling) or more", opts.SampleSize)
 			}
@@ -52,6 +50,7 @@ interrupted: in JSON Lines one report per line, for a script to follow.`,
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectTopicRun)
 		},
 	}
+	cmdutil.TopicArg(cmd, &opts.Topic, "topic to inspect")
 	cmd.Flags().IntVar(&opts.SampleSize, "sample", inspect.DefaultSampleSize, "decode the newest N records of each partition to detect envelope formats (0: none)")
 	opts.Watch.Register(cmd.Flags(), 5*time.Second, "with --watch, how long between two reads")
 	return cmd

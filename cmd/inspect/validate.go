@@ -48,9 +48,7 @@ is removed at the end.`,
 		Example: `  fieldwork inspect validate tasks
   fieldwork inspect validate tasks --partition 0 --start-offset 10 --end-offset 50
   fieldwork inspect validate tasks --since 2h -o json`,
-		Args: cmdutil.TopicArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic = args[0]
 			if err := opts.parseSelection(cmd, f.Now()); err != nil {
 				return err
 			}
@@ -58,6 +56,7 @@ is removed at the end.`,
 		},
 	}
 	opts.sel.Register(cmd)
+	cmdutil.TopicArg(cmd, &opts.Topic, "topic to lint")
 	fl := cmd.Flags()
 	cmdutil.CountVar(fl, &opts.MaxExamples, "max-examples", inspect.DefaultMaxExamples, "findings shown per kind (all are counted)")
 	cmdutil.CountVar(fl, &opts.MemoryEntries, "memory-entries", inspect.DefaultMemoryEntries, "fingerprints kept in memory per table before spilling to disk (~50 bytes each)")

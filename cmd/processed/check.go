@@ -66,7 +66,7 @@ marker.`,
 		Example: `  fieldwork processed check --topic tasks --consumer billing
   fieldwork processed check --topic tasks --consumer billing --partition 2 --start-offset 10 --end-offset 60
   fieldwork processed check --topic tasks --consumer billing --since 2h -o jsonl > missing.jsonl`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Topic == "" {
 				return fwerr.Usagef("--topic is required: the topic whose records to check")

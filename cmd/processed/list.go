@@ -56,7 +56,7 @@ long ago (2h, 7d), and select processed_at >= since and < until.`,
 		Example: `  fieldwork processed list --consumer billing --since 1h
   fieldwork processed list --aggregate task-42 -o json
   fieldwork processed list --limit 1000 --cursor eyJ0Ijoi…`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd, f.Now()); err != nil {
 				return err

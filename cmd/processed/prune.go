@@ -69,7 +69,7 @@ DURATION is a number with a unit: s, m, h, d (24h) or w (7d), combined as in 1d1
   fieldwork processed prune --older-than 30d --brokers kafka:9092 --execute --reason "quarterly cleanup"
   fieldwork processed prune --older-than 14d --consumer billing --execute --yes
   fieldwork processed prune --older-than 2d --topic tasks --force --execute --yes`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("older-than") {
 				return fwerr.Usagef("--older-than is required: markers processed more than that long ago are deleted (e.g. --older-than 30d)")

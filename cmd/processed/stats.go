@@ -33,7 +33,7 @@ also the marker table's size on disk: table, indexes and total.
 It reads the whole table (or the consumer's part of it): on a large table it takes a while.`,
 		Example: `  fieldwork processed stats
   fieldwork processed stats --consumer billing --window 1h -o json`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("consumer") {
 				if err := cmdutil.CheckConsumer(opts.Filter.Consumer); err != nil {

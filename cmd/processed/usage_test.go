@@ -22,6 +22,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "stats", "--window", "0s"}, Want: `invalid argument "0s" for "--window" flag: "0s": must be more than 0`},
 		{Args: []string{"processed", "stats", "--window", "a week"}, Want: `invalid argument "a week" for "--window"`},
 		{Args: []string{"processed", "check", "--consumer", "c"}, Want: "--topic is required"},
+		{Args: []string{"processed", "check", "tasks", "--consumer", "c"}, Want: "fieldwork processed check takes no arguments: name the topic with --topic tasks"},
 		{Args: []string{"processed", "check", "--topic", "t"}, Want: "--consumer is required"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, Want: "not both"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, Want: "--max-missing -1"},

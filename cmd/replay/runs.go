@@ -32,7 +32,7 @@ counts (selected, sent, quarantined, skipped). A run marked running whose proces
 (killed) can be resumed with replay resume.`,
 		Example: `  fieldwork replay runs
   fieldwork replay runs --status interrupted -o json | jq -r '.[].run_id'`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Status != "" && !slices.Contains(dedup.RunStatuses, opts.Status) {
 				return fwerr.Usagef("--status %q: want one of %s", opts.Status, strings.Join(dedup.RunStatuses, ", "))

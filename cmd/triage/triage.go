@@ -78,7 +78,7 @@ in scripts use fieldwork dlq list, dlq stats and replay.`,
 		Example: `  fieldwork triage
   fieldwork triage --topic tasks.dlq --consumer billing
   fieldwork triage --read-only`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parse(cmd); err != nil {
 				return err

@@ -50,7 +50,7 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(context.Context, *VersionOption
 make build stamps all three. A binary built otherwise (go build, go install, go run) shows what
 the Go toolchain recorded: the module version for go install …@version, and the commit, its
 time and whether the tree was modified when built inside a git checkout.`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.Run(cmd, opts, runF, versionRun)
 		},
