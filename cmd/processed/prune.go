@@ -113,7 +113,7 @@ func processedPruneRun(ctx context.Context, opts *ProcessedPruneOptions, cl *cmd
 	rep := out.Plan
 	if err != nil {
 		if rep != nil && rep.Deleted > 0 {
-			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before the failure\n", wording.Plural(rep.Deleted, "marker"))
+			fmt.Fprintf(opts.Streams.ErrOut, "deleted %s before %s\n", wording.Plural(rep.Deleted, "marker"), fwerr.Stopped(err))
 		}
 		return err
 	}

@@ -4,6 +4,7 @@
 package fwerr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -105,3 +106,13 @@ func KindOf(err error) Kind {
 
 // ErrorKind is e's Kind: an *Error is Classified.
 func (e *Error) ErrorKind() Kind { return e.Kind }
+
+// Stopped names what ended an action part-way, for what it did before ("deleted 40 markers
+// before the interruption"): the interruption when err is one (KindInterrupted, or the
+// cancellation SIGINT and SIGTERM cause), else the failure.
+func Stopped(err error) string {
+	if KindOf(err) == KindInterrupted || errors.Is(err, context.Canceled) {
+		return "the interruption"
+	}
+	return "the failure"
+}

@@ -230,7 +230,7 @@ func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPl
 		Execute: func(ctx context.Context, e *action.Env, plan *SkipPlan) (*SkipResult, error) {
 			res, err := skip(ctx, c, st, plan, e.Record)
 			if err != nil && res != nil && res.Parked > 0 {
-				e.Warn(fmt.Sprintf("%s parked in %s before the failure", wording.Plural(res.Parked, "record"), plan.DeadLetterTopic))
+				e.Warn(fmt.Sprintf("%s parked in %s before %s", wording.Plural(res.Parked, "record"), plan.DeadLetterTopic, fwerr.Stopped(err)))
 			}
 			return res, err
 		},

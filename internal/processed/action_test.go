@@ -23,6 +23,7 @@ type pruneCall struct {
 	Journal   action.Record
 	Confirm   func(rep *processed.PruneReport, question string) error
 	Warn      func(string)
+	Progress  func(action.Progress)
 }
 
 // runPrune runs processed.Prune as the command does, through action.Run.
@@ -34,6 +35,7 @@ func runPrune(ctx context.Context, st *dedup.Store, cluster func(context.Context
 	if o.Warn != nil {
 		h.Notice = func(n action.Notice) { o.Warn(n.Text) }
 	}
+	h.Progress = o.Progress
 	out, err := action.Run(ctx, processed.Prune(st, cluster, processed.PruneOptions{
 		OlderThan: o.OlderThan, Consumer: o.Consumer, BatchSize: o.BatchSize, Topics: o.Topics, Force: o.Force, Now: o.Now,
 	}), action.Options{Execute: !o.DryRun, Yes: o.Confirm == nil, Record: o.Journal}, h)

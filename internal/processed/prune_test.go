@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/config"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
@@ -167,6 +168,37 @@ func TestPruneNothingToDo(t *testing.T) {
 	}
 	if left, _ := st.Lookup(ctx(t), "c", []string{"old", "new"}); len(left) != 2 {
 		t.Fatalf("%d markers left after declining", len(left))
+	}
+}
+
+// TestPruneInterrupted: a prune stopped by SIGINT between two batches keeps what it deleted,
+// says it was interrupted (exit 130), and is journaled as interrupted with its count, not as
+// "context canceled".
+func TestPruneInterrupted(t *testing.T) {
+	st := pgStore(t, true)
+	for i := range 5 {
+		mark(t, st, "c", dedup.Marker{EventID: fmt.Sprintf("old-%d", i), ProcessedAt: time.Now().Add(-2 * time.Hour)})
+	}
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	rep, err := runPrune(c, st, nil, pruneCall{OlderThan: time.Hour, Force: true, BatchSize: 2, Journal: action.Record{Operator: "alice", Reason: "cleanup"},
+		Progress: func(pr action.Progress) {
+			if pr.Done >= 2 {
+				cancel() // as SIGINT does, once the first batch is deleted
+			}
+		}})
+	if fwerr.KindOf(err) != fwerr.KindInterrupted || rep == nil || rep.Deleted != 2 {
+		t.Fatalf("interrupted prune: %v (%v), %+v", err, fwerr.KindOf(err), rep)
+	}
+	if fwerr.Stopped(err) != "the interruption" {
+		t.Errorf("stopped by %q", fwerr.Stopped(err))
+	}
+	if left, _ := st.Lookup(ctx(t), "c", []string{"old-0", "old-1", "old-2", "old-3", "old-4"}); len(left) != 3 {
+		t.Fatalf("%d markers left, want 3", len(left))
+	}
+	got, err := st.MarkerActions(ctx(t), 10)
+	if err != nil || len(got) != 1 || got[0].Deleted != 2 || got[0].Error != "interrupted after 2 markers" {
+		t.Fatalf("journal: %+v, %v", got, err)
 	}
 }
 
