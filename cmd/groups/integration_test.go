@@ -421,12 +421,15 @@ func TestSkipWider(t *testing.T) {
 		{[]string{"--to-offset", "6"}, 6, 5},
 		{[]string{"--to-time", base.Add(4 * time.Minute).Format(time.RFC3339)}, 4, 3},
 		{[]string{"--to-time", base.Add(3*time.Minute + time.Second).Format(time.RFC3339)}, 4, 3},
+		// The commit is at the target already: nothing to do (a rerun of the same skip).
+		{[]string{"--to-offset", "1"}, 1, 0},
+		{[]string{"--to-time", base.Add(time.Minute).Format(time.RFC3339)}, 1, 0},
 	} {
 		if c, n, o := plan(tc.args...); c != 1 || n != tc.next || o != tc.off {
 			t.Errorf("%v: plan %d → %d (%d offsets), want 1 → %d (%d)", tc.args, c, n, o, tc.next, tc.off)
 		}
 	}
-	for _, args := range [][]string{{"--to-offset", "1"}, {"--to-offset", "0"}, {"--to-offset", "7"}, {"--count", "6"}} {
+	for _, args := range [][]string{{"--to-offset", "0"}, {"--to-offset", "7"}, {"--count", "6"}} {
 		r := roottest.RunCode(t, env, 2, append(append([]string{}, skip...), args...)...)
 		if !strings.Contains(r.Stderr, "offset") {
 			t.Errorf("%v: %s", args, r.Stderr)
@@ -456,7 +459,22 @@ func TestSkipWider(t *testing.T) {
 	if fmt.Sprint(got) != "[k1@1 k2@2 k3@3 k4@4]" {
 		t.Fatalf("parked %v, want k1..k4 at offsets 1..4 in order", got)
 	}
-	// At the end of the partition there is nothing to be stuck on.
+	// The same skip again (a runbook run twice): the commit is at its target already, so
+	// nothing is parked, committed or journaled, and it exits 0 saying so.
+	journal := func() string {
+		return roottest.RunCode(t, env, 0, "groups", "journal", "-o", "json").Stdout
+	}
+	before := journal()
+	r = roottest.RunCode(t, env, 0, append(skip, "--to-offset", "5", "--execute", "--yes", "--reason", "bad batch")...)
+	if !strings.Contains(r.Stderr, "nothing to do: consumer group "+group+" is at offset 5") {
+		t.Fatalf("the same skip again: %s", r.Stderr)
+	}
+	if n := len(testenv.ReadTopic(t, brokers, topic+".parked")); n != 4 || committed(t, adm, group, topic) != 5 || journal() != before {
+		t.Fatalf("the same skip again changed something: %d parked, commit %d", n, committed(t, adm, group, topic))
+	}
+	// At the end of the partition there is nothing to be stuck on; a skip to it, again, is
+	// nothing to do.
+	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "6", "--execute", "--yes", "--reason", "rest")...)
 	roottest.RunCode(t, env, 0, append(skip, "--to-offset", "6", "--execute", "--yes", "--reason", "rest")...)
 	r = roottest.RunCode(t, env, 2, skip...)
 	if !strings.Contains(r.Stderr, "not stuck") {

@@ -149,6 +149,12 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		},
 		Show: func(plan *groups.SkipPlan) error { return showPlan(cl, plan, skipPlanSections(p, plan, false)) },
 	})
+	if err == nil && out.Stage == action.StageCheck {
+		// The commit is at the target already: nothing was asked, parked, committed or journaled.
+		cmdutil.Note(cl.Streams, fmt.Sprintf("nothing to do: consumer group %s is at offset %d of %s/%d already; nothing was parked, committed or journaled",
+			out.Plan.Group, out.Plan.Committed, out.Plan.Topic, out.Plan.Partition))
+		return cl.Printer.Object(out.Plan, skipPlanSections(p, out.Plan, false))
+	}
 	return render(cl, opts.Execute, out, err, func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) },
 		func(res *groups.SkipResult) []output.Section { return skipResultSections(p, res) })
 }

@@ -138,6 +138,12 @@ func skipPlanSections(p *output.Printer, plan *groups.SkipPlan, dryRun bool) []o
 		{"log end", strconv.FormatInt(plan.LogEnd, 10)},
 	}}
 	over.Fields = append(over.Fields, cmdutil.ReasonField(plan.Reason)...)
+	if plan.Offsets == 0 {
+		// The commit is at the target already: no record to show, nothing to park.
+		over.Fields[1] = [2]string{"committed", plan.Address().String()}
+		over.Fields[3] = [2]string{"parks", "nothing" + st.Dim.Render(" (the group is there already: nothing to do)")}
+		return []output.Section{over}
+	}
 	sections := []output.Section{over}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, plan.Group, plan.Members))

@@ -125,6 +125,11 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	default:
 		p.NewOffset = committed + max(o.Count, 1)
 	}
+	if p.NewOffset == committed && (o.ToOffset != nil || !o.ToTime.IsZero()) {
+		// The commit is at the target already (the same skip run again): nothing to park or
+		// move, whoever the group's members are (Skip's check ends it there).
+		return p, nil
+	}
 	switch {
 	case committed >= b.LastStable:
 		return nil, fwerr.Usagef("consumer group %s is at the end of %s/%d (offset %d): it is not stuck on a record there", o.Group, o.Topic, o.Partition, committed)
@@ -226,6 +231,12 @@ func Skip(c *kafka.Cluster, st *dedup.Store, o SkipOptions) action.Steps[*SkipPl
 				p.Reason = e.Reason()
 			}
 			return p, err
+		},
+		Check: func(_ context.Context, _ *action.Env, plan *SkipPlan) error {
+			if plan.Offsets == 0 {
+				return action.ErrNothingToDo
+			}
+			return nil
 		},
 		Execute: func(ctx context.Context, e *action.Env, plan *SkipPlan) (*SkipResult, error) {
 			res, err := skip(ctx, c, st, plan, e.Record)
