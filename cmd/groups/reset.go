@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
-	"github.com/fieldwork/fieldwork/internal/action"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -176,13 +175,11 @@ func groupsResetRun(ctx context.Context, opts *GroupsResetOptions, cl *cmdutil.C
 		},
 		Show: func(plan *groups.ResetPlan) error { return showPlan(cl, plan, resetPlanSections(p, plan, false)) },
 	})
-	if err == nil && out.Stage == action.StageCheck {
-		// The plan moves no commit: nothing was asked, committed or journaled.
-		cmdutil.Note(cl.Streams, fmt.Sprintf("nothing to do: consumer group %s is at the plan's offsets already; nothing was committed or journaled", out.Plan.Group))
-		return cl.Printer.Object(out.Plan, resetPlanSections(p, out.Plan, false))
-	}
 	return render(cl, opts.Execute, out, err, func(plan *groups.ResetPlan, dry bool) []output.Section { return resetPlanSections(p, plan, dry) },
-		func(res *groups.ResetResult) []output.Section { return resetResultSections(p, res) })
+		func(res *groups.ResetResult) []output.Section { return resetResultSections(p, res) },
+		func(plan *groups.ResetPlan) string {
+			return fmt.Sprintf("consumer group %s is at the plan's offsets already; nothing was committed or journaled", plan.Group)
+		})
 }
 
 // groupNoun is how a group of type groupType is named in a question.

@@ -149,14 +149,12 @@ func groupsSkipRun(ctx context.Context, opts *GroupsSkipOptions, cl *cmdutil.Cli
 		},
 		Show: func(plan *groups.SkipPlan) error { return showPlan(cl, plan, skipPlanSections(p, plan, false)) },
 	})
-	if err == nil && out.Stage == action.StageCheck {
-		// The commit is at the target already: nothing was asked, parked, committed or journaled.
-		cmdutil.Note(cl.Streams, fmt.Sprintf("nothing to do: consumer group %s is at offset %d of %s/%d already; nothing was parked, committed or journaled",
-			out.Plan.Group, out.Plan.Committed, out.Plan.Topic, out.Plan.Partition))
-		return cl.Printer.Object(out.Plan, skipPlanSections(p, out.Plan, false))
-	}
 	return render(cl, opts.Execute, out, err, func(plan *groups.SkipPlan, dry bool) []output.Section { return skipPlanSections(p, plan, dry) },
-		func(res *groups.SkipResult) []output.Section { return skipResultSections(p, res) })
+		func(res *groups.SkipResult) []output.Section { return skipResultSections(p, res) },
+		func(plan *groups.SkipPlan) string {
+			return fmt.Sprintf("consumer group %s is at offset %d of %s/%d already; nothing was parked, committed or journaled",
+				plan.Group, plan.Committed, plan.Topic, plan.Partition)
+		})
 }
 
 // groupsUndoRun undoes the journaled skip or reset id: groups skip --undo, groups reset --undo.
@@ -178,7 +176,7 @@ func groupsUndoRun(ctx context.Context, flags cmdutil.ActionFlags, id string, cl
 		Show: func(plan *groups.UndoPlan) error { return showPlan(cl, plan, undoPlanSections(p, plan, false)) },
 	})
 	return render(cl, flags.Execute, out, err, func(plan *groups.UndoPlan, dry bool) []output.Section { return undoPlanSections(p, plan, dry) },
-		func(res *groups.UndoResult) []output.Section { return undoResultSections(p, res) })
+		func(res *groups.UndoResult) []output.Section { return undoResultSections(p, res) }, nil)
 }
 
 // showPlan prints an executed plan on a terminal before its question.
@@ -191,9 +189,11 @@ func showPlan(cl *cmdutil.Clients, plan any, secs []output.Section) error {
 }
 
 // render prints what an action of groups did: the plan of a dry run, or of a plan refused
-// (with its refusal); the result of an executed one.
+// (with its refusal); the plan, after the note nothing says, of an executed one whose checks
+// found nothing to do (nothing asked, changed or journaled; nil for an action whose checks
+// never do); the result of an executed one.
 func render[P comparable, R any](cl *cmdutil.Clients, execute bool, out action.Outcome[P, R], err error,
-	plan func(P, bool) []output.Section, result func(R) []output.Section) error {
+	plan func(P, bool) []output.Section, result func(R) []output.Section, nothing func(P) string) error {
 	var none P
 	switch {
 	case out.Stage == action.StagePlan && out.Plan != none:
@@ -201,6 +201,9 @@ func render[P comparable, R any](cl *cmdutil.Clients, execute bool, out action.O
 			return perr
 		}
 		return err
+	case err == nil && out.Stage == action.StageCheck && nothing != nil:
+		cmdutil.Note(cl.Streams, "nothing to do: "+nothing(out.Plan))
+		return cl.Printer.Object(out.Plan, plan(out.Plan, false))
 	case err != nil || out.Stage != action.StageExecute:
 		return err
 	}

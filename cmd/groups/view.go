@@ -130,21 +130,24 @@ func skipPlanSections(p *output.Printer, plan *groups.SkipPlan, dryRun bool) []o
 	if dryRun {
 		title += " (dry run: nothing is parked or committed)"
 	}
+	at, parks := [2]string{"stuck at", plan.Address().String()},
+		wording.Plural(plan.Offsets, "offset")+" to "+plan.DeadLetterTopic+st.Dim.Render(" (reason parked)")
+	if plan.Offsets == 0 {
+		// The commit is at the target already: nothing to park, no record to show.
+		at[0], parks = "committed", "nothing"+st.Dim.Render(" (the group is there already: nothing to do)")
+	}
 	over := output.Section{Title: title, Fields: [][2]string{
 		{"group", plan.Group + st.Dim.Render(" ("+plan.State+")")},
-		{"stuck at", plan.Address().String()},
+		at,
 		{"new offset", strconv.FormatInt(plan.NewOffset, 10)},
-		{"parks", wording.Plural(plan.Offsets, "offset") + " to " + plan.DeadLetterTopic + st.Dim.Render(" (reason parked)")},
+		{"parks", parks},
 		{"log end", strconv.FormatInt(plan.LogEnd, 10)},
 	}}
 	over.Fields = append(over.Fields, cmdutil.ReasonField(plan.Reason)...)
-	if plan.Offsets == 0 {
-		// The commit is at the target already: no record to show, nothing to park.
-		over.Fields[1] = [2]string{"committed", plan.Address().String()}
-		over.Fields[3] = [2]string{"parks", "nothing" + st.Dim.Render(" (the group is there already: nothing to do)")}
-		return []output.Section{over}
-	}
 	sections := []output.Section{over}
+	if plan.Offsets == 0 {
+		return sections
+	}
 	if len(plan.Members) > 0 {
 		sections = append(sections, membersSection(p, plan.Group, plan.Members))
 	}

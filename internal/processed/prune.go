@@ -107,7 +107,7 @@ func Prune(st *dedup.Store, cluster func(context.Context) (*kafka.Cluster, error
 			}
 			var err error
 			rep.Deleted, err = st.Prune(ctx, o.Consumer, rep.ProcessedBefore, o.BatchSize, progress)
-			if err != nil && errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) {
 				// Stopped by SIGINT or SIGTERM: journaled as that, not as "context canceled".
 				err = fwerr.Wrap(fwerr.KindInterrupted, fmt.Errorf("interrupted after %s", wording.Plural(rep.Deleted, "marker")))
 			}

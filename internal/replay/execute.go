@@ -287,7 +287,7 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 		run := p.Resume.Run
 		sum.Resumed, sum.RunID, sum.Operator, sum.Reason = true, run.ID, run.Operator, run.Reason
 		// The run is taken with how it now executes, journaled for the next resume.
-		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts), p.partitioners.choices()))); err != nil {
+		if err := st.TakeReplayRun(ctx, run.ID, run.Status, run.Owner, opts.Owner, p.selection(*opts)); err != nil {
 			if errors.Is(err, dedup.ErrRunNotOwned) {
 				return base, nil, fmt.Errorf("run %s changed while resuming (another process took it?): %w", run.ID, err)
 			}
@@ -313,7 +313,7 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 	create = func(ctx context.Context) error {
 		// The partitioners chosen so far: a single pass has chosen those of its first records'
 		// targets when it records its run.
-		run.Selection = dedup.JSONText(marshalRun(&p.Spec, executionOf(*opts), p.partitioners.choices()))
+		run.Selection = p.selection(*opts)
 		return st.CreateReplayRun(ctx, run, cps)
 	}
 	if opts.SinglePass {
@@ -670,8 +670,7 @@ func (e *executor) journalChoices(ctx context.Context) error {
 	if n == e.choicesJournaled || e.partitioned {
 		return nil
 	}
-	sel := marshalRun(&e.plan.Spec, executionOf(e.opts), e.plan.partitioners.choices())
-	if err := e.st.TakeReplayRun(ctx, e.sum.RunID, dedup.RunRunning, e.opts.Owner, e.opts.Owner, dedup.JSONText(sel)); err != nil {
+	if err := e.st.TakeReplayRun(ctx, e.sum.RunID, dedup.RunRunning, e.opts.Owner, e.opts.Owner, e.plan.selection(e.opts)); err != nil {
 		return fmt.Errorf("journal the partitioner chosen: %w", err)
 	}
 	e.choicesJournaled = n

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/fieldwork/fieldwork/internal/dedup"
 )
 
 // Execution is how a run sends, beside what it sends and where (Spec): the rate and the
@@ -186,6 +188,12 @@ type journaled struct {
 	Spec
 	Execution    *Execution          `json:"execution,omitempty"`
 	Partitioners []PartitionerChoice `json:"partitioners,omitempty"`
+}
+
+// selection is the selection journaled for a run of p executed with opts: its spec, its
+// execution and the partitioners chosen so far.
+func (p *Plan) selection(opts ExecOptions) dedup.JSONText {
+	return dedup.JSONText(marshalRun(&p.Spec, executionOf(opts), p.partitioners.choices()))
 }
 
 // marshalRun is the selection journaled for a run of spec executed as ex, whose attempts chose

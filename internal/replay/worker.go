@@ -47,7 +47,7 @@ func CreateWorkerRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, p *
 		opts.RunID = action.NewRunID(time.Now())
 	}
 	run := dedup.ReplayRun{
-		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: dedup.JSONText(marshalRun(&p.Spec, executionOf(opts), p.partitioners.choices())),
+		ID: opts.RunID, Operator: opts.Operator, Reason: opts.Reason, Selection: p.selection(opts),
 		Sources: []string{p.Spec.From}, Target: p.Spec.TargetLabel(), Status: dedup.RunPlanned,
 	}
 	if p.SourceTopicID != "" {
