@@ -70,6 +70,7 @@ type topicValue struct {
 	one   *string
 	many  *[]string
 	comma bool
+	set   bool // one: the flag was given already
 }
 
 func (v *topicValue) Set(s string) error {
@@ -86,7 +87,13 @@ func (v *topicValue) Set(s string) error {
 		}
 	}
 	if v.one != nil {
-		*v.one = strings.TrimSpace(s)
+		// A command that reads one topic takes it once: a second, different --topic (as
+		// commands that read several take them) would otherwise replace the first unseen.
+		t := strings.TrimSpace(s)
+		if v.set && *v.one != t {
+			return fwerr.Usagef("this command reads one topic: given %s and %s (run it once for each)", *v.one, t)
+		}
+		*v.one, v.set = t, true
 		return nil
 	}
 	for _, n := range names {

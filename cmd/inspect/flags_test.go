@@ -62,8 +62,9 @@ func TestInspectTopicAndRecordFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil || topic.Topic != "tasks" || topic.SampleSize != 5 {
 		t.Fatalf("topic: %v %+v", err, topic)
 	}
-	// The topic with --topic, as the commands that read a topic name it; or both, the same.
-	for _, args := range [][]string{{"--topic", "orders"}, {"-t", "orders"}, {"orders", "--topic", "orders"}} {
+	// The topic with --topic, as the commands that read a topic name it; or both, the same; or
+	// the flag twice, the same.
+	for _, args := range [][]string{{"--topic", "orders"}, {"-t", "orders"}, {"orders", "--topic", "orders"}, {"-t", "orders", "--topic", "orders"}} {
 		topic = nil
 		cmd = inspectcmd.NewCmdInspectTopic(cmdutil.TestFactory(), func(_ context.Context, o *inspectcmd.InspectTopicOptions) error { topic = o; return nil })
 		cmd.SetArgs(args)
@@ -90,6 +91,7 @@ func TestInspectUsageErrors(t *testing.T) {
 		{Args: []string{"inspect", "topic"}, Want: "takes one topic, as its argument or with --topic (got none)"},
 		{Args: []string{"inspect", "topic", "a", "b"}, Want: "takes one topic (got 2 arguments)"},
 		{Args: []string{"inspect", "validate", "a", "--topic", "b"}, Want: "takes one topic: the argument names a, --topic b"},
+		{Args: []string{"inspect", "topic", "--topic", "a", "-t", "b"}, Want: "this command reads one topic: given a and b"},
 		{Args: []string{"inspect", "records", "--topic", "a b"}, Want: `invalid argument "a b" for "-t, --topic" flag`},
 		{Args: []string{"inspect", "topic", "t", "--sample", "-1"}, Want: "--sample -1"},
 		{Args: []string{"inspect", "record", "tasks/0"}, Want: `record address "tasks/0": no offset (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/14)`},

@@ -24,6 +24,7 @@ func TestProcessedUsageErrors(t *testing.T) {
 		{Args: []string{"processed", "check", "--consumer", "c"}, Want: "--topic is required"},
 		{Args: []string{"processed", "check", "tasks", "--consumer", "c"}, Want: "fieldwork processed check takes no arguments: name the topic with --topic tasks"},
 		{Args: []string{"processed", "check", "--topic", "t"}, Want: "--consumer is required"},
+		{Args: []string{"processed", "check", "-t", "a", "--topic", "b", "--consumer", "c"}, Want: `invalid argument "b" for "-t, --topic" flag: this command reads one topic: given a and b (run it once for each)`},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--start-offset", "1", "--since", "1h"}, Want: "not both"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-missing", "-1"}, Want: "--max-missing -1"},
 		{Args: []string{"processed", "check", "--topic", "t", "--consumer", "c", "--max-malformed-share", "1.5"}, Want: `invalid argument "1.5" for "--max-malformed-share" flag: must be from 0 and at most 1`},
