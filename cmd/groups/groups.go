@@ -3,10 +3,14 @@
 package groups
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/timespec"
 )
 
 // groupsLong is the group's help.
@@ -60,4 +64,18 @@ func actionNeed(flags cmdutil.ActionFlags, undo string) cmdutil.Need {
 		need |= cmdutil.NeedJournal
 	}
 	return need
+}
+
+// toDatetimeVar defines --to-datetime, the time skip and reset move a commit to (the first
+// record at or after it), under Kafka's own name for it (kafka-consumer-groups
+// --to-datetime); --to-time, skip's name for it before, is the same flag in both.
+func toDatetimeVar(cmd *cobra.Command, p *time.Time, now func() time.Time, usage string) {
+	fl := cmd.Flags()
+	fl.Var(timespec.NewTimeValue(p, now), "to-datetime", usage+": "+cmdutil.TimeHelp)
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "to-time" {
+			name = "to-datetime"
+		}
+		return pflag.NormalizedName(name)
+	})
 }

@@ -389,7 +389,7 @@ func TestDescribeWatch(t *testing.T) {
 	}
 }
 
-// TestSkipWider: --count, --to-offset and --to-time plan a wider move, bounded to the
+// TestSkipWider: --count, --to-offset and --to-datetime plan a wider move, bounded to the
 // partition and past the commit; executed, every record in between is parked, in order, and
 // the group's commit lands on the planned offset. The journal is SQLite here.
 func TestSkipWider(t *testing.T) {
@@ -419,11 +419,11 @@ func TestSkipWider(t *testing.T) {
 		{[]string{"--count", "2"}, 3, 2},
 		{[]string{"--to-offset", "5"}, 5, 4},
 		{[]string{"--to-offset", "6"}, 6, 5},
-		{[]string{"--to-time", base.Add(4 * time.Minute).Format(time.RFC3339)}, 4, 3},
-		{[]string{"--to-time", base.Add(3*time.Minute + time.Second).Format(time.RFC3339)}, 4, 3},
+		{[]string{"--to-datetime", base.Add(4 * time.Minute).Format(time.RFC3339)}, 4, 3},
+		{[]string{"--to-time", base.Add(3*time.Minute + time.Second).Format(time.RFC3339)}, 4, 3}, // its old name
 		// The commit is at the target already: nothing to do (a rerun of the same skip).
 		{[]string{"--to-offset", "1"}, 1, 0},
-		{[]string{"--to-time", base.Add(time.Minute).Format(time.RFC3339)}, 1, 0},
+		{[]string{"--to-datetime", base.Add(time.Minute).Format(time.RFC3339)}, 1, 0},
 	} {
 		if c, n, o := plan(tc.args...); c != 1 || n != tc.next || o != tc.off {
 			t.Errorf("%v: plan %d → %d (%d offsets), want 1 → %d (%d)", tc.args, c, n, o, tc.next, tc.off)

@@ -13,7 +13,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
-	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
@@ -88,8 +87,7 @@ authorized (named); 6 cancelled at the prompt.`,
 	fl.BoolVar(&opts.toEarliest, "to-earliest", false, "move each commit to its partition's log start")
 	fl.BoolVar(&opts.toLatest, "to-latest", false, "move each commit to its partition's log end")
 	fl.Int64Var(&opts.toOffset, "to-offset", 0, "move each commit to this offset")
-	fl.Var(timespec.NewTimeValue(&opts.toTime, func() time.Time { return opts.Now() }), "to-datetime",
-		"move each commit to the first record at or after this time: "+cmdutil.TimeHelp)
+	toDatetimeVar(cmd, &opts.toTime, func() time.Time { return opts.Now() }, "move each commit to the first record at or after this time")
 	fl.Int64Var(&opts.shiftBy, "shift-by", 0, "move each commit by this many offsets (negative: back)")
 	cmdutil.TopicsVar(fl, &opts.Reset.Topics, "topic", "reset the group's commits on this topic (repeatable; default every topic it has commits on)", false)
 	fl.Int32SliceVar(&opts.Reset.Partitions, "partition", nil, "reset only partition `N` of the --topic (repeatable, or comma-separated; default all)")

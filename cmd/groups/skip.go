@@ -13,7 +13,6 @@ import (
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/groups"
 	"github.com/fieldwork/fieldwork/internal/output"
-	"github.com/fieldwork/fieldwork/internal/timespec"
 	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
@@ -45,7 +44,7 @@ fw.dlq.group the group, fw.dlq.error the --reason — waits until the broker ack
 copy, and only then commits the group's offset one past it. The record is never lost: dlq list
 shows it, replay sends it back once its consumer is fixed.
 
---count N parks N offsets from the commit on; --to-offset O and --to-time T move the commit to
+--count N parks N offsets from the commit on; --to-offset O and --to-datetime T move the commit to
 O, or to the first record at or after T, parking every record in between (the plan says how
 many).
 
@@ -67,7 +66,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 		Example: `  fieldwork groups skip task-projection --topic tasks --partition 0
   fieldwork groups skip task-projection --topic tasks --partition 0 --execute --reason "INC-7: unparseable amount"
   fieldwork groups skip task-projection --topic tasks --partition 0 --count 5 --execute --yes --reason "INC-7"
-  fieldwork groups skip task-projection --topic tasks --partition 0 --to-time 2h
+  fieldwork groups skip task-projection --topic tasks --partition 0 --to-datetime 2h
   fieldwork groups skip --undo 20261201-101500-3f9a1c --execute --yes --reason "wrong group"`,
 		Args: cmdutil.MaxArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -82,8 +81,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 	fl.Int32Var(&opts.Skip.Partition, "partition", 0, "the partition the group is stuck on (required)")
 	cmdutil.CountVar(fl, &opts.count, "count", 1, "park this many offsets from the group's commit on")
 	fl.Int64Var(&opts.toOffset, "to-offset", 0, "move the commit to this offset, parking every record before it")
-	fl.Var(timespec.NewTimeValue(&opts.Skip.ToTime, func() time.Time { return opts.Now() }), "to-time",
-		"move the commit to the first record at or after this time, parking every record before it: "+cmdutil.TimeHelp)
+	toDatetimeVar(cmd, &opts.Skip.ToTime, func() time.Time { return opts.Now() }, "move the commit to the first record at or after this time, parking every record before it")
 	cmdutil.TopicVar(fl, &opts.Skip.DeadLetterTopic, "dlq-topic", "the dead-letter topic the parked records go to (default <topic>.dlq)")
 	fl.StringVar(&opts.Undo, "undo", "", "restore the offsets a journaled skip moved (its run id, from groups journal)")
 	opts.ActionFlags.Register(fl, "park the records and move the offsets",
@@ -94,7 +92,7 @@ or beyond the partition); 5 not authorized (named); 6 cancelled at the prompt.`,
 func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	if opts.Undo != "" {
-		for _, n := range []string{"topic", "partition", "count", "to-offset", "to-time", "dlq-topic"} {
+		for _, n := range []string{"topic", "partition", "count", "to-offset", "to-datetime", "dlq-topic"} {
 			if fl.Changed(n) {
 				return fwerr.Usagef("--undo restores what the journal says the skip moved: --%s does not go with it", n)
 			}
@@ -115,13 +113,13 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 		return fwerr.Usagef("--partition %d: must be 0 or more", opts.Skip.Partition)
 	}
 	given := 0
-	for _, n := range []string{"count", "to-offset", "to-time"} {
+	for _, n := range []string{"count", "to-offset", "to-datetime"} {
 		if fl.Changed(n) {
 			given++
 		}
 	}
 	if given > 1 {
-		return fwerr.Usagef("--count, --to-offset and --to-time each say where the commit goes: give one")
+		return fwerr.Usagef("--count, --to-offset and --to-datetime each say where the commit goes: give one")
 	}
 	opts.Skip.Count = int64(opts.count)
 	if fl.Changed("to-offset") {

@@ -136,7 +136,7 @@ func PlanSkip(ctx context.Context, c *kafka.Cluster, o SkipOptions) (*SkipPlan, 
 	case p.NewOffset <= committed:
 		return nil, fwerr.Usagef("the new offset %d is not past the group's committed offset %d on %s/%d: a skip only moves forward (--undo restores a skip)", p.NewOffset, committed, o.Topic, o.Partition)
 	case p.NewOffset > b.LastStable:
-		return nil, fwerr.Usagef("the new offset %d is past the end of %s/%d (%d): --count, --to-offset and --to-time stay within the partition", p.NewOffset, o.Topic, o.Partition, b.LastStable)
+		return nil, fwerr.Usagef("the new offset %d is past the end of %s/%d (%d): --count, --to-offset and --to-datetime stay within the partition", p.NewOffset, o.Topic, o.Partition, b.LastStable)
 	}
 	p.Offsets = p.NewOffset - committed
 	if committed >= b.LogStart {
