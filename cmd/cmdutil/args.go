@@ -70,7 +70,6 @@ type topicValue struct {
 	one   *string
 	many  *[]string
 	comma bool
-	set   bool // one: the flag was given already
 }
 
 func (v *topicValue) Set(s string) error {
@@ -87,13 +86,7 @@ func (v *topicValue) Set(s string) error {
 		}
 	}
 	if v.one != nil {
-		// A command that reads one topic takes it once: a second, different --topic (as
-		// commands that read several take them) would otherwise replace the first unseen.
-		t := strings.TrimSpace(s)
-		if v.set && *v.one != t {
-			return fwerr.Usagef("this command reads one topic: given %s and %s (run it once for each)", *v.one, t)
-		}
-		*v.one, v.set = t, true
+		*v.one = strings.TrimSpace(s)
 		return nil
 	}
 	for _, n := range names {
@@ -275,4 +268,55 @@ func TopicArg(cmd *cobra.Command, p *string, usage string) {
 		}
 		return nil
 	}
+}
+
+// OneValueEach makes every flag of cmd and of the commands under it that holds one value
+// refuse a second, different value on one command line (--topic a --topic b, --consumer a
+// --consumer b: exit 2), where pflag would keep the last unseen and the command answer for
+// it alone, while a flag that other commands, or this one, take repeated (--topic of consume,
+// --dlq-reason) holds them all. The same value twice is one value. Run on the whole tree once
+// its flags are defined (NewCmdRoot).
+func OneValueEach(cmd *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, done := f.Value.(*oneValue); !done && !repeatable(f.Value.Type()) {
+			f.Value = &oneValue{Value: f.Value}
+		}
+	}
+	cmd.Flags().VisitAll(wrap)
+	cmd.PersistentFlags().VisitAll(wrap)
+	for _, c := range cmd.Commands() {
+		OneValueEach(c)
+	}
+}
+
+// repeatable reports whether a flag of pflag type typ holds every value it is given: pflag's
+// slices and arrays, and TopicsVar's.
+func repeatable(typ string) bool {
+	return typ == "strings" || strings.HasSuffix(typ, "Slice") || strings.HasSuffix(typ, "Array") || typ == "stringToString"
+}
+
+// oneValue is a one-value flag's Value under OneValueEach: the first value it was given, and
+// the flag's own Value (its Type and String are the flag's).
+type oneValue struct {
+	pflag.Value
+	given *string
+}
+
+func (v *oneValue) Set(s string) error {
+	if v.given != nil && *v.given != s {
+		return fwerr.Usagef("the flag takes one value, and %q came first (give it once)", *v.given)
+	}
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	v.given = &s
+	return nil
+}
+
+// FlagValue is f's own Value, under OneValueEach's.
+func FlagValue(f *pflag.Flag) pflag.Value {
+	if v, ok := f.Value.(*oneValue); ok {
+		return v.Value
+	}
+	return f.Value
 }

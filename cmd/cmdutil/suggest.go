@@ -101,7 +101,7 @@ var badTime = regexp.MustCompile(`^invalid argument "(?:[^"\\]|\\.)*" for "(?:-.
 func FlagError(cmd *cobra.Command, err error) error {
 	if m := badTime.FindStringSubmatch(err.Error()); m != nil {
 		if f := cmd.Flags().Lookup(m[1]); f != nil {
-			if _, ok := f.Value.(*timespec.TimeValue); ok {
+			if _, ok := FlagValue(f).(*timespec.TimeValue); ok {
 				return fmt.Errorf("--%s: %s", m[1], m[2])
 			}
 		}

@@ -22,6 +22,9 @@ func TestDLQUsageErrors(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
 		{Args: []string{"dlq", "list", "--topic", "a.dlq", "--pattern", "x"}, Want: "choose either --topic or --pattern, not both"},
 		{Args: []string{"dlq", "list", "--pattern", "("}, Want: `--pattern "(" is not a regular expression`},
+		// A filter that takes one value, given two (a filter that takes several says so:
+		// --dlq-reason, --status, --topic here).
+		{Args: []string{"dlq", "list", "--original-topic", "a", "--original-topic", "b"}, Want: `invalid argument "b" for "--original-topic" flag: the flag takes one value, and "a" came first`},
 		{Args: []string{"dlq", "list", "--topic", ""}, Want: `invalid argument "" for "-t, --topic" flag: no topic name`},
 		{Args: []string{"dlq", "list", "--dlq-reason", "bogus"}, Want: `--dlq-reason "bogus": want one of malformed, unsupported, rejected, exhausted, parked or unknown`},
 		// The filters are checked as replay checks them (dlq.FilterSpec.Compile).

@@ -21,7 +21,10 @@ func TestGroupsUsage(t *testing.T) {
 		{Args: append(skip, "--to-time", "1h", "--to-offset", "9"), Want: "give one"}, // --to-time: its old name
 		{Args: append(skip, "--count", "0"), Want: "--count"},
 		{Args: append(skip, "--to-offset", "-1"), Want: "--to-offset -1"},
-		{Args: append(skip, "--partition", "-1"), Want: "--partition -1"},
+		{Args: []string{"groups", "skip", "billing", "--topic", "orders", "--partition", "-1"}, Want: "--partition -1"},
+		// A one-value flag given two values: refused, not the last one kept unseen.
+		{Args: append(skip, "--partition", "1"), Want: `invalid argument "1" for "--partition" flag: the flag takes one value, and "0" came first (give it once)`},
+		{Args: append(skip, "--to-time", "1h", "--to-datetime", "2h"), Want: `--to-datetime: the flag takes one value, and "1h" came first`},
 		{Args: append(skip, "--to-datetime", "yesterday-ish"), Want: `--to-datetime: "yesterday-ish" is not a time`},
 		{Args: append(skip, "--to-time", "yesterday-ish"), Want: `--to-datetime: "yesterday-ish" is not a time`},
 		{Args: append(reset, "--to-time", "1h", "--to-offset", "3"), Want: "(got --to-offset and --to-datetime)"},

@@ -91,7 +91,7 @@ func TestInspectUsageErrors(t *testing.T) {
 		{Args: []string{"inspect", "topic"}, Want: "takes one topic, as its argument or with --topic (got none)"},
 		{Args: []string{"inspect", "topic", "a", "b"}, Want: "takes one topic (got 2 arguments)"},
 		{Args: []string{"inspect", "validate", "a", "--topic", "b"}, Want: "takes one topic: the argument names a, --topic b"},
-		{Args: []string{"inspect", "topic", "--topic", "a", "-t", "b"}, Want: "this command reads one topic: given a and b"},
+		{Args: []string{"inspect", "topic", "--topic", "a", "-t", "b"}, Want: `the flag takes one value, and "a" came first`},
 		{Args: []string{"inspect", "records", "--topic", "a b"}, Want: `invalid argument "a b" for "-t, --topic" flag`},
 		{Args: []string{"inspect", "topic", "t", "--sample", "-1"}, Want: "--sample -1"},
 		{Args: []string{"inspect", "record", "tasks/0"}, Want: `record address "tasks/0": no offset (want TOPIC/PARTITION/OFFSET, e.g. tasks/0/14)`},
