@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -279,10 +280,21 @@ func (r *RateFlag) Register(fs *pflag.FlagSet) {
 	fs.Float64Var((*float64)(r), "rate", 0, "send at most this many records per second (default: no cap)")
 }
 
-// Check refuses a negative rate.
+// minRate is the smallest --rate above 0: one record an hour. Below it a replay would sit on
+// one record for longer than anyone watches it.
+const minRate = 1.0 / 3600
+
+// Check refuses a rate that is not a number of records per second (NaN, Inf, which pflag
+// parses), a negative one and one below one record an hour.
 func (r RateFlag) Check() error {
-	if r < 0 {
-		return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", float64(r))
+	f := float64(r)
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fwerr.Usagef("--rate %g: want records per second (0 for no cap)", f)
+	case f < 0:
+		return fwerr.Usagef("--rate %g: must be positive (or 0 for no cap)", f)
+	case f > 0 && f < minRate:
+		return fwerr.Usagef("--rate %g: at least one record an hour (%.6f/s), or 0 for no cap", f, minRate)
 	}
 	return nil
 }

@@ -94,6 +94,9 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--topic", "t", "--to-partition", "spread"}, "--to-partition"},
 		{[]string{"--topic", "t", "--max-replays", "0"}, ""}, // 0 means the default
 		{[]string{"--topic", "t", "--rate", "-1"}, "--rate"},
+		{[]string{"--topic", "t", "--rate", "NaN"}, "--rate NaN: want records per second (0 for no cap)"},
+		{[]string{"--topic", "t", "--rate", "+Inf"}, "--rate +Inf: want records per second"},
+		{[]string{"--topic", "t", "--rate", "1e-300"}, "--rate 1e-300: at least one record an hour (0.000278/s), or 0 for no cap"},
 		{[]string{"a/0/1", "b/0/2"}, "at most one record address"},
 		{[]string{"a/0/1", "--topic", "b"}, "the record a/0/1 is in a but --topic says b"},
 		{[]string{"a/0/1", "--start-offset", "3"}, "a record address selects one record"},
