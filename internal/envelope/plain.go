@@ -2,9 +2,11 @@ package envelope
 
 import "strings"
 
-// decodePlainObject reads a plain JSON event: event_id (required), type, occurred_at,
-// aggregate_type, aggregate_id, aggregate_version (or, when that is absent, version) and data.
-// When aggregate_version is present, version is not read at all: it may be a schema version.
+// decodePlainObject reads a plain JSON event: event_id (required), type (or, when that is
+// absent, event_type, the name beside event_id in many schemas), occurred_at, aggregate_type,
+// aggregate_id, aggregate_version (or, when that is absent, version) and data. When
+// aggregate_version is present, version is not read at all: it may be a schema version; so
+// event_type when type is.
 func decodePlainObject(obj object) (Event, *MalformedError) {
 	ev := Event{Format: FormatPlainJSON}
 	fail := func(field, reason string) (Event, *MalformedError) {
@@ -15,8 +17,12 @@ func decodePlainObject(obj object) (Event, *MalformedError) {
 		ev.ID = ""
 		return fail("event_id", reason)
 	}
-	if ev.Type, reason = jsonString(obj.get("type")); reason != "" {
-		return fail("type", reason)
+	typeField := "type"
+	if !obj.has(typeField) {
+		typeField = "event_type"
+	}
+	if ev.Type, reason = jsonString(obj.get(typeField)); reason != "" {
+		return fail(typeField, reason)
 	}
 	if ev.AggregateType, reason = jsonString(obj.get("aggregate_type")); reason != "" {
 		return fail("aggregate_type", reason)
