@@ -6,8 +6,8 @@
 #   - PostgreSQL from Debian's packages;
 #   - kcat from Debian's packages (an independent client for interop tests);
 #   - a Python virtualenv ($FW_SERVICES_DIR/python) with the pinned packages of
-#     scripts/python/requirements.txt (confluent-kafka with its Protobuf serializer and schema
-#     registry client: the Protobuf interop test writes its records with them);
+#     scripts/python/requirements.txt (confluent-kafka with its Protobuf, Avro and JSON Schema
+#     serializers and schema registry client: the interop tests write their records with them);
 #   - Apicurio Registry, a Confluent-compatible schema registry (io.apicurio:apicurio-registry-app,
 #     the runnable distribution fetched with Maven, run with the machine's Java 17), schemas in
 #     memory, its API under /apis/ccompat/v7 on 127.0.0.1:$FW_REGISTRY_PORT (default 18081; its

@@ -19,16 +19,14 @@ were delivered.
 """
 
 import argparse
-import os
 import sys
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf import timestamp_pb2  # noqa: F401 (puts google/protobuf/timestamp.proto in the pool)
 
-from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext, StringSerializer
+
+import interop
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -85,43 +83,22 @@ def main():
     ap.add_argument("--reference", action="store_true", help="the event's data is a message of another file")
     args = ap.parse_args()
 
-    conf = {"url": args.registry}
-    user = os.environ.get("SCHEMA_REGISTRY_USER")
-    if user:
-        conf["basic.auth.user.info"] = user + ":" + os.environ.get("SCHEMA_REGISTRY_PASSWORD", "")
-    registry = SchemaRegistryClient(conf)
     TaskEvent = build(args.name, args.reference)
-    serialize = ProtobufSerializer(TaskEvent, registry)
-    keys = StringSerializer("utf_8")
-    producer = Producer({"bootstrap.servers": args.brokers, "enable.idempotence": True, "linger.ms": 5})
+    serialize = ProtobufSerializer(TaskEvent, interop.registry(args.registry))
 
-    failed = []
-    delivered = [0]
+    def events():
+        versions = {}
+        for i in range(args.count):
+            agg = f"task-{i % args.aggregates}"
+            versions[agg] = versions.get(agg, 0) + 1
+            ev = TaskEvent(event_id=f"evt-{args.name}-{i}", aggregate_type="task", aggregate_id=agg,
+                           aggregate_version=versions[agg], type="task.created" if versions[agg] == 1 else "task.renamed")
+            ev.occurred_at.FromSeconds(1_780_000_000 + i)
+            ev.data.title = f"task {i}"
+            ev.data.priority = 2**63 + i  # a uint64 beyond int64: rendered as a JSON string
+            yield agg, ev
 
-    def report(err, _msg):
-        if err is not None:
-            failed.append(err)
-        else:
-            delivered[0] += 1
-
-    versions = {}
-    for i in range(args.count):
-        agg = f"task-{i % args.aggregates}"
-        versions[agg] = versions.get(agg, 0) + 1
-        ev = TaskEvent(event_id=f"evt-{args.name}-{i}", aggregate_type="task", aggregate_id=agg,
-                       aggregate_version=versions[agg], type="task.created" if versions[agg] == 1 else "task.renamed")
-        ev.occurred_at.FromSeconds(1_780_000_000 + i)
-        ev.data.title = f"task {i}"
-        ev.data.priority = 2**63 + i  # a uint64 beyond int64: rendered as a JSON string
-        value = serialize(ev, SerializationContext(args.topic, MessageField.VALUE))
-        producer.produce(args.topic, key=keys(agg), value=value, on_delivery=report)
-        producer.poll(0)
-    left = producer.flush(60)
-    if failed or left:
-        print(f"not delivered: {left} left, errors {failed[:3]}", file=sys.stderr)
-        return 1
-    print(f"schema id {serialize._schema_id.id} delivered {delivered[0]}")
-    return 0
+    return interop.produce(args.brokers, args.topic, serialize, events())
 
 
 if __name__ == "__main__":
