@@ -73,6 +73,9 @@ type Runner struct {
 	// pollWake is signalled when a worker takes a batch, so that a poll loop waiting for
 	// the queues to drain goes on at once.
 	pollWake chan struct{}
+	// firstAssigned is closed when the group first assigns this member partitions.
+	firstAssigned chan struct{}
+	assignedOnce  sync.Once
 
 	idle idleCheck
 
@@ -121,7 +124,7 @@ func New(store *inbox.Store, h Handler, opts ...Opt) (*Runner, error) {
 	e := &Runner{
 		o: o, log: o.Logger, m: m, br: newBreaker(o.Breaker, m),
 		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, halts: map[tp]*HaltedError{},
-		done: make(chan struct{}), pollWake: make(chan struct{}, 1), softStop: func() {},
+		done: make(chan struct{}), pollWake: make(chan struct{}, 1), firstAssigned: make(chan struct{}), softStop: func() {},
 	}
 	e.chain = chain(e.terminal(), o.Middleware)
 	return e, nil
@@ -212,6 +215,7 @@ func (e *Runner) Run(ctx context.Context) error {
 	runCtx, softStop := context.WithCancel(ctx)
 	defer softStop()
 	e.softStop = softStop
+	go e.awaitPartitions(runCtx, started)
 	loopErr := e.pollLoop(runCtx)
 	abandoned := e.shutdown(loopErr == nil)
 	return e.finishRun(loopErr, abandoned, started)
@@ -444,6 +448,36 @@ func (e *Runner) wakePoller() {
 	}
 }
 
+// assignWaitNote is how long a member that has joined no assignment yet waits before it says
+// why (awaitPartitions), and then how long between two notes.
+const assignWaitNote, assignWaitAgain = 10 * time.Second, 30 * time.Second
+
+// awaitPartitions says, while the group has assigned this member no partition since it
+// started, what it is waiting for: a rebalance, which a member that stopped without leaving
+// the group (a SIGKILL, a lost host) holds until its session times out. Without it a restart
+// after a kill sits silent for up to the session timeout (45s by default) before its first
+// partition.
+func (e *Runner) awaitPartitions(ctx context.Context, started time.Time) {
+	t := time.NewTimer(assignWaitNote)
+	defer t.Stop()
+	session := "Kafka's default, 45s"
+	if e.o.SessionTimeout > 0 {
+		session = e.o.SessionTimeout.String()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.firstAssigned:
+			return
+		case <-t.C:
+			e.log.Warn("waiting for the group to assign partitions: its rebalance waits for every member, and a member that stopped without leaving the group (killed) holds its partitions until its session times out",
+				"group", e.o.Group, "waited", time.Since(started).Round(time.Second).String(), "session_timeout", session)
+			t.Reset(assignWaitAgain)
+		}
+	}
+}
+
 // assigned starts a worker per new partition. With BlockRebalanceOnPoll it runs between
 // polls, before any record of these partitions is fetched. The idle time counts from here.
 func (e *Runner) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
@@ -466,6 +500,9 @@ func (e *Runner) assigned(_ context.Context, cl *kgo.Client, assigned map[string
 		e.log.Info("partitions assigned", "topic", topic, "partitions", fmt.Sprint(ps))
 	}
 	e.m.assigned.Set(float64(len(e.workers)))
+	if len(assigned) > 0 {
+		e.assignedOnce.Do(func() { close(e.firstAssigned) })
+	}
 }
 
 // revoked lets the revoked partitions' batches in flight finish (bounded), then commits what

@@ -3,8 +3,12 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/inbox"
@@ -88,5 +92,60 @@ func TestRebalance(t *testing.T) {
 	}
 	if len(dls) != 0 {
 		t.Errorf("%d dead letters", len(dls))
+	}
+}
+
+// TestWaitingForPartitionsSaysWhy: a member that joins while another one holds the group's
+// rebalance up (here a member that never polls again, as a killed one never heartbeats again)
+// gets no partition until that one is gone, and says why while it waits instead of sitting
+// silent; once the other leaves, it gets the partition and applies every event.
+func TestWaitingForPartitionsSaysWhy(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 1)
+	_, man := produceSample(t, producer(t), topic, sample.Options{Seed: 43, Aggregates: 20, EventsPerAggregate: 5})
+	group := testenv.Name(t, "projection-waiting")
+
+	// The holder joins, takes the partition, and polls no more: with BlockRebalanceOnPoll it
+	// cannot give the partition up, so the group's next rebalance waits for it.
+	assigned := make(chan struct{}, 1)
+	holder, err := kgo.NewClient(kgo.SeedBrokers(testenv.Brokers(t)), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.BlockRebalanceOnPoll(), kgo.RebalanceTimeout(2*time.Minute),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for len(assigned) == 0 && ctx.Err() == nil {
+		holder.PollRecords(ctx, 1)
+		holder.AllowRebalance()
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the holder was never assigned the partition")
+	}
+
+	counts := map[string]*atomic.Int64{"waiting for the group to assign partitions": {}, "partitions assigned": {}}
+	o := engineOpts(t, st, handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), topic, group)
+	o.Logger = slog.New(counting{testLogger(t).Handler(), counts})
+	e, _, runErr := startEngine(t, o, 3*time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for counts["waiting for the group to assign partitions"].Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if counts["waiting for the group to assign partitions"].Load() == 0 || counts["partitions assigned"].Load() != 0 {
+		t.Fatalf("while the holder held the partition: %d notes, %d assignments; want a note and no assignment",
+			counts["waiting for the group to assign partitions"].Load(), counts["partitions assigned"].Load())
+	}
+	holder.Close() // it leaves the group: the rebalance completes
+	s := stopped(t, e, runErr)
+	if counts["partitions assigned"].Load() == 0 || s.Processed != int64(man.Events) {
+		t.Fatalf("after the holder left: %d assignments, %+v; want the partition and %d events applied", counts["partitions assigned"].Load(), s, man.Events)
 	}
 }
