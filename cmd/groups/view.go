@@ -85,7 +85,7 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 		watched = "commits compared over " + seconds(rep.WatchedMS)
 	}
 	overview := output.Section{Title: "Consumer group " + rep.Group, Fields: [][2]string{
-		{"state", rep.State},
+		{"state", rep.State + st.Dim.Render(rebalancing(rep.State))},
 		{"type", typeText(rep.Type, rep.ProtocolType)},
 		{"assignor", cmdutil.OrDash(rep.Protocol)},
 		{"coordinator", strconv.Itoa(int(rep.Coordinator))},
@@ -329,6 +329,19 @@ func resetResultSections(_ *output.Printer, res *groups.ResetResult) []output.Se
 		{"reason", res.Reason},
 		{"undo", "fieldwork groups reset --undo " + res.ID},
 	}}}
+}
+
+// rebalancing is what a classic group's rebalancing state means for whoever waits on it ("" for
+// the other states): the members that have not rejoined hold it up, a killed one until its
+// session times out.
+func rebalancing(state string) string {
+	switch state {
+	case "PreparingRebalance":
+		return " (waiting for every member to rejoin: a member killed without leaving holds the group until its session times out)"
+	case "CompletingRebalance":
+		return " (waiting for the leader's assignment)"
+	}
+	return ""
 }
 
 // shareSections are a share group's report: its members, its start offsets and the broker's
