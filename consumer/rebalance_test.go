@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/consume/handlers"
@@ -106,39 +104,15 @@ func TestWaitingForPartitionsSaysWhy(t *testing.T) {
 	_, man := produceSample(t, producer(t), topic, sample.Options{Seed: 43, Aggregates: 20, EventsPerAggregate: 5})
 	group := testenv.Name(t, "projection-waiting")
 
-	// The holder joins, takes the partition, and polls no more: with BlockRebalanceOnPoll it
-	// cannot give the partition up, so the group's next rebalance waits for it.
-	assigned := make(chan struct{}, 1)
-	holder, err := kgo.NewClient(kgo.SeedBrokers(testenv.Brokers(t)), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.BlockRebalanceOnPoll(), kgo.RebalanceTimeout(2*time.Minute),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
-			select {
-			case assigned <- struct{}{}:
-			default:
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for len(assigned) == 0 && ctx.Err() == nil {
-		holder.PollRecords(ctx, 1)
-		holder.AllowRebalance()
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the holder was never assigned the partition")
-	}
+	holder := testenv.HoldRebalance(t, group, topic)
 
 	counts := map[string]*atomic.Int64{"waiting for the group to assign partitions": {}, "partitions assigned": {}}
 	o := engineOpts(t, st, handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), topic, group)
 	o.Logger = slog.New(counting{testLogger(t).Handler(), counts})
 	e, _, runErr := startEngine(t, o, 3*time.Minute)
-	deadline := time.Now().Add(time.Minute)
-	for counts["waiting for the group to assign partitions"].Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitUntil(t, time.Minute, nil, "the runner warns that it waits for the group", func() bool {
+		return counts["waiting for the group to assign partitions"].Load() > 0
+	})
 	if counts["waiting for the group to assign partitions"].Load() == 0 || counts["partitions assigned"].Load() != 0 {
 		t.Fatalf("while the holder held the partition: %d notes, %d assignments; want a note and no assignment",
 			counts["waiting for the group to assign partitions"].Load(), counts["partitions assigned"].Load())

@@ -396,51 +396,27 @@ func TestDescribeRebalancing(t *testing.T) {
 	brokers := testenv.Brokers(t)
 	topic := inspecttest.Topic(t, 1)
 	group := testenv.Name(t, "rebalancing")
-	member := func(assigned chan struct{}) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.BlockRebalanceOnPoll(), kgo.RebalanceTimeout(2*time.Minute),
-			kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
-				select {
-				case assigned <- struct{}{}:
-				default:
-				}
-			}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	testenv.HoldRebalance(t, group, topic)
+	// A second member's join starts a rebalance the holder never rejoins.
+	joiner := testenv.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic))
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	assigned := make(chan struct{}, 1)
-	holder := member(assigned)
-	// poll polls once, for at most a second: the topic is empty.
-	poll := func(cl *kgo.Client) {
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		defer pcancel()
-		cl.PollRecords(pctx, 1)
-		cl.AllowRebalance()
-	}
-	for len(assigned) == 0 && ctx.Err() == nil {
-		poll(holder)
-	}
-	// The second member's join starts a rebalance the holder never rejoins.
-	joiner := member(make(chan struct{}, 1))
 	go func() {
 		for ctx.Err() == nil {
-			poll(joiner)
+			testenv.PollOnce(joiner)
 		}
 	}()
 	want := "state        PreparingRebalance (waiting for every member to rejoin: a member killed without leaving holds the group until its session times out)"
 	var r roottest.Result
-	for ctx.Err() == nil {
-		if r = roottest.Run(t, map[string]string{"FIELDWORK_BROKERS": brokers}, "groups", "describe", group, "--interval", "0", "-o", "table"); strings.Contains(r.Stdout, want) {
-			return
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last groups describe:\n%s\n%s", r.Stdout, r.Stderr)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("groups describe never showed %q; last:\n%s\n%s", want, r.Stdout, r.Stderr)
+	}()
+	testenv.WaitUntil(t, time.Minute, nil, "groups describe shows what PreparingRebalance waits for", func() bool {
+		r = roottest.Run(t, map[string]string{"FIELDWORK_BROKERS": brokers}, "groups", "describe", group, "--interval", "0", "-o", "table")
+		return strings.Contains(r.Stdout, want)
+	})
 }
 
 // TestSkipWider: --count, --to-offset and --to-datetime plan a wider move, bounded to the
