@@ -202,7 +202,7 @@ func WarnDeleted(s *output.Streams, scan *dlq.Scan) {
 // that changes something is taken, and an old `--reason` filter is refused with a hint
 // (DLQReasonHint).
 type DLQFilterFlags struct {
-	Since, Until  string
+	window        WindowFlags
 	Reasons       []string
 	Error         string
 	OriginalTopic string
@@ -234,8 +234,7 @@ const (
 func (fl *DLQFilterFlags) Register(cmd *cobra.Command, set DLQFilterSet) {
 	fs := cmd.Flags()
 	if set&DLQWindow != 0 {
-		fs.StringVar(&fl.Since, "since", "", "dead letters written from this time: "+TimeHelp)
-		fs.StringVar(&fl.Until, "until", "", "dead letters written before this time: the same forms")
+		fl.window.Register(fs, "dead letters written from this time", "dead letters written before this time")
 	}
 	if set&DLQFields != 0 {
 		fs.StringSliceVar(&fl.Reasons, "dlq-reason", nil, "dead letters with this reason: "+strings.Join(dlq.Reasons, ", ")+" or unknown (repeatable, comma-separated)")
@@ -276,7 +275,7 @@ func (fl *DLQFilterFlags) Filter(cmd *cobra.Command, now time.Time) (dlq.Filter,
 	if err != nil {
 		return f, err
 	}
-	f.Since, f.Until, err = ParseWindow(fl.Since, fl.Until, now)
+	f.Since, f.Until, err = fl.window.Window(now)
 	return f, err
 }
 

@@ -328,3 +328,38 @@ func TestShortFlagsAreOneVocabulary(t *testing.T) {
 		t.Errorf("dlq list -t … --pattern: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// TestFlagTypesAreOneVocabulary: a flag name takes the same kind of value in every command
+// (help names it: time, duration, string, …), so that --since of dlq list reads and shows as
+// --since of inspect records does. One value or several of the kind is the command's choice
+// (--topic names one topic to processed check, several to consume).
+func TestFlagTypesAreOneVocabulary(t *testing.T) {
+	s, _, _, _ := output.Test()
+	tree := root.NewCmdRoot(&cmdutil.Factory{Streams: s, Getenv: func(string) string { return "" }})
+	types := map[string]map[string][]string{} // name → type → commands
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			kind := strings.TrimSuffix(strings.TrimSuffix(f.Value.Type(), "Slice"), "Array")
+			if kind == "strings" {
+				kind = "string"
+			}
+			if types[f.Name] == nil {
+				types[f.Name] = map[string][]string{}
+			}
+			types[f.Name][kind] = append(types[f.Name][kind], c.CommandPath())
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(tree)
+	for name, byType := range types {
+		if len(byType) > 1 {
+			t.Errorf("--%s takes different kinds of value: %v", name, byType)
+		}
+	}
+	if len(types["since"]) != 1 || types["since"]["time"] == nil {
+		t.Errorf("--since is not a time everywhere: %v", types["since"])
+	}
+}
