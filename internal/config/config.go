@@ -138,7 +138,7 @@ func Load(path string) (*File, error) {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		// YAML's messages quote keys (and the start of values): a DSN written where a key goes
 		// would show its password.
-		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Scrub(err.Error(), docSecrets(b)...))
+		return nil, fwerr.Usagef("parse config %s: %s", path, redact.Scrub(secretFieldHints(err), docSecrets(b)...))
 	}
 	if holdsPassword(f) {
 		if w := exposed("config file", path); w != "" {
@@ -146,6 +146,36 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// secretFields are the keys a secret would be written under, and the keys that name where it
+// is read from instead.
+var secretFields = map[string]string{
+	"password":      "password_env (a variable's name) or password_file",
+	"token":         "token_env or token_file",
+	"client_secret": "client_secret_env or client_secret_file",
+	"key_password":  "key_password_env or key_password_file",
+	"dsn_password":  "the DSN itself, dsn_password_env or dsn_password_file",
+}
+
+// secretFieldHints is the message of a config file that does not parse, each unknown key that
+// would hold a secret (password: …) followed by where the secret goes instead: the file never
+// holds one (docs/design.md §4.2).
+func secretFieldHints(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	lines := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		lines[i] = e
+		for key, instead := range secretFields {
+			if strings.Contains(e, "field "+key+" not found") {
+				lines[i] += ": a secret is never written in the config file; name where it is read from with " + instead
+			}
+		}
+	}
+	return "yaml: unmarshal errors:\n  " + strings.Join(lines, "\n  ")
 }
 
 // docSecrets returns every password that a DSN written anywhere in a config document holds,

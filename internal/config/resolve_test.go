@@ -92,6 +92,18 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Fatal("unknown field accepted")
 	}
+	// A secret written into the file is refused, unshown, with where it goes instead.
+	_ = os.WriteFile(p, []byte("contexts:\n  dev:\n    sasl: {mechanism: PLAIN, username: u, password: hunter2}\n    schema_registry: {url: http://r, token: tok3n}\n"), 0o600)
+	_, err = Load(p)
+	for _, want := range []string{"line 3: field password not found in type config.SASL: a secret is never written in the config file; name where it is read from with password_env",
+		"line 4: field token not found in type config.SchemaRegistry: a secret is never written in the config file; name where it is read from with token_env or token_file"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("secret in the file: %v, want %q", err, want)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "tok3n")) {
+		t.Errorf("the error shows the secret: %v", err)
+	}
 	_ = os.WriteFile(p, nil, 0o600)
 	if _, err := Load(p); err != nil {
 		t.Fatalf("empty file: %v", err)
