@@ -99,20 +99,31 @@ func forgetSections(p *output.Printer, rep *processed.ForgetReport) []output.Sec
 		wording.Plural(int64(rep.Requested), "event"), consumerText("", rep.Consumer, "every consumer"), rep.Table)
 	removed := output.Section{Title: title, Fields: cmdutil.ReasonField(rep.Reason)}
 	if len(rep.Removed) > 0 {
-		removed.Header, removed.Rows = tableRows(rep.Removed, markerColumns)
+		removed.Header, removed.Rows = tableRows(rep.Removed[:min(len(rep.Removed), forgetShown)], markerColumns)
+		if len(rep.Removed) > forgetShown {
+			removed.Text = st.Dim.Render(fmt.Sprintf("the first %d of %d markers; -o json or csv lists every one", forgetShown, len(rep.Removed)))
+		}
 	} else {
 		removed.Text = st.Dim.Render("(none)")
 	}
 	sections := []output.Section{removed}
 	if len(rep.NotFound) > 0 {
 		s := output.Section{Title: fmt.Sprintf("No marker, nothing removed (%d)", len(rep.NotFound)), Header: []string{"event_id"}}
-		for _, id := range rep.NotFound {
+		for _, id := range rep.NotFound[:min(len(rep.NotFound), forgetShown)] {
 			s.Rows = append(s.Rows, []string{id})
+		}
+		if len(rep.NotFound) > forgetShown {
+			s.Text = st.Dim.Render(fmt.Sprintf("the first %d of %d event ids; -o json lists every one", forgetShown, len(rep.NotFound)))
 		}
 		sections = append(sections, s)
 	}
 	return sections
 }
+
+// forgetShown is how many markers, and ids without one, a forget's table shows: a forget of
+// 200,000 ids from a file is read by its counts, and a script takes -o json or csv, which list
+// every one.
+const forgetShown = 100
 
 func getSections(p *output.Printer, rep getReport) []output.Section {
 	st := p.Styles
