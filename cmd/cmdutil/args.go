@@ -10,6 +10,7 @@ import (
 
 	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/wording"
 )
 
 // ExactArgs is cobra.ExactArgs with a message that names the arguments expected.
@@ -51,18 +52,6 @@ func Shorthand(name string) string { return shorthands[name] }
 // set, also splits a value at commas (--topic a,b).
 func TopicsVar(fs *pflag.FlagSet, p *[]string, name, usage string, comma bool) {
 	fs.VarP(&topicValue{many: p, comma: comma}, name, Shorthand(name), usage)
-}
-
-// TopicArgs is ExactArgs for a command whose first argument is a topic (inspect topic
-// TOPIC): that topic is checked as TopicVar checks a flag's.
-func TopicArgs(n int, what string) cobra.PositionalArgs {
-	exact := ExactArgs(n, what)
-	return func(cmd *cobra.Command, args []string) error {
-		if err := exact(cmd, args); err != nil {
-			return err
-		}
-		return kafka.CheckTopic(args[0])
-	}
 }
 
 // topicValue is pflag's Value of TopicVar and TopicsVar.
@@ -250,11 +239,29 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 // command's Args, which refuse none, two, or an argument and a flag that name different
 // topics, and put the topic in *p.
 func TopicArg(cmd *cobra.Command, p *string, usage string) {
+	TopicArgThen(cmd, p, usage, "", nil)
+}
+
+// TopicArgThen is TopicArg for a command that takes one more argument after the topic (inspect
+// aggregate TOPIC AGGREGATE_ID, or --topic TOPIC AGGREGATE_ID): what names it in errors, and
+// it is put in *rest. With what empty there is none (TopicArg).
+func TopicArgThen(cmd *cobra.Command, p *string, usage, what string, rest *string) {
 	TopicVar(cmd.Flags(), p, "topic", usage+" (or as the argument)")
+	takes := "one topic"
+	if what != "" {
+		takes = "a topic and " + what
+		cmd.Flags().Lookup("topic").Usage = usage + " (or as the first argument)"
+	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if what != "" {
+			if len(args) == 0 || len(args) > 2 || len(args) == 1 && *p == "" {
+				return fwerr.Usagef("%s takes %s: two arguments, or --topic and one (got %s)", cmd.CommandPath(), takes, wording.Plural(int64(len(args)), "argument"))
+			}
+			*rest, args = args[len(args)-1], args[:len(args)-1]
+		}
 		switch {
 		case len(args) > 1:
-			return fwerr.Usagef("%s takes one topic (got %d arguments)", cmd.CommandPath(), len(args))
+			return fwerr.Usagef("%s takes %s (got %d arguments)", cmd.CommandPath(), takes, len(args))
 		case len(args) == 1:
 			if err := kafka.CheckTopic(args[0]); err != nil {
 				return err

@@ -38,10 +38,9 @@ key is the id. Each event's version is checked against the ones before it:
 
 Malformed records are skipped and counted; those keyed by the aggregate id are listed.`,
 		Example: `  fieldwork inspect aggregate tasks task-42
+  fieldwork inspect aggregate --topic tasks task-42
   fieldwork inspect aggregate tasks task-42 --since 2h -o json`,
-		Args: cmdutil.TopicArgs(2, "a topic and an aggregate id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic, opts.AggregateID = args[0], args[1]
 			if opts.AggregateID == "" {
 				return fwerr.Usagef("the aggregate id is empty")
 			}
@@ -51,6 +50,7 @@ Malformed records are skipped and counted; those keyed by the aggregate id are l
 			return cmdutil.RunWith(cmd, f, cmdutil.NeedKafka, opts, runF, inspectAggregateRun)
 		},
 	}
+	cmdutil.TopicArgThen(cmd, &opts.Topic, "topic to scan", "an aggregate id", &opts.AggregateID)
 	opts.sel.Register(cmd)
 	cmdutil.CountVar(cmd.Flags(), &opts.MaxEvents, "max-events", inspect.DefaultMaxAggregateEvents, "keep at most this many of the aggregate's events")
 	return cmd

@@ -98,6 +98,9 @@ func TestInspectBrokenStream(t *testing.T) {
 	})
 	t.Run("aggregate", func(t *testing.T) {
 		check(t, env, names, "aggregate_order-1.json", 0, "inspect", "aggregate", topic, "order-1", "-o", "json")
+		// The topic as the flag every command names it with: the same answer.
+		check(t, env, names, "aggregate_order-1.json", 0, "inspect", "aggregate", "--topic", topic, "order-1", "-o", "json")
+		check(t, env, names, "aggregate_order-1.json", 0, "inspect", "aggregate", "-t", topic, topic, "order-1", "-o", "json")
 		check(t, env, names, "aggregate_order-1.txt", 0, "inspect", "aggregate", topic, "order-1", "-o", "table")
 		check(t, env, names, "aggregate_order-3.txt", 0, "inspect", "aggregate", topic, "order-3", "-o", "table")
 		check(t, env, names, "aggregate_order-1_partition1.csv", 0, "inspect", "aggregate", topic, "order-1", "--partition", "1", "-o", "csv")
