@@ -48,8 +48,8 @@ func NewCmdProcessedList(f *cmdutil.Factory, runF func(context.Context, *Process
 		Short:   "Markers newest first, filtered by consumer, time and aggregate; paged",
 		Long: `List markers newest first (by processed_at, then consumer, then event id), at most --limit
 of them. When more follow, the cursor of the next page is printed to stderr as
-"next cursor: TOKEN"; run the same command again with --cursor TOKEN to read it. Keep the
-other flags the same: a cursor is a position in the order, not a saved query.
+"next cursor: TOKEN (N markers shown; …)", the token the word after "next cursor:"; run the
+same command again with --cursor TOKEN to read it. Keep the other flags the same: a cursor is a position in the order, not a saved query.
 
 --since and --until take an RFC 3339 time, a date (midnight UTC) or a duration meaning that
 long ago (2h, 7d), and select processed_at >= since and < until.`,
