@@ -143,4 +143,7 @@ func TestReadIDs(t *testing.T) {
 	if _, err := readIDs("-", strings.NewReader("ok\nbad\x00id\n")); fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "stdin line 2") {
 		t.Errorf("NUL: %v", err)
 	}
+	if _, err := readIDs("-", strings.NewReader("ok\n"+strings.Repeat("x", maxIDLine+1))); fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), "stdin line 2: longer than 16 MiB") {
+		t.Errorf("a line too long: %v", err)
+	}
 }

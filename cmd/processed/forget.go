@@ -3,6 +3,7 @@ package processed
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,6 +113,9 @@ func (opts *ProcessedForgetOptions) parse(cmd *cobra.Command, args []string, std
 	return nil
 }
 
+// maxIDLine is the longest line readIDs reads.
+const maxIDLine = 16 << 20
+
 // readIDs reads one event id per line from path ("-": stdin), skipping blank lines and
 // trimming white space around each id.
 func readIDs(path string, stdin io.Reader) ([]string, error) {
@@ -129,7 +133,7 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 	}
 	var ids []string
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	sc.Buffer(make([]byte, 64*1024), maxIDLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -142,7 +146,9 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 		}
 		ids = append(ids, id)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fwerr.Usagef("%s line %d: longer than %d MiB: not an event id (one id a line)", name, line+1, maxIDLine>>20)
+	} else if err != nil {
 		return nil, fwerr.Usagef("read %s: %v", name, err)
 	}
 	if len(ids) == 0 {

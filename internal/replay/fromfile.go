@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,6 +23,10 @@ type FileSelection struct {
 	Truncated bool
 }
 
+// maxSelectionLine is the longest line ReadFileSelection reads: a dlq list line holds the
+// record's value.
+const maxSelectionLine = 64 << 20
+
 // ReadFileSelection reads a file of records, one a line: a record address
 // (topic/partition/offset, kafka.ParseRecordAddress, the one reader of addresses), an event
 // id, or a JSON object as `dlq list -o jsonl` writes it (its topic, partition and offset are
@@ -32,7 +37,7 @@ func ReadFileSelection(r io.Reader, name string) (FileSelection, error) {
 	var fs FileSelection
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20) // a dlq list line holds the record's value
+	sc.Buffer(make([]byte, 64<<10), maxSelectionLine)
 	n := 0
 	add := func(a kafka.RecordAddress) error {
 		if fs.Topic != "" && a.Topic != fs.Topic {
@@ -90,7 +95,9 @@ func ReadFileSelection(r io.Reader, name string) (FileSelection, error) {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fs, fwerr.Usagef("%s:%d: longer than %d MiB: not a record address, event id or dlq list -o jsonl line", name, n+1, maxSelectionLine>>20)
+	} else if err != nil {
 		return fs, fmt.Errorf("read %s: %w", name, err)
 	}
 	if len(fs.Addresses) == 0 && len(fs.EventIDs) == 0 {

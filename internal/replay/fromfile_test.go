@@ -35,6 +35,7 @@ func TestReadFileSelection(t *testing.T) {
 		{`{"topic":"a"}`, "f:1: a JSON line needs"},
 		{"{not json", "f:1: not a JSON object"},
 		{"# nothing\n\n", "names no record"},
+		{"a/0/1\n" + strings.Repeat("x", maxSelectionLine+1), "f:2: longer than 64 MiB"},
 	} {
 		_, err := ReadFileSelection(strings.NewReader(tc.in), "f")
 		if fwerr.KindOf(err) != fwerr.KindUsage || !strings.Contains(err.Error(), tc.want) {
