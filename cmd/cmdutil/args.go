@@ -296,6 +296,63 @@ func OneValueEach(cmd *cobra.Command) {
 	}
 }
 
+// selectingFlags are the flags that narrow what a command reads or acts on (the dead-letter
+// filters, the statuses, the topic pattern, the aggregate), the same in every command. Given
+// empty (--event-id "$ID" with ID unset in a runbook) each would select everything instead of
+// nothing: replay --event-id ” --execute would send a whole dead-letter topic. So an empty
+// value, or an empty item of a list, is refused as the flags are read (exit 2). --key is not
+// among them: --key ” selects the records whose key is empty.
+var selectingFlags = map[string]string{
+	"group":       "a consumer group",
+	"event-id":    "an event id",
+	"fingerprint": "a fingerprint of dlq stats --by fingerprint",
+	"dlq-reason":  "a reason",
+	"status":      "a status",
+	"aggregate":   "an aggregate id",
+	"error":       "a regular expression",
+	"pattern":     "a regular expression",
+}
+
+// RefuseEmptySelections makes every flag of selectingFlags, in cmd and the commands under it,
+// refuse an empty value. Run on the whole tree once its flags are defined (NewCmdRoot).
+func RefuseEmptySelections(cmd *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if what, ok := selectingFlags[f.Name]; ok {
+			if _, done := f.Value.(*nonEmpty); !done {
+				f.Value = &nonEmpty{Value: f.Value, what: what, list: repeatable(f.Value.Type())}
+				if f.DefValue == "[]" {
+					f.DefValue = "" // help shows no default for an empty list, as for pflag's own
+				}
+			}
+		}
+	}
+	cmd.Flags().VisitAll(wrap)
+	for _, c := range cmd.Commands() {
+		RefuseEmptySelections(c)
+	}
+}
+
+// nonEmpty is a selecting flag's Value under RefuseEmptySelections: it refuses "" (and, for a
+// list, an empty item: --dlq-reason rejected,).
+type nonEmpty struct {
+	pflag.Value
+	what string
+	list bool
+}
+
+func (v *nonEmpty) Set(s string) error {
+	items := []string{s}
+	if v.list {
+		items = strings.Split(s, ",")
+	}
+	for _, it := range items {
+		if strings.TrimSpace(it) == "" {
+			return fwerr.Usagef("empty: name %s, or leave the flag out", v.what)
+		}
+	}
+	return v.Value.Set(s)
+}
+
 // repeatable reports whether a flag of pflag type typ holds every value it is given: pflag's
 // slices and arrays, and TopicsVar's.
 func repeatable(typ string) bool {
@@ -320,10 +377,14 @@ func (v *oneValue) Set(s string) error {
 	return nil
 }
 
-// FlagValue is f's own Value, under OneValueEach's.
+// FlagValue is f's own Value, under OneValueEach's and RefuseEmptySelections'.
 func FlagValue(f *pflag.Flag) pflag.Value {
-	if v, ok := f.Value.(*oneValue); ok {
-		return v.Value
+	v := f.Value
+	if o, ok := v.(*oneValue); ok {
+		v = o.Value
 	}
-	return f.Value
+	if n, ok := v.(*nonEmpty); ok {
+		v = n.Value
+	}
+	return v
 }

@@ -56,7 +56,7 @@ func TestDLQUsageErrors(t *testing.T) {
 		{Args: []string{"dlq", "show", "a.dlq/x/1"}, Want: `partition "x" is not a number from 0`},
 		{Args: []string{"dlq", "show", "a.dlq/0/1", "--event-id", "e"}, Want: "give either a dead-letter address or --event-id, not both"},
 		{Args: []string{"dlq", "show", "a.dlq/0/1", "--topic", "a.dlq"}, Want: "--topic selects what --event-id scans"},
-		{Args: []string{"dlq", "show", "--event-id", ""}, Want: "--event-id cannot be empty"},
+		{Args: []string{"dlq", "show", "--event-id", ""}, Want: `invalid argument "" for "--event-id" flag: empty: name an event id`},
 		{Args: []string{"dlq", "stats", "--group-by", "colour"}, Want: `cannot group by "colour"`},
 		{Args: []string{"dlq", "stats", "--group-by", "reason,reason"}, Want: `"reason" is named twice`},
 		{Args: []string{"dlq", "stats", "--window", "0s"}, Want: `"0s": must be more than 0`},

@@ -76,9 +76,7 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 		}
 		opts.Topic, opts.Partition, opts.Offset = a.Topic, a.Partition, a.Offset
 	default:
-		if strings.TrimSpace(opts.FilterFlags.EventID) == "" {
-			return fwerr.Usagef("--event-id cannot be empty")
-		}
+		// An empty --event-id is refused as the flags are read (cmdutil.RefuseEmptySelections).
 		if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
 			return err
 		}

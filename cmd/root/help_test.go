@@ -363,3 +363,46 @@ func TestFlagTypesAreOneVocabulary(t *testing.T) {
 		t.Errorf("--since is not a time everywhere: %v", types["since"])
 	}
 }
+
+// TestEmptySelectionsAreRefused: a flag that narrows what a command reads or acts on, given
+// empty (--event-id "$ID" with ID unset), is a usage error in every command that has it, not
+// a filter that selects everything: replay --event-id ” --execute would send a whole topic.
+func TestEmptySelectionsAreRefused(t *testing.T) {
+	s, _, _, _ := output.Test()
+	tree := root.NewCmdRoot(&cmdutil.Factory{Streams: s, Getenv: func(string) string { return "" }})
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			switch f.Name {
+			case "group", "event-id", "fingerprint", "dlq-reason", "status", "aggregate", "error", "pattern":
+				seen++
+				if err := f.Value.Set(""); err == nil || !strings.Contains(err.Error(), "empty: name ") {
+					t.Errorf("%s --%s '': %v", c.CommandPath(), f.Name, err)
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(tree)
+	if seen < 20 {
+		t.Errorf("only %d selecting flags seen", seen)
+	}
+	roottest.CheckUsage(t, []roottest.Usage{
+		{Args: []string{"replay", "-t", "tasks.dlq", "--event-id", "", "--execute", "--yes", "--reason", "r"}, Want: `invalid argument "" for "--event-id" flag: empty: name an event id, or leave the flag out`},
+		{Args: []string{"replay", "-t", "tasks.dlq", "--dlq-reason", "rejected,"}, Want: `for "--dlq-reason" flag: empty: name a reason`},
+		{Args: []string{"dlq", "list", "-g", " "}, Want: `for "-g, --group" flag: empty: name a consumer group`},
+		{Args: []string{"dlq", "stats", "--pattern", ""}, Want: `for "--pattern" flag: empty: name a regular expression`},
+		{Args: []string{"processed", "list", "--aggregate", ""}, Want: `for "--aggregate" flag: empty: name an aggregate id`},
+	})
+	// --key '' is a selection of its own: the records whose key is empty.
+	rc, _, err := tree.Find([]string{"replay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Flags().Lookup("key").Value.Set(""); err != nil {
+		t.Errorf("replay --key '': %v", err)
+	}
+}
