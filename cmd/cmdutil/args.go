@@ -17,10 +17,19 @@ import (
 func ExactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return fwerr.Usagef("%s takes %s (got %d argument(s))", cmd.CommandPath(), what, len(args))
+			return fwerr.Usagef("%s takes %s (got %s)", cmd.CommandPath(), what, wording.Plural(int64(len(args)), "argument"))
 		}
 		return nil
 	}
+}
+
+// CheckGroup refuses a consumer group argument that names none (groups describe "$G" with G
+// unset), before anything connects: Kafka would answer INVALID_GROUP_ID.
+func CheckGroup(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fwerr.Usagef("the consumer group name is empty: name the group (groups list shows them)")
+	}
+	return nil
 }
 
 // MaxArgs refuses more than n arguments, with a message that names what may be given.

@@ -53,6 +53,9 @@ dead-letter topic or is archived and lost.`,
 		Args: cmdutil.ExactArgs(1, "one consumer group"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Group = args[0]
+			if err := cmdutil.CheckGroup(opts.Group); err != nil {
+				return err
+			}
 			if err := opts.Watch.Check(); err != nil {
 				return err
 			}

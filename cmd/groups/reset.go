@@ -115,6 +115,9 @@ func (opts *GroupsResetOptions) parse(cmd *cobra.Command, args []string) error {
 		return fwerr.Usagef("name the consumer group: groups reset GROUP --to-earliest (or another target)")
 	}
 	opts.Reset.Group = args[0]
+	if err := cmdutil.CheckGroup(opts.Reset.Group); err != nil {
+		return err
+	}
 	var given []string
 	for _, n := range resetTargets {
 		if fl.Changed(n) {

@@ -106,6 +106,9 @@ func (opts *GroupsSkipOptions) parse(cmd *cobra.Command, args []string) error {
 		return fwerr.Usagef("name the consumer group: groups skip GROUP --topic TOPIC --partition N")
 	}
 	opts.Skip.Group = args[0]
+	if err := cmdutil.CheckGroup(opts.Skip.Group); err != nil {
+		return err
+	}
 	if !fl.Changed("topic") || !fl.Changed("partition") {
 		return fwerr.Usagef("--topic and --partition are required: the partition the group is stuck on (groups describe %s shows it)", opts.Skip.Group)
 	}

@@ -11,8 +11,8 @@ import (
 // opened (none is configured, and the DSN given points nowhere).
 func TestProcessedUsageErrors(t *testing.T) {
 	roottest.CheckUsage(t, []roottest.Usage{
-		{Args: []string{"processed", "get"}, Want: "takes one event id (got 0 argument(s))"},
-		{Args: []string{"processed", "get", "a", "b"}, Want: "takes one event id (got 2 argument(s))"},
+		{Args: []string{"processed", "get"}, Want: "takes one event id (got 0 arguments)"},
+		{Args: []string{"processed", "get", "a", "b"}, Want: "takes one event id (got 2 arguments)"},
 		{Args: []string{"processed", "get", "e1", "--consumer", ""}, Want: "--consumer: invalid consumer"},
 		{Args: []string{"processed", "list", "extra"}, Want: `unknown command "extra"`},
 		{Args: []string{"processed", "list", "--limit", "0"}, Want: `invalid argument "0" for "-n, --limit" flag: must be between 1 and 100000: this listing is read a page at a time (read on with --cursor)`},
