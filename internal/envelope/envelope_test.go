@@ -138,8 +138,14 @@ func TestDecodeRecord(t *testing.T) {
 	})
 	t.Run("tombstone", func(t *testing.T) {
 		_, err := DecodeRecord(&kgo.Record{Topic: "tasks", Partition: 1, Offset: 9, Key: []byte("k")})
-		if err == nil || err.Error() != "tasks/1/9: empty value" {
-			t.Errorf("error %v, want tasks/1/9: empty value", err)
+		if err == nil || err.Error() != "tasks/1/9: "+TombstoneReason {
+			t.Errorf("error %v, want tasks/1/9: %s", err, TombstoneReason)
+		}
+	})
+	t.Run("empty value", func(t *testing.T) {
+		_, err := DecodeRecord(&kgo.Record{Topic: "tasks", Partition: 1, Offset: 10, Key: []byte("k"), Value: []byte{}})
+		if err == nil || err.Error() != "tasks/1/10: empty value" {
+			t.Errorf("error %v, want tasks/1/10: empty value", err)
 		}
 	})
 	t.Run("nil record", func(t *testing.T) {

@@ -12,6 +12,12 @@ import (
 // know that a record is poison (to dead-letter it) and not why.
 var ErrMalformed = errors.New("malformed event")
 
+// TombstoneReason is the Reason of a record whose value is null (Value nil, not empty): a
+// tombstone, not an event. It is poison like any other record that is not an event, and says
+// what it is, so that the dead letters of a compacted or CDC topic tell it from a producer's
+// empty value.
+const TombstoneReason = "null value: a tombstone (Kafka's delete marker), not an event"
+
 // MalformedError says precisely why a record is not a recognisable event: which format was
 // being decoded, which field is at fault and why, and, from DecodeRecord, which record.
 // A malformed record is poison: decoding it again gives the same error.
@@ -28,7 +34,7 @@ type MalformedError struct {
 	// "aggregateversion", "occurred_at", …), or "" for a problem with the whole value.
 	Field string
 	// Reason says what is wrong, e.g. "missing", `not an integer: "abc"`,
-	// "invalid JSON: unexpected end of input at byte 12", "empty value",
+	// "invalid JSON: unexpected end of input at byte 12", "empty value", TombstoneReason,
 	// "not a JSON object: got a JSON array".
 	Reason string
 	// EventID is the event id when it was readable before the failure, else "". It lets a

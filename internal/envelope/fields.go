@@ -57,6 +57,11 @@ func (o object) has(name string) bool {
 // The members alias value: what outlives the record (an Event's strings and data) is copied
 // out of them.
 func parseObject(value []byte, dst object) (object, string) {
+	if value == nil {
+		// A record whose value is null, not empty: what a compacted topic's producer (a CDC
+		// connector after a delete) writes to have the key's earlier records removed.
+		return nil, TombstoneReason
+	}
 	if len(value) == 0 {
 		return nil, "empty value"
 	}
