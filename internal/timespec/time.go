@@ -38,8 +38,20 @@ var localLayouts = []string{
 // positive duration as ParseDuration reads it, meaning that long before now (2h: now minus two
 // hours). Surrounding spaces are ignored. Empty text, a zero or negative duration, a date or
 // time that does not exist (2026-02-30), a time without a zone, an unknown zone, and anything
-// else are usage errors, each of the one form `"TEXT" is not a time: WHY (WANT)`.
+// else are usage errors, each of the one form `"TEXT" is not a time: WHY (WANT)`. So is a time
+// before the Unix epoch (1969-12-31, or 3000w ago): Kafka's timestamps
+// count milliseconds from it, and a negative one asked of the broker is one of its special
+// offsets (-1 the end, -2 the start) or refused, never that time.
 func ParseTime(text string, now time.Time) (time.Time, error) {
+	t, err := parseTime(text, now)
+	if err == nil && t.Before(time.UnixMilli(0)) {
+		return time.Time{}, fwerr.Usagef("%q is not a time: %s is before the Unix epoch (1970-01-01T00:00:00Z), where Kafka's timestamps begin (%s)",
+			text, t.UTC().Format(time.RFC3339Nano), timeHint)
+	}
+	return t, err
+}
+
+func parseTime(text string, now time.Time) (time.Time, error) {
 	s := strings.TrimSpace(text)
 	if s == "" {
 		return time.Time{}, fwerr.Usagef("empty time: %s", timeHint)

@@ -85,6 +85,11 @@ func TestParse(t *testing.T) {
 		{kind: "time", in: "2026-12-01 15:04 Mars/Olympus", errPart: `is not a time: unknown time zone "Mars/Olympus"`},
 		{kind: "time", in: "2026-12-01 25:04 Europe/Paris", errPart: "is not a time: \"2026-12-01 25:04\" is not a local time"},
 		{kind: "time", in: "99999999999999999999", errPart: "is not a time: too many digits"},
+		// Before the epoch: to the broker, -1 ms is the end of the log and -2 ms its start.
+		{kind: "time", in: "1969-12-31T23:59:59.999Z", errPart: "is not a time: 1969-12-31T23:59:59.999Z is before the Unix epoch"},
+		{kind: "time", in: "1969-12-31 23:30 UTC", errPart: "is before the Unix epoch"},
+		{kind: "time", in: "3000w", errPart: "is before the Unix epoch"},
+		{kind: "time", in: "1970-01-01", want: "1970-01-01T00:00:00Z"},
 	}
 	for _, c := range cases {
 		t.Run(c.kind+"/"+c.in, func(t *testing.T) {
