@@ -70,11 +70,17 @@ type topicValue struct {
 	comma bool
 }
 
-func (v *topicValue) Set(s string) error {
-	names := []string{s}
-	if v.comma {
-		names = strings.Split(s, ",")
+// listItems is a flag value's items: split at commas when the flag takes comma-separated
+// lists, else the value whole.
+func listItems(s string, comma bool) []string {
+	if comma {
+		return strings.Split(s, ",")
 	}
+	return []string{s}
+}
+
+func (v *topicValue) Set(s string) error {
+	names := listItems(s, v.comma)
 	for _, n := range names {
 		if p := kafka.TopicProblem(strings.TrimSpace(n)); p != "" {
 			if len(names) > 1 {
@@ -350,11 +356,7 @@ type nonEmpty struct {
 }
 
 func (v *nonEmpty) Set(s string) error {
-	items := []string{s}
-	if v.list {
-		items = strings.Split(s, ",")
-	}
-	for _, it := range items {
+	for _, it := range listItems(s, v.list) {
 		if strings.TrimSpace(it) == "" {
 			return fwerr.Usagef("empty: name %s, or leave the flag out", v.what)
 		}
