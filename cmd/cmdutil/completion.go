@@ -29,7 +29,7 @@ var (
 
 // topicArgCommands take a topic (or a T/P/O coordinate starting with one) as first argument.
 var topicArgCommands = map[string]bool{
-	"fieldwork inspect topic": true, "fieldwork inspect record": true,
+	"fieldwork inspect topic": true, "fieldwork inspect record": true, "fieldwork inspect records": true,
 	"fieldwork inspect aggregate": true, "fieldwork inspect validate": true,
 	"fieldwork dlq show": true, "fieldwork replay": true,
 }
@@ -137,7 +137,7 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 			if statuses, ok := runArgCommands[path]; ok {
 				c.ValidArgsFunction = firstArg(f.completeRuns(statuses))
 			} else if topicArgCommands[path] {
-				c.ValidArgsFunction = firstArg(f.completeTopics)
+				c.ValidArgsFunction = firstArg(f.completeTopicArg)
 			} else if groupArgCommands[path] {
 				c.ValidArgsFunction = firstArg(f.completeGroups)
 			}
@@ -171,6 +171,15 @@ func completionContext(c *cobra.Command) (context.Context, context.CancelFunc) {
 // completeTopics offers the cluster's topic names (internal ones left out).
 func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return f.completeNames(c, toComplete, (*kafka.Cluster).TopicNames)
+}
+
+// completeTopicArg is completeTopics for a command's topic argument: none once --topic names
+// the topic (inspect aggregate --topic T ID: the argument is the aggregate's id).
+func (f *Factory) completeTopicArg(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if c.Flags().Changed("topic") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return f.completeTopics(c, args, toComplete)
 }
 
 // completeGroups offers the cluster's consumer group names.

@@ -343,7 +343,8 @@ func (sh *shell) offers(line string) string {
 
 // TestCompletionOnATerminal: in an interactive bash without the bash-completion package, zsh
 // and fish, each without a startup file, Tab completes an enum flag's value (dlq list
-// --status pen → pending, --dlq-reason rej → rejected), a topic name and a consumer group's
+// --status pen → pending, --dlq-reason rej → rejected), a topic name (an argument of inspect
+// topic and records, none for inspect aggregate's id after --topic) and a consumer group's
 // name (groups describe's argument, dlq list --group) from the broker, and
 // Tab after replay resume lists the runs that can be resumed and no other, or nothing when
 // there are none.
@@ -378,6 +379,11 @@ func TestCompletionOnATerminal(t *testing.T) {
 			sh.completesTo("fieldwork dlq list --status pen", "fieldwork dlq list --status pending")
 			sh.completesTo("fieldwork replay --topic x --dlq-reason rej", "fieldwork replay --topic x --dlq-reason rejected")
 			sh.completesTo("fieldwork inspect topic "+topic[:len(topic)-3], "fieldwork inspect topic "+topic)
+			sh.completesTo("fieldwork inspect records "+topic[:len(topic)-3], "fieldwork inspect records "+topic)
+			// --topic named, the argument is the aggregate's id: no topic offered for it.
+			if out := sh.offers("fieldwork inspect aggregate --topic " + topic + " " + topic[:len(topic)-3]); strings.Contains(out, "--topic "+topic+" "+topic) {
+				t.Errorf("inspect aggregate --topic T <Tab> offers a topic for the aggregate id:\n%q", out)
+			}
 			sh.completesTo("fieldwork groups describe "+group[:len(group)-3], "fieldwork groups describe "+group)
 			sh.completesTo("fieldwork dlq list --group "+group[:len(group)-3], "fieldwork dlq list --group "+group)
 
