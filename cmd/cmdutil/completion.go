@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -112,7 +113,11 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 	walk = func(c *cobra.Command) {
 		for _, name := range topicFlags {
 			if c.Flags().Lookup(name) != nil {
-				_ = c.RegisterFlagCompletionFunc(name, f.completeTopics)
+				complete := f.completeTopics
+				if name == "topic" && readsDeadLetters(c.CommandPath()) {
+					complete = f.completeDLQTopics
+				}
+				_ = c.RegisterFlagCompletionFunc(name, complete)
 			}
 		}
 		for name, values := range enumFlags {
@@ -138,6 +143,9 @@ func AddDynamicCompletion(f *Factory, root *cobra.Command) {
 				c.ValidArgsFunction = firstArg(f.completeRuns(statuses))
 			} else if topicArgCommands[path] {
 				c.ValidArgsFunction = firstArg(f.completeTopicArg)
+				if readsDeadLetters(path) {
+					c.ValidArgsFunction = firstArg(f.completeDLQTopics)
+				}
 			} else if groupArgCommands[path] {
 				c.ValidArgsFunction = firstArg(f.completeGroups)
 			}
@@ -171,6 +179,37 @@ func completionContext(c *cobra.Command) (context.Context, context.CancelFunc) {
 // completeTopics offers the cluster's topic names (internal ones left out).
 func (f *Factory) completeTopics(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return f.completeNames(c, toComplete, (*kafka.Cluster).TopicNames)
+}
+
+// readsDeadLetters reports whether the command at path reads dead-letter topics with --topic
+// (or its argument): the dlq commands, triage and replay.
+func readsDeadLetters(path string) bool {
+	return strings.HasPrefix(path, "fieldwork dlq ") || path == "fieldwork triage" || path == "fieldwork replay"
+}
+
+// completeDLQTopics offers the dead-letter topics, as the dlq commands find them without
+// --topic (the configured pattern, else dlq.DefaultTopicPattern, and the share groups'), that
+// start with toComplete; every topic that does when none of those does (a dead-letter topic
+// named otherwise).
+func (f *Factory) completeDLQTopics(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return f.completeNames(c, toComplete, func(cl *kafka.Cluster, ctx context.Context, prefix string) ([]string, error) {
+		var pattern *regexp.Regexp
+		if p, _, err := f.DLQPattern(); err == nil && p != "" {
+			pattern, _ = regexp.Compile(p)
+		}
+		var out []string
+		if d, err := dlq.Discover(ctx, cl, nil, pattern); err == nil {
+			for _, t := range d.Topics {
+				if strings.HasPrefix(t, prefix) {
+					out = append(out, t)
+				}
+			}
+		}
+		if len(out) == 0 {
+			return cl.TopicNames(ctx, prefix)
+		}
+		return out, nil
+	})
 }
 
 // completeTopicArg is completeTopics for a command's topic argument: none once --topic names

@@ -344,7 +344,8 @@ func (sh *shell) offers(line string) string {
 // TestCompletionOnATerminal: in an interactive bash without the bash-completion package, zsh
 // and fish, each without a startup file, Tab completes an enum flag's value (dlq list
 // --status pen → pending, --dlq-reason rej → rejected), a topic name (an argument of inspect
-// topic and records, none for inspect aggregate's id after --topic) and a consumer group's
+// topic and records, none for inspect aggregate's id after --topic; only dead-letter topics
+// for the dlq commands and replay) and a consumer group's
 // name (groups describe's argument, dlq list --group) from the broker, and
 // Tab after replay resume lists the runs that can be resumed and no other, or nothing when
 // there are none.
@@ -364,6 +365,8 @@ func TestCompletionOnATerminal(t *testing.T) {
 		}
 	}
 	topic := testenv.Topic(t, 1, nil)
+	dlqTopic := topic + ".dlq" // a dead-letter topic by the default pattern, beside its source
+	testenv.CreateTopic(t, dlqTopic, 1, nil)
 	group := testenv.Name(t, "grp")
 	adm := kadm.NewClient(testenv.Client(t))
 	var commit kadm.Offsets
@@ -380,6 +383,9 @@ func TestCompletionOnATerminal(t *testing.T) {
 			sh.completesTo("fieldwork replay --topic x --dlq-reason rej", "fieldwork replay --topic x --dlq-reason rejected")
 			sh.completesTo("fieldwork inspect topic "+topic[:len(topic)-3], "fieldwork inspect topic "+topic)
 			sh.completesTo("fieldwork inspect records "+topic[:len(topic)-3], "fieldwork inspect records "+topic)
+			// The dlq commands and replay read dead-letter topics: the source is not offered.
+			sh.completesTo("fieldwork dlq list --topic "+topic[:len(topic)-3], "fieldwork dlq list --topic "+dlqTopic)
+			sh.completesTo("fieldwork replay "+topic[:len(topic)-3], "fieldwork replay "+dlqTopic)
 			// --topic named, the argument is the aggregate's id: no topic offered for it.
 			if out := sh.offers("fieldwork inspect aggregate --topic " + topic + " " + topic[:len(topic)-3]); strings.Contains(out, "--topic "+topic+" "+topic) {
 				t.Errorf("inspect aggregate --topic T <Tab> offers a topic for the aggregate id:\n%q", out)
