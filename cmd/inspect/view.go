@@ -102,9 +102,15 @@ func continuityDisplay(p *output.Printer, e inspect.AggregateEvent) string {
 
 func topicSections(p *output.Printer, rep *inspect.TopicReport) []output.Section {
 	st := p.Styles
+	records := strconv.FormatInt(rep.Totals.Records, 10)
+	if strings.Contains(rep.Retention.CleanupPolicy, "compact") {
+		// A compacted topic keeps the newest record of each key: the offsets between log start
+		// and high watermark count the records it had, not those it has.
+		records = "at most " + records + st.Dim.Render(" (offsets: compaction removes records and keeps their offsets)")
+	}
 	overview := output.Section{Title: "Topic " + rep.Topic, Fields: [][2]string{
 		{"partitions", strconv.Itoa(rep.Totals.Partitions)},
-		{"records", strconv.FormatInt(rep.Totals.Records, 10)},
+		{"records", records},
 	}}
 	for _, c := range rep.Configs {
 		overview.Fields = append(overview.Fields, [2]string{c.Name, configDisplay(c) + st.Dim.Render(" ("+c.Source+")")})

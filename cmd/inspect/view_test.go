@@ -4,7 +4,27 @@ import (
 	"testing"
 
 	"github.com/fieldwork/fieldwork/internal/inspect"
+	"github.com/fieldwork/fieldwork/internal/kafka"
+	"github.com/fieldwork/fieldwork/internal/output"
 )
+
+// A compacted topic's record count is its offsets: the overview says it is a bound; a topic
+// that only deletes says the count.
+func TestTopicRecordsOfACompactedTopic(t *testing.T) {
+	s, _, _, _ := output.Test()
+	p := output.NewPrinter(s, output.FormatTable)
+	for policy, want := range map[string]string{
+		"compact":        "at most 1500 (offsets: compaction removes records and keeps their offsets)",
+		"compact,delete": "at most 1500 (offsets: compaction removes records and keeps their offsets)",
+		"delete":         "1500",
+	} {
+		rep := &inspect.TopicReport{Topic: "t", Retention: kafka.Retention{CleanupPolicy: policy}}
+		rep.Totals.Records = 1500
+		if got := topicSections(p, rep)[0].Fields[1]; got != [2]string{"records", want} {
+			t.Errorf("%s: %q, want %q", policy, got, want)
+		}
+	}
+}
 
 // The partitioners' section says how many keyed records it told by, and how many a replay
 // wrote it left out; with none but those, that there is nothing to tell by.
