@@ -176,6 +176,8 @@ func StoreError(err error, o dedup.Options) error {
 		// A mistyped path is the likely cause: a new, empty store would make every event
 		// look unprocessed.
 		return fwerr.Connect(fmt.Errorf("%w\nhint: check the path in --dsn (or FIELDWORK_DSN, the context's dsn); a new, empty store is created only by `fieldwork db migrate`", err))
+	case dedup.IsDenied(err):
+		return fwerr.Denied(fmt.Errorf("not authorized: %w\nhint: the database role (or, for SQLite, this process) lacks a privilege the command needs: reading the markers needs USAGE on the schema and SELECT on the tables, consume and the journaled actions also INSERT, UPDATE and DELETE, db migrate CREATE", err))
 	case errors.As(err, &vm) && vm.Current > vm.Latest:
 		return err
 	case errors.Is(err, dedup.ErrNotMigrated):

@@ -133,3 +133,10 @@ func IsTransient(err error) bool {
 	}
 	return pgdriver.IsTransient(err) || sqlitedriver.IsTransient(err)
 }
+
+// IsDenied reports that the store refused an operation for want of a privilege: PostgreSQL's
+// insufficient_privilege (a role without the grants it needs on the schema or table), or an
+// SQLite file this process may not write. Callers map it to exit code 5, as a denied ACL.
+func IsDenied(err error) bool {
+	return pgdriver.IsDenied(err) || sqlitedriver.IsDenied(err)
+}

@@ -23,8 +23,9 @@ const (
 	KindConnect
 	// KindInterrupted means the run was stopped by SIGINT or SIGTERM (exit 130).
 	KindInterrupted
-	// KindDenied means the cluster's ACLs deny an operation the command needs (exit 5): the
-	// message names the operation and the resource ("not authorized: WRITE on topic orders").
+	// KindDenied means the cluster's ACLs, or the store's privileges, deny an operation the
+	// command needs (exit 5): the message names the operation and the resource ("not
+	// authorized: WRITE on topic orders"), or gives the database's words.
 	KindDenied
 	// KindCancelled means the person at the terminal answered no to a confirmation: nothing
 	// was changed (exit 6).

@@ -459,6 +459,14 @@ func IsAuthFailure(err error) bool {
 	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28")
 }
 
+// IsDenied reports that the database refused an operation for want of a privilege
+// (insufficient_privilege, SQLSTATE 42501: permission denied for a schema, a table, the
+// database): the role's grants, not worth retrying.
+func IsDenied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}
+
 // pgTx adapts pgx.Tx to dedupdriver.Tx.
 type pgTx struct{ tx pgx.Tx }
 

@@ -309,6 +309,19 @@ func IsTransient(err error) bool {
 
 func (d *Driver) IsTransient(err error) bool { return IsTransient(err) }
 
+// IsDenied reports that SQLite refused to write: the file or its directory is read-only to
+// this process (SQLITE_READONLY), or access was refused (SQLITE_PERM, SQLITE_AUTH).
+func IsDenied(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+			return true
+		}
+	}
+	return false
+}
+
 // sqlTx adapts *sql.Tx to dedupdriver.Tx.
 type sqlTx struct{ tx *sql.Tx }
 
