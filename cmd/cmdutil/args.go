@@ -312,7 +312,8 @@ func OneValueEach(cmd *cobra.Command) {
 }
 
 // selectingFlags are the flags that narrow what a command reads or acts on (the dead-letter
-// filters, the statuses, the topic pattern, the aggregate), the same in every command. Given
+// filters, the statuses, the topic pattern, the aggregate, the file of records or ids), the
+// same in every command. Given
 // empty (--event-id "$ID" with ID unset in a runbook) each would select everything instead of
 // nothing: replay --event-id ” --execute would send a whole dead-letter topic. So an empty
 // value, or an empty item of a list, is refused as the flags are read (exit 2). --key is not
@@ -326,6 +327,7 @@ var selectingFlags = map[string]string{
 	"aggregate":   "an aggregate id",
 	"error":       "a regular expression",
 	"pattern":     "a regular expression",
+	"from-file":   "a file (- for stdin)",
 }
 
 // RefuseEmptySelections makes every flag of selectingFlags, in cmd and the commands under it,

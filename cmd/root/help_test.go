@@ -375,7 +375,7 @@ func TestEmptySelectionsAreRefused(t *testing.T) {
 	walk = func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			switch f.Name {
-			case "group", "event-id", "fingerprint", "dlq-reason", "status", "aggregate", "error", "pattern":
+			case "group", "event-id", "fingerprint", "dlq-reason", "status", "aggregate", "error", "pattern", "from-file":
 				seen++
 				if err := f.Value.Set(""); err == nil || !strings.Contains(err.Error(), "empty: name ") {
 					t.Errorf("%s --%s '': %v", c.CommandPath(), f.Name, err)
@@ -396,6 +396,7 @@ func TestEmptySelectionsAreRefused(t *testing.T) {
 		{Args: []string{"dlq", "list", "-g", " "}, Want: `for "-g, --group" flag: empty: name a consumer group`},
 		{Args: []string{"dlq", "stats", "--pattern", ""}, Want: `for "--pattern" flag: empty: name a regular expression`},
 		{Args: []string{"processed", "list", "--aggregate", ""}, Want: `for "--aggregate" flag: empty: name an aggregate id`},
+		{Args: []string{"replay", "-t", "tasks.dlq", "--from-file", "", "--execute", "--yes", "--reason", "r"}, Want: `for "--from-file" flag: empty: name a file (- for stdin)`},
 	})
 	// --key '' is a selection of its own: the records whose key is empty.
 	rc, _, err := tree.Find([]string{"replay"})
