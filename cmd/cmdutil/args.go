@@ -311,15 +311,19 @@ func OneValueEach(cmd *cobra.Command) {
 	}
 }
 
-// selectingFlags are the flags that narrow what a command reads or acts on (the dead-letter
-// filters, the statuses, the topic pattern, the aggregate, the file of records or ids), the
-// same in every command. Given
-// empty (--event-id "$ID" with ID unset in a runbook) each would select everything instead of
-// nothing: replay --event-id ” --execute would send a whole dead-letter topic. So an empty
-// value, or an empty item of a list, is refused as the flags are read (exit 2). --key is not
-// among them: --key ” selects the records whose key is empty.
-var selectingFlags = map[string]string{
+// nonEmptyFlags are the flags that an empty value would silently turn into something else
+// than what was asked, the same in every command. Most narrow what a command reads or acts
+// on (the dead-letter filters, the statuses, the topic pattern, the aggregate, the file of
+// records or ids, the group the records are for): given empty (--event-id "$ID" with ID
+// unset in a runbook) each would select everything instead of nothing, and replay --event-id
+// "" --execute would send a whole dead-letter topic. The others would do another thing: the
+// original value sent instead of the edited one (--value-file), the first page read again
+// (--cursor), no undo (--undo). So an empty value, or an empty item of a list, is refused as
+// the flags are read (exit 2). --key is not among them: --key "" selects the records whose
+// key is empty.
+var nonEmptyFlags = map[string]string{
 	"group":       "a consumer group",
+	"for-group":   "a consumer group",
 	"event-id":    "an event id",
 	"fingerprint": "a fingerprint of dlq stats --by fingerprint",
 	"dlq-reason":  "a reason",
@@ -328,13 +332,16 @@ var selectingFlags = map[string]string{
 	"error":       "a regular expression",
 	"pattern":     "a regular expression",
 	"from-file":   "a file (- for stdin)",
+	"value-file":  "the file of the record's new value",
+	"cursor":      "the cursor processed list printed",
+	"undo":        "the run id of the action to undo",
 }
 
-// RefuseEmptySelections makes every flag of selectingFlags, in cmd and the commands under it,
+// RefuseEmptyValues makes every flag of nonEmptyFlags, in cmd and the commands under it,
 // refuse an empty value. Run on the whole tree once its flags are defined (NewCmdRoot).
-func RefuseEmptySelections(cmd *cobra.Command) {
+func RefuseEmptyValues(cmd *cobra.Command) {
 	wrap := func(f *pflag.Flag) {
-		if what, ok := selectingFlags[f.Name]; ok {
+		if what, ok := nonEmptyFlags[f.Name]; ok {
 			if _, done := f.Value.(*nonEmpty); !done {
 				f.Value = &nonEmpty{Value: f.Value, what: what, list: repeatable(f.Value.Type())}
 				if f.DefValue == "[]" {
@@ -345,11 +352,11 @@ func RefuseEmptySelections(cmd *cobra.Command) {
 	}
 	cmd.Flags().VisitAll(wrap)
 	for _, c := range cmd.Commands() {
-		RefuseEmptySelections(c)
+		RefuseEmptyValues(c)
 	}
 }
 
-// nonEmpty is a selecting flag's Value under RefuseEmptySelections: it refuses "" (and, for a
+// nonEmpty is a flag's Value under RefuseEmptyValues: it refuses "" (and, for a
 // list, an empty item: --dlq-reason rejected,).
 type nonEmpty struct {
 	pflag.Value
@@ -390,7 +397,7 @@ func (v *oneValue) Set(s string) error {
 	return nil
 }
 
-// FlagValue is f's own Value, under OneValueEach's and RefuseEmptySelections'.
+// FlagValue is f's own Value, under OneValueEach's and RefuseEmptyValues'.
 func FlagValue(f *pflag.Flag) pflag.Value {
 	v := f.Value
 	if o, ok := v.(*oneValue); ok {

@@ -76,7 +76,7 @@ func (opts *DLQShowOptions) parse(cmd *cobra.Command, args []string) error {
 		}
 		opts.Topic, opts.Partition, opts.Offset = a.Topic, a.Partition, a.Offset
 	default:
-		// An empty --event-id is refused as the flags are read (cmdutil.RefuseEmptySelections).
+		// An empty --event-id is refused as the flags are read (cmdutil.RefuseEmptyValues).
 		if err := opts.dlqSelection.parse(cmd, opts.Now()); err != nil {
 			return err
 		}

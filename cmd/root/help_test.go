@@ -375,7 +375,7 @@ func TestEmptySelectionsAreRefused(t *testing.T) {
 	walk = func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			switch f.Name {
-			case "group", "event-id", "fingerprint", "dlq-reason", "status", "aggregate", "error", "pattern", "from-file":
+			case "group", "for-group", "event-id", "fingerprint", "dlq-reason", "status", "aggregate", "error", "pattern", "from-file", "value-file", "cursor", "undo":
 				seen++
 				if err := f.Value.Set(""); err == nil || !strings.Contains(err.Error(), "empty: name ") {
 					t.Errorf("%s --%s '': %v", c.CommandPath(), f.Name, err)
@@ -397,6 +397,9 @@ func TestEmptySelectionsAreRefused(t *testing.T) {
 		{Args: []string{"dlq", "stats", "--pattern", ""}, Want: `for "--pattern" flag: empty: name a regular expression`},
 		{Args: []string{"processed", "list", "--aggregate", ""}, Want: `for "--aggregate" flag: empty: name an aggregate id`},
 		{Args: []string{"replay", "-t", "tasks.dlq", "--from-file", "", "--execute", "--yes", "--reason", "r"}, Want: `for "--from-file" flag: empty: name a file (- for stdin)`},
+		{Args: []string{"replay", "tasks.dlq/0/7", "--value-file", "", "--execute", "--yes", "--reason", "r"}, Want: `for "--value-file" flag: empty: name the file of the record's new value`},
+		{Args: []string{"processed", "list", "--cursor", ""}, Want: `for "--cursor" flag: empty`},
+		{Args: []string{"groups", "reset", "--undo", "", "--execute", "--yes", "--reason", "r"}, Want: `for "--undo" flag: empty`},
 	})
 	// --key '' is a selection of its own: the records whose key is empty.
 	rc, _, err := tree.Find([]string{"replay"})

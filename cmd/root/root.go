@@ -250,7 +250,7 @@ Exit codes: 0 ok (also "nothing found"), 1 error, 2 usage, 3 a check found probl
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
-	cmdutil.RefuseEmptySelections(root)
+	cmdutil.RefuseEmptyValues(root)
 	cmdutil.OneValueEach(root)
 	installHelp(f, root)
 	cmdutil.AddDynamicCompletion(f, root)
