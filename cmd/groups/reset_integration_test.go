@@ -258,6 +258,14 @@ func TestResetExecuteJournalUndo(t *testing.T) {
 	if len(js) != 6 || js[0].Action != "undo" || js[0].Undoes != shift.ID || js[5].UndoneBy != js[0].ID {
 		t.Fatalf("journal after the undos: %+v", js)
 	}
+
+	// A reset the group came back from on its own: the undo would move nothing, and says so.
+	away := run("--topic", topic, "--partition", "0", "--to-offset", "1", "--reason", "away")
+	run("--topic", topic, "--partition", "0", "--to-offset", "4", "--reason", "and back")
+	r = undo(away.ID, 1, "--execute", "--yes", "--reason", "late")
+	if want := "is 4 again, the offset the reset moved it from: the group moved on since and is where the undo would put it (nothing to undo)"; !strings.Contains(r.Stderr, want) {
+		t.Fatalf("undo of a reset the group came back from: %s, want %q", r.Stderr, want)
+	}
 }
 
 // groupAction is a row of groups journal -o json.

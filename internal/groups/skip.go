@@ -440,6 +440,10 @@ func PlanUndo(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string)
 	for _, m := range moved {
 		topic := m.topicOf(a.Topic)
 		if now := commitOf(commits, topic, m.Partition); !sameOffset(now, m.NewOffset) {
+			if sameOffset(now, m.OldOffset) {
+				return nil, fmt.Errorf("refusing to undo %s %s: the committed offset of group %s on %s/%d is %s again, the offset the %s moved it from: the group moved on since and is where the undo would put it (nothing to undo)",
+					a.Action, id, a.Group, topic, m.Partition, OffsetText(now), a.Action)
+			}
 			return nil, fmt.Errorf("refusing to undo %s %s: the committed offset of group %s on %s/%d is %s, not the %s's %s: the group moved on since, and restoring %s would also move it over what it did since",
 				a.Action, id, a.Group, topic, m.Partition, OffsetText(now), a.Action, OffsetText(m.NewOffset), OffsetText(m.OldOffset))
 		}
