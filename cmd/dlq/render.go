@@ -188,9 +188,15 @@ func csvTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// dlqTopicList names the topics a scan read, for a message: every one up to ten, else the
+// first ten and how many there are.
 func dlqTopicList(topics []string) string {
-	if len(topics) == 0 {
+	switch {
+	case len(topics) == 0:
 		return "no topic"
+	case len(topics) > 10:
+		// Forty dead-letter topics make a line no one reads: the first ten, and how many.
+		return fmt.Sprintf("%d topics (%s, …)", len(topics), strings.Join(topics[:10], ", "))
 	}
 	return strings.Join(topics, ", ")
 }
