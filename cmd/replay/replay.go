@@ -63,7 +63,9 @@ type ReplayOptions struct {
 	rateGiven bool
 	// workers records the executed plan as a run shared by workers (--workers).
 	workers bool
-	Now     func() time.Time
+	// force is --force: start while another run reads the same topic.
+	force bool
+	Now   func() time.Time
 }
 
 // NamedConsumer is --consumer, for cmdutil.RunWith's warning.
@@ -224,6 +226,7 @@ run's, split among the workers by the partitions each holds.`,
 	fl.StringVar(&opts.fromFile, "from-file", "", "replay the records this file names: addresses, event ids, or dlq list -o jsonl lines")
 	fl.BoolVar(&opts.Spec.Strict, "strict", false, "refuse to execute when a guard warns (past the replay horizon, newer versions processed)")
 	fl.IntVar(&opts.Spec.StopOnRedeadletter, "stop-on-redeadletter", 0, "stop the run once this many of its records are dead-lettered again (0: never)")
+	fl.BoolVar(&opts.force, "force", false, "with --execute: start even while another run is replaying from the same topic (each would send the dead letters both select)")
 	fl.BoolVar(&opts.workers, "workers", false, "with --execute: record the run for workers and send nothing; start them with replay resume RUN --worker --execute")
 	_ = cmd.RegisterFlagCompletionFunc("to-partition", cobra.FixedCompletions(replay.ToPartitionModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("partitioner", cobra.FixedCompletions(kafka.PartitionerNames(), cobra.ShellCompDirectiveNoFileComp))
@@ -415,5 +418,6 @@ func replayRun(ctx context.Context, opts *ReplayOptions, cl *cmdutil.Clients) er
 		Schemas:   cl.Schemas,
 		Editor:    opts.Edit,
 		Workers:   opts.workers,
+		Force:     opts.force,
 	})
 }

@@ -98,7 +98,7 @@ and which worker holds it) and sends nothing.`,
 	}
 	cmd.Flags().BoolVar(&opts.Execute, "execute", false, "resume the run: send what is left (default: print the plan of what is left and send nothing)")
 	opts.RegisterYes(cmd.Flags())
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "take over a run marked running even if its process may be alive, and resume while another run is replaying from the same topic")
 	opts.Rate.Register(cmd.Flags())
 	cmd.Flags().Lookup("rate").Usage = "send at most this many records per second, in place of the rate the run was journaled with (0: no cap)"
 	cmd.Flags().BoolVar(&opts.Worker, "worker", false, "with --execute: join the run's workers (a run recorded with replay --execute --workers) and send the partitions the group assigns; without it, preview the run")
@@ -126,7 +126,7 @@ func replayResumeRun(ctx context.Context, opts *ReplayResumeOptions, cl *cmdutil
 	// is the one its plan and its question show.
 	a := opts.ActionFlags
 	a.Reason = plan.Resume.Run.Reason
-	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1})
+	return opts.runFlow(ctx, cl, plan, a, replay.FlowOptions{Rate: float64(opts.Rate), RateGiven: opts.RateGiven, Sample: -1, Force: opts.Force})
 }
 
 // replayWorkerPreview is `replay resume RUN --worker` without --execute: the run as `replay

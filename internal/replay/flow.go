@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -37,6 +38,9 @@ type FlowOptions struct {
 	// of sending it: its workers are `replay resume RUN --worker --execute`. The plan is scanned and
 	// checked first, as any executed plan whose records are counted.
 	Workers bool
+	// Force starts an executed plan even while another run that reads the same topic is
+	// running (Concurrent): each would send the dead letters both select.
+	Force bool
 }
 
 // Check is what the person asked to confirm an executed plan is shown: the scan's report
@@ -99,6 +103,9 @@ const (
 	// NoticeWorkers: the run was recorded for workers (--workers), nothing sent yet: how to
 	// start them.
 	NoticeWorkers NoticeKind = "workers"
+	// NoticeConcurrent (a warning): another run is replaying from the same topic now; an
+	// executed plan is refused unless forced.
+	NoticeConcurrent NoticeKind = "concurrent"
 )
 
 // Notice is something the person who ran the flow should read, beside the report or the
@@ -111,7 +118,7 @@ type Notice struct {
 // Warning reports whether the notice warns (of something that will not go as hoped).
 func (n Notice) Warning() bool {
 	switch n.Kind {
-	case NoticeMalformed, NoticeLostOffsets, NoticePastHorizon, NoticeNewerProcessed, NoticeStopped:
+	case NoticeMalformed, NoticeLostOffsets, NoticePastHorizon, NoticeNewerProcessed, NoticeStopped, NoticeConcurrent:
 		return true
 	}
 	return false
@@ -196,6 +203,9 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 		id := p.Resume.Run.ID
 		return res, fwerr.Usagef("run %s is shared by workers: continue it with `fieldwork replay resume %s --worker --execute` (on as many machines as you like)", id, id)
 	}
+	if err := f.concurrent(ctx, r.Execute); err != nil {
+		return res, err
+	}
 	if p.LostOffsets > 0 && p.Resume != nil {
 		res.notice(NoticeLostOffsets, "%s of run %s were deleted by retention since it stopped: they cannot be replayed",
 			wording.Plural(p.LostOffsets, "offset"), p.Resume.Run.ID)
@@ -238,6 +248,36 @@ func (f *flow) plan(ctx context.Context, r *action.Env) (*FlowResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// concurrent refuses an executed plan, unless forced, while another run reads the same topic
+// (Concurrent): two runs over one dead-letter topic each send what both select, every record
+// twice. A dry run says so.
+func (f *flow) concurrent(ctx context.Context, execute bool) error {
+	if f.st == nil {
+		return nil
+	}
+	self := ""
+	if f.p.Resume != nil {
+		self = f.p.Resume.Run.ID
+	}
+	others, err := Concurrent(ctx, f.st, f.p.Spec.From, self)
+	if err != nil || len(others) == 0 {
+		return err
+	}
+	o := others[0]
+	what := fmt.Sprintf("run %s is replaying from %s now (process %s, journal written %s ago)", o.ID, f.p.Spec.From, o.Owner,
+		time.Since(o.UpdatedAt).Round(time.Second))
+	if len(others) > 1 {
+		what += fmt.Sprintf(", and %s more", wording.Plural(int64(len(others)-1), "run"))
+	}
+	switch {
+	case !execute:
+		f.res.notice(NoticeConcurrent, "%s: --execute would refuse to start another over the same dead letters (--force starts it anyway)", what)
+	case !f.o.Force:
+		return fmt.Errorf("refusing to replay: %s; two runs at once would each send the dead letters both select. Wait for it (replay show %s), stop it (SIGINT), or pass --force if the selections do not overlap", what, o.ID)
+	}
+	return nil
 }
 
 // check refuses, before anybody is asked, a scanned plan that selects nothing new (no run is

@@ -49,6 +49,61 @@ func ownerAlive(owner string) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// Concurrent are the runs that read topic now, but run self ("" for none): marked running and
+// driven by a process that may be alive (driven), newest first.
+func Concurrent(ctx context.Context, st *dedup.Store, topic, self string) ([]dedup.ReplayRun, error) {
+	runs, err := st.ReplayRuns(ctx, dedup.ReplayRunFilter{Status: dedup.RunRunning, Limit: 1000})
+	if errors.Is(err, dedup.ErrNotMigrated) {
+		return nil, nil // no journal: no run
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []dedup.ReplayRun
+	for _, r := range runs {
+		if r.ID == self || !slices.Contains(r.Sources, topic) {
+			continue
+		}
+		_, cps, err := st.ReplayRun(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if driven(r, cps, time.Now()) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// driven reports whether a run marked running may be driven now: by its process (on this
+// host its pid exists, on another its journal was written within StaleAfter, as resume
+// judges), or, for a run shared by workers, by a worker holding a partition (the same test of
+// the worker's process and its partition's last write) or by workers yet to start (recorded
+// within StaleAfter).
+func driven(r dedup.ReplayRun, cps []dedup.ReplayCheckpoint, now time.Time) bool {
+	if !SharedByWorkers(cps) {
+		return checkAbandoned(r, false) != nil
+	}
+	if now.Sub(r.CreatedAt) < StaleAfter {
+		return true
+	}
+	me, _ := os.Hostname()
+	for _, cp := range cps {
+		w := cp.Worker
+		if w == nil || w.Owner == "" {
+			continue
+		}
+		if host, _, _ := strings.Cut(w.Owner, ":"); host == me {
+			if ownerAlive(w.Owner) {
+				return true
+			}
+		} else if now.Sub(w.UpdatedAt) < StaleAfter {
+			return true
+		}
+	}
+	return false
+}
+
 // Resume is a journaled run being continued.
 type Resume struct {
 	Run         dedup.ReplayRun
