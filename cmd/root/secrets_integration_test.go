@@ -68,15 +68,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	dir := t.TempDir()
 
 	// The store: a role of its own with a distinctive password, and a schema it owns.
-	admin, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	pcfg, err := pgconn.ParseConfig(adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, pcfg := pgAdmin(t, adminDSN)
 	role, schema := "leak_"+suffix, "leak_"+suffix
 	mustExec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, role, secret["store password"]))
 	mustExec(t, admin, fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, pcfg.Database, role))
@@ -456,6 +448,22 @@ func TestNoSecretLeaks(t *testing.T) {
 	if strings.Count(all, "warning: ") == 0 {
 		t.Error("no warning at all was printed")
 	}
+}
+
+// pgAdmin connects to the test PostgreSQL as its administrator (closed at cleanup), to make
+// roles and grants, and returns the connection and the DSN's settings.
+func pgAdmin(t *testing.T, adminDSN string) (*pgx.Conn, *pgconn.Config) {
+	t.Helper()
+	admin, err := pgx.Connect(context.Background(), adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	pcfg, err := pgconn.ParseConfig(adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, pcfg
 }
 
 func mustExec(t *testing.T, c *pgx.Conn, sql string) {

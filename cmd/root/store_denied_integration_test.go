@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
@@ -21,17 +20,8 @@ import (
 // written) is "not authorized", exit 5, as a denied ACL is, with the database's own words and
 // what the command needs; with the grants the same commands run.
 func TestStoreDeniedIsNotAuthorized(t *testing.T) {
-	ctx := context.Background()
 	adminDSN := testenv.DSN(t)
-	admin, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	pcfg, err := pgconn.ParseConfig(adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, pcfg := pgAdmin(t, adminDSN)
 	suffix := randomHex(t)
 	role, schema := "denied_"+suffix, "denied_"+suffix
 	if r := roottest.Run(t, map[string]string{"FIELDWORK_DSN": adminDSN}, "db", "migrate", "--schema", schema); r.Code != 0 {
