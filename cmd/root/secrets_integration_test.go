@@ -70,18 +70,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	// The store: a role of its own with a distinctive password, and a schema it owns.
 	admin, pcfg := pgAdmin(t, adminDSN)
 	role, schema := "leak_"+suffix, "leak_"+suffix
-	mustExec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, role, secret["store password"]))
+	pgRole(t, adminDSN, role, secret["store password"], schema)
 	mustExec(t, admin, fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, pcfg.Database, role))
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), adminDSN)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
-		_, _ = c.Exec(context.Background(), fmt.Sprintf(`REVOKE ALL ON DATABASE %s FROM %s`, pcfg.Database, role))
-		_, _ = c.Exec(context.Background(), `DROP ROLE IF EXISTS `+role)
-	})
 	// Every command reaches the store over TLS, verify-full against the test CA.
 	pgHost := net.JoinHostPort(pcfg.Host, strconv.Itoa(int(pcfg.Port)))
 	pgURL := func(host, query string) *url.URL {
@@ -464,6 +454,25 @@ func pgAdmin(t *testing.T, adminDSN string) (*pgx.Conn, *pgconn.Config) {
 		t.Fatal(err)
 	}
 	return admin, pcfg
+}
+
+// pgRole creates a login role with password and, at cleanup, drops schema (which the role may
+// have made, or a test made for it), every grant and object of the role, and the role.
+func pgRole(t *testing.T, adminDSN, role, password, schema string) {
+	t.Helper()
+	admin, pcfg := pgAdmin(t, adminDSN)
+	mustExec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, role, password))
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), adminDSN)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`REVOKE ALL ON DATABASE %s FROM %s`, pcfg.Database, role))
+		_, _ = c.Exec(context.Background(), `DROP OWNED BY `+role)
+		_, _ = c.Exec(context.Background(), `DROP ROLE IF EXISTS `+role)
+	})
 }
 
 func mustExec(t *testing.T, c *pgx.Conn, sql string) {

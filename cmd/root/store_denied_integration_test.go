@@ -1,14 +1,11 @@
 package root_test
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/fieldwork/fieldwork/cmd/root"
 	"github.com/fieldwork/fieldwork/cmd/root/roottest"
@@ -27,17 +24,7 @@ func TestStoreDeniedIsNotAuthorized(t *testing.T) {
 	if r := roottest.Run(t, map[string]string{"FIELDWORK_DSN": adminDSN}, "db", "migrate", "--schema", schema); r.Code != 0 {
 		t.Fatalf("db migrate: exit %d %s", r.Code, r.Stderr)
 	}
-	mustExec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'denied-pw'`, role))
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), adminDSN)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
-		_, _ = c.Exec(context.Background(), `DROP OWNED BY `+role)
-		_, _ = c.Exec(context.Background(), `DROP ROLE IF EXISTS `+role)
-	})
+	pgRole(t, adminDSN, role, "denied-pw", schema)
 	u := &url.URL{Scheme: "postgres", User: url.UserPassword(role, "denied-pw"), Host: fmt.Sprintf("%s:%d", pcfg.Host, pcfg.Port),
 		Path: "/" + pcfg.Database, RawQuery: "sslmode=disable"}
 	env := map[string]string{"FIELDWORK_DSN": u.String()}
