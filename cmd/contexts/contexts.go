@@ -197,7 +197,7 @@ func showSections(v contextView) []output.Section {
 func newCmdUse(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "use NAME",
-		Short: "Make NAME the config file's current_context (the rest of the file is kept)",
+		Short: "Make NAME the config file's current_context (that line alone changes)",
 		Args:  cmdutil.ExactArgs(1, "the name of the context to use"),
 		RunE: run(f, func(s *session, args []string) error {
 			if err := config.Use(s.path, args[0]); err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,7 +78,8 @@ func (c Context) Redacted() Context {
 }
 
 // Use makes name the file's current_context, rewriting that one key and keeping the rest of
-// the file (other keys, comments, order) as it is. The file must exist and define name.
+// the file (other keys, comments, order, indentation, quoting) as it is, byte for byte. The
+// file must exist and define name.
 func Use(path, name string) error {
 	file, err := Load(path)
 	if err != nil {
@@ -104,21 +106,7 @@ func Use(path, name string) error {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return fwerr.Usagef("config %s is not a mapping of keys", path)
 	}
-	m := doc.Content[0]
-	set := false
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "current_context" {
-			m.Content[i+1].SetString(name)
-			set = true
-		}
-	}
-	if !set {
-		var k, v yaml.Node
-		k.SetString("current_context")
-		v.SetString(name)
-		m.Content = append([]*yaml.Node{&k, &v}, m.Content...)
-	}
-	out, err := yaml.Marshal(&doc)
+	out, err := setCurrent(b, doc.Content[0], name)
 	if err != nil {
 		return err
 	}
@@ -143,4 +131,96 @@ func Use(path, name string) error {
 		return fmt.Errorf("rewrite %s: %w", path, err)
 	}
 	return nil
+}
+
+// setCurrent returns the config document b (whose root mapping is m) with current_context set
+// to name: its value replaced where it is written, or the key added as the first line, so that
+// nothing else changes (a file kept in git shows a one-line diff). A value written in a way
+// this cannot replace in place (over several lines, say) has the document written anew from
+// its nodes, comments and order kept, indented by two.
+func setCurrent(b []byte, m *yaml.Node, name string) ([]byte, error) {
+	quoted, err := yaml.Marshal(name)
+	if err != nil {
+		return nil, err
+	}
+	value := strings.TrimSuffix(string(quoted), "\n")
+	var cur *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "current_context" {
+			cur = m.Content[i+1]
+		}
+	}
+	if cur == nil {
+		return append([]byte("current_context: "+value+"\n"), b...), nil
+	}
+	if out, ok := replaceScalar(b, cur, value); ok {
+		var check File
+		if yaml.Unmarshal(out, &check) == nil && check.CurrentContext == name {
+			return out, nil
+		}
+	}
+	cur.SetString(name)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+// replaceScalar replaces the one-line scalar n where b holds it (its line and column) by
+// value; false when n is not such a scalar or b does not hold it there.
+func replaceScalar(b []byte, n *yaml.Node, value string) ([]byte, bool) {
+	if n.Kind != yaml.ScalarNode || n.Line < 1 || n.Column < 1 {
+		return nil, false
+	}
+	start := 0
+	for line := 1; line < n.Line; line++ {
+		i := bytes.IndexByte(b[start:], '\n')
+		if i < 0 {
+			return nil, false
+		}
+		start += i + 1
+	}
+	start += n.Column - 1
+	if start >= len(b) {
+		return nil, false
+	}
+	rest := b[start:]
+	if eol := bytes.IndexByte(rest, '\n'); eol >= 0 {
+		rest = rest[:eol]
+	}
+	var end int
+	switch n.Style {
+	case 0:
+		if !bytes.HasPrefix(rest, []byte(n.Value)) {
+			return nil, false
+		}
+		end = start + len(n.Value)
+	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		q := rest[0]
+		i := 1
+		for ; i < len(rest); i++ {
+			if rest[i] == '\\' && q == '"' {
+				i++
+				continue
+			}
+			if rest[i] == q {
+				if q == '\'' && i+1 < len(rest) && rest[i+1] == '\'' {
+					i++
+					continue
+				}
+				break
+			}
+		}
+		if i >= len(rest) {
+			return nil, false
+		}
+		end = start + i + 1
+	default:
+		return nil, false
+	}
+	out := append(append(append([]byte(nil), b[:start]...), value...), b[end:]...)
+	return out, true
 }

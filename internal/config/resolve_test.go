@@ -305,3 +305,36 @@ func TestSchemaRegistry(t *testing.T) {
 		t.Fatalf("redacted: %+v", ctx.Redacted().SchemaRegistry)
 	}
 }
+
+// TestUseKeepsTheFile: context use changes the current_context value and nothing else, byte for
+// byte (a file kept in git shows one changed line), whatever its indentation, quoting and
+// comments; a file without the key gets it as its first line.
+func TestUseKeepsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.yaml")
+	body := "contexts:\n  # the laptop\n  local:\n    brokers: [127.0.0.1:9092]\n  'prod eu':\n    brokers: [\"k1:9092\", k2:9092]   # two\n"
+	for _, c := range []struct {
+		name, before, use, after string
+	}{
+		{"plain", "# owned by SRE\ncurrent_context: local   # default\n" + body, "prod eu",
+			"# owned by SRE\ncurrent_context: prod eu   # default\n" + body},
+		{"double-quoted", "current_context: \"local\"\n" + body, "prod eu", "current_context: prod eu\n" + body},
+		{"single-quoted", "current_context: 'it''s'\n" + body, "local", "current_context: local\n" + body},
+		{"missing", body, "local", "current_context: local\n" + body},
+	} {
+		if err := os.WriteFile(p, []byte(c.before), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Use(p, c.use); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got, _ := os.ReadFile(p)
+		if string(got) != c.after {
+			t.Errorf("%s: the file became\n%s\nwant\n%s", c.name, got, c.after)
+		}
+		f, err := Load(p)
+		if err != nil || f.CurrentContext != c.use {
+			t.Errorf("%s: current_context %q, %v", c.name, f.CurrentContext, err)
+		}
+	}
+}
