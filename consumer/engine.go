@@ -391,11 +391,19 @@ func (e *Runner) pollLoop(ctx context.Context) error {
 }
 
 // fetchErrors logs the errors of a poll, a deadline or cancellation aside, and returns the
-// first authorization error, named: retrying cannot grant an ACL.
+// first that retrying cannot mend: an authorization error, named (retrying cannot grant an
+// ACL), or a group whose members speak another assignment protocol.
 func (e *Runner) fetchErrors(fs kgo.Fetches) error {
 	var denied error
 	fs.EachError(func(t string, p int32, err error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		if errors.Is(err, kerr.InconsistentGroupProtocol) && denied == nil {
+			// Another application's consumers hold the group with another protocol (a
+			// librdkafka consumer's range assignor): joining would fail until they leave,
+			// and sharing their group would take their partitions.
+			denied = fmt.Errorf("consumer group %s is used by members of another assignment protocol (another application's consumers: groups describe %s lists them); a group's members must share one, and this group is likely not the one to join: choose another --group: %w", e.o.Group, e.o.Group, err)
 			return
 		}
 		if kafka.IsAuthorization(err) && denied == nil {

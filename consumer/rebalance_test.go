@@ -2,11 +2,16 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/inbox"
@@ -121,5 +126,29 @@ func TestWaitingForPartitionsSaysWhy(t *testing.T) {
 	s := stopped(t, e, runErr)
 	if counts["partitions assigned"].Load() == 0 || s.Processed != int64(man.Events) {
 		t.Fatalf("after the holder left: %d assignments, %+v; want the partition and %d events applied", counts["partitions assigned"].Load(), s, man.Events)
+	}
+}
+
+// TestForeignGroupProtocolStops: a group held by another application's consumers that speak
+// another assignment protocol (here the range balancer alone; a librdkafka consumer's default)
+// cannot be joined until they leave, and sharing it would take their partitions: the runner
+// stops at once, saying why and naming the group, instead of retrying the join for ever.
+func TestForeignGroupProtocolStops(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 1)
+	group := testenv.Name(t, "projection-foreign")
+	foreign := testenv.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.RangeBalancer()))
+	testenv.WaitUntil(t, time.Minute, nil, "the foreign member joins the group", func() bool {
+		testenv.PollOnce(foreign)
+		_, gen := foreign.GroupMetadata()
+		return gen > 0
+	})
+	o := engineOpts(t, st, handler(t, st, schema, handlers.NameProjection, group, handlers.Config{}), topic, group)
+	_, _, runErr := startEngine(t, o, 3*time.Minute)
+	err := <-runErr
+	if err == nil || !errors.Is(err, kerr.InconsistentGroupProtocol) ||
+		!strings.Contains(err.Error(), "consumer group "+group+" is used by members of another assignment protocol") {
+		t.Fatalf("run: %v; want it stopped for the group's other protocol", err)
 	}
 }
