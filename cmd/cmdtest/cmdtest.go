@@ -5,12 +5,18 @@ package cmdtest
 
 import (
 	"context"
+	"encoding/csv"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
+	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
 
@@ -47,4 +53,33 @@ func Parse[O any](t *testing.T, f *cmdutil.Factory, newCmd func(*cmdutil.Factory
 		t.Fatal(err)
 	}
 	return got
+}
+
+// CSVColumnsAreJSONFields fails t when a CSV column of a listing of item, rendered with
+// columns, is not a field of item's JSON (omitted empty fields aside: item should set them):
+// CSV names its columns as JSON names the fields (docs/design.md §4), so that a script reads
+// run_id from either.
+func CSVColumnsAreJSONFields[T any](t *testing.T, columns []output.Column[T], item T) {
+	t.Helper()
+	s, _, out, _ := output.Test()
+	if err := output.List(output.NewPrinter(s, output.FormatCSV), []T{item}, columns, ""); err != nil {
+		t.Fatal(err)
+	}
+	header, err := csv.NewReader(strings.NewReader(out.String())).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range header {
+		if _, ok := fields[h]; !ok {
+			t.Errorf("CSV column %q is no JSON field (fields: %s)", h, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+		}
+	}
 }

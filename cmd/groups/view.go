@@ -228,7 +228,7 @@ func undoResultSections(_ *output.Printer, res *groups.UndoResult) []output.Sect
 }
 
 var groupActionColumns = []output.Column[dedup.GroupAction]{
-	{Name: "id", Value: func(a dedup.GroupAction) string { return a.ID }},
+	{Name: "run id", Value: func(a dedup.GroupAction) string { return a.ID }},
 	{Name: "at", Value: func(a dedup.GroupAction) string { return cmdutil.FormatTime(a.At) }},
 	{Name: "action", Value: func(a dedup.GroupAction) string { return a.Action }},
 	{Name: "group", Value: func(a dedup.GroupAction) string { return a.Group }},

@@ -387,11 +387,11 @@ func partitionList(ps []int32) string {
 }
 
 var replayRunColumns = []output.Column[dedup.ReplayRun]{
-	{Name: "id", Value: func(r dedup.ReplayRun) string { return r.ID }},
+	{Name: "run id", Value: func(r dedup.ReplayRun) string { return r.ID }},
 	{Name: "status", Value: func(r dedup.ReplayRun) string { return r.Status }},
 	{Name: "created_at", Value: func(r dedup.ReplayRun) string { return cmdutil.FormatTime(r.CreatedAt) }},
 	{Name: "operator", Value: func(r dedup.ReplayRun) string { return r.Operator }},
-	{Name: "source", Value: func(r dedup.ReplayRun) string { return strings.Join(r.Sources, ",") }},
+	{Name: "source topics", Value: func(r dedup.ReplayRun) string { return strings.Join(r.Sources, ",") }},
 	{Name: "target", Value: func(r dedup.ReplayRun) string { return r.Target }},
 	{Name: "selected", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Selected, 10) }},
 	{Name: "sent", Value: func(r dedup.ReplayRun) string { return strconv.FormatInt(r.Sent, 10) }},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
@@ -154,4 +155,9 @@ func TestRunShowsItsPartitioners(t *testing.T) {
 			t.Errorf("selection %s: want no partitioner line:\n%s", sel, got)
 		}
 	}
+}
+
+// The runs' CSV columns are the JSON fields: run_id, source_topics.
+func TestReplayRunsCSVNamesJSONFields(t *testing.T) {
+	cmdtest.CSVColumnsAreJSONFields(t, replayRunColumns, dedup.ReplayRun{ID: "r", Sources: []string{"t.dlq"}, Reason: "x"})
 }

@@ -308,13 +308,13 @@ func writeJSON(w io.Writer, v any, indent bool) error {
 // tableHeader is how a column's name heads a table: in capitals, its words apart, however
 // the name joins them ("event_id" and "event id" are both EVENT ID), so that every table
 // spells a column one way. csvHeader names CSV columns as the JSON fields are named: words
-// joined by underscores (event_id).
+// joined by underscores (event_id, dead-letter topic as dead_letter_topic).
 func tableHeader(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", " ")) }
 
 func csvHeader(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.ReplaceAll(n, " ", "_")
+		out[i] = strings.NewReplacer(" ", "_", "-", "_").Replace(n)
 	}
 	return out
 }
