@@ -25,7 +25,7 @@ func summaryColumns(p *output.Printer) []output.Column[groups.Summary] {
 		{Name: "type", Value: func(s groups.Summary) string { return cmdutil.OrDash(s.Type) }},
 		{Name: "members", Value: func(s groups.Summary) string { return strconv.Itoa(s.Members) }},
 		{Name: "topics", Value: func(s groups.Summary) string { return cmdutil.OrDash(strings.Join(s.Topics, ",")) }},
-		{Name: "lag", Value: func(s groups.Summary) string {
+		{Name: "total lag", Value: func(s groups.Summary) string {
 			if !s.LagKnown {
 				return p.Styles.Warn.Render("unknown")
 			}
