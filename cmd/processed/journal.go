@@ -34,11 +34,11 @@ on every marker table of the schema, each with its table.`,
 }
 
 var markerActionColumns = []output.Column[dedup.MarkerAction]{
-	{Name: "id", Value: func(a dedup.MarkerAction) string { return strconv.FormatInt(a.ID, 10) }},
+	{Name: "run id", Value: func(a dedup.MarkerAction) string { return strconv.FormatInt(a.ID, 10) }},
 	{Name: "at", Value: func(a dedup.MarkerAction) string { return cmdutil.FormatTime(a.At) }},
 	{Name: "action", Value: func(a dedup.MarkerAction) string { return a.Action }},
 	{Name: "operator", Value: func(a dedup.MarkerAction) string { return a.Operator }},
-	{Name: "table", Value: func(a dedup.MarkerAction) string { return a.MarkerTable }, WideOnly: true},
+	{Name: "marker table", Value: func(a dedup.MarkerAction) string { return a.MarkerTable }, WideOnly: true},
 	{Name: "deleted", Value: func(a dedup.MarkerAction) string { return strconv.FormatInt(a.Deleted, 10) }},
 	{Name: "reason", Value: func(a dedup.MarkerAction) string { return a.Reason }},
 	{Name: "error", Value: func(a dedup.MarkerAction) string { return a.Error }, Optional: true},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fieldwork/fieldwork/cmd/cmdtest"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/processed"
@@ -46,4 +47,10 @@ func TestForgetTableIsBounded(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Removed) != 250 || len(got.NotFound) != 250 {
 		t.Errorf("json: %d removed, %d not found, %v", len(got.Removed), len(got.NotFound), err)
 	}
+}
+
+// The journal's CSV columns are the JSON fields: run_id, marker_table.
+func TestProcessedJournalCSVNamesJSONFields(t *testing.T) {
+	cmdtest.CSVColumnsAreJSONFields(t, markerActionColumns, dedup.MarkerAction{ID: 7, Action: "forget", Operator: "o", MarkerTable: "t",
+		Reason: "r", Error: "e", Selection: "{}"})
 }
