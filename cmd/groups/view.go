@@ -100,7 +100,7 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 		}
 		overview.Fields = append(overview.Fields, [2]string{"stuck at", st.Bad.Render(strings.Join(at, ", "))})
 	}
-	members := output.Section{Title: "Members", Header: []string{"client id", "host", "instance", "assigned", "member id"}, WideOnly: []string{"member id"}}
+	members := output.Section{Title: "Members", Header: []string{"client id", "host", "instance id", "assigned", "member id"}, WideOnly: []string{"member id"}}
 	for _, m := range rep.Members {
 		members.Rows = append(members.Rows, []string{m.ClientID, strings.TrimPrefix(m.Host, "/"), cmdutil.OrDash(m.InstanceID), cmdutil.OrDash(strings.Join(m.Assigned, ",")), m.MemberID})
 	}
@@ -117,7 +117,7 @@ func describeSections(p *output.Printer, rep *groups.Report) []output.Section {
 }
 
 func membersSection(p *output.Printer, group string, ms []groups.Member) output.Section {
-	s := output.Section{Title: fmt.Sprintf("Active members of %s (stop them first)", group), Header: []string{"client id", "host", "instance", "assigned"}}
+	s := output.Section{Title: fmt.Sprintf("Active members of %s (stop them first)", group), Header: []string{"client id", "host", "instance id", "assigned"}}
 	for _, m := range ms {
 		s.Rows = append(s.Rows, []string{p.Styles.Bad.Render(m.ClientID), strings.TrimPrefix(m.Host, "/"), cmdutil.OrDash(m.InstanceID), cmdutil.OrDash(strings.Join(m.Assigned, ","))})
 	}
