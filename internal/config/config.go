@@ -166,16 +166,14 @@ func secretFieldHints(err error) string {
 	if !errors.As(err, &te) {
 		return err.Error()
 	}
-	lines := make([]string, len(te.Errors))
 	for i, e := range te.Errors {
-		lines[i] = e
 		for key, instead := range secretFields {
 			if strings.Contains(e, "field "+key+" not found") {
-				lines[i] += ": a secret is never written in the config file; name where it is read from with " + instead
+				te.Errors[i] += ": a secret is never written in the config file; name where it is read from with " + instead
 			}
 		}
 	}
-	return "yaml: unmarshal errors:\n  " + strings.Join(lines, "\n  ")
+	return te.Error()
 }
 
 // docSecrets returns every password that a DSN written anywhere in a config document holds,

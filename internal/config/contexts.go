@@ -106,7 +106,7 @@ func Use(path, name string) error {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return fwerr.Usagef("config %s is not a mapping of keys", path)
 	}
-	out, err := setCurrent(b, doc.Content[0], name)
+	out, err := setCurrent(b, &doc, name)
 	if err != nil {
 		return err
 	}
@@ -133,12 +133,13 @@ func Use(path, name string) error {
 	return nil
 }
 
-// setCurrent returns the config document b (whose root mapping is m) with current_context set
+// setCurrent returns the config document b (parsed as doc, a mapping) with current_context set
 // to name: its value replaced where it is written, or the key added as the first line, so that
 // nothing else changes (a file kept in git shows a one-line diff). A value written in a way
 // this cannot replace in place (over several lines, say) has the document written anew from
 // its nodes, comments and order kept, indented by two.
-func setCurrent(b []byte, m *yaml.Node, name string) ([]byte, error) {
+func setCurrent(b []byte, doc *yaml.Node, name string) ([]byte, error) {
+	m := doc.Content[0]
 	quoted, err := yaml.Marshal(name)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func setCurrent(b []byte, m *yaml.Node, name string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(m); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), enc.Close()

@@ -82,22 +82,13 @@ func Concurrent(ctx context.Context, st *dedup.Store, topic, self string) ([]ded
 // within StaleAfter).
 func driven(r dedup.ReplayRun, cps []dedup.ReplayCheckpoint, now time.Time) bool {
 	if !SharedByWorkers(cps) {
-		return checkAbandoned(r, false) != nil
+		return mayBeAlive(r.Owner, r.UpdatedAt, now)
 	}
 	if now.Sub(r.CreatedAt) < StaleAfter {
 		return true
 	}
-	me, _ := os.Hostname()
 	for _, cp := range cps {
-		w := cp.Worker
-		if w == nil || w.Owner == "" {
-			continue
-		}
-		if host, _, _ := strings.Cut(w.Owner, ":"); host == me {
-			if ownerAlive(w.Owner) {
-				return true
-			}
-		} else if now.Sub(w.UpdatedAt) < StaleAfter {
+		if w := cp.Worker; w != nil && w.Owner != "" && mayBeAlive(w.Owner, w.UpdatedAt, now) {
 			return true
 		}
 	}
@@ -215,20 +206,31 @@ func LoadRun(ctx context.Context, c *kafka.Cluster, st *dedup.Store, id string, 
 // it: on this host, while its pid exists; on another host (where the pid means nothing here),
 // until its journal has been silent for StaleAfter. force skips the check.
 func checkAbandoned(run dedup.ReplayRun, force bool) error {
-	if force {
+	now := time.Now()
+	if force || !mayBeAlive(run.Owner, run.UpdatedAt, now) {
 		return nil
 	}
-	host, _, _ := strings.Cut(run.Owner, ":")
+	if onThisHost(run.Owner) {
+		return fwerr.Usagef("run %s is still driven by process %s on this host; stop it first (SIGINT marks it interrupted) or pass --force", run.ID, run.Owner)
+	}
+	age := now.Sub(run.UpdatedAt).Round(time.Second)
+	return fwerr.Usagef("run %s is running in process %s (journal written %s ago); if that process is gone, wait %s or pass --force",
+		run.ID, run.Owner, age, StaleAfter-age)
+}
+
+// onThisHost reports whether owner (host:pid) names a process of this host.
+func onThisHost(owner string) bool {
+	host, _, _ := strings.Cut(owner, ":")
 	me, _ := os.Hostname()
-	if host == me {
-		if ownerAlive(run.Owner) {
-			return fwerr.Usagef("run %s is still driven by process %s on this host; stop it first (SIGINT marks it interrupted) or pass --force", run.ID, run.Owner)
-		}
-		return nil
+	return host == me
+}
+
+// mayBeAlive reports whether the process owner (host:pid), whose last journal write was at
+// written, may still be running: on this host, its pid exists; on another, it wrote within
+// StaleAfter of now.
+func mayBeAlive(owner string, written, now time.Time) bool {
+	if onThisHost(owner) {
+		return ownerAlive(owner)
 	}
-	if age := time.Since(run.UpdatedAt); age < StaleAfter {
-		return fwerr.Usagef("run %s is running in process %s (journal written %s ago); if that process is gone, wait %s or pass --force",
-			run.ID, run.Owner, age.Round(time.Second), StaleAfter-age.Round(time.Second))
-	}
-	return nil
+	return now.Sub(written) < StaleAfter
 }
