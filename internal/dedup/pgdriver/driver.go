@@ -365,6 +365,7 @@ func indexName(table, suffix string) string {
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 func (d *Driver) on(tx dedupdriver.Tx) (querier, error) {

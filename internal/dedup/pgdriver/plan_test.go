@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
@@ -33,17 +36,7 @@ func TestLookupsProbePerID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "fwtest_plan_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	d := pgdriver.New(pool, dedupdriver.Names{Schema: schema, Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns})
+	d := pgdriver.New(pool, dedupdriver.Names{Schema: planSchema(t, pool), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns})
 	// 200,000 markers of 20 other consumers, analyzed; then 50,000 of "late", which the
 	// statistics never see (autovacuum off for the table, so no analyze runs behind the test).
 	ids := dedupconformance.StaleStatistics(t, ctx, d, func(ctx context.Context, q string) error {
@@ -171,6 +164,169 @@ func TestLookupsProbePerID(t *testing.T) {
 					t.Errorf("%s\n%.3000s", msg, out)
 				}
 			})
+		}
+	}
+}
+
+// planSchema is the name of a fresh schema for a plan test, dropped (through pool) when the
+// test ends.
+func planSchema(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "fwtest_plan_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// TestLookupsOfAnEmptiedTable checks the plans the driver's lookups by event id are executed
+// with (auto_explain, on the driver's own connections) against a table whose markers were
+// nearly all deleted and vacuumed: its pages stay, its primary key's too, and with 3 rows
+// left the planner costs a probe of that index above a read of the whole heap, and would read
+// the heap once per id. Every statement of a list of ids must probe the primary key instead.
+func TestLookupsOfAnEmptiedTable(t *testing.T) {
+	dsn := testenv.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	names := dedupdriver.Names{Schema: planSchema(t, admin), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns}
+	built := pgdriver.New(admin, names)
+	table := built.Table()
+	dedupconformance.Build(t, ctx, built, func(ctx context.Context, q string) error {
+		_, err := admin.Exec(ctx, q)
+		return err
+	},
+		`ALTER TABLE `+table+` SET (autovacuum_enabled = false)`,
+		`INSERT INTO `+table+` (consumer, event_id) SELECT 'gone', md5(g::text) FROM generate_series(1, 200000) g`,
+		`INSERT INTO `+table+` (consumer, event_id) SELECT 'kept', 'k-' || g FROM generate_series(1, 3) g`,
+		`DELETE FROM `+table+` WHERE consumer = 'gone'`,
+		`VACUUM ANALYZE `+table)
+	// The setup must still mislead the planner, or the test proves nothing.
+	var plain []byte
+	if err := admin.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT * FROM `+table+` WHERE consumer = 'kept' AND event_id = 'k-1'`).Scan(&plain); err != nil {
+		t.Fatal(err)
+	}
+	if root := rootPlan(t, plain); root.NodeType != "Seq Scan" {
+		t.Fatalf("the emptied table's plain lookup is a %s, not a Seq Scan: the setup no longer misleads the planner\n%s", root.NodeType, plain)
+	}
+
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		plans []string
+	)
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if _, plan, ok := strings.Cut(n.Message, "plan:\n"); ok {
+			mu.Lock()
+			plans = append(plans, plan)
+			mu.Unlock()
+		}
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		for _, q := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+			`SET auto_explain.log_level = notice`, `SET auto_explain.log_format = json`} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+	explained, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(explained.Close)
+	d := pgdriver.New(explained, names)
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("k-%d", i+1)
+	}
+	calls := []struct {
+		name string
+		call func() (int, error)
+	}{
+		{"lookup", func() (int, error) { m, err := d.Lookup(ctx, "kept", ids); return len(m), err }},
+		{"marked", func() (int, error) {
+			m, err := d.Marked(ctx, "kept", ids)
+			n := 0
+			for _, b := range m {
+				if b {
+					n++
+				}
+			}
+			return n, err
+		}},
+		{"outcomes", func() (int, error) { m, err := d.Outcomes(ctx, "kept", ids); return len(m) + 3, err }},
+		{"get", func() (int, error) { m, err := d.Get(ctx, "k-1", "kept"); return len(m) + 2, err }},
+		{"get of every consumer", func() (int, error) { m, err := d.Get(ctx, "k-1", ""); return len(m) + 2, err }},
+		{"set outcome", func() (int, error) {
+			// In the caller's transaction, whose settings are its own again afterwards.
+			ptx, err := explained.Begin(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer ptx.Rollback(ctx) //nolint:errcheck
+			if _, err := ptx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
+				return 0, err
+			}
+			tx, err := d.Adopt(ptx)
+			if err != nil {
+				return 0, err
+			}
+			if err := d.SetOutcome(ctx, tx, "kept", ids, dedupdriver.OutcomeStale); err != nil {
+				return 0, err
+			}
+			var seq, bitmap string
+			if err := ptx.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')`).Scan(&seq, &bitmap); err != nil {
+				return 0, err
+			}
+			if seq != "on" || bitmap != "off" {
+				t.Errorf("after the outcome, the caller's transaction has enable_seqscan %s and enable_bitmapscan %s, not on and off", seq, bitmap)
+			}
+			m, err := d.Outcomes(ctx, "kept", ids)
+			return len(m) + 3, err
+		}},
+		{"forget", func() (int, error) { m, err := d.Forget(ctx, "kept", ids[3:]); return len(m) + 3, err }},
+		{"forget of every consumer", func() (int, error) { m, err := d.Forget(ctx, "", ids[3:]); return len(m) + 3, err }},
+	}
+	for _, c := range calls {
+		mu.Lock()
+		plans = plans[:0]
+		mu.Unlock()
+		n, err := c.call()
+		if err != nil || n != 3 {
+			t.Errorf("%s: %d of the 3 markers, %v", c.name, n, err)
+			continue
+		}
+		mu.Lock()
+		got := append([]string(nil), plans...)
+		mu.Unlock()
+		probed := 0
+		for _, p := range got {
+			if !strings.Contains(p, `"fieldwork_processed_events"`) {
+				continue
+			}
+			// auto_explain's JSON is the EXPLAIN's object of one statement; probesPerID reads a list.
+			if msg := probesPerID(t, []byte("["+p+"]"), "fieldwork_processed_events"); msg != "" {
+				t.Errorf("%s: %s\n%.3000s", c.name, msg, p)
+			}
+			probed++
+		}
+		if probed == 0 {
+			t.Errorf("%s: no plan of a statement on the table was seen (%d plans)", c.name, len(got))
 		}
 	}
 }

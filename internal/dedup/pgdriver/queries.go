@@ -558,25 +558,19 @@ func (d *Driver) classifyVersions(err error) error {
 }
 
 func (d *Driver) SetOutcome(ctx context.Context, tx dedupdriver.Tx, consumer string, keys []string, outcome string) error {
-	q, err := d.on(tx)
-	if err != nil {
-		return err
-	}
-	_, err = q.Exec(ctx, d.sql.setOutcome, consumer, keys, outcome)
-	return d.classifyOutcome(err)
+	return d.classifyOutcome(d.byIDs(ctx, tx, nil, d.sql.setOutcome, consumer, keys, outcome))
 }
 
 func (d *Driver) Outcomes(ctx context.Context, consumer string, keys []string) (map[string]string, error) {
-	rows, err := d.pool.Query(ctx, d.sql.outcomes, consumer, keys)
-	if err != nil {
-		return nil, d.classifyOutcome(err)
-	}
 	out := map[string]string{}
 	var key, outcome string
-	_, err = pgx.ForEachRow(rows, []any{&key, &outcome}, func() error {
-		out[key] = outcome
-		return nil
-	})
+	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&key, &outcome}, func() error {
+			out[key] = outcome
+			return nil
+		})
+		return err
+	}, d.sql.outcomes, consumer, keys)
 	if err != nil {
 		return nil, d.classifyOutcome(err)
 	}
@@ -661,9 +655,9 @@ func scanMarker(r pgx.CollectableRow) (dedupdriver.MarkerRow, error) {
 
 func (d *Driver) Get(ctx context.Context, key, consumer string) ([]dedupdriver.MarkerRow, error) {
 	if consumer == "" {
-		return d.collect(d.pool.Query(ctx, d.sql.getAll, key))
+		return d.markersByIDs(ctx, d.sql.getAll, key)
 	}
-	return d.collect(d.pool.Query(ctx, d.sql.getOne, key, consumer))
+	return d.markersByIDs(ctx, d.sql.getOne, key, consumer)
 }
 
 func (d *Driver) List(ctx context.Context, f dedupdriver.ListFilter) ([]dedupdriver.MarkerRow, error) {
@@ -759,23 +753,29 @@ func (d *Driver) Stats(ctx context.Context, f dedupdriver.StatsFilter, now time.
 }
 
 func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
-	return d.collect(d.pool.Query(ctx, d.sql.lookup, consumer, keys))
+	return d.markersByIDs(ctx, d.sql.lookup, consumer, keys)
 }
 
 func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]bool, error) {
 	if d.sql.markedIDs {
-		rows, err := d.pool.Query(ctx, d.sql.marked, consumer, keys)
-		if err != nil {
-			return nil, d.classify(err)
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		var found []string
+		err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+			var err error
+			found, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		}, d.sql.marked, consumer, keys)
 		if err != nil {
 			return nil, d.classify(err)
 		}
 		return dedupdriver.MarkedOf(keys, found), nil
 	}
 	out := make([]bool, 0, len(keys))
-	if err := d.pool.QueryRow(ctx, d.sql.marked, consumer, keys).Scan(&out); err != nil {
+	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]bool])
+		return err
+	}, d.sql.marked, consumer, keys)
+	if err != nil {
 		return nil, d.classify(err)
 	}
 	return out, nil
@@ -831,9 +831,9 @@ func (d *Driver) PruneBatch(ctx context.Context, consumer string, olderThan time
 
 func (d *Driver) Forget(ctx context.Context, consumer string, keys []string) ([]dedupdriver.MarkerRow, error) {
 	if consumer == "" {
-		return d.collect(d.pool.Query(ctx, d.sql.forgetAll, keys))
+		return d.markersByIDs(ctx, d.sql.forgetAll, keys)
 	}
-	return d.collect(d.pool.Query(ctx, d.sql.forgetOne, keys, consumer))
+	return d.markersByIDs(ctx, d.sql.forgetOne, keys, consumer)
 }
 
 // Unremovable returns up to 10 of keys whose markers may not be deleted (Columns.Removable).
@@ -845,7 +845,16 @@ func (d *Driver) Unremovable(ctx context.Context, consumer string, keys []string
 	if consumer != "" {
 		query, args = d.sql.unremovableOne, append(args, consumer)
 	}
-	return d.strings(ctx, query, args...)
+	var out []string
+	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+		var err error
+		out, err = dedupdriver.ScanStrings(rows)
+		return err
+	}, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
 }
 
 // strings runs a query of one text column and returns its values.

@@ -1,0 +1,67 @@
+package pgdriver
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
+)
+
+// The statements that find markers by a list of event ids (probe, exists, byProbe) are
+// written as a probe of the primary key per id, which the planner keeps whatever its
+// statistics say of the consumer (docs/design.md, "Cost grows with the work, not the store").
+// One thing the statement cannot say: that the table is not to be read whole for each id. A
+// table whose markers were mostly deleted (processed prune or forget, a consumer retired)
+// keeps its pages, and its primary key its pages, until a VACUUM FULL; with a few rows left,
+// the planner costs a probe of that index at its pages per row (9,155 pages for 8 rows: 1,145
+// pages a probe) and reads the heap instead, once per id: 0.15 ms an id for 14 MB of empty
+// pages, seconds for a table of gigabytes. So these statements run with sequential and bitmap
+// scans off (scansOff), in a transaction of their own or, in the caller's, with the settings
+// put back after (scansSaved, scansBack): the pipeline is one round trip either way.
+const (
+	scansOff   = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+	scansSaved = `SELECT set_config('fieldwork.enable_seqscan', current_setting('enable_seqscan'), true), set_config('fieldwork.enable_bitmapscan', current_setting('enable_bitmapscan'), true)`
+	scansBack  = `SELECT set_config('enable_seqscan', current_setting('fieldwork.enable_seqscan'), true), set_config('enable_bitmapscan', current_setting('fieldwork.enable_bitmapscan'), true)`
+)
+
+// byIDs runs query, a statement of markers found by their ids, with args, as the comment above
+// says: in tx, or in a transaction of its own when tx is nil. read, when not nil, reads the
+// statement's rows. The error is the statement's, unclassified.
+func (d *Driver) byIDs(ctx context.Context, tx dedupdriver.Tx, read func(pgx.Rows) error, query string, args ...any) error {
+	on, err := d.on(tx)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	if tx == nil {
+		b.Queue("BEGIN")
+	} else {
+		b.Queue(scansSaved)
+	}
+	b.Queue(scansOff)
+	q := b.Queue(query, args...)
+	if read != nil {
+		q.Query(read)
+	}
+	if tx == nil {
+		b.Queue("COMMIT")
+	} else {
+		b.Queue(scansBack)
+	}
+	return on.SendBatch(ctx, b).Close()
+}
+
+// markersByIDs is byIDs of a statement that returns markers.
+func (d *Driver) markersByIDs(ctx context.Context, query string, args ...any) ([]dedupdriver.MarkerRow, error) {
+	var out []dedupdriver.MarkerRow
+	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, scanMarker)
+		return err
+	}, query, args...)
+	if err != nil {
+		return nil, d.classify(err)
+	}
+	return out, nil
+}
