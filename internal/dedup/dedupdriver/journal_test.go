@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -313,5 +314,33 @@ func BenchmarkGroupSends(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = GroupSends(sends)
+	}
+}
+
+func TestSpansHolding(t *testing.T) {
+	at := func(topic string, p int32, o int64) SourceRecord {
+		return SourceRecord{SourceRef: SourceRef{Topic: topic, Partition: p, Offset: o}}
+	}
+	recs := []SourceRecord{at("a", 0, 50), at("a", 0, 10), at("a", 0, 900), at("a", 1, 7), at("b", 0, 7), at("a", 0, 50)}
+	if got, want := SourceWindows(recs), []SourceWindow{{"a", 0, 10, 900}, {"a", 1, 7, 7}, {"b", 0, 7, 7}}; !slices.Equal(got, want) {
+		t.Errorf("windows %v, want %v", got, want)
+	}
+	spans := []BatchSpan{
+		{1, "a", 0, 0, 9},      // before the first offset
+		{2, "a", 0, 0, 10},     // ends on it
+		{3, "a", 0, 11, 49},    // inside the window, between two offsets: holds none
+		{4, "a", 0, 50, 50},    // one offset, its own
+		{5, "a", 0, 51, 899},   // between again
+		{6, "a", 0, 900, 2000}, // starts on the last
+		{7, "a", 1, 0, 6},      // another partition, before its offset
+		{8, "a", 1, 7, 7},
+		{9, "b", 1, 0, 100}, // a partition not asked for
+		{10, "b", 0, 0, 100},
+	}
+	if got, want := SpansHolding(recs, spans), []int64{2, 4, 6, 8, 10}; !slices.Equal(got, want) {
+		t.Errorf("spans holding %v, want %v", got, want)
+	}
+	if got := SpansHolding(nil, spans); len(got) != 0 {
+		t.Errorf("spans holding no record: %v", got)
 	}
 }

@@ -567,19 +567,37 @@ WHERE source_topic = $1 GROUP BY source_partition`, topic)
 // offset within the batch's first and last) and resolves the records in them.
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	topics, parts, offs := make([]string, len(recs)), make([]int32, len(recs)), make([]int64, len(recs))
-	for i, r := range recs {
-		topics[i], parts[i], offs[i] = r.Topic, r.Partition, r.Offset
+	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
+	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
+	// the batches that hold one of them.
+	ws := dedupdriver.SourceWindows(recs)
+	topics, parts, lows, highs := make([]string, len(ws)), make([]int32, len(ws)), make([]int64, len(ws)), make([]int64, len(ws))
+	for i, w := range ws {
+		topics[i], parts[i], lows[i], highs[i] = w.Topic, w.Partition, w.Low, w.High
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id IN (
-  SELECT c.id FROM unnest($1::text[], $2::int4[], $3::int8[]) AS u(t, p, o)
-  JOIN `+j.batches+` c ON c.source_topic = u.t AND c.source_partition = u.p AND c.last_offset >= u.o AND c.first_offset <= u.o)`,
-		topics, parts, offs)
-	batches, runs, err := collectBatches(rows, err)
+	rows, err := d.pool.Query(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset
+FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int8[]) AS w(t, p, lo, hi)
+JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.last_offset >= w.lo AND c.first_offset <= w.hi`,
+		topics, parts, lows, highs)
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
+	spans, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dedupdriver.BatchSpan, error) {
+		var s dedupdriver.BatchSpan
+		err := r.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last)
+		return s, err
+	})
+	if err != nil {
+		return nil, j.classify(err)
+	}
+	ids := dedupdriver.SpansHolding(recs, spans)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	batches, runs, err := collectBatches(d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id = ANY($1::int8[])`, ids))
+	if err != nil {
+		return nil, j.classify(err)
+	}
 	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }

@@ -557,22 +557,48 @@ WHERE source_topic = $1 GROUP BY source_partition`, topic)
 
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	keys := make([][]any, len(recs))
-	for i, r := range recs {
-		keys[i] = []any{r.Topic, r.Partition, r.Offset}
+	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
+	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
+	// the batches that hold one of them.
+	ws := dedupdriver.SourceWindows(recs)
+	windows := make([][]any, len(ws))
+	for i, w := range ws {
+		windows[i] = []any{w.Topic, w.Partition, w.Low, w.High}
 	}
-	arr, err := json.Marshal(keys)
+	arr, err := json.Marshal(windows)
 	if err != nil {
 		return nil, err
 	}
-	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (
-  SELECT c.id FROM json_each($1) AS u
-  JOIN `+j.batches+` c ON c.source_topic = u.value->>0 AND c.source_partition = u.value->>1
-    AND c.last_offset >= u.value->>2 AND c.first_offset <= u.value->>2)`, string(arr)))
+	rows, err := d.db.QueryContext(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset FROM json_each($1) AS w
+  JOIN `+j.batches+` c ON c.source_topic = w.value->>0 AND c.source_partition = w.value->>1
+    AND c.last_offset >= w.value->>2 AND c.first_offset <= w.value->>3`, string(arr))
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
+	var spans []dedupdriver.BatchSpan
+	for rows.Next() {
+		var s dedupdriver.BatchSpan
+		if err := rows.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last); err != nil {
+			rows.Close()
+			return nil, j.classify(err)
+		}
+		spans = append(spans, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, j.classify(err)
+	}
+	ids := dedupdriver.SpansHolding(recs, spans)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if arr, err = json.Marshal(ids); err != nil {
+		return nil, err
+	}
+	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (SELECT value FROM json_each($1))`, string(arr)))
+	if err != nil {
+		return nil, j.classify(err)
+	}
 	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }
