@@ -28,15 +28,8 @@ import (
 // custom plan (what pgx's first executions get) and in a generic one (a cached statement's).
 // The table is small: the plan's choice is what matters, not its time.
 func TestLookupsProbePerID(t *testing.T) {
-	dsn := testenv.DSN(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	d := pgdriver.New(pool, dedupdriver.Names{Schema: planSchema(t, pool), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns})
+	ctx, _, pool, names := planStore(t)
+	d := pgdriver.New(pool, names)
 	// 200,000 markers of 20 other consumers, analyzed; then 50,000 of "late", which the
 	// statistics never see (autovacuum off for the table, so no analyze runs behind the test).
 	ids := dedupconformance.StaleStatistics(t, ctx, d, func(ctx context.Context, q string) error {
@@ -168,6 +161,21 @@ func TestLookupsProbePerID(t *testing.T) {
 	}
 }
 
+// planStore is what a plan test starts from: a context bounded for the test, the DSN, a pool
+// on it, and the names of a marker table in a fresh schema (planSchema).
+func planStore(t *testing.T) (context.Context, string, *pgxpool.Pool, dedupdriver.Names) {
+	t.Helper()
+	dsn := testenv.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return ctx, dsn, pool, dedupdriver.Names{Schema: planSchema(t, pool), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns}
+}
+
 // planSchema is the name of a fresh schema for a plan test, dropped (through pool) when the
 // test ends.
 func planSchema(t *testing.T, pool *pgxpool.Pool) string {
@@ -191,15 +199,7 @@ func planSchema(t *testing.T, pool *pgxpool.Pool) string {
 // left the planner costs a probe of that index above a read of the whole heap, and would read
 // the heap once per id. Every statement of a list of ids must probe the primary key instead.
 func TestLookupsOfAnEmptiedTable(t *testing.T) {
-	dsn := testenv.DSN(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	names := dedupdriver.Names{Schema: planSchema(t, admin), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns}
+	ctx, dsn, admin, names := planStore(t)
 	built := pgdriver.New(admin, names)
 	table := built.Table()
 	dedupconformance.Build(t, ctx, built, func(ctx context.Context, q string) error {
