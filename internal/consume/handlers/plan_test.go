@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fieldwork/fieldwork/inbox"
+	"github.com/fieldwork/fieldwork/internal/testenv"
+)
+
+// TestProjectionBatchProbesPerTask checks the plan of the projection's batch statement on
+// PostgreSQL (docs/design.md, "Cost grows with the work, not the store"): with statistics
+// gathered before the consumer wrote, which judge its rows few, the statement must still find
+// each task's row by the primary key (a probe per task, or the insert's conflict on that key),
+// and never read the consumer's rows whole: before, the stored versions were read by
+// "aggregate_id = ANY(…)" (every row of the consumer, for each batch) and the stale tasks were
+// updated by a join that compared each with every row of the consumer. Custom and generic plans.
+func TestProjectionBatchProbesPerTask(t *testing.T) {
+	dsn := testenv.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "fwtest_projplan_" + hex.EncodeToString(b)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	st, err := inbox.Open(ctx, dsn, inbox.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(NameProjection, Config{Consumer: "late", Driver: "postgres", Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.(*projection)
+	if err := st.InTx(ctx, func(tx *inbox.Tx) error { return p.Migrate(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	cols := `(consumer, aggregate_id, version, event_id, event_type, updated_at)`
+	for _, q := range []string{
+		`ALTER TABLE ` + p.table + ` SET (autovacuum_enabled = false)`,
+		`INSERT INTO ` + p.table + cols + ` SELECT 'other-' || (g % 20), 'task-' || g, 1, 'e', 't', now() FROM generate_series(1, 200000) g`,
+		`ANALYZE ` + p.table,
+		`INSERT INTO ` + p.table + cols + ` SELECT 'late', 'task-' || g, 10, 'e', 't', now() FROM generate_series(1, 50000) g`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%.100s: %v", q, err)
+		}
+	}
+	// A batch of 1,000 events of 1,000 tasks the consumer has, every one stale (version 5 of
+	// tasks at 10), as the statement's arguments are written (projection.batchOf) but literal.
+	const n = 1000
+	list := func(typ string, f func(i int) string) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = f(i)
+		}
+		return "ARRAY[" + strings.Join(items, ", ") + "]::" + typ + "[]"
+	}
+	task := func(i int) string { return fmt.Sprintf("'task-%d'", 1+i*37) }
+	five := func(int) string { return "5" }
+	word := func(int) string { return "'x'" }
+	null := func(int) string { return "NULL" }
+	args := []string{"'late'", list("text", task), list("bigint", five), list("bigint", null),
+		list("text", task), list("text", word), list("bigint", five), list("text", word), list("text", word),
+		list("text", word), list("text", word), list("timestamptz", null), "now()"}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `PREPARE projection_batch AS WITH `+p.batchWith+"\n"+p.batchSelect); err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Exec(ctx, `DEALLOCATE projection_batch`) //nolint:errcheck
+			var out []byte
+			// EXPLAIN without ANALYZE: nothing is written.
+			if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE projection_batch(`+strings.Join(args, ", ")+`)`).Scan(&out); err != nil {
+				t.Fatal(err)
+			}
+			if msg := byKeyAlone(t, out, TableTaskState); msg != "" {
+				t.Errorf("%s\n%.4000s", msg, out)
+			}
+		})
+	}
+}
+
+// byKeyAlone says what is wrong with a plan that should touch table by its primary key only
+// ("" when nothing): every scan of it an index scan of its primary key with the task in the
+// index condition, every write an insert whose only arbiter is that key, and a probe there.
+func byKeyAlone(t *testing.T, explained []byte, table string) string {
+	t.Helper()
+	type node struct {
+		NodeType  string   `json:"Node Type"`
+		Relation  string   `json:"Relation Name"`
+		IndexName string   `json:"Index Name"`
+		IndexCond string   `json:"Index Cond"`
+		Operation string   `json:"Operation"`
+		Arbiters  []string `json:"Conflict Arbiter Indexes"`
+		Plans     []node   `json:"Plans"`
+	}
+	var plans []struct{ Plan node }
+	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v", err)
+	}
+	var wrong []string
+	probes := 0
+	var walk func(n node)
+	walk = func(n node) {
+		if n.Relation == table {
+			switch {
+			case n.NodeType == "ModifyTable":
+				if n.Operation != "Insert" || len(n.Arbiters) != 1 || n.Arbiters[0] != table+"_pkey" {
+					wrong = append(wrong, fmt.Sprintf("%s %s with arbiters %v, not an insert by the primary key", n.Operation, n.NodeType, n.Arbiters))
+				}
+			case (n.NodeType == "Index Scan" || n.NodeType == "Index Only Scan") && n.IndexName == table+"_pkey" && strings.Contains(n.IndexCond, "aggregate_id = k.aggregate_id"):
+				probes++
+			default:
+				wrong = append(wrong, fmt.Sprintf("%s on %s (%s %s)", n.NodeType, table, n.IndexName, n.IndexCond))
+			}
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	if probes == 0 {
+		wrong = append(wrong, "no probe of the primary key per task")
+	}
+	return strings.Join(wrong, "; ")
+}
