@@ -2,9 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,21 +24,12 @@ func TestProjectionBatchProbesPerTask(t *testing.T) {
 	dsn := testenv.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "fwtest_projplan_" + hex.EncodeToString(b)
+	schema := testenv.PGSchema(t, "fwtest_projplan_")
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
 	st, err := inbox.Open(ctx, dsn, inbox.Schema(schema))
 	if err != nil {
 		t.Fatal(err)
@@ -117,23 +105,10 @@ func TestProjectionBatchProbesPerTask(t *testing.T) {
 // index condition, every write an insert whose only arbiter is that key, and a probe there.
 func byKeyAlone(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	type node struct {
-		NodeType  string   `json:"Node Type"`
-		Relation  string   `json:"Relation Name"`
-		IndexName string   `json:"Index Name"`
-		IndexCond string   `json:"Index Cond"`
-		Operation string   `json:"Operation"`
-		Arbiters  []string `json:"Conflict Arbiter Indexes"`
-		Plans     []node   `json:"Plans"`
-	}
-	var plans []struct{ Plan node }
-	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's JSON: %v", err)
-	}
 	var wrong []string
 	probes := 0
-	var walk func(n node)
-	walk = func(n node) {
+	var walk func(n testenv.PlanNode)
+	walk = func(n testenv.PlanNode) {
 		if n.Relation == table {
 			switch {
 			case n.NodeType == "ModifyTable":
@@ -150,7 +125,7 @@ func byKeyAlone(t *testing.T, explained []byte, table string) string {
 			walk(c)
 		}
 	}
-	walk(plans[0].Plan)
+	walk(testenv.ExplainedPlan(t, explained))
 	if probes == 0 {
 		wrong = append(wrong, "no probe of the primary key per task")
 	}

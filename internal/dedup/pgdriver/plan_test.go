@@ -2,9 +2,6 @@ package pgdriver_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -162,7 +159,7 @@ func TestLookupsProbePerID(t *testing.T) {
 }
 
 // planStore is what a plan test starts from: a context bounded for the test, the DSN, a pool
-// on it, and the names of a marker table in a fresh schema (planSchema).
+// on it, and the names of a marker table in a fresh schema.
 func planStore(t *testing.T) (context.Context, string, *pgxpool.Pool, dedupdriver.Names) {
 	t.Helper()
 	dsn := testenv.DSN(t)
@@ -173,24 +170,7 @@ func planStore(t *testing.T) (context.Context, string, *pgxpool.Pool, dedupdrive
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return ctx, dsn, pool, dedupdriver.Names{Schema: planSchema(t, pool), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns}
-}
-
-// planSchema is the name of a fresh schema for a plan test, dropped (through pool) when the
-// test ends.
-func planSchema(t *testing.T, pool *pgxpool.Pool) string {
-	t.Helper()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "fwtest_plan_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, err := pool.Exec(cctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
+	return ctx, dsn, pool, dedupdriver.Names{Schema: testenv.PGSchema(t, "fwtest_plan_"), Table: "fieldwork_processed_events", Columns: dedupdriver.DefaultColumns}
 }
 
 // TestLookupsOfAnEmptiedTable checks the plans the driver's lookups by event id are executed
@@ -216,7 +196,7 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	if err := admin.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT * FROM `+table+` WHERE consumer = 'kept' AND event_id = 'k-1'`).Scan(&plain); err != nil {
 		t.Fatal(err)
 	}
-	if root := rootPlan(t, plain); root.NodeType != "Seq Scan" {
+	if root := testenv.ExplainedPlan(t, plain); root.NodeType != "Seq Scan" {
 		t.Fatalf("the emptied table's plain lookup is a %s, not a Seq Scan: the setup no longer misleads the planner\n%s", root.NodeType, plain)
 	}
 
@@ -319,8 +299,7 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 			if !strings.Contains(p, `"fieldwork_processed_events"`) {
 				continue
 			}
-			// auto_explain's JSON is the EXPLAIN's object of one statement; probesPerID reads a list.
-			if msg := probesPerID(t, []byte("["+p+"]"), "fieldwork_processed_events"); msg != "" {
+			if msg := probesPerID(t, []byte(p), "fieldwork_processed_events"); msg != "" {
 				t.Errorf("%s: %s\n%.3000s", c.name, msg, p)
 			}
 			probed++
@@ -335,10 +314,10 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 // into table with its primary key as the only arbiter of ON CONFLICT, and reads table nowhere.
 func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	root := rootPlan(t, explained)
+	root := testenv.ExplainedPlan(t, explained)
 	var wrong []string
-	var walk func(n planNode)
-	walk = func(n planNode) {
+	var walk func(n testenv.PlanNode)
+	walk = func(n testenv.PlanNode) {
 		switch {
 		case n.Relation == table && n.NodeType == "ModifyTable":
 			if n.Operation != "Insert" || len(n.Arbiters) != 1 || n.Arbiters[0] != table+"_pkey" {
@@ -360,11 +339,11 @@ func insertsByArbiter(t *testing.T, explained []byte, table string) string {
 // aggregate), and no filter comparing each row with a whole array ("= ANY").
 func readsOnceHashed(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	root := rootPlan(t, explained)
+	root := testenv.ExplainedPlan(t, explained)
 	var wrong []string
 	scans, hashed := 0, false
-	var walk func(n planNode)
-	walk = func(n planNode) {
+	var walk func(n testenv.PlanNode)
+	walk = func(n testenv.PlanNode) {
 		switch {
 		case n.NodeType == "Nested Loop":
 			wrong = append(wrong, "a nested loop")
@@ -391,30 +370,8 @@ func readsOnceHashed(t *testing.T, explained []byte, table string) string {
 	return strings.Join(wrong, "; ")
 }
 
-// rootPlan is the plan of EXPLAIN (FORMAT JSON)'s output.
-func rootPlan(t *testing.T, explained []byte) planNode {
-	t.Helper()
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(explained, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's JSON: %v", err)
-	}
-	return plans[0].Plan
-}
-
 // literal is s as an SQL string literal.
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
-type planNode struct {
-	NodeType  string     `json:"Node Type"`
-	Relation  string     `json:"Relation Name"`
-	IndexName string     `json:"Index Name"`
-	IndexCond string     `json:"Index Cond"`
-	Filter    string     `json:"Filter"`
-	Operation string     `json:"Operation"`
-	Arbiters  []string   `json:"Conflict Arbiter Indexes"`
-	Plans     []planNode `json:"Plans"`
-}
 
 // probesPerID says what is wrong with a plan that should read table by a primary-key probe
 // per event id ("" when nothing): every scan of table is one of its primary key with the event
@@ -422,11 +379,11 @@ type planNode struct {
 // aside) or a TID scan, and at least one such probe is there.
 func probesPerID(t *testing.T, explained []byte, table string) string {
 	t.Helper()
-	root := rootPlan(t, explained)
+	root := testenv.ExplainedPlan(t, explained)
 	var wrong []string
 	probes := 0
-	var walk func(n planNode, parent string)
-	walk = func(n planNode, parent string) {
+	var walk func(n testenv.PlanNode, parent string)
+	walk = func(n testenv.PlanNode, parent string) {
 		if n.Relation == table {
 			switch n.NodeType {
 			case "ModifyTable", "Tid Scan":
