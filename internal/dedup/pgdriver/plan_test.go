@@ -224,6 +224,8 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		}
 		return nil
 	}
+	// One connection: what it runs after the driver's statements is on the same session.
+	cfg.MaxConns = 1
 	explained, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -276,8 +278,9 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 			if seq != "on" || bitmap != "off" {
 				t.Errorf("after the outcome, the caller's transaction has enable_seqscan %s and enable_bitmapscan %s, not on and off", seq, bitmap)
 			}
-			m, err := d.Outcomes(ctx, "kept", ids)
-			return len(m) + 3, err
+			var stale int
+			err = ptx.QueryRow(ctx, `SELECT count(*) /* the test's own */ FROM `+table+` WHERE consumer = 'kept' AND outcome = 'stale'`).Scan(&stale)
+			return stale, err
 		}},
 		{"forget", func() (int, error) { m, err := d.Forget(ctx, "kept", ids[3:]); return len(m) + 3, err }},
 		{"forget of every consumer", func() (int, error) { m, err := d.Forget(ctx, "", ids[3:]); return len(m) + 3, err }},
@@ -296,7 +299,7 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		mu.Unlock()
 		probed := 0
 		for _, p := range got {
-			if !strings.Contains(p, `"fieldwork_processed_events"`) {
+			if !strings.Contains(p, `"fieldwork_processed_events"`) || strings.Contains(p, "the test's own") {
 				continue
 			}
 			if msg := probesPerID(t, []byte(p), "fieldwork_processed_events"); msg != "" {
@@ -307,6 +310,24 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		if probed == 0 {
 			t.Errorf("%s: no plan of a statement on the table was seen (%d plans)", c.name, len(got))
 		}
+		// The settings ended with the statement's transaction: the session's are as they were.
+		var seq, bitmap string
+		if err := explained.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')`).Scan(&seq, &bitmap); err != nil || seq != "on" || bitmap != "on" {
+			t.Errorf("%s: after it, the session has enable_seqscan %s and enable_bitmapscan %s (%v), not on", c.name, seq, bitmap, err)
+		}
+	}
+	// A statement that fails (here: a table the driver does not find) rolls its transaction
+	// back and leaves the connection to the next one.
+	missing := pgdriver.New(explained, dedupdriver.Names{Schema: names.Schema, Table: "no_such_table", Columns: dedupdriver.DefaultColumns})
+	if _, err := missing.Lookup(ctx, "kept", ids); err == nil {
+		t.Error("a lookup in a missing table did not fail")
+	}
+	if m, err := d.Lookup(ctx, "kept", ids); err != nil || len(m) != 3 {
+		t.Errorf("the lookup after a failed one: %d markers, %v", len(m), err)
+	}
+	var status string
+	if err := explained.QueryRow(ctx, `SELECT current_setting('enable_seqscan')`).Scan(&status); err != nil || status != "on" {
+		t.Errorf("after a failed lookup, the session has enable_seqscan %s (%v)", status, err)
 	}
 }
 

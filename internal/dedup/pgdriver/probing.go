@@ -17,8 +17,11 @@ import (
 // the planner costs a probe of that index at its pages per row (9,155 pages for 8 rows: 1,145
 // pages a probe) and reads the heap instead, once per id: 0.15 ms an id for 14 MB of empty
 // pages, seconds for a table of gigabytes. So these statements run with sequential and bitmap
-// scans off (scansOff), in a transaction of their own or, in the caller's, with the settings
-// put back after (scansSaved, scansBack): the pipeline is one round trip either way.
+// scans off (scansOff, local to the transaction), sent in one pipeline with the statement: one
+// round trip, whose statements PostgreSQL runs as one implicit transaction, ended (and the
+// settings with it) at the pipeline's end, committed or, on an error, rolled back, the
+// connection left idle. In the caller's transaction the settings are saved before and put back
+// after (scansSaved, scansBack).
 const (
 	scansOff   = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 	scansSaved = `SELECT set_config('fieldwork.enable_seqscan', current_setting('enable_seqscan'), true), set_config('fieldwork.enable_bitmapscan', current_setting('enable_bitmapscan'), true)`
@@ -26,17 +29,15 @@ const (
 )
 
 // byIDs runs query, a statement of markers found by their ids, with args, as the comment above
-// says: in tx, or in a transaction of its own when tx is nil. read, when not nil, reads the
-// statement's rows. The error is the statement's, unclassified.
+// says: in tx, or in the pipeline's own transaction when tx is nil. read, when not nil, reads
+// the statement's rows. The error is the statement's, unclassified.
 func (d *Driver) byIDs(ctx context.Context, tx dedupdriver.Tx, read func(pgx.Rows) error, query string, args ...any) error {
 	on, err := d.on(tx)
 	if err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	if tx == nil {
-		b.Queue("BEGIN")
-	} else {
+	if tx != nil {
 		b.Queue(scansSaved)
 	}
 	b.Queue(scansOff)
@@ -44,9 +45,7 @@ func (d *Driver) byIDs(ctx context.Context, tx dedupdriver.Tx, read func(pgx.Row
 	if read != nil {
 		q.Query(read)
 	}
-	if tx == nil {
-		b.Queue("COMMIT")
-	} else {
+	if tx != nil {
 		b.Queue(scansBack)
 	}
 	return on.SendBatch(ctx, b).Close()
