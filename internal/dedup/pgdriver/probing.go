@@ -51,14 +51,20 @@ func (d *Driver) byIDs(ctx context.Context, tx dedupdriver.Tx, read func(pgx.Row
 	return on.SendBatch(ctx, b).Close()
 }
 
-// markersByIDs is byIDs of a statement that returns markers.
-func (d *Driver) markersByIDs(ctx context.Context, query string, args ...any) ([]dedupdriver.MarkerRow, error) {
-	var out []dedupdriver.MarkerRow
-	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanMarker)
+// collectByIDs is byIDs, outside a transaction, of a statement whose rows collect reads into
+// its result. The error is the statement's, unclassified.
+func collectByIDs[T any](ctx context.Context, d *Driver, collect func(pgx.Rows) (T, error), query string, args ...any) (T, error) {
+	var out T
+	err := d.byIDs(ctx, nil, func(rows pgx.Rows) (err error) {
+		out, err = collect(rows)
 		return err
 	}, query, args...)
+	return out, err
+}
+
+// markersByIDs is collectByIDs of a statement that returns markers, its error classified.
+func (d *Driver) markersByIDs(ctx context.Context, query string, args ...any) ([]dedupdriver.MarkerRow, error) {
+	out, err := collectByIDs(ctx, d, collectMarkers, query, args...)
 	if err != nil {
 		return nil, d.classify(err)
 	}

@@ -562,14 +562,14 @@ func (d *Driver) SetOutcome(ctx context.Context, tx dedupdriver.Tx, consumer str
 }
 
 func (d *Driver) Outcomes(ctx context.Context, consumer string, keys []string) (map[string]string, error) {
-	out := map[string]string{}
-	var key, outcome string
-	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
+	out, err := collectByIDs(ctx, d, func(rows pgx.Rows) (map[string]string, error) {
+		out := map[string]string{}
+		var key, outcome string
 		_, err := pgx.ForEachRow(rows, []any{&key, &outcome}, func() error {
 			out[key] = outcome
 			return nil
 		})
-		return err
+		return out, err
 	}, d.sql.outcomes, consumer, keys)
 	if err != nil {
 		return nil, d.classifyOutcome(err)
@@ -626,11 +626,16 @@ func (d *Driver) collect(rows pgx.Rows, err error) ([]dedupdriver.MarkerRow, err
 	if err != nil {
 		return nil, d.classify(err)
 	}
-	out, err := pgx.CollectRows(rows, scanMarker)
+	out, err := collectMarkers(rows)
 	if err != nil {
 		return nil, d.classify(err)
 	}
 	return out, nil
+}
+
+// collectMarkers reads rows of the driver's marker columns (scanMarker).
+func collectMarkers(rows pgx.Rows) ([]dedupdriver.MarkerRow, error) {
+	return pgx.CollectRows(rows, scanMarker)
 }
 
 func scanMarker(r pgx.CollectableRow) (dedupdriver.MarkerRow, error) {
@@ -758,22 +763,16 @@ func (d *Driver) Lookup(ctx context.Context, consumer string, keys []string) ([]
 
 func (d *Driver) Marked(ctx context.Context, consumer string, keys []string) ([]bool, error) {
 	if d.sql.markedIDs {
-		var found []string
-		err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
-			var err error
-			found, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
+		found, err := collectByIDs(ctx, d, func(rows pgx.Rows) ([]string, error) {
+			return pgx.CollectRows(rows, pgx.RowTo[string])
 		}, d.sql.marked, consumer, keys)
 		if err != nil {
 			return nil, d.classify(err)
 		}
 		return dedupdriver.MarkedOf(keys, found), nil
 	}
-	out := make([]bool, 0, len(keys))
-	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]bool])
-		return err
+	out, err := collectByIDs(ctx, d, func(rows pgx.Rows) ([]bool, error) {
+		return pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]bool])
 	}, d.sql.marked, consumer, keys)
 	if err != nil {
 		return nil, d.classify(err)
@@ -845,11 +844,8 @@ func (d *Driver) Unremovable(ctx context.Context, consumer string, keys []string
 	if consumer != "" {
 		query, args = d.sql.unremovableOne, append(args, consumer)
 	}
-	var out []string
-	err := d.byIDs(ctx, nil, func(rows pgx.Rows) error {
-		var err error
-		out, err = dedupdriver.ScanStrings(rows)
-		return err
+	out, err := collectByIDs(ctx, d, func(rows pgx.Rows) ([]string, error) {
+		return dedupdriver.ScanStrings(rows)
 	}, query, args...)
 	if err != nil {
 		return nil, d.classify(err)
