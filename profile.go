@@ -7,12 +7,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // Built with -tags pprof, fieldwork writes a CPU profile of the whole command to
-// $FIELDWORK_CPUPROFILE and a heap profile (allocations included) at its end to
-// $FIELDWORK_MEMPROFILE, when set: `go tool pprof -top` then shows where a command spends its
-// time (docs/benchmarks.md).
+// $FIELDWORK_CPUPROFILE, a heap profile (allocations included) at its end to
+// $FIELDWORK_MEMPROFILE and an execution trace to $FIELDWORK_TRACE, when set: `go tool pprof
+// -top` then shows where a command spends its time, and `go tool trace -pprof=sync` (or sched)
+// where its goroutines wait (docs/benchmarks.md).
 func init() {
 	profiled = func(run func() int) int {
 		if path := os.Getenv("FIELDWORK_CPUPROFILE"); path != "" {
@@ -27,6 +29,19 @@ func init() {
 				return 1
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if path := os.Getenv("FIELDWORK_TRACE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "trace:", err)
+				return 1
+			}
+			defer f.Close()
+			if err := trace.Start(f); err != nil {
+				fmt.Fprintln(os.Stderr, "trace:", err)
+				return 1
+			}
+			defer trace.Stop()
 		}
 		code := run()
 		if path := os.Getenv("FIELDWORK_MEMPROFILE"); path != "" {
