@@ -192,9 +192,5 @@ func (a *aheadReader) end(err error) error {
 	return err
 }
 
-// reset drops what is pending after a read that failed (its topic deleted: Scan.readAhead
-// skips it), so that the next read starts clean.
-func (a *aheadReader) reset() { a.r.Reset() }
-
 // close stops the workers once they are done with what they were handed.
 func (a *aheadReader) close() { a.r.Close() }

@@ -157,9 +157,9 @@ type ScanOptions struct {
 	// large topic does not read it all. The index is by record timestamp; Filter checks each
 	// dead letter exactly (Filter.Selection is the window a filter's scan reads).
 	Selection kafka.Selection
-	// InOrder reads one partition at a time, topics and partitions in order, each in offset
-	// order: the order is deterministic (what a list shows, what a limit keeps) at the cost of
-	// one reader per partition. Otherwise every partition is read at once, interleaved.
+	// InOrder reads one partition after another, topics and partitions in order, each in
+	// offset order (kafka.Cluster.ReadInOrder): the order is deterministic (what a list shows,
+	// what a limit keeps). Otherwise every partition is read at once, interleaved.
 	InOrder bool
 	// Parse is passed to ParseWith for every record.
 	Parse ParseOptions
@@ -231,12 +231,17 @@ func PlanScan(ctx context.Context, c *kafka.Cluster, topics []string, opts ScanO
 	return s, nil
 }
 
-// readRanges is every read of the scan: with SkipDeleted, a topic deleted while it is read is
-// skipped (what was read of it stays read) and the other ranges are read on.
+// readRanges is every read of the scan, one partition after another with InOrder
+// (kafka.Cluster.ReadInOrder), interleaved otherwise: with SkipDeleted, a topic deleted while
+// it is read is skipped (what was read of it stays read) and the other ranges are read on.
 func (s *Scan) readRanges(ctx context.Context, ranges []kafka.PartitionRange, fn func(*kgo.Record) error) error {
 	var deleted func(string)
 	if s.opts.SkipDeleted {
 		deleted = func(topic string) { s.deleted = append(s.deleted, topic) }
+	}
+	if s.opts.InOrder {
+		ranges = slices.DeleteFunc(slices.Clone(ranges), func(r kafka.PartitionRange) bool { return slices.Contains(s.deleted, r.Topic) })
+		return s.c.ReadInOrder(ctx, ranges, fn, deleted)
 	}
 	return s.c.ReadSkipping(ctx, ranges, fn, deleted)
 }
@@ -335,22 +340,7 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 		res.Matched++
 		return fn(d)
 	}
-	if !s.opts.InOrder {
-		return s.readRanges(ctx, ranges, each)
-	}
-	for _, r := range ranges {
-		if r.Len() == 0 || slices.Contains(s.deleted, r.Topic) {
-			continue
-		}
-		if err := s.readRanges(ctx, []kafka.PartitionRange{r}, each); err != nil {
-			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.c.TopicGone(ctx, r.Topic) {
-				s.deleted = append(s.deleted, r.Topic)
-				continue
-			}
-			return err
-		}
-	}
-	return nil
+	return s.readRanges(ctx, ranges, each)
 }
 
 // readAhead is read through workers (aheadReader): the same reads, the same errors, and
@@ -358,21 +348,5 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 func (s *Scan) readAhead(ctx context.Context, ranges []kafka.PartitionRange, f Filter, workers int, encode aheadJSON, res *ScanResult, fn func(DeadLetter) error) error {
 	a := newAheadReader(ctx, s, workers, f, encode, res, fn)
 	defer a.close()
-	if !s.opts.InOrder {
-		return a.end(s.readRanges(ctx, ranges, a.add))
-	}
-	for _, r := range ranges {
-		if r.Len() == 0 || slices.Contains(s.deleted, r.Topic) {
-			continue
-		}
-		if err := a.end(s.readRanges(ctx, []kafka.PartitionRange{r}, a.add)); err != nil {
-			if s.opts.SkipDeleted && !errors.Is(err, ErrStop) && ctx.Err() == nil && s.c.TopicGone(ctx, r.Topic) {
-				s.deleted = append(s.deleted, r.Topic)
-				a.reset()
-				continue
-			}
-			return err
-		}
-	}
-	return nil
+	return a.end(s.readRanges(ctx, ranges, a.add))
 }

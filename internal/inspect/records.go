@@ -20,15 +20,7 @@ func Records(ctx context.Context, c *kafka.Cluster, d *schema.Decoder, topic str
 	if err != nil {
 		return err
 	}
-	for _, r := range LastOffsets(ranges, last) {
-		if r.Len() == 0 {
-			continue
-		}
-		if err := c.Read(ctx, []kafka.PartitionRange{r}, func(rec *kgo.Record) error { return fn(RecordOf(ctx, d, rec)) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.ReadInOrder(ctx, LastOffsets(ranges, last), func(rec *kgo.Record) error { return fn(RecordOf(ctx, d, rec)) }, nil)
 }
 
 // LastOffsets narrows each range to its last `last` offsets (every range whole when last is

@@ -9,9 +9,9 @@ import (
 	"github.com/fieldwork/fieldwork/internal/kafka"
 )
 
-// scan reads ranges one partition at a time, in partition order, each in offset order. Reading
-// partitions in sequence rather than interleaved makes every result deterministic (which
-// record is "first", which examples are kept), at the cost of one reader per partition.
+// scan reads ranges one partition after another, in partition order, each in offset order
+// (kafka.Cluster.ReadInOrder). Reading partitions in sequence rather than interleaved makes
+// every result deterministic (which record is "first", which examples are kept).
 func scan(ctx context.Context, c *kafka.Cluster, ranges []kafka.PartitionRange, progress ProgressFunc, fn func(*kgo.Record) error) error {
 	sorted := append([]kafka.PartitionRange(nil), ranges...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Partition < sorted[j].Partition })
@@ -20,20 +20,15 @@ func scan(ctx context.Context, c *kafka.Cluster, ranges []kafka.PartitionRange, 
 	if progress != nil {
 		progress(0, total)
 	}
-	for _, r := range sorted {
-		if r.Len() == 0 {
-			continue
+	err := c.ReadInOrder(ctx, sorted, func(rec *kgo.Record) error {
+		done++
+		if progress != nil {
+			progress(done, total)
 		}
-		err := c.Read(ctx, []kafka.PartitionRange{r}, func(rec *kgo.Record) error {
-			done++
-			if progress != nil {
-				progress(done, total)
-			}
-			return fn(rec)
-		})
-		if err != nil {
-			return err
-		}
+		return fn(rec)
+	}, nil)
+	if err != nil {
+		return err
 	}
 	if progress != nil {
 		progress(total, total)

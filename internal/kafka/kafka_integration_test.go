@@ -128,15 +128,29 @@ func TestReadStopsAtTransactionMarkers(t *testing.T) {
 	if ranges[0].End != 5 {
 		t.Fatalf("end offset = %d, want 5", ranges[0].End)
 	}
-	done := make(chan []int64, 1)
-	go func() { done <- readAll(t, c, ranges) }()
-	select {
-	case got := <-done:
-		if fmt.Sprint(got) != "[0 3]" {
-			t.Fatalf("read %v, want [0 3]", got)
+	for name, read := range readers(c) {
+		done := make(chan []int64, 1)
+		go func() {
+			var offsets []int64
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			err := read(rctx, ranges, func(r *kgo.Record) error {
+				offsets = append(offsets, r.Offset)
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			done <- offsets
+		}()
+		select {
+		case got := <-done:
+			if fmt.Sprint(got) != "[0 3]" {
+				t.Fatalf("%s read %v, want [0 3]", name, got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s hung on a transaction marker", name)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("read hung on a transaction marker")
 	}
 }
 
@@ -271,9 +285,22 @@ func TestReadOfADeletedTopic(t *testing.T) {
 	testenv.DeleteTopic(t, prod, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	err = c.Read(ctx, ranges, func(*kgo.Record) error { return nil })
-	var ute *kafka.UnknownTopicError
-	if !errors.As(err, &ute) || ute.Topic != topic {
-		t.Fatalf("read of a deleted topic: %v (context: %v), want an UnknownTopicError for %s", err, ctx.Err(), topic)
+	for name, read := range readers(c) {
+		err = read(ctx, ranges, func(*kgo.Record) error { return nil })
+		var ute *kafka.UnknownTopicError
+		if !errors.As(err, &ute) || ute.Topic != topic {
+			t.Fatalf("%s of a deleted topic: %v (context: %v), want an UnknownTopicError for %s", name, err, ctx.Err(), topic)
+		}
+	}
+}
+
+// readers are Read and ReadInOrder (which must behave alike at a transaction marker and a
+// topic deleted), by name.
+func readers(c *kafka.Cluster) map[string]func(context.Context, []kafka.PartitionRange, func(*kgo.Record) error) error {
+	return map[string]func(context.Context, []kafka.PartitionRange, func(*kgo.Record) error) error{
+		"Read": c.Read,
+		"ReadInOrder": func(ctx context.Context, ranges []kafka.PartitionRange, fn func(*kgo.Record) error) error {
+			return c.ReadInOrder(ctx, ranges, fn, nil)
+		},
 	}
 }
