@@ -179,6 +179,7 @@ type TopicShare struct {
 // stopped until it has its share and one more dead letter (so that "more remain" is never a
 // guess) or to its end (what it has is then known), and the shares worked out again from
 // what the rounds found, never below what was listed, until every partition has its share.
+// A round is one read of its partitions, one after another (kafka.Cluster.ReadInOrder).
 // Dead letters are handed on as they are found, in topic, partition and offset order within
 // a round; what a later round adds (a partition that had fewer than its offsets promised left
 // room) follows. Nothing else is held back: memory does not grow with the limit. A share
@@ -200,60 +201,89 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 		s.opts.Progress(0, s.Total())
 	}
 	read := s.reader()
-	// One batcher for every read (the topic IDs it asked for are kept): each read flushes it,
-	// and cur is the partition it lists for, at most share of it.
-	var (
-		cur   *partShare
-		share int
-	)
+	// One batcher for every read (the topic IDs it asked for are kept). A round reads its
+	// partitions in one read, each from where it stopped: a partition that has its share and
+	// one more dead letter is full (more, r.Start then at that one), its read ends there
+	// (kafka.ErrSkipPartition), and what the read had gone on to parse of it is passed over.
+	at := make(map[kafka.TopicPartition]*partShare, len(parts))
+	for i := range parts {
+		at[kafka.TopicPartition{Topic: parts[i].r.Topic, Partition: parts[i].r.Partition}] = &parts[i]
+	}
 	col := newCollapser(emit)
 	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
 		}
+		p := at[kafka.TopicPartition{Topic: d.Topic, Partition: d.Partition}]
+		if p.full {
+			return nil
+		}
 		if dup, err := col.duplicate(&d); dup || err != nil {
 			return err
 		}
-		if cur.taken >= share {
-			cur.more, cur.r.Start = true, d.Offset
-			return errShareFull
+		if p.taken >= p.share {
+			p.full, p.more, p.r.Start = true, true, d.Offset
+			return nil
 		}
-		cur.taken++
+		p.taken++
 		res.Listed++
 		return col.add(Entry{DeadLetter: d, Status: info})
 	})
-	for {
-		shares := allot(int64(o.Limit), parts)
-		todo := false
-		for i := range parts {
-			p := &parts[i]
-			if slices.Contains(s.deleted, p.r.Topic) {
-				p.done, p.more = true, false // a topic deleted while it was read has no more
-			}
-			if p.done || (p.more && int64(p.taken) >= shares[i]) {
-				continue
-			}
-			todo = true
-			cur, share = p, int(shares[i])
-			stop, err := s.readShare(ctx, p, o.Filter, o.aheadJSON(), b, read, &res)
-			if err == nil && !stop {
-				err = col.flush()
-			}
-			if errors.Is(err, ErrStop) {
-				res.Stopped, stop, err = true, true, nil
-			}
-			if err != nil || stop {
-				return res, err
-			}
+	gate := func(r *kgo.Record) error {
+		if at[kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}].full {
+			return kafka.ErrSkipPartition
 		}
-		if !todo {
+		return nil
+	}
+	for {
+		round := s.nextRound(parts, o.Limit)
+		if len(round) == 0 {
 			break
+		}
+		err := s.read(ctx, round, o.Filter, read, o.aheadJSON(), gate, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
+		if err == nil {
+			err = b.Flush(ctx)
+		}
+		if err == nil {
+			err = col.flush()
+		}
+		if errors.Is(err, ErrStop) {
+			res.Stopped = true
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		for _, r := range round {
+			if p := at[kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}]; !p.full {
+				p.done = true // read to its end: what it listed is all it has
+			}
 		}
 	}
 	s.shares(parts, &res)
 	res.Stopped = res.More
 	s.progressEnd(res.ScanResult)
 	return res, nil
+}
+
+// nextRound works the shares of limit out again from what parts have listed, and returns the
+// ranges of the partitions the next round reads, each from where it stopped, with their
+// shares set; none when every partition has its share or is read to its end.
+func (s *Scan) nextRound(parts []partShare, limit int) []kafka.PartitionRange {
+	shares := allot(int64(limit), parts)
+	var round []kafka.PartitionRange
+	for i := range parts {
+		p := &parts[i]
+		if slices.Contains(s.deleted, p.r.Topic) {
+			p.done, p.more = true, false // a topic deleted while it was read has no more
+		}
+		if p.done || (p.more && int64(p.taken) >= shares[i]) {
+			continue
+		}
+		p.share, p.more, p.full = int(shares[i]), false, false
+		round = append(round, p.r)
+	}
+	return round
 }
 
 // shares sets what each topic had listed of the limit, and whether the limit cut it.
@@ -274,38 +304,15 @@ func (s *Scan) shares(parts []partShare, res *ListResult) {
 	}
 }
 
-// errShareFull ends the read of a partition that has its share and one more dead letter.
-var errShareFull = errors.New("the partition has its share")
-
-// readShare reads p from where it stopped through b, which lists p's dead letters up to its
-// share and stops at the next one (errShareFull: p.more, p.r.Start then at that one), or to
-// its end (p.done). stop is true when emit ended the listing with ErrStop.
-func (s *Scan) readShare(ctx context.Context, p *partShare, f Filter, encode aheadJSON, b *StatusBatcher, read func(context.Context, *kgo.Record) DeadLetter, res *ListResult) (stop bool, err error) {
-	p.more = false
-	err = s.read(ctx, []kafka.PartitionRange{p.r}, f, read, encode, &res.ScanResult, func(d DeadLetter) error { return b.Add(ctx, d) })
-	if err == nil {
-		err = b.Flush(ctx)
-	}
-	switch {
-	case errors.Is(err, errShareFull):
-		return false, nil
-	case errors.Is(err, ErrStop):
-		res.Stopped = true
-		return true, nil
-	case err != nil:
-		return true, err
-	}
-	p.done = true
-	return false, nil
-}
-
 // partShare is one partition's part of a shared limit, as List works it out.
 type partShare struct {
 	// r is the partition's planned range, its Start moved to where reading goes on.
 	r     kafka.PartitionRange
 	taken int  // dead letters listed
+	share int  // at most how many it lists, as of the round being read
 	done  bool // read to its end: taken is all it has
 	more  bool // one more dead letter was found, at r.Start
+	full  bool // it has its share and one more in the round being read
 }
 
 // most is at most how many dead letters p has: what it listed, and every offset not read

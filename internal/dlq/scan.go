@@ -294,7 +294,7 @@ func (s *Scan) run(ctx context.Context, f Filter, encode aheadJSON, fn func(Dead
 	if s.opts.Progress != nil {
 		s.opts.Progress(0, total)
 	}
-	err := s.read(ctx, s.ranges, f, s.reader(), encode, &res, fn)
+	err := s.read(ctx, s.ranges, f, s.reader(), encode, nil, &res, fn)
 	if errors.Is(err, ErrStop) {
 		res.Stopped, err = true, nil
 	}
@@ -320,15 +320,21 @@ func (s *Scan) progressEnd(res ScanResult) {
 // read reads ranges (some of the planned ones, or parts of them) as Run does, adding to res
 // what it reads and matches and telling Progress every progressEvery records of res.Read.
 // Records are parsed by read (Scan.reader), or by workers reading ahead (ScanOptions.Ahead,
-// readAhead; encode: and their JSON written). fn's errors, ErrStop included, are returned as
-// they are.
-func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter, read func(context.Context, *kgo.Record) DeadLetter, encode aheadJSON, res *ScanResult, fn func(DeadLetter) error) error {
+// readAhead; encode: and their JSON written). gate, when set, sees each record first, as it
+// is read: its kafka.ErrSkipPartition ends the read of the record's partition (InOrder), and
+// the record is not parsed. fn's errors, ErrStop included, are returned as they are.
+func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter, read func(context.Context, *kgo.Record) DeadLetter, encode aheadJSON, gate func(*kgo.Record) error, res *ScanResult, fn func(DeadLetter) error) error {
 	if n := aheadWorkers(); s.opts.Ahead && n > 0 {
-		return s.readAhead(ctx, ranges, f, n, encode, res, fn)
+		return s.readAhead(ctx, ranges, f, n, encode, gate, res, fn)
 	}
 	progress := s.opts.Progress
 	total := s.Total()
 	each := func(r *kgo.Record) error {
+		if gate != nil {
+			if err := gate(r); err != nil {
+				return err
+			}
+		}
 		res.Read++
 		if progress != nil && res.Read%progressEvery == 0 {
 			progress(res.Read, total)
@@ -345,8 +351,17 @@ func (s *Scan) read(ctx context.Context, ranges []kafka.PartitionRange, f Filter
 
 // readAhead is read through workers (aheadReader): the same reads, the same errors, and
 // what was read before an error handed to fn first, as read hands it on.
-func (s *Scan) readAhead(ctx context.Context, ranges []kafka.PartitionRange, f Filter, workers int, encode aheadJSON, res *ScanResult, fn func(DeadLetter) error) error {
+func (s *Scan) readAhead(ctx context.Context, ranges []kafka.PartitionRange, f Filter, workers int, encode aheadJSON, gate func(*kgo.Record) error, res *ScanResult, fn func(DeadLetter) error) error {
 	a := newAheadReader(ctx, s, workers, f, encode, res, fn)
 	defer a.close()
-	return a.end(s.readRanges(ctx, ranges, a.add))
+	add := a.add
+	if gate != nil {
+		add = func(r *kgo.Record) error {
+			if err := gate(r); err != nil {
+				return err
+			}
+			return a.add(r)
+		}
+	}
+	return a.end(s.readRanges(ctx, ranges, add))
 }

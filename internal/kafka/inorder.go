@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,6 +32,10 @@ const (
 	readInOrderMaxWait = 20 * time.Millisecond
 )
 
+// ErrSkipPartition, returned by ReadInOrder's fn, ends the read of the record's partition: no
+// more of its records are handed on, and the read goes on with the next partition.
+var ErrSkipPartition = errors.New("kafka: skip the rest of the partition")
+
 // ReadInOrder calls fn for every record in ranges as Read does, but one partition after
 // another, in the order of ranges, each in offset order: a read whose results must not depend
 // on how the partitions' fetches interleave (which record is first, which are kept). One
@@ -38,7 +43,7 @@ const (
 // readAheadBytes allows; what arrives for a partition before its turn is held until then. A
 // topic of a thousand small partitions is read in a few fetches instead of a client and a
 // fetch each, and a large partition is read alone, as it would be by a client of its own.
-// deleted is as ReadSkipping's: nil makes a topic deleted while it is read an
+// fn may end its partition's read early with ErrSkipPartition. deleted is as ReadSkipping's: nil makes a topic deleted while it is read an
 // *UnknownTopicError; otherwise what was read of it is still handed on, in its turn, and the
 // rest of it is skipped.
 func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error, deleted func(topic string)) error {
@@ -165,6 +170,9 @@ func (o *ordered) take(ft kgo.FetchTopicPartition) error {
 	if n := len(ft.Records); n > 0 {
 		p.next = min(max(p.next, ft.Records[n-1].Offset+1), p.r.End)
 	}
+	if errors.Is(err, ErrSkipPartition) {
+		done, err = true, nil
+	}
 	if done {
 		o.finish(p)
 	}
@@ -200,7 +208,12 @@ func (o *ordered) advance() error {
 		p := o.parts[o.head]
 		for i, r := range p.held {
 			p.held[i] = nil
-			if err := o.fn(r); err != nil {
+			err := o.fn(r)
+			if errors.Is(err, ErrSkipPartition) {
+				o.finish(p)
+				break
+			}
+			if err != nil {
 				p.held = p.held[i+1:]
 				return err
 			}

@@ -18,7 +18,8 @@ import (
 // ReadInOrder hands on every record once, one partition after another in the order of the
 // ranges given, each in offset order: over many small partitions (fetched together), a large
 // one (read alone, the next ones paused) and empty ones, more than it may hold ahead in all,
-// so that partitions are paused and resumed on the way. A callback's error stops it.
+// so that partitions are paused and resumed on the way. ErrSkipPartition ends a partition's
+// read; any other error of the callback stops it.
 func TestReadInOrder(t *testing.T) {
 	c := testenv.Cluster(t)
 	const partitions = 40
@@ -68,6 +69,31 @@ func TestReadInOrder(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("record %d is %s (partition/value/offset), want %s", i, got[i], want[i])
 		}
+	}
+
+	// Each partition's read ended after its tenth record, whether that partition's records
+	// came straight from a fetch or were held for its turn.
+	want = want[:0]
+	for _, r := range ranges {
+		for i := range min(counts[r.Partition], 10) {
+			want = append(want, fmt.Sprintf("%d/%d", r.Partition, i))
+		}
+	}
+	got = got[:0]
+	taken := map[int32]int{}
+	err = c.ReadInOrder(ctx, ranges, func(r *kgo.Record) error {
+		if taken[r.Partition] == 10 {
+			return kafka.ErrSkipPartition
+		}
+		taken[r.Partition]++
+		got = append(got, fmt.Sprintf("%d/%d", r.Partition, r.Offset))
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read with each partition skipped after ten records:\n%v\nwant\n%v", got, want)
 	}
 
 	stop := errors.New("stop")
