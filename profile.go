@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -17,31 +18,30 @@ import (
 // where its goroutines wait (docs/benchmarks.md).
 func init() {
 	profiled = func(run func() int) int {
-		if path := os.Getenv("FIELDWORK_CPUPROFILE"); path != "" {
+		for _, w := range []struct {
+			env, what string
+			start     func(io.Writer) error
+			stop      func()
+		}{
+			{"FIELDWORK_CPUPROFILE", "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile},
+			{"FIELDWORK_TRACE", "trace", trace.Start, trace.Stop},
+		} {
+			path := os.Getenv(w.env)
+			if path == "" {
+				continue
+			}
 			f, err := os.Create(path)
+			if err == nil {
+				if err = w.start(f); err != nil {
+					f.Close()
+				}
+			}
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "cpu profile:", err)
+				fmt.Fprintln(os.Stderr, w.what+":", err)
 				return 1
 			}
 			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				fmt.Fprintln(os.Stderr, "cpu profile:", err)
-				return 1
-			}
-			defer pprof.StopCPUProfile()
-		}
-		if path := os.Getenv("FIELDWORK_TRACE"); path != "" {
-			f, err := os.Create(path)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "trace:", err)
-				return 1
-			}
-			defer f.Close()
-			if err := trace.Start(f); err != nil {
-				fmt.Fprintln(os.Stderr, "trace:", err)
-				return 1
-			}
-			defer trace.Stop()
+			defer w.stop()
 		}
 		code := run()
 		if path := os.Getenv("FIELDWORK_MEMPROFILE"); path != "" {
