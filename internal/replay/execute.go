@@ -63,6 +63,9 @@ type ExecOptions struct {
 	// Progress, when set, is called from the read loop every few hundred records and once at
 	// the end.
 	Progress func(Progress)
+	// Recheck, when set, is asked about a new run as soon as it is recorded, before anything
+	// is sent: its error refuses the run, which is then marked failed (LaterGivesWay).
+	Recheck func(ctx context.Context, runID string) error
 	// SinglePass executes a plan that was not scanned first (Scan): the plan's records are
 	// read once, and sent as they are read. When the plan's target is known up front
 	// (Plan.TargetKnown: --to with the default partitioner) Execute checks that it exists
@@ -314,7 +317,10 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 		// The partitioners chosen so far: a single pass has chosen those of its first records'
 		// targets when it records its run.
 		run.Selection = p.selection(*opts)
-		return st.CreateReplayRun(ctx, run, cps)
+		if err := st.CreateReplayRun(ctx, run, cps); err != nil {
+			return err
+		}
+		return recheck(ctx, st, run.ID, opts)
 	}
 	if opts.SinglePass {
 		return base, create, nil
@@ -323,6 +329,23 @@ func startRun(ctx context.Context, st *dedup.Store, p *Plan, opts *ExecOptions, 
 		return base, nil, err
 	}
 	return base, nil, nil
+}
+
+// recheck asks opts.Recheck of a run just recorded; a run it refuses is marked failed, with
+// the refusal as its error and nothing sent (resumable once the other run is done).
+func recheck(ctx context.Context, st *dedup.Store, runID string, opts *ExecOptions) error {
+	if opts.Recheck == nil {
+		return nil
+	}
+	err := opts.Recheck(ctx, runID)
+	if err == nil {
+		return nil
+	}
+	if serr := st.SaveReplayProgress(context.WithoutCancel(ctx), dedup.ReplayProgress{RunID: runID, Owner: opts.Owner,
+		Status: dedup.RunFailed, Error: err.Error(), Finished: true, Now: time.Now()}); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
 }
 
 // conclude ends a recorded run once it has read and sent what it would: the guards' notices of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,19 +266,54 @@ func (f *flow) concurrent(ctx context.Context, execute bool) error {
 	if err != nil || len(others) == 0 {
 		return err
 	}
+	switch {
+	case !execute:
+		f.res.notice(NoticeConcurrent, "%s: --execute would refuse to start another over the same dead letters (--force starts it anyway)", replaying(f.p.Spec.From, others))
+	case !f.o.Force:
+		return refuseConcurrent(f.p.Spec.From, others)
+	}
+	return nil
+}
+
+// replaying says which runs are replaying from topic now, the first named.
+func replaying(topic string, others []dedup.ReplayRun) string {
 	o := others[0]
-	what := fmt.Sprintf("run %s is replaying from %s now (process %s, journal written %s ago)", o.ID, f.p.Spec.From, o.Owner,
+	what := fmt.Sprintf("run %s is replaying from %s now (process %s, journal written %s ago)", o.ID, topic, o.Owner,
 		time.Since(o.UpdatedAt).Round(time.Second))
 	if len(others) > 1 {
 		what += fmt.Sprintf(", and %s more", wording.Plural(int64(len(others)-1), "run"))
 	}
-	switch {
-	case !execute:
-		f.res.notice(NoticeConcurrent, "%s: --execute would refuse to start another over the same dead letters (--force starts it anyway)", what)
-	case !f.o.Force:
-		return fmt.Errorf("refusing to replay: %s; two runs at once would each send the dead letters both select. Wait for it (replay show %s), stop it (SIGINT), or pass --force if the selections do not overlap", what, o.ID)
+	return what
+}
+
+// refuseConcurrent is the refusal of a run over topic while others replay from it.
+func refuseConcurrent(topic string, others []dedup.ReplayRun) error {
+	return fmt.Errorf("refusing to replay: %s; two runs at once would each send the dead letters both select. Wait for it (replay show %s), stop it (SIGINT), or pass --force if the selections do not overlap",
+		replaying(topic, others), others[0].ID)
+}
+
+// LaterGivesWay is ExecOptions.Recheck for a new run over topic: the check before a run is
+// recorded (the flow's) passes for two runs started within the same instant; once both are
+// recorded each sees the other, and the one recorded later (by its journal's time, then its
+// id) is refused, so that exactly one of them sends.
+func LaterGivesWay(st *dedup.Store, topic string) func(ctx context.Context, runID string) error {
+	return func(ctx context.Context, runID string) error {
+		others, err := Concurrent(ctx, st, topic, runID)
+		if err != nil || len(others) == 0 {
+			return err
+		}
+		mine, _, err := st.ReplayRun(ctx, runID)
+		if err != nil {
+			return err
+		}
+		earlier := slices.DeleteFunc(others, func(o dedup.ReplayRun) bool {
+			return !o.CreatedAt.Before(mine.CreatedAt) && (!o.CreatedAt.Equal(mine.CreatedAt) || o.ID > mine.ID)
+		})
+		if len(earlier) == 0 {
+			return nil
+		}
+		return refuseConcurrent(topic, earlier)
 	}
-	return nil
 }
 
 // check refuses, before anybody is asked, a scanned plan that selects nothing new (no run is
@@ -316,7 +352,11 @@ func (f *flow) execute(ctx context.Context, r *action.Env, res *FlowResult) (*Fl
 			sum.RunID, sum.RunID, GroupName(sum.RunID))
 		return res, nil
 	}
-	sum, err := Execute(ctx, f.c, f.st, f.p, f.exec(r, toSend))
+	eo := f.exec(r, toSend)
+	if !f.o.Force && f.p.Resume == nil {
+		eo.Recheck = LaterGivesWay(f.st, f.p.Spec.From)
+	}
+	sum, err := Execute(ctx, f.c, f.st, f.p, eo)
 	if sum != nil {
 		sum.Execution = &f.exRep
 	}

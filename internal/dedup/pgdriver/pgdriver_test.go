@@ -289,3 +289,67 @@ func TestMalformedDSN(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsAreRecordedOneAtATime: a run is recorded holding the journal's lock, and takes its
+// time once it holds it, so that a run recorded later by that time is recorded after every
+// run before it is committed (replay.LaterGivesWay: two replays of one topic started at once
+// see which came first). While another transaction holds the lock the record waits, and its
+// time is after that transaction's end.
+func TestRunsAreRecordedOneAtATime(t *testing.T) {
+	st, env := dedupconformance.NewStore(t, freshSchema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := admin(t, env.DSN)
+	defer conn.Close(context.Background())
+	hold, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	lock := `"` + env.Schema + `"."replay_runs"` // the key the driver locks: its runs table
+	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, lock); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "r", Operator: "op", Reason: "why", Selection: "{}",
+			Sources: []string{"orders.dlq"}, Target: "original", Status: dedup.RunRunning, Owner: "me"}, nil)
+	}()
+	watch := admin(t, env.DSN)
+	defer watch.Close(context.Background())
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-done:
+			t.Fatalf("the run was recorded while another transaction held the journal's lock (%v)", err)
+		case <-ctx.Done():
+			t.Fatal("the run's record never waited for the journal's lock")
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND objid::bigint = (hashtext($1)::bigint & 4294967295) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, lock).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var released time.Time
+	if err := hold.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&released); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the run was not recorded once the lock was released")
+	}
+	run, _, err := st.ReplayRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.CreatedAt.After(released) {
+		t.Fatalf("the run was recorded at %s, before the lock it waited for was released (%s)", run.CreatedAt, released)
+	}
+}

@@ -124,6 +124,8 @@ func (d *Driver) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (d *Driver) CreateReplayRun(ctx context.Context, run dedupdriver.ReplayRun, cps []dedupdriver.ReplayCheckpoint) error {
 	j := d.journal()
 	return j.classify(d.inTx(ctx, func(tx *sql.Tx) error {
+		// The transaction holds the write lock from its BEGIN IMMEDIATE: runs are recorded one
+		// at a time, each at the time it holds the lock (see the PostgreSQL driver's).
 		at := storedOrNow(run.CreatedAt)
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+j.runs+` (id, operator, reason, selection, source_topics, target, status, owner, error,
   selected, sent, quarantined, skipped, created_at, updated_at)
