@@ -43,9 +43,9 @@ var ErrSkipPartition = errors.New("kafka: skip the rest of the partition")
 // readAheadBytes allows; what arrives for a partition before its turn is held until then. A
 // topic of a thousand small partitions is read in a few fetches instead of a client and a
 // fetch each, and a large partition is read alone, as it would be by a client of its own.
-// fn may end its partition's read early with ErrSkipPartition. deleted is as ReadSkipping's: nil makes a topic deleted while it is read an
-// *UnknownTopicError; otherwise what was read of it is still handed on, in its turn, and the
-// rest of it is skipped.
+// fn may end its partition's read early with ErrSkipPartition. deleted is as ReadSkipping's:
+// nil makes a topic deleted while it is read an *UnknownTopicError; otherwise what was read of
+// it is still handed on, in its turn, and the rest of it is skipped.
 func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error, deleted func(topic string)) error {
 	o := &ordered{fn: fn, index: map[string]map[int32]*orderedPart{}, remaining: map[string]map[int32]int64{}}
 	consume := make(map[string]map[int32]kgo.Offset)
@@ -103,7 +103,7 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 			if deleted != nil {
 				skip(c.goneOf(ctx, o.remaining))
 			}
-			if err := o.fetchError(fetches); err != nil {
+			if err := o.liveFetchError(fetches); err != nil {
 				return err
 			}
 		}
@@ -179,8 +179,8 @@ func (o *ordered) take(ft kgo.FetchTopicPartition) error {
 	return err
 }
 
-// fetchError is fetchError of the fetches of partitions still read.
-func (o *ordered) fetchError(fetches kgo.Fetches) error {
+// liveFetchError is fetchError of the fetches of partitions still read.
+func (o *ordered) liveFetchError(fetches kgo.Fetches) error {
 	var failed kgo.Fetches
 	for _, f := range fetches {
 		for _, t := range f.Topics {
