@@ -153,13 +153,6 @@ func (r *Reader[T]) Flush() error {
 	return r.err
 }
 
-// Reset drops what is handed out and not emitted, and Emit's error, so that the reader may
-// start afresh (after a read that failed, say).
-func (r *Reader[T]) Reset() {
-	r.drop()
-	r.err = nil
-}
-
 // Close stops the workers once they are done with the batches they claimed, and drops what was
 // not emitted. It may be called more than once.
 func (r *Reader[T]) Close() {

@@ -64,7 +64,7 @@ func TestOrderKept(t *testing.T) {
 }
 
 // TestEmitErrorStops: Emit's error is returned by Add and Flush from then on, and no later
-// batch is emitted; Reset lets the reader start afresh with nothing of before.
+// batch is emitted.
 func TestEmitErrorStops(t *testing.T) {
 	stop := errors.New("stop")
 	var worked atomic.Int64
@@ -95,19 +95,6 @@ func TestEmitErrorStops(t *testing.T) {
 	}
 	if err := r.Add(1); !errors.Is(err, stop) {
 		t.Fatalf("Add after the error: %v", err)
-	}
-	r.Reset()
-	got = nil
-	for i := 10; i < 14; i++ {
-		if err := r.Add(i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if want := []int{100, 121, 144, 169}; !slices.Equal(got, want) {
-		t.Fatalf("after Reset emitted %v, want %v", got, want)
 	}
 }
 

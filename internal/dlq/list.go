@@ -202,27 +202,30 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 	}
 	read := s.reader()
 	// One batcher for every read (the topic IDs it asked for are kept). A round reads its
-	// partitions in one read, each from where it stopped: a partition that has its share and
-	// one more dead letter is full (more, r.Start then at that one), its read ends there
+	// partitions in one read, each from where it stopped: once a partition has its share and
+	// one more dead letter (more, r.Start then at that one), its read ends there
 	// (kafka.ErrSkipPartition), and what the read had gone on to parse of it is passed over.
 	at := make(map[kafka.TopicPartition]*partShare, len(parts))
 	for i := range parts {
 		at[kafka.TopicPartition{Topic: parts[i].r.Topic, Partition: parts[i].r.Partition}] = &parts[i]
+	}
+	partOf := func(topic string, partition int32) *partShare {
+		return at[kafka.TopicPartition{Topic: topic, Partition: partition}]
 	}
 	col := newCollapser(emit)
 	b := NewStatusBatcher(o.Lookup, o.StatusBatch, func(d DeadLetter, info StatusInfo) error {
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, info.Status) {
 			return nil
 		}
-		p := at[kafka.TopicPartition{Topic: d.Topic, Partition: d.Partition}]
-		if p.full {
+		p := partOf(d.Topic, d.Partition)
+		if p.more {
 			return nil
 		}
 		if dup, err := col.duplicate(&d); dup || err != nil {
 			return err
 		}
 		if p.taken >= p.share {
-			p.full, p.more, p.r.Start = true, true, d.Offset
+			p.more, p.r.Start = true, d.Offset
 			return nil
 		}
 		p.taken++
@@ -230,7 +233,7 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 		return col.add(Entry{DeadLetter: d, Status: info})
 	})
 	gate := func(r *kgo.Record) error {
-		if at[kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}].full {
+		if partOf(r.Topic, r.Partition).more {
 			return kafka.ErrSkipPartition
 		}
 		return nil
@@ -255,7 +258,7 @@ func List(ctx context.Context, s *Scan, o ListOptions, emit func(Entry) error) (
 			return res, err
 		}
 		for _, r := range round {
-			if p := at[kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}]; !p.full {
+			if p := partOf(r.Topic, r.Partition); !p.more {
 				p.done = true // read to its end: what it listed is all it has
 			}
 		}
@@ -280,7 +283,7 @@ func (s *Scan) nextRound(parts []partShare, limit int) []kafka.PartitionRange {
 		if p.done || (p.more && int64(p.taken) >= shares[i]) {
 			continue
 		}
-		p.share, p.more, p.full = int(shares[i]), false, false
+		p.share, p.more = int(shares[i]), false
 		round = append(round, p.r)
 	}
 	return round
@@ -311,8 +314,7 @@ type partShare struct {
 	taken int  // dead letters listed
 	share int  // at most how many it lists, as of the round being read
 	done  bool // read to its end: taken is all it has
-	more  bool // one more dead letter was found, at r.Start
-	full  bool // it has its share and one more in the round being read
+	more  bool // one more dead letter was found, at r.Start: its round's read of it ends
 }
 
 // most is at most how many dead letters p has: what it listed, and every offset not read

@@ -47,7 +47,7 @@ var ErrSkipPartition = errors.New("kafka: skip the rest of the partition")
 // nil makes a topic deleted while it is read an *UnknownTopicError; otherwise what was read of
 // it is still handed on, in its turn, and the rest of it is skipped.
 func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn func(*kgo.Record) error, deleted func(topic string)) error {
-	o := &ordered{fn: fn, index: map[string]map[int32]*orderedPart{}, remaining: map[string]map[int32]int64{}}
+	o := &ordered{fn: fn, index: map[string]map[int32]*orderedPart{}}
 	consume := make(map[string]map[int32]kgo.Offset)
 	for _, r := range ranges {
 		if r.Len() == 0 {
@@ -55,13 +55,11 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 		}
 		if o.index[r.Topic] == nil {
 			o.index[r.Topic] = map[int32]*orderedPart{}
-			o.remaining[r.Topic] = map[int32]int64{}
 			consume[r.Topic] = map[int32]kgo.Offset{}
 		}
 		p := &orderedPart{r: r, next: r.Start, active: true}
 		o.parts = append(o.parts, p)
 		o.index[r.Topic][r.Partition] = p
-		o.remaining[r.Topic][r.Partition] = r.End
 		consume[r.Topic][r.Partition] = kgo.NewOffset().At(r.Start)
 	}
 	if len(o.parts) == 0 {
@@ -92,7 +90,7 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 		}
 		if idle {
 			// The client retries a deleted topic's partitions quietly, for ever: ask.
-			gone := c.goneOf(ctx, o.remaining)
+			gone := c.TopicsGone(ctx, o.unread()...)
 			if len(gone) > 0 && deleted == nil {
 				return &UnknownTopicError{Topic: gone[0]}
 			}
@@ -101,7 +99,7 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 			// A topic deleted while it is read may fail its fetches before it goes quiet;
 			// any other failure ends the read.
 			if deleted != nil {
-				skip(c.goneOf(ctx, o.remaining))
+				skip(c.TopicsGone(ctx, o.unread()...))
 			}
 			if err := o.liveFetchError(fetches); err != nil {
 				return err
@@ -127,12 +125,11 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 // ordered is ReadInOrder's state: the partitions in their order, the one whose turn it is
 // (head), and what is held of the later ones.
 type ordered struct {
-	cl        *kgo.Client
-	fn        func(*kgo.Record) error
-	parts     []*orderedPart
-	index     map[string]map[int32]*orderedPart
-	remaining map[string]map[int32]int64 // not read to their end: topic → partition → end
-	head      int
+	cl    *kgo.Client
+	fn    func(*kgo.Record) error
+	parts []*orderedPart
+	index map[string]map[int32]*orderedPart
+	head  int
 	// seen and seenBytes are the records taken so far and their recordSize.
 	seen, seenBytes int64
 }
@@ -194,10 +191,23 @@ func (o *ordered) liveFetchError(fetches kgo.Fetches) error {
 	return fetchError(failed)
 }
 
+// unread are the topics with a partition not yet read to its end.
+func (o *ordered) unread() []string {
+	var topics []string
+	for t, ps := range o.index {
+		for _, p := range ps {
+			if !p.done {
+				topics = append(topics, t)
+				break
+			}
+		}
+	}
+	return topics
+}
+
 // finish marks p read to its end: it is fetched no more.
 func (o *ordered) finish(p *orderedPart) {
 	p.done = true
-	delete(o.remaining[p.r.Topic], p.r.Partition)
 	o.cl.PauseFetchPartitions(map[string][]int32{p.r.Topic: {p.r.Partition}})
 }
 

@@ -121,14 +121,15 @@ func (d *Driver) CreateReplayRun(ctx context.Context, run dedupdriver.ReplayRun,
 		// time is recorded after every run before it is committed, so that each run that
 		// reads the journal once it is recorded sees every run recorded before it (two
 		// replays of one topic started at once see which came first: replay.LaterGivesWay).
-		at := run.CreatedAt.UTC()
 		var now time.Time
 		if err := tx.QueryRow(ctx, `SELECT clock_timestamp() FROM pg_advisory_xact_lock(hashtext($1))`, j.runs).Scan(&now); err != nil {
 			return fmt.Errorf("lock the journal's runs: %w", err)
 		}
-		if run.CreatedAt.IsZero() {
-			at = now.UTC()
+		at := run.CreatedAt
+		if at.IsZero() {
+			at = now
 		}
+		at = at.UTC()
 		_, err := tx.Exec(ctx, `INSERT INTO `+j.runs+` (id, operator, reason, selection, source_topics, target, status, owner, error,
   selected, sent, quarantined, skipped, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), NULLIF($9, ''), $10, $11, $12, $13, $14, $14)`,
