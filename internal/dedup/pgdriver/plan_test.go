@@ -3,6 +3,7 @@ package pgdriver_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,7 +178,8 @@ func planStore(t *testing.T) (context.Context, string, *pgxpool.Pool, dedupdrive
 // with (auto_explain, on the driver's own connections) against a table whose markers were
 // nearly all deleted and vacuumed: its pages stay, its primary key's too, and with 3 rows
 // left the planner costs a probe of that index above a read of the whole heap, and would read
-// the heap once per id. Every statement of a list of ids must probe the primary key instead.
+// the heap once per id. Every statement of a list of ids must probe the primary key instead,
+// and none may be compiled by JIT, to which the same costing leads a plain probe of the ids.
 func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	ctx, dsn, admin, names := planStore(t)
 	built := pgdriver.New(admin, names)
@@ -236,6 +238,32 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("k-%d", i+1)
 	}
+	// The same costing makes PostgreSQL compile a probe of these ids to machine code (JIT), or
+	// the test's check that no statement is compiled proves nothing.
+	var jitted bool
+	err = pgx.BeginFunc(ctx, explained, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			return err
+		}
+		mu.Lock()
+		plans = plans[:0]
+		mu.Unlock()
+		if _, err := tx.Exec(ctx, `SELECT m.* FROM unnest($1::text[]) AS k(id) CROSS JOIN LATERAL (SELECT * FROM `+table+
+			` AS t WHERE consumer = 'kept' AND event_id = k.id OFFSET 0) m`, ids); err != nil {
+			return err
+		}
+		// Its plan is told once its portal is dropped: by the next statement's.
+		if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+			return err
+		}
+		mu.Lock()
+		jitted = slices.ContainsFunc(plans, func(p string) bool { return strings.Contains(p, `"JIT"`) })
+		mu.Unlock()
+		return nil
+	})
+	if err != nil || !jitted {
+		t.Fatalf("a probe of the ids on the emptied table was not compiled by JIT (%v): the setup no longer leads PostgreSQL there", err)
+	}
 	calls := []struct {
 		name string
 		call func() (int, error)
@@ -271,12 +299,12 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 			if err := d.SetOutcome(ctx, tx, "kept", ids, dedupdriver.OutcomeStale); err != nil {
 				return 0, err
 			}
-			var seq, bitmap string
-			if err := ptx.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')`).Scan(&seq, &bitmap); err != nil {
+			var seq, bitmap, jit string
+			if err := ptx.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), current_setting('jit')`).Scan(&seq, &bitmap, &jit); err != nil {
 				return 0, err
 			}
-			if seq != "on" || bitmap != "off" {
-				t.Errorf("after the outcome, the caller's transaction has enable_seqscan %s and enable_bitmapscan %s, not on and off", seq, bitmap)
+			if seq != "on" || bitmap != "off" || jit != "on" {
+				t.Errorf("after the outcome, the caller's transaction has enable_seqscan %s, enable_bitmapscan %s and jit %s, not on, off and on", seq, bitmap, jit)
 			}
 			var stale int
 			err = ptx.QueryRow(ctx, `SELECT count(*) /* the test's own */ FROM `+table+` WHERE consumer = 'kept' AND outcome = 'stale'`).Scan(&stale)
@@ -305,15 +333,18 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 			if msg := probesPerID(t, []byte(p), "fieldwork_processed_events"); msg != "" {
 				t.Errorf("%s: %s\n%.3000s", c.name, msg, p)
 			}
+			if strings.Contains(p, `"JIT"`) {
+				t.Errorf("%s: compiled by JIT before it ran\n%.3000s", c.name, p)
+			}
 			probed++
 		}
 		if probed == 0 {
 			t.Errorf("%s: no plan of a statement on the table was seen (%d plans)", c.name, len(got))
 		}
 		// The settings ended with the statement's transaction: the session's are as they were.
-		var seq, bitmap string
-		if err := explained.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')`).Scan(&seq, &bitmap); err != nil || seq != "on" || bitmap != "on" {
-			t.Errorf("%s: after it, the session has enable_seqscan %s and enable_bitmapscan %s (%v), not on", c.name, seq, bitmap, err)
+		var seq, bitmap, jit string
+		if err := explained.QueryRow(ctx, `SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), current_setting('jit')`).Scan(&seq, &bitmap, &jit); err != nil || seq != "on" || bitmap != "on" || jit != "on" {
+			t.Errorf("%s: after it, the session has enable_seqscan %s, enable_bitmapscan %s and jit %s (%v), not on", c.name, seq, bitmap, jit, err)
 		}
 	}
 	// A statement that fails (here: a table the driver does not find) rolls its transaction
