@@ -193,10 +193,11 @@ func ParseTopicIDs(s string) map[string]string {
 }
 
 // BatchRun is the run that journaled a send batch, and the topic ID that run journaled for the
-// batch's source topic ("" when none).
+// batch's source topic ("" when none); Batch is the batch's own id.
 type BatchRun struct {
 	ID            string
 	SourceTopicID string
+	Batch         int64
 }
 
 // ReplayRef is the latest replay of a source record: the run, the
@@ -477,34 +478,121 @@ func (b *SendBatch) SentRecord(i int, runTopicID string, r SourceRecord) bool {
 	return b.SourceTimestamps == nil || r.Timestamp.IsZero() || b.SourceTimestamps[i] == r.Timestamp.UnixMilli()
 }
 
-// ResolveReplays finds each of recs in batches (the candidate batches of the records'
-// partitions, journaled by runs[i]) and keeps, per record, the latest send that sent it
-// (SentRecord): by time, then by run id, so that equal times give the same answer every time.
-// out is keyed by each record's SourceRef.
-func ResolveReplays(recs []SourceRecord, batches []SendBatch, runs []BatchRun, out map[SourceRef]ReplayRef) {
+// ResolveLatest finds, for each of recs, the latest journaled send that sent it (SentRecord): by
+// the time of its acknowledgement, then by its run's id, then by its batch's, so that equal
+// times give the same answer every time. spans are the batches near the records (their source
+// partitions, offsets, times and runs); fetch reads batches by id, each with its run
+// (BatchRun.Batch names the batch). A record's latest batch holding its offset is read first;
+// only for a record that batch did not send (a run that left it out, a topic recreated since)
+// are its other batches read, all at once. So one read serves, two at most, of the records'
+// latest batches, not of every batch every earlier run wrote of them: the cost of a lookup
+// grows with the records, not with how often they were replayed. out is keyed by each
+// record's SourceRef.
+func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int64) ([]SendBatch, []BatchRun, error), out map[SourceRef]ReplayRef) error {
+	holding := spansHolding(recs, spans)
+	var (
+		batches []SendBatch
+		runs    []BatchRun
+		read    = map[int64]int{} // batch id → index in batches
+		ids     []int64
+		asked   = map[int64]bool{}
+	)
+	ask := func(k int) {
+		if id := spans[k].ID; !asked[id] {
+			asked[id] = true
+			ids = append(ids, id)
+		}
+	}
+	load := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		bs, rs, err := fetch(ids)
+		if err != nil {
+			return err
+		}
+		for i := range bs {
+			read[rs[i].Batch] = len(batches)
+			batches, runs = append(batches, bs[i]), append(runs, rs[i])
+		}
+		ids = ids[:0]
+		return nil
+	}
+	// sent resolves r by the batch of span k, if that batch (still there) sent it.
+	sent := func(r SourceRecord, k int) bool {
+		i, ok := read[spans[k].ID]
+		if !ok {
+			return false
+		}
+		b := &batches[i]
+		j := b.Find(r.Offset)
+		if j < 0 || !b.SentRecord(j, runs[i].SourceTopicID, r) {
+			return false
+		}
+		out[r.SourceRef] = ReplayRef{RunID: runs[i].ID, At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
+		return true
+	}
+	latest := make([]int, len(recs))
+	for i, h := range holding {
+		if len(h) > 0 {
+			latest[i] = slices.MinFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
+			ask(latest[i])
+		}
+	}
+	if err := load(); err != nil {
+		return err
+	}
+	var rest []int
+	for i, r := range recs {
+		if h := holding[i]; len(h) > 1 && !sent(r, latest[i]) {
+			rest = append(rest, i)
+			slices.SortFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
+			for _, k := range h[1:] {
+				ask(k)
+			}
+		} else if len(h) == 1 {
+			sent(r, h[0])
+		}
+	}
+	if err := load(); err != nil {
+		return err
+	}
+	for _, i := range rest {
+		for _, k := range holding[i][1:] {
+			if sent(recs[i], k) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// spansHolding is, for each of recs, the indexes of the spans whose range holds its offset in
+// its partition.
+func spansHolding(recs []SourceRecord, spans []BatchSpan) [][]int {
 	type part struct {
 		t string
 		p int32
 	}
 	byPart := map[part][]int{}
-	for i, b := range batches {
-		k := part{b.SourceTopic, b.SourcePartition}
-		byPart[k] = append(byPart[k], i)
+	for k, s := range spans {
+		byPart[part{s.Topic, s.Partition}] = append(byPart[part{s.Topic, s.Partition}], k)
 	}
-	for _, r := range recs {
-		for _, i := range byPart[part{r.Topic, r.Partition}] {
-			b := &batches[i]
-			j := b.Find(r.Offset)
-			if j < 0 || !b.SentRecord(j, runs[i].SourceTopicID, r) {
-				continue
+	out := make([][]int, len(recs))
+	for i, r := range recs {
+		for _, k := range byPart[part{r.Topic, r.Partition}] {
+			if s := &spans[k]; s.First <= r.Offset && r.Offset <= s.Last {
+				out[i] = append(out[i], k)
 			}
-			v := ReplayRef{RunID: runs[i].ID, At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
-			if old, ok := out[r.SourceRef]; ok && (old.At.After(v.At) || old.At.Equal(v.At) && old.RunID > v.RunID) {
-				continue
-			}
-			out[r.SourceRef] = v
 		}
 	}
+	return out
+}
+
+// laterSpan orders spans the latest first: by time, then run id, then batch id, each the
+// greatest first.
+func laterSpan(a, b BatchSpan) int {
+	return cmp.Or(b.At.Compare(a.At), strings.Compare(b.RunID, a.RunID), cmp.Compare(b.ID, a.ID))
 }
 
 // SortSends orders sends by source topic, partition and offset and keeps the first of each
@@ -700,6 +788,10 @@ type BatchSpan struct {
 	Topic       string
 	Partition   int32
 	First, Last int64
+	// At and RunID are the batch's acknowledgement time and run: which of the batches holding a
+	// record's offset is read first (ResolveLatest).
+	At    time.Time
+	RunID string
 }
 
 // SourceWindows is recs' windows, one a partition, in the order first seen.
@@ -717,25 +809,4 @@ func SourceWindows(recs []SourceRecord) []SourceWindow {
 		out[i].Low, out[i].High = min(out[i].Low, r.Offset), max(out[i].High, r.Offset)
 	}
 	return out
-}
-
-// SpansHolding is the ids of spans whose range holds the offset of one of recs at least, in
-// the order of spans.
-func SpansHolding(recs []SourceRecord, spans []BatchSpan) []int64 {
-	offsets := map[SourceRef][]int64{}
-	for _, r := range recs {
-		k := SourceRef{Topic: r.Topic, Partition: r.Partition}
-		offsets[k] = append(offsets[k], r.Offset)
-	}
-	for _, o := range offsets {
-		slices.Sort(o)
-	}
-	var ids []int64
-	for _, s := range spans {
-		o := offsets[SourceRef{Topic: s.Topic, Partition: s.Partition}]
-		if i, _ := slices.BinarySearch(o, s.First); i < len(o) && o[i] <= s.Last {
-			ids = append(ids, s.ID)
-		}
-	}
-	return ids
 }

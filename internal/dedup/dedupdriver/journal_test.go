@@ -35,8 +35,17 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	}
 	out := map[SourceRef]ReplayRef{}
 	recs := []SourceRecord{{SourceRef: SourceRef{"d", 1, 7}, EventID: "e"}, {SourceRef: SourceRef{"d", 1, 8}, EventID: "e"}, {SourceRef: SourceRef{"d", 0, 5}, EventID: "e"}}
-	ResolveReplays(recs, bs, []BatchRun{{ID: "r"}, {ID: "r"}, {ID: "r"}}, out)
-	if len(out) != 2 || out[SourceRef{"d", 1, 7}].TargetOffset != 70 || out[SourceRef{"d", 0, 5}].TargetPartition != 1 {
+	var spans []BatchSpan
+	for i, b := range bs {
+		spans = append(spans, BatchSpan{ID: int64(i), Topic: b.SourceTopic, Partition: b.SourcePartition, First: b.SourceOffsets[0], Last: b.SourceOffsets[len(b.SourceOffsets)-1], At: b.At, RunID: "r"})
+	}
+	err := ResolveLatest(recs, spans, func(ids []int64) (out []SendBatch, runs []BatchRun, _ error) {
+		for _, id := range ids {
+			out, runs = append(out, bs[id]), append(runs, BatchRun{ID: "r", Batch: id})
+		}
+		return out, runs, nil
+	}, out)
+	if err != nil || len(out) != 2 || out[SourceRef{"d", 1, 7}].TargetOffset != 70 || out[SourceRef{"d", 0, 5}].TargetPartition != 1 {
 		t.Fatalf("resolved %+v", out)
 	}
 	sorted := SortSends([]ReplaySend{s(1, 9, "t", 0, t0), s(0, 5, "t", 1, t0), s(1, 9, "t", 5, t0)})
@@ -317,7 +326,7 @@ func BenchmarkGroupSends(b *testing.B) {
 	}
 }
 
-func TestSpansHolding(t *testing.T) {
+func TestSourceWindows(t *testing.T) {
 	at := func(topic string, p int32, o int64) SourceRecord {
 		return SourceRecord{SourceRef: SourceRef{Topic: topic, Partition: p, Offset: o}}
 	}
@@ -325,22 +334,133 @@ func TestSpansHolding(t *testing.T) {
 	if got, want := SourceWindows(recs), []SourceWindow{{"a", 0, 10, 900}, {"a", 1, 7, 7}, {"b", 0, 7, 7}}; !slices.Equal(got, want) {
 		t.Errorf("windows %v, want %v", got, want)
 	}
-	spans := []BatchSpan{
-		{1, "a", 0, 0, 9},      // before the first offset
-		{2, "a", 0, 0, 10},     // ends on it
-		{3, "a", 0, 11, 49},    // inside the window, between two offsets: holds none
-		{4, "a", 0, 50, 50},    // one offset, its own
-		{5, "a", 0, 51, 899},   // between again
-		{6, "a", 0, 900, 2000}, // starts on the last
-		{7, "a", 1, 0, 6},      // another partition, before its offset
-		{8, "a", 1, 7, 7},
-		{9, "b", 1, 0, 100}, // a partition not asked for
-		{10, "b", 0, 0, 100},
+}
+
+// TestResolveLatest resolves records against the batches of many runs, random and
+// overlapping, some of which left records out or sent another record at the same coordinates
+// (another event id, another topic ID): the answer must be what a look through every batch
+// finds, the latest send that sent each record (by time, then run id, then batch id), while
+// the batches read are at first only each record's latest, and at most two reads are made.
+func TestResolveLatest(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	t0 := time.UnixMilli(1_700_000_000_000).UTC()
+	for round := range 200 {
+		var (
+			batches []SendBatch
+			runs    []BatchRun
+			spans   []BatchSpan
+		)
+		nRuns := 1 + rnd.IntN(8)
+		for r := range nRuns {
+			run := fmt.Sprintf("run-%d", rnd.IntN(4)) // runs may share an id: the batch id decides
+			topicID := ""
+			if rnd.IntN(4) == 0 {
+				topicID = "old-topic" // sent before the topic was recreated
+			}
+			for p := range int32(2) {
+				for lo := int64(0); lo < 60; lo += int64(5 + rnd.IntN(20)) {
+					b := SendBatch{SourceTopic: "d", SourcePartition: p, TargetTopic: "t", At: t0.Add(time.Duration(rnd.IntN(5)) * time.Second)}
+					for o := lo; o < lo+int64(5+rnd.IntN(20)); o++ {
+						if rnd.IntN(3) == 0 {
+							continue // left out by this run
+						}
+						id := fmt.Sprint("e", o)
+						if rnd.IntN(6) == 0 {
+							id = "another"
+						}
+						b.SourceOffsets = append(b.SourceOffsets, o)
+						b.EventIDs = append(b.EventIDs, id)
+						b.TargetPartitions = append(b.TargetPartitions, int32(r))
+						b.TargetOffsets = append(b.TargetOffsets, int64(len(batches)*1000)+o)
+					}
+					if len(b.SourceOffsets) == 0 {
+						continue
+					}
+					id := int64(len(batches))
+					batches = append(batches, b)
+					runs = append(runs, BatchRun{ID: run, SourceTopicID: topicID, Batch: id})
+					spans = append(spans, BatchSpan{ID: id, Topic: "d", Partition: p, First: b.SourceOffsets[0], Last: b.SourceOffsets[len(b.SourceOffsets)-1], At: b.At, RunID: run})
+				}
+			}
+		}
+		var recs []SourceRecord
+		for p := range int32(3) {
+			for o := int64(0); o < 90; o += int64(1 + rnd.IntN(3)) {
+				recs = append(recs, SourceRecord{SourceRef: SourceRef{"d", p, o}, EventID: fmt.Sprint("e", o), TopicID: "now"})
+			}
+		}
+		// The answer of a look through every batch.
+		want := map[SourceRef]ReplayRef{}
+		best := map[SourceRef]BatchSpan{}
+		for _, r := range recs {
+			for k, b := range batches {
+				j := b.Find(r.Offset)
+				if b.SourcePartition != r.Partition || j < 0 || !b.SentRecord(j, runs[k].SourceTopicID, r) {
+					continue
+				}
+				// Kept: the later by time, then run id, then batch id.
+				s := spans[k]
+				if old, ok := best[r.SourceRef]; ok && (old.At.After(s.At) || old.At.Equal(s.At) && (old.RunID > s.RunID || old.RunID == s.RunID && old.ID > s.ID)) {
+					continue
+				}
+				best[r.SourceRef] = spans[k]
+				want[r.SourceRef] = ReplayRef{RunID: runs[k].ID, At: b.At, TargetTopic: "t", TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
+			}
+		}
+		var reads [][]int64
+		got := map[SourceRef]ReplayRef{}
+		err := ResolveLatest(recs, spans, func(ids []int64) (bs []SendBatch, rs []BatchRun, _ error) {
+			reads = append(reads, slices.Clone(ids))
+			for _, id := range ids {
+				bs, rs = append(bs, batches[id]), append(rs, runs[id])
+			}
+			return bs, rs, nil
+		}, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d records resolved, want %d", round, len(got), len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Fatalf("round %d: %v resolved to %+v, want %+v", round, k, got[k], w)
+			}
+		}
+		if len(reads) > 2 {
+			t.Fatalf("round %d: %d reads", round, len(reads))
+		}
+		// The first read is of the records' latest batches only.
+		latest := map[int64]bool{}
+		for _, r := range recs {
+			var top *BatchSpan
+			for k := range spans {
+				s := &spans[k]
+				if s.Partition == r.Partition && s.First <= r.Offset && r.Offset <= s.Last && (top == nil || laterSpan(*s, *top) < 0) {
+					top = s
+				}
+			}
+			if top != nil {
+				latest[top.ID] = true
+			}
+		}
+		if len(reads) > 0 && len(reads[0]) != len(latest) {
+			t.Fatalf("round %d: the first read is of %d batches, the records' latest are %d", round, len(reads[0]), len(latest))
+		}
+		for _, id := range reads[0:min(1, len(reads))] {
+			for _, b := range id {
+				if !latest[b] {
+					t.Fatalf("round %d: the first read is of batch %d, no record's latest", round, b)
+				}
+			}
+		}
 	}
-	if got, want := SpansHolding(recs, spans), []int64{2, 4, 6, 8, 10}; !slices.Equal(got, want) {
-		t.Errorf("spans holding %v, want %v", got, want)
-	}
-	if got := SpansHolding(nil, spans); len(got) != 0 {
-		t.Errorf("spans holding no record: %v", got)
+	// A fetch that fails fails the resolution.
+	spans := []BatchSpan{{ID: 1, Topic: "d", First: 0, Last: 9}}
+	err := ResolveLatest([]SourceRecord{{SourceRef: SourceRef{"d", 0, 3}}}, spans, func([]int64) ([]SendBatch, []BatchRun, error) {
+		return nil, nil, fmt.Errorf("gone")
+	}, map[SourceRef]ReplayRef{})
+	if err == nil {
+		t.Error("a failed read did not fail the resolution")
 	}
 }

@@ -457,7 +457,7 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 
 // batchColumns are the columns collectBatches reads from a send batch b, with the topic ID its
 // run journaled for its source topic (t, replay_run_topics LEFT JOINed by batchTopicJoin).
-const batchColumns = `b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic, b.sends,
+const batchColumns = `b.id, b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic, b.sends,
   b.source_offsets, b.event_ids, b.target_partitions, b.target_offsets, b.sent_at`
 
 func (j journalTables) batchTopicJoin() string {
@@ -477,7 +477,7 @@ func collectBatches(rows pgx.Rows, err error) ([]dedupdriver.SendBatch, []dedupd
 		var b dedupdriver.SendBatch
 		var run dedupdriver.BatchRun
 		var packed []byte
-		if err := rows.Scan(&run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &packed,
+		if err := rows.Scan(&run.Batch, &run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &packed,
 			&b.SourceOffsets, &b.EventIDs, &b.TargetPartitions, &b.TargetOffsets, &b.At); err != nil {
 			return nil, nil, err
 		}
@@ -577,18 +577,19 @@ WHERE source_topic = $1 GROUP BY source_partition`, topic)
 }
 
 // ReplayedSources finds the batches that may hold each record (same source partition, the
-// offset within the batch's first and last) and resolves the records in them.
+// offset within the batch's first and last) and resolves the records in the latest of them
+// (dedupdriver.ResolveLatest).
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
 	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
-	// the batches that hold one of them.
+	// the latest batches that hold them (dedupdriver.ResolveLatest).
 	ws := dedupdriver.SourceWindows(recs)
 	topics, parts, lows, highs := make([]string, len(ws)), make([]int32, len(ws)), make([]int64, len(ws)), make([]int64, len(ws))
 	for i, w := range ws {
 		topics[i], parts[i], lows[i], highs[i] = w.Topic, w.Partition, w.Low, w.High
 	}
-	rows, err := d.pool.Query(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset
+	rows, err := d.pool.Query(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset, c.sent_at, c.run_id
 FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int8[]) AS w(t, p, lo, hi)
 JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.last_offset >= w.lo AND c.first_offset <= w.hi`,
 		topics, parts, lows, highs)
@@ -597,20 +598,17 @@ JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.
 	}
 	spans, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dedupdriver.BatchSpan, error) {
 		var s dedupdriver.BatchSpan
-		err := r.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last)
+		err := r.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last, &s.At, &s.RunID)
 		return s, err
 	})
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	ids := dedupdriver.SpansHolding(recs, spans)
-	if len(ids) == 0 {
-		return out, nil
-	}
-	batches, runs, err := collectBatches(d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id = ANY($1::int8[])`, ids))
+	err = dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
+		return collectBatches(d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id = ANY($1::int8[])`, ids))
+	}, out)
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }

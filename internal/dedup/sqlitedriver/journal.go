@@ -430,7 +430,7 @@ WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, f.St
 // batchColumns are the columns collectBatches reads from a send batch b: with the topic ID its
 // run journaled for its source topic (t) and its source timestamps (s), both LEFT JOINed by
 // batchJoins and missing for a batch journaled before migration 006.
-const batchColumns = `b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic,
+const batchColumns = `b.id, b.run_id, COALESCE(t.topic_id, ''), b.source_topic, b.source_partition, b.target_topic,
   b.source_offsets, COALESCE(s.source_timestamps, ''), b.event_ids, b.target_partitions, b.target_offsets, b.sent_at`
 
 func (j journalTables) batchJoins() string {
@@ -450,7 +450,7 @@ func collectBatches(rows *sql.Rows, err error) ([]dedupdriver.SendBatch, []dedup
 		var run dedupdriver.BatchRun
 		var so, ts, ids, tp, to string
 		var at any
-		if err := rows.Scan(&run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &so, &ts, &ids, &tp, &to, &at); err != nil {
+		if err := rows.Scan(&run.Batch, &run.ID, &run.SourceTopicID, &b.SourceTopic, &b.SourcePartition, &b.TargetTopic, &so, &ts, &ids, &tp, &to, &at); err != nil {
 			return nil, nil, err
 		}
 		type array struct {
@@ -561,7 +561,7 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	j := d.journal()
 	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
 	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
-	// the batches that hold one of them.
+	// the latest batches that hold them (dedupdriver.ResolveLatest).
 	ws := dedupdriver.SourceWindows(recs)
 	windows := make([][]any, len(ws))
 	for i, w := range ws {
@@ -571,7 +571,7 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	if err != nil {
 		return nil, err
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset FROM json_each($1) AS w
+	rows, err := d.db.QueryContext(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset, c.sent_at, c.run_id FROM json_each($1) AS w
   JOIN `+j.batches+` c ON c.source_topic = w.value->>0 AND c.source_partition = w.value->>1
     AND c.last_offset >= w.value->>2 AND c.first_offset <= w.value->>3`, string(arr))
 	if err != nil {
@@ -580,9 +580,14 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	var spans []dedupdriver.BatchSpan
 	for rows.Next() {
 		var s dedupdriver.BatchSpan
-		if err := rows.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last); err != nil {
+		var at any
+		if err := rows.Scan(&s.ID, &s.Topic, &s.Partition, &s.First, &s.Last, &at, &s.RunID); err != nil {
 			rows.Close()
 			return nil, j.classify(err)
+		}
+		if s.At, err = parseTime(at); err != nil {
+			rows.Close()
+			return nil, err
 		}
 		spans = append(spans, s)
 	}
@@ -590,17 +595,15 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	if err := rows.Err(); err != nil {
 		return nil, j.classify(err)
 	}
-	ids := dedupdriver.SpansHolding(recs, spans)
-	if len(ids) == 0 {
-		return out, nil
-	}
-	if arr, err = json.Marshal(ids); err != nil {
-		return nil, err
-	}
-	batches, runs, err := collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (SELECT value FROM json_each($1))`, string(arr)))
+	err = dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
+		arr, err := json.Marshal(ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		return collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (SELECT value FROM json_each($1))`, string(arr)))
+	}, out)
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	dedupdriver.ResolveReplays(recs, batches, runs, out)
 	return out, nil
 }
