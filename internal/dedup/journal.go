@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -267,34 +268,40 @@ const replayedChunk = 10_000
 // absent. Records given twice at one place must be given as the same record.
 // It sends one query per 10,000 records.
 func (s *Store) ReplayedSources(ctx context.Context, topic string, recs []SourceRecord) (map[SourceRef]ReplayRef, error) {
-	out := make(map[SourceRef]ReplayRef)
-	if len(recs) == 0 {
-		return out, nil
-	}
-	// Deduplicate, remembering which given refs each looked-up one stands for.
-	given := make(map[SourceRef][]SourceRef, len(recs))
-	keys := make([]SourceRecord, 0, len(recs))
-	for _, r := range recs {
-		k := r
-		if k.Topic == "" {
-			k.Topic = topic
+	// A record that names no topic is looked up in topic, and answered under its ref as given.
+	keys, blank := recs, false
+	for i, r := range recs {
+		if r.Topic == "" {
+			if !blank {
+				keys, blank = slices.Clone(recs), true
+			}
+			keys[i].Topic = topic
 		}
-		if _, seen := given[k.SourceRef]; !seen {
-			keys = append(keys, k)
-		}
-		given[k.SourceRef] = append(given[k.SourceRef], r.SourceRef)
 	}
+	var out map[SourceRef]ReplayRef
 	for start := 0; start < len(keys); start += replayedChunk {
 		chunk := keys[start:min(start+replayedChunk, len(keys))]
 		found, err := s.journal().ReplayedSources(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("look up replays of %d records of %s: %w", len(chunk), topic, err)
 		}
-		for k, v := range found {
-			for _, r := range given[k] {
-				out[r] = v
+		if out == nil {
+			out = found // one chunk, as a batch of records mostly is: its map is the answer
+			continue
+		}
+		maps.Copy(out, found)
+	}
+	if out == nil {
+		return map[SourceRef]ReplayRef{}, nil
+	}
+	if blank {
+		byRef := make(map[SourceRef]ReplayRef, len(out))
+		for i, r := range recs {
+			if v, ok := out[keys[i].SourceRef]; ok {
+				byRef[r.SourceRef] = v
 			}
 		}
+		out = byRef
 	}
 	return out, nil
 }

@@ -374,7 +374,7 @@ func markedStatus(outcome string) Status {
 // replays looks up the journaled replays of the records per dead-letter topic; an error
 // matching dedup.ErrNotMigrated means the store has no journal.
 func (l StatusLookup) replays(ctx context.Context, byTopic map[string][]dedup.SourceRecord, ids map[string]string) (map[dedup.SourceRef]dedup.ReplayRef, error) {
-	replayed := map[dedup.SourceRef]dedup.ReplayRef{}
+	var replayed map[dedup.SourceRef]dedup.ReplayRef
 	for topic, recs := range byTopic {
 		id, err := l.topicID(ctx, topic, ids)
 		if err != nil {
@@ -386,9 +386,16 @@ func (l StatusLookup) replays(ctx context.Context, byTopic map[string][]dedup.So
 		m, err := l.Store.ReplayedSources(ctx, topic, recs)
 		if err != nil {
 			// dedup.ErrNotMigrated: the store has no journal (the caller decides what to say).
-			return replayed, err
+			return nil, err
+		}
+		if replayed == nil {
+			replayed = m // one topic, as the dead letters mostly are: its map is the answer
+			continue
 		}
 		maps.Copy(replayed, m)
+	}
+	if replayed == nil {
+		replayed = map[dedup.SourceRef]dedup.ReplayRef{}
 	}
 	return replayed, nil
 }

@@ -486,9 +486,13 @@ func (b *SendBatch) SentRecord(i int, runTopicID string, r SourceRecord) bool {
 // only for a record that batch did not send (a run that left it out, a topic recreated since)
 // are its other batches read, all at once. So one read serves, two at most, of the records'
 // latest batches, not of every batch every earlier run wrote of them: the cost of a lookup
-// grows with the records, not with how often they were replayed. out is keyed by each
-// record's SourceRef.
-func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int64) ([]SendBatch, []BatchRun, error), out map[SourceRef]ReplayRef) error {
+// grows with the records, not with how often they were replayed. The answer is keyed by each
+// record's SourceRef; a record no batch sent is absent.
+func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int64) ([]SendBatch, []BatchRun, error)) (map[SourceRef]ReplayRef, error) {
+	if len(spans) == 0 {
+		return map[SourceRef]ReplayRef{}, nil
+	}
+	out := make(map[SourceRef]ReplayRef, len(recs))
 	holding := spansHolding(recs, spans)
 	var (
 		batches []SendBatch
@@ -540,7 +544,7 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 		}
 	}
 	if err := load(); err != nil {
-		return err
+		return nil, err
 	}
 	var rest []int
 	for i, r := range recs {
@@ -555,7 +559,7 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 		}
 	}
 	if err := load(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, i := range rest {
 		for _, k := range holding[i][1:] {
@@ -564,7 +568,7 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // spansHolding is, for each of recs, the indexes of the spans whose range holds its offset in

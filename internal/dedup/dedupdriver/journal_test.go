@@ -33,18 +33,17 @@ func TestGroupSendsSortsEachBatchBySourceOffset(t *testing.T) {
 	if b.SourceTimestamps != nil {
 		t.Fatalf("sends without source timestamps grouped with some: %+v", b)
 	}
-	out := map[SourceRef]ReplayRef{}
 	recs := []SourceRecord{{SourceRef: SourceRef{"d", 1, 7}, EventID: "e"}, {SourceRef: SourceRef{"d", 1, 8}, EventID: "e"}, {SourceRef: SourceRef{"d", 0, 5}, EventID: "e"}}
 	var spans []BatchSpan
 	for i, b := range bs {
 		spans = append(spans, BatchSpan{ID: int64(i), Topic: b.SourceTopic, Partition: b.SourcePartition, First: b.SourceOffsets[0], Last: b.SourceOffsets[len(b.SourceOffsets)-1], At: b.At, RunID: "r"})
 	}
-	err := ResolveLatest(recs, spans, func(ids []int64) (out []SendBatch, runs []BatchRun, _ error) {
+	out, err := ResolveLatest(recs, spans, func(ids []int64) (out []SendBatch, runs []BatchRun, _ error) {
 		for _, id := range ids {
 			out, runs = append(out, bs[id]), append(runs, BatchRun{ID: "r", Batch: id})
 		}
 		return out, runs, nil
-	}, out)
+	})
 	if err != nil || len(out) != 2 || out[SourceRef{"d", 1, 7}].TargetOffset != 70 || out[SourceRef{"d", 0, 5}].TargetPartition != 1 {
 		t.Fatalf("resolved %+v", out)
 	}
@@ -408,14 +407,13 @@ func TestResolveLatest(t *testing.T) {
 			}
 		}
 		var reads [][]int64
-		got := map[SourceRef]ReplayRef{}
-		err := ResolveLatest(recs, spans, func(ids []int64) (bs []SendBatch, rs []BatchRun, _ error) {
+		got, err := ResolveLatest(recs, spans, func(ids []int64) (bs []SendBatch, rs []BatchRun, _ error) {
 			reads = append(reads, slices.Clone(ids))
 			for _, id := range ids {
 				bs, rs = append(bs, batches[id]), append(rs, runs[id])
 			}
 			return bs, rs, nil
-		}, got)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,9 +455,9 @@ func TestResolveLatest(t *testing.T) {
 	}
 	// A fetch that fails fails the resolution.
 	spans := []BatchSpan{{ID: 1, Topic: "d", First: 0, Last: 9}}
-	err := ResolveLatest([]SourceRecord{{SourceRef: SourceRef{"d", 0, 3}}}, spans, func([]int64) ([]SendBatch, []BatchRun, error) {
+	_, err := ResolveLatest([]SourceRecord{{SourceRef: SourceRef{"d", 0, 3}}}, spans, func([]int64) ([]SendBatch, []BatchRun, error) {
 		return nil, nil, fmt.Errorf("gone")
-	}, map[SourceRef]ReplayRef{})
+	})
 	if err == nil {
 		t.Error("a failed read did not fail the resolution")
 	}

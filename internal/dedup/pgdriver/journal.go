@@ -581,7 +581,6 @@ WHERE source_topic = $1 GROUP BY source_partition`, topic)
 // (dedupdriver.ResolveLatest).
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
 	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
 	// the latest batches that hold them (dedupdriver.ResolveLatest).
 	ws := dedupdriver.SourceWindows(recs)
@@ -604,9 +603,9 @@ JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.
 	if err != nil {
 		return nil, j.classify(err)
 	}
-	err = dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
+	out, err := dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
 		return collectBatches(d.pool.Query(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchTopicJoin()+` WHERE b.id = ANY($1::int8[])`, ids))
-	}, out)
+	})
 	if err != nil {
 		return nil, j.classify(err)
 	}

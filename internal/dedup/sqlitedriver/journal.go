@@ -559,7 +559,6 @@ WHERE source_topic = $1 GROUP BY source_partition`, topic)
 
 func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceRecord) (map[dedupdriver.SourceRef]dedupdriver.ReplayRef, error) {
 	j := d.journal()
-	out := make(map[dedupdriver.SourceRef]dedupdriver.ReplayRef)
 	// In two steps (dedupdriver.SourceWindows): the spans of the batches near the records, then
 	// the latest batches that hold them (dedupdriver.ResolveLatest).
 	ws := dedupdriver.SourceWindows(recs)
@@ -595,13 +594,13 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	if err := rows.Err(); err != nil {
 		return nil, j.classify(err)
 	}
-	err = dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
+	out, err := dedupdriver.ResolveLatest(recs, spans, func(ids []int64) ([]dedupdriver.SendBatch, []dedupdriver.BatchRun, error) {
 		arr, err := json.Marshal(ids)
 		if err != nil {
 			return nil, nil, err
 		}
 		return collectBatches(d.db.QueryContext(ctx, `SELECT `+batchColumns+` FROM `+j.batches+` b`+j.batchJoins()+` WHERE b.id IN (SELECT value FROM json_each($1))`, string(arr)))
-	}, out)
+	})
 	if err != nil {
 		return nil, j.classify(err)
 	}
