@@ -16,6 +16,10 @@ type PlanNode struct {
 	Operation string     `json:"Operation"`
 	Arbiters  []string   `json:"Conflict Arbiter Indexes"`
 	Plans     []PlanNode `json:"Plans"`
+	// With ANALYZE: the rows the node returned, per loop, and those it read and dropped.
+	ActualRows      float64 `json:"Actual Rows"`
+	ActualLoops     float64 `json:"Actual Loops"`
+	RemovedByFilter float64 `json:"Rows Removed by Filter"`
 }
 
 // ExplainedPlan is the plan of one statement's EXPLAIN (FORMAT JSON) output: a list of one

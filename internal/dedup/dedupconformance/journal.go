@@ -293,6 +293,35 @@ func testReplayedSources(t *testing.T, fresh Fresh) {
 	if got, err := st.ReplayedSources(ctx, "orders.dlq", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no refs: %v %v", got, err)
 	}
+	// A batch wider than its neighbours (a run that sent 2 dead letters 5,000 apart, after a
+	// run of narrow batches over the same partition) holds its records wherever a window falls:
+	// the widest batch of the partition bounds the read.
+	if err := st.CreateReplayRun(ctx, newRun("narrow", "o", t0), nil); err != nil {
+		t.Fatal(err)
+	}
+	for lo := int64(0); lo < 6000; lo += 100 {
+		if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "narrow", Owner: "o", Status: dedup.RunRunning, Sends: []dedup.ReplaySend{send(9, lo, lo, t0), send(9, lo+50, lo+50, t0)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CreateReplayRun(ctx, newRun("wide", "o", t0), nil); err != nil {
+		t.Fatal(err)
+	}
+	wide := []dedup.ReplaySend{send(9, 300, 7300, t0.Add(time.Minute)), send(9, 5300, 7301, t0.Add(time.Minute))}
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "wide", Owner: "o", Status: dedup.RunCompleted, Sends: wide}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		off    int64
+		run    string
+		target int64
+	}{{300, "wide", 7300}, {5300, "wide", 7301}, {5350, "narrow", 5350}, {5301, "", 0}, {6100, "", 0}} {
+		got, err := st.ReplayedSources(ctx, "orders.dlq", []dedup.SourceRecord{rec(9, c.off)})
+		r, ok := got[rec(9, c.off).SourceRef]
+		if err != nil || ok != (c.run != "") || r.RunID != c.run || r.TargetOffset != c.target {
+			t.Fatalf("orders.dlq/9/%d beside a wide batch: %+v %v, want run %q at %d", c.off, got, err, c.run, c.target)
+		}
+	}
 	// Many records go in chunks.
 	many := make([]dedup.SourceRecord, 25_000)
 	for i := range many {

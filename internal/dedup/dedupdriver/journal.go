@@ -492,83 +492,93 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 	if len(spans) == 0 {
 		return map[SourceRef]ReplayRef{}, nil
 	}
-	out := make(map[SourceRef]ReplayRef, len(recs))
+	rs := &resolver{spans: spans, fetch: fetch, out: make(map[SourceRef]ReplayRef, len(recs)), read: map[int64]int{}, asked: map[int64]bool{}}
 	holding := spansHolding(recs, spans)
-	var (
-		batches []SendBatch
-		runs    []BatchRun
-		read    = map[int64]int{} // batch id → index in batches
-		ids     []int64
-		asked   = map[int64]bool{}
-	)
-	ask := func(k int) {
-		if id := spans[k].ID; !asked[id] {
-			asked[id] = true
-			ids = append(ids, id)
-		}
-	}
-	load := func() error {
-		if len(ids) == 0 {
-			return nil
-		}
-		bs, rs, err := fetch(ids)
-		if err != nil {
-			return err
-		}
-		for i := range bs {
-			read[rs[i].Batch] = len(batches)
-			batches, runs = append(batches, bs[i]), append(runs, rs[i])
-		}
-		ids = ids[:0]
-		return nil
-	}
-	// sent resolves r by the batch of span k, if that batch (still there) sent it.
-	sent := func(r SourceRecord, k int) bool {
-		i, ok := read[spans[k].ID]
-		if !ok {
-			return false
-		}
-		b := &batches[i]
-		j := b.Find(r.Offset)
-		if j < 0 || !b.SentRecord(j, runs[i].SourceTopicID, r) {
-			return false
-		}
-		out[r.SourceRef] = ReplayRef{RunID: runs[i].ID, At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
-		return true
-	}
 	latest := make([]int, len(recs))
 	for i, h := range holding {
 		if len(h) > 0 {
 			latest[i] = slices.MinFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
-			ask(latest[i])
+			rs.ask(latest[i])
 		}
 	}
-	if err := load(); err != nil {
+	if err := rs.load(); err != nil {
 		return nil, err
 	}
 	var rest []int
 	for i, r := range recs {
-		if h := holding[i]; len(h) > 1 && !sent(r, latest[i]) {
+		if h := holding[i]; len(h) > 1 && !rs.sent(r, latest[i]) {
 			rest = append(rest, i)
 			slices.SortFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
 			for _, k := range h[1:] {
-				ask(k)
+				rs.ask(k)
 			}
 		} else if len(h) == 1 {
-			sent(r, h[0])
+			rs.sent(r, h[0])
 		}
 	}
-	if err := load(); err != nil {
+	if err := rs.load(); err != nil {
 		return nil, err
 	}
 	for _, i := range rest {
 		for _, k := range holding[i][1:] {
-			if sent(recs[i], k) {
+			if rs.sent(recs[i], k) {
 				break
 			}
 		}
 	}
-	return out, nil
+	return rs.out, nil
+}
+
+// resolver holds ResolveLatest's batches read so far and the ids it has yet to read.
+type resolver struct {
+	spans   []BatchSpan
+	fetch   func(ids []int64) ([]SendBatch, []BatchRun, error)
+	out     map[SourceRef]ReplayRef
+	batches []SendBatch
+	runs    []BatchRun
+	read    map[int64]int // batch id → index in batches
+	ids     []int64       // to read
+	asked   map[int64]bool
+}
+
+// ask has the batch of span k read by the next load, unless it was asked for before.
+func (rs *resolver) ask(k int) {
+	if id := rs.spans[k].ID; !rs.asked[id] {
+		rs.asked[id] = true
+		rs.ids = append(rs.ids, id)
+	}
+}
+
+// load reads the batches asked for since the last load.
+func (rs *resolver) load() error {
+	if len(rs.ids) == 0 {
+		return nil
+	}
+	bs, runs, err := rs.fetch(rs.ids)
+	if err != nil {
+		return err
+	}
+	for i := range bs {
+		rs.read[runs[i].Batch] = len(rs.batches)
+		rs.batches, rs.runs = append(rs.batches, bs[i]), append(rs.runs, runs[i])
+	}
+	rs.ids = rs.ids[:0]
+	return nil
+}
+
+// sent resolves r by the batch of span k, if that batch (read, and still there) sent it.
+func (rs *resolver) sent(r SourceRecord, k int) bool {
+	i, ok := rs.read[rs.spans[k].ID]
+	if !ok {
+		return false
+	}
+	b := &rs.batches[i]
+	j := b.Find(r.Offset)
+	if j < 0 || !b.SentRecord(j, rs.runs[i].SourceTopicID, r) {
+		return false
+	}
+	rs.out[r.SourceRef] = ReplayRef{RunID: rs.runs[i].ID, At: b.At, TargetTopic: b.TargetTopic, TargetPartition: b.TargetPartitions[j], TargetOffset: b.TargetOffsets[j]}
+	return true
 }
 
 // spansHolding is, for each of recs, the indexes of the spans whose range holds its offset in

@@ -36,6 +36,7 @@ var Line = []Step{
 	{11, "aggregate_versions"},
 	{12, "group_resets"},
 	{13, "replay_workers"},
+	{14, "replay_batch_widths"},
 }
 
 // migrationName is the name of a migration file: a zero-padded version and a name.
@@ -114,6 +115,7 @@ var journalIndexes = []struct{ key, table, suffix string }{
 	{"ReplaySendsSourceIndex", "replay_sends", "_source_idx"},
 	{"ReplaySendBatchesRunIndex", "replay_send_batches", "_run_idx"},
 	{"ReplaySendBatchesSourceIndex", "replay_send_batches", "_source_idx"},
+	{"ReplaySendBatchesWidthIndex", "replay_send_batches", "_width_idx"},
 }
 
 // JournalTemplateData adds the journal's tables and indexes to a driver's migration template

@@ -588,9 +588,14 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	for i, w := range ws {
 		topics[i], parts[i], lows[i], highs[i] = w.Topic, w.Partition, w.Low, w.High
 	}
+	// A batch that holds an offset of the window ends within the window's width plus the widest
+	// batch of its partition (migration 014's index: one probe) from the window's start: the read
+	// of the index is bounded by the window, not by the batches after it.
 	rows, err := d.pool.Query(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset, c.sent_at, c.run_id
 FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int8[]) AS w(t, p, lo, hi)
-JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.last_offset >= w.lo AND c.first_offset <= w.hi`,
+CROSS JOIN LATERAL (SELECT max(b.last_offset - b.first_offset) AS width FROM `+j.batches+` b WHERE b.source_topic = w.t AND b.source_partition = w.p) m
+JOIN `+j.batches+` c ON c.source_topic = w.t AND c.source_partition = w.p AND c.last_offset >= w.lo AND c.last_offset <= w.hi + m.width
+  AND c.first_offset <= w.hi`,
 		topics, parts, lows, highs)
 	if err != nil {
 		return nil, j.classify(err)

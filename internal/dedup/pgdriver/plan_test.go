@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupconformance"
 	"github.com/fieldwork/fieldwork/internal/dedup/dedupdriver"
 	"github.com/fieldwork/fieldwork/internal/dedup/pgdriver"
@@ -202,38 +203,8 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		t.Fatalf("the emptied table's plain lookup is a %s, not a Seq Scan: the setup no longer misleads the planner\n%s", root.NodeType, plain)
 	}
 
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		plans []string
-	)
-	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if _, plan, ok := strings.Cut(n.Message, "plan:\n"); ok {
-			mu.Lock()
-			plans = append(plans, plan)
-			mu.Unlock()
-		}
-	}
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		for _, q := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-			`SET auto_explain.log_level = notice`, `SET auto_explain.log_format = json`} {
-			if _, err := c.Exec(ctx, q); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
-		}
-		return nil
-	}
-	// One connection: what it runs after the driver's statements is on the same session.
-	cfg.MaxConns = 1
-	explained, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(explained.Close)
-	d := pgdriver.New(explained, names)
+	explained := newExplainer(t, ctx, dsn, false)
+	d := pgdriver.New(explained.Pool, names)
 	ids := make([]string, 500)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("k-%d", i+1)
@@ -241,13 +212,11 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	// The same costing makes PostgreSQL compile a probe of these ids to machine code (JIT), or
 	// the test's check that no statement is compiled proves nothing.
 	var jitted bool
-	err = pgx.BeginFunc(ctx, explained, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, explained.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 			return err
 		}
-		mu.Lock()
-		plans = plans[:0]
-		mu.Unlock()
+		explained.take()
 		if _, err := tx.Exec(ctx, `SELECT m.* FROM unnest($1::text[]) AS k(id) CROSS JOIN LATERAL (SELECT * FROM `+table+
 			` AS t WHERE consumer = 'kept' AND event_id = k.id OFFSET 0) m`, ids); err != nil {
 			return err
@@ -256,9 +225,7 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 			return err
 		}
-		mu.Lock()
-		jitted = slices.ContainsFunc(plans, func(p string) bool { return strings.Contains(p, `"JIT"`) })
-		mu.Unlock()
+		jitted = slices.ContainsFunc(explained.take(), func(p string) bool { return strings.Contains(p, `"JIT"`) })
 		return nil
 	})
 	if err != nil || !jitted {
@@ -314,17 +281,13 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 		{"forget of every consumer", func() (int, error) { m, err := d.Forget(ctx, "", ids[3:]); return len(m) + 3, err }},
 	}
 	for _, c := range calls {
-		mu.Lock()
-		plans = plans[:0]
-		mu.Unlock()
+		explained.take()
 		n, err := c.call()
 		if err != nil || n != 3 {
 			t.Errorf("%s: %d of the 3 markers, %v", c.name, n, err)
 			continue
 		}
-		mu.Lock()
-		got := append([]string(nil), plans...)
-		mu.Unlock()
+		got := explained.take()
 		probed := 0
 		for _, p := range got {
 			if !strings.Contains(p, `"fieldwork_processed_events"`) || strings.Contains(p, "the test's own") {
@@ -349,7 +312,7 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	}
 	// A statement that fails (here: a table the driver does not find) rolls its transaction
 	// back and leaves the connection to the next one.
-	missing := pgdriver.New(explained, dedupdriver.Names{Schema: names.Schema, Table: "no_such_table", Columns: dedupdriver.DefaultColumns})
+	missing := pgdriver.New(explained.Pool, dedupdriver.Names{Schema: names.Schema, Table: "no_such_table", Columns: dedupdriver.DefaultColumns})
 	if _, err := missing.Lookup(ctx, "kept", ids); err == nil {
 		t.Error("a lookup in a missing table did not fail")
 	}
@@ -360,6 +323,121 @@ func TestLookupsOfAnEmptiedTable(t *testing.T) {
 	if err := explained.QueryRow(ctx, `SELECT current_setting('enable_seqscan')`).Scan(&status); err != nil || status != "on" {
 		t.Errorf("after a failed lookup, the session has enable_seqscan %s (%v)", status, err)
 	}
+}
+
+// TestReplayedSourcesReadTheirWindow checks the rows the lookup of replays reads (auto_explain
+// with its actual rows, on the driver's own connection) near the start of a partition whose
+// journal holds 3,000 batches after the records asked for: the batches read must be those near
+// the records, not every batch from them to the end of the partition, which made a replay of
+// n dead letters replayed before read of the order of n² batches.
+func TestReplayedSourcesReadTheirWindow(t *testing.T) {
+	st, env := dedupconformance.NewStore(t, freshSchema)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	if err := st.CreateReplayRun(ctx, dedup.ReplayRun{ID: "dense", Operator: "o", Reason: "r", Selection: `{}`, Sources: []string{"d.dlq"},
+		Target: "original", Status: dedup.RunRunning, Owner: "o", CreatedAt: t0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 3,000 batches of 10 offsets each (a target topic each: a batch per flush, partition and
+	// target), in one flush.
+	var sends []dedup.ReplaySend
+	for o := range int64(30_000) {
+		sends = append(sends, dedup.ReplaySend{SourceTopic: "d.dlq", SourcePartition: 0, SourceOffset: o, EventID: fmt.Sprint("e-", o),
+			TargetTopic: fmt.Sprint("d-", o/10), TargetPartition: 0, TargetOffset: o, At: t0})
+	}
+	if err := st.SaveReplayProgress(ctx, dedup.ReplayProgress{RunID: "dense", Owner: "o", Status: dedup.RunRunning, Sends: sends}); err != nil {
+		t.Fatal(err)
+	}
+	explained := newExplainer(t, ctx, env.DSN, true)
+	if _, err := explained.Exec(ctx, `ANALYZE "`+env.Schema+`".replay_send_batches`); err != nil {
+		t.Fatal(err)
+	}
+	d := pgdriver.New(explained.Pool, dedupdriver.Names{Schema: env.Schema, Table: dedup.DefaultTable, Columns: dedupdriver.DefaultColumns})
+	var recs []dedupdriver.SourceRecord
+	for o := int64(5); o < 25; o++ {
+		recs = append(recs, dedupdriver.SourceRecord{SourceRef: dedupdriver.SourceRef{Topic: "d.dlq", Partition: 0, Offset: o}, EventID: fmt.Sprint("e-", o)})
+	}
+	explained.take()
+	got, err := d.ReplayedSources(ctx, recs)
+	if err != nil || len(got) != len(recs) {
+		t.Fatalf("%d of %d records replayed, %v", len(got), len(recs), err)
+	}
+	// The statements' plans are told once their portals are dropped: by the next one's.
+	if _, err := explained.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	read, seen := 0.0, false
+	for _, p := range explained.take() {
+		var walk func(n testenv.PlanNode)
+		walk = func(n testenv.PlanNode) {
+			if n.Relation == "replay_send_batches" {
+				seen = true
+				read += (n.ActualRows + n.RemovedByFilter) * max(n.ActualLoops, 1)
+			}
+			for _, c := range n.Plans {
+				walk(c)
+			}
+		}
+		walk(testenv.ExplainedPlan(t, []byte(p)))
+	}
+	// The window's 3 batches and their neighbours, the widest batch's probe, the batches read by id.
+	if !seen || read > 20 {
+		t.Errorf("the lookup of 20 records read %v rows of replay_send_batches (seen: %v): the read is not bounded by the records", read, seen)
+	}
+}
+
+// explainer is a pool of one connection (what runs after a statement is on the same session)
+// whose statements' plans auto_explain sends back as notices, in JSON; with analyze, with the
+// rows each node read.
+type explainer struct {
+	*pgxpool.Pool
+	mu    sync.Mutex
+	plans []string
+}
+
+func newExplainer(t *testing.T, ctx context.Context, dsn string, analyze bool) *explainer {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &explainer{}
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if _, plan, ok := strings.Cut(n.Message, "plan:\n"); ok {
+			e.mu.Lock()
+			e.plans = append(e.plans, plan)
+			e.mu.Unlock()
+		}
+	}
+	set := []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_level = notice`, `SET auto_explain.log_format = json`}
+	if analyze {
+		set = append(set, `SET auto_explain.log_analyze = on`, `SET auto_explain.log_timing = off`)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		for _, q := range set {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+	cfg.MaxConns = 1
+	if e.Pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// take returns the plans seen since the last take, and forgets them.
+func (e *explainer) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.plans
+	e.plans = nil
+	return out
 }
 
 // insertsByArbiter says what is wrong with the plan of a claim ("" when nothing): it inserts

@@ -570,9 +570,12 @@ func (d *Driver) ReplayedSources(ctx context.Context, recs []dedupdriver.SourceR
 	if err != nil {
 		return nil, err
 	}
+	// Bounded by the window and the widest batch of its partition, as in the PostgreSQL driver.
 	rows, err := d.db.QueryContext(ctx, `SELECT c.id, c.source_topic, c.source_partition, c.first_offset, c.last_offset, c.sent_at, c.run_id FROM json_each($1) AS w
   JOIN `+j.batches+` c ON c.source_topic = w.value->>0 AND c.source_partition = w.value->>1
-    AND c.last_offset >= w.value->>2 AND c.first_offset <= w.value->>3`, string(arr))
+    AND c.last_offset >= w.value->>2 AND c.first_offset <= w.value->>3
+    AND c.last_offset <= w.value->>3 + (SELECT max(b.last_offset - b.first_offset) FROM `+j.batches+` b
+      WHERE b.source_topic = w.value->>0 AND b.source_partition = w.value->>1)`, string(arr))
 	if err != nil {
 		return nil, j.classify(err)
 	}

@@ -67,7 +67,7 @@ func TestSchemaIsATablePrefix(t *testing.T) {
 	got := strings.Join(tableNames(t, st), " ")
 	want := "fieldwork_fieldwork_migrations fieldwork_group_actions fieldwork_marker_actions fieldwork_processed_events fieldwork_processed_events_processed_at_idx fieldwork_processed_events_versions" +
 		" fieldwork_replay_checkpoints fieldwork_replay_run_topics fieldwork_replay_runs fieldwork_replay_runs_created_at_idx" +
-		" fieldwork_replay_send_batches fieldwork_replay_send_batches_run_idx fieldwork_replay_send_batches_source_idx" +
+		" fieldwork_replay_send_batches fieldwork_replay_send_batches_run_idx fieldwork_replay_send_batches_source_idx fieldwork_replay_send_batches_width_idx" +
 		" fieldwork_replay_send_times fieldwork_replay_target_counts fieldwork_replay_workers"
 	if got != want {
 		t.Fatalf("objects %q, want %q", got, want)
@@ -83,7 +83,7 @@ func TestSchemaMainMeansNoPrefix(t *testing.T) {
 	}
 	got := strings.Join(tableNames(t, st), " ")
 	if got != "fieldwork_migrations group_actions marker_actions replay_checkpoints replay_run_topics replay_runs replay_runs_created_at_idx"+
-		" replay_send_batches replay_send_batches_run_idx replay_send_batches_source_idx replay_send_times replay_target_counts"+
+		" replay_send_batches replay_send_batches_run_idx replay_send_batches_source_idx replay_send_batches_width_idx replay_send_times replay_target_counts"+
 		" replay_workers seen_events seen_events_processed_at_idx seen_events_versions" {
 		t.Fatalf("objects %q", got)
 	}
