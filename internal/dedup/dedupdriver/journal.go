@@ -493,35 +493,32 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 		return map[SourceRef]ReplayRef{}, nil
 	}
 	rs := &resolver{spans: spans, fetch: fetch, out: make(map[SourceRef]ReplayRef, len(recs)), read: map[int64]int{}, asked: map[int64]bool{}}
-	holding := spansHolding(recs, spans)
-	latest := make([]int, len(recs))
-	for i, h := range holding {
-		if len(h) > 0 {
-			latest[i] = slices.MinFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
-			rs.ask(latest[i])
+	h := newHolding(recs, spans)
+	for _, k := range h.latest {
+		if k >= 0 {
+			rs.ask(k)
 		}
 	}
 	if err := rs.load(); err != nil {
 		return nil, err
 	}
-	var rest []int
+	var rest [][]int // per record its latest did not send: the others holding it, the latest first
+	var restAt []int
 	for i, r := range recs {
-		if h := holding[i]; len(h) > 1 && !rs.sent(r, latest[i]) {
-			rest = append(rest, i)
-			slices.SortFunc(h, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
-			for _, k := range h[1:] {
-				rs.ask(k)
+		if k := h.latest[i]; k >= 0 && !rs.sent(r, k) && h.count[i] > 1 {
+			others := h.others(r, k)
+			rest, restAt = append(rest, others), append(restAt, i)
+			for _, o := range others {
+				rs.ask(o)
 			}
-		} else if len(h) == 1 {
-			rs.sent(r, h[0])
 		}
 	}
 	if err := rs.load(); err != nil {
 		return nil, err
 	}
-	for _, i := range rest {
-		for _, k := range holding[i][1:] {
-			if rs.sent(recs[i], k) {
+	for n, others := range rest {
+		for _, k := range others {
+			if rs.sent(recs[restAt[n]], k) {
 				break
 			}
 		}
@@ -581,25 +578,78 @@ func (rs *resolver) sent(r SourceRecord, k int) bool {
 	return true
 }
 
-// spansHolding is, for each of recs, the indexes of the spans whose range holds its offset in
-// its partition.
-func spansHolding(recs []SourceRecord, spans []BatchSpan) [][]int {
-	type part struct {
-		t string
-		p int32
+// holding is, for each of recs, the latest of the spans whose range holds its offset in its
+// partition (laterSpan; -1: none) and how many do: found by one sweep of each partition's
+// records and spans in offset order, the spans ranked once, so that a record costs the spans
+// that hold it, not every span of its partition.
+type holding struct {
+	spans   []BatchSpan
+	rank    []int // span index → its place, the latest first
+	byFirst map[SourceRef][]int
+	latest  []int
+	count   []int
+}
+
+func newHolding(recs []SourceRecord, spans []BatchSpan) *holding {
+	h := &holding{spans: spans, rank: make([]int, len(spans)), byFirst: map[SourceRef][]int{}, latest: make([]int, len(recs)), count: make([]int, len(recs))}
+	order := make([]int, len(spans))
+	for k := range order {
+		order[k] = k
 	}
-	byPart := map[part][]int{}
+	slices.SortFunc(order, func(a, b int) int { return laterSpan(spans[a], spans[b]) })
+	for r, k := range order {
+		h.rank[k] = r
+	}
 	for k, s := range spans {
-		byPart[part{s.Topic, s.Partition}] = append(byPart[part{s.Topic, s.Partition}], k)
+		p := SourceRef{Topic: s.Topic, Partition: s.Partition}
+		h.byFirst[p] = append(h.byFirst[p], k)
 	}
-	out := make([][]int, len(recs))
+	for _, ks := range h.byFirst {
+		slices.SortFunc(ks, func(a, b int) int { return cmp.Compare(spans[a].First, spans[b].First) })
+	}
+	byPart := map[SourceRef][]int{}
 	for i, r := range recs {
-		for _, k := range byPart[part{r.Topic, r.Partition}] {
-			if s := &spans[k]; s.First <= r.Offset && r.Offset <= s.Last {
-				out[i] = append(out[i], k)
+		p := SourceRef{Topic: r.Topic, Partition: r.Partition}
+		byPart[p] = append(byPart[p], i)
+		h.latest[i] = -1
+	}
+	var active []int
+	for p, is := range byPart {
+		ks := h.byFirst[p]
+		slices.SortFunc(is, func(a, b int) int { return cmp.Compare(recs[a].Offset, recs[b].Offset) })
+		active = active[:0]
+		next := 0
+		for _, i := range is {
+			off := recs[i].Offset
+			for ; next < len(ks) && spans[ks[next]].First <= off; next++ {
+				active = append(active, ks[next])
+			}
+			// A span that ended before this offset ends before every later one too.
+			active = slices.DeleteFunc(active, func(k int) bool { return spans[k].Last < off })
+			h.count[i] = len(active)
+			for _, k := range active {
+				if h.latest[i] < 0 || h.rank[k] < h.rank[h.latest[i]] {
+					h.latest[i] = k
+				}
 			}
 		}
 	}
+	return h
+}
+
+// others is the spans holding r's offset other than latest, the latest first.
+func (h *holding) others(r SourceRecord, latest int) []int {
+	var out []int
+	for _, k := range h.byFirst[SourceRef{Topic: r.Topic, Partition: r.Partition}] {
+		s := &h.spans[k]
+		if s.First > r.Offset {
+			break
+		}
+		if k != latest && s.Last >= r.Offset {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(a, b int) int { return cmp.Compare(h.rank[a], h.rank[b]) })
 	return out
 }
 

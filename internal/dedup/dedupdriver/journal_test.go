@@ -388,6 +388,7 @@ func TestResolveLatest(t *testing.T) {
 				recs = append(recs, SourceRecord{SourceRef: SourceRef{"d", p, o}, EventID: fmt.Sprint("e", o), TopicID: "now"})
 			}
 		}
+		rnd.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 		// The answer of a look through every batch.
 		want := map[SourceRef]ReplayRef{}
 		best := map[SourceRef]BatchSpan{}
@@ -407,7 +408,9 @@ func TestResolveLatest(t *testing.T) {
 			}
 		}
 		var reads [][]int64
-		got, err := ResolveLatest(recs, spans, func(ids []int64) (bs []SendBatch, rs []BatchRun, _ error) {
+		shuffled := slices.Clone(spans) // spans come in no order
+		rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		got, err := ResolveLatest(recs, shuffled, func(ids []int64) (bs []SendBatch, rs []BatchRun, _ error) {
 			reads = append(reads, slices.Clone(ids))
 			for _, id := range ids {
 				bs, rs = append(bs, batches[id]), append(rs, runs[id])
