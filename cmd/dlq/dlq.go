@@ -3,6 +3,7 @@ package dlq
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dedup"
 	"github.com/fieldwork/fieldwork/internal/dlq"
+	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
@@ -102,8 +104,9 @@ type reading struct {
 }
 
 // open resolves the selection's topics on c, then calls before with them (a read that needs
-// more of the cluster first, such as retention), opens the status lookup and starts the
-// progress line, labelled verb.
+// more of the cluster first, such as retention), opens the status lookup, paces the
+// collector for the read (gcpace: a read that looks statuses up holds a batch of dead letters
+// while it does) and starts the progress line, labelled verb.
 func (s *dlqSelection) open(ctx context.Context, c *kafka.Cluster, d dlqDeps, verb string, before func([]string) error) (*reading, error) {
 	topics, pattern, err := s.TopicFlags.Resolve(ctx, c, s.Pattern, d.DLQPattern, d.Streams)
 	if err != nil {
@@ -118,6 +121,11 @@ func (s *dlqSelection) open(ctx context.Context, c *kafka.Cluster, d dlqDeps, ve
 	if err != nil {
 		return nil, err
 	}
+	floor := uint64(gcpace.ReadFloor)
+	if lookup.Enabled() {
+		floor = gcpace.StatusFloor
+	}
+	gcpace.Floor(os.Getenv, floor)
 	progress := dlqProgress(d.Streams, verb, topics)
 	return &reading{topics: topics, pattern: pattern, lookup: lookup, progress: progress, close: func() { progress.Stop(); closeStore() }}, nil
 }

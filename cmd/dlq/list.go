@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/output"
 )
 
@@ -115,7 +113,6 @@ func (opts *DLQListOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqListRun(ctx context.Context, opts *DLQListOptions, cl *cmdutil.Clients) error {
-	gcpace.Floor(os.Getenv, gcpace.ReadFloor)
 	p, c := cl.Printer, cl.Kafka
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "scanning", nil)
 	if err != nil {

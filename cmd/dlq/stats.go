@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,6 @@ import (
 	"github.com/fieldwork/fieldwork/cmd/cmdutil"
 	"github.com/fieldwork/fieldwork/internal/dlq"
 	"github.com/fieldwork/fieldwork/internal/fwerr"
-	"github.com/fieldwork/fieldwork/internal/gcpace"
 	"github.com/fieldwork/fieldwork/internal/output"
 	"github.com/fieldwork/fieldwork/internal/timespec"
 )
@@ -98,7 +96,6 @@ func (opts *DLQStatsOptions) parse(cmd *cobra.Command) error {
 }
 
 func dlqStatsRun(ctx context.Context, opts *DLQStatsOptions, cl *cmdutil.Clients) error {
-	gcpace.Floor(os.Getenv, gcpace.ReadFloor)
 	p, c := cl.Printer, cl.Kafka
 	var retention map[string]dlq.Retention
 	rd, err := opts.dlqSelection.open(ctx, c, opts.dlqDeps, "summarising", func(topics []string) (err error) {
