@@ -346,6 +346,7 @@ type group struct {
 // describe describes group. A group the cluster does not know is a usage error; a denial
 // is classified.
 func describe(ctx context.Context, c *kafka.Cluster, name string) (group, error) {
+	c.AwaitGroupCoordinators(ctx, name)
 	ds, err := c.Admin.DescribeGroups(ctx, name)
 	if err != nil && len(ds) == 0 {
 		return group{}, kafka.Denied(fmt.Errorf("describe consumer group %s: %w", name, err), kafka.OpDescribe, kafka.ResourceGroup, name)
@@ -401,6 +402,7 @@ func describeCommits(ctx context.Context, c *kafka.Cluster, name string) (group,
 // ListGroups); a group that cannot be described is left out.
 func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed kadm.ListedGroups) map[string]group {
 	out := map[string]group{}
+	c.AwaitGroupCoordinators(ctx, names...)
 	var classicNames, consumerNames, shareNames []string
 	for _, n := range names {
 		switch listed[n].GroupType {

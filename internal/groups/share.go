@@ -56,6 +56,7 @@ type ShareReport struct {
 // describeShare describes name as a share group: ok is false when it is none (or the broker
 // knows no share groups); a denial is classified.
 func describeShare(ctx context.Context, c *kafka.Cluster, name string) (group, bool, error) {
+	c.AwaitGroupCoordinators(ctx, name)
 	ss, err := c.Admin.DescribeShareGroups(ctx, name)
 	d, ok := ss[name]
 	switch {

@@ -57,7 +57,7 @@ func ClientOptions(conn config.Connection) ([]kgo.Opt, error) {
 		kgo.SeedBrokers(conn.Brokers...),
 		kgo.ClientID("fieldwork"),
 		kgo.DialTimeout(5 * time.Second),
-		kgo.RetryTimeout(15 * time.Second),
+		kgo.RetryTimeout(retryTimeout),
 		kgo.MetadataMinAge(500 * time.Millisecond),
 	}
 	if conn.TLS.Enabled {

@@ -41,6 +41,7 @@ func (c *Cluster) GroupCommits(ctx context.Context, groups ...string) (map[strin
 	if len(groups) == 0 {
 		return out, failed
 	}
+	c.AwaitGroupCoordinators(ctx, groups...)
 	for name, fr := range c.Admin.FetchManyOffsets(ctx, groups...) {
 		if fr.Err != nil {
 			failed[name] = Denied(fmt.Errorf("fetch the offsets of group %s: %w", name, fr.Err), OpDescribe, ResourceGroup, name)
@@ -102,6 +103,7 @@ func (c *Cluster) CommitGroup(ctx context.Context, group string, offsets Commits
 			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
 		}
 	}
+	c.AwaitGroupCoordinators(ctx, group)
 	resp, err := c.Admin.CommitOffsets(ctx, group, os)
 	if err != nil {
 		return Denied(fmt.Errorf("commit the offsets of group %s: %w", group, err), OpRead, ResourceGroup, group)

@@ -46,6 +46,7 @@ func (c *Cluster) ShareGroupStarts(ctx context.Context, groups ...string) (map[s
 	if len(groups) == 0 {
 		return out, failed
 	}
+	c.AwaitGroupCoordinators(ctx, groups...)
 	described, err := c.Admin.DescribeShareGroupOffsets(ctx, groups...)
 	for _, g := range groups {
 		d, ok := described[g]
@@ -83,6 +84,7 @@ func (c *Cluster) AlterShareGroupStarts(ctx context.Context, group string, offse
 			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
 		}
 	}
+	c.AwaitGroupCoordinators(ctx, group)
 	resp, err := c.Admin.AlterShareGroupOffsets(ctx, group, os)
 	if err != nil {
 		return Denied(fmt.Errorf("alter the start offsets of share group %s: %w", group, err), OpRead, ResourceGroup, group)
@@ -100,6 +102,7 @@ func (c *Cluster) AlterShareGroupStarts(ctx context.Context, group string, offse
 // no single partition), so that the group starts them again by share.auto.offset.reset: the
 // broker accepts it only while the group has no members.
 func (c *Cluster) DeleteShareGroupStarts(ctx context.Context, group string, topics ...string) error {
+	c.AwaitGroupCoordinators(ctx, group)
 	resp, err := c.Admin.DeleteShareGroupOffsets(ctx, group, topics...)
 	if err != nil {
 		return Denied(fmt.Errorf("delete the start offsets of share group %s: %w", group, err), OpDelete, ResourceGroup, group)
