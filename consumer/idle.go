@@ -110,6 +110,7 @@ func (e *Runner) behind(ctx context.Context, halted map[tp]bool) (behind, stoppe
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := &kafka.Cluster{Client: e.cl, Admin: kadm.NewClient(e.cl)}
+	c.AwaitGroupCoordinators(ctx, e.o.Group)
 	committed, err := c.Admin.FetchOffsets(ctx, e.o.Group)
 	if err != nil {
 		return "", "", fmt.Errorf("committed offsets of group %s: %w", e.o.Group, err)

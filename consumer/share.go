@@ -501,6 +501,7 @@ func (e *Runner) shareBehind(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := &kafka.Cluster{Client: e.cl, Admin: kadm.NewClient(e.cl)}
+	c.AwaitGroupCoordinators(ctx, e.o.ShareGroup)
 	described, err := c.Admin.DescribeShareGroupOffsets(ctx, e.o.ShareGroup)
 	if err == nil {
 		err = described.Error()

@@ -135,6 +135,7 @@ func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string, parts ma
 	for t, ps := range parts {
 		set.Add(t, ps...)
 	}
+	c.AwaitGroupCoordinators(ctx, group)
 	resp, err := c.Admin.DeleteOffsets(ctx, group, set)
 	if err != nil {
 		return Denied(fmt.Errorf("delete the offsets of group %s: %w", group, err), OpDelete, ResourceGroup, group)
