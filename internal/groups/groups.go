@@ -10,6 +10,7 @@
 package groups
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,8 @@ type Summary struct {
 	Members      int      `json:"members"`
 	Topics       []string `json:"topics"`
 	// TotalLag sums the lag of every committed partition; LagKnown is false when the
-	// commits could not be read (Error says why).
+	// commits could not be read. Error says why the commits could not be read or, when they
+	// could, why the group could not be described (Members is then 0, not known).
 	TotalLag int64  `json:"total_lag"`
 	LagKnown bool   `json:"lag_known"`
 	Error    string `json:"error,omitempty"`
@@ -56,7 +58,7 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 	if len(names) == 0 {
 		return out, nil
 	}
-	described := describeMany(ctx, c, names, listed)
+	described, undescribed := describeMany(ctx, c, names, listed)
 	var offsetNames, shareNames []string
 	for _, n := range names {
 		if listed[n].GroupType == TypeShare {
@@ -86,6 +88,9 @@ func List(ctx context.Context, c *kafka.Cluster) ([]Summary, error) {
 			if s.State == "" {
 				s.State = d.State
 			}
+		}
+		if derr := undescribed[name]; derr != nil {
+			s.Error = derr.Error() // its members are unknown; its commits may still be read
 		}
 		if ferr := failed[name]; ferr != nil {
 			s.Error = ferr.Error()
@@ -399,47 +404,59 @@ func describeCommits(ctx context.Context, c *kafka.Cluster, name string) (group,
 }
 
 // describeMany describes the listed groups, each with the API of its type (listed by
-// ListGroups); a group that cannot be described is left out.
-func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed kadm.ListedGroups) map[string]group {
-	out := map[string]group{}
+// ListGroups; a type other than these, say streams, with the classic API). A group of a
+// known type that cannot be described is in the second map with its error, classified by
+// Denied.
+func describeMany(ctx context.Context, c *kafka.Cluster, names []string, listed kadm.ListedGroups) (map[string]group, map[string]error) {
+	out, failed := map[string]group{}, map[string]error{}
 	c.AwaitGroupCoordinators(ctx, names...)
-	var classicNames, consumerNames, shareNames []string
+	byType := map[string][]string{}
 	for _, n := range names {
-		switch listed[n].GroupType {
-		case TypeConsumer:
-			consumerNames = append(consumerNames, n)
-		case TypeShare:
-			shareNames = append(shareNames, n)
-		default:
-			classicNames = append(classicNames, n)
+		typ := listed[n].GroupType
+		if typ != TypeConsumer && typ != TypeShare {
+			typ = TypeClassic
 		}
+		byType[typ] = append(byType[typ], n)
 	}
-	if len(shareNames) > 0 {
-		ss, _ := c.Admin.DescribeShareGroups(ctx, shareNames...)
-		for n, d := range ss {
-			if d.Err == nil {
+	note := func(typ, n string, err error) {
+		failed[n] = kafka.Denied(fmt.Errorf("describe %s group %s: %w", typ, n, err), kafka.OpDescribe, kafka.ResourceGroup, n)
+	}
+	if ns := byType[TypeShare]; len(ns) > 0 {
+		ss, err := c.Admin.DescribeShareGroups(ctx, ns...)
+		for _, n := range ns {
+			if d, ok := ss[n]; ok && d.Err == nil {
 				out[n] = share(d)
+			} else {
+				note(TypeShare, n, cmp.Or(d.Err, err, errNoAnswer))
 			}
 		}
 	}
-	if len(classicNames) > 0 {
-		ds, _ := c.Admin.DescribeGroups(ctx, classicNames...)
-		for n, d := range ds {
-			if d.Err == nil {
+	if ns := byType[TypeClassic]; len(ns) > 0 {
+		ds, err := c.Admin.DescribeGroups(ctx, ns...)
+		for _, n := range ns {
+			switch d, ok := ds[n]; {
+			case ok && d.Err == nil:
 				out[n] = classic(d)
-			}
+			case listed[n].GroupType == "" || listed[n].GroupType == TypeClassic:
+				note(TypeClassic, n, cmp.Or(d.Err, err, errNoAnswer))
+			} // a group of a type fieldwork does not describe (streams) is left undescribed
 		}
 	}
-	if len(consumerNames) > 0 {
-		cs, _ := c.Admin.DescribeConsumerGroups(ctx, consumerNames...)
-		for n, d := range cs {
-			if d.Err == nil {
+	if ns := byType[TypeConsumer]; len(ns) > 0 {
+		cs, err := c.Admin.DescribeConsumerGroups(ctx, ns...)
+		for _, n := range ns {
+			if d, ok := cs[n]; ok && d.Err == nil {
 				out[n] = consumer(d)
+			} else {
+				note(TypeConsumer, n, cmp.Or(d.Err, err, errNoAnswer))
 			}
 		}
 	}
-	return out
+	return out, failed
 }
+
+// errNoAnswer is the error of a group the brokers' answer left out.
+var errNoAnswer = errors.New("no answer for it")
 
 func classic(d kadm.DescribedGroup) group {
 	g := group{Type: TypeClassic, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID, Members: []Member{}}
