@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -36,6 +37,9 @@ type Cluster struct {
 	Admin   *kadm.Client
 	Brokers []string
 	opts    []kgo.Opt
+	// named holds the groups whose coordinator the brokers have named (AwaitGroupCoordinators):
+	// a command that calls a group's coordinator several times waits for it once.
+	named sync.Map
 }
 
 // Options returns the base client options (seeds, TLS, SASL) for building further clients.

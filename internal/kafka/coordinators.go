@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,8 +22,10 @@ const retryTimeout = 15 * time.Second
 // asks again after 100 ms, then twice as long each time up to a second, for at most
 // retryTimeout or until ctx ends; any other answer ends the wait, and the call that follows
 // reports it (a denial, an unreachable broker). Every call of a group's coordinator
-// (offsets, descriptions, commits, share-group starts) waits first.
+// (offsets, descriptions, commits, share-group starts) waits first; a group whose coordinator
+// the brokers named once is not asked about again (Cluster.named).
 func (c *Cluster) AwaitGroupCoordinators(ctx context.Context, groups ...string) {
+	groups = slices.DeleteFunc(slices.Clone(groups), func(g string) bool { _, ok := c.named.Load(g); return ok })
 	if len(groups) == 0 {
 		return
 	}
@@ -31,6 +34,9 @@ func (c *Cluster) AwaitGroupCoordinators(ctx context.Context, groups ...string) 
 	for {
 		pending := false
 		for _, r := range c.Admin.FindGroupCoordinators(ctx, groups...) {
+			if r.Err == nil {
+				c.named.Store(r.Name, true)
+			}
 			pending = pending || coordinatorPending(r.Err)
 		}
 		if !pending || time.Now().Add(wait).After(deadline) {

@@ -502,13 +502,17 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 	if err := rs.load(); err != nil {
 		return nil, err
 	}
-	var rest [][]int // per record its latest did not send: the others holding it, the latest first
-	var restAt []int
+	// Each record its latest did not send, with the others holding it, the latest first.
+	type unsent struct {
+		rec    int
+		others []int
+	}
+	var rest []unsent
 	for i, r := range recs {
 		if k := h.latest[i]; k >= 0 && !rs.sent(r, k) && h.count[i] > 1 {
-			others := h.others(r, k)
-			rest, restAt = append(rest, others), append(restAt, i)
-			for _, o := range others {
+			u := unsent{i, h.others(r, k)}
+			rest = append(rest, u)
+			for _, o := range u.others {
 				rs.ask(o)
 			}
 		}
@@ -516,9 +520,9 @@ func ResolveLatest(recs []SourceRecord, spans []BatchSpan, fetch func(ids []int6
 	if err := rs.load(); err != nil {
 		return nil, err
 	}
-	for n, others := range rest {
-		for _, k := range others {
-			if rs.sent(recs[restAt[n]], k) {
+	for _, u := range rest {
+		for _, k := range u.others {
+			if rs.sent(recs[u.rec], k) {
 				break
 			}
 		}
