@@ -12,7 +12,8 @@
 //   - the listing's own read (its client settings and collector pacing) writing, for each
 //     record, the line dlq list writes for a dead letter whose headers were not parsed (the
 //     listing's encoder and buffer size), no parsing: the listing's floor;
-//   - fieldwork dlq stats -o json, and fieldwork dlq list --limit 0 --no-status -o jsonl;
+//   - fieldwork dlq stats -o json, and fieldwork dlq list --limit 0 --no-status -o jsonl into
+//     /dev/null, and the same listing into a pipe this program reads (counting its lines);
 //   - fieldwork processed check -o json (every event has its marker) and fieldwork inspect
 //     validate -o json over the same records (their values are the original events);
 //   - dlq stats, inspect validate and processed check again over the small topic, for their
@@ -23,6 +24,12 @@
 //     against one of -marker-table markers whose statistics were gathered before the checked
 //     consumer wrote (markerTables), over rounds of their own after the others' (-marker-rounds:
 //     a round takes seconds, and the two tables' checks swing from round to round).
+//
+// A contender whose output is a line a record (kcat, the listing, the listing's floor) writes it to
+// /dev/null in the measured rounds, as an operator's redirect would: into a pipe, the reader
+// (this program, copying some 2 KB a record out of it) took 0.6 µs a record of the two cores
+// the contender runs on. Its lines are counted in a run of its own before the rounds
+// (checkCounts); the listing into a pipe (dlq/list-pipe) shows what the reader costs.
 //
 // It prints every run and the medians, and with -json writes every run for the suite
 // (internal/benchsuite, `make bench`). It is a benchmark, not a test: it asserts nothing (CI
@@ -174,6 +181,7 @@ func main() {
 	defer cleanup()
 	cs := contenders(cfg, bin, self, schema, sizes, names)
 	rep := newReport(cfg)
+	checkCounts(cs)
 	runRounds(&rep, cfg.rounds, cs)
 	if cfg.markerEvents > 0 {
 		// A round of these takes seconds and their two tables' checks swing more from round
@@ -207,8 +215,7 @@ func profileRuns(cfg config, bin string, cs []contender) {
 		file := filepath.Join(cfg.profileDir, strings.ReplaceAll(c.key, "/", "-")+".pprof")
 		cmd := exec.Command(cfg.profileBinary, c.args[1:]...)
 		cmd.Env = append(os.Environ(), "FIELDWORK_CPUPROFILE="+file)
-		var out capture
-		if _, err := benchkit.Measure(cmd, &out); err != nil {
+		if _, err := measureInto(cmd, c.discard); err != nil {
 			fail(fmt.Errorf("%s, profiled: %w", c.label, err))
 		}
 		fmt.Printf("profiled %s: %s\n", c.key, file)
@@ -268,6 +275,8 @@ type contender struct {
 	args       []string
 	count      func(out *capture) (int64, error)
 	inproc     func(round int) (benchkit.Run, error)
+	// discard: the measured runs write the output to /dev/null; checkCounts counts it once.
+	discard bool
 }
 
 // contenders lists what each round runs: per topic size, dlq stats, processed check and inspect
@@ -284,17 +293,19 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 		if n != cfg.records {
 			sfx = fmt.Sprintf("@%d", n)
 		}
+		list := fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl")
 		check := fw("processed", "check", "--topic", t, "--consumer", "bench", "--dsn", cfg.dsn, "--schema", schema, "-o", "json")
 		cs = append(cs,
-			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read"), nil},
-			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker"), nil},
-			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_read"), nil})
+			contender{"dlq/stats" + sfx, "fieldwork dlq stats -o json", n, fw("dlq", "stats", "--topic", t, "-o", "json"), jsonCount("records_read"), nil, false},
+			contender{"processed/check" + sfx, "fieldwork processed check -o json (every event marked)", n, check, jsonCount("with_marker"), nil, false},
+			contender{"inspect/validate" + sfx, "fieldwork inspect validate -o json", n, fw("inspect", "validate", t, "-o", "json"), jsonCount("records_read"), nil, false})
 		if n == cfg.records {
 			cs = append(cs,
-				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl", n, fw("dlq", "list", "--topic", t, "--limit", "0", "--no-status", "-o", "jsonl"), lineCount, nil},
-				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, nil, nil},
-				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil},
-				contender{"dlq/lines", "the listing's read writing its line of each record, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t, "-lines"}, lineCount, nil})
+				contender{"dlq/list", "fieldwork dlq list --limit 0 --no-status -o jsonl > /dev/null", n, list, lineCount, nil, true},
+				contender{"dlq/list-pipe", "fieldwork dlq list --limit 0 --no-status -o jsonl into a pipe this program reads", n, list, lineCount, nil, false},
+				contender{"dlq/kcat", "kcat -C -e -J -q > /dev/null", n, []string{"kcat", "-C", "-e", "-J", "-q", "-t", t, "-b", cfg.brokers}, lineCount, nil, true},
+				contender{"dlq/franz-go", "bare franz-go read of the range, no parsing", n, []string{self, "-brokers", cfg.brokers, "-read-range", t}, jsonCount(""), nil, false},
+				contender{"dlq/lines", "the listing's read writing its line of each record, no parsing, > /dev/null", n, []string{self, "-brokers", cfg.brokers, "-read-range", t, "-lines"}, lineCount, nil, true})
 		}
 	}
 	return cs
@@ -304,6 +315,7 @@ func contenders(cfg config, bin, self, schema string, sizes []int, names map[int
 func newReport(cfg config) benchkit.Report {
 	rep := benchkit.Report{Bench: "dlq", Notes: []string{
 		fmt.Sprintf("%d dead letters (values of about %d bytes) on %d partitions, and a topic of the first %d; every contender a child process, peak RSS from wait4", cfg.records, cfg.valueSize, cfg.partitions, cfg.small),
+		"kcat's, the listing's and its floor's output (a line a record) to /dev/null, counted in a run of each before the rounds; dlq/list-pipe: the listing into a pipe this program reads",
 		benchkit.KcatVersion(),
 	}}
 	if cfg.markerEvents > 0 {
@@ -321,28 +333,66 @@ func runRounds(rep *benchkit.Report, rounds int, cs []contender) {
 			var out capture
 			var run benchkit.Run
 			var err error
-			if c.inproc != nil {
+			switch {
+			case c.inproc != nil:
 				run, err = c.inproc(r + 1)
-			} else {
+			case c.discard:
+				run, err = measureInto(exec.Command(c.args[0], c.args[1:]...), true)
+			default:
 				run, err = benchkit.Measure(exec.Command(c.args[0], c.args[1:]...), &out)
 			}
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", c.label, err))
 			}
 			run.Round, run.Records = r+1, int64(c.records)
-			if c.count != nil {
-				got, err := c.count(&out)
-				if err != nil {
-					fail(fmt.Errorf("%s: %w", c.label, err))
-				}
-				if got != int64(c.records) {
-					fail(fmt.Errorf("%s read %d records of %d", c.label, got, c.records))
-				}
+			if c.count != nil && !c.discard {
+				checkCount(c, &out)
 			}
 			rep.Add(c.key, c.label, run)
 			fmt.Printf("round %d: %-60s %s\n", r+1, c.key+" "+c.label+":", run)
 		}
 	}
+}
+
+// checkCounts runs, once and not measured, every contender whose measured runs discard their
+// output, and checks what it read from that output.
+func checkCounts(cs []contender) {
+	for _, c := range cs {
+		if !c.discard {
+			continue
+		}
+		var out capture
+		if _, err := benchkit.Measure(exec.Command(c.args[0], c.args[1:]...), &out); err != nil {
+			fail(fmt.Errorf("%s, counted: %w", c.label, err))
+		}
+		checkCount(c, &out)
+		fmt.Printf("counted %s: %d records\n", c.key, c.records)
+	}
+}
+
+// checkCount fails the run unless c's output out says it read every record.
+func checkCount(c contender, out *capture) {
+	got, err := c.count(out)
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", c.label, err))
+	}
+	if got != int64(c.records) {
+		fail(fmt.Errorf("%s read %d records of %d", c.label, got, c.records))
+	}
+}
+
+// measureInto is benchkit.Measure of cmd, its output to /dev/null when discard, else into a
+// capture.
+func measureInto(cmd *exec.Cmd, discard bool) (benchkit.Run, error) {
+	if !discard {
+		return benchkit.Measure(cmd, new(capture))
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return benchkit.Run{}, err
+	}
+	defer null.Close()
+	return benchkit.Measure(cmd, null)
 }
 
 // printMedians prints each contender's median rate, its spread and its peak memory.

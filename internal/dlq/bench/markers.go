@@ -96,9 +96,9 @@ func (m *markerScale) contenders(cfg config, bin string) []contender {
 		check := []string{bin, "processed", "check", "--topic", m.topic, "--consumer", "bench", "--brokers", cfg.brokers,
 			"--dsn", cfg.dsn, "--schema", m.schemas[i], "-o", "json"}
 		cs = append(cs,
-			contender{key + "/check", fmt.Sprintf("fieldwork processed check -o json, table of %d markers", rows), cfg.markerEvents, check, jsonCount("with_marker"), nil},
+			contender{key + "/check", fmt.Sprintf("fieldwork processed check -o json, table of %d markers", rows), cfg.markerEvents, check, jsonCount("with_marker"), nil, false},
 			contender{key + "/claim", fmt.Sprintf("claims of fresh markers in batches of %d, table of %d markers", claimBatch, rows), cfg.markerEvents, nil, nil,
-				func(round int) (benchkit.Run, error) { return m.claim(st, cfg.markerEvents, round) }})
+				func(round int) (benchkit.Run, error) { return m.claim(st, cfg.markerEvents, round) }, false})
 	}
 	return cs
 }
