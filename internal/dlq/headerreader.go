@@ -375,41 +375,33 @@ func (p *headerReader) rfc3339(id hdr, get lookup) *time.Time {
 // left to time.Parse.
 func utcRFC3339(v []byte) (time.Time, bool) {
 	n := len(v)
-	if n < 20 || n > 30 || v[n-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
+	if n < 20 || n > 30 || v[n-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' ||
+		n > 20 && v[19] != '.' {
 		return time.Time{}, false
 	}
-	var f [6]int // year, month, day, hour, minute, second
+	var f [6]int64 // year, month, day, hour, minute, second
 	for k, at := range [6][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}} {
-		for _, c := range v[at[0]:at[1]] {
-			if c < '0' || c > '9' {
-				return time.Time{}, false
-			}
-			f[k] = f[k]*10 + int(c-'0')
-		}
-	}
-	ns := 0
-	if n > 20 {
-		digits := v[20 : n-1]
-		if v[19] != '.' || len(digits) == 0 {
+		var ok bool
+		if f[k], ok = plainDecimal(v[at[0]:at[1]]); !ok {
 			return time.Time{}, false
 		}
-		for _, c := range digits {
-			if c < '0' || c > '9' {
-				return time.Time{}, false
-			}
-			ns = ns*10 + int(c-'0')
+	}
+	var ns int64
+	if n > 20 {
+		digits := v[20 : n-1]
+		var ok bool
+		if ns, ok = plainDecimal(digits); !ok { // no digit after the point is not a fraction
+			return time.Time{}, false
 		}
 		for range 9 - len(digits) {
 			ns *= 10
 		}
-	} else if v[19] != 'Z' {
-		return time.Time{}, false
 	}
-	y, mo, d := f[0], f[1], f[2]
+	y, mo, d := int(f[0]), int(f[1]), int(f[2])
 	if mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || f[3] > 23 || f[4] > 59 || f[5] > 59 {
 		return time.Time{}, false
 	}
-	return time.Date(y, time.Month(mo), d, f[3], f[4], f[5], ns, time.UTC), true
+	return time.Date(y, time.Month(mo), d, int(f[3]), int(f[4]), int(f[5]), int(ns), time.UTC), true
 }
 
 // daysIn is how many days month mo of year y has.
