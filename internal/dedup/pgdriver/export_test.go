@@ -1,5 +1,11 @@
 package pgdriver
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
 // IDStatements are d's statements that take a list of event ids, by name: the plan test
 // explains them as the driver sends them.
 func IDStatements(d *Driver) map[string]string {
@@ -18,4 +24,20 @@ const NoNestedLoop = noNestedLoop
 // ClaimStatements are d's claim statements by name: with and without the outcome column, and for one partition.
 func ClaimStatements(d *Driver) map[string]string {
 	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}
+}
+
+// RegisterTextArrays is what the store's pool runs on every connection it opens.
+var RegisterTextArrays = registerTextArrays
+
+// EncodeStrings is the plan of the store's text[] codec for a []string in the binary format.
+var EncodeStrings = encodeStrings{}
+
+// PoolTypeMap is the type map of a connection of d's pool.
+func PoolTypeMap(t interface{ Fatal(...any) }, d *Driver) *pgtype.Map {
+	c, err := d.pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	return c.Conn().TypeMap()
 }
