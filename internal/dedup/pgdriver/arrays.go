@@ -5,46 +5,106 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// registerTextArrays gives conn's type map a text[] codec that writes a []string in the binary
-// format in one pass: a claim, a lookup and a handler's batch send every id, topic and value of
-// a batch as text[] parameters, and pgx's own array codec boxes each element, looks its type
-// up by reflection and plans its encoding, which cost a quarter of a consumer's CPU. Everything
-// else (other Go types, the text format, decoding) is pgx's codec, unchanged. It runs once per
-// connection the pool opens (pgxpool's AfterConnect).
-func registerTextArrays(_ context.Context, conn *pgx.Conn) error {
-	m := conn.TypeMap()
-	t, ok := m.TypeForOID(pgtype.TextArrayOID)
-	if !ok {
-		return nil
-	}
-	ac, ok := t.Codec.(*pgtype.ArrayCodec)
-	if !ok {
-		return nil
-	}
-	m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: &textArrayCodec{ArrayCodec: ac}})
+// registerArrays gives conn's type map codecs for text[], int8[], int4[] and timestamptz[] that
+// write the Go slices the store's and the handlers' batch statements send ([]string, []int64,
+// []*int64, []int32, []*time.Time) in the binary format in one pass. A claim, a lookup and a
+// handler's batch send every id, offset, version and value of a batch as array parameters, and
+// pgx's own array codec boxes each element, looks its type up by reflection and plans its
+// encoding, which cost a quarter of a consumer's CPU. Everything else (other Go types, the
+// text format, decoding) is pgx's codec, unchanged. It runs once per connection the pool
+// opens (pgxpool's AfterConnect).
+func registerArrays(_ context.Context, conn *pgx.Conn) error {
+	registerArraysOn(conn.TypeMap())
 	return nil
 }
 
-// textArrayCodec is pgx's text[] codec with encodeStrings for a []string in the binary format.
-type textArrayCodec struct {
+// registerArraysOn registers the codecs of registerArrays on m.
+func registerArraysOn(m *pgtype.Map) {
+	for _, oid := range []uint32{pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.TimestamptzArrayOID} {
+		t, ok := m.TypeForOID(oid)
+		if !ok {
+			continue
+		}
+		if ac, ok := t.Codec.(*pgtype.ArrayCodec); ok {
+			m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: &arrayCodec{ArrayCodec: ac}})
+		}
+	}
+}
+
+// arrayCodec is pgx's array codec with one-pass plans for the slices arrayPlan knows.
+type arrayCodec struct {
 	*pgtype.ArrayCodec
 }
 
-func (c *textArrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
-	if _, ok := value.([]string); ok && format == pgtype.BinaryFormatCode {
-		return encodeStrings{}
+func (c *arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
+	if format == pgtype.BinaryFormatCode {
+		if p := arrayPlan(c.ElementType.OID, value); p != nil {
+			return p
+		}
 	}
 	return c.ArrayCodec.PlanEncode(m, oid, format, value)
 }
 
-// encodeStrings writes a []string as PostgreSQL's binary text[], byte for byte what pgx's
-// ArrayCodec writes for it: nil is NULL; otherwise one dimension of len(ss) elements from 1,
-// no NULL element, each element its length and its bytes.
+// arrayPlan is the one-pass plan of value as an array of elem, nil when there is none.
+func arrayPlan(elem uint32, value any) pgtype.EncodePlan {
+	switch value.(type) {
+	case []string:
+		if elem == pgtype.TextOID {
+			return encodeStrings{}
+		}
+	case []int64:
+		if elem == pgtype.Int8OID {
+			return encodeInt64s{}
+		}
+	case []*int64:
+		if elem == pgtype.Int8OID {
+			return encodeInt64Ptrs{}
+		}
+	case []int32:
+		if elem == pgtype.Int4OID {
+			return encodeInt32s{}
+		}
+	case []*time.Time:
+		if elem == pgtype.TimestamptzOID {
+			return encodeTimePtrs{}
+		}
+	}
+	return nil
+}
+
+// The plans below write byte for byte what pgx's ArrayCodec writes for the same slice: nil
+// is NULL; otherwise one dimension of len(s) elements from 1, the header's flag set when an
+// element is NULL, each element its length (-1: NULL) and its bytes.
+
+// arrayStart grows buf for need bytes more at once and writes the header of an array of n elements
+// of elem.
+func arrayStart(buf []byte, n int, elem uint32, nulls bool, need int) ([]byte, error) {
+	if n > math.MaxInt32 {
+		return nil, fmt.Errorf("array of %d elements: more than PostgreSQL takes", n)
+	}
+	// append's growth, not an exact fit: the statement's next parameters go after it.
+	buf = slices.Grow(buf, need+20)
+	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
+	flag := uint32(0)
+	if nulls {
+		flag = 1
+	}
+	buf = binary.BigEndian.AppendUint32(buf, flag)
+	buf = binary.BigEndian.AppendUint32(buf, elem)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	return binary.BigEndian.AppendUint32(buf, 1), nil // lower bound
+}
+
+// null is the length of a NULL element.
+const null = math.MaxUint32 // int32(-1)
+
 type encodeStrings struct{}
 
 func (encodeStrings) Encode(value any, buf []byte) ([]byte, error) {
@@ -52,29 +112,114 @@ func (encodeStrings) Encode(value any, buf []byte) ([]byte, error) {
 	if ss == nil {
 		return nil, nil
 	}
-	if len(ss) > math.MaxInt32 {
-		return nil, fmt.Errorf("text[] of %d elements: more than PostgreSQL takes", len(ss))
-	}
-	n := 20 + 4*len(ss)
+	need := 4 * len(ss)
 	for _, s := range ss {
 		if len(s) > math.MaxInt32 {
 			return nil, fmt.Errorf("text[] element of %d bytes: more than PostgreSQL takes", len(s))
 		}
-		n += len(s)
+		need += len(s)
 	}
-	if cap(buf)-len(buf) < n {
-		grown := make([]byte, len(buf), len(buf)+n)
-		copy(grown, buf)
-		buf = grown
+	buf, err := arrayStart(buf, len(ss), pgtype.TextOID, false, need)
+	if err != nil {
+		return nil, err
 	}
-	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
-	buf = binary.BigEndian.AppendUint32(buf, 0) // no NULL element
-	buf = binary.BigEndian.AppendUint32(buf, pgtype.TextOID)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(ss)))
-	buf = binary.BigEndian.AppendUint32(buf, 1) // lower bound
 	for _, s := range ss {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
 		buf = append(buf, s...)
 	}
 	return buf, nil
+}
+
+type encodeInt64s struct{}
+
+func (encodeInt64s) Encode(value any, buf []byte) ([]byte, error) {
+	vs := value.([]int64)
+	if vs == nil {
+		return nil, nil
+	}
+	buf, err := arrayStart(buf, len(vs), pgtype.Int8OID, false, 12*len(vs))
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(v))
+	}
+	return buf, nil
+}
+
+type encodeInt64Ptrs struct{}
+
+func (encodeInt64Ptrs) Encode(value any, buf []byte) ([]byte, error) {
+	vs := value.([]*int64)
+	if vs == nil {
+		return nil, nil
+	}
+	buf, err := arrayStart(buf, len(vs), pgtype.Int8OID, hasNil(vs), 12*len(vs))
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		if v == nil {
+			buf = binary.BigEndian.AppendUint32(buf, null)
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(*v))
+	}
+	return buf, nil
+}
+
+type encodeInt32s struct{}
+
+func (encodeInt32s) Encode(value any, buf []byte) ([]byte, error) {
+	vs := value.([]int32)
+	if vs == nil {
+		return nil, nil
+	}
+	buf, err := arrayStart(buf, len(vs), pgtype.Int4OID, false, 8*len(vs))
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		buf = binary.BigEndian.AppendUint32(buf, 4)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(v))
+	}
+	return buf, nil
+}
+
+// microsFromUnixToY2K is PostgreSQL's epoch, 2000-01-01 UTC, in microseconds from Unix's.
+const microsFromUnixToY2K = 946_684_800 * 1_000_000
+
+type encodeTimePtrs struct{}
+
+func (encodeTimePtrs) Encode(value any, buf []byte) ([]byte, error) {
+	ts := value.([]*time.Time)
+	if ts == nil {
+		return nil, nil
+	}
+	buf, err := arrayStart(buf, len(ts), pgtype.TimestamptzOID, hasNil(ts), 12*len(ts))
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t == nil {
+			buf = binary.BigEndian.AppendUint32(buf, null)
+			continue
+		}
+		// As pgx: the microseconds since 2000-01-01 UTC, the nanoseconds truncated.
+		us := t.Unix()*1_000_000 + int64(t.Nanosecond())/1_000 - microsFromUnixToY2K
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(us))
+	}
+	return buf, nil
+}
+
+func hasNil[T any](ps []*T) bool {
+	for _, p := range ps {
+		if p == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -82,7 +82,7 @@ func Open(ctx context.Context, cfg dedupdriver.Config) (*Driver, error) {
 		pcfg.ConnConfig.ConnectTimeout = timeout
 	}
 	addr := address(pcfg.ConnConfig.Config)
-	pcfg.AfterConnect = registerTextArrays
+	pcfg.AfterConnect = registerArrays
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, &dedupdriver.ConnectError{Driver: Name, Addr: addr, Err: connectCause(err, addr), Secrets: secrets}

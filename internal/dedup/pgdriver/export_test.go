@@ -26,8 +26,11 @@ func ClaimStatements(d *Driver) map[string]string {
 	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}
 }
 
-// RegisterTextArrays is what the store's pool runs on every connection it opens.
-var RegisterTextArrays = registerTextArrays
+// RegisterArrays is what the store's pool runs on every connection it opens.
+var RegisterArrays = registerArrays
+
+// RegisterArraysOn registers the store's array codecs on a type map.
+var RegisterArraysOn = registerArraysOn
 
 // EncodeStrings is the plan of the store's text[] codec for a []string in the binary format.
 var EncodeStrings = encodeStrings{}
