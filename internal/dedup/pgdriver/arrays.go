@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,8 +88,15 @@ func arrayStart(buf []byte, n int, elem uint32, nulls bool, need int) ([]byte, e
 	if n > math.MaxInt32 {
 		return nil, fmt.Errorf("array of %d elements: more than PostgreSQL takes", n)
 	}
-	// append's growth, not an exact fit: the statement's next parameters go after it.
-	buf = slices.Grow(buf, need+20)
+	// pgx writes a statement's parameters one after the other into one buffer it starts small
+	// every statement: doubled (at least), the copies of what is already in it add up to its
+	// final size once, and the next parameters have room (an exact fit had the next one copy
+	// the whole buffer, append's growth of a quarter copied it again and again).
+	if need += 20; cap(buf)-len(buf) < need {
+		grown := make([]byte, len(buf), max(2*cap(buf), 2*(len(buf)+need)))
+		copy(grown, buf)
+		buf = grown
+	}
 	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
 	flag := uint32(0)
 	if nulls {
