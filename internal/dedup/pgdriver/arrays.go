@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,96 +137,63 @@ func (encodeStrings) Encode(value any, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-type encodeInt64s struct{}
-
-func (encodeInt64s) Encode(value any, buf []byte) ([]byte, error) {
-	vs := value.([]int64)
+// appendFixed writes vs, elements of elem of width bytes each, put writing one, NULL where
+// isNull says so (nil: none is).
+func appendFixed[T any](buf []byte, vs []T, elem uint32, width int, isNull func(T) bool, put func([]byte, T) []byte) ([]byte, error) {
 	if vs == nil {
 		return nil, nil
 	}
-	buf, err := arrayStart(buf, len(vs), pgtype.Int8OID, false, 12*len(vs))
+	nulls := isNull != nil && slices.ContainsFunc(vs, isNull)
+	buf, err := arrayStart(buf, len(vs), elem, nulls, (4+width)*len(vs))
 	if err != nil {
 		return nil, err
 	}
 	for _, v := range vs {
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(v))
+		if nulls && isNull(v) {
+			buf = binary.BigEndian.AppendUint32(buf, null)
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(width))
+		buf = put(buf, v)
 	}
 	return buf, nil
+}
+
+func isNil[T any](p *T) bool { return p == nil }
+
+func putInt64(buf []byte, v int64) []byte   { return binary.BigEndian.AppendUint64(buf, uint64(v)) }
+func putInt64p(buf []byte, v *int64) []byte { return putInt64(buf, *v) }
+func putInt32(buf []byte, v int32) []byte   { return binary.BigEndian.AppendUint32(buf, uint32(v)) }
+
+// microsFromUnixToY2K is PostgreSQL's epoch, 2000-01-01 UTC, in microseconds from Unix's.
+const microsFromUnixToY2K = 946_684_800 * 1_000_000
+
+// putTime writes t as pgx does: the microseconds since 2000-01-01 UTC, the nanoseconds
+// truncated.
+func putTime(buf []byte, t *time.Time) []byte {
+	return putInt64(buf, t.Unix()*1_000_000+int64(t.Nanosecond())/1_000-microsFromUnixToY2K)
+}
+
+type encodeInt64s struct{}
+
+func (encodeInt64s) Encode(value any, buf []byte) ([]byte, error) {
+	return appendFixed(buf, value.([]int64), pgtype.Int8OID, 8, nil, putInt64)
 }
 
 type encodeInt64Ptrs struct{}
 
 func (encodeInt64Ptrs) Encode(value any, buf []byte) ([]byte, error) {
-	vs := value.([]*int64)
-	if vs == nil {
-		return nil, nil
-	}
-	buf, err := arrayStart(buf, len(vs), pgtype.Int8OID, hasNil(vs), 12*len(vs))
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range vs {
-		if v == nil {
-			buf = binary.BigEndian.AppendUint32(buf, null)
-			continue
-		}
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(*v))
-	}
-	return buf, nil
+	return appendFixed(buf, value.([]*int64), pgtype.Int8OID, 8, isNil[int64], putInt64p)
 }
 
 type encodeInt32s struct{}
 
 func (encodeInt32s) Encode(value any, buf []byte) ([]byte, error) {
-	vs := value.([]int32)
-	if vs == nil {
-		return nil, nil
-	}
-	buf, err := arrayStart(buf, len(vs), pgtype.Int4OID, false, 8*len(vs))
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range vs {
-		buf = binary.BigEndian.AppendUint32(buf, 4)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(v))
-	}
-	return buf, nil
+	return appendFixed(buf, value.([]int32), pgtype.Int4OID, 4, nil, putInt32)
 }
-
-// microsFromUnixToY2K is PostgreSQL's epoch, 2000-01-01 UTC, in microseconds from Unix's.
-const microsFromUnixToY2K = 946_684_800 * 1_000_000
 
 type encodeTimePtrs struct{}
 
 func (encodeTimePtrs) Encode(value any, buf []byte) ([]byte, error) {
-	ts := value.([]*time.Time)
-	if ts == nil {
-		return nil, nil
-	}
-	buf, err := arrayStart(buf, len(ts), pgtype.TimestamptzOID, hasNil(ts), 12*len(ts))
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range ts {
-		if t == nil {
-			buf = binary.BigEndian.AppendUint32(buf, null)
-			continue
-		}
-		// As pgx: the microseconds since 2000-01-01 UTC, the nanoseconds truncated.
-		us := t.Unix()*1_000_000 + int64(t.Nanosecond())/1_000 - microsFromUnixToY2K
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(us))
-	}
-	return buf, nil
-}
-
-func hasNil[T any](ps []*T) bool {
-	for _, p := range ps {
-		if p == nil {
-			return true
-		}
-	}
-	return false
+	return appendFixed(buf, value.([]*time.Time), pgtype.TimestamptzOID, 8, isNil[time.Time], putTime)
 }

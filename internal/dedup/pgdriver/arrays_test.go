@@ -143,3 +143,36 @@ func show(s *string) string {
 	}
 	return fmt.Sprintf("%.80q", *s)
 }
+
+// BenchmarkArrays encodes a batch's arrays of 1,000 elements with pgx's codecs and with the
+// store's.
+func BenchmarkArrays(b *testing.B) {
+	ids, offsets, versions, times := make([]string, 1000), make([]int64, 1000), make([]*int64, 1000), make([]*time.Time, 1000)
+	now := time.Now()
+	for i := range ids {
+		ids[i], offsets[i] = fmt.Sprintf("0b0f6c3e-%04d-4c55-9d2b-7f3a1e2d9c%02d", i, i%100), int64(i)
+		versions[i], times[i] = &offsets[i], &now
+	}
+	ours := pgtype.NewMap()
+	pgdriver.RegisterArraysOn(ours)
+	for _, m := range []struct {
+		name string
+		m    *pgtype.Map
+	}{{"pgx", pgtype.NewMap()}, {"store", ours}} {
+		b.Run(m.name, func(b *testing.B) {
+			var buf []byte
+			for b.Loop() {
+				buf = buf[:0]
+				for _, v := range []struct {
+					oid uint32
+					v   any
+				}{{pgtype.TextArrayOID, ids}, {pgtype.Int8ArrayOID, offsets}, {pgtype.Int8ArrayOID, versions}, {pgtype.TimestamptzArrayOID, times}} {
+					var err error
+					if buf, err = m.m.Encode(v.oid, pgtype.BinaryFormatCode, v.v, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
