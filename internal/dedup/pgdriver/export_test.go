@@ -2,6 +2,7 @@ package pgdriver
 
 import (
 	"context"
+	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -36,7 +37,8 @@ var RegisterArraysOn = registerArraysOn
 var EncodeStrings = encodeStrings{}
 
 // PoolTypeMap is the type map of a connection of d's pool.
-func PoolTypeMap(t interface{ Fatal(...any) }, d *Driver) *pgtype.Map {
+func PoolTypeMap(t testing.TB, d *Driver) *pgtype.Map {
+	t.Helper()
 	c, err := d.pool.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
