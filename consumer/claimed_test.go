@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fieldwork/fieldwork/consumer"
@@ -62,8 +63,11 @@ func claimWith(t *testing.T, st *dedup.Store, h consumer.Handler, consumerName s
 }
 
 // TestClaimedBatchLikeHandleBatch: the projection's and the audit's part of the claim's
-// statement (ClaimedBatch) write what HandleBatch writes after a claim; the statement falls
-// back, writing nothing, when an event was claimed before or (the projection) is stale.
+// statement (ClaimedBatch) write what HandleBatch writes after a claim, and the projection
+// counts the same gaps (between events of the batch, before a task's first event against its
+// row and against no row); the statement falls back, writing nothing, when an event was
+// claimed before or (the projection) is stale against its row; a batch with an event stale
+// against an earlier one of its task is no claimed batch.
 func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 	t.Parallel()
 	st, schema := pgStore(t)
@@ -74,8 +78,10 @@ func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 		projEvent("b4", sample.TypeCompleted, "t1", 6), projEvent("b6", sample.TypeStarted, "t3", 3),
 		projEvent("b7", sample.TypeAssigned, "t2", 2), projEvent("b9", sample.TypeStarted, "t4", 7),
 	}
+	regs := map[string]*prometheus.Registry{}
 	for _, name := range []string{"batch", "claimed"} {
-		h := handler(t, st, schema, handlers.NameProjection, name, handlers.Config{})
+		regs[name] = prometheus.NewRegistry()
+		h := handler(t, st, schema, handlers.NameProjection, name, handlers.Config{Registerer: regs[name]})
 		if name == "claimed" {
 			if err := claimWith(t, st, h, name, seed, batch); err != nil {
 				t.Fatal(err)
@@ -104,12 +110,28 @@ func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 	if n := markerCount(t, st, "claimed"); n != int64(len(batch)) {
 		t.Errorf("markers %d, want %d", n, len(batch))
 	}
+	// Gaps: the seed's two (t1 and t4 new at 3 and 5), then t1 4 → 6 within the batch, t3 new
+	// at 3, t4 5 → 7 against its row.
+	for name, reg := range regs {
+		t.Run(name, func(t *testing.T) { checkMetrics(t, reg, map[string]float64{"fieldwork_consume_projection_gaps_total": 5}) })
+	}
 
-	// A stale event (t1 is at version 6 now): nothing is written.
+	// A batch with an event stale within it (t2 at 3 twice) is HandleBatch's to judge.
 	h := handler(t, st, schema, handlers.NameProjection, "claimed", handlers.Config{})
+	if _, ok := h.(consumer.ClaimingBatchHandler).ClaimedBatch([]*consumer.Message{projEvent("d1", sample.TypeStarted, "t2", 3),
+		projEvent("d2", sample.TypeCreated, "t5", 1), projEvent("d3", sample.TypeStarted, "t2", 3)}); ok {
+		t.Error("a batch with an event stale within it: a claimed batch")
+	}
+
+	// A stale event (t1 is at version 6 now), or one at the stored version (t2 at 2): nothing
+	// is written.
 	stale := []*consumer.Message{projEvent("c1", sample.TypeStarted, "t2", 3), projEvent("c2", sample.TypeStarted, "t1", 5)}
 	if err := claimWith(t, st, h, "claimed", nil, stale); !errors.Is(err, dedup.ErrClaimFallback) {
 		t.Errorf("a stale event: %v, want ErrClaimFallback", err)
+	}
+	equal := []*consumer.Message{projEvent("e1", sample.TypeCreated, "t6", 1), projEvent("e2", sample.TypeAssigned, "t2", 2)}
+	if err := claimWith(t, st, h, "claimed", nil, equal); !errors.Is(err, dedup.ErrClaimFallback) {
+		t.Errorf("an event at its task's version: %v, want ErrClaimFallback", err)
 	}
 	if got := taskRows(t, st, schema, "claimed"); got["t2"].Version != 2 || got["t1"].Stale != 0 {
 		t.Errorf("after the stale batch: rows %v", got)

@@ -43,6 +43,8 @@ type projection struct {
 	types    map[string]bool
 
 	batchWith, batchSelect string // upsertBatch's statement: its expressions and its query
+	// ClaimedBatch's part: its expressions, its query and its fallback (projectionClaimedSQL)
+	claimedWith, claimedSelect, claimedFallback string
 }
 
 func newProjection(cfg Config, d dialect) *projection {
@@ -55,6 +57,7 @@ func newProjection(cfg Config, d dialect) *projection {
 		types: map[string]bool{},
 	}
 	p.batchWith, p.batchSelect = projectionBatchSQL(d.table(TableTaskState))
+	p.claimedWith, p.claimedSelect, p.claimedFallback = projectionClaimedSQL(d.table(TableTaskState))
 	for _, t := range ProjectionTypes {
 		p.types[t] = true
 	}
@@ -293,9 +296,12 @@ func (p *projection) upsertBatch(ctx context.Context, tx *inbox.Tx, evs []*consu
 	return r.outcomes(), nil
 }
 
-// ClaimedBatch applies the batch in the claim's statement (consumer.ClaimingBatchHandler): on
-// PostgreSQL, upsertBatch's statement, when the projection can apply every event of evs; a
-// batch with a stale event falls back (projectionStaleSQL), for its marker to record it.
+// ClaimedBatch applies the batch in the claim's statement (consumer.ClaimingBatchHandler) on
+// PostgreSQL, when the projection can apply every event of evs: with the statement of
+// projectionClaimedSQL, which writes what upsertBatch's would when no event is stale. Within
+// the batch that is known here: a task's events in offset order must have rising versions
+// (else ClaimedBatch returns false, and HandleBatch judges them); against the stored rows the
+// statement's Fallback refuses the batch when a task's first event is not newer than its row.
 func (p *projection) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatch, bool) {
 	if !p.d.arrays || len(evs) == 0 {
 		return consumer.ClaimedBatch{}, false
@@ -308,9 +314,69 @@ func (p *projection) ClaimedBatch(evs []*consumer.Message) (consumer.ClaimedBatc
 		}
 		data[i] = d
 	}
-	r := p.batchOf(evs, data)
-	return consumer.ClaimedBatch{With: p.batchWith, Select: p.batchSelect, Fallback: projectionStaleSQL, Args: r.args, Row: r.row,
+	r, ok := p.claimedOf(evs, data)
+	if !ok {
+		return consumer.ClaimedBatch{}, false
+	}
+	return consumer.ClaimedBatch{With: p.claimedWith, Select: p.claimedSelect, Fallback: p.claimedFallback, Args: r.args, Row: r.row,
 		Committed: func() { r.outcomes() }}, true
+}
+
+// claimedOf works out ClaimedBatch's arguments for evs (see projectionClaimedSQL), or false
+// when an event of evs is stale against an earlier one of its task. The gaps between a task's
+// events of the batch are known here and kept for outcomes; the gap before a task's first
+// event is the statement's to find.
+func (p *projection) claimedOf(evs []*consumer.Message, data []taskData) (*projectionBatch, bool) {
+	type task struct{ first, last, n, gaps int }
+	var (
+		tasks = make(map[string]*task, len(evs))
+		order []*task
+		gaps  []gapAt
+	)
+	for i := range evs {
+		ev := &evs[i].Event
+		t, seen := tasks[ev.AggregateID]
+		if !seen {
+			t = &task{first: i, last: i}
+			tasks[ev.AggregateID] = t
+			order = append(order, t)
+		} else {
+			prev := evs[t.last].Event.Version
+			if ev.Version <= prev {
+				return nil, false // stale: HandleBatch judges it
+			}
+			if ev.Version > prev+1 {
+				t.gaps++
+				gaps = append(gaps, gapAt{i: i, stored: prev})
+			}
+			t.last = i
+		}
+		t.n++
+	}
+	m := len(order)
+	var (
+		aggIDs, aggTypes, ids, types, statuses, datas = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		versions, firsts, applied, taskGaps, ords     = make([]int64, m), make([]int64, m), make([]int64, m), make([]int64, m), make([]int64, m)
+		times                                         = make([]*time.Time, m)
+	)
+	for k, t := range order {
+		ev := &evs[t.last].Event
+		aggIDs[k], aggTypes[k], ids[k], types[k], statuses[k], datas[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[t.last].Status, string(ev.Data)
+		versions[k] = ev.Version
+		if !ev.Time.IsZero() {
+			times[k] = &ev.Time
+		}
+		firsts[k], applied[k], taskGaps[k], ords[k] = evs[t.first].Event.Version, int64(t.n), int64(t.gaps), int64(t.first+1)
+	}
+	return &projectionBatch{p: p, evs: evs, gaps: gaps, args: []any{p.consumer, aggIDs, aggTypes, versions, ids, types, statuses, datas, times,
+		firsts, applied, taskGaps, ords, time.Now()}}, true
+}
+
+// gapAt is a gap between two events of a task in one batch: the later event's index, and the
+// earlier event's version.
+type gapAt struct {
+	i      int
+	stored int64
 }
 
 // projectionBatch is one batch of upsertBatch's statement: its arguments, and the rows read.
@@ -320,6 +386,8 @@ type projectionBatch struct {
 	args []any
 	// judged are the rows read: the stale events and the gaps.
 	judged []judgedRow
+	// gaps are the gaps ClaimedBatch's batch knew before its statement (claimedOf).
+	gaps []gapAt
 }
 
 // judgedRow is a row of upsertBatch's statement.
@@ -401,6 +469,9 @@ func (b *projectionBatch) outcomes() []consumer.Outcome {
 		}
 		b.p.gap(b.evs[i].Event, b.evs[i].Record, stored)
 	}
+	for _, g := range b.gaps {
+		b.p.gap(b.evs[g.i].Event, b.evs[g.i].Record, g.stored)
+	}
 	return outs
 }
 
@@ -459,8 +530,41 @@ func projectionBatchSQL(t string) (with, query string) {
 )`, `SELECT ord, applied, before FROM marked WHERE NOT applied OR gap`
 }
 
-// projectionStaleSQL finds a stale event of upsertBatch's statement.
-const projectionStaleSQL = `SELECT 1 FROM marked WHERE NOT applied`
+// projectionClaimedSQL is ClaimedBatch's part on table t: upsertBatch's statement for a batch
+// with no stale event, whose tasks' events rise in version (claimedOf). Its expressions: $1
+// the consumer; per task $2…$9 the columns of its newest event, $10 its first event's version,
+// $11 its events, $12 the gaps between them, $13 the first event's place in the batch (from
+// 1); $14 updated_at. Only a task's first event is judged against the stored row, read by a
+// probe of the primary key as upsertBatch's is: its fallback refuses the batch when that event
+// is not newer than the row (the batch is then judged by upsertBatch's statement, and the
+// stale events recorded), and its query returns the first events that are gaps, with the
+// version stored before. Every event being applied, a task's row takes its newest event's
+// columns and the counts of its events and gaps: no per-event rows and no CASE per column,
+// which the full statement needs to judge stale events.
+func projectionClaimedSQL(t string) (with, query, fallback string) {
+	return `n AS (
+	SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[],
+		$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[])
+		AS n(aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time, first_version, applied_n, gaps_n, ord)
+), stored AS (
+	SELECT k.aggregate_id, s.version FROM n AS k
+	CROSS JOIN LATERAL (SELECT s.version FROM ` + t + ` s WHERE s.consumer = $1 AND s.aggregate_id = k.aggregate_id OFFSET 0) s
+), judged AS (
+	SELECT n.*, stored.version AS before, n.first_version > coalesce(stored.version, 0) + 1 AS gap
+	FROM n LEFT JOIN stored USING (aggregate_id)
+), upserted AS (
+	INSERT INTO ` + t + ` AS s (consumer, aggregate_id, aggregate_type, version, event_id, event_type,
+		status, data, event_time, applied_events, stale_events, version_gaps, updated_at)
+	SELECT $1, aggregate_id, aggregate_type, version, event_id, event_type, status, data, event_time,
+		applied_n, 0, gaps_n + CASE WHEN gap THEN 1 ELSE 0 END, $14
+	FROM judged
+	ON CONFLICT (consumer, aggregate_id) DO UPDATE SET aggregate_type = excluded.aggregate_type, version = excluded.version,
+		event_id = excluded.event_id, event_type = excluded.event_type, status = excluded.status, data = excluded.data,
+		event_time = excluded.event_time, updated_at = excluded.updated_at,
+		applied_events = s.applied_events + excluded.applied_events, version_gaps = s.version_gaps + excluded.version_gaps
+	WHERE s.version < excluded.version
+)`, `SELECT ord, true, before FROM judged WHERE gap`, `SELECT 1 FROM judged WHERE before >= first_version`
+}
 
 // isNoRows matches "no rows" from pgx and from database/sql.
 func isNoRows(err error) bool {
