@@ -113,7 +113,9 @@ func TestClaimedBatchLikeHandleBatch(t *testing.T) {
 	// Gaps: the seed's two (t1 and t4 new at 3 and 5), then t1 4 → 6 within the batch, t3 new
 	// at 3, t4 5 → 7 against its row.
 	for name, reg := range regs {
-		t.Run(name, func(t *testing.T) { checkMetrics(t, reg, map[string]float64{"fieldwork_consume_projection_gaps_total": 5}) })
+		t.Run(name, func(t *testing.T) {
+			checkMetrics(t, reg, map[string]float64{"fieldwork_consume_projection_gaps_total": 5})
+		})
 	}
 
 	// A batch with an event stale within it (t2 at 3 twice) is HandleBatch's to judge.
