@@ -347,36 +347,27 @@ func (p *projection) claimedOf(evs []*consumer.Message, data []taskData) (*proje
 			}
 			if ev.Version > prev+1 {
 				t.gaps++
-				gaps = append(gaps, gapAt{i: i, stored: prev})
+				gaps = append(gaps, gapAt{i: i, prev: prev})
 			}
 			t.last = i
 		}
 		t.n++
 	}
-	m := len(order)
-	var (
-		aggIDs, aggTypes, ids, types, statuses, datas = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
-		versions, firsts, applied, taskGaps, ords     = make([]int64, m), make([]int64, m), make([]int64, m), make([]int64, m), make([]int64, m)
-		times                                         = make([]*time.Time, m)
-	)
+	written := make([]int, len(order))
+	firsts, applied, taskGaps, ords := make([]int64, len(order)), make([]int64, len(order)), make([]int64, len(order)), make([]int64, len(order))
 	for k, t := range order {
-		ev := &evs[t.last].Event
-		aggIDs[k], aggTypes[k], ids[k], types[k], statuses[k], datas[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[t.last].Status, string(ev.Data)
-		versions[k] = ev.Version
-		if !ev.Time.IsZero() {
-			times[k] = &ev.Time
-		}
+		written[k] = t.last
 		firsts[k], applied[k], taskGaps[k], ords[k] = evs[t.first].Event.Version, int64(t.n), int64(t.gaps), int64(t.first+1)
 	}
-	return &projectionBatch{p: p, evs: evs, gaps: gaps, args: []any{p.consumer, aggIDs, aggTypes, versions, ids, types, statuses, datas, times,
-		firsts, applied, taskGaps, ords, time.Now()}}, true
+	args := append([]any{p.consumer}, writtenColumns(evs, data, written)...)
+	return &projectionBatch{p: p, evs: evs, gaps: gaps, args: append(args, firsts, applied, taskGaps, ords, time.Now())}, true
 }
 
 // gapAt is a gap between two events of a task in one batch: the later event's index, and the
 // earlier event's version.
 type gapAt struct {
-	i      int
-	stored int64
+	i    int
+	prev int64
 }
 
 // projectionBatch is one batch of upsertBatch's statement: its arguments, and the rows read.
@@ -422,23 +413,33 @@ func (p *projection) batchOf(evs []*consumer.Message, data []taskData) *projecti
 			newest[ev.AggregateID] = i
 		}
 	}
-	m := len(order)
-	var (
-		nAggIDs, nAggTypes, nIDs, nTypes, nStatuses, nData = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
-		nVersions                                          = make([]int64, m)
-		nTimes                                             = make([]*time.Time, m)
-	)
+	written := make([]int, len(order))
 	for k, first := range order {
-		i := newest[evs[first].Event.AggregateID]
+		written[k] = newest[evs[first].Event.AggregateID]
+	}
+	args := append([]any{p.consumer, aggIDs, versions, prev}, writtenColumns(evs, data, written)...)
+	return &projectionBatch{p: p, evs: evs, args: append(args, time.Now())}
+}
+
+// writtenColumns are the task_state columns of the events written, evs[i] for each i of
+// written (one a task), as both batch statements take them: arrays of the aggregate ids,
+// aggregate types, versions, event ids, event types, statuses, data and event times.
+func writtenColumns(evs []*consumer.Message, data []taskData, written []int) []any {
+	m := len(written)
+	var (
+		aggIDs, aggTypes, ids, types, statuses, datas = make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		versions                                      = make([]int64, m)
+		times                                         = make([]*time.Time, m)
+	)
+	for k, i := range written {
 		ev := &evs[i].Event
-		nAggIDs[k], nAggTypes[k], nIDs[k], nTypes[k], nStatuses[k], nData[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
-		nVersions[k] = ev.Version
+		aggIDs[k], aggTypes[k], ids[k], types[k], statuses[k], datas[k] = ev.AggregateID, ev.AggregateType, ev.ID, ev.Type, data[i].Status, string(ev.Data)
+		versions[k] = ev.Version
 		if !ev.Time.IsZero() {
-			nTimes[k] = &ev.Time
+			times[k] = &ev.Time
 		}
 	}
-	return &projectionBatch{p: p, evs: evs, args: []any{p.consumer, aggIDs, versions, prev,
-		nAggIDs, nAggTypes, nVersions, nIDs, nTypes, nStatuses, nData, nTimes, time.Now()}}
+	return []any{aggIDs, aggTypes, versions, ids, types, statuses, datas, times}
 }
 
 // row reads one row of the statement.
@@ -470,7 +471,7 @@ func (b *projectionBatch) outcomes() []consumer.Outcome {
 		b.p.gap(b.evs[i].Event, b.evs[i].Record, stored)
 	}
 	for _, g := range b.gaps {
-		b.p.gap(b.evs[g.i].Event, b.evs[g.i].Record, g.stored)
+		b.p.gap(b.evs[g.i].Event, b.evs[g.i].Record, g.prev)
 	}
 	return outs
 }
