@@ -12,7 +12,8 @@ import (
 
 // Dialect is what a driver's SQL writes its own way for the tables beside the markers: the
 // column types of a time and of an auto-increment key, a table's storage clause, whether a
-// batch binds arrays, and which error says a table is missing. The drivers provide it.
+// batch binds arrays, an index for equality lookups, and which error says a table is missing.
+// The drivers provide it.
 type Dialect = dedupdriver.Dialect
 
 // DialectOf is the dialect of driver ("postgres" or "sqlite", Store.Driver).
@@ -66,6 +67,16 @@ func TimeArg(driver string, t time.Time) any {
 		return sqlitedriver.FormatTime(t)
 	}
 	return t
+}
+
+// QualifiedIndexName is IndexName as DROP INDEX takes it: "schema"."name_suffix" on
+// PostgreSQL, where an index lives in its table's schema and an unqualified name would be
+// looked up along the search path; on SQLite, IndexName.
+func QualifiedIndexName(driver, schema, name, suffix string) string {
+	if driver == driverSQLite {
+		return IndexName(driver, schema, name, suffix)
+	}
+	return quote(schema) + "." + quote(name+"_"+suffix)
 }
 
 func quote(id string) string { return `"` + id + `"` }

@@ -144,3 +144,115 @@ func byKeyAlone(t *testing.T, explained []byte, table string) string {
 	}
 	return strings.Join(wrong, "; ")
 }
+
+// TestAuditFindsEventsByHash checks the audit log's index on PostgreSQL (docs/design.md §3.5):
+// after Migrate an audit_log whose event_idx B-tree on (consumer, event_id) an earlier version
+// created has lost it and has a hash index on event_id instead, twice migrated or once, and a
+// lookup of an event's rows goes through that index.
+func TestAuditFindsEventsByHash(t *testing.T) {
+	dsn := testenv.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := testenv.PGSchema(t, "fwtest_auditidx_")
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// Another schema, first on the store's search path, with an index of the name the
+	// earlier version gave its own: the migration must leave it alone.
+	other := testenv.PGSchema(t, "fwtest_auditidx_other_")
+	for _, q := range []string{
+		`CREATE SCHEMA "` + other + `"`,
+		`CREATE TABLE "` + other + `".audit_log (consumer text, event_id text)`,
+		`CREATE INDEX audit_log_event_idx ON "` + other + `".audit_log (consumer, event_id)`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st, err := inbox.Open(ctx, dsn+"&search_path="+other, inbox.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var path string
+	if err := st.InTx(ctx, func(tx *inbox.Tx) error { return tx.QueryRow(ctx, `SHOW search_path`).Scan(&path) }); err != nil || path != other {
+		t.Fatalf("the store's search path: %q (%v), want %s", path, err, other)
+	}
+	h, err := New(NameAudit, Config{Consumer: "c1", Driver: "postgres", Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.(*audit)
+	migrate := func() {
+		t.Helper()
+		if err := st.InTx(ctx, func(tx *inbox.Tx) error { return a.Migrate(ctx, tx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	migrate()
+	// The table as the earlier version left it.
+	for _, q := range []string{
+		`DROP INDEX ` + a.d.qualifiedIndex(TableAuditLog, "event_id"),
+		`CREATE INDEX audit_log_event_idx ON ` + a.table + ` (consumer, event_id)`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	migrate()
+	migrate()
+	indexes := func(schema string) []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'audit_log' ORDER BY indexname`, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s[:strings.Index(s, ":")]+strings.ReplaceAll(s[strings.Index(s, " USING "):], `"`+schema+`".`, ""))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := strings.Join(indexes(schema), "; "), "audit_log_event_id USING hash (event_id); audit_log_pkey USING btree (id)"; got != want {
+		t.Errorf("the audit log's indexes after Migrate:\n got %s\nwant %s", got, want)
+	}
+	if got := indexes(other); len(got) != 1 || !strings.HasPrefix(got[0], "audit_log_event_idx") {
+		t.Errorf("another schema's index of the same name: %v, want it kept", got)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT * FROM `+a.table+` WHERE event_id = 'e-1'`).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	used := false
+	var walk func(n testenv.PlanNode)
+	walk = func(n testenv.PlanNode) {
+		used = used || n.IndexName == "audit_log_event_id"
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(testenv.ExplainedPlan(t, plan))
+	if !used {
+		t.Errorf("an event's rows are not found by the hash index:\n%s", plan)
+	}
+}

@@ -320,6 +320,17 @@ func testDialect(t *testing.T, fresh Fresh) {
 		if err := tx.QueryRow(ctx, `SELECT max(id) FROM `+table).Scan(&n); err != nil || n != 2 {
 			return fmt.Errorf("auto-increment key: %d %v", n, err)
 		}
+		// An equality index, created by its name in the table's schema and dropped by its
+		// qualified name.
+		if _, err := tx.Exec(ctx, `CREATE INDEX `+dedup.IndexName(st.Driver(), env.Schema, "dialect_probe", "at")+` ON `+table+` `+d.EqualityIndex("at")); err != nil {
+			return fmt.Errorf("equality index: %w", err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE at = (SELECT max(at) FROM `+table+`)`).Scan(&n); err != nil || n != 2 {
+			return fmt.Errorf("a lookup by the equality index's column: %d %v", n, err)
+		}
+		if _, err := tx.Exec(ctx, `DROP INDEX `+dedup.QualifiedIndexName(st.Driver(), env.Schema, "dialect_probe", "at")); err != nil {
+			return fmt.Errorf("drop the equality index by its qualified name: %w", err)
+		}
 		return nil
 	})
 	if err != nil {

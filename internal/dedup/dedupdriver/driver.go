@@ -155,6 +155,12 @@ type Dialect struct {
 	// room for the new version of a row, so that an update stays on its page and adds no index
 	// entry (a HOT update); SQLite has no such clause.
 	UpdatedInPlace string
+	// EqualityIndex is the method and column list of an index (after "ON table ") that only
+	// answers equality lookups of column, whose values arrive in no order (an event id): on
+	// PostgreSQL a hash index, "USING hash (column)", whose entry costs about a third of a
+	// B-tree's when the keys are random (docs/design.md §3.5); on SQLite, which has one kind of
+	// index, "(column)".
+	EqualityIndex func(column string) string
 	// Arrays says the driver binds a Go slice as one array parameter (PostgreSQL's unnest), so
 	// that a batch is one statement of a fixed text; without it a batch is a statement per row
 	// or a VALUES list.

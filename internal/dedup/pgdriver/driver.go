@@ -228,6 +228,7 @@ var Dialect = dedupdriver.Dialect{
 	Timestamp:      "timestamptz",
 	AutoKey:        "bigserial PRIMARY KEY",
 	UpdatedInPlace: " WITH (fillfactor = 70)",
+	EqualityIndex:  func(column string) string { return "USING hash (" + column + ")" },
 	Arrays:         true,
 	IsMissingTable: IsMissingTable,
 }

@@ -136,6 +136,7 @@ func New(db *sql.DB, names dedupdriver.Names) *Driver {
 var Dialect = dedupdriver.Dialect{
 	Timestamp:      "text",
 	AutoKey:        "INTEGER PRIMARY KEY AUTOINCREMENT",
+	EqualityIndex:  func(column string) string { return "(" + column + ")" },
 	IsMissingTable: IsMissingTable,
 }
 
