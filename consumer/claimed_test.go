@@ -209,3 +209,49 @@ func TestClaimedBatchPartlyClaimedBefore(t *testing.T) {
 		t.Errorf("markers %d, want %d", n, events)
 	}
 }
+
+// TestClaimWithFallsBackOnADuplicateKey: the claim's statement inserts its markers without ON
+// CONFLICT, so a marker that exists already, or a row of the part's that meets a unique key,
+// fails it with a unique violation: ClaimWith says ErrClaimFallback, and nothing of the
+// statement is written, markers or the part's rows.
+func TestClaimWithFallsBackOnADuplicateKey(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	ctx := context.Background()
+	table := `"` + schema + `".uq`
+	err := st.InTx(ctx, func(tx *dedup.Tx) error {
+		_, err := tx.Exec(ctx, `CREATE TABLE `+table+` (k text PRIMARY KEY); INSERT INTO `+table+` VALUES ('taken')`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(key string, ids ...string) error {
+		var ms []dedup.Marker
+		for _, id := range ids {
+			ms = append(ms, dedup.Marker{EventID: id, Topic: "t", Partition: 0, Offset: int64(len(ms))})
+		}
+		return st.ClaimWith(ctx, nil, "dup", ms, dedup.ClaimedPart{With: `fw_uq AS (INSERT INTO ` + table + ` VALUES ($1))`, Args: []any{key}})
+	}
+	check := func(step string, markers, rows int64) {
+		t.Helper()
+		if got := markerCount(t, st, "dup"); got != markers {
+			t.Errorf("%s: markers %d, want %d", step, got, markers)
+		}
+		if got := queryInt(t, st, `SELECT count(*) FROM `+table); got != rows {
+			t.Errorf("%s: the part's rows %d, want %d", step, got, rows)
+		}
+	}
+	if err := claim("taken", "a", "b"); !errors.Is(err, dedup.ErrClaimFallback) {
+		t.Errorf("the part's key taken: %v, want ErrClaimFallback", err)
+	}
+	check("the part's key taken", 0, 1)
+	if err := claim("free", "a", "b"); err != nil {
+		t.Fatalf("fresh: %v", err)
+	}
+	check("fresh", 2, 2)
+	if err := claim("free-2", "c", "b"); !errors.Is(err, dedup.ErrClaimFallback) {
+		t.Errorf("a marker claimed before: %v, want ErrClaimFallback", err)
+	}
+	check("a marker claimed before", 2, 2)
+}

@@ -159,8 +159,9 @@
 // no COMMIT. The markers and the effects still commit together or not at all. The statement
 // keeps its work only when it claimed every event of the batch and the handler's Fallback
 // query finds nothing to refuse (the projection refuses a stale event, whose marker must say
-// so); otherwise it fails by design, having written nothing, and the runner applies the batch
-// as above, claim first, in a transaction. A redelivered batch costs one statement more.
+// so); otherwise it fails by design, having written nothing (a marker claimed before fails
+// the markers' insert, which has no ON CONFLICT), and the runner applies the batch as above,
+// claim first, in a transaction. A redelivered batch costs one statement more.
 //
 // # Failures
 //

@@ -123,8 +123,11 @@ type BatchHandler interface {
 // that is not PostgreSQL): the runner then claims first and calls HandleBatch. The statement
 // is kept only when every event of ms was claimed by it and the part's Fallback returns no
 // row (an event that would be Stale, say); otherwise nothing of it is written and the runner
-// applies the batch again with the claim first and HandleBatch. A failure of the statement
-// is a failure of HandleBatch as a whole (see BatchHandler).
+// applies the batch again with the claim first and HandleBatch. The markers are inserted
+// without ON CONFLICT, so any unique violation in the statement (a marker claimed before, or
+// a row of the part's that meets a unique key) is such a fallback too; HandleBatch then meets
+// the part's row as it should. Any other failure of the statement is a failure of
+// HandleBatch as a whole (see BatchHandler).
 type ClaimingBatchHandler interface {
 	BatchHandler
 	ClaimedBatch(ms []*Message) (ClaimedBatch, bool)

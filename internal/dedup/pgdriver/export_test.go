@@ -24,7 +24,7 @@ const NoNestedLoop = noNestedLoop
 
 // ClaimStatements are d's claim statements by name: with and without the outcome column, and for one partition.
 func ClaimStatements(d *Driver) map[string]string {
-	return map[string]string{"claim": d.sql.claim, "claimOutcome": d.sql.claimOutcome, "claimOne": d.sql.claimOne}
+	return map[string]string{"claim": d.sql.claim.skip, "claimOutcome": d.sql.claimOutcome.skip, "claimOne": d.sql.claimOne.skip}
 }
 
 // RegisterArrays is what the store's pool runs on every connection it opens.

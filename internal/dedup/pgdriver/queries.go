@@ -19,12 +19,12 @@ import (
 // statements are built once per store from validated, quoted names and the table's shape.
 type statements struct {
 	cols  string // the eight columns read, in MarkerRow order
-	claim string
+	claim claimSQL
 	// claimOutcome is claim writing each marker's outcome too (the version guard's stale ones).
-	claimOutcome string
+	claimOutcome claimSQL
 	// claimOne is claim for markers of one topic and partition: $4 and $5 are scalars, not
 	// arrays (a consumer's batch is one partition's: 500 topic names fewer to encode and read).
-	claimOne string
+	claimOne claimSQL
 	// raise is the version guard's upsert (Driver.RaiseVersions).
 	raise string
 	// lower undoes raise for an unclaimed event (Driver.LowerVersion).
@@ -56,6 +56,13 @@ type statements struct {
 	consumers      string
 	sh             shape
 }
+
+// claimSQL is a claim's statement in its two forms, each returning the ids it inserted. skip
+// inserts the markers that are new (ON CONFLICT DO NOTHING: Claim's). insert inserts every
+// marker and fails with a unique violation when one exists (ClaimWith's, whose statement falls back then
+// anyway): without ON CONFLICT, PostgreSQL does not probe the key before each row and insert
+// it speculatively, which cost about a quarter of a marker's insert (docs/design.md §3.5).
+type claimSQL struct{ skip, insert string }
 
 // shape is what the statements say of each logical column (docs/design.md §3.4): how it is
 // read (as the type MarkerRow scans), compared and ordered; which rows are markers; which may
@@ -262,26 +269,31 @@ func buildStatements(table, name, versions string, raw dedupdriver.Columns, ty t
 	}
 	cols := strings.Join([]string{sh.consumer, sh.eventID, sh.atRead, sh.topic, sh.partition, sh.offset, sh.aggID, sh.aggVersion}, ", ")
 	s := statements{cols: cols, sh: sh}
-	// One statement per batch: the arrays are unnested into rows, existing
-	// markers are skipped by ON CONFLICT (never an error), and RETURNING
-	// names the rows this statement inserted. (fieldwork's own table: consume writes no other.)
+	// One statement per batch: the arrays are unnested into rows; Claim's form skips existing
+	// markers by ON CONFLICT (never an error) and RETURNING names the rows it inserted,
+	// ClaimWith's fails on one (claimSQL). (fieldwork's own table: consume writes no other.)
 	owncols := strings.Join([]string{c.Consumer, c.EventID, c.ProcessedAt, c.Topic, c.Partition, c.Offset, c.AggregateID, c.AggregateVersion}, ", ")
-	claim := func(outcomeCol, outcomeVal, outcomeArg string) string {
-		return fmt.Sprintf(`INSERT INTO %[1]s (%[2]s%[5]s)
+	claim := func(outcomeCol, outcomeVal, outcomeArg string) claimSQL {
+		insert := fmt.Sprintf(`INSERT INTO %[1]s (%[2]s%[3]s)
 SELECT $1, e.event_id, COALESCE(e.processed_at, now()),
        NULLIF(e.topic, ''), CASE WHEN e.topic <> '' THEN e.partition END, CASE WHEN e.topic <> '' THEN e.off END,
-       NULLIF(e.aggregate_id, ''), CASE WHEN e.aggregate_id <> '' THEN e.aggregate_version END%[6]s
-FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[]%[7]s)
-  AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version%[8]s)
-ON CONFLICT (%[3]s, %[4]s) DO NOTHING
-RETURNING %[4]s`, table, owncols, c.Consumer, c.EventID, outcomeCol, outcomeVal, outcomeArg, outcomeCol)
+       NULLIF(e.aggregate_id, ''), CASE WHEN e.aggregate_id <> '' THEN e.aggregate_version END%[4]s
+FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::int4[], $6::int8[], $7::text[], $8::int8[]%[5]s)
+  AS e(event_id, processed_at, topic, partition, off, aggregate_id, aggregate_version%[6]s)`,
+			table, owncols, outcomeCol, outcomeVal, outcomeArg, outcomeCol)
+		returning := "\nRETURNING " + c.EventID
+		return claimSQL{
+			skip:   insert + fmt.Sprintf("\nON CONFLICT (%s, %s) DO NOTHING", c.Consumer, c.EventID) + returning,
+			insert: insert + returning,
+		}
 	}
 	s.claim = claim("", "", "")
 	s.claimOutcome = claim(", outcome", ", NULLIF(e.outcome, '')", ", $9::text[]")
-	s.claimOne = strings.NewReplacer(
+	one := strings.NewReplacer(
 		"e.topic", "$4::text", "e.partition", "$5::int4",
 		"$4::text[], $5::int4[], ", "", "processed_at, topic, partition, off", "processed_at, off",
-	).Replace(s.claim)
+	)
+	s.claimOne = claimSQL{skip: one.Replace(s.claim.skip), insert: one.Replace(s.claim.insert)}
 	s.raise, s.lower = guardStatements(versions)
 	s.unclaim = fmt.Sprintf(`DELETE FROM %s WHERE %s = $1 AND %s = $2 RETURNING %s, %s`, table, c.Consumer, c.EventID, sh.aggID, sh.aggVersion)
 	// Every statement that takes a list of ids probes the table once per id (probe), whatever
@@ -347,7 +359,7 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 		return nil, err
 	}
 	query, args := d.claimQuery(consumer, markers)
-	rows, err := q.Query(ctx, query, args...)
+	rows, err := q.Query(ctx, query.skip, args...)
 	if err != nil {
 		return nil, d.classify(err)
 	}
@@ -355,8 +367,8 @@ func (d *Driver) Claim(ctx context.Context, tx dedupdriver.Tx, consumer string, 
 	return fresh, d.classify(err)
 }
 
-// claimQuery is the claim's statement for markers and its arguments.
-func (d *Driver) claimQuery(consumer string, markers []dedupdriver.Marker) (string, []any) {
+// claimQuery is the claim's statement for markers, in its two forms, and its arguments.
+func (d *Driver) claimQuery(consumer string, markers []dedupdriver.Marker) (claimSQL, []any) {
 	// Plain slices encode without reflection; empty strings become NULL in
 	// the statement. The timestamps go as NULL (now()) unless a marker
 	// sets one; multi-argument unnest pads a NULL array with NULLs.
@@ -424,18 +436,19 @@ func onePartition(markers []dedupdriver.Marker) bool {
 
 var _ dedupdriver.ClaimWither = (*Driver)(nil)
 
-// ClaimWith is Claim and part in one statement (dedupdriver.ClaimWither): the claim is the
-// expression fw_claimed, the part's expressions follow it, and the statement fails (and
-// writes nothing) unless it inserts every marker and the part's Fallback returns no row. The
-// part's parameters are numbered after the claim's.
+// ClaimWith is Claim and part in one statement (dedupdriver.ClaimWither): the claim, in the
+// form that inserts every marker (claimSQL.insert), is the expression fw_claimed, the part's
+// expressions follow it, and the statement fails (and writes nothing) when a marker exists
+// already (a unique violation) or the part's Fallback returns a row. The part's parameters
+// are numbered after the claim's.
 func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer string, markers []dedupdriver.Marker, part dedupdriver.ClaimedPart) error {
 	q, err := d.on(tx)
 	if err != nil {
 		return err
 	}
 	query, args := d.claimQuery(consumer, markers)
-	stmt := d.claimWithSQL(query, len(args), part)
-	args = append(append(args, part.Args...), int64(len(markers)))
+	stmt := d.claimWithSQL(query.insert, len(args), part)
+	args = append(args, part.Args...)
 	rows, err := q.Query(ctx, stmt, args...)
 	if err != nil {
 		return claimFallback(err)
@@ -466,11 +479,15 @@ func (d *Driver) ClaimWith(ctx context.Context, tx dedupdriver.Tx, consumer stri
 // fallbackMark is in the message of the error claimWithSQL's statement raises to fall back.
 const fallbackMark = "fieldwork_claim_fallback"
 
+// uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
+const uniqueViolation = "23505"
+
 // claimFallback is err, or dedupdriver.ErrClaimFallback when err is the statement's own
-// failure to fall back.
+// failure to fall back, or a unique violation: a marker that exists already, or a row of the
+// part's that does (the part's own statement, claim first, then meets it as it should).
 func claimFallback(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, fallbackMark) {
+	if errors.As(err, &pe) && (pe.Code == "22P02" && strings.Contains(pe.Message, fallbackMark) || pe.Code == uniqueViolation) {
 		return dedupdriver.ErrClaimFallback
 	}
 	return err
@@ -481,11 +498,13 @@ var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
 // claimWithSQL is ClaimWith's statement: the claim's statement (with nargs parameters) as
 // fw_claimed, the part's expressions with their parameters renumbered after the claim's, and
-// a check that reads the number of markers inserted and the part's Fallback: when not every
-// marker was inserted (the last parameter, after the part's) or Fallback returns a row, it
-// fails the statement by casting a text to an integer (an error whose message holds
-// fallbackMark); else it returns each row of the part's Select (one row of NULLs when it has
-// none, or no Select). The statements are cached: a consumer sends the same few.
+// a check of the part's Fallback: when it returns a row, the check fails the statement by
+// casting a text to an integer (an error whose message holds fallbackMark and the number of
+// markers, which also keeps the planner from folding the cast, and failing, before the
+// CASE is ever evaluated); else the
+// statement returns each row of the part's Select (one row of NULLs when it has none, or no
+// Select). A marker that exists already fails the claim itself. The statements are cached: a
+// consumer sends the same few.
 func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedPart) string {
 	key := claimWithKey{claim, part.With, part.Select, part.Fallback, nargs}
 	if s, ok := d.claimWith.Load(key); ok {
@@ -497,10 +516,9 @@ func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedP
 			return "$" + strconv.Itoa(n+nargs)
 		})
 	}
-	count := "$" + strconv.Itoa(nargs+len(part.Args)+1)
-	cond := "(SELECT count(*) FROM fw_claimed) = " + count + "::int8"
+	cond := "true"
 	if part.Fallback != "" {
-		cond += " AND NOT EXISTS (" + shift(part.Fallback) + ")"
+		cond = "NOT EXISTS (" + shift(part.Fallback) + ")"
 	}
 	sel := "SELECT NULL::int AS fw_none WHERE false"
 	if part.Select != "" {
@@ -508,7 +526,7 @@ func (d *Driver) claimWithSQL(claim string, nargs int, part dedupdriver.ClaimedP
 	}
 	s := "WITH fw_claimed AS (\n" + claim + "\n), " + shift(part.With) + ",\n" +
 		"fw_check AS (SELECT CASE WHEN " + cond + " THEN 0\n" +
-		"\tELSE ('" + fallbackMark + ": ' || (SELECT count(*) FROM fw_claimed) || ' of ' || " + count + "::int8 || ' claimed')::int END AS ok)\n" +
+		"\tELSE ('" + fallbackMark + ": the part refused the batch of ' || (SELECT count(*) FROM fw_claimed))::int END AS ok)\n" +
 		"SELECT fw_check.ok, fw_r.* FROM fw_check\n" +
 		"LEFT JOIN (SELECT true AS fw_row, fw_q.* FROM (" + sel + ") fw_q) fw_r ON true"
 	d.claimWith.Store(key, s)
