@@ -1,7 +1,9 @@
 package dedup
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,6 +45,21 @@ func BenchmarkKeysOf(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := keysOf(ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDedupeMarkers measures a consumer's batch: 1,000 markers of distinct ids.
+func BenchmarkDedupeMarkers(b *testing.B) {
+	ms := make([]Marker, 1000)
+	for i := range ms {
+		ms[i] = Marker{EventID: fmt.Sprintf("%08x-0000-4000-8000-%012d", i*2654435761%1000003, i), Topic: "tasks", Offset: int64(i),
+			AggregateID: "task-" + strconv.Itoa(i%500), AggregateVersion: int64(i / 500), Versioned: true}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := dedupeMarkers(ms); err != nil {
 			b.Fatal(err)
 		}
 	}
