@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +26,8 @@ func TestProjectionBatchProbesPerTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	schema := testenv.PGSchema(t, "fwtest_projplan_")
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st, err := inbox.Open(ctx, dsn, inbox.Schema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pool := planPool(ctx, t, dsn)
+	st := migratedStore(ctx, t, dsn, schema)
 	h, err := New(NameProjection, Config{Consumer: "late", Driver: "postgres", Schema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +144,7 @@ func TestAuditFindsEventsByHash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	schema := testenv.PGSchema(t, "fwtest_auditidx_")
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := planPool(ctx, t, dsn)
 	// Another schema, first on the store's search path, with an index of the name the
 	// earlier version gave its own: the migration must leave it alone.
 	other := testenv.PGSchema(t, "fwtest_auditidx_other_")
@@ -171,14 +157,14 @@ func TestAuditFindsEventsByHash(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	st, err := inbox.Open(ctx, dsn+"&search_path="+other, inbox.Schema(schema))
-	if err != nil {
-		t.Fatal(err)
+	onPath := dsn + " search_path=" + other // a key=value DSN
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("search_path", other)
+		u.RawQuery = q.Encode()
+		onPath = u.String()
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := migratedStore(ctx, t, onPath, schema)
 	var path string
 	if err := st.InTx(ctx, func(tx *inbox.Tx) error { return tx.QueryRow(ctx, `SHOW search_path`).Scan(&path) }); err != nil || path != other {
 		t.Fatalf("the store's search path: %q (%v), want %s", path, err, other)
@@ -255,4 +241,29 @@ func TestAuditFindsEventsByHash(t *testing.T) {
 	if !used {
 		t.Errorf("an event's rows are not found by the hash index:\n%s", plan)
 	}
+}
+
+// planPool is a pool on dsn for the test's own statements, closed after the test.
+func planPool(ctx context.Context, t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// migratedStore is a store on dsn in schema, migrated, closed after the test.
+func migratedStore(ctx context.Context, t *testing.T, dsn, schema string) *inbox.Store {
+	t.Helper()
+	st, err := inbox.Open(ctx, dsn, inbox.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
