@@ -41,14 +41,15 @@ func (e *MissingTopicError) Error() string {
 	return fmt.Sprintf("%s topic %q does not exist", e.Role, e.Topic)
 }
 
-// pollWait bounds one poll, so that the loop notices shutdown and idleness promptly.
-const pollWait = 500 * time.Millisecond
+// defaultPollWait bounds one poll (Runner.pollWait), so that the loop notices idleness
+// promptly.
+const defaultPollWait = 500 * time.Millisecond
 
 // maxQueued is the queue, in batches, at which fetching a partition pauses (pause.go).
 const maxQueued = 8
 
 // fetchMaxWait bounds a fetch request's long poll (kgo.FetchMaxWait).
-const fetchMaxWait = 500 * time.Millisecond
+const fetchMaxWait = 100 * time.Millisecond
 
 // progressEvery is how often Run logs its running totals.
 const progressEvery = 15 * time.Second
@@ -73,6 +74,14 @@ type Runner struct {
 	// pollWake is signalled when a worker takes a batch, so that a poll loop waiting for
 	// the queues to drain goes on at once.
 	pollWake chan struct{}
+	// pollWait bounds one poll: defaultPollWait.
+	pollWait time.Duration
+	// pollMu guards pollCut, which cuts short the poll in flight (set while the poll loop
+	// waits in PollFetches, nil between polls), and cutPending, a cut asked for between two
+	// polls, which the next poll takes at once (see cutPoll).
+	pollMu     sync.Mutex
+	pollCut    context.CancelFunc
+	cutPending bool
 	// firstAssigned is closed when the group first assigns this member partitions.
 	firstAssigned chan struct{}
 	assignedOnce  sync.Once
@@ -124,7 +133,7 @@ func New(store *inbox.Store, h Handler, opts ...Opt) (*Runner, error) {
 	e := &Runner{
 		o: o, log: o.Logger, m: m, br: newBreaker(o.Breaker, m),
 		hardCtx: ctx, hardCancel: cancel, workers: map[tp]*worker{}, halts: map[tp]*HaltedError{},
-		done: make(chan struct{}), pollWake: make(chan struct{}, 1), firstAssigned: make(chan struct{}), softStop: func() {},
+		done: make(chan struct{}), pollWake: make(chan struct{}, 1), pollWait: defaultPollWait, firstAssigned: make(chan struct{}), softStop: func() {},
 	}
 	e.chain = chain(e.terminal(), o.Middleware)
 	return e, nil
@@ -187,7 +196,10 @@ func (e *Runner) Run(ctx context.Context) error {
 		// A fetch request long-polls a broker for this long when its partitions have nothing
 		// new, and a partition resumed meanwhile (pause.go) is fetched only by the next
 		// request: franz-go's 5 s default left a resumed partition idle behind partitions at
-		// their end. Kafka's own consumer waits 500 ms (fetch.max.wait.ms).
+		// their end, and Kafka's own consumer's 500 ms (fetch.max.wait.ms) a quarter of a
+		// second on average each time a busy partition beside an idle one was resumed. New
+		// records end the long poll at once either way; an idle member asks ten times a
+		// second.
 		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.OnPartitionsAssigned(e.assigned),
 		kgo.OnPartitionsRevoked(e.revoked),
@@ -368,15 +380,17 @@ func (e *Runner) pollLoop(ctx context.Context) error {
 			select {
 			case <-e.pollWake:
 			case <-runCtx.Done():
-			case <-time.After(pollWait):
+			case <-time.After(e.pollWait):
 			}
 			continue
 		}
 		// Everything buffered at once, every partition's share together: a poll bounded by a
 		// record count hands the records out partition after partition, and one partition
 		// with much buffered would keep the others waiting for their first records.
-		pctx, cancel := context.WithTimeout(runCtx, pollWait)
+		pctx, cancel := context.WithTimeout(runCtx, e.pollWait)
+		e.polling(cancel)
 		fs := e.cl.PollFetches(pctx)
+		e.polling(nil)
 		cancel()
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed unexpectedly")

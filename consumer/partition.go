@@ -181,6 +181,7 @@ func (w *worker) take() ([]*kgo.Record, int64) {
 			hw := w.hw
 			w.mu.Unlock()
 			w.e.wakePoller()
+			w.e.drained(w)
 			return batch, hw
 		}
 		w.mu.Unlock()

@@ -126,6 +126,49 @@ func TestSlowPartitionDoesNotHoldUpOthers(t *testing.T) {
 	}
 }
 
+// TestPausedPartitionResumesBesideAnIdleOne: a partition whose fetching was paused (its
+// queue full) beside a partition with nothing to fetch is fetched again as soon as its queue
+// is down to half, not when the poll, which only the idle partition could feed, times out.
+// With the poll's wait set to an hour, every event of the busy partition is applied, its
+// fetching paused and resumed again and again on the way.
+func TestPausedPartitionResumesBesideAnIdleOne(t *testing.T) {
+	t.Parallel()
+	st, schema := pgStore(t)
+	topic, _ := topics(t, 2)
+	// Record batches of 250 events, fetched one a fetch: the queue is full (8 batches of
+	// 100) after four fetches, and the partition is paused and resumed some 20 times.
+	const events, batch, produced = 10_000, 100, 250
+	cl := testenv.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for n := 0; n < events; n += produced {
+		recs := make([]*kgo.Record, 0, produced)
+		for i := n; i < n+produced; i++ {
+			recs = append(recs, smallEvent(t, topic, 0, fmt.Sprintf("ev-%d", i), fmt.Sprintf("task-%d", i)))
+		}
+		testenv.Produce(t, cl, recs...)
+	}
+	group := testenv.Name(t, "audit-resume")
+	o := engineOpts(t, st, handler(t, st, schema, handlers.NameAudit, group, handlers.Config{}), topic, group)
+	o.BatchMax = batch
+	o.Kafka = append(o.Kafka, kgo.FetchMaxPartitionBytes(1)) // a broker sends one record batch
+	e, err := newRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumer.SetPollWait(e, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- e.Run(ctx) }()
+	waitUntil(t, runErr, "every event of partition 0 applied", func() bool { return e.Stats().Processed == events })
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if st := e.Stats(); st.Processed != events || st.Batches < events/batch {
+		t.Errorf("processed %d events in %d batches, want %d in at least %d", st.Processed, st.Batches, events, events/batch)
+	}
+}
+
 // TestTransactionMarkers: events of an aborted transaction are not applied, and a log that
 // ends in a commit marker is consumed to its end (the marker is committed past), so that
 // StopWhenIdle stops.

@@ -1,5 +1,7 @@
 package consumer
 
+import "context"
+
 // One partition must never hold up the others. franz-go fetches again only once the records
 // it has buffered are polled, so a poll loop that stopped polling because one partition's
 // queue is full (a slow handler, a batch retrying on infrastructure) would starve every other
@@ -12,6 +14,50 @@ package consumer
 
 // resumeAt is the queue, in batches, at which a paused partition is fetched again.
 const resumeAt = maxQueued / 2
+
+// The poll loop pauses and resumes between polls, and a poll waits up to pollWait for
+// records. While every partition with records to fetch is paused, what is left to fetch (a
+// partition at its end, one with nothing new) has none: the poll would wait out its whole
+// pollWait while the paused partitions' queues drain, and their workers would then wait for
+// records they should have had fetched long before (with one partition at its end beside
+// busy ones, a quarter of a second of every half second). So a worker whose paused
+// partition's queue is down to resumeAt cuts the poll short (drained), and the poll loop
+// resumes the partition at once.
+
+// drained is called by w's goroutine when it has taken a batch: when fetching its partition
+// is paused and its queue is down to resumeAt batches, the poll in flight is cut short, so
+// that the poll loop resumes the partition now.
+func (e *Runner) drained(w *worker) {
+	e.mu.Lock()
+	paused := w.paused
+	e.mu.Unlock()
+	if paused && w.queued() <= resumeAt*e.o.BatchMax {
+		e.cutPoll()
+	}
+}
+
+// cutPoll ends the poll in flight, or, between two polls, the next one as soon as it starts.
+func (e *Runner) cutPoll() {
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	if e.pollCut != nil {
+		e.pollCut()
+		return
+	}
+	e.cutPending = true
+}
+
+// polling records the cancel function of the poll the poll loop is starting (nil once it has
+// returned); a cut asked for since the last poll cancels it at once.
+func (e *Runner) polling(cancel context.CancelFunc) {
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	e.pollCut = cancel
+	if cancel != nil && e.cutPending {
+		e.cutPending = false
+		cancel()
+	}
+}
 
 // throttle pauses the partitions whose queue is full or whose worker is halted, and resumes
 // the paused ones whose queue has drained. Called by the poll loop only, between polls.

@@ -194,7 +194,7 @@ func (e *Runner) sharePollLoop(ctx context.Context) (abandoned bool, err error) 
 				"stale", st.Stale, "dead_lettered", st.DeadLettered, "released", st.Released, "redelivered", st.Redelivered,
 				"retried", st.Retried, "infra_retries", st.InfraRetries)
 		}
-		pctx, cancel := context.WithTimeout(runCtx, pollWait)
+		pctx, cancel := context.WithTimeout(runCtx, e.pollWait)
 		fs := e.cl.PollRecords(pctx, -1)
 		cancel()
 		if fs.IsClientClosed() {
