@@ -31,10 +31,14 @@ func (e *Runner) drained(w *worker) {
 	e.mu.Lock()
 	paused := w.paused
 	e.mu.Unlock()
-	if paused && w.queued() <= resumeAt*e.o.BatchMax {
+	if paused && e.resumable(w.queued()) {
 		e.cutPoll()
 	}
 }
+
+// resumable is whether a paused partition with n records queued is to be fetched again: its
+// queue is down to resumeAt batches.
+func (e *Runner) resumable(n int) bool { return n <= resumeAt*e.o.BatchMax }
 
 // cutPoll ends the poll in flight, or, between two polls, the next one as soon as it starts.
 func (e *Runner) cutPoll() {
@@ -71,7 +75,7 @@ func (e *Runner) throttle() {
 		case !w.paused && (halted || n >= maxQueued*e.o.BatchMax):
 			w.paused = true
 			pause = addPartition(pause, k)
-		case w.paused && !halted && n <= resumeAt*e.o.BatchMax:
+		case w.paused && !halted && e.resumable(n):
 			w.paused = false
 			resume = addPartition(resume, k)
 		}
