@@ -372,8 +372,50 @@ logger.controller.level = warn
 EOF
 }
 
+# kafka_scram_missing prints which of the SASL admin's SCRAM mechanisms the broker lacks, as
+# Kafka's own ConfigCommand describes the user (through the PLAINTEXT listener, whose
+# principal is a super user).
+kafka_scram_missing() {
+  local have m
+  have=$(java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
+    --bootstrap-server "127.0.0.1:$KAFKA_PORT" --describe --entity-type users --entity-name "$SASL_USER" 2>&1) || {
+    echo "(ConfigCommand failed: $have)"; return; }
+  for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+    case "$have" in *"$m="*) ;; *) echo "$m" ;; esac
+  done
+}
+
+# ensure_kafka_scram makes sure the broker holds the SASL admin's SCRAM-SHA-256 and -512
+# credentials, and sets those it lacks. The storage format writes both, but a broker started
+# again from its data directory has been seen to come up without the SCRAM-SHA-512 one (no
+# record of the metadata log removes it), and every SASL test then fails to authenticate.
+ensure_kafka_scram() {
+  fetch_kafka_tools
+  local missing m i
+  missing=$(kafka_scram_missing)
+  [ -z "$missing" ] && return
+  log "Kafka lacks the SCRAM credentials of $SASL_USER: $(echo $missing); setting them"
+  for m in $missing; do
+    case "$m" in SCRAM-SHA-*) ;; *) log "cannot describe the SCRAM credentials: $missing"; exit 1 ;; esac
+    java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
+      --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$SASL_USER" \
+      --add-config "$m=[iterations=4096,password=$SASL_PASSWORD]" >/dev/null
+  done
+  for i in $(seq 1 60); do
+    missing=$(kafka_scram_missing)
+    if [ -z "$missing" ]; then log "Kafka holds the SCRAM credentials of $SASL_USER again"; return; fi
+    sleep 0.5
+  done
+  log "Kafka still lacks the SCRAM credentials of $SASL_USER: $(echo $missing)"
+  exit 1
+}
+
 start_kafka() {
-  if kafka_ready && kafka_secure_ready; then log "Kafka already answers on 127.0.0.1:$KAFKA_PORT (and SASL_SSL on $KAFKA_SASL_SSL_PORT)"; return; fi
+  if kafka_ready && kafka_secure_ready; then
+    log "Kafka already answers on 127.0.0.1:$KAFKA_PORT (and SASL_SSL on $KAFKA_SASL_SSL_PORT)"
+    ensure_kafka_scram
+    return
+  fi
   if kafka_ready; then log "Kafka answers without its secure listeners: restarting it"; stop_kafka; fi
   fetch_kafka
   write_kafka_config
@@ -394,7 +436,11 @@ start_kafka() {
   echo $! >"$kafka_dir/pid"
   local i
   for i in $(seq 1 120); do
-    if kafka_ready && kafka_secure_ready; then log "Apache Kafka $(kafka_version) ready (pid $(cat "$kafka_dir/pid"))"; return; fi
+    if kafka_ready && kafka_secure_ready; then
+      log "Apache Kafka $(kafka_version) ready (pid $(cat "$kafka_dir/pid"))"
+      ensure_kafka_scram
+      return
+    fi
     if ! kill -0 "$(cat "$kafka_dir/pid")" 2>/dev/null; then break; fi
     sleep 0.5
   done
