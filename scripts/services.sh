@@ -374,35 +374,48 @@ EOF
 
 # kafka_scram_missing prints which of the SASL admin's SCRAM mechanisms the broker lacks, as
 # Kafka's own ConfigCommand describes the user (through the PLAINTEXT listener, whose
-# principal is a super user).
+# principal is a super user). It fails, printing the tool's last lines, when the broker
+# cannot be asked.
 kafka_scram_missing() {
   local have m
-  have=$(java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
+  have=$(timeout 20 java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
     --bootstrap-server "127.0.0.1:$KAFKA_PORT" --describe --entity-type users --entity-name "$SASL_USER" 2>&1) || {
-    echo "(ConfigCommand failed: $have)"; return; }
+    printf '%s\n' "$have" | grep -m1 -E 'Error|Exception' || echo "no answer within 20s"; return 1; }
   for m in SCRAM-SHA-256 SCRAM-SHA-512; do
     case "$have" in *"$m="*) ;; *) echo "$m" ;; esac
   done
 }
 
+# kafka_scram_missing_now is kafka_scram_missing, asked up to five times while the broker
+# cannot answer (one that has just started may not yet).
+kafka_scram_missing_now() {
+  local out i
+  for i in $(seq 1 5); do
+    if out=$(kafka_scram_missing); then printf '%s' "$out"; return 0; fi
+    sleep 1
+  done
+  log "cannot ask Kafka for the SCRAM credentials of $SASL_USER: $out"
+  return 1
+}
+
 # ensure_kafka_scram makes sure the broker holds the SASL admin's SCRAM-SHA-256 and -512
 # credentials, and sets those it lacks. The storage format writes both, but a broker started
 # again from its data directory has been seen to come up without the SCRAM-SHA-512 one (no
-# record of the metadata log removes it), and every SASL test then fails to authenticate.
+# record of the metadata log removes it, and the tests' own SCRAM users, made and deleted, are
+# all it takes), and every SASL test then fails to authenticate.
 ensure_kafka_scram() {
   fetch_kafka_tools
   local missing m i
-  missing=$(kafka_scram_missing)
+  missing=$(kafka_scram_missing_now) || exit 1
   [ -z "$missing" ] && return
   log "Kafka lacks the SCRAM credentials of $SASL_USER: $(echo $missing); setting them"
   for m in $missing; do
-    case "$m" in SCRAM-SHA-*) ;; *) log "cannot describe the SCRAM credentials: $missing"; exit 1 ;; esac
-    java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
+    timeout 60 java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
       --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$SASL_USER" \
       --add-config "$m=[iterations=4096,password=$SASL_PASSWORD]" >/dev/null
   done
   for i in $(seq 1 60); do
-    missing=$(kafka_scram_missing)
+    missing=$(kafka_scram_missing_now) || exit 1
     if [ -z "$missing" ]; then log "Kafka holds the SCRAM credentials of $SASL_USER again"; return; fi
     sleep 0.5
   done
