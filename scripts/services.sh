@@ -400,9 +400,12 @@ kafka_scram_missing_now() {
 
 # ensure_kafka_scram makes sure the broker holds the SASL admin's SCRAM-SHA-256 and -512
 # credentials, and sets those it lacks. The storage format writes both, but a broker started
-# again from its data directory has been seen to come up without the SCRAM-SHA-512 one (no
-# record of the metadata log removes it, and the tests' own SCRAM users, made and deleted, are
-# all it takes), and every SASL test then fails to authenticate.
+# again from its data directory comes up without the SCRAM-SHA-512 one once tests have made and
+# deleted SCRAM-SHA-512 users of their own, and every SASL test then fails to authenticate.
+# No record of the metadata log removes it: Kafka 4.4.0's ScramDelta.apply drops a mechanism
+# from the image as soon as a removal leaves its users empty, inside its loop over the
+# changes, so a restart, which replays the whole log onto an empty image, loses any user of
+# that mechanism it puts after such a removal.
 ensure_kafka_scram() {
   fetch_kafka_tools
   local missing m i
