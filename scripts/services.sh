@@ -372,14 +372,20 @@ logger.controller.level = warn
 EOF
 }
 
+# kafka_config_command SECONDS ARGS… runs Kafka's own ConfigCommand (kafka-configs) with ARGS
+# against the PLAINTEXT listener, whose principal is a super user, for at most SECONDS.
+kafka_config_command() {
+  local limit=$1; shift
+  timeout "$limit" java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
+    --bootstrap-server "127.0.0.1:$KAFKA_PORT" "$@"
+}
+
 # kafka_scram_missing prints which of the SASL admin's SCRAM mechanisms the broker lacks, as
-# Kafka's own ConfigCommand describes the user (through the PLAINTEXT listener, whose
-# principal is a super user). It fails, printing the tool's last lines, when the broker
-# cannot be asked.
+# ConfigCommand describes the user. It fails, printing the tool's error, when the broker cannot
+# be asked.
 kafka_scram_missing() {
   local have m
-  have=$(timeout 20 java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
-    --bootstrap-server "127.0.0.1:$KAFKA_PORT" --describe --entity-type users --entity-name "$SASL_USER" 2>&1) || {
+  have=$(kafka_config_command 20 --describe --entity-type users --entity-name "$SASL_USER" 2>&1) || {
     printf '%s\n' "$have" | grep -m1 -E 'Error|Exception' || echo "no answer within 20s"; return 1; }
   for m in SCRAM-SHA-256 SCRAM-SHA-512; do
     case "$have" in *"$m="*) ;; *) echo "$m" ;; esac
@@ -413,8 +419,7 @@ ensure_kafka_scram() {
   [ -z "$missing" ] && return
   log "Kafka lacks the SCRAM credentials of $SASL_USER: $(echo $missing); setting them"
   for m in $missing; do
-    timeout 60 java -cp "$kafka_dir/libs/*:$kafka_dir/tools/*" org.apache.kafka.tools.ConfigCommand \
-      --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$SASL_USER" \
+    kafka_config_command 60 --alter --entity-type users --entity-name "$SASL_USER" \
       --add-config "$m=[iterations=4096,password=$SASL_PASSWORD]" >/dev/null
   done
   for i in $(seq 1 60); do
