@@ -133,7 +133,7 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 		// A topic being deleted answers for its partitions before it answers for itself.
 		if errors.Is(err, kafka.ErrUnknownTopic) || errors.Is(err, kerr.UnknownTopicOrPartition) {
 			for _, w := range byTopic[topic] {
-				out[w.at].State, out[w.at].Detail = OriginalDeleted, fmt.Sprintf("the topic %s no longer exists", topic)
+				out[w.at].deleted()
 			}
 			continue
 		}
@@ -160,13 +160,17 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 			}
 		}
 	}
+	// A topic deleted after its bounds were asked (between two commands' calls, or by an
+	// operator meanwhile) is skipped by the read: what was read of it stays read, and the
+	// rest of its originals are deleted.
+	gone := map[string]bool{}
 	for _, ranges := range reads {
-		err := c.Read(ctx, ranges, func(r *kgo.Record) error {
+		err := c.ReadSkipping(ctx, ranges, func(r *kgo.Record) error {
 			for _, i := range wanted[kafka.AddressOf(r)] {
 				out[i].State, out[i].Record = OriginalFound, r
 			}
 			return nil
-		})
+		}, func(topic string) { gone[topic] = true })
 		if err != nil {
 			return nil, err
 		}
@@ -174,6 +178,10 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 	for a, at := range wanted {
 		for _, i := range at {
 			o := &out[i]
+			if o.Record == nil && gone[a.Topic] {
+				o.deleted()
+				continue
+			}
 			if o.Record == nil {
 				o.State, o.Detail = OriginalCompacted, fmt.Sprintf("%s holds no record: compacted away (or an aborted transaction's)", a)
 				continue
@@ -182,6 +190,11 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 		}
 	}
 	return out, nil
+}
+
+// deleted says o's topic no longer exists.
+func (o *Original) deleted() {
+	o.State, o.Detail = OriginalDeleted, fmt.Sprintf("the topic %s no longer exists", o.Topic)
 }
 
 // locate judges o's coordinates against its topic's bounds: true when a record may be there
