@@ -160,20 +160,9 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 			}
 		}
 	}
-	// A topic deleted after its bounds were asked (between two commands' calls, or by an
-	// operator meanwhile) is skipped by the read: what was read of it stays read, and the
-	// rest of its originals are deleted.
-	gone := map[string]bool{}
-	for _, ranges := range reads {
-		err := c.ReadSkipping(ctx, ranges, func(r *kgo.Record) error {
-			for _, i := range wanted[kafka.AddressOf(r)] {
-				out[i].State, out[i].Record = OriginalFound, r
-			}
-			return nil
-		}, func(topic string) { gone[topic] = true })
-		if err != nil {
-			return nil, err
-		}
+	gone, err := readOriginals(ctx, c, reads, wanted, out)
+	if err != nil {
+		return nil, err
 	}
 	for a, at := range wanted {
 		for _, i := range at {
@@ -190,6 +179,25 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 		}
 	}
 	return out, nil
+}
+
+// readOriginals reads the passes of ranges, and marks found the originals (out, by wanted)
+// of each record read. A topic deleted after its bounds were asked (by an operator meanwhile)
+// is skipped by the read: what was read of it stays read, and it is in gone.
+func readOriginals(ctx context.Context, c *kafka.Cluster, reads [][]kafka.PartitionRange, wanted map[kafka.RecordAddress][]int, out []Original) (gone map[string]bool, err error) {
+	gone = map[string]bool{}
+	for _, ranges := range reads {
+		err := c.ReadSkipping(ctx, ranges, func(r *kgo.Record) error {
+			for _, i := range wanted[kafka.AddressOf(r)] {
+				out[i].State, out[i].Record = OriginalFound, r
+			}
+			return nil
+		}, func(topic string) { gone[topic] = true })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
 }
 
 // deleted says o's topic no longer exists.
