@@ -29,16 +29,18 @@ const resumeAt = maxQueued / 2
 // that the poll loop resumes the partition now.
 func (e *Runner) drained(w *worker) {
 	e.mu.Lock()
-	paused := w.paused
+	due := e.resumeDue(w, w.queued(), w.isHalted())
 	e.mu.Unlock()
-	if paused && e.resumable(w.queued()) {
+	if due {
 		e.cutPoll()
 	}
 }
 
-// resumable is whether a paused partition with n records queued is to be fetched again: its
-// queue is down to resumeAt batches.
-func (e *Runner) resumable(n int) bool { return n <= resumeAt*e.o.BatchMax }
+// resumeDue is whether fetching w's partition, paused, is to be resumed, with n records
+// queued: w is not halted and its queue is down to resumeAt batches. Called with e.mu held.
+func (e *Runner) resumeDue(w *worker, n int, halted bool) bool {
+	return w.paused && !halted && n <= resumeAt*e.o.BatchMax
+}
 
 // cutPoll ends the poll in flight, or, between two polls, the next one as soon as it starts.
 func (e *Runner) cutPoll() {
@@ -75,7 +77,7 @@ func (e *Runner) throttle() {
 		case !w.paused && (halted || n >= maxQueued*e.o.BatchMax):
 			w.paused = true
 			pause = addPartition(pause, k)
-		case w.paused && !halted && e.resumable(n):
+		case e.resumeDue(w, n, halted):
 			w.paused = false
 			resume = addPartition(resume, k)
 		}

@@ -167,15 +167,14 @@ func Originals(ctx context.Context, c *kafka.Cluster, ds []DeadLetter) ([]Origin
 	for a, at := range wanted {
 		for _, i := range at {
 			o := &out[i]
-			if o.Record == nil && gone[a.Topic] {
+			switch {
+			case o.Record == nil && gone[a.Topic]:
 				o.deleted()
-				continue
-			}
-			if o.Record == nil {
+			case o.Record == nil:
 				o.State, o.Detail = OriginalCompacted, fmt.Sprintf("%s holds no record: compacted away (or an aborted transaction's)", a)
-				continue
+			default:
+				judgeFound(o, &ds[i])
 			}
-			judgeFound(o, &ds[i])
 		}
 	}
 	return out, nil
