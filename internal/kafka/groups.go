@@ -19,6 +19,17 @@ func Lag(committed, logEnd int64) int64 { return max(0, logEnd-committed) }
 // Commits are a group's committed offsets: topic → partition → offset.
 type Commits map[string]map[int32]int64
 
+// adminOffsets is cs as the admin client's offsets, each with no leader epoch.
+func (cs Commits) adminOffsets() kadm.Offsets {
+	os := kadm.Offsets{}
+	for t, ps := range cs {
+		for p, at := range ps {
+			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
+		}
+	}
+	return os
+}
+
 // CommitsOf is GroupCommits of one group: its committed offsets (empty, never nil, when it has
 // none), or the error reading them.
 func (c *Cluster) CommitsOf(ctx context.Context, group string) (Commits, error) {
@@ -97,14 +108,8 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 // an operator's reset does: the broker accepts it only while the group has no members. Each
 // partition's error is returned, the first one wrapped with its partition.
 func (c *Cluster) CommitGroup(ctx context.Context, group string, offsets Commits) error {
-	os := kadm.Offsets{}
-	for t, ps := range offsets {
-		for p, at := range ps {
-			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
-		}
-	}
 	c.AwaitGroupCoordinators(ctx, group)
-	resp, err := c.Admin.CommitOffsets(ctx, group, os)
+	resp, err := c.Admin.CommitOffsets(ctx, group, offsets.adminOffsets())
 	if err != nil {
 		return Denied(fmt.Errorf("commit the offsets of group %s: %w", group, err), OpRead, ResourceGroup, group)
 	}

@@ -78,14 +78,8 @@ func (c *Cluster) ShareGroupStarts(ctx context.Context, groups ...string) (map[s
 // members, and forgets the records in flight. Each partition's error is returned, the first
 // one wrapped with its partition.
 func (c *Cluster) AlterShareGroupStarts(ctx context.Context, group string, offsets Commits) error {
-	os := kadm.Offsets{}
-	for t, ps := range offsets {
-		for p, at := range ps {
-			os.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
-		}
-	}
 	c.AwaitGroupCoordinators(ctx, group)
-	resp, err := c.Admin.AlterShareGroupOffsets(ctx, group, os)
+	resp, err := c.Admin.AlterShareGroupOffsets(ctx, group, offsets.adminOffsets())
 	if err != nil {
 		return Denied(fmt.Errorf("alter the start offsets of share group %s: %w", group, err), OpRead, ResourceGroup, group)
 	}
