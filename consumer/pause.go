@@ -29,7 +29,9 @@ const resumeAt = maxQueued / 2
 // that the poll loop resumes the partition now.
 func (e *Runner) drained(w *worker) {
 	e.mu.Lock()
-	due := e.resumeDue(w, w.queued(), w.isHalted())
+	// Most batches are taken from partitions that are not paused: their queue and halt are
+	// not asked for (each takes w's lock while e.mu is held).
+	due := w.paused && e.resumeDue(w, w.queued(), w.isHalted())
 	e.mu.Unlock()
 	if due {
 		e.cutPoll()
