@@ -418,6 +418,8 @@ ensure_kafka_scram() {
   missing=$(kafka_scram_missing_now) || exit 1
   [ -z "$missing" ] && return
   log "Kafka lacks the SCRAM credentials of $SASL_USER: $(echo $missing); setting them"
+  # One request a mechanism: Kafka refuses a request that changes one user's credentials twice
+  # ("A user credential cannot be altered twice in the same request").
   for m in $missing; do
     kafka_config_command 60 --alter --entity-type users --entity-name "$SASL_USER" \
       --add-config "$m=[iterations=4096,password=$SASL_PASSWORD]" >/dev/null
