@@ -14,6 +14,7 @@ package schema
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 
@@ -92,7 +93,7 @@ func Detect(headers []envelope.Header, b []byte, key bool) (ref Ref, rest []byte
 			return ref, b, true
 		}
 	}
-	if id, rest, err := new(sr.ConfluentHeader).DecodeID(b); err == nil && id > 0 {
+	if id, rest, err := new(sr.ConfluentHeader).DecodeID(b); err == nil && registryID(id) {
 		return Ref{Framing: FramingConfluent, ID: id}, rest, true
 	}
 	if !key {
@@ -149,6 +150,13 @@ func readsHeader(name string) bool {
 	return false
 }
 
+// registryID reports whether id is one a schema registry can have given a schema: 1 to
+// 2^31-1. The wire format's four bytes are a Java int, which Confluent's serializers write and
+// their deserializers read signed, and a registry numbers its schemas from 1: bytes after a
+// magic byte 0 that read as 0 or as a negative int (a binary value that merely begins with a
+// zero byte, say) name no schema.
+func registryID(id int) bool { return id > 0 && id <= math.MaxInt32 }
+
 // headerRef reads a schema-id header: magic byte 1 and a 16-byte GUID, or magic byte 0 and a
 // 4-byte id, then (Protobuf) the message indexes.
 func headerRef(h []byte) (Ref, bool) {
@@ -159,7 +167,7 @@ func headerRef(h []byte) (Ref, bool) {
 			indexes: h[17:]}, true
 	case len(h) >= 5 && h[0] == 0:
 		id := int(binary.BigEndian.Uint32(h[1:5]))
-		return Ref{Framing: FramingHeader, ID: id, indexes: h[5:]}, id > 0
+		return Ref{Framing: FramingHeader, ID: id, indexes: h[5:]}, registryID(id)
 	}
 	return Ref{}, false
 }
@@ -170,7 +178,7 @@ func dataSchemaRef(ds string) (Ref, bool) {
 	parts := strings.Split(strings.TrimRight(ds, "/"), "/")
 	n := len(parts)
 	if n >= 3 && parts[n-3] == "schemas" && parts[n-2] == "ids" {
-		if id, err := strconv.Atoi(parts[n-1]); err == nil && id > 0 {
+		if id, err := strconv.Atoi(parts[n-1]); err == nil && registryID(id) {
 			return Ref{Framing: FramingDataSchema, ID: id, DataSchema: ds}, true
 		}
 	}
