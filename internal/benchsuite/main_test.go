@@ -110,6 +110,8 @@ func TestLimitOfAnUnmetTarget(t *testing.T) {
 	}{
 		{"listing", linesAlone, "its own read writing its lines, no parsing, reaches", "The listing", "with the listing's own encoder and no parsing at all"},
 		{"replay", recordsAlone, "the client alone writing its records (route, provenance) reaches", "The replay", "with nothing parsed, decided or journaled"},
+		{"replay's journal", journaledAlone, "the client alone writing and journaling its records reaches", "The replay",
+			"with nothing parsed beyond the route and the event id and nothing decided"},
 	} {
 		other := tg
 		other.limitWords = c.words

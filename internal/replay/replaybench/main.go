@@ -23,7 +23,11 @@
 // reader and producer, each record sent as the replay sends it (to the topic and partition its
 // dead-letter headers name, without the dead-letter headers, with the provenance headers) and
 // nothing else (no parse beyond the route, no decision, no tracking, no journal): the floor of
-// the replay's own output. Modes "perftest" and "perftest-replay" are
+// the replay's own output. Mode "journal" is the rewrite with the replay's journal: every
+// acknowledged send, the checkpoints and the counts journaled in a fresh schema as the replay
+// journals them (the store's SaveReplayProgress every replay.DefaultFlushRecords sends), the
+// event id read from its header, and nothing decided or looked up: the floor of a replay that
+// keeps both its provenance and its journal. Modes "perftest" and "perftest-replay" are
 // no replay either: Apache Kafka's own producer benchmark (org.apache.kafka.tools.ProducerPerformance,
 // kafka-producer-perf-test; -perf-classpath, which `scripts/services.sh perf-classpath` prints)
 // producing the same number of records of the dead letters' mean size (key, value and headers)
@@ -83,7 +87,7 @@ func main() {
 		settle     = flag.Duration("settle", 3*time.Second, "pause before each measurement, after its topic is created, so that none runs while the one before is still being cleaned up after (the database's autovacuum, the broker's log flushes) or before the brokers know its new topic")
 		jsonOut    = flag.String("json", "", "write every run to this file (benchkit.Report)")
 		perfCP     = flag.String("perf-classpath", "", "Java classpath holding org.apache.kafka.tools.ProducerPerformance and its dependencies, for modes perftest and perftest-replay")
-		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), workers1 and workers2 (a run recorded for workers, --to a fresh topic, sent by one or two workers of its consumer group in this process, from the recording to the last worker's exit), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), rewrite (no replay: the same client sending each record as the replay does, to the topic and partition its headers name, dead-letter headers dropped, provenance headers added, and nothing else), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
+		modesFlag  = flag.String("modes", "headers", "comma-separated replay modes measured each round: headers (DLQ → the topics the headers name, one pass), to (--to a fresh topic, one pass), scan (headers, the range scanned first), workers1 and workers2 (a run recorded for workers, --to a fresh topic, sent by one or two workers of its consumer group in this process, from the recording to the last worker's exit), client (no replay: the Kafka client alone, reading the range and producing every record unchanged to a fresh topic with the replay's settings), rewrite (no replay: the same client sending each record as the replay does, to the topic and partition its headers name, dead-letter headers dropped, provenance headers added, and nothing else), journal (the rewrite, each acknowledged send journaled as the replay journals it, with the checkpoints and counts), perftest and perftest-replay (kafka-producer-perf-test producing as many records of the same size, acks=all with its defaults or with the replay's producer settings; needs -perf-classpath)")
 	)
 	flag.Parse()
 	if *brokers == "" || *dsn == "" {
@@ -153,7 +157,7 @@ func (b *bench) modes(flagValue string) []string {
 // contend measures the contender m once, in round r.
 func (b *bench) contend(ctx context.Context, r int, m string) benchkit.Run {
 	switch m {
-	case "client", "rewrite":
+	case "client", "rewrite", "journal":
 		return b.clientCopy(ctx, r, m)
 	case "kcat":
 		return b.kcatCopy(ctx, r)
@@ -227,6 +231,7 @@ var label = map[string]string{
 	"scan":            "fieldwork replay, scanned first (terminal)",
 	"client":          "Kafka client alone (read, produce unchanged)",
 	"rewrite":         "Kafka client writing the replay's records (route, provenance)",
+	"journal":         "Kafka client writing and journaling the replay's records",
 	"perftest":        "kafka-producer-perf-test, acks=all, default settings",
 	"perftest-replay": "kafka-producer-perf-test, the replay's producer settings",
 	"kcat":            "kcat -C -e | kcat -P",
@@ -506,10 +511,16 @@ func (b *bench) workers(ctx context.Context, round, n int) benchkit.Run {
 func (b *bench) clientCopy(ctx context.Context, round int, mode string) benchkit.Run {
 	opts := append(b.c.Options(), kgo.MaxBufferedRecords(replay.DefaultMaxBuffered), kgo.MaxBufferedBytes(64<<20))
 	var w *rewriter
-	if mode == "rewrite" {
+	var st *dedup.Store
+	if mode == "rewrite" || mode == "journal" {
 		// To the source topic, where the replay sends too.
 		w = newRewriter()
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if mode == "journal" {
+			w.ids = true
+			st = b.store(ctx)
+			defer st.Close()
+		}
 	} else {
 		opts = append(opts, kgo.DefaultProduceTopic(b.topic(ctx, "bench-client")))
 	}
@@ -529,6 +540,19 @@ func (b *bench) clientCopy(ctx context.Context, round int, mode string) benchkit
 		ranges = append(ranges, kafka.PartitionRange{Topic: o.Topic, Partition: o.Partition, Start: 0, End: o.Offset})
 	})
 	errs := make(chan error, 1)
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			select {
+			case errs <- err:
+			default:
+			}
+		}
+	}
+	var j *journaler
+	if st != nil {
+		j = newJournaler(ctx, st, b.dlq, ranges)
+		promise = j.acked
+	}
 	err = b.c.Read(ctx, ranges, func(r *kgo.Record) error {
 		out := &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}
 		if w != nil {
@@ -537,18 +561,17 @@ func (b *bench) clientCopy(ctx context.Context, round int, mode string) benchkit
 				return fmt.Errorf("%s/%d/%d names no route", r.Topic, r.Partition, r.Offset)
 			}
 		}
-		prod.Produce(ctx, out, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		})
+		if j != nil {
+			out.Context = j.source(ctx, r, w.eventID)
+		}
+		prod.Produce(ctx, out, promise)
 		return nil
 	})
 	if err == nil {
 		err = prod.Flush(ctx)
+	}
+	if err == nil && j != nil {
+		err = j.finish(ctx)
 	}
 	if err == nil {
 		select {
@@ -560,6 +583,9 @@ func (b *bench) clientCopy(ctx context.Context, round int, mode string) benchkit
 		fail("client copy: %v", err)
 	}
 	el, cpu, allocs := b.stop(m)
+	if j != nil {
+		j.check(ctx, int64(b.n))
+	}
 	run := benchkit.Run{Records: int64(b.n), WallS: el.Seconds(), CPUS: cpu}
 	m.machine.Fill(&run)
 	rate := float64(b.n) / el.Seconds()

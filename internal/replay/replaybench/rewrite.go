@@ -21,9 +21,12 @@ import (
 type rewriter struct {
 	id, reason, at, aim []byte
 	topic               string // the last original topic read
-	recs                []kgo.Record
-	hdrs                []kgo.RecordHeader
-	buf                 []byte
+	// ids: read each dead letter's event id (fw.dlq.event_id) into eventID, for the journal.
+	ids     bool
+	eventID string
+	recs    []kgo.Record
+	hdrs    []kgo.RecordHeader
+	buf     []byte
 }
 
 func newRewriter() *rewriter {
@@ -58,6 +61,10 @@ func (w *rewriter) rewrite(r *kgo.Record) (*kgo.Record, bool) {
 				w.topic = string(h.Value)
 			}
 			topic = w.topic
+		case dlq.HeaderEventID:
+			if w.ids {
+				w.eventID = string(h.Value)
+			}
 		case dlq.HeaderPartition:
 			n := 0
 			for _, c := range h.Value {
