@@ -168,8 +168,11 @@ func (j *journaler) flush(ctx context.Context, status string, final bool) error 
 func (j *journaler) finish(ctx context.Context) error {
 	close(j.stop)
 	<-j.stopped
-	if j.err != nil {
-		return j.err
+	j.mu.Lock()
+	err := j.err
+	j.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return j.flush(ctx, dedup.RunCompleted, true)
 }
