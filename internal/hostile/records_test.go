@@ -71,7 +71,9 @@ func hostileRecords() []hostileRecord {
 		{name: "a null key", value: event("e-null-key", "task.created", "", nil)},
 		{name: "an empty value", key: []byte("task-2"), value: []byte{}, poison: true},
 		{name: "a tombstone", key: []byte("task-3"), poison: true},
-		{name: "binary key and value", key: []byte("\xff\xfe\x00\x9b"), value: []byte("\x00\xff\x9b31m\x1b[2J"), poison: true, framed: true},
+		// The value begins with a zero byte, but the four after it read as a negative Java int,
+		// which no registry gives a schema: not framed, so malformed.
+		{name: "binary key and value", key: []byte("\xff\xfe\x00\x9b"), value: []byte("\x00\xff\x9b31m\x1b[2J"), poison: true},
 		{name: "an event with keys and headers that are not UTF-8", key: []byte("\xff\xfetask-4"),
 			header: []kgo.RecordHeader{{Key: "\xff\xfe", Value: []byte("\xc3\x28")}, {Key: "x-binary", Value: []byte{0, 1, 2, 0xff}}},
 			value:  event("e-not-utf8", "task.created", "", map[string]any{"title": "bytes"})},
