@@ -1,8 +1,10 @@
 package processed
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,9 +99,12 @@ type CheckReport struct {
 	// Malformed counts the records with no recognisable event: a consumer dead-letters them
 	// and never marks them, so they are not missing.
 	Malformed int64 `json:"malformed"`
-	// MissingRecords are the first MaxMissing missing records (empty when streamed).
-	MissingRecords    []MissingRecord   `json:"missing_records"`
-	MissingTruncated  bool              `json:"missing_truncated"`
+	// MissingRecords are the first MaxMissing missing records by partition and offset (whatever
+	// order the partitions' reads interleave in), in that order; empty when streamed.
+	MissingRecords   []MissingRecord `json:"missing_records"`
+	MissingTruncated bool            `json:"missing_truncated"`
+	// MalformedExamples are the first MaxMalformedExamples malformed records by partition and
+	// offset (whatever order the partitions' reads interleave in), in that order.
 	MalformedExamples []MalformedRecord `json:"malformed_examples"`
 	// MaxMalformedShare is the share of malformed records the check accepted (0 to 1).
 	MaxMalformedShare float64 `json:"max_malformed_share"`
@@ -260,6 +265,55 @@ func (r *CheckReport) finish() {
 	}
 	r.reasons = nil
 	r.Unreadable = unreadable(r.Records, r.Events, r.Malformed, r.MaxMalformedShare)
+	slices.SortFunc(r.MalformedExamples, compareMalformed)
+	slices.SortFunc(r.MissingRecords, compareMissing)
+}
+
+// lowest keeps, in a slice of at most n, the n lowest by compare of the values it is given:
+// a check's reads of the partitions interleave as the fetches come, so the first records read
+// are not the same from one check of the same records to the next, and the lists are the
+// records first by partition and offset instead (sorted once the check is done). A value is
+// compared with the highest kept alone; that one is searched for again only after it is
+// replaced, which, each partition being read in offset order, happens at most n times a
+// partition. The zero value is ready to use.
+type lowest[T any] struct {
+	top int // 1 + the index of the highest kept, once n are; 0: to be searched for
+}
+
+// keep adds v to s when it is among the n lowest so far, and returns where it put it (-1:
+// not kept).
+func (l *lowest[T]) keep(s []T, n int, v T, compare func(a, b T) int) ([]T, int) {
+	if len(s) < n {
+		return append(s, v), len(s)
+	}
+	if n <= 0 {
+		return s, -1
+	}
+	if l.top == 0 {
+		top := 0
+		for i := range s {
+			if compare(s[i], s[top]) > 0 {
+				top = i
+			}
+		}
+		l.top = top + 1
+	}
+	i := l.top - 1
+	if compare(v, s[i]) >= 0 {
+		return s, -1
+	}
+	s[i], l.top = v, 0
+	return s, i
+}
+
+// compareMissing orders missing records by partition, then offset.
+func compareMissing(a, b MissingRecord) int {
+	return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+}
+
+// compareMalformed orders malformed records by partition, then offset.
+func compareMalformed(a, b MalformedRecord) int {
+	return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 }
 
 func (k malformedKey) less(o malformedKey) bool {
@@ -290,6 +344,9 @@ type gapFinder struct {
 
 	rep   *CheckReport
 	batch []MissingRecord
+	// missing and malformed keep the report's lists: the first records by partition and offset.
+	missing   lowest[MissingRecord]
+	malformed lowest[MalformedRecord]
 
 	batches chan lookedUp        // to the resolving goroutine
 	free    chan []MissingRecord // its emptied batches back, for reuse
@@ -357,9 +414,7 @@ func (g *gapFinder) add(ctx context.Context, r schema.Read) error {
 	if err != nil {
 		g.rep.Malformed++
 		m := schema.MalformedRecordOf(rec, err)
-		if len(g.rep.MalformedExamples) < MaxMalformedExamples {
-			g.rep.MalformedExamples = append(g.rep.MalformedExamples, m)
-		}
+		g.rep.MalformedExamples, _ = g.malformed.keep(g.rep.MalformedExamples, MaxMalformedExamples, m, compareMalformed)
 		k := malformedKey{m.Format, m.Field, m.Reason}
 		if g.rep.reasons == nil {
 			g.rep.reasons = map[malformedKey]int64{}
@@ -434,10 +489,15 @@ func (g *gapFinder) resolve(batch []MissingRecord, found []bool) error {
 			if err := g.onMissing(r.owned()); err != nil {
 				return err
 			}
-		case len(g.rep.MissingRecords) < g.maxMissing:
-			g.rep.MissingRecords = append(g.rep.MissingRecords, r.owned())
 		default:
-			g.rep.MissingTruncated = true
+			// A record listed is a copy (owned); one that is not is left as it is.
+			if len(g.rep.MissingRecords) >= g.maxMissing {
+				g.rep.MissingTruncated = true
+			}
+			var at int
+			if g.rep.MissingRecords, at = g.missing.keep(g.rep.MissingRecords, g.maxMissing, r, compareMissing); at >= 0 {
+				g.rep.MissingRecords[at] = r.owned()
+			}
 		}
 	}
 	// Clear the batch's strings so that the backing array holds no record's data.

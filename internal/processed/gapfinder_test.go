@@ -251,3 +251,67 @@ func started(t *testing.T, g *gapFinder) context.Context {
 	g.start(ctx, stop)
 	return ctx
 }
+
+// TestListsKeepNoReadOrder: the report lists the first MaxMalformedExamples malformed records
+// and the first MaxMissing missing ones by partition and offset, in that order, whichever order
+// the partitions' reads interleave in (a fetch may bring partition 2 before partition 0).
+func TestListsKeepNoReadOrder(t *testing.T) {
+	var recs []*kgo.Record
+	for p := range int32(3) {
+		for o := range int64(30) {
+			value := "not an event"
+			if o%2 == 1 {
+				value = fmt.Sprintf(`{"specversion":"1.0","id":"e-%d-%d","type":"t","source":"s"}`, p, o)
+			}
+			recs = append(recs, &kgo.Record{Topic: "tasks", Partition: p, Offset: o, Value: []byte(value)})
+		}
+	}
+	lists := func(order []*kgo.Record) string {
+		rep := &CheckReport{}
+		g := &gapFinder{rep: rep, batchSize: 4, maxMissing: 7,
+			lookup: func(_ context.Context, ids []string) ([]bool, error) { return make([]bool, len(ids)), nil }}
+		ctx, stop := context.WithCancelCause(context.Background())
+		defer stop(nil)
+		g.start(ctx, stop)
+		for _, r := range order {
+			if err := g.add(ctx, readOf(r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.wait(); err != nil {
+			t.Fatal(err)
+		}
+		rep.finish()
+		if rep.Malformed != 45 || len(rep.MalformedExamples) != MaxMalformedExamples || rep.Missing != 45 || len(rep.MissingRecords) != 7 ||
+			!rep.MissingTruncated {
+			t.Fatalf("malformed %d (%d listed), missing %d (%d listed, truncated %v)",
+				rep.Malformed, len(rep.MalformedExamples), rep.Missing, len(rep.MissingRecords), rep.MissingTruncated)
+		}
+		var b strings.Builder
+		for _, m := range rep.MalformedExamples {
+			fmt.Fprintf(&b, "%d/%d ", m.Partition, m.Offset)
+		}
+		b.WriteString("| ")
+		for _, m := range rep.MissingRecords {
+			fmt.Fprintf(&b, "%s ", m.EventID)
+		}
+		return b.String()
+	}
+	want := lists(recs)
+	if !strings.HasPrefix(want, "0/0 0/2 ") || !strings.Contains(want, " 0/28 1/0 1/2 1/4 1/6 1/8 | e-0-1 e-0-3 ") ||
+		!strings.HasSuffix(want, " e-0-13 ") {
+		t.Fatalf("in partition order: %s", want)
+	}
+	// Partition 2's records first, then the others interleaved.
+	var mixed []*kgo.Record
+	mixed = append(mixed, recs[60:]...)
+	for i := range 30 {
+		mixed = append(mixed, recs[30+i], recs[i])
+	}
+	if got := lists(mixed); got != want {
+		t.Errorf("read in another order:\n got %s\nwant %s", got, want)
+	}
+}
