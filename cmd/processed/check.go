@@ -53,8 +53,8 @@ dead-letters them and never marks them, so they are not "missing".
 
 Output: the counts and up to --max-missing missing records (topic, partition, offset, event
 id; the first by partition and offset, the same records every run) as a table or JSON, and
-the first malformed ones chosen the same way; with -o jsonl (the default when piped) or csv, every missing record is
-streamed to stdout as it is found and the counts go to stderr.
+the first malformed ones chosen the same way; with -o jsonl (the default when piped) or csv,
+every missing record is streamed to stdout as it is found and the counts go to stderr.
 
 A check that could not read the range fails rather than pass on what it never saw: when the
 range has records and none of them, or more than --max-malformed-share of them (default 0.5:

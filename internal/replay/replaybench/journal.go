@@ -54,9 +54,9 @@ type ackOf struct {
 // ackedPrefix is a source partition's contiguous acknowledged offsets (through done) and the
 // acknowledged offsets beyond it, in a ring as wide as the records the producer can hold.
 type ackedPrefix struct {
-	start, done int64
-	ring        []bool
-	moved       bool
+	done  int64
+	ring  []bool
+	moved bool
 }
 
 const ackRing = 1 << 16 // > replay.DefaultMaxBuffered: no two offsets in flight share a slot
@@ -67,7 +67,7 @@ func newJournaler(ctx context.Context, st *dedup.Store, topic string, ranges []k
 	cps := make([]dedup.ReplayCheckpoint, 0, len(ranges))
 	for _, r := range ranges {
 		cps = append(cps, dedup.ReplayCheckpoint{Topic: r.Topic, Partition: r.Partition, Start: r.Start, End: r.End - 1, AckedThrough: r.Start - 1})
-		j.parts[r.Partition] = &ackedPrefix{start: r.Start, done: r.Start - 1, ring: make([]bool, ackRing)}
+		j.parts[r.Partition] = &ackedPrefix{done: r.Start - 1, ring: make([]bool, ackRing)}
 	}
 	run := dedup.ReplayRun{ID: j.runID, Operator: "bench", Reason: "benchmark", Selection: dedup.JSONText(`{"topic":"` + topic + `"}`),
 		Sources: []string{topic}, Target: "original", Status: dedup.RunRunning, Owner: "bench"}
