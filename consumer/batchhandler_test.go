@@ -267,7 +267,7 @@ func TestAuditBatchRecordsLikeEvents(t *testing.T) {
 		err = st.InTx(ctx, func(tx *dedup.Tx) error {
 			rs, err := tx.Query(ctx, `SELECT concat_ws('|', event_id, event_type, source, aggregate_type, aggregate_id,
 	coalesce(aggregate_version::text, 'null'), topic, "partition", "offset", coalesce(occurred_at::text, 'null'), data)
-FROM `+table+` WHERE consumer = $1 ORDER BY id`, name)
+FROM `+table+` WHERE consumer = $1 ORDER BY topic, "partition", "offset"`, name)
 			if err != nil {
 				return err
 			}

@@ -155,9 +155,6 @@ func (d dialect) timestamp() string { return d.sql.Timestamp }
 // indexed columns never change, the projection's (dedup.Dialect.UpdatedInPlace).
 func (d dialect) updatedInPlace() string { return d.sql.UpdatedInPlace }
 
-// serial is an auto-increment primary key column (dedup.Dialect.AutoKey).
-func (d dialect) serial() string { return d.sql.AutoKey }
-
 // exec runs statements in order.
 func exec(ctx context.Context, tx *inbox.Tx, stmts ...string) error {
 	for _, s := range stmts {

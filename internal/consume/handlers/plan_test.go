@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/consumer"
 	"github.com/fieldwork/fieldwork/inbox"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -136,9 +138,10 @@ func byKeyAlone(t *testing.T, explained []byte, table string) string {
 }
 
 // TestAuditFindsEventsByHash checks the audit log's index on PostgreSQL (docs/design.md §3.5):
-// after Migrate an audit_log whose event_idx B-tree on (consumer, event_id) an earlier version
-// created has lost it and has a hash index on event_id instead, twice migrated or once, and a
-// lookup of an event's rows goes through that index.
+// a new audit_log has a hash index on event_id and no other; one an earlier version created,
+// with a surrogate key and an event_idx B-tree on (consumer, event_id), has lost the B-tree and
+// has the hash index instead after Migrate, twice migrated or once, keeps its key and still
+// takes rows; and a lookup of an event's rows goes through the hash index.
 func TestAuditFindsEventsByHash(t *testing.T) {
 	dsn := testenv.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -181,17 +184,6 @@ func TestAuditFindsEventsByHash(t *testing.T) {
 		}
 	}
 	migrate()
-	// The table as the earlier version left it.
-	for _, q := range []string{
-		`DROP INDEX ` + a.d.qualifiedIndex(TableAuditLog, "event_id"),
-		`CREATE INDEX audit_log_event_idx ON ` + a.table + ` (consumer, event_id)`,
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	migrate()
-	migrate()
 	indexes := func(schema string) []string {
 		t.Helper()
 		rows, err := pool.Query(ctx, `SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'audit_log' ORDER BY indexname`, schema)
@@ -211,8 +203,45 @@ func TestAuditFindsEventsByHash(t *testing.T) {
 		}
 		return got
 	}
-	if got, want := strings.Join(indexes(schema), "; "), "audit_log_event_id USING hash (event_id); audit_log_pkey USING btree (id)"; got != want {
+	if got, want := strings.Join(indexes(schema), "; "), "audit_log_event_id USING hash (event_id)"; got != want {
 		t.Errorf("the audit log's indexes after Migrate:\n got %s\nwant %s", got, want)
+	}
+	// The table as the earliest version left it: a surrogate key, and a B-tree on (consumer,
+	// event_id) instead of the hash index.
+	for _, q := range []string{
+		`DROP TABLE ` + a.table,
+		`CREATE TABLE ` + a.table + ` (id bigserial PRIMARY KEY, consumer text NOT NULL, event_id text NOT NULL,
+	event_type text NOT NULL DEFAULT '', source text NOT NULL DEFAULT '', aggregate_type text NOT NULL DEFAULT '',
+	aggregate_id text NOT NULL DEFAULT '', aggregate_version bigint, topic text NOT NULL, "partition" integer NOT NULL,
+	"offset" bigint NOT NULL, occurred_at timestamptz, data text NOT NULL DEFAULT '', recorded_at timestamptz NOT NULL)`,
+		`CREATE INDEX audit_log_event_idx ON ` + a.table + ` (consumer, event_id)`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	migrate()
+	migrate()
+	if got, want := strings.Join(indexes(schema), "; "), "audit_log_event_id USING hash (event_id); audit_log_pkey USING btree (id)"; got != want {
+		t.Errorf("the earlier audit log's indexes after Migrate:\n got %s\nwant %s", got, want)
+	}
+	// Its rows still go in, batch and per event, with their ids from its sequence.
+	evs := []*consumer.Message{
+		{Event: consumer.Event{ID: "e-1", Type: "t"}, Record: &kgo.Record{Topic: "tasks", Partition: 0, Offset: 1}},
+		{Event: consumer.Event{ID: "e-2", Type: "t"}, Record: &kgo.Record{Topic: "tasks", Partition: 0, Offset: 2}},
+	}
+	if err := st.InTx(ctx, func(tx *inbox.Tx) error {
+		if _, err := a.HandleBatch(ctx, tx, evs[:1]); err != nil {
+			return err
+		}
+		_, err := a.Handle(ctx, tx, evs[1])
+		return err
+	}); err != nil {
+		t.Fatalf("the earlier audit log takes no rows: %v", err)
+	}
+	var ids string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(event_id || '=' || id, ',' ORDER BY id) FROM `+a.table).Scan(&ids); err != nil || ids != "e-1=1,e-2=2" {
+		t.Errorf("the earlier audit log's rows: %q (%v), want e-1=1,e-2=2", ids, err)
 	}
 	if got := indexes(other); len(got) != 1 || !strings.HasPrefix(got[0], "audit_log_event_idx") {
 		t.Errorf("another schema's index of the same name: %v, want it kept", got)
