@@ -130,19 +130,10 @@ func Table(driver, schema, name string) (string, error) {
 
 func (d dialect) table(name string) string { return dedup.TableName(d.driver, d.schema, name) }
 
-// index names an index of table name, as the store names its own (dedup.IndexName).
-func (d dialect) index(name, suffix string) string {
-	return dedup.IndexName(d.driver, d.schema, name, suffix)
-}
-
 // qualifiedIndex names an index of table name as DROP INDEX takes it (dedup.QualifiedIndexName).
 func (d dialect) qualifiedIndex(name, suffix string) string {
 	return dedup.QualifiedIndexName(d.driver, d.schema, name, suffix)
 }
-
-// equalityIndex is the method and column list of an index that only answers equality lookups
-// of column (dedup.Dialect.EqualityIndex): a hash index on PostgreSQL.
-func (d dialect) equalityIndex(column string) string { return d.sql.EqualityIndex(column) }
 
 // ts turns a time into a bind parameter of the store's one time form (dedup.TimeArg); nil for
 // the zero time.
