@@ -148,19 +148,11 @@ type Dialect struct {
 	// Timestamp is the column type of a time: timestamptz on PostgreSQL; text on SQLite, which
 	// holds a time as UTC text in one layout (dedup.TimeArg formats the bind values).
 	Timestamp string
-	// AutoKey is the column definition of an auto-increment integer primary key.
-	AutoKey string
 	// UpdatedInPlace is the storage clause (with its leading space, or empty) of a table whose
 	// rows are rewritten often and whose indexed columns never change: on PostgreSQL pages keep
 	// room for the new version of a row, so that an update stays on its page and adds no index
 	// entry (a HOT update); SQLite has no such clause.
 	UpdatedInPlace string
-	// EqualityIndex is the method and column list of an index (after "ON table ") that only
-	// answers equality lookups of column, whose values arrive in no order (an event id): on
-	// PostgreSQL a hash index, "USING hash (column)", whose entry costs about a third of a
-	// B-tree's when the keys are random (docs/design.md §3.5); on SQLite, which has one kind of
-	// index, "(column)".
-	EqualityIndex func(column string) string
 	// Arrays says the driver binds a Go slice as one array parameter (PostgreSQL's unnest), so
 	// that a batch is one statement of a fixed text; without it a batch is a statement per row
 	// or a VALUES list.

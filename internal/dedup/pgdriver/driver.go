@@ -226,9 +226,7 @@ func versionsTable(names dedupdriver.Names) string {
 // Dialect is what PostgreSQL's SQL writes its own way for the tables beside the markers.
 var Dialect = dedupdriver.Dialect{
 	Timestamp:      "timestamptz",
-	AutoKey:        "bigserial PRIMARY KEY",
 	UpdatedInPlace: " WITH (fillfactor = 70)",
-	EqualityIndex:  func(column string) string { return "USING hash (" + column + ")" },
 	Arrays:         true,
 	IsMissingTable: IsMissingTable,
 }

@@ -135,8 +135,6 @@ func New(db *sql.DB, names dedupdriver.Names) *Driver {
 // Dialect is what SQLite's SQL writes its own way for the tables beside the markers.
 var Dialect = dedupdriver.Dialect{
 	Timestamp:      "text",
-	AutoKey:        "INTEGER PRIMARY KEY AUTOINCREMENT",
-	EqualityIndex:  func(column string) string { return "(" + column + ")" },
 	IsMissingTable: IsMissingTable,
 }
 
