@@ -110,7 +110,8 @@ Handlers (--handler):
   projection  current state of each task in <schema>.task_state; an event applies only
               when its version is newer than the stored one (older: no-op, still marked;
               a version gap is counted and logged)
-  audit       append-only activity feed, one row per event in <schema>.audit_log
+  audit       append-only activity feed, one row per event in <schema>.audit_log, which
+              has no key and no index (create the index your queries need)
   webhook     POST each event to --webhook-url with an Idempotency-Key header derived from
               (consumer, event id); the delivery is recorded in <schema>.webhook_deliveries
               in the same transaction; 5xx, 429 and timeouts are retried, other 4xx are not
