@@ -379,13 +379,14 @@ func utcRFC3339(v []byte) (time.Time, bool) {
 		n > 20 && v[19] != '.' {
 		return time.Time{}, false
 	}
-	var f [6]int64 // year, month, day, hour, minute, second
-	for k, at := range [6][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}} {
-		var ok bool
-		if f[k], ok = plainDecimal(v[at[0]:at[1]]); !ok {
+	// year, month, day, hour, minute, second: two digits each but the year's four.
+	for _, at := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
+		if v[at]-'0' > 9 {
 			return time.Time{}, false
 		}
 	}
+	two := func(at int) int { return int(v[at]-'0')*10 + int(v[at+1]-'0') }
+	y, mo, d, h, mi, sec := two(0)*100+two(2), two(5), two(8), two(11), two(14), two(17)
 	var ns int64
 	if n > 20 {
 		digits := v[20 : n-1]
@@ -397,11 +398,10 @@ func utcRFC3339(v []byte) (time.Time, bool) {
 			ns *= 10
 		}
 	}
-	y, mo, d := int(f[0]), int(f[1]), int(f[2])
-	if mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	return time.Date(y, time.Month(mo), d, int(f[3]), int(f[4]), int(f[5]), int(ns), time.UTC), true
+	return utcUnix(unixDays(y, mo, d)*86400+int64(h*3600+mi*60+sec), int(ns)), true
 }
 
 // daysIn is how many days month mo of year y has.

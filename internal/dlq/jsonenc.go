@@ -281,10 +281,19 @@ func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
 // digits of fraction (timespec.TimeLayout, docs/json.md), and fails where
 // time.Time.MarshalJSON fails (a year outside 0-9999, a zone offset of a day or more).
 func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
+	// A year in UTC of 1 to 9998 is one of 0 to 9999 in any zone less than a day off.
+	if sec := t.Unix(); sec >= year0Unix+366*86400 && sec < year10000Unix-366*86400 {
+		if t.Location() == time.UTC {
+			return appendUTCMillis(b, sec, t.Nanosecond()), nil
+		}
+		if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
+			return appendUTCMillis(b, sec, t.Nanosecond()), nil
+		}
+	}
 	if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
 		u := t.UTC()
 		if y := u.Year(); y >= 0 && y <= 9999 && (off == 0 || t.Year() >= 0 && t.Year() <= 9999) {
-			return appendUTCMillis(b, u), nil
+			return appendUTCMillis(b, u.Unix(), u.Nanosecond()), nil
 		}
 	}
 	j, err := t.MarshalJSON()
@@ -294,16 +303,22 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// appendUTCMillis appends u (in UTC, its year 0 to 9999) quoted in timespec.TimeLayout,
-// "2006-01-02T15:04:05.000Z", digit by digit: what u.AppendFormat(b, timespec.TimeLayout)
-// writes, without reading the layout (a listing writes four times a dead letter).
-func appendUTCMillis(b []byte, u time.Time) []byte {
-	y, mo, d := u.Date()
-	h, mi, s := u.Clock()
-	ms := u.Nanosecond() / 1e6
+// appendUTCMillis appends the instant sec seconds and nsec nanoseconds after 1970-01-01 UTC
+// (in a year 0 to 9999) quoted in timespec.TimeLayout, "2006-01-02T15:04:05.000Z", digit by
+// digit: what u.AppendFormat(b, timespec.TimeLayout) writes for it in UTC, without reading
+// the layout or working out the calendar more than once (a listing writes four a dead letter).
+func appendUTCMillis(b []byte, sec int64, nsec int) []byte {
+	days, s := sec/86400, int(sec%86400)
+	if s < 0 {
+		days, s = days-1, s+86400
+	}
+	y, mo, d := civil(days)
+	h, mi := s/3600, s/60%60
+	s %= 60
+	ms := nsec / 1e6
 	return append(b, '"',
 		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
-		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
 		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"regexp"
 	"testing"
 	"time"
@@ -92,7 +93,8 @@ func TestAppendJSON(t *testing.T) {
 // appendJSONTime writes, digit by digit, what it wrote through timespec.TimeLayout, for times
 // in and out of UTC and at the edges of the years it takes; and fails where that failed.
 func TestAppendJSONTimeAsLayout(t *testing.T) {
-	zones := []*time.Location{time.UTC, time.FixedZone("east", 14*3600), time.FixedZone("west", -(11*3600 + 30*60)), time.FixedZone("far", 30*3600)}
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("east", 14*3600), time.FixedZone("west", -(11*3600 + 30*60)),
+		time.FixedZone("day", -(23*3600 + 59*60)), time.FixedZone("far", 30*3600)}
 	times := []time.Time{
 		time.Date(9999, 12, 31, 23, 0, 0, 0, time.FixedZone("e", -5*3600)), time.Date(0, 1, 1, 1, 0, 0, 0, time.FixedZone("w", 5*3600)),
 		time.Date(2026, 11, 26, 14, 54, 12, 908523217, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -101,6 +103,18 @@ func TestAppendJSONTimeAsLayout(t *testing.T) {
 	}
 	for i := range 2000 {
 		times = append(times, time.Unix(int64(i)*7919*104729, int64(i)*999331))
+	}
+	// Instants of every year 0 to 9999 and just beyond, and the hours around the ends of the
+	// years 0, 1, 9999 and 10000 (unixDays and civil work out the calendar).
+	rng := rand.New(rand.NewPCG(3, 4))
+	lo, hi := year0Unix-2*86400, year10000Unix+2*86400
+	for range 50000 {
+		times = append(times, time.Unix(lo+rng.Int64N(hi-lo), rng.Int64N(1e9)))
+	}
+	for _, edge := range []int64{year0Unix, year0Unix + 366*86400, year10000Unix - 365*86400, year10000Unix} {
+		for h := int64(-30); h <= 30; h++ {
+			times = append(times, time.Unix(edge+h*3600-1, 999999999), time.Unix(edge+h*3600, 0))
+		}
 	}
 	for _, base := range times {
 		for _, z := range zones {
