@@ -71,6 +71,8 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 		return err
 	}
 	defer cl.Close()
+	polls := startPoller(ctx, cl)
+	defer polls.stop()
 	o.cl = cl
 	o.window()
 	skip := func(gone []string) {
@@ -84,7 +86,7 @@ func (c *Cluster) ReadInOrder(ctx context.Context, ranges []PartitionRange, fn f
 		}
 	}
 	for o.head < len(o.parts) {
-		fetches, idle := pollOrIdle(ctx, cl)
+		fetches, idle := polls.poll(ctx)
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
 		}

@@ -338,8 +338,8 @@ func Total(ranges []PartitionRange) int64 {
 // Fetch sizes of Read. franz-go decodes a whole fetch response into records as soon as it
 // arrives, and event and dead-letter topics compress well: 32 MiB fetches became several
 // hundred MiB of decoded records at once on a topic of a million records. Fetches of at most
-// 512 KiB (256 KiB a partition), one more in flight while the previous one is processed, keep
-// a reader under 100 MiB and still read faster than kcat (internal/dlq/bench). A broker sends
+// 512 KiB (256 KiB a partition), one more in flight and one taken ahead (poller) while the
+// previous one is processed, keep a reader under 100 MiB and still read faster than kcat (internal/dlq/bench). A broker sends
 // a batch larger than the limit anyway, so nothing stalls.
 const (
 	readFetchMaxBytes     = 512 << 10
@@ -382,13 +382,15 @@ func (c *Cluster) ReadSkipping(ctx context.Context, ranges []PartitionRange, fn 
 		return err
 	}
 	defer cl.Close()
+	polls := startPoller(ctx, cl)
+	defer polls.stop()
 	left := 0
 	for _, ps := range remaining {
 		left += len(ps)
 	}
 	for left > 0 {
 		// The whole buffered fetch at once: the next one is fetched while this one is read.
-		fetches, idle := pollOrIdle(ctx, cl)
+		fetches, idle := polls.poll(ctx)
 		if err := ctx.Err(); err != nil {
 			return fwerr.Wrap(fwerr.KindInterrupted, err)
 		}
@@ -460,6 +462,60 @@ func pollOrIdle(ctx context.Context, cl *kgo.Client) (kgo.Fetches, bool) {
 	defer cancel()
 	fetches := cl.PollFetches(poll)
 	return fetches, ctx.Err() == nil && fetches.NumRecords() == 0 && errors.Is(fetches.Err0(), context.DeadlineExceeded)
+}
+
+// poller polls a reader's client on a goroutine of its own (pollOrIdle), one poll ahead of the
+// read (which holds one fetch more in memory): the client fetches the next records only once
+// the last ones are taken, and a read that takes them when it is done with the previous ones
+// leaves the client waiting, for the fetch and then for a core to decode it on, while the read
+// waits for the client. Taken at once, the next fetch is decoded while the read works. What
+// the client fetched of a partition paused since is handed on as any other fetch: the reads
+// drop or hold it as before.
+type poller struct {
+	next   chan polled
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// polled is one pollOrIdle.
+type polled struct {
+	fetches kgo.Fetches
+	idle    bool
+}
+
+// startPoller starts polling cl until ctx ends or stop.
+func startPoller(ctx context.Context, cl *kgo.Client) *poller {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &poller{next: make(chan polled), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			f, idle := pollOrIdle(ctx, cl)
+			select {
+			case p.next <- polled{f, idle}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// poll is the next pollOrIdle of the client; nothing once ctx is done (the reads check ctx
+// after each poll).
+func (p *poller) poll(ctx context.Context) (kgo.Fetches, bool) {
+	select {
+	case r := <-p.next:
+		return r.fetches, r.idle
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// stop stops polling and returns once the poller's goroutine has: before the client closes.
+func (p *poller) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // goneOf lists the topics of remaining (those with partitions left to read) that no longer
