@@ -21,12 +21,15 @@ import (
 // does (status lookups, the share-group folding, the limit, the aggregates, the writing).
 const (
 	// aheadBatch is how many records a worker takes at once: enough that handing a batch over
-	// costs little beside parsing it, few enough that a batch is soon ready.
-	aheadBatch = 256
+	// costs little beside parsing it, few enough that a batch is soon ready. A worker lets
+	// the Kafka client have the core after each batch (package ahead), and the client's
+	// next fetch waits for one: with batches of 64 instead of 256 (and as many records
+	// handed out), dlq list -o jsonl read 1,000,000 dead letters in 1.81 s instead of 1.87.
+	aheadBatch = 64
 	// aheadPerWorker is how many batches may be handed out per worker and not yet taken back:
 	// what the read runs ahead of the callback (about 1,000 records on two cores), and what
 	// it holds of the records' memory (a record holds its whole decompressed record batch).
-	aheadPerWorker = 4
+	aheadPerWorker = 16
 )
 
 // aheadWorkers is how many workers read ahead: one per core the process may use but one,
