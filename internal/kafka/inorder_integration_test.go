@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fieldwork/fieldwork/internal/fwerr"
 	"github.com/fieldwork/fieldwork/internal/kafka"
 	"github.com/fieldwork/fieldwork/internal/testenv"
 )
@@ -106,5 +107,20 @@ func TestReadInOrder(t *testing.T) {
 	}, nil)
 	if !errors.Is(err, stop) || n != 3000 {
 		t.Fatalf("stopped read: %v after %d records, want %v after 3000", err, n, stop)
+	}
+
+	// A read whose context ends stops at its next fetch (the poller's, taken ahead, is not
+	// handed on), as an interruption.
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	n = 0
+	err = c.ReadInOrder(cctx, ranges, func(*kgo.Record) error {
+		if n++; n == 3000 {
+			ccancel()
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, context.Canceled) || fwerr.KindOf(err) != fwerr.KindInterrupted || n >= len(recs) {
+		t.Fatalf("read cancelled after 3000 records: %v (kind %v) after %d records, want an interruption before all %d", err, fwerr.KindOf(err), n, len(recs))
 	}
 }
