@@ -31,4 +31,3 @@ func TestCivil(t *testing.T) {
 		t.Fatalf("walked %d days, want 3652425", days)
 	}
 }
-
