@@ -1,7 +1,5 @@
 package dlq
 
-import "time"
-
 // A listing reads three times a dead letter and writes four: time.Date and time.Time's Date
 // and Clock each work out the calendar anew, with 64-bit divisions. These do it once, in
 // 32-bit arithmetic (C. Neri and L. Schneider, "Euclidean affine functions and their
@@ -44,10 +42,6 @@ func civil(days int64) (y, mo, d int) {
 	}
 	return int(yy) - civilYears, int(m), int(dd) + 1
 }
-
-// utcUnix is the time sec seconds and nsec nanoseconds after 1970-01-01 UTC, in UTC: what
-// time.Date(…, time.UTC) returns for the same instant.
-func utcUnix(sec int64, nsec int) time.Time { return time.Unix(sec, int64(nsec)).UTC() }
 
 // Seconds since 1970-01-01 UTC of the first instant of year 0 and of year 10000.
 var (

@@ -401,7 +401,7 @@ func utcRFC3339(v []byte) (time.Time, bool) {
 	if mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	return utcUnix(unixDays(y, mo, d)*86400+int64(h*3600+mi*60+sec), int(ns)), true
+	return time.Unix(unixDays(y, mo, d)*86400+int64(h*3600+mi*60+sec), ns).UTC(), true
 }
 
 // daysIn is how many days month mo of year y has.

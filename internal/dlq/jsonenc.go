@@ -281,19 +281,12 @@ func appendJSONTimePtr(b []byte, t *time.Time) ([]byte, error) {
 // digits of fraction (timespec.TimeLayout, docs/json.md), and fails where
 // time.Time.MarshalJSON fails (a year outside 0-9999, a zone offset of a day or more).
 func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	// A year in UTC of 1 to 9998 is one of 0 to 9999 in any zone less than a day off.
-	if sec := t.Unix(); sec >= year0Unix+366*86400 && sec < year10000Unix-366*86400 {
-		if t.Location() == time.UTC {
-			return appendUTCMillis(b, sec, t.Nanosecond()), nil
-		}
-		if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
-			return appendUTCMillis(b, sec, t.Nanosecond()), nil
-		}
-	}
 	if _, off := t.Zone(); off > -24*3600 && off < 24*3600 {
-		u := t.UTC()
-		if y := u.Year(); y >= 0 && y <= 9999 && (off == 0 || t.Year() >= 0 && t.Year() <= 9999) {
-			return appendUTCMillis(b, u.Unix(), u.Nanosecond()), nil
+		// A year in UTC of 1 to 9998 is one of 0 to 9999 in any such zone; at the ends of
+		// that range the zone's year is asked too.
+		if sec := t.Unix(); sec >= year0Unix+366*86400 && sec < year10000Unix-366*86400 ||
+			sec >= year0Unix && sec < year10000Unix && (off == 0 || t.Year() >= 0 && t.Year() <= 9999) {
+			return appendUTCMillis(b, sec, t.Nanosecond()), nil
 		}
 	}
 	j, err := t.MarshalJSON()

@@ -339,8 +339,9 @@ func Total(ranges []PartitionRange) int64 {
 // arrives, and event and dead-letter topics compress well: 32 MiB fetches became several
 // hundred MiB of decoded records at once on a topic of a million records. Fetches of at most
 // 512 KiB (256 KiB a partition), one more in flight and one taken ahead (poller) while the
-// previous one is processed, keep a reader under 100 MiB and still read faster than kcat (internal/dlq/bench). A broker sends
-// a batch larger than the limit anyway, so nothing stalls.
+// previous one is processed, keep a reader under 100 MiB and still read faster than kcat
+// (internal/dlq/bench). A broker sends a batch larger than the limit anyway, so nothing
+// stalls.
 const (
 	readFetchMaxBytes     = 512 << 10
 	readFetchPartBytes    = 256 << 10
